@@ -1,0 +1,211 @@
+//! Parsing and printing of rates the way people type them: `10G`, `25g`,
+//! `100Gbit`, `2.5Gbps`, `1M` (pps), `14.88Mpps`, plain numbers.
+
+use thiserror::Error;
+
+/// A rate or count that could not be read.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum UnitError {
+    #[error("empty value")]
+    Empty,
+    #[error("'{0}' is not a number")]
+    NotANumber(String),
+    #[error("unknown unit '{unit}' in '{input}' (use k, M, G or T, optionally followed by {hint})")]
+    UnknownUnit {
+        input: String,
+        unit: String,
+        hint: &'static str,
+    },
+    #[error(
+        "'{0}' is in bytes; linerate speaks bits: write e.g. 10G, 10Gbit or 80Gbit for 10 GB/s"
+    )]
+    Bytes(String),
+    #[error("'{0}' must be greater than zero")]
+    NotPositive(String),
+    #[error("'{0}' is too large")]
+    TooLarge(String),
+}
+
+fn split_number(input: &str) -> Result<(f64, &str), UnitError> {
+    let s = input.trim();
+    if s.is_empty() {
+        return Err(UnitError::Empty);
+    }
+    let end = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_' || c == ','))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(end);
+    let cleaned: String = num.chars().filter(|c| *c != '_' && *c != ',').collect();
+    let value: f64 = cleaned
+        .parse()
+        .map_err(|_| UnitError::NotANumber(input.to_string()))?;
+    if !value.is_finite() {
+        return Err(UnitError::NotANumber(input.to_string()));
+    }
+    Ok((value, unit.trim()))
+}
+
+fn prefix_multiplier(c: char) -> Option<f64> {
+    match c {
+        'k' | 'K' => Some(1e3),
+        'm' | 'M' => Some(1e6),
+        'g' | 'G' => Some(1e9),
+        't' | 'T' => Some(1e12),
+        _ => None,
+    }
+}
+
+fn to_integer(value: f64, input: &str) -> Result<u64, UnitError> {
+    if value <= 0.0 {
+        return Err(UnitError::NotPositive(input.to_string()));
+    }
+    // 2^53: beyond this f64 no longer holds every integer.
+    if value >= 9.0e15 {
+        return Err(UnitError::TooLarge(input.to_string()));
+    }
+    let rounded = value.round();
+    if rounded < 1.0 {
+        return Err(UnitError::NotPositive(input.to_string()));
+    }
+    Ok(rounded as u64)
+}
+
+/// Reads a bit rate. Accepts `10G`, `25g`, `100Gbit`, `2.5Gbps`, `10Gb/s`,
+/// `100Mbit/s`, `1e9`-free plain bits per second (`1000000000`).
+/// Prefixes are decimal (k = 1000), as link speeds are.
+pub fn parse_bps(input: &str) -> Result<u64, UnitError> {
+    let (value, unit) = split_number(input)?;
+    let mut chars = unit.chars();
+    let (mult, rest) = match chars.next() {
+        None => (1.0, ""),
+        Some(c) => match prefix_multiplier(c) {
+            Some(m) => (m, chars.as_str()),
+            None => (1.0, unit),
+        },
+    };
+    match rest {
+        "" | "b" | "bit" | "bits" | "bps" | "b/s" | "bit/s" | "bits/s" => {}
+        "B" | "Bps" | "B/s" | "byte" | "bytes" | "Byte" | "Bytes" => {
+            return Err(UnitError::Bytes(input.to_string()));
+        }
+        _ => {
+            return Err(UnitError::UnknownUnit {
+                input: input.to_string(),
+                unit: unit.to_string(),
+                hint: "bit, bps or b/s",
+            });
+        }
+    }
+    to_integer(value * mult, input)
+}
+
+/// Reads a packet rate: `1M`, `14.88Mpps`, `500k`, `148809`, `2Mpps`.
+pub fn parse_pps(input: &str) -> Result<u64, UnitError> {
+    let (value, unit) = split_number(input)?;
+    let mut chars = unit.chars();
+    let (mult, rest) = match chars.next() {
+        None => (1.0, ""),
+        Some(c) => match prefix_multiplier(c) {
+            Some(m) => (m, chars.as_str()),
+            None => (1.0, unit),
+        },
+    };
+    match rest {
+        "" | "pps" | "p/s" => {}
+        _ => {
+            return Err(UnitError::UnknownUnit {
+                input: input.to_string(),
+                unit: unit.to_string(),
+                hint: "pps",
+            });
+        }
+    }
+    to_integer(value * mult, input)
+}
+
+/// `14880952` → `14,880,952`.
+pub fn format_count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A bit rate with a decimal prefix and three decimals: `7.619 Gbit/s`.
+pub fn format_bps(bps: f64) -> String {
+    let (div, prefix) = if bps >= 1e12 {
+        (1e12, "T")
+    } else if bps >= 1e9 {
+        (1e9, "G")
+    } else if bps >= 1e6 {
+        (1e6, "M")
+    } else if bps >= 1e3 {
+        (1e3, "k")
+    } else {
+        (1.0, "")
+    };
+    format!("{:.3} {prefix}bit/s", bps / div)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn speeds_as_typed() {
+        assert_eq!(parse_bps("10G"), Ok(10_000_000_000));
+        assert_eq!(parse_bps("25g"), Ok(25_000_000_000));
+        assert_eq!(parse_bps("100Gbit"), Ok(100_000_000_000));
+        assert_eq!(parse_bps("2.5Gbps"), Ok(2_500_000_000));
+        assert_eq!(parse_bps("10Gb/s"), Ok(10_000_000_000));
+        assert_eq!(parse_bps("100M"), Ok(100_000_000));
+        assert_eq!(parse_bps("10M"), Ok(10_000_000));
+        assert_eq!(parse_bps("800G"), Ok(800_000_000_000));
+        assert_eq!(parse_bps("1000000000"), Ok(1_000_000_000));
+        assert_eq!(parse_bps("1_000_000"), Ok(1_000_000));
+        assert_eq!(parse_bps(" 40 G "), Ok(40_000_000_000));
+        assert_eq!(parse_bps("1T"), Ok(1_000_000_000_000));
+    }
+
+    #[test]
+    fn bad_speeds() {
+        assert_eq!(parse_bps(""), Err(UnitError::Empty));
+        assert!(matches!(parse_bps("fast"), Err(UnitError::NotANumber(_))));
+        assert!(matches!(
+            parse_bps("10Q"),
+            Err(UnitError::UnknownUnit { .. })
+        ));
+        assert!(matches!(parse_bps("10GB"), Err(UnitError::Bytes(_))));
+        assert!(matches!(parse_bps("0"), Err(UnitError::NotPositive(_))));
+        assert!(matches!(parse_bps("0.1"), Err(UnitError::NotPositive(_))));
+        assert!(matches!(parse_bps("1e9"), Err(UnitError::UnknownUnit { .. })));
+        assert!(matches!(parse_bps("99999T"), Err(UnitError::TooLarge(_))));
+        assert!(matches!(parse_bps("1..2G"), Err(UnitError::NotANumber(_))));
+    }
+
+    #[test]
+    fn packet_rates() {
+        assert_eq!(parse_pps("1M"), Ok(1_000_000));
+        assert_eq!(parse_pps("14.88Mpps"), Ok(14_880_000));
+        assert_eq!(parse_pps("500k"), Ok(500_000));
+        assert_eq!(parse_pps("148809"), Ok(148_809));
+        assert!(matches!(parse_pps("1Gbit"), Err(UnitError::UnknownUnit { .. })));
+        assert!(matches!(parse_pps("-5"), Err(UnitError::NotANumber(_))));
+    }
+
+    #[test]
+    fn formatting() {
+        assert_eq!(format_count(0), "0");
+        assert_eq!(format_count(999), "999");
+        assert_eq!(format_count(1000), "1,000");
+        assert_eq!(format_count(14_880_952), "14,880,952");
+        assert_eq!(format_bps(7_619_047_619.0), "7.619 Gbit/s");
+        assert_eq!(format_bps(512.0), "512.000 bit/s");
+        assert_eq!(format_bps(1.5e12), "1.500 Tbit/s");
+    }
+}
