@@ -15,9 +15,7 @@ pub enum FrameError {
          smaller payloads are padded: give the payload size instead (e.g. --udp-payload)"
     )]
     TooSmall(u64),
-    #[error(
-        "a {bytes}-byte frame is above the {FRAME_MAX_BYTES}-byte jumbo maximum{from}"
-    )]
+    #[error("a {bytes}-byte frame is above the {FRAME_MAX_BYTES}-byte jumbo maximum{from}")]
     TooLarge { bytes: u64, from: String },
 }
 
@@ -156,29 +154,43 @@ mod tests {
     #[test]
     fn ip_packet_and_tcp() {
         assert_eq!(
-            spec(Payload::IpPacket(1500), Header::Ipv4, 0).resolve().unwrap().bytes,
+            spec(Payload::IpPacket(1500), Header::Ipv4, 0)
+                .resolve()
+                .unwrap()
+                .bytes,
             1518
         );
         assert_eq!(
-            spec(Payload::Tcp(1460), Header::Ipv4, 0).resolve().unwrap().bytes,
+            spec(Payload::Tcp(1460), Header::Ipv4, 0)
+                .resolve()
+                .unwrap()
+                .bytes,
             1518
         );
         assert_eq!(
-            spec(Payload::Tcp(1440), Header::Ipv6, 0).resolve().unwrap().bytes,
+            spec(Payload::Tcp(1440), Header::Ipv6, 0)
+                .resolve()
+                .unwrap()
+                .bytes,
             1518
         );
     }
 
     #[test]
     fn limits() {
-        assert_eq!(FrameSpec::frame(63).resolve(), Err(FrameError::TooSmall(63)));
+        assert_eq!(
+            FrameSpec::frame(63).resolve(),
+            Err(FrameError::TooSmall(63))
+        );
         assert_eq!(FrameSpec::frame(64).resolve().unwrap().bytes, 64);
         assert_eq!(FrameSpec::frame(9216).resolve().unwrap().bytes, 9216);
         assert!(matches!(
             FrameSpec::frame(9217).resolve(),
             Err(FrameError::TooLarge { bytes: 9217, .. })
         ));
-        let err = spec(Payload::Udp(9200), Header::Ipv4, 0).resolve().unwrap_err();
+        let err = spec(Payload::Udp(9200), Header::Ipv4, 0)
+            .resolve()
+            .unwrap_err();
         assert!(err.to_string().contains("9200-byte UDP payload"), "{err}");
         assert!(matches!(
             spec(Payload::IpPacket(u64::MAX), Header::Ipv4, 0).resolve(),

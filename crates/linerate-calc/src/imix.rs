@@ -25,9 +25,7 @@ pub enum ImixError {
     Empty,
     #[error("'{0}' is not size:weight (e.g. 64:7)")]
     Syntax(String),
-    #[error(
-        "frame size {0} in the IMIX is outside {FRAME_MIN_BYTES}..={FRAME_MAX_BYTES} bytes"
-    )]
+    #[error("frame size {0} in the IMIX is outside {FRAME_MIN_BYTES}..={FRAME_MAX_BYTES} bytes")]
     Size(u64),
     #[error("weight 0 for frame size {0}: leave the size out instead")]
     ZeroWeight(u64),

@@ -92,7 +92,10 @@ mod tests {
         assert_eq!(line_rate(1_000_000_000, &single(1518)).pps_max, 81_274);
         assert_eq!(line_rate(100_000_000_000, &single(64)).pps_max, 148_809_523);
         assert_eq!(line_rate(10_000_000, &single(64)).pps_max, 14_880);
-        assert_eq!(line_rate(800_000_000_000, &single(64)).pps_max, 1_190_476_190);
+        assert_eq!(
+            line_rate(800_000_000_000, &single(64)).pps_max,
+            1_190_476_190
+        );
         let lr = line_rate(10_000_000_000, &single(64));
         assert!((lr.frame_time_ns - 67.2).abs() < 1e-9);
         assert!((lr.bps_l2_max - 10e9 * 64.0 / 84.0).abs() < 1.0);

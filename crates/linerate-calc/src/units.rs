@@ -183,7 +183,10 @@ mod tests {
         assert!(matches!(parse_bps("10GB"), Err(UnitError::Bytes(_))));
         assert!(matches!(parse_bps("0"), Err(UnitError::NotPositive(_))));
         assert!(matches!(parse_bps("0.1"), Err(UnitError::NotPositive(_))));
-        assert!(matches!(parse_bps("1e9"), Err(UnitError::UnknownUnit { .. })));
+        assert!(matches!(
+            parse_bps("1e9"),
+            Err(UnitError::UnknownUnit { .. })
+        ));
         assert!(matches!(parse_bps("99999T"), Err(UnitError::TooLarge(_))));
         assert!(matches!(parse_bps("1..2G"), Err(UnitError::NotANumber(_))));
     }
@@ -194,7 +197,10 @@ mod tests {
         assert_eq!(parse_pps("14.88Mpps"), Ok(14_880_000));
         assert_eq!(parse_pps("500k"), Ok(500_000));
         assert_eq!(parse_pps("148809"), Ok(148_809));
-        assert!(matches!(parse_pps("1Gbit"), Err(UnitError::UnknownUnit { .. })));
+        assert!(matches!(
+            parse_pps("1Gbit"),
+            Err(UnitError::UnknownUnit { .. })
+        ));
         assert!(matches!(parse_pps("-5"), Err(UnitError::NotANumber(_))));
     }
 
