@@ -1,0 +1,169 @@
+//! Whole-frame parsing: Ethernet, up to two VLAN tags, IPv4 or IPv6 (with
+//! extension headers skipped), UDP/TCP/ICMP echo, and a probe in the payload.
+//! This is what a receiver and the fuzz target call on untrusted bytes.
+
+use crate::error::Layer;
+use crate::icmp::{IcmpEchoPacket, IcmpEchoRepr, IcmpVersion};
+use crate::{
+    Error, EtherType, EthernetFrame, EthernetRepr, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr,
+    Probe, ProbeView, TcpPacket, TcpRepr, UdpPacket, UdpRepr, VlanRepr, VlanTag, ip_proto,
+};
+
+/// The network layer of a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum L3 {
+    Ipv4(Ipv4Repr),
+    Ipv6(Ipv6Repr),
+    /// Some other EtherType (ARP, …): not parsed further.
+    Other(u16),
+}
+
+/// The transport layer of a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum L4 {
+    Udp(UdpRepr),
+    Tcp(TcpRepr),
+    IcmpEcho(IcmpEchoRepr),
+    /// A protocol not parsed here, or a non-first fragment.
+    Other(u8),
+    /// No transport header (non-IP frame, or IPv6 "no next header").
+    None,
+}
+
+/// A parsed frame. `payload` is the transport payload (empty if none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsedFrame<'a> {
+    pub eth: EthernetRepr,
+    pub vlans: [Option<VlanRepr>; 2],
+    pub l3: L3,
+    pub l4: L4,
+    pub payload: &'a [u8],
+    pub probe: Option<Probe>,
+}
+
+/// IPv6 extension headers walked over; more than this is refused as hostile.
+const IPV6_EXT_HEADERS_MAX: usize = 8;
+
+/// Parses an Ethernet frame (without FCS). Never panics.
+pub fn parse_frame(bytes: &[u8]) -> Result<ParsedFrame<'_>, Error> {
+    let frame = EthernetFrame::new_checked(bytes)?;
+    let eth = EthernetRepr::parse(&frame);
+    let mut ethertype = eth.ethertype;
+    let mut rest = &bytes[crate::ethernet::HEADER_LEN..];
+    let mut vlans = [None; 2];
+    let mut tags = 0;
+    while ethertype == EtherType::VLAN || ethertype == EtherType::QINQ {
+        if tags == vlans.len() {
+            return Err(Error::Unsupported {
+                layer: Layer::Vlan,
+                what: "more than two VLAN tags",
+            });
+        }
+        let tag = VlanTag::new_checked(rest)?;
+        let repr = VlanRepr::parse(&tag);
+        vlans[tags] = Some(repr);
+        tags += 1;
+        ethertype = repr.ethertype;
+        rest = &rest[crate::vlan::TAG_LEN..];
+    }
+    let mut out = ParsedFrame {
+        eth,
+        vlans,
+        l3: L3::Other(ethertype),
+        l4: L4::None,
+        payload: &[],
+        probe: None,
+    };
+    let (proto, l4_bytes, icmp_version) = match ethertype {
+        EtherType::IPV4 => {
+            let ip = Ipv4Packet::new_checked(rest)?;
+            let repr = Ipv4Repr::parse(&ip);
+            out.l3 = L3::Ipv4(repr);
+            let l4 = &rest[ip.header_len()..usize::from(ip.total_len())];
+            if ip.frag_offset() != 0 {
+                out.l4 = L4::Other(repr.protocol);
+                return Ok(out);
+            }
+            (repr.protocol, l4, IcmpVersion::V4)
+        }
+        EtherType::IPV6 => {
+            let ip = Ipv6Packet::new_checked(rest)?;
+            let repr = Ipv6Repr::parse(&ip);
+            out.l3 = L3::Ipv6(repr);
+            let (proto, l4) = match skip_ipv6_extensions(repr.next_header, ip_payload(rest, &ip))? {
+                Some(x) => x,
+                None => return Ok(out),
+            };
+            if proto == NO_NEXT_HEADER {
+                return Ok(out);
+            }
+            (proto, l4, IcmpVersion::V6)
+        }
+        _ => return Ok(out),
+    };
+    match proto {
+        ip_proto::UDP => {
+            let udp = UdpPacket::new_checked(l4_bytes)?;
+            out.l4 = L4::Udp(UdpRepr::parse(&udp));
+            out.payload = &l4_bytes[crate::udp::HEADER_LEN..usize::from(udp.len())];
+        }
+        ip_proto::TCP => {
+            let tcp = TcpPacket::new_checked(l4_bytes)?;
+            out.l4 = L4::Tcp(TcpRepr::parse(&tcp));
+            out.payload = &l4_bytes[tcp.header_len()..];
+        }
+        ip_proto::ICMP | ip_proto::ICMPV6
+            if (proto == ip_proto::ICMP) == (icmp_version == IcmpVersion::V4) =>
+        {
+            match IcmpEchoPacket::new_checked(l4_bytes, icmp_version) {
+                Ok(p) => {
+                    out.l4 = L4::IcmpEcho(IcmpEchoRepr::parse(&p, icmp_version));
+                    out.payload = &l4_bytes[crate::icmp::HEADER_LEN..];
+                }
+                Err(_) => out.l4 = L4::Other(proto),
+            }
+        }
+        other => out.l4 = L4::Other(other),
+    }
+    out.probe = ProbeView::new_checked(out.payload)
+        .ok()
+        .map(|v| Probe::parse(&v));
+    Ok(out)
+}
+
+fn ip_payload<'a>(rest: &'a [u8], ip: &Ipv6Packet<&'a [u8]>) -> &'a [u8] {
+    &rest[crate::ipv6::HEADER_LEN..crate::ipv6::HEADER_LEN + usize::from(ip.payload_len())]
+}
+
+const NO_NEXT_HEADER: u8 = 59;
+
+/// Walks hop-by-hop (0), routing (43), fragment (44) and destination
+/// options (60) headers. Returns the upper-layer protocol and its bytes, or
+/// `None` for a non-first fragment.
+fn skip_ipv6_extensions(mut next: u8, mut bytes: &[u8]) -> Result<Option<(u8, &[u8])>, Error> {
+    for _ in 0..IPV6_EXT_HEADERS_MAX {
+        match next {
+            0 | 43 | 60 => {
+                crate::error::need(Layer::Ipv6, 2, bytes.len())?;
+                let len = (usize::from(bytes[1]) + 1) * 8;
+                crate::error::need(Layer::Ipv6, len, bytes.len())?;
+                next = bytes[0];
+                bytes = &bytes[len..];
+            }
+            44 => {
+                crate::error::need(Layer::Ipv6, 8, bytes.len())?;
+                let offset = crate::be16(bytes, 2) & 0xfff8;
+                next = bytes[0];
+                bytes = &bytes[8..];
+                if offset != 0 {
+                    return Ok(None);
+                }
+            }
+            _ => return Ok(Some((next, bytes))),
+        }
+    }
+    Err(Error::Unsupported {
+        layer: Layer::Ipv6,
+        what: "too many extension headers",
+    })
+}
