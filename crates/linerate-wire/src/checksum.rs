@@ -91,7 +91,9 @@ mod tests {
 
     #[test]
     fn data_with_its_checksum_sums_to_all_ones() {
-        let mut data = [0x45u8, 0, 0, 0x54, 0x12, 0x34, 0x40, 0, 64, 17, 0, 0, 198, 18, 0, 1, 198, 18, 0, 2];
+        let mut data = [
+            0x45u8, 0, 0, 0x54, 0x12, 0x34, 0x40, 0, 64, 17, 0, 0, 198, 18, 0, 1, 198, 18, 0, 2,
+        ];
         let c = checksum(&data);
         data[10..12].copy_from_slice(&c.to_be_bytes());
         assert_eq!(fold(sum(&data, 0)), 0xffff);

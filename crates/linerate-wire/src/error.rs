@@ -17,7 +17,11 @@ pub enum Layer {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Error {
     /// The buffer ends before the header (or the length it declares) does.
-    Truncated { layer: Layer, need: usize, have: usize },
+    Truncated {
+        layer: Layer,
+        need: usize,
+        have: usize,
+    },
     /// A field has a value the header cannot have.
     Malformed { layer: Layer, what: &'static str },
     /// Valid bytes, but not what was asked for (e.g. not a linerate probe).
@@ -28,7 +32,10 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Truncated { layer, need, have } => {
-                write!(f, "{layer:?} header truncated: need {need} bytes, have {have}")
+                write!(
+                    f,
+                    "{layer:?} header truncated: need {need} bytes, have {have}"
+                )
             }
             Error::Malformed { layer, what } => write!(f, "malformed {layer:?} header: {what}"),
             Error::Unsupported { layer, what } => write!(f, "unsupported {layer:?}: {what}"),

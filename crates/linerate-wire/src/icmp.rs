@@ -163,7 +163,10 @@ mod tests {
             (IcmpVersion::V4, None),
             (
                 IcmpVersion::V6,
-                Some(("2001:db8::1".parse().unwrap(), "2001:db8::2".parse().unwrap())),
+                Some((
+                    "2001:db8::1".parse().unwrap(),
+                    "2001:db8::2".parse().unwrap(),
+                )),
             ),
         ] {
             let repr = IcmpEchoRepr {

@@ -276,7 +276,11 @@ mod tests {
         repr().emit(&mut Ipv4Packet::new_unchecked(&mut buf[..]));
         assert!(matches!(
             Ipv4Packet::new_checked(&buf[..45]),
-            Err(Error::Truncated { need: 46, have: 45, .. })
+            Err(Error::Truncated {
+                need: 46,
+                have: 45,
+                ..
+            })
         ));
         let mut v6 = buf;
         v6[0] = 0x65;
@@ -292,6 +296,10 @@ mod tests {
         assert!(Ipv4Packet::new_checked(&small_total[..]).is_err());
         let mut corrupt = buf;
         corrupt[8] ^= 1;
-        assert!(!Ipv4Packet::new_checked(&corrupt[..]).unwrap().verify_checksum());
+        assert!(
+            !Ipv4Packet::new_checked(&corrupt[..])
+                .unwrap()
+                .verify_checksum()
+        );
     }
 }

@@ -167,3 +167,50 @@ fn skip_ipv6_extensions(mut next: u8, mut bytes: &[u8]) -> Result<Option<(u8, &[
         what: "too many extension headers",
     })
 }
+
+/// Runs every parser and accessor on `data`; the fuzz target and the seed
+/// corpus test call this. Must never panic.
+pub fn fuzz_all(data: &[u8]) {
+    use crate::icmp::IcmpVersion;
+    if let Ok(p) = parse_frame(data) {
+        // Touch what a receiver reads.
+        let _ = (p.payload.len(), p.probe.map(|x| x.seq));
+    }
+    if let Ok(p) = Ipv4Packet::new_checked(data) {
+        let _ = (
+            Ipv4Repr::parse(&p),
+            p.verify_checksum(),
+            p.payload().len(),
+            p.frag_offset(),
+        );
+    }
+    if let Ok(p) = Ipv6Packet::new_checked(data) {
+        let _ = (Ipv6Repr::parse(&p), p.payload().len());
+    }
+    let v4: core::net::IpAddr = core::net::Ipv4Addr::LOCALHOST.into();
+    if let Ok(p) = UdpPacket::new_checked(data) {
+        let _ = (
+            UdpRepr::parse(&p),
+            p.verify_checksum(v4, v4),
+            p.payload().len(),
+        );
+    }
+    if let Ok(p) = TcpPacket::new_checked(data) {
+        let _ = (
+            TcpRepr::parse(&p),
+            p.verify_checksum(v4, v4),
+            p.options().len(),
+        );
+    }
+    for v in [IcmpVersion::V4, IcmpVersion::V6] {
+        if let Ok(p) = IcmpEchoPacket::new_checked(data, v) {
+            let _ = (IcmpEchoRepr::parse(&p, v), p.verify_checksum(None));
+        }
+    }
+    if let Ok(p) = ProbeView::new_checked(data) {
+        let _ = Probe::parse(&p);
+    }
+    if let Ok(t) = VlanTag::new_checked(data) {
+        let _ = VlanRepr::parse(&t);
+    }
+}

@@ -182,7 +182,13 @@ mod tests {
     fn timestamp_keeps_48_bits_and_unwraps() {
         let tx = 0xabcd_0000_0000_1000u64;
         let mut buf = [0u8; 18];
-        Probe { flow_id: 1, seq: 1, tx_ns: tx }.emit(&mut buf).unwrap();
+        Probe {
+            flow_id: 1,
+            seq: 1,
+            tx_ns: tx,
+        }
+        .emit(&mut buf)
+        .unwrap();
         let v = ProbeView::new_checked(&buf[..]).unwrap();
         assert_eq!(v.tx_ns48(), tx & TS_MASK);
         assert_eq!(unwrap_tx_ns(v.tx_ns48(), tx + 5_000), tx);
@@ -198,13 +204,22 @@ mod tests {
     #[test]
     fn patch_reports_sums_for_incremental_checksum() {
         let mut payload = [0u8; 26];
-        Probe { flow_id: 7, seq: 0, tx_ns: 0 }.emit(&mut payload).unwrap();
+        Probe {
+            flow_id: 7,
+            seq: 0,
+            tx_ns: 0,
+        }
+        .emit(&mut payload)
+        .unwrap();
         payload[18..].copy_from_slice(b"abcdefgh");
         let mut csum = checksum::checksum(&payload);
         for seq in 1..50u64 {
             let (old, new) = ProbeView::new_unchecked(&mut payload[..]).patch(seq, seq * 977);
             csum = checksum::update(csum, old, new);
-            assert_eq!(checksum::fold(checksum::sum(&payload, u32::from(csum))), 0xffff);
+            assert_eq!(
+                checksum::fold(checksum::sum(&payload, u32::from(csum))),
+                0xffff
+            );
         }
     }
 }

@@ -225,7 +225,8 @@ mod tests {
             urgent: 0,
             payload_len: 4,
         };
-        let (s, d): (IpAddr, IpAddr) = ("198.18.0.1".parse().unwrap(), "198.18.0.2".parse().unwrap());
+        let (s, d): (IpAddr, IpAddr) =
+            ("198.18.0.1".parse().unwrap(), "198.18.0.2".parse().unwrap());
         let mut buf = [0u8; 24];
         buf[20..].copy_from_slice(b"data");
         repr.emit(&mut TcpPacket::new_unchecked(&mut buf[..]), Some((s, d)));

@@ -160,10 +160,7 @@ mod tests {
             dst_port: 5201,
             payload_len: 5,
         };
-        for (s, d) in [
-            ("198.18.0.1", "198.18.0.2"),
-            ("2001:db8::1", "2001:db8::2"),
-        ] {
+        for (s, d) in [("198.18.0.1", "198.18.0.2"), ("2001:db8::1", "2001:db8::2")] {
             let (s, d): (IpAddr, IpAddr) = (s.parse().unwrap(), d.parse().unwrap());
             let mut buf = [0u8; 13];
             buf[8..].copy_from_slice(b"hello");
@@ -174,7 +171,11 @@ mod tests {
             assert_eq!(p.payload(), b"hello");
             let mut bad = buf;
             bad[9] ^= 0x40;
-            assert!(!UdpPacket::new_checked(&bad[..]).unwrap().verify_checksum(s, d));
+            assert!(
+                !UdpPacket::new_checked(&bad[..])
+                    .unwrap()
+                    .verify_checksum(s, d)
+            );
         }
     }
 
@@ -189,7 +190,10 @@ mod tests {
         .emit(&mut UdpPacket::new_unchecked(&mut buf[..]), None);
         let p = UdpPacket::new_checked(&buf[..]).unwrap();
         assert!(p.verify_checksum("198.18.0.1".parse().unwrap(), "198.18.0.2".parse().unwrap()));
-        assert!(!p.verify_checksum("2001:db8::1".parse().unwrap(), "2001:db8::2".parse().unwrap()));
+        assert!(!p.verify_checksum(
+            "2001:db8::1".parse().unwrap(),
+            "2001:db8::2".parse().unwrap()
+        ));
     }
 
     #[test]

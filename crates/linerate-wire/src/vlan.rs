@@ -104,7 +104,10 @@ mod tests {
         let mut buf = [0u8; 4];
         repr.emit(&mut VlanTag::new_unchecked(&mut buf[..]));
         assert_eq!(buf, [0xbf, 0xfe, 0x86, 0xdd]);
-        assert_eq!(VlanRepr::parse(&VlanTag::new_checked(&buf[..]).unwrap()), repr);
+        assert_eq!(
+            VlanRepr::parse(&VlanTag::new_checked(&buf[..]).unwrap()),
+            repr
+        );
         assert!(VlanTag::new_checked(&buf[..3]).is_err());
     }
 }

@@ -1,0 +1,419 @@
+//! Creating, using and deleting the namespaces of a rig.
+
+use nix::sched::{CloneFlags, setns};
+use std::fs::File;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+use thiserror::Error;
+
+/// Why a rig could not be built or used.
+#[derive(Debug, Error)]
+pub enum RigError {
+    #[error("{cmd}: {stderr} ({status})")]
+    Command {
+        cmd: String,
+        status: String,
+        stderr: String,
+    },
+    #[error("could not run {cmd}: {source}")]
+    Spawn { cmd: String, source: std::io::Error },
+    #[error("rig configuration: {0}")]
+    Config(String),
+    #[error("network namespace {ns}: {source}")]
+    Netns { ns: String, source: std::io::Error },
+    #[error("unexpected output from {cmd}: {what}")]
+    Parse { cmd: String, what: String },
+}
+
+/// How to build a rig.
+#[derive(Debug, Clone)]
+pub struct RigConfig {
+    /// Number of test hosts (2..=200). Two hosts share one veth pair; more
+    /// hosts are joined through a bridge in a separate "switch" namespace.
+    pub hosts: usize,
+    /// TX and RX queues of every veth (1..=64), for multi-queue tests.
+    pub queues: u16,
+    /// MTU of the test links.
+    pub mtu: u32,
+}
+
+impl Default for RigConfig {
+    fn default() -> Self {
+        Self {
+            hosts: 2,
+            queues: 1,
+            mtu: 1500,
+        }
+    }
+}
+
+/// One test host: a namespace with one interface on the test network.
+#[derive(Debug, Clone)]
+pub struct Host {
+    pub netns: String,
+    pub iface: String,
+    pub mac: String,
+    pub ipv4: Ipv4Addr,
+    pub ipv6: Ipv6Addr,
+}
+
+/// Interface counters, as the kernel keeps them (the receiver's truth).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IfaceStats {
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub rx_dropped: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub tx_dropped: u64,
+}
+
+/// A set of test hosts. Dropping it deletes every namespace it made.
+#[derive(Debug)]
+pub struct Rig {
+    hosts: Vec<Host>,
+    /// Every namespace this rig created, switch included.
+    namespaces: Vec<String>,
+}
+
+/// Prefix of every namespace a rig makes: `lrt-<pid>-<n>-<role>`.
+const PREFIX: &str = "lrt-";
+
+static NEXT_RIG: AtomicU32 = AtomicU32::new(0);
+
+fn run(cmd: &mut Command) -> Result<Output, RigError> {
+    let text = format!("{cmd:?}").replace('"', "");
+    let out = cmd.output().map_err(|source| RigError::Spawn {
+        cmd: text.clone(),
+        source,
+    })?;
+    if !out.status.success() {
+        return Err(RigError::Command {
+            cmd: text,
+            status: out.status.to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(out)
+}
+
+fn ip(args: &[&str]) -> Result<Output, RigError> {
+    run(Command::new("ip").args(args))
+}
+
+/// Deletes namespaces left by rig processes that no longer exist (a test
+/// killed with SIGKILL cannot run its destructor).
+fn sweep_stale() {
+    let Ok(out) = ip(&["netns", "list"]) else {
+        return;
+    };
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let name = line.split_whitespace().next().unwrap_or("");
+        let Some(rest) = name.strip_prefix(PREFIX) else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = ip(&["netns", "del", name]);
+        }
+    }
+}
+
+impl Rig {
+    /// Two hosts on one veth pair, single queue, MTU 1500.
+    pub fn pair() -> Result<Self, RigError> {
+        Self::new(&RigConfig::default())
+    }
+
+    pub fn new(cfg: &RigConfig) -> Result<Self, RigError> {
+        if !(2..=200).contains(&cfg.hosts) {
+            return Err(RigError::Config(format!(
+                "{} hosts: a rig has 2 to 200",
+                cfg.hosts
+            )));
+        }
+        if !(1..=64).contains(&cfg.queues) {
+            return Err(RigError::Config(format!(
+                "{} queues: veth takes 1 to 64",
+                cfg.queues
+            )));
+        }
+        if !(68..=65535).contains(&cfg.mtu) {
+            return Err(RigError::Config(format!("MTU {} out of range", cfg.mtu)));
+        }
+        sweep_stale();
+        let id = format!(
+            "{PREFIX}{}-{}",
+            std::process::id(),
+            NEXT_RIG.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut rig = Rig {
+            hosts: Vec::new(),
+            namespaces: Vec::new(),
+        };
+        // From here on, an error drops `rig`, which deletes what was made.
+        rig.build(&id, cfg)?;
+        Ok(rig)
+    }
+
+    fn add_netns(&mut self, name: String) -> Result<(), RigError> {
+        ip(&["netns", "add", &name])?;
+        self.namespaces.push(name.clone());
+        ip(&["-n", &name, "link", "set", "lo", "up"])?;
+        Ok(())
+    }
+
+    fn build(&mut self, id: &str, cfg: &RigConfig) -> Result<(), RigError> {
+        let q = cfg.queues.to_string();
+        let mtu = cfg.mtu.to_string();
+        for i in 0..cfg.hosts {
+            let host_no = u8::try_from(i + 1).expect("at most 200 hosts");
+            self.hosts.push(Host {
+                netns: format!("{id}-h{i}"),
+                iface: "veth0".into(),
+                mac: format!("02:00:00:00:00:{:02x}", 0x0a + i),
+                ipv4: Ipv4Addr::new(198, 18, 0, host_no),
+                ipv6: Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, u16::from(host_no)),
+            });
+        }
+        for h in self.hosts.clone() {
+            self.add_netns(h.netns.clone())?;
+        }
+        let veth = |a_ns: &str, a: &str, b_ns: &str, b: &str| {
+            ip(&[
+                "link",
+                "add",
+                "name",
+                a,
+                "netns",
+                a_ns,
+                "numtxqueues",
+                &q,
+                "numrxqueues",
+                &q,
+                "mtu",
+                &mtu,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                b,
+                "netns",
+                b_ns,
+                "numtxqueues",
+                &q,
+                "numrxqueues",
+                &q,
+                "mtu",
+                &mtu,
+            ])
+        };
+        if cfg.hosts == 2 {
+            let (a, b) = (&self.hosts[0], &self.hosts[1]);
+            veth(&a.netns, &a.iface, &b.netns, &b.iface)?;
+        } else {
+            let sw = format!("{id}-sw");
+            self.add_netns(sw.clone())?;
+            ip(&["-n", &sw, "link", "add", "br0", "type", "bridge"])?;
+            ip(&["-n", &sw, "link", "set", "br0", "up"])?;
+            for (i, h) in self.hosts.iter().enumerate() {
+                let port = format!("p{i}");
+                veth(&h.netns, &h.iface, &sw, &port)?;
+                ip(&["-n", &sw, "link", "set", &port, "master", "br0"])?;
+                ip(&["-n", &sw, "link", "set", &port, "up"])?;
+            }
+        }
+        for h in &self.hosts {
+            self.run_in_netns(&h.netns, || -> std::io::Result<()> {
+                for knob in ["all", "default", "veth0"] {
+                    for (k, v) in [("accept_dad", "0"), ("accept_ra", "0")] {
+                        let path = format!("/proc/sys/net/ipv6/conf/{knob}/{k}");
+                        if std::path::Path::new(&path).exists() {
+                            std::fs::write(path, v)?;
+                        }
+                    }
+                }
+                Ok(())
+            })?
+            .map_err(|source| RigError::Netns {
+                ns: h.netns.clone(),
+                source,
+            })?;
+            let ns = h.netns.as_str();
+            ip(&["-n", ns, "link", "set", &h.iface, "address", &h.mac])?;
+            ip(&[
+                "-n",
+                ns,
+                "addr",
+                "add",
+                &format!("{}/24", h.ipv4),
+                "dev",
+                &h.iface,
+            ])?;
+            ip(&[
+                "-n",
+                ns,
+                "addr",
+                "add",
+                &format!("{}/64", h.ipv6),
+                "dev",
+                &h.iface,
+                "nodad",
+            ])?;
+            ip(&["-n", ns, "link", "set", &h.iface, "up"])?;
+        }
+        for h in &self.hosts {
+            for peer in self.hosts.iter().filter(|p| p.netns != h.netns) {
+                for addr in [peer.ipv4.to_string(), peer.ipv6.to_string()] {
+                    ip(&[
+                        "-n",
+                        &h.netns,
+                        "neigh",
+                        "replace",
+                        &addr,
+                        "lladdr",
+                        &peer.mac,
+                        "dev",
+                        &h.iface,
+                        "nud",
+                        "permanent",
+                    ])?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn hosts(&self) -> &[Host] {
+        &self.hosts
+    }
+
+    pub fn host(&self, i: usize) -> &Host {
+        &self.hosts[i]
+    }
+
+    /// `ip netns exec <ns of host i> program`: a command to run on a host.
+    pub fn command(&self, host: usize, program: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.hosts[host].netns, program]);
+        c
+    }
+
+    /// Runs `f` on a new thread that has joined host `i`'s network namespace,
+    /// and returns its result. Sockets made in `f` belong to that host.
+    pub fn run_in<R: Send>(
+        &self,
+        host: usize,
+        f: impl FnOnce() -> R + Send,
+    ) -> Result<R, RigError> {
+        self.run_in_netns(&self.hosts[host].netns, f)
+    }
+
+    fn run_in_netns<R: Send>(&self, ns: &str, f: impl FnOnce() -> R + Send) -> Result<R, RigError> {
+        let path = format!("/var/run/netns/{ns}");
+        let file = File::open(&path).map_err(|source| RigError::Netns {
+            ns: ns.to_string(),
+            source,
+        })?;
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                setns(&file, CloneFlags::CLONE_NEWNET).map_err(|e| RigError::Netns {
+                    ns: ns.to_string(),
+                    source: e.into(),
+                })?;
+                Ok(f())
+            })
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+    }
+
+    /// Interface counters of host `i`'s test interface.
+    pub fn stats(&self, host: usize) -> Result<IfaceStats, RigError> {
+        let h = &self.hosts[host];
+        let out = ip(&["-n", &h.netns, "-s", "-j", "link", "show", "dev", &h.iface])?;
+        parse_stats(&out.stdout).ok_or_else(|| RigError::Parse {
+            cmd: "ip -s -j link show".into(),
+            what: String::from_utf8_lossy(&out.stdout)
+                .chars()
+                .take(200)
+                .collect(),
+        })
+    }
+
+    /// Names of the namespaces this rig made (hosts and switch).
+    pub fn namespaces(&self) -> &[String] {
+        &self.namespaces
+    }
+}
+
+fn parse_stats(json: &[u8]) -> Option<IfaceStats> {
+    let v: serde_json::Value = serde_json::from_slice(json).ok()?;
+    let s = v.get(0)?.get("stats64")?;
+    let n = |dir: &str, k: &str| s.get(dir)?.get(k)?.as_u64();
+    Some(IfaceStats {
+        rx_packets: n("rx", "packets")?,
+        rx_bytes: n("rx", "bytes")?,
+        rx_dropped: n("rx", "dropped")?,
+        tx_packets: n("tx", "packets")?,
+        tx_bytes: n("tx", "bytes")?,
+        tx_dropped: n("tx", "dropped")?,
+    })
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        // Deleting a namespace destroys the veth ends inside it.
+        for ns in self.namespaces.iter().rev() {
+            if let Err(e) = ip(&["netns", "del", ns]) {
+                eprintln!("linerate-rig: could not delete namespace {ns}: {e}");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_from_ip_json() {
+        let json = br#"[{"ifname":"veth0","stats64":{"rx":{"bytes":120,"packets":2,"errors":0,"dropped":1},"tx":{"bytes":60,"packets":1,"errors":0,"dropped":0}}}]"#;
+        assert_eq!(
+            parse_stats(json),
+            Some(IfaceStats {
+                rx_packets: 2,
+                rx_bytes: 120,
+                rx_dropped: 1,
+                tx_packets: 1,
+                tx_bytes: 60,
+                tx_dropped: 0,
+            })
+        );
+        assert_eq!(parse_stats(b"[]"), None);
+        assert_eq!(parse_stats(b"not json"), None);
+    }
+
+    #[test]
+    fn bad_configs_are_refused_before_anything_is_made() {
+        for cfg in [
+            RigConfig {
+                hosts: 1,
+                ..RigConfig::default()
+            },
+            RigConfig {
+                queues: 0,
+                ..RigConfig::default()
+            },
+            RigConfig {
+                mtu: 10,
+                ..RigConfig::default()
+            },
+        ] {
+            assert!(matches!(Rig::new(&cfg), Err(RigError::Config(_))));
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! Skipping tests whose prerequisites are missing, loudly, and never in CI.
+
+use std::path::Path;
+
+/// True when `LINERATE_STRICT=1`: missing prerequisites fail instead of skip.
+pub fn strict() -> bool {
+    std::env::var("LINERATE_STRICT").is_ok_and(|v| v == "1")
+}
+
+/// Something a test needs that may be missing on this machine.
+pub type Requirement = Result<(), String>;
+
+/// Root (for namespaces, raw sockets, XDP).
+pub fn require_root() -> Requirement {
+    if nix::unistd::geteuid().is_root() {
+        Ok(())
+    } else {
+        Err("needs root (network namespaces)".into())
+    }
+}
+
+/// A program on PATH (iperf3, sockperf, trafgen, ip, …).
+pub fn require_program(name: &str) -> Requirement {
+    let found = std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|dir| is_executable(&dir.join(name)))
+    });
+    if found {
+        Ok(())
+    } else {
+        Err(format!(
+            "needs '{name}' on PATH (the README's test command installs it)"
+        ))
+    }
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    p.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Checks every requirement. Returns `true` if the test must return early
+/// (skipped, with the reason printed). Panics under `LINERATE_STRICT=1`.
+///
+/// ```text
+/// if linerate_rig::should_skip("udp across rig", &[require_root(), require_program("ip")]) {
+///     return;
+/// }
+/// ```
+pub fn should_skip(test: &str, reqs: &[Requirement]) -> bool {
+    let missing: Vec<&str> = reqs
+        .iter()
+        .filter_map(|r| r.as_ref().err().map(String::as_str))
+        .collect();
+    if missing.is_empty() {
+        return false;
+    }
+    let reason = missing.join("; ");
+    if strict() {
+        panic!("{test}: LINERATE_STRICT=1 forbids skipping: {reason}");
+    }
+    eprintln!("SKIP {test}: {reason}");
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn programs_are_found_on_path() {
+        assert!(require_program("sh").is_ok());
+        let err = require_program("no-such-program-linerate").unwrap_err();
+        assert!(err.contains("no-such-program-linerate"));
+    }
+
+    #[test]
+    fn nothing_missing_means_no_skip() {
+        assert!(!should_skip("t", &[Ok(()), Ok(())]));
+    }
+
+    #[test]
+    fn missing_requirement_skips_or_fails_in_strict_mode() {
+        let r = std::panic::catch_unwind(|| should_skip("t", &[Err("needs x".into())]));
+        if strict() {
+            assert!(r.is_err(), "strict mode must fail");
+        } else {
+            assert_eq!(r.ok(), Some(true));
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! The rig for real: needs root and iproute2.
+
+use linerate_rig::{Rig, RigConfig, require_program, require_root, should_skip};
+use std::net::{SocketAddr, UdpSocket};
+use std::process::Command;
+use std::time::Duration;
+
+fn skip(test: &str) -> bool {
+    should_skip(test, &[require_root(), require_program("ip")])
+}
+
+fn netns_list() -> String {
+    String::from_utf8(
+        Command::new("ip")
+            .args(["netns", "list"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+}
+
+/// Sends one UDP datagram from host `from` to host `to` and returns what arrived.
+fn send_one(rig: &Rig, from: usize, to: usize, v6: bool) -> Vec<u8> {
+    let dst_ip = if v6 {
+        rig.host(to).ipv6.into()
+    } else {
+        rig.host(to).ipv4.into()
+    };
+    let src_ip = if v6 {
+        rig.host(from).ipv6.into()
+    } else {
+        rig.host(from).ipv4.into()
+    };
+    let receiver = rig
+        .run_in(to, || {
+            let s = UdpSocket::bind(SocketAddr::new(dst_ip, 0)).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+            s
+        })
+        .unwrap();
+    let port = receiver.local_addr().unwrap().port();
+    rig.run_in(from, || {
+        let s = UdpSocket::bind(SocketAddr::new(src_ip, 0)).unwrap();
+        s.send_to(b"across the rig", SocketAddr::new(dst_ip, port))
+            .unwrap();
+    })
+    .unwrap();
+    let mut buf = [0u8; 64];
+    let (n, peer) = receiver.recv_from(&mut buf).expect("datagram arrived");
+    assert_eq!(peer.ip(), src_ip);
+    buf[..n].to_vec()
+}
+
+#[test]
+fn a_packet_crosses_the_rig_and_is_counted() {
+    if skip("a_packet_crosses_the_rig_and_is_counted") {
+        return;
+    }
+    let rig = Rig::pair().unwrap();
+    let before = rig.stats(1).unwrap();
+    assert_eq!(send_one(&rig, 0, 1, false), b"across the rig");
+    assert_eq!(send_one(&rig, 0, 1, true), b"across the rig");
+    let after = rig.stats(1).unwrap();
+    // Static neighbours, no DAD: exactly our two datagrams arrived.
+    assert_eq!(after.rx_packets - before.rx_packets, 2);
+    assert!(rig.host(0).ipv4.octets()[..2] == [198, 18]);
+    assert!(rig.host(1).ipv6.segments()[..2] == [0x2001, 0xdb8]);
+}
+
+#[test]
+fn three_hosts_through_a_switch_with_queues() {
+    if skip("three_hosts_through_a_switch_with_queues") {
+        return;
+    }
+    let rig = Rig::new(&RigConfig {
+        hosts: 3,
+        queues: 4,
+        mtu: 9000,
+    })
+    .unwrap();
+    assert_eq!(rig.namespaces().len(), 4);
+    assert_eq!(send_one(&rig, 2, 0, false), b"across the rig");
+    assert_eq!(send_one(&rig, 1, 2, true), b"across the rig");
+    let out = rig
+        .command(0, "ls")
+        .arg("/sys/class/net/veth0/queues")
+        .output()
+        .unwrap();
+    let queues = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(queues.matches("rx-").count(), 4, "{queues}");
+}
+
+#[test]
+fn namespaces_are_deleted_on_drop_and_on_panic() {
+    if skip("namespaces_are_deleted_on_drop_and_on_panic") {
+        return;
+    }
+    let names = {
+        let rig = Rig::pair().unwrap();
+        let names = rig.namespaces().to_vec();
+        let list = netns_list();
+        assert!(names.iter().all(|n| list.contains(n.as_str())));
+        names
+    };
+    let list = netns_list();
+    assert!(
+        names.iter().all(|n| !list.contains(n.as_str())),
+        "left behind: {list}"
+    );
+
+    let (tx, rx) = std::sync::mpsc::channel();
+    let result = std::thread::spawn(move || {
+        let rig = Rig::pair().unwrap();
+        tx.send(rig.namespaces().to_vec()).unwrap();
+        panic!("a failing test");
+    })
+    .join();
+    assert!(result.is_err());
+    let names = rx.recv().unwrap();
+    let list = netns_list();
+    assert!(
+        names.iter().all(|n| !list.contains(n.as_str())),
+        "left behind after panic: {list}"
+    );
+}
