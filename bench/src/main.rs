@@ -1,1 +1,62 @@
-fn main() {}
+//! linerate's benchmark harness: brings the namespace rig up, runs the
+//! contenders of a scenario alternately, counts what arrived at the receiver
+//! (its interface counters, not the sender's claim), and prints medians and
+//! ratios with the machine, kernel, date and commit beside the raw numbers.
+//!
+//! Usage: `cargo run --release -p linerate-bench -- <scenario> [--runs N] [--duration S]`
+//! (as root). `--list` names the scenarios.
+
+mod harness;
+mod machine;
+mod scenarios;
+
+use anyhow::{Result, bail};
+use clap::Parser;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Parser)]
+#[command(name = "linerate-bench", about = "A/B benchmarks on the namespace rig")]
+struct Args {
+    /// Scenario to run (see --list).
+    scenario: Option<String>,
+    /// List the scenarios and exit.
+    #[arg(long)]
+    list: bool,
+    /// Runs per contender (alternating A, B, A, B, …).
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Seconds of each measured window (the sender runs a little longer).
+    #[arg(long, default_value_t = 3.0)]
+    duration: f64,
+    /// Where to write the raw results (JSON).
+    #[arg(long, default_value = "bench/results")]
+    out: PathBuf,
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    let all = scenarios::all();
+    if args.list || args.scenario.is_none() {
+        for s in &all {
+            println!("{:<16} {}", s.name, s.about);
+        }
+        return Ok(());
+    }
+    let name = args.scenario.as_deref().unwrap_or_default();
+    let Some(scenario) = all.into_iter().find(|s| s.name == name) else {
+        bail!("no scenario '{name}' (see --list)");
+    };
+    if !(1..=50).contains(&args.runs) {
+        bail!("--runs must be 1..=50");
+    }
+    if !(0.5..=60.0).contains(&args.duration) {
+        bail!("--duration must be 0.5..=60 seconds");
+    }
+    let cfg = harness::Config {
+        runs: args.runs,
+        window: Duration::from_secs_f64(args.duration),
+        out_dir: args.out,
+    };
+    harness::run(scenario, &cfg)
+}

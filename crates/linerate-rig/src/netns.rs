@@ -170,7 +170,8 @@ impl Rig {
         let q = cfg.queues.to_string();
         let mtu = cfg.mtu.to_string();
         for i in 0..cfg.hosts {
-            let host_no = u8::try_from(i + 1).expect("at most 200 hosts");
+            let host_no = u8::try_from(i + 1)
+                .map_err(|_| RigError::Config(format!("host {i}: at most 200 hosts")))?;
             self.hosts.push(Host {
                 netns: format!("{id}-h{i}"),
                 iface: "veth0".into(),
@@ -229,7 +230,11 @@ impl Rig {
         for h in &self.hosts {
             self.run_in_netns(&h.netns, || -> std::io::Result<()> {
                 for knob in ["all", "default", "veth0"] {
-                    for (k, v) in [("accept_dad", "0"), ("accept_ra", "0")] {
+                    for (k, v) in [
+                        ("accept_dad", "0"),
+                        ("accept_ra", "0"),
+                        ("router_solicitations", "0"),
+                    ] {
                         let path = format!("/proc/sys/net/ipv6/conf/{knob}/{k}");
                         if std::path::Path::new(&path).exists() {
                             std::fs::write(path, v)?;
@@ -344,10 +349,60 @@ impl Rig {
         })
     }
 
+    /// Makes host `i`'s receive path run in its own kernel thread (threaded
+    /// NAPI, which veth enables with GRO) pinned to `cpu`, so receive cost
+    /// lands on that CPU instead of on the sender's, as on two real hosts.
+    pub fn pin_receive_path(&self, host: usize, cpu: usize) -> Result<(), RigError> {
+        let h = &self.hosts[host];
+        let before = napi_threads();
+        run(self
+            .command(host, "ethtool")
+            .args(["-K", &h.iface, "gro", "on"]))?;
+        run(self.command(host, "sh").args([
+            "-c",
+            &format!("echo 1 > /sys/class/net/{}/threaded", h.iface),
+        ]))?;
+        let mut set = nix::sched::CpuSet::new();
+        set.set(cpu)
+            .map_err(|e| RigError::Config(format!("CPU {cpu}: {e}")))?;
+        let fresh: Vec<i32> = napi_threads()
+            .into_iter()
+            .filter(|p| !before.contains(p))
+            .collect();
+        if fresh.is_empty() {
+            return Err(RigError::Config(format!(
+                "no NAPI thread appeared for {} in {}",
+                h.iface, h.netns
+            )));
+        }
+        for pid in fresh {
+            nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(pid), &set).map_err(|e| {
+                RigError::Netns {
+                    ns: h.netns.clone(),
+                    source: e.into(),
+                }
+            })?;
+        }
+        Ok(())
+    }
+
     /// Names of the namespaces this rig made (hosts and switch).
     pub fn namespaces(&self) -> &[String] {
         &self.namespaces
     }
+}
+
+/// PIDs of the kernel's NAPI threads (`napi/<iface>-<id>`).
+fn napi_threads() -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| {
+        let pid: i32 = e.ok()?.file_name().to_str()?.parse().ok()?;
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+        comm.starts_with("napi/").then_some(pid)
+    })
+    .collect()
 }
 
 fn parse_stats(json: &[u8]) -> Option<IfaceStats> {
@@ -381,7 +436,7 @@ mod tests {
 
     #[test]
     fn stats_from_ip_json() {
-        let json = br#"[{"ifname":"veth0","stats64":{"rx":{"bytes":120,"packets":2,"errors":0,"dropped":1},"tx":{"bytes":60,"packets":1,"errors":0,"dropped":0}}}]"#;
+        let json = br#"[{"ifname":"veth0","stats64":{"rx":{"bytes":120,"packets":2,"errors":0,"dropped":1,"multicast":0},"tx":{"bytes":60,"packets":1,"errors":0,"dropped":0}}}]"#;
         assert_eq!(
             parse_stats(json),
             Some(IfaceStats {

@@ -62,8 +62,11 @@ fn a_packet_crosses_the_rig_and_is_counted() {
     assert_eq!(send_one(&rig, 0, 1, false), b"across the rig");
     assert_eq!(send_one(&rig, 0, 1, true), b"across the rig");
     let after = rig.stats(1).unwrap();
-    // Static neighbours, no DAD: exactly our two datagrams arrived.
-    assert_eq!(after.rx_packets - before.rx_packets, 2);
+    // Static neighbours, no DAD, no router solicitations: besides our two
+    // datagrams only the kernel's IPv6 multicast listener reports may arrive
+    // (a few in the first seconds of a link; veth does not count them apart).
+    let delta = after.rx_packets - before.rx_packets;
+    assert!((2..=8).contains(&delta), "{delta} frames arrived");
     assert!(rig.host(0).ipv4.octets()[..2] == [198, 18]);
     assert!(rig.host(1).ipv6.segments()[..2] == [0x2001, 0xdb8]);
 }
@@ -123,4 +126,27 @@ fn namespaces_are_deleted_on_drop_and_on_panic() {
         names.iter().all(|n| !list.contains(n.as_str())),
         "left behind after panic: {list}"
     );
+}
+
+#[test]
+fn receive_path_moves_to_its_own_cpu() {
+    if should_skip(
+        "receive_path_moves_to_its_own_cpu",
+        &[
+            require_root(),
+            require_program("ip"),
+            require_program("ethtool"),
+        ],
+    ) {
+        return;
+    }
+    let rig = Rig::pair().unwrap();
+    rig.pin_receive_path(1, 1).unwrap();
+    let threaded = rig
+        .command(1, "cat")
+        .arg("/sys/class/net/veth0/threaded")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&threaded.stdout).trim(), "1");
+    assert_eq!(send_one(&rig, 0, 1, false), b"across the rig");
 }

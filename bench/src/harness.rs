@@ -1,0 +1,238 @@
+//! Alternating A/B runs, receiver-side counting, medians and ratios.
+
+use crate::machine;
+use anyhow::{Context, Result};
+use linerate_rig::Rig;
+use serde_json::json;
+use std::path::PathBuf;
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+/// How long a sender runs before the measured window opens.
+pub const WARMUP: Duration = Duration::from_millis(700);
+
+#[derive(Debug)]
+pub struct Config {
+    pub runs: usize,
+    pub window: Duration,
+    pub out_dir: PathBuf,
+}
+
+/// A sender started on the rig. The harness samples the receiver while it
+/// runs and then stops it.
+pub struct Running {
+    pub child: Child,
+    /// Helpers to stop afterwards (e.g. a peer's server), by PID.
+    pub helpers: Vec<Child>,
+    /// What to undo after the run (e.g. a sysctl that was raised).
+    pub restore: Vec<Box<dyn FnOnce()>>,
+}
+
+/// One side of a comparison.
+pub struct Contender {
+    pub name: &'static str,
+    /// Starts the sender; it must run for at least `run_for`.
+    pub start: fn(&Rig, Duration) -> Result<Running>,
+}
+
+/// A comparison on the rig.
+pub struct Scenario {
+    pub name: &'static str,
+    pub about: &'static str,
+    /// Host that receives; its interface counters are the measurement.
+    pub receiver: usize,
+    /// CPU that runs the receiver's NAPI thread (threaded NAPI + GRO on its
+    /// veth), so that receive work does not land on the sender's CPU.
+    pub receive_cpu: Option<usize>,
+    /// Bytes per frame on the wire at L2 (for bit rates), if fixed.
+    pub frame_bytes: Option<u64>,
+    pub contenders: Vec<Contender>,
+    /// Checks that the scenario's tools exist; the error says what is missing.
+    pub check: fn() -> Result<()>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+struct Sample {
+    contender: &'static str,
+    run: usize,
+    rx_packets: u64,
+    rx_bytes: u64,
+    window_s: f64,
+    rx_pps: f64,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn stop(child: &mut Child) {
+    // End only what we started, by PID: SIGINT first so tools print and exit.
+    if let Ok(pid) = i32::try_from(child.id()) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGINT,
+        );
+    }
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < deadline {
+        if matches!(child.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+fn measure_once(rig: &Rig, sc: &Scenario, c: &Contender, cfg: &Config) -> Result<(u64, u64, f64)> {
+    let run_for = WARMUP + cfg.window + Duration::from_secs(2);
+    let mut running = (c.start)(rig, run_for).with_context(|| format!("starting {}", c.name))?;
+    std::thread::sleep(WARMUP);
+    let result = (|| -> Result<(u64, u64, f64)> {
+        if let Ok(Some(status)) = running.child.try_wait() {
+            anyhow::bail!("{} exited early ({status})", c.name);
+        }
+        let before = rig.stats(sc.receiver)?;
+        let t0 = Instant::now();
+        std::thread::sleep(cfg.window);
+        let after = rig.stats(sc.receiver)?;
+        let secs = t0.elapsed().as_secs_f64();
+        Ok((
+            after.rx_packets - before.rx_packets,
+            after.rx_bytes - before.rx_bytes,
+            secs,
+        ))
+    })();
+    stop(&mut running.child);
+    for h in &mut running.helpers {
+        stop(h);
+    }
+    for undo in running.restore.drain(..) {
+        undo();
+    }
+    result
+}
+
+pub fn run(sc: crate::scenarios::Entry, cfg: &Config) -> Result<()> {
+    let sc = (sc.build)();
+    (sc.check)()?;
+    let machine = machine::describe();
+    let rig = Rig::pair().context("bringing the rig up (needs root and iproute2)")?;
+    if let Some(cpu) = sc.receive_cpu {
+        rig.pin_receive_path(sc.receiver, cpu)
+            .context("moving the receive path to its own CPU (needs ethtool)")?;
+    }
+    println!(
+        "scenario {}: {}\nmachine: {} | kernel {} | {} CPUs ({}) | {} | commit {}",
+        sc.name,
+        sc.about,
+        machine["hostname"].as_str().unwrap_or("?"),
+        machine["kernel"].as_str().unwrap_or("?"),
+        machine["cpus"],
+        machine["cpu"].as_str().unwrap_or("?"),
+        machine["date_utc"].as_str().unwrap_or("?"),
+        machine["commit"].as_str().unwrap_or("?"),
+    );
+    println!(
+        "counting: rx_packets of the receiver's veth ({} in {}), {:.1} s windows after {:.1} s warm-up, {} alternating runs each",
+        rig.host(sc.receiver).iface,
+        rig.host(sc.receiver).netns,
+        cfg.window.as_secs_f64(),
+        WARMUP.as_secs_f64(),
+        cfg.runs
+    );
+    match sc.receive_cpu {
+        Some(cpu) => {
+            println!("receiver: threaded NAPI + GRO on its veth, NAPI thread pinned to CPU{cpu}")
+        }
+        None => println!("receiver: default veth (receive work runs on the sending CPU)"),
+    }
+    let mut samples = Vec::new();
+    for run in 0..cfg.runs {
+        for c in &sc.contenders {
+            let (pkts, bytes, secs) = measure_once(&rig, &sc, c, cfg)?;
+            let s = Sample {
+                contender: c.name,
+                run,
+                rx_packets: pkts,
+                rx_bytes: bytes,
+                window_s: secs,
+                rx_pps: pkts as f64 / secs,
+            };
+            println!(
+                "  run {run} {:<28} received {:>12} pkts in {:.2} s = {:>12.0} pps",
+                c.name, s.rx_packets, s.window_s, s.rx_pps
+            );
+            samples.push(s);
+        }
+    }
+    let medians: Vec<(&str, f64)> = sc
+        .contenders
+        .iter()
+        .map(|c| {
+            let v = samples
+                .iter()
+                .filter(|s| s.contender == c.name)
+                .map(|s| s.rx_pps)
+                .collect();
+            (c.name, median(v))
+        })
+        .collect();
+    println!("\nmedian received packet rate (receiver's interface counter):");
+    for (name, pps) in &medians {
+        let l2 = sc
+            .frame_bytes
+            .map(|b| format!("  ({:.1} Mbit/s L2)", pps * b as f64 * 8.0 / 1e6))
+            .unwrap_or_default();
+        println!("  {name:<28} {:>10.3} Mpps{l2}", pps / 1e6);
+    }
+    let base = medians[medians.len() - 1];
+    let mut ratios = serde_json::Map::new();
+    for (name, pps) in &medians[..medians.len() - 1] {
+        let r = if base.1 > 0.0 { pps / base.1 } else { f64::NAN };
+        println!("ratio {name} / {}: {r:.2}", base.0);
+        ratios.insert(format!("{name}/{}", base.0), json!(r));
+    }
+    let doc = json!({
+        "scenario": sc.name,
+        "about": sc.about,
+        "machine": machine,
+        "counted_at": "receiver interface rx_packets (veth)",
+        "receive_cpu": sc.receive_cpu,
+        "window_s": cfg.window.as_secs_f64(),
+        "runs": cfg.runs,
+        "samples": samples,
+        "median_rx_pps": medians.iter().map(|(n, p)| (n.to_string(), json!(p))).collect::<serde_json::Map<_, _>>(),
+        "ratios": ratios,
+    });
+    std::fs::create_dir_all(&cfg.out_dir)?;
+    let stamp = doc["machine"]["date_utc"]
+        .as_str()
+        .unwrap_or("now")
+        .replace(':', "");
+    let path = cfg.out_dir.join(format!("{}-{stamp}.json", sc.name));
+    std::fs::write(&path, serde_json::to_string_pretty(&doc)? + "\n")?;
+    println!("raw results: {}", path.display());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median;
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(vec![]), 0.0);
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), 2.5);
+    }
+}

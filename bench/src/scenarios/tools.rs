@@ -1,0 +1,40 @@
+//! Starting peer tools on the rig, pinned to a CPU.
+
+use anyhow::{Result, bail};
+use linerate_rig::{Rig, require_program};
+use std::process::{Child, Stdio};
+
+/// `ip netns exec <host> taskset -c <cpu> <argv…>`, output discarded.
+pub fn spawn_pinned(rig: &Rig, host: usize, cpu: usize, argv: &[&str]) -> Result<Child> {
+    let mut cmd = rig.command(host, "taskset");
+    cmd.arg("-c").arg(cpu.to_string()).args(argv);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    Ok(cmd.spawn()?)
+}
+
+/// Fails with the list of programs that are missing.
+pub fn need(programs: &[&str]) -> Result<()> {
+    let missing: Vec<String> = programs
+        .iter()
+        .filter_map(|p| require_program(p).err())
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        bail!("{}", missing.join("; "))
+    }
+}
+
+/// Raises a root-namespace sysctl for a run; the returned closure restores it.
+pub fn raise_sysctl(path: &'static str, value: u64) -> Result<Box<dyn FnOnce()>> {
+    let old = std::fs::read_to_string(path)?;
+    let old_v: u64 = old.trim().parse().unwrap_or(0);
+    if old_v < value {
+        std::fs::write(path, value.to_string())?;
+    }
+    Ok(Box::new(move || {
+        let _ = std::fs::write(path, old.trim());
+    }))
+}
