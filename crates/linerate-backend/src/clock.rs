@@ -1,0 +1,43 @@
+//! CLOCK_MONOTONIC, the clock iperf3 stamps UDP datagrams with.
+
+/// Seconds and nanoseconds of CLOCK_MONOTONIC.
+pub fn monotonic() -> (u64, u32) {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// CLOCK_MONOTONIC in nanoseconds.
+pub fn monotonic_ns() -> u64 {
+    let (s, ns) = monotonic();
+    s * 1_000_000_000 + u64::from(ns)
+}
+
+/// Process CPU time (user, system) in seconds.
+pub fn process_cpu_s() -> (f64, f64) {
+    // SAFETY: rusage is plain old data; zeroed is a valid value, and getrusage fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer to a rusage struct.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (tv(ru.ru_utime), tv(ru.ru_stime))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn monotonic_moves_forward() {
+        let a = monotonic_ns();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let b = monotonic_ns();
+        assert!(b > a + 1_000_000, "{a} {b}");
+        let (u, s) = process_cpu_s();
+        assert!(u >= 0.0 && s >= 0.0);
+    }
+}

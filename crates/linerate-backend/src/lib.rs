@@ -1,0 +1,8 @@
+//! The platform layer. Everything that needs `unsafe` or a raw syscall lives
+//! here, behind safe functions: socket options the std library and socket2
+//! do not cover (TCP_INFO, TCP_CONGESTION, SO_MAX_PACING_RATE), batched UDP
+//! I/O (sendmmsg/recvmmsg) and clocks.
+
+pub mod clock;
+pub mod sockopt;
+pub mod udp_batch;
