@@ -10,9 +10,11 @@ pub mod client;
 pub mod control;
 pub mod errors;
 pub mod params;
+pub mod report;
 pub mod results;
 pub mod server;
 pub mod udp;
+pub mod units;
 
 pub use errors::IErr;
 pub use params::{Params, Protocol, TestMode};
