@@ -82,7 +82,7 @@ pub fn parse_suffixed(s: &str, base: u64) -> Option<u64> {
         _ => (s, 1),
     };
     let v: f64 = num.parse().ok()?;
-    (v.is_finite() && v >= 0.0).then(|| (v * mult as f64) as u64)
+    (v.is_finite() && v >= 0.0).then_some((v * mult as f64) as u64)
 }
 
 #[cfg(test)]

@@ -1,9 +1,14 @@
 //! `linerate`: one binary, many subcommands. This file only parses the
 //! command line and dispatches; the work lives in the library crates.
+//!
+//! iperf3's forms work too: `linerate -s`, `linerate -c HOST …`, and any
+//! invocation through a link named `iperf3`.
 
 mod cmd;
 
 use clap::{Parser, Subcommand};
+use cmd::iperf::IperfArgs;
+use std::ffi::OsString;
 use std::process::ExitCode;
 
 #[derive(Debug, Parser)]
@@ -15,17 +20,56 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Short throughput test against an in-process server on loopback (no root needed).
+    Selftest(cmd::selftest::SelftestArgs),
+    /// iperf3-compatible server (same flags as `iperf3 -s`).
+    Server(Box<IperfArgs>),
+    /// iperf3-compatible client (same flags as `iperf3 -c HOST`).
+    Client {
+        /// Server to test against.
+        host: String,
+        #[command(flatten)]
+        args: Box<IperfArgs>,
+    },
     /// Line-rate arithmetic (10 Gbit/s at 64-byte frames = 14,880,952 pps).
     Calc(cmd::calc::CalcArgs),
 }
 
+/// Whether the command line is iperf3's (`-s`, `-c HOST`, or argv[0] iperf3).
+fn iperf3_form(argv: &[OsString]) -> bool {
+    let prog = argv
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .and_then(|f| f.to_str())
+        .unwrap_or("");
+    if prog == "iperf3" {
+        return true;
+    }
+    argv.get(1)
+        .and_then(|a| a.to_str())
+        .is_some_and(|a| a.starts_with('-') && !matches!(a, "-h" | "--help" | "--version"))
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let result = match &cli.command {
-        Command::Calc(args) => cmd::calc::run(args),
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    let result = if iperf3_form(&argv) {
+        cmd::iperf::run(&IperfArgs::parse_from(argv))
+    } else {
+        match Cli::parse_from(argv).command {
+            Command::Calc(args) => cmd::calc::run(&args).map(|()| 0),
+            Command::Selftest(args) => cmd::selftest::run(&args),
+            Command::Server(mut args) => {
+                args.server = true;
+                cmd::iperf::run(&args)
+            }
+            Command::Client { host, mut args } => {
+                args.client = Some(host);
+                cmd::iperf::run(&args)
+            }
+        }
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("linerate: error: {e:#}");
             ExitCode::from(2)

@@ -1,3 +1,5 @@
 //! One module per subcommand: each turns its parsed arguments into work and output.
 
 pub mod calc;
+pub mod iperf;
+pub mod selftest;

@@ -1,0 +1,12 @@
+//! The iperf3-compatible server and client: sockets, one thread per data
+//! stream, timers and output around the sans-IO protocol of `linerate-iperf`.
+
+pub mod client;
+mod meter;
+pub mod net;
+pub mod server;
+mod stream;
+
+pub use client::{ClientFailure, ClientOptions};
+pub use net::Family;
+pub use server::{Limits, ServerOptions};

@@ -1,0 +1,262 @@
+//! Turns the workers' counters into interval samples and end-of-test
+//! figures, with iperf3's omit semantics: figures of the first `-O` seconds
+//! are reported as omitted and left out of the totals, and interval times
+//! restart from zero when the omit period ends.
+
+use crate::stream::{StreamShared, UdpRxCounters, tcp_info};
+use linerate_iperf::report::{IntervalSample, StreamFinal, TcpFinal, TcpSample, UdpRxSample};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Snap {
+    bytes: u64,
+    blocks: u64,
+    rx: UdpRxCounters,
+    retrans: u64,
+}
+
+fn snap(sh: &StreamShared) -> Snap {
+    let rx = sh.udp_rx.lock().map(|g| *g).unwrap_or_default();
+    let retrans = if sh.sender {
+        tcp_info(sh).map_or(0, |i| u64::from(i.total_retrans))
+    } else {
+        0
+    };
+    Snap {
+        bytes: sh.bytes.load(Ordering::Relaxed),
+        blocks: sh.blocks.load(Ordering::Relaxed),
+        rx,
+        retrans,
+    }
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct RttStats {
+    max_cwnd: u64,
+    max_wnd: u64,
+    max_rtt: u32,
+    min_rtt: u32,
+    sum_rtt: u64,
+    n: u64,
+}
+
+/// Samples a test's streams.
+#[derive(Debug)]
+pub struct Meter {
+    streams: Vec<Arc<StreamShared>>,
+    udp: bool,
+    interval: Duration,
+    omit: Duration,
+    /// TEST_START; intervals restart at the end of omit.
+    start: Instant,
+    epoch: Instant,
+    omitting: bool,
+    last_t: Instant,
+    last: Vec<Snap>,
+    base: Vec<Snap>,
+    rtt: Vec<RttStats>,
+}
+
+impl Meter {
+    pub fn new(
+        streams: Vec<Arc<StreamShared>>,
+        udp: bool,
+        interval: Duration,
+        omit: Duration,
+        start: Instant,
+    ) -> Self {
+        let n = streams.len();
+        Self {
+            streams,
+            udp,
+            interval,
+            omit,
+            start,
+            epoch: start,
+            omitting: !omit.is_zero(),
+            last_t: start,
+            last: vec![Snap::default(); n],
+            base: vec![Snap::default(); n],
+            rtt: vec![RttStats::default(); n],
+        }
+    }
+
+    pub fn streams(&self) -> &[Arc<StreamShared>] {
+        &self.streams
+    }
+
+    /// Bytes and blocks moved since the end of omit, summed over streams.
+    pub fn totals(&self) -> (u64, u64) {
+        self.streams
+            .iter()
+            .zip(&self.base)
+            .fold((0, 0), |(b, k), (s, base)| {
+                (
+                    b + s.bytes.load(Ordering::Relaxed).saturating_sub(base.bytes),
+                    k + s.blocks.load(Ordering::Relaxed).saturating_sub(base.blocks),
+                )
+            })
+    }
+
+    pub fn omitting(&self) -> bool {
+        self.omitting
+    }
+
+    /// Emits an interval if one ended by `now`.
+    pub fn tick(&mut self, now: Instant) -> Option<Vec<IntervalSample>> {
+        if self.interval.is_zero() && !self.omitting {
+            return None;
+        }
+        let omit_end = self.start + self.omit;
+        if self.omitting && now >= omit_end {
+            let samples = self.sample(omit_end.max(self.last_t), true);
+            self.omitting = false;
+            self.epoch = omit_end;
+            self.last_t = omit_end;
+            self.base = self.last.clone();
+            for s in &self.streams {
+                s.omit_over.store(true, Ordering::Relaxed);
+            }
+            self.rtt = vec![RttStats::default(); self.streams.len()];
+            return samples;
+        }
+        if !self.interval.is_zero() && now >= self.last_t + self.interval {
+            let t = self.last_t + self.interval;
+            let omitted = self.omitting;
+            return self.sample(t, omitted);
+        }
+        None
+    }
+
+    fn sample(&mut self, t: Instant, omitted: bool) -> Option<Vec<IntervalSample>> {
+        let start = self
+            .last_t
+            .saturating_duration_since(self.epoch)
+            .as_secs_f64();
+        let end = t.saturating_duration_since(self.epoch).as_secs_f64();
+        let mut out = Vec::with_capacity(self.streams.len());
+        for (i, sh) in self.streams.iter().enumerate() {
+            let now = snap(sh);
+            let prev = self.last[i];
+            let mut s = IntervalSample {
+                id: sh.id,
+                socket: sh.socket,
+                sender: sh.sender,
+                start,
+                end,
+                bytes: now.bytes - prev.bytes,
+                omitted,
+                ..Default::default()
+            };
+            if self.udp {
+                if sh.sender {
+                    s.udp_tx_packets = Some(now.blocks - prev.blocks);
+                } else {
+                    s.udp_rx = Some(UdpRxSample {
+                        jitter_ms: now.rx.jitter_s * 1000.0,
+                        lost: now.rx.cnt_error.saturating_sub(prev.rx.cnt_error),
+                        packets: now.rx.packet_count.saturating_sub(prev.rx.packet_count),
+                    });
+                }
+            } else if sh.sender
+                && let Some(info) = tcp_info(sh)
+            {
+                let r = &mut self.rtt[i];
+                r.max_cwnd = r.max_cwnd.max(info.snd_cwnd_bytes);
+                r.max_wnd = r.max_wnd.max(u64::from(info.snd_wnd));
+                r.max_rtt = r.max_rtt.max(info.rtt_us);
+                r.min_rtt = if r.n == 0 {
+                    info.rtt_us
+                } else {
+                    r.min_rtt.min(info.rtt_us)
+                };
+                r.sum_rtt += u64::from(info.rtt_us);
+                r.n += 1;
+                s.tcp = Some(TcpSample {
+                    retransmits: now.retrans.saturating_sub(prev.retrans),
+                    snd_cwnd: info.snd_cwnd_bytes,
+                    snd_wnd: u64::from(info.snd_wnd),
+                    rtt_us: info.rtt_us,
+                    rttvar_us: info.rttvar_us,
+                    pmtu: info.pmtu,
+                });
+            }
+            self.last[i] = now;
+            out.push(s);
+        }
+        self.last_t = t;
+        Some(out)
+    }
+
+    /// The last, partial interval (dropped if under 10% of an interval and
+    /// empty, as iperf3 does) and every stream's end figures.
+    pub fn finish(&mut self, now: Instant) -> (Option<Vec<IntervalSample>>, Vec<StreamFinal>) {
+        let short = now.saturating_duration_since(self.last_t) < self.interval / 10;
+        let moved = self
+            .streams
+            .iter()
+            .zip(&self.last)
+            .any(|(s, l)| s.bytes.load(Ordering::Relaxed) > l.bytes);
+        let omitted = self.omitting;
+        let last = if (short && !moved) || self.interval.is_zero() {
+            // Still take the counters, for the totals.
+            self.last = self.streams.iter().map(|s| snap(s)).collect();
+            None
+        } else {
+            self.sample(now, omitted)
+        };
+        let seconds = now.saturating_duration_since(self.epoch).as_secs_f64();
+        let finals = self
+            .streams
+            .iter()
+            .enumerate()
+            .map(|(i, sh)| {
+                let now_s = self.last[i];
+                let base = if omitted { now_s } else { self.base[i] };
+                let r = self.rtt[i];
+                StreamFinal {
+                    id: sh.id,
+                    socket: sh.socket,
+                    sender: sh.sender,
+                    bytes: now_s.bytes - base.bytes,
+                    seconds,
+                    packets: if sh.sender {
+                        now_s.blocks
+                    } else {
+                        now_s.rx.packet_count
+                    },
+                    omitted_packets: if sh.sender {
+                        base.blocks
+                    } else {
+                        base.rx.packet_count
+                    },
+                    errors: now_s.rx.cnt_error,
+                    omitted_errors: base.rx.cnt_error,
+                    out_of_order: now_s.rx.out_of_order - base.rx.out_of_order,
+                    jitter_s: now_s.rx.jitter_s,
+                    tcp: (!self.udp && sh.sender).then(|| TcpFinal {
+                        retransmits: now_s.retrans.saturating_sub(base.retrans),
+                        max_snd_cwnd: r.max_cwnd,
+                        max_snd_wnd: r.max_wnd,
+                        max_rtt: r.max_rtt,
+                        min_rtt: r.min_rtt,
+                        mean_rtt: r.sum_rtt.checked_div(r.n).unwrap_or(0) as u32,
+                    }),
+                    exact: (self.udp && !sh.sender).then_some((
+                        now_s.rx.duplicates,
+                        now_s.rx.late,
+                        now_s.rx.lost_exact,
+                    )),
+                    send_errors: sh.send_errors.load(Ordering::Relaxed),
+                    congestion: sh
+                        .tcp
+                        .as_ref()
+                        .and_then(|t| linerate_backend::sockopt::congestion(t).ok()),
+                }
+            })
+            .collect();
+        (last, finals)
+    }
+}

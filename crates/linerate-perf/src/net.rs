@@ -1,0 +1,250 @@
+//! Socket set-up shared by server and client: dual-stack listeners,
+//! per-stream options (-w, -M, -N, -C, -S, --fq-rate), addresses.
+
+use linerate_backend::sockopt;
+use linerate_iperf::Params;
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use std::io;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs, UdpSocket};
+use std::time::Duration;
+
+/// `-4` / `-6` / either.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Family {
+    #[default]
+    Any,
+    V4,
+    V6,
+}
+
+/// The address a server listens on: `-B`, or `[::]` dual stack, or
+/// `0.0.0.0` with `-4`.
+pub fn server_addr(bind: Option<IpAddr>, family: Family, port: u16) -> SocketAddr {
+    match (bind, family) {
+        (Some(ip), _) => SocketAddr::new(ip, port),
+        (None, Family::V4) => SocketAddr::new(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), port),
+        (None, _) => SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), port),
+    }
+}
+
+fn socket_for(addr: &SocketAddr, ty: Type, proto: Protocol, v6only: bool) -> io::Result<Socket> {
+    let s = Socket::new(Domain::for_address(*addr), ty, Some(proto))?;
+    if addr.is_ipv6() {
+        s.set_only_v6(v6only)?;
+    }
+    s.set_reuse_address(true)?;
+    Ok(s)
+}
+
+pub fn tcp_listener(addr: SocketAddr, family: Family) -> io::Result<TcpListener> {
+    let s = socket_for(&addr, Type::STREAM, Protocol::TCP, family == Family::V6)?;
+    s.bind(&addr.into())?;
+    s.listen(128)?;
+    Ok(s.into())
+}
+
+/// A UDP socket bound to the server's port, reusable for the next stream.
+pub fn udp_bound(addr: SocketAddr, family: Family) -> io::Result<UdpSocket> {
+    let s = socket_for(&addr, Type::DGRAM, Protocol::UDP, family == Family::V6)?;
+    s.bind(&addr.into())?;
+    Ok(s.into())
+}
+
+/// Resolves `host:port` for the client, honouring -4/-6.
+pub fn resolve(host: &str, port: u16, family: Family) -> io::Result<SocketAddr> {
+    let addrs = (host, port).to_socket_addrs()?;
+    addrs
+        .into_iter()
+        .find(|a| match family {
+            Family::Any => true,
+            Family::V4 => a.is_ipv4(),
+            Family::V6 => a.is_ipv6(),
+        })
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("no address of the requested family for {host}"),
+            )
+        })
+}
+
+/// Local address to bind a client socket to: `-B`, with `--cport` + index.
+pub fn client_bind(
+    bind: Option<IpAddr>,
+    port: Option<u16>,
+    peer: &SocketAddr,
+) -> Option<SocketAddr> {
+    if bind.is_none() && port.is_none() {
+        return None;
+    }
+    let ip = bind.unwrap_or(if peer.is_ipv4() {
+        IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED)
+    } else {
+        IpAddr::V6(Ipv6Addr::UNSPECIFIED)
+    });
+    Some(SocketAddr::new(ip, port.unwrap_or(0)))
+}
+
+pub fn tcp_connect(
+    peer: SocketAddr,
+    local: Option<SocketAddr>,
+    p: Option<&Params>,
+    timeout: Duration,
+) -> io::Result<TcpStream> {
+    let s = Socket::new(Domain::for_address(peer), Type::STREAM, Some(Protocol::TCP))?;
+    if let Some(l) = local {
+        s.set_reuse_address(true)?;
+        s.bind(&l.into())?;
+    }
+    if let Some(p) = p {
+        apply_before_connect(&s, p, &peer)?;
+    }
+    s.connect_timeout(&SockAddr::from(peer), timeout)?;
+    let t: TcpStream = s.into();
+    t.set_nodelay(p.is_none_or(|p| p.nodelay) || p.is_none())?;
+    Ok(t)
+}
+
+fn apply_before_connect(s: &Socket, p: &Params, peer: &SocketAddr) -> io::Result<()> {
+    if p.window > 0 {
+        s.set_send_buffer_size(p.window as usize)?;
+        s.set_recv_buffer_size(p.window as usize)?;
+    }
+    if p.mss > 0 {
+        sockopt::set_mss(s, p.mss)?;
+    }
+    set_tos(s, p.tos, peer.is_ipv6())?;
+    Ok(())
+}
+
+fn set_tos(s: &Socket, tos: u32, v6: bool) -> io::Result<()> {
+    if tos == 0 {
+        return Ok(());
+    }
+    if v6 {
+        s.set_tclass_v6(tos)
+    } else {
+        s.set_tos_v4(tos)
+    }
+}
+
+/// Options both sides apply to a connected TCP data stream.
+pub fn apply_tcp(t: &TcpStream, p: &Params, sending: bool) -> io::Result<()> {
+    let s = socket2::SockRef::from(t);
+    if p.window > 0 {
+        s.set_send_buffer_size(p.window as usize)?;
+        s.set_recv_buffer_size(p.window as usize)?;
+    }
+    if p.nodelay {
+        t.set_nodelay(true)?;
+    }
+    if let Some(cc) = &p.congestion {
+        // iperf3 only warns for an unknown algorithm.
+        if let Err(e) = sockopt::set_congestion(t, cc) {
+            eprintln!("warning: unable to set TCP_CONGESTION {cc}: {e}");
+        }
+    }
+    if sending && p.fq_rate_bps > 0 {
+        sockopt::set_max_pacing_rate(t, p.fq_rate_bps / 8)?;
+    }
+    let v6 = t.peer_addr().is_ok_and(|a| {
+        a.is_ipv6() && !matches!(a.ip(), IpAddr::V6(v) if v.to_ipv4_mapped().is_some())
+    });
+    set_tos(&s, p.tos, v6)
+}
+
+/// Options for a connected UDP data stream.
+pub fn apply_udp(u: &UdpSocket, p: &Params, sending: bool) -> io::Result<()> {
+    let s = socket2::SockRef::from(u);
+    let want = (p.window as usize).max(p.len as usize + 1024);
+    if p.window > 0 || s.send_buffer_size()? < want {
+        s.set_send_buffer_size(want.max(4 << 20))?;
+    }
+    if p.window > 0 || s.recv_buffer_size()? < want {
+        s.set_recv_buffer_size(want.max(4 << 20))?;
+    }
+    if sending && p.fq_rate_bps > 0 {
+        sockopt::set_max_pacing_rate(u, p.fq_rate_bps / 8)?;
+    }
+    let v6 = u.peer_addr().is_ok_and(|a| a.is_ipv6());
+    set_tos(&s, p.tos, v6)?;
+    if p.dont_fragment && !v6 {
+        sockopt::set_dont_fragment(u)?;
+    }
+    Ok(())
+}
+
+/// iperf3's `system_info`: a uname line.
+pub fn system_info() -> String {
+    match nix::sys::utsname::uname() {
+        Ok(u) => format!(
+            "{} {} {} {} {}",
+            u.sysname().to_string_lossy(),
+            u.nodename().to_string_lossy(),
+            u.release().to_string_lossy(),
+            u.version().to_string_lossy(),
+            u.machine().to_string_lossy()
+        ),
+        Err(_) => "Linux".into(),
+    }
+}
+
+/// 36 random bytes for a cookie.
+pub fn random_bytes() -> [u8; 36] {
+    use std::io::Read;
+    let mut b = [0u8; 36];
+    if std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .is_err()
+    {
+        let mut x = linerate_backend::clock::monotonic_ns() | 1;
+        for v in &mut b {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            *v = x as u8;
+        }
+    }
+    b
+}
+
+/// Host part of an address as iperf3 prints it (IPv4-mapped shown as IPv4).
+pub fn host_of(a: &SocketAddr) -> String {
+    match a.ip() {
+        IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map_or(v6.to_string(), |v4| v4.to_string()),
+        ip => ip.to_string(),
+    }
+}
+
+/// Process CPU use since `start`, percent of wall time.
+#[derive(Debug, Clone, Copy)]
+pub struct CpuMeter {
+    wall: std::time::Instant,
+    user: f64,
+    system: f64,
+}
+
+impl CpuMeter {
+    pub fn start() -> Self {
+        let (user, system) = linerate_backend::clock::process_cpu_s();
+        Self {
+            wall: std::time::Instant::now(),
+            user,
+            system,
+        }
+    }
+
+    pub fn read(&self) -> linerate_iperf::report::Cpu {
+        let (u, s) = linerate_backend::clock::process_cpu_s();
+        let wall = self.wall.elapsed().as_secs_f64().max(1e-9);
+        let user = (u - self.user) / wall * 100.0;
+        let system = (s - self.system) / wall * 100.0;
+        linerate_iperf::report::Cpu {
+            total: user + system,
+            user,
+            system,
+        }
+    }
+}

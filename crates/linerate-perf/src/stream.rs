@@ -1,0 +1,322 @@
+//! Data-stream workers: one thread per stream, moving bytes as fast as
+//! allowed and publishing counters for the reporter to sample.
+//!
+//! Counters are single-writer: the worker stores, the reporter loads.
+//! UDP receivers publish their accounting once per received batch, not per
+//! datagram.
+
+use linerate_backend::udp_batch::{BATCH_MAX, Batch};
+use linerate_backend::{clock, sockopt};
+use linerate_iperf::udp::{self, UdpReceiver};
+use std::io::{ErrorKind, Read, Write};
+use std::net::{TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How often a blocked worker looks at its stop flag.
+pub const POLL: Duration = Duration::from_millis(50);
+
+/// A UDP receiver's published figures.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct UdpRxCounters {
+    pub packet_count: u64,
+    pub cnt_error: u64,
+    pub out_of_order: u64,
+    pub jitter_s: f64,
+    pub duplicates: u64,
+    pub late: u64,
+    pub lost_exact: u64,
+}
+
+/// What the reporter reads of a stream.
+#[derive(Debug)]
+pub struct StreamShared {
+    pub id: u32,
+    pub sender: bool,
+    pub socket: i32,
+    /// Bytes moved (sent as accepted by the kernel, or received).
+    pub bytes: AtomicU64,
+    /// TCP writes/reads, or UDP datagrams sent.
+    pub blocks: AtomicU64,
+    /// Send calls the kernel refused for lack of buffer (EAGAIN/ENOBUFS).
+    pub send_errors: AtomicU64,
+    pub udp_rx: Mutex<UdpRxCounters>,
+    /// Set by the reporter when the omit period ends (UDP jitter restarts).
+    pub omit_over: AtomicBool,
+    pub stop: AtomicBool,
+    pub finished: AtomicBool,
+    pub error: Mutex<Option<String>>,
+    /// A handle on the TCP socket for TCP_INFO.
+    pub tcp: Option<TcpStream>,
+}
+
+impl StreamShared {
+    pub fn new(id: u32, sender: bool, socket: i32, tcp: Option<TcpStream>) -> Self {
+        Self {
+            id,
+            sender,
+            socket,
+            bytes: AtomicU64::new(0),
+            blocks: AtomicU64::new(0),
+            send_errors: AtomicU64::new(0),
+            udp_rx: Mutex::new(UdpRxCounters::default()),
+            omit_over: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            finished: AtomicBool::new(false),
+            error: Mutex::new(None),
+            tcp,
+        }
+    }
+
+    fn add(counter: &AtomicU64, n: u64) {
+        // Single writer: a plain load + store, no locked instruction.
+        counter.store(counter.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+    }
+
+    fn fail(&self, msg: String) {
+        if let Ok(mut e) = self.error.lock() {
+            e.get_or_insert(msg);
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
+/// How a sender paces itself.
+#[derive(Debug, Clone, Copy)]
+pub struct Pacing {
+    /// Target bit/s of payload; 0 = as fast as possible.
+    pub rate_bps: u64,
+    /// Blocks per pacing decision (iperf3's `-b rate/N`).
+    pub burst: u32,
+}
+
+/// Sleeps until `until`, precisely: sleep for the bulk, yield the rest.
+fn wait_until(until: Instant) {
+    loop {
+        let now = Instant::now();
+        if now >= until {
+            return;
+        }
+        let left = until - now;
+        if left > Duration::from_micros(200) {
+            std::thread::sleep(left - Duration::from_micros(100));
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// When the next block may go so that the average stays at the rate.
+fn due(start: Instant, sent_bytes: u64, pacing: &Pacing) -> Option<Instant> {
+    (pacing.rate_bps > 0)
+        .then(|| start + Duration::from_secs_f64(sent_bytes as f64 * 8.0 / pacing.rate_bps as f64))
+}
+
+/// The payload iperf3 sends: random bytes, or `0123456789…` repeated.
+pub fn payload(len: usize, repeating: bool) -> Vec<u8> {
+    if repeating {
+        return (0..len).map(|i| b'0' + (i % 10) as u8).collect();
+    }
+    let mut v = vec![0u8; len];
+    let mut x: u64 = clock::monotonic_ns() | 1;
+    for b in &mut v {
+        // xorshift: content does not matter, only that it is not all zeros.
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *b = x as u8;
+    }
+    v
+}
+
+pub fn tcp_send(mut s: TcpStream, sh: Arc<StreamShared>, buf: Vec<u8>, pacing: Pacing) {
+    let _ = s.set_write_timeout(Some(POLL));
+    let start = Instant::now();
+    let burst = u64::from(pacing.burst.max(1));
+    let mut sent = 0u64;
+    let mut in_burst = 0u64;
+    while !sh.stopped() {
+        if in_burst == 0 {
+            if let Some(t) = due(start, sent, &pacing) {
+                wait_until(t);
+            }
+            in_burst = burst;
+        }
+        match s.write(&buf) {
+            Ok(n) => {
+                sent += n as u64;
+                in_burst -= 1;
+                StreamShared::add(&sh.bytes, n as u64);
+                StreamShared::add(&sh.blocks, 1);
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
+            Err(e) => {
+                if !sh.stopped() {
+                    sh.fail(format!("unable to write to stream socket: {e}"));
+                }
+                break;
+            }
+        }
+    }
+    sh.finished.store(true, Ordering::Release);
+}
+
+pub fn tcp_recv(mut s: TcpStream, sh: Arc<StreamShared>, len: usize) {
+    let _ = s.set_read_timeout(Some(POLL));
+    let mut buf = vec![0u8; len.max(1)];
+    while !sh.stopped() {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                StreamShared::add(&sh.bytes, n as u64);
+                StreamShared::add(&sh.blocks, 1);
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
+            Err(e) => {
+                if !sh.stopped() {
+                    sh.fail(format!("unable to read from stream socket: {e}"));
+                }
+                break;
+            }
+        }
+    }
+    sh.finished.store(true, Ordering::Release);
+}
+
+pub fn udp_send(s: UdpSocket, sh: Arc<StreamShared>, template: Vec<u8>, pacing: Pacing, c64: bool) {
+    let len = template.len();
+    let mut bufs: Vec<Vec<u8>> = (0..BATCH_MAX).map(|_| template.clone()).collect();
+    let mut batch = Batch::new();
+    let start = Instant::now();
+    let mut seq: u64 = 1;
+    let mut sent_bytes = 0u64;
+    let burst = u64::from(pacing.burst.max(1));
+    let _ = s.set_write_timeout(Some(POLL));
+    while !sh.stopped() {
+        // How many datagrams to hand the kernel now.
+        let n = if pacing.rate_bps == 0 {
+            BATCH_MAX as u64
+        } else {
+            let elapsed = start.elapsed().as_secs_f64();
+            let allowed = (pacing.rate_bps as f64 * elapsed / 8.0) as u64;
+            if allowed < sent_bytes + len as u64 {
+                if let Some(t) = due(start, sent_bytes, &pacing) {
+                    wait_until(t);
+                }
+                burst
+            } else {
+                ((allowed - sent_bytes) / len as u64)
+                    .clamp(1, BATCH_MAX as u64)
+                    .max(burst.min(BATCH_MAX as u64))
+            }
+        } as usize;
+        let (sec, nsec) = clock::monotonic();
+        for (i, b) in bufs.iter_mut().take(n).enumerate() {
+            udp::write_header(b, sec as u32, nsec / 1000, seq + i as u64, c64);
+        }
+        let refs: Vec<&[u8]> = bufs[..n].iter().map(Vec::as_slice).collect();
+        match batch.send(&s, &refs) {
+            Ok(k) => {
+                seq += k as u64;
+                sent_bytes += (k * len) as u64;
+                StreamShared::add(&sh.bytes, (k * len) as u64);
+                StreamShared::add(&sh.blocks, k as u64);
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::Interrupted | ErrorKind::TimedOut
+                ) || e.raw_os_error() == Some(nix::errno::Errno::ENOBUFS as i32) =>
+            {
+                StreamShared::add(&sh.send_errors, 1);
+                std::thread::yield_now();
+            }
+            // The peer's socket is gone (ICMP unreachable): normal at the end.
+            Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(e) => {
+                if !sh.stopped() {
+                    sh.fail(format!("unable to write to stream socket: {e}"));
+                }
+                break;
+            }
+        }
+    }
+    sh.finished.store(true, Ordering::Release);
+}
+
+pub fn udp_recv(s: UdpSocket, sh: Arc<StreamShared>, len: usize, c64: bool) {
+    let _ = s.set_read_timeout(Some(POLL));
+    let mut store: Vec<Vec<u8>> = (0..BATCH_MAX).map(|_| vec![0u8; len]).collect();
+    let mut lens = [0usize; BATCH_MAX];
+    let mut batch = Batch::new();
+    let mut rx = UdpReceiver::default();
+    while !sh.stopped() {
+        let mut bufs: Vec<&mut [u8]> = store.iter_mut().map(Vec::as_mut_slice).collect();
+        match batch.recv(&s, &mut bufs, &mut lens) {
+            Ok(n) => {
+                if sh.omit_over.swap(false, Ordering::Relaxed) {
+                    rx.reset_after_omit();
+                }
+                let (sec, nsec) = clock::monotonic();
+                let arrival = sec as f64 + f64::from(nsec / 1000) / 1e6;
+                let mut bytes = 0u64;
+                for i in 0..n {
+                    let Some((ts, tus, seq)) = udp::read_header(&store[i][..lens[i]], c64) else {
+                        continue;
+                    };
+                    let sent = f64::from(ts) + f64::from(tus) / 1e6;
+                    rx.on_datagram(seq, lens[i], sent, arrival);
+                    bytes += lens[i] as u64;
+                }
+                StreamShared::add(&sh.bytes, bytes);
+                StreamShared::add(&sh.blocks, n as u64);
+                if let Ok(mut c) = sh.udp_rx.lock() {
+                    *c = UdpRxCounters {
+                        packet_count: rx.packet_count,
+                        cnt_error: rx.cnt_error,
+                        out_of_order: rx.out_of_order,
+                        jitter_s: rx.jitter_s,
+                        duplicates: rx.duplicates,
+                        late: rx.late,
+                        lost_exact: rx.lost_exact(),
+                    };
+                }
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
+            // A reverse-mode peer that went away shows as refused; keep listening until stopped.
+            Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                std::thread::sleep(Duration::from_millis(1))
+            }
+            Err(e) => {
+                if !sh.stopped() {
+                    sh.fail(format!("unable to read from stream socket: {e}"));
+                }
+                break;
+            }
+        }
+    }
+    sh.finished.store(true, Ordering::Release);
+}
+
+/// TCP_INFO of a stream, if it is TCP.
+pub fn tcp_info(sh: &StreamShared) -> Option<sockopt::TcpInfo> {
+    sh.tcp.as_ref().and_then(|t| sockopt::tcp_info(t).ok())
+}

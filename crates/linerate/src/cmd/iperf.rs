@@ -1,0 +1,504 @@
+//! `linerate server`, `linerate client`, and the iperf3-compatible forms
+//! `linerate -s` / `linerate -c HOST` (also when invoked as `iperf3`):
+//! the same flags with the same meanings as iperf3.
+
+use anyhow::{Context, Result, bail};
+use clap::{ArgAction, Parser};
+use linerate_iperf::report::OutputMode;
+use linerate_iperf::units::parse_suffixed;
+use linerate_iperf::{Params, Protocol, TestMode};
+use linerate_perf::{ClientOptions, Family, Limits, ServerOptions};
+use std::io::Write;
+use std::net::IpAddr;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// iperf3's command line.
+#[derive(Debug, Parser, Clone, Default)]
+#[command(
+    name = "linerate",
+    disable_version_flag = true,
+    about = "iperf3-compatible network throughput test (server or client)"
+)]
+pub struct IperfArgs {
+    /// Run in server mode.
+    #[arg(short = 's', long)]
+    pub server: bool,
+    /// Run in client mode, connecting to HOST.
+    #[arg(short = 'c', long, value_name = "HOST")]
+    pub client: Option<String>,
+    /// Server port to listen on / connect to.
+    #[arg(short = 'p', long, default_value_t = 5201)]
+    pub port: u16,
+    /// Format to report: k/m/g/t (bits), K/M/G/T (bytes).
+    #[arg(short = 'f', long, value_parser = parse_format)]
+    pub format: Option<char>,
+    /// Seconds between periodic reports (0 disables).
+    #[arg(short = 'i', long, default_value_t = 1.0)]
+    pub interval: f64,
+    /// Output in JSON (iperf3's -J document).
+    #[arg(short = 'J', long)]
+    pub json: bool,
+    /// Output JSON events, one per line.
+    #[arg(long)]
+    pub json_stream: bool,
+    /// Send output to a log file.
+    #[arg(long, value_name = "FILE")]
+    pub logfile: Option<std::path::PathBuf>,
+    /// Bind to this address (client: source address of every socket).
+    #[arg(short = 'B', long, value_name = "HOST")]
+    pub bind: Option<IpAddr>,
+    /// Only IPv4.
+    #[arg(short = '4', long = "version4")]
+    pub ipv4: bool,
+    /// Only IPv6.
+    #[arg(short = '6', long = "version6")]
+    pub ipv6: bool,
+    /// Server: handle one client connection, then exit.
+    #[arg(short = '1', long)]
+    pub one_off: bool,
+    /// Server: idle time (ms) with no data after which a receiving test fails.
+    #[arg(long, default_value_t = 120_000, value_name = "MS")]
+    pub rcv_timeout: u64,
+    /// Server: longest test accepted (duration + omit), seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub server_max_duration: Option<u32>,
+    /// Server: highest total rate accepted per test, bit/s (K/M/G suffixes).
+    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    pub server_bitrate_limit: Option<u64>,
+    /// Server: most streams per test (P, or 2P with --bidir).
+    #[arg(long, value_name = "N")]
+    pub server_max_streams: Option<u32>,
+    /// UDP instead of TCP.
+    #[arg(short = 'u', long)]
+    pub udp: bool,
+    /// Target bitrate per stream, bit/s, with optional /BURST (e.g. 10M/20).
+    #[arg(short = 'b', long, alias = "bandwidth", value_name = "RATE[/N]")]
+    pub bitrate: Option<String>,
+    /// Kernel pacing rate per stream (SO_MAX_PACING_RATE), bit/s.
+    #[arg(long, value_parser = parse_rate)]
+    pub fq_rate: Option<u64>,
+    /// Seconds to transmit.
+    #[arg(short = 't', long)]
+    pub time: Option<u32>,
+    /// Bytes to transmit (instead of -t), K/M/G suffixes.
+    #[arg(short = 'n', long, value_parser = parse_size)]
+    pub bytes: Option<u64>,
+    /// Blocks (writes/datagrams) to transmit (instead of -t).
+    #[arg(short = 'k', long, value_parser = parse_size)]
+    pub blockcount: Option<u64>,
+    /// Block size to read or write (TCP default 128K; UDP default path MSS).
+    #[arg(short = 'l', long, value_parser = parse_size)]
+    pub length: Option<u64>,
+    /// Client port (stream i uses PORT+i).
+    #[arg(long, value_name = "PORT")]
+    pub cport: Option<u16>,
+    /// Parallel streams.
+    #[arg(short = 'P', long, default_value_t = 1)]
+    pub parallel: u32,
+    /// Reverse: the server sends.
+    #[arg(short = 'R', long)]
+    pub reverse: bool,
+    /// Both directions at once.
+    #[arg(long)]
+    pub bidir: bool,
+    /// Socket buffer sizes (K/M suffixes).
+    #[arg(short = 'w', long, value_parser = parse_size)]
+    pub window: Option<u64>,
+    /// TCP maximum segment size.
+    #[arg(short = 'M', long = "set-mss")]
+    pub mss: Option<u32>,
+    /// TCP_NODELAY.
+    #[arg(short = 'N', long = "no-delay")]
+    pub nodelay: bool,
+    /// IP type of service (0x10 style or decimal).
+    #[arg(short = 'S', long, value_parser = parse_tos)]
+    pub tos: Option<u32>,
+    /// DSCP value (number or name such as ef, af41, cs5).
+    #[arg(long, value_parser = parse_dscp)]
+    pub dscp: Option<u32>,
+    /// Omit the first N seconds from the totals.
+    #[arg(short = 'O', long, default_value_t = 0)]
+    pub omit: u32,
+    /// Prefix every output line with this title (and put it in the JSON).
+    #[arg(short = 'T', long)]
+    pub title: Option<String>,
+    /// Extra data string for the JSON output.
+    #[arg(long)]
+    pub extra_data: Option<String>,
+    /// TCP congestion control algorithm.
+    #[arg(short = 'C', long = "congestion")]
+    pub congestion: Option<String>,
+    /// Get the server's output with the results.
+    #[arg(long)]
+    pub get_server_output: bool,
+    /// 64-bit counters in UDP datagrams.
+    #[arg(long)]
+    pub udp_counters_64bit: bool,
+    /// Send 0123456789… instead of random bytes.
+    #[arg(long)]
+    pub repeating_payload: bool,
+    /// Zero-copy send (accepted for compatibility; linerate sends with write).
+    #[arg(short = 'Z', long)]
+    pub zerocopy: bool,
+    /// Set DF on UDP datagrams (IPv4).
+    #[arg(long)]
+    pub dont_fragment: bool,
+    /// Control connection timeout, ms.
+    #[arg(long, default_value_t = 10_000, value_name = "MS")]
+    pub connect_timeout: u64,
+    /// Verbose (accepted for compatibility).
+    #[arg(short = 'V', long)]
+    pub verbose: bool,
+    /// Print the version.
+    #[arg(short = 'v', long, action = ArgAction::SetTrue)]
+    pub version: bool,
+}
+
+fn parse_format(s: &str) -> Result<char, String> {
+    match s {
+        "k" | "m" | "g" | "t" | "K" | "M" | "G" | "T" => Ok(s.chars().next().unwrap_or('m')),
+        _ => Err("use one of k m g t (bits) or K M G T (bytes)".into()),
+    }
+}
+
+fn parse_rate(s: &str) -> Result<u64, String> {
+    parse_suffixed(s, 1000).ok_or_else(|| format!("'{s}' is not a rate (e.g. 10M)"))
+}
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    parse_suffixed(s, 1024).ok_or_else(|| format!("'{s}' is not a size (e.g. 128K)"))
+}
+
+fn parse_tos(s: &str) -> Result<u32, String> {
+    let v = if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        u32::from_str_radix(h, 16).ok()
+    } else if s.len() > 1 && s.starts_with('0') {
+        u32::from_str_radix(&s[1..], 8).ok()
+    } else {
+        s.parse().ok()
+    };
+    v.filter(|v| *v <= 255)
+        .ok_or_else(|| format!("bad TOS value '{s}' (0..255)"))
+}
+
+fn parse_dscp(s: &str) -> Result<u32, String> {
+    let named = match s.to_ascii_lowercase().as_str() {
+        "ef" => Some(46),
+        "va" => Some(44),
+        "le" => Some(1),
+        n if n.starts_with("cs") => n[2..]
+            .parse::<u32>()
+            .ok()
+            .filter(|c| *c <= 7)
+            .map(|c| c * 8),
+        n if n.starts_with("af") && n.len() == 4 => {
+            let (c, d) = (n.as_bytes()[2] - b'0', n.as_bytes()[3] - b'0');
+            ((1..=4).contains(&c) && (1..=3).contains(&d))
+                .then(|| u32::from(c) * 8 + u32::from(d) * 2)
+        }
+        _ => None,
+    };
+    named
+        .or_else(|| parse_tos(s).ok())
+        .filter(|v| *v <= 63)
+        .map(|v| v << 2)
+        .ok_or_else(|| format!("bad DSCP value '{s}'"))
+}
+
+impl IperfArgs {
+    fn family(&self) -> Family {
+        match (self.ipv4, self.ipv6) {
+            (true, _) => Family::V4,
+            (_, true) => Family::V6,
+            _ => Family::Any,
+        }
+    }
+
+    fn output(&self) -> OutputMode {
+        OutputMode {
+            json: self.json,
+            json_stream: self.json_stream,
+            format: self.format,
+        }
+    }
+
+    fn interval(&self) -> Result<Duration> {
+        if !(0.0..=60.0).contains(&self.interval) || (self.interval > 0.0 && self.interval < 0.1) {
+            bail!("report interval must be 0 or between 0.1 and 60 seconds");
+        }
+        Ok(Duration::from_secs_f64(self.interval))
+    }
+
+    /// The parameters a client sends, from the flags.
+    pub fn params(&self) -> Result<(Params, bool)> {
+        let (rate, burst, rate_given) = match &self.bitrate {
+            None => (0, 0, false),
+            Some(b) => {
+                let (r, n) = match b.split_once('/') {
+                    Some((r, n)) => (
+                        r,
+                        Some(
+                            n.parse::<u32>()
+                                .context("burst after '/' must be a number")?,
+                        ),
+                    ),
+                    None => (b.as_str(), None),
+                };
+                let rate = parse_rate(r).map_err(anyhow::Error::msg)?;
+                if let Some(n) = n
+                    && !(1..=1000).contains(&n)
+                {
+                    bail!("invalid burst count (maximum = 1000)");
+                }
+                (rate, n.unwrap_or(0), true)
+            }
+        };
+        if self.reverse && self.bidir {
+            bail!("cannot be both reverse and bidirectional");
+        }
+        if !(1..=128).contains(&self.parallel) {
+            bail!("invalid number of parallel streams (min = 1, max = 128)");
+        }
+        let ends_by_amount = self.bytes.is_some() || self.blockcount.is_some();
+        let time = match (self.time, ends_by_amount) {
+            (Some(t), _) => t,
+            (None, true) => 0,
+            (None, false) => 10,
+        };
+        if time > 86400 {
+            bail!("test duration valid values are 0 to 86400 seconds");
+        }
+        let protocol = if self.udp {
+            Protocol::Udp
+        } else {
+            Protocol::Tcp
+        };
+        let len = self.length.unwrap_or(0);
+        match protocol {
+            Protocol::Udp if len != 0 && !(16..=65507).contains(&len) => {
+                bail!("block size invalid (minimum = 16 bytes, maximum = 65507 bytes)")
+            }
+            Protocol::Tcp if len > 1 << 20 => {
+                bail!("block size too large (maximum = 1048576 bytes)")
+            }
+            _ => {}
+        }
+        let tos = self.dscp.or(self.tos).unwrap_or(0);
+        Ok((
+            Params {
+                protocol,
+                mode: if self.bidir {
+                    TestMode::Bidir
+                } else if self.reverse {
+                    TestMode::Reverse
+                } else {
+                    TestMode::Forward
+                },
+                omit_s: self.omit,
+                time_s: time,
+                num_bytes: self.bytes.unwrap_or(0),
+                block_count: self.blockcount.unwrap_or(0),
+                parallel: self.parallel,
+                len: len as u32,
+                bandwidth_bps: rate,
+                burst,
+                window: self.window.unwrap_or(0) as u32,
+                mss: self.mss.unwrap_or(0),
+                nodelay: self.nodelay,
+                tos,
+                fq_rate_bps: self.fq_rate.unwrap_or(0),
+                congestion: self.congestion.clone(),
+                title: self.title.clone(),
+                extra_data: self.extra_data.clone(),
+                get_server_output: self.get_server_output,
+                udp_counters_64bit: self.udp_counters_64bit,
+                repeating_payload: self.repeating_payload,
+                zerocopy: self.zerocopy,
+                dont_fragment: self.dont_fragment,
+                server_affinity: None,
+                client_version: Some(format!("linerate {}", env!("CARGO_PKG_VERSION"))),
+            },
+            rate_given,
+        ))
+    }
+}
+
+fn output_sink(args: &IperfArgs) -> Result<Arc<Mutex<dyn Write + Send>>> {
+    Ok(match &args.logfile {
+        Some(p) => Arc::new(Mutex::new(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .with_context(|| format!("--logfile {}", p.display()))?,
+        )),
+        None => Arc::new(Mutex::new(std::io::stdout())),
+    })
+}
+
+fn terminate_flag() -> Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(sig, flag.clone()).context("installing signal handlers")?;
+    }
+    Ok(flag)
+}
+
+/// Runs iperf3-style arguments; returns the process exit code.
+pub fn run(args: &IperfArgs) -> Result<u8> {
+    if args.version {
+        println!(
+            "linerate {} (iperf 3.12 compatible)",
+            env!("CARGO_PKG_VERSION")
+        );
+        return Ok(0);
+    }
+    match (&args.client, args.server) {
+        (Some(_), true) => bail!("cannot be both server and client"),
+        (None, false) => bail!("parameter error - must either be a client (-c) or server (-s)"),
+        (None, true) => run_server(args),
+        (Some(host), false) => run_client(args, host),
+    }
+}
+
+fn run_server(args: &IperfArgs) -> Result<u8> {
+    let opts = ServerOptions {
+        port: args.port,
+        bind: args.bind,
+        family: args.family(),
+        one_off: args.one_off,
+        interval: args.interval()?,
+        output: args.output(),
+        rcv_timeout: Duration::from_millis(args.rcv_timeout.max(1)),
+        control_timeout: Duration::from_secs(10),
+        limits: Limits {
+            max_duration_s: args.server_max_duration,
+            max_streams: args.server_max_streams,
+            max_rate_bps: args.server_bitrate_limit,
+        },
+    };
+    let out = output_sink(args)?;
+    let stop = terminate_flag()?;
+    linerate_perf::server::run(&opts, out, stop)
+        .with_context(|| format!("server on port {}", args.port))?;
+    Ok(0)
+}
+
+fn run_client(args: &IperfArgs, host: &str) -> Result<u8> {
+    let (params, bandwidth_given) = args.params()?;
+    let opts = ClientOptions {
+        host: host.to_string(),
+        port: args.port,
+        params,
+        bandwidth_given,
+        bind: args.bind,
+        cport: args.cport,
+        family: args.family(),
+        interval: args.interval()?,
+        output: args.output(),
+        connect_timeout: Duration::from_millis(args.connect_timeout.max(1)),
+        control_timeout: Duration::from_secs(30),
+    };
+    let out = output_sink(args)?;
+    let stop = terminate_flag()?;
+    let result = linerate_perf::client::run(&opts, &mut LockedWriter(out), &stop);
+    match result {
+        Ok(()) => Ok(0),
+        Err(e) => {
+            if !args.json && !args.json_stream {
+                eprintln!("linerate: error - {e}");
+            }
+            Ok(1)
+        }
+    }
+}
+
+/// Writes through to the shared sink as the client prints.
+pub struct LockedWriter(pub Arc<Mutex<dyn Write + Send>>);
+
+impl Write for LockedWriter {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        let mut o = self
+            .0
+            .lock()
+            .map_err(|_| std::io::Error::other("output lock poisoned"))?;
+        o.write_all(b)?;
+        o.flush()?;
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> IperfArgs {
+        IperfArgs::try_parse_from(std::iter::once("linerate").chain(a.iter().copied())).unwrap()
+    }
+
+    #[test]
+    fn flags_make_iperf3_params() {
+        let (p, given) = args(&[
+            "-c", "h", "-u", "-b", "10M/20", "-l", "1400", "-P", "3", "--bidir", "-t", "5", "-O",
+            "1",
+        ])
+        .params()
+        .unwrap();
+        assert!(given);
+        assert_eq!(
+            (
+                p.protocol,
+                p.mode,
+                p.bandwidth_bps,
+                p.burst,
+                p.len,
+                p.parallel,
+                p.time_s,
+                p.omit_s
+            ),
+            (
+                Protocol::Udp,
+                TestMode::Bidir,
+                10_000_000,
+                20,
+                1400,
+                3,
+                5,
+                1
+            )
+        );
+        let (p, given) = args(&["-c", "h", "-n", "20M", "-w", "256K", "-S", "0x28", "-R"])
+            .params()
+            .unwrap();
+        assert!(!given);
+        assert_eq!(
+            (p.num_bytes, p.time_s, p.window, p.tos, p.mode),
+            (20 << 20, 0, 262_144, 0x28, TestMode::Reverse)
+        );
+        let (p, _) = args(&["-c", "h", "--dscp", "ef"]).params().unwrap();
+        assert_eq!(p.tos, 46 << 2);
+        let (p, _) = args(&["-c", "h", "--dscp", "af41"]).params().unwrap();
+        assert_eq!(p.tos, 34 << 2);
+    }
+
+    #[test]
+    fn bad_flags_fail_like_iperf3() {
+        assert!(args(&["-c", "h", "-R", "--bidir"]).params().is_err());
+        assert!(args(&["-c", "h", "-P", "200"]).params().is_err());
+        assert!(args(&["-c", "h", "-u", "-l", "8"]).params().is_err());
+        assert!(args(&["-c", "h", "-b", "1M/0"]).params().is_err());
+        assert!(args(&["-c", "h", "-t", "90000"]).params().is_err());
+        assert!(IperfArgs::try_parse_from(["linerate", "-c", "h", "-S", "300"]).is_err());
+        assert!(IperfArgs::try_parse_from(["linerate", "-c", "h", "--dscp", "af51"]).is_err());
+    }
+}

@@ -1,0 +1,103 @@
+//! `linerate selftest`: the main job on an embedded default. Starts an
+//! iperf3-compatible server inside this process on loopback, runs a short
+//! client test against it, and prints iperf3's report. No root, no setup.
+
+use super::iperf::LockedWriter;
+use anyhow::{Context, Result};
+use clap::Args;
+use linerate_iperf::report::OutputMode;
+use linerate_iperf::{Params, Protocol};
+use linerate_perf::{ClientOptions, Family, Limits, ServerOptions};
+use std::io::Write;
+use std::net::{IpAddr, Ipv4Addr, TcpListener};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// A short throughput test against an in-process server on loopback.
+#[derive(Debug, Args)]
+pub struct SelftestArgs {
+    /// Seconds to run.
+    #[arg(short = 't', long, default_value_t = 3)]
+    time: u32,
+    /// Parallel streams.
+    #[arg(short = 'P', long, default_value_t = 1)]
+    parallel: u32,
+    /// UDP (unlimited rate, 1400-byte datagrams) instead of TCP.
+    #[arg(short = 'u', long)]
+    udp: bool,
+    /// iperf3's -J document instead of text.
+    #[arg(short = 'J', long)]
+    json: bool,
+}
+
+pub fn run(a: &SelftestArgs) -> Result<u8> {
+    let listener =
+        TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).context("binding a loopback port")?;
+    let port = listener.local_addr()?.port();
+    let server_opts = ServerOptions {
+        port,
+        bind: Some(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+        family: Family::V4,
+        one_off: true,
+        interval: Duration::from_secs(1),
+        output: OutputMode {
+            json: true,
+            ..OutputMode::default()
+        },
+        rcv_timeout: Duration::from_secs(10),
+        control_timeout: Duration::from_secs(10),
+        limits: Limits::default(),
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let server_out: Arc<Mutex<dyn Write + Send>> = Arc::new(Mutex::new(std::io::sink()));
+    let server = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            linerate_perf::server::serve(listener, &server_opts, server_out, stop)
+        })
+    };
+    if !a.json {
+        println!(
+            "linerate selftest: {} {}s to an in-process iperf3-compatible server on 127.0.0.1:{port} \
+             (receiver = the server; figures below are iperf3's: sender = bytes the kernel accepted, receiver = bytes that arrived)",
+            if a.udp { "UDP" } else { "TCP" },
+            a.time
+        );
+    }
+    let opts = ClientOptions {
+        host: "127.0.0.1".into(),
+        port,
+        params: Params {
+            protocol: if a.udp { Protocol::Udp } else { Protocol::Tcp },
+            time_s: a.time,
+            parallel: a.parallel,
+            len: if a.udp { 1400 } else { 0 },
+            client_version: Some(format!("linerate {}", env!("CARGO_PKG_VERSION"))),
+            ..Params::default()
+        },
+        bandwidth_given: true,
+        bind: None,
+        cport: None,
+        family: Family::V4,
+        interval: Duration::from_secs(1),
+        output: OutputMode {
+            json: a.json,
+            ..OutputMode::default()
+        },
+        connect_timeout: Duration::from_secs(5),
+        control_timeout: Duration::from_secs(30),
+    };
+    let out: Arc<Mutex<dyn Write + Send>> = Arc::new(Mutex::new(std::io::stdout()));
+    let interrupted = AtomicBool::new(false);
+    let result = linerate_perf::client::run(&opts, &mut LockedWriter(out), &interrupted);
+    stop.store(true, Ordering::Relaxed);
+    let _ = server.join();
+    match result {
+        Ok(()) => Ok(0),
+        Err(e) => {
+            eprintln!("linerate: selftest failed: {e}");
+            Ok(1)
+        }
+    }
+}
