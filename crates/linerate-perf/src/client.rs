@@ -61,8 +61,22 @@ pub(crate) struct Running {
 impl Running {
     /// Stops and joins the workers (only the sending ones if asked).
     pub(crate) fn stop(&mut self, senders_only: bool) {
+        self.stop_with(senders_only, false);
+    }
+
+    /// Stops the senders, lets receivers take what is already queued
+    /// (bounded by [`stream::DRAIN_MAX`]), and joins them all: what the
+    /// peer sent before TEST_END is counted.
+    pub(crate) fn drain_and_stop(&mut self) {
+        self.stop_with(false, true);
+    }
+
+    fn stop_with(&mut self, senders_only: bool, drain: bool) {
+        let until = linerate_backend::clock::monotonic_ns() + stream::DRAIN_MAX.as_nanos() as u64;
         for s in &self.streams {
-            if !senders_only || s.sender {
+            if drain && !s.sender {
+                s.drain_until_ns.store(until, Ordering::Relaxed);
+            } else if !senders_only || s.sender {
                 s.stop.store(true, Ordering::Relaxed);
             }
         }

@@ -251,7 +251,11 @@ fn serve_test(
                   err: Option<String>|
      -> (Vec<linerate_iperf::report::StreamFinal>, String) {
         if let Some(r) = running.as_mut() {
-            r.stop(false);
+            if err.is_none() {
+                r.drain_and_stop();
+            } else {
+                r.stop(false);
+            }
         }
         let mut finals = Vec::new();
         let mut text = String::new();

@@ -16,6 +16,10 @@ use std::time::{Duration, Instant};
 
 /// How often a blocked worker looks at its stop flag.
 pub const POLL: Duration = Duration::from_millis(50);
+/// A draining receiver stops after this long without data.
+const DRAIN_IDLE: Duration = Duration::from_millis(20);
+/// Longest drain, for a peer that keeps sending after TEST_END.
+pub const DRAIN_MAX: Duration = Duration::from_secs(1);
 
 /// A UDP receiver's published figures.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -45,6 +49,9 @@ pub struct StreamShared {
     /// Set by the reporter when the omit period ends (UDP jitter restarts).
     pub omit_over: AtomicBool,
     pub stop: AtomicBool,
+    /// Receivers: read what is already queued, then stop (at the latest at
+    /// this CLOCK_MONOTONIC time, ns). 0 = not draining.
+    pub drain_until_ns: AtomicU64,
     pub finished: AtomicBool,
     pub error: Mutex<Option<String>>,
     /// A handle on the TCP socket for TCP_INFO.
@@ -63,6 +70,7 @@ impl StreamShared {
             udp_rx: Mutex::new(UdpRxCounters::default()),
             omit_over: AtomicBool::new(false),
             stop: AtomicBool::new(false),
+            drain_until_ns: AtomicU64::new(0),
             finished: AtomicBool::new(false),
             error: Mutex::new(None),
             tcp,
@@ -82,6 +90,13 @@ impl StreamShared {
 
     fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
+    }
+
+    /// A receiver told to drain ends at the first read that finds nothing
+    /// queued, or at the drain deadline.
+    fn drained(&self, idle: bool) -> bool {
+        let until = self.drain_until_ns.load(Ordering::Relaxed);
+        until != 0 && (idle || clock::monotonic_ns() >= until)
     }
 }
 
@@ -172,20 +187,28 @@ pub fn tcp_send(mut s: TcpStream, sh: Arc<StreamShared>, buf: Vec<u8>, pacing: P
 pub fn tcp_recv(mut s: TcpStream, sh: Arc<StreamShared>, len: usize) {
     let _ = s.set_read_timeout(Some(POLL));
     let mut buf = vec![0u8; len.max(1)];
+    let mut draining = false;
     while !sh.stopped() {
+        if !draining && sh.drain_until_ns.load(Ordering::Relaxed) != 0 {
+            draining = true;
+            let _ = s.set_read_timeout(Some(DRAIN_IDLE));
+        }
         match s.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {
                 StreamShared::add(&sh.bytes, n as u64);
                 StreamShared::add(&sh.blocks, 1);
+                if sh.drained(false) {
+                    break;
+                }
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                ) => {}
+            Err(e) if idle_error(&e) => {
+                if sh.drained(draining) {
+                    break;
+                }
+            }
             Err(e) => {
-                if !sh.stopped() {
+                if !sh.stopped() && !draining {
                     sh.fail(format!("unable to read from stream socket: {e}"));
                 }
                 break;
@@ -193,6 +216,14 @@ pub fn tcp_recv(mut s: TcpStream, sh: Arc<StreamShared>, len: usize) {
         }
     }
     sh.finished.store(true, Ordering::Release);
+}
+
+/// A read or write that found nothing to do before its timeout.
+fn idle_error(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+    )
 }
 
 pub fn udp_send(s: UdpSocket, sh: Arc<StreamShared>, template: Vec<u8>, pacing: Pacing, c64: bool) {
@@ -264,7 +295,15 @@ pub fn udp_recv(s: UdpSocket, sh: Arc<StreamShared>, len: usize, c64: bool) {
     let mut lens = [0usize; BATCH_MAX];
     let mut batch = Batch::new();
     let mut rx = UdpReceiver::default();
+    let mut draining = false;
     while !sh.stopped() {
+        if !draining && sh.drain_until_ns.load(Ordering::Relaxed) != 0 {
+            draining = true;
+            let _ = s.set_read_timeout(Some(DRAIN_IDLE));
+        }
+        if sh.drained(false) {
+            break;
+        }
         let mut bufs: Vec<&mut [u8]> = store.iter_mut().map(Vec::as_mut_slice).collect();
         match batch.recv(&s, &mut bufs, &mut lens) {
             Ok(n) => {
@@ -296,13 +335,16 @@ pub fn udp_recv(s: UdpSocket, sh: Arc<StreamShared>, len: usize, c64: bool) {
                     };
                 }
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                ) => {}
+            Err(e) if idle_error(&e) => {
+                if sh.drained(draining) {
+                    break;
+                }
+            }
             // A reverse-mode peer that went away shows as refused; keep listening until stopped.
             Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                if draining {
+                    break;
+                }
                 std::thread::sleep(Duration::from_millis(1))
             }
             Err(e) => {

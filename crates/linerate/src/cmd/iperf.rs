@@ -64,6 +64,10 @@ pub struct IperfArgs {
     /// Server: longest test accepted (duration + omit), seconds.
     #[arg(long, value_name = "SECONDS")]
     pub server_max_duration: Option<u32>,
+    /// Server: how long (ms) a client may take to send its cookie, parameters
+    /// or results before it is dropped.
+    #[arg(long, default_value_t = 10_000, value_name = "MS")]
+    pub control_timeout: u64,
     /// Server: highest total rate accepted per test, bit/s (K/M/G suffixes).
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
     pub server_bitrate_limit: Option<u64>,
@@ -376,7 +380,7 @@ fn run_server(args: &IperfArgs) -> Result<u8> {
         interval: args.interval()?,
         output: args.output(),
         rcv_timeout: Duration::from_millis(args.rcv_timeout.max(1)),
-        control_timeout: Duration::from_secs(10),
+        control_timeout: Duration::from_millis(args.control_timeout.max(1)),
         limits: Limits {
             max_duration_s: args.server_max_duration,
             max_streams: args.server_max_streams,

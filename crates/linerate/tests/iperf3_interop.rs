@@ -1,0 +1,257 @@
+//! Interoperability with Debian's iperf3 in both directions: an unmodified
+//! iperf3 client against `linerate -s`, and `linerate -c` against an
+//! unmodified iperf3 server. Both ends print JSON; the byte and packet
+//! counts of the two ends must agree.
+
+mod support;
+
+use linerate_rig::{require_program, should_skip};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::process::Command;
+use std::time::Duration;
+use support::{Proc, free_port, json, linerate, u, wait_listening};
+
+fn skip(test: &str) -> bool {
+    should_skip(test, &[require_program("iperf3")])
+}
+
+fn iperf3() -> Command {
+    Command::new("iperf3")
+}
+
+/// Runs `client_args` from `client` against a one-off `server`; returns
+/// both JSON documents (client, server).
+fn pair(server: &mut Command, client: &mut Command, client_args: &[&str]) -> (Value, Value) {
+    let port = free_port().to_string();
+    let srv = Proc::spawn(server.args(["-s", "-1", "-J", "-p", &port]));
+    wait_listening(port.parse().unwrap());
+    let cli = Proc::spawn(
+        client
+            .args(["-c", "127.0.0.1", "-p", &port, "-J"])
+            .args(client_args),
+    );
+    let c = cli.wait(Duration::from_secs(40));
+    let s = srv.wait(Duration::from_secs(20));
+    let cj = json(&c.stdout);
+    let sj = json(&s.stdout);
+    assert!(c.status.success(), "client {client_args:?} failed: {cj}");
+    assert!(cj.get("error").is_none(), "client error: {}", cj["error"]);
+    assert!(sj.get("error").is_none(), "server error: {}", sj["error"]);
+    (cj, sj)
+}
+
+/// The two ends agree on what crossed, per direction.
+fn check(c: &Value, s: &Value, args: &[&str]) {
+    let udp = args.contains(&"-u");
+    let rev = args.contains(&"-R");
+    let bidir = args.contains(&"--bidir");
+    let mut dirs = vec![("", rev)];
+    if bidir {
+        dirs = vec![("", false), ("_bidir_reverse", true)];
+    }
+    for (suffix, server_sends) in dirs {
+        let sent = u(c, &format!("end.sum_sent{suffix}.bytes"));
+        let received = u(c, &format!("end.sum_received{suffix}.bytes"));
+        assert!(
+            sent > 0 && received > 0,
+            "{args:?}: nothing moved ({suffix})"
+        );
+        if args.contains(&"-O") {
+            // The two ends start their omit timers at slightly different
+            // moments, so bytes in flight may land on either side of it.
+            assert!(
+                received <= sent + sent / 20,
+                "{args:?}: received {received} vs sent {sent}"
+            );
+        } else {
+            assert!(
+                received <= sent,
+                "{args:?}: received {received} > sent {sent}"
+            );
+        }
+        if server_sends {
+            // The client's "sent" is the server's own count, from the results exchange.
+            assert_eq!(
+                sent,
+                u(s, &format!("end.sum_sent{suffix}.bytes")),
+                "{args:?} server-sent bytes"
+            );
+        } else {
+            assert_eq!(
+                received,
+                u(s, &format!("end.sum_received{suffix}.bytes")),
+                "{args:?} server-received bytes"
+            );
+        }
+        if udp {
+            let lost = u(c, &format!("end.sum_received{suffix}.lost_packets"));
+            let packets = u(c, &format!("end.sum_received{suffix}.packets"));
+            assert!(packets > 0, "{args:?}: no datagrams");
+            assert!(
+                lost * 100 <= packets,
+                "{args:?}: lost {lost} of {packets} on loopback"
+            );
+        } else if args.contains(&"-n") && server_sends {
+            // The client counts what it receives and stops at -n; the
+            // server had more in flight by then.
+            assert!(
+                received >= 20 << 20,
+                "{args:?}: only {received} bytes received"
+            );
+        } else {
+            assert!(
+                received * 100 >= sent * 95,
+                "{args:?}: {received} of {sent} bytes arrived"
+            );
+        }
+    }
+    // iperf3's own keys are where parsers look for them.
+    let intervals = c["intervals"].as_array().expect("intervals");
+    assert!(!intervals.is_empty(), "{args:?}: no intervals");
+    for i in intervals {
+        let sum: u64 = i["streams"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| !bidir || s["sender"] == i["sum"]["sender"])
+            .map(|s| s["bytes"].as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            sum,
+            i["sum"]["bytes"].as_u64().unwrap(),
+            "{args:?}: interval sum"
+        );
+    }
+    let p = c["start"]["test_start"]["num_streams"].as_u64().unwrap();
+    let want_p = args
+        .iter()
+        .position(|a| *a == "-P")
+        .map_or(1, |i| args[i + 1].parse().unwrap());
+    assert_eq!(p, want_p);
+}
+
+const CASES: &[&[&str]] = &[
+    &["-t", "2"],
+    &["-t", "2", "-R"],
+    &["-t", "2", "--bidir"],
+    &["-t", "2", "-P", "4"],
+    &["-t", "3", "-O", "1"],
+    &["-n", "20M"],
+    &["-n", "20M", "-R"],
+    &["-k", "300"],
+    &["-u", "-t", "2", "-b", "20M"],
+    &["-u", "-t", "2", "-b", "10M", "-R"],
+    &["-u", "-t", "2", "-b", "5M", "--bidir", "-P", "2"],
+    &["-u", "-t", "2", "-b", "5M", "-P", "4"],
+    &["-u", "-t", "3", "-b", "2M", "-O", "1", "-R"],
+    &[
+        "-u",
+        "-t",
+        "2",
+        "-l",
+        "16",
+        "-b",
+        "1M",
+        "--udp-counters-64bit",
+    ],
+    &["-u", "-t", "2", "-l", "1400", "-b", "10M/20"],
+];
+
+#[test]
+fn iperf3_client_against_linerate_server() {
+    if skip("iperf3_client_against_linerate_server") {
+        return;
+    }
+    for args in CASES {
+        let (c, s) = pair(&mut linerate(), &mut iperf3(), args);
+        check(&c, &s, args);
+    }
+}
+
+#[test]
+fn linerate_client_against_iperf3_server() {
+    if skip("linerate_client_against_iperf3_server") {
+        return;
+    }
+    for args in CASES {
+        let (c, s) = pair(&mut iperf3(), &mut linerate(), args);
+        check(&c, &s, args);
+    }
+}
+
+fn key_paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                let p = format!("{prefix}.{k}");
+                out.insert(p.clone());
+                key_paths(x, &p, out);
+            }
+        }
+        Value::Array(a) => {
+            for x in a {
+                key_paths(x, &format!("{prefix}[]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn json_has_every_key_iperf3_has() {
+    if skip("json_has_every_key_iperf3_has") {
+        return;
+    }
+    for args in [
+        &["-t", "1"][..],
+        &["-u", "-t", "1", "-b", "5M"],
+        &["-t", "1", "--bidir"],
+        &["-u", "-t", "1", "-R"],
+    ] {
+        let (theirs, _) = pair(&mut iperf3(), &mut iperf3(), args);
+        let (ours, _) = pair(&mut iperf3(), &mut linerate(), args);
+        let (mut a, mut b) = (BTreeSet::new(), BTreeSet::new());
+        key_paths(&theirs, "", &mut a);
+        key_paths(&ours, "", &mut b);
+        let missing: Vec<&String> = a.difference(&b).collect();
+        assert!(
+            missing.is_empty(),
+            "{args:?}: keys iperf3 has and linerate lacks: {missing:?}"
+        );
+        assert!(
+            b.contains(".linerate.version"),
+            "linerate's extras under their own key"
+        );
+    }
+}
+
+#[test]
+fn json_stream_emits_one_event_per_line() {
+    if skip("json_stream_emits_one_event_per_line") {
+        return;
+    }
+    let port = free_port().to_string();
+    let srv = Proc::spawn(iperf3().args(["-s", "-1", "-p", &port]));
+    wait_listening(port.parse().unwrap());
+    let out =
+        Proc::spawn(linerate().args(["-c", "127.0.0.1", "-p", &port, "-t", "2", "--json-stream"]))
+            .wait(Duration::from_secs(20));
+    drop(srv);
+    let events: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["event"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(events.first().map(String::as_str), Some("start"));
+    assert_eq!(events.last().map(String::as_str), Some("end"));
+    assert!(
+        events.iter().filter(|e| *e == "interval").count() >= 2,
+        "{events:?}"
+    );
+}

@@ -1,0 +1,109 @@
+//! Helpers for tests that run the real binary and peer tools.
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn linerate() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_linerate"))
+}
+
+/// A free TCP port on loopback (also free for UDP in practice).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A child process that is killed (by PID) if the test ends early.
+pub struct Proc(pub Option<Child>);
+
+impl Proc {
+    pub fn spawn(cmd: &mut Command) -> Proc {
+        Proc(Some(
+            cmd.stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn"),
+        ))
+    }
+
+    /// Waits up to `limit` for exit and returns the output.
+    pub fn wait(mut self, limit: Duration) -> Output {
+        let mut child = self.0.take().unwrap();
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if child.try_wait().unwrap().is_some() {
+                return child.wait_with_output().unwrap();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        panic!(
+            "process did not exit within {limit:?}\nstdout: {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.0.as_ref().map_or(0, |c| c.id() as i32)
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        self.0
+            .as_mut()
+            .is_some_and(|c| c.try_wait().unwrap().is_none())
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Waits until a socket listens on the TCP port (read from /proc, so the
+/// server under test sees no probe connection).
+pub fn wait_listening(port: u16) {
+    let needle = format!(":{port:04X} ");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+            let text = std::fs::read_to_string(table).unwrap_or_default();
+            // Columns: sl local_address rem_address st …; st 0A is LISTEN.
+            if text.lines().any(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                f.len() > 3 && format!("{} ", &f[1][f[1].len() - 5..]) == needle && f[3] == "0A"
+            }) {
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("nothing listens on port {port}");
+}
+
+pub fn json(out: &[u8]) -> serde_json::Value {
+    serde_json::from_slice(out)
+        .unwrap_or_else(|e| panic!("bad JSON ({e}): {}", String::from_utf8_lossy(out)))
+}
+
+pub fn u(v: &serde_json::Value, path: &str) -> u64 {
+    let mut cur = v;
+    for k in path.split('.') {
+        cur = match k.parse::<usize>() {
+            Ok(i) => &cur[i],
+            Err(_) => &cur[k],
+        };
+    }
+    cur.as_u64()
+        .unwrap_or_else(|| panic!("{path} is not a number in {v}"))
+}
