@@ -44,11 +44,20 @@ pub struct Scenario {
     /// CPU that runs the receiver's NAPI thread (threaded NAPI + GRO on its
     /// veth), so that receive work does not land on the sender's CPU.
     pub receive_cpu: Option<usize>,
-    /// Bytes per frame on the wire at L2 (for bit rates), if fixed.
-    pub frame_bytes: Option<u64>,
+    /// What the ratio compares: packets (small frames) or bytes (bulk).
+    pub metric: Metric,
+    /// Extra rig set-up (e.g. offloads) run once after the rig is up.
+    pub setup: Option<fn(&Rig) -> Result<()>>,
     pub contenders: Vec<Contender>,
     /// Checks that the scenario's tools exist; the error says what is missing.
     pub check: fn() -> Result<()>,
+}
+
+/// The received figure a scenario ranks by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    Packets,
+    Bits,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -59,6 +68,8 @@ struct Sample {
     rx_bytes: u64,
     window_s: f64,
     rx_pps: f64,
+    /// L2 bits per second (frames without FCS, as the veth counts them).
+    rx_bps_l2: f64,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -122,11 +133,13 @@ fn measure_once(rig: &Rig, sc: &Scenario, c: &Contender, cfg: &Config) -> Result
     result
 }
 
-pub fn run(sc: crate::scenarios::Entry, cfg: &Config) -> Result<()> {
-    let sc = (sc.build)();
+pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {
     (sc.check)()?;
     let machine = machine::describe();
     let rig = Rig::pair().context("bringing the rig up (needs root and iproute2)")?;
+    if let Some(setup) = sc.setup {
+        setup(&rig).context("scenario set-up")?;
+    }
     if let Some(cpu) = sc.receive_cpu {
         rig.pin_receive_path(sc.receiver, cpu)
             .context("moving the receive path to its own CPU (needs ethtool)")?;
@@ -167,39 +180,55 @@ pub fn run(sc: crate::scenarios::Entry, cfg: &Config) -> Result<()> {
                 rx_bytes: bytes,
                 window_s: secs,
                 rx_pps: pkts as f64 / secs,
+                rx_bps_l2: bytes as f64 * 8.0 / secs,
             };
             println!(
-                "  run {run} {:<28} received {:>12} pkts in {:.2} s = {:>12.0} pps",
-                c.name, s.rx_packets, s.window_s, s.rx_pps
+                "  run {run} {:<28} received {:>12} pkts in {:.2} s = {:>12.0} pps {:>10.1} Mbit/s L2",
+                c.name,
+                s.rx_packets,
+                s.window_s,
+                s.rx_pps,
+                s.rx_bps_l2 / 1e6
             );
             samples.push(s);
         }
     }
-    let medians: Vec<(&str, f64)> = sc
+    let median_of = |name: &str, f: fn(&Sample) -> f64| {
+        median(
+            samples
+                .iter()
+                .filter(|s| s.contender == name)
+                .map(f)
+                .collect(),
+        )
+    };
+    let medians: Vec<(&str, f64, f64)> = sc
         .contenders
         .iter()
         .map(|c| {
-            let v = samples
-                .iter()
-                .filter(|s| s.contender == c.name)
-                .map(|s| s.rx_pps)
-                .collect();
-            (c.name, median(v))
+            (
+                c.name,
+                median_of(c.name, |s| s.rx_pps),
+                median_of(c.name, |s| s.rx_bps_l2),
+            )
         })
         .collect();
-    println!("\nmedian received packet rate (receiver's interface counter):");
-    for (name, pps) in &medians {
-        let l2 = sc
-            .frame_bytes
-            .map(|b| format!("  ({:.1} Mbit/s L2)", pps * b as f64 * 8.0 / 1e6))
-            .unwrap_or_default();
-        println!("  {name:<28} {:>10.3} Mpps{l2}", pps / 1e6);
+    println!("\nmedians, counted at the receiver's interface (L2 = frames without FCS):");
+    for (name, pps, bps) in &medians {
+        println!(
+            "  {name:<28} {:>10.3} Mpps  {:>10.1} Mbit/s L2",
+            pps / 1e6,
+            bps / 1e6
+        );
     }
     let base = medians[medians.len() - 1];
     let mut ratios = serde_json::Map::new();
-    for (name, pps) in &medians[..medians.len() - 1] {
-        let r = if base.1 > 0.0 { pps / base.1 } else { f64::NAN };
-        println!("ratio {name} / {}: {r:.2}", base.0);
+    for (name, pps, bps) in &medians[..medians.len() - 1] {
+        let (r, what) = match sc.metric {
+            Metric::Packets => (pps / base.1, "received packet rate"),
+            Metric::Bits => (bps / base.2, "received bit rate"),
+        };
+        println!("ratio {name} / {} ({what}): {r:.2}", base.0);
         ratios.insert(format!("{name}/{}", base.0), json!(r));
     }
     let doc = json!({
@@ -211,7 +240,8 @@ pub fn run(sc: crate::scenarios::Entry, cfg: &Config) -> Result<()> {
         "window_s": cfg.window.as_secs_f64(),
         "runs": cfg.runs,
         "samples": samples,
-        "median_rx_pps": medians.iter().map(|(n, p)| (n.to_string(), json!(p))).collect::<serde_json::Map<_, _>>(),
+        "median_rx_pps": medians.iter().map(|(n, p, _)| (n.to_string(), json!(p))).collect::<serde_json::Map<_, _>>(),
+        "median_rx_bps_l2": medians.iter().map(|(n, _, b)| (n.to_string(), json!(b))).collect::<serde_json::Map<_, _>>(),
         "ratios": ratios,
     });
     std::fs::create_dir_all(&cfg.out_dir)?;

@@ -18,8 +18,8 @@ use std::time::Duration;
 #[derive(Debug, Parser)]
 #[command(name = "linerate-bench", about = "A/B benchmarks on the namespace rig")]
 struct Args {
-    /// Scenario to run (see --list).
-    scenario: Option<String>,
+    /// Scenarios to run (see --list); `iperf` runs the four iperf-* ones.
+    scenarios: Vec<String>,
     /// List the scenarios and exit.
     #[arg(long)]
     list: bool,
@@ -37,16 +37,13 @@ struct Args {
 fn main() -> Result<()> {
     let args = Args::parse();
     let all = scenarios::all();
-    if args.list || args.scenario.is_none() {
+    if args.list || args.scenarios.is_empty() {
         for s in &all {
-            println!("{:<16} {}", s.name, s.about);
+            println!("{:<16} {}", s.name, (s.build)().about);
         }
+        println!("{:<16} the four iperf-* scenarios", "iperf");
         return Ok(());
     }
-    let name = args.scenario.as_deref().unwrap_or_default();
-    let Some(scenario) = all.into_iter().find(|s| s.name == name) else {
-        bail!("no scenario '{name}' (see --list)");
-    };
     if !(1..=50).contains(&args.runs) {
         bail!("--runs must be 1..=50");
     }
@@ -58,5 +55,19 @@ fn main() -> Result<()> {
         window: Duration::from_secs_f64(args.duration),
         out_dir: args.out,
     };
-    harness::run(scenario, &cfg)
+    let mut names = Vec::new();
+    for n in &args.scenarios {
+        match scenarios::group(n) {
+            Some(g) => names.extend(g.iter().map(|s| s.to_string())),
+            None => names.push(n.clone()),
+        }
+    }
+    for name in names {
+        let Some(entry) = all.iter().find(|s| s.name == name) else {
+            bail!("no scenario '{name}' (see --list)");
+        };
+        harness::run((entry.build)(), &cfg)?;
+        println!();
+    }
+    Ok(())
 }

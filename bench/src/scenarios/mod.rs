@@ -1,21 +1,46 @@
-//! The scenarios `linerate-bench` knows. Each file builds one [`Scenario`].
+//! The scenarios `linerate-bench` knows. Each file builds one or more [`Scenario`]s.
 
 use crate::harness::Scenario;
 
+mod iperf_client;
 mod peer_udp64;
 pub mod tools;
 
 /// A scenario's name, one line about it, and how to build it.
 pub struct Entry {
     pub name: &'static str,
-    pub about: &'static str,
     pub build: fn() -> Scenario,
 }
 
 pub fn all() -> Vec<Entry> {
-    vec![Entry {
-        name: peer_udp64::NAME,
-        about: peer_udp64::ABOUT,
-        build: peer_udp64::build,
-    }]
+    vec![
+        Entry {
+            name: peer_udp64::NAME,
+            build: peer_udp64::build,
+        },
+        Entry {
+            name: "iperf-tcp1",
+            build: iperf_client::tcp1,
+        },
+        Entry {
+            name: "iperf-tcp2",
+            build: iperf_client::tcp2,
+        },
+        Entry {
+            name: "iperf-udp64",
+            build: iperf_client::udp64,
+        },
+        Entry {
+            name: "iperf-udp1470",
+            build: iperf_client::udp1470,
+        },
+    ]
+}
+
+/// Named groups of scenarios.
+pub fn group(name: &str) -> Option<&'static [&'static str]> {
+    match name {
+        "iperf" => Some(&["iperf-tcp1", "iperf-tcp2", "iperf-udp64", "iperf-udp1470"]),
+        _ => None,
+    }
 }

@@ -2,7 +2,7 @@
 //! with peer tools only.
 
 use super::tools::{need, raise_sysctl, spawn_pinned};
-use crate::harness::{Contender, Running, Scenario};
+use crate::harness::{Contender, Metric, Running, Scenario};
 use anyhow::Result;
 use linerate_rig::Rig;
 use std::time::Duration;
@@ -99,7 +99,8 @@ pub fn build() -> Scenario {
         about: ABOUT,
         receiver: RECEIVER,
         receive_cpu: Some(1),
-        frame_bytes: Some(64),
+        metric: Metric::Packets,
+        setup: None,
         contenders: vec![
             Contender {
                 name: "trafgen",

@@ -147,6 +147,19 @@ pub fn mss(sock: &impl AsRawFd) -> io::Result<u32> {
     Ok(v.max(0) as u32)
 }
 
+/// Enables UDP generic segmentation offload (UDP_SEGMENT, Linux 4.18+):
+/// every send on the socket of more than `segment` bytes is split by the
+/// kernel into datagrams of `segment` bytes, after one trip through the
+/// stack. `segment` 0 turns it off.
+pub fn set_udp_segment(sock: &impl AsRawFd, segment: u16) -> io::Result<()> {
+    setsockopt_raw(
+        sock.as_raw_fd(),
+        libc::SOL_UDP,
+        libc::UDP_SEGMENT,
+        &i32::from(segment).to_ne_bytes(),
+    )
+}
+
 /// Sets IP_MTU_DISCOVER to "do" (DF on every datagram), IPv4.
 pub fn set_dont_fragment(sock: &impl AsRawFd) -> io::Result<()> {
     setsockopt_raw(
@@ -180,6 +193,12 @@ mod tests {
         assert!(!congestion(&c).unwrap().is_empty());
         assert!(set_congestion(&c, "no-such-cc").is_err());
         set_max_pacing_rate(&c, 1_000_000).unwrap();
+        let u = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        set_udp_segment(&u, 1000).unwrap();
+        assert!(
+            set_udp_segment(&c, 1000).is_err(),
+            "UDP_SEGMENT on a TCP socket"
+        );
         assert!(mss(&c).unwrap() > 0);
     }
 }

@@ -135,3 +135,33 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod gso_tests {
+    use super::*;
+    use std::net::UdpSocket;
+    use std::time::Duration;
+
+    #[test]
+    fn gso_send_arrives_as_separate_datagrams() {
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        a.connect(b.local_addr().unwrap()).unwrap();
+        b.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        crate::sockopt::set_udp_segment(&a, 100).unwrap();
+        let mut one = vec![0u8; 300];
+        for (i, chunk) in one.chunks_mut(100).enumerate() {
+            chunk.fill(i as u8 + 1);
+        }
+        let two = vec![9u8; 100];
+        let mut tx = Batch::new();
+        assert_eq!(tx.send(&a, &[&one, &two]).unwrap(), 2);
+        let mut got = Vec::new();
+        let mut buf = [0u8; 1000];
+        for _ in 0..4 {
+            let n = b.recv(&mut buf).unwrap();
+            got.push((n, buf[0]));
+        }
+        assert_eq!(got, vec![(100, 1), (100, 2), (100, 3), (100, 9)]);
+    }
+}

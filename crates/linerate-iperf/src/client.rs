@@ -176,6 +176,9 @@ impl ClientSession {
                         Ok(None) => return,
                         Err(_) => return self.fail(ClientError::Results(IErr::RECV_RESULTS)),
                         Ok(Some(v)) => match PeerResults::from_json(&v) {
+                            Ok(r) if !self.ids_known(&r) => {
+                                return self.fail(ClientError::Results(IErr::STREAM_ID));
+                            }
                             Ok(r) => {
                                 self.phase = Phase::AwaitDisplay;
                                 self.events.push_back(ClientEvent::ServerResults(r));
@@ -206,6 +209,15 @@ impl ClientSession {
                 }
             }
         }
+    }
+
+    /// Every stream in the server's results is one of ours (iperf3 fails
+    /// with "stream has an invalid id" otherwise).
+    fn ids_known(&self, r: &PeerResults) -> bool {
+        let n = self.params.stream_count();
+        r.streams
+            .iter()
+            .all(|s| (0..n).any(|i| crate::stream_id(i) == s.id))
     }
 
     fn on_state_byte(&mut self, b: u8) {
@@ -399,6 +411,26 @@ mod tests {
         assert_eq!(
             c.poll_event(),
             Some(ClientEvent::Failed(ClientError::UnknownMessage(3)))
+        );
+    }
+
+    #[test]
+    fn results_naming_an_unknown_stream_fail() {
+        let cookie = make_cookie([1; 36]);
+        let mut c = ClientSession::new(&cookie, params());
+        c.handle_bytes(&[9, 10, 1, 2]);
+        c.end_test();
+        c.handle_bytes(&[13]);
+        while c.poll_event().is_some() {}
+        c.local_results(PeerResults::default());
+        c.handle_bytes(&frame_json(
+            &serde_json::json!({"cpu_util_total":0,"cpu_util_user":0,
+            "cpu_util_system":0,"sender_has_retransmits":-1,"streams":[{"id":9,"bytes":1,
+            "retransmits":-1,"jitter":0,"errors":0,"packets":0}]}),
+        ));
+        assert_eq!(
+            c.poll_event(),
+            Some(ClientEvent::Failed(ClientError::Results(IErr::STREAM_ID)))
         );
     }
 

@@ -33,6 +33,8 @@ pub struct ClientOptions {
     pub connect_timeout: Duration,
     /// Give up when a control read waits longer than this.
     pub control_timeout: Duration,
+    /// Send UDP with generic segmentation offload where the kernel has it.
+    pub udp_gso: bool,
 }
 
 /// Why a client run failed, with what it printed so far.
@@ -205,7 +207,7 @@ pub fn run(
                 }
                 ClientEvent::Running => {
                     let started = start_at.unwrap_or_else(Instant::now);
-                    let r = spawn_streams(std::mem::take(&mut conns), &params);
+                    let r = spawn_streams(std::mem::take(&mut conns), &params, opts.udp_gso);
                     meter = Some(Meter::new(
                         r.streams.clone(),
                         params.protocol == Protocol::Udp,
@@ -424,7 +426,7 @@ fn create_stream(
     }
 }
 
-pub(crate) fn spawn_streams(conns: Vec<(Conn, StreamDesc)>, p: &Params) -> Running {
+pub(crate) fn spawn_streams(conns: Vec<(Conn, StreamDesc)>, p: &Params, udp_gso: bool) -> Running {
     let pacing = Pacing {
         rate_bps: p.bandwidth_bps,
         burst: p.burst,
@@ -459,10 +461,11 @@ pub(crate) fn spawn_streams(conns: Vec<(Conn, StreamDesc)>, p: &Params) -> Runni
                 let s2 = sh.clone();
                 let len = p.len as usize;
                 let c64 = p.udp_counters_64bit;
+                let gso = udp_gso;
                 let buf = stream::payload(len, p.repeating_payload);
                 handles.push(Some(std::thread::spawn(move || {
                     if s2.sender {
-                        stream::udp_send(u, s2, buf, pacing, c64);
+                        stream::udp_send(u, s2, buf, pacing, c64, gso);
                     } else {
                         stream::udp_recv(u, s2, len, c64);
                     }

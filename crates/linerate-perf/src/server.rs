@@ -42,6 +42,8 @@ pub struct ServerOptions {
     /// its parameters or results.
     pub control_timeout: Duration,
     pub limits: Limits,
+    /// Send UDP with generic segmentation offload where the kernel has it.
+    pub udp_gso: bool,
 }
 
 /// Where the server writes its output.
@@ -336,7 +338,7 @@ fn serve_test(
                     let mut rep = Report::new(info, opts.output);
                     say(out, &rep.start_text());
                     report = Some(rep);
-                    let r = spawn_streams(std::mem::take(&mut conns), &p);
+                    let r = spawn_streams(std::mem::take(&mut conns), &p, opts.udp_gso);
                     meter = Some(Meter::new(
                         r.streams.clone(),
                         p.protocol == Protocol::Udp,

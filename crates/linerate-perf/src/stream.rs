@@ -226,50 +226,105 @@ fn idle_error(e: &std::io::Error) -> bool {
     )
 }
 
-pub fn udp_send(s: UdpSocket, sh: Arc<StreamShared>, template: Vec<u8>, pacing: Pacing, c64: bool) {
+/// Datagrams per GSO message at most (the kernel takes up to 64 segments
+/// and 64 KiB per send on every version that has UDP_SEGMENT).
+const GSO_SEGMENTS_MAX: usize = 64;
+/// Messages per sendmmsg when each carries many GSO segments.
+const GSO_MESSAGES: usize = 8;
+
+/// Send buffers laid out for `segs` datagrams of `len` bytes per message.
+struct TxBufs {
+    segs: usize,
+    msgs: Vec<Vec<u8>>,
+}
+
+impl TxBufs {
+    fn new(template: &[u8], segs: usize, msgs: usize) -> Self {
+        let one: Vec<u8> = template
+            .iter()
+            .copied()
+            .cycle()
+            .take(template.len() * segs)
+            .collect();
+        Self {
+            segs,
+            msgs: vec![one; msgs],
+        }
+    }
+
+    fn capacity(&self) -> usize {
+        self.segs * self.msgs.len()
+    }
+}
+
+pub fn udp_send(
+    s: UdpSocket,
+    sh: Arc<StreamShared>,
+    template: Vec<u8>,
+    pacing: Pacing,
+    c64: bool,
+    gso: bool,
+) {
     let len = template.len();
-    let mut bufs: Vec<Vec<u8>> = (0..BATCH_MAX).map(|_| template.clone()).collect();
+    let gso_segs = (65507 / len.max(1)).min(GSO_SEGMENTS_MAX);
+    let use_gso = gso
+        && gso_segs > 1
+        && u16::try_from(len).is_ok_and(|l| sockopt::set_udp_segment(&s, l).is_ok());
+    let mut tx = if use_gso {
+        TxBufs::new(&template, gso_segs, GSO_MESSAGES)
+    } else {
+        TxBufs::new(&template, 1, BATCH_MAX)
+    };
     let mut batch = Batch::new();
     let start = Instant::now();
     let mut seq: u64 = 1;
     let mut sent_bytes = 0u64;
-    let burst = u64::from(pacing.burst.max(1));
+    let burst = pacing.burst.max(1) as usize;
     let _ = s.set_write_timeout(Some(POLL));
     while !sh.stopped() {
+        let cap = tx.capacity();
         // How many datagrams to hand the kernel now.
         let n = if pacing.rate_bps == 0 {
-            BATCH_MAX as u64
+            cap
         } else {
-            let elapsed = start.elapsed().as_secs_f64();
-            let allowed = (pacing.rate_bps as f64 * elapsed / 8.0) as u64;
+            let allowed = (pacing.rate_bps as f64 * start.elapsed().as_secs_f64() / 8.0) as u64;
             if allowed < sent_bytes + len as u64 {
                 if let Some(t) = due(start, sent_bytes, &pacing) {
                     wait_until(t);
                 }
-                burst
+                burst.min(cap)
             } else {
-                ((allowed - sent_bytes) / len as u64)
-                    .clamp(1, BATCH_MAX as u64)
-                    .max(burst.min(BATCH_MAX as u64))
+                (((allowed - sent_bytes) / len as u64) as usize).clamp(burst.min(cap), cap)
             }
-        } as usize;
+        };
         let (sec, nsec) = clock::monotonic();
-        for (i, b) in bufs.iter_mut().take(n).enumerate() {
-            udp::write_header(b, sec as u32, nsec / 1000, seq + i as u64, c64);
+        for d in 0..n {
+            let (m, k) = (d / tx.segs, d % tx.segs);
+            udp::write_header(
+                &mut tx.msgs[m][k * len..],
+                sec as u32,
+                nsec / 1000,
+                seq + d as u64,
+                c64,
+            );
         }
-        let refs: Vec<&[u8]> = bufs[..n].iter().map(Vec::as_slice).collect();
+        let full = n / tx.segs;
+        let rest = n % tx.segs;
+        let mut refs: Vec<&[u8]> = tx.msgs[..full].iter().map(Vec::as_slice).collect();
+        if rest > 0 {
+            refs.push(&tx.msgs[full][..rest * len]);
+        }
         match batch.send(&s, &refs) {
             Ok(k) => {
-                seq += k as u64;
-                sent_bytes += (k * len) as u64;
-                StreamShared::add(&sh.bytes, (k * len) as u64);
-                StreamShared::add(&sh.blocks, k as u64);
+                let dgrams: usize = refs[..k].iter().map(|r| r.len() / len).sum();
+                seq += dgrams as u64;
+                sent_bytes += (dgrams * len) as u64;
+                StreamShared::add(&sh.bytes, (dgrams * len) as u64);
+                StreamShared::add(&sh.blocks, dgrams as u64);
             }
             Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock | ErrorKind::Interrupted | ErrorKind::TimedOut
-                ) || e.raw_os_error() == Some(nix::errno::Errno::ENOBUFS as i32) =>
+                if idle_error(&e)
+                    || e.raw_os_error() == Some(nix::errno::Errno::ENOBUFS as i32) =>
             {
                 StreamShared::add(&sh.send_errors, 1);
                 std::thread::yield_now();
@@ -277,6 +332,11 @@ pub fn udp_send(s: UdpSocket, sh: Arc<StreamShared>, template: Vec<u8>, pacing: 
             // The peer's socket is gone (ICMP unreachable): normal at the end.
             Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
                 std::thread::sleep(Duration::from_millis(1));
+            }
+            // A device or path that cannot take GSO: fall back to one datagram per message.
+            Err(e) if tx.segs > 1 && matches!(e.raw_os_error(), Some(5 | 22 | 95)) => {
+                let _ = sockopt::set_udp_segment(&s, 0);
+                tx = TxBufs::new(&template, 1, BATCH_MAX);
             }
             Err(e) => {
                 if !sh.stopped() {

@@ -149,6 +149,9 @@ pub struct IperfArgs {
     /// Set DF on UDP datagrams (IPv4).
     #[arg(long)]
     pub dont_fragment: bool,
+    /// Do not use UDP segmentation offload (GSO) when sending UDP.
+    #[arg(long)]
+    pub no_gso: bool,
     /// Control connection timeout, ms.
     #[arg(long, default_value_t = 10_000, value_name = "MS")]
     pub connect_timeout: u64,
@@ -386,6 +389,7 @@ fn run_server(args: &IperfArgs) -> Result<u8> {
             max_streams: args.server_max_streams,
             max_rate_bps: args.server_bitrate_limit,
         },
+        udp_gso: !args.no_gso,
     };
     let out = output_sink(args)?;
     let stop = terminate_flag()?;
@@ -408,6 +412,7 @@ fn run_client(args: &IperfArgs, host: &str) -> Result<u8> {
         output: args.output(),
         connect_timeout: Duration::from_millis(args.connect_timeout.max(1)),
         control_timeout: Duration::from_secs(30),
+        udp_gso: !args.no_gso,
     };
     let out = output_sink(args)?;
     let stop = terminate_flag()?;

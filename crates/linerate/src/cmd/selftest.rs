@@ -48,6 +48,7 @@ pub fn run(a: &SelftestArgs) -> Result<u8> {
         rcv_timeout: Duration::from_secs(10),
         control_timeout: Duration::from_secs(10),
         limits: Limits::default(),
+        udp_gso: true,
     };
     let stop = Arc::new(AtomicBool::new(false));
     let server_out: Arc<Mutex<dyn Write + Send>> = Arc::new(Mutex::new(std::io::sink()));
@@ -87,6 +88,7 @@ pub fn run(a: &SelftestArgs) -> Result<u8> {
         },
         connect_timeout: Duration::from_secs(5),
         control_timeout: Duration::from_secs(30),
+        udp_gso: true,
     };
     let out: Arc<Mutex<dyn Write + Send>> = Arc::new(Mutex::new(std::io::stdout()));
     let interrupted = AtomicBool::new(false);

@@ -1,0 +1,322 @@
+//! Error paths of the iperf3 protocol (the reference's section 11.3): the
+//! server answers bad input as iperf3 would and goes on serving; clients
+//! report vanished or misbehaving peers and exit non-zero.
+
+mod support;
+
+use linerate_rig::{require_program, should_skip};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::Command;
+use std::time::{Duration, Instant};
+use support::{Proc, free_port, json, linerate, wait_listening};
+
+const COOKIE: &[u8; 37] = b"abcdefghijklmnopqrstuvwxyz234567abcd\0";
+const OTHER: &[u8; 37] = b"zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz\0";
+
+fn skip(test: &str) -> bool {
+    should_skip(test, &[require_program("iperf3")])
+}
+
+/// A linerate server (not one-off) on a fresh port.
+fn server(extra: &[&str]) -> (Proc, u16) {
+    let port = free_port();
+    let p = Proc::spawn(linerate().args(["-s", "-p", &port.to_string()]).args(extra));
+    wait_listening(port);
+    (p, port)
+}
+
+fn connect(port: u16) -> TcpStream {
+    let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s
+}
+
+fn read_n(s: &mut TcpStream, n: usize) -> Vec<u8> {
+    let mut b = vec![0u8; n];
+    s.read_exact(&mut b)
+        .unwrap_or_else(|e| panic!("reading {n} bytes: {e}"));
+    b
+}
+
+fn frame(json: &str) -> Vec<u8> {
+    let mut v = (json.len() as u32).to_be_bytes().to_vec();
+    v.extend_from_slice(json.as_bytes());
+    v
+}
+
+fn server_error(code: i32) -> Vec<u8> {
+    let mut v = vec![0xfe];
+    v.extend_from_slice(&code.to_be_bytes());
+    v.extend_from_slice(&0i32.to_be_bytes());
+    v
+}
+
+/// A real iperf3 test against the server passes (it is still serving). The
+/// previous test may take a moment to wind down: "busy" is retried for 3 s.
+fn still_serves(port: u16) {
+    let t0 = Instant::now();
+    loop {
+        let out = Command::new("iperf3")
+            .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1", "-J"])
+            .output()
+            .unwrap();
+        let v = json(&out.stdout);
+        let Some(err) = v.get("error") else { return };
+        let busy = err.as_str().is_some_and(|e| e.contains("busy"));
+        assert!(
+            busy && t0.elapsed() < Duration::from_secs(3),
+            "server no longer serves: {err}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A scripted client up to TEST_RUNNING; returns control and data sockets.
+fn running_test(port: u16, params: &str) -> (TcpStream, TcpStream) {
+    let mut c = connect(port);
+    c.write_all(COOKIE).unwrap();
+    assert_eq!(read_n(&mut c, 1), [9]);
+    c.write_all(&frame(params)).unwrap();
+    assert_eq!(read_n(&mut c, 1), [10]);
+    let mut d = connect(port);
+    d.write_all(COOKIE).unwrap();
+    assert_eq!(read_n(&mut c, 2), [1, 2]);
+    (c, d)
+}
+
+#[test]
+fn bad_parameters_get_iperf3_error_codes() {
+    if skip("bad_parameters_get_iperf3_error_codes") {
+        return;
+    }
+    let (_srv, port) = server(&[]);
+    for (params, code) in [
+        (r#"{"tcp":true,"parallel":0,"time":1}"#, 6),
+        (r#"{"udp":true,"len":5,"time":1}"#, 20),
+        (r#"{"tcp":true,"burst":0,"time":1}"#, 15),
+        (r#"{"tcp":true,"time":-5}"#, 5),
+        (r#"{"tcp":true,"omit":700}"#, 12),
+        (r#"{"tcp":true,"TOS":300}"#, 21),
+        ("not json at all", 114),
+    ] {
+        let mut c = connect(port);
+        c.write_all(COOKIE).unwrap();
+        assert_eq!(read_n(&mut c, 1), [9]);
+        c.write_all(&frame(params)).unwrap();
+        assert_eq!(read_n(&mut c, 9), server_error(code), "{params}");
+    }
+    // Oversized: refused on the length prefix, before the body is read.
+    let mut c = connect(port);
+    c.write_all(COOKIE).unwrap();
+    assert_eq!(read_n(&mut c, 1), [9]);
+    c.write_all(&9000u32.to_be_bytes()).unwrap();
+    assert_eq!(read_n(&mut c, 9), server_error(114));
+    still_serves(port);
+}
+
+#[test]
+fn silent_and_partial_cookies_are_dropped_and_serving_goes_on() {
+    if skip("silent_and_partial_cookies_are_dropped_and_serving_goes_on") {
+        return;
+    }
+    let (_srv, port) = server(&["--control-timeout", "800"]);
+    let mut idle = connect(port);
+    let mut partial = connect(port);
+    partial.write_all(&COOKIE[..10]).unwrap();
+    let t0 = Instant::now();
+    assert_eq!(read_n(&mut idle, 9), server_error(106));
+    assert_eq!(read_n(&mut partial, 9), server_error(106));
+    assert!(t0.elapsed() < Duration::from_secs(4));
+    still_serves(port);
+}
+
+#[test]
+fn busy_server_denies_a_second_client() {
+    if skip("busy_server_denies_a_second_client") {
+        return;
+    }
+    let (_srv, port) = server(&[]);
+    let p = port.to_string();
+    let first = Proc::spawn(Command::new("iperf3").args(["-c", "127.0.0.1", "-p", &p, "-t", "3"]));
+    std::thread::sleep(Duration::from_millis(800));
+    let second = Command::new("iperf3")
+        .args(["-c", "127.0.0.1", "-p", &p, "-t", "1", "-J"])
+        .output()
+        .unwrap();
+    let v = json(&second.stdout);
+    assert!(v["error"].as_str().unwrap_or("").contains("busy"), "{v}");
+    let ours = linerate()
+        .args(["-c", "127.0.0.1", "-p", &p, "-t", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(ours.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&ours.stderr).contains("busy"),
+        "{}",
+        String::from_utf8_lossy(&ours.stderr)
+    );
+    assert!(first.wait(Duration::from_secs(15)).status.success());
+    still_serves(port);
+}
+
+#[test]
+fn wrong_cookie_on_a_data_connection_is_denied() {
+    if skip("wrong_cookie_on_a_data_connection_is_denied") {
+        return;
+    }
+    let (_srv, port) = server(&[]);
+    let mut c = connect(port);
+    c.write_all(COOKIE).unwrap();
+    assert_eq!(read_n(&mut c, 1), [9]);
+    c.write_all(&frame(r#"{"tcp":true,"time":1,"parallel":1,"len":1000}"#))
+        .unwrap();
+    assert_eq!(read_n(&mut c, 1), [10]);
+    let mut bad = connect(port);
+    bad.write_all(OTHER).unwrap();
+    assert_eq!(read_n(&mut bad, 1), [0xff]);
+    let mut good = connect(port);
+    good.write_all(COOKIE).unwrap();
+    assert_eq!(
+        read_n(&mut c, 2),
+        [1, 2],
+        "the test goes on with the right stream"
+    );
+    c.write_all(&[12]).unwrap();
+    drop(c);
+    still_serves(port);
+}
+
+#[test]
+fn unknown_state_byte_while_running_aborts_with_110() {
+    if skip("unknown_state_byte_while_running_aborts_with_110") {
+        return;
+    }
+    let (_srv, port) = server(&[]);
+    let (mut c, _d) = running_test(port, r#"{"tcp":true,"time":5,"parallel":1,"len":1000}"#);
+    c.write_all(&[2]).unwrap();
+    assert_eq!(read_n(&mut c, 9), server_error(110));
+    still_serves(port);
+}
+
+#[test]
+fn silent_sender_hits_the_receive_timeout() {
+    if skip("silent_sender_hits_the_receive_timeout") {
+        return;
+    }
+    let (_srv, port) = server(&["--rcv-timeout", "1000"]);
+    let (mut c, _d) = running_test(port, r#"{"tcp":true,"time":30,"parallel":1,"len":1000}"#);
+    let t0 = Instant::now();
+    assert_eq!(read_n(&mut c, 9), server_error(144));
+    assert!(t0.elapsed() < Duration::from_secs(4), "{:?}", t0.elapsed());
+    still_serves(port);
+}
+
+#[test]
+fn killed_clients_free_the_server() {
+    if skip("killed_clients_free_the_server") {
+        return;
+    }
+    let (_srv, port) = server(&[]);
+    let p = port.to_string();
+    for mode in [
+        &[][..],
+        &["-R"],
+        &["-u", "-b", "10M"],
+        &["-u", "-b", "10M", "-R"],
+    ] {
+        let mut client = Proc::spawn(
+            Command::new("iperf3")
+                .args(["-c", "127.0.0.1", "-p", &p, "-t", "10"])
+                .args(mode),
+        );
+        std::thread::sleep(Duration::from_millis(1200));
+        assert!(client.is_running());
+        Command::new("kill")
+            .args(["-9", &client.pid().to_string()])
+            .status()
+            .unwrap();
+        drop(client);
+        let t0 = Instant::now();
+        loop {
+            let out = Command::new("iperf3")
+                .args(["-c", "127.0.0.1", "-p", &p, "-t", "1", "-J"])
+                .output()
+                .unwrap();
+            if json(&out.stdout).get("error").is_none() {
+                break;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(5),
+                "server still busy after a killed {mode:?} client"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+#[test]
+fn signals_end_tests_cleanly_on_both_sides() {
+    if skip("signals_end_tests_cleanly_on_both_sides") {
+        return;
+    }
+    // Client interrupted: CLIENT_TERMINATE, the server serves the next one.
+    let (srv, port) = server(&[]);
+    let p = port.to_string();
+    let client = Proc::spawn(linerate().args(["-c", "127.0.0.1", "-p", &p, "-t", "10"]));
+    std::thread::sleep(Duration::from_millis(1200));
+    Command::new("kill")
+        .args(["-INT", &client.pid().to_string()])
+        .status()
+        .unwrap();
+    let out = client.wait(Duration::from_secs(5));
+    assert_eq!(out.status.code(), Some(1));
+    still_serves(port);
+    // Server interrupted: SERVER_TERMINATE reaches an iperf3 client.
+    let client =
+        Proc::spawn(Command::new("iperf3").args(["-c", "127.0.0.1", "-p", &p, "-t", "10"]));
+    std::thread::sleep(Duration::from_millis(1200));
+    Command::new("kill")
+        .args(["-INT", &srv.pid().to_string()])
+        .status()
+        .unwrap();
+    let out = client.wait(Duration::from_secs(5));
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("the server has terminated"), "{text}");
+    assert!(!out.status.success());
+    srv.wait(Duration::from_secs(5));
+}
+
+#[test]
+fn vanished_server_fails_the_client() {
+    if skip("vanished_server_fails_the_client") {
+        return;
+    }
+    for mode in [&[][..], &["-R"], &["-u", "-b", "10M"]] {
+        let port = free_port();
+        let srv = Proc::spawn(Command::new("iperf3").args(["-s", "-1", "-p", &port.to_string()]));
+        wait_listening(port);
+        let client = Proc::spawn(
+            linerate()
+                .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "10"])
+                .args(mode),
+        );
+        std::thread::sleep(Duration::from_millis(1200));
+        Command::new("kill")
+            .args(["-9", &srv.pid().to_string()])
+            .status()
+            .unwrap();
+        let out = client.wait(Duration::from_secs(35));
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{mode:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("error"),
+            "{mode:?}"
+        );
+    }
+}
