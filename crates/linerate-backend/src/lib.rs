@@ -4,5 +4,6 @@
 //! I/O (sendmmsg/recvmmsg) and clocks.
 
 pub mod clock;
+pub mod ethtool;
 pub mod sockopt;
 pub mod udp_batch;

@@ -31,6 +31,8 @@ enum Command {
         #[command(flatten)]
         args: Box<IperfArgs>,
     },
+    /// What on this host limits throughput, with the evidence and the fix.
+    Doctor(cmd::doctor::DoctorArgs),
     /// Line-rate arithmetic (10 Gbit/s at 64-byte frames = 14,880,952 pps).
     Calc(cmd::calc::CalcArgs),
 }
@@ -58,6 +60,7 @@ fn main() -> ExitCode {
         match Cli::parse_from(argv).command {
             Command::Calc(args) => cmd::calc::run(&args).map(|()| 0),
             Command::Selftest(args) => cmd::selftest::run(&args),
+            Command::Doctor(args) => cmd::doctor::run(&args),
             Command::Server(mut args) => {
                 args.server = true;
                 cmd::iperf::run(&args)

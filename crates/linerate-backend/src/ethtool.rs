@@ -1,0 +1,202 @@
+//! Read-only ethtool queries through the SIOCETHTOOL ioctl: driver, rings,
+//! channels, the RSS indirection table and the legacy offload flags.
+
+use std::io;
+use std::os::fd::AsRawFd;
+
+const SIOCETHTOOL: libc::c_ulong = 0x8946;
+const ETHTOOL_GDRVINFO: u32 = 0x03;
+const ETHTOOL_GRINGPARAM: u32 = 0x10;
+const ETHTOOL_GRXCSUM: u32 = 0x14;
+const ETHTOOL_GTXCSUM: u32 = 0x16;
+const ETHTOOL_GSG: u32 = 0x18;
+const ETHTOOL_GTSO: u32 = 0x1e;
+const ETHTOOL_GGSO: u32 = 0x23;
+const ETHTOOL_GGRO: u32 = 0x2b;
+const ETHTOOL_GRXFHINDIR: u32 = 0x38;
+const ETHTOOL_GCHANNELS: u32 = 0x3c;
+
+#[repr(C)]
+struct IfReq {
+    name: [libc::c_char; libc::IFNAMSIZ],
+    data: *mut libc::c_void,
+    _pad: [u8; 16],
+}
+
+/// Runs one SIOCETHTOOL request; `buf` starts with the command word.
+fn ioctl(iface: &str, buf: &mut [u32]) -> io::Result<()> {
+    if iface.is_empty() || iface.len() >= libc::IFNAMSIZ {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "bad interface name",
+        ));
+    }
+    let sock =
+        std::net::UdpSocket::bind("0.0.0.0:0").or_else(|_| std::net::UdpSocket::bind("[::]:0"))?;
+    let mut req = IfReq {
+        name: [0; libc::IFNAMSIZ],
+        data: buf.as_mut_ptr().cast(),
+        _pad: [0; 16],
+    };
+    for (d, s) in req.name.iter_mut().zip(iface.bytes()) {
+        *d = s as libc::c_char;
+    }
+    // SAFETY: `req` is a valid ifreq whose data points to `buf`, which is
+    // large enough for the command's reply (the callers size it).
+    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), SIOCETHTOOL as _, &mut req) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// Driver name and bus.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DrvInfo {
+    pub driver: String,
+    pub bus_info: String,
+}
+
+fn cstr(words: &[u32], byte_off: usize, len: usize) -> String {
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+    let s = &bytes[byte_off..byte_off + len];
+    let end = s.iter().position(|&b| b == 0).unwrap_or(len);
+    String::from_utf8_lossy(&s[..end]).into_owned()
+}
+
+pub fn drvinfo(iface: &str) -> io::Result<DrvInfo> {
+    let mut buf = [0u32; 64];
+    buf[0] = ETHTOOL_GDRVINFO;
+    ioctl(iface, &mut buf)?;
+    Ok(DrvInfo {
+        driver: cstr(&buf, 4, 32),
+        bus_info: cstr(&buf, 4 + 96, 32),
+    })
+}
+
+/// Ring sizes: current and hardware maximum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Rings {
+    pub rx_max: u32,
+    pub tx_max: u32,
+    pub rx: u32,
+    pub tx: u32,
+}
+
+pub fn rings(iface: &str) -> io::Result<Rings> {
+    let mut b = [0u32; 9];
+    b[0] = ETHTOOL_GRINGPARAM;
+    ioctl(iface, &mut b)?;
+    Ok(Rings {
+        rx_max: b[1],
+        tx_max: b[4],
+        rx: b[5],
+        tx: b[8],
+    })
+}
+
+/// Queue (channel) counts: current and maximum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Channels {
+    pub max_rx: u32,
+    pub max_tx: u32,
+    pub max_combined: u32,
+    pub rx: u32,
+    pub tx: u32,
+    pub combined: u32,
+}
+
+pub fn channels(iface: &str) -> io::Result<Channels> {
+    let mut b = [0u32; 9];
+    b[0] = ETHTOOL_GCHANNELS;
+    ioctl(iface, &mut b)?;
+    Ok(Channels {
+        max_rx: b[1],
+        max_tx: b[2],
+        max_combined: b[4],
+        rx: b[5],
+        tx: b[6],
+        combined: b[8],
+    })
+}
+
+/// The RSS indirection table: for each hash bucket, the RX queue it feeds.
+pub fn rss_indirection(iface: &str) -> io::Result<Vec<u32>> {
+    let mut head = [ETHTOOL_GRXFHINDIR, 0];
+    ioctl(iface, &mut head)?;
+    let size = head[1] as usize;
+    if size == 0 || size > 65536 {
+        return Ok(Vec::new());
+    }
+    let mut b = vec![0u32; 2 + size];
+    b[0] = ETHTOOL_GRXFHINDIR;
+    b[1] = size as u32;
+    ioctl(iface, &mut b)?;
+    Ok(b[2..].to_vec())
+}
+
+/// Legacy offload flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Offloads {
+    pub rx_checksum: bool,
+    pub tx_checksum: bool,
+    pub scatter_gather: bool,
+    pub tso: bool,
+    pub gso: bool,
+    pub gro: bool,
+}
+
+fn flag(iface: &str, cmd: u32) -> io::Result<bool> {
+    let mut b = [cmd, 0];
+    ioctl(iface, &mut b)?;
+    Ok(b[1] != 0)
+}
+
+pub fn offloads(iface: &str) -> io::Result<Offloads> {
+    Ok(Offloads {
+        rx_checksum: flag(iface, ETHTOOL_GRXCSUM)?,
+        tx_checksum: flag(iface, ETHTOOL_GTXCSUM)?,
+        scatter_gather: flag(iface, ETHTOOL_GSG)?,
+        tso: flag(iface, ETHTOOL_GTSO)?,
+        gso: flag(iface, ETHTOOL_GGSO)?,
+        gro: flag(iface, ETHTOOL_GGRO)?,
+    })
+}
+
+/// RLIMIT_MEMLOCK (soft limit, bytes; u64::MAX for unlimited).
+pub fn memlock_limit() -> io::Result<u64> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: valid pointer to an rlimit.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut r) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(if r.rlim_cur == libc::RLIM_INFINITY {
+        u64::MAX
+    } else {
+        r.rlim_cur
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_answers_or_refuses_cleanly() {
+        // lo has a driver name and offload flags; rings/channels are refused.
+        let d = drvinfo("lo");
+        if let Ok(d) = d {
+            assert!(!d.driver.is_empty());
+        }
+        assert!(offloads("lo").is_ok());
+        assert!(drvinfo("no-such-if0").is_err());
+        assert!(drvinfo("").is_err());
+        assert!(drvinfo("a-name-that-is-far-too-long").is_err());
+        assert!(memlock_limit().unwrap() > 0);
+    }
+}
