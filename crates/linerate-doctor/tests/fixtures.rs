@@ -370,3 +370,30 @@ fn missing_files_and_interfaces_are_reported_not_guessed() {
     assert!(r.could_not_check.len() >= 8, "{:?}", r.could_not_check);
     let _ = t.root();
 }
+
+#[test]
+fn one_unreadable_setting_does_not_hide_the_others() {
+    // Inside a network namespace the host-wide net.core settings are absent.
+    let t = Tree::healthy();
+    t.set("proc/sys/net/core/rmem_max", "4194304");
+    t.remove("proc/sys/net/core/netdev_max_backlog")
+        .remove("proc/sys/net/core/busy_poll");
+    let r = t.report(None);
+    assert!(has(&r, "kernel.buffers"));
+    assert!(has(&r, "kernel.congestion"));
+    let backlog = r
+        .could_not_check
+        .iter()
+        .find(|u| u.check == "kernel.backlog")
+        .unwrap();
+    assert!(
+        backlog.reason.contains("network namespace"),
+        "{}",
+        backlog.reason
+    );
+    assert!(
+        r.could_not_check
+            .iter()
+            .any(|u| u.check == "kernel.busy_poll")
+    );
+}

@@ -530,10 +530,10 @@ impl Report {
                 doc["server_output_json"] = j.clone();
             }
         }
-        if let Some((k, v)) = extra {
-            doc[k] = v;
-        }
         doc["linerate"] = linerate;
+        if let Some((k, v)) = extra {
+            doc["linerate"][k] = v;
+        }
         if let Some(e) = &self.error {
             doc["error"] = json!(e);
         }

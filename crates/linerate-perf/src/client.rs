@@ -328,9 +328,15 @@ pub fn run(
         if let Err(e) = &result {
             rep.set_error(&e.to_string());
         }
+        let doctor = net::doctor_summary(ctrl.local_addr().ok().map(|a| a.ip()));
         let _ = out.write_all(
-            rep.finish(&finals, cpu.read(), server_results.as_ref(), None)
-                .as_bytes(),
+            rep.finish(
+                &finals,
+                cpu.read(),
+                server_results.as_ref(),
+                Some(("doctor", doctor)),
+            )
+            .as_bytes(),
         );
         if human && result.is_ok() {
             let _ = writeln!(out, "\niperf Done.");

@@ -248,3 +248,26 @@ impl CpuMeter {
         }
     }
 }
+
+/// The interface that holds a local address (for the doctor summary).
+pub fn iface_of(ip: IpAddr) -> Option<String> {
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+        v4 => v4,
+    };
+    nix::ifaddrs::getifaddrs().ok()?.find_map(|a| {
+        let addr = a.address?;
+        let found = addr
+            .as_sockaddr_in()
+            .map(|s| IpAddr::V4(s.ip()))
+            .or_else(|| addr.as_sockaddr_in6().map(|s| IpAddr::V6(s.ip())));
+        (found == Some(ip)).then_some(a.interface_name)
+    })
+}
+
+/// linerate doctor's short summary for the interface a test used.
+pub fn doctor_summary(local: Option<IpAddr>) -> serde_json::Value {
+    let iface = local.and_then(iface_of);
+    let report = linerate_doctor::run(&linerate_doctor::Live, iface.as_deref());
+    linerate_doctor::summary(&report)
+}

@@ -235,6 +235,7 @@ fn serve_test(
     let _ = ctrl.set_read_timeout(Some(Duration::from_millis(20)));
     let mut session = ServerSession::new();
     let cpu = CpuMeter::start();
+    let local_ip = ctrl.local_addr().ok().map(|a| a.ip());
     let mut params: Option<Params> = None;
     let mut udp_listener: Option<UdpSocket> = None;
     let mut conns: Vec<(Conn, StreamDesc)> = Vec::new();
@@ -269,7 +270,8 @@ fn serve_test(
             if let Some(e) = err {
                 rep.set_error(&e);
             }
-            text.push_str(&rep.finish(&f, cpu.read(), None, None));
+            let doctor = net::doctor_summary(local_ip);
+            text.push_str(&rep.finish(&f, cpu.read(), None, Some(("doctor", doctor))));
             finals = f;
             *printed = true;
         }

@@ -79,11 +79,11 @@ pub fn rp_filter(ctx: &Ctx) -> Outcome {
         .map_err(|e| unchecked("kernel.rp_filter", e))?;
     let mut evidence = vec![format!("net.ipv4.conf.all.rp_filter = {all}")];
     let mut effective = all;
-    if let Some(i) = ctx.iface {
-        if let Ok(v) = num(ctx, &format!("/proc/sys/net/ipv4/conf/{i}/rp_filter")) {
-            evidence.push(format!("net.ipv4.conf.{i}.rp_filter = {v}"));
-            effective = effective.max(v);
-        }
+    if let Some(i) = ctx.iface
+        && let Ok(v) = num(ctx, &format!("/proc/sys/net/ipv4/conf/{i}/rp_filter"))
+    {
+        evidence.push(format!("net.ipv4.conf.{i}.rp_filter = {v}"));
+        effective = effective.max(v);
     }
     let mut out = Vec::new();
     if effective == 1 {
@@ -97,7 +97,8 @@ pub fn rp_filter(ctx: &Ctx) -> Outcome {
             fix: Some(format!("sysctl -w net.ipv4.conf.all.rp_filter=2 net.ipv4.conf.{scope}.rp_filter=2  # 2 = loose, 0 = off")),
         });
     }
-    if let Some(i) = ctx.iface
+    // Loopback always accepts local sources; the setting matters on real links.
+    if let Some(i) = ctx.iface.filter(|i| *i != "lo")
         && let Ok(0) = num(ctx, &format!("/proc/sys/net/ipv4/conf/{i}/accept_local"))
     {
         out.push(Finding {
@@ -164,6 +165,11 @@ pub fn buffers(ctx: &Ctx) -> Outcome {
             fix: Some("sysctl -w net.core.rmem_max=67108864 net.core.wmem_max=67108864 net.ipv4.tcp_rmem='4096 131072 67108864' net.ipv4.tcp_wmem='4096 16384 67108864'".into()),
         });
     }
+    Ok(out)
+}
+
+pub fn backlog(ctx: &Ctx) -> Outcome {
+    let mut out = Vec::new();
     match num(ctx, "/proc/sys/net/core/netdev_max_backlog") {
         Ok(v) if v < BACKLOG_MIN => out.push(Finding {
             id: "kernel.backlog",
@@ -179,7 +185,7 @@ pub fn buffers(ctx: &Ctx) -> Outcome {
     Ok(out)
 }
 
-pub fn tcp_and_polling(ctx: &Ctx) -> Outcome {
+pub fn congestion(ctx: &Ctx) -> Outcome {
     let mut out = Vec::new();
     if let Ok(cc) = ctx
         .src
@@ -194,6 +200,11 @@ pub fn tcp_and_polling(ctx: &Ctx) -> Outcome {
             fix: None,
         });
     }
+    Ok(out)
+}
+
+pub fn busy_poll(ctx: &Ctx) -> Outcome {
+    let mut out = Vec::new();
     let poll = num(ctx, "/proc/sys/net/core/busy_poll");
     let read = num(ctx, "/proc/sys/net/core/busy_read");
     match (poll, read) {
