@@ -5,10 +5,15 @@ use super::Ctx;
 use crate::finding::{Finding, Outcome, Severity, unchecked};
 
 fn num(ctx: &Ctx, path: &str) -> Result<u64, String> {
-    let v = ctx
-        .src
-        .read_trim(path)
-        .map_err(|e| format!("{path}: {e}"))?;
+    let v = ctx.src.read_trim(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound && path.starts_with("/proc/sys/net/core/") {
+            format!(
+                "{path}: not present (a host-wide setting, not visible inside a network namespace)"
+            )
+        } else {
+            format!("{path}: {e}")
+        }
+    })?;
     v.split_whitespace()
         .last()
         .and_then(|x| x.parse().ok())
