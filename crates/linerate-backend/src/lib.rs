@@ -7,3 +7,4 @@ pub mod clock;
 pub mod ethtool;
 pub mod sockopt;
 pub mod udp_batch;
+pub mod zerocopy;

@@ -123,6 +123,22 @@ pub struct StreamFinal {
     /// Send calls refused by the kernel (EAGAIN/ENOBUFS), sender.
     pub send_errors: u64,
     pub congestion: Option<String>,
+    /// Paced senders: measured gaps between send calls.
+    pub departures: Option<DepartureStats>,
+}
+
+/// How evenly a paced sender sent: gaps between its send calls, measured
+/// by the sender itself (each call hands `units_per_call` datagrams or
+/// blocks to the kernel).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct DepartureStats {
+    pub calls: u64,
+    pub units_per_call: f64,
+    pub target_gap_us: f64,
+    pub mean_gap_us: f64,
+    pub stddev_gap_us: f64,
+    pub min_gap_us: f64,
+    pub max_gap_us: f64,
 }
 
 /// CPU use of one side, percent of wall time.
@@ -511,6 +527,14 @@ impl Report {
                 let mut m = json!({"id": f.id, "sender": f.sender, "send_errors": f.send_errors});
                 if let Some((dup, late, lost)) = f.exact {
                     m["udp_exact"] = json!({"duplicates": dup, "late": late, "lost": lost});
+                }
+                if let Some(d) = f.departures {
+                    m["pacing"] = json!({
+                        "measured_by": "sender, gaps between send calls",
+                        "calls": d.calls, "units_per_call": d.units_per_call,
+                        "target_gap_us": d.target_gap_us, "mean_gap_us": d.mean_gap_us,
+                        "stddev_gap_us": d.stddev_gap_us, "min_gap_us": d.min_gap_us, "max_gap_us": d.max_gap_us,
+                    });
                 }
                 m
             }).collect::<Vec<_>>(),

@@ -35,6 +35,10 @@ pub struct ClientOptions {
     pub control_timeout: Duration,
     /// Send UDP with generic segmentation offload where the kernel has it.
     pub udp_gso: bool,
+    /// CPUs for the stream threads: stream i runs on `affinity[i % len]`.
+    pub affinity: Vec<usize>,
+    /// TCP senders use MSG_ZEROCOPY.
+    pub zerocopy: bool,
 }
 
 /// Why a client run failed, with what it printed so far.
@@ -106,6 +110,50 @@ pub(crate) enum Conn {
 /// Runs one test and writes its output to `out`. Returns the exit status
 /// iperf3 would give (0 ok, 1 failure).
 pub fn run(
+    opts: &ClientOptions,
+    out: &mut dyn Write,
+    interrupt: &AtomicBool,
+) -> Result<(), ClientFailure> {
+    let human = !opts.output.json && !opts.output.json_stream;
+    match (&opts.params.title, human) {
+        // iperf3 prefixes every human line with the title.
+        (Some(t), true) => {
+            let mut w = TitleWriter {
+                inner: out,
+                prefix: format!("{t}:  "),
+                at_line_start: true,
+            };
+            run_inner(opts, &mut w, interrupt)
+        }
+        _ => run_inner(opts, out, interrupt),
+    }
+}
+
+/// Puts `title:  ` in front of every line.
+struct TitleWriter<'a> {
+    inner: &'a mut dyn Write,
+    prefix: String,
+    at_line_start: bool,
+}
+
+impl Write for TitleWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        for line in buf.split_inclusive(|&b| b == b'\n') {
+            if self.at_line_start {
+                self.inner.write_all(self.prefix.as_bytes())?;
+            }
+            self.inner.write_all(line)?;
+            self.at_line_start = line.ends_with(b"\n");
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+fn run_inner(
     opts: &ClientOptions,
     out: &mut dyn Write,
     interrupt: &AtomicBool,
@@ -207,14 +255,22 @@ pub fn run(
                 }
                 ClientEvent::Running => {
                     let started = start_at.unwrap_or_else(Instant::now);
-                    let r = spawn_streams(std::mem::take(&mut conns), &params, opts.udp_gso);
-                    meter = Some(Meter::new(
-                        r.streams.clone(),
-                        params.protocol == Protocol::Udp,
-                        opts.interval,
-                        Duration::from_secs(u64::from(params.omit_s)),
-                        started,
-                    ));
+                    let so = StreamOpts {
+                        udp_gso: opts.udp_gso,
+                        affinity: opts.affinity.clone(),
+                        zerocopy: opts.zerocopy,
+                    };
+                    let r = spawn_streams(std::mem::take(&mut conns), &params, &so);
+                    meter = Some(
+                        Meter::new(
+                            r.streams.clone(),
+                            params.protocol == Protocol::Udp,
+                            opts.interval,
+                            Duration::from_secs(u64::from(params.omit_s)),
+                            started,
+                        )
+                        .with_pacing(params.bandwidth_bps, params.len),
+                    );
                     running = Some(r);
                 }
                 ClientEvent::ExchangeResults => {
@@ -432,14 +488,37 @@ fn create_stream(
     }
 }
 
-pub(crate) fn spawn_streams(conns: Vec<(Conn, StreamDesc)>, p: &Params, udp_gso: bool) -> Running {
+/// How stream threads run: GSO, CPU pinning, zero-copy sends.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StreamOpts {
+    pub(crate) udp_gso: bool,
+    pub(crate) affinity: Vec<usize>,
+    pub(crate) zerocopy: bool,
+}
+
+/// Pins the calling thread to one CPU (best effort: reported, not fatal).
+fn pin(cpu: usize) {
+    let mut set = nix::sched::CpuSet::new();
+    if set.set(cpu).is_err()
+        || nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).is_err()
+    {
+        eprintln!("warning: cannot pin a stream to CPU {cpu}");
+    }
+}
+
+pub(crate) fn spawn_streams(
+    conns: Vec<(Conn, StreamDesc)>,
+    p: &Params,
+    so: &StreamOpts,
+) -> Running {
     let pacing = Pacing {
         rate_bps: p.bandwidth_bps,
         burst: p.burst,
     };
     let mut streams = Vec::new();
     let mut handles = Vec::new();
-    for (c, d) in conns {
+    for (i, (c, d)) in conns.into_iter().enumerate() {
+        let cpu = (!so.affinity.is_empty()).then(|| so.affinity[i % so.affinity.len()]);
         match c {
             Conn::Tcp(t) => {
                 let _ = net::apply_tcp(&t, p, d.sender);
@@ -452,9 +531,13 @@ pub(crate) fn spawn_streams(conns: Vec<(Conn, StreamDesc)>, p: &Params, udp_gso:
                 let s2 = sh.clone();
                 let len = p.len as usize;
                 let buf = stream::payload(len, p.repeating_payload);
+                let zerocopy = so.zerocopy;
                 handles.push(Some(std::thread::spawn(move || {
+                    if let Some(c) = cpu {
+                        pin(c);
+                    }
                     if s2.sender {
-                        stream::tcp_send(t, s2, buf, pacing);
+                        stream::tcp_send(t, s2, buf, pacing, zerocopy);
                     } else {
                         stream::tcp_recv(t, s2, len);
                     }
@@ -467,9 +550,12 @@ pub(crate) fn spawn_streams(conns: Vec<(Conn, StreamDesc)>, p: &Params, udp_gso:
                 let s2 = sh.clone();
                 let len = p.len as usize;
                 let c64 = p.udp_counters_64bit;
-                let gso = udp_gso;
+                let gso = so.udp_gso;
                 let buf = stream::payload(len, p.repeating_payload);
                 handles.push(Some(std::thread::spawn(move || {
+                    if let Some(c) = cpu {
+                        pin(c);
+                    }
                     if s2.sender {
                         stream::udp_send(u, s2, buf, pacing, c64, gso);
                     } else {

@@ -4,7 +4,9 @@
 //! restart from zero when the omit period ends.
 
 use crate::stream::{StreamShared, UdpRxCounters, tcp_info};
-use linerate_iperf::report::{IntervalSample, StreamFinal, TcpFinal, TcpSample, UdpRxSample};
+use linerate_iperf::report::{
+    DepartureStats, IntervalSample, StreamFinal, TcpFinal, TcpSample, UdpRxSample,
+};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -57,6 +59,9 @@ pub struct Meter {
     last: Vec<Snap>,
     base: Vec<Snap>,
     rtt: Vec<RttStats>,
+    /// Per-stream target rate and bits per datagram/block, for pacing figures.
+    rate_bps: u64,
+    unit_bits: f64,
 }
 
 impl Meter {
@@ -80,7 +85,16 @@ impl Meter {
             last: vec![Snap::default(); n],
             base: vec![Snap::default(); n],
             rtt: vec![RttStats::default(); n],
+            rate_bps: 0,
+            unit_bits: 0.0,
         }
+    }
+
+    /// The per-stream target rate and block size, for pacing figures.
+    pub fn with_pacing(mut self, rate_bps: u64, block_bytes: u32) -> Self {
+        self.rate_bps = rate_bps;
+        self.unit_bits = f64::from(block_bytes) * 8.0;
+        self
     }
 
     pub fn streams(&self) -> &[Arc<StreamShared>] {
@@ -250,6 +264,25 @@ impl Meter {
                         now_s.rx.lost_exact,
                     )),
                     send_errors: sh.send_errors.load(Ordering::Relaxed),
+                    departures: sh
+                        .departures
+                        .lock()
+                        .ok()
+                        .and_then(|d| *d)
+                        .filter(|d| d.calls > 2)
+                        .map(|d| {
+                            let units = d.units as f64 / d.calls as f64;
+                            DepartureStats {
+                                calls: d.calls,
+                                units_per_call: units,
+                                target_gap_us: self.unit_bits * units / self.rate_bps.max(1) as f64
+                                    * 1e6,
+                                mean_gap_us: d.mean_gap_ns / 1e3,
+                                stddev_gap_us: d.stddev_gap_ns() / 1e3,
+                                min_gap_us: d.min_gap_ns as f64 / 1e3,
+                                max_gap_us: d.max_gap_ns as f64 / 1e3,
+                            }
+                        }),
                     congestion: sh
                         .tcp
                         .as_ref()

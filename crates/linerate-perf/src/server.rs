@@ -2,7 +2,7 @@
 //! one at a time as iperf3 does; a connection arriving while a test runs
 //! gets ACCESS_DENIED, and the server goes on serving.
 
-use crate::client::{Conn, Running, spawn_streams};
+use crate::client::{Conn, Running, StreamOpts, spawn_streams};
 use crate::meter::Meter;
 use crate::net::{self, CpuMeter, Family};
 use linerate_iperf::report::{OutputMode, Report, Role, StartInfo, StreamDesc, peer_results};
@@ -11,7 +11,7 @@ use linerate_iperf::{COOKIE_LEN, Cookie, IErr, Params, Protocol, cookie_str, sta
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -19,6 +19,8 @@ use std::time::{Duration, Instant};
 /// Limits a server enforces on what clients ask for.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Limits {
+    /// Tests served at once (iperf3: 1). Others get ACCESS_DENIED.
+    pub max_tests: usize,
     /// Longest test (duration + omit), seconds; `-t 0` is refused too.
     pub max_duration_s: Option<u32>,
     /// Most streams per test (P, or 2P in bidir).
@@ -44,6 +46,8 @@ pub struct ServerOptions {
     pub limits: Limits,
     /// Send UDP with generic segmentation offload where the kernel has it.
     pub udp_gso: bool,
+    /// CPUs for stream threads (a client's `-A n,m` asks for CPU m instead).
+    pub affinity: Vec<usize>,
 }
 
 /// Where the server writes its output.
@@ -95,24 +99,35 @@ pub fn serve(
     banner(test_no);
     let (cookie_tx, cookie_rx) =
         mpsc::channel::<(TcpStream, SocketAddr, std::io::Result<Cookie>)>();
-    let mut active: Option<Active> = None;
+    let mut active: Vec<Active> = Vec::new();
+    let pending = Arc::new(AtomicUsize::new(0));
+    let udp_setup = Arc::new(Mutex::new(()));
+    let max_tests = opts.limits.max_tests.max(1);
     loop {
         if shutdown.load(Ordering::Relaxed) {
-            if let Some(a) = active.take() {
+            for a in active.drain(..) {
                 let _ = a.handle.join();
             }
             return Ok(());
         }
         match listener.accept() {
+            // A flood of connections: beyond PENDING_MAX unread cookies,
+            // newcomers are refused at once instead of each holding a thread.
+            Ok((mut s, _)) if pending.load(Ordering::Acquire) >= PENDING_MAX => {
+                let _ = s.write_all(&[state::ACCESS_DENIED]);
+            }
             Ok((s, peer)) => {
                 let tx = cookie_tx.clone();
                 let timeout = opts.control_timeout;
+                let pending = pending.clone();
+                pending.fetch_add(1, Ordering::AcqRel);
                 std::thread::spawn(move || {
                     let mut s = s;
                     let _ = s.set_nonblocking(false);
                     let _ = s.set_read_timeout(Some(timeout));
                     let mut c = [0u8; COOKIE_LEN];
                     let r = s.read_exact(&mut c).map(|()| c);
+                    pending.fetch_sub(1, Ordering::AcqRel);
                     let _ = tx.send((s, peer, r));
                 });
             }
@@ -131,38 +146,42 @@ pub fn serve(
                     &format!("linerate: no cookie from {peer} ({e}); closed it\n"),
                 );
             }
-            Ok((mut s, peer, Ok(cookie))) => match &active {
-                Some(a) if a.cookie == cookie && a.accepting.load(Ordering::Acquire) => {
-                    let _ = a.data.send(s);
-                }
-                Some(_) => {
+            Ok((mut s, peer, Ok(cookie))) => {
+                if let Some(a) = active.iter().find(|a| a.cookie == cookie) {
+                    if a.accepting.load(Ordering::Acquire) {
+                        let _ = a.data.send(s);
+                    } else {
+                        let _ = s.write_all(&[state::ACCESS_DENIED]);
+                    }
+                } else if active.len() >= max_tests {
                     let _ = s.write_all(&[state::ACCESS_DENIED]);
                     if human {
                         say(
                             &out,
                             &format!(
-                                "linerate: denied {peer}: a test is running or the cookie is wrong\n"
+                                "linerate: denied {peer}: {} test(s) running (--max-tests {max_tests})\n",
+                                active.len()
                             ),
                         );
                     }
-                }
-                None => {
+                } else {
                     let (data_tx, data_rx) = mpsc::channel();
                     let accepting = Arc::new(AtomicBool::new(false));
                     let done = Arc::new(AtomicBool::new(false));
-                    let (o, acc, dn, sd, op) = (
+                    let (o, acc, dn, sd, op, us) = (
                         out.clone(),
                         accepting.clone(),
                         done.clone(),
                         shutdown.clone(),
                         opts.clone(),
+                        udp_setup.clone(),
                     );
                     let handle = std::thread::spawn(move || {
-                        serve_test(s, peer, cookie, port, &data_rx, &acc, &op, &o, &sd);
+                        serve_test(s, peer, cookie, port, &data_rx, &acc, &op, &o, &sd, &us);
                         acc.store(false, Ordering::Release);
                         dn.store(true, Ordering::Release);
                     });
-                    active = Some(Active {
+                    active.push(Active {
                         cookie,
                         data: data_tx,
                         accepting,
@@ -170,24 +189,37 @@ pub fn serve(
                         handle,
                     });
                 }
-            },
+            }
             Err(_) => {}
         }
-        if active
-            .as_ref()
-            .is_some_and(|a| a.done.load(Ordering::Acquire))
-        {
-            if let Some(a) = active.take() {
+        let mut finished = 0;
+        let mut i = 0;
+        while i < active.len() {
+            if active[i].done.load(Ordering::Acquire) {
+                let a = active.swap_remove(i);
                 let _ = a.handle.join();
+                finished += 1;
+            } else {
+                i += 1;
             }
+        }
+        if finished > 0 {
             if opts.one_off {
+                for a in active.drain(..) {
+                    let _ = a.handle.join();
+                }
                 return Ok(());
             }
-            test_no += 1;
-            banner(test_no);
+            test_no += finished;
+            if active.is_empty() {
+                banner(test_no);
+            }
         }
     }
 }
+
+/// Connections whose cookie is still being read, at most.
+const PENDING_MAX: usize = 64;
 
 fn check_limits(p: &Params, l: &Limits) -> Result<(), IErr> {
     if let Some(max) = l.max_duration_s
@@ -219,6 +251,7 @@ fn serve_test(
     opts: &ServerOptions,
     out: &Out,
     shutdown: &AtomicBool,
+    udp_setup: &Mutex<()>,
 ) {
     let human = !opts.output.json && !opts.output.json_stream;
     if human {
@@ -238,6 +271,7 @@ fn serve_test(
     let local_ip = ctrl.local_addr().ok().map(|a| a.ip());
     let mut params: Option<Params> = None;
     let mut udp_listener: Option<UdpSocket> = None;
+    let mut udp_guard: Option<std::sync::MutexGuard<'_, ()>> = None;
     let mut conns: Vec<(Conn, StreamDesc)> = Vec::new();
     let mut running: Option<Running> = None;
     let mut meter: Option<Meter> = None;
@@ -292,6 +326,22 @@ fn serve_test(
                         continue;
                     }
                     if p.protocol == Protocol::Udp {
+                        // UDP streams carry no cookie: one test at a time may
+                        // set them up on the shared port.
+                        let deadline = Instant::now() + Duration::from_secs(30);
+                        udp_guard = loop {
+                            match udp_setup.try_lock() {
+                                Ok(g) => break Some(g),
+                                Err(_) if Instant::now() < deadline => {
+                                    std::thread::sleep(Duration::from_millis(5))
+                                }
+                                Err(_) => break None,
+                            }
+                        };
+                        if udp_guard.is_none() {
+                            session.fail(IErr(201));
+                            continue;
+                        }
                         match net::udp_bound(
                             net::server_addr(opts.bind, opts.family, port),
                             opts.family,
@@ -318,6 +368,8 @@ fn serve_test(
                 ServerEvent::Start => {
                     accepting.store(false, Ordering::Release);
                     udp_listener = None;
+                    // Streams are connected: the next UDP test may set up.
+                    drop(udp_guard.take());
                     let Some(p) = params.clone() else { break 'test };
                     let now = Instant::now();
                     start_at = Some(now);
@@ -340,14 +392,25 @@ fn serve_test(
                     let mut rep = Report::new(info, opts.output);
                     say(out, &rep.start_text());
                     report = Some(rep);
-                    let r = spawn_streams(std::mem::take(&mut conns), &p, opts.udp_gso);
-                    meter = Some(Meter::new(
-                        r.streams.clone(),
-                        p.protocol == Protocol::Udp,
-                        opts.interval,
-                        Duration::from_secs(u64::from(p.omit_s)),
-                        now,
-                    ));
+                    let so = StreamOpts {
+                        udp_gso: opts.udp_gso,
+                        affinity: match p.server_affinity {
+                            Some(cpu) if cpu >= 0 => vec![cpu as usize],
+                            _ => opts.affinity.clone(),
+                        },
+                        zerocopy: p.zerocopy,
+                    };
+                    let r = spawn_streams(std::mem::take(&mut conns), &p, &so);
+                    meter = Some(
+                        Meter::new(
+                            r.streams.clone(),
+                            p.protocol == Protocol::Udp,
+                            opts.interval,
+                            Duration::from_secs(u64::from(p.omit_s)),
+                            now,
+                        )
+                        .with_pacing(p.bandwidth_bps, p.len),
+                    );
                     running = Some(r);
                     last_rx = (0, now);
                 }

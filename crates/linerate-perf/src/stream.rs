@@ -33,6 +33,49 @@ pub struct UdpRxCounters {
     pub lost_exact: u64,
 }
 
+/// Measured gaps between a paced sender's send calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Departures {
+    pub calls: u64,
+    /// Datagrams or blocks handed to the kernel.
+    pub units: u64,
+    pub mean_gap_ns: f64,
+    m2: f64,
+    pub min_gap_ns: u64,
+    pub max_gap_ns: u64,
+    last: Option<Instant>,
+}
+
+impl Departures {
+    /// One send call of `units` datagrams/blocks at `now` (Welford's running variance).
+    fn record(&mut self, now: Instant, units: u64) {
+        if let Some(last) = self.last {
+            let gap = now.duration_since(last).as_nanos() as u64;
+            let k = self.calls as f64;
+            let d = gap as f64 - self.mean_gap_ns;
+            self.mean_gap_ns += d / k;
+            self.m2 += d * (gap as f64 - self.mean_gap_ns);
+            self.min_gap_ns = if self.calls == 1 {
+                gap
+            } else {
+                self.min_gap_ns.min(gap)
+            };
+            self.max_gap_ns = self.max_gap_ns.max(gap);
+        }
+        self.last = Some(now);
+        self.calls += 1;
+        self.units += units;
+    }
+
+    pub fn stddev_gap_ns(&self) -> f64 {
+        if self.calls > 2 {
+            (self.m2 / (self.calls - 2) as f64).sqrt()
+        } else {
+            0.0
+        }
+    }
+}
+
 /// What the reporter reads of a stream.
 #[derive(Debug)]
 pub struct StreamShared {
@@ -54,6 +97,8 @@ pub struct StreamShared {
     pub drain_until_ns: AtomicU64,
     pub finished: AtomicBool,
     pub error: Mutex<Option<String>>,
+    /// Paced senders: gaps between send calls (published when the sender stops).
+    pub departures: Mutex<Option<Departures>>,
     /// A handle on the TCP socket for TCP_INFO.
     pub tcp: Option<TcpStream>,
 }
@@ -73,6 +118,7 @@ impl StreamShared {
             drain_until_ns: AtomicU64::new(0),
             finished: AtomicBool::new(false),
             error: Mutex::new(None),
+            departures: Mutex::new(None),
             tcp,
         }
     }
@@ -85,6 +131,12 @@ impl StreamShared {
     fn fail(&self, msg: String) {
         if let Ok(mut e) = self.error.lock() {
             e.get_or_insert(msg);
+        }
+    }
+
+    fn publish(&self, d: Departures) {
+        if let Ok(mut g) = self.departures.lock() {
+            *g = Some(d);
         }
     }
 
@@ -148,12 +200,21 @@ pub fn payload(len: usize, repeating: bool) -> Vec<u8> {
     v
 }
 
-pub fn tcp_send(mut s: TcpStream, sh: Arc<StreamShared>, buf: Vec<u8>, pacing: Pacing) {
+pub fn tcp_send(
+    mut s: TcpStream,
+    sh: Arc<StreamShared>,
+    buf: Vec<u8>,
+    pacing: Pacing,
+    zerocopy: bool,
+) {
     let _ = s.set_write_timeout(Some(POLL));
+    let zerocopy = zerocopy && linerate_backend::zerocopy::enable(&s).is_ok();
     let start = Instant::now();
     let burst = u64::from(pacing.burst.max(1));
     let mut sent = 0u64;
     let mut in_burst = 0u64;
+    let mut dep = Departures::default();
+    let mut calls = 0u64;
     while !sh.stopped() {
         if in_burst == 0 {
             if let Some(t) = due(start, sent, &pacing) {
@@ -161,18 +222,30 @@ pub fn tcp_send(mut s: TcpStream, sh: Arc<StreamShared>, buf: Vec<u8>, pacing: P
             }
             in_burst = burst;
         }
-        match s.write(&buf) {
+        let r = if zerocopy {
+            calls += 1;
+            if calls % 64 == 0 {
+                linerate_backend::zerocopy::drain_completions(&s);
+            }
+            linerate_backend::zerocopy::send(&s, &buf)
+        } else {
+            s.write(&buf)
+        };
+        match r {
             Ok(n) => {
                 sent += n as u64;
                 in_burst -= 1;
+                if pacing.rate_bps > 0 {
+                    dep.record(Instant::now(), 1);
+                }
                 StreamShared::add(&sh.bytes, n as u64);
                 StreamShared::add(&sh.blocks, 1);
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                ) => {}
+            Err(e) if idle_error(&e) => {}
+            // The error queue is full of completions: drain it and go on.
+            Err(e) if zerocopy && e.raw_os_error() == Some(nix::errno::Errno::ENOBUFS as i32) => {
+                linerate_backend::zerocopy::drain_completions(&s);
+            }
             Err(e) => {
                 if !sh.stopped() {
                     sh.fail(format!("unable to write to stream socket: {e}"));
@@ -180,6 +253,9 @@ pub fn tcp_send(mut s: TcpStream, sh: Arc<StreamShared>, buf: Vec<u8>, pacing: P
                 break;
             }
         }
+    }
+    if pacing.rate_bps > 0 {
+        sh.publish(dep);
     }
     sh.finished.store(true, Ordering::Release);
 }
@@ -280,6 +356,7 @@ pub fn udp_send(
     let mut seq: u64 = 1;
     let mut sent_bytes = 0u64;
     let burst = pacing.burst.max(1) as usize;
+    let mut dep = Departures::default();
     let _ = s.set_write_timeout(Some(POLL));
     while !sh.stopped() {
         let cap = tx.capacity();
@@ -317,6 +394,9 @@ pub fn udp_send(
         match batch.send(&s, &refs) {
             Ok(k) => {
                 let dgrams: usize = refs[..k].iter().map(|r| r.len() / len).sum();
+                if pacing.rate_bps > 0 {
+                    dep.record(Instant::now(), dgrams as u64);
+                }
                 seq += dgrams as u64;
                 sent_bytes += (dgrams * len) as u64;
                 StreamShared::add(&sh.bytes, (dgrams * len) as u64);
@@ -345,6 +425,9 @@ pub fn udp_send(
                 break;
             }
         }
+    }
+    if pacing.rate_bps > 0 {
+        sh.publish(dep);
     }
     sh.finished.store(true, Ordering::Release);
 }

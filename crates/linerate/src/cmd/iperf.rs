@@ -71,6 +71,9 @@ pub struct IperfArgs {
     /// Server: highest total rate accepted per test, bit/s (K/M/G suffixes).
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
     pub server_bitrate_limit: Option<u64>,
+    /// Server: tests served at once (1, as iperf3; more for many clients).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub max_tests: usize,
     /// Server: most streams per test (P, or 2P with --bidir).
     #[arg(long, value_name = "N")]
     pub server_max_streams: Option<u32>,
@@ -143,9 +146,16 @@ pub struct IperfArgs {
     /// Send 0123456789… instead of random bytes.
     #[arg(long)]
     pub repeating_payload: bool,
-    /// Zero-copy send (accepted for compatibility; linerate sends with write).
+    /// Zero-copy TCP sends (MSG_ZEROCOPY).
     #[arg(short = 'Z', long)]
     pub zerocopy: bool,
+    /// CPU affinity as iperf3: `-A n` pins this side's streams to CPU n;
+    /// a client's `-A n,m` also asks the server to use CPU m.
+    #[arg(short = 'A', long, value_name = "n[,m]")]
+    pub affinity: Option<String>,
+    /// Pin stream i to CPU LIST[i % len] (e.g. 0,1 or 2-5): one core per stream.
+    #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
+    pub stream_cpus: Option<CpuList>,
     /// Set DF on UDP datagrams (IPv4).
     #[arg(long)]
     pub dont_fragment: bool,
@@ -161,6 +171,33 @@ pub struct IperfArgs {
     /// Print the version.
     #[arg(short = 'v', long, action = ArgAction::SetTrue)]
     pub version: bool,
+}
+
+/// A list of CPU numbers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuList(pub Vec<usize>);
+
+fn parse_cpus(s: &str) -> Result<CpuList, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (
+                    a.parse().map_err(|_| format!("bad CPU '{a}'"))?,
+                    b.parse().map_err(|_| format!("bad CPU '{b}'"))?,
+                );
+                if b < a || b > 4095 {
+                    return Err(format!("bad CPU range '{part}'"));
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(part.parse().map_err(|_| format!("bad CPU '{part}'"))?),
+        }
+    }
+    if out.is_empty() || out.iter().any(|c| *c > 4095) {
+        return Err("give at least one CPU number (0-4095)".into());
+    }
+    Ok(CpuList(out))
 }
 
 fn parse_format(s: &str) -> Result<char, String> {
@@ -215,6 +252,31 @@ fn parse_dscp(s: &str) -> Result<u32, String> {
 }
 
 impl IperfArgs {
+    /// `-A n[,m]` split into this side's CPU and the server's.
+    fn affinity_pair(&self) -> Result<(Option<usize>, Option<usize>)> {
+        let Some(a) = &self.affinity else {
+            return Ok((None, None));
+        };
+        let (n, m) = match a.split_once(',') {
+            Some((n, m)) => (n, Some(m)),
+            None => (a.as_str(), None),
+        };
+        let n: usize = n.trim().parse().context("-A: CPU number")?;
+        let m = m
+            .map(|m| m.trim().parse::<usize>().context("-A: server CPU number"))
+            .transpose()?;
+        Ok((Some(n), m))
+    }
+
+    /// CPUs for this side's stream threads.
+    fn stream_cpus(&self) -> Result<Vec<usize>> {
+        Ok(match (&self.stream_cpus, self.affinity_pair()?.0) {
+            (Some(list), _) => list.0.clone(),
+            (None, Some(n)) => vec![n],
+            (None, None) => vec![],
+        })
+    }
+
     fn family(&self) -> Family {
         match (self.ipv4, self.ipv6) {
             (true, _) => Family::V4,
@@ -324,7 +386,7 @@ impl IperfArgs {
                 repeating_payload: self.repeating_payload,
                 zerocopy: self.zerocopy,
                 dont_fragment: self.dont_fragment,
-                server_affinity: None,
+                server_affinity: self.affinity_pair()?.1.map(|m| m as i64),
                 client_version: Some(format!("linerate {}", env!("CARGO_PKG_VERSION"))),
             },
             rate_given,
@@ -385,11 +447,13 @@ fn run_server(args: &IperfArgs) -> Result<u8> {
         rcv_timeout: Duration::from_millis(args.rcv_timeout.max(1)),
         control_timeout: Duration::from_millis(args.control_timeout.max(1)),
         limits: Limits {
+            max_tests: args.max_tests.max(1),
             max_duration_s: args.server_max_duration,
             max_streams: args.server_max_streams,
             max_rate_bps: args.server_bitrate_limit,
         },
         udp_gso: !args.no_gso,
+        affinity: args.stream_cpus()?,
     };
     let out = output_sink(args)?;
     let stop = terminate_flag()?;
@@ -413,6 +477,8 @@ fn run_client(args: &IperfArgs, host: &str) -> Result<u8> {
         connect_timeout: Duration::from_millis(args.connect_timeout.max(1)),
         control_timeout: Duration::from_secs(30),
         udp_gso: !args.no_gso,
+        affinity: args.stream_cpus()?,
+        zerocopy: args.zerocopy,
     };
     let out = output_sink(args)?;
     let stop = terminate_flag()?;

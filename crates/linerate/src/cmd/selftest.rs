@@ -49,6 +49,7 @@ pub fn run(a: &SelftestArgs) -> Result<u8> {
         control_timeout: Duration::from_secs(10),
         limits: Limits::default(),
         udp_gso: true,
+        affinity: vec![],
     };
     let stop = Arc::new(AtomicBool::new(false));
     let server_out: Arc<Mutex<dyn Write + Send>> = Arc::new(Mutex::new(std::io::sink()));
@@ -89,6 +90,8 @@ pub fn run(a: &SelftestArgs) -> Result<u8> {
         connect_timeout: Duration::from_secs(5),
         control_timeout: Duration::from_secs(30),
         udp_gso: true,
+        affinity: vec![],
+        zerocopy: false,
     };
     let out: Arc<Mutex<dyn Write + Send>> = Arc::new(Mutex::new(std::io::stdout()));
     let interrupted = AtomicBool::new(false);
