@@ -224,7 +224,7 @@ pub fn tcp_send(
         }
         let r = if zerocopy {
             calls += 1;
-            if calls % 64 == 0 {
+            if calls.is_multiple_of(64) {
                 linerate_backend::zerocopy::drain_completions(&s);
             }
             linerate_backend::zerocopy::send(&s, &buf)
