@@ -496,6 +496,19 @@ pub(crate) struct StreamOpts {
     pub(crate) zerocopy: bool,
 }
 
+/// The CPUs this process may run on (taskset, cgroups).
+fn allowed_cpus() -> Vec<usize> {
+    nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
+        .map(|set| {
+            (0..CPU_SET_MAX)
+                .filter(|&c| set.is_set(c).unwrap_or(false))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+const CPU_SET_MAX: usize = 1024;
+
 /// Pins the calling thread to one CPU (best effort: reported, not fatal).
 fn pin(cpu: usize) {
     let mut set = nix::sched::CpuSet::new();
@@ -517,9 +530,38 @@ pub(crate) fn spawn_streams(
     };
     let mut streams = Vec::new();
     let mut handles = Vec::new();
+    // TCP senders that share a CPU share one worker thread.
+    let allowed = allowed_cpus();
+    let senders = conns
+        .iter()
+        .filter(|(c, d)| d.sender && matches!(c, Conn::Tcp(_)))
+        .count();
+    let mut groups: std::collections::BTreeMap<usize, Vec<(TcpStream, Arc<StreamShared>)>> =
+        Default::default();
+    let mut group_slot: std::collections::BTreeMap<usize, usize> = Default::default();
     for (i, (c, d)) in conns.into_iter().enumerate() {
-        let cpu = (!so.affinity.is_empty()).then(|| so.affinity[i % so.affinity.len()]);
+        let cpu = if !so.affinity.is_empty() {
+            Some(so.affinity[i % so.affinity.len()])
+        } else if senders > allowed.len() && !allowed.is_empty() {
+            Some(allowed[i % allowed.len()])
+        } else {
+            None
+        };
         match c {
+            Conn::Tcp(t) if d.sender && cpu.is_some() && (senders > 1) => {
+                let _ = net::apply_tcp(&t, p, true);
+                let sh = Arc::new(StreamShared::new(
+                    d.id,
+                    d.sender,
+                    d.socket,
+                    t.try_clone().ok(),
+                ));
+                let c = cpu.unwrap_or(0);
+                groups.entry(c).or_default().push((t, sh.clone()));
+                group_slot.entry(c).or_insert(streams.len());
+                streams.push(sh);
+                handles.push(None);
+            }
             Conn::Tcp(t) => {
                 let _ = net::apply_tcp(&t, p, d.sender);
                 let sh = Arc::new(StreamShared::new(
@@ -565,6 +607,16 @@ pub(crate) fn spawn_streams(
                 streams.push(sh);
             }
         }
+    }
+    for (cpu, members) in groups {
+        let buf = stream::payload(p.len as usize, p.repeating_payload);
+        let zerocopy = so.zerocopy;
+        // The group's thread is joined through its first stream's slot.
+        let slot = group_slot[&cpu];
+        handles[slot] = Some(std::thread::spawn(move || {
+            pin(cpu);
+            stream::tcp_send_group(members, buf, pacing, zerocopy);
+        }));
     }
     Running { streams, handles }
 }

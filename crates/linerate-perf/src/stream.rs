@@ -260,6 +260,119 @@ pub fn tcp_send(
     sh.finished.store(true, Ordering::Release);
 }
 
+/// Several TCP senders on one worker thread (streams that share a CPU):
+/// non-blocking writes round-robin, poll() when every socket is full, as
+/// iperf3's single loop does, instead of threads taking turns on one core.
+pub fn tcp_send_group(
+    streams: Vec<(TcpStream, Arc<StreamShared>)>,
+    buf: Vec<u8>,
+    pacing: Pacing,
+    zerocopy: bool,
+) {
+    use nix::poll::{PollFd, PollFlags, poll};
+    use std::os::fd::AsFd;
+    struct S {
+        sock: TcpStream,
+        sh: Arc<StreamShared>,
+        sent: u64,
+        dep: Departures,
+        zc: bool,
+        calls: u64,
+        full: bool,
+        done: bool,
+    }
+    let start = Instant::now();
+    let mut ss: Vec<S> = streams
+        .into_iter()
+        .map(|(sock, sh)| {
+            let _ = sock.set_nonblocking(true);
+            let zc = zerocopy && linerate_backend::zerocopy::enable(&sock).is_ok();
+            S {
+                sock,
+                sh,
+                sent: 0,
+                dep: Departures::default(),
+                zc,
+                calls: 0,
+                full: false,
+                done: false,
+            }
+        })
+        .collect();
+    while ss.iter().any(|s| !s.done) {
+        let mut next_due: Option<Instant> = None;
+        let mut wrote = false;
+        for s in ss.iter_mut().filter(|s| !s.done) {
+            if s.sh.stopped() {
+                s.done = true;
+                continue;
+            }
+            if let Some(t) = due(start, s.sent, &pacing)
+                && t > Instant::now()
+            {
+                next_due = Some(next_due.map_or(t, |n: Instant| n.min(t)));
+                continue;
+            }
+            let r = if s.zc {
+                s.calls += 1;
+                if s.calls.is_multiple_of(64) {
+                    linerate_backend::zerocopy::drain_completions(&s.sock);
+                }
+                linerate_backend::zerocopy::send(&s.sock, &buf)
+            } else {
+                (&s.sock).write(&buf)
+            };
+            match r {
+                Ok(n) => {
+                    wrote = true;
+                    s.full = false;
+                    s.sent += n as u64;
+                    if pacing.rate_bps > 0 {
+                        s.dep.record(Instant::now(), 1);
+                    }
+                    StreamShared::add(&s.sh.bytes, n as u64);
+                    StreamShared::add(&s.sh.blocks, 1);
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => s.full = true,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if s.zc && e.raw_os_error() == Some(nix::errno::Errno::ENOBUFS as i32) => {
+                    linerate_backend::zerocopy::drain_completions(&s.sock);
+                }
+                Err(e) => {
+                    if !s.sh.stopped() {
+                        s.sh.fail(format!("unable to write to stream socket: {e}"));
+                    }
+                    s.done = true;
+                }
+            }
+        }
+        if wrote {
+            continue;
+        }
+        // Nothing could be written: wait for space or for the next due time.
+        let wait = next_due.map_or(POLL, |t| {
+            t.saturating_duration_since(Instant::now()).min(POLL)
+        });
+        let full: Vec<&S> = ss.iter().filter(|s| !s.done && s.full).collect();
+        if full.is_empty() {
+            std::thread::sleep(wait);
+            continue;
+        }
+        let mut fds: Vec<PollFd> = full
+            .iter()
+            .map(|s| PollFd::new(s.sock.as_fd(), PollFlags::POLLOUT))
+            .collect();
+        let ms = u16::try_from(wait.as_millis().max(1)).unwrap_or(50);
+        let _ = poll(&mut fds, ms);
+    }
+    for s in ss {
+        if pacing.rate_bps > 0 {
+            s.sh.publish(s.dep);
+        }
+        s.sh.finished.store(true, Ordering::Release);
+    }
+}
+
 pub fn tcp_recv(mut s: TcpStream, sh: Arc<StreamShared>, len: usize) {
     let _ = s.set_read_timeout(Some(POLL));
     let mut buf = vec![0u8; len.max(1)];

@@ -197,14 +197,39 @@ fn streams_are_pinned_when_asked() {
     if skip("streams_are_pinned_when_asked") {
         return;
     }
+    // Two streams on two CPUs: one worker thread each.
     let port = free_port();
     let srv = Proc::spawn(Command::new("iperf3").args(["-s", "-1", "-p", &port.to_string()]));
     wait_listening(port);
+    let p = port.to_string();
     let client = Proc::spawn(linerate().args([
         "-c",
         "127.0.0.1",
         "-p",
-        &port.to_string(),
+        &p,
+        "-t",
+        "2",
+        "-P",
+        "2",
+        "--stream-cpus",
+        "0,1",
+    ]));
+    std::thread::sleep(Duration::from_millis(1000));
+    let cpus = thread_cpus(client.pid());
+    assert_eq!(cpus.iter().filter(|c| *c == "0").count(), 1, "{cpus:?}");
+    assert_eq!(cpus.iter().filter(|c| *c == "1").count(), 1, "{cpus:?}");
+    assert!(client.wait(Duration::from_secs(10)).status.success());
+    drop(srv);
+    // Two streams on one CPU share one worker (no threads taking turns).
+    let port = free_port();
+    let srv = Proc::spawn(Command::new("iperf3").args(["-s", "-1", "-p", &port.to_string(), "-J"]));
+    wait_listening(port);
+    let p = port.to_string();
+    let client = Proc::spawn(linerate().args([
+        "-c",
+        "127.0.0.1",
+        "-p",
+        &p,
         "-t",
         "2",
         "-P",
@@ -214,13 +239,15 @@ fn streams_are_pinned_when_asked() {
     ]));
     std::thread::sleep(Duration::from_millis(1000));
     let cpus = thread_cpus(client.pid());
-    assert_eq!(
-        cpus.iter().filter(|c| *c == "1").count(),
-        2,
-        "two stream threads on CPU 1: {cpus:?}"
-    );
+    assert_eq!(cpus.iter().filter(|c| *c == "1").count(), 1, "{cpus:?}");
     assert!(client.wait(Duration::from_secs(10)).status.success());
-    drop(srv);
+    let s = json(&srv.wait(Duration::from_secs(10)).stdout);
+    for st in s["end"]["streams"].as_array().unwrap() {
+        assert!(
+            st["receiver"]["bytes"].as_u64().unwrap() > 0,
+            "both streams of the shared worker moved data"
+        );
+    }
 }
 
 #[test]
