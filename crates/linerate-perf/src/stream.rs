@@ -5,7 +5,7 @@
 //! UDP receivers publish their accounting once per received batch, not per
 //! datagram.
 
-use linerate_backend::udp_batch::{BATCH_MAX, Batch};
+use linerate_backend::udp_batch::{BATCH_MAX, Batch, GRO_BUF_BYTES, GroBatch};
 use linerate_backend::{clock, sockopt};
 use linerate_iperf::udp::{self, UdpReceiver};
 use std::io::{ErrorKind, Read, Write};
@@ -547,9 +547,18 @@ pub fn udp_send(
 
 pub fn udp_recv(s: UdpSocket, sh: Arc<StreamShared>, len: usize, c64: bool) {
     let _ = s.set_read_timeout(Some(POLL));
-    let mut store: Vec<Vec<u8>> = (0..BATCH_MAX).map(|_| vec![0u8; len]).collect();
+    // With UDP GRO the kernel hands over up to 64 KiB of one flow's
+    // datagrams per buffer; without it, one datagram per buffer.
+    let gro = GroBatch::enable(&s).is_ok();
+    let (count, size) = if gro {
+        (16, GRO_BUF_BYTES)
+    } else {
+        (BATCH_MAX, len.max(1))
+    };
+    let mut store: Vec<Vec<u8>> = (0..count).map(|_| vec![0u8; size]).collect();
     let mut lens = [0usize; BATCH_MAX];
-    let mut batch = Batch::new();
+    let mut segs = [0usize; BATCH_MAX];
+    let mut batch = GroBatch::new();
     let mut rx = UdpReceiver::default();
     let mut draining = false;
     while !sh.stopped() {
@@ -561,7 +570,7 @@ pub fn udp_recv(s: UdpSocket, sh: Arc<StreamShared>, len: usize, c64: bool) {
             break;
         }
         let mut bufs: Vec<&mut [u8]> = store.iter_mut().map(Vec::as_mut_slice).collect();
-        match batch.recv(&s, &mut bufs, &mut lens) {
+        match batch.recv(&s, &mut bufs, &mut lens, &mut segs) {
             Ok(n) => {
                 if sh.omit_over.swap(false, Ordering::Relaxed) {
                     rx.reset_after_omit();
@@ -569,16 +578,21 @@ pub fn udp_recv(s: UdpSocket, sh: Arc<StreamShared>, len: usize, c64: bool) {
                 let (sec, nsec) = clock::monotonic();
                 let arrival = sec as f64 + f64::from(nsec / 1000) / 1e6;
                 let mut bytes = 0u64;
+                let mut datagrams = 0u64;
                 for i in 0..n {
-                    let Some((ts, tus, seq)) = udp::read_header(&store[i][..lens[i]], c64) else {
-                        continue;
-                    };
-                    let sent = f64::from(ts) + f64::from(tus) / 1e6;
-                    rx.on_datagram(seq, lens[i], sent, arrival);
-                    bytes += lens[i] as u64;
+                    let seg = segs[i].max(1);
+                    for d in store[i][..lens[i]].chunks(seg) {
+                        datagrams += 1;
+                        let Some((ts, tus, seq)) = udp::read_header(d, c64) else {
+                            continue;
+                        };
+                        let sent = f64::from(ts) + f64::from(tus) / 1e6;
+                        rx.on_datagram(seq, d.len(), sent, arrival);
+                        bytes += d.len() as u64;
+                    }
                 }
                 StreamShared::add(&sh.bytes, bytes);
-                StreamShared::add(&sh.blocks, n as u64);
+                StreamShared::add(&sh.blocks, datagrams);
                 if let Ok(mut c) = sh.udp_rx.lock() {
                     *c = UdpRxCounters {
                         packet_count: rx.packet_count,
