@@ -35,7 +35,7 @@ fn getsockopt_raw<T>(fd: RawFd, level: i32, name: i32, val: &mut T) -> io::Resul
     }
 }
 
-fn setsockopt_raw(fd: RawFd, level: i32, name: i32, val: &[u8]) -> io::Result<()> {
+pub(crate) fn setsockopt_raw(fd: RawFd, level: i32, name: i32, val: &[u8]) -> io::Result<()> {
     // SAFETY: `val` is a readable buffer of the given length.
     let rc = unsafe {
         libc::setsockopt(

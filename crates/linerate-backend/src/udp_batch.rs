@@ -198,22 +198,12 @@ impl GroBatch {
 
     /// Turns UDP_GRO on for the socket.
     pub fn enable(sock: &impl AsRawFd) -> io::Result<()> {
-        let one: libc::c_int = 1;
-        // SAFETY: valid pointer to an int of the given size.
-        let rc = unsafe {
-            libc::setsockopt(
-                sock.as_raw_fd(),
-                libc::SOL_UDP,
-                libc::UDP_GRO,
-                (&one as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
+        crate::sockopt::setsockopt_raw(
+            sock.as_raw_fd(),
+            libc::SOL_UDP,
+            libc::UDP_GRO,
+            &1i32.to_ne_bytes(),
+        )
     }
 
     /// Like [`Batch::recv`]; `segs[i]` gets the datagram size inside

@@ -11,22 +11,12 @@ use std::os::fd::AsRawFd;
 
 /// Turns SO_ZEROCOPY on.
 pub fn enable(sock: &impl AsRawFd) -> io::Result<()> {
-    let one: libc::c_int = 1;
-    // SAFETY: valid pointer to an int of the given size.
-    let rc = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_ZEROCOPY,
-            (&one as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    crate::sockopt::setsockopt_raw(
+        sock.as_raw_fd(),
+        libc::SOL_SOCKET,
+        libc::SO_ZEROCOPY,
+        &1i32.to_ne_bytes(),
+    )
 }
 
 /// Sends `buf` with MSG_ZEROCOPY; returns the bytes the kernel took.

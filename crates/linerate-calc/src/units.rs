@@ -74,51 +74,41 @@ fn to_integer(value: f64, input: &str) -> Result<u64, UnitError> {
 /// `100Mbit/s`, `1e9`-free plain bits per second (`1000000000`).
 /// Prefixes are decimal (k = 1000), as link speeds are.
 pub fn parse_bps(input: &str) -> Result<u64, UnitError> {
-    let (value, unit) = split_number(input)?;
-    let mut chars = unit.chars();
-    let (mult, rest) = match chars.next() {
-        None => (1.0, ""),
-        Some(c) => match prefix_multiplier(c) {
-            Some(m) => (m, chars.as_str()),
-            None => (1.0, unit),
-        },
-    };
+    let (value, mult, rest) = split_prefixed(input)?;
     match rest {
         "" | "b" | "bit" | "bits" | "bps" | "b/s" | "bit/s" | "bits/s" => {}
         "B" | "Bps" | "B/s" | "byte" | "bytes" | "Byte" | "Bytes" => {
             return Err(UnitError::Bytes(input.to_string()));
         }
-        _ => {
-            return Err(UnitError::UnknownUnit {
-                input: input.to_string(),
-                unit: unit.to_string(),
-                hint: "bit, bps or b/s",
-            });
-        }
+        _ => return Err(unknown_unit(input, "bit, bps or b/s")),
     }
     to_integer(value * mult, input)
 }
 
-/// Reads a packet rate: `1M`, `14.88Mpps`, `500k`, `148809`, `2Mpps`.
-pub fn parse_pps(input: &str) -> Result<u64, UnitError> {
+/// Number, decimal prefix multiplier, and what follows the prefix.
+fn split_prefixed(input: &str) -> Result<(f64, f64, &str), UnitError> {
     let (value, unit) = split_number(input)?;
     let mut chars = unit.chars();
-    let (mult, rest) = match chars.next() {
-        None => (1.0, ""),
-        Some(c) => match prefix_multiplier(c) {
-            Some(m) => (m, chars.as_str()),
-            None => (1.0, unit),
-        },
-    };
-    match rest {
-        "" | "pps" | "p/s" => {}
-        _ => {
-            return Err(UnitError::UnknownUnit {
-                input: input.to_string(),
-                unit: unit.to_string(),
-                hint: "pps",
-            });
-        }
+    Ok(match chars.next().and_then(prefix_multiplier) {
+        Some(m) => (value, m, chars.as_str()),
+        None => (value, 1.0, unit),
+    })
+}
+
+fn unknown_unit(input: &str, hint: &'static str) -> UnitError {
+    let (_, unit) = split_number(input).unwrap_or((0.0, ""));
+    UnitError::UnknownUnit {
+        input: input.to_string(),
+        unit: unit.to_string(),
+        hint,
+    }
+}
+
+/// Reads a packet rate: `1M`, `14.88Mpps`, `500k`, `148809`, `2Mpps`.
+pub fn parse_pps(input: &str) -> Result<u64, UnitError> {
+    let (value, mult, rest) = split_prefixed(input)?;
+    if !matches!(rest, "" | "pps" | "p/s") {
+        return Err(unknown_unit(input, "pps"));
     }
     to_integer(value * mult, input)
 }

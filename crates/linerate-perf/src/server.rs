@@ -488,6 +488,23 @@ fn serve_test(
         }
         if shutdown.load(Ordering::Relaxed) {
             let _ = ctrl.write_all(&[state::SERVER_TERMINATE]);
+            // Give the client a moment to read it (and close) before its
+            // data sockets fail under it, so it reports the right cause.
+            let deadline = Instant::now() + Duration::from_millis(500);
+            while Instant::now() < deadline {
+                match ctrl.read(&mut buf) {
+                    Ok(0) => break,
+                    Err(e)
+                        if !matches!(
+                            e.kind(),
+                            ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                        ) =>
+                    {
+                        break;
+                    }
+                    _ => {}
+                }
+            }
             let (_, text) = finish(
                 &mut report,
                 &mut meter,

@@ -200,69 +200,14 @@ pub fn payload(len: usize, repeating: bool) -> Vec<u8> {
     v
 }
 
-pub fn tcp_send(
-    mut s: TcpStream,
-    sh: Arc<StreamShared>,
-    buf: Vec<u8>,
-    pacing: Pacing,
-    zerocopy: bool,
-) {
-    let _ = s.set_write_timeout(Some(POLL));
-    let zerocopy = zerocopy && linerate_backend::zerocopy::enable(&s).is_ok();
-    let start = Instant::now();
-    let burst = u64::from(pacing.burst.max(1));
-    let mut sent = 0u64;
-    let mut in_burst = 0u64;
-    let mut dep = Departures::default();
-    let mut calls = 0u64;
-    while !sh.stopped() {
-        if in_burst == 0 {
-            if let Some(t) = due(start, sent, &pacing) {
-                wait_until(t);
-            }
-            in_burst = burst;
-        }
-        let r = if zerocopy {
-            calls += 1;
-            if calls.is_multiple_of(64) {
-                linerate_backend::zerocopy::drain_completions(&s);
-            }
-            linerate_backend::zerocopy::send(&s, &buf)
-        } else {
-            s.write(&buf)
-        };
-        match r {
-            Ok(n) => {
-                sent += n as u64;
-                in_burst -= 1;
-                if pacing.rate_bps > 0 {
-                    dep.record(Instant::now(), 1);
-                }
-                StreamShared::add(&sh.bytes, n as u64);
-                StreamShared::add(&sh.blocks, 1);
-            }
-            Err(e) if idle_error(&e) => {}
-            // The error queue is full of completions: drain it and go on.
-            Err(e) if zerocopy && e.raw_os_error() == Some(nix::errno::Errno::ENOBUFS as i32) => {
-                linerate_backend::zerocopy::drain_completions(&s);
-            }
-            Err(e) => {
-                if !sh.stopped() {
-                    sh.fail(format!("unable to write to stream socket: {e}"));
-                }
-                break;
-            }
-        }
-    }
-    if pacing.rate_bps > 0 {
-        sh.publish(dep);
-    }
-    sh.finished.store(true, Ordering::Release);
+/// One TCP sender: the group worker with a group of one.
+pub fn tcp_send(s: TcpStream, sh: Arc<StreamShared>, buf: Vec<u8>, pacing: Pacing, zerocopy: bool) {
+    tcp_send_group(vec![(s, sh)], buf, pacing, zerocopy);
 }
 
-/// Several TCP senders on one worker thread (streams that share a CPU):
-/// non-blocking writes round-robin, poll() when every socket is full, as
-/// iperf3's single loop does, instead of threads taking turns on one core.
+/// TCP senders on one worker thread (one stream, or streams that share a
+/// CPU): non-blocking writes round-robin, poll() when every socket is full,
+/// as iperf3's single loop does, instead of threads taking turns on a core.
 pub fn tcp_send_group(
     streams: Vec<(TcpStream, Arc<StreamShared>)>,
     buf: Vec<u8>,
