@@ -181,12 +181,21 @@ fn linerate_client_against_iperf3_server() {
     }
 }
 
+/// Every key path with the JSON type of its value (`.end.sum_sent.bytes:number`).
 fn key_paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
+    let ty = |x: &Value| match x {
+        Value::Object(_) => "object",
+        Value::Array(_) => "array",
+        Value::String(_) => "string",
+        Value::Number(_) => "number",
+        Value::Bool(_) => "bool",
+        Value::Null => "null",
+    };
     match v {
         Value::Object(m) => {
             for (k, x) in m {
                 let p = format!("{prefix}.{k}");
-                out.insert(p.clone());
+                out.insert(format!("{p}:{}", ty(x)));
                 key_paths(x, &p, out);
             }
         }
@@ -218,11 +227,15 @@ fn json_has_every_key_iperf3_has() {
         let missing: Vec<&String> = a.difference(&b).collect();
         assert!(
             missing.is_empty(),
-            "{args:?}: keys iperf3 has and linerate lacks: {missing:?}"
+            "{args:?}: keys (with types) iperf3 has that linerate lacks or types differently: {missing:?}"
         );
         assert!(
-            b.contains(".linerate.version"),
+            b.contains(".linerate.version:string"),
             "linerate's extras under their own key"
+        );
+        assert!(
+            b.contains(".linerate.doctor.could_not_check:array"),
+            "doctor summary attached"
         );
     }
 }
