@@ -1,0 +1,312 @@
+//! Flows with ranges: every address and port field is a range with a step,
+//! and flow i is the i-th combination (an odometer, fastest field first:
+//! source port, destination port, source IP, destination IP, source MAC,
+//! destination MAC), so a run over `count()` flows reaches every value of
+//! every range.
+
+use linerate_wire::MacAddr;
+use std::net::IpAddr;
+use thiserror::Error;
+
+/// A field that cannot become a range of flows.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum FlowError {
+    #[error("'{0}' is not a {1} or a {1} range (FIRST-LAST)")]
+    Syntax(String, &'static str),
+    #[error("impossible range '{0}': the last value is below the first")]
+    Backwards(String),
+    #[error("range '{0}' mixes IPv4 and IPv6")]
+    MixedFamily(String),
+    #[error("source and destination addresses must both be IPv4 or both IPv6")]
+    FamilyMismatch,
+    #[error("step {step} does not fit range '{range}'")]
+    Step { range: String, step: u64 },
+    #[error("{0} flows: more than linerate can cycle through (2^48)")]
+    TooMany(u128),
+}
+
+/// `first, first+step, …` for `count` values of a field held as an integer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Range {
+    pub first: u128,
+    pub count: u64,
+    pub step: u128,
+}
+
+impl Range {
+    pub fn single(v: u128) -> Self {
+        Self {
+            first: v,
+            count: 1,
+            step: 1,
+        }
+    }
+
+    fn from_bounds(first: u128, last: u128, step: u64, text: &str) -> Result<Self, FlowError> {
+        if last < first {
+            return Err(FlowError::Backwards(text.to_string()));
+        }
+        if step == 0 || u128::from(step) > (last - first).max(1) && last != first {
+            return Err(FlowError::Step {
+                range: text.to_string(),
+                step,
+            });
+        }
+        let count = (last - first) / u128::from(step) + 1;
+        let count = u64::try_from(count).map_err(|_| FlowError::TooMany(count))?;
+        Ok(Self {
+            first,
+            count,
+            step: u128::from(step),
+        })
+    }
+
+    fn nth(&self, k: u64) -> u128 {
+        self.first + u128::from(k % self.count) * self.step
+    }
+}
+
+fn split(text: &str) -> (&str, Option<&str>) {
+    match text.split_once('-') {
+        // MACs written with dashes have five of them; only a "-" between two MACs is a range.
+        Some((a, b)) if !text.contains(':') || a.contains(':') => (a.trim(), Some(b.trim())),
+        _ => (text.trim(), None),
+    }
+}
+
+/// Parses `P` or `P-Q` (ports).
+pub fn port_range(text: &str, step: u64) -> Result<Range, FlowError> {
+    let (a, b) = split(text);
+    let p = |s: &str| {
+        s.parse::<u16>()
+            .map_err(|_| FlowError::Syntax(text.to_string(), "port"))
+    };
+    let first = u128::from(p(a)?);
+    let last = b.map(p).transpose()?.map_or(first, u128::from);
+    Range::from_bounds(first, last, step, text)
+}
+
+/// Parses `IP` or `IP-IP`; returns the range and whether it is IPv6.
+pub fn ip_range(text: &str, step: u64) -> Result<(Range, bool), FlowError> {
+    let (a, b) = match text.split_once('-') {
+        Some((a, b)) => (a.trim(), Some(b.trim())),
+        None => (text.trim(), None),
+    };
+    let p = |s: &str| {
+        s.parse::<IpAddr>()
+            .map_err(|_| FlowError::Syntax(text.to_string(), "IP address"))
+    };
+    let first = p(a)?;
+    let last = b.map(p).transpose()?.unwrap_or(first);
+    if first.is_ipv4() != last.is_ipv4() {
+        return Err(FlowError::MixedFamily(text.to_string()));
+    }
+    let n = |ip: IpAddr| match ip {
+        IpAddr::V4(v) => u128::from(u32::from(v)),
+        IpAddr::V6(v) => u128::from(v),
+    };
+    Ok((
+        Range::from_bounds(n(first), n(last), step, text)?,
+        first.is_ipv6(),
+    ))
+}
+
+/// Parses `MAC` or `MAC-MAC`.
+pub fn mac_range(text: &str, step: u64) -> Result<Range, FlowError> {
+    let (a, b) = split(text);
+    let p = |s: &str| {
+        MacAddr::parse(s).ok_or_else(|| FlowError::Syntax(text.to_string(), "MAC address"))
+    };
+    let first = u128::from(p(a)?.to_u64());
+    let last = b
+        .map(p)
+        .transpose()?
+        .map_or(first, |m| u128::from(m.to_u64()));
+    Range::from_bounds(first, last, step, text)
+}
+
+/// The header fields of one flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FlowFields {
+    pub src_mac: MacAddr,
+    pub dst_mac: MacAddr,
+    pub src_ip: IpAddr,
+    pub dst_ip: IpAddr,
+    pub src_port: u16,
+    pub dst_port: u16,
+}
+
+/// Every field's range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlowSpec {
+    pub src_mac: Range,
+    pub dst_mac: Range,
+    pub src_ip: Range,
+    pub dst_ip: Range,
+    pub ipv6: bool,
+    pub src_port: Range,
+    pub dst_port: Range,
+}
+
+/// Most flows a spec may describe.
+const FLOWS_MAX: u128 = 1 << 48;
+
+impl FlowSpec {
+    /// Builds a spec from the command line's strings.
+    pub fn parse(
+        src_mac: &str,
+        dst_mac: &str,
+        src_ip: &str,
+        dst_ip: &str,
+        src_port: &str,
+        dst_port: &str,
+    ) -> Result<Self, FlowError> {
+        let (s_ip, s6) = ip_range(src_ip, 1)?;
+        let (d_ip, d6) = ip_range(dst_ip, 1)?;
+        if s6 != d6 {
+            return Err(FlowError::FamilyMismatch);
+        }
+        let spec = Self {
+            src_mac: mac_range(src_mac, 1)?,
+            dst_mac: mac_range(dst_mac, 1)?,
+            src_ip: s_ip,
+            dst_ip: d_ip,
+            ipv6: s6,
+            src_port: port_range(src_port, 1)?,
+            dst_port: port_range(dst_port, 1)?,
+        };
+        let n = spec.count_u128();
+        if n > FLOWS_MAX {
+            return Err(FlowError::TooMany(n));
+        }
+        Ok(spec)
+    }
+
+    fn order(&self) -> [&Range; 6] {
+        [
+            &self.src_port,
+            &self.dst_port,
+            &self.src_ip,
+            &self.dst_ip,
+            &self.src_mac,
+            &self.dst_mac,
+        ]
+    }
+
+    fn count_u128(&self) -> u128 {
+        self.order().iter().map(|r| u128::from(r.count)).product()
+    }
+
+    /// Number of distinct flows (every combination).
+    pub fn count(&self) -> u64 {
+        self.count_u128() as u64
+    }
+
+    /// The fields of flow `i` (taken modulo [`count`](Self::count)).
+    pub fn flow(&self, i: u64) -> FlowFields {
+        let mut rest = i % self.count().max(1);
+        let mut v = [0u128; 6];
+        for (slot, r) in v.iter_mut().zip(self.order()) {
+            *slot = r.nth(rest % r.count);
+            rest /= r.count;
+        }
+        let ip = |n: u128| -> IpAddr {
+            if self.ipv6 {
+                IpAddr::V6(n.into())
+            } else {
+                IpAddr::V4((n as u32).into())
+            }
+        };
+        FlowFields {
+            src_port: v[0] as u16,
+            dst_port: v[1] as u16,
+            src_ip: ip(v[2]),
+            dst_ip: ip(v[3]),
+            src_mac: MacAddr::from_u64(v[4] as u64),
+            dst_mac: MacAddr::from_u64(v[5] as u64),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    fn spec(sip: &str, dip: &str, sp: &str, dp: &str) -> Result<FlowSpec, FlowError> {
+        FlowSpec::parse("02:00:00:00:00:0a", "02:00:00:00:00:0b", sip, dip, sp, dp)
+    }
+
+    #[test]
+    fn every_value_of_every_range_is_reached() {
+        let s = spec("198.18.0.1-198.18.0.4", "198.18.1.1", "1000-1002", "9").unwrap();
+        assert_eq!(s.count(), 12);
+        let flows: Vec<FlowFields> = (0..s.count()).map(|i| s.flow(i)).collect();
+        let srcs: HashSet<_> = flows.iter().map(|f| f.src_ip).collect();
+        let ports: HashSet<_> = flows.iter().map(|f| f.src_port).collect();
+        assert_eq!(srcs.len(), 4);
+        assert_eq!(ports, [1000, 1001, 1002].into_iter().collect());
+        assert_eq!(
+            flows.iter().collect::<HashSet<_>>().len(),
+            12,
+            "every combination once"
+        );
+        assert_eq!(s.flow(12), s.flow(0), "cycles");
+        assert_eq!(s.flow(1).src_port, 1001, "source port moves fastest");
+    }
+
+    #[test]
+    fn ipv6_and_mac_ranges() {
+        let s = FlowSpec::parse(
+            "02:00:00:00:00:01-02:00:00:00:00:03",
+            "02:00:00:00:00:0b",
+            "2001:db8::1-2001:db8::2",
+            "2001:db8::ff",
+            "9",
+            "9",
+        )
+        .unwrap();
+        assert_eq!(s.count(), 6);
+        let macs: HashSet<_> = (0..6).map(|i| s.flow(i).src_mac).collect();
+        assert_eq!(macs.len(), 3);
+        assert!(s.flow(0).src_ip.is_ipv6());
+    }
+
+    #[test]
+    fn impossible_ranges_are_typed_errors() {
+        assert_eq!(
+            spec("198.18.0.9-198.18.0.1", "198.18.1.1", "9", "9"),
+            Err(FlowError::Backwards("198.18.0.9-198.18.0.1".into()))
+        );
+        assert_eq!(
+            spec("198.18.0.1", "198.18.1.1", "2000-1000", "9"),
+            Err(FlowError::Backwards("2000-1000".into()))
+        );
+        assert!(matches!(
+            spec("198.18.0.1-2001:db8::1", "198.18.1.1", "9", "9"),
+            Err(FlowError::MixedFamily(_))
+        ));
+        assert_eq!(
+            spec("198.18.0.1", "2001:db8::1", "9", "9"),
+            Err(FlowError::FamilyMismatch)
+        );
+        assert!(matches!(
+            spec("198.18.0.1", "198.18.1.1", "70000", "9"),
+            Err(FlowError::Syntax(_, "port"))
+        ));
+        assert!(matches!(
+            spec("nonsense", "198.18.1.1", "9", "9"),
+            Err(FlowError::Syntax(_, "IP address"))
+        ));
+        assert!(matches!(
+            spec(
+                "2001:db8::-2001:db8::ffff:ffff:ffff:ffff",
+                "2001:db8::1",
+                "0-65535",
+                "9"
+            ),
+            Err(FlowError::TooMany(_))
+        ));
+        assert!(matches!(port_range("1-10", 0), Err(FlowError::Step { .. })));
+    }
+}
