@@ -5,9 +5,11 @@
 //! per cycle. Backends (sockets, AF_PACKET, AF_XDP) only move the bytes.
 
 pub mod flows;
+pub mod sink;
 pub mod sizes;
 pub mod template;
 
 pub use flows::{FlowError, FlowFields, FlowSpec};
+pub use sink::SinkCounts;
 pub use sizes::SizeSequence;
-pub use template::{Template, TemplateError};
+pub use template::{Framing, Template, TemplateError};

@@ -29,16 +29,16 @@ pub fn read_header(buf: &[u8], counters_64bit: bool) -> Option<(u32, u32, u64)> 
     Some((sec, usec, seq))
 }
 
-/// How many recent sequence numbers the duplicate detector remembers.
-const DUP_WINDOW: u64 = 4096;
+use linerate_wire::SeqTracker;
 
 /// A receiver's per-stream accounting.
 ///
 /// `packet_count`, `cnt_error`, `out_of_order` and `jitter_s` follow iperf3
 /// exactly (so numbers compare with iperf3's): a late datagram counts as
 /// out-of-order and reduces the loss count, a duplicate as well. linerate
-/// also keeps exact figures beside them: `duplicates` (a sequence number seen
-/// twice within the last 4096) and `late` (first arrivals below the highest).
+/// also keeps exact figures beside them (from [`SeqTracker`]): duplicates (a
+/// sequence number seen twice within the last 4096) and late (first
+/// arrivals below the highest), and the gaps never filled.
 #[derive(Debug, Clone, Default)]
 pub struct UdpReceiver {
     pub packet_count: u64,
@@ -50,8 +50,7 @@ pub struct UdpReceiver {
     pub duplicates: u64,
     pub late: u64,
     prev_transit_s: Option<f64>,
-    /// Bit i set: sequence `packet_count - i` was seen.
-    seen: Vec<u64>,
+    exact: SeqTracker,
 }
 
 impl UdpReceiver {
@@ -63,24 +62,14 @@ impl UdpReceiver {
             if seq > expected {
                 self.cnt_error += seq - expected;
             }
-            self.shift_seen(seq - self.packet_count);
             self.packet_count = seq;
-            self.mark_seen(0);
         } else {
             self.out_of_order += 1;
             self.cnt_error = self.cnt_error.saturating_sub(1);
-            let back = self.packet_count - seq;
-            if back < DUP_WINDOW {
-                if self.is_seen(back) {
-                    self.duplicates += 1;
-                } else {
-                    self.late += 1;
-                    self.mark_seen(back);
-                }
-            } else {
-                self.late += 1;
-            }
         }
+        self.exact.on_seq(seq);
+        self.duplicates = self.exact.duplicates;
+        self.late = self.exact.late;
         let transit = (arrival_s - sent_s).abs();
         match self.prev_transit_s {
             None => self.prev_transit_s = Some(transit),
@@ -103,47 +92,7 @@ impl UdpReceiver {
 
     /// Lost datagrams by linerate's exact count: gaps never filled.
     pub fn lost_exact(&self) -> u64 {
-        // Every sequence 1..=packet_count either arrived once (datagrams -
-        // duplicates) or is lost.
-        self.packet_count
-            .saturating_sub(self.datagrams - self.duplicates)
-    }
-
-    fn words(&mut self) -> &mut Vec<u64> {
-        if self.seen.is_empty() {
-            self.seen = vec![0; (DUP_WINDOW / 64) as usize];
-        }
-        &mut self.seen
-    }
-
-    fn shift_seen(&mut self, by: u64) {
-        let words = self.words();
-        let n = words.len();
-        if by >= DUP_WINDOW {
-            words.iter_mut().for_each(|w| *w = 0);
-            return;
-        }
-        let (wshift, bshift) = ((by / 64) as usize, (by % 64) as u32);
-        for i in (0..n).rev() {
-            let src = i.checked_sub(wshift);
-            let hi = src.map_or(0, |s| words[s]);
-            let lo = src.and_then(|s| s.checked_sub(1)).map_or(0, |s| words[s]);
-            words[i] = if bshift == 0 {
-                hi
-            } else {
-                (hi << bshift) | (lo >> (64 - bshift))
-            };
-        }
-    }
-
-    fn mark_seen(&mut self, back: u64) {
-        let words = self.words();
-        words[(back / 64) as usize] |= 1 << (back % 64);
-    }
-
-    fn is_seen(&mut self, back: u64) -> bool {
-        let words = self.words();
-        words[(back / 64) as usize] & (1 << (back % 64)) != 0
+        self.exact.lost()
     }
 }
 
