@@ -279,12 +279,10 @@ fn serve_test(
     let mut start_at: Option<Instant> = None;
     let mut phase_start = Instant::now();
     let mut last_rx = (0u64, Instant::now());
-    let mut printed_end = false;
     let mut buf = [0u8; 65536];
     let finish = |report: &mut Option<Report>,
                   meter: &mut Option<Meter>,
                   running: &mut Option<Running>,
-                  printed: &mut bool,
                   err: Option<String>|
      -> (Vec<linerate_iperf::report::StreamFinal>, String) {
         if let Some(r) = running.as_mut() {
@@ -307,7 +305,6 @@ fn serve_test(
             let doctor = net::doctor_summary(local_ip);
             text.push_str(&rep.finish(&f, cpu.read(), None, Some(("doctor", doctor))));
             finals = f;
-            *printed = true;
         }
         (finals, text)
     };
@@ -415,13 +412,7 @@ fn serve_test(
                     last_rx = (0, now);
                 }
                 ServerEvent::TestEnd => {
-                    let (finals, text) = finish(
-                        &mut report,
-                        &mut meter,
-                        &mut running,
-                        &mut printed_end,
-                        None,
-                    );
+                    let (finals, text) = finish(&mut report, &mut meter, &mut running, None);
                     say(out, &text);
                     let p = params.clone().unwrap_or_default();
                     let mut results =
@@ -444,7 +435,6 @@ fn serve_test(
                         &mut report,
                         &mut meter,
                         &mut running,
-                        &mut printed_end,
                         Some("the client has terminated".into()),
                     );
                     say(out, &text);
@@ -456,7 +446,6 @@ fn serve_test(
                         &mut report,
                         &mut meter,
                         &mut running,
-                        &mut printed_end,
                         Some("the client has unexpectedly closed the connection".into()),
                     );
                     say(out, &text);
@@ -474,7 +463,6 @@ fn serve_test(
                         &mut report,
                         &mut meter,
                         &mut running,
-                        &mut printed_end,
                         Some(e.message().into()),
                     );
                     say(out, &text);
@@ -509,7 +497,6 @@ fn serve_test(
                 &mut report,
                 &mut meter,
                 &mut running,
-                &mut printed_end,
                 Some("the server has terminated".into()),
             );
             say(out, &text);
@@ -612,6 +599,5 @@ fn serve_test(
     if let Some(r) = running.as_mut() {
         r.stop(false);
     }
-    let _ = printed_end;
     let _ = ctrl.shutdown(std::net::Shutdown::Both);
 }
