@@ -5,6 +5,7 @@
 
 pub mod clock;
 pub mod ethtool;
+pub mod raw;
 pub mod sockopt;
 pub mod udp_batch;
 pub mod zerocopy;

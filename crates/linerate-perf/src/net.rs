@@ -271,3 +271,23 @@ pub fn doctor_summary(local: Option<IpAddr>) -> serde_json::Value {
     let report = linerate_doctor::run(&linerate_doctor::Live, iface.as_deref());
     linerate_doctor::summary(&report)
 }
+
+/// The first address of the family on an interface (blast's default source).
+pub fn iface_addr(iface: &str, v6: bool) -> Option<IpAddr> {
+    nix::ifaddrs::getifaddrs().ok()?.find_map(|a| {
+        if a.interface_name != iface {
+            return None;
+        }
+        let addr = a.address?;
+        if v6 {
+            addr.as_sockaddr_in6()
+                .map(|s| IpAddr::V6(s.ip()))
+                .filter(|ip| {
+                    !ip.is_loopback()
+                        && !matches!(ip, IpAddr::V6(v) if v.segments()[0] & 0xffc0 == 0xfe80)
+                })
+        } else {
+            addr.as_sockaddr_in().map(|s| IpAddr::V4(s.ip()))
+        }
+    })
+}

@@ -31,6 +31,10 @@ enum Command {
         #[command(flatten)]
         args: Box<IperfArgs>,
     },
+    /// Send crafted frames with linerate's probe (raw socket backend today).
+    Blast(cmd::blast::BlastArgs),
+    /// Count what arrives: per-flow loss, reordering, duplicates, latency.
+    Sink(cmd::blast::SinkArgs),
     /// What on this host limits throughput, with the evidence and the fix.
     Doctor(cmd::doctor::DoctorArgs),
     /// Line-rate arithmetic (10 Gbit/s at 64-byte frames = 14,880,952 pps).
@@ -61,6 +65,8 @@ fn main() -> ExitCode {
             Command::Calc(args) => cmd::calc::run(&args).map(|()| 0),
             Command::Selftest(args) => cmd::selftest::run(&args),
             Command::Doctor(args) => cmd::doctor::run(&args),
+            Command::Blast(args) => cmd::blast::run_blast(&args),
+            Command::Sink(args) => cmd::blast::run_sink(&args),
             Command::Server(mut args) => {
                 args.server = true;
                 cmd::iperf::run(&args)

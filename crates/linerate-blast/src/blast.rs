@@ -1,0 +1,243 @@
+//! Sending crafted frames: templates patched per packet, batched sends,
+//! pacing to a packet or bit rate, exact per-flow counts.
+
+use crate::backend::{BackendError, BackendKind, open};
+use linerate_backend::clock;
+use linerate_backend::raw::RAW_BATCH_MAX;
+use linerate_gen::template::Framing;
+use linerate_gen::{FlowSpec, SizeSequence, Template, TemplateError};
+use std::collections::{BTreeMap, HashMap};
+use std::io::ErrorKind;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use thiserror::Error;
+
+/// A target rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Rate {
+    Max,
+    Pps(u64),
+    /// Bits per second on the wire (preamble, SFD and gap included).
+    BpsL1(u64),
+    /// Bits per second of frames (FCS included).
+    BpsL2(u64),
+}
+
+#[derive(Debug, Clone)]
+pub struct BlastConfig {
+    pub iface: String,
+    pub flows: FlowSpec,
+    pub sizes: SizeSequence,
+    pub framing: Framing,
+    pub count: Option<u64>,
+    pub duration: Duration,
+    pub rate: Rate,
+    pub backend: BackendKind,
+}
+
+#[derive(Debug, Error)]
+pub enum BlastError {
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    #[error("frame size {size}: {source}")]
+    Template { size: u16, source: TemplateError },
+    #[error("sending on {iface}: {source}")]
+    Send {
+        iface: String,
+        source: std::io::Error,
+    },
+}
+
+/// What was sent (the sender's count: frames the kernel accepted).
+#[derive(Debug, Clone)]
+pub struct BlastReport {
+    pub backend: &'static str,
+    pub note: Option<String>,
+    pub packets: u64,
+    /// Frame bytes, FCS included.
+    pub bytes: u64,
+    pub duration_s: f64,
+    pub send_calls: u64,
+    /// Sends the kernel refused for lack of buffer (EAGAIN/ENOBUFS), retried.
+    pub send_errors: u64,
+    pub flows: u64,
+    /// Frames sent per probe flow id.
+    pub per_flow: BTreeMap<u16, u64>,
+}
+
+impl BlastReport {
+    pub fn pps(&self) -> f64 {
+        self.packets as f64 / self.duration_s.max(1e-9)
+    }
+
+    pub fn bps_l2(&self) -> f64 {
+        self.bytes as f64 * 8.0 / self.duration_s.max(1e-9)
+    }
+
+    pub fn bps_l1(&self) -> f64 {
+        (self.bytes + 20 * self.packets) as f64 * 8.0 / self.duration_s.max(1e-9)
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "role": "blast",
+            "backend": self.backend,
+            "backend_note": self.note,
+            "counted_by": "sender: frames the kernel accepted",
+            "packets": self.packets,
+            "bytes": self.bytes,
+            "duration_s": self.duration_s,
+            "pps": self.pps(),
+            "bps_l1": self.bps_l1(),
+            "bps_l2": self.bps_l2(),
+            "send_calls": self.send_calls,
+            "send_errors": self.send_errors,
+            "flows": self.flows,
+            "per_flow_sent": self.per_flow.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
+        })
+    }
+}
+
+/// Frames per second the rate asks for, given the average frame size.
+fn target_pps(rate: Rate, avg_frame: f64) -> Option<f64> {
+    match rate {
+        Rate::Max => None,
+        Rate::Pps(p) => Some(p as f64),
+        Rate::BpsL1(b) => Some(b as f64 / ((avg_frame + 20.0) * 8.0)),
+        Rate::BpsL2(b) => Some(b as f64 / (avg_frame * 8.0)),
+    }
+}
+
+pub fn blast(cfg: &BlastConfig, stop: &AtomicBool) -> Result<BlastReport, BlastError> {
+    let mtu = linerate_backend::raw::iface_mtu(&cfg.iface).ok();
+    let framing = Framing {
+        mtu: cfg.framing.mtu.or(mtu),
+        ..cfg.framing
+    };
+    // Every template is built (and every size checked) before anything is sent.
+    let flow0 = cfg.flows.flow(0);
+    let mut templates: HashMap<u16, Template> = HashMap::new();
+    for &size in cfg.sizes.cycle() {
+        if let std::collections::hash_map::Entry::Vacant(e) = templates.entry(size) {
+            let t = Template::new(usize::from(size), &flow0, &framing)
+                .map_err(|source| BlastError::Template { size, source })?;
+            e.insert(t);
+        }
+    }
+    let (mut sock, backend, note) = open(cfg.backend, &cfg.iface)?;
+    let _ = sock.bypass_qdisc();
+    let avg = cfg.sizes.cycle().iter().map(|&s| f64::from(s)).sum::<f64>()
+        / cfg.sizes.cycle().len() as f64;
+    let interval_ns = target_pps(cfg.rate, avg).map(|pps| 1e9 / pps.max(1e-9));
+    let flows = cfg.flows.count();
+    let ids = flows.min(1 << 16) as usize;
+    let mut seq = vec![0u64; ids];
+    let max_len = cfg.sizes.cycle().iter().copied().max().unwrap_or(64) as usize;
+    let mut store: Vec<Vec<u8>> = (0..RAW_BATCH_MAX).map(|_| vec![0u8; max_len]).collect();
+    let mut lens = [0usize; RAW_BATCH_MAX];
+    let (mut packets, mut bytes, mut calls, mut errors) = (0u64, 0u64, 0u64, 0u64);
+    let start = Instant::now();
+    let deadline = start + cfg.duration;
+    'run: while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+        let left = cfg.count.map_or(u64::MAX, |c| c - packets);
+        if left == 0 {
+            break;
+        }
+        // How many frames are due now.
+        let due = match interval_ns {
+            None => RAW_BATCH_MAX as u64,
+            Some(ns) => {
+                let allowed = (start.elapsed().as_nanos() as f64 / ns) as u64 + 1;
+                if allowed <= packets {
+                    let next = start + Duration::from_nanos((packets as f64 * ns) as u64);
+                    wait_until(next.min(deadline));
+                    continue;
+                }
+                (allowed - packets).min(RAW_BATCH_MAX as u64)
+            }
+        };
+        let n = due.min(left) as usize;
+        let tx_ns = clock::monotonic_ns();
+        for (k, buf) in store.iter_mut().take(n).enumerate() {
+            let p = packets + k as u64;
+            let i = p % flows;
+            let id = (i % ids as u64) as usize;
+            seq[id] += 1;
+            let size = cfg.sizes.nth(p);
+            let t = &templates[&size];
+            t.write(buf, &cfg.flows.flow(i), id as u16, seq[id], tx_ns);
+            lens[k] = t.len();
+        }
+        let mut sent = 0;
+        while sent < n {
+            let refs: Vec<&[u8]> = store[sent..n]
+                .iter()
+                .zip(&lens[sent..n])
+                .map(|(b, &l)| &b[..l])
+                .collect();
+            calls += 1;
+            match sock.send(&refs) {
+                Ok(k) => {
+                    for &l in &lens[sent..sent + k] {
+                        bytes += l as u64 + 4;
+                    }
+                    sent += k;
+                }
+                Err(e)
+                    if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted)
+                        || e.raw_os_error() == Some(105) =>
+                {
+                    errors += 1;
+                    if stop.load(Ordering::Relaxed)
+                        || Instant::now() >= deadline + Duration::from_secs(1)
+                    {
+                        // Frames given sequence numbers but never sent would read as loss.
+                        packets += sent as u64;
+                        break 'run;
+                    }
+                    std::thread::yield_now();
+                }
+                Err(source) => {
+                    return Err(BlastError::Send {
+                        iface: cfg.iface.clone(),
+                        source,
+                    });
+                }
+            }
+        }
+        packets += n as u64;
+    }
+    let duration_s = start.elapsed().as_secs_f64();
+    let per_flow = seq
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| **s > 0)
+        .map(|(i, s)| (i as u16, *s))
+        .collect();
+    Ok(BlastReport {
+        backend,
+        note,
+        packets,
+        bytes,
+        duration_s,
+        send_calls: calls,
+        send_errors: errors,
+        flows,
+        per_flow,
+    })
+}
+
+fn wait_until(t: Instant) {
+    loop {
+        let now = Instant::now();
+        if now >= t {
+            return;
+        }
+        let left = t - now;
+        if left > Duration::from_micros(200) {
+            std::thread::sleep(left - Duration::from_micros(100));
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}

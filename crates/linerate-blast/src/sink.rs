@@ -1,0 +1,121 @@
+//! Receiving and counting: every frame with a linerate probe is accounted
+//! per flow (loss, reordering, duplicates) and its latency recorded.
+
+use crate::backend::{BackendError, BackendKind, open};
+use linerate_backend::clock;
+use linerate_backend::raw::RAW_BATCH_MAX;
+use linerate_gen::SinkCounts;
+use std::io::ErrorKind;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone)]
+pub struct SinkConfig {
+    pub iface: String,
+    pub duration: Duration,
+    pub backend: BackendKind,
+    /// Sender and receiver read the same clock (same host): latency is valid.
+    pub clocks_shared: bool,
+    /// Stop once this many probe frames arrived (used with `--count`).
+    pub until_packets: Option<u64>,
+}
+
+#[derive(Debug)]
+pub struct SinkReport {
+    pub backend: &'static str,
+    pub note: Option<String>,
+    pub counts: SinkCounts,
+    pub duration_s: f64,
+    /// Frames the kernel dropped for this socket (its buffer was full).
+    pub kernel_drops: u64,
+}
+
+impl SinkReport {
+    pub fn json(&self) -> serde_json::Value {
+        let c = &self.counts;
+        let d = self.duration_s.max(1e-9);
+        // Bytes counted without FCS; add it back for L2, and 20 B per frame for L1.
+        let l2 = (c.bytes + 4 * c.packets) as f64 * 8.0;
+        let latency = c.latency_percentiles().map(|p| {
+            serde_json::json!({"p50": p[0], "p90": p[1], "p99": p[2], "p999": p[3], "max": p[4]})
+        });
+        serde_json::json!({
+            "role": "sink",
+            "backend": self.backend,
+            "backend_note": self.note,
+            "counted_by": "receiver: frames with a linerate probe that reached the socket",
+            "packets": c.packets,
+            "bytes": c.bytes + 4 * c.packets,
+            "duration_s": self.duration_s,
+            "pps": c.packets as f64 / d,
+            "bps_l2": l2 / d,
+            "bps_l1": l2 / d + (20 * 8 * c.packets) as f64 / d,
+            "lost": c.lost(),
+            "reordered": c.reordered(),
+            "duplicates": c.duplicates(),
+            "other_frames": c.other,
+            "kernel_drops": self.kernel_drops,
+            "latency_ns": latency,
+            "latency_clock": if c.clocks_shared() { "shared (same host): one-way latency is valid" } else { "not shared: latency not measured" },
+            "flows": c.flows.iter().map(|(id, f)| serde_json::json!({
+                "flow": id, "packets": f.seq.received, "bytes": f.bytes, "lost": f.seq.lost(),
+                "reordered": f.seq.late, "duplicates": f.seq.duplicates,
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendError> {
+    let (mut sock, backend, note) = open(cfg.backend, &cfg.iface)?;
+    let _ = sock.set_rcvbuf(64 << 20);
+    let _ = sock.set_read_timeout(Duration::from_millis(50));
+    let _ = sock.stats();
+    let mut store: Vec<Vec<u8>> = (0..RAW_BATCH_MAX).map(|_| vec![0u8; 9216]).collect();
+    let mut lens = [0usize; RAW_BATCH_MAX];
+    let mut counts = SinkCounts::new(cfg.clocks_shared);
+    let mut drops = 0u64;
+    let start = Instant::now();
+    let mut first: Option<Instant> = None;
+    let mut last = Instant::now();
+    while !stop.load(Ordering::Relaxed) && start.elapsed() < cfg.duration {
+        if cfg.until_packets.is_some_and(|n| counts.packets >= n) {
+            break;
+        }
+        let mut bufs: Vec<&mut [u8]> = store.iter_mut().map(Vec::as_mut_slice).collect();
+        match sock.recv(&mut bufs, &mut lens) {
+            Ok(n) => {
+                let now = clock::monotonic_ns();
+                last = Instant::now();
+                first.get_or_insert(last);
+                for i in 0..n {
+                    if lens[i] > 0 {
+                        counts.on_frame(&store[i][..lens[i]], now);
+                    }
+                }
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
+            Err(source) => {
+                return Err(BackendError::Open {
+                    iface: cfg.iface.clone(),
+                    source,
+                });
+            }
+        }
+        if let Ok((_, d)) = sock.stats() {
+            drops += u64::from(d);
+        }
+    }
+    // Rates over the time traffic was arriving, not the time spent waiting.
+    let duration_s = first.map_or(0.0, |f| last.duration_since(f).as_secs_f64());
+    Ok(SinkReport {
+        backend,
+        note,
+        counts,
+        duration_s,
+        kernel_drops: drops,
+    })
+}

@@ -1,0 +1,252 @@
+//! `linerate blast` and `linerate sink`.
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use linerate_blast::{BackendKind, BlastConfig, Rate, SinkConfig};
+use linerate_calc::{Imix, parse_bps, parse_pps};
+use linerate_gen::template::Framing;
+use linerate_gen::{FlowSpec, SizeSequence};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+/// Send crafted UDP frames (with linerate's probe) as fast as asked.
+#[derive(Debug, Args)]
+pub struct BlastArgs {
+    /// Interface to send on.
+    #[arg(long)]
+    iface: String,
+    /// Destination IP or range (198.18.0.2-198.18.0.9).
+    #[arg(long)]
+    dst_ip: String,
+    /// Source IP or range [default: the interface's address].
+    #[arg(long)]
+    src_ip: Option<String>,
+    /// Destination MAC or range [default: broadcast].
+    #[arg(long)]
+    dst_mac: Option<String>,
+    /// Source MAC or range [default: the interface's].
+    #[arg(long)]
+    src_mac: Option<String>,
+    /// Source UDP port or range.
+    #[arg(long, default_value = "9")]
+    src_port: String,
+    /// Destination UDP port or range.
+    #[arg(long, default_value = "9")]
+    dst_port: String,
+    /// Frame size on the wire, FCS included (64..=9216).
+    #[arg(long, group = "sz")]
+    size: Option<u16>,
+    /// Frame sizes sent in turn (64,594,1518).
+    #[arg(long, group = "sz", value_delimiter = ',')]
+    sizes: Option<Vec<u16>>,
+    /// IMIX: "simple" (7:4:1 of 64/594/1518) or SIZE:WEIGHT,...
+    #[arg(long, group = "sz", num_args = 0..=1, default_missing_value = "simple")]
+    imix: Option<String>,
+    /// Seconds to send (upper bound with --count).
+    #[arg(long, default_value_t = 3.0)]
+    duration: f64,
+    /// Frames to send.
+    #[arg(long)]
+    count: Option<u64>,
+    /// Target rate: 1Mpps, 500k (packets/s) or 2Gbps, 100Mbit (bits/s).
+    #[arg(long)]
+    rate: Option<String>,
+    /// Bit rates count frames only (L2) instead of the wire (L1).
+    #[arg(long)]
+    rate_l2: bool,
+    /// 802.1Q VLAN id.
+    #[arg(long)]
+    vlan: Option<u16>,
+    /// DSCP value (0..63).
+    #[arg(long, default_value_t = 0)]
+    dscp: u8,
+    /// auto, socket, af_packet or af_xdp.
+    #[arg(long, default_value = "auto")]
+    backend: String,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Count what arrives: per-flow loss, reordering, duplicates, latency.
+#[derive(Debug, Args)]
+pub struct SinkArgs {
+    /// Interface to receive on.
+    #[arg(long)]
+    iface: String,
+    /// Seconds to listen.
+    #[arg(long, default_value_t = 3.0)]
+    duration: f64,
+    /// Stop once this many probe frames arrived.
+    #[arg(long)]
+    count: Option<u64>,
+    /// The sender is on another host: do not report one-way latency.
+    #[arg(long)]
+    remote_sender: bool,
+    /// auto, socket, af_packet or af_xdp.
+    #[arg(long, default_value = "auto")]
+    backend: String,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn backend(s: &str) -> Result<BackendKind> {
+    BackendKind::parse(s)
+        .with_context(|| format!("unknown backend '{s}' (auto, socket, af_packet, af_xdp)"))
+}
+
+fn duration(s: f64) -> Result<Duration> {
+    if !(0.01..=86400.0).contains(&s) {
+        bail!("--duration must be between 0.01 and 86400 seconds");
+    }
+    Ok(Duration::from_secs_f64(s))
+}
+
+fn rate(s: Option<&str>, l2: bool) -> Result<Rate> {
+    let Some(s) = s else { return Ok(Rate::Max) };
+    let lower = s.to_ascii_lowercase();
+    if lower.ends_with("bps") && !lower.ends_with("pps")
+        || lower.ends_with("bit")
+        || lower.ends_with("b/s")
+    {
+        let b = parse_bps(s).map_err(anyhow::Error::msg)?;
+        return Ok(if l2 { Rate::BpsL2(b) } else { Rate::BpsL1(b) });
+    }
+    Ok(Rate::Pps(parse_pps(s).map_err(anyhow::Error::msg)?))
+}
+
+fn stop_flag() -> Result<Arc<AtomicBool>> {
+    let f = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, f.clone())?;
+    }
+    Ok(f)
+}
+
+pub fn run_blast(a: &BlastArgs) -> Result<u8> {
+    let v6 = a.dst_ip.contains(':');
+    let src_ip = match &a.src_ip {
+        Some(s) => s.clone(),
+        None => linerate_perf::net::iface_addr(&a.iface, v6)
+            .with_context(|| {
+                format!(
+                    "{} has no {} address: give --src-ip",
+                    a.iface,
+                    if v6 { "IPv6" } else { "IPv4" }
+                )
+            })?
+            .to_string(),
+    };
+    let src_mac = match &a.src_mac {
+        Some(m) => m.clone(),
+        None => iface_mac(&a.iface)?,
+    };
+    let dst_mac = a
+        .dst_mac
+        .clone()
+        .unwrap_or_else(|| "ff:ff:ff:ff:ff:ff".into());
+    let flows = FlowSpec::parse(
+        &src_mac,
+        &dst_mac,
+        &src_ip,
+        &a.dst_ip,
+        &a.src_port,
+        &a.dst_port,
+    )?;
+    let sizes = match (&a.size, &a.sizes, &a.imix) {
+        (_, Some(list), _) => SizeSequence::list(list),
+        (_, _, Some(spec)) => SizeSequence::from_mix(&Imix::parse(spec)?),
+        (s, ..) => SizeSequence::list(&[s.unwrap_or(64)]),
+    };
+    if sizes.cycle().is_empty() {
+        bail!("--sizes needs at least one size");
+    }
+    if a.dscp > 63 {
+        bail!("--dscp must be 0..63");
+    }
+    if a.vlan.is_some_and(|v| v > 4094) {
+        bail!("--vlan must be 0..4094");
+    }
+    let cfg = BlastConfig {
+        iface: a.iface.clone(),
+        flows,
+        sizes,
+        framing: Framing {
+            vlan: a.vlan.map(|v| (v, 0)),
+            dscp: a.dscp,
+            ttl: 64,
+            mtu: None,
+        },
+        count: a.count,
+        duration: duration(a.duration)?,
+        rate: rate(a.rate.as_deref(), a.rate_l2)?,
+        backend: backend(&a.backend)?,
+    };
+    let stop = stop_flag()?;
+    let r = linerate_blast::blast(&cfg, &stop)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&r.json())?);
+    } else {
+        if let Some(n) = &r.note {
+            eprintln!("linerate: {n}");
+        }
+        println!(
+            "sent {} frames ({} bytes) in {:.3} s: {:.0} pps, {} L1, {} L2 (sender's count: frames the kernel accepted; backend {}; {} flows; {} send calls, {} refused and retried)",
+            r.packets,
+            r.bytes,
+            r.duration_s,
+            r.pps(),
+            linerate_calc::format_bps(r.bps_l1()),
+            linerate_calc::format_bps(r.bps_l2()),
+            r.backend,
+            r.flows,
+            r.send_calls,
+            r.send_errors
+        );
+    }
+    Ok(0)
+}
+
+fn iface_mac(iface: &str) -> Result<String> {
+    let m = std::fs::read_to_string(format!("/sys/class/net/{iface}/address"))
+        .with_context(|| format!("interface {iface} does not exist"))?;
+    Ok(m.trim().to_string())
+}
+
+pub fn run_sink(a: &SinkArgs) -> Result<u8> {
+    let cfg = SinkConfig {
+        iface: a.iface.clone(),
+        duration: duration(a.duration)?,
+        backend: backend(&a.backend)?,
+        clocks_shared: !a.remote_sender,
+        until_packets: a.count,
+    };
+    let stop = stop_flag()?;
+    let r = linerate_blast::sink(&cfg, &stop)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&r.json())?);
+    } else {
+        let j = r.json();
+        println!(
+            "received {} probe frames in {:.3} s: {:.0} pps, {} L2 (receiver's count, backend {}); lost {}, reordered {}, duplicates {}, kernel drops {}",
+            j["packets"],
+            r.duration_s,
+            j["pps"].as_f64().unwrap_or(0.0),
+            linerate_calc::format_bps(j["bps_l2"].as_f64().unwrap_or(0.0)),
+            r.backend,
+            j["lost"],
+            j["reordered"],
+            j["duplicates"],
+            j["kernel_drops"]
+        );
+        if let Some(p) = r.counts.latency_percentiles() {
+            println!(
+                "one-way latency (same-host clock): p50 {} ns, p99 {} ns, max {} ns",
+                p[0], p[2], p[4]
+            );
+        }
+    }
+    Ok(0)
+}
