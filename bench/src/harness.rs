@@ -46,8 +46,9 @@ pub struct Scenario {
     pub receive_cpu: Option<usize>,
     /// What the ratio compares: packets (small frames) or bytes (bulk).
     pub metric: Metric,
-    /// Extra rig set-up (e.g. offloads) run once after the rig is up.
-    pub setup: Option<fn(&Rig) -> Result<()>>,
+    /// Extra rig set-up (offloads, an XDP drop sink) run once after the
+    /// rig is up; what it returns is kept alive until the scenario ends.
+    pub setup: Option<fn(&Rig) -> Result<Box<dyn std::any::Any>>>,
     pub contenders: Vec<Contender>,
     /// Checks that the scenario's tools exist; the error says what is missing.
     pub check: fn() -> Result<()>,
@@ -137,9 +138,10 @@ pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {
     (sc.check)()?;
     let machine = machine::describe();
     let rig = Rig::pair().context("bringing the rig up (needs root and iproute2)")?;
-    if let Some(setup) = sc.setup {
-        setup(&rig).context("scenario set-up")?;
-    }
+    let _setup_guard = match sc.setup {
+        Some(setup) => Some(setup(&rig).context("scenario set-up")?),
+        None => None,
+    };
     if let Some(cpu) = sc.receive_cpu {
         rig.pin_receive_path(sc.receiver, cpu)
             .context("moving the receive path to its own CPU (needs ethtool)")?;

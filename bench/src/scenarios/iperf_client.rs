@@ -43,7 +43,7 @@ fn run(rig: &Rig, run_for: Duration, program: &str, extra: &[&str]) -> Result<Ru
 /// A veth passes UDP GSO super-packets through whole, which no physical
 /// link does: make the sender's veth segment them (as a NIC without USO
 /// would) so the receiver's interface counts real frames.
-fn segment_before_the_wire(rig: &Rig) -> Result<()> {
+fn segment_before_the_wire(rig: &Rig) -> Result<Box<dyn std::any::Any>> {
     let out = rig
         .command(SENDER, "ethtool")
         .args(["-K", &rig.host(SENDER).iface, "tx-udp-segmentation", "off"])
@@ -54,7 +54,7 @@ fn segment_before_the_wire(rig: &Rig) -> Result<()> {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    Ok(())
+    Ok(Box::new(()))
 }
 
 macro_rules! case {

@@ -2,6 +2,7 @@
 
 use crate::harness::Scenario;
 
+mod blast_udp64;
 mod iperf_client;
 mod peer_udp64;
 pub mod tools;
@@ -17,6 +18,10 @@ pub fn all() -> Vec<Entry> {
         Entry {
             name: peer_udp64::NAME,
             build: peer_udp64::build,
+        },
+        Entry {
+            name: blast_udp64::NAME,
+            build: blast_udp64::build,
         },
         Entry {
             name: "iperf-tcp1",

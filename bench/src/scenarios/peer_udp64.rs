@@ -14,7 +14,7 @@ pub const ABOUT: &str =
 const SENDER: usize = 0;
 const RECEIVER: usize = 1;
 
-fn trafgen(rig: &Rig, run_for: Duration) -> Result<Running> {
+pub fn trafgen(rig: &Rig, run_for: Duration) -> Result<Running> {
     let (a, b) = (rig.host(SENDER), rig.host(RECEIVER));
     let conf =
         std::env::temp_dir().join(format!("linerate-bench-trafgen-{}.cfg", std::process::id()));

@@ -8,4 +8,5 @@ pub mod ethtool;
 pub mod raw;
 pub mod sockopt;
 pub mod udp_batch;
+pub mod xdp;
 pub mod zerocopy;

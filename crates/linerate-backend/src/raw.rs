@@ -10,7 +10,7 @@ use std::time::Duration;
 /// Most frames per call.
 pub const RAW_BATCH_MAX: usize = 64;
 
-fn ifindex(iface: &str) -> io::Result<i32> {
+pub fn ifindex(iface: &str) -> io::Result<i32> {
     let name = CString::new(iface)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "bad interface name"))?;
     // SAFETY: `name` is a valid NUL-terminated string.
