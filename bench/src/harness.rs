@@ -48,11 +48,14 @@ pub struct Scenario {
     pub metric: Metric,
     /// Extra rig set-up (offloads, an XDP drop sink) run once after the
     /// rig is up; what it returns is kept alive until the scenario ends.
-    pub setup: Option<fn(&Rig) -> Result<Box<dyn std::any::Any>>>,
+    pub setup: Option<Setup>,
     pub contenders: Vec<Contender>,
     /// Checks that the scenario's tools exist; the error says what is missing.
     pub check: fn() -> Result<()>,
 }
+
+/// Scenario set-up; the value it returns is dropped when the scenario ends.
+pub type Setup = fn(&Rig) -> Result<Box<dyn std::any::Any>>;
 
 /// The received figure a scenario ranks by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
