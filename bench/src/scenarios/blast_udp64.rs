@@ -12,7 +12,7 @@ pub const NAME: &str = "blast-udp64";
 const SENDER: usize = 0;
 const RECEIVER: usize = 1;
 
-fn linerate(rig: &Rig, run_for: Duration) -> Result<Running> {
+fn linerate(rig: &Rig, run_for: Duration, backend: &str) -> Result<Running> {
     let bin = std::env::current_exe()?.with_file_name("linerate");
     if !bin.exists() {
         bail!(
@@ -32,7 +32,7 @@ fn linerate(rig: &Rig, run_for: Duration) -> Result<Running> {
             "--iface",
             &a.iface,
             "--backend",
-            "socket",
+            backend,
             "--dst-mac",
             &b.mac,
             "--src-ip",
@@ -65,18 +65,30 @@ fn xdp_drop_sink(rig: &Rig) -> Result<Box<dyn std::any::Any>> {
     Ok(Box::new(link))
 }
 
+fn linerate_socket(rig: &Rig, run_for: Duration) -> Result<Running> {
+    linerate(rig, run_for, "socket")
+}
+
+fn linerate_af_packet(rig: &Rig, run_for: Duration) -> Result<Running> {
+    linerate(rig, run_for, "af_packet")
+}
+
 pub fn build() -> Scenario {
     Scenario {
         name: NAME,
-        about: "linerate blast (socket backend: raw AF_PACKET + sendmmsg) vs trafgen, 64-byte frames, sender pinned to CPU0, XDP drop sink on the receiver",
+        about: "linerate blast (af_packet TX ring; socket: raw AF_PACKET + sendmmsg) vs trafgen, 64-byte frames, sender pinned to CPU0, XDP drop sink on the receiver",
         receiver: RECEIVER,
         receive_cpu: Some(1),
         metric: Metric::Packets,
         setup: Some(xdp_drop_sink),
         contenders: vec![
             Contender {
+                name: "linerate blast af_packet",
+                start: linerate_af_packet,
+            },
+            Contender {
                 name: "linerate blast socket",
-                start: linerate,
+                start: linerate_socket,
             },
             Contender {
                 name: "trafgen",

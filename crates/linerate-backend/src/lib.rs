@@ -5,6 +5,7 @@
 
 pub mod clock;
 pub mod ethtool;
+pub mod packet_ring;
 pub mod raw;
 pub mod sockopt;
 pub mod udp_batch;

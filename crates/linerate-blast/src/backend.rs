@@ -1,6 +1,8 @@
-//! Choosing a backend, with the reason when `auto` falls back.
+//! Choosing a backend, saying why when `auto` falls back.
 
+use linerate_backend::packet_ring::TxRing;
 use linerate_backend::raw::RawSocket;
+use std::io;
 use thiserror::Error;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,35 +28,106 @@ impl BackendKind {
 #[derive(Debug, Error)]
 pub enum BackendError {
     #[error(
-        "backend {0} is not available in this build of linerate yet; use --backend socket (or auto)"
+        "backend {0} is not available in this build of linerate yet; use --backend af_packet, socket or auto"
     )]
     NotBuilt(&'static str),
     #[error("interface {iface}: {source}")]
-    Open {
-        iface: String,
-        source: std::io::Error,
-    },
+    Open { iface: String, source: io::Error },
 }
 
-/// Opens the backend on `iface`. Returns the socket, the backend's name and,
-/// for `auto`, the one-line reason for the choice.
-pub fn open(
+fn open_err(iface: &str) -> impl FnOnce(io::Error) -> BackendError + '_ {
+    move |source| BackendError::Open {
+        iface: iface.to_string(),
+        source,
+    }
+}
+
+/// Where blast's frames go.
+#[derive(Debug)]
+pub enum Tx {
+    /// Raw AF_PACKET socket, sendmmsg.
+    Socket(RawSocket),
+    /// AF_PACKET TPACKET_V3 TX ring.
+    Ring(TxRing),
+}
+
+impl Tx {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Tx::Socket(_) => "socket",
+            Tx::Ring(_) => "af_packet",
+        }
+    }
+
+    /// Hands frames to the kernel; returns how many it took (0: full, retry).
+    pub fn send(&mut self, frames: &[&[u8]]) -> io::Result<usize> {
+        match self {
+            Tx::Socket(s) => s.send(frames),
+            Tx::Ring(r) => r.send(frames),
+        }
+    }
+
+    /// Waits until everything handed over is sent.
+    pub fn finish(&mut self) -> io::Result<()> {
+        match self {
+            Tx::Socket(_) => Ok(()),
+            Tx::Ring(r) => r.flush(),
+        }
+    }
+}
+
+/// Opens the sending backend; the note says what `auto` chose and why.
+pub fn open_tx(
+    kind: BackendKind,
+    iface: &str,
+    max_frame: usize,
+) -> Result<(Tx, Option<String>), BackendError> {
+    let socket = || -> Result<Tx, BackendError> {
+        let s = RawSocket::open(iface).map_err(open_err(iface))?;
+        let _ = s.bypass_qdisc();
+        Ok(Tx::Socket(s))
+    };
+    match kind {
+        BackendKind::AfXdp => Err(BackendError::NotBuilt("af_xdp")),
+        BackendKind::Socket => Ok((socket()?, None)),
+        BackendKind::AfPacket => Ok((
+            Tx::Ring(TxRing::open(iface, max_frame, 4096).map_err(open_err(iface))?),
+            None,
+        )),
+        BackendKind::Auto => match TxRing::open(iface, max_frame, 4096) {
+            Ok(r) => Ok((
+                Tx::Ring(r),
+                Some(format!(
+                    "af_xdp: not built yet, using af_packet (TPACKET_V3 TX ring) on {iface}"
+                )),
+            )),
+            Err(e) => Ok((
+                socket()?,
+                Some(format!(
+                    "af_packet: TX ring refused ({e}), using socket (raw AF_PACKET, sendmmsg) on {iface}"
+                )),
+            )),
+        },
+    }
+}
+
+/// Opens the receiving backend (raw socket today); the note says so when
+/// another backend was asked for.
+pub fn open_rx(
     kind: BackendKind,
     iface: &str,
 ) -> Result<(RawSocket, &'static str, Option<String>), BackendError> {
     let note = match kind {
-        BackendKind::AfPacket => {
-            return Err(BackendError::NotBuilt("af_packet (TPACKET_V3 rings)"));
-        }
         BackendKind::AfXdp => return Err(BackendError::NotBuilt("af_xdp")),
+        BackendKind::AfPacket => Some(
+            "af_packet: RX ring not built yet, receiving with socket (raw AF_PACKET, recvmmsg)"
+                .to_string(),
+        ),
         BackendKind::Auto => Some(format!(
-            "af_xdp and af_packet rings are not built yet: using socket (raw AF_PACKET, sendmmsg) on {iface}"
+            "af_xdp and the af_packet RX ring are not built yet: receiving with socket on {iface}"
         )),
         BackendKind::Socket => None,
     };
-    let sock = RawSocket::open(iface).map_err(|source| BackendError::Open {
-        iface: iface.to_string(),
-        source,
-    })?;
-    Ok((sock, "socket", note))
+    let s = RawSocket::open(iface).map_err(open_err(iface))?;
+    Ok((s, "socket", note))
 }

@@ -1,11 +1,11 @@
 //! Sending crafted frames: templates patched per packet, batched sends,
 //! pacing to a packet or bit rate, exact per-flow counts.
 
-use crate::backend::{BackendError, BackendKind, open};
+use crate::backend::{BackendError, BackendKind, open_tx};
 use linerate_backend::clock;
 use linerate_backend::raw::RAW_BATCH_MAX;
 use linerate_gen::template::Framing;
-use linerate_gen::{FlowSpec, SizeSequence, Template, TemplateError};
+use linerate_gen::{FlowCursor, FlowSpec, SizeSequence, Template, TemplateError};
 use std::collections::{BTreeMap, HashMap};
 use std::io::ErrorKind;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -58,7 +58,7 @@ pub struct BlastReport {
     pub bytes: u64,
     pub duration_s: f64,
     pub send_calls: u64,
-    /// Sends the kernel refused for lack of buffer (EAGAIN/ENOBUFS), retried.
+    /// Sends the kernel refused for lack of buffer or ring space, retried.
     pub send_errors: u64,
     pub flows: u64,
     /// Frames sent per probe flow id.
@@ -124,16 +124,21 @@ pub fn blast(cfg: &BlastConfig, stop: &AtomicBool) -> Result<BlastReport, BlastE
             e.insert(t);
         }
     }
-    let (mut sock, backend, note) = open(cfg.backend, &cfg.iface)?;
-    let _ = sock.bypass_qdisc();
+    let max_frame = cfg.sizes.cycle().iter().copied().max().unwrap_or(64) as usize;
+    let (mut sock, note) = open_tx(cfg.backend, &cfg.iface, max_frame)?;
+    let backend = sock.name();
     let avg = cfg.sizes.cycle().iter().map(|&s| f64::from(s)).sum::<f64>()
         / cfg.sizes.cycle().len() as f64;
     let interval_ns = target_pps(cfg.rate, avg).map(|pps| 1e9 / pps.max(1e-9));
     let flows = cfg.flows.count();
     let ids = flows.min(1 << 16) as usize;
     let mut seq = vec![0u64; ids];
-    let max_len = cfg.sizes.cycle().iter().copied().max().unwrap_or(64) as usize;
-    let mut store: Vec<Vec<u8>> = (0..RAW_BATCH_MAX).map(|_| vec![0u8; max_len]).collect();
+    // Per-packet work is an odometer step and a template copy: the size of
+    // frame p is the cycle entry p mod len, looked up once per cycle slot.
+    let cycle: Vec<&Template> = cfg.sizes.cycle().iter().map(|s| &templates[s]).collect();
+    let mut slot = 0usize;
+    let mut cursor = FlowCursor::new(&cfg.flows);
+    let mut store: Vec<Vec<u8>> = (0..RAW_BATCH_MAX).map(|_| vec![0u8; max_frame]).collect();
     let mut lens = [0usize; RAW_BATCH_MAX];
     let (mut packets, mut bytes, mut calls, mut errors) = (0u64, 0u64, 0u64, 0u64);
     let start = Instant::now();
@@ -158,15 +163,15 @@ pub fn blast(cfg: &BlastConfig, stop: &AtomicBool) -> Result<BlastReport, BlastE
         };
         let n = due.min(left) as usize;
         let tx_ns = clock::monotonic_ns();
-        for (k, buf) in store.iter_mut().take(n).enumerate() {
-            let p = packets + k as u64;
-            let i = p % flows;
+        for (buf, len) in store.iter_mut().zip(lens.iter_mut()).take(n) {
+            let (i, flow) = cursor.get();
             let id = (i % ids as u64) as usize;
             seq[id] += 1;
-            let size = cfg.sizes.nth(p);
-            let t = &templates[&size];
-            t.write(buf, &cfg.flows.flow(i), id as u16, seq[id], tx_ns);
-            lens[k] = t.len();
+            let t = cycle[slot];
+            t.write(buf, flow, id as u16, seq[id], tx_ns);
+            *len = t.len();
+            slot = if slot + 1 == cycle.len() { 0 } else { slot + 1 };
+            cursor.advance();
         }
         let mut sent = 0;
         while sent < n {
@@ -177,6 +182,17 @@ pub fn blast(cfg: &BlastConfig, stop: &AtomicBool) -> Result<BlastReport, BlastE
                 .collect();
             calls += 1;
             match sock.send(&refs) {
+                Ok(0) => {
+                    // The ring is full: let the kernel catch up.
+                    errors += 1;
+                    if stop.load(Ordering::Relaxed)
+                        || Instant::now() >= deadline + Duration::from_secs(1)
+                    {
+                        packets += sent as u64;
+                        break 'run;
+                    }
+                    std::thread::yield_now();
+                }
                 Ok(k) => {
                     for &l in &lens[sent..sent + k] {
                         bytes += l as u64 + 4;
@@ -207,6 +223,10 @@ pub fn blast(cfg: &BlastConfig, stop: &AtomicBool) -> Result<BlastReport, BlastE
         }
         packets += n as u64;
     }
+    sock.finish().map_err(|source| BlastError::Send {
+        iface: cfg.iface.clone(),
+        source,
+    })?;
     let duration_s = start.elapsed().as_secs_f64();
     let per_flow = seq
         .iter()

@@ -1,7 +1,7 @@
 //! Receiving and counting: every frame with a linerate probe is accounted
 //! per flow (loss, reordering, duplicates) and its latency recorded.
 
-use crate::backend::{BackendError, BackendKind, open};
+use crate::backend::{BackendError, BackendKind, open_rx};
 use linerate_backend::clock;
 use linerate_backend::raw::RAW_BATCH_MAX;
 use linerate_gen::SinkCounts;
@@ -66,7 +66,7 @@ impl SinkReport {
 }
 
 pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendError> {
-    let (mut sock, backend, note) = open(cfg.backend, &cfg.iface)?;
+    let (mut sock, backend, note) = open_rx(cfg.backend, &cfg.iface)?;
     let _ = sock.set_rcvbuf(64 << 20);
     let _ = sock.set_read_timeout(Duration::from_millis(50));
     let _ = sock.stats();

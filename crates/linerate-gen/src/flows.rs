@@ -60,10 +60,6 @@ impl Range {
             step: u128::from(step),
         })
     }
-
-    fn nth(&self, k: u64) -> u128 {
-        self.first + u128::from(k % self.count) * self.step
-    }
 }
 
 fn split(text: &str) -> (&str, Option<&str>) {
@@ -205,10 +201,19 @@ impl FlowSpec {
     /// The fields of flow `i` (taken modulo [`count`](Self::count)).
     pub fn flow(&self, i: u64) -> FlowFields {
         let mut rest = i % self.count().max(1);
-        let mut v = [0u128; 6];
-        for (slot, r) in v.iter_mut().zip(self.order()) {
-            *slot = r.nth(rest % r.count);
+        let mut digits = [0u64; 6];
+        for (d, r) in digits.iter_mut().zip(self.order()) {
+            *d = rest % r.count;
             rest /= r.count;
+        }
+        self.fields(&digits)
+    }
+
+    /// The fields for one digit per range (each below its range's count).
+    fn fields(&self, digits: &[u64; 6]) -> FlowFields {
+        let mut v = [0u128; 6];
+        for ((slot, r), &d) in v.iter_mut().zip(self.order()).zip(digits) {
+            *slot = r.first + u128::from(d) * r.step;
         }
         let ip = |n: u128| -> IpAddr {
             if self.ipv6 {
@@ -225,6 +230,53 @@ impl FlowSpec {
             src_mac: MacAddr::from_u64(v[4] as u64),
             dst_mac: MacAddr::from_u64(v[5] as u64),
         }
+    }
+}
+
+/// Walks the flows in order without dividing per packet: an odometer that
+/// steps the fastest field and carries into the next.
+#[derive(Debug, Clone)]
+pub struct FlowCursor<'a> {
+    spec: &'a FlowSpec,
+    digits: [u64; 6],
+    index: u64,
+    current: FlowFields,
+}
+
+impl<'a> FlowCursor<'a> {
+    pub fn new(spec: &'a FlowSpec) -> Self {
+        Self {
+            spec,
+            digits: [0; 6],
+            index: 0,
+            current: spec.flow(0),
+        }
+    }
+
+    /// The flow index (0..count) and fields of the current flow.
+    pub fn get(&self) -> (u64, &FlowFields) {
+        (self.index, &self.current)
+    }
+
+    /// Moves to the next flow (wrapping after the last).
+    pub fn advance(&mut self) {
+        let count = self.spec.count();
+        if count <= 1 {
+            return;
+        }
+        self.index = if self.index + 1 == count {
+            0
+        } else {
+            self.index + 1
+        };
+        for (d, r) in self.digits.iter_mut().zip(self.spec.order()) {
+            *d += 1;
+            if *d < r.count {
+                break;
+            }
+            *d = 0;
+        }
+        self.current = self.spec.fields(&self.digits);
     }
 }
 
@@ -253,6 +305,11 @@ mod tests {
         );
         assert_eq!(s.flow(12), s.flow(0), "cycles");
         assert_eq!(s.flow(1).src_port, 1001, "source port moves fastest");
+        let mut c = FlowCursor::new(&s);
+        for i in 0..30 {
+            assert_eq!(c.get(), (i % 12, &s.flow(i)));
+            c.advance();
+        }
     }
 
     #[test]

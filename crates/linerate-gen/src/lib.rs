@@ -9,7 +9,7 @@ pub mod sink;
 pub mod sizes;
 pub mod template;
 
-pub use flows::{FlowError, FlowFields, FlowSpec};
+pub use flows::{FlowCursor, FlowError, FlowFields, FlowSpec};
 pub use sink::SinkCounts;
 pub use sizes::SizeSequence;
 pub use template::{Framing, Template, TemplateError};

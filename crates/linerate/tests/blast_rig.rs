@@ -82,65 +82,76 @@ fn blast_exactly_n_and_the_sink_counts_exactly_n() {
         return;
     }
     let rig = Rig::pair().unwrap();
-    let sink = std::thread::scope(|s| {
-        let h = s.spawn(|| {
-            rig.command(1, BIN)
-                .args([
-                    "sink",
-                    "--iface",
-                    "veth0",
-                    "--duration",
-                    "15",
+    for backend in ["af_packet", "socket", "auto"] {
+        let sink = std::thread::scope(|s| {
+            let h = s.spawn(|| {
+                rig.command(1, BIN)
+                    .args([
+                        "sink",
+                        "--iface",
+                        "veth0",
+                        "--duration",
+                        "15",
+                        "--count",
+                        "20000",
+                        "--json",
+                    ])
+                    .output()
+                    .unwrap()
+            });
+            std::thread::sleep(Duration::from_millis(500));
+            let out = blast(
+                &rig,
+                &[
+                    "--backend",
+                    backend,
+                    "--dst-ip",
+                    "198.18.0.2",
+                    "--src-port",
+                    "1000-1007",
                     "--count",
                     "20000",
-                    "--json",
-                ])
-                .output()
-                .unwrap()
+                    "--rate",
+                    "100k",
+                ],
+            );
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let b = support::json(&out.stdout);
+            assert_eq!(b["packets"], 20000);
+            // auto picks the fastest backend built and says why.
+            let expect = if backend == "auto" {
+                "af_packet"
+            } else {
+                backend
+            };
+            assert_eq!(b["backend"], expect);
+            assert_eq!(b["backend_note"].is_string(), backend == "auto", "{b}");
+            assert_eq!(b["flows"], 8);
+            h.join().unwrap()
         });
-        std::thread::sleep(Duration::from_millis(500));
-        let out = blast(
-            &rig,
-            &[
-                "--dst-ip",
-                "198.18.0.2",
-                "--src-port",
-                "1000-1007",
-                "--count",
-                "20000",
-                "--rate",
-                "100k",
-            ],
+        let v = support::json(&sink.stdout);
+        assert_eq!(v["packets"], 20000, "{backend}: {v}");
+        assert_eq!(
+            (
+                v["lost"].as_u64(),
+                v["duplicates"].as_u64(),
+                v["reordered"].as_u64()
+            ),
+            (Some(0), Some(0), Some(0))
         );
+        let flows = v["flows"].as_array().unwrap();
+        assert_eq!(flows.len(), 8);
         assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+            flows.iter().all(|f| f["packets"] == 2500),
+            "sent = received + lost per flow"
         );
-        let b = support::json(&out.stdout);
-        assert_eq!(b["packets"], 20000);
-        assert_eq!(b["backend"], "socket");
-        assert_eq!(b["flows"], 8);
-        h.join().unwrap()
-    });
-    let v = support::json(&sink.stdout);
-    assert_eq!(v["packets"], 20000, "{v}");
-    assert_eq!(
-        (
-            v["lost"].as_u64(),
-            v["duplicates"].as_u64(),
-            v["reordered"].as_u64()
-        ),
-        (Some(0), Some(0), Some(0))
-    );
-    let flows = v["flows"].as_array().unwrap();
-    assert_eq!(flows.len(), 8);
-    assert!(
-        flows.iter().all(|f| f["packets"] == 2500),
-        "sent = received + lost per flow"
-    );
-    assert!(v["latency_ns"]["p50"].as_u64().unwrap() > 0);
-    assert_eq!(v["bytes"], 20000 * 64);
+        assert!(v["latency_ns"]["p50"].as_u64().unwrap() > 0);
+        assert_eq!(v["bytes"], 20000 * 64);
+    }
 }
 
 #[test]
