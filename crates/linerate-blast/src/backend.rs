@@ -59,6 +59,15 @@ impl Tx {
         }
     }
 
+    /// Frames per send call that suit the backend.
+    pub fn batch(&self) -> usize {
+        match self {
+            Tx::Socket(_) => linerate_backend::raw::RAW_BATCH_MAX,
+            // One kick of the ring sends every queued slot.
+            Tx::Ring(r) => r.capacity().min(256),
+        }
+    }
+
     /// Hands frames to the kernel; returns how many it took (0: full, retry).
     pub fn send(&mut self, frames: &[&[u8]]) -> io::Result<usize> {
         match self {

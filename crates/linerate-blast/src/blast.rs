@@ -3,7 +3,6 @@
 
 use crate::backend::{BackendError, BackendKind, open_tx};
 use linerate_backend::clock;
-use linerate_backend::raw::RAW_BATCH_MAX;
 use linerate_gen::template::Framing;
 use linerate_gen::{FlowCursor, FlowSpec, SizeSequence, Template, TemplateError};
 use std::collections::{BTreeMap, HashMap};
@@ -138,8 +137,9 @@ pub fn blast(cfg: &BlastConfig, stop: &AtomicBool) -> Result<BlastReport, BlastE
     let cycle: Vec<&Template> = cfg.sizes.cycle().iter().map(|s| &templates[s]).collect();
     let mut slot = 0usize;
     let mut cursor = FlowCursor::new(&cfg.flows);
-    let mut store: Vec<Vec<u8>> = (0..RAW_BATCH_MAX).map(|_| vec![0u8; max_frame]).collect();
-    let mut lens = [0usize; RAW_BATCH_MAX];
+    let batch = sock.batch();
+    let mut store: Vec<Vec<u8>> = (0..batch).map(|_| vec![0u8; max_frame]).collect();
+    let mut lens = vec![0usize; batch];
     let (mut packets, mut bytes, mut calls, mut errors) = (0u64, 0u64, 0u64, 0u64);
     let start = Instant::now();
     let deadline = start + cfg.duration;
@@ -150,7 +150,7 @@ pub fn blast(cfg: &BlastConfig, stop: &AtomicBool) -> Result<BlastReport, BlastE
         }
         // How many frames are due now.
         let due = match interval_ns {
-            None => RAW_BATCH_MAX as u64,
+            None => batch as u64,
             Some(ns) => {
                 let allowed = (start.elapsed().as_nanos() as f64 / ns) as u64 + 1;
                 if allowed <= packets {
@@ -158,7 +158,7 @@ pub fn blast(cfg: &BlastConfig, stop: &AtomicBool) -> Result<BlastReport, BlastE
                     wait_until(next.min(deadline));
                     continue;
                 }
-                (allowed - packets).min(RAW_BATCH_MAX as u64)
+                (allowed - packets).min(batch as u64)
             }
         };
         let n = due.min(left) as usize;
