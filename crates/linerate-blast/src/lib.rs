@@ -11,5 +11,5 @@ mod blast;
 mod sink;
 
 pub use backend::{BackendError, BackendKind, Tx, open_rx, open_tx};
-pub use blast::{BlastConfig, BlastError, BlastReport, Rate, blast};
+pub use blast::{BlastConfig, BlastError, BlastReport, Rate, Replay, Timing, blast};
 pub use sink::{SinkConfig, SinkReport, sink};

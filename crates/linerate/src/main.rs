@@ -32,7 +32,7 @@ enum Command {
         args: Box<IperfArgs>,
     },
     /// Send crafted frames with linerate's probe (raw socket backend today).
-    Blast(cmd::blast::BlastArgs),
+    Blast(Box<cmd::blast::BlastArgs>),
     /// Count what arrives: per-flow loss, reordering, duplicates, latency.
     Sink(cmd::blast::SinkArgs),
     /// What on this host limits throughput, with the evidence and the fix.

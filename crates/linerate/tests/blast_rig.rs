@@ -264,3 +264,218 @@ fn bad_input_is_refused_before_any_traffic() {
     );
     let _ = Command::new("true").status();
 }
+
+/// All frames from `src_mac` seen on host 1 while `f` runs, in order.
+fn capture_raw(rig: &Rig, src_mac: [u8; 6], f: impl FnOnce()) -> Vec<Vec<u8>> {
+    std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            rig.run_in(1, || {
+                let mut sock = RawSocket::open("veth0").unwrap();
+                sock.set_read_timeout(Duration::from_millis(300)).unwrap();
+                let mut store = vec![vec![0u8; 2048]; 64];
+                let mut lens = [0usize; 64];
+                let mut out = Vec::new();
+                let t0 = Instant::now();
+                let mut idle_since = Instant::now();
+                while t0.elapsed() < Duration::from_secs(20)
+                    && idle_since.elapsed() < Duration::from_millis(1500)
+                {
+                    let mut bufs: Vec<&mut [u8]> =
+                        store.iter_mut().map(|b| b.as_mut_slice()).collect();
+                    let Ok(n) = sock.recv(&mut bufs, &mut lens) else {
+                        continue;
+                    };
+                    for i in 0..n {
+                        if lens[i] >= 14 && store[i][6..12] == src_mac {
+                            idle_since = Instant::now();
+                            out.push(store[i][..lens[i]].to_vec());
+                        }
+                    }
+                }
+                out
+            })
+            .unwrap()
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        f();
+        h.join().unwrap()
+    })
+}
+
+/// A trace of UDP, TCP and ICMP frames (IPv4) from 02:00:00:00:00:99.
+fn trace_frames() -> Vec<Vec<u8>> {
+    use linerate_wire::*;
+    let (s, d): (IpAddr, IpAddr) = ("198.19.0.1".parse().unwrap(), "198.19.0.2".parse().unwrap());
+    let mut out = Vec::new();
+    for i in 0..40u16 {
+        let (proto, l4_len) = match i % 3 {
+            0 => (ip_proto::UDP, 8 + 20 + usize::from(i)),
+            1 => (ip_proto::TCP, 20),
+            _ => (ip_proto::ICMP, 8 + 32),
+        };
+        let mut b = vec![0u8; 14 + 20 + l4_len];
+        EthernetRepr {
+            src: MacAddr([2, 0, 0, 0, 0, 0x99]),
+            dst: MacAddr([2, 0, 0, 0, 0, 0x98]),
+            ethertype: EtherType::IPV4,
+        }
+        .emit(&mut EthernetFrame::new_unchecked(&mut b[..]));
+        Ipv4Repr {
+            src: [198, 19, 0, 1].into(),
+            dst: [198, 19, 0, 2].into(),
+            protocol: proto,
+            payload_len: l4_len,
+            ttl: 64,
+            dscp: 0,
+            ecn: 0,
+            ident: i,
+            dont_frag: true,
+        }
+        .emit(&mut Ipv4Packet::new_unchecked(&mut b[14..]));
+        let seg = &mut b[34..];
+        match proto {
+            ip_proto::UDP => {
+                seg[8..].fill(i as u8);
+                UdpRepr {
+                    src_port: 4000 + i,
+                    dst_port: 9,
+                    payload_len: l4_len - 8,
+                }
+                .emit(&mut UdpPacket::new_unchecked(seg), Some((s, d)));
+            }
+            ip_proto::TCP => TcpRepr {
+                src_port: 4000 + i,
+                dst_port: 80,
+                seq: u32::from(i),
+                ack: 0,
+                flags: TcpFlags(TcpFlags::SYN),
+                window: 1000,
+                urgent: 0,
+                payload_len: 0,
+            }
+            .emit(&mut TcpPacket::new_unchecked(seg), Some((s, d))),
+            _ => IcmpEchoRepr {
+                version: IcmpVersion::V4,
+                is_request: true,
+                ident: 7,
+                seq: i,
+                data_len: 32,
+            }
+            .emit(&mut IcmpEchoPacket::new_unchecked(seg), None),
+        }
+        out.push(b);
+    }
+    out
+}
+
+fn write_pcap(frames: &[Vec<u8>], path: &std::path::Path) {
+    use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
+    let mut w = PcapWriter::with_header(
+        Vec::new(),
+        PcapHeader {
+            datalink: pcap_file::DataLink::ETHERNET,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    for (i, f) in frames.iter().enumerate() {
+        w.write_packet(&PcapPacket::new(
+            Duration::from_micros(200 * i as u64),
+            f.len() as u32,
+            f,
+        ))
+        .unwrap();
+    }
+    std::fs::write(path, w.into_writer()).unwrap();
+}
+
+#[test]
+fn pcap_replay_arrives_packet_for_packet_after_rewriting() {
+    if skip("pcap_replay_arrives_packet_for_packet_after_rewriting") {
+        return;
+    }
+    let rig = Rig::pair().unwrap();
+    let dir = std::env::temp_dir().join(format!("linerate-pcap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let frames = trace_frames();
+    let path = dir.join("trace.pcap");
+    write_pcap(&frames, &path);
+    let dst_mac = rig.host(1).mac.clone();
+    for timing in ["fast", "original"] {
+        let got = capture_raw(&rig, [2, 0, 0, 0, 0, 0x99], || {
+            let out = rig
+                .command(0, BIN)
+                .args(["blast", "--iface", "veth0", "--pcap"])
+                .arg(&path)
+                .args([
+                    "--loop",
+                    "2",
+                    "--pcap-timing",
+                    timing,
+                    "--dst-mac",
+                    &dst_mac,
+                    "--src-ip",
+                    "198.18.0.1",
+                    "--dst-ip",
+                    "198.18.0.2",
+                    "--json",
+                ])
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_eq!(support::json(&out.stdout)["packets"], 80);
+        });
+        let rw = linerate_gen::pcap::Rewrite {
+            dst_mac: linerate_wire::MacAddr::parse(&dst_mac),
+            src_ip: Some("198.18.0.1".parse().unwrap()),
+            dst_ip: Some("198.18.0.2".parse().unwrap()),
+            ..Default::default()
+        };
+        let mut expected: Vec<Vec<u8>> = frames.iter().chain(frames.iter()).cloned().collect();
+        for f in &mut expected {
+            linerate_gen::pcap::rewrite(f, &rw);
+        }
+        // Short frames are padded to 60 bytes on the wire.
+        let got: Vec<Vec<u8>> = got
+            .into_iter()
+            .zip(&expected)
+            .map(|(g, e)| g[..e.len().min(g.len())].to_vec())
+            .collect();
+        assert_eq!(got.len(), 80, "{timing}");
+        assert!(
+            got == expected,
+            "{timing}: replayed frames differ from the rewritten trace"
+        );
+        for f in &got {
+            let p = parse_frame(f).unwrap();
+            let L3::Ipv4(ip) = p.l3 else { panic!() };
+            assert_eq!(ip.dst, std::net::Ipv4Addr::new(198, 18, 0, 2));
+            assert!(
+                linerate_wire::Ipv4Packet::new_checked(&f[14..])
+                    .unwrap()
+                    .verify_checksum()
+            );
+        }
+    }
+    // A truncated file is refused before anything is sent.
+    let bytes = std::fs::read(&path).unwrap();
+    let cut = dir.join("cut.pcap");
+    std::fs::write(&cut, &bytes[..bytes.len() - 10]).unwrap();
+    let out = rig
+        .command(0, BIN)
+        .args(["blast", "--iface", "veth0", "--pcap"])
+        .arg(&cut)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("corrupt or truncated"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -16,9 +16,10 @@ pub struct BlastArgs {
     /// Interface to send on.
     #[arg(long)]
     iface: String,
-    /// Destination IP or range (198.18.0.2-198.18.0.9).
-    #[arg(long)]
-    dst_ip: String,
+    /// Destination IP or range (198.18.0.2-198.18.0.9); with --pcap, the
+    /// address every replayed frame gets.
+    #[arg(long, required_unless_present = "pcap")]
+    dst_ip: Option<String>,
     /// Source IP or range [default: the interface's address].
     #[arg(long)]
     src_ip: Option<String>,
@@ -43,6 +44,16 @@ pub struct BlastArgs {
     /// IMIX: "simple" (7:4:1 of 64/594/1518) or SIZE:WEIGHT,...
     #[arg(long, group = "sz", num_args = 0..=1, default_missing_value = "simple")]
     imix: Option<String>,
+    /// Replay this pcap/pcapng file instead of generating frames (MACs and
+    /// IPs rewritten when --dst-mac/--src-mac/--src-ip/--dst-ip are given).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["size", "sizes", "imix", "src_port", "dst_port", "vlan"])]
+    pcap: Option<std::path::PathBuf>,
+    /// Times through the trace (0: until --duration or --count).
+    #[arg(long = "loop", default_value_t = 1, requires = "pcap")]
+    loops: u64,
+    /// Trace timing: "original", "fast" (or --rate), or a speed-up factor such as 2.
+    #[arg(long, default_value = "fast", requires = "pcap")]
+    pcap_timing: String,
     /// Seconds to send (upper bound with --count).
     #[arg(long, default_value_t = 3.0)]
     duration: f64,
@@ -125,8 +136,71 @@ fn stop_flag() -> Result<Arc<AtomicBool>> {
     Ok(f)
 }
 
+fn replay_config(a: &BlastArgs, path: &std::path::Path) -> Result<linerate_blast::Replay> {
+    use linerate_gen::pcap::{Rewrite, Trace};
+    let mac = |m: &Option<String>| -> Result<Option<linerate_wire::MacAddr>> {
+        m.as_deref()
+            .map(|s| {
+                linerate_wire::MacAddr::parse(s)
+                    .with_context(|| format!("'{s}' is not a MAC address"))
+            })
+            .transpose()
+    };
+    let ip = |m: &Option<String>| -> Result<Option<std::net::IpAddr>> {
+        m.as_deref()
+            .map(|s| {
+                s.parse().with_context(|| {
+                    format!("'{s}' is not an IP address (a trace takes one address, not a range)")
+                })
+            })
+            .transpose()
+    };
+    let timing = match a.pcap_timing.as_str() {
+        "fast" => linerate_blast::Timing::Fast,
+        "original" => linerate_blast::Timing::Scaled(1.0),
+        x => match x.parse::<f64>() {
+            Ok(k) if k > 0.0 && k.is_finite() => linerate_blast::Timing::Scaled(k),
+            _ => bail!("--pcap-timing takes original, fast or a speed-up factor > 0"),
+        },
+    };
+    Ok(linerate_blast::Replay {
+        trace: Trace::load(path)?,
+        rewrite: Rewrite {
+            src_mac: mac(&a.src_mac)?,
+            dst_mac: mac(&a.dst_mac)?,
+            src_ip: ip(&a.src_ip)?,
+            dst_ip: ip(&a.dst_ip)?,
+        },
+        loops: a.loops,
+        timing,
+    })
+}
+
 pub fn run_blast(a: &BlastArgs) -> Result<u8> {
-    let v6 = a.dst_ip.contains(':');
+    if let Some(path) = &a.pcap {
+        let cfg = BlastConfig {
+            iface: a.iface.clone(),
+            flows: FlowSpec::parse(
+                "00:00:00:00:00:00",
+                "00:00:00:00:00:00",
+                "0.0.0.0",
+                "0.0.0.0",
+                "0",
+                "0",
+            )?,
+            sizes: SizeSequence::list(&[64]),
+            framing: Framing::default(),
+            count: a.count,
+            duration: duration(a.duration)?,
+            rate: rate(a.rate.as_deref(), a.rate_l2)?,
+            backend: backend(&a.backend)?,
+            replay: Some(replay_config(a, path)?),
+        };
+        let stop = stop_flag()?;
+        return report(a, &linerate_blast::blast(&cfg, &stop)?);
+    }
+    let dst_ip = a.dst_ip.clone().context("--dst-ip is required")?;
+    let v6 = dst_ip.contains(':');
     let src_ip = match &a.src_ip {
         Some(s) => s.clone(),
         None => linerate_perf::net::iface_addr(&a.iface, v6)
@@ -151,7 +225,7 @@ pub fn run_blast(a: &BlastArgs) -> Result<u8> {
         &src_mac,
         &dst_mac,
         &src_ip,
-        &a.dst_ip,
+        &dst_ip,
         &a.src_port,
         &a.dst_port,
     )?;
@@ -183,9 +257,14 @@ pub fn run_blast(a: &BlastArgs) -> Result<u8> {
         duration: duration(a.duration)?,
         rate: rate(a.rate.as_deref(), a.rate_l2)?,
         backend: backend(&a.backend)?,
+        replay: None,
     };
     let stop = stop_flag()?;
     let r = linerate_blast::blast(&cfg, &stop)?;
+    report(a, &r)
+}
+
+fn report(a: &BlastArgs, r: &linerate_blast::BlastReport) -> Result<u8> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r.json())?);
     } else {

@@ -1,0 +1,405 @@
+//! Traces to replay: pcap and pcapng files of Ethernet frames, loaded whole
+//! (bounded) and checked before anything is sent, and rewriting of MAC and
+//! IP addresses with checksums fixed, as tcprewrite does.
+
+use linerate_wire::{MacAddr, checksum, ip_proto};
+use pcap_file::DataLink;
+use pcap_file::pcap::PcapReader;
+use pcap_file::pcapng::{Block, PcapNgReader};
+use std::net::IpAddr;
+use std::path::Path;
+use std::time::Duration;
+use thiserror::Error;
+
+/// Most frames and bytes a trace may hold in memory.
+pub const TRACE_FRAMES_MAX: usize = 4_000_000;
+pub const TRACE_BYTES_MAX: usize = 1 << 30;
+
+#[derive(Debug, Error)]
+pub enum TraceError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: not a pcap or pcapng file")]
+    NotPcap { path: String },
+    #[error("{path}: corrupt or truncated capture after {frames} frames ({what})")]
+    Corrupt {
+        path: String,
+        frames: usize,
+        what: String,
+    },
+    #[error(
+        "{path}: frame {index} was cut at {caplen} of {len} bytes by the capture's snaplen; it cannot be replayed"
+    )]
+    Snapped {
+        path: String,
+        index: usize,
+        caplen: usize,
+        len: usize,
+    },
+    #[error("{path}: link type {linktype} is not Ethernet")]
+    NotEthernet { path: String, linktype: u32 },
+    #[error("{path}: no frames")]
+    Empty { path: String },
+    #[error("{path}: more than {TRACE_FRAMES_MAX} frames or {TRACE_BYTES_MAX} bytes")]
+    TooLarge { path: String },
+}
+
+/// Frames and their capture times (relative to the first).
+#[derive(Debug, Clone, Default)]
+pub struct Trace {
+    pub frames: Vec<Vec<u8>>,
+    pub times: Vec<Duration>,
+}
+
+impl Trace {
+    pub fn load(path: &Path) -> Result<Self, TraceError> {
+        let p = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(|source| TraceError::Io {
+            path: p.clone(),
+            source,
+        })?;
+        // The parser must not take the process down on a hostile file.
+        std::panic::catch_unwind(|| parse(&bytes, &p)).unwrap_or_else(|_| {
+            Err(TraceError::Corrupt {
+                path: p.clone(),
+                frames: 0,
+                what: "parser failure".into(),
+            })
+        })
+    }
+}
+
+fn parse(bytes: &[u8], p: &str) -> Result<Trace, TraceError> {
+    let magic = bytes
+        .get(..4)
+        .map(|m| u32::from_le_bytes([m[0], m[1], m[2], m[3]]));
+    let mut t = Trace::default();
+    let mut total = 0usize;
+    let mut push =
+        |t: &mut Trace, ts: Duration, data: &[u8], orig: usize| -> Result<(), TraceError> {
+            if data.len() < orig {
+                return Err(TraceError::Snapped {
+                    path: p.to_string(),
+                    index: t.frames.len(),
+                    caplen: data.len(),
+                    len: orig,
+                });
+            }
+            total += data.len();
+            if t.frames.len() >= TRACE_FRAMES_MAX || total > TRACE_BYTES_MAX {
+                return Err(TraceError::TooLarge {
+                    path: p.to_string(),
+                });
+            }
+            t.frames.push(data.to_vec());
+            t.times.push(ts);
+            Ok(())
+        };
+    let corrupt = |frames: usize, e: pcap_file::PcapError| TraceError::Corrupt {
+        path: p.to_string(),
+        frames,
+        what: e.to_string(),
+    };
+    match magic {
+        Some(0xa1b2_c3d4 | 0xd4c3_b2a1 | 0xa1b2_3c4d | 0x4d3c_b2a1) => {
+            let mut r = PcapReader::new(bytes).map_err(|e| corrupt(0, e))?;
+            if r.header().datalink != DataLink::ETHERNET {
+                return Err(TraceError::NotEthernet {
+                    path: p.to_string(),
+                    linktype: u32::from(r.header().datalink),
+                });
+            }
+            while let Some(pkt) = r.next_packet() {
+                let pkt = pkt.map_err(|e| corrupt(t.frames.len(), e))?;
+                push(&mut t, pkt.timestamp, &pkt.data, pkt.orig_len as usize)?;
+            }
+        }
+        Some(0x0a0d_0d0a) => {
+            let mut r = PcapNgReader::new(bytes).map_err(|e| corrupt(0, e))?;
+            while let Some(block) = r.next_block() {
+                let block = block.map_err(|e| corrupt(t.frames.len(), e))?;
+                let (iface, ts, data, orig) = match block {
+                    Block::EnhancedPacket(b) => (
+                        Some(b.interface_id),
+                        b.timestamp,
+                        b.data.to_vec(),
+                        b.original_len as usize,
+                    ),
+                    Block::SimplePacket(b) => (
+                        Some(0),
+                        Duration::ZERO,
+                        b.data.to_vec(),
+                        b.original_len as usize,
+                    ),
+                    _ => (None, Duration::ZERO, Vec::new(), 0),
+                };
+                let Some(iface) = iface else { continue };
+                let link = r.interfaces().get(iface as usize).map(|i| i.linktype);
+                if link != Some(DataLink::ETHERNET) {
+                    return Err(TraceError::NotEthernet {
+                        path: p.to_string(),
+                        linktype: link.map_or(u32::MAX, u32::from),
+                    });
+                }
+                push(&mut t, ts, &data, orig)?;
+            }
+        }
+        _ => {
+            return Err(TraceError::NotPcap {
+                path: p.to_string(),
+            });
+        }
+    }
+    if t.frames.is_empty() {
+        return Err(TraceError::Empty {
+            path: p.to_string(),
+        });
+    }
+    let first = t.times[0];
+    for x in &mut t.times {
+        *x = x.saturating_sub(first);
+    }
+    Ok(t)
+}
+
+/// Addresses to put into replayed frames (tcprewrite's --enet-*/--srcipmap style).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Rewrite {
+    pub src_mac: Option<MacAddr>,
+    pub dst_mac: Option<MacAddr>,
+    pub src_ip: Option<IpAddr>,
+    pub dst_ip: Option<IpAddr>,
+}
+
+/// Rewrites one frame in place; IP addresses only in frames of the same
+/// family, with the IPv4 header and TCP/UDP/ICMPv6 checksums updated.
+pub fn rewrite(frame: &mut [u8], rw: &Rewrite) {
+    if frame.len() < 14 {
+        return;
+    }
+    if let Some(m) = rw.dst_mac {
+        frame[0..6].copy_from_slice(&m.0);
+    }
+    if let Some(m) = rw.src_mac {
+        frame[6..12].copy_from_slice(&m.0);
+    }
+    if rw.src_ip.is_none() && rw.dst_ip.is_none() {
+        return;
+    }
+    let Ok(parsed) = linerate_wire::parse_frame(frame) else {
+        return;
+    };
+    let l3 = 14 + 4 * parsed.vlans.iter().flatten().count();
+    let (v6, proto, addr_at, addr_len, ihl) = match parsed.l3 {
+        linerate_wire::L3::Ipv4(r) => (
+            false,
+            r.protocol,
+            l3 + 12,
+            4,
+            usize::from(frame[l3] & 0x0f) * 4,
+        ),
+        linerate_wire::L3::Ipv6(r) => (true, r.next_header, l3 + 8, 16, 40),
+        linerate_wire::L3::Other(_) => return,
+    };
+    let old = checksum::sum(&frame[addr_at..addr_at + 2 * addr_len], 0);
+    for (ip, off) in [(rw.src_ip, 0), (rw.dst_ip, addr_len)] {
+        match ip {
+            Some(IpAddr::V4(a)) if !v6 => {
+                frame[addr_at + off..addr_at + off + 4].copy_from_slice(&a.octets())
+            }
+            Some(IpAddr::V6(a)) if v6 => {
+                frame[addr_at + off..addr_at + off + 16].copy_from_slice(&a.octets())
+            }
+            _ => {}
+        }
+    }
+    let new = checksum::sum(&frame[addr_at..addr_at + 2 * addr_len], 0);
+    let fix = |frame: &mut [u8], at: usize, zero_means_none: bool| {
+        if at + 2 > frame.len() {
+            return;
+        }
+        let c = u16::from_be_bytes([frame[at], frame[at + 1]]);
+        if zero_means_none && c == 0 {
+            return;
+        }
+        let n = checksum::update(c, old, new);
+        let n = if zero_means_none {
+            checksum::udp_nonzero(n)
+        } else {
+            n
+        };
+        frame[at..at + 2].copy_from_slice(&n.to_be_bytes());
+    };
+    if !v6 {
+        fix(frame, l3 + 10, false);
+    }
+    let l4 = l3 + ihl;
+    match proto {
+        ip_proto::UDP => fix(frame, l4 + 6, !v6),
+        ip_proto::TCP => fix(frame, l4 + 16, false),
+        ip_proto::ICMPV6 if v6 => fix(frame, l4 + 2, false),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linerate_wire::{Ipv4Packet, TcpPacket, UdpPacket};
+    use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
+
+    fn udp_frame(i: u8) -> Vec<u8> {
+        let mut b = vec![0u8; 60];
+        b[12..14].copy_from_slice(&[0x08, 0x00]);
+        linerate_wire::Ipv4Repr {
+            src: [198, 18, 0, 1].into(),
+            dst: [198, 18, 0, 2].into(),
+            protocol: ip_proto::UDP,
+            payload_len: 26,
+            ttl: 64,
+            dscp: 0,
+            ecn: 0,
+            ident: u16::from(i),
+            dont_frag: true,
+        }
+        .emit(&mut Ipv4Packet::new_unchecked(&mut b[14..]));
+        b[42] = i;
+        linerate_wire::UdpRepr {
+            src_port: 1000,
+            dst_port: 9,
+            payload_len: 18,
+        }
+        .emit(
+            &mut UdpPacket::new_unchecked(&mut b[34..60]),
+            Some(("198.18.0.1".parse().unwrap(), "198.18.0.2".parse().unwrap())),
+        );
+        b
+    }
+
+    fn write_pcap(frames: &[Vec<u8>]) -> Vec<u8> {
+        let mut w = PcapWriter::with_header(
+            Vec::new(),
+            PcapHeader {
+                datalink: DataLink::ETHERNET,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        for (i, f) in frames.iter().enumerate() {
+            w.write_packet(&PcapPacket::new(
+                Duration::from_millis(10 * i as u64),
+                f.len() as u32,
+                f,
+            ))
+            .unwrap();
+        }
+        w.into_writer()
+    }
+
+    #[test]
+    fn loads_pcap_and_reports_corruption() {
+        let frames: Vec<Vec<u8>> = (0..5).map(udp_frame).collect();
+        let bytes = write_pcap(&frames);
+        let t = parse(&bytes, "t.pcap").unwrap();
+        assert_eq!(t.frames, frames);
+        assert_eq!(t.times[4], Duration::from_millis(40));
+        let cut = &bytes[..bytes.len() - 7];
+        assert!(
+            matches!(
+                parse(cut, "t.pcap"),
+                Err(TraceError::Corrupt { frames: 4, .. })
+            ),
+            "{:?}",
+            parse(cut, "t.pcap")
+        );
+        assert!(matches!(
+            parse(b"hello world", "t.pcap"),
+            Err(TraceError::NotPcap { .. })
+        ));
+        assert!(matches!(
+            parse(&bytes[..24], "t.pcap"),
+            Err(TraceError::Empty { .. })
+        ));
+        let mut snapped = PcapWriter::with_header(
+            Vec::new(),
+            PcapHeader {
+                datalink: DataLink::ETHERNET,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        snapped
+            .write_packet(&PcapPacket::new(Duration::ZERO, 100, &frames[0]))
+            .unwrap();
+        assert!(matches!(
+            parse(&snapped.into_writer(), "t.pcap"),
+            Err(TraceError::Snapped {
+                caplen: 60,
+                len: 100,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn rewrite_keeps_checksums_valid() {
+        let mut f = udp_frame(1);
+        let rw = Rewrite {
+            dst_mac: MacAddr::parse("02:00:00:00:00:0b"),
+            src_ip: Some("198.19.7.7".parse().unwrap()),
+            dst_ip: Some("198.19.8.8".parse().unwrap()),
+            ..Rewrite::default()
+        };
+        rewrite(&mut f, &rw);
+        let p = linerate_wire::parse_frame(&f).unwrap();
+        assert_eq!(p.eth.dst, MacAddr::parse("02:00:00:00:00:0b").unwrap());
+        let linerate_wire::L3::Ipv4(ip) = p.l3 else {
+            panic!()
+        };
+        assert_eq!(ip.src, std::net::Ipv4Addr::new(198, 19, 7, 7));
+        assert!(Ipv4Packet::new_checked(&f[14..]).unwrap().verify_checksum());
+        assert!(
+            UdpPacket::new_checked(&f[34..])
+                .unwrap()
+                .verify_checksum(ip.src.into(), ip.dst.into())
+        );
+        // TCP too.
+        let mut t = vec![0u8; 54];
+        t[12..14].copy_from_slice(&[0x08, 0x00]);
+        linerate_wire::Ipv4Repr {
+            src: [198, 18, 0, 1].into(),
+            dst: [198, 18, 0, 2].into(),
+            protocol: ip_proto::TCP,
+            payload_len: 20,
+            ttl: 64,
+            dscp: 0,
+            ecn: 0,
+            ident: 0,
+            dont_frag: true,
+        }
+        .emit(&mut Ipv4Packet::new_unchecked(&mut t[14..]));
+        linerate_wire::TcpRepr {
+            src_port: 1,
+            dst_port: 2,
+            seq: 3,
+            ack: 0,
+            flags: linerate_wire::TcpFlags(2),
+            window: 100,
+            urgent: 0,
+            payload_len: 0,
+        }
+        .emit(
+            &mut TcpPacket::new_unchecked(&mut t[34..]),
+            Some(("198.18.0.1".parse().unwrap(), "198.18.0.2".parse().unwrap())),
+        );
+        rewrite(&mut t, &rw);
+        assert!(
+            TcpPacket::new_checked(&t[34..])
+                .unwrap()
+                .verify_checksum("198.19.7.7".parse().unwrap(), "198.19.8.8".parse().unwrap())
+        );
+    }
+}
