@@ -1,7 +1,7 @@
 //! Sending crafted frames: templates patched per packet, batched sends,
 //! pacing to a packet or bit rate, exact per-flow counts.
 
-use crate::backend::{BackendError, BackendKind, open_tx};
+use crate::backend::{BackendError, BackendKind, Tx, open_tx};
 use linerate_backend::clock;
 use linerate_gen::template::Framing;
 use linerate_gen::{FlowCursor, FlowSpec, SizeSequence, Template, TemplateError};
@@ -32,6 +32,8 @@ pub struct BlastConfig {
     pub duration: Duration,
     pub rate: Rate,
     pub backend: BackendKind,
+    /// One pinned worker (and backend socket) per core; empty = one unpinned worker.
+    pub cores: Vec<usize>,
     /// Replay a trace instead of generating frames.
     pub replay: Option<Replay>,
 }
@@ -47,6 +49,12 @@ pub enum BlastError {
         iface: String,
         source: std::io::Error,
     },
+    #[error(
+        "{workers} cores need at least as many flows ({flows}), and a power-of-two number of cores above 65536 flows"
+    )]
+    Cores { workers: usize, flows: u64 },
+    #[error("a blast worker failed")]
+    Worker,
     #[error("frame {index} of the trace is {len} bytes: above what the MTU of {mtu} lets out")]
     TraceOverMtu {
         index: usize,
@@ -89,6 +97,9 @@ pub struct BlastReport {
     pub flows: u64,
     /// Frames sent per probe flow id.
     pub per_flow: BTreeMap<u16, u64>,
+    /// Send activity per second, all workers together.
+    pub per_second: Vec<Second>,
+    pub workers: usize,
 }
 
 impl BlastReport {
@@ -119,6 +130,8 @@ impl BlastReport {
             "send_calls": self.send_calls,
             "send_errors": self.send_errors,
             "flows": self.flows,
+            "workers": self.workers,
+            "per_second": self.per_second.iter().map(|s| serde_json::json!({"packets": s.packets, "send_calls": s.calls, "send_errors": s.errors})).collect::<Vec<_>>(),
             "per_flow_sent": self.per_flow.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
         })
     }
@@ -153,33 +166,182 @@ pub fn blast(cfg: &BlastConfig, stop: &AtomicBool) -> Result<BlastReport, BlastE
             e.insert(t);
         }
     }
+    let workers = cfg.cores.len().max(1);
+    let flows = cfg.flows.count();
+    if workers > 1 && (flows < workers as u64 || (flows > 1 << 16 && !workers.is_power_of_two())) {
+        return Err(BlastError::Cores { workers, flows });
+    }
     let max_frame = cfg.sizes.cycle().iter().copied().max().unwrap_or(64) as usize;
-    let (mut sock, note) = open_tx(cfg.backend, &cfg.iface, max_frame)?;
-    let backend = sock.name();
+    // Open every worker's backend before sending anything.
+    let mut socks = Vec::with_capacity(workers);
+    let mut note = None;
+    for _ in 0..workers {
+        let (sock, n) = open_tx(cfg.backend, &cfg.iface, max_frame)?;
+        note = note.or(n);
+        socks.push(sock);
+    }
+    let backend = socks[0].name();
     let avg = cfg.sizes.cycle().iter().map(|&s| f64::from(s)).sum::<f64>()
         / cfg.sizes.cycle().len() as f64;
-    let interval_ns = target_pps(cfg.rate, avg).map(|pps| 1e9 / pps.max(1e-9));
-    let flows = cfg.flows.count();
-    let ids = flows.min(1 << 16) as usize;
+    let interval_ns = target_pps(cfg.rate, avg).map(|pps| 1e9 * workers as f64 / pps.max(1e-9));
+    let counters: Vec<Counters> = (0..workers).map(|_| Counters::default()).collect();
+    let start = Instant::now();
+    let mut per_second = Vec::new();
+    let results: Vec<Result<WorkerOut, BlastError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = socks
+            .into_iter()
+            .enumerate()
+            .map(|(w, sock)| {
+                let job = Job {
+                    cfg,
+                    templates: &templates,
+                    worker: w,
+                    workers,
+                    count: cfg
+                        .count
+                        .map(|c| c / workers as u64 + u64::from((w as u64) < c % workers as u64)),
+                    interval_ns,
+                    max_frame,
+                    counters: &counters[w],
+                };
+                let cpu = cfg.cores.get(w).copied();
+                s.spawn(move || {
+                    if let Some(c) = cpu {
+                        pin(c);
+                    }
+                    run_worker(job, sock, stop)
+                })
+            })
+            .collect();
+        // Once a second: what every worker did (netblast's per-second report).
+        let mut last = (0u64, 0u64, 0u64);
+        let mut next = start + Duration::from_secs(1);
+        while handles.iter().any(|h| !h.is_finished()) {
+            std::thread::sleep(Duration::from_millis(20));
+            if Instant::now() >= next {
+                let now = counters.iter().fold((0, 0, 0), |a, c| {
+                    (
+                        a.0 + c.packets.load(Ordering::Relaxed),
+                        a.1 + c.calls.load(Ordering::Relaxed),
+                        a.2 + c.errors.load(Ordering::Relaxed),
+                    )
+                });
+                per_second.push(Second {
+                    packets: now.0 - last.0,
+                    calls: now.1 - last.1,
+                    errors: now.2 - last.2,
+                });
+                last = now;
+                next += Duration::from_secs(1);
+            }
+        }
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(BlastError::Worker)))
+            .collect()
+    });
+    let duration_s = start.elapsed().as_secs_f64();
+    let mut report = BlastReport {
+        backend,
+        note,
+        packets: 0,
+        bytes: 0,
+        duration_s,
+        send_calls: 0,
+        send_errors: 0,
+        flows,
+        per_flow: BTreeMap::new(),
+        per_second,
+        workers,
+    };
+    for r in results {
+        let w = r?;
+        report.packets += w.packets;
+        report.bytes += w.bytes;
+        report.send_calls += w.calls;
+        report.send_errors += w.errors;
+        for (id, n) in w.per_flow {
+            *report.per_flow.entry(id).or_default() += n;
+        }
+    }
+    Ok(report)
+}
+
+/// A worker's live counters (single writer), for the per-second report.
+#[derive(Debug, Default)]
+struct Counters {
+    packets: std::sync::atomic::AtomicU64,
+    calls: std::sync::atomic::AtomicU64,
+    errors: std::sync::atomic::AtomicU64,
+}
+
+/// One second of sending, all workers together.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Second {
+    pub packets: u64,
+    pub calls: u64,
+    pub errors: u64,
+}
+
+struct Job<'a> {
+    cfg: &'a BlastConfig,
+    templates: &'a HashMap<u16, Template>,
+    worker: usize,
+    workers: usize,
+    count: Option<u64>,
+    interval_ns: Option<f64>,
+    max_frame: usize,
+    counters: &'a Counters,
+}
+
+struct WorkerOut {
+    packets: u64,
+    bytes: u64,
+    calls: u64,
+    errors: u64,
+    per_flow: Vec<(u16, u64)>,
+}
+
+fn pin(cpu: usize) {
+    let mut set = nix::sched::CpuSet::new();
+    if set.set(cpu).is_err()
+        || nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).is_err()
+    {
+        eprintln!("warning: cannot pin a blast worker to CPU {cpu}");
+    }
+}
+
+/// One worker: flows `worker, worker + workers, …`, its own backend socket.
+fn run_worker(job: Job, mut sock: Tx, stop: &AtomicBool) -> Result<WorkerOut, BlastError> {
+    let cfg = job.cfg;
+    let ids = cfg.flows.count().min(1 << 16) as usize;
     let mut seq = vec![0u64; ids];
     // Per-packet work is an odometer step and a template copy: the size of
     // frame p is the cycle entry p mod len, looked up once per cycle slot.
-    let cycle: Vec<&Template> = cfg.sizes.cycle().iter().map(|s| &templates[s]).collect();
+    let cycle: Vec<&Template> = cfg
+        .sizes
+        .cycle()
+        .iter()
+        .map(|s| &job.templates[s])
+        .collect();
     let mut slot = 0usize;
     let mut cursor = FlowCursor::new(&cfg.flows);
+    for _ in 0..job.worker {
+        cursor.advance();
+    }
     let batch = sock.batch();
-    let mut store: Vec<Vec<u8>> = (0..batch).map(|_| vec![0u8; max_frame]).collect();
+    let mut store: Vec<Vec<u8>> = (0..batch).map(|_| vec![0u8; job.max_frame]).collect();
     let mut lens = vec![0usize; batch];
     let (mut packets, mut bytes, mut calls, mut errors) = (0u64, 0u64, 0u64, 0u64);
     let start = Instant::now();
     let deadline = start + cfg.duration;
     'run: while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
-        let left = cfg.count.map_or(u64::MAX, |c| c - packets);
+        let left = job.count.map_or(u64::MAX, |c| c - packets);
         if left == 0 {
             break;
         }
         // How many frames are due now.
-        let due = match interval_ns {
+        let due = match job.interval_ns {
             None => batch as u64,
             Some(ns) => {
                 let allowed = (start.elapsed().as_nanos() as f64 / ns) as u64 + 1;
@@ -201,7 +363,9 @@ pub fn blast(cfg: &BlastConfig, stop: &AtomicBool) -> Result<BlastReport, BlastE
             t.write(buf, flow, id as u16, seq[id], tx_ns);
             *len = t.len();
             slot = if slot + 1 == cycle.len() { 0 } else { slot + 1 };
-            cursor.advance();
+            for _ in 0..job.workers {
+                cursor.advance();
+            }
         }
         let mut sent = 0;
         while sent < n {
@@ -211,68 +375,58 @@ pub fn blast(cfg: &BlastConfig, stop: &AtomicBool) -> Result<BlastReport, BlastE
                 .map(|(b, &l)| &b[..l])
                 .collect();
             calls += 1;
-            match sock.send(&refs) {
-                Ok(0) => {
-                    // The ring is full: let the kernel catch up.
-                    errors += 1;
-                    if stop.load(Ordering::Relaxed)
-                        || Instant::now() >= deadline + Duration::from_secs(1)
-                    {
-                        packets += sent as u64;
-                        break 'run;
-                    }
-                    std::thread::yield_now();
+            let r = sock.send(&refs);
+            let refused = match &r {
+                Ok(0) => true,
+                Err(e) => {
+                    matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted)
+                        || e.raw_os_error() == Some(105)
                 }
-                Ok(k) => {
-                    for &l in &lens[sent..sent + k] {
-                        bytes += l as u64 + 4;
-                    }
-                    sent += k;
-                }
-                Err(e)
-                    if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted)
-                        || e.raw_os_error() == Some(105) =>
+                Ok(_) => false,
+            };
+            if refused {
+                // Ring or socket buffer full: let the kernel catch up.
+                errors += 1;
+                if stop.load(Ordering::Relaxed)
+                    || Instant::now() >= deadline + Duration::from_secs(1)
                 {
-                    errors += 1;
-                    if stop.load(Ordering::Relaxed)
-                        || Instant::now() >= deadline + Duration::from_secs(1)
-                    {
-                        // Frames given sequence numbers but never sent would read as loss.
-                        packets += sent as u64;
-                        break 'run;
-                    }
-                    std::thread::yield_now();
+                    // Frames given sequence numbers but never sent would read as loss.
+                    packets += sent as u64;
+                    break 'run;
                 }
-                Err(source) => {
-                    return Err(BlastError::Send {
-                        iface: cfg.iface.clone(),
-                        source,
-                    });
-                }
+                std::thread::yield_now();
+                continue;
             }
+            let k = r.map_err(|source| BlastError::Send {
+                iface: cfg.iface.clone(),
+                source,
+            })?;
+            bytes += lens[sent..sent + k]
+                .iter()
+                .map(|&l| l as u64 + 4)
+                .sum::<u64>();
+            sent += k;
         }
         packets += n as u64;
+        job.counters.packets.store(packets, Ordering::Relaxed);
+        job.counters.calls.store(calls, Ordering::Relaxed);
+        job.counters.errors.store(errors, Ordering::Relaxed);
     }
     sock.finish().map_err(|source| BlastError::Send {
         iface: cfg.iface.clone(),
         source,
     })?;
-    let duration_s = start.elapsed().as_secs_f64();
     let per_flow = seq
         .iter()
         .enumerate()
         .filter(|(_, s)| **s > 0)
         .map(|(i, s)| (i as u16, *s))
         .collect();
-    Ok(BlastReport {
-        backend,
-        note,
+    Ok(WorkerOut {
         packets,
         bytes,
-        duration_s,
-        send_calls: calls,
-        send_errors: errors,
-        flows,
+        calls,
+        errors,
         per_flow,
     })
 }
@@ -418,5 +572,7 @@ fn replay(cfg: &BlastConfig, r: &Replay, stop: &AtomicBool) -> Result<BlastRepor
         send_errors: errors,
         flows: 0,
         per_flow: BTreeMap::new(),
+        per_second: Vec::new(),
+        workers: 1,
     })
 }

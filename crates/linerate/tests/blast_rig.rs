@@ -82,7 +82,12 @@ fn blast_exactly_n_and_the_sink_counts_exactly_n() {
         return;
     }
     let rig = Rig::pair().unwrap();
-    for backend in ["af_packet", "socket", "auto"] {
+    for (backend, cores) in [
+        ("af_packet", "0"),
+        ("socket", "0"),
+        ("auto", "0"),
+        ("af_packet", "0,1"),
+    ] {
         let sink = std::thread::scope(|s| {
             let h = s.spawn(|| {
                 rig.command(1, BIN)
@@ -105,6 +110,8 @@ fn blast_exactly_n_and_the_sink_counts_exactly_n() {
                 &[
                     "--backend",
                     backend,
+                    "--cores",
+                    cores,
                     "--dst-ip",
                     "198.18.0.2",
                     "--src-port",
@@ -131,6 +138,11 @@ fn blast_exactly_n_and_the_sink_counts_exactly_n() {
             assert_eq!(b["backend"], expect);
             assert_eq!(b["backend_note"].is_string(), backend == "auto", "{b}");
             assert_eq!(b["flows"], 8);
+            assert_eq!(b["workers"], cores.split(',').count());
+            assert!(
+                !b["per_second"].as_array().unwrap().is_empty()
+                    || b["duration_s"].as_f64().unwrap() < 1.0
+            );
             h.join().unwrap()
         });
         let v = support::json(&sink.stdout);

@@ -75,6 +75,10 @@ pub struct BlastArgs {
     /// auto, socket, af_packet or af_xdp.
     #[arg(long, default_value = "auto")]
     backend: String,
+    /// One pinned sending worker per listed core (0,1), each with its own
+    /// socket; flows are split between them.
+    #[arg(long, value_delimiter = ',')]
+    cores: Option<Vec<usize>>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -194,6 +198,7 @@ pub fn run_blast(a: &BlastArgs) -> Result<u8> {
             duration: duration(a.duration)?,
             rate: rate(a.rate.as_deref(), a.rate_l2)?,
             backend: backend(&a.backend)?,
+            cores: vec![],
             replay: Some(replay_config(a, path)?),
         };
         let stop = stop_flag()?;
@@ -257,6 +262,7 @@ pub fn run_blast(a: &BlastArgs) -> Result<u8> {
         duration: duration(a.duration)?,
         rate: rate(a.rate.as_deref(), a.rate_l2)?,
         backend: backend(&a.backend)?,
+        cores: a.cores.clone().unwrap_or_default(),
         replay: None,
     };
     let stop = stop_flag()?;
@@ -268,6 +274,15 @@ fn report(a: &BlastArgs, r: &linerate_blast::BlastReport) -> Result<u8> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r.json())?);
     } else {
+        for (i, s) in r.per_second.iter().enumerate() {
+            println!(
+                "second {:>3}: {:>10} frames sent, {:>8} send calls, {:>6} refused",
+                i + 1,
+                s.packets,
+                s.calls,
+                s.errors
+            );
+        }
         if let Some(n) = &r.note {
             eprintln!("linerate: {n}");
         }
