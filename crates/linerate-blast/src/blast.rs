@@ -237,7 +237,7 @@ pub fn blast(cfg: &BlastConfig, stop: &AtomicBool) -> Result<BlastReport, BlastE
         }
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(BlastError::Worker)))
+            .map(|h| h.join().unwrap_or(Err(BlastError::Worker)))
             .collect()
     });
     let duration_s = start.elapsed().as_secs_f64();
