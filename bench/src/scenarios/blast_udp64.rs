@@ -69,6 +69,10 @@ fn linerate_socket(rig: &Rig, run_for: Duration) -> Result<Running> {
     linerate(rig, run_for, "socket")
 }
 
+fn linerate_af_xdp(rig: &Rig, run_for: Duration) -> Result<Running> {
+    linerate(rig, run_for, "af_xdp")
+}
+
 fn linerate_af_packet(rig: &Rig, run_for: Duration) -> Result<Running> {
     linerate(rig, run_for, "af_packet")
 }
@@ -76,12 +80,16 @@ fn linerate_af_packet(rig: &Rig, run_for: Duration) -> Result<Running> {
 pub fn build() -> Scenario {
     Scenario {
         name: NAME,
-        about: "linerate blast (af_packet TX ring; socket: raw AF_PACKET + sendmmsg) vs trafgen, 64-byte frames, sender pinned to CPU0, XDP drop sink on the receiver",
+        about: "linerate blast (af_xdp copy mode; af_packet TX ring; socket: raw AF_PACKET + sendmmsg) vs trafgen, 64-byte frames, sender pinned to CPU0, XDP drop sink on the receiver",
         receiver: RECEIVER,
         receive_cpu: Some(1),
         metric: Metric::Packets,
         setup: Some(xdp_drop_sink),
         contenders: vec![
+            Contender {
+                name: "linerate blast af_xdp",
+                start: linerate_af_xdp,
+            },
             Contender {
                 name: "linerate blast af_packet",
                 start: linerate_af_packet,

@@ -10,4 +10,5 @@ pub mod raw;
 pub mod sockopt;
 pub mod udp_batch;
 pub mod xdp;
+pub mod xsk;
 pub mod zerocopy;

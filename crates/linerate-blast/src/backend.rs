@@ -2,6 +2,7 @@
 
 use linerate_backend::packet_ring::TxRing;
 use linerate_backend::raw::RawSocket;
+use linerate_backend::xsk::XskTx;
 use std::io;
 use thiserror::Error;
 
@@ -49,6 +50,8 @@ pub enum Tx {
     Socket(RawSocket),
     /// AF_PACKET TPACKET_V3 TX ring.
     Ring(TxRing),
+    /// AF_XDP socket (queue 0), copy or zero-copy.
+    Xdp(XskTx),
 }
 
 impl Tx {
@@ -56,6 +59,7 @@ impl Tx {
         match self {
             Tx::Socket(_) => "socket",
             Tx::Ring(_) => "af_packet",
+            Tx::Xdp(_) => "af_xdp",
         }
     }
 
@@ -65,6 +69,7 @@ impl Tx {
             Tx::Socket(_) => linerate_backend::raw::RAW_BATCH_MAX,
             // One kick of the ring sends every queued slot.
             Tx::Ring(r) => r.capacity().min(256),
+            Tx::Xdp(x) => x.capacity().min(256),
         }
     }
 
@@ -73,6 +78,7 @@ impl Tx {
         match self {
             Tx::Socket(s) => s.send(frames),
             Tx::Ring(r) => r.send(frames),
+            Tx::Xdp(x) => x.send(frames),
         }
     }
 
@@ -81,6 +87,7 @@ impl Tx {
         match self {
             Tx::Socket(_) => Ok(()),
             Tx::Ring(r) => r.flush(),
+            Tx::Xdp(x) => x.flush(),
         }
     }
 }
@@ -96,26 +103,28 @@ pub fn open_tx(
         let _ = s.bypass_qdisc();
         Ok(Tx::Socket(s))
     };
+    let ring = || TxRing::open(iface, max_frame, 4096).map(Tx::Ring);
+    let xsk = || XskTx::open(iface, 0, 4096).map(Tx::Xdp);
     match kind {
-        BackendKind::AfXdp => Err(BackendError::NotBuilt("af_xdp")),
+        BackendKind::AfXdp => Ok((xsk().map_err(open_err(iface))?, None)),
         BackendKind::Socket => Ok((socket()?, None)),
-        BackendKind::AfPacket => Ok((
-            Tx::Ring(TxRing::open(iface, max_frame, 4096).map_err(open_err(iface))?),
-            None,
-        )),
-        BackendKind::Auto => match TxRing::open(iface, max_frame, 4096) {
-            Ok(r) => Ok((
-                Tx::Ring(r),
-                Some(format!(
-                    "af_xdp: not built yet, using af_packet (TPACKET_V3 TX ring) on {iface}"
+        BackendKind::AfPacket => Ok((ring().map_err(open_err(iface))?, None)),
+        BackendKind::Auto => match xsk() {
+            Ok(x) => Ok((x, Some(format!("af_xdp on {iface} queue 0")))),
+            Err(xe) => match ring() {
+                Ok(r) => Ok((
+                    r,
+                    Some(format!(
+                        "af_xdp: {xe}, using af_packet (TPACKET_V3 TX ring) on {iface}"
+                    )),
                 )),
-            )),
-            Err(e) => Ok((
-                socket()?,
-                Some(format!(
-                    "af_packet: TX ring refused ({e}), using socket (raw AF_PACKET, sendmmsg) on {iface}"
+                Err(re) => Ok((
+                    socket()?,
+                    Some(format!(
+                        "af_xdp: {xe}; af_packet: {re}; using socket (raw AF_PACKET, sendmmsg) on {iface}"
+                    )),
                 )),
-            )),
+            },
         },
     }
 }

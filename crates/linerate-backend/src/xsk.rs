@@ -1,0 +1,358 @@
+//! AF_XDP transmit: a UMEM of packet buffers shared with the kernel, the
+//! TX and completion rings (the fill ring exists because bind requires it),
+//! need_wakeup, one socket per queue, copy or zero-copy as the driver allows.
+//! Receiving through AF_XDP (fill/RX rings plus the XSKMAP redirect program)
+//! builds on the same pieces.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+const FRAME_SIZE: usize = 2048;
+
+/// One mmapped ring: producer, consumer, flags and `size` descriptors.
+#[derive(Debug)]
+struct Ring {
+    map: *mut u8,
+    map_len: usize,
+    producer: *const AtomicU32,
+    consumer: *const AtomicU32,
+    flags: *const AtomicU32,
+    desc: *mut u8,
+    size: u32,
+}
+
+impl Ring {
+    /// Maps ring `pgoff` of `fd`, laid out as `off` says.
+    fn map(
+        fd: i32,
+        off: &libc::xdp_ring_offset,
+        size: u32,
+        desc_len: usize,
+        pgoff: u64,
+    ) -> io::Result<Self> {
+        let map_len = off.desc as usize + size as usize * desc_len;
+        // SAFETY: mapping a ring the kernel created for this socket.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_POPULATE,
+                fd,
+                pgoff as libc::off_t,
+            )
+        };
+        if map == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let base = map.cast::<u8>();
+        // SAFETY: the offsets come from XDP_MMAP_OFFSETS and lie inside the mapping.
+        unsafe {
+            Ok(Self {
+                map: base,
+                map_len,
+                producer: base.add(off.producer as usize).cast(),
+                consumer: base.add(off.consumer as usize).cast(),
+                flags: base.add(off.flags as usize).cast(),
+                desc: base.add(off.desc as usize),
+                size,
+            })
+        }
+    }
+
+    fn producer(&self) -> &AtomicU32 {
+        // SAFETY: points into the live mapping; the kernel updates it concurrently.
+        unsafe { &*self.producer }
+    }
+
+    fn consumer(&self) -> &AtomicU32 {
+        // SAFETY: as above.
+        unsafe { &*self.consumer }
+    }
+
+    fn needs_wakeup(&self) -> bool {
+        // SAFETY: as above.
+        unsafe { (*self.flags).load(Ordering::Acquire) & libc::XDP_RING_NEED_WAKEUP != 0 }
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // SAFETY: unmapping what `map` mapped, once.
+        unsafe { libc::munmap(self.map.cast(), self.map_len) };
+    }
+}
+
+/// An AF_XDP socket used for sending, bound to one queue of an interface.
+#[derive(Debug)]
+pub struct XskTx {
+    fd: OwnedFd,
+    umem: *mut u8,
+    umem_len: usize,
+    frames: usize,
+    tx: Ring,
+    cq: Ring,
+    _fq: Ring,
+    /// Frames handed to the TX ring and not yet completed.
+    outstanding: usize,
+    next_frame: usize,
+    /// Frames the kernel reported sent (completion ring).
+    pub completed: u64,
+    pub zero_copy: bool,
+}
+
+// SAFETY: the mappings are owned by this value and used only through &mut self.
+unsafe impl Send for XskTx {}
+
+fn sockopt<T>(fd: i32, name: i32, v: &T) -> io::Result<()> {
+    // SAFETY: `v` is a valid value of the size given.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_XDP,
+            name,
+            (v as *const T).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+impl XskTx {
+    /// Opens an AF_XDP socket on `iface` queue `queue` with `frames` buffers.
+    pub fn open(iface: &str, queue: u32, frames: usize) -> io::Result<Self> {
+        let ifindex = crate::raw::ifindex(iface)?;
+        let frames = frames.next_power_of_two().max(64);
+        // SAFETY: plain socket(2).
+        let fd = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a new descriptor we own.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let raw = fd.as_raw_fd();
+        let umem_len = frames * FRAME_SIZE;
+        // SAFETY: anonymous private mapping for packet buffers.
+        let umem = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                umem_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                -1,
+                0,
+            )
+        };
+        if umem == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let umem = umem.cast::<u8>();
+        let unmap = |e: io::Error| {
+            // SAFETY: unmapping the region just mapped.
+            unsafe { libc::munmap(umem.cast(), umem_len) };
+            e
+        };
+        let reg = libc::xdp_umem_reg {
+            addr: umem as u64,
+            len: umem_len as u64,
+            chunk_size: FRAME_SIZE as u32,
+            headroom: 0,
+            flags: 0,
+            tx_metadata_len: 0,
+        };
+        sockopt(raw, libc::XDP_UMEM_REG, &reg).map_err(unmap)?;
+        let n = frames as u32;
+        sockopt(raw, libc::XDP_UMEM_FILL_RING, &64u32).map_err(unmap)?;
+        sockopt(raw, libc::XDP_UMEM_COMPLETION_RING, &n).map_err(unmap)?;
+        sockopt(raw, libc::XDP_TX_RING, &n).map_err(unmap)?;
+        // SAFETY: xdp_mmap_offsets is plain old data.
+        let mut off: libc::xdp_mmap_offsets = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::xdp_mmap_offsets>() as libc::socklen_t;
+        // SAFETY: valid buffer of the given size.
+        let rc = unsafe {
+            libc::getsockopt(
+                raw,
+                libc::SOL_XDP,
+                libc::XDP_MMAP_OFFSETS,
+                (&mut off as *mut libc::xdp_mmap_offsets).cast(),
+                &mut len,
+            )
+        };
+        if rc < 0 {
+            return Err(unmap(io::Error::last_os_error()));
+        }
+        let desc = std::mem::size_of::<libc::xdp_desc>();
+        let tx = Ring::map(raw, &off.tx, n, desc, libc::XDP_PGOFF_TX_RING as u64).map_err(unmap)?;
+        let cq =
+            Ring::map(raw, &off.cr, n, 8, libc::XDP_UMEM_PGOFF_COMPLETION_RING).map_err(unmap)?;
+        let fq = Ring::map(raw, &off.fr, 64, 8, libc::XDP_UMEM_PGOFF_FILL_RING).map_err(unmap)?;
+        let bind = |flags: u16| -> io::Result<()> {
+            let sxdp = libc::sockaddr_xdp {
+                sxdp_family: libc::AF_XDP as u16,
+                sxdp_flags: flags,
+                sxdp_ifindex: ifindex as u32,
+                sxdp_queue_id: queue,
+                sxdp_shared_umem_fd: 0,
+            };
+            // SAFETY: valid sockaddr_xdp of the size given.
+            let rc = unsafe {
+                libc::bind(
+                    raw,
+                    (&sxdp as *const libc::sockaddr_xdp).cast(),
+                    std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
+                )
+            };
+            if rc == 0 {
+                Ok(())
+            } else {
+                Err(io::Error::last_os_error())
+            }
+        };
+        // Zero-copy where the driver can, copy mode otherwise (veth: copy only).
+        let zero_copy = bind(libc::XDP_ZEROCOPY | libc::XDP_USE_NEED_WAKEUP).is_ok();
+        if !zero_copy {
+            bind(libc::XDP_COPY | libc::XDP_USE_NEED_WAKEUP).map_err(unmap)?;
+        }
+        Ok(Self {
+            fd,
+            umem,
+            umem_len,
+            frames,
+            tx,
+            cq,
+            _fq: fq,
+            outstanding: 0,
+            next_frame: 0,
+            completed: 0,
+            zero_copy,
+        })
+    }
+
+    /// Most frames in flight.
+    pub fn capacity(&self) -> usize {
+        self.frames
+    }
+
+    fn reclaim(&mut self) {
+        let prod = self.cq.producer().load(Ordering::Acquire);
+        let cons = self.cq.consumer().load(Ordering::Relaxed);
+        let done = prod.wrapping_sub(cons);
+        if done > 0 {
+            self.cq
+                .consumer()
+                .store(cons.wrapping_add(done), Ordering::Release);
+            self.outstanding -= done as usize;
+            self.completed += u64::from(done);
+        }
+    }
+
+    fn kick(&self) {
+        if self.tx.needs_wakeup() || !self.zero_copy {
+            // SAFETY: a zero-length sendto wakes the kernel to process the TX ring.
+            unsafe {
+                libc::sendto(
+                    self.fd.as_raw_fd(),
+                    std::ptr::null(),
+                    0,
+                    libc::MSG_DONTWAIT,
+                    std::ptr::null(),
+                    0,
+                )
+            };
+        }
+    }
+
+    /// Copies frames into free buffers and posts them on the TX ring.
+    /// Returns how many were posted (0 when everything is in flight).
+    pub fn send(&mut self, frames: &[&[u8]]) -> io::Result<usize> {
+        self.reclaim();
+        let prod = self.tx.producer().load(Ordering::Relaxed);
+        let room = (self.frames - self.outstanding).min(
+            self.tx.size as usize
+                - prod.wrapping_sub(self.tx.consumer().load(Ordering::Acquire)) as usize,
+        );
+        let n = frames.len().min(room);
+        for (k, f) in frames[..n].iter().enumerate() {
+            if f.len() > FRAME_SIZE {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "frame larger than an AF_XDP buffer (2048 bytes)",
+                ));
+            }
+            let addr = (self.next_frame % self.frames) * FRAME_SIZE;
+            let idx = (prod.wrapping_add(k as u32) & (self.tx.size - 1)) as usize;
+            // SAFETY: `addr + len` lies inside the UMEM (frames are FRAME_SIZE
+            // apart, len checked above); the buffer is not in flight
+            // (outstanding < frames); `idx` is inside the TX ring.
+            unsafe {
+                std::ptr::copy_nonoverlapping(f.as_ptr(), self.umem.add(addr), f.len());
+                let d = self.tx.desc.cast::<libc::xdp_desc>().add(idx);
+                d.write(libc::xdp_desc {
+                    addr: addr as u64,
+                    len: f.len() as u32,
+                    options: 0,
+                });
+            }
+            self.next_frame += 1;
+        }
+        if n > 0 {
+            self.outstanding += n;
+            self.tx
+                .producer()
+                .store(prod.wrapping_add(n as u32), Ordering::Release);
+        }
+        self.kick();
+        Ok(n)
+    }
+
+    /// Waits (up to 2 s) until the kernel completed every posted frame.
+    pub fn flush(&mut self) -> io::Result<()> {
+        let t0 = Instant::now();
+        while self.outstanding > 0 {
+            self.kick();
+            self.reclaim();
+            if t0.elapsed() > Duration::from_secs(2) {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("{} AF_XDP frames never completed", self.outstanding),
+                ));
+            }
+            std::thread::yield_now();
+        }
+        Ok(())
+    }
+
+    /// The socket's XDP_STATISTICS: (tx_invalid_descs, tx_ring_empty_descs).
+    pub fn stats(&self) -> io::Result<(u64, u64)> {
+        // SAFETY: xdp_statistics is plain old data.
+        let mut st: libc::xdp_statistics = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::xdp_statistics>() as libc::socklen_t;
+        // SAFETY: valid buffer of the given size.
+        let rc = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_XDP,
+                libc::XDP_STATISTICS,
+                (&mut st as *mut libc::xdp_statistics).cast(),
+                &mut len,
+            )
+        };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok((st.tx_invalid_descs, st.tx_ring_empty_descs))
+    }
+}
+
+impl Drop for XskTx {
+    fn drop(&mut self) {
+        // SAFETY: the socket (and its rings) go first, then the UMEM it used.
+        unsafe { libc::munmap(self.umem.cast(), self.umem_len) };
+    }
+}
