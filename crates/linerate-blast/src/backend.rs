@@ -82,6 +82,22 @@ impl Tx {
         }
     }
 
+    /// What the backend itself reports: for af_xdp, the frames the kernel
+    /// completed on the TX ring, invalid descriptors and zero-copy or not.
+    pub fn stats(&self) -> Option<serde_json::Value> {
+        match self {
+            Tx::Xdp(x) => {
+                let (invalid, _) = x.stats().unwrap_or((0, 0));
+                Some(serde_json::json!({
+                    "xsk_tx_completed": x.completed,
+                    "xsk_tx_invalid_descs": invalid,
+                    "zero_copy": x.zero_copy,
+                }))
+            }
+            _ => None,
+        }
+    }
+
     /// Waits until everything handed over is sent.
     pub fn finish(&mut self) -> io::Result<()> {
         match self {
@@ -136,7 +152,7 @@ pub fn open_rx(
     iface: &str,
 ) -> Result<(RawSocket, &'static str, Option<String>), BackendError> {
     let note = match kind {
-        BackendKind::AfXdp => return Err(BackendError::NotBuilt("af_xdp")),
+        BackendKind::AfXdp => return Err(BackendError::NotBuilt("af_xdp for receiving")),
         BackendKind::AfPacket => Some(
             "af_packet: RX ring not built yet, receiving with socket (raw AF_PACKET, recvmmsg)"
                 .to_string(),

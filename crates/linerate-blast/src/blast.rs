@@ -99,6 +99,8 @@ pub struct BlastReport {
     pub per_flow: BTreeMap<u16, u64>,
     /// Send activity per second, all workers together.
     pub per_second: Vec<Second>,
+    /// Each worker's backend counters (af_xdp: TX ring completions).
+    pub backend_stats: Vec<serde_json::Value>,
     pub workers: usize,
 }
 
@@ -131,6 +133,7 @@ impl BlastReport {
             "send_errors": self.send_errors,
             "flows": self.flows,
             "workers": self.workers,
+            "backend_stats": self.backend_stats,
             "per_second": self.per_second.iter().map(|s| serde_json::json!({"packets": s.packets, "send_calls": s.calls, "send_errors": s.errors})).collect::<Vec<_>>(),
             "per_flow_sent": self.per_flow.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
         })
@@ -253,6 +256,7 @@ pub fn blast(cfg: &BlastConfig, stop: &AtomicBool) -> Result<BlastReport, BlastE
         per_flow: BTreeMap::new(),
         per_second,
         workers,
+        backend_stats: Vec::new(),
     };
     for r in results {
         let w = r?;
@@ -263,6 +267,7 @@ pub fn blast(cfg: &BlastConfig, stop: &AtomicBool) -> Result<BlastReport, BlastE
         for (id, n) in w.per_flow {
             *report.per_flow.entry(id).or_default() += n;
         }
+        report.backend_stats.extend(w.backend_stats);
     }
     Ok(report)
 }
@@ -300,6 +305,7 @@ struct WorkerOut {
     calls: u64,
     errors: u64,
     per_flow: Vec<(u16, u64)>,
+    backend_stats: Option<serde_json::Value>,
 }
 
 fn pin(cpu: usize) {
@@ -428,6 +434,7 @@ fn run_worker(job: Job, mut sock: Tx, stop: &AtomicBool) -> Result<WorkerOut, Bl
         calls,
         errors,
         per_flow,
+        backend_stats: sock.stats(),
     })
 }
 
@@ -574,5 +581,6 @@ fn replay(cfg: &BlastConfig, r: &Replay, stop: &AtomicBool) -> Result<BlastRepor
         per_flow: BTreeMap::new(),
         per_second: Vec::new(),
         workers: 1,
+        backend_stats: sock.stats().into_iter().collect(),
     })
 }

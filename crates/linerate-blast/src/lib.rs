@@ -1,10 +1,10 @@
 //! `linerate blast` and `linerate sink`: the runners around the generator's
 //! data plane (`linerate-gen`) and a backend (`linerate-backend`).
 //!
-//! Backends today: `af_packet` for sending (TPACKET_V3 TX ring, qdisc
-//! bypass) and `socket` (a raw AF_PACKET socket, sendmmsg/recvmmsg) for
-//! sending and receiving. `af_xdp` is refused with a clear error until it
-//! exists; `auto` says what it chose and why.
+//! Backends today: for sending `af_xdp` (UMEM + TX ring, copy or
+//! zero-copy), `af_packet` (TPACKET_V3 TX ring, qdisc bypass) and `socket`
+//! (a raw AF_PACKET socket, sendmmsg); for receiving `socket` (recvmmsg).
+//! `auto` takes the fastest that opens and says what it chose and why.
 
 mod backend;
 mod blast;
