@@ -135,6 +135,10 @@ fn blast_exactly_n_and_the_sink_counts_exactly_n() {
             assert_eq!(b["backend_note"].is_string(), backend == "auto", "{b}");
             assert_eq!(b["flows"], 8);
             assert_eq!(b["workers"], cores.split(',').count());
+            assert!(
+                b["doctor"]["could_not_check"].is_array(),
+                "doctor summary attached to blast's JSON"
+            );
             if expect == "af_xdp" {
                 // The AF_XDP TX ring really carried them: the kernel completed every one.
                 assert_eq!(b["backend_stats"][0]["xsk_tx_completed"], 20000, "{b}");
@@ -164,6 +168,10 @@ fn blast_exactly_n_and_the_sink_counts_exactly_n() {
         );
         assert!(v["latency_ns"]["p50"].as_u64().unwrap() > 0);
         assert_eq!(v["bytes"], 20000 * 64);
+        assert_eq!(
+            v["doctor"]["iface"], "veth0",
+            "doctor summary attached to the sink's JSON"
+        );
     }
 }
 

@@ -270,9 +270,16 @@ pub fn run_blast(a: &BlastArgs) -> Result<u8> {
     report(a, &r)
 }
 
+/// The doctor's short summary for the interface a test used.
+fn doctor(iface: &str) -> serde_json::Value {
+    linerate_doctor::summary(&linerate_doctor::run(&linerate_doctor::Live, Some(iface)))
+}
+
 fn report(a: &BlastArgs, r: &linerate_blast::BlastReport) -> Result<u8> {
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&r.json())?);
+        let mut v = r.json();
+        v["doctor"] = doctor(&a.iface);
+        println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         for (i, s) in r.per_second.iter().enumerate() {
             println!(
@@ -320,7 +327,9 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
     let stop = stop_flag()?;
     let r = linerate_blast::sink(&cfg, &stop)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&r.json())?);
+        let mut v = r.json();
+        v["doctor"] = doctor(&a.iface);
+        println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         let j = r.json();
         println!(
