@@ -5,7 +5,10 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
+const BPF_MAP_CREATE: i64 = 0;
+const BPF_MAP_UPDATE_ELEM: i64 = 2;
 const BPF_PROG_LOAD: i64 = 5;
+const BPF_MAP_TYPE_XSKMAP: u32 = 17;
 const BPF_LINK_CREATE: i64 = 28;
 const BPF_PROG_TYPE_XDP: u32 = 6;
 const BPF_XDP: u32 = 37;
@@ -43,6 +46,126 @@ pub fn verdict_program(verdict: i32) -> [Insn; 2] {
             imm: 0,
         },
     ]
+}
+
+/// `r0 = bpf_redirect_map(xskmap, ctx->rx_queue_index, XDP_PASS)`: frames go
+/// to the AF_XDP socket of their RX queue, or on to the stack if none.
+pub fn redirect_to_xsk_program(xskmap_fd: i32) -> [Insn; 6] {
+    [
+        // r2 = *(u32 *)(r1 + 16): xdp_md.rx_queue_index
+        Insn {
+            code: 0x61,
+            regs: 0x12,
+            off: 16,
+            imm: 0,
+        },
+        // r1 = map (ld_imm64 with BPF_PSEUDO_MAP_FD), two slots
+        Insn {
+            code: 0x18,
+            regs: 0x11,
+            off: 0,
+            imm: xskmap_fd,
+        },
+        Insn {
+            code: 0,
+            regs: 0,
+            off: 0,
+            imm: 0,
+        },
+        // r3 = XDP_PASS (the action when the map has no socket for the queue)
+        Insn {
+            code: 0xb7,
+            regs: 0x03,
+            off: 0,
+            imm: XDP_PASS,
+        },
+        // call bpf_redirect_map
+        Insn {
+            code: 0x85,
+            regs: 0,
+            off: 0,
+            imm: 51,
+        },
+        Insn {
+            code: 0x95,
+            regs: 0,
+            off: 0,
+            imm: 0,
+        },
+    ]
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct MapCreateAttr {
+    map_type: u32,
+    key_size: u32,
+    value_size: u32,
+    max_entries: u32,
+    map_flags: u32,
+    _rest: [u64; 12],
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct MapElemAttr {
+    map_fd: u32,
+    _pad: u32,
+    key: u64,
+    value: u64,
+    flags: u64,
+    _rest: [u64; 8],
+}
+
+/// An XSKMAP: RX queue index -> AF_XDP socket.
+#[derive(Debug)]
+pub struct XskMap {
+    fd: OwnedFd,
+}
+
+impl XskMap {
+    pub fn new(queues: u32) -> io::Result<Self> {
+        let mut attr = MapCreateAttr {
+            map_type: BPF_MAP_TYPE_XSKMAP,
+            key_size: 4,
+            value_size: 4,
+            max_entries: queues.max(1),
+            ..MapCreateAttr::default()
+        };
+        let fd = bpf(BPF_MAP_CREATE, &mut attr)
+            .map_err(|e| io::Error::new(e.kind(), format!("BPF_MAP_CREATE (XSKMAP): {e}")))?;
+        Ok(Self { fd })
+    }
+
+    pub fn fd(&self) -> i32 {
+        self.fd.as_raw_fd()
+    }
+
+    /// Sends queue `queue`'s frames to the AF_XDP socket `xsk_fd`.
+    pub fn set(&self, queue: u32, xsk_fd: i32) -> io::Result<()> {
+        let key = queue;
+        let value = xsk_fd as u32;
+        let mut attr = MapElemAttr {
+            map_fd: self.fd.as_raw_fd() as u32,
+            key: (&key as *const u32) as u64,
+            value: (&value as *const u32) as u64,
+            ..MapElemAttr::default()
+        };
+        // SAFETY: valid bpf_attr for BPF_MAP_UPDATE_ELEM; key/value live across the call.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_bpf,
+                BPF_MAP_UPDATE_ELEM,
+                &mut attr as *mut MapElemAttr,
+                std::mem::size_of::<MapElemAttr>(),
+            )
+        };
+        if rc < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    }
 }
 
 #[repr(C)]

@@ -356,3 +356,250 @@ impl Drop for XskTx {
         unsafe { libc::munmap(self.umem.cast(), self.umem_len) };
     }
 }
+
+/// An AF_XDP socket used for receiving: the fill ring keeps every free
+/// buffer posted, frames arrive on the RX ring, and an XDP program
+/// redirects the queue's frames to this socket (attached while it lives).
+#[derive(Debug)]
+pub struct XskRx {
+    fd: OwnedFd,
+    umem: *mut u8,
+    umem_len: usize,
+    rx: Ring,
+    fq: Ring,
+    _cq: Ring,
+    _link: crate::xdp::XdpLink,
+    _map: crate::xdp::XskMap,
+    pub zero_copy: bool,
+}
+
+// SAFETY: as for XskTx.
+unsafe impl Send for XskRx {}
+
+impl XskRx {
+    /// Opens an AF_XDP socket on `iface` queue `queue` and attaches the
+    /// redirect program to the interface (in this thread's namespace).
+    pub fn open(iface: &str, queue: u32, frames: usize) -> io::Result<Self> {
+        let ifindex = crate::raw::ifindex(iface)?;
+        let frames = frames.next_power_of_two().max(64);
+        // SAFETY: plain socket(2).
+        let fd = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a new descriptor we own.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let raw = fd.as_raw_fd();
+        let umem_len = frames * FRAME_SIZE;
+        // SAFETY: anonymous private mapping for packet buffers.
+        let umem = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                umem_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                -1,
+                0,
+            )
+        };
+        if umem == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let umem = umem.cast::<u8>();
+        let unmap = |e: io::Error| {
+            // SAFETY: unmapping the region just mapped.
+            unsafe { libc::munmap(umem.cast(), umem_len) };
+            e
+        };
+        let reg = libc::xdp_umem_reg {
+            addr: umem as u64,
+            len: umem_len as u64,
+            chunk_size: FRAME_SIZE as u32,
+            headroom: 0,
+            flags: 0,
+            tx_metadata_len: 0,
+        };
+        sockopt(raw, libc::XDP_UMEM_REG, &reg).map_err(unmap)?;
+        let n = frames as u32;
+        sockopt(raw, libc::XDP_UMEM_FILL_RING, &n).map_err(unmap)?;
+        sockopt(raw, libc::XDP_UMEM_COMPLETION_RING, &64u32).map_err(unmap)?;
+        sockopt(raw, libc::XDP_RX_RING, &n).map_err(unmap)?;
+        // SAFETY: plain old data.
+        let mut off: libc::xdp_mmap_offsets = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::xdp_mmap_offsets>() as libc::socklen_t;
+        // SAFETY: valid buffer of the given size.
+        let rc = unsafe {
+            libc::getsockopt(
+                raw,
+                libc::SOL_XDP,
+                libc::XDP_MMAP_OFFSETS,
+                (&mut off as *mut libc::xdp_mmap_offsets).cast(),
+                &mut len,
+            )
+        };
+        if rc < 0 {
+            return Err(unmap(io::Error::last_os_error()));
+        }
+        let rx = Ring::map(
+            raw,
+            &off.rx,
+            n,
+            std::mem::size_of::<libc::xdp_desc>(),
+            libc::XDP_PGOFF_RX_RING as u64,
+        )
+        .map_err(unmap)?;
+        let fq = Ring::map(raw, &off.fr, n, 8, libc::XDP_UMEM_PGOFF_FILL_RING).map_err(unmap)?;
+        let cq =
+            Ring::map(raw, &off.cr, 64, 8, libc::XDP_UMEM_PGOFF_COMPLETION_RING).map_err(unmap)?;
+        // Every buffer starts on the fill ring.
+        for i in 0..n {
+            // SAFETY: index i < n lies inside the fill ring.
+            unsafe {
+                fq.desc
+                    .cast::<u64>()
+                    .add(i as usize)
+                    .write(u64::from(i) * FRAME_SIZE as u64)
+            };
+        }
+        fq.producer().store(n, Ordering::Release);
+        let bind = |flags: u16| -> io::Result<()> {
+            let sxdp = libc::sockaddr_xdp {
+                sxdp_family: libc::AF_XDP as u16,
+                sxdp_flags: flags,
+                sxdp_ifindex: ifindex as u32,
+                sxdp_queue_id: queue,
+                sxdp_shared_umem_fd: 0,
+            };
+            // SAFETY: valid sockaddr_xdp of the size given.
+            let rc = unsafe {
+                libc::bind(
+                    raw,
+                    (&sxdp as *const libc::sockaddr_xdp).cast(),
+                    std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
+                )
+            };
+            if rc == 0 {
+                Ok(())
+            } else {
+                Err(io::Error::last_os_error())
+            }
+        };
+        let zero_copy = bind(libc::XDP_ZEROCOPY | libc::XDP_USE_NEED_WAKEUP).is_ok();
+        if !zero_copy {
+            bind(libc::XDP_COPY | libc::XDP_USE_NEED_WAKEUP).map_err(unmap)?;
+        }
+        let map = crate::xdp::XskMap::new(queue + 1).map_err(unmap)?;
+        map.set(queue, raw).map_err(unmap)?;
+        let link = crate::xdp::attach(
+            &crate::xdp::redirect_to_xsk_program(map.fd()),
+            ifindex,
+            "lr_xsk_redir",
+        )
+        .map_err(unmap)?;
+        Ok(Self {
+            fd,
+            umem,
+            umem_len,
+            rx,
+            fq,
+            _cq: cq,
+            _link: link,
+            _map: map,
+            zero_copy,
+        })
+    }
+
+    /// Hands every received frame (up to `max`) to `f`, then gives the
+    /// buffers back to the kernel. Waits up to `timeout` for the first.
+    pub fn recv(
+        &mut self,
+        max: usize,
+        timeout: std::time::Duration,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> io::Result<usize> {
+        let mut prod = self.rx.producer().load(Ordering::Acquire);
+        let cons = self.rx.consumer().load(Ordering::Relaxed);
+        if prod == cons {
+            let mut pfd = libc::pollfd {
+                fd: self.fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd.
+            unsafe { libc::poll(&mut pfd, 1, timeout.as_millis().min(1000) as i32) };
+            prod = self.rx.producer().load(Ordering::Acquire);
+        }
+        let n = (prod.wrapping_sub(cons) as usize).min(max);
+        let fprod = self.fq.producer().load(Ordering::Relaxed);
+        for k in 0..n {
+            let idx = (cons.wrapping_add(k as u32) & (self.rx.size - 1)) as usize;
+            // SAFETY: idx is inside the RX ring; the descriptor's buffer lies
+            // inside the UMEM (the kernel only hands back our chunks).
+            let d = unsafe { self.rx.desc.cast::<libc::xdp_desc>().add(idx).read() };
+            let (addr, len) = (d.addr as usize, d.len as usize);
+            if addr + len <= self.umem_len {
+                // SAFETY: bounds checked just above.
+                f(unsafe { std::slice::from_raw_parts(self.umem.add(addr), len) });
+            }
+            let fidx = (fprod.wrapping_add(k as u32) & (self.fq.size - 1)) as usize;
+            // SAFETY: fidx is inside the fill ring; the chunk start goes back.
+            unsafe {
+                self.fq
+                    .desc
+                    .cast::<u64>()
+                    .add(fidx)
+                    .write((d.addr / FRAME_SIZE as u64) * FRAME_SIZE as u64)
+            };
+        }
+        if n > 0 {
+            self.rx
+                .consumer()
+                .store(cons.wrapping_add(n as u32), Ordering::Release);
+            self.fq
+                .producer()
+                .store(fprod.wrapping_add(n as u32), Ordering::Release);
+        }
+        if self.fq.needs_wakeup() {
+            // SAFETY: a zero-length recvfrom wakes the kernel to refill.
+            unsafe {
+                libc::recvfrom(
+                    self.fd.as_raw_fd(),
+                    std::ptr::null_mut(),
+                    0,
+                    libc::MSG_DONTWAIT,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                )
+            };
+        }
+        Ok(n)
+    }
+
+    /// XDP_STATISTICS: (rx_dropped, rx_ring_full, rx_fill_ring_empty_descs).
+    pub fn stats(&self) -> io::Result<(u64, u64, u64)> {
+        // SAFETY: plain old data.
+        let mut st: libc::xdp_statistics = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::xdp_statistics>() as libc::socklen_t;
+        // SAFETY: valid buffer of the given size.
+        let rc = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_XDP,
+                libc::XDP_STATISTICS,
+                (&mut st as *mut libc::xdp_statistics).cast(),
+                &mut len,
+            )
+        };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok((st.rx_dropped, st.rx_ring_full, st.rx_fill_ring_empty_descs))
+    }
+}
+
+impl Drop for XskRx {
+    fn drop(&mut self) {
+        // SAFETY: unmapping the UMEM mapped in `open`, once.
+        unsafe { libc::munmap(self.umem.cast(), self.umem_len) };
+    }
+}

@@ -2,7 +2,7 @@
 
 use linerate_backend::packet_ring::TxRing;
 use linerate_backend::raw::RawSocket;
-use linerate_backend::xsk::XskTx;
+use linerate_backend::xsk::{XskRx, XskTx};
 use std::io;
 use thiserror::Error;
 
@@ -145,23 +145,95 @@ pub fn open_tx(
     }
 }
 
-/// Opens the receiving backend (raw socket today); the note says so when
-/// another backend was asked for.
-pub fn open_rx(
-    kind: BackendKind,
-    iface: &str,
-) -> Result<(RawSocket, &'static str, Option<String>), BackendError> {
-    let note = match kind {
-        BackendKind::AfXdp => return Err(BackendError::NotBuilt("af_xdp for receiving")),
-        BackendKind::AfPacket => Some(
-            "af_packet: RX ring not built yet, receiving with socket (raw AF_PACKET, recvmmsg)"
-                .to_string(),
-        ),
-        BackendKind::Auto => Some(format!(
-            "af_xdp and the af_packet RX ring are not built yet: receiving with socket on {iface}"
-        )),
-        BackendKind::Socket => None,
+/// Where the sink's frames come from.
+#[derive(Debug)]
+pub enum Rx {
+    /// Raw AF_PACKET socket, recvmmsg (frames copied into these buffers;
+    /// the kernel's drop count so far).
+    Socket(RawSocket, Vec<Vec<u8>>, u64),
+    /// AF_XDP socket on queue 0, with the redirect program attached.
+    Xdp(XskRx),
+}
+
+impl Rx {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Rx::Socket(..) => "socket",
+            Rx::Xdp(_) => "af_xdp",
+        }
+    }
+
+    /// Hands each received frame (without FCS) to `f`; waits up to 50 ms
+    /// for the first. Frames this host sent itself are skipped.
+    pub fn recv(&mut self, f: &mut dyn FnMut(&[u8])) -> io::Result<usize> {
+        match self {
+            Rx::Socket(sock, store, _) => {
+                let mut lens = [0usize; linerate_backend::raw::RAW_BATCH_MAX];
+                let mut bufs: Vec<&mut [u8]> = store.iter_mut().map(Vec::as_mut_slice).collect();
+                let n = sock.recv(&mut bufs, &mut lens)?;
+                for (b, &l) in store.iter().zip(&lens).take(n) {
+                    if l > 0 {
+                        f(&b[..l]);
+                    }
+                }
+                Ok(n)
+            }
+            Rx::Xdp(x) => x.recv(256, std::time::Duration::from_millis(50), f),
+        }
+    }
+
+    /// Frames the kernel dropped before the sink could take them, so far.
+    pub fn drops(&mut self) -> u64 {
+        match self {
+            // PACKET_STATISTICS resets on every read: accumulate.
+            Rx::Socket(sock, _, acc) => {
+                *acc += sock.stats().map_or(0, |(_, d)| u64::from(d));
+                *acc
+            }
+            Rx::Xdp(x) => x.stats().map_or(0, |(d, full, _)| d + full),
+        }
+    }
+}
+
+/// Opens the receiving backend; the note says what `auto` chose and why.
+pub fn open_rx(kind: BackendKind, iface: &str) -> Result<(Rx, Option<String>), BackendError> {
+    let socket = || -> Result<Rx, BackendError> {
+        let s = RawSocket::open(iface).map_err(open_err(iface))?;
+        let _ = s.set_rcvbuf(64 << 20);
+        let _ = s.set_read_timeout(std::time::Duration::from_millis(50));
+        let _ = s.stats();
+        Ok(Rx::Socket(
+            s,
+            (0..linerate_backend::raw::RAW_BATCH_MAX)
+                .map(|_| vec![0u8; 9216])
+                .collect(),
+            0,
+        ))
     };
-    let s = RawSocket::open(iface).map_err(open_err(iface))?;
-    Ok((s, "socket", note))
+    match kind {
+        BackendKind::AfXdp => Ok((
+            Rx::Xdp(XskRx::open(iface, 0, 4096).map_err(open_err(iface))?),
+            None,
+        )),
+        BackendKind::Socket => Ok((socket()?, None)),
+        BackendKind::AfPacket => Ok((
+            socket()?,
+            Some(
+                "af_packet: RX ring not built yet, receiving with socket (raw AF_PACKET, recvmmsg)"
+                    .into(),
+            ),
+        )),
+        BackendKind::Auto => match XskRx::open(iface, 0, 4096) {
+            Ok(x) => Ok((
+                Rx::Xdp(x),
+                Some(format!(
+                    "af_xdp on {iface} queue 0 (redirect program attached)"
+                )),
+            )),
+            Err(e) => Ok((
+                socket()?,
+                Some(format!("af_xdp: {e}, receiving with socket on {iface}")),
+            )),
+        },
+    }
 }

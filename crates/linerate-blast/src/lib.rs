@@ -10,6 +10,6 @@ mod backend;
 mod blast;
 mod sink;
 
-pub use backend::{BackendError, BackendKind, Tx, open_rx, open_tx};
+pub use backend::{BackendError, BackendKind, Rx, Tx, open_rx, open_tx};
 pub use blast::{BlastConfig, BlastError, BlastReport, Rate, Replay, Timing, blast};
 pub use sink::{SinkConfig, SinkReport, sink};

@@ -3,7 +3,6 @@
 
 use crate::backend::{BackendError, BackendKind, open_rx};
 use linerate_backend::clock;
-use linerate_backend::raw::RAW_BATCH_MAX;
 use linerate_gen::SinkCounts;
 use std::io::ErrorKind;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -66,12 +65,8 @@ impl SinkReport {
 }
 
 pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendError> {
-    let (mut sock, backend, note) = open_rx(cfg.backend, &cfg.iface)?;
-    let _ = sock.set_rcvbuf(64 << 20);
-    let _ = sock.set_read_timeout(Duration::from_millis(50));
-    let _ = sock.stats();
-    let mut store: Vec<Vec<u8>> = (0..RAW_BATCH_MAX).map(|_| vec![0u8; 9216]).collect();
-    let mut lens = [0usize; RAW_BATCH_MAX];
+    let (mut rx, note) = open_rx(cfg.backend, &cfg.iface)?;
+    let backend = rx.name();
     let mut counts = SinkCounts::new(cfg.clocks_shared);
     let mut drops = 0u64;
     let start = Instant::now();
@@ -81,17 +76,12 @@ pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendEr
         if cfg.until_packets.is_some_and(|n| counts.packets >= n) {
             break;
         }
-        let mut bufs: Vec<&mut [u8]> = store.iter_mut().map(Vec::as_mut_slice).collect();
-        match sock.recv(&mut bufs, &mut lens) {
-            Ok(n) => {
-                let now = clock::monotonic_ns();
+        let now = clock::monotonic_ns();
+        match rx.recv(&mut |frame| counts.on_frame(frame, now)) {
+            Ok(0) => {}
+            Ok(_) => {
                 last = Instant::now();
                 first.get_or_insert(last);
-                for i in 0..n {
-                    if lens[i] > 0 {
-                        counts.on_frame(&store[i][..lens[i]], now);
-                    }
-                }
             }
             Err(e)
                 if matches!(
@@ -105,9 +95,7 @@ pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendEr
                 });
             }
         }
-        if let Ok((_, d)) = sock.stats() {
-            drops += u64::from(d);
-        }
+        drops = rx.drops();
     }
     // Rates over the time traffic was arriving, not the time spent waiting.
     let duration_s = first.map_or(0.0, |f| last.duration_since(f).as_secs_f64());

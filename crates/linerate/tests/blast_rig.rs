@@ -82,12 +82,19 @@ fn blast_exactly_n_and_the_sink_counts_exactly_n() {
         return;
     }
     let rig = Rig::pair().unwrap();
+    // The sink receives on AF_XDP (redirect program attached) when the
+    // sender uses it, on the raw socket otherwise.
     for (backend, cores) in [
         ("af_packet", "0"),
         ("socket", "0"),
         ("auto", "0"),
         ("af_packet", "0,1"),
     ] {
+        let sink_backend = if backend == "af_xdp" {
+            "af_xdp"
+        } else {
+            "socket"
+        };
         let sink = std::thread::scope(|s| {
             let h = s.spawn(|| {
                 rig.command(1, BIN)
@@ -95,6 +102,8 @@ fn blast_exactly_n_and_the_sink_counts_exactly_n() {
                         "sink",
                         "--iface",
                         "veth0",
+                        "--backend",
+                        sink_backend,
                         "--duration",
                         "15",
                         "--count",
@@ -152,6 +161,10 @@ fn blast_exactly_n_and_the_sink_counts_exactly_n() {
         });
         let v = support::json(&sink.stdout);
         assert_eq!(v["packets"], 20000, "{backend}: {v}");
+        assert_eq!(
+            v["backend"], sink_backend,
+            "the sink received through {sink_backend}"
+        );
         assert_eq!(
             (
                 v["lost"].as_u64(),
