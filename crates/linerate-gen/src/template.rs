@@ -7,7 +7,7 @@ use crate::FlowFields;
 use linerate_wire::checksum;
 use linerate_wire::{
     EtherType, EthernetFrame, EthernetRepr, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, PROBE_LEN,
-    Probe, UdpPacket, UdpRepr, VlanRepr, VlanTag, ip_proto,
+    Probe, TcpFlags, TcpPacket, TcpRepr, UdpPacket, UdpRepr, VlanRepr, VlanTag, ip_proto,
 };
 use std::net::IpAddr;
 use thiserror::Error;
@@ -42,6 +42,8 @@ pub struct Framing {
     pub ttl: u8,
     /// The interface MTU, to refuse frames that cannot leave it.
     pub mtu: Option<usize>,
+    /// Send TCP segments with these flags instead of UDP datagrams.
+    pub tcp_flags: Option<u8>,
 }
 
 /// A prebuilt frame of one size.
@@ -51,7 +53,12 @@ pub struct Template {
     l3: usize,
     l4: usize,
     ipv6: bool,
+    /// Checksum of the transport header (UDP or TCP) in the template.
     udp_csum: u16,
+    /// Transport header length (8 for UDP, 20 for TCP) and checksum offset.
+    l4_hdr: usize,
+    csum_off: usize,
+    tcp: bool,
     ip_csum: u16,
     /// Sum of the template's variable bytes covered by the UDP checksum.
     base_udp_sum: u32,
@@ -86,7 +93,9 @@ impl Template {
         let l3 = 14 + if framing.vlan.is_some() { 4 } else { 0 };
         let ip_len = if ipv6 { 40 } else { 20 };
         let l4 = l3 + ip_len;
-        let min = l4 + 8 + PROBE_LEN + FCS;
+        let tcp = framing.tcp_flags.is_some();
+        let l4_hdr = if tcp { 20 } else { 8 };
+        let min = l4 + l4_hdr + PROBE_LEN + FCS;
         let min_eth = 64;
         if frame_bytes < min.max(min_eth) {
             return Err(TemplateError::TooSmall {
@@ -136,7 +145,7 @@ impl Template {
             .emit(&mut VlanTag::new_unchecked(&mut b[14..]));
         }
         // Payload: probe (sequence 0), then a fixed pattern.
-        for (i, x) in b[l4 + 8 + PROBE_LEN..].iter_mut().enumerate() {
+        for (i, x) in b[l4 + l4_hdr + PROBE_LEN..].iter_mut().enumerate() {
             *x = (i % 251) as u8;
         }
         Probe {
@@ -144,13 +153,13 @@ impl Template {
             seq: 0,
             tx_ns: 0,
         }
-        .emit(&mut b[l4 + 8..]);
+        .emit(&mut b[l4 + l4_hdr..]);
         let ttl = if framing.ttl == 0 { 64 } else { framing.ttl };
         match (flow.src_ip, flow.dst_ip) {
             (IpAddr::V4(s), IpAddr::V4(d)) => Ipv4Repr {
                 src: s,
                 dst: d,
-                protocol: ip_proto::UDP,
+                protocol: if tcp { ip_proto::TCP } else { ip_proto::UDP },
                 payload_len: udp_len,
                 ttl,
                 dscp: framing.dscp,
@@ -162,7 +171,7 @@ impl Template {
             (IpAddr::V6(s), IpAddr::V6(d)) => Ipv6Repr {
                 src: s,
                 dst: d,
-                next_header: ip_proto::UDP,
+                next_header: if tcp { ip_proto::TCP } else { ip_proto::UDP },
                 payload_len: udp_len,
                 hop_limit: ttl,
                 traffic_class: framing.dscp << 2,
@@ -171,17 +180,32 @@ impl Template {
             .emit(&mut Ipv6Packet::new_unchecked(&mut b[l3..])),
             _ => return Err(TemplateError::Family),
         }
-        UdpRepr {
-            src_port: flow.src_port,
-            dst_port: flow.dst_port,
-            payload_len: udp_len - 8,
+        let addrs = Some((flow.src_ip, flow.dst_ip));
+        match framing.tcp_flags {
+            Some(flags) => TcpRepr {
+                src_port: flow.src_port,
+                dst_port: flow.dst_port,
+                seq: 1,
+                ack: 0,
+                flags: TcpFlags(flags),
+                window: 65535,
+                urgent: 0,
+                payload_len: udp_len - 20,
+            }
+            .emit(&mut TcpPacket::new_unchecked(&mut b[l4..]), addrs),
+            None => UdpRepr {
+                src_port: flow.src_port,
+                dst_port: flow.dst_port,
+                payload_len: udp_len - 8,
+            }
+            .emit(&mut UdpPacket::new_unchecked(&mut b[l4..]), addrs),
         }
-        .emit(
-            &mut UdpPacket::new_unchecked(&mut b[l4..]),
-            Some((flow.src_ip, flow.dst_ip)),
-        );
+        let csum_off = if tcp { 16 } else { 6 };
         let mut t = Self {
-            udp_csum: u16::from_be_bytes([b[l4 + 6], b[l4 + 7]]),
+            udp_csum: u16::from_be_bytes([b[l4 + csum_off], b[l4 + csum_off + 1]]),
+            l4_hdr,
+            csum_off,
+            tcp,
             ip_csum: if ipv6 {
                 0
             } else {
@@ -223,7 +247,7 @@ impl Template {
     /// Sum of what changes per packet under the UDP checksum: addresses
     /// (pseudo-header), ports, and the probe's flow id, sequence and time.
     fn udp_sum(&self, b: &[u8]) -> u32 {
-        let p = self.l4 + 8;
+        let p = self.l4 + self.l4_hdr;
         let acc = checksum::sum(&b[self.addr_range()], 0);
         let acc = checksum::sum(&b[self.l4..self.l4 + 4], acc);
         checksum::sum(&b[p + 2..p + PROBE_LEN], acc)
@@ -249,9 +273,15 @@ impl Template {
             seq,
             tx_ns,
         }
-        .emit(&mut out[self.l4 + 8..]);
-        let udp = checksum::update(self.udp_csum, self.base_udp_sum, self.udp_sum(out));
-        out[self.l4 + 6..self.l4 + 8].copy_from_slice(&checksum::udp_nonzero(udp).to_be_bytes());
+        .emit(&mut out[self.l4 + self.l4_hdr..]);
+        let c = checksum::update(self.udp_csum, self.base_udp_sum, self.udp_sum(out));
+        // UDP sends a computed zero as all ones; TCP has no such rule.
+        let c = if self.tcp {
+            c
+        } else {
+            checksum::udp_nonzero(c)
+        };
+        out[self.l4 + self.csum_off..self.l4 + self.csum_off + 2].copy_from_slice(&c.to_be_bytes());
         if !self.ipv6 {
             let ip = checksum::update(self.ip_csum, self.base_ip_sum, self.addr_sum(out));
             out[self.l3 + 10..self.l3 + 12].copy_from_slice(&ip.to_be_bytes());
@@ -334,6 +364,42 @@ mod tests {
             fresh.write(&mut b2, &f, (i % 65536) as u16, seq, ts);
             prop_assert_eq!(&b2[..t.len()], frame);
         }
+    }
+
+    #[test]
+    fn tcp_flagged_frames() {
+        let s = spec(false);
+        let framing = Framing {
+            tcp_flags: Some(TcpFlags::SYN),
+            ..Framing::default()
+        };
+        assert!(matches!(
+            Template::new(64, &s.flow(0), &framing),
+            Err(TemplateError::TooSmall { min: 76, .. })
+        ));
+        let t = Template::new(76, &s.flow(0), &framing).unwrap();
+        for i in 0..200u64 {
+            let f = s.flow(i * 7);
+            let mut buf = vec![0u8; 76];
+            t.write(&mut buf, &f, i as u16, i + 1, i * 1000);
+            let frame = &buf[..t.len()];
+            let p = parse_frame(frame).unwrap();
+            let L4::Tcp(tcp) = p.l4 else {
+                panic!("not TCP: {:?}", p.l4)
+            };
+            assert!(tcp.flags.has(TcpFlags::SYN));
+            assert_eq!((tcp.src_port, tcp.dst_port), (f.src_port, f.dst_port));
+            assert_eq!(p.probe.unwrap().seq, i + 1);
+            assert!(
+                TcpPacket::new_checked(&frame[34..])
+                    .unwrap()
+                    .verify_checksum(f.src_ip, f.dst_ip)
+            );
+        }
+        assert!(matches!(
+            Template::new(64, &spec(true).flow(0), &framing),
+            Err(TemplateError::TooSmall { min: 96, .. })
+        ));
     }
 
     #[test]

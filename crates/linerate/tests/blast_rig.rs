@@ -235,6 +235,73 @@ fn ranges_reach_every_value_and_imix_is_met() {
 }
 
 #[test]
+fn tcp_flagged_frames_are_counted_by_the_sink() {
+    if skip("tcp_flagged_frames_are_counted_by_the_sink") {
+        return;
+    }
+    let rig = Rig::pair().unwrap();
+    let sink = std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            rig.command(1, BIN)
+                .args([
+                    "sink",
+                    "--iface",
+                    "veth0",
+                    "--backend",
+                    "socket",
+                    "--duration",
+                    "10",
+                    "--count",
+                    "3000",
+                    "--json",
+                ])
+                .output()
+                .unwrap()
+        });
+        std::thread::sleep(Duration::from_millis(500));
+        let out = blast(
+            &rig,
+            &[
+                "--dst-ip",
+                "198.18.0.2",
+                "--tcp-flags",
+                "S",
+                "--size",
+                "80",
+                "--count",
+                "3000",
+                "--rate",
+                "50k",
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        h.join().unwrap()
+    });
+    let v = support::json(&sink.stdout);
+    assert_eq!(
+        (v["packets"].as_u64(), v["lost"].as_u64()),
+        (Some(3000), Some(0)),
+        "{v}"
+    );
+    let out = blast(
+        &rig,
+        &[
+            "--dst-ip",
+            "198.18.0.2",
+            "--tcp-flags",
+            "SX",
+            "--count",
+            "1",
+        ],
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown TCP flag"));
+}
+
+#[test]
 fn bad_input_is_refused_before_any_traffic() {
     if skip("bad_input_is_refused_before_any_traffic") {
         return;

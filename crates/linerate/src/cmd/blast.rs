@@ -69,6 +69,9 @@ pub struct BlastArgs {
     /// 802.1Q VLAN id.
     #[arg(long)]
     vlan: Option<u16>,
+    /// Send TCP segments with these flags instead of UDP (S, SA, R, F, P, A, U).
+    #[arg(long, value_parser = parse_tcp_flags)]
+    tcp_flags: Option<u8>,
     /// DSCP value (0..63).
     #[arg(long, default_value_t = 0)]
     dscp: u8,
@@ -105,6 +108,28 @@ pub struct SinkArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+}
+
+fn parse_tcp_flags(s: &str) -> Result<u8, String> {
+    let mut f = 0u8;
+    for c in s.chars() {
+        f |= match c.to_ascii_uppercase() {
+            'F' => 0x01,
+            'S' => 0x02,
+            'R' => 0x04,
+            'P' => 0x08,
+            'A' => 0x10,
+            'U' => 0x20,
+            'E' => 0x40,
+            'C' => 0x80,
+            _ => return Err(format!("unknown TCP flag '{c}' (use F S R P A U E C)")),
+        };
+    }
+    if f == 0 {
+        Err("give at least one TCP flag".into())
+    } else {
+        Ok(f)
+    }
 }
 
 fn backend(s: &str) -> Result<BackendKind> {
@@ -257,6 +282,7 @@ pub fn run_blast(a: &BlastArgs) -> Result<u8> {
             dscp: a.dscp,
             ttl: 64,
             mtu: None,
+            tcp_flags: a.tcp_flags,
         },
         count: a.count,
         duration: duration(a.duration)?,
