@@ -121,6 +121,20 @@ pub fn mac_range(text: &str, step: u64) -> Result<Range, FlowError> {
     Range::from_bounds(first, last, step, text)
 }
 
+/// Parses `RANGE` or `RANGE@STEP` (every STEP-th value) with `f`.
+fn stepped<T>(text: &str, f: impl Fn(&str, u64) -> Result<T, FlowError>) -> Result<T, FlowError> {
+    match text.split_once('@') {
+        Some((range, step)) => {
+            let step = step
+                .trim()
+                .parse::<u64>()
+                .map_err(|_| FlowError::Syntax(text.to_string(), "step (RANGE@STEP)"))?;
+            f(range, step)
+        }
+        None => f(text, 1),
+    }
+}
+
 /// The header fields of one flow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct FlowFields {
@@ -157,19 +171,19 @@ impl FlowSpec {
         src_port: &str,
         dst_port: &str,
     ) -> Result<Self, FlowError> {
-        let (s_ip, s6) = ip_range(src_ip, 1)?;
-        let (d_ip, d6) = ip_range(dst_ip, 1)?;
+        let (s_ip, s6) = stepped(src_ip, |t, st| ip_range(t, st))?;
+        let (d_ip, d6) = stepped(dst_ip, |t, st| ip_range(t, st))?;
         if s6 != d6 {
             return Err(FlowError::FamilyMismatch);
         }
         let spec = Self {
-            src_mac: mac_range(src_mac, 1)?,
-            dst_mac: mac_range(dst_mac, 1)?,
+            src_mac: stepped(src_mac, mac_range)?,
+            dst_mac: stepped(dst_mac, mac_range)?,
             src_ip: s_ip,
             dst_ip: d_ip,
             ipv6: s6,
-            src_port: port_range(src_port, 1)?,
-            dst_port: port_range(dst_port, 1)?,
+            src_port: stepped(src_port, port_range)?,
+            dst_port: stepped(dst_port, port_range)?,
         };
         let n = spec.count_u128();
         if n > FLOWS_MAX {
@@ -365,5 +379,25 @@ mod tests {
             Err(FlowError::TooMany(_))
         ));
         assert!(matches!(port_range("1-10", 0), Err(FlowError::Step { .. })));
+        assert!(matches!(
+            spec("198.18.0.1", "198.18.1.1", "9", "1-10@x"),
+            Err(FlowError::Syntax(_, _))
+        ));
+    }
+
+    #[test]
+    fn steps() {
+        let s = spec(
+            "198.18.0.0-198.18.0.255@64",
+            "198.18.1.1",
+            "1000-1010@5",
+            "9",
+        )
+        .unwrap();
+        assert_eq!(s.count(), 4 * 3);
+        let ports: HashSet<u16> = (0..12).map(|i| s.flow(i).src_port).collect();
+        assert_eq!(ports, [1000, 1005, 1010].into_iter().collect());
+        let ips: HashSet<IpAddr> = (0..12).map(|i| s.flow(i).src_ip).collect();
+        assert!(ips.contains(&"198.18.0.192".parse::<IpAddr>().unwrap()) && ips.len() == 4);
     }
 }

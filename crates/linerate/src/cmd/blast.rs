@@ -16,8 +16,8 @@ pub struct BlastArgs {
     /// Interface to send on.
     #[arg(long)]
     iface: String,
-    /// Destination IP or range (198.18.0.2-198.18.0.9); with --pcap, the
-    /// address every replayed frame gets.
+    /// Destination IP or range (198.18.0.2-198.18.0.9, or …@STEP for every
+    /// STEP-th); with --pcap, the address every replayed frame gets.
     #[arg(long, required_unless_present = "pcap")]
     dst_ip: Option<String>,
     /// Source IP or range [default: the interface's address].
@@ -29,7 +29,7 @@ pub struct BlastArgs {
     /// Source MAC or range [default: the interface's].
     #[arg(long)]
     src_mac: Option<String>,
-    /// Source UDP port or range.
+    /// Source UDP port or range (1000-1999, 1000-1999@10).
     #[arg(long, default_value = "9")]
     src_port: String,
     /// Destination UDP port or range.
