@@ -171,8 +171,8 @@ impl FlowSpec {
         src_port: &str,
         dst_port: &str,
     ) -> Result<Self, FlowError> {
-        let (s_ip, s6) = stepped(src_ip, |t, st| ip_range(t, st))?;
-        let (d_ip, d6) = stepped(dst_ip, |t, st| ip_range(t, st))?;
+        let (s_ip, s6) = stepped(src_ip, ip_range)?;
+        let (d_ip, d6) = stepped(dst_ip, ip_range)?;
         if s6 != d6 {
             return Err(FlowError::FamilyMismatch);
         }
