@@ -3,6 +3,7 @@
 
 use crate::backend::{BackendError, BackendKind, Tx, open_tx};
 use linerate_backend::clock;
+use linerate_gen::pacing::Departures;
 use linerate_gen::template::Framing;
 use linerate_gen::{FlowCursor, FlowSpec, SizeSequence, Template, TemplateError};
 use std::collections::{BTreeMap, HashMap};
@@ -101,6 +102,9 @@ pub struct BlastReport {
     pub per_second: Vec<Second>,
     /// Each worker's backend counters (af_xdp: TX ring completions).
     pub backend_stats: Vec<serde_json::Value>,
+    /// Paced runs: each worker's measured gaps between send calls, and the
+    /// gap its rate asked for per frame (ns).
+    pub pacing: Vec<(Departures, f64)>,
     pub workers: usize,
 }
 
@@ -134,6 +138,19 @@ impl BlastReport {
             "flows": self.flows,
             "workers": self.workers,
             "backend_stats": self.backend_stats,
+            "pacing": self.pacing.iter().map(|(d, ns)| {
+                let per_call = d.units as f64 / d.calls as f64;
+                serde_json::json!({
+                    "measured_by": "sender, gaps between send calls",
+                    "calls": d.calls,
+                    "frames_per_call": per_call,
+                    "target_gap_us": ns * per_call / 1e3,
+                    "mean_gap_us": d.mean_gap_ns / 1e3,
+                    "stddev_gap_us": d.stddev_gap_ns() / 1e3,
+                    "min_gap_us": d.min_gap_ns as f64 / 1e3,
+                    "max_gap_us": d.max_gap_ns as f64 / 1e3,
+                })
+            }).collect::<Vec<_>>(),
             "per_second": self.per_second.iter().map(|s| serde_json::json!({"packets": s.packets, "send_calls": s.calls, "send_errors": s.errors})).collect::<Vec<_>>(),
             "per_flow_sent": self.per_flow.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
         })
@@ -257,6 +274,7 @@ pub fn blast(cfg: &BlastConfig, stop: &AtomicBool) -> Result<BlastReport, BlastE
         per_second,
         workers,
         backend_stats: Vec::new(),
+        pacing: Vec::new(),
     };
     for r in results {
         let w = r?;
@@ -268,6 +286,11 @@ pub fn blast(cfg: &BlastConfig, stop: &AtomicBool) -> Result<BlastReport, BlastE
             *report.per_flow.entry(id).or_default() += n;
         }
         report.backend_stats.extend(w.backend_stats);
+        if let Some(ns) = interval_ns
+            && w.departures.calls > 2
+        {
+            report.pacing.push((w.departures, ns));
+        }
     }
     Ok(report)
 }
@@ -306,6 +329,7 @@ struct WorkerOut {
     errors: u64,
     per_flow: Vec<(u16, u64)>,
     backend_stats: Option<serde_json::Value>,
+    departures: Departures,
 }
 
 fn pin(cpu: usize) {
@@ -339,6 +363,7 @@ fn run_worker(job: Job, mut sock: Tx, stop: &AtomicBool) -> Result<WorkerOut, Bl
     let mut store: Vec<Vec<u8>> = (0..batch).map(|_| vec![0u8; job.max_frame]).collect();
     let mut lens = vec![0usize; batch];
     let (mut packets, mut bytes, mut calls, mut errors) = (0u64, 0u64, 0u64, 0u64);
+    let mut departures = Departures::default();
     let start = Instant::now();
     let deadline = start + cfg.duration;
     'run: while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
@@ -407,6 +432,9 @@ fn run_worker(job: Job, mut sock: Tx, stop: &AtomicBool) -> Result<WorkerOut, Bl
                 iface: cfg.iface.clone(),
                 source,
             })?;
+            if job.interval_ns.is_some() {
+                departures.record(Instant::now(), k as u64);
+            }
             bytes += lens[sent..sent + k]
                 .iter()
                 .map(|&l| l as u64 + 4)
@@ -435,6 +463,7 @@ fn run_worker(job: Job, mut sock: Tx, stop: &AtomicBool) -> Result<WorkerOut, Bl
         errors,
         per_flow,
         backend_stats: sock.stats(),
+        departures,
     })
 }
 
@@ -582,5 +611,6 @@ fn replay(cfg: &BlastConfig, r: &Replay, stop: &AtomicBool) -> Result<BlastRepor
         per_second: Vec::new(),
         workers: 1,
         backend_stats: sock.stats().into_iter().collect(),
+        pacing: Vec::new(),
     })
 }

@@ -5,6 +5,7 @@
 //! per cycle. Backends (sockets, AF_PACKET, AF_XDP) only move the bytes.
 
 pub mod flows;
+pub mod pacing;
 pub mod pcap;
 pub mod sink;
 pub mod sizes;

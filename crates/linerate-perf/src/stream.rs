@@ -7,6 +7,7 @@
 
 use linerate_backend::udp_batch::{BATCH_MAX, Batch, GRO_BUF_BYTES, GroBatch};
 use linerate_backend::{clock, sockopt};
+use linerate_gen::pacing::Departures;
 use linerate_iperf::udp::{self, UdpReceiver};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpStream, UdpSocket};
@@ -31,49 +32,6 @@ pub struct UdpRxCounters {
     pub duplicates: u64,
     pub late: u64,
     pub lost_exact: u64,
-}
-
-/// Measured gaps between a paced sender's send calls.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Departures {
-    pub calls: u64,
-    /// Datagrams or blocks handed to the kernel.
-    pub units: u64,
-    pub mean_gap_ns: f64,
-    m2: f64,
-    pub min_gap_ns: u64,
-    pub max_gap_ns: u64,
-    last: Option<Instant>,
-}
-
-impl Departures {
-    /// One send call of `units` datagrams/blocks at `now` (Welford's running variance).
-    fn record(&mut self, now: Instant, units: u64) {
-        if let Some(last) = self.last {
-            let gap = now.duration_since(last).as_nanos() as u64;
-            let k = self.calls as f64;
-            let d = gap as f64 - self.mean_gap_ns;
-            self.mean_gap_ns += d / k;
-            self.m2 += d * (gap as f64 - self.mean_gap_ns);
-            self.min_gap_ns = if self.calls == 1 {
-                gap
-            } else {
-                self.min_gap_ns.min(gap)
-            };
-            self.max_gap_ns = self.max_gap_ns.max(gap);
-        }
-        self.last = Some(now);
-        self.calls += 1;
-        self.units += units;
-    }
-
-    pub fn stddev_gap_ns(&self) -> f64 {
-        if self.calls > 2 {
-            (self.m2 / (self.calls - 2) as f64).sqrt()
-        } else {
-            0.0
-        }
-    }
 }
 
 /// What the reporter reads of a stream.

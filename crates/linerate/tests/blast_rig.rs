@@ -148,6 +148,11 @@ fn blast_exactly_n_and_the_sink_counts_exactly_n() {
                 b["doctor"]["could_not_check"].is_array(),
                 "doctor summary attached to blast's JSON"
             );
+            // A paced run reports its measured send gaps against the target.
+            let pacing = &b["pacing"][0];
+            let target = pacing["target_gap_us"].as_f64().unwrap();
+            let mean = pacing["mean_gap_us"].as_f64().unwrap();
+            assert!((mean - target).abs() < target * 0.2 + 5.0, "{pacing}");
             if expect == "af_xdp" {
                 // The AF_XDP TX ring really carried them: the kernel completed every one.
                 assert_eq!(b["backend_stats"][0]["xsk_tx_completed"], 20000, "{b}");
