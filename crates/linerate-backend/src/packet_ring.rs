@@ -214,3 +214,220 @@ impl Drop for TxRing {
         unsafe { libc::munmap(self.map.cast(), self.map_len) };
     }
 }
+
+/// AF_PACKET TPACKET_V3 receive ring: the kernel fills blocks of frames in
+/// memory shared with us; a block is handed back once read.
+#[derive(Debug)]
+pub struct RxRing {
+    fd: OwnedFd,
+    map: *mut u8,
+    map_len: usize,
+    block_size: usize,
+    block_nr: usize,
+    current: usize,
+}
+
+// SAFETY: the mapping is owned by this value and only touched through &mut self.
+unsafe impl Send for RxRing {}
+
+const TP_STATUS_USER: u32 = 1;
+const TP_STATUS_KERNEL: u32 = 0;
+const BLOCK_STATUS_OFF: usize = 8;
+const BLOCK_NUM_PKTS_OFF: usize = 12;
+const BLOCK_FIRST_OFF: usize = 16;
+/// tp_mac (u16) in tpacket3_hdr.
+const MAC_OFF: usize = 24;
+/// sll_pkttype inside the sockaddr_ll that follows the aligned header.
+const PKTTYPE_OFF: usize = HDR_LEN + 10;
+
+impl RxRing {
+    /// Opens a ring of `block_nr` blocks of `block_size` bytes on `iface`.
+    pub fn open(iface: &str, block_size: usize, block_nr: usize) -> io::Result<Self> {
+        let ifindex = crate::raw::ifindex(iface)?;
+        let proto = (libc::ETH_P_ALL as u16).to_be();
+        // SAFETY: plain socket(2).
+        let fd = unsafe {
+            libc::socket(
+                libc::AF_PACKET,
+                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+                i32::from(proto),
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: new descriptor we own.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let raw = fd.as_raw_fd();
+        crate::sockopt::setsockopt_raw(
+            raw,
+            libc::SOL_PACKET,
+            libc::PACKET_VERSION,
+            &TPACKET_V3.to_ne_bytes(),
+        )?;
+        let frame_size = 2048;
+        let req = Req3 {
+            block_size: block_size as u32,
+            block_nr: block_nr as u32,
+            frame_size,
+            frame_nr: (block_size / frame_size as usize * block_nr) as u32,
+            retire_blk_tov: 10,
+            sizeof_priv: 0,
+            feature_req_word: 0,
+        };
+        // SAFETY: `req` is a valid tpacket_req3 of the size given.
+        let rc = unsafe {
+            libc::setsockopt(
+                raw,
+                libc::SOL_PACKET,
+                libc::PACKET_RX_RING,
+                (&req as *const Req3).cast(),
+                std::mem::size_of::<Req3>() as libc::socklen_t,
+            )
+        };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let map_len = block_size * block_nr;
+        // SAFETY: mapping the ring the kernel allocated for this socket.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_LOCKED,
+                raw,
+                0,
+            )
+        };
+        let map = if map == libc::MAP_FAILED {
+            // MAP_LOCKED needs RLIMIT_MEMLOCK room; the ring works without it.
+            // SAFETY: as above.
+            let m = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    map_len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    raw,
+                    0,
+                )
+            };
+            if m == libc::MAP_FAILED {
+                return Err(io::Error::last_os_error());
+            }
+            m
+        } else {
+            map
+        };
+        // SAFETY: sockaddr_ll is plain old data.
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_protocol = proto;
+        sll.sll_ifindex = ifindex;
+        // SAFETY: valid sockaddr_ll of the size given.
+        let rc = unsafe {
+            libc::bind(
+                raw,
+                (&sll as *const libc::sockaddr_ll).cast(),
+                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+            )
+        };
+        if rc < 0 {
+            let e = io::Error::last_os_error();
+            // SAFETY: unmapping what was just mapped.
+            unsafe { libc::munmap(map, map_len) };
+            return Err(e);
+        }
+        Ok(Self {
+            fd,
+            map: map.cast(),
+            map_len,
+            block_size,
+            block_nr,
+            current: 0,
+        })
+    }
+
+    fn block_status(&self, block: usize) -> &AtomicU32 {
+        // SAFETY: block < block_nr; the status word is aligned and shared with the kernel.
+        unsafe { &*(self.map.add(block * self.block_size + BLOCK_STATUS_OFF) as *const AtomicU32) }
+    }
+
+    /// Hands every frame of the next ready block to `f` (frames this host
+    /// sent are skipped), then returns the block to the kernel. Waits up to
+    /// `timeout_ms` for a block. Returns the frames handed over.
+    pub fn recv(&mut self, timeout_ms: i32, f: &mut dyn FnMut(&[u8])) -> io::Result<usize> {
+        let b = self.current;
+        if self.block_status(b).load(Ordering::Acquire) & TP_STATUS_USER == 0 {
+            let mut pfd = libc::pollfd {
+                fd: self.fd.as_raw_fd(),
+                events: libc::POLLIN | libc::POLLERR,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd.
+            unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+            if self.block_status(b).load(Ordering::Acquire) & TP_STATUS_USER == 0 {
+                return Ok(0);
+            }
+        }
+        let mut count = 0;
+        // SAFETY: the block is ours (TP_STATUS_USER) until we hand it back;
+        // every offset below comes from the kernel and is checked against the block.
+        unsafe {
+            let base = self.map.add(b * self.block_size);
+            let num = (base.add(BLOCK_NUM_PKTS_OFF) as *const u32).read();
+            let mut off = (base.add(BLOCK_FIRST_OFF) as *const u32).read() as usize;
+            for _ in 0..num {
+                if off + PKTTYPE_OFF + 1 > self.block_size {
+                    break;
+                }
+                let p = base.add(off);
+                let next = (p as *const u32).read() as usize;
+                let snaplen = (p.add(SNAPLEN_OFF) as *const u32).read() as usize;
+                let mac = (p.add(MAC_OFF) as *const u16).read() as usize;
+                let pkttype = p.add(PKTTYPE_OFF).read();
+                if off + mac + snaplen <= self.block_size && pkttype != libc::PACKET_OUTGOING {
+                    f(std::slice::from_raw_parts(p.add(mac), snaplen));
+                    count += 1;
+                }
+                if next == 0 {
+                    break;
+                }
+                off += next;
+            }
+        }
+        self.block_status(b)
+            .store(TP_STATUS_KERNEL, Ordering::Release);
+        self.current = (b + 1) % self.block_nr;
+        Ok(count)
+    }
+
+    /// Frames the kernel dropped because the ring was full, since the last call.
+    pub fn drops(&self) -> io::Result<u32> {
+        let mut st = [0u32; 3];
+        let mut len = std::mem::size_of_val(&st) as libc::socklen_t;
+        // SAFETY: valid buffer for struct tpacket_stats_v3.
+        let rc = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                libc::PACKET_STATISTICS,
+                st.as_mut_ptr().cast(),
+                &mut len,
+            )
+        };
+        if rc == 0 {
+            Ok(st[1])
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+}
+
+impl Drop for RxRing {
+    fn drop(&mut self) {
+        // SAFETY: unmapping the region mapped in `open`, once.
+        unsafe { libc::munmap(self.map.cast(), self.map_len) };
+    }
+}

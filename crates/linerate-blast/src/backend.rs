@@ -1,6 +1,6 @@
 //! Choosing a backend, saying why when `auto` falls back.
 
-use linerate_backend::packet_ring::TxRing;
+use linerate_backend::packet_ring::{RxRing, TxRing};
 use linerate_backend::raw::RawSocket;
 use linerate_backend::xsk::{XskRx, XskTx};
 use std::io;
@@ -153,6 +153,8 @@ pub enum Rx {
     Socket(RawSocket, Vec<Vec<u8>>, u64),
     /// AF_XDP socket on queue 0, with the redirect program attached.
     Xdp(XskRx),
+    /// AF_PACKET TPACKET_V3 RX ring (and the kernel's drop count so far).
+    Ring(RxRing, u64),
 }
 
 impl Rx {
@@ -160,6 +162,7 @@ impl Rx {
         match self {
             Rx::Socket(..) => "socket",
             Rx::Xdp(_) => "af_xdp",
+            Rx::Ring(..) => "af_packet",
         }
     }
 
@@ -179,6 +182,7 @@ impl Rx {
                 Ok(n)
             }
             Rx::Xdp(x) => x.recv(256, std::time::Duration::from_millis(50), f),
+            Rx::Ring(r, _) => r.recv(50, f),
         }
     }
 
@@ -191,12 +195,17 @@ impl Rx {
                 *acc
             }
             Rx::Xdp(x) => x.stats().map_or(0, |(d, full, _)| d + full),
+            Rx::Ring(r, acc) => {
+                *acc += u64::from(r.drops().unwrap_or(0));
+                *acc
+            }
         }
     }
 }
 
 /// Opens the receiving backend; the note says what `auto` chose and why.
 pub fn open_rx(kind: BackendKind, iface: &str) -> Result<(Rx, Option<String>), BackendError> {
+    let ring = || RxRing::open(iface, 1 << 20, 64);
     let socket = || -> Result<Rx, BackendError> {
         let s = RawSocket::open(iface).map_err(open_err(iface))?;
         let _ = s.set_rcvbuf(64 << 20);
@@ -216,13 +225,7 @@ pub fn open_rx(kind: BackendKind, iface: &str) -> Result<(Rx, Option<String>), B
             None,
         )),
         BackendKind::Socket => Ok((socket()?, None)),
-        BackendKind::AfPacket => Ok((
-            socket()?,
-            Some(
-                "af_packet: RX ring not built yet, receiving with socket (raw AF_PACKET, recvmmsg)"
-                    .into(),
-            ),
-        )),
+        BackendKind::AfPacket => Ok((Rx::Ring(ring().map_err(open_err(iface))?, 0), None)),
         BackendKind::Auto => match XskRx::open(iface, 0, 4096) {
             Ok(x) => Ok((
                 Rx::Xdp(x),
@@ -230,10 +233,20 @@ pub fn open_rx(kind: BackendKind, iface: &str) -> Result<(Rx, Option<String>), B
                     "af_xdp on {iface} queue 0 (redirect program attached)"
                 )),
             )),
-            Err(e) => Ok((
-                socket()?,
-                Some(format!("af_xdp: {e}, receiving with socket on {iface}")),
-            )),
+            Err(xe) => match ring() {
+                Ok(r) => Ok((
+                    Rx::Ring(r, 0),
+                    Some(format!(
+                        "af_xdp: {xe}, receiving with af_packet (TPACKET_V3 RX ring) on {iface}"
+                    )),
+                )),
+                Err(re) => Ok((
+                    socket()?,
+                    Some(format!(
+                        "af_xdp: {xe}; af_packet: {re}; receiving with socket on {iface}"
+                    )),
+                )),
+            },
         },
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! Backends today: for sending `af_xdp` (UMEM + TX ring, copy or
 //! zero-copy), `af_packet` (TPACKET_V3 TX ring, qdisc bypass) and `socket`
-//! (a raw AF_PACKET socket, sendmmsg); for receiving `socket` (recvmmsg).
+//! (a raw AF_PACKET socket, sendmmsg); for receiving `af_xdp` (RX ring and
+//! an XSKMAP redirect program), `af_packet` (TPACKET_V3 RX ring) and `socket`.
 //! `auto` takes the fastest that opens and says what it chose and why.
 
 mod backend;

@@ -82,8 +82,8 @@ fn blast_exactly_n_and_the_sink_counts_exactly_n() {
         return;
     }
     let rig = Rig::pair().unwrap();
-    // The sink receives on AF_XDP (redirect program attached) when the
-    // sender uses it, on the raw socket otherwise.
+    // The sink receives on the sender's backend (AF_XDP with its redirect
+    // program, the af_packet RX ring), on the raw socket otherwise.
     for (backend, cores) in [
         ("af_packet", "0"),
         ("socket", "0"),
