@@ -62,6 +62,9 @@ pub type Setup = fn(&Rig) -> Result<Box<dyn std::any::Any>>;
 pub enum Metric {
     Packets,
     Bits,
+    /// Sender CPU time per million received packets (lower is better; the
+    /// ratio is the last contender's cost over this one's).
+    CpuPerPacket,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -74,6 +77,10 @@ struct Sample {
     rx_pps: f64,
     /// L2 bits per second (frames without FCS, as the veth counts them).
     rx_bps_l2: f64,
+    /// CPU seconds the sender's process tree used in the window.
+    sender_cpu_s: f64,
+    /// Sender CPU milliseconds per million packets the receiver counted.
+    cpu_ms_per_mpkt: f64,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -108,23 +115,67 @@ fn stop(child: &mut Child) {
     let _ = child.wait();
 }
 
-fn measure_once(rig: &Rig, sc: &Scenario, c: &Contender, cfg: &Config) -> Result<(u64, u64, f64)> {
+/// CPU time (user + system, seconds) of `pid` and all its descendants.
+fn tree_cpu_s(pid: u32) -> f64 {
+    let mut total = 0u64;
+    let mut frontier = vec![pid];
+    let procs: Vec<(u32, u32, u64)> = std::fs::read_dir("/proc")
+        .map(|d| {
+            d.filter_map(|e| {
+                let p: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
+                let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+                // Fields after the ")" of comm: state ppid … utime(12) stime(13).
+                let rest = &stat[stat.rfind(')')? + 2..];
+                let f: Vec<&str> = rest.split_whitespace().collect();
+                Some((
+                    p,
+                    f.get(1)?.parse().ok()?,
+                    f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?,
+                ))
+            })
+            .collect()
+        })
+        .unwrap_or_default();
+    while let Some(p) = frontier.pop() {
+        for (pid, ppid, ticks) in &procs {
+            if *pid == p {
+                total += ticks;
+            }
+            if *ppid == p {
+                frontier.push(*pid);
+            }
+        }
+    }
+    // /proc reports USER_HZ ticks, 100 per second on Linux.
+    total as f64 / 100.0
+}
+
+fn measure_once(
+    rig: &Rig,
+    sc: &Scenario,
+    c: &Contender,
+    cfg: &Config,
+) -> Result<(u64, u64, f64, f64)> {
     let run_for = WARMUP + cfg.window + Duration::from_secs(2);
     let mut running = (c.start)(rig, run_for).with_context(|| format!("starting {}", c.name))?;
     std::thread::sleep(WARMUP);
-    let result = (|| -> Result<(u64, u64, f64)> {
+    let result = (|| -> Result<(u64, u64, f64, f64)> {
         if let Ok(Some(status)) = running.child.try_wait() {
             anyhow::bail!("{} exited early ({status})", c.name);
         }
+        let pid = running.child.id();
+        let cpu0 = tree_cpu_s(pid);
         let before = rig.stats(sc.receiver)?;
         let t0 = Instant::now();
         std::thread::sleep(cfg.window);
         let after = rig.stats(sc.receiver)?;
         let secs = t0.elapsed().as_secs_f64();
+        let cpu = tree_cpu_s(pid) - cpu0;
         Ok((
             after.rx_packets - before.rx_packets,
             after.rx_bytes - before.rx_bytes,
             secs,
+            cpu,
         ))
     })();
     stop(&mut running.child);
@@ -177,7 +228,7 @@ pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {
     let mut samples = Vec::new();
     for run in 0..cfg.runs {
         for c in &sc.contenders {
-            let (pkts, bytes, secs) = measure_once(&rig, &sc, c, cfg)?;
+            let (pkts, bytes, secs, cpu) = measure_once(&rig, &sc, c, cfg)?;
             let s = Sample {
                 contender: c.name,
                 run,
@@ -186,14 +237,22 @@ pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {
                 window_s: secs,
                 rx_pps: pkts as f64 / secs,
                 rx_bps_l2: bytes as f64 * 8.0 / secs,
+                sender_cpu_s: cpu,
+                cpu_ms_per_mpkt: if pkts > 0 {
+                    cpu * 1e3 / (pkts as f64 / 1e6)
+                } else {
+                    0.0
+                },
             };
             println!(
-                "  run {run} {:<28} received {:>12} pkts in {:.2} s = {:>12.0} pps {:>10.1} Mbit/s L2",
+                "  run {run} {:<28} received {:>12} pkts in {:.2} s = {:>12.0} pps {:>10.1} Mbit/s L2, sender CPU {:.2} s = {:.0} ms per million",
                 c.name,
                 s.rx_packets,
                 s.window_s,
                 s.rx_pps,
-                s.rx_bps_l2 / 1e6
+                s.rx_bps_l2 / 1e6,
+                s.sender_cpu_s,
+                s.cpu_ms_per_mpkt
             );
             samples.push(s);
         }
@@ -221,9 +280,10 @@ pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {
     println!("\nmedians, counted at the receiver's interface (L2 = frames without FCS):");
     for (name, pps, bps) in &medians {
         println!(
-            "  {name:<28} {:>10.3} Mpps  {:>10.1} Mbit/s L2",
+            "  {name:<28} {:>10.3} Mpps  {:>10.1} Mbit/s L2  sender CPU {:>7.0} ms per million packets",
             pps / 1e6,
-            bps / 1e6
+            bps / 1e6,
+            median_of(name, |s| s.cpu_ms_per_mpkt)
         );
     }
     let base = medians[medians.len() - 1];
@@ -232,6 +292,13 @@ pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {
         let (r, what) = match sc.metric {
             Metric::Packets => (pps / base.1, "received packet rate"),
             Metric::Bits => (bps / base.2, "received bit rate"),
+            Metric::CpuPerPacket => {
+                let cost = |n: &str| median_of(n, |s| s.cpu_ms_per_mpkt);
+                (
+                    cost(base.0) / cost(name),
+                    "sender CPU per received packet, peer over this",
+                )
+            }
         };
         println!("ratio {name} / {} ({what}): {r:.2}", base.0);
         ratios.insert(format!("{name}/{}", base.0), json!(r));
@@ -246,6 +313,7 @@ pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {
         "runs": cfg.runs,
         "samples": samples,
         "median_rx_pps": medians.iter().map(|(n, p, _)| (n.to_string(), json!(p))).collect::<serde_json::Map<_, _>>(),
+        "median_sender_cpu_ms_per_mpkt": sc.contenders.iter().map(|c| (c.name.to_string(), json!(median_of(c.name, |s| s.cpu_ms_per_mpkt)))).collect::<serde_json::Map<_, _>>(),
         "median_rx_bps_l2": medians.iter().map(|(n, _, b)| (n.to_string(), json!(b))).collect::<serde_json::Map<_, _>>(),
         "ratios": ratios,
     });

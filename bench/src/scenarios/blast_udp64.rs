@@ -13,6 +13,11 @@ const SENDER: usize = 0;
 const RECEIVER: usize = 1;
 
 fn linerate(rig: &Rig, run_for: Duration, backend: &str) -> Result<Running> {
+    linerate_at(rig, run_for, backend, None)
+}
+
+/// linerate blast at `rate` (e.g. "300k") or as fast as it can.
+fn linerate_at(rig: &Rig, run_for: Duration, backend: &str, rate: Option<&str>) -> Result<Running> {
     let bin = std::env::current_exe()?.with_file_name("linerate");
     if !bin.exists() {
         bail!(
@@ -22,29 +27,33 @@ fn linerate(rig: &Rig, run_for: Duration, backend: &str) -> Result<Running> {
     }
     let (a, b) = (rig.host(SENDER), rig.host(RECEIVER));
     let secs = run_for.as_secs_f64().to_string();
-    let child = spawn_pinned(
-        rig,
-        SENDER,
-        0,
-        &[
-            &bin.to_string_lossy(),
-            "blast",
-            "--iface",
-            &a.iface,
-            "--backend",
-            backend,
-            "--dst-mac",
-            &b.mac,
-            "--src-ip",
-            &a.ipv4.to_string(),
-            "--dst-ip",
-            &b.ipv4.to_string(),
-            "--size",
-            "64",
-            "--duration",
-            &secs,
-        ],
-    )?;
+    let (bin, src, dst) = (
+        bin.to_string_lossy().to_string(),
+        a.ipv4.to_string(),
+        b.ipv4.to_string(),
+    );
+    let mut argv = vec![
+        bin.as_str(),
+        "blast",
+        "--iface",
+        &a.iface,
+        "--backend",
+        backend,
+        "--dst-mac",
+        &b.mac,
+        "--src-ip",
+        &src,
+        "--dst-ip",
+        &dst,
+        "--size",
+        "64",
+        "--duration",
+        &secs,
+    ];
+    if let Some(r) = rate {
+        argv.extend(["--rate", r]);
+    }
+    let child = spawn_pinned(rig, SENDER, 0, &argv)?;
     Ok(Running {
         child,
         helpers: vec![],
@@ -101,6 +110,58 @@ pub fn build() -> Scenario {
             Contender {
                 name: "trafgen",
                 start: super::peer_udp64::trafgen,
+            },
+        ],
+        check: || need(&["trafgen", "taskset", "ethtool", "timeout"]),
+    }
+}
+
+/// The rate for the CPU-cost scenario: below what the rig's receiver can take.
+const CPU_RATE_PPS: u64 = 300_000;
+
+fn cpu_af_xdp(rig: &Rig, d: Duration) -> Result<Running> {
+    linerate_at(rig, d, "af_xdp", Some("300k"))
+}
+fn cpu_af_packet(rig: &Rig, d: Duration) -> Result<Running> {
+    linerate_at(rig, d, "af_packet", Some("300k"))
+}
+fn cpu_socket(rig: &Rig, d: Duration) -> Result<Running> {
+    linerate_at(rig, d, "socket", Some("300k"))
+}
+fn cpu_trafgen(rig: &Rig, d: Duration) -> Result<Running> {
+    super::peer_udp64::trafgen_at(rig, d, Some(CPU_RATE_PPS))
+}
+
+/// Sender CPU time per million packets that arrived, at a fixed rate below
+/// the rig's ceiling (the ceiling hides sender cost).
+pub fn build_cpu() -> Scenario {
+    Scenario {
+        name: "blast-cpu64",
+        about: "sender CPU per million received 64-byte frames at 300k pps: linerate blast backends vs trafgen (XDP drop sink; iperf3 cannot run its control connection through it)",
+        receiver: RECEIVER,
+        receive_cpu: Some(1),
+        metric: Metric::CpuPerPacket,
+        setup: Some(xdp_drop_sink),
+        contenders: vec![
+            Contender {
+                name: "linerate blast af_xdp",
+                start: cpu_af_xdp,
+            },
+            Contender {
+                name: "linerate blast af_packet",
+                start: cpu_af_packet,
+            },
+            Contender {
+                name: "linerate blast socket",
+                start: cpu_socket,
+            },
+            Contender {
+                name: "iperf3 -u -l 18",
+                start: cpu_iperf3,
+            },
+            Contender {
+                name: "trafgen",
+                start: cpu_trafgen,
             },
         ],
         check: || need(&["trafgen", "taskset", "ethtool", "timeout"]),

@@ -24,6 +24,10 @@ pub fn all() -> Vec<Entry> {
             build: blast_udp64::build,
         },
         Entry {
+            name: "blast-cpu64",
+            build: blast_udp64::build_cpu,
+        },
+        Entry {
             name: "iperf-tcp1",
             build: iperf_client::tcp1,
         },

@@ -15,6 +15,11 @@ const SENDER: usize = 0;
 const RECEIVER: usize = 1;
 
 pub fn trafgen(rig: &Rig, run_for: Duration) -> Result<Running> {
+    trafgen_at(rig, run_for, None)
+}
+
+/// trafgen at `pps` (or as fast as it can).
+pub fn trafgen_at(rig: &Rig, run_for: Duration, pps: Option<u64>) -> Result<Running> {
     let (a, b) = (rig.host(SENDER), rig.host(RECEIVER));
     let conf =
         std::env::temp_dir().join(format!("linerate-bench-trafgen-{}.cfg", std::process::id()));
@@ -33,25 +38,25 @@ pub fn trafgen(rig: &Rig, run_for: Duration) -> Result<Running> {
     ];
     let secs = run_for.as_secs().max(1).to_string();
     let conf_s = conf.to_string_lossy().to_string();
-    let child = spawn_pinned(
-        rig,
-        SENDER,
-        0,
-        &[
-            "timeout",
-            "-s",
-            "INT",
-            &secs,
-            "trafgen",
-            "--dev",
-            &a.iface,
-            "--conf",
-            &conf_s,
-            "--cpus",
-            "1",
-            "--no-sock-mem",
-        ],
-    )?;
+    let rate = pps.map(|p| format!("{p}pps"));
+    let mut argv = vec![
+        "timeout",
+        "-s",
+        "INT",
+        &secs,
+        "trafgen",
+        "--dev",
+        &a.iface,
+        "--conf",
+        &conf_s,
+        "--cpus",
+        "1",
+        "--no-sock-mem",
+    ];
+    if let Some(r) = &rate {
+        argv.extend(["--rate", r.as_str()]);
+    }
+    let child = spawn_pinned(rig, SENDER, 0, &argv)?;
     Ok(Running {
         child,
         helpers: vec![],
@@ -60,6 +65,11 @@ pub fn trafgen(rig: &Rig, run_for: Duration) -> Result<Running> {
 }
 
 fn iperf3(rig: &Rig, run_for: Duration) -> Result<Running> {
+    iperf3_at(rig, run_for, None)
+}
+
+/// iperf3 -u with 18-byte datagrams at `rate` (iperf3's -b) or -b 0.
+fn iperf3_at(rig: &Rig, run_for: Duration, rate: Option<&str>) -> Result<Running> {
     let b = rig.host(RECEIVER);
     let server = spawn_pinned(
         rig,
@@ -79,7 +89,7 @@ fn iperf3(rig: &Rig, run_for: Duration) -> Result<Running> {
             &b.ipv4.to_string(),
             "-u",
             "-b",
-            "0",
+            rate.unwrap_or("0"),
             "-l",
             "18",
             "-t",
