@@ -156,10 +156,6 @@ pub fn build_cpu() -> Scenario {
                 start: cpu_socket,
             },
             Contender {
-                name: "iperf3 -u -l 18",
-                start: cpu_iperf3,
-            },
-            Contender {
                 name: "trafgen",
                 start: cpu_trafgen,
             },
