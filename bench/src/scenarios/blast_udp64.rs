@@ -51,7 +51,8 @@ fn linerate_at(rig: &Rig, run_for: Duration, backend: &str, rate: Option<&str>) 
         &secs,
     ];
     if let Some(r) = rate {
-        argv.extend(["--rate", r]);
+        argv.push("--rate");
+        argv.extend(r.split(' '));
     }
     let child = spawn_pinned(rig, SENDER, 0, &argv)?;
     Ok(Running {
@@ -128,6 +129,9 @@ fn cpu_af_packet(rig: &Rig, d: Duration) -> Result<Running> {
 fn cpu_socket(rig: &Rig, d: Duration) -> Result<Running> {
     linerate_at(rig, d, "socket", Some("300k"))
 }
+fn cpu_af_xdp_burst(rig: &Rig, d: Duration) -> Result<Running> {
+    linerate_at(rig, d, "af_xdp", Some("300k --burst 16"))
+}
 fn cpu_trafgen(rig: &Rig, d: Duration) -> Result<Running> {
     super::peer_udp64::trafgen_at(rig, d, Some(CPU_RATE_PPS))
 }
@@ -146,6 +150,10 @@ pub fn build_cpu() -> Scenario {
             Contender {
                 name: "linerate blast af_xdp",
                 start: cpu_af_xdp,
+            },
+            Contender {
+                name: "linerate af_xdp --burst 16",
+                start: cpu_af_xdp_burst,
             },
             Contender {
                 name: "linerate blast af_packet",

@@ -11,6 +11,37 @@ use std::time::{Duration, Instant};
 
 const FRAME_SIZE: usize = 2048;
 
+/// Binds an AF_XDP socket to a queue. A queue a just-closed socket used
+/// may stay busy for a moment while the kernel tears it down: retry then.
+fn bind_xsk(fd: i32, ifindex: i32, queue: u32, flags: u16) -> io::Result<()> {
+    let sxdp = libc::sockaddr_xdp {
+        sxdp_family: libc::AF_XDP as u16,
+        sxdp_flags: flags,
+        sxdp_ifindex: ifindex as u32,
+        sxdp_queue_id: queue,
+        sxdp_shared_umem_fd: 0,
+    };
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        // SAFETY: valid sockaddr_xdp of the size given.
+        let rc = unsafe {
+            libc::bind(
+                fd,
+                (&sxdp as *const libc::sockaddr_xdp).cast(),
+                std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
+            )
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EBUSY) || Instant::now() >= deadline {
+            return Err(e);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// One mmapped ring: producer, consumer, flags and `size` descriptors.
 #[derive(Debug)]
 struct Ring {
@@ -192,28 +223,7 @@ impl XskTx {
         let cq =
             Ring::map(raw, &off.cr, n, 8, libc::XDP_UMEM_PGOFF_COMPLETION_RING).map_err(unmap)?;
         let fq = Ring::map(raw, &off.fr, 64, 8, libc::XDP_UMEM_PGOFF_FILL_RING).map_err(unmap)?;
-        let bind = |flags: u16| -> io::Result<()> {
-            let sxdp = libc::sockaddr_xdp {
-                sxdp_family: libc::AF_XDP as u16,
-                sxdp_flags: flags,
-                sxdp_ifindex: ifindex as u32,
-                sxdp_queue_id: queue,
-                sxdp_shared_umem_fd: 0,
-            };
-            // SAFETY: valid sockaddr_xdp of the size given.
-            let rc = unsafe {
-                libc::bind(
-                    raw,
-                    (&sxdp as *const libc::sockaddr_xdp).cast(),
-                    std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
-                )
-            };
-            if rc == 0 {
-                Ok(())
-            } else {
-                Err(io::Error::last_os_error())
-            }
-        };
+        let bind = |flags: u16| bind_xsk(raw, ifindex, queue, flags);
         // Zero-copy where the driver can, copy mode otherwise (veth: copy only).
         let zero_copy = bind(libc::XDP_ZEROCOPY | libc::XDP_USE_NEED_WAKEUP).is_ok();
         if !zero_copy {
@@ -462,28 +472,7 @@ impl XskRx {
             };
         }
         fq.producer().store(n, Ordering::Release);
-        let bind = |flags: u16| -> io::Result<()> {
-            let sxdp = libc::sockaddr_xdp {
-                sxdp_family: libc::AF_XDP as u16,
-                sxdp_flags: flags,
-                sxdp_ifindex: ifindex as u32,
-                sxdp_queue_id: queue,
-                sxdp_shared_umem_fd: 0,
-            };
-            // SAFETY: valid sockaddr_xdp of the size given.
-            let rc = unsafe {
-                libc::bind(
-                    raw,
-                    (&sxdp as *const libc::sockaddr_xdp).cast(),
-                    std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
-                )
-            };
-            if rc == 0 {
-                Ok(())
-            } else {
-                Err(io::Error::last_os_error())
-            }
-        };
+        let bind = |flags: u16| bind_xsk(raw, ifindex, queue, flags);
         let zero_copy = bind(libc::XDP_ZEROCOPY | libc::XDP_USE_NEED_WAKEUP).is_ok();
         if !zero_copy {
             bind(libc::XDP_COPY | libc::XDP_USE_NEED_WAKEUP).map_err(unmap)?;

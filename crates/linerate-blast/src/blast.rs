@@ -32,6 +32,9 @@ pub struct BlastConfig {
     pub count: Option<u64>,
     pub duration: Duration,
     pub rate: Rate,
+    /// Frames sent back to back per pacing decision (1 = evenly spaced;
+    /// more trades smoothness for fewer wake-ups).
+    pub burst: u32,
     pub backend: BackendKind,
     /// One pinned worker (and backend socket) per core; empty = one unpinned worker.
     pub cores: Vec<usize>,
@@ -364,6 +367,8 @@ fn run_worker(job: Job, mut sock: Tx, stop: &AtomicBool) -> Result<WorkerOut, Bl
     let mut lens = vec![0usize; batch];
     let (mut packets, mut bytes, mut calls, mut errors) = (0u64, 0u64, 0u64, 0u64);
     let mut departures = Departures::default();
+    // Precise sleeps instead of spinning through the gaps between bursts.
+    let _ = clock::set_timer_slack_ns(1_000);
     let start = Instant::now();
     let deadline = start + cfg.duration;
     'run: while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
@@ -372,12 +377,15 @@ fn run_worker(job: Job, mut sock: Tx, stop: &AtomicBool) -> Result<WorkerOut, Bl
             break;
         }
         // How many frames are due now.
+        let burst = u64::from(cfg.burst.max(1)).min(batch as u64);
         let due = match job.interval_ns {
             None => batch as u64,
             Some(ns) => {
                 let allowed = (start.elapsed().as_nanos() as f64 / ns) as u64 + 1;
-                if allowed <= packets {
-                    let next = start + Duration::from_nanos((packets as f64 * ns) as u64);
+                if allowed < packets + burst {
+                    // Wait until a whole burst is due.
+                    let next =
+                        start + Duration::from_nanos(((packets + burst - 1) as f64 * ns) as u64);
                     wait_until(next.min(deadline));
                     continue;
                 }
@@ -474,8 +482,10 @@ fn wait_until(t: Instant) {
             return;
         }
         let left = t - now;
-        if left > Duration::from_micros(200) {
-            std::thread::sleep(left - Duration::from_micros(100));
+        // Sleep through all but the last few microseconds (timer slack is
+        // set low), then yield until the deadline.
+        if left > Duration::from_micros(15) {
+            std::thread::sleep(left - Duration::from_micros(5));
         } else {
             std::thread::yield_now();
         }

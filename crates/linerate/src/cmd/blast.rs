@@ -63,6 +63,9 @@ pub struct BlastArgs {
     /// Target rate: 1Mpps, 500k (packets/s) or 2Gbps, 100Mbit (bits/s).
     #[arg(long)]
     rate: Option<String>,
+    /// Frames sent back to back per pacing decision (1: evenly spaced).
+    #[arg(long, default_value_t = 1)]
+    burst: u32,
     /// Bit rates count frames only (L2) instead of the wire (L1).
     #[arg(long)]
     rate_l2: bool,
@@ -222,6 +225,7 @@ pub fn run_blast(a: &BlastArgs) -> Result<u8> {
             count: a.count,
             duration: duration(a.duration)?,
             rate: rate(a.rate.as_deref(), a.rate_l2)?,
+            burst: a.burst,
             backend: backend(&a.backend)?,
             cores: vec![],
             replay: Some(replay_config(a, path)?),
@@ -287,6 +291,7 @@ pub fn run_blast(a: &BlastArgs) -> Result<u8> {
         count: a.count,
         duration: duration(a.duration)?,
         rate: rate(a.rate.as_deref(), a.rate_l2)?,
+        burst: a.burst,
         backend: backend(&a.backend)?,
         cores: a.cores.clone().unwrap_or_default(),
         replay: None,
