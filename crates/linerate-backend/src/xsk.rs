@@ -120,8 +120,7 @@ impl Drop for Ring {
 #[derive(Debug)]
 pub struct XskTx {
     fd: OwnedFd,
-    umem: *mut u8,
-    umem_len: usize,
+    umem: Umem,
     frames: usize,
     tx: Ring,
     cq: Ring,
@@ -155,84 +154,127 @@ fn sockopt<T>(fd: i32, name: i32, v: &T) -> io::Result<()> {
     }
 }
 
+/// Packet buffers shared with the kernel; unmapped on drop (after the
+/// socket that registered them, which is declared before it).
+#[derive(Debug)]
+struct Umem {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Drop for Umem {
+    fn drop(&mut self) {
+        // SAFETY: unmapping the region mapped in `xsk_socket`, once.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+/// An AF_XDP socket with a registered UMEM of `frames` buffers, its rings
+/// sized as asked, and the rings' mmap offsets.
+fn xsk_socket(
+    frames: usize,
+    rings: &[(i32, u32)],
+) -> io::Result<(OwnedFd, Umem, libc::xdp_mmap_offsets)> {
+    // SAFETY: plain socket(2).
+    let fd = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor we own.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let raw = fd.as_raw_fd();
+    let len = frames * FRAME_SIZE;
+    // SAFETY: anonymous private mapping for packet buffers.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+            -1,
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    let umem = Umem {
+        ptr: ptr.cast(),
+        len,
+    };
+    let reg = libc::xdp_umem_reg {
+        addr: umem.ptr as u64,
+        len: len as u64,
+        chunk_size: FRAME_SIZE as u32,
+        headroom: 0,
+        flags: 0,
+        tx_metadata_len: 0,
+    };
+    sockopt(raw, libc::XDP_UMEM_REG, &reg)?;
+    for &(ring, size) in rings {
+        sockopt(raw, ring, &size)?;
+    }
+    // SAFETY: xdp_mmap_offsets is plain old data.
+    let mut off: libc::xdp_mmap_offsets = unsafe { std::mem::zeroed() };
+    let mut olen = std::mem::size_of::<libc::xdp_mmap_offsets>() as libc::socklen_t;
+    // SAFETY: valid buffer of the given size.
+    let rc = unsafe {
+        libc::getsockopt(
+            raw,
+            libc::SOL_XDP,
+            libc::XDP_MMAP_OFFSETS,
+            (&mut off as *mut libc::xdp_mmap_offsets).cast(),
+            &mut olen,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((fd, umem, off))
+}
+
+/// Binds zero-copy if the driver can, copy mode otherwise (veth: copy only).
+fn bind_any(raw: i32, ifindex: i32, queue: u32) -> io::Result<bool> {
+    if bind_xsk(
+        raw,
+        ifindex,
+        queue,
+        libc::XDP_ZEROCOPY | libc::XDP_USE_NEED_WAKEUP,
+    )
+    .is_ok()
+    {
+        return Ok(true);
+    }
+    bind_xsk(
+        raw,
+        ifindex,
+        queue,
+        libc::XDP_COPY | libc::XDP_USE_NEED_WAKEUP,
+    )
+    .map(|()| false)
+}
+
 impl XskTx {
     /// Opens an AF_XDP socket on `iface` queue `queue` with `frames` buffers.
     pub fn open(iface: &str, queue: u32, frames: usize) -> io::Result<Self> {
         let ifindex = crate::raw::ifindex(iface)?;
         let frames = frames.next_power_of_two().max(64);
-        // SAFETY: plain socket(2).
-        let fd = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: a new descriptor we own.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let raw = fd.as_raw_fd();
-        let umem_len = frames * FRAME_SIZE;
-        // SAFETY: anonymous private mapping for packet buffers.
-        let umem = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                umem_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
-                -1,
-                0,
-            )
-        };
-        if umem == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let umem = umem.cast::<u8>();
-        let unmap = |e: io::Error| {
-            // SAFETY: unmapping the region just mapped.
-            unsafe { libc::munmap(umem.cast(), umem_len) };
-            e
-        };
-        let reg = libc::xdp_umem_reg {
-            addr: umem as u64,
-            len: umem_len as u64,
-            chunk_size: FRAME_SIZE as u32,
-            headroom: 0,
-            flags: 0,
-            tx_metadata_len: 0,
-        };
-        sockopt(raw, libc::XDP_UMEM_REG, &reg).map_err(unmap)?;
         let n = frames as u32;
-        sockopt(raw, libc::XDP_UMEM_FILL_RING, &64u32).map_err(unmap)?;
-        sockopt(raw, libc::XDP_UMEM_COMPLETION_RING, &n).map_err(unmap)?;
-        sockopt(raw, libc::XDP_TX_RING, &n).map_err(unmap)?;
-        // SAFETY: xdp_mmap_offsets is plain old data.
-        let mut off: libc::xdp_mmap_offsets = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::xdp_mmap_offsets>() as libc::socklen_t;
-        // SAFETY: valid buffer of the given size.
-        let rc = unsafe {
-            libc::getsockopt(
-                raw,
-                libc::SOL_XDP,
-                libc::XDP_MMAP_OFFSETS,
-                (&mut off as *mut libc::xdp_mmap_offsets).cast(),
-                &mut len,
-            )
-        };
-        if rc < 0 {
-            return Err(unmap(io::Error::last_os_error()));
-        }
+        let rings = [
+            (libc::XDP_UMEM_FILL_RING, 64),
+            (libc::XDP_UMEM_COMPLETION_RING, n),
+            (libc::XDP_TX_RING, n),
+        ];
+        let (fd, umem, off) = xsk_socket(frames, &rings)?;
+        let raw = fd.as_raw_fd();
         let desc = std::mem::size_of::<libc::xdp_desc>();
-        let tx = Ring::map(raw, &off.tx, n, desc, libc::XDP_PGOFF_TX_RING as u64).map_err(unmap)?;
-        let cq =
-            Ring::map(raw, &off.cr, n, 8, libc::XDP_UMEM_PGOFF_COMPLETION_RING).map_err(unmap)?;
-        let fq = Ring::map(raw, &off.fr, 64, 8, libc::XDP_UMEM_PGOFF_FILL_RING).map_err(unmap)?;
-        let bind = |flags: u16| bind_xsk(raw, ifindex, queue, flags);
-        // Zero-copy where the driver can, copy mode otherwise (veth: copy only).
-        let zero_copy = bind(libc::XDP_ZEROCOPY | libc::XDP_USE_NEED_WAKEUP).is_ok();
-        if !zero_copy {
-            bind(libc::XDP_COPY | libc::XDP_USE_NEED_WAKEUP).map_err(unmap)?;
-        }
+        let tx = Ring::map(raw, &off.tx, n, desc, libc::XDP_PGOFF_TX_RING as u64)?;
+        let cq = Ring::map(raw, &off.cr, n, 8, libc::XDP_UMEM_PGOFF_COMPLETION_RING)?;
+        let fq = Ring::map(raw, &off.fr, 64, 8, libc::XDP_UMEM_PGOFF_FILL_RING)?;
+        let zero_copy = bind_any(raw, ifindex, queue)?;
         Ok(Self {
             fd,
             umem,
-            umem_len,
             frames,
             tx,
             cq,
@@ -301,7 +343,7 @@ impl XskTx {
             // apart, len checked above); the buffer is not in flight
             // (outstanding < frames); `idx` is inside the TX ring.
             unsafe {
-                std::ptr::copy_nonoverlapping(f.as_ptr(), self.umem.add(addr), f.len());
+                std::ptr::copy_nonoverlapping(f.as_ptr(), self.umem.ptr.add(addr), f.len());
                 let d = self.tx.desc.cast::<libc::xdp_desc>().add(idx);
                 d.write(libc::xdp_desc {
                     addr: addr as u64,
@@ -360,21 +402,13 @@ impl XskTx {
     }
 }
 
-impl Drop for XskTx {
-    fn drop(&mut self) {
-        // SAFETY: the socket (and its rings) go first, then the UMEM it used.
-        unsafe { libc::munmap(self.umem.cast(), self.umem_len) };
-    }
-}
-
 /// An AF_XDP socket used for receiving: the fill ring keeps every free
 /// buffer posted, frames arrive on the RX ring, and an XDP program
 /// redirects the queue's frames to this socket (attached while it lives).
 #[derive(Debug)]
 pub struct XskRx {
     fd: OwnedFd,
-    umem: *mut u8,
-    umem_len: usize,
+    umem: Umem,
     rx: Ring,
     fq: Ring,
     _cq: Ring,
@@ -392,75 +426,23 @@ impl XskRx {
     pub fn open(iface: &str, queue: u32, frames: usize) -> io::Result<Self> {
         let ifindex = crate::raw::ifindex(iface)?;
         let frames = frames.next_power_of_two().max(64);
-        // SAFETY: plain socket(2).
-        let fd = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: a new descriptor we own.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let raw = fd.as_raw_fd();
-        let umem_len = frames * FRAME_SIZE;
-        // SAFETY: anonymous private mapping for packet buffers.
-        let umem = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                umem_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
-                -1,
-                0,
-            )
-        };
-        if umem == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let umem = umem.cast::<u8>();
-        let unmap = |e: io::Error| {
-            // SAFETY: unmapping the region just mapped.
-            unsafe { libc::munmap(umem.cast(), umem_len) };
-            e
-        };
-        let reg = libc::xdp_umem_reg {
-            addr: umem as u64,
-            len: umem_len as u64,
-            chunk_size: FRAME_SIZE as u32,
-            headroom: 0,
-            flags: 0,
-            tx_metadata_len: 0,
-        };
-        sockopt(raw, libc::XDP_UMEM_REG, &reg).map_err(unmap)?;
         let n = frames as u32;
-        sockopt(raw, libc::XDP_UMEM_FILL_RING, &n).map_err(unmap)?;
-        sockopt(raw, libc::XDP_UMEM_COMPLETION_RING, &64u32).map_err(unmap)?;
-        sockopt(raw, libc::XDP_RX_RING, &n).map_err(unmap)?;
-        // SAFETY: plain old data.
-        let mut off: libc::xdp_mmap_offsets = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::xdp_mmap_offsets>() as libc::socklen_t;
-        // SAFETY: valid buffer of the given size.
-        let rc = unsafe {
-            libc::getsockopt(
-                raw,
-                libc::SOL_XDP,
-                libc::XDP_MMAP_OFFSETS,
-                (&mut off as *mut libc::xdp_mmap_offsets).cast(),
-                &mut len,
-            )
-        };
-        if rc < 0 {
-            return Err(unmap(io::Error::last_os_error()));
-        }
+        let rings = [
+            (libc::XDP_UMEM_FILL_RING, n),
+            (libc::XDP_UMEM_COMPLETION_RING, 64),
+            (libc::XDP_RX_RING, n),
+        ];
+        let (fd, umem, off) = xsk_socket(frames, &rings)?;
+        let raw = fd.as_raw_fd();
         let rx = Ring::map(
             raw,
             &off.rx,
             n,
             std::mem::size_of::<libc::xdp_desc>(),
             libc::XDP_PGOFF_RX_RING as u64,
-        )
-        .map_err(unmap)?;
-        let fq = Ring::map(raw, &off.fr, n, 8, libc::XDP_UMEM_PGOFF_FILL_RING).map_err(unmap)?;
-        let cq =
-            Ring::map(raw, &off.cr, 64, 8, libc::XDP_UMEM_PGOFF_COMPLETION_RING).map_err(unmap)?;
+        )?;
+        let fq = Ring::map(raw, &off.fr, n, 8, libc::XDP_UMEM_PGOFF_FILL_RING)?;
+        let cq = Ring::map(raw, &off.cr, 64, 8, libc::XDP_UMEM_PGOFF_COMPLETION_RING)?;
         // Every buffer starts on the fill ring.
         for i in 0..n {
             // SAFETY: index i < n lies inside the fill ring.
@@ -472,23 +454,17 @@ impl XskRx {
             };
         }
         fq.producer().store(n, Ordering::Release);
-        let bind = |flags: u16| bind_xsk(raw, ifindex, queue, flags);
-        let zero_copy = bind(libc::XDP_ZEROCOPY | libc::XDP_USE_NEED_WAKEUP).is_ok();
-        if !zero_copy {
-            bind(libc::XDP_COPY | libc::XDP_USE_NEED_WAKEUP).map_err(unmap)?;
-        }
-        let map = crate::xdp::XskMap::new(queue + 1).map_err(unmap)?;
-        map.set(queue, raw).map_err(unmap)?;
+        let zero_copy = bind_any(raw, ifindex, queue)?;
+        let map = crate::xdp::XskMap::new(queue + 1)?;
+        map.set(queue, raw)?;
         let link = crate::xdp::attach(
             &crate::xdp::redirect_to_xsk_program(map.fd()),
             ifindex,
             "lr_xsk_redir",
-        )
-        .map_err(unmap)?;
+        )?;
         Ok(Self {
             fd,
             umem,
-            umem_len,
             rx,
             fq,
             _cq: cq,
@@ -526,9 +502,9 @@ impl XskRx {
             // inside the UMEM (the kernel only hands back our chunks).
             let d = unsafe { self.rx.desc.cast::<libc::xdp_desc>().add(idx).read() };
             let (addr, len) = (d.addr as usize, d.len as usize);
-            if addr + len <= self.umem_len {
+            if addr + len <= self.umem.len {
                 // SAFETY: bounds checked just above.
-                f(unsafe { std::slice::from_raw_parts(self.umem.add(addr), len) });
+                f(unsafe { std::slice::from_raw_parts(self.umem.ptr.add(addr), len) });
             }
             let fidx = (fprod.wrapping_add(k as u32) & (self.fq.size - 1)) as usize;
             // SAFETY: fidx is inside the fill ring; the chunk start goes back.
@@ -583,12 +559,5 @@ impl XskRx {
             return Err(io::Error::last_os_error());
         }
         Ok((st.rx_dropped, st.rx_ring_full, st.rx_fill_ring_empty_descs))
-    }
-}
-
-impl Drop for XskRx {
-    fn drop(&mut self) {
-        // SAFETY: unmapping the UMEM mapped in `open`, once.
-        unsafe { libc::munmap(self.umem.cast(), self.umem_len) };
     }
 }
