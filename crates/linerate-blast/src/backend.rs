@@ -108,11 +108,14 @@ impl Tx {
     }
 }
 
-/// Opens the sending backend; the note says what `auto` chose and why.
+/// Opens the sending backend for worker `queue` (AF_XDP binds one socket
+/// per TX queue; the other backends let the kernel pick the queue of the
+/// worker's CPU). The note says what `auto` chose and why.
 pub fn open_tx(
     kind: BackendKind,
     iface: &str,
     max_frame: usize,
+    queue: u32,
 ) -> Result<(Tx, Option<String>), BackendError> {
     let socket = || -> Result<Tx, BackendError> {
         let s = RawSocket::open(iface).map_err(open_err(iface))?;
@@ -120,13 +123,13 @@ pub fn open_tx(
         Ok(Tx::Socket(s))
     };
     let ring = || TxRing::open(iface, max_frame, 4096).map(Tx::Ring);
-    let xsk = || XskTx::open(iface, 0, 4096).map(Tx::Xdp);
+    let xsk = || XskTx::open(iface, queue, 4096).map(Tx::Xdp);
     match kind {
         BackendKind::AfXdp => Ok((xsk().map_err(open_err(iface))?, None)),
         BackendKind::Socket => Ok((socket()?, None)),
         BackendKind::AfPacket => Ok((ring().map_err(open_err(iface))?, None)),
         BackendKind::Auto => match xsk() {
-            Ok(x) => Ok((x, Some(format!("af_xdp on {iface} queue 0")))),
+            Ok(x) => Ok((x, Some(format!("af_xdp on {iface} queue {queue}")))),
             Err(xe) => match ring() {
                 Ok(r) => Ok((
                     r,

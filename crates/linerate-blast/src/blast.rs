@@ -198,8 +198,8 @@ pub fn blast(cfg: &BlastConfig, stop: &AtomicBool) -> Result<BlastReport, BlastE
     // Open every worker's backend before sending anything.
     let mut socks = Vec::with_capacity(workers);
     let mut note = None;
-    for _ in 0..workers {
-        let (sock, n) = open_tx(cfg.backend, &cfg.iface, max_frame)?;
+    for w in 0..workers {
+        let (sock, n) = open_tx(cfg.backend, &cfg.iface, max_frame, w as u32)?;
         note = note.or(n);
         socks.push(sock);
     }
@@ -522,7 +522,7 @@ fn replay(cfg: &BlastConfig, r: &Replay, stop: &AtomicBool) -> Result<BlastRepor
         }
     }
     let max_frame = frames.iter().map(Vec::len).max().unwrap_or(64);
-    let (mut sock, note) = open_tx(cfg.backend, &cfg.iface, max_frame)?;
+    let (mut sock, note) = open_tx(cfg.backend, &cfg.iface, max_frame, 0)?;
     let backend = sock.name();
     let batch = sock.batch();
     let avg = frames.iter().map(|f| (f.len() + 4) as f64).sum::<f64>() / frames.len() as f64;

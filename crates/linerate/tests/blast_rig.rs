@@ -330,6 +330,83 @@ fn tcp_flagged_frames_are_counted_by_the_sink() {
 }
 
 #[test]
+fn af_xdp_one_socket_per_queue_with_cores() {
+    if skip("af_xdp_one_socket_per_queue_with_cores") {
+        return;
+    }
+    let rig = Rig::new(&linerate_rig::RigConfig {
+        queues: 2,
+        ..Default::default()
+    })
+    .unwrap();
+    let sink = std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            rig.command(1, BIN)
+                .args([
+                    "sink",
+                    "--iface",
+                    "veth0",
+                    "--backend",
+                    "af_packet",
+                    "--duration",
+                    "10",
+                    "--count",
+                    "20000",
+                    "--json",
+                ])
+                .output()
+                .unwrap()
+        });
+        std::thread::sleep(Duration::from_millis(500));
+        let out = blast(
+            &rig,
+            &[
+                "--backend",
+                "af_xdp",
+                "--cores",
+                "0,1",
+                "--dst-ip",
+                "198.18.0.2",
+                "--src-port",
+                "1000-1003",
+                "--count",
+                "20000",
+                "--rate",
+                "100k",
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let b = support::json(&out.stdout);
+        let per_queue: Vec<u64> = b["backend_stats"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|q| q["xsk_tx_completed"].as_u64().unwrap())
+            .collect();
+        assert_eq!(
+            per_queue,
+            vec![10000, 10000],
+            "one AF_XDP socket per queue: {b}"
+        );
+        h.join().unwrap()
+    });
+    let v = support::json(&sink.stdout);
+    assert_eq!(
+        (
+            v["packets"].as_u64(),
+            v["lost"].as_u64(),
+            v["duplicates"].as_u64()
+        ),
+        (Some(20000), Some(0), Some(0)),
+        "{v}"
+    );
+}
+
+#[test]
 fn bad_input_is_refused_before_any_traffic() {
     if skip("bad_input_is_refused_before_any_traffic") {
         return;
