@@ -42,16 +42,31 @@ const CHECKS: &[Check] = &[
     checks::cpu::memlock,
 ];
 
+/// Checks that only mean something when the caller pinned workers.
+const WORKER_CHECKS: &[Check] = &[checks::nic::workers_numa, checks::cpu::workers_online];
+
 /// Runs every check. Interface checks are skipped (and said so) without an interface.
 pub fn run(src: &dyn Source, iface: Option<&str>) -> Report {
+    run_for(src, iface, &[])
+}
+
+/// [`run`], plus the checks about where the caller's workers are pinned
+/// (`workers`: CPU numbers; empty when they are not pinned).
+pub fn run_for(src: &dyn Source, iface: Option<&str>, workers: &[usize]) -> Report {
     let ctx = Ctx {
         src,
         iface,
         cpus: checks::cpu::online(src),
+        workers: workers.to_vec(),
     };
     let mut findings = Vec::new();
     let mut could_not_check = Vec::new();
-    for check in CHECKS {
+    let worker_checks: &[Check] = if workers.is_empty() {
+        &[]
+    } else {
+        WORKER_CHECKS
+    };
+    for check in CHECKS.iter().chain(worker_checks) {
         match check(&ctx) {
             Ok(f) => findings.extend(f),
             Err(u) if iface.is_none() && u.check.starts_with("nic.") => {}
@@ -65,7 +80,7 @@ pub fn run(src: &dyn Source, iface: Option<&str>) -> Report {
         cpus: ctx.cpus.len(),
         findings,
         could_not_check,
-        checks_run: CHECKS.len(),
+        checks_run: CHECKS.len() + worker_checks.len(),
     }
 }
 

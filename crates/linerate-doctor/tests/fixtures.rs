@@ -1,7 +1,7 @@
 //! Every check against fixture trees: a healthy host where it stays quiet,
 //! and a host with the problem where it fires.
 
-use linerate_doctor::{Fixture, Report, Severity, run};
+use linerate_doctor::{Fixture, Report, Severity, run, run_for};
 use std::path::Path;
 
 /// A fixture host: 4 CPUs, eth0 (driver ice) with 4 queues, tuned.
@@ -90,6 +90,16 @@ impl Tree {
             std::fs::remove_file(path).unwrap();
         }
         self
+    }
+
+    fn report_for(&self, iface: Option<&str>, workers: &[usize]) -> Report {
+        run_for(
+            &Fixture {
+                root: self.0.path().to_path_buf(),
+            },
+            iface,
+            workers,
+        )
     }
 
     fn report(&self, iface: Option<&str>) -> Report {
@@ -211,6 +221,53 @@ fn irqs_on_the_far_numa_node() {
         .set("sys/devices/system/node/node1/cpulist", "2-3");
     let r = t.report(Some("eth0"));
     assert!(finding(&r, "nic.numa").title.contains("[2, 3]"));
+}
+
+#[test]
+fn workers_on_the_far_numa_node() {
+    let t = Tree::healthy();
+    t.set("sys/devices/system/node/node0/cpulist", "0-1")
+        .set("sys/devices/system/node/node1/cpulist", "2-3");
+    // Near workers: quiet; the check ran (one more than without workers).
+    let near = t.report_for(Some("eth0"), &[0, 1]);
+    assert!(!has(&near, "nic.workers_numa"));
+    assert_eq!(near.checks_run, t.report(Some("eth0")).checks_run + 2);
+    assert!(
+        near.could_not_check.is_empty(),
+        "{:?}",
+        near.could_not_check
+    );
+    let far = t.report_for(Some("eth0"), &[1, 3]);
+    let f = finding(&far, "nic.workers_numa");
+    assert!(f.title.contains("[3]"), "{}", f.title);
+    assert_eq!(f.severity, Severity::Warning);
+    // Without pinned workers the check does not run at all.
+    assert!(!has(&t.report(Some("eth0")), "nic.workers_numa"));
+}
+
+#[test]
+fn workers_numa_on_a_virtual_device_says_why_not() {
+    let t = Tree::healthy();
+    t.set("sys/class/net/eth0/device/numa_node", "-1");
+    let r = t.report_for(Some("eth0"), &[0]);
+    let u = r
+        .could_not_check
+        .iter()
+        .find(|u| u.check == "nic.workers_numa")
+        .expect("workers_numa reported as not checked");
+    assert!(u.reason.contains("no NUMA node"), "{}", u.reason);
+}
+
+#[test]
+fn workers_offline_or_doubled_up() {
+    let t = Tree::healthy();
+    let ok = t.report_for(Some("eth0"), &[0, 1, 2, 3]);
+    assert!(!has(&ok, "cpu.workers_offline") && !has(&ok, "cpu.workers_shared"));
+    let r = t.report_for(Some("eth0"), &[1, 1, 7]);
+    assert_eq!(finding(&r, "cpu.workers_offline").severity, Severity::Limit);
+    assert!(finding(&r, "cpu.workers_offline").title.contains("[7]"));
+    assert!(finding(&r, "cpu.workers_shared").title.contains("[1]"));
+    assert_eq!(r.exit_code(), 1);
 }
 
 #[test]

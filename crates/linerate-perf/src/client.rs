@@ -62,6 +62,8 @@ pub enum ClientFailure {
 pub(crate) struct Running {
     pub(crate) streams: Vec<Arc<StreamShared>>,
     pub(crate) handles: Vec<Option<JoinHandle<()>>>,
+    /// The CPUs streams were pinned to (each once; empty: not pinned).
+    pub(crate) cpus: Vec<usize>,
 }
 
 impl Running {
@@ -384,7 +386,8 @@ fn run_inner(
         if let Err(e) = &result {
             rep.set_error(&e.to_string());
         }
-        let doctor = net::doctor_summary(ctrl.local_addr().ok().map(|a| a.ip()));
+        let pinned = running.as_ref().map_or(&[][..], |r| &r.cpus[..]);
+        let doctor = net::doctor_summary(ctrl.local_addr().ok().map(|a| a.ip()), pinned);
         let _ = out.write_all(
             rep.finish(
                 &finals,
@@ -539,6 +542,7 @@ pub(crate) fn spawn_streams(
     let mut groups: std::collections::BTreeMap<usize, Vec<(TcpStream, Arc<StreamShared>)>> =
         Default::default();
     let mut group_slot: std::collections::BTreeMap<usize, usize> = Default::default();
+    let mut pinned = std::collections::BTreeSet::new();
     for (i, (c, d)) in conns.into_iter().enumerate() {
         let cpu = if !so.affinity.is_empty() {
             Some(so.affinity[i % so.affinity.len()])
@@ -547,6 +551,7 @@ pub(crate) fn spawn_streams(
         } else {
             None
         };
+        pinned.extend(cpu);
         match c {
             Conn::Tcp(t) if d.sender && cpu.is_some() && (senders > 1) => {
                 let _ = net::apply_tcp(&t, p, true);
@@ -618,5 +623,9 @@ pub(crate) fn spawn_streams(
             stream::tcp_send_group(members, buf, pacing, zerocopy);
         }));
     }
-    Running { streams, handles }
+    Running {
+        streams,
+        handles,
+        cpus: pinned.into_iter().collect(),
+    }
 }

@@ -265,10 +265,11 @@ pub fn iface_of(ip: IpAddr) -> Option<String> {
     })
 }
 
-/// linerate doctor's short summary for the interface a test used.
-pub fn doctor_summary(local: Option<IpAddr>) -> serde_json::Value {
+/// linerate doctor's short summary for the interface a test used and the
+/// CPUs its streams were pinned to.
+pub fn doctor_summary(local: Option<IpAddr>, pinned: &[usize]) -> serde_json::Value {
     let iface = local.and_then(iface_of);
-    let report = linerate_doctor::run(&linerate_doctor::Live, iface.as_deref());
+    let report = linerate_doctor::run_for(&linerate_doctor::Live, iface.as_deref(), pinned);
     linerate_doctor::summary(&report)
 }
 

@@ -302,7 +302,8 @@ fn serve_test(
             if let Some(e) = err {
                 rep.set_error(&e);
             }
-            let doctor = net::doctor_summary(local_ip);
+            let pinned = running.as_ref().map_or(&[][..], |r| &r.cpus[..]);
+            let doctor = net::doctor_summary(local_ip, pinned);
             text.push_str(&rep.finish(&f, cpu.read(), None, Some(("doctor", doctor))));
             finals = f;
         }

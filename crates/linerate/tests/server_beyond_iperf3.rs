@@ -213,12 +213,25 @@ fn streams_are_pinned_when_asked() {
         "2",
         "--stream-cpus",
         "0,1",
+        "-J",
     ]));
     std::thread::sleep(Duration::from_millis(1000));
     let cpus = thread_cpus(client.pid());
     assert_eq!(cpus.iter().filter(|c| *c == "0").count(), 1, "{cpus:?}");
     assert_eq!(cpus.iter().filter(|c| *c == "1").count(), 1, "{cpus:?}");
-    assert!(client.wait(Duration::from_secs(10)).status.success());
+    let out = client.wait(Duration::from_secs(10));
+    assert!(out.status.success());
+    // The doctor was told where the streams ran: lo has no NUMA node to
+    // compare them with, and the summary says that check could not run.
+    let doctor = &json(&out.stdout)["linerate"]["doctor"];
+    assert!(
+        doctor["could_not_check"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c == "nic.workers_numa"),
+        "{doctor}"
+    );
     drop(srv);
     // Two streams on one CPU share one worker (no threads taking turns).
     let port = free_port();

@@ -136,6 +136,50 @@ pub fn memlock(ctx: &Ctx) -> Outcome {
     })
 }
 
+/// The caller's pinned workers: on CPUs that exist, one worker per CPU.
+pub fn workers_online(ctx: &Ctx) -> Outcome {
+    let path = "/sys/devices/system/cpu/online";
+    let online = ctx
+        .src
+        .read_trim(path)
+        .map_err(|e| unchecked("cpu.workers", format!("{path}: {e}")))?;
+    let mut out = Vec::new();
+    let offline: Vec<usize> = ctx
+        .workers
+        .iter()
+        .copied()
+        .filter(|c| !ctx.cpus.contains(c))
+        .collect();
+    if !offline.is_empty() {
+        out.push(Finding {
+            id: "cpu.workers_offline",
+            severity: Severity::Limit,
+            title: format!("workers asked for CPUs {offline:?}, which are not online"),
+            evidence: vec![format!("{path}: {online}")],
+            why: "a worker that cannot be pinned runs wherever the scheduler puts it, often on top of another worker".into(),
+            fix: Some(format!("choose CPUs from {online}")),
+        });
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    let shared: Vec<usize> = ctx
+        .workers
+        .iter()
+        .copied()
+        .filter(|c| !seen.insert(*c))
+        .collect();
+    if !shared.is_empty() {
+        out.push(Finding {
+            id: "cpu.workers_shared",
+            severity: Severity::Warning,
+            title: format!("more than one worker pinned to CPUs {shared:?}"),
+            evidence: vec![format!("workers pinned to CPUs {:?}", ctx.workers)],
+            why: "workers on one CPU take turns: together they get one core's worth".into(),
+            fix: Some("list each CPU once".into()),
+        });
+    }
+    Ok(out)
+}
+
 /// The CPUs of this host (from `/sys/devices/system/cpu/online`).
 pub fn online(src: &dyn crate::Source) -> Vec<usize> {
     src.read_trim("/sys/devices/system/cpu/online")

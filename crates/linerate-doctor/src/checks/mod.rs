@@ -12,6 +12,8 @@ pub struct Ctx<'a> {
     pub src: &'a dyn Source,
     pub iface: Option<&'a str>,
     pub cpus: Vec<usize>,
+    /// CPUs the caller's workers are pinned to (empty: not pinned / not known).
+    pub workers: Vec<usize>,
 }
 
 impl std::fmt::Debug for Ctx<'_> {
@@ -19,6 +21,7 @@ impl std::fmt::Debug for Ctx<'_> {
         f.debug_struct("Ctx")
             .field("iface", &self.iface)
             .field("cpus", &self.cpus)
+            .field("workers", &self.workers)
             .finish()
     }
 }

@@ -191,6 +191,48 @@ fn irqs(ctx: &Ctx, i: &str) -> Result<Vec<(u32, String)>, Unchecked> {
     Ok(out)
 }
 
+/// The NUMA node the interface's device sits on (None: virtual device or
+/// a single-node host, where sysfs says -1 or has no `device`).
+fn nic_node(ctx: &Ctx, i: &str) -> Option<i64> {
+    ctx.src
+        .read_trim(&format!("/sys/class/net/{i}/device/numa_node"))
+        .ok()
+        .and_then(|v| v.parse::<i64>().ok())
+        .filter(|n| *n >= 0)
+}
+
+/// The caller's pinned workers against the interface's NUMA node.
+pub fn workers_numa(ctx: &Ctx) -> Outcome {
+    let i = iface(ctx, "nic.workers_numa")?;
+    let path = format!("/sys/class/net/{i}/device/numa_node");
+    let node = nic_node(ctx, i).ok_or_else(|| {
+        unchecked(
+            "nic.workers_numa",
+            format!("{path}: no NUMA node (virtual device or single-node host)"),
+        )
+    })?;
+    let far: Vec<usize> = ctx
+        .workers
+        .iter()
+        .copied()
+        .filter(|c| cpu_node(ctx, *c).is_some_and(|n| n != node))
+        .collect();
+    if far.is_empty() {
+        return Ok(vec![]);
+    }
+    Ok(vec![Finding {
+        id: "nic.workers_numa",
+        severity: Severity::Warning,
+        title: format!("workers pinned to CPUs {far:?}, off {i}'s NUMA node {node}"),
+        evidence: vec![
+            format!("{path}: {node}"),
+            format!("workers pinned to CPUs {:?}", ctx.workers),
+        ],
+        why: "every packet buffer the NIC fills lives on its node; a worker on another node pays a cross-socket hop per packet".into(),
+        fix: Some(format!("pin the workers to CPUs of node {node}: cat /sys/devices/system/node/node{node}/cpulist")),
+    }])
+}
+
 fn cpu_node(ctx: &Ctx, cpu: usize) -> Option<i64> {
     let nodes = ctx.src.list("/sys/devices/system/node").ok()?;
     nodes
@@ -264,12 +306,7 @@ pub fn irq(ctx: &Ctx) -> Outcome {
                 list.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>().join(" "), ctx.cpus.len().max(1))),
         });
     }
-    let node = ctx
-        .src
-        .read_trim(&format!("/sys/class/net/{i}/device/numa_node"))
-        .ok()
-        .and_then(|v| v.parse::<i64>().ok());
-    if let Some(node) = node.filter(|n| *n >= 0) {
+    if let Some(node) = nic_node(ctx, i) {
         let far: Vec<usize> = cpus_used
             .iter()
             .copied()

@@ -231,7 +231,7 @@ pub fn run_blast(a: &BlastArgs) -> Result<u8> {
             replay: Some(replay_config(a, path)?),
         };
         let stop = stop_flag()?;
-        return report(a, &linerate_blast::blast(&cfg, &stop)?);
+        return report(a, &linerate_blast::blast(&cfg, &stop)?, &[]);
     }
     let dst_ip = a.dst_ip.clone().context("--dst-ip is required")?;
     let v6 = dst_ip.contains(':');
@@ -298,18 +298,23 @@ pub fn run_blast(a: &BlastArgs) -> Result<u8> {
     };
     let stop = stop_flag()?;
     let r = linerate_blast::blast(&cfg, &stop)?;
-    report(a, &r)
+    report(a, &r, &cfg.cores)
 }
 
-/// The doctor's short summary for the interface a test used.
-fn doctor(iface: &str) -> serde_json::Value {
-    linerate_doctor::summary(&linerate_doctor::run(&linerate_doctor::Live, Some(iface)))
+/// The doctor's short summary for the interface a test used and the CPUs
+/// its workers were pinned to.
+fn doctor(iface: &str, pinned: &[usize]) -> serde_json::Value {
+    linerate_doctor::summary(&linerate_doctor::run_for(
+        &linerate_doctor::Live,
+        Some(iface),
+        pinned,
+    ))
 }
 
-fn report(a: &BlastArgs, r: &linerate_blast::BlastReport) -> Result<u8> {
+fn report(a: &BlastArgs, r: &linerate_blast::BlastReport, pinned: &[usize]) -> Result<u8> {
     if a.json {
         let mut v = r.json();
-        v["doctor"] = doctor(&a.iface);
+        v["doctor"] = doctor(&a.iface, pinned);
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         for (i, s) in r.per_second.iter().enumerate() {
@@ -359,7 +364,7 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
     let r = linerate_blast::sink(&cfg, &stop)?;
     if a.json {
         let mut v = r.json();
-        v["doctor"] = doctor(&a.iface);
+        v["doctor"] = doctor(&a.iface, &[]);
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         let j = r.json();

@@ -10,6 +10,10 @@ pub struct DoctorArgs {
     /// Interface to inspect (queues, RSS, IRQs, offloads, rings, MTU, XDP).
     #[arg(long, short = 'i')]
     iface: Option<String>,
+    /// CPUs you will pin linerate's workers to (`0-3,8`): adds the checks
+    /// that they are online, not doubled up, and on the interface's NUMA node.
+    #[arg(long, value_name = "LIST", value_parser = cpu_list)]
+    cpus: Option<CpuList>,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -28,11 +32,23 @@ pub fn run(a: &DoctorArgs) -> Result<u8> {
         }
         None => &Live,
     };
-    let report = linerate_doctor::run(src, a.iface.as_deref());
+    let cpus = a.cpus.as_ref().map_or(&[][..], |c| &c.0[..]);
+    let report = linerate_doctor::run_for(src, a.iface.as_deref(), cpus);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print!("{}", report.text());
     }
     Ok(report.exit_code())
+}
+
+/// A parsed `--cpus` list.
+#[derive(Debug, Clone)]
+struct CpuList(Vec<usize>);
+
+fn cpu_list(s: &str) -> Result<CpuList, String> {
+    linerate_doctor::checks::parse_cpulist(s)
+        .filter(|v| !v.is_empty())
+        .map(CpuList)
+        .ok_or_else(|| format!("'{s}' is not a CPU list (like 0-3,8)"))
 }
