@@ -136,6 +136,27 @@ pub struct XskTx {
 // SAFETY: the mappings are owned by this value and used only through &mut self.
 unsafe impl Send for XskTx {}
 
+/// The socket's XDP_STATISTICS counters.
+fn xdp_statistics(fd: i32) -> io::Result<libc::xdp_statistics> {
+    // SAFETY: xdp_statistics is plain old data.
+    let mut st: libc::xdp_statistics = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::xdp_statistics>() as libc::socklen_t;
+    // SAFETY: valid buffer of the given size.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_XDP,
+            libc::XDP_STATISTICS,
+            (&mut st as *mut libc::xdp_statistics).cast(),
+            &mut len,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st)
+}
+
 fn sockopt<T>(fd: i32, name: i32, v: &T) -> io::Result<()> {
     // SAFETY: `v` is a valid value of the size given.
     let rc = unsafe {
@@ -382,22 +403,7 @@ impl XskTx {
 
     /// The socket's XDP_STATISTICS: (tx_invalid_descs, tx_ring_empty_descs).
     pub fn stats(&self) -> io::Result<(u64, u64)> {
-        // SAFETY: xdp_statistics is plain old data.
-        let mut st: libc::xdp_statistics = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::xdp_statistics>() as libc::socklen_t;
-        // SAFETY: valid buffer of the given size.
-        let rc = unsafe {
-            libc::getsockopt(
-                self.fd.as_raw_fd(),
-                libc::SOL_XDP,
-                libc::XDP_STATISTICS,
-                (&mut st as *mut libc::xdp_statistics).cast(),
-                &mut len,
-            )
-        };
-        if rc < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        let st = xdp_statistics(self.fd.as_raw_fd())?;
         Ok((st.tx_invalid_descs, st.tx_ring_empty_descs))
     }
 }
@@ -542,22 +548,7 @@ impl XskRx {
 
     /// XDP_STATISTICS: (rx_dropped, rx_ring_full, rx_fill_ring_empty_descs).
     pub fn stats(&self) -> io::Result<(u64, u64, u64)> {
-        // SAFETY: plain old data.
-        let mut st: libc::xdp_statistics = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::xdp_statistics>() as libc::socklen_t;
-        // SAFETY: valid buffer of the given size.
-        let rc = unsafe {
-            libc::getsockopt(
-                self.fd.as_raw_fd(),
-                libc::SOL_XDP,
-                libc::XDP_STATISTICS,
-                (&mut st as *mut libc::xdp_statistics).cast(),
-                &mut len,
-            )
-        };
-        if rc < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        let st = xdp_statistics(self.fd.as_raw_fd())?;
         Ok((st.rx_dropped, st.rx_ring_full, st.rx_fill_ring_empty_descs))
     }
 }

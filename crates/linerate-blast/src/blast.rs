@@ -3,7 +3,11 @@
 
 use crate::backend::{BackendError, BackendKind, Tx, open_tx};
 use linerate_backend::clock;
-use linerate_gen::pacing::Departures;
+use linerate_gen::pacing::{Departures, wait_until};
+
+/// How close to a departure a sender stops sleeping and yields instead
+/// (the timer slack is lowered to 1 µs while sending).
+const SPIN: Duration = Duration::from_micros(7);
 use linerate_gen::template::Framing;
 use linerate_gen::{FlowCursor, FlowSpec, SizeSequence, Template, TemplateError};
 use std::collections::{BTreeMap, HashMap};
@@ -386,7 +390,7 @@ fn run_worker(job: Job, mut sock: Tx, stop: &AtomicBool) -> Result<WorkerOut, Bl
                     // Wait until a whole burst is due.
                     let next =
                         start + Duration::from_nanos(((packets + burst - 1) as f64 * ns) as u64);
-                    wait_until(next.min(deadline));
+                    wait_until(next.min(deadline), SPIN);
                     continue;
                 }
                 (allowed - packets).min(batch as u64)
@@ -475,23 +479,6 @@ fn run_worker(job: Job, mut sock: Tx, stop: &AtomicBool) -> Result<WorkerOut, Bl
     })
 }
 
-fn wait_until(t: Instant) {
-    loop {
-        let now = Instant::now();
-        if now >= t {
-            return;
-        }
-        let left = t - now;
-        // Sleep through all but the last few microseconds (timer slack is
-        // set low), then yield until the deadline.
-        if left > Duration::from_micros(15) {
-            std::thread::sleep(left - Duration::from_micros(5));
-        } else {
-            std::thread::yield_now();
-        }
-    }
-}
-
 /// Sends a trace: rewritten once up front, then in order, looping, with
 /// the capture's timing (scaled) or as fast as the rate allows.
 fn replay(cfg: &BlastConfig, r: &Replay, stop: &AtomicBool) -> Result<BlastReport, BlastError> {
@@ -550,7 +537,7 @@ fn replay(cfg: &BlastConfig, r: &Replay, stop: &AtomicBool) -> Result<BlastRepor
             (Timing::Fast, None) => None,
         };
         if let Some(t) = due {
-            wait_until(t.min(deadline));
+            wait_until(t.min(deadline), SPIN);
         }
         // Frames due now, up to a batch, not past the end of the trace.
         let mut n = 1;

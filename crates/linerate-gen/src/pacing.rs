@@ -1,7 +1,7 @@
 //! How evenly a paced sender sent: the gaps between its send calls,
 //! measured by the sender itself (Welford's running mean and variance).
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Measured gaps between a paced sender's send calls.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -46,10 +46,36 @@ impl Departures {
     }
 }
 
+/// Waits until `t`: sleeps through all but `margin` of the wait (when more
+/// than twice `margin` is left), then yields until the deadline. Callers
+/// lower the timer slack so the sleep ends close to where it was asked to.
+pub fn wait_until(t: Instant, margin: Duration) {
+    loop {
+        let now = Instant::now();
+        if now >= t {
+            return;
+        }
+        let left = t - now;
+        if left > margin * 2 {
+            std::thread::sleep(left - margin);
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+
+    #[test]
+    fn wait_until_never_returns_early() {
+        for (ahead, margin) in [(0, 5), (30, 7), (3_000, 100), (3_000, 7)] {
+            let t = Instant::now() + Duration::from_micros(ahead);
+            wait_until(t, Duration::from_micros(margin));
+            assert!(Instant::now() >= t, "{ahead} µs ahead, margin {margin}");
+        }
+    }
 
     #[test]
     fn gaps_mean_spread_and_extremes() {

@@ -7,7 +7,7 @@
 
 use linerate_backend::udp_batch::{BATCH_MAX, Batch, GRO_BUF_BYTES, GroBatch};
 use linerate_backend::{clock, sockopt};
-use linerate_gen::pacing::Departures;
+use linerate_gen::pacing::{Departures, wait_until};
 use linerate_iperf::udp::{self, UdpReceiver};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpStream, UdpSocket};
@@ -117,22 +117,6 @@ pub struct Pacing {
     pub rate_bps: u64,
     /// Blocks per pacing decision (iperf3's `-b rate/N`).
     pub burst: u32,
-}
-
-/// Sleeps until `until`, precisely: sleep for the bulk, yield the rest.
-fn wait_until(until: Instant) {
-    loop {
-        let now = Instant::now();
-        if now >= until {
-            return;
-        }
-        let left = until - now;
-        if left > Duration::from_micros(200) {
-            std::thread::sleep(left - Duration::from_micros(100));
-        } else {
-            std::thread::yield_now();
-        }
-    }
 }
 
 /// When the next block may go so that the average stays at the rate.
@@ -383,7 +367,7 @@ pub fn udp_send(
             let allowed = (pacing.rate_bps as f64 * start.elapsed().as_secs_f64() / 8.0) as u64;
             if allowed < sent_bytes + len as u64 {
                 if let Some(t) = due(start, sent_bytes, &pacing) {
-                    wait_until(t);
+                    wait_until(t, Duration::from_micros(100));
                 }
                 burst.min(cap)
             } else {
