@@ -3,7 +3,7 @@
 //! bypassing the qdisc, without a copy through sendmsg.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 const TPACKET_V3: i32 = 2;
@@ -43,6 +43,24 @@ pub struct TxRing {
 // SAFETY: the mapping is owned by this value and only touched through &mut self.
 unsafe impl Send for TxRing {}
 
+/// Asks the kernel for a TX or RX ring (`PACKET_TX_RING`/`PACKET_RX_RING`).
+fn set_ring(raw: i32, which: i32, req: &Req3) -> io::Result<()> {
+    // SAFETY: `req` is a valid tpacket_req3 of the size given.
+    let rc = unsafe {
+        libc::setsockopt(
+            raw,
+            libc::SOL_PACKET,
+            which,
+            (req as *const Req3).cast(),
+            std::mem::size_of::<Req3>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 impl TxRing {
     /// Opens a ring of `frame_nr` slots for frames of up to `max_frame` bytes.
     pub fn open(iface: &str, max_frame: usize, frame_nr: usize) -> io::Result<Self> {
@@ -52,13 +70,7 @@ impl TxRing {
         let per_block = block_size / frame_size;
         let block_nr = frame_nr.div_ceil(per_block).max(1);
         let frame_nr = block_nr * per_block;
-        // SAFETY: plain socket(2); protocol 0: this socket receives nothing.
-        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: new descriptor we own.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let fd = crate::raw::packet_socket(false)?;
         let raw = fd.as_raw_fd();
         crate::sockopt::setsockopt_raw(
             raw,
@@ -81,23 +93,11 @@ impl TxRing {
             sizeof_priv: 0,
             feature_req_word: 0,
         };
-        // SAFETY: `req` is a valid tpacket_req3 of the size given.
-        let rc = unsafe {
-            libc::setsockopt(
-                raw,
-                libc::SOL_PACKET,
-                libc::PACKET_TX_RING,
-                (&req as *const Req3).cast(),
-                std::mem::size_of::<Req3>() as libc::socklen_t,
-            )
-        };
-        if rc < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        set_ring(raw, libc::PACKET_TX_RING, &req)?;
         // SAFETY: sockaddr_ll is plain old data.
         let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
+        sll.sll_protocol = crate::raw::ETH_P_ALL_BE;
         sll.sll_ifindex = ifindex;
         // SAFETY: valid sockaddr_ll of the size given.
         let rc = unsafe {
@@ -244,20 +244,7 @@ impl RxRing {
     /// Opens a ring of `block_nr` blocks of `block_size` bytes on `iface`.
     pub fn open(iface: &str, block_size: usize, block_nr: usize) -> io::Result<Self> {
         let ifindex = crate::raw::ifindex(iface)?;
-        let proto = (libc::ETH_P_ALL as u16).to_be();
-        // SAFETY: plain socket(2).
-        let fd = unsafe {
-            libc::socket(
-                libc::AF_PACKET,
-                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-                i32::from(proto),
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: new descriptor we own.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let fd = crate::raw::packet_socket(true)?;
         let raw = fd.as_raw_fd();
         crate::sockopt::setsockopt_raw(
             raw,
@@ -275,19 +262,7 @@ impl RxRing {
             sizeof_priv: 0,
             feature_req_word: 0,
         };
-        // SAFETY: `req` is a valid tpacket_req3 of the size given.
-        let rc = unsafe {
-            libc::setsockopt(
-                raw,
-                libc::SOL_PACKET,
-                libc::PACKET_RX_RING,
-                (&req as *const Req3).cast(),
-                std::mem::size_of::<Req3>() as libc::socklen_t,
-            )
-        };
-        if rc < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        set_ring(raw, libc::PACKET_RX_RING, &req)?;
         let map_len = block_size * block_nr;
         // SAFETY: mapping the ring the kernel allocated for this socket.
         let map = unsafe {
@@ -323,7 +298,7 @@ impl RxRing {
         // SAFETY: sockaddr_ll is plain old data.
         let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = proto;
+        sll.sll_protocol = crate::raw::ETH_P_ALL_BE;
         sll.sll_ifindex = ifindex;
         // SAFETY: valid sockaddr_ll of the size given.
         let rc = unsafe {

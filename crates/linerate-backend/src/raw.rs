@@ -43,28 +43,35 @@ pub struct RawSocket {
 // buffers borrowed for that call.
 unsafe impl Send for RawSocket {}
 
+/// ETH_P_ALL in network byte order, as `socket(2)` and `sockaddr_ll` take it.
+pub(crate) const ETH_P_ALL_BE: u16 = (libc::ETH_P_ALL as u16).to_be();
+
+/// A new AF_PACKET raw socket: receiving every protocol (`ETH_P_ALL`), or
+/// nothing (protocol 0: a socket that only sends).
+pub(crate) fn packet_socket(receive_all: bool) -> io::Result<OwnedFd> {
+    let proto = if receive_all {
+        i32::from(ETH_P_ALL_BE)
+    } else {
+        0
+    };
+    // SAFETY: plain socket(2) call.
+    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, proto) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a new descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
 impl RawSocket {
     /// Opens and binds an AF_PACKET socket to `iface` (needs CAP_NET_RAW).
     pub fn open(iface: &str) -> io::Result<Self> {
         let ifindex = ifindex(iface)?;
-        let proto = (libc::ETH_P_ALL as u16).to_be();
-        // SAFETY: plain socket(2) call.
-        let fd = unsafe {
-            libc::socket(
-                libc::AF_PACKET,
-                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-                i32::from(proto),
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `fd` is a new descriptor we own.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let fd = packet_socket(true)?;
         // SAFETY: sockaddr_ll is plain old data; zeroed is valid.
         let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = proto;
+        sll.sll_protocol = ETH_P_ALL_BE;
         sll.sll_ifindex = ifindex;
         // SAFETY: valid sockaddr_ll of the size given.
         let rc = unsafe {
