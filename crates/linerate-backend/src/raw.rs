@@ -160,25 +160,7 @@ impl RawSocket {
 
     /// Sends each buffer as one frame; returns how many the kernel took.
     pub fn send(&mut self, frames: &[&[u8]]) -> io::Result<usize> {
-        let n = frames.len().min(RAW_BATCH_MAX);
-        for (i, f) in frames[..n].iter().enumerate() {
-            self.iov[i] = libc::iovec {
-                iov_base: f.as_ptr() as *mut libc::c_void,
-                iov_len: f.len(),
-            };
-            // SAFETY: zeroed mmsghdr is valid; it then points at one iovec.
-            self.hdrs[i] = unsafe { std::mem::zeroed() };
-            self.hdrs[i].msg_hdr.msg_iov = &mut self.iov[i];
-            self.hdrs[i].msg_hdr.msg_iovlen = 1;
-        }
-        // SAFETY: hdrs[..n] point into `frames`, alive for the call.
-        let rc =
-            unsafe { libc::sendmmsg(self.fd.as_raw_fd(), self.hdrs.as_mut_ptr(), n as u32, 0) };
-        if rc < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(rc as usize)
-        }
+        crate::udp_batch::send_each(self.fd.as_raw_fd(), &mut self.iov, &mut self.hdrs, frames)
     }
 
     /// Receives up to `bufs.len()` frames; `lens[i]` is frame i's length,

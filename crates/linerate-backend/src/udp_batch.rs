@@ -25,6 +25,36 @@ impl Default for Batch {
     }
 }
 
+/// One `sendmmsg(2)` sending each buffer as one message on a connected or
+/// bound socket, through the caller's reusable descriptors (`iov` and
+/// `hdrs` of equal length; at most that many buffers go). Returns how many
+/// the kernel took.
+pub(crate) fn send_each(
+    fd: i32,
+    iov: &mut [libc::iovec],
+    hdrs: &mut [libc::mmsghdr],
+    bufs: &[&[u8]],
+) -> io::Result<usize> {
+    let n = bufs.len().min(iov.len()).min(hdrs.len());
+    for (i, b) in bufs[..n].iter().enumerate() {
+        iov[i] = libc::iovec {
+            iov_base: b.as_ptr() as *mut libc::c_void,
+            iov_len: b.len(),
+        };
+        // SAFETY: zeroed mmsghdr is valid; we then point it at one iovec.
+        hdrs[i] = unsafe { std::mem::zeroed() };
+        hdrs[i].msg_hdr.msg_iov = &mut iov[i];
+        hdrs[i].msg_hdr.msg_iovlen = 1;
+    }
+    // SAFETY: hdrs[..n] point to iovecs that point into `bufs`, all alive for the call.
+    let rc = unsafe { libc::sendmmsg(fd, hdrs.as_mut_ptr(), n as u32, 0) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc as usize)
+    }
+}
+
 impl Batch {
     pub fn new() -> Self {
         let iov = vec![
@@ -43,24 +73,7 @@ impl Batch {
     /// many were sent (a prefix of `bufs`); `WouldBlock`/`ENOBUFS` come back
     /// as errors for the caller to count and retry.
     pub fn send(&mut self, sock: &impl AsRawFd, bufs: &[&[u8]]) -> io::Result<usize> {
-        let n = bufs.len().min(BATCH_MAX);
-        for (i, b) in bufs[..n].iter().enumerate() {
-            self.iov[i] = libc::iovec {
-                iov_base: b.as_ptr() as *mut libc::c_void,
-                iov_len: b.len(),
-            };
-            // SAFETY: zeroed mmsghdr is valid; we then point it at one iovec.
-            self.hdrs[i] = unsafe { std::mem::zeroed() };
-            self.hdrs[i].msg_hdr.msg_iov = &mut self.iov[i];
-            self.hdrs[i].msg_hdr.msg_iovlen = 1;
-        }
-        // SAFETY: hdrs[..n] point to iovecs that point into `bufs`, all alive for the call.
-        let rc = unsafe { libc::sendmmsg(sock.as_raw_fd(), self.hdrs.as_mut_ptr(), n as u32, 0) };
-        if rc < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(rc as usize)
-        }
+        send_each(sock.as_raw_fd(), &mut self.iov, &mut self.hdrs, bufs)
     }
 
     /// Receives up to `bufs.len()` datagrams; `lens[i]` gets datagram i's
