@@ -94,22 +94,7 @@ impl TxRing {
             feature_req_word: 0,
         };
         set_ring(raw, libc::PACKET_TX_RING, &req)?;
-        // SAFETY: sockaddr_ll is plain old data.
-        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = crate::raw::ETH_P_ALL_BE;
-        sll.sll_ifindex = ifindex;
-        // SAFETY: valid sockaddr_ll of the size given.
-        let rc = unsafe {
-            libc::bind(
-                raw,
-                (&sll as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        };
-        if rc < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        crate::raw::bind_to(raw, ifindex)?;
         let map_len = block_size * block_nr;
         // SAFETY: mapping the ring the kernel just allocated for this socket.
         let map = unsafe {
@@ -295,21 +280,7 @@ impl RxRing {
         } else {
             map
         };
-        // SAFETY: sockaddr_ll is plain old data.
-        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = crate::raw::ETH_P_ALL_BE;
-        sll.sll_ifindex = ifindex;
-        // SAFETY: valid sockaddr_ll of the size given.
-        let rc = unsafe {
-            libc::bind(
-                raw,
-                (&sll as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        };
-        if rc < 0 {
-            let e = io::Error::last_os_error();
+        if let Err(e) = crate::raw::bind_to(raw, ifindex) {
             // SAFETY: unmapping what was just mapped.
             unsafe { libc::munmap(map, map_len) };
             return Err(e);
@@ -380,23 +351,7 @@ impl RxRing {
 
     /// Frames the kernel dropped because the ring was full, since the last call.
     pub fn drops(&self) -> io::Result<u32> {
-        let mut st = [0u32; 3];
-        let mut len = std::mem::size_of_val(&st) as libc::socklen_t;
-        // SAFETY: valid buffer for struct tpacket_stats_v3.
-        let rc = unsafe {
-            libc::getsockopt(
-                self.fd.as_raw_fd(),
-                libc::SOL_PACKET,
-                libc::PACKET_STATISTICS,
-                st.as_mut_ptr().cast(),
-                &mut len,
-            )
-        };
-        if rc == 0 {
-            Ok(st[1])
-        } else {
-            Err(io::Error::last_os_error())
-        }
+        Ok(crate::raw::packet_statistics(self.fd.as_raw_fd())?[1])
     }
 }
 

@@ -63,27 +63,55 @@ pub(crate) fn packet_socket(receive_all: bool) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// PACKET_STATISTICS: packets, drops and (TPACKET_V3 only, else 0) queue
+/// freezes since the last read (reading resets them).
+pub(crate) fn packet_statistics(fd: i32) -> io::Result<[u32; 3]> {
+    let mut st = [0u32; 3];
+    let mut len = std::mem::size_of_val(&st) as libc::socklen_t;
+    // SAFETY: a buffer big enough for struct tpacket_stats_v3 (the kernel
+    // writes the smaller tpacket_stats for other versions).
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_PACKET,
+            libc::PACKET_STATISTICS,
+            st.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st)
+}
+
+/// Binds an AF_PACKET socket to one interface, all protocols.
+pub(crate) fn bind_to(fd: i32, ifindex: i32) -> io::Result<()> {
+    // SAFETY: sockaddr_ll is plain old data; zeroed is valid.
+    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    sll.sll_protocol = ETH_P_ALL_BE;
+    sll.sll_ifindex = ifindex;
+    // SAFETY: valid sockaddr_ll of the size given.
+    let rc = unsafe {
+        libc::bind(
+            fd,
+            (&sll as *const libc::sockaddr_ll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 impl RawSocket {
     /// Opens and binds an AF_PACKET socket to `iface` (needs CAP_NET_RAW).
     pub fn open(iface: &str) -> io::Result<Self> {
         let ifindex = ifindex(iface)?;
         let fd = packet_socket(true)?;
-        // SAFETY: sockaddr_ll is plain old data; zeroed is valid.
-        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = ETH_P_ALL_BE;
-        sll.sll_ifindex = ifindex;
-        // SAFETY: valid sockaddr_ll of the size given.
-        let rc = unsafe {
-            libc::bind(
-                fd.as_raw_fd(),
-                (&sll as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        };
-        if rc < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        bind_to(fd.as_raw_fd(), ifindex)?;
         let iov = vec![
             libc::iovec {
                 iov_base: std::ptr::null_mut(),
@@ -207,23 +235,8 @@ impl RawSocket {
     /// Frames the kernel delivered to and dropped for this socket since the
     /// last call (PACKET_STATISTICS resets on read).
     pub fn stats(&self) -> io::Result<(u32, u32)> {
-        let mut st = [0u32; 2];
-        let mut len = std::mem::size_of_val(&st) as libc::socklen_t;
-        // SAFETY: valid buffer for struct tpacket_stats (two u32).
-        let rc = unsafe {
-            libc::getsockopt(
-                self.fd.as_raw_fd(),
-                libc::SOL_PACKET,
-                libc::PACKET_STATISTICS,
-                st.as_mut_ptr().cast(),
-                &mut len,
-            )
-        };
-        if rc == 0 {
-            Ok((st[0], st[1]))
-        } else {
-            Err(io::Error::last_os_error())
-        }
+        let st = packet_statistics(self.fd.as_raw_fd())?;
+        Ok((st[0], st[1]))
     }
 }
 
