@@ -34,6 +34,8 @@ pub enum BackendError {
     NotBuilt(&'static str),
     #[error("interface {iface}: {source}")]
     Open { iface: String, source: io::Error },
+    #[error("capture file: {0}")]
+    Capture(#[from] linerate_gen::pcap::TraceError),
 }
 
 fn open_err(iface: &str) -> impl FnOnce(io::Error) -> BackendError + '_ {

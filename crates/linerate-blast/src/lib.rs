@@ -13,4 +13,4 @@ mod sink;
 
 pub use backend::{BackendError, BackendKind, Rx, Tx, open_rx, open_tx};
 pub use blast::{BlastConfig, BlastError, BlastReport, Rate, Replay, Timing, blast};
-pub use sink::{SinkConfig, SinkReport, sink};
+pub use sink::{CaptureConfig, SinkConfig, SinkReport, sink};

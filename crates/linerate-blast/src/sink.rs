@@ -4,9 +4,10 @@
 use crate::backend::{BackendError, BackendKind, open_rx};
 use linerate_backend::clock;
 use linerate_gen::SinkCounts;
+use linerate_gen::pcap::CaptureWriter;
 use std::io::ErrorKind;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 #[derive(Debug, Clone)]
 pub struct SinkConfig {
@@ -17,6 +18,17 @@ pub struct SinkConfig {
     pub clocks_shared: bool,
     /// Stop once this many probe frames arrived (used with `--count`).
     pub until_packets: Option<u64>,
+    /// Write what arrives to a pcap file.
+    pub capture: Option<CaptureConfig>,
+}
+
+/// `sink --write`: every frame that reaches the socket (probe or not), cut
+/// to `snaplen`, up to `max_frames`.
+#[derive(Debug, Clone)]
+pub struct CaptureConfig {
+    pub path: std::path::PathBuf,
+    pub snaplen: u32,
+    pub max_frames: u64,
 }
 
 #[derive(Debug)]
@@ -27,6 +39,8 @@ pub struct SinkReport {
     pub duration_s: f64,
     /// Frames the kernel dropped for this socket (its buffer was full).
     pub kernel_drops: u64,
+    /// (path, frames written, snaplen, first write error) of `--write`.
+    pub capture: Option<(String, u64, u32, Option<String>)>,
 }
 
 impl SinkReport {
@@ -54,6 +68,9 @@ impl SinkReport {
             "duplicates": c.duplicates(),
             "other_frames": c.other,
             "kernel_drops": self.kernel_drops,
+            "capture": self.capture.as_ref().map(|(path, frames, snaplen, error)| serde_json::json!({
+                "path": path, "frames": frames, "snaplen": snaplen, "error": error,
+            })),
             "latency_ns": latency,
             "latency_clock": if c.clocks_shared() { "shared (same host): one-way latency is valid" } else { "not shared: latency not measured" },
             "flows": c.flows.iter().map(|(id, f)| serde_json::json!({
@@ -65,6 +82,11 @@ impl SinkReport {
 }
 
 pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendError> {
+    let mut capture = cfg
+        .capture
+        .as_ref()
+        .map(|c| CaptureWriter::create(&c.path, c.snaplen, c.max_frames))
+        .transpose()?;
     let (mut rx, note) = open_rx(cfg.backend, &cfg.iface)?;
     let backend = rx.name();
     let mut counts = SinkCounts::new(cfg.clocks_shared);
@@ -77,7 +99,19 @@ pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendEr
             break;
         }
         let now = clock::monotonic_ns();
-        match rx.recv(&mut |frame| counts.on_frame(frame, now)) {
+        let r = match capture.as_mut().filter(|c| c.wants_more()) {
+            None => rx.recv(&mut |frame| counts.on_frame(frame, now)),
+            Some(c) => {
+                let wall = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos() as u64);
+                rx.recv(&mut |frame| {
+                    counts.on_frame(frame, now);
+                    c.write(wall, frame);
+                })
+            }
+        };
+        match r {
             Ok(0) => {}
             Ok(_) => {
                 last = Instant::now();
@@ -99,11 +133,16 @@ pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendEr
     }
     // Rates over the time traffic was arriving, not the time spent waiting.
     let duration_s = first.map_or(0.0, |f| last.duration_since(f).as_secs_f64());
+    let capture = capture.as_mut().zip(cfg.capture.as_ref()).map(|(w, c)| {
+        let error = w.finish();
+        (c.path.display().to_string(), w.written, c.snaplen, error)
+    });
     Ok(SinkReport {
         backend,
         note,
         counts,
         duration_s,
         kernel_drops: drops,
+        capture,
     })
 }

@@ -245,11 +245,126 @@ pub fn rewrite(frame: &mut [u8], rw: &Rewrite) {
     }
 }
 
+/// Writes received frames to a pcap file (nanosecond timestamps, Ethernet),
+/// cut to `snaplen` bytes each and bounded to `max_frames`. After the first
+/// write error it stops writing and keeps the error, so a full disk costs
+/// the capture, never the measurement.
+#[derive(Debug)]
+pub struct CaptureWriter {
+    path: String,
+    writer: Option<pcap_file::pcap::PcapWriter<std::io::BufWriter<std::fs::File>>>,
+    snaplen: u32,
+    max_frames: u64,
+    pub written: u64,
+    pub error: Option<String>,
+}
+
+impl CaptureWriter {
+    /// Creates the file and writes its header.
+    pub fn create(path: &Path, snaplen: u32, max_frames: u64) -> Result<Self, TraceError> {
+        let p = path.display().to_string();
+        let io_err = |source| TraceError::Io {
+            path: p.clone(),
+            source,
+        };
+        let file = std::fs::File::create(path).map_err(io_err)?;
+        // The header says 262144 (tcpdump's default) and frames are cut to
+        // `snaplen` here: some readers (pcap-file among them) refuse a frame
+        // whose original length exceeds the header's snaplen.
+        let header = pcap_file::pcap::PcapHeader {
+            snaplen: 262_144,
+            datalink: DataLink::ETHERNET,
+            ts_resolution: pcap_file::TsResolution::NanoSecond,
+            endianness: pcap_file::Endianness::native(),
+            ..Default::default()
+        };
+        let writer =
+            pcap_file::pcap::PcapWriter::with_header(std::io::BufWriter::new(file), header)
+                .map_err(|e| io_err(std::io::Error::other(e.to_string())))?;
+        Ok(Self {
+            path: p,
+            writer: Some(writer),
+            snaplen: snaplen.max(64),
+            max_frames,
+            written: 0,
+            error: None,
+        })
+    }
+
+    /// Whether more frames will be written.
+    pub fn wants_more(&self) -> bool {
+        self.writer.is_some() && self.written < self.max_frames
+    }
+
+    /// Appends one frame seen at `wall_ns` (nanoseconds since the Unix epoch).
+    pub fn write(&mut self, wall_ns: u64, frame: &[u8]) {
+        if !self.wants_more() {
+            return;
+        }
+        let Some(w) = self.writer.as_mut() else {
+            return;
+        };
+        let cut = &frame[..frame.len().min(self.snaplen as usize)];
+        let packet = pcap_file::pcap::PcapPacket::new(
+            Duration::from_nanos(wall_ns),
+            frame.len() as u32,
+            cut,
+        );
+        match w.write_packet(&packet) {
+            Ok(_) => self.written += 1,
+            Err(e) => {
+                self.error = Some(format!("{}: {e}", self.path));
+                self.writer = None;
+            }
+        }
+    }
+
+    /// Flushes the file; the first error (of a write or of this flush), if any.
+    pub fn finish(&mut self) -> Option<String> {
+        if let Some(w) = self.writer.take() {
+            use std::io::Write as _;
+            if let Err(e) = w.into_writer().flush() {
+                self.error.get_or_insert(format!("{}: {e}", self.path));
+            }
+        }
+        self.error.clone()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use linerate_wire::{Ipv4Packet, TcpPacket, UdpPacket};
     use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
+
+    #[test]
+    fn capture_writer_round_trips_and_stops_at_its_bounds() {
+        let path = std::env::temp_dir().join(format!("linerate-cap-{}.pcap", std::process::id()));
+        let mut w = CaptureWriter::create(&path, 100, 3).unwrap();
+        let frames: Vec<Vec<u8>> = (0..4u8).map(|i| vec![i; 60 + 40 * i as usize]).collect();
+        for (i, f) in frames.iter().enumerate() {
+            w.write(1_700_000_000_000_000_000 + i as u64 * 1_500, f);
+        }
+        assert!(!w.wants_more());
+        assert_eq!((w.written, w.finish()), (3, None));
+        let mut r = pcap_file::pcap::PcapReader::new(std::fs::File::open(&path).unwrap()).unwrap();
+        let mut got = Vec::new();
+        while let Some(p) = r.next_packet() {
+            let p = p.unwrap();
+            got.push((p.timestamp, p.orig_len, p.data.to_vec()));
+        }
+        let _ = std::fs::remove_file(&path);
+        // Three frames (the bound), the third cut to the snaplen but with
+        // its original length kept; nanosecond timestamps.
+        assert_eq!(got.len(), 3);
+        assert_eq!((got[0].1, &got[0].2), (60, &frames[0]));
+        assert_eq!((got[1].1, &got[1].2), (100, &frames[1]));
+        assert_eq!((got[2].1, &got[2].2[..]), (140, &frames[2][..100]));
+        assert_eq!(got[2].0 - got[0].0, Duration::from_nanos(3_000));
+        // A file that cannot be created is a typed error naming it.
+        let e = CaptureWriter::create(Path::new("/nonexistent-dir/x.pcap"), 100, 1).unwrap_err();
+        assert!(e.to_string().contains("/nonexistent-dir/x.pcap"), "{e}");
+    }
 
     fn udp_frame(i: u8) -> Vec<u8> {
         let mut b = vec![0u8; 60];

@@ -80,7 +80,16 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("linerate: error: {e:#}");
+            // The chain, without causes a message already spells out
+            // (typed errors often embed their source in their text).
+            let mut msg = e.to_string();
+            for cause in e.chain().skip(1) {
+                let c = cause.to_string();
+                if !msg.contains(&c) {
+                    msg = format!("{msg}: {c}");
+                }
+            }
+            eprintln!("linerate: error: {msg}");
             ExitCode::from(2)
         }
     }

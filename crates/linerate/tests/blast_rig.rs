@@ -660,3 +660,91 @@ fn pcap_replay_arrives_packet_for_packet_after_rewriting() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn sink_writes_what_arrived_to_a_pcap_file() {
+    if should_skip(
+        "sink_writes_what_arrived_to_a_pcap_file",
+        &[
+            require_root(),
+            require_program("ip"),
+            require_program("tcpdump"),
+        ],
+    ) {
+        return;
+    }
+    let rig = Rig::pair().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sink.pcap");
+    let file = path.to_str().unwrap();
+    let sink = std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            rig.command(1, BIN)
+                .args(["sink", "--iface", "veth0", "--backend", "af_packet"])
+                .args(["--duration", "10", "--count", "500", "--json"])
+                .args(["--write", file, "--snaplen", "96"])
+                .output()
+                .unwrap()
+        });
+        std::thread::sleep(Duration::from_millis(500));
+        let out = blast(
+            &rig,
+            &[
+                "--dst-ip",
+                "198.18.0.2",
+                "--size",
+                "200",
+                "--count",
+                "500",
+                "--rate",
+                "50k",
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        h.join().unwrap()
+    });
+    assert!(
+        sink.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sink.stderr)
+    );
+    let v = support::json(&sink.stdout);
+    assert_eq!(v["packets"], 500, "{v}");
+    let cap = &v["capture"];
+    assert!(cap["error"].is_null(), "{cap}");
+    let written = cap["frames"].as_u64().unwrap();
+    assert!(written >= 500, "every probe frame written: {cap}");
+    // Our own reading of the file: every frame cut to the snaplen with its
+    // real length kept, and the 500 probe frames among them.
+    let mut r = pcap_file::pcap::PcapReader::new(std::fs::File::open(&path).unwrap()).unwrap();
+    let mut udp = 0;
+    let mut total = 0;
+    while let Some(p) = r.next_packet() {
+        let p = p.unwrap();
+        total += 1;
+        assert!(p.data.len() <= 96, "cut to the snaplen");
+        if p.orig_len == 196
+            && p.data.len() == 96
+            && p.data[12..14] == [0x08, 0x00]
+            && p.data[23] == 17
+        {
+            udp += 1;
+        }
+    }
+    assert_eq!((total, udp), (written, 500));
+    // And tcpdump's: the file is a pcap other tools read.
+    let td = Command::new("tcpdump")
+        .args(["-nr", file, "udp and dst host 198.18.0.2"])
+        .output()
+        .unwrap();
+    assert!(
+        td.status.success(),
+        "{}",
+        String::from_utf8_lossy(&td.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&td.stdout).lines().count(), 500);
+}

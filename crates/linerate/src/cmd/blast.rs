@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use linerate_blast::{BackendKind, BlastConfig, Rate, SinkConfig};
+use linerate_blast::{BackendKind, BlastConfig, CaptureConfig, Rate, SinkConfig};
 use linerate_calc::{Imix, parse_bps, parse_pps};
 use linerate_gen::template::Framing;
 use linerate_gen::{FlowSpec, SizeSequence};
@@ -108,6 +108,16 @@ pub struct SinkArgs {
     /// auto, socket, af_packet or af_xdp.
     #[arg(long, default_value = "auto")]
     backend: String,
+    /// Also write every frame that arrives (probe or not) to this pcap file
+    /// (nanosecond timestamps).
+    #[arg(long, value_name = "FILE")]
+    write: Option<std::path::PathBuf>,
+    /// Bytes kept of each written frame.
+    #[arg(long, default_value_t = 65535, value_parser = clap::value_parser!(u32).range(64..=262144))]
+    snaplen: u32,
+    /// Most frames written to --write (the count goes on after it).
+    #[arg(long, default_value_t = 1_000_000)]
+    write_count: u64,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -359,6 +369,11 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
         backend: backend(&a.backend)?,
         clocks_shared: !a.remote_sender,
         until_packets: a.count,
+        capture: a.write.as_ref().map(|path| CaptureConfig {
+            path: path.clone(),
+            snaplen: a.snaplen,
+            max_frames: a.write_count,
+        }),
     };
     let stop = stop_flag()?;
     let r = linerate_blast::sink(&cfg, &stop)?;
@@ -385,6 +400,12 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
                 "one-way latency (same-host clock): p50 {} ns, p99 {} ns, max {} ns",
                 p[0], p[2], p[4]
             );
+        }
+        if let Some((path, frames, snaplen, error)) = &r.capture {
+            match error {
+                None => println!("wrote {frames} frames to {path} (snaplen {snaplen})"),
+                Some(e) => println!("capture stopped after {frames} frames: {e}"),
+            }
         }
     }
     Ok(0)
