@@ -41,6 +41,8 @@ pub struct SinkReport {
     pub kernel_drops: u64,
     /// (path, frames written, snaplen, first write error) of `--write`.
     pub capture: Option<(String, u64, u32, Option<String>)>,
+    /// Why receiving stopped early, if it did (the counts up to then stand).
+    pub error: Option<String>,
 }
 
 impl SinkReport {
@@ -68,6 +70,7 @@ impl SinkReport {
             "duplicates": c.duplicates(),
             "other_frames": c.other,
             "kernel_drops": self.kernel_drops,
+            "error": self.error,
             "capture": self.capture.as_ref().map(|(path, frames, snaplen, error)| serde_json::json!({
                 "path": path, "frames": frames, "snaplen": snaplen, "error": error,
             })),
@@ -91,6 +94,7 @@ pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendEr
     let backend = rx.name();
     let mut counts = SinkCounts::new(cfg.clocks_shared);
     let mut drops = 0u64;
+    let mut error: Option<String> = None;
     let start = Instant::now();
     let mut first: Option<Instant> = None;
     let mut last = Instant::now();
@@ -122,11 +126,10 @@ pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendEr
                     e.kind(),
                     ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
                 ) => {}
-            Err(source) => {
-                return Err(BackendError::Open {
-                    iface: cfg.iface.clone(),
-                    source,
-                });
+            Err(e) => {
+                // Keep what was counted: report it with the error.
+                error = Some(format!("receiving on {}: {e}", cfg.iface));
+                break;
             }
         }
         drops = rx.drops();
@@ -144,5 +147,6 @@ pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendEr
         duration_s,
         kernel_drops: drops,
         capture,
+        error,
     })
 }

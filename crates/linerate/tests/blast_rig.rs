@@ -748,3 +748,52 @@ fn sink_writes_what_arrived_to_a_pcap_file() {
     );
     assert_eq!(String::from_utf8_lossy(&td.stdout).lines().count(), 500);
 }
+
+#[test]
+fn sink_keeps_its_counts_when_the_interface_goes_away() {
+    if skip("sink_keeps_its_counts_when_the_interface_goes_away") {
+        return;
+    }
+    let rig = Rig::pair().unwrap();
+    let sink = std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            rig.command(1, BIN)
+                .args(["sink", "--iface", "veth0", "--backend", "socket"])
+                .args(["--duration", "8", "--json"])
+                .output()
+                .unwrap()
+        });
+        std::thread::sleep(Duration::from_millis(500));
+        let out = blast(
+            &rig,
+            &["--dst-ip", "198.18.0.2", "--count", "300", "--rate", "50k"],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        let st = rig
+            .command(1, "ip")
+            .args(["link", "set", "veth0", "down"])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        h.join().unwrap()
+    });
+    // It ends early with an error, and what arrived before it still counts.
+    assert_eq!(
+        sink.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&sink.stderr)
+    );
+    let v = support::json(&sink.stdout);
+    assert_eq!(v["packets"], 300, "{v}");
+    assert!(
+        v["error"].as_str().unwrap().contains("receiving on veth0"),
+        "{v}"
+    );
+    assert!(String::from_utf8_lossy(&sink.stderr).contains("what arrived before it"));
+}

@@ -408,5 +408,9 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
             }
         }
     }
+    if let Some(e) = &r.error {
+        eprintln!("linerate: error: {e} (the counts above are what arrived before it)");
+        return Ok(1);
+    }
     Ok(0)
 }
