@@ -24,7 +24,7 @@ pub enum L4 {
     Udp(UdpRepr),
     Tcp(TcpRepr),
     IcmpEcho(IcmpEchoRepr),
-    /// A protocol not parsed here, or a non-first fragment.
+    /// A protocol not parsed here, or an IP fragment (first or not).
     Other(u8),
     /// No transport header (non-IP frame, or IPv6 "no next header").
     None,
@@ -80,7 +80,9 @@ pub fn parse_frame(bytes: &[u8]) -> Result<ParsedFrame<'_>, Error> {
             let repr = Ipv4Repr::parse(&ip);
             out.l3 = L3::Ipv4(repr);
             let l4 = &rest[ip.header_len()..usize::from(ip.total_len())];
-            if ip.frag_offset() != 0 {
+            if ip.frag_offset() != 0 || ip.more_frags() {
+                // A fragment is not a whole segment: its transport header
+                // (if any) describes bytes that are not all here.
                 out.l4 = L4::Other(repr.protocol);
                 return Ok(out);
             }
@@ -139,7 +141,7 @@ const NO_NEXT_HEADER: u8 = 59;
 
 /// Walks hop-by-hop (0), routing (43), fragment (44) and destination
 /// options (60) headers. Returns the upper-layer protocol and its bytes, or
-/// `None` for a non-first fragment.
+/// `None` for a fragment (first or not: it is not a whole segment).
 fn skip_ipv6_extensions(mut next: u8, mut bytes: &[u8]) -> Result<Option<(u8, &[u8])>, Error> {
     for _ in 0..IPV6_EXT_HEADERS_MAX {
         match next {
@@ -152,10 +154,10 @@ fn skip_ipv6_extensions(mut next: u8, mut bytes: &[u8]) -> Result<Option<(u8, &[
             }
             44 => {
                 crate::error::need(Layer::Ipv6, 8, bytes.len())?;
-                let offset = crate::be16(bytes, 2) & 0xfff8;
+                let offset_and_more = crate::be16(bytes, 2) & 0xfff9;
                 next = bytes[0];
                 bytes = &bytes[8..];
-                if offset != 0 {
+                if offset_and_more != 0 {
                     return Ok(None);
                 }
             }

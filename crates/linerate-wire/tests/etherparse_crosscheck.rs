@@ -228,6 +228,29 @@ fn agree(bytes: &[u8]) {
     }
 }
 
+/// A fragment, first or not, is not a whole segment: no transport header
+/// is read from it (etherparse agrees), so a sink never counts a fragment
+/// as a probe frame.
+#[test]
+fn ipv4_fragments_have_no_transport() {
+    let mut out = Vec::new();
+    PacketBuilder::ethernet2([2; 6], [4; 6])
+        .ipv4([198, 18, 0, 1], [198, 18, 0, 2], 64)
+        .udp(1000, 2000)
+        .write(&mut out, &[7; 32])
+        .unwrap();
+    assert!(matches!(parse_frame(&out).unwrap().l4, L4::Udp(_)));
+    for (flags_hi, what) in [(0x20u8, "first fragment (MF)"), (0x00, "offset 8 bytes")] {
+        let mut f = out.clone();
+        f[20] = flags_hi;
+        f[21] = if flags_hi == 0 { 1 } else { 0 };
+        let p = parse_frame(&f).unwrap();
+        assert_eq!(p.l4, L4::Other(17), "{what}");
+        assert!(p.probe.is_none());
+        agree(&f);
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
