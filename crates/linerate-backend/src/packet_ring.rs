@@ -43,6 +43,26 @@ pub struct TxRing {
 // SAFETY: the mapping is owned by this value and only touched through &mut self.
 unsafe impl Send for TxRing {}
 
+/// Maps the ring the kernel allocated for socket `raw` (`flags` beyond
+/// MAP_SHARED, e.g. MAP_LOCKED).
+fn map_ring(raw: i32, len: usize, flags: i32) -> io::Result<*mut libc::c_void> {
+    // SAFETY: mapping the socket's own ring, `len` bytes as it was asked for.
+    let map = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | flags,
+            raw,
+            0,
+        )
+    };
+    if map == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(map)
+}
+
 /// Asks the kernel for a TX or RX ring (`PACKET_TX_RING`/`PACKET_RX_RING`).
 fn set_ring(raw: i32, which: i32, req: &Req3) -> io::Result<()> {
     // SAFETY: `req` is a valid tpacket_req3 of the size given.
@@ -96,20 +116,7 @@ impl TxRing {
         set_ring(raw, libc::PACKET_TX_RING, &req)?;
         crate::raw::bind_to(raw, ifindex)?;
         let map_len = block_size * block_nr;
-        // SAFETY: mapping the ring the kernel just allocated for this socket.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                raw,
-                0,
-            )
-        };
-        if map == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
+        let map = map_ring(raw, map_len, 0)?;
         Ok(Self {
             fd,
             map: map.cast(),
@@ -249,37 +256,9 @@ impl RxRing {
         };
         set_ring(raw, libc::PACKET_RX_RING, &req)?;
         let map_len = block_size * block_nr;
-        // SAFETY: mapping the ring the kernel allocated for this socket.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_LOCKED,
-                raw,
-                0,
-            )
-        };
-        let map = if map == libc::MAP_FAILED {
-            // MAP_LOCKED needs RLIMIT_MEMLOCK room; the ring works without it.
-            // SAFETY: as above.
-            let m = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    map_len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_SHARED,
-                    raw,
-                    0,
-                )
-            };
-            if m == libc::MAP_FAILED {
-                return Err(io::Error::last_os_error());
-            }
-            m
-        } else {
-            map
-        };
+        // MAP_LOCKED needs RLIMIT_MEMLOCK room; the ring works without it.
+        let map =
+            map_ring(raw, map_len, libc::MAP_LOCKED).or_else(|_| map_ring(raw, map_len, 0))?;
         if let Err(e) = crate::raw::bind_to(raw, ifindex) {
             // SAFETY: unmapping what was just mapped.
             unsafe { libc::munmap(map, map_len) };
