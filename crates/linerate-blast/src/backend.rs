@@ -45,6 +45,9 @@ fn open_err(iface: &str) -> impl FnOnce(io::Error) -> BackendError + '_ {
     }
 }
 
+/// Most frames handed to any backend in one call ([`Tx::batch`] is at most this).
+pub const TX_BATCH_MAX: usize = 256;
+
 /// Where blast's frames go.
 #[derive(Debug)]
 pub enum Tx {
@@ -70,8 +73,8 @@ impl Tx {
         match self {
             Tx::Socket(_) => linerate_backend::raw::RAW_BATCH_MAX,
             // One kick of the ring sends every queued slot.
-            Tx::Ring(r) => r.capacity().min(256),
-            Tx::Xdp(x) => x.capacity().min(256),
+            Tx::Ring(r) => r.capacity().min(TX_BATCH_MAX),
+            Tx::Xdp(x) => x.capacity().min(TX_BATCH_MAX),
         }
     }
 

@@ -1,7 +1,7 @@
 //! Sending crafted frames: templates patched per packet, batched sends,
 //! pacing to a packet or bit rate, exact per-flow counts.
 
-use crate::backend::{BackendError, BackendKind, Tx, open_tx};
+use crate::backend::{BackendError, BackendKind, TX_BATCH_MAX, Tx, open_tx};
 use linerate_backend::clock;
 use linerate_gen::pacing::{Departures, wait_until};
 
@@ -412,13 +412,16 @@ fn run_worker(job: Job, mut sock: Tx, stop: &AtomicBool) -> Result<WorkerOut, Bl
         }
         let mut sent = 0;
         while sent < n {
-            let refs: Vec<&[u8]> = store[sent..n]
-                .iter()
-                .zip(&lens[sent..n])
-                .map(|(b, &l)| &b[..l])
-                .collect();
+            // On the stack: no allocation per call.
+            let mut refs: [&[u8]; TX_BATCH_MAX] = [&[]; TX_BATCH_MAX];
+            for (r, (b, &l)) in refs
+                .iter_mut()
+                .zip(store[sent..n].iter().zip(&lens[sent..n]))
+            {
+                *r = &b[..l];
+            }
             calls += 1;
-            let r = sock.send(&refs);
+            let r = sock.send(&refs[..n - sent]);
             let refused = match &r {
                 Ok(0) => true,
                 Err(e) => {
@@ -560,9 +563,12 @@ fn replay(cfg: &BlastConfig, r: &Replay, stop: &AtomicBool) -> Result<BlastRepor
         }
         let mut sent = 0;
         while sent < n {
-            let refs: Vec<&[u8]> = frames[i + sent..i + n].iter().map(Vec::as_slice).collect();
+            let mut refs: [&[u8]; TX_BATCH_MAX] = [&[]; TX_BATCH_MAX];
+            for (r, f) in refs.iter_mut().zip(&frames[i + sent..i + n]) {
+                *r = f;
+            }
             calls += 1;
-            match sock.send(&refs) {
+            match sock.send(&refs[..n - sent]) {
                 Ok(0) => {
                     errors += 1;
                     std::thread::yield_now();
