@@ -93,7 +93,6 @@ pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendEr
     let (mut rx, note) = open_rx(cfg.backend, &cfg.iface)?;
     let backend = rx.name();
     let mut counts = SinkCounts::new(cfg.clocks_shared);
-    let mut drops = 0u64;
     let mut error: Option<String> = None;
     let start = Instant::now();
     let mut first: Option<Instant> = None;
@@ -132,8 +131,9 @@ pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendEr
                 break;
             }
         }
-        drops = rx.drops();
     }
+    // The kernel keeps counting until asked: one read after the run.
+    let drops = rx.drops();
     // Rates over the time traffic was arriving, not the time spent waiting.
     let duration_s = first.map_or(0.0, |f| last.duration_since(f).as_secs_f64());
     let capture = capture.as_mut().zip(cfg.capture.as_ref()).map(|(w, c)| {

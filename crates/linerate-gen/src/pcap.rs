@@ -298,10 +298,11 @@ impl CaptureWriter {
 
     /// Appends one frame seen at `wall_ns` (nanoseconds since the Unix epoch).
     pub fn write(&mut self, wall_ns: u64, frame: &[u8]) {
-        if !self.wants_more() {
-            return;
-        }
-        let Some(w) = self.writer.as_mut() else {
+        let Some(w) = self
+            .writer
+            .as_mut()
+            .filter(|_| self.written < self.max_frames)
+        else {
             return;
         };
         let cut = &frame[..frame.len().min(self.snaplen as usize)];
