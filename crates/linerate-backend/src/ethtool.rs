@@ -76,7 +76,7 @@ pub fn drvinfo(iface: &str) -> io::Result<DrvInfo> {
 }
 
 /// Ring sizes: current and hardware maximum.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Rings {
     pub rx_max: u32,
     pub tx_max: u32,
@@ -97,7 +97,7 @@ pub fn rings(iface: &str) -> io::Result<Rings> {
 }
 
 /// Queue (channel) counts: current and maximum.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Channels {
     pub max_rx: u32,
     pub max_tx: u32,
@@ -137,7 +137,7 @@ pub fn rss_indirection(iface: &str) -> io::Result<Vec<u32>> {
 }
 
 /// Legacy offload flags.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Offloads {
     pub rx_checksum: bool,
     pub tx_checksum: bool,

@@ -1,38 +1,13 @@
 //! Where the doctor reads from: the live host, or a fixture tree that
 //! stands in for it in tests (sysfs/procfs snapshots plus ethtool answers).
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::io;
 use std::path::PathBuf;
 
-/// NIC facts that come from ethtool ioctls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Channels {
-    pub max_rx: u32,
-    pub max_tx: u32,
-    pub max_combined: u32,
-    pub rx: u32,
-    pub tx: u32,
-    pub combined: u32,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Rings {
-    pub rx_max: u32,
-    pub tx_max: u32,
-    pub rx: u32,
-    pub tx: u32,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Offloads {
-    pub rx_checksum: bool,
-    pub tx_checksum: bool,
-    pub scatter_gather: bool,
-    pub tso: bool,
-    pub gso: bool,
-    pub gro: bool,
-}
+/// NIC facts that come from ethtool ioctls (the backend's types; fixtures
+/// hold them as JSON).
+pub use linerate_backend::ethtool::{Channels, Offloads, Rings};
 
 /// Everything the checks read. Paths are absolute host paths
 /// (`/proc/…`, `/sys/…`); a fixture maps them under its own root.
@@ -95,25 +70,11 @@ impl Source for Live {
     }
 
     fn channels(&self, iface: &str) -> io::Result<Channels> {
-        let c = linerate_backend::ethtool::channels(iface)?;
-        Ok(Channels {
-            max_rx: c.max_rx,
-            max_tx: c.max_tx,
-            max_combined: c.max_combined,
-            rx: c.rx,
-            tx: c.tx,
-            combined: c.combined,
-        })
+        linerate_backend::ethtool::channels(iface)
     }
 
     fn rings(&self, iface: &str) -> io::Result<Rings> {
-        let r = linerate_backend::ethtool::rings(iface)?;
-        Ok(Rings {
-            rx_max: r.rx_max,
-            tx_max: r.tx_max,
-            rx: r.rx,
-            tx: r.tx,
-        })
+        linerate_backend::ethtool::rings(iface)
     }
 
     fn rss_table(&self, iface: &str) -> io::Result<Vec<u32>> {
@@ -121,15 +82,7 @@ impl Source for Live {
     }
 
     fn offloads(&self, iface: &str) -> io::Result<Offloads> {
-        let o = linerate_backend::ethtool::offloads(iface)?;
-        Ok(Offloads {
-            rx_checksum: o.rx_checksum,
-            tx_checksum: o.tx_checksum,
-            scatter_gather: o.scatter_gather,
-            tso: o.tso,
-            gso: o.gso,
-            gro: o.gro,
-        })
+        linerate_backend::ethtool::offloads(iface)
     }
 
     fn memlock_limit(&self) -> io::Result<u64> {
