@@ -101,25 +101,40 @@ pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendEr
         if cfg.until_packets.is_some_and(|n| counts.packets >= n) {
             break;
         }
-        let now = clock::monotonic_ns();
+        // Arrival time: read once per batch, when its first frame is handed
+        // over (after the wait, not before it), so latency is not shortened
+        // by the time recv spent blocked.
+        let mut now = 0u64;
+        let before = counts.packets;
         let r = match capture.as_mut().filter(|c| c.wants_more()) {
-            None => rx.recv(&mut |frame| counts.on_frame(frame, now)),
+            None => rx.recv(&mut |frame| {
+                if now == 0 {
+                    now = clock::monotonic_ns();
+                }
+                counts.on_frame(frame, now);
+            }),
             Some(c) => {
-                let wall = SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .map_or(0, |d| d.as_nanos() as u64);
+                let mut wall = 0u64;
                 rx.recv(&mut |frame| {
+                    if now == 0 {
+                        now = clock::monotonic_ns();
+                        wall = SystemTime::now()
+                            .duration_since(UNIX_EPOCH)
+                            .map_or(0, |d| d.as_nanos() as u64);
+                    }
                     counts.on_frame(frame, now);
                     c.write(wall, frame);
                 })
             }
         };
         match r {
-            Ok(0) => {}
-            Ok(_) => {
+            // Rates cover the span over which probe frames arrived; other
+            // frames (neighbour discovery, multicast reports) do not open it.
+            Ok(_) if counts.packets > before => {
                 last = Instant::now();
                 first.get_or_insert(last);
             }
+            Ok(_) => {}
             Err(e)
                 if matches!(
                     e.kind(),
