@@ -797,3 +797,59 @@ fn sink_keeps_its_counts_when_the_interface_goes_away() {
     );
     assert!(String::from_utf8_lossy(&sink.stderr).contains("what arrived before it"));
 }
+
+#[test]
+fn sink_rates_cover_only_the_probe_frames() {
+    if skip("sink_rates_cover_only_the_probe_frames") {
+        return;
+    }
+    let rig = Rig::pair().unwrap();
+    let dst_mac = rig.host(1).mac.clone();
+    let mac: Vec<u8> = dst_mac
+        .split(':')
+        .map(|h| u8::from_str_radix(h, 16).unwrap())
+        .collect();
+    let sink = std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            rig.command(1, BIN)
+                .args(["sink", "--iface", "veth0", "--backend", "socket"])
+                .args(["--duration", "8", "--count", "500", "--json"])
+                .output()
+                .unwrap()
+        });
+        std::thread::sleep(Duration::from_millis(500));
+        // A frame that is not a probe (local experimental EtherType), well
+        // before the probes: it must not open the sink's rate window.
+        rig.run_in(0, || {
+            let mut frame = vec![0u8; 60];
+            frame[..6].copy_from_slice(&mac);
+            frame[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 0x99]);
+            frame[12..14].copy_from_slice(&[0x88, 0xb5]);
+            let mut sock = RawSocket::open("veth0").unwrap();
+            assert_eq!(sock.send(&[&frame]).unwrap(), 1);
+        })
+        .unwrap();
+        std::thread::sleep(Duration::from_millis(700));
+        let out = blast(
+            &rig,
+            &["--dst-ip", "198.18.0.2", "--count", "500", "--rate", "50k"],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        h.join().unwrap()
+    });
+    let v = support::json(&sink.stdout);
+    assert_eq!(v["packets"], 500, "{v}");
+    assert!(v["other_frames"].as_u64().unwrap() >= 1, "{v}");
+    // 500 frames at 50 kpps take about 10 ms; the stray frame came 700 ms
+    // earlier.
+    let span = v["duration_s"].as_f64().unwrap();
+    assert!(span < 0.3, "span {span} s includes the stray frame: {v}");
+    // Arrival times are taken after recv returns: same-host latency on an
+    // idle veth stays well under the 50 ms the socket may block.
+    let p50 = v["latency_ns"]["p50"].as_u64().unwrap();
+    assert!(p50 > 0 && p50 < 20_000_000, "p50 {p50} ns: {v}");
+}
