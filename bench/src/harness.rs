@@ -286,22 +286,37 @@ pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {
             median_of(name, |s| s.cpu_ms_per_mpkt)
         );
     }
-    let base = medians[medians.len() - 1];
+    // Every linerate contender against every peer tool (or, in a scenario
+    // of peers only, each against the last).
+    let is_ours = |n: &str| n.starts_with("linerate");
+    let (ours, peers): (Vec<_>, Vec<_>) = if medians.iter().any(|m| is_ours(m.0)) {
+        (
+            medians.iter().filter(|m| is_ours(m.0)).collect(),
+            medians.iter().filter(|m| !is_ours(m.0)).collect(),
+        )
+    } else {
+        (
+            medians[..medians.len() - 1].iter().collect(),
+            vec![&medians[medians.len() - 1]],
+        )
+    };
     let mut ratios = serde_json::Map::new();
-    for (name, pps, bps) in &medians[..medians.len() - 1] {
-        let (r, what) = match sc.metric {
-            Metric::Packets => (pps / base.1, "received packet rate"),
-            Metric::Bits => (bps / base.2, "received bit rate"),
-            Metric::CpuPerPacket => {
-                let cost = |n: &str| median_of(n, |s| s.cpu_ms_per_mpkt);
-                (
-                    cost(base.0) / cost(name),
-                    "sender CPU per received packet, peer over this",
-                )
-            }
-        };
-        println!("ratio {name} / {} ({what}): {r:.2}", base.0);
-        ratios.insert(format!("{name}/{}", base.0), json!(r));
+    for base in &peers {
+        for (name, pps, bps) in &ours {
+            let (r, what) = match sc.metric {
+                Metric::Packets => (pps / base.1, "received packet rate"),
+                Metric::Bits => (bps / base.2, "received bit rate"),
+                Metric::CpuPerPacket => {
+                    let cost = |n: &str| median_of(n, |s| s.cpu_ms_per_mpkt);
+                    (
+                        cost(base.0) / cost(name),
+                        "sender CPU per received packet, peer over this",
+                    )
+                }
+            };
+            println!("ratio {name} / {} ({what}): {r:.2}", base.0);
+            ratios.insert(format!("{name}/{}", base.0), json!(r));
+        }
     }
     let doc = json!({
         "scenario": sc.name,

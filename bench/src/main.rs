@@ -29,6 +29,10 @@ struct Args {
     /// Seconds of each measured window (the sender runs a little longer).
     #[arg(long, default_value_t = 3.0)]
     duration: f64,
+    /// Run only the contenders whose name contains one of these words
+    /// (comma-separated), e.g. `--only af_xdp,trafgen`.
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
     /// Where to write the raw results (JSON).
     #[arg(long, default_value = "bench/results")]
     out: PathBuf,
@@ -66,7 +70,15 @@ fn main() -> Result<()> {
         let Some(entry) = all.iter().find(|s| s.name == name) else {
             bail!("no scenario '{name}' (see --list)");
         };
-        harness::run((entry.build)(), &cfg)?;
+        let mut sc = (entry.build)();
+        if !args.only.is_empty() {
+            sc.contenders
+                .retain(|c| args.only.iter().any(|w| c.name.contains(w.as_str())));
+            if sc.contenders.len() < 2 {
+                bail!("--only leaves fewer than two contenders in {name}");
+            }
+        }
+        harness::run(sc, &cfg)?;
         println!();
     }
     Ok(())

@@ -62,15 +62,17 @@ fn linerate_at(rig: &Rig, run_for: Duration, backend: &str, rate: Option<&str>) 
     })
 }
 
-/// The cheapest receiver: an XDP program that drops every frame on the
-/// receiving veth (counted in its rx_packets first), so the sender's cost is
-/// what is measured.
-fn xdp_drop_sink(rig: &Rig) -> Result<Box<dyn std::any::Any>> {
+/// The cheapest receiver: an XDP program on the receiving veth (counted in
+/// its rx_packets first) drops every UDP datagram with more than 4 bytes of
+/// payload, so the sender's cost is what is measured; ARP, TCP (iperf3's
+/// control connection) and iperf3's 4-byte UDP connect message still reach
+/// the stack.
+fn xdp_udp_sink(rig: &Rig) -> Result<Box<dyn std::any::Any>> {
     use linerate_backend::xdp;
     let iface = rig.host(RECEIVER).iface.clone();
     let link = rig.run_in(RECEIVER, move || -> std::io::Result<xdp::XdpLink> {
         let idx = linerate_backend::raw::ifindex(&iface)?;
-        xdp::attach(&xdp::verdict_program(xdp::XDP_DROP), idx, "lr_drop_sink")
+        xdp::attach(&xdp::udp_payload_drop_program(4), idx, "lr_udp_sink")
     })??;
     Ok(Box::new(link))
 }
@@ -90,11 +92,11 @@ fn linerate_af_packet(rig: &Rig, run_for: Duration) -> Result<Running> {
 pub fn build() -> Scenario {
     Scenario {
         name: NAME,
-        about: "linerate blast (af_xdp copy mode; af_packet TX ring; socket: raw AF_PACKET + sendmmsg) vs trafgen, 64-byte frames, sender pinned to CPU0, XDP drop sink on the receiver",
+        about: "linerate blast (af_xdp copy mode; af_packet TX ring; socket) vs dpdk-testpmd txonly (net_af_xdp, net_af_packet), iperf3 -u and trafgen, 64-byte frames, sender pinned to CPU0, XDP UDP sink on the receiver",
         receiver: RECEIVER,
         receive_cpu: Some(1),
         metric: Metric::Packets,
-        setup: Some(xdp_drop_sink),
+        setup: Some(xdp_udp_sink),
         contenders: vec![
             Contender {
                 name: "linerate blast af_xdp",
@@ -109,11 +111,32 @@ pub fn build() -> Scenario {
                 start: linerate_socket,
             },
             Contender {
+                name: "dpdk-testpmd net_af_xdp",
+                start: super::testpmd::af_xdp,
+            },
+            Contender {
+                name: "dpdk-testpmd net_af_packet",
+                start: super::testpmd::af_packet,
+            },
+            Contender {
+                name: "iperf3 -u -l 18",
+                start: super::peer_udp64::iperf3,
+            },
+            Contender {
                 name: "trafgen",
                 start: super::peer_udp64::trafgen,
             },
         ],
-        check: || need(&["trafgen", "taskset", "ethtool", "timeout"]),
+        check: || {
+            need(&[
+                "trafgen",
+                "dpdk-testpmd",
+                "iperf3",
+                "taskset",
+                "ethtool",
+                "timeout",
+            ])
+        },
     }
 }
 
@@ -135,17 +158,22 @@ fn cpu_af_xdp_burst(rig: &Rig, d: Duration) -> Result<Running> {
 fn cpu_trafgen(rig: &Rig, d: Duration) -> Result<Running> {
     super::peer_udp64::trafgen_at(rig, d, Some(CPU_RATE_PPS))
 }
+fn cpu_iperf3(rig: &Rig, d: Duration) -> Result<Running> {
+    // iperf3's -b counts UDP payload bits: 18 bytes per datagram.
+    let bps = (CPU_RATE_PPS * 18 * 8).to_string();
+    super::peer_udp64::iperf3_at(rig, d, Some(&bps))
+}
 
 /// Sender CPU time per million packets that arrived, at a fixed rate below
 /// the rig's ceiling (the ceiling hides sender cost).
 pub fn build_cpu() -> Scenario {
     Scenario {
         name: "blast-cpu64",
-        about: "sender CPU per million received 64-byte frames at 300k pps: linerate blast backends vs trafgen (XDP drop sink; iperf3 cannot run its control connection through it)",
+        about: "sender CPU per million received 64-byte frames at 300k pps: linerate blast backends vs trafgen and iperf3 -u at the same rate, and dpdk-testpmd (no rate limit in txonly: it polls a whole core, measured at its own maximum), XDP UDP sink on the receiver",
         receiver: RECEIVER,
         receive_cpu: Some(1),
         metric: Metric::CpuPerPacket,
-        setup: Some(xdp_drop_sink),
+        setup: Some(xdp_udp_sink),
         contenders: vec![
             Contender {
                 name: "linerate blast af_xdp",
@@ -164,10 +192,27 @@ pub fn build_cpu() -> Scenario {
                 start: cpu_socket,
             },
             Contender {
+                name: "dpdk-testpmd net_af_xdp (max rate)",
+                start: super::testpmd::af_xdp,
+            },
+            Contender {
+                name: "iperf3 -u -l 18",
+                start: cpu_iperf3,
+            },
+            Contender {
                 name: "trafgen",
                 start: cpu_trafgen,
             },
         ],
-        check: || need(&["trafgen", "taskset", "ethtool", "timeout"]),
+        check: || {
+            need(&[
+                "trafgen",
+                "dpdk-testpmd",
+                "iperf3",
+                "taskset",
+                "ethtool",
+                "timeout",
+            ])
+        },
     }
 }

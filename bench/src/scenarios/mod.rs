@@ -5,6 +5,7 @@ use crate::harness::Scenario;
 mod blast_udp64;
 mod iperf_client;
 mod peer_udp64;
+mod testpmd;
 pub mod tools;
 
 /// A scenario's name, one line about it, and how to build it.

@@ -64,12 +64,12 @@ pub fn trafgen_at(rig: &Rig, run_for: Duration, pps: Option<u64>) -> Result<Runn
     })
 }
 
-fn iperf3(rig: &Rig, run_for: Duration) -> Result<Running> {
+pub fn iperf3(rig: &Rig, run_for: Duration) -> Result<Running> {
     iperf3_at(rig, run_for, None)
 }
 
 /// iperf3 -u with 18-byte datagrams at `rate` (iperf3's -b) or -b 0.
-fn iperf3_at(rig: &Rig, run_for: Duration, rate: Option<&str>) -> Result<Running> {
+pub fn iperf3_at(rig: &Rig, run_for: Duration, rate: Option<&str>) -> Result<Running> {
     let b = rig.host(RECEIVER);
     let server = spawn_pinned(
         rig,

@@ -8,6 +8,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 const BPF_MAP_CREATE: i64 = 0;
 const BPF_MAP_UPDATE_ELEM: i64 = 2;
 const BPF_PROG_LOAD: i64 = 5;
+const BPF_PROG_TEST_RUN: i64 = 10;
 const BPF_MAP_TYPE_XSKMAP: u32 = 17;
 const BPF_LINK_CREATE: i64 = 28;
 const BPF_PROG_TYPE_XDP: u32 = 6;
@@ -93,6 +94,139 @@ pub fn redirect_to_xsk_program(xskmap_fd: i32) -> [Insn; 6] {
             imm: 0,
         },
     ]
+}
+
+/// Instruction builders for the small programs below.
+mod asm {
+    use super::Insn;
+    pub const R0: u8 = 0;
+    pub const R1: u8 = 1;
+    pub const R2: u8 = 2;
+    pub const R3: u8 = 3;
+    pub const R4: u8 = 4;
+    pub const R5: u8 = 5;
+    const fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
+        Insn {
+            code,
+            regs: dst | (src << 4),
+            off,
+            imm,
+        }
+    }
+    /// `dst = *(u32 *)(src + off)`
+    pub const fn ldx_w(dst: u8, src: u8, off: i16) -> Insn {
+        insn(0x61, dst, src, off, 0)
+    }
+    /// `dst = *(u16 *)(src + off)`
+    pub const fn ldx_h(dst: u8, src: u8, off: i16) -> Insn {
+        insn(0x69, dst, src, off, 0)
+    }
+    /// `dst = *(u8 *)(src + off)`
+    pub const fn ldx_b(dst: u8, src: u8, off: i16) -> Insn {
+        insn(0x71, dst, src, off, 0)
+    }
+    /// `dst = src` (64-bit)
+    pub const fn mov(dst: u8, src: u8) -> Insn {
+        insn(0xbf, dst, src, 0, 0)
+    }
+    /// `dst = imm` (64-bit)
+    pub const fn mov_imm(dst: u8, imm: i32) -> Insn {
+        insn(0xb7, dst, 0, 0, imm)
+    }
+    /// `dst += imm` (64-bit)
+    pub const fn add_imm(dst: u8, imm: i32) -> Insn {
+        insn(0x07, dst, 0, 0, imm)
+    }
+    /// `dst = htobe16(dst)`: network-order 16-bit field to a number.
+    pub const fn be16(dst: u8) -> Insn {
+        insn(0xdc, dst, 0, 0, 16)
+    }
+    /// `if dst > src goto +off`
+    pub const fn jgt(dst: u8, src: u8, off: i16) -> Insn {
+        insn(0x2d, dst, src, off, 0)
+    }
+    /// `if dst > imm goto +off`
+    pub const fn jgt_imm(dst: u8, imm: i32, off: i16) -> Insn {
+        insn(0x25, dst, 0, off, imm)
+    }
+    /// `if dst != imm goto +off`
+    pub const fn jne_imm(dst: u8, imm: i32, off: i16) -> Insn {
+        insn(0x55, dst, 0, off, imm)
+    }
+    /// `goto +off`
+    pub const fn ja(off: i16) -> Insn {
+        insn(0x05, 0, 0, off, 0)
+    }
+    pub const fn exit() -> Insn {
+        insn(0x95, 0, 0, 0, 0)
+    }
+}
+
+/// Drops UDP datagrams (IPv4 without options, or IPv6 without extension
+/// headers; no VLAN tag) whose payload is longer than `keep_payload` bytes,
+/// and passes every other frame. A receiver built on it counts test traffic
+/// at the cheapest point while the stack still gets ARP/ND, TCP (e.g.
+/// iperf3's control connection) and short UDP handshakes (iperf3's 4-byte
+/// UDP connect message).
+pub fn udp_payload_drop_program(keep_payload: u16) -> Vec<Insn> {
+    use asm::*;
+    #[derive(Clone, Copy, PartialEq)]
+    enum L {
+        Ipv6,
+        Pass,
+        Drop,
+    }
+    // UDP length field = 8 + payload.
+    let limit = 8 + i32::from(keep_payload);
+    // Ethertypes as a little-endian u16 load of network-order bytes sees them.
+    let ipv4 = i32::from(u16::from_le_bytes(0x0800u16.to_be_bytes()));
+    let ipv6 = i32::from(u16::from_le_bytes(0x86ddu16.to_be_bytes()));
+    // (instruction, jump target to resolve, label placed on it)
+    let code: Vec<(Insn, Option<L>, Option<L>)> = vec![
+        (ldx_w(R2, R1, 0), None, None), // data
+        (ldx_w(R3, R1, 4), None, None), // data_end
+        (mov(R4, R2), None, None),
+        (add_imm(R4, 14 + 20 + 8), None, None),
+        (jgt(R4, R3, 0), Some(L::Pass), None), // too short for IPv4 + UDP
+        (ldx_h(R5, R2, 12), None, None),       // ethertype
+        (jne_imm(R5, ipv4, 0), Some(L::Ipv6), None),
+        (ldx_b(R5, R2, 14), None, None),
+        (jne_imm(R5, 0x45, 0), Some(L::Pass), None), // IPv4 options
+        (ldx_b(R5, R2, 14 + 9), None, None),         // protocol
+        (jne_imm(R5, 17, 0), Some(L::Pass), None),
+        (ldx_h(R5, R2, 14 + 20 + 4), None, None), // UDP length
+        (be16(R5), None, None),
+        (jgt_imm(R5, limit, 0), Some(L::Drop), None),
+        (ja(0), Some(L::Pass), None),
+        (jne_imm(R5, ipv6, 0), Some(L::Pass), Some(L::Ipv6)),
+        (mov(R4, R2), None, None),
+        (add_imm(R4, 14 + 40 + 8), None, None),
+        (jgt(R4, R3, 0), Some(L::Pass), None),
+        (ldx_b(R5, R2, 14 + 6), None, None), // next header
+        (jne_imm(R5, 17, 0), Some(L::Pass), None),
+        (ldx_h(R5, R2, 14 + 40 + 4), None, None), // UDP length
+        (be16(R5), None, None),
+        (jgt_imm(R5, limit, 0), Some(L::Drop), None),
+        (mov_imm(R0, XDP_PASS), None, Some(L::Pass)),
+        (exit(), None, None),
+        (mov_imm(R0, XDP_DROP), None, Some(L::Drop)),
+        (exit(), None, None),
+    ];
+    let at = |l: L| {
+        code.iter()
+            .position(|(_, _, here)| *here == Some(l))
+            .expect("label placed")
+    };
+    code.iter()
+        .enumerate()
+        .map(|(pc, (insn, target, _))| {
+            let mut insn = *insn;
+            if let Some(t) = target {
+                insn.off = (at(*t) as isize - pc as isize - 1) as i16;
+            }
+            insn
+        })
+        .collect()
 }
 
 #[repr(C)]
@@ -222,6 +356,20 @@ impl XdpLink {
 /// Loads `insns` as an XDP program and attaches it to `ifindex` (of the
 /// calling thread's network namespace). Dropping the link detaches it.
 pub fn attach(insns: &[Insn], ifindex: i32, name: &str) -> io::Result<XdpLink> {
+    let prog = load(insns, name)?;
+    let mut link = LinkCreateAttr {
+        prog_fd: prog.as_raw_fd() as u32,
+        target_ifindex: ifindex as u32,
+        attach_type: BPF_XDP,
+        ..LinkCreateAttr::default()
+    };
+    let link = bpf(BPF_LINK_CREATE, &mut link)
+        .map_err(|e| io::Error::new(e.kind(), format!("BPF_LINK_CREATE (XDP): {e}")))?;
+    Ok(XdpLink { _prog: prog, link })
+}
+
+/// Loads `insns` as an XDP program (through the verifier) without attaching it.
+pub fn load(insns: &[Insn], name: &str) -> io::Result<OwnedFd> {
     let license = b"GPL\0";
     let mut log = vec![0u8; 4096];
     let mut attr = ProgLoadAttr {
@@ -238,22 +386,62 @@ pub fn attach(insns: &[Insn], ifindex: i32, name: &str) -> io::Result<XdpLink> {
     for (d, s) in attr.prog_name.iter_mut().zip(name.bytes().take(15)) {
         *d = s;
     }
-    let prog = bpf(BPF_PROG_LOAD, &mut attr).map_err(|e| {
+    bpf(BPF_PROG_LOAD, &mut attr).map_err(|e| {
         let text = String::from_utf8_lossy(&log);
         io::Error::new(
             e.kind(),
             format!("BPF_PROG_LOAD: {e}: {}", text.trim_end_matches('\0').trim()),
         )
-    })?;
-    let mut link = LinkCreateAttr {
+    })
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct TestRunAttr {
+    prog_fd: u32,
+    retval: u32,
+    data_size_in: u32,
+    data_size_out: u32,
+    data_in: u64,
+    data_out: u64,
+    repeat: u32,
+    duration: u32,
+    ctx_size_in: u32,
+    ctx_size_out: u32,
+    ctx_in: u64,
+    ctx_out: u64,
+    flags: u32,
+    cpu: u32,
+    batch_size: u32,
+    _rest: [u32; 9],
+}
+
+/// Runs a loaded XDP program once on `frame` (BPF_PROG_TEST_RUN) and
+/// returns its verdict: programs can be checked without any traffic.
+pub fn test_run(prog: &OwnedFd, frame: &[u8]) -> io::Result<u32> {
+    let mut out = vec![0u8; frame.len() + 256];
+    let mut attr = TestRunAttr {
         prog_fd: prog.as_raw_fd() as u32,
-        target_ifindex: ifindex as u32,
-        attach_type: BPF_XDP,
-        ..LinkCreateAttr::default()
+        data_size_in: frame.len() as u32,
+        data_size_out: out.len() as u32,
+        data_in: frame.as_ptr() as u64,
+        data_out: out.as_mut_ptr() as u64,
+        repeat: 1,
+        ..TestRunAttr::default()
     };
-    let link = bpf(BPF_LINK_CREATE, &mut link)
-        .map_err(|e| io::Error::new(e.kind(), format!("BPF_LINK_CREATE (XDP): {e}")))?;
-    Ok(XdpLink { _prog: prog, link })
+    // SAFETY: valid bpf_attr for BPF_PROG_TEST_RUN; `frame` and `out` outlive the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_PROG_TEST_RUN,
+            &mut attr as *mut TestRunAttr,
+            std::mem::size_of::<TestRunAttr>(),
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(attr.retval)
 }
 
 #[cfg(test)]
@@ -282,6 +470,73 @@ mod tests {
         assert!(
             attach(&verdict_program(XDP_PASS), 999_999, "lr_pass").is_err(),
             "no such ifindex"
+        );
+    }
+
+    /// Ethernet + IPv4 (or IPv6) + UDP with `payload` bytes, or TCP.
+    fn frame(v6: bool, proto: u8, payload: usize) -> Vec<u8> {
+        let mut f = vec![0u8; 12];
+        f.extend_from_slice(if v6 { &[0x86, 0xdd] } else { &[0x08, 0x00] });
+        let l4 = if proto == 17 { 8 } else { 20 };
+        if v6 {
+            let mut ip = vec![0x60, 0, 0, 0];
+            ip.extend_from_slice(&((l4 + payload) as u16).to_be_bytes());
+            ip.extend_from_slice(&[proto, 64]);
+            ip.extend_from_slice(&[0; 32]);
+            f.extend_from_slice(&ip);
+        } else {
+            let mut ip = vec![0x45, 0];
+            ip.extend_from_slice(&((20 + l4 + payload) as u16).to_be_bytes());
+            ip.extend_from_slice(&[0, 0, 0, 0, 64, proto, 0, 0]);
+            ip.extend_from_slice(&[198, 18, 0, 1, 198, 18, 0, 2]);
+            f.extend_from_slice(&ip);
+        }
+        let mut l4h = vec![0u8; l4];
+        if proto == 17 {
+            l4h[4..6].copy_from_slice(&((8 + payload) as u16).to_be_bytes());
+        }
+        f.extend_from_slice(&l4h);
+        f.extend(std::iter::repeat_n(0x41, payload));
+        f
+    }
+
+    #[test]
+    fn udp_payload_drop_program_verdicts() {
+        if !nix_root() {
+            assert!(
+                std::env::var("LINERATE_STRICT").as_deref() != Ok("1"),
+                "LINERATE_STRICT=1: loading XDP programs needs root"
+            );
+            eprintln!("SKIP: loading XDP programs needs root");
+            return;
+        }
+        let prog = load(&udp_payload_drop_program(4), "lr_udp_sink").unwrap();
+        let run = |f: &[u8]| test_run(&prog, f).unwrap() as i32;
+        for v6 in [false, true] {
+            assert_eq!(run(&frame(v6, 17, 18)), XDP_DROP, "v6={v6} 18 B UDP");
+            assert_eq!(run(&frame(v6, 17, 5)), XDP_DROP, "v6={v6} 5 B UDP");
+            assert_eq!(run(&frame(v6, 17, 4)), XDP_PASS, "v6={v6} 4 B UDP");
+            assert_eq!(run(&frame(v6, 17, 0)), XDP_PASS, "v6={v6} empty UDP");
+            assert_eq!(run(&frame(v6, 6, 100)), XDP_PASS, "v6={v6} TCP");
+            let mut short = frame(v6, 17, 18);
+            short.truncate(if v6 { 60 } else { 40 });
+            assert_eq!(run(&short), XDP_PASS, "v6={v6} truncated");
+        }
+        let mut options = frame(false, 17, 18);
+        options[14] = 0x46;
+        assert_eq!(run(&options), XDP_PASS, "IPv4 with options");
+        let mut arp = frame(false, 17, 18);
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        assert_eq!(run(&arp), XDP_PASS, "ARP");
+        // The limit is the program's parameter, not a constant.
+        let prog18 = load(&udp_payload_drop_program(18), "lr_udp_sink").unwrap();
+        assert_eq!(
+            test_run(&prog18, &frame(false, 17, 18)).unwrap() as i32,
+            XDP_PASS
+        );
+        assert_eq!(
+            test_run(&prog18, &frame(true, 17, 19)).unwrap() as i32,
+            XDP_DROP
         );
     }
 

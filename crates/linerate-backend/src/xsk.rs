@@ -131,10 +131,18 @@ pub struct XskTx {
     /// Frames the kernel reported sent (completion ring).
     pub completed: u64,
     pub zero_copy: bool,
+    /// Descriptors the kernel sends per wake-up in copy mode: 32 unless
+    /// XDP_MAX_TX_SKB_BUDGET (Linux 6.17+) raised it.
+    pub tx_budget: u32,
 }
 
 // SAFETY: the mappings are owned by this value and used only through &mut self.
 unsafe impl Send for XskTx {}
+
+/// setsockopt(SOL_XDP) name of the copy-mode per-syscall TX budget (Linux 6.17+).
+const XDP_MAX_TX_SKB_BUDGET: i32 = 9;
+/// The kernel's copy-mode TX batch when the budget cannot be set.
+const XSK_DEFAULT_TX_BUDGET: u32 = 32;
 
 /// The socket's XDP_STATISTICS counters.
 fn xdp_statistics(fd: i32) -> io::Result<libc::xdp_statistics> {
@@ -293,6 +301,14 @@ impl XskTx {
         let cq = Ring::map(raw, &off.cr, n, 8, libc::XDP_UMEM_PGOFF_COMPLETION_RING)?;
         let fq = Ring::map(raw, &off.fr, 64, 8, libc::XDP_UMEM_PGOFF_FILL_RING)?;
         let zero_copy = bind_any(raw, ifindex, queue)?;
+        // In copy mode each wake-up sends at most the budget; one wake-up
+        // per ring's worth halves the syscalls per packet where the kernel
+        // lets us (older kernels refuse the option: keep their 32).
+        let tx_budget = if !zero_copy && sockopt(raw, XDP_MAX_TX_SKB_BUDGET, &n).is_ok() {
+            n
+        } else {
+            XSK_DEFAULT_TX_BUDGET
+        };
         Ok(Self {
             fd,
             umem,
@@ -304,6 +320,7 @@ impl XskTx {
             next_frame: 0,
             completed: 0,
             zero_copy,
+            tx_budget,
         })
     }
 

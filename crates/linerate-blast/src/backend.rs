@@ -97,6 +97,7 @@ impl Tx {
                     "xsk_tx_completed": x.completed,
                     "xsk_tx_invalid_descs": invalid,
                     "zero_copy": x.zero_copy,
+                    "xsk_tx_budget": x.tx_budget,
                 }))
             }
             _ => None,
