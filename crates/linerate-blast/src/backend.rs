@@ -1,5 +1,6 @@
 //! Choosing a backend, saying why when `auto` falls back.
 
+use crate::udp::{Traffic, UdpTx};
 use linerate_backend::packet_ring::{RxRing, TxRing};
 use linerate_backend::raw::RawSocket;
 use linerate_backend::xsk::{XskRx, XskTx};
@@ -9,7 +10,12 @@ use thiserror::Error;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackendKind {
     Auto,
+    /// UDP sockets where the kernel can build the traffic, raw frames otherwise.
     Socket,
+    /// The socket backend forced onto UDP sockets.
+    Udp,
+    /// The socket backend forced onto raw AF_PACKET frames.
+    Raw,
     AfPacket,
     AfXdp,
 }
@@ -19,6 +25,8 @@ impl BackendKind {
         Some(match s {
             "auto" => Self::Auto,
             "socket" => Self::Socket,
+            "socket:udp" | "udp" => Self::Udp,
+            "socket:raw" | "raw" => Self::Raw,
             "af_packet" => Self::AfPacket,
             "af_xdp" => Self::AfXdp,
             _ => return None,
@@ -32,6 +40,10 @@ pub enum BackendError {
         "backend {0} is not available in this build of linerate yet; use --backend af_packet, socket or auto"
     )]
     NotBuilt(&'static str),
+    #[error(
+        "backend {0} only sends (the sink reads whole frames): use --backend socket, af_packet, af_xdp or auto"
+    )]
+    SendOnly(&'static str),
     #[error("interface {iface}: {source}")]
     Open { iface: String, source: io::Error },
     #[error("capture file: {0}")]
@@ -53,6 +65,8 @@ pub const TX_BATCH_MAX: usize = 256;
 pub enum Tx {
     /// Raw AF_PACKET socket, sendmmsg.
     Socket(RawSocket),
+    /// UDP sockets (one per source endpoint), sendmmsg + GSO.
+    Udp(Box<UdpTx>),
     /// AF_PACKET TPACKET_V3 TX ring.
     Ring(TxRing),
     /// AF_XDP socket (queue 0), copy or zero-copy.
@@ -62,7 +76,7 @@ pub enum Tx {
 impl Tx {
     pub fn name(&self) -> &'static str {
         match self {
-            Tx::Socket(_) => "socket",
+            Tx::Socket(_) | Tx::Udp(_) => "socket",
             Tx::Ring(_) => "af_packet",
             Tx::Xdp(_) => "af_xdp",
         }
@@ -72,6 +86,7 @@ impl Tx {
     pub fn batch(&self) -> usize {
         match self {
             Tx::Socket(_) => linerate_backend::raw::RAW_BATCH_MAX,
+            Tx::Udp(_) => TX_BATCH_MAX,
             // One kick of the ring sends every queued slot.
             Tx::Ring(r) => r.capacity().min(TX_BATCH_MAX),
             Tx::Xdp(x) => x.capacity().min(TX_BATCH_MAX),
@@ -82,6 +97,7 @@ impl Tx {
     pub fn send(&mut self, frames: &[&[u8]]) -> io::Result<usize> {
         match self {
             Tx::Socket(s) => s.send(frames),
+            Tx::Udp(u) => u.send(frames),
             Tx::Ring(r) => r.send(frames),
             Tx::Xdp(x) => x.send(frames),
         }
@@ -100,14 +116,24 @@ impl Tx {
                     "xsk_tx_budget": x.tx_budget,
                 }))
             }
-            _ => None,
+            Tx::Udp(u) => Some(serde_json::json!({
+                "socket_mode": "udp",
+                "sockets": u.sockets(),
+                "gso": u.gso,
+                "gso_note": u.gso_note,
+                "udp_datagrams": u.datagrams,
+                "udp_messages": u.messages,
+                "udp_gso_messages": u.gso_messages,
+            })),
+            Tx::Socket(_) => Some(serde_json::json!({ "socket_mode": "raw" })),
+            Tx::Ring(_) => None,
         }
     }
 
     /// Waits until everything handed over is sent.
     pub fn finish(&mut self) -> io::Result<()> {
         match self {
-            Tx::Socket(_) => Ok(()),
+            Tx::Socket(_) | Tx::Udp(_) => Ok(()),
             Tx::Ring(r) => r.flush(),
             Tx::Xdp(x) => x.flush(),
         }
@@ -116,23 +142,51 @@ impl Tx {
 
 /// Opens the sending backend for worker `queue` (AF_XDP binds one socket
 /// per TX queue; the other backends let the kernel pick the queue of the
-/// worker's CPU). The note says what `auto` chose and why.
+/// worker's CPU). The note says what `auto` (or `socket`) chose and why.
 pub fn open_tx(
     kind: BackendKind,
     iface: &str,
     max_frame: usize,
     queue: u32,
+    traffic: &Traffic,
 ) -> Result<(Tx, Option<String>), BackendError> {
-    let socket = || -> Result<Tx, BackendError> {
+    let raw = || -> Result<Tx, BackendError> {
         let s = RawSocket::open(iface).map_err(open_err(iface))?;
         let _ = s.bypass_qdisc();
         Ok(Tx::Socket(s))
+    };
+    let udp_note = |u: &UdpTx| match &u.gso_note {
+        Some(g) => format!("socket: {} UDP socket(s), sendmmsg; {g}", u.sockets()),
+        None => format!("socket: {} UDP socket(s), sendmmsg + UDP GSO", u.sockets()),
+    };
+    // UDP sockets where the kernel can build the traffic, raw frames otherwise.
+    let socket = || -> Result<(Tx, String), BackendError> {
+        match UdpTx::open(iface, traffic) {
+            Ok(u) => {
+                let note = udp_note(&u);
+                Ok((Tx::Udp(Box::new(u)), note))
+            }
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => Ok((
+                raw()?,
+                format!("socket: raw AF_PACKET frames, sendmmsg ({e})"),
+            )),
+            Err(e) => Err(open_err(iface)(e)),
+        }
     };
     let ring = || TxRing::open(iface, max_frame, 4096).map(Tx::Ring);
     let xsk = || XskTx::open(iface, queue, 4096).map(Tx::Xdp);
     match kind {
         BackendKind::AfXdp => Ok((xsk().map_err(open_err(iface))?, None)),
-        BackendKind::Socket => Ok((socket()?, None)),
+        BackendKind::Socket => socket().map(|(t, n)| (t, Some(n))),
+        BackendKind::Udp => {
+            let u = UdpTx::open(iface, traffic).map_err(|e| BackendError::Open {
+                iface: iface.to_string(),
+                source: io::Error::new(e.kind(), format!("UDP sockets: {e}")),
+            })?;
+            let note = udp_note(&u);
+            Ok((Tx::Udp(Box::new(u)), Some(note)))
+        }
+        BackendKind::Raw => Ok((raw()?, None)),
         BackendKind::AfPacket => Ok((ring().map_err(open_err(iface))?, None)),
         BackendKind::Auto => match xsk() {
             Ok(x) => Ok((x, Some(format!("af_xdp on {iface} queue {queue}")))),
@@ -143,12 +197,10 @@ pub fn open_tx(
                         "af_xdp: {xe}, using af_packet (TPACKET_V3 TX ring) on {iface}"
                     )),
                 )),
-                Err(re) => Ok((
-                    socket()?,
-                    Some(format!(
-                        "af_xdp: {xe}; af_packet: {re}; using socket (raw AF_PACKET, sendmmsg) on {iface}"
-                    )),
-                )),
+                Err(re) => {
+                    let (t, n) = socket()?;
+                    Ok((t, Some(format!("af_xdp: {xe}; af_packet: {re}; using {n}"))))
+                }
             },
         },
     }
@@ -233,7 +285,8 @@ pub fn open_rx(kind: BackendKind, iface: &str) -> Result<(Rx, Option<String>), B
             Rx::Xdp(XskRx::open(iface, 0, 4096).map_err(open_err(iface))?),
             None,
         )),
-        BackendKind::Socket => Ok((socket()?, None)),
+        BackendKind::Socket | BackendKind::Raw => Ok((socket()?, None)),
+        BackendKind::Udp => Err(BackendError::SendOnly("socket:udp")),
         BackendKind::AfPacket => Ok((Rx::Ring(ring().map_err(open_err(iface))?, 0), None)),
         BackendKind::Auto => match XskRx::open(iface, 0, 4096) {
             Ok(x) => Ok((

@@ -2,6 +2,7 @@
 //! pacing to a packet or bit rate, exact per-flow counts.
 
 use crate::backend::{BackendError, BackendKind, TX_BATCH_MAX, Tx, open_tx};
+use crate::udp::{Gso, Traffic};
 use linerate_backend::clock;
 use linerate_gen::pacing::{Departures, wait_until};
 
@@ -44,6 +45,10 @@ pub struct BlastConfig {
     pub cores: Vec<usize>,
     /// Replay a trace instead of generating frames.
     pub replay: Option<Replay>,
+    /// --src-mac/--dst-mac were given: frames must carry them (no UDP sockets).
+    pub macs_given: bool,
+    /// UDP GSO on the socket backend's UDP path.
+    pub gso: Gso,
 }
 
 #[derive(Debug, Error)]
@@ -203,7 +208,13 @@ pub fn blast(cfg: &BlastConfig, stop: &AtomicBool) -> Result<BlastReport, BlastE
     let mut socks = Vec::with_capacity(workers);
     let mut note = None;
     for w in 0..workers {
-        let (sock, n) = open_tx(cfg.backend, &cfg.iface, max_frame, w as u32)?;
+        let traffic = Traffic {
+            flows: Some(&cfg.flows),
+            framing,
+            macs_given: cfg.macs_given,
+            gso: cfg.gso,
+        };
+        let (sock, n) = open_tx(cfg.backend, &cfg.iface, max_frame, w as u32, &traffic)?;
         note = note.or(n);
         socks.push(sock);
     }
@@ -512,7 +523,13 @@ fn replay(cfg: &BlastConfig, r: &Replay, stop: &AtomicBool) -> Result<BlastRepor
         }
     }
     let max_frame = frames.iter().map(Vec::len).max().unwrap_or(64);
-    let (mut sock, note) = open_tx(cfg.backend, &cfg.iface, max_frame, 0)?;
+    let traffic = Traffic {
+        flows: None,
+        framing: cfg.framing,
+        macs_given: true,
+        gso: cfg.gso,
+    };
+    let (mut sock, note) = open_tx(cfg.backend, &cfg.iface, max_frame, 0, &traffic)?;
     let backend = sock.name();
     let batch = sock.batch();
     let avg = frames.iter().map(|f| (f.len() + 4) as f64).sum::<f64>() / frames.len() as f64;

@@ -3,14 +3,17 @@
 //!
 //! Backends today: for sending `af_xdp` (UMEM + TX ring, copy or
 //! zero-copy), `af_packet` (TPACKET_V3 TX ring, qdisc bypass) and `socket`
-//! (a raw AF_PACKET socket, sendmmsg); for receiving `af_xdp` (RX ring and
+//! (UDP sockets with sendmmsg and UDP GSO where the kernel can build the
+//! traffic, a raw AF_PACKET socket with sendmmsg where frames are crafted); for receiving `af_xdp` (RX ring and
 //! an XSKMAP redirect program), `af_packet` (TPACKET_V3 RX ring) and `socket`.
 //! `auto` takes the fastest that opens and says what it chose and why.
 
 mod backend;
 mod blast;
 mod sink;
+mod udp;
 
 pub use backend::{BackendError, BackendKind, Rx, Tx, open_rx, open_tx};
 pub use blast::{BlastConfig, BlastError, BlastReport, Rate, Replay, Timing, blast};
 pub use sink::{CaptureConfig, SinkConfig, SinkReport, sink};
+pub use udp::{Gso, Traffic, UDP_SOCKETS_MAX};

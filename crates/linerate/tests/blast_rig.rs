@@ -160,7 +160,16 @@ fn blast_exactly_n_and_the_sink_counts_exactly_n() {
             // auto picks the fastest backend built and says why.
             let expect = if backend == "auto" { "af_xdp" } else { backend };
             assert_eq!(b["backend"], expect);
-            assert_eq!(b["backend_note"].is_string(), backend == "auto", "{b}");
+            // auto says what it chose; socket says which of its paths it took
+            // (raw frames here, since --dst-mac chooses the Ethernet address).
+            assert_eq!(
+                b["backend_note"].is_string(),
+                backend == "auto" || backend == "socket",
+                "{b}"
+            );
+            if backend == "socket" {
+                assert_eq!(b["backend_stats"][0]["socket_mode"], "raw", "{b}");
+            }
             assert_eq!(b["flows"], 8);
             assert_eq!(b["workers"], cores.split(',').count());
             assert!(
@@ -852,4 +861,234 @@ fn sink_rates_cover_only_the_probe_frames() {
     // idle veth stays well under the 50 ms the socket may block.
     let p50 = v["latency_ns"]["p50"].as_u64().unwrap();
     assert!(p50 > 0 && p50 < 20_000_000, "p50 {p50} ns: {v}");
+}
+
+/// blast on host 0 without --dst-mac (the kernel resolves it), JSON out.
+fn blast_stack(rig: &Rig, args: &[&str]) -> Output {
+    rig.command(0, BIN)
+        .args(["blast", "--iface", "veth0", "--json"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// A sink on host 1 (raw socket backend) counting `count` probe frames
+/// while `f` runs; returns the sink's JSON and what `f` returned.
+fn with_sink<T: Send>(
+    rig: &Rig,
+    count: u64,
+    f: impl FnOnce() -> T + Send,
+) -> (serde_json::Value, T) {
+    std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            let n = count.to_string();
+            rig.command(1, BIN)
+                .args([
+                    "sink",
+                    "--iface",
+                    "veth0",
+                    "--backend",
+                    "socket",
+                    "--duration",
+                    "15",
+                    "--count",
+                    &n,
+                    "--json",
+                ])
+                .output()
+                .unwrap()
+        });
+        std::thread::sleep(Duration::from_millis(500));
+        let r = f();
+        let out = h.join().unwrap();
+        (support::json(&out.stdout), r)
+    })
+}
+
+#[test]
+fn socket_backend_sends_through_udp_sockets_where_it_can() {
+    if should_skip(
+        "socket_backend_sends_through_udp_sockets_where_it_can",
+        &[
+            require_root(),
+            require_program("ip"),
+            require_program("ethtool"),
+        ],
+    ) {
+        return;
+    }
+    let rig = Rig::pair().unwrap();
+    let dst = rig.host(1).ipv4.to_string();
+    let dst6 = rig.host(1).ipv6.to_string();
+    let exact = |v: &serde_json::Value, n: u64| {
+        assert_eq!(v["packets"], n, "{v}");
+        assert_eq!(
+            (
+                v["lost"].as_u64(),
+                v["duplicates"].as_u64(),
+                v["reordered"].as_u64()
+            ),
+            (Some(0), Some(0), Some(0)),
+            "{v}"
+        );
+    };
+    // 2 source ports (2 sockets) x 4 destination ports, IPv4 and IPv6: every
+    // flow arrives whole, in order.
+    for (d, size) in [(&dst, "64"), (&dst6, "128")] {
+        let (v, out) = with_sink(&rig, 16000, || {
+            blast_stack(
+                &rig,
+                &[
+                    "--backend",
+                    "socket",
+                    "--dst-ip",
+                    d,
+                    "--size",
+                    size,
+                    "--src-port",
+                    "1000-1001",
+                    "--dst-port",
+                    "5000-5003",
+                    "--count",
+                    "16000",
+                    "--rate",
+                    "100k",
+                ],
+            )
+        });
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let b = support::json(&out.stdout);
+        assert_eq!(b["backend"], "socket");
+        let st = &b["backend_stats"][0];
+        assert_eq!(st["socket_mode"], "udp", "{b}");
+        assert_eq!(st["sockets"], 2);
+        assert_eq!(st["udp_datagrams"], 16000);
+        assert_eq!(st["gso"], false, "auto keeps GSO off on veth: {b}");
+        assert!(
+            b["backend_note"]
+                .as_str()
+                .unwrap()
+                .contains("GSO off on veth")
+        );
+        exact(&v, 16000);
+        let flows = v["flows"].as_array().unwrap();
+        assert_eq!(flows.len(), 8, "{v}");
+        assert!(flows.iter().all(|f| f["packets"] == 2000), "{v}");
+        assert_eq!(
+            v["bytes"],
+            16000 * size.parse::<u64>().unwrap(),
+            "frames as built by the kernel"
+        );
+    }
+    // GSO on, with the veth set to split GSO batches: bursts of 32 go as one
+    // send each, and the receiver still sees every datagram.
+    let seg = rig
+        .command(0, "ethtool")
+        .args(["-K", "veth0", "tx-udp-segmentation", "off"])
+        .status()
+        .unwrap();
+    assert!(seg.success());
+    let (v, out) = with_sink(&rig, 20000, || {
+        blast_stack(
+            &rig,
+            &[
+                "--backend",
+                "socket:udp",
+                "--gso",
+                "on",
+                "--dst-ip",
+                &dst,
+                "--size",
+                "200",
+                "--count",
+                "20000",
+                "--rate",
+                "100k",
+                "--burst",
+                "32",
+            ],
+        )
+    });
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let b = support::json(&out.stdout);
+    let st = &b["backend_stats"][0];
+    assert_eq!(st["gso"], true, "{b}");
+    let (gso, msgs) = (
+        st["udp_gso_messages"].as_u64().unwrap(),
+        st["udp_messages"].as_u64().unwrap(),
+    );
+    assert!(
+        gso > 0 && msgs < 20000 / 4,
+        "GSO carried several datagrams per send: {st}"
+    );
+    exact(&v, 20000);
+    // A source address that is not on this host needs raw frames: socket
+    // falls back and says why; socket:udp refuses before sending.
+    let out = blast_stack(
+        &rig,
+        &[
+            "--backend",
+            "socket",
+            "--src-ip",
+            "198.18.0.99",
+            "--dst-ip",
+            &dst,
+            "--count",
+            "10",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let b = support::json(&out.stdout);
+    assert_eq!(b["backend_stats"][0]["socket_mode"], "raw", "{b}");
+    assert!(
+        b["backend_note"]
+            .as_str()
+            .unwrap()
+            .contains("198.18.0.99 is not on this host"),
+        "{b}"
+    );
+    let out = blast_stack(
+        &rig,
+        &[
+            "--backend",
+            "socket:udp",
+            "--src-ip",
+            "198.18.0.99",
+            "--dst-ip",
+            &dst,
+            "--count",
+            "10",
+        ],
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not on this host"), "{err}");
+    // The sink reads frames: socket:udp is for sending only.
+    let out = rig
+        .command(1, BIN)
+        .args([
+            "sink",
+            "--iface",
+            "veth0",
+            "--backend",
+            "socket:udp",
+            "--duration",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("only sends"));
 }

@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use linerate_blast::{BackendKind, BlastConfig, CaptureConfig, Rate, SinkConfig};
+use linerate_blast::{BackendKind, BlastConfig, CaptureConfig, Gso, Rate, SinkConfig};
 use linerate_calc::{Imix, parse_bps, parse_pps};
 use linerate_gen::template::Framing;
 use linerate_gen::{FlowSpec, SizeSequence};
@@ -78,9 +78,14 @@ pub struct BlastArgs {
     /// DSCP value (0..63).
     #[arg(long, default_value_t = 0)]
     dscp: u8,
-    /// auto, socket, af_packet or af_xdp.
+    /// auto, af_xdp, af_packet, socket (UDP sockets where the kernel can
+    /// build the traffic, raw frames otherwise), socket:udp or socket:raw.
     #[arg(long, default_value = "auto")]
     backend: String,
+    /// UDP GSO on the socket backend's UDP path: auto (on, except on veth,
+    /// which passes a GSO batch to its peer as one packet), on or off.
+    #[arg(long, default_value = "auto")]
+    gso: String,
     /// One pinned sending worker per listed core (0,1), each with its own
     /// socket; flows are split between them.
     #[arg(long, value_delimiter = ',')]
@@ -146,8 +151,18 @@ fn parse_tcp_flags(s: &str) -> Result<u8, String> {
 }
 
 fn backend(s: &str) -> Result<BackendKind> {
-    BackendKind::parse(s)
-        .with_context(|| format!("unknown backend '{s}' (auto, socket, af_packet, af_xdp)"))
+    BackendKind::parse(s).with_context(|| {
+        format!("unknown backend '{s}' (auto, af_xdp, af_packet, socket, socket:udp, socket:raw)")
+    })
+}
+
+fn gso(s: &str) -> Result<Gso> {
+    Ok(match s {
+        "auto" => Gso::Auto,
+        "on" => Gso::On,
+        "off" => Gso::Off,
+        _ => bail!("--gso takes auto, on or off"),
+    })
 }
 
 fn duration(s: f64) -> Result<Duration> {
@@ -239,6 +254,8 @@ pub fn run_blast(a: &BlastArgs) -> Result<u8> {
             backend: backend(&a.backend)?,
             cores: vec![],
             replay: Some(replay_config(a, path)?),
+            macs_given: true,
+            gso: gso(&a.gso)?,
         };
         let stop = stop_flag()?;
         return report(a, &linerate_blast::blast(&cfg, &stop)?, &[]);
@@ -305,6 +322,8 @@ pub fn run_blast(a: &BlastArgs) -> Result<u8> {
         backend: backend(&a.backend)?,
         cores: a.cores.clone().unwrap_or_default(),
         replay: None,
+        macs_given: a.src_mac.is_some() || a.dst_mac.is_some(),
+        gso: gso(&a.gso)?,
     };
     let stop = stop_flag()?;
     let r = linerate_blast::blast(&cfg, &stop)?;

@@ -1,0 +1,317 @@
+//! Unconnected UDP sockets for crafted traffic the kernel can still build:
+//! one socket per source endpoint, bound to the interface, each
+//! `sendmmsg(2)` carrying datagrams to many destinations, and runs of
+//! equal-sized datagrams to one destination sent as a single UDP GSO
+//! message (`UDP_SEGMENT` control message, Linux 4.18+): one trip through
+//! the stack for up to [`GSO_SEGMENTS_MAX`] datagrams.
+
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+
+/// Most datagrams in one GSO message (the kernel's UDP_MAX_SEGMENTS is 64
+/// on older kernels, 128 on newer ones).
+pub const GSO_SEGMENTS_MAX: usize = 64;
+/// Most payload bytes in one GSO message (an IP packet's 64 KiB, less headers).
+pub const GSO_BYTES_MAX: usize = 65_000;
+
+/// One message of a [`UdpSender::send`] call: `count` payloads from
+/// `first` on, to `dst`. With `count > 1` they must all be the same length
+/// and leave as that many datagrams (UDP GSO).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutMsg {
+    pub dst: SocketAddr,
+    pub first: usize,
+    pub count: usize,
+}
+
+/// Socket options every sending socket gets.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UdpTxOptions {
+    /// IPv4 TOS / IPv6 traffic class byte (DSCP << 2).
+    pub tos: u8,
+    /// Time to live / hop limit (0: the system default).
+    pub ttl: u8,
+    /// Send buffer to ask for (SO_SNDBUFFORCE, else SO_SNDBUF), bytes.
+    pub sndbuf: usize,
+}
+
+/// A UDP socket bound to `src` and to `iface` (SO_BINDTODEVICE), with DF
+/// set (never fragmented locally), blocking (a full send buffer waits
+/// rather than drops).
+pub fn open_bound(iface: &str, src: SocketAddr, opt: &UdpTxOptions) -> io::Result<UdpSocket> {
+    let sock = UdpSocket::bind(src)?;
+    let fd = sock.as_raw_fd();
+    crate::sockopt::setsockopt_raw(
+        fd,
+        libc::SOL_SOCKET,
+        libc::SO_BINDTODEVICE,
+        iface.as_bytes(),
+    )
+    .map_err(|e| io::Error::new(e.kind(), format!("SO_BINDTODEVICE {iface}: {e}")))?;
+    let int = |v: i32| v.to_ne_bytes();
+    let (level, tos, ttl, mtu, pmtu_do) = if src.is_ipv6() {
+        (
+            libc::IPPROTO_IPV6,
+            libc::IPV6_TCLASS,
+            libc::IPV6_UNICAST_HOPS,
+            libc::IPV6_MTU_DISCOVER,
+            libc::IPV6_PMTUDISC_DO,
+        )
+    } else {
+        (
+            libc::IPPROTO_IP,
+            libc::IP_TOS,
+            libc::IP_TTL,
+            libc::IP_MTU_DISCOVER,
+            libc::IP_PMTUDISC_DO,
+        )
+    };
+    crate::sockopt::setsockopt_raw(fd, level, tos, &int(i32::from(opt.tos)))?;
+    if opt.ttl > 0 {
+        crate::sockopt::setsockopt_raw(fd, level, ttl, &int(i32::from(opt.ttl)))?;
+    }
+    crate::sockopt::setsockopt_raw(fd, level, mtu, &int(pmtu_do))?;
+    if opt.sndbuf > 0 {
+        let want = int(i32::try_from(opt.sndbuf).unwrap_or(i32::MAX));
+        if crate::sockopt::setsockopt_raw(fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, &want)
+            .is_err()
+        {
+            let _ = crate::sockopt::setsockopt_raw(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, &want);
+        }
+    }
+    Ok(sock)
+}
+
+/// `CMSG_SPACE(sizeof(u16))` rounded up to whole u64s.
+const CMSG_WORDS: usize = 4;
+
+/// Reusable `sendmmsg(2)` descriptors for [`OutMsg`] batches.
+pub struct UdpSender {
+    iov: Vec<libc::iovec>,
+    hdrs: Vec<libc::mmsghdr>,
+    names: Vec<libc::sockaddr_storage>,
+    cmsgs: Vec<[u64; CMSG_WORDS]>,
+}
+
+impl std::fmt::Debug for UdpSender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UdpSender")
+            .field("max_bufs", &self.iov.len())
+            .field("max_msgs", &self.hdrs.len())
+            .finish()
+    }
+}
+
+// SAFETY: the raw pointers in the descriptors are rewritten before every
+// call from the buffers borrowed for that call; nothing refers across threads.
+unsafe impl Send for UdpSender {}
+
+fn sockaddr(dst: SocketAddr, out: &mut libc::sockaddr_storage) -> libc::socklen_t {
+    // SAFETY: sockaddr_storage is large and aligned enough for either address
+    // type; the writes below stay inside it.
+    unsafe {
+        match dst {
+            SocketAddr::V4(a) => {
+                let p = (out as *mut libc::sockaddr_storage).cast::<libc::sockaddr_in>();
+                p.write(libc::sockaddr_in {
+                    sin_family: libc::AF_INET as libc::sa_family_t,
+                    sin_port: a.port().to_be(),
+                    sin_addr: libc::in_addr {
+                        s_addr: u32::from_ne_bytes(a.ip().octets()),
+                    },
+                    sin_zero: [0; 8],
+                });
+                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t
+            }
+            SocketAddr::V6(a) => {
+                let p = (out as *mut libc::sockaddr_storage).cast::<libc::sockaddr_in6>();
+                p.write(libc::sockaddr_in6 {
+                    sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                    sin6_port: a.port().to_be(),
+                    sin6_flowinfo: 0,
+                    sin6_addr: libc::in6_addr {
+                        s6_addr: a.ip().octets(),
+                    },
+                    sin6_scope_id: a.scope_id(),
+                });
+                std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t
+            }
+        }
+    }
+}
+
+impl UdpSender {
+    /// Room for `max_msgs` messages of `max_bufs` payloads in all per call.
+    pub fn new(max_msgs: usize, max_bufs: usize) -> Self {
+        let iov = vec![
+            libc::iovec {
+                iov_base: std::ptr::null_mut(),
+                iov_len: 0,
+            };
+            max_bufs.max(1)
+        ];
+        // SAFETY: these are plain old data; all-zero is a valid empty value.
+        let (hdrs, names) = unsafe {
+            (
+                vec![std::mem::zeroed::<libc::mmsghdr>(); max_msgs.max(1)],
+                vec![std::mem::zeroed::<libc::sockaddr_storage>(); max_msgs.max(1)],
+            )
+        };
+        Self {
+            iov,
+            hdrs,
+            names,
+            cmsgs: vec![[0u64; CMSG_WORDS]; max_msgs.max(1)],
+        }
+    }
+
+    /// Sends `msgs` (payloads taken from `bufs`) on `sock` with one
+    /// `sendmmsg(2)`; returns how many messages the kernel took (a prefix).
+    /// A message of several payloads goes as one GSO send of
+    /// equal-length datagrams.
+    pub fn send(
+        &mut self,
+        sock: &impl AsRawFd,
+        bufs: &[&[u8]],
+        msgs: &[OutMsg],
+    ) -> io::Result<usize> {
+        let n = msgs.len().min(self.hdrs.len());
+        let mut used = 0usize;
+        let mut take = 0usize;
+        for (i, m) in msgs[..n].iter().enumerate() {
+            let segs = &bufs[m.first..m.first + m.count];
+            if used + segs.len() > self.iov.len() || segs.is_empty() {
+                break;
+            }
+            for (k, b) in segs.iter().enumerate() {
+                self.iov[used + k] = libc::iovec {
+                    iov_base: b.as_ptr() as *mut libc::c_void,
+                    iov_len: b.len(),
+                };
+            }
+            let namelen = sockaddr(m.dst, &mut self.names[i]);
+            // SAFETY: a zeroed mmsghdr is valid; it is then pointed at this
+            // call's iovecs, address and control buffer, which outlive the call.
+            unsafe {
+                let h = &mut self.hdrs[i];
+                *h = std::mem::zeroed();
+                h.msg_hdr.msg_iov = self.iov.as_mut_ptr().add(used);
+                h.msg_hdr.msg_iovlen = segs.len();
+                h.msg_hdr.msg_name = (&mut self.names[i] as *mut libc::sockaddr_storage).cast();
+                h.msg_hdr.msg_namelen = namelen;
+                if segs.len() > 1 {
+                    let seg = u16::try_from(segs[0].len()).map_err(|_| {
+                        io::Error::new(io::ErrorKind::InvalidInput, "GSO segment over 65535 bytes")
+                    })?;
+                    let space = libc::CMSG_SPACE(2) as usize;
+                    debug_assert!(space <= CMSG_WORDS * 8);
+                    self.cmsgs[i] = [0; CMSG_WORDS];
+                    h.msg_hdr.msg_control = self.cmsgs[i].as_mut_ptr().cast();
+                    h.msg_hdr.msg_controllen = space;
+                    let c = libc::CMSG_FIRSTHDR(&h.msg_hdr);
+                    (*c).cmsg_level = libc::SOL_UDP;
+                    (*c).cmsg_type = libc::UDP_SEGMENT;
+                    (*c).cmsg_len = libc::CMSG_LEN(2) as usize;
+                    libc::CMSG_DATA(c).cast::<u16>().write_unaligned(seg);
+                }
+            }
+            used += segs.len();
+            take = i + 1;
+        }
+        if take == 0 {
+            return Ok(0);
+        }
+        // SAFETY: hdrs[..take] point into `bufs`, `names`, `cmsgs` and `iov`,
+        // all alive and unmoved for the call.
+        let rc =
+            unsafe { libc::sendmmsg(sock.as_raw_fd(), self.hdrs.as_mut_ptr(), take as u32, 0) };
+        if rc < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(rc as usize)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn receiver() -> UdpSocket {
+        let r = UdpSocket::bind("127.0.0.1:0").unwrap();
+        r.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        r
+    }
+
+    #[test]
+    fn messages_reach_their_own_destinations_and_gso_splits_equal_payloads() {
+        let (r1, r2) = (receiver(), receiver());
+        let tx = open_bound(
+            "lo",
+            "127.0.0.1:0".parse().unwrap(),
+            &UdpTxOptions {
+                tos: 0x10,
+                ttl: 7,
+                sndbuf: 1 << 20,
+            },
+        );
+        let tx = match tx {
+            Ok(t) => t,
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+                assert!(
+                    std::env::var("LINERATE_STRICT").as_deref() != Ok("1"),
+                    "LINERATE_STRICT=1: SO_BINDTODEVICE needs CAP_NET_RAW"
+                );
+                eprintln!("SKIP: SO_BINDTODEVICE needs CAP_NET_RAW");
+                return;
+            }
+            Err(e) => panic!("{e}"),
+        };
+        let p: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; 100]).collect();
+        let odd = vec![9u8; 33];
+        let bufs: Vec<&[u8]> = p.iter().map(|v| &v[..]).chain([&odd[..]]).collect();
+        let msgs = [
+            // Three equal payloads as one GSO message to r1.
+            OutMsg {
+                dst: r1.local_addr().unwrap(),
+                first: 0,
+                count: 3,
+            },
+            OutMsg {
+                dst: r2.local_addr().unwrap(),
+                first: 3,
+                count: 1,
+            },
+            OutMsg {
+                dst: r1.local_addr().unwrap(),
+                first: 4,
+                count: 2,
+            },
+        ];
+        let mut s = UdpSender::new(8, 16);
+        // The last message mixes lengths (100 then 33): GSO sends the
+        // short one as the tail segment, as the kernel allows.
+        assert_eq!(s.send(&tx, &bufs, &msgs).unwrap(), 3);
+        let mut buf = [0u8; 2000];
+        let mut got1 = Vec::new();
+        for _ in 0..5 {
+            let n = r1.recv(&mut buf).unwrap();
+            got1.push(buf[..n].to_vec());
+        }
+        assert_eq!(
+            got1[..3],
+            p[..3],
+            "GSO message split into its datagrams, in order"
+        );
+        assert_eq!(got1[3], p[4]);
+        assert_eq!(got1[4], odd, "short tail segment");
+        let n = r2.recv(&mut buf).unwrap();
+        assert_eq!(&buf[..n], &p[3][..]);
+        // Room is bounded by the descriptors: one message of 3 payloads
+        // does not fit 2 iovecs, so nothing is taken.
+        let mut small = UdpSender::new(1, 2);
+        assert_eq!(small.send(&tx, &bufs, &msgs[..1]).unwrap(), 0);
+    }
+}

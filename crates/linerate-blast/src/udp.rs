@@ -1,0 +1,382 @@
+//! The `socket` backend's UDP path: blast's frames, built as for every other
+//! backend, are handed to UDP sockets instead (the kernel builds Ethernet and
+//! IP again): one socket per source endpoint, sendmmsg to many destinations,
+//! and runs of equal datagrams to one destination as one UDP GSO send.
+//! Only traffic the kernel can build this way takes this path; the rest
+//! (chosen MACs, VLAN tags, TCP flags, replayed frames) goes raw.
+
+use linerate_backend::udp_tx::{
+    GSO_BYTES_MAX, GSO_SEGMENTS_MAX, OutMsg, UdpSender, UdpTxOptions, open_bound,
+};
+use linerate_gen::{FlowSpec, Framing};
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+
+/// Most source endpoints (source IPs x source ports), one socket each.
+pub const UDP_SOCKETS_MAX: u64 = 1024;
+
+/// Whether UDP GSO is used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Gso {
+    /// On, except on veth: a veth hands a GSO batch to its peer as one
+    /// packet unless its tx-udp-segmentation is off.
+    #[default]
+    Auto,
+    On,
+    Off,
+}
+
+/// What the traffic needs from a backend, for choosing UDP sockets or raw
+/// frames.
+#[derive(Debug, Clone, Copy)]
+pub struct Traffic<'a> {
+    /// None for a pcap replay (frames go as captured).
+    pub flows: Option<&'a FlowSpec>,
+    pub framing: Framing,
+    /// --src-mac or --dst-mac was given: frames must carry those MACs.
+    pub macs_given: bool,
+    pub gso: Gso,
+}
+
+impl Traffic<'_> {
+    /// Why UDP sockets cannot send this traffic, if they cannot.
+    pub fn udp_refusal(&self) -> Option<String> {
+        let Some(flows) = self.flows else {
+            return Some("a pcap replay sends the captured frames as they are".into());
+        };
+        if self.framing.tcp_flags.is_some() {
+            return Some("TCP-flagged frames are crafted".into());
+        }
+        if self.framing.vlan.is_some() {
+            return Some("802.1Q tags are crafted".into());
+        }
+        if self.macs_given {
+            return Some("--src-mac/--dst-mac choose the Ethernet addresses".into());
+        }
+        let endpoints = flows.src_ip.count.saturating_mul(flows.src_port.count);
+        if endpoints > UDP_SOCKETS_MAX {
+            return Some(format!(
+                "{endpoints} source endpoints (IPs x ports) would need as many sockets (at most {UDP_SOCKETS_MAX})"
+            ));
+        }
+        None
+    }
+}
+
+/// Sends blast's frames' UDP payloads through UDP sockets.
+#[derive(Debug)]
+pub struct UdpTx {
+    socks: Vec<UdpSocket>,
+    spec: FlowSpec,
+    sender: UdpSender,
+    pub gso: bool,
+    /// Why GSO is off (auto on veth, refused by the kernel), if it is.
+    pub gso_note: Option<String>,
+    msgs: Vec<OutMsg>,
+    /// Frame indices grouped by socket (counting sort scratch).
+    order: Vec<u16>,
+    starts: Vec<u32>,
+    fill: Vec<u32>,
+    pub datagrams: u64,
+    pub messages: u64,
+    pub gso_messages: u64,
+}
+
+/// Frame fields the UDP path needs: source endpoint, destination and payload.
+fn parse(frame: &[u8], ipv6: bool) -> Option<(IpAddr, u16, SocketAddr, &[u8])> {
+    let (src, dst, l4) = if ipv6 {
+        let s: [u8; 16] = frame.get(22..38)?.try_into().ok()?;
+        let d: [u8; 16] = frame.get(38..54)?.try_into().ok()?;
+        (
+            IpAddr::V6(Ipv6Addr::from(s)),
+            IpAddr::V6(Ipv6Addr::from(d)),
+            54,
+        )
+    } else {
+        let s: [u8; 4] = frame.get(26..30)?.try_into().ok()?;
+        let d: [u8; 4] = frame.get(30..34)?.try_into().ok()?;
+        (
+            IpAddr::V4(Ipv4Addr::from(s)),
+            IpAddr::V4(Ipv4Addr::from(d)),
+            34,
+        )
+    };
+    let h = frame.get(l4..l4 + 8)?;
+    let sport = u16::from_be_bytes([h[0], h[1]]);
+    let dport = u16::from_be_bytes([h[2], h[3]]);
+    let ulen = usize::from(u16::from_be_bytes([h[4], h[5]]));
+    let payload = frame.get(l4 + 8..l4 + ulen.max(8))?;
+    Some((src, sport, SocketAddr::new(dst, dport), payload))
+}
+
+fn ip_u128(ip: IpAddr) -> u128 {
+    match ip {
+        IpAddr::V4(a) => u128::from(u32::from(a)),
+        IpAddr::V6(a) => u128::from(a),
+    }
+}
+
+impl UdpTx {
+    /// One socket per source endpoint of `traffic`, bound to `iface`; fails
+    /// (before anything is sent) when the traffic needs raw frames or a
+    /// source address is not on this host.
+    pub fn open(iface: &str, traffic: &Traffic) -> io::Result<Self> {
+        let unsupported = |why: String| io::Error::new(io::ErrorKind::Unsupported, why);
+        if let Some(why) = traffic.udp_refusal() {
+            return Err(unsupported(why));
+        }
+        let spec = traffic.flows.expect("udp_refusal checked").clone();
+        let framing = traffic.framing;
+        let opt = UdpTxOptions {
+            tos: framing.dscp << 2,
+            ttl: if framing.ttl == 0 { 64 } else { framing.ttl },
+            sndbuf: 4 << 20,
+        };
+        let mut socks = Vec::new();
+        for i in 0..spec.src_ip.count {
+            let ip = spec.src_ip.first + u128::from(i) * spec.src_ip.step;
+            let ip = if spec.ipv6 {
+                IpAddr::V6(Ipv6Addr::from(ip))
+            } else {
+                IpAddr::V4(Ipv4Addr::from(ip as u32))
+            };
+            for j in 0..spec.src_port.count {
+                let port = (spec.src_port.first + u128::from(j) * spec.src_port.step) as u16;
+                let ep = SocketAddr::new(ip, port);
+                let s = open_bound(iface, ep, &opt).map_err(|e| {
+                    if e.raw_os_error() == Some(nix::errno::Errno::EADDRNOTAVAIL as i32) {
+                        unsupported(format!("source address {ip} is not on this host"))
+                    } else {
+                        io::Error::new(e.kind(), format!("UDP socket {ep}: {e}"))
+                    }
+                })?;
+                socks.push(s);
+            }
+        }
+        let driver = linerate_backend::ethtool::drvinfo(iface)
+            .map(|d| d.driver)
+            .unwrap_or_default();
+        let (gso, gso_note) = match traffic.gso {
+            Gso::On => (true, None),
+            Gso::Off => (false, Some("GSO off (--gso off)".to_string())),
+            Gso::Auto if driver == "veth" => (
+                false,
+                Some(format!(
+                    "GSO off on veth (it hands a GSO batch to its peer as one packet); \
+                     `ethtool -K {iface} tx-udp-segmentation off` then --gso on lets the kernel split them"
+                )),
+            ),
+            Gso::Auto => (true, None),
+        };
+        let n = socks.len();
+        Ok(Self {
+            socks,
+            spec,
+            sender: UdpSender::new(crate::backend::TX_BATCH_MAX, crate::backend::TX_BATCH_MAX),
+            gso,
+            gso_note,
+            msgs: Vec::with_capacity(crate::backend::TX_BATCH_MAX),
+            order: Vec::with_capacity(crate::backend::TX_BATCH_MAX),
+            starts: vec![0; n + 1],
+            fill: vec![0; n + 1],
+            datagrams: 0,
+            messages: 0,
+            gso_messages: 0,
+        })
+    }
+
+    pub fn sockets(&self) -> usize {
+        self.socks.len()
+    }
+
+    /// The socket of a frame's source endpoint.
+    fn socket_of(&self, src: IpAddr, port: u16) -> Option<usize> {
+        let (ip, ports) = (&self.spec.src_ip, &self.spec.src_port);
+        let i = (ip_u128(src).checked_sub(ip.first)? / ip.step) as u64;
+        let j = (u128::from(port).checked_sub(ports.first)? / ports.step) as u64;
+        (i < ip.count && j < ports.count).then(|| (i * ports.count + j) as usize)
+    }
+
+    /// Sends every frame's payload; frames of one source endpoint keep
+    /// their order (frames of different endpoints may be reordered within
+    /// the call). Returns `frames.len()` or an error.
+    pub fn send(&mut self, frames: &[&[u8]]) -> io::Result<usize> {
+        let bad = || {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "frame is not Ethernet + IP + UDP",
+            )
+        };
+        let n = frames.len().min(crate::backend::TX_BATCH_MAX);
+        let mut parsed: [(u16, SocketAddr, &[u8]); crate::backend::TX_BATCH_MAX] =
+            [(0, SocketAddr::from(([0, 0, 0, 0], 0)), &[]); crate::backend::TX_BATCH_MAX];
+        // Counting sort by socket: stable, so each endpoint's order is kept.
+        self.starts.iter_mut().for_each(|s| *s = 0);
+        for (slot, f) in parsed.iter_mut().zip(&frames[..n]) {
+            let (src, sport, dst, payload) = parse(f, self.spec.ipv6).ok_or_else(bad)?;
+            let s = self.socket_of(src, sport).ok_or_else(bad)?;
+            *slot = (s as u16, dst, payload);
+            self.starts[s + 1] += 1;
+        }
+        for k in 1..self.starts.len() {
+            self.starts[k] += self.starts[k - 1];
+        }
+        self.order.clear();
+        self.order.resize(n, 0);
+        self.fill.copy_from_slice(&self.starts);
+        for (i, p) in parsed[..n].iter().enumerate() {
+            let s = usize::from(p.0);
+            self.order[self.fill[s] as usize] = i as u16;
+            self.fill[s] += 1;
+        }
+        let mut bufs: [&[u8]; crate::backend::TX_BATCH_MAX] = [&[]; crate::backend::TX_BATCH_MAX];
+        for (b, &i) in bufs.iter_mut().zip(&self.order) {
+            *b = parsed[usize::from(i)].2;
+        }
+        for s in 0..self.socks.len() {
+            let (lo, hi) = (self.starts[s] as usize, self.starts[s + 1] as usize);
+            if lo == hi {
+                continue;
+            }
+            self.send_group(s, &bufs, &parsed, lo, hi)?;
+        }
+        self.datagrams += n as u64;
+        Ok(n)
+    }
+
+    /// Sends the (ordered) frames `lo..hi`, all of socket `s`, as messages:
+    /// runs of equal-length payloads to one destination become GSO sends.
+    fn send_group(
+        &mut self,
+        s: usize,
+        bufs: &[&[u8]],
+        parsed: &[(u16, SocketAddr, &[u8])],
+        lo: usize,
+        hi: usize,
+    ) -> io::Result<()> {
+        self.msgs.clear();
+        let dst_of = |k: usize, order: &[u16]| parsed[usize::from(order[k])].1;
+        let mut k = lo;
+        while k < hi {
+            let dst = dst_of(k, &self.order);
+            let len = bufs[k].len();
+            let mut end = k + 1;
+            if self.gso {
+                while end < hi
+                    && end - k < GSO_SEGMENTS_MAX
+                    && (end - k + 1) * len <= GSO_BYTES_MAX
+                    && bufs[end].len() == len
+                    && dst_of(end, &self.order) == dst
+                {
+                    end += 1;
+                }
+            }
+            self.msgs.push(OutMsg {
+                dst,
+                first: k,
+                count: end - k,
+            });
+            k = end;
+        }
+        let mut done = 0;
+        while done < self.msgs.len() {
+            match self.sender.send(&self.socks[s], bufs, &self.msgs[done..]) {
+                Ok(m) => {
+                    self.gso_messages += self.msgs[done..done + m]
+                        .iter()
+                        .filter(|m| m.count > 1)
+                        .count() as u64;
+                    self.messages += m as u64;
+                    done += m;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // No checksum offload under the socket: the kernel refuses
+                // GSO (EIO). Split the rest into single datagrams.
+                Err(e) if e.raw_os_error() == Some(nix::errno::Errno::EIO as i32) && self.gso => {
+                    self.gso = false;
+                    self.gso_note = Some(format!("GSO refused by the kernel ({e}); off"));
+                    let rest: Vec<OutMsg> = self.msgs[done..]
+                        .iter()
+                        .flat_map(|m| {
+                            (m.first..m.first + m.count).map(move |f| OutMsg {
+                                dst: m.dst,
+                                first: f,
+                                count: 1,
+                            })
+                        })
+                        .collect();
+                    self.msgs.truncate(done);
+                    self.msgs.extend(rest);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(src_ip: &str, src_port: &str) -> FlowSpec {
+        FlowSpec::parse(
+            "02:00:00:00:00:01",
+            "02:00:00:00:00:02",
+            src_ip,
+            "198.18.0.2",
+            src_port,
+            "9",
+        )
+        .unwrap()
+    }
+
+    fn traffic(flows: Option<&FlowSpec>) -> Traffic<'_> {
+        Traffic {
+            flows,
+            framing: Framing::default(),
+            macs_given: false,
+            gso: Gso::Auto,
+        }
+    }
+
+    #[test]
+    fn refusals_name_what_needs_raw_frames() {
+        let s = spec("198.18.0.1", "9");
+        assert_eq!(traffic(Some(&s)).udp_refusal(), None);
+        assert!(traffic(None).udp_refusal().unwrap().contains("pcap"));
+        let mut t = traffic(Some(&s));
+        t.macs_given = true;
+        assert!(t.udp_refusal().unwrap().contains("--dst-mac"));
+        let mut t = traffic(Some(&s));
+        t.framing.vlan = Some((5, 0));
+        assert!(t.udp_refusal().unwrap().contains("802.1Q"));
+        let mut t = traffic(Some(&s));
+        t.framing.tcp_flags = Some(2);
+        assert!(t.udp_refusal().unwrap().contains("TCP"));
+        let wide = spec("198.18.0.1-198.18.0.4", "1000-1256");
+        assert!(
+            traffic(Some(&wide))
+                .udp_refusal()
+                .unwrap()
+                .contains("1028 source endpoints")
+        );
+    }
+
+    #[test]
+    fn frames_parse_to_endpoint_destination_and_payload() {
+        let s = spec("198.18.0.1", "7");
+        let flow = s.flow(0);
+        let t = linerate_gen::Template::new(100, &flow, &Framing::default()).unwrap();
+        let mut buf = vec![0u8; t.len()];
+        t.write(&mut buf, &flow, 3, 42, 0);
+        let (src, sport, dst, payload) = parse(&buf, false).unwrap();
+        assert_eq!(src, "198.18.0.1".parse::<IpAddr>().unwrap());
+        assert_eq!(sport, 7);
+        assert_eq!(dst, "198.18.0.2:9".parse().unwrap());
+        // 100-byte frame without FCS is 96: 96 - 14 - 20 - 8 = 54 bytes of payload.
+        assert_eq!(payload.len(), 54);
+        assert_eq!(payload, &buf[42..96]);
+        assert!(parse(&buf[..40], false).is_none(), "truncated");
+    }
+}
