@@ -32,6 +32,9 @@ fn linerate_at(rig: &Rig, run_for: Duration, backend: &str, rate: Option<&str>) 
         a.ipv4.to_string(),
         b.ipv4.to_string(),
     );
+    // "socket:udp --gso on": the backend, then extra blast arguments.
+    let mut words = backend.split_whitespace();
+    let backend = words.next().unwrap_or("auto");
     let mut argv = vec![
         bin.as_str(),
         "blast",
@@ -39,8 +42,14 @@ fn linerate_at(rig: &Rig, run_for: Duration, backend: &str, rate: Option<&str>) 
         &a.iface,
         "--backend",
         backend,
-        "--dst-mac",
-        &b.mac,
+    ];
+    argv.extend(words);
+    // UDP sockets leave the Ethernet header to the kernel (static neighbour
+    // entries on the rig); every other backend writes it.
+    if backend != "socket:udp" {
+        argv.extend(["--dst-mac", &b.mac]);
+    }
+    argv.extend([
         "--src-ip",
         &src,
         "--dst-ip",
@@ -49,7 +58,7 @@ fn linerate_at(rig: &Rig, run_for: Duration, backend: &str, rate: Option<&str>) 
         "64",
         "--duration",
         &secs,
-    ];
+    ]);
     if let Some(r) = rate {
         argv.push("--rate");
         argv.extend(r.split(' '));
@@ -69,6 +78,15 @@ fn linerate_at(rig: &Rig, run_for: Duration, backend: &str, rate: Option<&str>) 
 /// the stack.
 fn xdp_udp_sink(rig: &Rig) -> Result<Box<dyn std::any::Any>> {
     use linerate_backend::xdp;
+    // The sender's veth splits UDP GSO batches (else one batch would reach
+    // the receiver, and its counter, as one packet).
+    let seg = rig
+        .command(SENDER, "ethtool")
+        .args(["-K", &rig.host(SENDER).iface, "tx-udp-segmentation", "off"])
+        .status()?;
+    if !seg.success() {
+        bail!("ethtool -K tx-udp-segmentation off failed");
+    }
     let iface = rig.host(RECEIVER).iface.clone();
     let link = rig.run_in(RECEIVER, move || -> std::io::Result<xdp::XdpLink> {
         let idx = linerate_backend::raw::ifindex(&iface)?;
@@ -78,7 +96,15 @@ fn xdp_udp_sink(rig: &Rig) -> Result<Box<dyn std::any::Any>> {
 }
 
 fn linerate_socket(rig: &Rig, run_for: Duration) -> Result<Running> {
-    linerate(rig, run_for, "socket")
+    linerate(rig, run_for, "socket:raw")
+}
+
+fn linerate_udp(rig: &Rig, run_for: Duration) -> Result<Running> {
+    linerate(rig, run_for, "socket:udp --gso off")
+}
+
+fn linerate_udp_gso(rig: &Rig, run_for: Duration) -> Result<Running> {
+    linerate(rig, run_for, "socket:udp --gso on --burst 64")
 }
 
 fn linerate_af_xdp(rig: &Rig, run_for: Duration) -> Result<Running> {
@@ -107,8 +133,16 @@ pub fn build() -> Scenario {
                 start: linerate_af_packet,
             },
             Contender {
-                name: "linerate blast socket",
+                name: "linerate blast socket:raw",
                 start: linerate_socket,
+            },
+            Contender {
+                name: "linerate blast socket:udp",
+                start: linerate_udp,
+            },
+            Contender {
+                name: "linerate socket:udp GSO",
+                start: linerate_udp_gso,
             },
             Contender {
                 name: "dpdk-testpmd net_af_xdp",
@@ -150,7 +184,13 @@ fn cpu_af_packet(rig: &Rig, d: Duration) -> Result<Running> {
     linerate_at(rig, d, "af_packet", Some("300k"))
 }
 fn cpu_socket(rig: &Rig, d: Duration) -> Result<Running> {
-    linerate_at(rig, d, "socket", Some("300k"))
+    linerate_at(rig, d, "socket:raw", Some("300k"))
+}
+fn cpu_udp(rig: &Rig, d: Duration) -> Result<Running> {
+    linerate_at(rig, d, "socket:udp --gso off", Some("300k"))
+}
+fn cpu_udp_gso(rig: &Rig, d: Duration) -> Result<Running> {
+    linerate_at(rig, d, "socket:udp --gso on", Some("300k --burst 16"))
 }
 fn cpu_af_xdp_burst(rig: &Rig, d: Duration) -> Result<Running> {
     linerate_at(rig, d, "af_xdp", Some("300k --burst 16"))
@@ -188,8 +228,16 @@ pub fn build_cpu() -> Scenario {
                 start: cpu_af_packet,
             },
             Contender {
-                name: "linerate blast socket",
+                name: "linerate blast socket:raw",
                 start: cpu_socket,
+            },
+            Contender {
+                name: "linerate blast socket:udp",
+                start: cpu_udp,
+            },
+            Contender {
+                name: "linerate udp GSO --burst 16",
+                start: cpu_udp_gso,
             },
             Contender {
                 name: "dpdk-testpmd net_af_xdp (max rate)",
