@@ -401,7 +401,13 @@ fn run_worker(job: Job, mut sock: Tx, stop: &AtomicBool) -> Result<WorkerOut, Bl
                     // Wait until a whole burst is due.
                     let next =
                         start + Duration::from_nanos(((packets + burst - 1) as f64 * ns) as u64);
-                    wait_until(next.min(deadline), SPIN);
+                    // Evenly spaced frames spin the last microseconds for
+                    // precision; bursts just sleep (a late wake-up sends a
+                    // bigger burst, the average rate holds).
+                    wait_until(
+                        next.min(deadline),
+                        if burst > 1 { Duration::ZERO } else { SPIN },
+                    );
                     continue;
                 }
                 (allowed - packets).min(batch as u64)
