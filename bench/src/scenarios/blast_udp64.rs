@@ -115,6 +115,18 @@ fn linerate_af_packet(rig: &Rig, run_for: Duration) -> Result<Running> {
     linerate(rig, run_for, "af_packet")
 }
 
+/// The peer tools and programs both scenarios drive.
+fn check_peers() -> Result<()> {
+    need(&[
+        "trafgen",
+        "dpdk-testpmd",
+        "iperf3",
+        "taskset",
+        "ethtool",
+        "timeout",
+    ])
+}
+
 pub fn build() -> Scenario {
     Scenario {
         name: NAME,
@@ -161,16 +173,7 @@ pub fn build() -> Scenario {
                 start: super::peer_udp64::trafgen,
             },
         ],
-        check: || {
-            need(&[
-                "trafgen",
-                "dpdk-testpmd",
-                "iperf3",
-                "taskset",
-                "ethtool",
-                "timeout",
-            ])
-        },
+        check: check_peers,
     }
 }
 
@@ -252,15 +255,6 @@ pub fn build_cpu() -> Scenario {
                 start: cpu_trafgen,
             },
         ],
-        check: || {
-            need(&[
-                "trafgen",
-                "dpdk-testpmd",
-                "iperf3",
-                "taskset",
-                "ethtool",
-                "timeout",
-            ])
-        },
+        check: check_peers,
     }
 }

@@ -863,6 +863,16 @@ fn sink_rates_cover_only_the_probe_frames() {
     assert!(p50 > 0 && p50 < 20_000_000, "p50 {p50} ns: {v}");
 }
 
+/// The JSON of a run that must have succeeded.
+fn succeeded(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    support::json(&out.stdout)
+}
+
 /// blast on host 0 without --dst-mac (the kernel resolves it), JSON out.
 fn blast_stack(rig: &Rig, args: &[&str]) -> Output {
     rig.command(0, BIN)
@@ -956,12 +966,7 @@ fn socket_backend_sends_through_udp_sockets_where_it_can() {
                 ],
             )
         });
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let b = support::json(&out.stdout);
+        let b = succeeded(&out);
         assert_eq!(b["backend"], "socket");
         let st = &b["backend_stats"][0];
         assert_eq!(st["socket_mode"], "udp", "{b}");
@@ -1013,12 +1018,7 @@ fn socket_backend_sends_through_udp_sockets_where_it_can() {
             ],
         )
     });
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let b = support::json(&out.stdout);
+    let b = succeeded(&out);
     let st = &b["backend_stats"][0];
     assert_eq!(st["gso"], true, "{b}");
     let (gso, msgs) = (
@@ -1045,12 +1045,7 @@ fn socket_backend_sends_through_udp_sockets_where_it_can() {
             "10",
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let b = support::json(&out.stdout);
+    let b = succeeded(&out);
     assert_eq!(b["backend_stats"][0]["socket_mode"], "raw", "{b}");
     assert!(
         b["backend_note"]
