@@ -1,5 +1,6 @@
 //! Read-only ethtool queries through the SIOCETHTOOL ioctl: driver, rings,
-//! channels, the RSS indirection table and the legacy offload flags.
+//! channels, the RSS indirection table, the legacy offload flags and any
+//! netdev feature by name.
 
 use std::io;
 use std::os::fd::AsRawFd;
@@ -15,6 +16,11 @@ const ETHTOOL_GGSO: u32 = 0x23;
 const ETHTOOL_GGRO: u32 = 0x2b;
 const ETHTOOL_GRXFHINDIR: u32 = 0x38;
 const ETHTOOL_GCHANNELS: u32 = 0x3c;
+const ETHTOOL_GSTRINGS: u32 = 0x1b;
+const ETHTOOL_GSSET_INFO: u32 = 0x37;
+const ETHTOOL_GFEATURES: u32 = 0x3a;
+const ETH_SS_FEATURES: u32 = 4;
+const ETH_GSTRING_LEN: usize = 32;
 
 #[repr(C)]
 struct IfReq {
@@ -121,6 +127,36 @@ pub fn channels(iface: &str) -> io::Result<Channels> {
     })
 }
 
+/// Whether the named netdev feature (the kernel's name, as in
+/// `ethtool -k`'s indented lines: "tx-udp-segmentation", "rx-gro") is
+/// active; None when the kernel has no such name.
+pub fn feature(iface: &str, name: &str) -> io::Result<Option<bool>> {
+    // How many feature names there are.
+    let mut info = [ETHTOOL_GSSET_INFO, 0, 1 << ETH_SS_FEATURES, 0, 0];
+    ioctl(iface, &mut info)?;
+    let count = info[4] as usize;
+    if count == 0 || count > 4096 {
+        return Ok(None);
+    }
+    let mut strings = vec![0u32; 3 + count * ETH_GSTRING_LEN / 4];
+    strings[..3].copy_from_slice(&[ETHTOOL_GSTRINGS, ETH_SS_FEATURES, count as u32]);
+    ioctl(iface, &mut strings)?;
+    let bytes: Vec<u8> = strings[3..].iter().flat_map(|w| w.to_ne_bytes()).collect();
+    let Some(bit) = bytes.chunks(ETH_GSTRING_LEN).position(|c| {
+        let end = c.iter().position(|&b| b == 0).unwrap_or(c.len());
+        &c[..end] == name.as_bytes()
+    }) else {
+        return Ok(None);
+    };
+    // Blocks of {available, requested, active, never_changed}, 32 features each.
+    let blocks = count.div_ceil(32);
+    let mut feats = vec![0u32; 2 + blocks * 4];
+    feats[..2].copy_from_slice(&[ETHTOOL_GFEATURES, blocks as u32]);
+    ioctl(iface, &mut feats)?;
+    let active = feats[2 + (bit / 32) * 4 + 2];
+    Ok(Some(active & (1 << (bit % 32)) != 0))
+}
+
 /// The RSS indirection table: for each hash bucket, the RX queue it feeds.
 pub fn rss_indirection(iface: &str) -> io::Result<Vec<u32>> {
     let mut head = [ETHTOOL_GRXFHINDIR, 0];
@@ -198,5 +234,22 @@ mod tests {
         assert!(drvinfo("").is_err());
         assert!(drvinfo("a-name-that-is-far-too-long").is_err());
         assert!(memlock_limit().unwrap() > 0);
+    }
+
+    #[test]
+    fn features_by_name_agree_with_the_legacy_flags() {
+        let legacy = offloads("lo").unwrap();
+        assert_eq!(feature("lo", "rx-gro").unwrap(), Some(legacy.gro));
+        assert_eq!(
+            feature("lo", "tx-generic-segmentation").unwrap(),
+            Some(legacy.gso)
+        );
+        assert_eq!(
+            feature("lo", "rx-checksum").unwrap(),
+            Some(legacy.rx_checksum)
+        );
+        assert!(feature("lo", "tx-udp-segmentation").unwrap().is_some());
+        assert_eq!(feature("lo", "no-such-feature").unwrap(), None);
+        assert!(feature("no-such-if0", "rx-checksum").is_err());
     }
 }

@@ -18,8 +18,8 @@ pub const UDP_SOCKETS_MAX: u64 = 1024;
 /// Whether UDP GSO is used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Gso {
-    /// On, except on veth: a veth hands a GSO batch to its peer as one
-    /// packet unless its tx-udp-segmentation is off.
+    /// On, except on a veth whose tx-udp-segmentation is on: it would hand
+    /// a GSO batch to its peer as one packet.
     #[default]
     Auto,
     On,
@@ -156,14 +156,21 @@ impl UdpTx {
         let driver = linerate_backend::ethtool::drvinfo(iface)
             .map(|d| d.driver)
             .unwrap_or_default();
+        // A veth that segments in software (tx-udp-segmentation off) hands
+        // its peer real datagrams.
+        let veth_splits = driver == "veth"
+            && linerate_backend::ethtool::feature(iface, "tx-udp-segmentation")
+                .ok()
+                .flatten()
+                == Some(false);
         let (gso, gso_note) = match traffic.gso {
             Gso::On => (true, None),
             Gso::Off => (false, Some("GSO off (--gso off)".to_string())),
-            Gso::Auto if driver == "veth" => (
+            Gso::Auto if driver == "veth" && !veth_splits => (
                 false,
                 Some(format!(
                     "GSO off on veth (it hands a GSO batch to its peer as one packet); \
-                     `ethtool -K {iface} tx-udp-segmentation off` then --gso on lets the kernel split them"
+                     `ethtool -K {iface} tx-udp-segmentation off` lets the kernel split them (and turns GSO on)"
                 )),
             ),
             Gso::Auto => (true, None),

@@ -989,8 +989,8 @@ fn socket_backend_sends_through_udp_sockets_where_it_can() {
             "frames as built by the kernel"
         );
     }
-    // GSO on, with the veth set to split GSO batches: bursts of 32 go as one
-    // send each, and the receiver still sees every datagram.
+    // With the veth set to split GSO batches, auto turns GSO on: bursts of
+    // 32 go as one send each, and the receiver still sees every datagram.
     let seg = rig
         .command(0, "ethtool")
         .args(["-K", "veth0", "tx-udp-segmentation", "off"])
@@ -1003,8 +1003,6 @@ fn socket_backend_sends_through_udp_sockets_where_it_can() {
             &[
                 "--backend",
                 "socket:udp",
-                "--gso",
-                "on",
                 "--dst-ip",
                 &dst,
                 "--size",

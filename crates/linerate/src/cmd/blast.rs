@@ -82,8 +82,9 @@ pub struct BlastArgs {
     /// build the traffic, raw frames otherwise), socket:udp or socket:raw.
     #[arg(long, default_value = "auto")]
     backend: String,
-    /// UDP GSO on the socket backend's UDP path: auto (on, except on veth,
-    /// which passes a GSO batch to its peer as one packet), on or off.
+    /// UDP GSO on the socket backend's UDP path: auto (on, except on a veth
+    /// with tx-udp-segmentation on, which would pass a GSO batch to its
+    /// peer as one packet), on or off.
     #[arg(long, default_value = "auto")]
     gso: String,
     /// One pinned sending worker per listed core (0,1), each with its own
