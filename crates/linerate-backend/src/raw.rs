@@ -266,9 +266,43 @@ pub fn iface_mtu(iface: &str) -> io::Result<usize> {
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad MTU in sysfs"))
 }
 
+/// Whether an interface is administratively up (IFF_UP), asked of the
+/// calling thread's network namespace (SIOCGIFFLAGS); an error when it
+/// does not exist (any more).
+pub fn iface_up(iface: &str) -> io::Result<bool> {
+    if iface.is_empty() || iface.len() >= libc::IFNAMSIZ {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "bad interface name",
+        ));
+    }
+    let sock =
+        std::net::UdpSocket::bind("0.0.0.0:0").or_else(|_| std::net::UdpSocket::bind("[::]:0"))?;
+    // SAFETY: an all-zero ifreq is valid; we fill in the name.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (d, s) in req.ifr_name.iter_mut().zip(iface.bytes()) {
+        *d = s as libc::c_char;
+    }
+    // SAFETY: SIOCGIFFLAGS reads the name and writes ifru_flags inside `req`.
+    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS as _, &mut req) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel filled the flags member of the union.
+    let flags = unsafe { req.ifr_ifru.ifru_flags };
+    Ok(flags & libc::IFF_UP as libc::c_short != 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loopback_is_up_and_a_missing_interface_is_an_error() {
+        assert!(iface_up("lo").unwrap());
+        assert!(iface_up("no-such-if0").is_err());
+        assert!(iface_up("").is_err());
+    }
 
     #[test]
     fn unknown_interface_is_a_clear_error() {

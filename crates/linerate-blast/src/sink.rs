@@ -84,6 +84,9 @@ impl SinkReport {
     }
 }
 
+/// How often the sink looks at whether its interface is still up.
+const LINK_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
+
 pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendError> {
     let mut capture = cfg
         .capture
@@ -97,7 +100,22 @@ pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendEr
     let start = Instant::now();
     let mut first: Option<Instant> = None;
     let mut last = Instant::now();
+    // Rings (af_packet, af_xdp) just go quiet when the interface goes down:
+    // look at it a few times a second so every backend ends the same way.
+    let mut next_link_check = Instant::now();
     while !stop.load(Ordering::Relaxed) && start.elapsed() < cfg.duration {
+        if Instant::now() >= next_link_check {
+            next_link_check = Instant::now() + LINK_CHECK;
+            let down = match linerate_backend::raw::iface_up(&cfg.iface) {
+                Ok(true) => None,
+                Ok(false) => Some("the interface went down".to_string()),
+                Err(e) => Some(format!("the interface is gone ({e})")),
+            };
+            if let Some(why) = down {
+                error = Some(format!("receiving on {}: {why}", cfg.iface));
+                break;
+            }
+        }
         if cfg.until_packets.is_some_and(|n| counts.packets >= n) {
             break;
         }
