@@ -132,6 +132,11 @@ impl TxRing {
         self.frame_nr
     }
 
+    /// Largest frame a slot holds (bytes without FCS).
+    pub fn max_frame(&self) -> usize {
+        self.frame_size - HDR_LEN
+    }
+
     fn status(&self, slot: usize) -> &AtomicU32 {
         // SAFETY: slot < frame_nr, so the header lies inside the mapping; the
         // status word is 4-byte aligned (slots are power-of-two sized) and the

@@ -37,6 +37,7 @@ pub struct RawSocket {
     iov: Vec<libc::iovec>,
     hdrs: Vec<libc::mmsghdr>,
     addrs: Vec<libc::sockaddr_ll>,
+    qdisc_bypass: bool,
 }
 
 // SAFETY: the pointers in iov/hdrs are rewritten before every call from
@@ -129,6 +130,7 @@ impl RawSocket {
             iov,
             hdrs,
             addrs,
+            qdisc_bypass: false,
         })
     }
 
@@ -137,13 +139,20 @@ impl RawSocket {
     }
 
     /// PACKET_QDISC_BYPASS: frames go to the driver without the qdisc.
-    pub fn bypass_qdisc(&self) -> io::Result<()> {
+    pub fn bypass_qdisc(&mut self) -> io::Result<()> {
         setsockopt_int(
             self.fd.as_raw_fd(),
             libc::SOL_PACKET,
             libc::PACKET_QDISC_BYPASS,
             1,
-        )
+        )?;
+        self.qdisc_bypass = true;
+        Ok(())
+    }
+
+    /// Whether [`bypass_qdisc`](Self::bypass_qdisc) took effect.
+    pub fn qdisc_bypassed(&self) -> bool {
+        self.qdisc_bypass
     }
 
     /// Socket receive buffer (SO_RCVBUFFORCE as root, else SO_RCVBUF).

@@ -329,6 +329,11 @@ impl XskTx {
         self.frames
     }
 
+    /// Largest frame a UMEM buffer holds (bytes without FCS).
+    pub fn max_frame(&self) -> usize {
+        FRAME_SIZE
+    }
+
     fn reclaim(&mut self) {
         let prod = self.cq.producer().load(Ordering::Acquire);
         let cons = self.cq.consumer().load(Ordering::Relaxed);

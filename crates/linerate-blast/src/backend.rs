@@ -57,6 +57,27 @@ fn open_err(iface: &str) -> impl FnOnce(io::Error) -> BackendError + '_ {
     }
 }
 
+/// What a sending backend can do, recorded with every result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Capabilities {
+    /// Frames per send call that suit it.
+    pub batch: usize,
+    /// Largest frame it carries (bytes without FCS; the MTU and 18 bytes of
+    /// Ethernet header and tag for the socket paths).
+    pub max_frame: usize,
+    /// Sends whole frames as written (false: the kernel builds the Ethernet
+    /// and IP headers again from a socket's addresses).
+    pub crafted_frames: bool,
+    /// The NIC reads the frames from our buffers (AF_XDP zero-copy).
+    pub zero_copy: bool,
+    /// Binds one socket per TX queue (--cores gives each worker its own).
+    pub per_queue: bool,
+    /// Many datagrams per trip through the stack (UDP GSO).
+    pub gso: bool,
+    /// Frames skip the qdisc layer.
+    pub qdisc_bypass: bool,
+}
+
 /// Most frames handed to any backend in one call ([`Tx::batch`] is at most this).
 pub const TX_BATCH_MAX: usize = 256;
 
@@ -91,6 +112,38 @@ impl Tx {
             Tx::Ring(r) => r.capacity().min(TX_BATCH_MAX),
             Tx::Xdp(x) => x.capacity().min(TX_BATCH_MAX),
         }
+    }
+
+    /// What this backend can do here.
+    pub fn capabilities(&self, iface: &str) -> Capabilities {
+        let stack_max = linerate_backend::raw::iface_mtu(iface).map_or(1500, |m| m) + 18;
+        let mut c = Capabilities {
+            batch: self.batch(),
+            max_frame: stack_max,
+            crafted_frames: true,
+            zero_copy: false,
+            per_queue: false,
+            gso: false,
+            qdisc_bypass: false,
+        };
+        match self {
+            Tx::Socket(s) => c.qdisc_bypass = s.qdisc_bypassed(),
+            Tx::Udp(u) => {
+                c.crafted_frames = false;
+                c.gso = u.gso;
+            }
+            Tx::Ring(r) => {
+                c.max_frame = r.max_frame();
+                c.qdisc_bypass = true;
+            }
+            Tx::Xdp(x) => {
+                c.max_frame = x.max_frame();
+                c.zero_copy = x.zero_copy;
+                c.per_queue = true;
+                c.qdisc_bypass = true;
+            }
+        }
+        c
     }
 
     /// Hands frames to the kernel; returns how many it took (0: full, retry).
@@ -151,7 +204,7 @@ pub fn open_tx(
     traffic: &Traffic,
 ) -> Result<(Tx, Option<String>), BackendError> {
     let raw = || -> Result<Tx, BackendError> {
-        let s = RawSocket::open(iface).map_err(open_err(iface))?;
+        let mut s = RawSocket::open(iface).map_err(open_err(iface))?;
         let _ = s.bypass_qdisc();
         Ok(Tx::Socket(s))
     };

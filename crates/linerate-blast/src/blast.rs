@@ -1,7 +1,7 @@
 //! Sending crafted frames: templates patched per packet, batched sends,
 //! pacing to a packet or bit rate, exact per-flow counts.
 
-use crate::backend::{BackendError, BackendKind, TX_BATCH_MAX, Tx, open_tx};
+use crate::backend::{BackendError, BackendKind, Capabilities, TX_BATCH_MAX, Tx, open_tx};
 use crate::udp::{Gso, Traffic};
 use linerate_backend::clock;
 use linerate_gen::pacing::{Departures, wait_until};
@@ -114,6 +114,8 @@ pub struct BlastReport {
     pub per_second: Vec<Second>,
     /// Each worker's backend counters (af_xdp: TX ring completions).
     pub backend_stats: Vec<serde_json::Value>,
+    /// What the (first worker's) backend can do here.
+    pub capabilities: Capabilities,
     /// Paced runs: each worker's measured gaps between send calls, and the
     /// gap its rate asked for per frame (ns).
     pub pacing: Vec<(Departures, f64)>,
@@ -150,6 +152,7 @@ impl BlastReport {
             "flows": self.flows,
             "workers": self.workers,
             "backend_stats": self.backend_stats,
+            "backend_capabilities": self.capabilities,
             "pacing": self.pacing.iter().map(|(d, ns)| {
                 let per_call = d.units as f64 / d.calls as f64;
                 serde_json::json!({
@@ -219,6 +222,7 @@ pub fn blast(cfg: &BlastConfig, stop: &AtomicBool) -> Result<BlastReport, BlastE
         socks.push(sock);
     }
     let backend = socks[0].name();
+    let capabilities = socks[0].capabilities(&cfg.iface);
     let avg = cfg.sizes.cycle().iter().map(|&s| f64::from(s)).sum::<f64>()
         / cfg.sizes.cycle().len() as f64;
     let interval_ns = target_pps(cfg.rate, avg).map(|pps| 1e9 * workers as f64 / pps.max(1e-9));
@@ -281,6 +285,7 @@ pub fn blast(cfg: &BlastConfig, stop: &AtomicBool) -> Result<BlastReport, BlastE
     let duration_s = start.elapsed().as_secs_f64();
     let mut report = BlastReport {
         backend,
+        capabilities,
         note,
         packets: 0,
         bytes: 0,
@@ -537,6 +542,7 @@ fn replay(cfg: &BlastConfig, r: &Replay, stop: &AtomicBool) -> Result<BlastRepor
     };
     let (mut sock, note) = open_tx(cfg.backend, &cfg.iface, max_frame, 0, &traffic)?;
     let backend = sock.name();
+    let capabilities = sock.capabilities(&cfg.iface);
     let batch = sock.batch();
     let avg = frames.iter().map(|f| (f.len() + 4) as f64).sum::<f64>() / frames.len() as f64;
     let interval_ns = target_pps(cfg.rate, avg).map(|pps| 1e9 / pps.max(1e-9));
@@ -626,6 +632,7 @@ fn replay(cfg: &BlastConfig, r: &Replay, stop: &AtomicBool) -> Result<BlastRepor
     })?;
     Ok(BlastReport {
         backend,
+        capabilities,
         note,
         packets,
         bytes,

@@ -167,9 +167,15 @@ fn blast_exactly_n_and_the_sink_counts_exactly_n() {
                 backend == "auto" || backend == "socket",
                 "{b}"
             );
+            let caps = &b["backend_capabilities"];
             if backend == "socket" {
                 assert_eq!(b["backend_stats"][0]["socket_mode"], "raw", "{b}");
+                assert_eq!(caps["qdisc_bypass"], true, "{b}");
             }
+            // Every backend here writes whole frames; only AF_XDP binds per queue.
+            assert_eq!(caps["crafted_frames"], true, "{b}");
+            assert_eq!(caps["per_queue"], expect == "af_xdp", "{b}");
+            assert!(caps["max_frame"].as_u64().unwrap() >= 1514, "{b}");
             assert_eq!(b["flows"], 8);
             assert_eq!(b["workers"], cores.split(',').count());
             assert!(
@@ -994,6 +1000,12 @@ fn socket_backend_sends_through_udp_sockets_where_it_can() {
         assert_eq!(st["sockets"], 2);
         assert_eq!(st["udp_datagrams"], 16000);
         assert_eq!(st["gso"], false, "auto keeps GSO off on veth: {b}");
+        let caps = &b["backend_capabilities"];
+        assert_eq!(
+            caps["crafted_frames"], false,
+            "the kernel builds the headers: {b}"
+        );
+        assert_eq!(caps["gso"], false, "{b}");
         assert!(
             b["backend_note"]
                 .as_str()
@@ -1040,6 +1052,7 @@ fn socket_backend_sends_through_udp_sockets_where_it_can() {
     let b = succeeded(&out);
     let st = &b["backend_stats"][0];
     assert_eq!(st["gso"], true, "{b}");
+    assert_eq!(b["backend_capabilities"]["gso"], true, "{b}");
     let (gso, msgs) = (
         st["udp_gso_messages"].as_u64().unwrap(),
         st["udp_messages"].as_u64().unwrap(),
