@@ -430,30 +430,20 @@ impl XskTx {
     }
 }
 
-/// An AF_XDP socket used for receiving: the fill ring keeps every free
-/// buffer posted, frames arrive on the RX ring, and an XDP program
-/// redirects the queue's frames to this socket (attached while it lives).
+/// One AF_XDP receive socket: the fill ring keeps every free buffer
+/// posted, frames arrive on its RX ring.
 #[derive(Debug)]
-pub struct XskRx {
+struct RxSocket {
     fd: OwnedFd,
     umem: Umem,
     rx: Ring,
     fq: Ring,
     _cq: Ring,
-    _link: crate::xdp::XdpLink,
-    _map: crate::xdp::XskMap,
-    pub zero_copy: bool,
+    zero_copy: bool,
 }
 
-// SAFETY: as for XskTx.
-unsafe impl Send for XskRx {}
-
-impl XskRx {
-    /// Opens an AF_XDP socket on `iface` queue `queue` and attaches the
-    /// redirect program to the interface (in this thread's namespace).
-    pub fn open(iface: &str, queue: u32, frames: usize) -> io::Result<Self> {
-        let ifindex = crate::raw::ifindex(iface)?;
-        let frames = frames.next_power_of_two().max(64);
+impl RxSocket {
+    fn open(ifindex: i32, queue: u32, frames: usize) -> io::Result<Self> {
         let n = frames as u32;
         let rings = [
             (libc::XDP_UMEM_FILL_RING, n),
@@ -483,45 +473,24 @@ impl XskRx {
         }
         fq.producer().store(n, Ordering::Release);
         let zero_copy = bind_any(raw, ifindex, queue)?;
-        let map = crate::xdp::XskMap::new(queue + 1)?;
-        map.set(queue, raw)?;
-        let link = crate::xdp::attach(
-            &crate::xdp::redirect_to_xsk_program(map.fd()),
-            ifindex,
-            "lr_xsk_redir",
-        )?;
         Ok(Self {
             fd,
             umem,
             rx,
             fq,
             _cq: cq,
-            _link: link,
-            _map: map,
             zero_copy,
         })
     }
 
-    /// Hands every received frame (up to `max`) to `f`, then gives the
-    /// buffers back to the kernel. Waits up to `timeout` for the first.
-    pub fn recv(
-        &mut self,
-        max: usize,
-        timeout: std::time::Duration,
-        f: &mut dyn FnMut(&[u8]),
-    ) -> io::Result<usize> {
-        let mut prod = self.rx.producer().load(Ordering::Acquire);
+    fn pending(&self) -> bool {
+        self.rx.producer().load(Ordering::Acquire) != self.rx.consumer().load(Ordering::Relaxed)
+    }
+
+    /// Hands up to `max` received frames to `f` and gives their buffers back.
+    fn drain(&mut self, max: usize, f: &mut dyn FnMut(&[u8])) -> usize {
+        let prod = self.rx.producer().load(Ordering::Acquire);
         let cons = self.rx.consumer().load(Ordering::Relaxed);
-        if prod == cons {
-            let mut pfd = libc::pollfd {
-                fd: self.fd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: one valid pollfd.
-            unsafe { libc::poll(&mut pfd, 1, timeout.as_millis().min(1000) as i32) };
-            prod = self.rx.producer().load(Ordering::Acquire);
-        }
         let n = (prod.wrapping_sub(cons) as usize).min(max);
         let fprod = self.fq.producer().load(Ordering::Relaxed);
         for k in 0..n {
@@ -565,12 +534,117 @@ impl XskRx {
                 )
             };
         }
-        Ok(n)
+        n
+    }
+}
+
+/// AF_XDP receiving on every RX queue of an interface: one socket per
+/// queue, one XSKMAP, and the redirect program attached to the interface
+/// (in this thread's namespace) while it lives.
+#[derive(Debug)]
+pub struct XskRx {
+    socks: Vec<RxSocket>,
+    _link: crate::xdp::XdpLink,
+    _map: crate::xdp::XskMap,
+    pub zero_copy: bool,
+    /// Where the next receive starts, so no queue is always served last.
+    next: usize,
+}
+
+// SAFETY: as for XskTx.
+unsafe impl Send for XskRx {}
+
+impl XskRx {
+    /// Opens one AF_XDP socket for each of `iface`'s RX queues (the ethtool
+    /// channel count; 1 where the driver does not say) with `frames`
+    /// buffers each, and attaches the redirect program.
+    pub fn open(iface: &str, frames: usize) -> io::Result<Self> {
+        let ifindex = crate::raw::ifindex(iface)?;
+        let frames = frames.next_power_of_two().max(64);
+        let queues = crate::ethtool::channels(iface)
+            .map(|c| c.rx + c.combined)
+            .unwrap_or(0)
+            .clamp(1, 256);
+        let socks = (0..queues)
+            .map(|q| {
+                RxSocket::open(ifindex, q, frames)
+                    .map_err(|e| io::Error::new(e.kind(), format!("RX queue {q}: {e}")))
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        let map = crate::xdp::XskMap::new(queues)?;
+        for (q, s) in socks.iter().enumerate() {
+            map.set(q as u32, s.fd.as_raw_fd())?;
+        }
+        let link = crate::xdp::attach(
+            &crate::xdp::redirect_to_xsk_program(map.fd()),
+            ifindex,
+            "lr_xsk_redir",
+        )?;
+        Ok(Self {
+            zero_copy: socks.iter().all(|s| s.zero_copy),
+            socks,
+            _link: link,
+            _map: map,
+            next: 0,
+        })
     }
 
-    /// XDP_STATISTICS: (rx_dropped, rx_ring_full, rx_fill_ring_empty_descs).
+    /// RX queues read (one socket each).
+    pub fn queues(&self) -> usize {
+        self.socks.len()
+    }
+
+    /// Hands received frames (up to `max`, from every queue) to `f`, then
+    /// gives the buffers back to the kernel. Waits up to `timeout` for the
+    /// first.
+    pub fn recv(
+        &mut self,
+        max: usize,
+        timeout: std::time::Duration,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> io::Result<usize> {
+        if !self.socks.iter().any(RxSocket::pending) {
+            let mut pfds: Vec<libc::pollfd> = self
+                .socks
+                .iter()
+                .map(|s| libc::pollfd {
+                    fd: s.fd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                })
+                .collect();
+            // SAFETY: `pfds` is a valid array of that many pollfds.
+            unsafe {
+                libc::poll(
+                    pfds.as_mut_ptr(),
+                    pfds.len() as libc::nfds_t,
+                    timeout.as_millis().min(1000) as i32,
+                )
+            };
+        }
+        let k = self.socks.len();
+        let mut got = 0;
+        for i in 0..k {
+            let s = &mut self.socks[(self.next + i) % k];
+            got += s.drain(max - got, f);
+            if got == max {
+                break;
+            }
+        }
+        self.next = (self.next + 1) % k;
+        Ok(got)
+    }
+
+    /// XDP_STATISTICS over every queue: (rx_dropped, rx_ring_full,
+    /// rx_fill_ring_empty_descs).
     pub fn stats(&self) -> io::Result<(u64, u64, u64)> {
-        let st = xdp_statistics(self.fd.as_raw_fd())?;
-        Ok((st.rx_dropped, st.rx_ring_full, st.rx_fill_ring_empty_descs))
+        let mut sum = (0, 0, 0);
+        for s in &self.socks {
+            let st = xdp_statistics(s.fd.as_raw_fd())?;
+            sum.0 += st.rx_dropped;
+            sum.1 += st.rx_ring_full;
+            sum.2 += st.rx_fill_ring_empty_descs;
+        }
+        Ok(sum)
     }
 }

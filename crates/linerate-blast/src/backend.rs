@@ -90,7 +90,7 @@ pub enum Tx {
     Udp(Box<UdpTx>),
     /// AF_PACKET TPACKET_V3 TX ring.
     Ring(TxRing),
-    /// AF_XDP socket (queue 0), copy or zero-copy.
+    /// AF_XDP socket on the worker's TX queue, copy or zero-copy.
     Xdp(XskTx),
 }
 
@@ -265,7 +265,7 @@ pub enum Rx {
     /// Raw AF_PACKET socket, recvmmsg (frames copied into these buffers;
     /// the kernel's drop count so far).
     Socket(RawSocket, Vec<Vec<u8>>, u64),
-    /// AF_XDP socket on queue 0, with the redirect program attached.
+    /// AF_XDP, one socket per RX queue, with the redirect program attached.
     Xdp(XskRx),
     /// AF_PACKET TPACKET_V3 RX ring (and the kernel's drop count so far).
     Ring(RxRing, u64),
@@ -335,19 +335,20 @@ pub fn open_rx(kind: BackendKind, iface: &str) -> Result<(Rx, Option<String>), B
     };
     match kind {
         BackendKind::AfXdp => Ok((
-            Rx::Xdp(XskRx::open(iface, 0, 4096).map_err(open_err(iface))?),
+            Rx::Xdp(XskRx::open(iface, 4096).map_err(open_err(iface))?),
             None,
         )),
         BackendKind::Socket | BackendKind::Raw => Ok((socket()?, None)),
         BackendKind::Udp => Err(BackendError::SendOnly("socket:udp")),
         BackendKind::AfPacket => Ok((Rx::Ring(ring().map_err(open_err(iface))?, 0), None)),
-        BackendKind::Auto => match XskRx::open(iface, 0, 4096) {
-            Ok(x) => Ok((
-                Rx::Xdp(x),
-                Some(format!(
-                    "af_xdp on {iface} queue 0 (redirect program attached)"
-                )),
-            )),
+        BackendKind::Auto => match XskRx::open(iface, 4096) {
+            Ok(x) => {
+                let note = format!(
+                    "af_xdp on {iface}, {} RX queue(s), one socket each (redirect program attached)",
+                    x.queues()
+                );
+                Ok((Rx::Xdp(x), Some(note)))
+            }
             Err(xe) => match ring() {
                 Ok(r) => Ok((
                     Rx::Ring(r, 0),

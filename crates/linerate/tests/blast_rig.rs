@@ -354,6 +354,14 @@ fn af_xdp_one_socket_per_queue_with_cores() {
         ..Default::default()
     })
     .unwrap();
+    // The sink, too, has to read every queue: af_packet sees them all, and
+    // af_xdp binds one socket per RX queue.
+    for sink_backend in ["af_packet", "af_xdp"] {
+        one_socket_per_queue(&rig, sink_backend);
+    }
+}
+
+fn one_socket_per_queue(rig: &Rig, sink_backend: &str) {
     let sink = std::thread::scope(|s| {
         let h = s.spawn(|| {
             rig.command(1, BIN)
@@ -362,7 +370,7 @@ fn af_xdp_one_socket_per_queue_with_cores() {
                     "--iface",
                     "veth0",
                     "--backend",
-                    "af_packet",
+                    sink_backend,
                     "--duration",
                     "10",
                     "--count",
@@ -374,7 +382,7 @@ fn af_xdp_one_socket_per_queue_with_cores() {
         });
         std::thread::sleep(Duration::from_millis(500));
         let out = blast(
-            &rig,
+            rig,
             &[
                 "--backend",
                 "af_xdp",
@@ -428,8 +436,9 @@ fn af_xdp_one_socket_per_queue_with_cores() {
             v["duplicates"].as_u64()
         ),
         (Some(20000), Some(0), Some(0)),
-        "{v}"
+        "sink {sink_backend}: {v}"
     );
+    assert_eq!(v["backend"], sink_backend);
 }
 
 #[test]
