@@ -17,6 +17,25 @@ pub fn monotonic_ns() -> u64 {
     s * 1_000_000_000 + u64::from(ns)
 }
 
+/// CLOCK_REALTIME minus CLOCK_MONOTONIC, in nanoseconds: what turns a
+/// kernel timestamp taken on the wall clock into a monotonic one.
+pub fn realtime_offset_ns() -> i128 {
+    let read = |clock| {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid, writable timespec; both clocks exist on Linux.
+        unsafe { libc::clock_gettime(clock, &mut ts) };
+        i128::from(ts.tv_sec) * 1_000_000_000 + i128::from(ts.tv_nsec)
+    };
+    // Wall clock read on both sides of the monotonic one: their midpoint.
+    let r0 = read(libc::CLOCK_REALTIME);
+    let m = read(libc::CLOCK_MONOTONIC);
+    let r1 = read(libc::CLOCK_REALTIME);
+    (r0 + r1) / 2 - m
+}
+
 /// Process CPU time (user, system) in seconds.
 pub fn process_cpu_s() -> (f64, f64) {
     // SAFETY: rusage is plain old data; zeroed is a valid value, and getrusage fills it.
@@ -51,5 +70,14 @@ mod tests {
         assert!(b > a + 1_000_000, "{a} {b}");
         let (u, s) = process_cpu_s();
         assert!(u >= 0.0 && s >= 0.0);
+        // The offset is steady from one call to the next (no clock step here).
+        let (o1, o2) = (realtime_offset_ns(), realtime_offset_ns());
+        assert!((o1 - o2).abs() < 1_000_000, "{o1} {o2}");
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as i128;
+        let from_mono = i128::from(monotonic_ns()) + o1;
+        assert!((wall - from_mono).abs() < 50_000_000, "{wall} {from_mono}");
     }
 }

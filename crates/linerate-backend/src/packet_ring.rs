@@ -232,6 +232,9 @@ const TP_STATUS_KERNEL: u32 = 0;
 const BLOCK_STATUS_OFF: usize = 8;
 const BLOCK_NUM_PKTS_OFF: usize = 12;
 const BLOCK_FIRST_OFF: usize = 16;
+/// tp_sec and tp_nsec (u32) in tpacket3_hdr.
+const SEC_OFF: usize = 4;
+const NSEC_OFF: usize = 8;
 /// tp_mac (u16) in tpacket3_hdr.
 const MAC_OFF: usize = 24;
 /// sll_pkttype inside the sockaddr_ll that follows the aligned header.
@@ -285,9 +288,12 @@ impl RxRing {
     }
 
     /// Hands every frame of the next ready block to `f` (frames this host
-    /// sent are skipped), then returns the block to the kernel. Waits up to
-    /// `timeout_ms` for a block. Returns the frames handed over.
-    pub fn recv(&mut self, timeout_ms: i32, f: &mut dyn FnMut(&[u8])) -> io::Result<usize> {
+    /// sent are skipped) with the time the kernel received it on
+    /// CLOCK_MONOTONIC (the ring stamps CLOCK_REALTIME; converted here, so a
+    /// block that waited to be retired does not delay its frames' times),
+    /// then returns the block to the kernel. Waits up to `timeout_ms` for a
+    /// block. Returns the frames handed over.
+    pub fn recv(&mut self, timeout_ms: i32, f: &mut dyn FnMut(&[u8], u64)) -> io::Result<usize> {
         let b = self.current;
         if self.block_status(b).load(Ordering::Acquire) & TP_STATUS_USER == 0 {
             let mut pfd = libc::pollfd {
@@ -302,6 +308,7 @@ impl RxRing {
             }
         }
         let mut count = 0;
+        let offset = crate::clock::realtime_offset_ns();
         // SAFETY: the block is ours (TP_STATUS_USER) until we hand it back;
         // every offset below comes from the kernel and is checked against the block.
         unsafe {
@@ -317,8 +324,12 @@ impl RxRing {
                 let snaplen = (p.add(SNAPLEN_OFF) as *const u32).read() as usize;
                 let mac = (p.add(MAC_OFF) as *const u16).read() as usize;
                 let pkttype = p.add(PKTTYPE_OFF).read();
+                let sec = (p.add(SEC_OFF) as *const u32).read();
+                let nsec = (p.add(NSEC_OFF) as *const u32).read();
+                let wall = i128::from(sec) * 1_000_000_000 + i128::from(nsec);
+                let at = u64::try_from(wall - offset).unwrap_or(0);
                 if off + mac + snaplen <= self.block_size && pkttype != libc::PACKET_OUTGOING {
-                    f(std::slice::from_raw_parts(p.add(mac), snaplen));
+                    f(std::slice::from_raw_parts(p.add(mac), snaplen), at);
                     count += 1;
                 }
                 if next == 0 {

@@ -282,7 +282,9 @@ impl Rx {
 
     /// Hands each received frame (without FCS) to `f`; waits up to 50 ms
     /// for the first. Frames this host sent itself are skipped.
-    pub fn recv(&mut self, f: &mut dyn FnMut(&[u8])) -> io::Result<usize> {
+    /// Hands received frames to `f`, each with the kernel's receive time
+    /// (CLOCK_MONOTONIC ns) where the backend has one (the af_packet ring).
+    pub fn recv(&mut self, f: &mut dyn FnMut(&[u8], Option<u64>)) -> io::Result<usize> {
         match self {
             Rx::Socket(sock, store, _) => {
                 let mut lens = [0usize; linerate_backend::raw::RAW_BATCH_MAX];
@@ -290,13 +292,15 @@ impl Rx {
                 let n = sock.recv(&mut bufs, &mut lens)?;
                 for (b, &l) in store.iter().zip(&lens).take(n) {
                     if l > 0 {
-                        f(&b[..l]);
+                        f(&b[..l], None);
                     }
                 }
                 Ok(n)
             }
-            Rx::Xdp(x) => x.recv(256, std::time::Duration::from_millis(50), f),
-            Rx::Ring(r, _) => r.recv(50, f),
+            Rx::Xdp(x) => x.recv(256, std::time::Duration::from_millis(50), &mut |fr| {
+                f(fr, None)
+            }),
+            Rx::Ring(r, _) => r.recv(50, &mut |fr, at| f(fr, Some(at))),
         }
     }
 

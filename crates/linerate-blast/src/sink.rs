@@ -7,7 +7,7 @@ use linerate_gen::SinkCounts;
 use linerate_gen::pcap::CaptureWriter;
 use std::io::ErrorKind;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone)]
 pub struct SinkConfig {
@@ -119,29 +119,32 @@ pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendEr
         if cfg.until_packets.is_some_and(|n| counts.packets >= n) {
             break;
         }
-        // Arrival time: read once per batch, when its first frame is handed
-        // over (after the wait, not before it), so latency is not shortened
-        // by the time recv spent blocked.
+        // Arrival time: the kernel's receive time where the backend has one
+        // (af_packet ring); otherwise read once per batch, when its first
+        // frame is handed over (after the wait, not before it), so latency
+        // is not shortened by the time recv spent blocked.
         let mut now = 0u64;
         let before = counts.packets;
-        let r = match capture.as_mut().filter(|c| c.wants_more()) {
-            None => rx.recv(&mut |frame| {
+        let mut arrival = |at: Option<u64>| {
+            at.unwrap_or_else(|| {
                 if now == 0 {
                     now = clock::monotonic_ns();
                 }
-                counts.on_frame(frame, now);
-            }),
+                now
+            })
+        };
+        let r = match capture.as_mut().filter(|c| c.wants_more()) {
+            None => rx.recv(&mut |frame, at| counts.on_frame(frame, arrival(at))),
             Some(c) => {
-                let mut wall = 0u64;
-                rx.recv(&mut |frame| {
-                    if now == 0 {
-                        now = clock::monotonic_ns();
-                        wall = SystemTime::now()
-                            .duration_since(UNIX_EPOCH)
-                            .map_or(0, |d| d.as_nanos() as u64);
-                    }
-                    counts.on_frame(frame, now);
-                    c.write(wall, frame);
+                // Capture timestamps on the wall clock, as pcap wants.
+                let wall_offset = clock::realtime_offset_ns();
+                rx.recv(&mut |frame, at| {
+                    let t = arrival(at);
+                    counts.on_frame(frame, t);
+                    c.write(
+                        u64::try_from(i128::from(t) + wall_offset).unwrap_or(0),
+                        frame,
+                    );
                 })
             }
         };
