@@ -1,7 +1,7 @@
 //! The client: drives an iperf3-compatible server (iperf3 itself or
 //! `linerate server`) through one test.
 
-use crate::meter::Meter;
+use crate::meter::{CONTROL_WAKE, Meter, until_due};
 use crate::net::{self, CpuMeter, Family};
 use crate::stream::{self, Pacing, StreamShared};
 use linerate_iperf::client::{ClientError, ClientEvent, ClientSession};
@@ -345,14 +345,20 @@ fn run_inner(
             }
         }
         // Wake for the end of the test or the next interval, whichever is first.
-        let wake = match (start_at, finals.is_empty()) {
-            (Some(s), true) if params.time_s > 0 => test_len
-                .saturating_sub(s.elapsed())
-                .clamp(Duration::from_millis(1), Duration::from_millis(20)),
-            _ => Duration::from_millis(20),
+        let to_end = match (start_at, finals.is_empty()) {
+            (Some(s), true) if params.time_s > 0 => test_len.saturating_sub(s.elapsed()),
+            _ => CONTROL_WAKE,
         };
+        let wake = to_end
+            .min(until_due(meter.as_ref()))
+            .clamp(Duration::from_millis(1), CONTROL_WAKE);
         let _ = ctrl.set_read_timeout(Some(wake));
-        match ctrl.read(&mut buf) {
+        let r = if net::wait_readable(&ctrl, wake) {
+            ctrl.read(&mut buf)
+        } else {
+            Err(ErrorKind::TimedOut.into())
+        };
+        match r {
             Ok(0) => session.handle_eof(),
             Ok(n) => {
                 last_read = Instant::now();

@@ -44,6 +44,20 @@ struct RttStats {
     n: u64,
 }
 
+/// The longest a control loop sleeps between looks at its streams.
+pub const CONTROL_WAKE: Duration = Duration::from_millis(20);
+
+/// How long a control loop may wait for its control socket before the
+/// meter's next interval is due (at most [`CONTROL_WAKE`], at least 1 ms),
+/// so intervals end on time rather than up to a wake-up late.
+pub fn until_due(m: Option<&Meter>) -> Duration {
+    m.and_then(Meter::next_due)
+        .map_or(CONTROL_WAKE, |t| {
+            t.saturating_duration_since(Instant::now())
+        })
+        .clamp(Duration::from_millis(1), CONTROL_WAKE)
+}
+
 /// Samples a test's streams.
 #[derive(Debug)]
 pub struct Meter {
@@ -116,6 +130,17 @@ impl Meter {
 
     pub fn omitting(&self) -> bool {
         self.omitting
+    }
+
+    /// When the next interval (or the end of omit) is due, if ever.
+    pub fn next_due(&self) -> Option<Instant> {
+        if self.omitting {
+            Some(self.start + self.omit)
+        } else if self.interval.is_zero() {
+            None
+        } else {
+            Some(self.last_t + self.interval)
+        }
     }
 
     /// Emits an interval if one ended by `now`.
@@ -291,5 +316,52 @@ impl Meter {
             })
             .collect();
         (last, finals)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::StreamShared;
+
+    fn meter(interval_ms: u64, omit_ms: u64, started_ms_ago: u64) -> Meter {
+        let s = Arc::new(StreamShared::new(1, true, 5, None));
+        let start = Instant::now() - Duration::from_millis(started_ms_ago);
+        Meter::new(
+            vec![s],
+            true,
+            Duration::from_millis(interval_ms),
+            Duration::from_millis(omit_ms),
+            start,
+        )
+    }
+
+    #[test]
+    fn control_loops_wake_when_the_next_interval_is_due() {
+        // 995 ms into a 1 s interval: wake in about 5 ms, not a full 20.
+        let m = meter(1000, 0, 995);
+        let w = until_due(Some(&m));
+        assert!(
+            w <= Duration::from_millis(6) && w >= Duration::from_millis(1),
+            "{w:?}"
+        );
+        // Far from the next interval: the usual 20 ms look.
+        assert_eq!(until_due(Some(&meter(1000, 0, 100))), CONTROL_WAKE);
+        // Overdue: at once (1 ms floor), and tick emits it.
+        let mut late = meter(1000, 0, 1500);
+        assert_eq!(until_due(Some(&late)), Duration::from_millis(1));
+        assert!(late.tick(Instant::now()).is_some());
+        assert_eq!(
+            late.next_due().unwrap(),
+            late.start + Duration::from_millis(2000),
+            "the next interval follows the nominal one, not the late emission"
+        );
+        // While omitting, the end of omit is what is due.
+        let o = meter(1000, 2000, 1990);
+        assert_eq!(o.next_due().unwrap(), o.start + Duration::from_millis(2000));
+        assert!(until_due(Some(&o)) <= Duration::from_millis(11));
+        // No intervals (-i 0) and no meter: the plain wake-up.
+        assert_eq!(meter(0, 0, 10).next_due(), None);
+        assert_eq!(until_due(None), CONTROL_WAKE);
     }
 }

@@ -292,3 +292,13 @@ pub fn iface_addr(iface: &str, v6: bool) -> Option<IpAddr> {
         }
     })
 }
+
+/// Waits up to `d` for `sock` to be readable (or at end of file, or in
+/// error): poll(2) with millisecond resolution, where SO_RCVTIMEO rounds up
+/// to the kernel's tick (4 ms at HZ=250).
+pub fn wait_readable(sock: &impl std::os::fd::AsFd, d: std::time::Duration) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    let ms = u16::try_from(d.as_millis().max(1)).unwrap_or(u16::MAX);
+    let mut fds = [PollFd::new(sock.as_fd(), PollFlags::POLLIN)];
+    matches!(poll(&mut fds, PollTimeout::from(ms)), Ok(n) if n > 0)
+}

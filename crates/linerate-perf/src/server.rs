@@ -3,7 +3,7 @@
 //! gets ACCESS_DENIED, and the server goes on serving.
 
 use crate::client::{Conn, Running, StreamOpts, spawn_streams};
-use crate::meter::Meter;
+use crate::meter::{Meter, until_due};
 use crate::net::{self, CpuMeter, Family};
 use linerate_iperf::report::{OutputMode, Report, Role, StartInfo, StreamDesc, peer_results};
 use linerate_iperf::server::{ServerEvent, ServerSession};
@@ -586,7 +586,14 @@ fn serve_test(
             });
             continue;
         }
-        match ctrl.read(&mut buf) {
+        let wake = until_due(meter.as_ref());
+        let _ = ctrl.set_read_timeout(Some(wake));
+        let r = if net::wait_readable(&ctrl, wake) {
+            ctrl.read(&mut buf)
+        } else {
+            Err(ErrorKind::TimedOut.into())
+        };
+        match r {
             Ok(0) => session.handle_eof(),
             Ok(n) => session.handle_bytes(&buf[..n]),
             Err(e)

@@ -272,7 +272,7 @@ fn json_stream_emits_one_event_per_line() {
 
 const OPTION_CASES: &[&[&str]] = &[
     &[
-        "-t", "1", "-w", "1M", "-M", "1200", "-N", "-S", "0x28", "-C", "cubic",
+        "-t", "1", "-w", "160K", "-M", "1200", "-N", "-S", "0x28", "-C", "cubic",
     ],
     &[
         "-t",
