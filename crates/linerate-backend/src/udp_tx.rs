@@ -7,7 +7,7 @@
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, FromRawFd};
 
 /// Most datagrams in one GSO message (the kernel's UDP_MAX_SEGMENTS is 64
 /// on older kernels, 128 on newer ones).
@@ -38,10 +38,35 @@ pub struct UdpTxOptions {
 
 /// A UDP socket bound to `src` and to `iface` (SO_BINDTODEVICE), with DF
 /// set (never fragmented locally), blocking (a full send buffer waits
-/// rather than drops).
+/// rather than drops). SO_REUSEPORT lets several senders (one per worker)
+/// share a source endpoint.
 pub fn open_bound(iface: &str, src: SocketAddr, opt: &UdpTxOptions) -> io::Result<UdpSocket> {
-    let sock = UdpSocket::bind(src)?;
+    let domain = if src.is_ipv6() {
+        libc::AF_INET6
+    } else {
+        libc::AF_INET
+    };
+    // SAFETY: plain socket(2).
+    let raw = unsafe { libc::socket(domain, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor we own from here on.
+    let sock = UdpSocket::from(unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) });
     let fd = sock.as_raw_fd();
+    crate::sockopt::setsockopt_raw(
+        fd,
+        libc::SOL_SOCKET,
+        libc::SO_REUSEPORT,
+        &1i32.to_ne_bytes(),
+    )?;
+    // SAFETY: sockaddr_storage is plain old data; all-zero is valid.
+    let mut name: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = sockaddr(src, &mut name);
+    // SAFETY: `name` holds a valid address of `len` bytes.
+    if unsafe { libc::bind(fd, (&name as *const libc::sockaddr_storage).cast(), len) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
     crate::sockopt::setsockopt_raw(
         fd,
         libc::SOL_SOCKET,

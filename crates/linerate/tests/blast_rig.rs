@@ -1031,6 +1031,38 @@ fn socket_backend_sends_through_udp_sockets_where_it_can() {
             "frames as built by the kernel"
         );
     }
+    // Two workers share the source endpoints (SO_REUSEPORT), each sending
+    // its half of the flows.
+    let (v, out) = with_sink(&rig, 16000, || {
+        blast_stack(
+            &rig,
+            &[
+                "--backend",
+                "socket",
+                "--cores",
+                "0,1",
+                "--dst-ip",
+                &dst,
+                "--src-port",
+                "1000-1001",
+                "--dst-port",
+                "5000-5003",
+                "--count",
+                "16000",
+                "--rate",
+                "100k",
+            ],
+        )
+    });
+    let b = succeeded(&out);
+    let per_worker: Vec<u64> = b["backend_stats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["udp_datagrams"].as_u64().unwrap())
+        .collect();
+    assert_eq!(per_worker, vec![8000, 8000], "{b}");
+    exact(&v, 16000);
     // With the veth set to split GSO batches, auto turns GSO on: bursts of
     // 32 go as one send each, and the receiver still sees every datagram.
     let seg = rig
