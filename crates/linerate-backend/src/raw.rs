@@ -38,6 +38,8 @@ pub struct RawSocket {
     hdrs: Vec<libc::mmsghdr>,
     addrs: Vec<libc::sockaddr_ll>,
     qdisc_bypass: bool,
+    /// Control buffers for SCM_TIMESTAMPNS, one per message.
+    cmsgs: Vec<[u64; 8]>,
 }
 
 // SAFETY: the pointers in iov/hdrs are rewritten before every call from
@@ -131,6 +133,7 @@ impl RawSocket {
             hdrs,
             addrs,
             qdisc_bypass: false,
+            cmsgs: vec![[0u64; 8]; RAW_BATCH_MAX],
         })
     }
 
@@ -200,10 +203,45 @@ impl RawSocket {
         crate::udp_batch::send_each(self.fd.as_raw_fd(), &mut self.iov, &mut self.hdrs, frames)
     }
 
+    /// Has the kernel stamp every received frame with its receive time
+    /// (SO_TIMESTAMPNS, CLOCK_REALTIME), read by [`recv_stamped`](Self::recv_stamped).
+    pub fn enable_rx_timestamps(&self) -> io::Result<()> {
+        setsockopt_int(
+            self.fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            1,
+        )
+    }
+
     /// Receives up to `bufs.len()` frames; `lens[i]` is frame i's length,
     /// 0 for frames this host sent (PACKET_OUTGOING), which are not counted.
     pub fn recv(&mut self, bufs: &mut [&mut [u8]], lens: &mut [usize]) -> io::Result<usize> {
-        let n = bufs.len().min(RAW_BATCH_MAX).min(lens.len());
+        self.recv_inner(bufs, lens, None)
+    }
+
+    /// As [`recv`](Self::recv), and `stamps[i]` gets frame i's kernel
+    /// receive time (CLOCK_REALTIME ns; 0 without one), once
+    /// [`enable_rx_timestamps`](Self::enable_rx_timestamps) was called.
+    pub fn recv_stamped(
+        &mut self,
+        bufs: &mut [&mut [u8]],
+        lens: &mut [usize],
+        stamps: &mut [u64],
+    ) -> io::Result<usize> {
+        self.recv_inner(bufs, lens, Some(stamps))
+    }
+
+    fn recv_inner(
+        &mut self,
+        bufs: &mut [&mut [u8]],
+        lens: &mut [usize],
+        mut stamps: Option<&mut [u64]>,
+    ) -> io::Result<usize> {
+        let mut n = bufs.len().min(RAW_BATCH_MAX).min(lens.len());
+        if let Some(s) = &stamps {
+            n = n.min(s.len());
+        }
         for (i, b) in bufs[..n].iter_mut().enumerate() {
             self.iov[i] = libc::iovec {
                 iov_base: b.as_mut_ptr().cast(),
@@ -216,6 +254,10 @@ impl RawSocket {
             h.msg_iovlen = 1;
             h.msg_name = (&mut self.addrs[i] as *mut libc::sockaddr_ll).cast();
             h.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+            if stamps.is_some() {
+                h.msg_control = self.cmsgs[i].as_mut_ptr().cast();
+                h.msg_controllen = std::mem::size_of::<[u64; 8]>();
+            }
         }
         // SAFETY: headers point into `bufs` and `self.addrs`, alive for the call.
         let rc = unsafe {
@@ -237,6 +279,26 @@ impl RawSocket {
             } else {
                 self.hdrs[i].msg_len as usize
             };
+        }
+        if let Some(stamps) = stamps.as_mut() {
+            for (i, st) in stamps.iter_mut().enumerate().take(rc as usize) {
+                *st = 0;
+                let h = &self.hdrs[i].msg_hdr;
+                // SAFETY: the kernel filled `msg_controllen` bytes of our
+                // control buffer with well-formed cmsgs; CMSG_* walk them.
+                unsafe {
+                    let mut c = libc::CMSG_FIRSTHDR(h);
+                    while !c.is_null() {
+                        if (*c).cmsg_level == libc::SOL_SOCKET
+                            && (*c).cmsg_type == libc::SCM_TIMESTAMPNS
+                        {
+                            let ts = libc::CMSG_DATA(c).cast::<libc::timespec>().read_unaligned();
+                            *st = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+                        }
+                        c = libc::CMSG_NXTHDR(h, c);
+                    }
+                }
+            }
         }
         Ok(rc as usize)
     }

@@ -283,16 +283,24 @@ impl Rx {
     /// Hands each received frame (without FCS) to `f`; waits up to 50 ms
     /// for the first. Frames this host sent itself are skipped.
     /// Hands received frames to `f`, each with the kernel's receive time
-    /// (CLOCK_MONOTONIC ns) where the backend has one (the af_packet ring).
+    /// (CLOCK_MONOTONIC ns) where the backend has one (the af_packet ring,
+    /// the raw socket's SO_TIMESTAMPNS; AF_XDP frames carry none).
     pub fn recv(&mut self, f: &mut dyn FnMut(&[u8], Option<u64>)) -> io::Result<usize> {
         match self {
             Rx::Socket(sock, store, _) => {
                 let mut lens = [0usize; linerate_backend::raw::RAW_BATCH_MAX];
+                let mut stamps = [0u64; linerate_backend::raw::RAW_BATCH_MAX];
                 let mut bufs: Vec<&mut [u8]> = store.iter_mut().map(Vec::as_mut_slice).collect();
-                let n = sock.recv(&mut bufs, &mut lens)?;
-                for (b, &l) in store.iter().zip(&lens).take(n) {
+                let n = sock.recv_stamped(&mut bufs, &mut lens, &mut stamps)?;
+                // The kernel's receive stamps are on the wall clock; probes
+                // carry the monotonic one.
+                let offset = linerate_backend::clock::realtime_offset_ns();
+                for ((b, &l), &st) in store.iter().zip(&lens).zip(&stamps).take(n) {
                     if l > 0 {
-                        f(&b[..l], None);
+                        let at = (st > 0)
+                            .then(|| u64::try_from(i128::from(st) - offset).ok())
+                            .flatten();
+                        f(&b[..l], at);
                     }
                 }
                 Ok(n)
@@ -328,6 +336,7 @@ pub fn open_rx(kind: BackendKind, iface: &str) -> Result<(Rx, Option<String>), B
         let s = RawSocket::open(iface).map_err(open_err(iface))?;
         let _ = s.set_rcvbuf(64 << 20);
         let _ = s.set_read_timeout(std::time::Duration::from_millis(50));
+        let _ = s.enable_rx_timestamps();
         let _ = s.stats();
         Ok(Rx::Socket(
             s,

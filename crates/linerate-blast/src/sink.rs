@@ -43,6 +43,10 @@ pub struct SinkReport {
     pub capture: Option<(String, u64, u32, Option<String>)>,
     /// Why receiving stopped early, if it did (the counts up to then stand).
     pub error: Option<String>,
+    /// Frames whose arrival time is the kernel's receive stamp, and frames
+    /// timed when their batch was handed over (AF_XDP, or no stamp).
+    pub arrival_stamped: u64,
+    pub arrival_handover: u64,
 }
 
 impl SinkReport {
@@ -75,6 +79,10 @@ impl SinkReport {
                 "path": path, "frames": frames, "snaplen": snaplen, "error": error,
             })),
             "latency_ns": latency,
+            "latency_arrival": {
+                "kernel_receive_stamp": self.arrival_stamped,
+                "batch_handover": self.arrival_handover,
+            },
             "latency_clock": if c.clocks_shared() { "shared (same host): one-way latency is valid" } else { "not shared: latency not measured" },
             "flows": c.flows.iter().map(|(id, f)| serde_json::json!({
                 "flow": id, "packets": f.seq.received, "bytes": f.bytes, "lost": f.seq.lost(),
@@ -103,6 +111,7 @@ pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendEr
     // Rings (af_packet, af_xdp) just go quiet when the interface goes down:
     // look at it a few times a second so every backend ends the same way.
     let mut next_link_check = Instant::now();
+    let (mut stamped, mut handover) = (0u64, 0u64);
     while !stop.load(Ordering::Relaxed) && start.elapsed() < cfg.duration {
         if Instant::now() >= next_link_check {
             next_link_check = Instant::now() + LINK_CHECK;
@@ -125,13 +134,18 @@ pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendEr
         // is not shortened by the time recv spent blocked.
         let mut now = 0u64;
         let before = counts.packets;
-        let mut arrival = |at: Option<u64>| {
-            at.unwrap_or_else(|| {
+        let mut arrival = |at: Option<u64>| match at {
+            Some(t) => {
+                stamped += 1;
+                t
+            }
+            None => {
+                handover += 1;
                 if now == 0 {
                     now = clock::monotonic_ns();
                 }
                 now
-            })
+            }
         };
         let r = match capture.as_mut().filter(|c| c.wants_more()) {
             None => rx.recv(&mut |frame, at| counts.on_frame(frame, arrival(at))),
@@ -184,5 +198,7 @@ pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendEr
         kernel_drops: drops,
         capture,
         error,
+        arrival_stamped: stamped,
+        arrival_handover: handover,
     })
 }

@@ -897,6 +897,14 @@ fn sink_rates_cover_only_the_probe_frames() {
     // idle veth stays well under the 50 ms the socket may block.
     let p50 = v["latency_ns"]["p50"].as_u64().unwrap();
     assert!(p50 > 0 && p50 < 20_000_000, "p50 {p50} ns: {v}");
+    // The raw socket's frames carry the kernel's receive stamp (SO_TIMESTAMPNS).
+    assert!(
+        v["latency_arrival"]["kernel_receive_stamp"]
+            .as_u64()
+            .unwrap()
+            >= 500,
+        "{v}"
+    );
 }
 
 /// The JSON of a run that must have succeeded.
@@ -1189,4 +1197,12 @@ fn af_packet_sink_latency_uses_the_kernel_receive_time() {
     // The ring's own receive stamps leave same-host latency in microseconds.
     let p50 = v["latency_ns"]["p50"].as_u64().unwrap();
     assert!(p50 > 0 && p50 < 2_000_000, "p50 {p50} ns: {v}");
+    assert!(
+        v["latency_arrival"]["kernel_receive_stamp"]
+            .as_u64()
+            .unwrap()
+            >= 1000,
+        "{v}"
+    );
+    assert_eq!(v["latency_arrival"]["batch_handover"], 0, "{v}");
 }
