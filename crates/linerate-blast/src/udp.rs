@@ -288,6 +288,14 @@ impl UdpTx {
         let mut done = 0;
         while done < self.msgs.len() {
             match self.sender.send(&self.socks[s], bufs, &self.msgs[done..]) {
+                // A blocking sendmmsg takes at least one message or fails;
+                // never spin on nothing.
+                Ok(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::WriteZero,
+                        "sendmmsg took no message",
+                    ));
+                }
                 Ok(m) => {
                     self.gso_messages += self.msgs[done..done + m]
                         .iter()
