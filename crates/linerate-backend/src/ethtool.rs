@@ -31,22 +31,12 @@ struct IfReq {
 
 /// Runs one SIOCETHTOOL request; `buf` starts with the command word.
 fn ioctl(iface: &str, buf: &mut [u32]) -> io::Result<()> {
-    if iface.is_empty() || iface.len() >= libc::IFNAMSIZ {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "bad interface name",
-        ));
-    }
-    let sock =
-        std::net::UdpSocket::bind("0.0.0.0:0").or_else(|_| std::net::UdpSocket::bind("[::]:0"))?;
+    let (sock, name) = crate::raw::ioctl_target(iface)?;
     let mut req = IfReq {
-        name: [0; libc::IFNAMSIZ],
+        name,
         data: buf.as_mut_ptr().cast(),
         _pad: [0; 16],
     };
-    for (d, s) in req.name.iter_mut().zip(iface.bytes()) {
-        *d = s as libc::c_char;
-    }
     // SAFETY: `req` is a valid ifreq whose data points to `buf`, which is
     // large enough for the command's reply (the callers size it).
     let rc = unsafe { libc::ioctl(sock.as_raw_fd(), SIOCETHTOOL as _, &mut req) };

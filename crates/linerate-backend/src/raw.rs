@@ -337,10 +337,12 @@ pub fn iface_mtu(iface: &str) -> io::Result<usize> {
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad MTU in sysfs"))
 }
 
-/// Whether an interface is administratively up (IFF_UP), asked of the
-/// calling thread's network namespace (SIOCGIFFLAGS); an error when it
-/// does not exist (any more).
-pub fn iface_up(iface: &str) -> io::Result<bool> {
+/// A throwaway socket for interface ioctls (of the calling thread's
+/// network namespace) and `iface` as an ifreq name; a clear error for a
+/// name the kernel could not hold.
+pub(crate) fn ioctl_target(
+    iface: &str,
+) -> io::Result<(std::net::UdpSocket, [libc::c_char; libc::IFNAMSIZ])> {
     if iface.is_empty() || iface.len() >= libc::IFNAMSIZ {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -349,11 +351,21 @@ pub fn iface_up(iface: &str) -> io::Result<bool> {
     }
     let sock =
         std::net::UdpSocket::bind("0.0.0.0:0").or_else(|_| std::net::UdpSocket::bind("[::]:0"))?;
-    // SAFETY: an all-zero ifreq is valid; we fill in the name.
-    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (d, s) in req.ifr_name.iter_mut().zip(iface.bytes()) {
+    let mut name = [0 as libc::c_char; libc::IFNAMSIZ];
+    for (d, s) in name.iter_mut().zip(iface.bytes()) {
         *d = s as libc::c_char;
     }
+    Ok((sock, name))
+}
+
+/// Whether an interface is administratively up (IFF_UP), asked of the
+/// calling thread's network namespace (SIOCGIFFLAGS); an error when it
+/// does not exist (any more).
+pub fn iface_up(iface: &str) -> io::Result<bool> {
+    let (sock, name) = ioctl_target(iface)?;
+    // SAFETY: an all-zero ifreq is valid; we fill in the name.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    req.ifr_name = name;
     // SAFETY: SIOCGIFFLAGS reads the name and writes ifru_flags inside `req`.
     let rc = unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS as _, &mut req) };
     if rc < 0 {

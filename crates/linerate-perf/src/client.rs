@@ -8,7 +8,7 @@ use linerate_iperf::client::{ClientError, ClientEvent, ClientSession};
 use linerate_iperf::params::{TCP_LEN_DEFAULT, UDP_RATE_DEFAULT_BPS};
 use linerate_iperf::report::{OutputMode, Report, Role, StartInfo, StreamDesc, peer_results};
 use linerate_iperf::{Params, PeerResults, Protocol, cookie_str, make_cookie, udp_connect};
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
@@ -352,13 +352,7 @@ fn run_inner(
         let wake = to_end
             .min(until_due(meter.as_ref()))
             .clamp(Duration::from_millis(1), CONTROL_WAKE);
-        let _ = ctrl.set_read_timeout(Some(wake));
-        let r = if net::wait_readable(&ctrl, wake) {
-            ctrl.read(&mut buf)
-        } else {
-            Err(ErrorKind::TimedOut.into())
-        };
-        match r {
+        match net::read_within(&mut ctrl, &mut buf, wake) {
             Ok(0) => session.handle_eof(),
             Ok(n) => {
                 last_read = Instant::now();

@@ -293,6 +293,23 @@ pub fn iface_addr(iface: &str, v6: bool) -> Option<IpAddr> {
     })
 }
 
+/// Reads from a control connection, waiting at most `wake` (to the
+/// millisecond, see [`wait_readable`]); a wait that ends with nothing to
+/// read is `TimedOut`. SO_RCVTIMEO is set too, as a backstop.
+pub fn read_within(
+    ctrl: &mut std::net::TcpStream,
+    buf: &mut [u8],
+    wake: std::time::Duration,
+) -> std::io::Result<usize> {
+    use std::io::Read;
+    let _ = ctrl.set_read_timeout(Some(wake));
+    if wait_readable(ctrl, wake) {
+        ctrl.read(buf)
+    } else {
+        Err(std::io::ErrorKind::TimedOut.into())
+    }
+}
+
 /// Waits up to `d` for `sock` to be readable (or at end of file, or in
 /// error): poll(2) with millisecond resolution, where SO_RCVTIMEO rounds up
 /// to the kernel's tick (4 ms at HZ=250).

@@ -586,14 +586,7 @@ fn serve_test(
             });
             continue;
         }
-        let wake = until_due(meter.as_ref());
-        let _ = ctrl.set_read_timeout(Some(wake));
-        let r = if net::wait_readable(&ctrl, wake) {
-            ctrl.read(&mut buf)
-        } else {
-            Err(ErrorKind::TimedOut.into())
-        };
-        match r {
+        match net::read_within(&mut ctrl, &mut buf, until_due(meter.as_ref())) {
             Ok(0) => session.handle_eof(),
             Ok(n) => session.handle_bytes(&buf[..n]),
             Err(e)
