@@ -47,6 +47,10 @@ pub struct SinkReport {
     /// timed when their batch was handed over (AF_XDP, or no stamp).
     pub arrival_stamped: u64,
     pub arrival_handover: u64,
+    /// Frames longer than the interface's MTU allows: GSO/GRO batches
+    /// handed over whole (e.g. by a veth whose sender left
+    /// tx-udp-segmentation on). Only their first datagram is counted.
+    pub oversized: u64,
 }
 
 impl SinkReport {
@@ -73,6 +77,7 @@ impl SinkReport {
             "reordered": c.reordered(),
             "duplicates": c.duplicates(),
             "other_frames": c.other,
+            "oversized_frames": self.oversized,
             "kernel_drops": self.kernel_drops,
             "error": self.error,
             "capture": self.capture.as_ref().map(|(path, frames, snaplen, error)| serde_json::json!({
@@ -111,7 +116,9 @@ pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendEr
     // Rings (af_packet, af_xdp) just go quiet when the interface goes down:
     // look at it a few times a second so every backend ends the same way.
     let mut next_link_check = Instant::now();
-    let (mut stamped, mut handover) = (0u64, 0u64);
+    let (mut stamped, mut handover, mut oversized) = (0u64, 0u64, 0u64);
+    // Ethernet header, one VLAN tag; a larger frame is several packets in one.
+    let frame_max = linerate_backend::raw::iface_mtu(&cfg.iface).map_or(usize::MAX, |m| m + 18);
     while !stop.load(Ordering::Relaxed) && start.elapsed() < cfg.duration {
         if Instant::now() >= next_link_check {
             next_link_check = Instant::now() + LINK_CHECK;
@@ -148,11 +155,15 @@ pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendEr
             }
         };
         let r = match capture.as_mut().filter(|c| c.wants_more()) {
-            None => rx.recv(&mut |frame, at| counts.on_frame(frame, arrival(at))),
+            None => rx.recv(&mut |frame, at| {
+                oversized += u64::from(frame.len() > frame_max);
+                counts.on_frame(frame, arrival(at))
+            }),
             Some(c) => {
                 // Capture timestamps on the wall clock, as pcap wants.
                 let wall_offset = clock::realtime_offset_ns();
                 rx.recv(&mut |frame, at| {
+                    oversized += u64::from(frame.len() > frame_max);
                     let t = arrival(at);
                     counts.on_frame(frame, t);
                     c.write(
@@ -200,5 +211,6 @@ pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendEr
         error,
         arrival_stamped: stamped,
         arrival_handover: handover,
+        oversized,
     })
 }

@@ -933,6 +933,16 @@ fn with_sink<T: Send>(
     count: u64,
     f: impl FnOnce() -> T + Send,
 ) -> (serde_json::Value, T) {
+    with_sink_for(rig, count, "15", f)
+}
+
+/// [`with_sink`] for at most `secs` seconds.
+fn with_sink_for<T: Send>(
+    rig: &Rig,
+    count: u64,
+    secs: &str,
+    f: impl FnOnce() -> T + Send,
+) -> (serde_json::Value, T) {
     std::thread::scope(|s| {
         let h = s.spawn(|| {
             let n = count.to_string();
@@ -944,7 +954,7 @@ fn with_sink<T: Send>(
                     "--backend",
                     "socket",
                     "--duration",
-                    "15",
+                    secs,
                     "--count",
                     &n,
                     "--json",
@@ -1071,6 +1081,35 @@ fn socket_backend_sends_through_udp_sockets_where_it_can() {
         .collect();
     assert_eq!(per_worker, vec![8000, 8000], "{b}");
     exact(&v, 16000);
+    // GSO forced on while the veth passes GSO batches whole: the sink sees
+    // frames longer than the MTU, says so, and counts only their first
+    // datagram (the rest reads as lost).
+    let (v, out) = with_sink_for(&rig, 4000, "3", || {
+        blast_stack(
+            &rig,
+            &[
+                "--backend",
+                "socket:udp",
+                "--gso",
+                "on",
+                "--dst-ip",
+                &dst,
+                "--size",
+                "200",
+                "--count",
+                "4000",
+                "--rate",
+                "100k",
+                "--burst",
+                "32",
+            ],
+        )
+    });
+    succeeded(&out);
+    let oversized = v["oversized_frames"].as_u64().unwrap();
+    assert!(oversized > 0, "{v}");
+    assert!(v["packets"].as_u64().unwrap() < 4000, "{v}");
+    assert!(v["lost"].as_u64().unwrap() > 0, "{v}");
     // With the veth set to split GSO batches, auto turns GSO on: bursts of
     // 32 go as one send each, and the receiver still sees every datagram.
     let seg = rig

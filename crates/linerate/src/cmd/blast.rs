@@ -421,6 +421,12 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
                 p[0], p[2], p[4]
             );
         }
+        if r.oversized > 0 {
+            println!(
+                "{} frames were longer than {}'s MTU allows: GSO/GRO batches handed over whole, of which only the first datagram counts (a veth sender: `ethtool -K IF tx-udp-segmentation off`)",
+                r.oversized, a.iface
+            );
+        }
         if let Some((path, frames, snaplen, error)) = &r.capture {
             match error {
                 None => println!("wrote {frames} frames to {path} (snaplen {snaplen})"),
