@@ -4,9 +4,11 @@
 //! Backends today: for sending `af_xdp` (UMEM + TX ring, copy or
 //! zero-copy), `af_packet` (TPACKET_V3 TX ring, qdisc bypass) and `socket`
 //! (UDP sockets with sendmmsg and UDP GSO where the kernel can build the
-//! traffic, a raw AF_PACKET socket with sendmmsg where frames are crafted); for receiving `af_xdp` (RX ring and
-//! an XSKMAP redirect program), `af_packet` (TPACKET_V3 RX ring) and `socket`.
-//! `auto` takes the fastest that opens and says what it chose and why.
+//! traffic, a raw AF_PACKET socket with sendmmsg where frames are crafted);
+//! for receiving `af_xdp` (one socket per RX queue behind an XSKMAP redirect
+//! program), `af_packet` (TPACKET_V3 RX ring, per-frame kernel receive
+//! stamps) and `socket` (recvmmsg, SO_TIMESTAMPNS). `auto` takes the fastest
+//! that opens and says what it chose and why.
 
 mod backend;
 mod blast;
