@@ -242,7 +242,7 @@ fn check_limits(p: &Params, l: &Limits) -> Result<(), IErr> {
 
 #[allow(clippy::too_many_arguments)]
 fn serve_test(
-    mut ctrl: TcpStream,
+    ctrl: TcpStream,
     peer: SocketAddr,
     cookie: Cookie,
     port: u16,
@@ -253,8 +253,7 @@ fn serve_test(
     shutdown: &AtomicBool,
     udp_setup: &Mutex<()>,
 ) {
-    let human = !opts.output.json && !opts.output.json_stream;
-    if human {
+    if !opts.output.json && !opts.output.json_stream {
         say(
             out,
             &format!(
@@ -266,26 +265,303 @@ fn serve_test(
     }
     let _ = ctrl.set_nodelay(true);
     let _ = ctrl.set_read_timeout(Some(Duration::from_millis(20)));
-    let mut session = ServerSession::new();
-    let cpu = CpuMeter::start();
-    let local_ip = ctrl.local_addr().ok().map(|a| a.ip());
-    let mut params: Option<Params> = None;
-    let mut udp_listener: Option<UdpSocket> = None;
-    let mut udp_guard: Option<std::sync::MutexGuard<'_, ()>> = None;
-    let mut conns: Vec<(Conn, StreamDesc)> = Vec::new();
-    let mut running: Option<Running> = None;
-    let mut meter: Option<Meter> = None;
-    let mut report: Option<Report> = None;
-    let mut start_at: Option<Instant> = None;
-    let mut phase_start = Instant::now();
-    let mut last_rx = (0u64, Instant::now());
-    let mut buf = [0u8; 65536];
-    let finish = |report: &mut Option<Report>,
-                  meter: &mut Option<Meter>,
-                  running: &mut Option<Running>,
-                  err: Option<String>|
-     -> (Vec<linerate_iperf::report::StreamFinal>, String) {
-        if let Some(r) = running.as_mut() {
+    TestServer {
+        local_ip: ctrl.local_addr().ok().map(|a| a.ip()),
+        ctrl,
+        peer,
+        cookie,
+        port,
+        env: TestEnv {
+            data_rx,
+            accepting,
+            opts,
+            out,
+            shutdown,
+            udp_setup,
+        },
+        session: ServerSession::new(),
+        cpu: CpuMeter::start(),
+        params: None,
+        udp_listener: None,
+        udp_guard: None,
+        conns: Vec::new(),
+        running: None,
+        meter: None,
+        report: None,
+        start_at: None,
+        phase_start: Instant::now(),
+        last_rx: (0, Instant::now()),
+    }
+    .run();
+}
+
+/// What a test shares with the accept loop and the other tests.
+struct TestEnv<'a> {
+    /// Data connections whose cookie is this test's.
+    data_rx: &'a Receiver<TcpStream>,
+    /// Set while this test takes data connections.
+    accepting: &'a AtomicBool,
+    opts: &'a ServerOptions,
+    out: &'a Out,
+    shutdown: &'a AtomicBool,
+    /// UDP streams carry no cookie: one test at a time sets them up.
+    udp_setup: &'a Mutex<()>,
+}
+
+/// One test on one control connection: the protocol session (sans-IO) and
+/// the I/O around it, one method per event.
+struct TestServer<'a> {
+    ctrl: TcpStream,
+    peer: SocketAddr,
+    cookie: Cookie,
+    port: u16,
+    local_ip: Option<IpAddr>,
+    env: TestEnv<'a>,
+    session: ServerSession,
+    cpu: CpuMeter,
+    params: Option<Params>,
+    udp_listener: Option<UdpSocket>,
+    udp_guard: Option<std::sync::MutexGuard<'a, ()>>,
+    conns: Vec<(Conn, StreamDesc)>,
+    running: Option<Running>,
+    meter: Option<Meter>,
+    report: Option<Report>,
+    start_at: Option<Instant>,
+    /// When the current wait (for parameters, streams or results) began.
+    phase_start: Instant,
+    /// Bytes received so far and when that last changed (idle timeout).
+    last_rx: (u64, Instant),
+}
+
+/// What the loop does after a step.
+#[derive(PartialEq, Eq)]
+enum Next {
+    /// Go on with this turn of the loop.
+    Go,
+    /// Back to the top: something failed and must be told to the client.
+    Again,
+    /// The test is over.
+    End,
+}
+
+impl TestServer<'_> {
+    fn run(mut self) {
+        let mut buf = [0u8; 65536];
+        loop {
+            self.flush_control();
+            if self.handle_events() == Next::End || self.session.is_closed() {
+                break;
+            }
+            if self.env.shutdown.load(Ordering::Relaxed) {
+                self.terminate(&mut buf);
+                break;
+            }
+            if self.session.accepting_streams() && self.accept_streams() == Next::Again {
+                continue;
+            }
+            if self.watch() == Next::Again {
+                continue;
+            }
+            let wake = until_due(self.meter.as_ref());
+            match net::read_within(&mut self.ctrl, &mut buf, wake) {
+                Ok(0) => self.session.handle_eof(),
+                Ok(n) => self.session.handle_bytes(&buf[..n]),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                    ) => {}
+                Err(_) => self.session.handle_eof(),
+            }
+        }
+        if let Some(r) = self.running.as_mut() {
+            r.stop(false);
+        }
+        let _ = self.ctrl.shutdown(std::net::Shutdown::Both);
+    }
+
+    fn flush_control(&mut self) {
+        while let Some(b) = self.session.poll_transmit() {
+            if self.ctrl.write_all(&b).is_err() {
+                self.session.handle_eof();
+                break;
+            }
+        }
+    }
+
+    fn say(&self, text: &str) {
+        say(self.env.out, text);
+    }
+
+    fn handle_events(&mut self) -> Next {
+        while let Some(ev) = self.session.poll_event() {
+            match ev {
+                ServerEvent::Params(p) => self.on_params(p),
+                ServerEvent::Start => {
+                    if self.on_start() == Next::End {
+                        return Next::End;
+                    }
+                }
+                ServerEvent::TestEnd => self.on_test_end(),
+                ServerEvent::ClientResults(_) => self.phase_start = Instant::now(),
+                ServerEvent::Done => return Next::End,
+                ServerEvent::ClientTerminated => {
+                    self.end_with("the client has terminated");
+                    return Next::End;
+                }
+                ServerEvent::ClientGone => {
+                    self.end_with("the client has unexpectedly closed the connection");
+                    return Next::End;
+                }
+                ServerEvent::Failed(e) => {
+                    while let Some(b) = self.session.poll_transmit() {
+                        let _ = self.ctrl.write_all(&b);
+                    }
+                    let (_, text) = self.finish(Some(e.message().into()));
+                    self.say(&text);
+                    self.say(&format!("linerate: test failed: {e}\n"));
+                    return Next::End;
+                }
+            }
+        }
+        Next::Go
+    }
+
+    /// Parameters arrived: check them against the limits and get ready for
+    /// the streams (for UDP, the shared port, one test at a time).
+    fn on_params(&mut self, p: Params) {
+        if let Err(code) = check_limits(&p, &self.env.opts.limits) {
+            self.session.fail(code);
+            return;
+        }
+        if p.protocol == Protocol::Udp {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            self.udp_guard = loop {
+                match self.env.udp_setup.try_lock() {
+                    Ok(g) => break Some(g),
+                    Err(_) if Instant::now() < deadline => {
+                        std::thread::sleep(Duration::from_millis(5))
+                    }
+                    Err(_) => break None,
+                }
+            };
+            if self.udp_guard.is_none() {
+                self.session.fail(IErr(201));
+                return;
+            }
+            match self.udp_port() {
+                Ok(u) => self.udp_listener = Some(u),
+                Err(e) => {
+                    self.say(&format!(
+                        "linerate: unable to bind UDP port {}: {e}\n",
+                        self.port
+                    ));
+                    self.session.fail(IErr(201));
+                    return;
+                }
+            }
+        }
+        self.params = Some(p);
+        self.env.accepting.store(true, Ordering::Release);
+        self.phase_start = Instant::now();
+        self.session.ready_for_streams();
+    }
+
+    /// A socket on the test port waiting for a UDP stream's first datagram.
+    fn udp_port(&self) -> std::io::Result<UdpSocket> {
+        let o = self.env.opts;
+        let u = net::udp_bound(net::server_addr(o.bind, o.family, self.port), o.family)?;
+        let _ = u.set_read_timeout(Some(Duration::from_millis(10)));
+        Ok(u)
+    }
+
+    /// Every stream is connected: start them, the report and the meter.
+    fn on_start(&mut self) -> Next {
+        self.env.accepting.store(false, Ordering::Release);
+        self.udp_listener = None;
+        // Streams are connected: the next UDP test may set up.
+        drop(self.udp_guard.take());
+        let Some(p) = self.params.clone() else {
+            return Next::End;
+        };
+        let opts = self.env.opts;
+        let now = Instant::now();
+        self.start_at = Some(now);
+        let info = StartInfo {
+            role: Role::Server,
+            params: p.clone(),
+            cookie: cookie_str(&self.cookie),
+            system_info: net::system_info(),
+            timestamp_secs: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            peer_host: net::host_of(&self.peer),
+            peer_port: self.peer.port(),
+            tcp_mss_default: 0,
+            sndbuf_actual: 0,
+            rcvbuf_actual: 0,
+            interval_s: opts.interval.as_secs_f64(),
+            streams: self.conns.iter().map(|(_, d)| d.clone()).collect(),
+        };
+        let mut rep = Report::new(info, opts.output);
+        self.say(&rep.start_text());
+        self.report = Some(rep);
+        let so = StreamOpts {
+            udp_gso: opts.udp_gso,
+            affinity: match p.server_affinity {
+                Some(cpu) if cpu >= 0 => vec![cpu as usize],
+                _ => opts.affinity.clone(),
+            },
+            zerocopy: p.zerocopy,
+        };
+        let r = spawn_streams(std::mem::take(&mut self.conns), &p, &so);
+        self.meter = Some(
+            Meter::new(
+                r.streams.clone(),
+                p.protocol == Protocol::Udp,
+                opts.interval,
+                Duration::from_secs(u64::from(p.omit_s)),
+                now,
+            )
+            .with_pacing(p.bandwidth_bps, p.len),
+        );
+        self.running = Some(r);
+        self.last_rx = (0, now);
+        Next::Go
+    }
+
+    /// TEST_END: the streams stop (after draining), the final report is
+    /// printed and our results go to the client.
+    fn on_test_end(&mut self) {
+        let (finals, text) = self.finish(None);
+        self.say(&text);
+        let p = self.params.clone().unwrap_or_default();
+        let mut results = peer_results(&finals, self.cpu.read(), p.protocol == Protocol::Tcp);
+        if p.get_server_output {
+            if self.env.opts.output.json {
+                results.server_output_json = serde_json::from_str(&text).ok();
+            } else {
+                results.server_output_text = self.report.as_ref().map(|r| r.text().to_string());
+            }
+        }
+        self.phase_start = Instant::now();
+        self.session.local_results(results);
+    }
+
+    /// The test ends early for `why`: what was measured is still reported.
+    fn end_with(&mut self, why: &str) {
+        let (_, text) = self.finish(Some(why.into()));
+        self.say(&text);
+        self.say(&format!("linerate: {why}\n"));
+    }
+
+    /// Stops the streams (draining them when the test ended normally) and
+    /// renders the last interval and the end of the report.
+    fn finish(
+        &mut self,
+        err: Option<String>,
+    ) -> (Vec<linerate_iperf::report::StreamFinal>, String) {
+        if let Some(r) = self.running.as_mut() {
             if err.is_none() {
                 r.drain_and_stop();
             } else {
@@ -294,7 +570,7 @@ fn serve_test(
         }
         let mut finals = Vec::new();
         let mut text = String::new();
-        if let (Some(mut m), Some(rep)) = (meter.take(), report.as_mut()) {
+        if let (Some(mut m), Some(rep)) = (self.meter.take(), self.report.as_mut()) {
             let (last, f) = m.finish(Instant::now());
             if let Some(last) = last {
                 text.push_str(&rep.interval(&last));
@@ -302,261 +578,107 @@ fn serve_test(
             if let Some(e) = err {
                 rep.set_error(&e);
             }
-            let pinned = running.as_ref().map_or(&[][..], |r| &r.cpus[..]);
-            let doctor = net::doctor_summary(local_ip, pinned);
-            text.push_str(&rep.finish(&f, cpu.read(), None, Some(("doctor", doctor))));
+            let pinned = self.running.as_ref().map_or(&[][..], |r| &r.cpus[..]);
+            let doctor = net::doctor_summary(self.local_ip, pinned);
+            text.push_str(&rep.finish(&f, self.cpu.read(), None, Some(("doctor", doctor))));
             finals = f;
         }
         (finals, text)
-    };
-    'test: loop {
-        while let Some(b) = session.poll_transmit() {
-            if ctrl.write_all(&b).is_err() {
-                session.handle_eof();
-                break;
+    }
+
+    /// The server is shutting down: tell the client, give it a moment to
+    /// read that (and close) before its data sockets fail under it, so it
+    /// reports the right cause, and report what was measured.
+    fn terminate(&mut self, buf: &mut [u8]) {
+        let _ = self.ctrl.write_all(&[state::SERVER_TERMINATE]);
+        let deadline = Instant::now() + Duration::from_millis(500);
+        while Instant::now() < deadline {
+            match self.ctrl.read(buf) {
+                Ok(0) => break,
+                Err(e)
+                    if !matches!(
+                        e.kind(),
+                        ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                    ) =>
+                {
+                    break;
+                }
+                _ => {}
             }
         }
-        while let Some(ev) = session.poll_event() {
-            match ev {
-                ServerEvent::Params(p) => {
-                    if let Err(code) = check_limits(&p, &opts.limits) {
-                        session.fail(code);
-                        continue;
-                    }
-                    if p.protocol == Protocol::Udp {
-                        // UDP streams carry no cookie: one test at a time may
-                        // set them up on the shared port.
-                        let deadline = Instant::now() + Duration::from_secs(30);
-                        udp_guard = loop {
-                            match udp_setup.try_lock() {
-                                Ok(g) => break Some(g),
-                                Err(_) if Instant::now() < deadline => {
-                                    std::thread::sleep(Duration::from_millis(5))
-                                }
-                                Err(_) => break None,
-                            }
-                        };
-                        if udp_guard.is_none() {
-                            session.fail(IErr(201));
-                            continue;
-                        }
-                        match net::udp_bound(
-                            net::server_addr(opts.bind, opts.family, port),
-                            opts.family,
-                        ) {
-                            Ok(u) => {
-                                let _ = u.set_read_timeout(Some(Duration::from_millis(10)));
-                                udp_listener = Some(u);
-                            }
-                            Err(e) => {
-                                say(
-                                    out,
-                                    &format!("linerate: unable to bind UDP port {port}: {e}\n"),
-                                );
-                                session.fail(IErr(201));
-                                continue;
-                            }
-                        }
-                    }
-                    params = Some(p);
-                    accepting.store(true, Ordering::Release);
-                    phase_start = Instant::now();
-                    session.ready_for_streams();
-                }
-                ServerEvent::Start => {
-                    accepting.store(false, Ordering::Release);
-                    udp_listener = None;
-                    // Streams are connected: the next UDP test may set up.
-                    drop(udp_guard.take());
-                    let Some(p) = params.clone() else { break 'test };
-                    let now = Instant::now();
-                    start_at = Some(now);
-                    let info = StartInfo {
-                        role: Role::Server,
-                        params: p.clone(),
-                        cookie: cookie_str(&cookie),
-                        system_info: net::system_info(),
-                        timestamp_secs: std::time::SystemTime::now()
-                            .duration_since(std::time::UNIX_EPOCH)
-                            .map_or(0, |d| d.as_secs()),
-                        peer_host: net::host_of(&peer),
-                        peer_port: peer.port(),
-                        tcp_mss_default: 0,
-                        sndbuf_actual: 0,
-                        rcvbuf_actual: 0,
-                        interval_s: opts.interval.as_secs_f64(),
-                        streams: conns.iter().map(|(_, d)| d.clone()).collect(),
+        let (_, text) = self.finish(Some("the server has terminated".into()));
+        self.say(&text);
+    }
+
+    /// Takes the streams that connected since the last look.
+    fn accept_streams(&mut self) -> Next {
+        if self.phase_start.elapsed() > Duration::from_secs(30) {
+            self.session.fail(IErr(203));
+            return Next::Again;
+        }
+        let tcp = self
+            .params
+            .as_ref()
+            .is_none_or(|p| p.protocol == Protocol::Tcp);
+        if tcp {
+            while let Ok(s) = self.env.data_rx.try_recv() {
+                if let Some((id, sends)) = self.session.stream_connected() {
+                    let desc = StreamDesc {
+                        id,
+                        socket: s.as_raw_fd(),
+                        sender: sends,
+                        local: s.local_addr().unwrap_or(self.peer),
+                        remote: s.peer_addr().unwrap_or(self.peer),
                     };
-                    let mut rep = Report::new(info, opts.output);
-                    say(out, &rep.start_text());
-                    report = Some(rep);
-                    let so = StreamOpts {
-                        udp_gso: opts.udp_gso,
-                        affinity: match p.server_affinity {
-                            Some(cpu) if cpu >= 0 => vec![cpu as usize],
-                            _ => opts.affinity.clone(),
-                        },
-                        zerocopy: p.zerocopy,
+                    let _ = s.set_nonblocking(false);
+                    self.conns.push((Conn::Tcp(s), desc));
+                }
+            }
+        } else {
+            self.accept_udp();
+        }
+        Next::Go
+    }
+
+    /// A UDP stream's first datagram: the listening socket becomes that
+    /// stream's (connected to the sender, answered with the connect reply)
+    /// and a new one waits for the next stream.
+    fn accept_udp(&mut self) {
+        let Some(u) = self.udp_listener.as_ref() else {
+            return;
+        };
+        let mut b = [0u8; 64];
+        let Ok((_, from)) = u.recv_from(&mut b) else {
+            return;
+        };
+        let conn = self.udp_listener.take().filter(|u| u.connect(from).is_ok());
+        match (conn, self.udp_port()) {
+            (Some(c), Ok(next)) => {
+                self.udp_listener = Some(next);
+                let _ = c.set_read_timeout(None);
+                let _ = c.send(&udp_connect::REPLY);
+                if let Some((id, sends)) = self.session.stream_connected() {
+                    let desc = StreamDesc {
+                        id,
+                        socket: c.as_raw_fd(),
+                        sender: sends,
+                        local: c.local_addr().unwrap_or(self.peer),
+                        remote: from,
                     };
-                    let r = spawn_streams(std::mem::take(&mut conns), &p, &so);
-                    meter = Some(
-                        Meter::new(
-                            r.streams.clone(),
-                            p.protocol == Protocol::Udp,
-                            opts.interval,
-                            Duration::from_secs(u64::from(p.omit_s)),
-                            now,
-                        )
-                        .with_pacing(p.bandwidth_bps, p.len),
-                    );
-                    running = Some(r);
-                    last_rx = (0, now);
-                }
-                ServerEvent::TestEnd => {
-                    let (finals, text) = finish(&mut report, &mut meter, &mut running, None);
-                    say(out, &text);
-                    let p = params.clone().unwrap_or_default();
-                    let mut results =
-                        peer_results(&finals, cpu.read(), p.protocol == Protocol::Tcp);
-                    if p.get_server_output {
-                        if opts.output.json {
-                            results.server_output_json = serde_json::from_str(&text).ok();
-                        } else {
-                            results.server_output_text =
-                                report.as_ref().map(|r| r.text().to_string());
-                        }
-                    }
-                    phase_start = Instant::now();
-                    session.local_results(results);
-                }
-                ServerEvent::ClientResults(_) => phase_start = Instant::now(),
-                ServerEvent::Done => break 'test,
-                ServerEvent::ClientTerminated => {
-                    let (_, text) = finish(
-                        &mut report,
-                        &mut meter,
-                        &mut running,
-                        Some("the client has terminated".into()),
-                    );
-                    say(out, &text);
-                    say(out, "linerate: the client has terminated\n");
-                    break 'test;
-                }
-                ServerEvent::ClientGone => {
-                    let (_, text) = finish(
-                        &mut report,
-                        &mut meter,
-                        &mut running,
-                        Some("the client has unexpectedly closed the connection".into()),
-                    );
-                    say(out, &text);
-                    say(
-                        out,
-                        "linerate: the client has unexpectedly closed the connection\n",
-                    );
-                    break 'test;
-                }
-                ServerEvent::Failed(e) => {
-                    while let Some(b) = session.poll_transmit() {
-                        let _ = ctrl.write_all(&b);
-                    }
-                    let (_, text) = finish(
-                        &mut report,
-                        &mut meter,
-                        &mut running,
-                        Some(e.message().into()),
-                    );
-                    say(out, &text);
-                    say(out, &format!("linerate: test failed: {e}\n"));
-                    break 'test;
+                    self.conns.push((Conn::Udp(c), desc));
                 }
             }
+            _ => self.session.fail(IErr(203)),
         }
-        if session.is_closed() {
-            break;
-        }
-        if shutdown.load(Ordering::Relaxed) {
-            let _ = ctrl.write_all(&[state::SERVER_TERMINATE]);
-            // Give the client a moment to read it (and close) before its
-            // data sockets fail under it, so it reports the right cause.
-            let deadline = Instant::now() + Duration::from_millis(500);
-            while Instant::now() < deadline {
-                match ctrl.read(&mut buf) {
-                    Ok(0) => break,
-                    Err(e)
-                        if !matches!(
-                            e.kind(),
-                            ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                        ) =>
-                    {
-                        break;
-                    }
-                    _ => {}
-                }
-            }
-            let (_, text) = finish(
-                &mut report,
-                &mut meter,
-                &mut running,
-                Some("the server has terminated".into()),
-            );
-            say(out, &text);
-            break;
-        }
-        // Stream creation.
-        if session.accepting_streams() {
-            if phase_start.elapsed() > Duration::from_secs(30) {
-                session.fail(IErr(203));
-                continue;
-            }
-            let p = params.clone().unwrap_or_default();
-            if p.protocol == Protocol::Tcp {
-                while let Ok(s) = data_rx.try_recv() {
-                    if let Some((id, sends)) = session.stream_connected() {
-                        let desc = StreamDesc {
-                            id,
-                            socket: s.as_raw_fd(),
-                            sender: sends,
-                            local: s.local_addr().unwrap_or(peer),
-                            remote: s.peer_addr().unwrap_or(peer),
-                        };
-                        let _ = s.set_nonblocking(false);
-                        conns.push((Conn::Tcp(s), desc));
-                    }
-                }
-            } else if let Some(u) = udp_listener.as_ref() {
-                let mut b = [0u8; 64];
-                if let Ok((_, from)) = u.recv_from(&mut b) {
-                    let conn = udp_listener.take().filter(|u| u.connect(from).is_ok());
-                    match (
-                        conn,
-                        net::udp_bound(net::server_addr(opts.bind, opts.family, port), opts.family),
-                    ) {
-                        (Some(c), Ok(next)) => {
-                            let _ = next.set_read_timeout(Some(Duration::from_millis(10)));
-                            udp_listener = Some(next);
-                            let _ = c.set_read_timeout(None);
-                            let _ = c.send(&udp_connect::REPLY);
-                            if let Some((id, sends)) = session.stream_connected() {
-                                let desc = StreamDesc {
-                                    id,
-                                    socket: c.as_raw_fd(),
-                                    sender: sends,
-                                    local: c.local_addr().unwrap_or(peer),
-                                    remote: from,
-                                };
-                                conns.push((Conn::Udp(c), desc));
-                            }
-                        }
-                        _ => session.fail(IErr(203)),
-                    }
-                }
-            }
-        }
-        // Intervals, idle receive timeout and the grace timer.
-        if let (Some(m), Some(rep)) = (meter.as_mut(), report.as_mut()) {
+    }
+
+    /// Intervals, the idle receive timeout, the grace timer, and waits for
+    /// parameters or results that never come.
+    fn watch(&mut self) -> Next {
+        let opts = self.env.opts;
+        if let (Some(m), Some(rep)) = (self.meter.as_mut(), self.report.as_mut()) {
             while let Some(samples) = m.tick(Instant::now()) {
-                say(out, &rep.interval(&samples));
+                say(self.env.out, &rep.interval(&samples));
             }
             let receiving = m.streams().iter().any(|s| !s.sender);
             let total = m
@@ -564,41 +686,29 @@ fn serve_test(
                 .iter()
                 .map(|s| s.bytes.load(Ordering::Relaxed))
                 .sum::<u64>();
-            if total != last_rx.0 {
-                last_rx = (total, Instant::now());
-            } else if receiving && last_rx.1.elapsed() > opts.rcv_timeout {
-                session.fail(IErr::NO_MSG);
-                continue;
+            if total != self.last_rx.0 {
+                self.last_rx = (total, Instant::now());
+            } else if receiving && self.last_rx.1.elapsed() > opts.rcv_timeout {
+                self.session.fail(IErr::NO_MSG);
+                return Next::Again;
             }
-            if let (Some(p), Some(s)) = (&params, start_at)
+            if let (Some(p), Some(s)) = (&self.params, self.start_at)
                 && p.time_s > 0
                 && s.elapsed() > Duration::from_secs(u64::from(p.time_s + p.omit_s) + 40)
             {
-                session.fail(IErr::SERVER_DURATION_EXPIRED);
-                continue;
+                self.session.fail(IErr::SERVER_DURATION_EXPIRED);
+                return Next::Again;
             }
-        } else if !session.accepting_streams() && phase_start.elapsed() > opts.control_timeout {
-            // Parameters or results that never come.
-            session.fail(if params.is_none() {
+        } else if !self.session.accepting_streams()
+            && self.phase_start.elapsed() > opts.control_timeout
+        {
+            self.session.fail(if self.params.is_none() {
                 IErr::RECV_PARAMS
             } else {
                 IErr::RECV_RESULTS
             });
-            continue;
+            return Next::Again;
         }
-        match net::read_within(&mut ctrl, &mut buf, until_due(meter.as_ref())) {
-            Ok(0) => session.handle_eof(),
-            Ok(n) => session.handle_bytes(&buf[..n]),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                ) => {}
-            Err(_) => session.handle_eof(),
-        }
+        Next::Go
     }
-    if let Some(r) = running.as_mut() {
-        r.stop(false);
-    }
-    let _ = ctrl.shutdown(std::net::Shutdown::Both);
 }

@@ -9,13 +9,31 @@ pub fn linerate() -> Command {
     Command::new(env!("CARGO_BIN_EXE_linerate"))
 }
 
-/// A free TCP port on loopback (also free for UDP in practice).
+/// A free TCP and UDP port on loopback, never the same twice in one test
+/// binary: ports come from a per-process walk below the kernel's ephemeral
+/// range (so neither a parallel test nor an outgoing connection's source
+/// port can be handed the same one), each checked by binding it.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU16, Ordering};
+    // 20000..32000, starting at a place that depends on the process.
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let _ = NEXT.compare_exchange(
+        0,
+        20_000 + (std::process::id() % 600) as u16 * 20,
+        Ordering::Relaxed,
+        Ordering::Relaxed,
+    );
+    loop {
+        let mut p = NEXT.fetch_add(1, Ordering::Relaxed);
+        if !(20_000..32_000).contains(&p) {
+            p = 20_000 + p % 12_000;
+        }
+        let tcp = TcpListener::bind(("127.0.0.1", p));
+        let udp = std::net::UdpSocket::bind(("127.0.0.1", p));
+        if tcp.is_ok() && udp.is_ok() {
+            return p;
+        }
+    }
 }
 
 /// A child process that is killed (by PID) if the test ends early.
