@@ -320,3 +320,43 @@ fn vanished_server_fails_the_client() {
         );
     }
 }
+
+#[test]
+fn a_client_silent_past_the_test_length_hits_the_grace_timer() {
+    if skip("a_client_silent_past_the_test_length_hits_the_grace_timer") {
+        return;
+    }
+    let (_srv, port) = server(&[]);
+    // A 1 s reverse test (the server sends, so no receive timeout applies)
+    // whose client never says TEST_END: the server gives up 40 s after the
+    // test's length, as iperf3 does, and keeps serving.
+    let (mut c, mut d) = running_test(
+        port,
+        r#"{"tcp":true,"reverse":true,"time":1,"parallel":1,"len":1000}"#,
+    );
+    let t0 = Instant::now();
+    d.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+    let drain = std::thread::spawn(move || {
+        let mut b = vec![0u8; 65536];
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(60) {
+            match d.read(&mut b) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+                Err(_) => break,
+            }
+        }
+    });
+    c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    assert_eq!(read_n(&mut c, 9), server_error(160));
+    let waited = t0.elapsed();
+    assert!(
+        waited >= Duration::from_secs(40) && waited < Duration::from_secs(50),
+        "{waited:?}"
+    );
+    drop(c);
+    drain.join().unwrap();
+    still_serves(port);
+}
