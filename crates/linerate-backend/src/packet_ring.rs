@@ -227,6 +227,8 @@ pub struct RxRing {
 // SAFETY: the mapping is owned by this value and only touched through &mut self.
 unsafe impl Send for RxRing {}
 
+/// The RX ring's frame size: the most of one frame it keeps.
+const RX_FRAME_SIZE: usize = 2048;
 const TP_STATUS_USER: u32 = 1;
 const TP_STATUS_KERNEL: u32 = 0;
 const BLOCK_STATUS_OFF: usize = 8;
@@ -242,6 +244,16 @@ const PKTTYPE_OFF: usize = HDR_LEN + 10;
 
 impl RxRing {
     /// Opens a ring of `block_nr` blocks of `block_size` bytes on `iface`.
+    /// Largest frame a slot keeps whole (bytes without FCS).
+    pub fn max_frame(&self) -> usize {
+        RX_FRAME_SIZE - HDR_LEN
+    }
+
+    /// Frames a block holds at most (the kernel hands over a block at a time).
+    pub fn frames_per_block(&self) -> usize {
+        self.block_size / RX_FRAME_SIZE
+    }
+
     pub fn open(iface: &str, block_size: usize, block_nr: usize) -> io::Result<Self> {
         let ifindex = crate::raw::ifindex(iface)?;
         let fd = crate::raw::packet_socket(true)?;
@@ -252,7 +264,7 @@ impl RxRing {
             libc::PACKET_VERSION,
             &TPACKET_V3.to_ne_bytes(),
         )?;
-        let frame_size = 2048;
+        let frame_size = RX_FRAME_SIZE as u32;
         let req = Req3 {
             block_size: block_size as u32,
             block_nr: block_nr as u32,

@@ -594,6 +594,11 @@ impl XskRx {
         self.socks.len()
     }
 
+    /// Largest frame a UMEM buffer holds (bytes without FCS).
+    pub fn max_frame(&self) -> usize {
+        FRAME_SIZE
+    }
+
     /// Hands received frames (up to `max`, from every queue) to `f`, then
     /// gives the buffers back to the kernel. Waits up to `timeout` for the
     /// first.

@@ -78,6 +78,23 @@ pub struct Capabilities {
     pub qdisc_bypass: bool,
 }
 
+/// What a receiving backend can do, recorded with the sink's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct RxCapabilities {
+    /// Frames handed over per receive call at most.
+    pub batch: usize,
+    /// Largest frame kept whole (bytes without FCS).
+    pub max_frame: usize,
+    /// RX queues read, one socket each (AF_XDP); None: every queue through
+    /// one socket.
+    pub queues: Option<usize>,
+    /// The NIC writes frames into our buffers (AF_XDP zero-copy).
+    pub zero_copy: bool,
+    /// Frames carry the kernel's receive time (latency is not stretched by
+    /// the sink's own wake-up).
+    pub kernel_receive_stamps: bool,
+}
+
 /// Most frames handed to any backend in one call ([`Tx::batch`] is at most this).
 pub const TX_BATCH_MAX: usize = 256;
 
@@ -277,6 +294,33 @@ impl Rx {
             Rx::Socket(..) => "socket",
             Rx::Xdp(_) => "af_xdp",
             Rx::Ring(..) => "af_packet",
+        }
+    }
+
+    /// What this receiving backend can do here.
+    pub fn capabilities(&self) -> RxCapabilities {
+        match self {
+            Rx::Socket(_, store, _) => RxCapabilities {
+                batch: store.len(),
+                max_frame: store.first().map_or(0, Vec::len),
+                queues: None,
+                zero_copy: false,
+                kernel_receive_stamps: true,
+            },
+            Rx::Xdp(x) => RxCapabilities {
+                batch: 256,
+                max_frame: x.max_frame(),
+                queues: Some(x.queues()),
+                zero_copy: x.zero_copy,
+                kernel_receive_stamps: false,
+            },
+            Rx::Ring(r, _) => RxCapabilities {
+                batch: r.frames_per_block(),
+                max_frame: r.max_frame(),
+                queues: None,
+                zero_copy: false,
+                kernel_receive_stamps: true,
+            },
         }
     }
 

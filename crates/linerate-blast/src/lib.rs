@@ -15,7 +15,9 @@ mod blast;
 mod sink;
 mod udp;
 
-pub use backend::{BackendError, BackendKind, Rx, Tx, open_rx, open_tx};
+pub use backend::{
+    BackendError, BackendKind, Capabilities, Rx, RxCapabilities, Tx, open_rx, open_tx,
+};
 pub use blast::{BlastConfig, BlastError, BlastReport, Rate, Replay, Timing, blast};
 pub use sink::{CaptureConfig, SinkConfig, SinkReport, sink};
 pub use udp::{Gso, Traffic, UDP_SOCKETS_MAX};

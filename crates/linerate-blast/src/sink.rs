@@ -1,7 +1,7 @@
 //! Receiving and counting: every frame with a linerate probe is accounted
 //! per flow (loss, reordering, duplicates) and its latency recorded.
 
-use crate::backend::{BackendError, BackendKind, open_rx};
+use crate::backend::{BackendError, BackendKind, RxCapabilities, open_rx};
 use linerate_backend::clock;
 use linerate_gen::SinkCounts;
 use linerate_gen::pcap::CaptureWriter;
@@ -51,6 +51,8 @@ pub struct SinkReport {
     /// handed over whole (e.g. by a veth whose sender left
     /// tx-udp-segmentation on). Only their first datagram is counted.
     pub oversized: u64,
+    /// What the receiving backend can do here.
+    pub capabilities: RxCapabilities,
 }
 
 impl SinkReport {
@@ -78,6 +80,7 @@ impl SinkReport {
             "duplicates": c.duplicates(),
             "other_frames": c.other,
             "oversized_frames": self.oversized,
+            "backend_capabilities": self.capabilities,
             "kernel_drops": self.kernel_drops,
             "error": self.error,
             "capture": self.capture.as_ref().map(|(path, frames, snaplen, error)| serde_json::json!({
@@ -108,6 +111,7 @@ pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendEr
         .transpose()?;
     let (mut rx, note) = open_rx(cfg.backend, &cfg.iface)?;
     let backend = rx.name();
+    let capabilities = rx.capabilities();
     let mut counts = SinkCounts::new(cfg.clocks_shared);
     let mut error: Option<String> = None;
     let start = Instant::now();
@@ -212,5 +216,6 @@ pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendEr
         arrival_stamped: stamped,
         arrival_handover: handover,
         oversized,
+        capabilities,
     })
 }

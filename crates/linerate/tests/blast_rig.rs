@@ -439,6 +439,16 @@ fn one_socket_per_queue(rig: &Rig, sink_backend: &str) {
         "sink {sink_backend}: {v}"
     );
     assert_eq!(v["backend"], sink_backend);
+    // af_xdp reads both RX queues with a socket each; af_packet reads every
+    // queue through one socket and stamps each frame.
+    let caps = &v["backend_capabilities"];
+    if sink_backend == "af_xdp" {
+        assert_eq!(caps["queues"], 2, "{v}");
+        assert_eq!(caps["kernel_receive_stamps"], false, "{v}");
+    } else {
+        assert!(caps["queues"].is_null(), "{v}");
+        assert_eq!(caps["kernel_receive_stamps"], true, "{v}");
+    }
 }
 
 #[test]
