@@ -249,6 +249,12 @@ impl RxRing {
         RX_FRAME_SIZE - HDR_LEN
     }
 
+    /// Shares the interface's frames with the other sockets of fanout
+    /// group `group`, by flow (PACKET_FANOUT_HASH).
+    pub fn join_fanout(&self, group: u16) -> io::Result<()> {
+        crate::raw::join_fanout(self.fd.as_raw_fd(), group)
+    }
+
     /// Frames a block holds at most (the kernel hands over a block at a time).
     pub fn frames_per_block(&self) -> usize {
         self.block_size / RX_FRAME_SIZE

@@ -89,6 +89,15 @@ pub(crate) fn packet_statistics(fd: i32) -> io::Result<[u32; 3]> {
 }
 
 /// Binds an AF_PACKET socket to one interface, all protocols.
+/// Joins packet socket `fd` (bound already) to fanout group `group` in hash
+/// mode: the kernel spreads frames over the group's sockets by flow, so
+/// each flow is read by one of them.
+pub(crate) fn join_fanout(fd: i32, group: u16) -> io::Result<()> {
+    let arg = u32::from(group) | (libc::PACKET_FANOUT_HASH << 16);
+    setsockopt_int(fd, libc::SOL_PACKET, libc::PACKET_FANOUT, arg as i32)
+        .map_err(|e| io::Error::new(e.kind(), format!("PACKET_FANOUT: {e}")))
+}
+
 pub(crate) fn bind_to(fd: i32, ifindex: i32) -> io::Result<()> {
     // SAFETY: sockaddr_ll is plain old data; zeroed is valid.
     let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
@@ -201,6 +210,12 @@ impl RawSocket {
     /// Sends each buffer as one frame; returns how many the kernel took.
     pub fn send(&mut self, frames: &[&[u8]]) -> io::Result<usize> {
         crate::udp_batch::send_each(self.fd.as_raw_fd(), &mut self.iov, &mut self.hdrs, frames)
+    }
+
+    /// Shares the interface's frames with the other sockets of fanout
+    /// group `group`, by flow (PACKET_FANOUT_HASH).
+    pub fn join_fanout(&self, group: u16) -> io::Result<()> {
+        join_fanout(self.fd.as_raw_fd(), group)
     }
 
     /// Has the kernel stamp every received frame with its receive time

@@ -544,8 +544,8 @@ impl RxSocket {
 #[derive(Debug)]
 pub struct XskRx {
     socks: Vec<RxSocket>,
-    _link: crate::xdp::XdpLink,
-    _map: crate::xdp::XskMap,
+    /// The redirect program and its map, kept while any part receives.
+    _attached: std::sync::Arc<(crate::xdp::XdpLink, crate::xdp::XskMap)>,
     pub zero_copy: bool,
     /// Where the next receive starts, so no queue is always served last.
     next: usize,
@@ -583,10 +583,37 @@ impl XskRx {
         Ok(Self {
             zero_copy: socks.iter().all(|s| s.zero_copy),
             socks,
-            _link: link,
-            _map: map,
+            _attached: std::sync::Arc::new((link, map)),
             next: 0,
         })
+    }
+
+    /// Splits the queues' sockets between `parts` receivers (queue q goes
+    /// to part q mod parts), for one receive thread each; the redirect
+    /// program stays attached until the last part is dropped. Fails when
+    /// there are fewer queues than parts.
+    pub fn split(self, parts: usize) -> io::Result<Vec<XskRx>> {
+        if parts == 0 || parts > self.socks.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{parts} receive workers need as many RX queues ({} here)",
+                    self.socks.len()
+                ),
+            ));
+        }
+        let mut out: Vec<XskRx> = (0..parts)
+            .map(|_| XskRx {
+                socks: Vec::new(),
+                _attached: self._attached.clone(),
+                zero_copy: self.zero_copy,
+                next: 0,
+            })
+            .collect();
+        for (q, s) in self.socks.into_iter().enumerate() {
+            out[q % parts].socks.push(s);
+        }
+        Ok(out)
     }
 
     /// RX queues read (one socket each).

@@ -44,6 +44,8 @@ pub enum BackendError {
         "backend {0} only sends (the sink reads whole frames): use --backend socket, af_packet, af_xdp or auto"
     )]
     SendOnly(&'static str),
+    #[error("{0}")]
+    Unsupported(String),
     #[error("interface {iface}: {source}")]
     Open { iface: String, source: io::Error },
     #[error("capture file: {0}")]
@@ -373,23 +375,88 @@ impl Rx {
     }
 }
 
+/// The raw socket receiver: a large buffer, a 50 ms wait, kernel stamps.
+fn socket_rx(iface: &str) -> Result<Rx, BackendError> {
+    let s = RawSocket::open(iface).map_err(open_err(iface))?;
+    let _ = s.set_rcvbuf(64 << 20);
+    let _ = s.set_read_timeout(std::time::Duration::from_millis(50));
+    let _ = s.enable_rx_timestamps();
+    let _ = s.stats();
+    Ok(Rx::Socket(
+        s,
+        (0..linerate_backend::raw::RAW_BATCH_MAX)
+            .map(|_| vec![0u8; 9216])
+            .collect(),
+        0,
+    ))
+}
+
+/// Opens `workers` receivers that share the interface's frames, one per
+/// receive thread: AF_XDP splits its RX queues between them (at least one
+/// queue each), af_packet and socket join a PACKET_FANOUT group that keeps
+/// each flow on one of them. `auto` falls back from AF_XDP to af_packet when
+/// there are fewer queues than workers.
+pub fn open_rx_workers(
+    kind: BackendKind,
+    iface: &str,
+    workers: usize,
+) -> Result<(Vec<Rx>, Option<String>), BackendError> {
+    let (first, mut note) = open_rx(kind, iface)?;
+    if workers <= 1 {
+        return Ok((vec![first], note));
+    }
+    let first = match first {
+        Rx::Xdp(x) if kind == BackendKind::Auto && x.queues() < workers => {
+            let queues = x.queues();
+            drop(x);
+            note = Some(format!(
+                "af_xdp: {queues} RX queue(s) for {workers} workers, receiving with af_packet (TPACKET_V3 RX rings, PACKET_FANOUT by flow) on {iface}"
+            ));
+            Rx::Ring(
+                RxRing::open(iface, 1 << 20, 64).map_err(open_err(iface))?,
+                0,
+            )
+        }
+        other => other,
+    };
+    // One fanout group per process and interface.
+    let group = (std::process::id() & 0xffff) as u16;
+    let mut out = Vec::with_capacity(workers);
+    match first {
+        Rx::Xdp(x) => out.extend(
+            x.split(workers)
+                .map_err(open_err(iface))?
+                .into_iter()
+                .map(Rx::Xdp),
+        ),
+        Rx::Ring(r, _) => {
+            r.join_fanout(group).map_err(open_err(iface))?;
+            out.push(Rx::Ring(r, 0));
+            for _ in 1..workers {
+                let r = RxRing::open(iface, 1 << 20, 64).map_err(open_err(iface))?;
+                r.join_fanout(group).map_err(open_err(iface))?;
+                out.push(Rx::Ring(r, 0));
+            }
+        }
+        s @ Rx::Socket(..) => {
+            out.push(s);
+            for _ in 1..workers {
+                out.push(socket_rx(iface)?);
+            }
+            for rx in &out {
+                if let Rx::Socket(s, ..) = rx {
+                    s.join_fanout(group).map_err(open_err(iface))?;
+                }
+            }
+        }
+    }
+    Ok((out, note))
+}
+
 /// Opens the receiving backend; the note says what `auto` chose and why.
 pub fn open_rx(kind: BackendKind, iface: &str) -> Result<(Rx, Option<String>), BackendError> {
     let ring = || RxRing::open(iface, 1 << 20, 64);
-    let socket = || -> Result<Rx, BackendError> {
-        let s = RawSocket::open(iface).map_err(open_err(iface))?;
-        let _ = s.set_rcvbuf(64 << 20);
-        let _ = s.set_read_timeout(std::time::Duration::from_millis(50));
-        let _ = s.enable_rx_timestamps();
-        let _ = s.stats();
-        Ok(Rx::Socket(
-            s,
-            (0..linerate_backend::raw::RAW_BATCH_MAX)
-                .map(|_| vec![0u8; 9216])
-                .collect(),
-            0,
-        ))
-    };
+    let socket = || socket_rx(iface);
     match kind {
         BackendKind::AfXdp => Ok((
             Rx::Xdp(XskRx::open(iface, 4096).map_err(open_err(iface))?),

@@ -355,12 +355,13 @@ struct WorkerOut {
     departures: Departures,
 }
 
-fn pin(cpu: usize) {
+/// Pins the calling thread to `cpu` (a warning if it cannot).
+pub(crate) fn pin(cpu: usize) {
     let mut set = nix::sched::CpuSet::new();
     if set.set(cpu).is_err()
         || nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).is_err()
     {
-        eprintln!("warning: cannot pin a blast worker to CPU {cpu}");
+        eprintln!("warning: cannot pin a worker to CPU {cpu}");
     }
 }
 

@@ -16,7 +16,8 @@ mod sink;
 mod udp;
 
 pub use backend::{
-    BackendError, BackendKind, Capabilities, Rx, RxCapabilities, Tx, open_rx, open_tx,
+    BackendError, BackendKind, Capabilities, Rx, RxCapabilities, Tx, open_rx, open_rx_workers,
+    open_tx,
 };
 pub use blast::{BlastConfig, BlastError, BlastReport, Rate, Replay, Timing, blast};
 pub use sink::{CaptureConfig, SinkConfig, SinkReport, sink};

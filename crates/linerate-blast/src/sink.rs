@@ -1,12 +1,13 @@
 //! Receiving and counting: every frame with a linerate probe is accounted
 //! per flow (loss, reordering, duplicates) and its latency recorded.
 
-use crate::backend::{BackendError, BackendKind, RxCapabilities, open_rx};
+use crate::backend::{BackendError, BackendKind, Rx, RxCapabilities, open_rx_workers};
+use crate::blast::pin;
 use linerate_backend::clock;
 use linerate_gen::SinkCounts;
 use linerate_gen::pcap::CaptureWriter;
 use std::io::ErrorKind;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone)]
@@ -20,6 +21,9 @@ pub struct SinkConfig {
     pub until_packets: Option<u64>,
     /// Write what arrives to a pcap file.
     pub capture: Option<CaptureConfig>,
+    /// One pinned receive worker per listed CPU (flows spread over them by
+    /// the kernel); empty = one unpinned worker.
+    pub cores: Vec<usize>,
 }
 
 /// `sink --write`: every frame that reaches the socket (probe or not), cut
@@ -53,6 +57,8 @@ pub struct SinkReport {
     pub oversized: u64,
     /// What the receiving backend can do here.
     pub capabilities: RxCapabilities,
+    /// Receive workers (threads, one backend socket or queue set each).
+    pub workers: usize,
 }
 
 impl SinkReport {
@@ -81,6 +87,7 @@ impl SinkReport {
             "other_frames": c.other,
             "oversized_frames": self.oversized,
             "backend_capabilities": self.capabilities,
+            "workers": self.workers,
             "kernel_drops": self.kernel_drops,
             "error": self.error,
             "capture": self.capture.as_ref().map(|(path, frames, snaplen, error)| serde_json::json!({
@@ -103,15 +110,122 @@ impl SinkReport {
 /// How often the sink looks at whether its interface is still up.
 const LINK_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
 
+/// What one receive worker counted.
+struct WorkerOut {
+    counts: SinkCounts,
+    /// When the first and the last probe frames were handed over.
+    first: Option<Instant>,
+    last: Instant,
+    error: Option<String>,
+    stamped: u64,
+    handover: u64,
+    oversized: u64,
+    drops: u64,
+}
+
 pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendError> {
+    let workers = cfg.cores.len().max(1);
+    if workers > 1 && cfg.capture.is_some() {
+        return Err(BackendError::Unsupported(
+            "--write keeps one capture file in arrival order: it takes one receive worker (drop --cores)".into(),
+        ));
+    }
     let mut capture = cfg
         .capture
         .as_ref()
         .map(|c| CaptureWriter::create(&c.path, c.snaplen, c.max_frames))
         .transpose()?;
-    let (mut rx, note) = open_rx(cfg.backend, &cfg.iface)?;
-    let backend = rx.name();
-    let capabilities = rx.capabilities();
+    let (mut rxs, note) = open_rx_workers(cfg.backend, &cfg.iface, workers)?;
+    let backend = rxs[0].name();
+    let mut capabilities = rxs[0].capabilities();
+    if let Some(q) = capabilities.queues.as_mut() {
+        *q = rxs.iter().filter_map(|r| r.capabilities().queues).sum();
+    }
+    // Ethernet header, one VLAN tag; a larger frame is several packets in one.
+    let frame_max = linerate_backend::raw::iface_mtu(&cfg.iface).map_or(usize::MAX, |m| m + 18);
+    let total = AtomicU64::new(0);
+    let outs: Vec<WorkerOut> = if workers == 1 {
+        if let Some(&cpu) = cfg.cores.first() {
+            pin(cpu);
+        }
+        vec![receive(
+            &mut rxs[0],
+            cfg,
+            stop,
+            &total,
+            capture.as_mut(),
+            frame_max,
+        )]
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = rxs
+                .iter_mut()
+                .zip(&cfg.cores)
+                .map(|(rx, &cpu)| {
+                    let total = &total;
+                    s.spawn(move || {
+                        pin(cpu);
+                        receive(rx, cfg, stop, total, None, frame_max)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a receive worker panicked"))
+                .collect()
+        })
+    };
+    // Every worker's counts into one report.
+    let mut outs = outs.into_iter();
+    let mut all = outs.next().expect("at least one worker");
+    for o in outs {
+        all.counts.absorb(&o.counts);
+        all.first = match (all.first, o.first) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        all.last = all.last.max(o.last);
+        all.error = all.error.or(o.error);
+        all.stamped += o.stamped;
+        all.handover += o.handover;
+        all.oversized += o.oversized;
+        all.drops += o.drops;
+    }
+    // Rates over the time traffic was arriving, not the time spent waiting.
+    let duration_s = all
+        .first
+        .map_or(0.0, |f| all.last.duration_since(f).as_secs_f64());
+    let capture = capture.as_mut().zip(cfg.capture.as_ref()).map(|(w, c)| {
+        let error = w.finish();
+        (c.path.display().to_string(), w.written, c.snaplen, error)
+    });
+    Ok(SinkReport {
+        backend,
+        note,
+        counts: all.counts,
+        duration_s,
+        kernel_drops: all.drops,
+        capture,
+        error: all.error,
+        arrival_stamped: all.stamped,
+        arrival_handover: all.handover,
+        oversized: all.oversized,
+        capabilities,
+        workers,
+    })
+}
+
+/// One receive loop: until the duration ends, `stop` is set, `total` (all
+/// workers' probe frames) reaches the count, the interface goes down or a
+/// receive fails; what was counted is kept in every case.
+fn receive(
+    rx: &mut Rx,
+    cfg: &SinkConfig,
+    stop: &AtomicBool,
+    total: &AtomicU64,
+    mut capture: Option<&mut CaptureWriter>,
+    frame_max: usize,
+) -> WorkerOut {
     let mut counts = SinkCounts::new(cfg.clocks_shared);
     let mut error: Option<String> = None;
     let start = Instant::now();
@@ -121,8 +235,6 @@ pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendEr
     // look at it a few times a second so every backend ends the same way.
     let mut next_link_check = Instant::now();
     let (mut stamped, mut handover, mut oversized) = (0u64, 0u64, 0u64);
-    // Ethernet header, one VLAN tag; a larger frame is several packets in one.
-    let frame_max = linerate_backend::raw::iface_mtu(&cfg.iface).map_or(usize::MAX, |m| m + 18);
     while !stop.load(Ordering::Relaxed) && start.elapsed() < cfg.duration {
         if Instant::now() >= next_link_check {
             next_link_check = Instant::now() + LINK_CHECK;
@@ -136,13 +248,16 @@ pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendEr
                 break;
             }
         }
-        if cfg.until_packets.is_some_and(|n| counts.packets >= n) {
+        if cfg
+            .until_packets
+            .is_some_and(|n| total.load(Ordering::Relaxed) >= n)
+        {
             break;
         }
         // Arrival time: the kernel's receive time where the backend has one
-        // (af_packet ring); otherwise read once per batch, when its first
-        // frame is handed over (after the wait, not before it), so latency
-        // is not shortened by the time recv spent blocked.
+        // (af_packet ring, raw socket); otherwise read once per batch, when
+        // its first frame is handed over (after the wait, not before it), so
+        // latency is not shortened by the time recv spent blocked.
         let mut now = 0u64;
         let before = counts.packets;
         let mut arrival = |at: Option<u64>| match at {
@@ -158,7 +273,7 @@ pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendEr
                 now
             }
         };
-        let r = match capture.as_mut().filter(|c| c.wants_more()) {
+        let r = match capture.as_deref_mut().filter(|c| c.wants_more()) {
             None => rx.recv(&mut |frame, at| {
                 oversized += u64::from(frame.len() > frame_max);
                 counts.on_frame(frame, arrival(at))
@@ -181,6 +296,7 @@ pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendEr
             // Rates cover the span over which probe frames arrived; other
             // frames (neighbour discovery, multicast reports) do not open it.
             Ok(_) if counts.packets > before => {
+                total.fetch_add(counts.packets - before, Ordering::Relaxed);
                 last = Instant::now();
                 first.get_or_insert(last);
             }
@@ -197,25 +313,15 @@ pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendEr
             }
         }
     }
-    // The kernel keeps counting until asked: one read after the run.
-    let drops = rx.drops();
-    // Rates over the time traffic was arriving, not the time spent waiting.
-    let duration_s = first.map_or(0.0, |f| last.duration_since(f).as_secs_f64());
-    let capture = capture.as_mut().zip(cfg.capture.as_ref()).map(|(w, c)| {
-        let error = w.finish();
-        (c.path.display().to_string(), w.written, c.snaplen, error)
-    });
-    Ok(SinkReport {
-        backend,
-        note,
+    WorkerOut {
         counts,
-        duration_s,
-        kernel_drops: drops,
-        capture,
+        first,
+        last,
         error,
-        arrival_stamped: stamped,
-        arrival_handover: handover,
+        stamped,
+        handover,
         oversized,
-        capabilities,
-    })
+        // The kernel keeps counting until asked: one read after the run.
+        drops: rx.drops(),
+    }
 }

@@ -78,6 +78,26 @@ impl SinkCounts {
         }
     }
 
+    /// Takes in the counts of another receive worker of the same run.
+    pub fn absorb(&mut self, other: &SinkCounts) {
+        for (id, f) in &other.flows {
+            match self.flows.get_mut(id) {
+                Some(mine) => {
+                    mine.seq.absorb(&f.seq);
+                    mine.bytes += f.bytes;
+                }
+                None => {
+                    self.flows.insert(*id, f.clone());
+                }
+            }
+        }
+        self.packets += other.packets;
+        self.bytes += other.bytes;
+        self.other += other.other;
+        self.clock_skew += other.clock_skew;
+        let _ = self.latency_ns.add(&other.latency_ns);
+    }
+
     pub fn clocks_shared(&self) -> bool {
         self.clocks_shared
     }

@@ -74,6 +74,27 @@ impl SeqTracker {
         self.highest.saturating_sub(self.received - self.duplicates)
     }
 
+    /// Takes in another tracker's arrivals of the same flow, counted apart
+    /// (on another receive queue): the totals add up and the window of
+    /// recent sequence numbers is the union, so loss stays exact when the
+    /// two saw different packets. Duplicates across the two, and reordering
+    /// between them, are not seen.
+    pub fn absorb(&mut self, other: &SeqTracker) {
+        let mut o = other.clone();
+        if o.highest > self.highest {
+            self.shift(o.highest - self.highest);
+            self.highest = o.highest;
+        } else {
+            o.shift(self.highest - o.highest);
+        }
+        for (a, b) in self.seen.iter_mut().zip(o.seen) {
+            *a |= b;
+        }
+        self.received += other.received;
+        self.duplicates += other.duplicates;
+        self.late += other.late;
+    }
+
     fn shift(&mut self, by: u64) {
         if by >= WINDOW {
             self.seen = [0; WORDS];
@@ -109,6 +130,32 @@ mod tests {
             (t.highest, t.received, t.late, t.duplicates, t.lost()),
             (8, 7, 1, 1, 2)
         );
+    }
+
+    #[test]
+    fn trackers_of_one_flow_merge() {
+        // Odd and even sequence numbers counted apart; 7 has not arrived.
+        let (mut a, mut b) = (SeqTracker::default(), SeqTracker::default());
+        for s in [1, 3, 5, 9] {
+            a.on_seq(s);
+        }
+        for s in [2, 4, 6, 8, 10] {
+            b.on_seq(s);
+        }
+        assert_eq!(
+            (a.lost(), b.lost()),
+            (5, 5),
+            "apart, each sees the other's as lost"
+        );
+        a.absorb(&b);
+        assert_eq!(
+            (a.highest, a.received, a.lost(), a.duplicates),
+            (10, 9, 1, 0)
+        );
+        // The union window still spots a duplicate of either side.
+        assert_eq!(a.on_seq(4), Arrival::Duplicate);
+        assert_eq!(a.on_seq(7), Arrival::Late);
+        assert_eq!(a.lost(), 0);
     }
 
     #[test]

@@ -356,12 +356,20 @@ fn af_xdp_one_socket_per_queue_with_cores() {
     .unwrap();
     // The sink, too, has to read every queue: af_packet sees them all, and
     // af_xdp binds one socket per RX queue.
-    for sink_backend in ["af_packet", "af_xdp"] {
-        one_socket_per_queue(&rig, sink_backend);
+    // With --cores the sink has one receive thread per core: af_xdp splits
+    // the queues, af_packet and socket share by flow (PACKET_FANOUT).
+    for (sink_backend, cores) in [
+        ("af_packet", "0"),
+        ("af_xdp", "0"),
+        ("af_xdp", "0,1"),
+        ("af_packet", "0,1"),
+        ("socket", "0,1"),
+    ] {
+        one_socket_per_queue(&rig, sink_backend, cores);
     }
 }
 
-fn one_socket_per_queue(rig: &Rig, sink_backend: &str) {
+fn one_socket_per_queue(rig: &Rig, sink_backend: &str, cores: &str) {
     let sink = std::thread::scope(|s| {
         let h = s.spawn(|| {
             rig.command(1, BIN)
@@ -371,6 +379,8 @@ fn one_socket_per_queue(rig: &Rig, sink_backend: &str) {
                     "veth0",
                     "--backend",
                     sink_backend,
+                    "--cores",
+                    cores,
                     "--duration",
                     "10",
                     "--count",
@@ -439,6 +449,14 @@ fn one_socket_per_queue(rig: &Rig, sink_backend: &str) {
         "sink {sink_backend}: {v}"
     );
     assert_eq!(v["backend"], sink_backend);
+    assert_eq!(v["workers"], cores.split(',').count(), "{v}");
+    // Every flow whole, whichever worker read it.
+    let flows = v["flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 4, "{v}");
+    assert!(
+        flows.iter().all(|f| f["packets"] == 5000 && f["lost"] == 0),
+        "{v}"
+    );
     // af_xdp reads both RX queues with a socket each; af_packet reads every
     // queue through one socket and stamps each frame.
     let caps = &v["backend_capabilities"];
@@ -1254,4 +1272,76 @@ fn af_packet_sink_latency_uses_the_kernel_receive_time() {
         "{v}"
     );
     assert_eq!(v["latency_arrival"]["batch_handover"], 0, "{v}");
+}
+
+#[test]
+fn sink_workers_need_queues_or_fall_back() {
+    if skip("sink_workers_need_queues_or_fall_back") {
+        return;
+    }
+    // One RX queue: af_xdp cannot give two workers a queue each and says so
+    // before receiving; auto falls back to af_packet's fanout and counts all.
+    let rig = Rig::pair().unwrap();
+    let out = rig
+        .command(1, BIN)
+        .args(["sink", "--iface", "veth0", "--backend", "af_xdp"])
+        .args(["--cores", "0,1", "--duration", "1"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("2 receive workers need as many RX queues (1 here)"),
+        "{err}"
+    );
+    // --write keeps one file in arrival order: one worker only.
+    let out = rig
+        .command(1, BIN)
+        .args(["sink", "--iface", "veth0", "--cores", "0,1", "--write"])
+        .arg(std::env::temp_dir().join(format!("lr-two-{}.pcap", std::process::id())))
+        .args(["--duration", "1"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("one receive worker"));
+    let sink = std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            rig.command(1, BIN)
+                .args(["sink", "--iface", "veth0", "--cores", "0,1"])
+                .args(["--duration", "10", "--count", "8000", "--json"])
+                .output()
+                .unwrap()
+        });
+        std::thread::sleep(Duration::from_millis(500));
+        let out = blast(
+            &rig,
+            &[
+                "--dst-ip",
+                "198.18.0.2",
+                "--src-port",
+                "1000-1007",
+                "--count",
+                "8000",
+                "--rate",
+                "100k",
+            ],
+        );
+        succeeded(&out);
+        h.join().unwrap()
+    });
+    let v = support::json(&sink.stdout);
+    assert_eq!(v["backend"], "af_packet", "{v}");
+    assert!(
+        v["backend_note"]
+            .as_str()
+            .unwrap()
+            .contains("1 RX queue(s) for 2 workers"),
+        "{v}"
+    );
+    assert_eq!(
+        (v["packets"].as_u64(), v["lost"].as_u64()),
+        (Some(8000), Some(0)),
+        "{v}"
+    );
+    assert_eq!(v["flows"].as_array().unwrap().len(), 8, "{v}");
 }

@@ -114,6 +114,11 @@ pub struct SinkArgs {
     /// auto, socket, af_packet or af_xdp.
     #[arg(long, default_value = "auto")]
     backend: String,
+    /// One pinned receive worker per listed core (0,1): af_xdp gives each
+    /// its share of the RX queues, af_packet and socket a PACKET_FANOUT
+    /// share by flow; counts are merged.
+    #[arg(long, value_delimiter = ',')]
+    cores: Option<Vec<usize>>,
     /// Also write every frame that arrives (probe or not) to this pcap file
     /// (nanosecond timestamps).
     #[arg(long, value_name = "FILE")]
@@ -394,12 +399,13 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
             snaplen: a.snaplen,
             max_frames: a.write_count,
         }),
+        cores: a.cores.clone().unwrap_or_default(),
     };
     let stop = stop_flag()?;
     let r = linerate_blast::sink(&cfg, &stop)?;
     if a.json {
         let mut v = r.json();
-        v["doctor"] = doctor(&a.iface, &[]);
+        v["doctor"] = doctor(&a.iface, a.cores.as_deref().unwrap_or(&[]));
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         let j = r.json();
