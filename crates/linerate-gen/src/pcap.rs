@@ -518,4 +518,53 @@ mod tests {
                 .verify_checksum("198.19.7.7".parse().unwrap(), "198.19.8.8".parse().unwrap())
         );
     }
+
+    fn write_pcapng(frames: &[Vec<u8>]) -> Vec<u8> {
+        use pcap_file::pcapng::PcapNgWriter;
+        use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
+        use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionBlock;
+        let mut w = PcapNgWriter::new(Vec::new()).unwrap();
+        w.write_pcapng_block(InterfaceDescriptionBlock {
+            linktype: DataLink::ETHERNET,
+            snaplen: 0,
+            options: vec![],
+        })
+        .unwrap();
+        for (i, f) in frames.iter().enumerate() {
+            w.write_pcapng_block(EnhancedPacketBlock {
+                interface_id: 0,
+                timestamp: Duration::from_millis(10 * i as u64),
+                original_len: f.len() as u32,
+                data: std::borrow::Cow::Borrowed(&f[..]),
+                options: vec![],
+            })
+            .unwrap();
+        }
+        w.into_inner()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+        /// Hostile files: valid pcap and pcapng traces with bytes changed
+        /// and cut short. The parser itself (not just `load`'s guard) must
+        /// answer with frames or a typed error, never a panic.
+        #[test]
+        fn damaged_traces_never_panic_the_parser(
+            ng in proptest::bool::ANY,
+            flips in proptest::collection::vec((0usize..4096, proptest::num::u8::ANY), 0..8),
+            cut in 0usize..4096,
+        ) {
+            let frames: Vec<Vec<u8>> = (0..4).map(udp_frame).collect();
+            let mut b = if ng { write_pcapng(&frames) } else { write_pcap(&frames) };
+            for (at, v) in flips {
+                let n = b.len();
+                b[at % n] ^= v;
+            }
+            b.truncate(cut.min(b.len()));
+            match parse(&b, "fuzzed") {
+                Ok(t) => proptest::prop_assert_eq!(t.frames.len(), t.times.len()),
+                Err(e) => proptest::prop_assert!(!e.to_string().is_empty()),
+            }
+        }
+    }
 }
