@@ -144,10 +144,17 @@ impl UdpTx {
                 let port = (spec.src_port.first + u128::from(j) * spec.src_port.step) as u16;
                 let ep = SocketAddr::new(ip, port);
                 let s = open_bound(iface, ep, &opt).map_err(|e| {
-                    if e.raw_os_error() == Some(nix::errno::Errno::EADDRNOTAVAIL as i32) {
-                        unsupported(format!("source address {ip} is not on this host"))
-                    } else {
-                        io::Error::new(e.kind(), format!("UDP socket {ep}: {e}"))
+                    use nix::errno::Errno;
+                    match e.raw_os_error() {
+                        Some(c) if c == Errno::EADDRNOTAVAIL as i32 => {
+                            unsupported(format!("source address {ip} is not on this host"))
+                        }
+                        // An IPv6 link-local source needs a scope a
+                        // socket address does not carry here.
+                        Some(c) if c == Errno::EINVAL as i32 => {
+                            unsupported(format!("source address {ip} cannot be bound ({e})"))
+                        }
+                        _ => io::Error::new(e.kind(), format!("UDP socket {ep}: {e}")),
                     }
                 })?;
                 socks.push(s);
