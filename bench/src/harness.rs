@@ -185,7 +185,37 @@ fn measure_once(
     for undo in running.restore.drain(..) {
         undo();
     }
-    result
+    // A sender that failed or delivered nothing: show what it said.
+    if !matches!(result, Ok((p, ..)) if p > 0) {
+        let tail = stderr_tail(&mut running.child);
+        if !tail.is_empty() {
+            eprintln!("  {} said:\n{tail}", c.name);
+        }
+    }
+    match result {
+        // A peer tool that fails is a hole in its column, not the end of
+        // the run; linerate failing is an error.
+        Err(e) if !c.name.starts_with("linerate") => {
+            eprintln!("  warning: {e:#}; counted as 0 for this run");
+            Ok((0, 0, cfg.window.as_secs_f64(), 0.0))
+        }
+        r => r,
+    }
+}
+
+/// The last lines a stopped child wrote to its (piped) stderr.
+fn stderr_tail(child: &mut Child) -> String {
+    use std::io::Read;
+    let mut text = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut text);
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(8)..]
+        .iter()
+        .map(|l| format!("    {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {

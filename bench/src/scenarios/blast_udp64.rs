@@ -121,6 +121,7 @@ fn check_peers() -> Result<()> {
         "trafgen",
         "dpdk-testpmd",
         "iperf3",
+        "ss",
         "taskset",
         "ethtool",
         "timeout",

@@ -28,7 +28,7 @@ fn linerate_bin() -> Result<PathBuf> {
 fn run(rig: &Rig, run_for: Duration, program: &str, extra: &[&str]) -> Result<Running> {
     let server_ip = rig.host(RECEIVER).ipv4.to_string();
     let server = spawn_pinned(rig, RECEIVER, 1, &["iperf3", "-s", "-1", "-B", &server_ip])?;
-    std::thread::sleep(Duration::from_millis(300));
+    super::tools::wait_tcp_listen(rig, RECEIVER, 5201)?;
     let secs = run_for.as_secs().max(1).to_string();
     let mut argv = vec![program, "-c", &server_ip, "-t", &secs];
     argv.extend_from_slice(extra);
@@ -99,7 +99,7 @@ fn scenario(
             },
         ],
         check: || {
-            need(&["iperf3", "taskset", "ethtool"])?;
+            need(&["iperf3", "taskset", "ethtool", "ss"])?;
             linerate_bin().map(|_| ())
         },
     }

@@ -77,7 +77,7 @@ pub fn iperf3_at(rig: &Rig, run_for: Duration, rate: Option<&str>) -> Result<Run
         1,
         &["iperf3", "-s", "-1", "-B", &b.ipv4.to_string()],
     )?;
-    std::thread::sleep(Duration::from_millis(300));
+    super::tools::wait_tcp_listen(rig, RECEIVER, 5201)?;
     let secs = run_for.as_secs().max(1).to_string();
     let child = spawn_pinned(
         rig,
@@ -121,6 +121,6 @@ pub fn build() -> Scenario {
                 start: iperf3,
             },
         ],
-        check: || need(&["trafgen", "iperf3", "taskset", "timeout", "ethtool"]),
+        check: || need(&["trafgen", "iperf3", "taskset", "timeout", "ethtool", "ss"]),
     }
 }

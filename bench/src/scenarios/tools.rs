@@ -14,6 +14,25 @@ pub fn spawn_pinned(rig: &Rig, host: usize, cpu: usize, argv: &[&str]) -> Result
     Ok(cmd.spawn()?)
 }
 
+/// Waits (up to 5 s) until something listens on TCP `port` in `host`'s
+/// namespace (asked of `ss`, so the server sees no probe connection): a
+/// busy machine can take longer than any fixed pause to start a server.
+pub fn wait_tcp_listen(rig: &Rig, host: usize, port: u16) -> Result<()> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let sport = format!(":{port}");
+    while std::time::Instant::now() < deadline {
+        let out = rig
+            .command(host, "ss")
+            .args(["-Hltn", "sport", "=", &sport])
+            .output()?;
+        if out.status.success() && !out.stdout.is_empty() {
+            return Ok(());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    bail!("nothing listens on TCP port {port} after 5 s")
+}
+
 /// Fails with the list of programs that are missing.
 pub fn need(programs: &[&str]) -> Result<()> {
     let missing: Vec<String> = programs
