@@ -263,16 +263,12 @@ fn run_inner(
                         zerocopy: opts.zerocopy,
                     };
                     let r = spawn_streams(std::mem::take(&mut conns), &params, &so);
-                    meter = Some(
-                        Meter::new(
-                            r.streams.clone(),
-                            params.protocol == Protocol::Udp,
-                            opts.interval,
-                            Duration::from_secs(u64::from(params.omit_s)),
-                            started,
-                        )
-                        .with_pacing(params.bandwidth_bps, params.len),
-                    );
+                    meter = Some(Meter::for_test(
+                        r.streams.clone(),
+                        &params,
+                        opts.interval,
+                        started,
+                    ));
                     running = Some(r);
                 }
                 ClientEvent::ExchangeResults => {

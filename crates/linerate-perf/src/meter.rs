@@ -104,6 +104,24 @@ impl Meter {
         }
     }
 
+    /// The meter of a test with parameters `p`: UDP or TCP figures, omit,
+    /// and the per-stream target rate for pacing figures.
+    pub fn for_test(
+        streams: Vec<Arc<StreamShared>>,
+        p: &linerate_iperf::Params,
+        interval: Duration,
+        start: Instant,
+    ) -> Self {
+        Self::new(
+            streams,
+            p.protocol == linerate_iperf::Protocol::Udp,
+            interval,
+            Duration::from_secs(u64::from(p.omit_s)),
+            start,
+        )
+        .with_pacing(p.bandwidth_bps, p.len)
+    }
+
     /// The per-stream target rate and block size, for pacing figures.
     pub fn with_pacing(mut self, rate_bps: u64, block_bytes: u32) -> Self {
         self.rate_bps = rate_bps;

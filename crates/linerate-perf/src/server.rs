@@ -515,16 +515,7 @@ impl TestServer<'_> {
             zerocopy: p.zerocopy,
         };
         let r = spawn_streams(std::mem::take(&mut self.conns), &p, &so);
-        self.meter = Some(
-            Meter::new(
-                r.streams.clone(),
-                p.protocol == Protocol::Udp,
-                opts.interval,
-                Duration::from_secs(u64::from(p.omit_s)),
-                now,
-            )
-            .with_pacing(p.bandwidth_bps, p.len),
-        );
+        self.meter = Some(Meter::for_test(r.streams.clone(), &p, opts.interval, now));
         self.running = Some(r);
         self.last_rx = (0, now);
         Next::Go

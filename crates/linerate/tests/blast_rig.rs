@@ -945,6 +945,18 @@ fn succeeded(out: &Output) -> serde_json::Value {
     support::json(&out.stdout)
 }
 
+/// 2 source ports x 4 destination ports, 16000 frames at 100 kpps.
+const EIGHT_FLOWS_16000: [&str; 8] = [
+    "--src-port",
+    "1000-1001",
+    "--dst-port",
+    "5000-5003",
+    "--count",
+    "16000",
+    "--rate",
+    "100k",
+];
+
 /// blast on host 0 without --dst-mac (the kernel resolves it), JSON out.
 fn blast_stack(rig: &Rig, args: &[&str]) -> Output {
     rig.command(0, BIN)
@@ -1031,21 +1043,10 @@ fn socket_backend_sends_through_udp_sockets_where_it_can() {
             blast_stack(
                 &rig,
                 &[
-                    "--backend",
-                    "socket",
-                    "--dst-ip",
-                    d,
-                    "--size",
-                    size,
-                    "--src-port",
-                    "1000-1001",
-                    "--dst-port",
-                    "5000-5003",
-                    "--count",
-                    "16000",
-                    "--rate",
-                    "100k",
-                ],
+                    &["--backend", "socket", "--dst-ip", d, "--size", size][..],
+                    &EIGHT_FLOWS_16000,
+                ]
+                .concat(),
             )
         });
         let b = succeeded(&out);
@@ -1083,21 +1084,10 @@ fn socket_backend_sends_through_udp_sockets_where_it_can() {
         blast_stack(
             &rig,
             &[
-                "--backend",
-                "socket",
-                "--cores",
-                "0,1",
-                "--dst-ip",
-                &dst,
-                "--src-port",
-                "1000-1001",
-                "--dst-port",
-                "5000-5003",
-                "--count",
-                "16000",
-                "--rate",
-                "100k",
-            ],
+                &["--backend", "socket", "--cores", "0,1", "--dst-ip", &dst][..],
+                &EIGHT_FLOWS_16000,
+            ]
+            .concat(),
         )
     });
     let b = succeeded(&out);
