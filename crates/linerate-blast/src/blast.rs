@@ -164,6 +164,9 @@ impl BlastReport {
                     "stddev_gap_us": d.stddev_gap_ns() / 1e3,
                     "min_gap_us": d.min_gap_ns as f64 / 1e3,
                     "max_gap_us": d.max_gap_ns as f64 / 1e3,
+                    "p50_gap_us": d.percentiles_us()[0],
+                    "p99_gap_us": d.percentiles_us()[1],
+                    "p999_gap_us": d.percentiles_us()[2],
                 })
             }).collect::<Vec<_>>(),
             "per_second": self.per_second.iter().map(|s| serde_json::json!({"packets": s.packets, "send_calls": s.calls, "send_errors": s.errors})).collect::<Vec<_>>(),

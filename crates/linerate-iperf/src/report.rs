@@ -139,6 +139,8 @@ pub struct DepartureStats {
     pub stddev_gap_us: f64,
     pub min_gap_us: f64,
     pub max_gap_us: f64,
+    /// p50, p99 and p99.9 of the gaps.
+    pub gap_percentiles_us: [f64; 3],
 }
 
 /// CPU use of one side, percent of wall time.
@@ -534,6 +536,8 @@ impl Report {
                         "calls": d.calls, "units_per_call": d.units_per_call,
                         "target_gap_us": d.target_gap_us, "mean_gap_us": d.mean_gap_us,
                         "stddev_gap_us": d.stddev_gap_us, "min_gap_us": d.min_gap_us, "max_gap_us": d.max_gap_us,
+                        "p50_gap_us": d.gap_percentiles_us[0], "p99_gap_us": d.gap_percentiles_us[1],
+                        "p999_gap_us": d.gap_percentiles_us[2],
                     });
                 }
                 m

@@ -324,6 +324,7 @@ impl Meter {
                                 stddev_gap_us: d.stddev_gap_ns() / 1e3,
                                 min_gap_us: d.min_gap_ns as f64 / 1e3,
                                 max_gap_us: d.max_gap_ns as f64 / 1e3,
+                                gap_percentiles_us: d.percentiles_us(),
                             }
                         }),
                     congestion: sh

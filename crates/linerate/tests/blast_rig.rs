@@ -191,6 +191,11 @@ fn blast_exactly_n_and_the_sink_counts_exactly_n() {
                 target > 0.0 && (mean - target).abs() < target * 0.5 + 20.0,
                 "{pacing}"
             );
+            let (p50, p99) = (
+                pacing["p50_gap_us"].as_f64().unwrap(),
+                pacing["p99_gap_us"].as_f64().unwrap(),
+            );
+            assert!(p50 > 0.0 && p50 <= p99, "{pacing}");
             if expect == "af_xdp" {
                 // The AF_XDP TX ring really carried them: the kernel completed every one.
                 assert_eq!(b["backend_stats"][0]["xsk_tx_completed"], 20000, "{b}");

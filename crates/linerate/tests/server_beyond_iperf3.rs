@@ -305,6 +305,24 @@ fn pacing_is_smooth_and_measured() {
     // Timing on a shared 2-CPU machine is noisy; the spread is reported, and
     // the sender catches up by sending more than one datagram only rarely.
     assert!(p["stddev_gap_us"].as_f64().unwrap() >= 0.0);
+    let (p50, p99, p999) = (
+        p["p50_gap_us"].as_f64().unwrap(),
+        p["p99_gap_us"].as_f64().unwrap(),
+        p["p999_gap_us"].as_f64().unwrap(),
+    );
+    // Ordered and inside the measured extremes (to the histogram's 1/16).
+    // Not asserted: the median's distance from the target. With the other
+    // tests of this file on the same 2 CPUs the sender wakes late now and
+    // then and catches up with short gaps, which the percentiles show (a
+    // median of 0.1 ms under a 1.1 ms mean was seen) and the mean hides.
+    let (min, max) = (
+        p["min_gap_us"].as_f64().unwrap(),
+        p["max_gap_us"].as_f64().unwrap(),
+    );
+    assert!(
+        min * 0.93 <= p50 && p50 <= p99 && p99 <= p999 && p999 <= max * 1.07,
+        "{p}"
+    );
     assert!(
         p["units_per_call"].as_f64().unwrap() < 1.5,
         "mostly one datagram per send: {p}"
