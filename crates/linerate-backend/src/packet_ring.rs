@@ -27,6 +27,18 @@ struct Req3 {
     feature_req_word: u32,
 }
 
+/// An AF_PACKET socket (see [`crate::raw::packet_socket`]) speaking TPACKET_V3.
+fn v3_socket(receive_all: bool) -> io::Result<OwnedFd> {
+    let fd = crate::raw::packet_socket(receive_all)?;
+    crate::sockopt::setsockopt_raw(
+        fd.as_raw_fd(),
+        libc::SOL_PACKET,
+        libc::PACKET_VERSION,
+        &TPACKET_V3.to_ne_bytes(),
+    )?;
+    Ok(fd)
+}
+
 /// A transmit ring bound to one interface.
 #[derive(Debug)]
 pub struct TxRing {
@@ -90,14 +102,8 @@ impl TxRing {
         let per_block = block_size / frame_size;
         let block_nr = frame_nr.div_ceil(per_block).max(1);
         let frame_nr = block_nr * per_block;
-        let fd = crate::raw::packet_socket(false)?;
+        let fd = v3_socket(false)?;
         let raw = fd.as_raw_fd();
-        crate::sockopt::setsockopt_raw(
-            raw,
-            libc::SOL_PACKET,
-            libc::PACKET_VERSION,
-            &TPACKET_V3.to_ne_bytes(),
-        )?;
         let _ = crate::sockopt::setsockopt_raw(
             raw,
             libc::SOL_PACKET,
@@ -243,7 +249,6 @@ const MAC_OFF: usize = 24;
 const PKTTYPE_OFF: usize = HDR_LEN + 10;
 
 impl RxRing {
-    /// Opens a ring of `block_nr` blocks of `block_size` bytes on `iface`.
     /// Largest frame a slot keeps whole (bytes without FCS).
     pub fn max_frame(&self) -> usize {
         RX_FRAME_SIZE - HDR_LEN
@@ -260,16 +265,11 @@ impl RxRing {
         self.block_size / RX_FRAME_SIZE
     }
 
+    /// Opens a ring of `block_nr` blocks of `block_size` bytes on `iface`.
     pub fn open(iface: &str, block_size: usize, block_nr: usize) -> io::Result<Self> {
         let ifindex = crate::raw::ifindex(iface)?;
-        let fd = crate::raw::packet_socket(true)?;
+        let fd = v3_socket(true)?;
         let raw = fd.as_raw_fd();
-        crate::sockopt::setsockopt_raw(
-            raw,
-            libc::SOL_PACKET,
-            libc::PACKET_VERSION,
-            &TPACKET_V3.to_ne_bytes(),
-        )?;
         let frame_size = RX_FRAME_SIZE as u32;
         let req = Req3 {
             block_size: block_size as u32,

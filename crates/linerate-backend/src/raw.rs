@@ -274,20 +274,9 @@ impl RawSocket {
                 h.msg_controllen = std::mem::size_of::<[u64; 8]>();
             }
         }
-        // SAFETY: headers point into `bufs` and `self.addrs`, alive for the call.
-        let rc = unsafe {
-            libc::recvmmsg(
-                self.fd.as_raw_fd(),
-                self.hdrs.as_mut_ptr(),
-                n as u32,
-                libc::MSG_WAITFORONE,
-                std::ptr::null_mut(),
-            )
-        };
-        if rc < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        for (i, len) in lens.iter_mut().enumerate().take(rc as usize) {
+        // Headers point into `bufs`, `self.addrs` and `self.cmsgs`, alive for the call.
+        let rc = crate::udp_batch::recv_each(self.fd.as_raw_fd(), &mut self.hdrs[..n])?;
+        for (i, len) in lens.iter_mut().enumerate().take(rc) {
             let outgoing = self.addrs[i].sll_pkttype == libc::PACKET_OUTGOING;
             *len = if outgoing {
                 0
@@ -296,7 +285,7 @@ impl RawSocket {
             };
         }
         if let Some(stamps) = stamps.as_mut() {
-            for (i, st) in stamps.iter_mut().enumerate().take(rc as usize) {
+            for (i, st) in stamps.iter_mut().enumerate().take(rc) {
                 *st = 0;
                 let h = &self.hdrs[i].msg_hdr;
                 // SAFETY: the kernel filled `msg_controllen` bytes of our
@@ -315,7 +304,7 @@ impl RawSocket {
                 }
             }
         }
-        Ok(rc as usize)
+        Ok(rc)
     }
 
     /// Frames the kernel delivered to and dropped for this socket since the

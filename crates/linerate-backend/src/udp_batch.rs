@@ -55,6 +55,27 @@ pub(crate) fn send_each(
     }
 }
 
+/// One `recvmmsg(2)` into `hdrs`, waiting (as the socket's timeout allows)
+/// for the first message only. Every header must point at buffers that
+/// stay alive and writable for the call. Returns how many were filled.
+pub(crate) fn recv_each(fd: i32, hdrs: &mut [libc::mmsghdr]) -> io::Result<usize> {
+    // SAFETY: the caller's headers point at live, writable buffers.
+    let rc = unsafe {
+        libc::recvmmsg(
+            fd,
+            hdrs.as_mut_ptr(),
+            hdrs.len() as u32,
+            libc::MSG_WAITFORONE,
+            std::ptr::null_mut(),
+        )
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc as usize)
+    }
+}
+
 impl Batch {
     pub fn new() -> Self {
         let iov = vec![
@@ -96,23 +117,12 @@ impl Batch {
             self.hdrs[i].msg_hdr.msg_iov = &mut self.iov[i];
             self.hdrs[i].msg_hdr.msg_iovlen = 1;
         }
-        // SAFETY: hdrs[..n] point to iovecs that point into writable `bufs`.
-        let rc = unsafe {
-            libc::recvmmsg(
-                sock.as_raw_fd(),
-                self.hdrs.as_mut_ptr(),
-                n as u32,
-                libc::MSG_WAITFORONE,
-                std::ptr::null_mut(),
-            )
-        };
-        if rc < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        for (i, len) in lens.iter_mut().enumerate().take(rc as usize) {
+        // hdrs[..n] point to iovecs that point into writable `bufs`.
+        let rc = recv_each(sock.as_raw_fd(), &mut self.hdrs[..n])?;
+        for (i, len) in lens.iter_mut().enumerate().take(rc) {
             *len = self.hdrs[i].msg_len as usize;
         }
-        Ok(rc as usize)
+        Ok(rc)
     }
 }
 

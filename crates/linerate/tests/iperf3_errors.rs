@@ -18,13 +18,7 @@ fn skip(test: &str) -> bool {
     should_skip(test, &[require_program("iperf3")])
 }
 
-/// A linerate server (not one-off) on a fresh port.
-fn server(extra: &[&str]) -> (Proc, u16) {
-    let port = free_port();
-    let p = Proc::spawn(linerate().args(["-s", "-p", &port.to_string()]).args(extra));
-    wait_listening(port);
-    (p, port)
-}
+use support::server;
 
 fn connect(port: u16) -> TcpStream {
     let s = TcpStream::connect(("127.0.0.1", port)).unwrap();

@@ -14,12 +14,7 @@ fn skip(test: &str) -> bool {
     should_skip(test, &[require_program("iperf3")])
 }
 
-fn server(extra: &[&str]) -> (Proc, u16) {
-    let port = free_port();
-    let p = Proc::spawn(linerate().args(["-s", "-p", &port.to_string()]).args(extra));
-    wait_listening(port);
-    (p, port)
-}
+use support::server;
 
 fn iperf3_client(port: u16, args: &[&str]) -> Proc {
     Proc::spawn(

@@ -36,6 +36,14 @@ pub fn free_port() -> u16 {
     }
 }
 
+/// A linerate server (not one-off) on a fresh port, listening.
+pub fn server(extra: &[&str]) -> (Proc, u16) {
+    let port = free_port();
+    let p = Proc::spawn(linerate().args(["-s", "-p", &port.to_string()]).args(extra));
+    wait_listening(port);
+    (p, port)
+}
+
 /// A child process that is killed (by PID) if the test ends early.
 pub struct Proc(pub Option<Child>);
 
