@@ -238,18 +238,20 @@ impl RawSocket {
     /// As [`recv`](Self::recv), and `stamps[i]` gets frame i's kernel
     /// receive time (CLOCK_REALTIME ns; 0 without one), once
     /// [`enable_rx_timestamps`](Self::enable_rx_timestamps) was called.
-    pub fn recv_stamped(
+    /// The buffers may be anything that lends a byte slice (`Vec<u8>`
+    /// kept by the caller: no slice list to build per call).
+    pub fn recv_stamped<B: AsMut<[u8]>>(
         &mut self,
-        bufs: &mut [&mut [u8]],
+        bufs: &mut [B],
         lens: &mut [usize],
         stamps: &mut [u64],
     ) -> io::Result<usize> {
         self.recv_inner(bufs, lens, Some(stamps))
     }
 
-    fn recv_inner(
+    fn recv_inner<B: AsMut<[u8]>>(
         &mut self,
-        bufs: &mut [&mut [u8]],
+        bufs: &mut [B],
         lens: &mut [usize],
         mut stamps: Option<&mut [u64]>,
     ) -> io::Result<usize> {
@@ -258,6 +260,7 @@ impl RawSocket {
             n = n.min(s.len());
         }
         for (i, b) in bufs[..n].iter_mut().enumerate() {
+            let b = b.as_mut();
             self.iov[i] = libc::iovec {
                 iov_base: b.as_mut_ptr().cast(),
                 iov_len: b.len(),

@@ -636,20 +636,21 @@ impl XskRx {
         f: &mut dyn FnMut(&[u8]),
     ) -> io::Result<usize> {
         if !self.socks.iter().any(RxSocket::pending) {
-            let mut pfds: Vec<libc::pollfd> = self
-                .socks
-                .iter()
-                .map(|s| libc::pollfd {
-                    fd: s.fd.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                })
-                .collect();
-            // SAFETY: `pfds` is a valid array of that many pollfds.
+            // One pollfd per socket, on the stack (open() takes at most 256 queues).
+            let mut pfds = [libc::pollfd {
+                fd: -1,
+                events: libc::POLLIN,
+                revents: 0,
+            }; 256];
+            for (p, s) in pfds.iter_mut().zip(&self.socks) {
+                p.fd = s.fd.as_raw_fd();
+            }
+            let n = self.socks.len().min(pfds.len());
+            // SAFETY: `pfds[..n]` is a valid array of that many pollfds.
             unsafe {
                 libc::poll(
                     pfds.as_mut_ptr(),
-                    pfds.len() as libc::nfds_t,
+                    n as libc::nfds_t,
                     timeout.as_millis().min(1000) as i32,
                 )
             };

@@ -336,8 +336,7 @@ impl Rx {
             Rx::Socket(sock, store, _) => {
                 let mut lens = [0usize; linerate_backend::raw::RAW_BATCH_MAX];
                 let mut stamps = [0u64; linerate_backend::raw::RAW_BATCH_MAX];
-                let mut bufs: Vec<&mut [u8]> = store.iter_mut().map(Vec::as_mut_slice).collect();
-                let n = sock.recv_stamped(&mut bufs, &mut lens, &mut stamps)?;
+                let n = sock.recv_stamped(store, &mut lens, &mut stamps)?;
                 // The kernel's receive stamps are on the wall clock; probes
                 // carry the monotonic one.
                 let offset = linerate_backend::clock::realtime_offset_ns();

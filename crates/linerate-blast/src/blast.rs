@@ -155,6 +155,7 @@ impl BlastReport {
             "backend_capabilities": self.capabilities,
             "pacing": self.pacing.iter().map(|(d, ns)| {
                 let per_call = d.units as f64 / d.calls as f64;
+                let [p50, p99, p999] = d.percentiles_us();
                 serde_json::json!({
                     "measured_by": "sender, gaps between send calls",
                     "calls": d.calls,
@@ -164,9 +165,9 @@ impl BlastReport {
                     "stddev_gap_us": d.stddev_gap_ns() / 1e3,
                     "min_gap_us": d.min_gap_ns as f64 / 1e3,
                     "max_gap_us": d.max_gap_ns as f64 / 1e3,
-                    "p50_gap_us": d.percentiles_us()[0],
-                    "p99_gap_us": d.percentiles_us()[1],
-                    "p999_gap_us": d.percentiles_us()[2],
+                    "p50_gap_us": p50,
+                    "p99_gap_us": p99,
+                    "p999_gap_us": p999,
                 })
             }).collect::<Vec<_>>(),
             "per_second": self.per_second.iter().map(|s| serde_json::json!({"packets": s.packets, "send_calls": s.calls, "send_errors": s.errors})).collect::<Vec<_>>(),
@@ -538,10 +539,11 @@ fn replay(cfg: &BlastConfig, r: &Replay, stop: &AtomicBool) -> Result<BlastRepor
         }
     }
     let max_frame = frames.iter().map(Vec::len).max().unwrap_or(64);
+    // No flow spec: a replay's frames go as captured (raw).
     let traffic = Traffic {
         flows: None,
         framing: cfg.framing,
-        macs_given: true,
+        macs_given: cfg.macs_given,
         gso: cfg.gso,
     };
     let (mut sock, note) = open_tx(cfg.backend, &cfg.iface, max_frame, 0, &traffic)?;
