@@ -144,25 +144,24 @@ const XDP_MAX_TX_SKB_BUDGET: i32 = 9;
 /// The kernel's copy-mode TX batch when the budget cannot be set.
 const XSK_DEFAULT_TX_BUDGET: u32 = 32;
 
-/// The socket's XDP_STATISTICS counters.
-fn xdp_statistics(fd: i32) -> io::Result<libc::xdp_statistics> {
-    // SAFETY: xdp_statistics is plain old data.
-    let mut st: libc::xdp_statistics = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::xdp_statistics>() as libc::socklen_t;
-    // SAFETY: valid buffer of the given size.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_XDP,
-            libc::XDP_STATISTICS,
-            (&mut st as *mut libc::xdp_statistics).cast(),
-            &mut len,
-        )
-    };
+/// A SOL_XDP option read into a plain-old-data struct (`xdp_statistics`,
+/// `xdp_mmap_offsets`: all-zero is a valid value of either).
+fn getsockopt_xdp<T: Copy>(fd: i32, name: i32) -> io::Result<T> {
+    // SAFETY: T is one of the kernel's plain-old-data option structs.
+    let mut v: T = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<T>() as libc::socklen_t;
+    // SAFETY: `v` is a writable buffer of `len` bytes.
+    let rc =
+        unsafe { libc::getsockopt(fd, libc::SOL_XDP, name, (&mut v as *mut T).cast(), &mut len) };
     if rc < 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(st)
+    Ok(v)
+}
+
+/// The socket's XDP_STATISTICS counters.
+fn xdp_statistics(fd: i32) -> io::Result<libc::xdp_statistics> {
+    getsockopt_xdp(fd, libc::XDP_STATISTICS)
 }
 
 fn sockopt<T>(fd: i32, name: i32, v: &T) -> io::Result<()> {
@@ -243,22 +242,7 @@ fn xsk_socket(
     for &(ring, size) in rings {
         sockopt(raw, ring, &size)?;
     }
-    // SAFETY: xdp_mmap_offsets is plain old data.
-    let mut off: libc::xdp_mmap_offsets = unsafe { std::mem::zeroed() };
-    let mut olen = std::mem::size_of::<libc::xdp_mmap_offsets>() as libc::socklen_t;
-    // SAFETY: valid buffer of the given size.
-    let rc = unsafe {
-        libc::getsockopt(
-            raw,
-            libc::SOL_XDP,
-            libc::XDP_MMAP_OFFSETS,
-            (&mut off as *mut libc::xdp_mmap_offsets).cast(),
-            &mut olen,
-        )
-    };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let off: libc::xdp_mmap_offsets = getsockopt_xdp(raw, libc::XDP_MMAP_OFFSETS)?;
     Ok((fd, umem, off))
 }
 

@@ -414,8 +414,9 @@ mod tests {
         );
     }
 
-    #[test]
-    fn results_naming_an_unknown_stream_fail() {
+    /// A session through the test, its own results sent, waiting for the
+    /// server's.
+    fn awaiting_server_results() -> ClientSession {
         let cookie = make_cookie([1; 36]);
         let mut c = ClientSession::new(&cookie, params());
         c.handle_bytes(&[9, 10, 1, 2]);
@@ -423,6 +424,12 @@ mod tests {
         c.handle_bytes(&[13]);
         while c.poll_event().is_some() {}
         c.local_results(PeerResults::default());
+        c
+    }
+
+    #[test]
+    fn results_naming_an_unknown_stream_fail() {
+        let mut c = awaiting_server_results();
         c.handle_bytes(&frame_json(
             &serde_json::json!({"cpu_util_total":0,"cpu_util_user":0,
             "cpu_util_system":0,"sender_has_retransmits":-1,"streams":[{"id":9,"bytes":1,
@@ -436,13 +443,7 @@ mod tests {
 
     #[test]
     fn results_with_bad_content() {
-        let cookie = make_cookie([1; 36]);
-        let mut c = ClientSession::new(&cookie, params());
-        c.handle_bytes(&[9, 10, 1, 2]);
-        c.end_test();
-        c.handle_bytes(&[13]);
-        while c.poll_event().is_some() {}
-        c.local_results(PeerResults::default());
+        let mut c = awaiting_server_results();
         c.handle_bytes(&frame_json(&serde_json::json!({"streams": "nope"})));
         assert_eq!(
             c.poll_event(),
