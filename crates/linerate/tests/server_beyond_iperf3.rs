@@ -187,14 +187,12 @@ fn thread_cpus(pid: i32) -> Vec<String> {
     out
 }
 
-#[test]
-fn streams_are_pinned_when_asked() {
-    if skip("streams_are_pinned_when_asked") {
-        return;
-    }
-    // Two streams on two CPUs: one worker thread each.
+/// A one-off iperf3 server (-J) and a linerate client (-J) sending two
+/// streams for 2 s pinned to `cpus`; the CPUs of the client's threads, read
+/// 1 s in.
+fn two_streams_on(cpus: &str) -> (Proc, Proc, Vec<String>) {
     let port = free_port();
-    let srv = Proc::spawn(Command::new("iperf3").args(["-s", "-1", "-p", &port.to_string()]));
+    let srv = Proc::spawn(Command::new("iperf3").args(["-s", "-1", "-p", &port.to_string(), "-J"]));
     wait_listening(port);
     let p = port.to_string();
     let client = Proc::spawn(linerate().args([
@@ -207,11 +205,21 @@ fn streams_are_pinned_when_asked() {
         "-P",
         "2",
         "--stream-cpus",
-        "0,1",
+        cpus,
         "-J",
     ]));
     std::thread::sleep(Duration::from_millis(1000));
-    let cpus = thread_cpus(client.pid());
+    let threads = thread_cpus(client.pid());
+    (srv, client, threads)
+}
+
+#[test]
+fn streams_are_pinned_when_asked() {
+    if skip("streams_are_pinned_when_asked") {
+        return;
+    }
+    // Two streams on two CPUs: one worker thread each.
+    let (srv, client, cpus) = two_streams_on("0,1");
     assert_eq!(cpus.iter().filter(|c| *c == "0").count(), 1, "{cpus:?}");
     assert_eq!(cpus.iter().filter(|c| *c == "1").count(), 1, "{cpus:?}");
     let out = client.wait(Duration::from_secs(10));
@@ -229,24 +237,7 @@ fn streams_are_pinned_when_asked() {
     );
     drop(srv);
     // Two streams on one CPU share one worker (no threads taking turns).
-    let port = free_port();
-    let srv = Proc::spawn(Command::new("iperf3").args(["-s", "-1", "-p", &port.to_string(), "-J"]));
-    wait_listening(port);
-    let p = port.to_string();
-    let client = Proc::spawn(linerate().args([
-        "-c",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "-t",
-        "2",
-        "-P",
-        "2",
-        "--stream-cpus",
-        "1",
-    ]));
-    std::thread::sleep(Duration::from_millis(1000));
-    let cpus = thread_cpus(client.pid());
+    let (srv, client, cpus) = two_streams_on("1");
     assert_eq!(cpus.iter().filter(|c| *c == "1").count(), 1, "{cpus:?}");
     assert!(client.wait(Duration::from_secs(10)).status.success());
     let s = json(&srv.wait(Duration::from_secs(10)).stdout);
