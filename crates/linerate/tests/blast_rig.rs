@@ -114,99 +114,94 @@ fn blast_exactly_n_and_the_sink_counts_exactly_n() {
         } else {
             "socket"
         };
-        let sink = std::thread::scope(|s| {
-            let h = s.spawn(|| {
-                rig.command(1, BIN)
-                    .args([
-                        "sink",
-                        "--iface",
-                        "veth0",
+        let (sink, ()) = sink_while(
+            rig.command(1, BIN).args([
+                "sink",
+                "--iface",
+                "veth0",
+                "--backend",
+                sink_backend,
+                "--duration",
+                "15",
+                "--count",
+                "20000",
+                "--json",
+            ]),
+            || {
+                let out = blast(
+                    &rig,
+                    &[
                         "--backend",
-                        sink_backend,
-                        "--duration",
-                        "15",
+                        backend,
+                        "--cores",
+                        cores,
+                        "--dst-ip",
+                        "198.18.0.2",
+                        "--src-port",
+                        "1000-1007",
                         "--count",
                         "20000",
-                        "--json",
-                    ])
-                    .output()
-                    .unwrap()
-            });
-            std::thread::sleep(Duration::from_millis(500));
-            let out = blast(
-                &rig,
-                &[
-                    "--backend",
-                    backend,
-                    "--cores",
-                    cores,
-                    "--dst-ip",
-                    "198.18.0.2",
-                    "--src-port",
-                    "1000-1007",
-                    "--count",
-                    "20000",
-                    "--rate",
-                    "100k",
-                ],
-            );
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let b = support::json(&out.stdout);
-            assert_eq!(b["packets"], 20000);
-            // auto picks the fastest backend built and says why.
-            let expect = if backend == "auto" { "af_xdp" } else { backend };
-            assert_eq!(b["backend"], expect);
-            // auto says what it chose; socket says which of its paths it took
-            // (raw frames here, since --dst-mac chooses the Ethernet address).
-            assert_eq!(
-                b["backend_note"].is_string(),
-                backend == "auto" || backend == "socket",
-                "{b}"
-            );
-            let caps = &b["backend_capabilities"];
-            if backend == "socket" {
-                assert_eq!(b["backend_stats"][0]["socket_mode"], "raw", "{b}");
-                assert_eq!(caps["qdisc_bypass"], true, "{b}");
-            }
-            // Every backend here writes whole frames; only AF_XDP binds per queue.
-            assert_eq!(caps["crafted_frames"], true, "{b}");
-            assert_eq!(caps["per_queue"], expect == "af_xdp", "{b}");
-            assert!(caps["max_frame"].as_u64().unwrap() >= 1514, "{b}");
-            assert_eq!(b["flows"], 8);
-            assert_eq!(b["workers"], cores.split(',').count());
-            assert!(
-                b["doctor"]["could_not_check"].is_array(),
-                "doctor summary attached to blast's JSON"
-            );
-            // A paced run reports its measured send gaps against the target.
-            let pacing = &b["pacing"][0];
-            let target = pacing["target_gap_us"].as_f64().unwrap();
-            let mean = pacing["mean_gap_us"].as_f64().unwrap();
-            // (Long-run average only: single gaps vary with the machine's load.)
-            assert!(
-                target > 0.0 && (mean - target).abs() < target * 0.5 + 20.0,
-                "{pacing}"
-            );
-            let (p50, p99) = (
-                pacing["p50_gap_us"].as_f64().unwrap(),
-                pacing["p99_gap_us"].as_f64().unwrap(),
-            );
-            assert!(p50 > 0.0 && p50 <= p99, "{pacing}");
-            if expect == "af_xdp" {
-                // The AF_XDP TX ring really carried them: the kernel completed every one.
-                assert_eq!(b["backend_stats"][0]["xsk_tx_completed"], 20000, "{b}");
-                assert_eq!(b["backend_stats"][0]["xsk_tx_invalid_descs"], 0);
-            }
-            assert!(
-                !b["per_second"].as_array().unwrap().is_empty()
-                    || b["duration_s"].as_f64().unwrap() < 1.0
-            );
-            h.join().unwrap()
-        });
+                        "--rate",
+                        "100k",
+                    ],
+                );
+                assert!(
+                    out.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                let b = support::json(&out.stdout);
+                assert_eq!(b["packets"], 20000);
+                // auto picks the fastest backend built and says why.
+                let expect = if backend == "auto" { "af_xdp" } else { backend };
+                assert_eq!(b["backend"], expect);
+                // auto says what it chose; socket says which of its paths it took
+                // (raw frames here, since --dst-mac chooses the Ethernet address).
+                assert_eq!(
+                    b["backend_note"].is_string(),
+                    backend == "auto" || backend == "socket",
+                    "{b}"
+                );
+                let caps = &b["backend_capabilities"];
+                if backend == "socket" {
+                    assert_eq!(b["backend_stats"][0]["socket_mode"], "raw", "{b}");
+                    assert_eq!(caps["qdisc_bypass"], true, "{b}");
+                }
+                // Every backend here writes whole frames; only AF_XDP binds per queue.
+                assert_eq!(caps["crafted_frames"], true, "{b}");
+                assert_eq!(caps["per_queue"], expect == "af_xdp", "{b}");
+                assert!(caps["max_frame"].as_u64().unwrap() >= 1514, "{b}");
+                assert_eq!(b["flows"], 8);
+                assert_eq!(b["workers"], cores.split(',').count());
+                assert!(
+                    b["doctor"]["could_not_check"].is_array(),
+                    "doctor summary attached to blast's JSON"
+                );
+                // A paced run reports its measured send gaps against the target.
+                let pacing = &b["pacing"][0];
+                let target = pacing["target_gap_us"].as_f64().unwrap();
+                let mean = pacing["mean_gap_us"].as_f64().unwrap();
+                // (Long-run average only: single gaps vary with the machine's load.)
+                assert!(
+                    target > 0.0 && (mean - target).abs() < target * 0.5 + 20.0,
+                    "{pacing}"
+                );
+                let (p50, p99) = (
+                    pacing["p50_gap_us"].as_f64().unwrap(),
+                    pacing["p99_gap_us"].as_f64().unwrap(),
+                );
+                assert!(p50 > 0.0 && p50 <= p99, "{pacing}");
+                if expect == "af_xdp" {
+                    // The AF_XDP TX ring really carried them: the kernel completed every one.
+                    assert_eq!(b["backend_stats"][0]["xsk_tx_completed"], 20000, "{b}");
+                    assert_eq!(b["backend_stats"][0]["xsk_tx_invalid_descs"], 0);
+                }
+                assert!(
+                    !b["per_second"].as_array().unwrap().is_empty()
+                        || b["duration_s"].as_f64().unwrap() < 1.0
+                );
+            },
+        );
         let v = support::json(&sink.stdout);
         assert_eq!(v["packets"], 20000, "{backend}: {v}");
         assert_eq!(
@@ -288,47 +283,42 @@ fn tcp_flagged_frames_are_counted_by_the_sink() {
         return;
     }
     let rig = Rig::pair().unwrap();
-    let sink = std::thread::scope(|s| {
-        let h = s.spawn(|| {
-            rig.command(1, BIN)
-                .args([
-                    "sink",
-                    "--iface",
-                    "veth0",
-                    "--backend",
-                    "socket",
-                    "--duration",
-                    "10",
+    let (sink, ()) = sink_while(
+        rig.command(1, BIN).args([
+            "sink",
+            "--iface",
+            "veth0",
+            "--backend",
+            "socket",
+            "--duration",
+            "10",
+            "--count",
+            "3000",
+            "--json",
+        ]),
+        || {
+            let out = blast(
+                &rig,
+                &[
+                    "--dst-ip",
+                    "198.18.0.2",
+                    "--tcp-flags",
+                    "S",
+                    "--size",
+                    "80",
                     "--count",
                     "3000",
-                    "--json",
-                ])
-                .output()
-                .unwrap()
-        });
-        std::thread::sleep(Duration::from_millis(500));
-        let out = blast(
-            &rig,
-            &[
-                "--dst-ip",
-                "198.18.0.2",
-                "--tcp-flags",
-                "S",
-                "--size",
-                "80",
-                "--count",
-                "3000",
-                "--rate",
-                "50k",
-            ],
-        );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        h.join().unwrap()
-    });
+                    "--rate",
+                    "50k",
+                ],
+            );
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        },
+    );
     let v = support::json(&sink.stdout);
     assert_eq!(
         (v["packets"].as_u64(), v["lost"].as_u64()),
@@ -375,74 +365,69 @@ fn af_xdp_one_socket_per_queue_with_cores() {
 }
 
 fn one_socket_per_queue(rig: &Rig, sink_backend: &str, cores: &str) {
-    let sink = std::thread::scope(|s| {
-        let h = s.spawn(|| {
-            rig.command(1, BIN)
-                .args([
-                    "sink",
-                    "--iface",
-                    "veth0",
+    let (sink, ()) = sink_while(
+        rig.command(1, BIN).args([
+            "sink",
+            "--iface",
+            "veth0",
+            "--backend",
+            sink_backend,
+            "--cores",
+            cores,
+            "--duration",
+            "10",
+            "--count",
+            "20000",
+            "--json",
+        ]),
+        || {
+            let out = blast(
+                rig,
+                &[
                     "--backend",
-                    sink_backend,
+                    "af_xdp",
                     "--cores",
-                    cores,
-                    "--duration",
-                    "10",
+                    "0,1",
+                    "--dst-ip",
+                    "198.18.0.2",
+                    "--src-port",
+                    "1000-1003",
                     "--count",
                     "20000",
-                    "--json",
-                ])
-                .output()
-                .unwrap()
-        });
-        std::thread::sleep(Duration::from_millis(500));
-        let out = blast(
-            rig,
-            &[
-                "--backend",
-                "af_xdp",
-                "--cores",
-                "0,1",
-                "--dst-ip",
-                "198.18.0.2",
-                "--src-port",
-                "1000-1003",
-                "--count",
-                "20000",
-                "--rate",
-                "100k",
-            ],
-        );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let b = support::json(&out.stdout);
-        let per_queue: Vec<u64> = b["backend_stats"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|q| q["xsk_tx_completed"].as_u64().unwrap())
-            .collect();
-        assert_eq!(
-            per_queue,
-            vec![10000, 10000],
-            "one AF_XDP socket per queue: {b}"
-        );
-        // The doctor looked at the pinned cores: a veth has no NUMA node to
-        // compare them with, and it says so rather than passing them.
-        assert!(
-            b["doctor"]["could_not_check"]
+                    "--rate",
+                    "100k",
+                ],
+            );
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let b = support::json(&out.stdout);
+            let per_queue: Vec<u64> = b["backend_stats"]
                 .as_array()
                 .unwrap()
                 .iter()
-                .any(|c| c == "nic.workers_numa"),
-            "{}",
-            b["doctor"]
-        );
-        h.join().unwrap()
-    });
+                .map(|q| q["xsk_tx_completed"].as_u64().unwrap())
+                .collect();
+            assert_eq!(
+                per_queue,
+                vec![10000, 10000],
+                "one AF_XDP socket per queue: {b}"
+            );
+            // The doctor looked at the pinned cores: a veth has no NUMA node to
+            // compare them with, and it says so rather than passing them.
+            assert!(
+                b["doctor"]["could_not_check"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|c| c == "nic.workers_numa"),
+                "{}",
+                b["doctor"]
+            );
+        },
+    );
     let v = support::json(&sink.stdout);
     assert_eq!(
         (
@@ -734,36 +719,32 @@ fn sink_writes_what_arrived_to_a_pcap_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sink.pcap");
     let file = path.to_str().unwrap();
-    let sink = std::thread::scope(|s| {
-        let h = s.spawn(|| {
-            rig.command(1, BIN)
-                .args(["sink", "--iface", "veth0", "--backend", "af_packet"])
-                .args(["--duration", "10", "--count", "500", "--json"])
-                .args(["--write", file, "--snaplen", "96"])
-                .output()
-                .unwrap()
-        });
-        std::thread::sleep(Duration::from_millis(500));
-        let out = blast(
-            &rig,
-            &[
-                "--dst-ip",
-                "198.18.0.2",
-                "--size",
-                "200",
-                "--count",
-                "500",
-                "--rate",
-                "50k",
-            ],
-        );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        h.join().unwrap()
-    });
+    let (sink, ()) = sink_while(
+        rig.command(1, BIN)
+            .args(["sink", "--iface", "veth0", "--backend", "af_packet"])
+            .args(["--duration", "10", "--count", "500", "--json"])
+            .args(["--write", file, "--snaplen", "96"]),
+        || {
+            let out = blast(
+                &rig,
+                &[
+                    "--dst-ip",
+                    "198.18.0.2",
+                    "--size",
+                    "200",
+                    "--count",
+                    "500",
+                    "--rate",
+                    "50k",
+                ],
+            );
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        },
+    );
     assert!(
         sink.status.success(),
         "{}",
@@ -828,33 +809,29 @@ fn sink_keeps_its_counts_when_the_interface_goes_away() {
 
 fn sink_loses_its_interface(rig: &Rig, backend: &str) {
     let t0 = Instant::now();
-    let sink = std::thread::scope(|s| {
-        let h = s.spawn(|| {
-            rig.command(1, BIN)
-                .args(["sink", "--iface", "veth0", "--backend", backend])
-                .args(["--duration", "8", "--json"])
-                .output()
-                .unwrap()
-        });
-        std::thread::sleep(Duration::from_millis(500));
-        let out = blast(
-            rig,
-            &["--dst-ip", "198.18.0.2", "--count", "300", "--rate", "50k"],
-        );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        std::thread::sleep(Duration::from_millis(300));
-        let st = rig
-            .command(1, "ip")
-            .args(["link", "set", "veth0", "down"])
-            .status()
-            .unwrap();
-        assert!(st.success());
-        h.join().unwrap()
-    });
+    let (sink, ()) = sink_while(
+        rig.command(1, BIN)
+            .args(["sink", "--iface", "veth0", "--backend", backend])
+            .args(["--duration", "8", "--json"]),
+        || {
+            let out = blast(
+                rig,
+                &["--dst-ip", "198.18.0.2", "--count", "300", "--rate", "50k"],
+            );
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            std::thread::sleep(Duration::from_millis(300));
+            let st = rig
+                .command(1, "ip")
+                .args(["link", "set", "veth0", "down"])
+                .status()
+                .unwrap();
+            assert!(st.success());
+        },
+    );
     // It ends early with an error, and what arrived before it still counts.
     assert_eq!(
         sink.status.code(),
@@ -887,38 +864,34 @@ fn sink_rates_cover_only_the_probe_frames() {
         .split(':')
         .map(|h| u8::from_str_radix(h, 16).unwrap())
         .collect();
-    let sink = std::thread::scope(|s| {
-        let h = s.spawn(|| {
-            rig.command(1, BIN)
-                .args(["sink", "--iface", "veth0", "--backend", "socket"])
-                .args(["--duration", "8", "--count", "500", "--json"])
-                .output()
-                .unwrap()
-        });
-        std::thread::sleep(Duration::from_millis(500));
-        // A frame that is not a probe (local experimental EtherType), well
-        // before the probes: it must not open the sink's rate window.
-        rig.run_in(0, || {
-            let mut frame = vec![0u8; 60];
-            frame[..6].copy_from_slice(&mac);
-            frame[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 0x99]);
-            frame[12..14].copy_from_slice(&[0x88, 0xb5]);
-            let mut sock = RawSocket::open("veth0").unwrap();
-            assert_eq!(sock.send(&[&frame]).unwrap(), 1);
-        })
-        .unwrap();
-        std::thread::sleep(Duration::from_millis(700));
-        let out = blast(
-            &rig,
-            &["--dst-ip", "198.18.0.2", "--count", "500", "--rate", "50k"],
-        );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        h.join().unwrap()
-    });
+    let (sink, ()) = sink_while(
+        rig.command(1, BIN)
+            .args(["sink", "--iface", "veth0", "--backend", "socket"])
+            .args(["--duration", "8", "--count", "500", "--json"]),
+        || {
+            // A frame that is not a probe (local experimental EtherType), well
+            // before the probes: it must not open the sink's rate window.
+            rig.run_in(0, || {
+                let mut frame = vec![0u8; 60];
+                frame[..6].copy_from_slice(&mac);
+                frame[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 0x99]);
+                frame[12..14].copy_from_slice(&[0x88, 0xb5]);
+                let mut sock = RawSocket::open("veth0").unwrap();
+                assert_eq!(sock.send(&[&frame]).unwrap(), 1);
+            })
+            .unwrap();
+            std::thread::sleep(Duration::from_millis(700));
+            let out = blast(
+                &rig,
+                &["--dst-ip", "198.18.0.2", "--count", "500", "--rate", "50k"],
+            );
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        },
+    );
     let v = support::json(&sink.stdout);
     assert_eq!(v["packets"], 500, "{v}");
     assert!(v["other_frames"].as_u64().unwrap() >= 1, "{v}");
@@ -962,6 +935,17 @@ const EIGHT_FLOWS_16000: [&str; 8] = [
     "100k",
 ];
 
+/// Runs `sink` (a command for host 1) in the background, gives it 500 ms
+/// to start, runs `f`, and returns the sink's output with what `f` returned.
+fn sink_while<T: Send>(sink: &mut Command, f: impl FnOnce() -> T + Send) -> (Output, T) {
+    std::thread::scope(|s| {
+        let h = s.spawn(|| sink.output().unwrap());
+        std::thread::sleep(Duration::from_millis(500));
+        let r = f();
+        (h.join().unwrap(), r)
+    })
+}
+
 /// blast on host 0 without --dst-mac (the kernel resolves it), JSON out.
 fn blast_stack(rig: &Rig, args: &[&str]) -> Output {
     rig.command(0, BIN)
@@ -988,30 +972,23 @@ fn with_sink_for<T: Send>(
     secs: &str,
     f: impl FnOnce() -> T + Send,
 ) -> (serde_json::Value, T) {
-    std::thread::scope(|s| {
-        let h = s.spawn(|| {
-            let n = count.to_string();
-            rig.command(1, BIN)
-                .args([
-                    "sink",
-                    "--iface",
-                    "veth0",
-                    "--backend",
-                    "socket",
-                    "--duration",
-                    secs,
-                    "--count",
-                    &n,
-                    "--json",
-                ])
-                .output()
-                .unwrap()
-        });
-        std::thread::sleep(Duration::from_millis(500));
-        let r = f();
-        let out = h.join().unwrap();
-        (support::json(&out.stdout), r)
-    })
+    let n = count.to_string();
+    let (out, r) = sink_while(
+        rig.command(1, BIN).args([
+            "sink",
+            "--iface",
+            "veth0",
+            "--backend",
+            "socket",
+            "--duration",
+            secs,
+            "--count",
+            &n,
+            "--json",
+        ]),
+        f,
+    );
+    (support::json(&out.stdout), r)
 }
 
 #[test]
@@ -1237,21 +1214,18 @@ fn af_packet_sink_latency_uses_the_kernel_receive_time() {
         return;
     }
     let rig = Rig::pair().unwrap();
-    let (v, out) = std::thread::scope(|s| {
-        let h = s.spawn(|| {
-            rig.command(1, BIN)
-                .args(["sink", "--iface", "veth0", "--backend", "af_packet"])
-                .args(["--duration", "8", "--count", "1000", "--json"])
-                .output()
-                .unwrap()
-        });
-        std::thread::sleep(Duration::from_millis(500));
-        let out = blast(
-            &rig,
-            &["--dst-ip", "198.18.0.2", "--count", "1000", "--rate", "2k"],
-        );
-        (support::json(&h.join().unwrap().stdout), out)
-    });
+    let (sink, out) = sink_while(
+        rig.command(1, BIN)
+            .args(["sink", "--iface", "veth0", "--backend", "af_packet"])
+            .args(["--duration", "8", "--count", "1000", "--json"]),
+        || {
+            blast(
+                &rig,
+                &["--dst-ip", "198.18.0.2", "--count", "1000", "--rate", "2k"],
+            )
+        },
+    );
+    let v = support::json(&sink.stdout);
     succeeded(&out);
     assert_eq!(v["packets"], 1000, "{v}");
     // At 2 kpps a TPACKET_V3 block is retired by its 10 ms timer, not by
@@ -1299,31 +1273,27 @@ fn sink_workers_need_queues_or_fall_back() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("one receive worker"));
-    let sink = std::thread::scope(|s| {
-        let h = s.spawn(|| {
-            rig.command(1, BIN)
-                .args(["sink", "--iface", "veth0", "--cores", "0,1"])
-                .args(["--duration", "10", "--count", "8000", "--json"])
-                .output()
-                .unwrap()
-        });
-        std::thread::sleep(Duration::from_millis(500));
-        let out = blast(
-            &rig,
-            &[
-                "--dst-ip",
-                "198.18.0.2",
-                "--src-port",
-                "1000-1007",
-                "--count",
-                "8000",
-                "--rate",
-                "100k",
-            ],
-        );
-        succeeded(&out);
-        h.join().unwrap()
-    });
+    let (sink, ()) = sink_while(
+        rig.command(1, BIN)
+            .args(["sink", "--iface", "veth0", "--cores", "0,1"])
+            .args(["--duration", "10", "--count", "8000", "--json"]),
+        || {
+            let out = blast(
+                &rig,
+                &[
+                    "--dst-ip",
+                    "198.18.0.2",
+                    "--src-port",
+                    "1000-1007",
+                    "--count",
+                    "8000",
+                    "--rate",
+                    "100k",
+                ],
+            );
+            succeeded(&out);
+        },
+    );
     let v = support::json(&sink.stdout);
     assert_eq!(v["backend"], "af_packet", "{v}");
     assert!(
