@@ -9,6 +9,7 @@ pub mod packet_ring;
 pub mod raw;
 pub mod sockopt;
 pub mod udp_batch;
+pub mod udp_rr;
 pub mod udp_tx;
 pub mod xdp;
 pub mod xsk;

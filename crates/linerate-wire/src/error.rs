@@ -11,6 +11,8 @@ pub enum Layer {
     Tcp,
     Icmp,
     Probe,
+    /// linerate rr's request/response header.
+    Rr,
 }
 
 /// Why bytes are not a valid header. Never panics, never allocates.
