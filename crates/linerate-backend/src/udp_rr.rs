@@ -11,8 +11,6 @@ use std::os::fd::AsRawFd;
 
 /// `SO_ATTACH_REUSEPORT_CBPF` (asm-generic/socket.h; not in `libc` for Linux).
 const SO_ATTACH_REUSEPORT_CBPF: i32 = 51;
-/// `SO_INCOMING_CPU` (asm-generic/socket.h).
-const SO_INCOMING_CPU: i32 = 49;
 /// The kernel's limit on a classic BPF program (BPF_MAXINSNS).
 const CBPF_MAX_INSNS: usize = 4096;
 
@@ -56,7 +54,12 @@ pub fn cpu_select_program(cpus: &[usize]) -> io::Result<Vec<libc::sock_filter>> 
         (libc::SKF_AD_OFF + libc::SKF_AD_CPU) as u32,
     ));
     for (i, &c) in cpus.iter().enumerate() {
-        p.push(insn(libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K, 0, 1, c as u32));
+        p.push(insn(
+            libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
+            0,
+            1,
+            c as u32,
+        ));
         p.push(insn(libc::BPF_RET | libc::BPF_K, 0, 0, i as u32));
     }
     p.push(insn(
@@ -114,27 +117,6 @@ pub fn attach_cpu_select(sock: &impl AsRawFd, cpus: &[usize]) -> io::Result<()> 
     };
     if rc == 0 {
         Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-/// The CPU that last processed a packet for this socket (SO_INCOMING_CPU).
-pub fn incoming_cpu(sock: &impl AsRawFd) -> io::Result<i32> {
-    let mut v: i32 = -1;
-    let mut len = std::mem::size_of::<i32>() as libc::socklen_t;
-    // SAFETY: `v` and `len` are valid for writes of an int.
-    let rc = unsafe {
-        libc::getsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            SO_INCOMING_CPU,
-            (&mut v as *mut i32).cast(),
-            &mut len,
-        )
-    };
-    if rc == 0 {
-        Ok(v)
     } else {
         Err(io::Error::last_os_error())
     }
@@ -206,9 +188,9 @@ impl Reflector {
     pub fn recv(&mut self, sock: &impl AsRawFd) -> io::Result<usize> {
         let base = self.data.as_mut_ptr();
         for i in 0..self.rx.len() {
-            // SAFETY: slot i lies inside `data`.
+            // slot i lies inside `data`
             self.iov[i] = libc::iovec {
-                iov_base: unsafe { base.add(i * self.slot) }.cast(),
+                iov_base: base.wrapping_add(i * self.slot).cast(),
                 iov_len: self.slot,
             };
             // SAFETY: a zeroed header is valid; it is pointed at slot i's
@@ -216,7 +198,8 @@ impl Reflector {
             self.rx[i] = unsafe { std::mem::zeroed() };
             self.rx[i].msg_hdr.msg_iov = &mut self.iov[i];
             self.rx[i].msg_hdr.msg_iovlen = 1;
-            self.rx[i].msg_hdr.msg_name = (&mut self.names[i] as *mut libc::sockaddr_storage).cast();
+            self.rx[i].msg_hdr.msg_name =
+                (&mut self.names[i] as *mut libc::sockaddr_storage).cast();
             self.rx[i].msg_hdr.msg_namelen =
                 std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
         }
@@ -248,7 +231,8 @@ impl Reflector {
         match i32::from(s.ss_family) {
             libc::AF_INET => {
                 // SAFETY: the family says the storage holds a sockaddr_in.
-                let a = unsafe { &*(s as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+                let a =
+                    unsafe { &*(s as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
                 Some(SocketAddr::V4(SocketAddrV4::new(
                     Ipv4Addr::from(a.sin_addr.s_addr.to_ne_bytes()),
                     u16::from_be(a.sin_port),
@@ -279,10 +263,13 @@ impl Reflector {
         }
         let base = self.data.as_mut_ptr();
         for (k, &(i, len)) in answers[..n].iter().enumerate() {
-            assert!(i < self.rx.len() && len <= self.slot, "answer outside its slot");
-            // SAFETY: slot i lies inside `data` and `len` fits in it.
+            assert!(
+                i < self.rx.len() && len <= self.slot,
+                "answer outside its slot"
+            );
+            // slot i lies inside `data` and `len` fits in it
             self.tx_iov[k] = libc::iovec {
-                iov_base: unsafe { base.add(i * self.slot) }.cast(),
+                iov_base: base.wrapping_add(i * self.slot).cast(),
                 iov_len: len,
             };
             // SAFETY: a zeroed header is valid; it is pointed at this
@@ -290,7 +277,8 @@ impl Reflector {
             self.tx[k] = unsafe { std::mem::zeroed() };
             self.tx[k].msg_hdr.msg_iov = &mut self.tx_iov[k];
             self.tx[k].msg_hdr.msg_iovlen = 1;
-            self.tx[k].msg_hdr.msg_name = (&mut self.names[i] as *mut libc::sockaddr_storage).cast();
+            self.tx[k].msg_hdr.msg_name =
+                (&mut self.names[i] as *mut libc::sockaddr_storage).cast();
             self.tx[k].msg_hdr.msg_namelen = self.rx[i].msg_hdr.msg_namelen;
         }
         // SAFETY: tx[..n] point at live iovecs, buffers and addresses.

@@ -130,7 +130,13 @@ mod tests {
         assert_eq!(&b[0..4], b"LRRR");
         assert_eq!(RrHeader::parse(&b).unwrap(), h);
         let r = RrHeader::make_response(&mut b).unwrap();
-        assert_eq!(r, RrHeader { kind: RrKind::Response, ..h });
+        assert_eq!(
+            r,
+            RrHeader {
+                kind: RrKind::Response,
+                ..h
+            }
+        );
         assert_eq!(RrHeader::parse(&b).unwrap(), r);
         // a response is not answered again
         assert!(RrHeader::make_response(&mut b).is_err());
@@ -141,14 +147,24 @@ mod tests {
         let mut b = [0u8; 32];
         assert!(matches!(
             RrHeader::parse(&b[..31]),
-            Err(Error::Truncated { need: 32, have: 31, .. })
+            Err(Error::Truncated {
+                need: 32,
+                have: 31,
+                ..
+            })
         ));
-        assert!(matches!(RrHeader::parse(&b), Err(Error::Unsupported { .. })));
+        assert!(matches!(
+            RrHeader::parse(&b),
+            Err(Error::Unsupported { .. })
+        ));
         b[0..4].copy_from_slice(b"LRRR");
         b[4] = 1;
         b[5] = 9;
         assert!(matches!(RrHeader::parse(&b), Err(Error::Malformed { .. })));
         b[4] = 2;
-        assert!(matches!(RrHeader::parse(&b), Err(Error::Unsupported { .. })));
+        assert!(matches!(
+            RrHeader::parse(&b),
+            Err(Error::Unsupported { .. })
+        ));
     }
 }

@@ -1,0 +1,104 @@
+//! `linerate rr`: UDP request/response transactions (DNS- or RADIUS-sized).
+//!
+//! The server ([`server`]) is a group of SO_REUSEPORT sockets on one port,
+//! one per pinned worker thread, with a classic BPF program that hands each
+//! request to the socket of the CPU the kernel processed it on, so a
+//! request is received and answered on the CPU its interrupt landed on.
+//! The client ([`client`]) runs pinned workers with many flows each, closed
+//! loop (N requests in flight per flow) or open loop (a fixed rate), and
+//! accounts for every request: answered once, lost, late, duplicated or
+//! unknown, with latency percentiles overall and per interval.
+
+pub mod client;
+pub mod server;
+pub mod track;
+
+pub use client::{ClientConfig, ClientReport, Interval, Load, run_client};
+pub use server::{Server, ServerConfig, ServerInterval, ServerReport, Steering, run_server};
+
+use hdrhistogram::Histogram;
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+
+/// Latencies above this (a minute) are recorded as this.
+pub const LATENCY_MAX_NS: u64 = 60_000_000_000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RrError {
+    #[error("{0}")]
+    Config(String),
+    #[error("cannot {what}: {source}")]
+    Socket {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "no answer from {server}: {sent} requests sent, {refused} ICMP errors back (is a linerate rr server listening there?)"
+    )]
+    NoAnswer {
+        server: SocketAddr,
+        sent: u64,
+        refused: u64,
+        /// What was measured anyway.
+        report: Box<Value>,
+    },
+}
+
+/// Latency percentiles of a set of transactions, ns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Latency {
+    pub count: u64,
+    pub min: u64,
+    pub mean: f64,
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub p9999: u64,
+    pub max: u64,
+}
+
+impl Latency {
+    /// None for an empty histogram.
+    pub fn of(h: &Histogram<u64>) -> Option<Self> {
+        (!h.is_empty()).then(|| Self {
+            count: h.len(),
+            min: h.min(),
+            mean: h.mean(),
+            p50: h.value_at_quantile(0.5),
+            p90: h.value_at_quantile(0.9),
+            p99: h.value_at_quantile(0.99),
+            p999: h.value_at_quantile(0.999),
+            p9999: h.value_at_quantile(0.9999),
+            max: h.max(),
+        })
+    }
+
+    /// Microseconds, to 3 decimals.
+    pub fn json(&self) -> Value {
+        let us = |ns: u64| (ns as f64 / 1e3 * 1e3).round() / 1e3;
+        json!({
+            "count": self.count,
+            "min": us(self.min),
+            "mean": (self.mean / 1e3 * 1e3).round() / 1e3,
+            "p50": us(self.p50),
+            "p90": us(self.p90),
+            "p99": us(self.p99),
+            "p99.9": us(self.p999),
+            "p99.99": us(self.p9999),
+            "max": us(self.max),
+        })
+    }
+}
+
+/// Pins the calling thread to one CPU (best effort: a warning, not fatal).
+pub(crate) fn pin(cpu: usize) -> bool {
+    let mut set = nix::sched::CpuSet::new();
+    let ok = set.set(cpu).is_ok()
+        && nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).is_ok();
+    if !ok {
+        eprintln!("warning: cannot pin an rr worker to CPU {cpu}");
+    }
+    ok
+}

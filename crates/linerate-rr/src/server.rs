@@ -1,0 +1,424 @@
+//! The rr server: one SO_REUSEPORT socket per worker on one port, each
+//! worker pinned to its CPU, and (by default) a classic BPF program on the
+//! group that picks the socket of the CPU a request was processed on. A
+//! worker receives a batch with `recvmmsg(2)`, turns each request into its
+//! response in the same buffer and answers the batch with one
+//! `sendmmsg(2)`. Anything that is not a request is counted and dropped;
+//! the server never stops for a client's bytes.
+
+use crate::client::DATAGRAM_MAX;
+use crate::{RrError, pin};
+use linerate_backend::udp_rr::{Reflector, attach_cpu_select};
+use linerate_wire::{RR_HEADER_LEN, RrHeader};
+use serde_json::{Value, json};
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// How requests are spread over the workers' sockets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Steering {
+    /// The socket of the CPU the request was processed on (CBPF program).
+    Cpu,
+    /// The kernel's default: a hash of the 4-tuple.
+    Hash,
+}
+
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub bind: SocketAddr,
+    /// One worker pinned to each of these CPUs; empty: `workers` unpinned.
+    pub cores: Vec<usize>,
+    pub workers: usize,
+    pub steering: Steering,
+    /// Stop after this long (None: until stopped).
+    pub duration: Option<Duration>,
+    pub interval: Option<Duration>,
+    /// Datagrams per receive call.
+    pub batch: usize,
+}
+
+impl ServerConfig {
+    fn worker_count(&self) -> usize {
+        if self.cores.is_empty() {
+            self.workers
+        } else {
+            self.cores.len()
+        }
+    }
+}
+
+/// One worker's counters: written by the worker only (a store per batch),
+/// read by the reporting thread.
+#[derive(Debug, Default)]
+struct Shared {
+    requests: AtomicU64,
+    answered: AtomicU64,
+    malformed: AtomicU64,
+    reply_errors: AtomicU64,
+    bytes_in: AtomicU64,
+    bytes_out: AtomicU64,
+    batches: AtomicU64,
+}
+
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct ServerCounts {
+    /// Well-formed requests received.
+    pub requests: u64,
+    /// Responses the kernel took.
+    pub answered: u64,
+    /// Datagrams that were not a request (too short, not rr, a response,
+    /// longer than a datagram, or asking for an impossible response size).
+    pub malformed: u64,
+    /// Responses the kernel refused.
+    pub reply_errors: u64,
+    /// UDP payload bytes received / sent.
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    /// Receive calls that returned datagrams.
+    pub batches: u64,
+}
+
+impl ServerCounts {
+    fn read(s: &Shared) -> Self {
+        let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        Self {
+            requests: r(&s.requests),
+            answered: r(&s.answered),
+            malformed: r(&s.malformed),
+            reply_errors: r(&s.reply_errors),
+            bytes_in: r(&s.bytes_in),
+            bytes_out: r(&s.bytes_out),
+            batches: r(&s.batches),
+        }
+    }
+
+    fn absorb(&mut self, o: &Self) {
+        self.requests += o.requests;
+        self.answered += o.answered;
+        self.malformed += o.malformed;
+        self.reply_errors += o.reply_errors;
+        self.bytes_in += o.bytes_in;
+        self.bytes_out += o.bytes_out;
+        self.batches += o.batches;
+    }
+}
+
+/// A server interval: totals over all workers and each worker's requests.
+#[derive(Debug, Clone)]
+pub struct ServerInterval {
+    pub start: Duration,
+    pub end: Duration,
+    pub total: ServerCounts,
+    pub per_worker: Vec<u64>,
+}
+
+#[derive(Debug)]
+pub struct ServerReport {
+    pub config: ServerConfig,
+    pub local: SocketAddr,
+    pub workers: Vec<(Option<usize>, ServerCounts)>,
+    pub total: ServerCounts,
+    pub elapsed: Duration,
+    /// Why CPU steering is off, when it was asked for and could not be had.
+    pub steering_note: Option<String>,
+    pub intervals: Vec<ServerInterval>,
+}
+
+impl ServerReport {
+    pub fn json(&self) -> Value {
+        json!({
+            "listen": self.local.to_string(),
+            "steering": match (self.config.steering, &self.steering_note) {
+                (Steering::Cpu, None) => "cpu: a classic BPF program on the SO_REUSEPORT group hands each request to the socket of the CPU it was processed on",
+                _ => "hash: the kernel's SO_REUSEPORT hash of the 4-tuple",
+            },
+            "steering_note": self.steering_note,
+            "workers": self.workers.iter().map(|(cpu, c)| json!({ "cpu": cpu, "counts": c })).collect::<Vec<_>>(),
+            "counts": self.total,
+            "counted_by": "server: datagrams received and answered on its sockets",
+            "duration_s": self.elapsed.as_secs_f64(),
+            "requests_per_s": self.total.requests as f64 / self.elapsed.as_secs_f64().max(1e-9),
+            "intervals": self.intervals.iter().map(|i| json!({
+                "start": i.start.as_secs_f64(),
+                "end": i.end.as_secs_f64(),
+                "counts": i.total,
+                "requests_per_s": i.total.requests as f64 / (i.end - i.start).as_secs_f64().max(1e-9),
+                "per_worker_requests": i.per_worker,
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// A bound server, ready to run: the sockets exist (so the port is taken
+/// and clients may start) before [`Server::run`] is called.
+#[derive(Debug)]
+pub struct Server {
+    cfg: ServerConfig,
+    socks: Vec<UdpSocket>,
+    local: SocketAddr,
+    steering_note: Option<String>,
+}
+
+impl Server {
+    /// Opens the group: one socket per worker, joined in worker order so
+    /// socket i is worker i's; then the steering program.
+    pub fn bind(cfg: &ServerConfig) -> Result<Self, RrError> {
+        let n = cfg.worker_count();
+        if n == 0 || cfg.batch == 0 {
+            return Err(RrError::Config(
+                "a server needs at least one worker and a batch of at least one".into(),
+            ));
+        }
+        let sock_err = |what: String| move |e| RrError::Socket { what, source: e };
+        let mut socks = Vec::with_capacity(n);
+        let mut addr = cfg.bind;
+        for i in 0..n {
+            let domain = socket2::Domain::for_address(addr);
+            let s = socket2::Socket::new(domain, socket2::Type::DGRAM, None)
+                .map_err(sock_err("open a UDP socket".into()))?;
+            s.set_reuse_port(true)
+                .map_err(sock_err("set SO_REUSEPORT".into()))?;
+            if addr.is_ipv6() {
+                s.set_only_v6(false).ok();
+            }
+            s.bind(&addr.into())
+                .map_err(sock_err(format!("bind {addr}")))?;
+            s.set_recv_buffer_size(4 << 20).ok();
+            s.set_send_buffer_size(4 << 20).ok();
+            s.set_read_timeout(Some(Duration::from_millis(50)))
+                .map_err(sock_err("set a receive timeout".into()))?;
+            if i == 0 {
+                // Port 0: the kernel's choice, then every other socket joins it.
+                addr = s
+                    .local_addr()
+                    .ok()
+                    .and_then(|a| a.as_socket())
+                    .unwrap_or(addr);
+            }
+            socks.push(UdpSocket::from(s));
+        }
+        let mut steering_note = None;
+        if cfg.steering == Steering::Cpu {
+            let cpus: Vec<usize> = if cfg.cores.is_empty() {
+                (0..n).collect()
+            } else {
+                cfg.cores.clone()
+            };
+            if let Err(e) = attach_cpu_select(&socks[0], &cpus) {
+                steering_note = Some(format!(
+                    "the CPU-steering program was refused ({e}); requests are spread by the kernel's hash"
+                ));
+            } else if cfg.cores.is_empty() {
+                steering_note = Some(
+                    "workers are not pinned (no --cores): socket i takes CPU i's requests, but worker i may run anywhere".into(),
+                );
+            }
+        }
+        Ok(Self {
+            cfg: cfg.clone(),
+            socks,
+            local: addr,
+            steering_note,
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Serves until `stop` is set or the duration ends; calls
+    /// `on_interval` at each interval.
+    pub fn run(
+        self,
+        stop: &AtomicBool,
+        mut on_interval: impl FnMut(&ServerInterval),
+    ) -> ServerReport {
+        let cfg = &self.cfg;
+        let shared: Vec<Arc<Shared>> = self.socks.iter().map(|_| Arc::default()).collect();
+        let start = Instant::now();
+        let end_flag = AtomicBool::new(false);
+        let mut intervals = Vec::new();
+        std::thread::scope(|s| {
+            for (i, sock) in self.socks.iter().enumerate() {
+                let sh = shared[i].clone();
+                let cpu = cfg.cores.get(i).copied();
+                let end_flag = &end_flag;
+                let batch = cfg.batch;
+                s.spawn(move || {
+                    if let Some(c) = cpu {
+                        pin(c);
+                    }
+                    serve(sock, &sh, batch, end_flag);
+                });
+            }
+            let tick = cfg.interval.unwrap_or(Duration::from_secs(3600));
+            let mut last = ServerCounts::default();
+            let mut last_per: Vec<u64> = vec![0; shared.len()];
+            let mut next = tick;
+            loop {
+                std::thread::sleep(Duration::from_millis(20));
+                let el = start.elapsed();
+                let done = stop.load(Ordering::Relaxed) || cfg.duration.is_some_and(|d| el >= d);
+                if cfg.interval.is_some() && (el >= next || (done && el > next - tick)) {
+                    let per: Vec<ServerCounts> =
+                        shared.iter().map(|s| ServerCounts::read(s)).collect();
+                    let mut tot = ServerCounts::default();
+                    per.iter().for_each(|c| tot.absorb(c));
+                    let iv = ServerInterval {
+                        start: next - tick,
+                        end: el.min(next),
+                        total: diff(&tot, &last),
+                        per_worker: per
+                            .iter()
+                            .zip(&last_per)
+                            .map(|(c, l)| c.requests - l)
+                            .collect(),
+                    };
+                    on_interval(&iv);
+                    intervals.push(iv);
+                    last = tot;
+                    last_per = per.iter().map(|c| c.requests).collect();
+                    next += tick;
+                }
+                if done {
+                    end_flag.store(true, Ordering::Relaxed);
+                    break;
+                }
+            }
+        });
+        let workers: Vec<(Option<usize>, ServerCounts)> = shared
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (cfg.cores.get(i).copied(), ServerCounts::read(s)))
+            .collect();
+        let mut total = ServerCounts::default();
+        workers.iter().for_each(|(_, c)| total.absorb(c));
+        ServerReport {
+            config: self.cfg.clone(),
+            local: self.local,
+            workers,
+            total,
+            elapsed: start.elapsed(),
+            steering_note: self.steering_note,
+            intervals,
+        }
+    }
+}
+
+fn diff(a: &ServerCounts, b: &ServerCounts) -> ServerCounts {
+    ServerCounts {
+        requests: a.requests - b.requests,
+        answered: a.answered - b.answered,
+        malformed: a.malformed - b.malformed,
+        reply_errors: a.reply_errors - b.reply_errors,
+        bytes_in: a.bytes_in - b.bytes_in,
+        bytes_out: a.bytes_out - b.bytes_out,
+        batches: a.batches - b.batches,
+    }
+}
+
+/// Binds and serves (the whole server in one call).
+pub fn run_server(
+    cfg: &ServerConfig,
+    stop: &AtomicBool,
+    on_interval: impl FnMut(&ServerInterval),
+) -> Result<ServerReport, RrError> {
+    Ok(Server::bind(cfg)?.run(stop, on_interval))
+}
+
+/// The response size a request asks for, or None when it cannot be given.
+fn response_len(asked: u32, request_len: usize, slot: usize) -> Option<usize> {
+    let len = if asked == 0 {
+        request_len
+    } else {
+        asked as usize
+    };
+    (RR_HEADER_LEN..=slot.min(DATAGRAM_MAX))
+        .contains(&len)
+        .then_some(len)
+}
+
+/// One worker's loop.
+fn serve(sock: &UdpSocket, sh: &Shared, batch: usize, end: &AtomicBool) {
+    let mut r = Reflector::new(batch, DATAGRAM_MAX + 1);
+    let mut answers = Vec::with_capacity(r.capacity());
+    let mut c = ServerCounts::default();
+    while !end.load(Ordering::Relaxed) {
+        let n = match r.recv(sock) {
+            Ok(n) => n,
+            Err(_) => continue, // timeout (to look at `end`), EINTR, ICMP errors
+        };
+        c.batches += 1;
+        answers.clear();
+        for i in 0..n {
+            let len = r.datagram(i).len();
+            if r.truncated(i) {
+                c.malformed += 1;
+                continue;
+            }
+            let slot = r.slot_mut(i);
+            let Some(out) = RrHeader::make_response(&mut slot[..len])
+                .ok()
+                .and_then(|h| response_len(h.reply_len, len, slot.len()))
+            else {
+                c.malformed += 1;
+                continue;
+            };
+            if out > len {
+                // never send back bytes of an earlier datagram
+                slot[len..out].fill(0);
+            }
+            c.requests += 1;
+            c.bytes_in += len as u64;
+            answers.push((i, out));
+        }
+        let mut done = 0;
+        while done < answers.len() {
+            match r.reply(sock, &answers[done..]) {
+                Ok(0) => break,
+                Ok(m) => {
+                    c.answered += m as u64;
+                    c.bytes_out += answers[done..done + m]
+                        .iter()
+                        .map(|a| a.1 as u64)
+                        .sum::<u64>();
+                    done += m;
+                }
+                Err(_) => {
+                    // the first message of the rest was refused: skip it
+                    c.reply_errors += 1;
+                    done += 1;
+                }
+            }
+        }
+        publish(sh, &c);
+    }
+    publish(sh, &c);
+}
+
+fn publish(sh: &Shared, c: &ServerCounts) {
+    let w = |a: &AtomicU64, v: u64| a.store(v, Ordering::Relaxed);
+    w(&sh.requests, c.requests);
+    w(&sh.answered, c.answered);
+    w(&sh.malformed, c.malformed);
+    w(&sh.reply_errors, c.reply_errors);
+    w(&sh.bytes_in, c.bytes_in);
+    w(&sh.bytes_out, c.bytes_out);
+    w(&sh.batches, c.batches);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn response_sizes_are_checked() {
+        assert_eq!(response_len(0, 100, 65_508), Some(100));
+        assert_eq!(response_len(512, 40, 65_508), Some(512));
+        assert_eq!(response_len(31, 40, 65_508), None);
+        assert_eq!(response_len(70_000, 40, 65_508), None);
+        assert_eq!(response_len(65_507, 40, 65_508), Some(65_507));
+    }
+}

@@ -1,0 +1,315 @@
+//! rr client against rr server (and against hand-made misbehaving
+//! responders) on loopback: exact accounting on both sides, CPU steering,
+//! and bad input counted without stopping anything.
+
+use linerate_rr::{
+    ClientConfig, ClientReport, Load, RrError, Server, ServerConfig, ServerReport, Steering,
+    run_client,
+};
+use linerate_wire::{RrHeader, RrKind};
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+fn server_cfg(cores: Vec<usize>, steering: Steering) -> ServerConfig {
+    ServerConfig {
+        bind: "127.0.0.1:0".parse().unwrap(),
+        workers: cores.len().max(1),
+        cores,
+        steering,
+        duration: None,
+        interval: None,
+        batch: 32,
+    }
+}
+
+fn client_cfg(server: SocketAddr) -> ClientConfig {
+    ClientConfig {
+        server,
+        bind: None,
+        cores: vec![],
+        threads: 1,
+        flows: 4,
+        load: Load::Closed { outstanding: 4 },
+        request_size: 64,
+        response_size: 200,
+        duration: Duration::from_millis(600),
+        timeout: Duration::from_millis(500),
+        interval: Some(Duration::from_millis(200)),
+    }
+}
+
+/// Runs a server for the length of `f`, then stops it and returns both.
+fn with_server<T>(cfg: &ServerConfig, f: impl FnOnce(SocketAddr) -> T) -> (T, ServerReport) {
+    let server = Server::bind(cfg).unwrap();
+    let addr = server.local_addr();
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let h = s.spawn(|| server.run(&stop, |_| {}));
+        let out = f(addr);
+        stop.store(true, Ordering::Relaxed);
+        (out, h.join().unwrap())
+    })
+}
+
+fn run(cfg: &ClientConfig) -> ClientReport {
+    run_client(cfg, &AtomicBool::new(false), |_| {}).unwrap()
+}
+
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+#[test]
+fn closed_loop_accounts_for_every_request_on_both_sides() {
+    let (c, s) = with_server(&server_cfg(vec![], Steering::Hash), |addr| {
+        run(&client_cfg(addr))
+    });
+    let t = &c.total;
+    assert!(t.completed > 100, "{t:?}");
+    assert_eq!(t.sent, t.completed + t.lost, "{t:?}");
+    assert_eq!(
+        t.lost + t.late + t.duplicate + t.unknown + t.malformed,
+        0,
+        "{t:?}"
+    );
+    // every request the client sent reached the server and was answered
+    assert_eq!(s.total.requests, t.sent);
+    assert_eq!(s.total.answered, t.sent);
+    assert_eq!(s.total.bytes_in, t.sent * 64);
+    assert_eq!(s.total.bytes_out, t.sent * 200);
+    let l = c.latency.as_ref().unwrap();
+    assert_eq!(l.count, t.completed);
+    assert!(l.min <= l.p50 && l.p50 <= l.p99 && l.p99 <= l.max, "{l:?}");
+    // three 200 ms intervals, whose completions add up to at most the total
+    assert_eq!(c.intervals.len(), 3, "{:?}", c.intervals);
+    let in_intervals: u64 = c.intervals.iter().map(|i| i.completed).sum();
+    assert!(in_intervals <= t.completed && in_intervals > t.completed / 2);
+    let j = c.json();
+    assert_eq!(j["counts"]["completed"], t.completed);
+    assert_eq!(j["mode"], "closed loop");
+    assert!(j["latency_us"]["p99.9"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn open_loop_sends_at_the_asked_rate_from_several_workers() {
+    let (c, _) = with_server(&server_cfg(vec![], Steering::Hash), |addr| {
+        run(&ClientConfig {
+            threads: 2,
+            flows: 3,
+            load: Load::Open { tps: 5000.0 },
+            duration: Duration::from_secs(1),
+            ..client_cfg(addr)
+        })
+    });
+    let t = &c.total;
+    // 5000/s for 1 s, from two workers: within 2 %
+    assert!((4900..=5100).contains(&t.sent), "{t:?}");
+    assert_eq!(t.sent, t.completed + t.lost);
+    assert_eq!(c.workers.len(), 2);
+    assert!(c.workers.iter().all(|w| w.local.len() == 3));
+    assert_eq!(c.json()["load"]["rate_tps"], 5000.0);
+}
+
+#[test]
+fn cpu_steering_hands_each_request_to_the_worker_on_its_cpu() {
+    let two = if cpus() >= 2 {
+        Ok(())
+    } else {
+        Err("needs 2 CPUs".to_string())
+    };
+    if linerate_rig::should_skip("rr CPU steering", &[two]) {
+        return;
+    }
+    for client_cpu in [0usize, 1] {
+        let (c, s) = with_server(&server_cfg(vec![0, 1], Steering::Cpu), |addr| {
+            run(&ClientConfig {
+                cores: vec![client_cpu],
+                flows: 8,
+                duration: Duration::from_millis(300),
+                interval: None,
+                ..client_cfg(addr)
+            })
+        });
+        // On loopback a datagram is processed on the sending CPU, so every
+        // request of a client pinned to CPU k lands on worker k's socket.
+        let per: Vec<u64> = s.workers.iter().map(|w| w.1.requests).collect();
+        assert_eq!(
+            per[client_cpu], c.total.sent,
+            "client on CPU {client_cpu}: {per:?}"
+        );
+        assert_eq!(
+            per[1 - client_cpu],
+            0,
+            "client on CPU {client_cpu}: {per:?}"
+        );
+        assert!(s.steering_note.is_none());
+    }
+}
+
+/// A responder that answers even sequence numbers once, multiples of 4 a
+/// second time, and sends one datagram of garbage first.
+fn misbehaving_responder(sock: UdpSocket, stop: &AtomicBool) {
+    sock.set_read_timeout(Some(Duration::from_millis(20)))
+        .unwrap();
+    let mut buf = [0u8; 2048];
+    let mut garbage_sent = false;
+    while !stop.load(Ordering::Relaxed) {
+        let Ok((n, from)) = sock.recv_from(&mut buf) else {
+            continue;
+        };
+        if !garbage_sent {
+            sock.send_to(b"not an rr response at all, and long enough", from)
+                .unwrap();
+            garbage_sent = true;
+        }
+        let h = RrHeader::parse(&buf[..n]).unwrap();
+        if h.seq % 2 == 1 {
+            continue;
+        }
+        let mut out = vec![0u8; h.reply_len as usize];
+        RrHeader {
+            kind: RrKind::Response,
+            ..h
+        }
+        .emit(&mut out)
+        .unwrap();
+        sock.send_to(&out, from).unwrap();
+        if h.seq.is_multiple_of(4) {
+            sock.send_to(&out, from).unwrap();
+        }
+    }
+}
+
+#[test]
+fn loss_duplicates_and_garbage_are_counted_exactly() {
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = sock.local_addr().unwrap();
+    let stop = AtomicBool::new(false);
+    let c = std::thread::scope(|s| {
+        s.spawn(|| misbehaving_responder(sock, &stop));
+        let c = run(&ClientConfig {
+            flows: 1,
+            load: Load::Closed { outstanding: 8 },
+            duration: Duration::from_millis(500),
+            timeout: Duration::from_millis(50),
+            ..client_cfg(addr)
+        });
+        stop.store(true, Ordering::Relaxed);
+        c
+    });
+    let t = &c.total;
+    assert_eq!(t.sent, t.completed + t.lost, "{t:?}");
+    // odd sequence numbers are never answered: exactly half (rounding)
+    assert!(t.lost.abs_diff(t.sent / 2) <= 1, "{t:?}");
+    // every answered multiple of 4 came twice
+    assert!(
+        t.duplicate > 0 && t.duplicate.abs_diff(t.completed / 2) <= 1,
+        "{t:?}"
+    );
+    assert_eq!(t.malformed, 1, "{t:?}");
+    assert_eq!(t.unknown + t.late, 0, "{t:?}");
+}
+
+#[test]
+fn the_server_counts_bad_datagrams_and_keeps_answering() {
+    let (c, s) = with_server(&server_cfg(vec![], Steering::Hash), |addr| {
+        let junk = UdpSocket::bind("127.0.0.1:0").unwrap();
+        junk.send_to(b"short", addr).unwrap();
+        junk.send_to(&[0u8; 100], addr).unwrap();
+        // a response sent to the server is not answered
+        let mut resp = [0u8; 40];
+        RrHeader {
+            kind: RrKind::Response,
+            flow: 0,
+            reply_len: 0,
+            seq: 1,
+            stamp_ns: 0,
+        }
+        .emit(&mut resp)
+        .unwrap();
+        junk.send_to(&resp, addr).unwrap();
+        // a request for an impossible response size
+        let mut req = resp;
+        RrHeader {
+            kind: RrKind::Request,
+            reply_len: 70_000,
+            flow: 0,
+            seq: 2,
+            stamp_ns: 0,
+        }
+        .emit(&mut req)
+        .unwrap();
+        junk.send_to(&req, addr).unwrap();
+        run(&client_cfg(addr))
+    });
+    assert_eq!(s.total.malformed, 4);
+    assert_eq!(s.total.requests, c.total.sent);
+    assert!(c.total.completed > 0 && c.total.lost == 0);
+}
+
+#[test]
+fn no_server_is_a_typed_error_that_keeps_what_was_measured() {
+    // a port nobody listens on: loopback answers with ICMP port unreachable
+    let free = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = free.local_addr().unwrap();
+    drop(free);
+    let e = run_client(
+        &ClientConfig {
+            duration: Duration::from_millis(200),
+            timeout: Duration::from_millis(50),
+            ..client_cfg(addr)
+        },
+        &AtomicBool::new(false),
+        |_| {},
+    )
+    .unwrap_err();
+    match e {
+        RrError::NoAnswer {
+            sent,
+            refused,
+            report,
+            ..
+        } => {
+            assert!(refused > 0, "ICMP errors counted");
+            assert_eq!(report["counts"]["sent"], sent);
+            assert_eq!(report["counts"]["lost"], sent);
+        }
+        other => panic!("{other}"),
+    }
+}
+
+#[test]
+fn impossible_settings_are_refused_before_any_traffic() {
+    let addr: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let bad = [
+        ClientConfig {
+            request_size: 31,
+            ..client_cfg(addr)
+        },
+        ClientConfig {
+            response_size: 70_000,
+            ..client_cfg(addr)
+        },
+        ClientConfig {
+            flows: 0,
+            ..client_cfg(addr)
+        },
+        ClientConfig {
+            load: Load::Closed { outstanding: 0 },
+            ..client_cfg(addr)
+        },
+        ClientConfig {
+            load: Load::Open { tps: f64::NAN },
+            ..client_cfg(addr)
+        },
+        ClientConfig {
+            duration: Duration::ZERO,
+            ..client_cfg(addr)
+        },
+    ];
+    for cfg in bad {
+        let e = run_client(&cfg, &AtomicBool::new(false), |_| {}).unwrap_err();
+        assert!(matches!(e, RrError::Config(_)), "{e}");
+    }
+}
