@@ -35,6 +35,8 @@ enum Command {
     Blast(Box<cmd::blast::BlastArgs>),
     /// Count what arrives: per-flow loss, reordering, duplicates, latency.
     Sink(cmd::blast::SinkArgs),
+    /// UDP request/response transactions: transactions/s and latency percentiles.
+    Rr(cmd::rr::RrArgs),
     /// What on this host limits throughput, with the evidence and the fix.
     Doctor(cmd::doctor::DoctorArgs),
     /// Line-rate arithmetic (10 Gbit/s at 64-byte frames = 14,880,952 pps).
@@ -65,6 +67,7 @@ fn main() -> ExitCode {
             Command::Calc(args) => cmd::calc::run(&args).map(|()| 0),
             Command::Selftest(args) => cmd::selftest::run(&args),
             Command::Doctor(args) => cmd::doctor::run(&args),
+            Command::Rr(args) => cmd::rr::run(&args),
             Command::Blast(args) => cmd::blast::run_blast(&args),
             Command::Sink(args) => cmd::blast::run_sink(&args),
             Command::Server(mut args) => {

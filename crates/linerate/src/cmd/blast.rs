@@ -1,13 +1,12 @@
 //! `linerate blast` and `linerate sink`.
 
+use super::stop_flag;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use linerate_blast::{BackendKind, BlastConfig, CaptureConfig, Gso, Rate, SinkConfig};
 use linerate_calc::{Imix, parse_bps, parse_pps};
 use linerate_gen::template::Framing;
 use linerate_gen::{FlowSpec, SizeSequence};
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 /// Send crafted UDP frames (with linerate's probe) as fast as asked.
@@ -189,14 +188,6 @@ fn rate(s: Option<&str>, l2: bool) -> Result<Rate> {
         return Ok(if l2 { Rate::BpsL2(b) } else { Rate::BpsL1(b) });
     }
     Ok(Rate::Pps(parse_pps(s).map_err(anyhow::Error::msg)?))
-}
-
-fn stop_flag() -> Result<Arc<AtomicBool>> {
-    let f = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, f.clone())?;
-    }
-    Ok(f)
 }
 
 fn replay_config(a: &BlastArgs, path: &std::path::Path) -> Result<linerate_blast::Replay> {
