@@ -135,7 +135,8 @@ pub struct Counts {
     pub send_errors: u64,
     /// Times a send found the socket buffer full (retried).
     pub send_blocked: u64,
-    /// Largest number of scheduled requests a worker was behind (open loop).
+    /// Open loop: most requests a worker found overdue at once, beyond the
+    /// one just due (0: it kept to the schedule).
     pub behind_max: u64,
 }
 
@@ -405,6 +406,41 @@ fn recv_slot(cfg: &ClientConfig) -> usize {
     (cfg.response_size + 64).min(DATAGRAM_MAX + 1)
 }
 
+/// One worker's open-loop schedule: request k is due at `start + k / tps`.
+struct OpenLoop {
+    start: u64,
+    tps: f64,
+    issued: u64,
+    /// The flow the next batch goes on (round robin).
+    flow: usize,
+}
+
+impl OpenLoop {
+    fn at(&self, k: u64) -> u64 {
+        self.start + (k as f64 * 1e9 / self.tps) as u64
+    }
+
+    /// Sends every request due by `now` (a batch per flow in turn) with
+    /// its scheduled time as its stamp; returns when the next one is due.
+    fn send_due(&mut self, w: &mut Worker<'_>, socks: &[UdpSocket], now: u64) -> u64 {
+        let due = ((now - self.start) as f64 * self.tps / 1e9) as u64 + 1;
+        let behind = due.saturating_sub(self.issued + 1);
+        w.counts.behind_max = w.counts.behind_max.max(behind);
+        while self.issued < due {
+            let f = self.flow;
+            let base = self.issued;
+            let mut stamp = |k: usize| self.at(base + k as u64);
+            let went = w.send(&socks[f], f, &mut stamp, (due - base) as usize);
+            if went == 0 {
+                break;
+            }
+            self.issued += went as u64;
+            self.flow = (self.flow + 1) % socks.len();
+        }
+        self.at(self.issued)
+    }
+}
+
 struct Worker<'a> {
     cfg: &'a ClientConfig,
     base_flow: u32,
@@ -603,12 +639,15 @@ impl<'a> Worker<'a> {
         let start = self.now_ns();
         let end = start + self.cfg.duration.as_nanos() as u64;
         let iv_ns = self.cfg.interval.map(|d| d.as_nanos() as u64);
-        let per_worker_tps = match self.cfg.load {
-            Load::Open { tps } => tps / self.cfg.workers() as f64,
-            Load::Closed { .. } => 0.0,
+        let mut open = OpenLoop {
+            start,
+            tps: match self.cfg.load {
+                Load::Open { tps } => tps / self.cfg.workers() as f64,
+                Load::Closed { .. } => 0.0,
+            },
+            issued: 0,
+            flow: 0,
         };
-        let mut issued: u64 = 0;
-        let mut rr_flow = 0usize;
         let mut last_expire = start;
         let mut fds: Vec<PollFd> = socks
             .iter()
@@ -619,6 +658,11 @@ impl<'a> Worker<'a> {
         loop {
             let now = self.now_ns();
             if sending && (now >= end || stop.load(Ordering::Relaxed)) {
+                if now >= end && matches!(self.cfg.load, Load::Open { .. }) {
+                    // Requests scheduled before the end go, even if this
+                    // wake-up came late.
+                    open.send_due(self, socks, end - 1);
+                }
                 sending = false;
                 sent_for = Duration::from_nanos(now - start);
                 if let Some(iv) = iv_ns
@@ -630,7 +674,8 @@ impl<'a> Worker<'a> {
             }
             if !sending {
                 let in_flight: usize = self.out.iter().map(Outstanding::in_flight).sum();
-                let drain_end = end.max(start + sent_for.as_nanos() as u64)
+                let drain_end = start
+                    + sent_for.as_nanos() as u64
                     + self.cfg.timeout.min(DRAIN_MAX).as_nanos() as u64;
                 if in_flight == 0 || now >= drain_end {
                     break;
@@ -663,23 +708,7 @@ impl<'a> Worker<'a> {
                         }
                     }
                     Load::Open { .. } => {
-                        let due = ((now - start) as f64 * per_worker_tps / 1e9) as u64 + 1;
-                        self.counts.behind_max = self.counts.behind_max.max(due - issued);
-                        while issued < due {
-                            let want = (due - issued) as usize;
-                            let base = issued;
-                            let f = rr_flow;
-                            let mut stamp = |k: usize| {
-                                start + ((base + k as u64) as f64 * 1e9 / per_worker_tps) as u64
-                            };
-                            let went = self.send(&socks[f], f, &mut stamp, want);
-                            if went == 0 {
-                                break;
-                            }
-                            issued += went as u64;
-                            rr_flow = (rr_flow + 1) % self.out.len();
-                        }
-                        next_due = start + (issued as f64 * 1e9 / per_worker_tps) as u64;
+                        next_due = open.send_due(self, socks, now);
                     }
                 }
             }

@@ -1,0 +1,206 @@
+//! `linerate rr` end to end: across the rig's namespaces (IPv4 and IPv6,
+//! both sides' counts and their doctor summaries) and on loopback (bad
+//! input on the command line, a server that is not there).
+
+mod support;
+
+use linerate_rig::{Rig, require_program, require_root, should_skip};
+use serde_json::Value;
+use std::time::{Duration, Instant};
+use support::{Proc, json, linerate, u};
+
+/// Waits until something listens on UDP `port` in the rig host's namespace.
+fn wait_udp(rig: &Rig, host: usize, port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        let out = rig
+            .command(host, "ss")
+            .args(["-Hlun", &format!("sport = :{port}")])
+            .output()
+            .unwrap();
+        if !out.stdout.is_empty() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("no rr server on UDP port {port}");
+}
+
+fn across_rig(v6: bool) {
+    let rig = Rig::pair().unwrap();
+    let port = "5300";
+    let server_ip = if v6 {
+        rig.host(1).ipv6.to_string()
+    } else {
+        rig.host(1).ipv4.to_string()
+    };
+    let server = Proc::spawn(
+        rig.command(1, env!("CARGO_BIN_EXE_linerate"))
+            .args(["rr", "server", "-B", &server_ip, "-p", port])
+            .args(["--cores", "0,1", "-t", "3", "-i", "0.5", "--json"]),
+    );
+    wait_udp(&rig, 1, 5300);
+    let before = rig.stats(1).unwrap();
+    let out = rig
+        .command(0, env!("CARGO_BIN_EXE_linerate"))
+        .args(["rr", "client", &server_ip, "-p", port, "--json"])
+        .args([
+            "-t",
+            "1",
+            "--flows",
+            "4",
+            "--outstanding",
+            "4",
+            "--cores",
+            "0,1",
+        ])
+        .args(["-l", "100", "--response-size", "300"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let c: Value = json(&out.stdout);
+    let s_out = server.wait(Duration::from_secs(10));
+    assert!(
+        s_out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&s_out.stderr)
+    );
+    let s: Value = json(&s_out.stdout);
+    let after = rig.stats(1).unwrap();
+
+    let sent = u(&c, "counts.sent");
+    assert!(u(&c, "counts.completed") > 1000, "{c}");
+    assert_eq!(sent, u(&c, "counts.completed") + u(&c, "counts.lost"));
+    // The server answered exactly what the client sent, and the veth
+    // counted at least that many frames in.
+    assert_eq!(u(&s, "counts.requests"), sent, "{s}");
+    assert_eq!(u(&s, "counts.answered"), sent);
+    assert_eq!(u(&s, "counts.bytes_out"), sent * 300);
+    assert!(after.rx_packets - before.rx_packets >= sent);
+    assert_eq!(c["workers"].as_array().unwrap().len(), 2);
+    assert_eq!(c["flows"], 8);
+    assert!(s["steering"].as_str().unwrap().starts_with("cpu"), "{s}");
+    // Both sides say what the host looked like, for the interface they used.
+    assert_eq!(c["doctor"]["iface"], "veth0", "{}", c["doctor"]);
+    assert_eq!(s["doctor"]["iface"], "veth0", "{}", s["doctor"]);
+    assert!(c["doctor"]["warnings"].is_array());
+    assert!(s["intervals"].as_array().unwrap().len() >= 5);
+}
+
+#[test]
+fn rr_across_the_rig_ipv4() {
+    if should_skip(
+        "rr_across_the_rig_ipv4",
+        &[require_root(), require_program("ip"), require_program("ss")],
+    ) {
+        return;
+    }
+    across_rig(false);
+}
+
+#[test]
+fn rr_across_the_rig_ipv6() {
+    if should_skip(
+        "rr_across_the_rig_ipv6",
+        &[require_root(), require_program("ip"), require_program("ss")],
+    ) {
+        return;
+    }
+    across_rig(true);
+}
+
+fn fails_with(args: &[&str], needle: &str) {
+    let out = linerate().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(err.contains(needle), "{args:?}: {err}");
+}
+
+#[test]
+fn rr_refuses_impossible_settings_with_a_clear_message() {
+    let c = ["rr", "client", "127.0.0.1", "-p", "9", "-t", "0.2"];
+    fails_with(
+        &[&c[..], &["-l", "10"]].concat(),
+        "request size 10 is outside 32..=65507",
+    );
+    fails_with(
+        &[&c[..], &["--rate", "fast"]].concat(),
+        "--rate 'fast' is not a rate",
+    );
+    fails_with(
+        &[&c[..], &["--flows", "0"]].concat(),
+        "at least one worker and one flow",
+    );
+    fails_with(
+        &[&c[..], &["--rate", "1k", "--outstanding", "2"]].concat(),
+        "cannot be used with",
+    );
+    fails_with(
+        &["rr", "server", "--steering", "rss"],
+        "--steering is cpu or hash",
+    );
+}
+
+#[test]
+fn rr_client_without_a_server_reports_then_fails() {
+    let port = support::free_port().to_string();
+    let out = linerate()
+        .args(["rr", "client", "127.0.0.1", "-p", &port, "-t", "0.3"])
+        .args(["--timeout-ms", "50", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no answer from 127.0.0.1"), "{err}");
+    // what was measured is still printed
+    let v = json(&out.stdout);
+    assert!(u(&v, "counts.sent") > 0);
+    assert_eq!(u(&v, "counts.lost"), u(&v, "counts.sent"));
+    assert!(u(&v, "counts.refused") > 0);
+}
+
+#[test]
+fn rr_on_loopback_text_output() {
+    let port = support::free_port();
+    let server = Proc::spawn(linerate().args(["rr", "server", "-B", "127.0.0.1"]).args([
+        "-p",
+        &port.to_string(),
+        "-t",
+        "2",
+        "--steering",
+        "hash",
+    ]));
+    std::thread::sleep(Duration::from_millis(300));
+    let out = linerate()
+        .args([
+            "rr",
+            "client",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-t",
+            "0.5",
+        ])
+        .args(["-i", "0.25", "--rate", "2k"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        text.lines().filter(|l| l.contains("trans/s")).count(),
+        2,
+        "{text}"
+    );
+    assert!(text.contains("total: 1000 transactions"), "{text}");
+    assert!(text.contains("scheduled send to receipt"), "{text}");
+    let s = String::from_utf8_lossy(&server.wait(Duration::from_secs(5)).stdout).to_string();
+    assert!(s.contains("total: 1000 requests"), "{s}");
+}
