@@ -2,28 +2,14 @@
 //! rig: TCP one stream, TCP -P 2, UDP 64-byte frames at -b 0, UDP 1470-byte
 //! datagrams at -b 0. Sender pinned to CPU0; server and receive path on CPU1.
 
-use super::tools::{need, spawn_pinned};
+use super::tools::{linerate_bin, need, spawn_pinned};
 use crate::harness::{Contender, Metric, Running, Scenario};
 use anyhow::{Result, bail};
 use linerate_rig::Rig;
-use std::path::PathBuf;
 use std::time::Duration;
 
 const SENDER: usize = 0;
 const RECEIVER: usize = 1;
-
-/// The linerate binary built next to this program.
-fn linerate_bin() -> Result<PathBuf> {
-    let exe = std::env::current_exe()?;
-    let bin = exe.with_file_name("linerate");
-    if !bin.exists() {
-        bail!(
-            "{} not found: build it with `cargo build --release -p linerate`",
-            bin.display()
-        );
-    }
-    Ok(bin)
-}
 
 fn run(rig: &Rig, run_for: Duration, program: &str, extra: &[&str]) -> Result<Running> {
     let server_ip = rig.host(RECEIVER).ipv4.to_string();

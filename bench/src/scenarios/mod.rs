@@ -5,6 +5,7 @@ use crate::harness::Scenario;
 mod blast_udp64;
 mod iperf_client;
 mod peer_udp64;
+mod rr;
 mod testpmd;
 pub mod tools;
 
@@ -44,6 +45,14 @@ pub fn all() -> Vec<Entry> {
             name: "iperf-udp1470",
             build: iperf_client::udp1470,
         },
+        Entry {
+            name: "rr-pingpong",
+            build: rr::pingpong,
+        },
+        Entry {
+            name: "rr-load",
+            build: rr::load,
+        },
     ]
 }
 
@@ -51,6 +60,7 @@ pub fn all() -> Vec<Entry> {
 pub fn group(name: &str) -> Option<&'static [&'static str]> {
     match name {
         "iperf" => Some(&["iperf-tcp1", "iperf-tcp2", "iperf-udp64", "iperf-udp1470"]),
+        "rr" => Some(&["rr-pingpong", "rr-load"]),
         _ => None,
     }
 }

@@ -18,19 +18,41 @@ pub fn spawn_pinned(rig: &Rig, host: usize, cpu: usize, argv: &[&str]) -> Result
 /// namespace (asked of `ss`, so the server sees no probe connection): a
 /// busy machine can take longer than any fixed pause to start a server.
 pub fn wait_tcp_listen(rig: &Rig, host: usize, port: u16) -> Result<()> {
+    wait_listen(rig, host, port, "-Hltn", "TCP")
+}
+
+/// The same for a UDP socket bound to `port`.
+pub fn wait_udp_listen(rig: &Rig, host: usize, port: u16) -> Result<()> {
+    wait_listen(rig, host, port, "-Hlun", "UDP")
+}
+
+fn wait_listen(rig: &Rig, host: usize, port: u16, flags: &str, proto: &str) -> Result<()> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     let sport = format!(":{port}");
     while std::time::Instant::now() < deadline {
         let out = rig
             .command(host, "ss")
-            .args(["-Hltn", "sport", "=", &sport])
+            .args([flags, "sport", "=", &sport])
             .output()?;
         if out.status.success() && !out.stdout.is_empty() {
             return Ok(());
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    bail!("nothing listens on TCP port {port} after 5 s")
+    bail!("nothing listens on {proto} port {port} after 5 s")
+}
+
+/// The linerate binary built next to this program.
+pub fn linerate_bin() -> Result<std::path::PathBuf> {
+    let exe = std::env::current_exe()?;
+    let bin = exe.with_file_name("linerate");
+    if !bin.exists() {
+        bail!(
+            "{} not found: build it with `cargo build --release -p linerate`",
+            bin.display()
+        );
+    }
+    Ok(bin)
 }
 
 /// Fails with the list of programs that are missing.

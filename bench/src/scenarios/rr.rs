@@ -1,0 +1,176 @@
+//! UDP request/response on the rig: linerate rr (server and client) vs
+//! sockperf (server and client), 64-byte requests and responses, client
+//! pinned to CPU0, server and its receive path on CPU1. The figure is
+//! requests arriving at the server's interface per second (the receiver's
+//! count); with each request answered before (ping-pong) or while (load)
+//! the next go out, that is the transaction rate.
+//!
+//! - `rr-pingpong`: one flow, one request in flight: the rate is 1/RTT.
+//!   linerate `rr client --outstanding 1` vs `sockperf ping-pong`.
+//! - `rr-load`: as many transactions as one client core can drive:
+//!   linerate `rr client --flows 4 --outstanding 16` (closed loop) vs
+//!   `sockperf under-load --mps max --reply-every 1` (open loop at its
+//!   top rate, every message answered).
+
+use super::tools::{linerate_bin, need, spawn_pinned, wait_udp_listen};
+use crate::harness::{Contender, Metric, Running, Scenario};
+use anyhow::Result;
+use linerate_rig::Rig;
+use std::time::Duration;
+
+const CLIENT: usize = 0;
+const SERVER: usize = 1;
+const RR_PORT: u16 = 5300;
+const SOCKPERF_PORT: u16 = 11111;
+const SIZE: &str = "64";
+
+fn linerate(rig: &Rig, run_for: Duration, load: &[&str]) -> Result<Running> {
+    let bin = linerate_bin()?.to_string_lossy().to_string();
+    let ip = rig.host(SERVER).ipv4.to_string();
+    let port = RR_PORT.to_string();
+    let server = spawn_pinned(
+        rig,
+        SERVER,
+        1,
+        &[
+            &bin, "rr", "server", "-B", &ip, "-p", &port, "--cores", "1", "-i", "0",
+        ],
+    )?;
+    wait_udp_listen(rig, SERVER, RR_PORT)?;
+    let secs = format!("{}", run_for.as_secs().max(1));
+    let mut argv = vec![
+        bin.as_str(),
+        "rr",
+        "client",
+        &ip,
+        "-p",
+        &port,
+        "-t",
+        &secs,
+        "-i",
+        "0",
+        "--cores",
+        "0",
+        "-l",
+        SIZE,
+    ];
+    argv.extend_from_slice(load);
+    let child = spawn_pinned(rig, CLIENT, 0, &argv)?;
+    Ok(Running {
+        child,
+        helpers: vec![server],
+        restore: vec![],
+    })
+}
+
+fn sockperf(rig: &Rig, run_for: Duration, mode: &[&str]) -> Result<Running> {
+    let ip = rig.host(SERVER).ipv4.to_string();
+    let port = SOCKPERF_PORT.to_string();
+    let server = spawn_pinned(
+        rig,
+        SERVER,
+        1,
+        &["sockperf", "server", "-i", &ip, "-p", &port],
+    )?;
+    wait_udp_listen(rig, SERVER, SOCKPERF_PORT)?;
+    // sockperf spends seconds starting (more the longer its -t: it sizes
+    // its records by it) and 0.4 s warming up before its test: return once
+    // it is sending, with the whole run still ahead of it.
+    let secs = format!("{}", run_for.as_secs().max(1) + 1);
+    let mut argv = vec!["sockperf"];
+    argv.extend_from_slice(mode);
+    argv.extend_from_slice(&["-i", &ip, "-p", &port, "-m", SIZE, "-t", &secs]);
+    let child = spawn_pinned(rig, CLIENT, 0, &argv)?;
+    wait_for_traffic(rig, SOCKPERF_LEAD)?;
+    // past its own warm-up
+    std::thread::sleep(Duration::from_millis(500));
+    Ok(Running {
+        child,
+        helpers: vec![server],
+        restore: vec![],
+    })
+}
+
+/// Longest sockperf may take to start sending.
+const SOCKPERF_LEAD: Duration = Duration::from_secs(15);
+
+/// Waits until requests arrive at the server's interface.
+fn wait_for_traffic(rig: &Rig, limit: Duration) -> Result<()> {
+    let t0 = std::time::Instant::now();
+    let first = rig.stats(SERVER)?.rx_packets;
+    while t0.elapsed() < limit {
+        std::thread::sleep(Duration::from_millis(20));
+        if rig.stats(SERVER)?.rx_packets > first + 10 {
+            return Ok(());
+        }
+    }
+    anyhow::bail!("sockperf sent nothing within {limit:?}")
+}
+
+fn pingpong_lr(rig: &Rig, d: Duration) -> Result<Running> {
+    linerate(rig, d, &["--outstanding", "1"])
+}
+
+fn pingpong_sockperf(rig: &Rig, d: Duration) -> Result<Running> {
+    sockperf(rig, d, &["ping-pong"])
+}
+
+fn load_lr(rig: &Rig, d: Duration) -> Result<Running> {
+    linerate(rig, d, &["--flows", "4", "--outstanding", "16"])
+}
+
+fn load_sockperf(rig: &Rig, d: Duration) -> Result<Running> {
+    sockperf(
+        rig,
+        d,
+        &["under-load", "--mps", "max", "--reply-every", "1"],
+    )
+}
+
+fn scenario(
+    name: &'static str,
+    about: &'static str,
+    lr: fn(&Rig, Duration) -> Result<Running>,
+    peer: fn(&Rig, Duration) -> Result<Running>,
+) -> Scenario {
+    Scenario {
+        name,
+        about,
+        receiver: SERVER,
+        receive_cpu: Some(1),
+        metric: Metric::Packets,
+        setup: None,
+        contenders: vec![
+            Contender {
+                name: "linerate rr",
+                start: lr,
+            },
+            Contender {
+                name: "sockperf",
+                start: peer,
+            },
+        ],
+        check: || {
+            need(&["sockperf", "taskset", "ss"])?;
+            linerate_bin().map(|_| ())
+        },
+    }
+}
+
+pub fn pingpong() -> Scenario {
+    scenario(
+        "rr-pingpong",
+        "UDP 64 B request/response, 1 flow, 1 in flight: linerate rr vs sockperf ping-pong (requests/s at the server's veth = 1/RTT)",
+        pingpong_lr,
+        pingpong_sockperf,
+    )
+}
+
+pub fn load() -> Scenario {
+    scenario(
+        "rr-load",
+        "UDP 64 B request/response, one client core at its top rate: linerate rr (4 flows x 16 in flight) vs sockperf under-load --mps max --reply-every 1 (requests/s at the server's veth)",
+        load_lr,
+        load_sockperf,
+    )
+}
