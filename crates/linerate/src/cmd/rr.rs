@@ -234,7 +234,7 @@ fn client(a: &ClientArgs) -> Result<u8> {
     let json = a.json;
     if !json {
         println!(
-            "rr client to {server}: {} workers x {} flows, {}, {} B requests, {} B responses",
+            "rr client to {server}: {} worker(s) x {} flow(s), {}, {} B requests, {} B responses",
             if cfg.cores.is_empty() {
                 cfg.threads
             } else {
