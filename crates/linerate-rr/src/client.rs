@@ -97,6 +97,7 @@ impl ClientConfig {
         if self.duration.is_zero() || self.timeout.is_zero() {
             return bad("duration and timeout must be above zero".into());
         }
+        crate::check_cores(&self.cores)?;
         if self.server.port() == 0 {
             return bad("the server's port cannot be 0".into());
         }

@@ -92,6 +92,25 @@ impl Latency {
     }
 }
 
+/// Checks that every CPU in `cores` is one this process may run on.
+pub fn check_cores(cores: &[usize]) -> Result<(), RrError> {
+    let Ok(allowed) = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) else {
+        return Ok(());
+    };
+    let bad: Vec<usize> = cores
+        .iter()
+        .copied()
+        .filter(|&c| !allowed.is_set(c).unwrap_or(false))
+        .collect();
+    if bad.is_empty() {
+        Ok(())
+    } else {
+        Err(RrError::Config(format!(
+            "CPU(s) {bad:?} in --cores are not online or not allowed for this process"
+        )))
+    }
+}
+
 /// Pins the calling thread to one CPU (best effort: a warning, not fatal).
 pub(crate) fn pin(cpu: usize) -> bool {
     let mut set = nix::sched::CpuSet::new();

@@ -37,6 +37,9 @@ pub struct ServerConfig {
     pub interval: Option<Duration>,
     /// Datagrams per receive call.
     pub batch: usize,
+    /// Largest response a request may ask for (bytes of UDP payload): a
+    /// bound on how much a 32-byte request can make the server send.
+    pub max_response: usize,
 }
 
 impl ServerConfig {
@@ -56,6 +59,7 @@ struct Shared {
     requests: AtomicU64,
     answered: AtomicU64,
     malformed: AtomicU64,
+    too_large: AtomicU64,
     reply_errors: AtomicU64,
     bytes_in: AtomicU64,
     bytes_out: AtomicU64,
@@ -71,6 +75,8 @@ pub struct ServerCounts {
     /// Datagrams that were not a request (too short, not rr, a response,
     /// longer than a datagram, or asking for an impossible response size).
     pub malformed: u64,
+    /// Requests asking for a response above the server's limit (not answered).
+    pub too_large: u64,
     /// Responses the kernel refused.
     pub reply_errors: u64,
     /// UDP payload bytes received / sent.
@@ -87,6 +93,7 @@ impl ServerCounts {
             requests: r(&s.requests),
             answered: r(&s.answered),
             malformed: r(&s.malformed),
+            too_large: r(&s.too_large),
             reply_errors: r(&s.reply_errors),
             bytes_in: r(&s.bytes_in),
             bytes_out: r(&s.bytes_out),
@@ -98,6 +105,7 @@ impl ServerCounts {
         self.requests += o.requests;
         self.answered += o.answered;
         self.malformed += o.malformed;
+        self.too_large += o.too_large;
         self.reply_errors += o.reply_errors;
         self.bytes_in += o.bytes_in;
         self.bytes_out += o.bytes_out;
@@ -171,6 +179,13 @@ impl Server {
                 "a server needs at least one worker and a batch of at least one".into(),
             ));
         }
+        if !(RR_HEADER_LEN..=DATAGRAM_MAX).contains(&cfg.max_response) {
+            return Err(RrError::Config(format!(
+                "the largest response must be {RR_HEADER_LEN}..={DATAGRAM_MAX} bytes, not {}",
+                cfg.max_response
+            )));
+        }
+        crate::check_cores(&cfg.cores)?;
         let sock_err = |what: String| move |e| RrError::Socket { what, source: e };
         let mut socks = Vec::with_capacity(n);
         let mut addr = cfg.bind;
@@ -246,11 +261,12 @@ impl Server {
                 let cpu = cfg.cores.get(i).copied();
                 let end_flag = &end_flag;
                 let batch = cfg.batch;
+                let max_response = cfg.max_response;
                 s.spawn(move || {
                     if let Some(c) = cpu {
                         pin(c);
                     }
-                    serve(sock, &sh, batch, end_flag);
+                    serve(sock, &sh, batch, max_response, end_flag);
                 });
             }
             let tick = cfg.interval.unwrap_or(Duration::from_secs(3600));
@@ -312,6 +328,7 @@ fn diff(a: &ServerCounts, b: &ServerCounts) -> ServerCounts {
         requests: a.requests - b.requests,
         answered: a.answered - b.answered,
         malformed: a.malformed - b.malformed,
+        too_large: a.too_large - b.too_large,
         reply_errors: a.reply_errors - b.reply_errors,
         bytes_in: a.bytes_in - b.bytes_in,
         bytes_out: a.bytes_out - b.bytes_out,
@@ -341,7 +358,7 @@ fn response_len(asked: u32, request_len: usize, slot: usize) -> Option<usize> {
 }
 
 /// One worker's loop.
-fn serve(sock: &UdpSocket, sh: &Shared, batch: usize, end: &AtomicBool) {
+fn serve(sock: &UdpSocket, sh: &Shared, batch: usize, max_response: usize, end: &AtomicBool) {
     let mut r = Reflector::new(batch, DATAGRAM_MAX + 1);
     let mut answers = Vec::with_capacity(r.capacity());
     let mut c = ServerCounts::default();
@@ -359,13 +376,18 @@ fn serve(sock: &UdpSocket, sh: &Shared, batch: usize, end: &AtomicBool) {
                 continue;
             }
             let slot = r.slot_mut(i);
-            let Some(out) = RrHeader::make_response(&mut slot[..len])
-                .ok()
-                .and_then(|h| response_len(h.reply_len, len, slot.len()))
-            else {
+            let Ok(h) = RrHeader::make_response(&mut slot[..len]) else {
                 c.malformed += 1;
                 continue;
             };
+            let Some(out) = response_len(h.reply_len, len, slot.len()) else {
+                c.malformed += 1;
+                continue;
+            };
+            if out > max_response {
+                c.too_large += 1;
+                continue;
+            }
             if out > len {
                 // never send back bytes of an earlier datagram
                 slot[len..out].fill(0);
@@ -403,6 +425,7 @@ fn publish(sh: &Shared, c: &ServerCounts) {
     w(&sh.requests, c.requests);
     w(&sh.answered, c.answered);
     w(&sh.malformed, c.malformed);
+    w(&sh.too_large, c.too_large);
     w(&sh.reply_errors, c.reply_errors);
     w(&sh.bytes_in, c.bytes_in);
     w(&sh.bytes_out, c.bytes_out);

@@ -20,6 +20,7 @@ fn server_cfg(cores: Vec<usize>, steering: Steering) -> ServerConfig {
         duration: None,
         interval: None,
         batch: 32,
+        max_response: 4096,
     }
 }
 
@@ -241,9 +242,26 @@ fn the_server_counts_bad_datagrams_and_keeps_answering() {
         .emit(&mut req)
         .unwrap();
         junk.send_to(&req, addr).unwrap();
-        run(&client_cfg(addr))
+        // a request for more than the server's limit (4096 here)
+        RrHeader {
+            kind: RrKind::Request,
+            reply_len: 5000,
+            flow: 0,
+            seq: 3,
+            stamp_ns: 0,
+        }
+        .emit(&mut req)
+        .unwrap();
+        junk.send_to(&req, addr).unwrap();
+        junk.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let c = run(&client_cfg(addr));
+        // none of those was answered
+        assert!(junk.recv(&mut [0u8; 64]).is_err());
+        c
     });
     assert_eq!(s.total.malformed, 4);
+    assert_eq!(s.total.too_large, 1);
     assert_eq!(s.total.requests, c.total.sent);
     assert!(c.total.completed > 0 && c.total.lost == 0);
 }

@@ -143,6 +143,18 @@ fn rr_refuses_impossible_settings_with_a_clear_message() {
         &["rr", "server", "--steering", "rss"],
         "--steering is cpu or hash",
     );
+    fails_with(
+        &[&c[..], &["--cores", "4095"]].concat(),
+        "CPU(s) [4095] in --cores are not online",
+    );
+    fails_with(
+        &["rr", "server", "-p", "0", "--cores", "4095"],
+        "CPU(s) [4095] in --cores",
+    );
+    fails_with(
+        &["rr", "server", "-p", "0", "--max-response", "70000"],
+        "largest response must be",
+    );
 }
 
 #[test]

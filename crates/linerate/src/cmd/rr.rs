@@ -52,6 +52,10 @@ pub struct ServerArgs {
     /// Datagrams per receive call.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..=1024))]
     batch: u16,
+    /// Largest response a request may ask for, bytes (up to 65507): a
+    /// bound on what a small request can make this server send.
+    #[arg(long, default_value_t = 16384)]
+    max_response: usize,
     /// Print JSON at the end.
     #[arg(short = 'J', long)]
     json: bool,
@@ -137,6 +141,7 @@ fn server(a: &ServerArgs) -> Result<u8> {
         duration: seconds("--time", a.time.unwrap_or(0.0))?,
         interval: seconds("--interval", a.interval)?,
         batch: usize::from(a.batch),
+        max_response: a.max_response,
     };
     let server = linerate_rr::Server::bind(&cfg)?;
     let stop = stop_flag()?;
@@ -171,12 +176,13 @@ fn server(a: &ServerArgs) -> Result<u8> {
     } else {
         let t = &r.total;
         println!(
-            "total: {} requests in {:.2} s = {:.0}/s, {} answered, {} malformed, {} reply errors (server count)",
+            "total: {} requests in {:.2} s = {:.0}/s, {} answered, {} malformed, {} over --max-response, {} reply errors (server count)",
             t.requests,
             r.elapsed.as_secs_f64(),
             t.requests as f64 / r.elapsed.as_secs_f64().max(1e-9),
             t.answered,
             t.malformed,
+            t.too_large,
             t.reply_errors
         );
         if let Some(n) = &r.steering_note {
