@@ -46,8 +46,16 @@ pub(crate) fn send_each(
         hdrs[i].msg_hdr.msg_iov = &mut iov[i];
         hdrs[i].msg_hdr.msg_iovlen = 1;
     }
-    // SAFETY: hdrs[..n] point to iovecs that point into `bufs`, all alive for the call.
-    let rc = unsafe { libc::sendmmsg(fd, hdrs.as_mut_ptr(), n as u32, 0) };
+    // hdrs[..n] point to iovecs that point into `bufs`, all alive for the call.
+    send_prepared(fd, &mut hdrs[..n])
+}
+
+/// One `sendmmsg(2)` of headers the caller has filled in. Every header must
+/// point at buffers (and addresses, control data) alive for the call.
+/// Returns how many messages the kernel took.
+pub(crate) fn send_prepared(fd: i32, hdrs: &mut [libc::mmsghdr]) -> io::Result<usize> {
+    // SAFETY: the caller's headers point at live buffers.
+    let rc = unsafe { libc::sendmmsg(fd, hdrs.as_mut_ptr(), hdrs.len() as u32, 0) };
     if rc < 0 {
         Err(io::Error::last_os_error())
     } else {

@@ -281,13 +281,8 @@ impl Reflector {
                 (&mut self.names[i] as *mut libc::sockaddr_storage).cast();
             self.tx[k].msg_hdr.msg_namelen = self.rx[i].msg_hdr.msg_namelen;
         }
-        // SAFETY: tx[..n] point at live iovecs, buffers and addresses.
-        let rc = unsafe { libc::sendmmsg(sock.as_raw_fd(), self.tx.as_mut_ptr(), n as u32, 0) };
-        if rc < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(rc as usize)
-        }
+        // tx[..n] point at live iovecs, buffers and addresses.
+        crate::udp_batch::send_prepared(sock.as_raw_fd(), &mut self.tx[..n])
     }
 }
 

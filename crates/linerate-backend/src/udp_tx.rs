@@ -247,15 +247,9 @@ impl UdpSender {
         if take == 0 {
             return Ok(0);
         }
-        // SAFETY: hdrs[..take] point into `bufs`, `names`, `cmsgs` and `iov`,
-        // all alive and unmoved for the call.
-        let rc =
-            unsafe { libc::sendmmsg(sock.as_raw_fd(), self.hdrs.as_mut_ptr(), take as u32, 0) };
-        if rc < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(rc as usize)
-        }
+        // hdrs[..take] point into `bufs`, `names`, `cmsgs` and `iov`, all
+        // alive and unmoved for the call.
+        crate::udp_batch::send_prepared(sock.as_raw_fd(), &mut self.hdrs[..take])
     }
 }
 
