@@ -208,6 +208,8 @@ pub struct ClientReport {
     /// From the first request to the end of sending.
     pub elapsed: Duration,
     pub latency: Option<Latency>,
+    /// Open loop: how late each request left against its schedule.
+    pub send_lag: Option<Latency>,
     pub intervals: Vec<Interval>,
     /// Stopped by the caller (a signal) before the duration ended.
     pub interrupted: bool,
@@ -252,6 +254,8 @@ impl ClientReport {
             "counted_by": "client: each response matched to its request by flow and sequence number; sent = completed + lost",
             "transactions_per_s": self.tps(),
             "latency_us": self.latency.as_ref().map(Latency::json),
+            "send_lag_us": self.send_lag.as_ref().map(Latency::json),
+            "send_lag_is": "open loop: how late each request left against its schedule (client clock); null in closed loop",
             "latency_from": match c.load {
                 Load::Closed { .. } => "the request's send time to its response's receipt (client clock)",
                 Load::Open { .. } => "the request's scheduled send time to its response's receipt (client clock; includes the client's own delays)",
@@ -312,7 +316,7 @@ pub fn run_client(
                     let local = socks.iter().filter_map(|s| s.local_addr().ok()).collect();
                     let mut wk = Worker::new(cfg, w, socks.len(), epoch, tx);
                     let sent_for = wk.run(&socks, stop);
-                    (wk.counts, wk.hist, local, cpu, sent_for)
+                    (wk.counts, wk.hist, wk.lag, local, cpu, sent_for)
                 })
             })
             .collect();
@@ -359,17 +363,21 @@ pub fn run_client(
         total: Counts::default(),
         elapsed: Duration::ZERO,
         latency: None,
+        send_lag: None,
         intervals,
         interrupted: stop.load(Ordering::Relaxed),
     };
     let mut hist = new_hist();
-    for (counts, h, local, cpu, sent_for) in results {
+    let mut lag = new_hist();
+    for (counts, h, l, local, cpu, sent_for) in results {
         report.total.absorb(&counts);
         hist.add(&h).ok();
+        lag.add(&l).ok();
         report.elapsed = report.elapsed.max(sent_for);
         report.workers.push(WorkerReport { cpu, counts, local });
     }
     report.latency = Latency::of(&hist);
+    report.send_lag = Latency::of(&lag);
     if report.total.completed == 0 {
         return Err(RrError::NoAnswer {
             server: cfg.server,
@@ -425,6 +433,7 @@ impl OpenLoop {
     /// its scheduled time as its stamp; returns when the next one is due.
     fn send_due(&mut self, w: &mut Worker<'_>, socks: &[UdpSocket], now: u64) -> u64 {
         let due = ((now - self.start) as f64 * self.tps / 1e9) as u64 + 1;
+        let real_now = w.now_ns();
         let behind = due.saturating_sub(self.issued + 1);
         w.counts.behind_max = w.counts.behind_max.max(behind);
         while self.issued < due {
@@ -434,6 +443,10 @@ impl OpenLoop {
             let went = w.send(&socks[f], f, &mut stamp, (due - base) as usize);
             if went == 0 {
                 break;
+            }
+            for k in 0..went as u64 {
+                w.lag
+                    .saturating_record(real_now.saturating_sub(self.at(base + k)));
             }
             self.issued += went as u64;
             self.flow = (self.flow + 1) % socks.len();
@@ -457,6 +470,8 @@ struct Worker<'a> {
     counts: Counts,
     hist: Histogram<u64>,
     iv_hist: Histogram<u64>,
+    /// Open loop: each request's lateness against its schedule, ns.
+    lag: Histogram<u64>,
     iv_index: usize,
     iv_completed: u64,
     iv_lost: u64,
@@ -497,6 +512,7 @@ impl<'a> Worker<'a> {
             counts: Counts::default(),
             hist: new_hist(),
             iv_hist: new_hist(),
+            lag: new_hist(),
             iv_index: 0,
             iv_completed: 0,
             iv_lost: 0,
@@ -640,6 +656,10 @@ impl<'a> Worker<'a> {
         let start = self.now_ns();
         let end = start + self.cfg.duration.as_nanos() as u64;
         let iv_ns = self.cfg.interval.map(|d| d.as_nanos() as u64);
+        if matches!(self.cfg.load, Load::Open { .. }) {
+            // Wake for each departure within a microsecond, not the default 50.
+            linerate_backend::clock::set_timer_slack_ns(1_000).ok();
+        }
         let mut open = OpenLoop {
             start,
             tps: match self.cfg.load {

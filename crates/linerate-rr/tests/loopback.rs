@@ -89,6 +89,7 @@ fn closed_loop_accounts_for_every_request_on_both_sides() {
     let j = c.json();
     assert_eq!(j["counts"]["completed"], t.completed);
     assert_eq!(j["mode"], "closed loop");
+    assert!(c.send_lag.is_none() && j["send_lag_us"].is_null());
     assert!(j["latency_us"]["p99.9"].as_f64().unwrap() > 0.0);
 }
 
@@ -110,6 +111,10 @@ fn open_loop_sends_at_the_asked_rate_from_several_workers() {
     assert_eq!(c.workers.len(), 2);
     assert!(c.workers.iter().all(|w| w.local.len() == 3));
     assert_eq!(c.json()["load"]["rate_tps"], 5000.0);
+    // every request's lateness against its schedule was recorded
+    let lag = c.send_lag.as_ref().unwrap();
+    assert_eq!(lag.count, t.sent);
+    assert!(lag.p50 <= lag.p99 && lag.p99 <= lag.max);
 }
 
 #[test]

@@ -326,6 +326,16 @@ fn client(a: &ClientArgs) -> Result<u8> {
                 us(l.max)
             );
         }
+        if let Some(l) = &r.send_lag {
+            let us = |ns: u64| ns as f64 / 1e3;
+            println!(
+                "send lag (us, how late requests left against the schedule): p50 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}",
+                us(l.p50),
+                us(l.p99),
+                us(l.p999),
+                us(l.max)
+            );
+        }
         if r.interrupted {
             println!("interrupted: figures cover the time until the signal");
         }
