@@ -12,6 +12,7 @@
 
 mod backend;
 mod blast;
+mod fwd;
 mod sink;
 mod udp;
 
@@ -20,5 +21,6 @@ pub use backend::{
     open_tx,
 };
 pub use blast::{BlastConfig, BlastError, BlastReport, Rate, Replay, Timing, blast};
+pub use fwd::{FwdConfig, FwdCounts, FwdError, FwdMode, FwdReport, Noisy, apply, fwd};
 pub use sink::{CaptureConfig, SinkConfig, SinkReport, sink};
 pub use udp::{Gso, Traffic, UDP_SOCKETS_MAX};

@@ -35,6 +35,8 @@ enum Command {
     Blast(Box<cmd::blast::BlastArgs>),
     /// Count what arrives: per-flow loss, reordering, duplicates, latency.
     Sink(cmd::blast::SinkArgs),
+    /// Reflect or forward frames (io, mac, macswap, 5tswap), optionally as a loaded server.
+    Fwd(Box<cmd::fwd::FwdArgs>),
     /// UDP request/response transactions: transactions/s and latency percentiles.
     Rr(cmd::rr::RrArgs),
     /// What on this host limits throughput, with the evidence and the fix.
@@ -68,6 +70,7 @@ fn main() -> ExitCode {
             Command::Selftest(args) => cmd::selftest::run(&args),
             Command::Doctor(args) => cmd::doctor::run(&args),
             Command::Rr(args) => cmd::rr::run(&args),
+            Command::Fwd(args) => cmd::fwd::run(&args),
             Command::Blast(args) => cmd::blast::run_blast(&args),
             Command::Sink(args) => cmd::blast::run_sink(&args),
             Command::Server(mut args) => {

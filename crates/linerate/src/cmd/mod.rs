@@ -3,6 +3,7 @@
 pub mod blast;
 pub mod calc;
 pub mod doctor;
+pub mod fwd;
 pub mod iperf;
 pub mod rr;
 pub mod selftest;

@@ -1,0 +1,158 @@
+//! `linerate fwd`: a reflector / forwarder that can act like a loaded server.
+
+use super::stop_flag;
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use linerate_blast::{BackendKind, FwdConfig, FwdMode, Noisy};
+use std::time::Duration;
+
+/// Receive frames and send them back (or on), rewritten by mode.
+#[derive(Debug, Args)]
+pub struct FwdArgs {
+    /// Interface to receive on.
+    #[arg(long)]
+    iface: String,
+    /// Interface to send on (default: back out of --iface).
+    #[arg(long)]
+    out_iface: Option<String>,
+    /// io (unchanged), mac (source: the sending interface's MAC,
+    /// destination: --dst-mac), macswap, 5tswap (MACs, IP addresses and
+    /// UDP/TCP ports swapped).
+    #[arg(long, default_value = "macswap")]
+    mode: String,
+    /// Destination MAC for --mode mac.
+    #[arg(long)]
+    dst_mac: Option<String>,
+    /// auto, socket, af_packet or af_xdp.
+    #[arg(long, default_value = "auto")]
+    backend: String,
+    /// Seconds to run.
+    #[arg(long, default_value_t = 10.0)]
+    duration: f64,
+    /// Stop once this many frames were forwarded.
+    #[arg(long)]
+    count: Option<u64>,
+    /// Pin the forwarder to this CPU.
+    #[arg(long)]
+    core: Option<usize>,
+    /// Loaded-server simulation: hold up to this many frames in a FIFO…
+    #[arg(long, default_value_t = 0)]
+    fifo: usize,
+    /// …and send them when it is full or its oldest frame has waited this
+    /// many microseconds.
+    #[arg(long, default_value_t = 0)]
+    flush_us: u64,
+    /// Memory area (MiB) for the per-frame random reads and writes.
+    #[arg(long, default_value_t = 0)]
+    mem_mb: usize,
+    /// Random reads per frame in the memory area.
+    #[arg(long, default_value_t = 0)]
+    reads: u32,
+    /// Random writes per frame.
+    #[arg(long, default_value_t = 0)]
+    writes: u32,
+    /// Random read-modify-writes per frame.
+    #[arg(long, default_value_t = 0)]
+    read_writes: u32,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(a: &FwdArgs) -> Result<u8> {
+    let mode = match a.mode.as_str() {
+        "io" => FwdMode::Io,
+        "mac" => {
+            let s = a
+                .dst_mac
+                .as_deref()
+                .context("--mode mac needs --dst-mac (the next hop's MAC)")?;
+            let m = linerate_wire::MacAddr::parse(s)
+                .with_context(|| format!("'{s}' is not a MAC address"))?;
+            FwdMode::Mac { dst: m.0 }
+        }
+        "macswap" => FwdMode::MacSwap,
+        "5tswap" => FwdMode::FiveTupleSwap,
+        other => bail!("--mode is io, mac, macswap or 5tswap, not '{other}'"),
+    };
+    if a.dst_mac.is_some() && !matches!(mode, FwdMode::Mac { .. }) {
+        bail!("--dst-mac only goes with --mode mac");
+    }
+    let backend = BackendKind::parse(&a.backend).with_context(|| {
+        format!(
+            "unknown backend '{}' (auto, socket, af_packet, af_xdp)",
+            a.backend
+        )
+    })?;
+    if !(a.duration.is_finite() && a.duration > 0.0) {
+        bail!("--duration must be a number of seconds above zero");
+    }
+    let memory_work = a.reads + a.writes + a.read_writes > 0;
+    if memory_work && a.mem_mb == 0 {
+        bail!("--reads/--writes/--read-writes need a memory area (--mem-mb)");
+    }
+    if a.fifo > 0 && a.flush_us == 0 {
+        bail!("--fifo needs --flush-us (how long a frame may wait)");
+    }
+    let cfg = FwdConfig {
+        rx_iface: a.iface.clone(),
+        tx_iface: a.out_iface.clone(),
+        mode,
+        backend,
+        duration: Duration::from_secs_f64(a.duration),
+        count: a.count,
+        noisy: Noisy {
+            fifo: a.fifo,
+            flush: Duration::from_micros(a.flush_us),
+            mem_bytes: a.mem_mb << 20,
+            reads: a.reads,
+            writes: a.writes,
+            read_writes: a.read_writes,
+        },
+        core: a.core,
+    };
+    let stop = stop_flag()?;
+    let r = linerate_blast::fwd(&cfg, &stop)?;
+    if a.json {
+        let mut v = r.json();
+        v["doctor"] = linerate_doctor::summary(&linerate_doctor::run_for(
+            &linerate_doctor::Live,
+            Some(&a.iface),
+            a.core.as_slice(),
+        ));
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        for (i, (rx, tx)) in r.per_second.iter().enumerate() {
+            println!("second {:>3}: {rx:>10} frames in, {tx:>10} out", i + 1);
+        }
+        let c = &r.counts;
+        println!(
+            "{}: {} frames received on {} ({}), {} sent on {} ({}), {} dropped (sender full), {} too long, {} not IP{} in {:.3} s (forwarder's count); kernel drops {}",
+            r.mode.name(),
+            c.rx,
+            r.rx_iface,
+            r.rx_backend,
+            c.tx,
+            r.tx_iface,
+            r.tx_backend,
+            c.tx_dropped,
+            c.too_long,
+            c.not_ip,
+            if a.fifo > 0 {
+                format!(", FIFO peak {}", c.fifo_peak)
+            } else {
+                String::new()
+            },
+            r.duration_s,
+            r.kernel_drops
+        );
+        for n in &r.notes {
+            println!("backend: {n}");
+        }
+    }
+    if let Some(e) = &r.error {
+        eprintln!("linerate: error: {e} (the counts above are what was forwarded before it)");
+        return Ok(1);
+    }
+    Ok(0)
+}
