@@ -77,18 +77,27 @@ fn linerate_at(rig: &Rig, run_for: Duration, backend: &str, rate: Option<&str>) 
 /// control connection) and iperf3's 4-byte UDP connect message still reach
 /// the stack.
 fn xdp_udp_sink(rig: &Rig) -> Result<Box<dyn std::any::Any>> {
+    xdp_udp_sink_on(rig, SENDER, RECEIVER)
+}
+
+/// [`xdp_udp_sink`] on host `receiver`, `sender` being the other host.
+pub fn xdp_udp_sink_on(
+    rig: &Rig,
+    sender: usize,
+    receiver: usize,
+) -> Result<Box<dyn std::any::Any>> {
     use linerate_backend::xdp;
     // The sender's veth splits UDP GSO batches (else one batch would reach
     // the receiver, and its counter, as one packet).
     let seg = rig
-        .command(SENDER, "ethtool")
-        .args(["-K", &rig.host(SENDER).iface, "tx-udp-segmentation", "off"])
+        .command(sender, "ethtool")
+        .args(["-K", &rig.host(sender).iface, "tx-udp-segmentation", "off"])
         .status()?;
     if !seg.success() {
         bail!("ethtool -K tx-udp-segmentation off failed");
     }
-    let iface = rig.host(RECEIVER).iface.clone();
-    let link = rig.run_in(RECEIVER, move || -> std::io::Result<xdp::XdpLink> {
+    let iface = rig.host(receiver).iface.clone();
+    let link = rig.run_in(receiver, move || -> std::io::Result<xdp::XdpLink> {
         let idx = linerate_backend::raw::ifindex(&iface)?;
         xdp::attach(&xdp::udp_payload_drop_program(4), idx, "lr_udp_sink")
     })??;

@@ -3,6 +3,7 @@
 use crate::harness::Scenario;
 
 mod blast_udp64;
+mod fwd;
 mod iperf_client;
 mod peer_udp64;
 mod rr;
@@ -46,6 +47,14 @@ pub fn all() -> Vec<Entry> {
             build: iperf_client::udp1470,
         },
         Entry {
+            name: "fwd-macswap",
+            build: fwd::macswap,
+        },
+        Entry {
+            name: "fwd-macswap-onecore",
+            build: fwd::macswap_one_core,
+        },
+        Entry {
             name: "rr-pingpong",
             build: rr::pingpong,
         },
@@ -61,6 +70,7 @@ pub fn group(name: &str) -> Option<&'static [&'static str]> {
     match name {
         "iperf" => Some(&["iperf-tcp1", "iperf-tcp2", "iperf-udp64", "iperf-udp1470"]),
         "rr" => Some(&["rr-pingpong", "rr-load"]),
+        "fwd" => Some(&["fwd-macswap", "fwd-macswap-onecore"]),
         _ => None,
     }
 }

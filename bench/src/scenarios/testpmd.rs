@@ -29,25 +29,64 @@ fn prefix() -> String {
 /// prints statistics once a second.
 pub fn start(rig: &Rig, run_for: Duration, pmd: Pmd) -> Result<Running> {
     let (a, b) = (rig.host(SENDER), rig.host(RECEIVER));
-    let vdev = match pmd {
-        Pmd::AfXdp => format!("net_af_xdp0,iface={},start_queue=0,queue_count=1", a.iface),
-        Pmd::AfPacket => format!("net_af_packet0,iface={},qpairs=1,qdisc_bypass=1", a.iface),
-    };
     let peer = format!("0,{}", b.mac);
-    let (src, dst) = (a.ipv4.to_string(), b.ipv4.to_string());
-    let tx_ip = format!("{src},{dst}");
+    let tx_ip = format!("{},{}", a.ipv4, b.ipv4);
+    run(
+        rig,
+        SENDER,
+        run_for,
+        pmd,
+        Lcores {
+            forward: 0,
+            main: 1,
+        },
+        &[
+            "--forward-mode=txonly",
+            "--txpkts=60",
+            "--tx-ip",
+            &tx_ip,
+            "--eth-peer",
+            &peer,
+        ],
+    )
+}
+
+/// Which CPU runs testpmd's forwarding lcore and which its main lcore.
+#[derive(Debug, Clone, Copy)]
+pub struct Lcores {
+    pub forward: usize,
+    pub main: usize,
+}
+
+/// testpmd on `host`'s rig interface with one forwarding lcore and these
+/// forwarding arguments.
+pub fn run(
+    rig: &Rig,
+    host: usize,
+    run_for: Duration,
+    pmd: Pmd,
+    lcores: Lcores,
+    forwarding: &[&str],
+) -> Result<Running> {
+    let iface = &rig.host(host).iface;
+    let vdev = match pmd {
+        Pmd::AfXdp => format!("net_af_xdp0,iface={iface},start_queue=0,queue_count=1"),
+        Pmd::AfPacket => format!("net_af_packet0,iface={iface},qpairs=1,qdisc_bypass=1"),
+    };
     let secs = run_for.as_secs().max(1).to_string();
     let prefix = prefix();
-    let argv = [
+    let list = format!("{},{}", lcores.forward, lcores.main);
+    let main = lcores.main.to_string();
+    let mut argv = vec![
         "timeout",
         "-s",
         "INT",
         &secs,
         "dpdk-testpmd",
         "-l",
-        "0,1",
+        &list,
         "--main-lcore",
-        "1",
+        &main,
         "--file-prefix",
         &prefix,
         "--no-huge",
@@ -57,18 +96,15 @@ pub fn start(rig: &Rig, run_for: Duration, pmd: Pmd) -> Result<Running> {
         "--vdev",
         &vdev,
         "--",
-        "--forward-mode=txonly",
-        "--txpkts=60",
-        "--tx-ip",
-        &tx_ip,
-        "--eth-peer",
-        &peer,
+    ];
+    argv.extend_from_slice(forwarding);
+    argv.extend_from_slice(&[
         "--nb-cores=1",
         "--total-num-mbufs=8192",
         "--stats-period",
         "1",
-    ];
-    let child = spawn_pinned(rig, SENDER, 0, &argv)?;
+    ]);
+    let child = spawn_pinned(rig, host, lcores.forward, &argv)?;
     Ok(Running {
         child,
         helpers: vec![],
