@@ -1,5 +1,6 @@
-//! `linerate blast` and `linerate sink`: the runners around the generator's
-//! data plane (`linerate-gen`) and a backend (`linerate-backend`).
+//! `linerate blast`, `linerate sink` and `linerate fwd`: the runners around
+//! the generator's data plane (`linerate-gen`) and a backend
+//! (`linerate-backend`).
 //!
 //! Backends today: for sending `af_xdp` (UMEM + TX ring, copy or
 //! zero-copy), `af_packet` (TPACKET_V3 TX ring, qdisc bypass) and `socket`
