@@ -73,7 +73,7 @@ fn linerate(rig: &Rig, run_for: Duration, backend: &str) -> Result<Running> {
             backend,
             "--mode",
             "macswap",
-            "--core",
+            "--cores",
             "1",
             "--duration",
             &secs,

@@ -276,7 +276,7 @@ impl RxRing {
             block_nr: block_nr as u32,
             frame_size,
             frame_nr: (block_size / frame_size as usize * block_nr) as u32,
-            retire_blk_tov: 10,
+            retire_blk_tov: 1,
             sizeof_priv: 0,
             feature_req_word: 0,
         };

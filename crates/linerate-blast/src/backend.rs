@@ -282,8 +282,8 @@ pub fn open_tx(
 #[derive(Debug)]
 pub enum Rx {
     /// Raw AF_PACKET socket, recvmmsg (frames copied into these buffers;
-    /// the kernel's drop count so far).
-    Socket(RawSocket, Vec<Vec<u8>>, u64),
+    /// the kernel's drop count so far; the receive timeout now set).
+    Socket(RawSocket, Vec<Vec<u8>>, u64, std::time::Duration),
     /// AF_XDP, one socket per RX queue, with the redirect program attached.
     Xdp(XskRx),
     /// AF_PACKET TPACKET_V3 RX ring (and the kernel's drop count so far).
@@ -302,7 +302,7 @@ impl Rx {
     /// What this receiving backend can do here.
     pub fn capabilities(&self) -> RxCapabilities {
         match self {
-            Rx::Socket(_, store, _) => RxCapabilities {
+            Rx::Socket(_, store, ..) => RxCapabilities {
                 batch: store.len(),
                 max_frame: store.first().map_or(0, Vec::len),
                 queues: None,
@@ -332,8 +332,24 @@ impl Rx {
     /// (CLOCK_MONOTONIC ns) where the backend has one (the af_packet ring,
     /// the raw socket's SO_TIMESTAMPNS; AF_XDP frames carry none).
     pub fn recv(&mut self, f: &mut dyn FnMut(&[u8], Option<u64>)) -> io::Result<usize> {
+        self.recv_within(std::time::Duration::from_millis(50), f)
+    }
+
+    /// [`Rx::recv`], waiting at most `wait` for the first frame (to the
+    /// millisecond on the rings; the raw socket's wait is set per call).
+    pub fn recv_within(
+        &mut self,
+        wait: std::time::Duration,
+        f: &mut dyn FnMut(&[u8], Option<u64>),
+    ) -> io::Result<usize> {
         match self {
-            Rx::Socket(sock, store, _) => {
+            Rx::Socket(sock, store, _, timeout) => {
+                // SO_RCVTIMEO, set only when it changes (zero would mean forever)
+                let wait = wait.max(std::time::Duration::from_micros(1));
+                if wait != *timeout {
+                    sock.set_read_timeout(wait)?;
+                    *timeout = wait;
+                }
                 let mut lens = [0usize; linerate_backend::raw::RAW_BATCH_MAX];
                 let mut stamps = [0u64; linerate_backend::raw::RAW_BATCH_MAX];
                 let n = sock.recv_stamped(store, &mut lens, &mut stamps)?;
@@ -350,10 +366,10 @@ impl Rx {
                 }
                 Ok(n)
             }
-            Rx::Xdp(x) => x.recv(256, std::time::Duration::from_millis(50), &mut |fr| {
-                f(fr, None)
+            Rx::Xdp(x) => x.recv(256, wait, &mut |fr| f(fr, None)),
+            Rx::Ring(r, _) => r.recv(wait.as_millis().min(1000) as i32, &mut |fr, at| {
+                f(fr, Some(at))
             }),
-            Rx::Ring(r, _) => r.recv(50, &mut |fr, at| f(fr, Some(at))),
         }
     }
 
@@ -361,7 +377,7 @@ impl Rx {
     pub fn drops(&mut self) -> u64 {
         match self {
             // PACKET_STATISTICS resets on every read: accumulate.
-            Rx::Socket(sock, _, acc) => {
+            Rx::Socket(sock, _, acc, _) => {
                 *acc += sock.stats().map_or(0, |(_, d)| u64::from(d));
                 *acc
             }
@@ -374,11 +390,14 @@ impl Rx {
     }
 }
 
+/// How long the raw socket receiver waits (its SO_RCVTIMEO as opened).
+const SOCKET_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// The raw socket receiver: a large buffer, a 50 ms wait, kernel stamps.
 fn socket_rx(iface: &str) -> Result<Rx, BackendError> {
     let s = RawSocket::open(iface).map_err(open_err(iface))?;
     let _ = s.set_rcvbuf(64 << 20);
-    let _ = s.set_read_timeout(std::time::Duration::from_millis(50));
+    let _ = s.set_read_timeout(SOCKET_WAIT);
     let _ = s.enable_rx_timestamps();
     let _ = s.stats();
     Ok(Rx::Socket(
@@ -387,6 +406,7 @@ fn socket_rx(iface: &str) -> Result<Rx, BackendError> {
             .map(|_| vec![0u8; 9216])
             .collect(),
         0,
+        SOCKET_WAIT,
     ))
 }
 

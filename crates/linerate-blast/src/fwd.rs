@@ -11,13 +11,13 @@
 //! waited the flush time, and each frame costs a number of random reads
 //! and writes in a memory area of a given size.
 
-use crate::backend::{BackendError, BackendKind, Tx, open_rx, open_tx};
+use crate::backend::{BackendError, BackendKind, Rx, Tx, open_rx_workers, open_tx};
 use crate::blast::pin;
 use crate::udp::{Gso, Traffic};
 use linerate_backend::clock;
 use linerate_gen::template::Framing;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use thiserror::Error;
 
@@ -70,8 +70,10 @@ pub struct FwdConfig {
     /// Stop once this many frames were forwarded.
     pub count: Option<u64>,
     pub noisy: Noisy,
-    /// Pinned to this CPU (None: unpinned).
-    pub core: Option<usize>,
+    /// One pinned forwarding worker per listed CPU, each with its own
+    /// receiving and sending socket (the kernel spreads frames over them by
+    /// queue or PACKET_FANOUT hash); empty: one unpinned worker.
+    pub cores: Vec<usize>,
 }
 
 #[derive(Debug, Error)]
@@ -84,7 +86,7 @@ pub enum FwdError {
     Iface { iface: String, source: io::Error },
 }
 
-#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct FwdCounts {
     /// Frames received (this host's own transmissions excluded).
     pub rx: u64,
@@ -120,6 +122,8 @@ pub struct FwdReport {
     pub mem_sum: u64,
     pub rx_iface: String,
     pub tx_iface: String,
+    /// Forwarding workers, and each one's counts.
+    pub workers: Vec<FwdCounts>,
 }
 
 impl FwdReport {
@@ -149,8 +153,20 @@ impl FwdReport {
                 "read_writes_per_frame": n.read_writes,
             },
             "mem_sum": self.mem_sum,
+            "workers": self.workers,
             "error": self.error,
         })
+    }
+}
+
+impl FwdCounts {
+    fn absorb(&mut self, o: &FwdCounts) {
+        self.rx += o.rx;
+        self.tx += o.tx;
+        self.tx_dropped += o.tx_dropped;
+        self.too_long += o.too_long;
+        self.not_ip += o.not_ip;
+        self.fifo_peak = self.fifo_peak.max(o.fifo_peak);
     }
 }
 
@@ -404,14 +420,13 @@ pub fn fwd(cfg: &FwdConfig, stop: &AtomicBool) -> Result<FwdReport, FwdError> {
             "socket:udp cannot forward frames as they are: use socket (raw frames), af_packet or af_xdp".into(),
         )));
     }
-    if let Some(c) = cfg.core {
-        pin(c);
-    }
-    let (mut rx, rx_note) = open_rx(cfg.backend, &cfg.rx_iface)?;
+    let workers = cfg.cores.len().max(1);
+    let (rxs, rx_note) = open_rx_workers(cfg.backend, &cfg.rx_iface, workers)?;
+    let rx_name = rxs[0].name();
     let tx_kind = match cfg.backend {
         BackendKind::Socket => BackendKind::Raw,
         // The receiving AF_XDP socket holds the queue: send with a ring.
-        BackendKind::Auto if rx.name() == "af_xdp" && tx_iface == cfg.rx_iface => {
+        BackendKind::Auto if rx_name == "af_xdp" && tx_iface == cfg.rx_iface => {
             BackendKind::AfPacket
         }
         k => k,
@@ -422,10 +437,108 @@ pub fn fwd(cfg: &FwdConfig, stop: &AtomicBool) -> Result<FwdReport, FwdError> {
         macs_given: true,
         gso: Gso::Off,
     };
-    let queue = 0;
-    let (mut tx, tx_note) = open_tx(tx_kind, &tx_iface, frame_max, queue, &traffic)?;
-    let notes: Vec<String> = [rx_note, tx_note].into_iter().flatten().collect();
+    let mut notes: Vec<String> = rx_note.into_iter().collect();
+    let mut txs = Vec::with_capacity(workers);
+    for queue in 0..workers {
+        let (tx, note) = open_tx(tx_kind, &tx_iface, frame_max, queue as u32, &traffic)?;
+        if queue == 0 {
+            notes.extend(note);
+        }
+        txs.push(tx);
+    }
+    let tx_name = txs[0].name();
+    let start = Instant::now();
+    let total_tx = AtomicU64::new(0);
+    let job = Job {
+        cfg,
+        src_mac,
+        frame_max,
+        stop,
+        total_tx: &total_tx,
+        start,
+    };
+    let outs: Vec<WorkerOut> = std::thread::scope(|s| {
+        let handles: Vec<_> = rxs
+            .into_iter()
+            .zip(txs)
+            .enumerate()
+            .map(|(i, (rx, tx))| {
+                let job = &job;
+                s.spawn(move || {
+                    if let Some(&c) = cfg.cores.get(i) {
+                        pin(c);
+                    }
+                    forward(job, rx, tx)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("fwd worker panicked"))
+            .collect()
+    });
+    let mut counts = FwdCounts::default();
+    let mut per_second: Vec<(u64, u64)> = Vec::new();
+    let (mut kernel_drops, mut mem_sum, mut error) = (0, 0u64, None);
+    for o in &outs {
+        counts.absorb(&o.counts);
+        for (k, &(r, t)) in o.per_second.iter().enumerate() {
+            if per_second.len() <= k {
+                per_second.push((0, 0));
+            }
+            per_second[k].0 += r;
+            per_second[k].1 += t;
+        }
+        kernel_drops += o.kernel_drops;
+        mem_sum = mem_sum.wrapping_add(o.mem_sum);
+        if error.is_none() {
+            error.clone_from(&o.error);
+        }
+    }
+    Ok(FwdReport {
+        rx_backend: rx_name,
+        tx_backend: tx_name,
+        notes,
+        mode: cfg.mode,
+        noisy: cfg.noisy,
+        counts,
+        kernel_drops,
+        duration_s: start.elapsed().as_secs_f64(),
+        per_second,
+        error,
+        mem_sum,
+        rx_iface: cfg.rx_iface.clone(),
+        tx_iface,
+        workers: outs.iter().map(|o| o.counts).collect(),
+    })
+}
 
+/// What every worker shares.
+struct Job<'a> {
+    cfg: &'a FwdConfig,
+    src_mac: [u8; 6],
+    frame_max: usize,
+    stop: &'a AtomicBool,
+    /// Frames sent by all workers (for `count`).
+    total_tx: &'a AtomicU64,
+    start: Instant,
+}
+
+struct WorkerOut {
+    counts: FwdCounts,
+    per_second: Vec<(u64, u64)>,
+    error: Option<String>,
+    kernel_drops: u64,
+    mem_sum: u64,
+}
+
+/// Longest a receive call waits for frames.
+const RECV_WAIT: Duration = Duration::from_millis(50);
+
+/// One worker's loop: receive, rewrite, hold or send.
+fn forward(job: &Job<'_>, mut rx: Rx, mut tx: Tx) -> WorkerOut {
+    let cfg = job.cfg;
+    let (src_mac, frame_max) = (job.src_mac, job.frame_max);
     let mut fifo = Fifo::new(cfg.noisy.fifo.max(BATCH), frame_max);
     let noisy_fifo = cfg.noisy.fifo > 0;
     let mut mem = (cfg.noisy.reads + cfg.noisy.writes + cfg.noisy.read_writes > 0)
@@ -434,36 +547,38 @@ pub fn fwd(cfg: &FwdConfig, stop: &AtomicBool) -> Result<FwdReport, FwdError> {
     let mut c = FwdCounts::default();
     let mut per_second = Vec::new();
     let mut error = None;
-    let start = Instant::now();
     let mut next_second = Duration::from_secs(1);
     let mut at_last_second = (0u64, 0u64);
     let mut next_link_check = Instant::now();
-    while !stop.load(Ordering::Relaxed) && start.elapsed() < cfg.duration {
-        if cfg.count.is_some_and(|n| c.tx >= n) {
+    let mut published = 0u64;
+    while !job.stop.load(Ordering::Relaxed) && job.start.elapsed() < cfg.duration {
+        if cfg
+            .count
+            .is_some_and(|n| job.total_tx.load(Ordering::Relaxed) >= n)
+        {
             break;
         }
         if Instant::now() >= next_link_check {
             next_link_check = Instant::now() + Duration::from_millis(100);
-            match linerate_backend::raw::iface_up(&cfg.rx_iface) {
-                Ok(true) => {}
-                Ok(false) => {
-                    error = Some(format!(
-                        "receiving on {}: the interface went down",
-                        cfg.rx_iface
-                    ));
-                    break;
-                }
-                Err(e) => {
-                    error = Some(format!(
-                        "receiving on {}: the interface is gone ({e})",
-                        cfg.rx_iface
-                    ));
-                    break;
-                }
+            let down = match linerate_backend::raw::iface_up(&cfg.rx_iface) {
+                Ok(true) => None,
+                Ok(false) => Some("the interface went down".to_string()),
+                Err(e) => Some(format!("the interface is gone ({e})")),
+            };
+            if let Some(why) = down {
+                error = Some(format!("receiving on {}: {why}", cfg.rx_iface));
+                break;
             }
         }
+        // Wait no longer than the oldest held frame may still wait.
         let now = clock::monotonic_ns();
-        let r = rx.recv(&mut |frame, _| {
+        let wait = match fifo.oldest() {
+            Some(t) if noisy_fifo => {
+                Duration::from_nanos((t + flush_ns).saturating_sub(now)).min(RECV_WAIT)
+            }
+            _ => RECV_WAIT,
+        };
+        let r = rx.recv_within(wait, &mut |frame, _| {
             c.rx += 1;
             if frame.len() > frame_max {
                 c.too_long += 1;
@@ -503,7 +618,9 @@ pub fn fwd(cfg: &FwdConfig, stop: &AtomicBool) -> Result<FwdReport, FwdError> {
             c.tx += s;
             c.tx_dropped += d;
         }
-        let el = start.elapsed();
+        job.total_tx.fetch_add(c.tx - published, Ordering::Relaxed);
+        published = c.tx;
+        let el = job.start.elapsed();
         if el >= next_second {
             per_second.push((c.rx - at_last_second.0, c.tx - at_last_second.1));
             at_last_second = (c.rx, c.tx);
@@ -515,21 +632,13 @@ pub fn fwd(cfg: &FwdConfig, stop: &AtomicBool) -> Result<FwdReport, FwdError> {
     c.tx += s;
     c.tx_dropped += d;
     let _ = tx.finish();
-    Ok(FwdReport {
-        rx_backend: rx.name(),
-        tx_backend: tx.name(),
-        notes,
-        mode: cfg.mode,
-        noisy: cfg.noisy,
+    WorkerOut {
         counts: c,
-        kernel_drops: rx.drops(),
-        duration_s: start.elapsed().as_secs_f64(),
         per_second,
         error,
+        kernel_drops: rx.drops(),
         mem_sum: std::hint::black_box(mem.map_or(0, |m| m.sum)),
-        rx_iface: cfg.rx_iface.clone(),
-        tx_iface,
-    })
+    }
 }
 
 #[cfg(test)]

@@ -54,7 +54,7 @@ fn reflect(rig: &Rig, n: u64, fwd_args: &[&str]) -> (Value, Value) {
     let blast = rig
         .command(0, BIN)
         .args(["blast", "--iface", "veth0", "--dst-mac", &rig.host(1).mac])
-        .args(["--dst-ip", &dst_ip, "--src-port", "1000-1003"])
+        .args(["--dst-ip", &dst_ip, "--src-port", "1000-1015"])
         .args(["--count", &count, "--rate", "50k"])
         .output()
         .unwrap();
@@ -102,6 +102,35 @@ fn fwd_reflects_every_frame_with_each_backend_and_mode() {
         assert_eq!(f["counts"]["tx_dropped"], 0, "{f}");
         assert_eq!(f["mode"], mode);
         assert_eq!(f["doctor"]["iface"], "veth0");
+    }
+}
+
+#[test]
+fn fwd_with_two_workers_shares_the_frames_and_loses_none() {
+    if skip("fwd_with_two_workers_shares_the_frames_and_loses_none") {
+        return;
+    }
+    let rig = Rig::new(&linerate_rig::RigConfig {
+        queues: 2,
+        ..Default::default()
+    })
+    .unwrap();
+    for backend in ["af_packet", "socket"] {
+        let (f, s) = reflect(
+            &rig,
+            4000,
+            &["--backend", backend, "--mode", "macswap", "--cores", "0,1"],
+        );
+        assert_eq!(s["packets"], 4000, "{backend}: {s}");
+        let w = f["workers"].as_array().unwrap();
+        assert_eq!(w.len(), 2, "{f}");
+        // 16 flows hashed over two workers: both forwarded some
+        assert!(
+            w.iter().all(|c| c["tx"].as_u64().unwrap() > 0),
+            "{backend}: {f}"
+        );
+        let sum: u64 = w.iter().map(|c| c["tx"].as_u64().unwrap()).sum();
+        assert_eq!(sum, f["counts"]["tx"].as_u64().unwrap());
     }
 }
 

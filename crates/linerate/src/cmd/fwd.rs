@@ -32,9 +32,11 @@ pub struct FwdArgs {
     /// Stop once this many frames were forwarded.
     #[arg(long)]
     count: Option<u64>,
-    /// Pin the forwarder to this CPU.
-    #[arg(long)]
-    core: Option<usize>,
+    /// One pinned forwarding worker per listed CPU (0,1), each with its own
+    /// sockets; the kernel spreads frames over them (RX queue, or
+    /// PACKET_FANOUT by flow).
+    #[arg(long, value_delimiter = ',')]
+    cores: Option<Vec<usize>>,
     /// Loaded-server simulation: hold up to this many frames in a FIFO…
     #[arg(long, default_value_t = 0)]
     fifo: usize,
@@ -109,7 +111,7 @@ pub fn run(a: &FwdArgs) -> Result<u8> {
             writes: a.writes,
             read_writes: a.read_writes,
         },
-        core: a.core,
+        cores: a.cores.clone().unwrap_or_default(),
     };
     let stop = stop_flag()?;
     let r = linerate_blast::fwd(&cfg, &stop)?;
@@ -118,7 +120,7 @@ pub fn run(a: &FwdArgs) -> Result<u8> {
         v["doctor"] = linerate_doctor::summary(&linerate_doctor::run_for(
             &linerate_doctor::Live,
             Some(&a.iface),
-            a.core.as_slice(),
+            a.cores.as_deref().unwrap_or(&[]),
         ));
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
