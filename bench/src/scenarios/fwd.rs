@@ -4,9 +4,9 @@
 //! is counted at host 0's interface, where an XDP program drops it. The
 //! figure is the forwarder's rate; the generator is the same for all.
 //!
-//! Contenders: linerate fwd macswap over af_packet, socket and auto
-//! (AF_XDP in, af_packet out), and dpdk-testpmd --forward-mode=macswap
-//! over net_af_packet and net_af_xdp (one socket for both directions).
+//! Contenders: linerate fwd macswap over af_packet, socket and af_xdp (one
+//! socket per queue, frames sent back in place), and dpdk-testpmd
+//! --forward-mode=macswap over net_af_packet and net_af_xdp.
 
 use super::testpmd::{Lcores, Pmd};
 use super::tools::{linerate_bin, need, spawn_pinned};
@@ -109,8 +109,8 @@ fn lr_af_packet(rig: &Rig, d: Duration) -> Result<Running> {
 fn lr_socket(rig: &Rig, d: Duration) -> Result<Running> {
     linerate(rig, d, "socket")
 }
-fn lr_auto(rig: &Rig, d: Duration) -> Result<Running> {
-    linerate(rig, d, "auto")
+fn lr_af_xdp(rig: &Rig, d: Duration) -> Result<Running> {
+    linerate(rig, d, "af_xdp")
 }
 fn tp_af_packet(rig: &Rig, d: Duration) -> Result<Running> {
     testpmd(rig, d, Pmd::AfPacket)
@@ -164,8 +164,8 @@ fn scenario(name: &'static str, about: &'static str, setup: crate::harness::Setu
                 start: lr_af_packet,
             },
             Contender {
-                name: "linerate fwd auto (af_xdp in, af_packet out)",
-                start: lr_auto,
+                name: "linerate fwd af_xdp (in place)",
+                start: lr_af_xdp,
             },
             Contender {
                 name: "linerate fwd socket",

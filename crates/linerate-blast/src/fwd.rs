@@ -15,6 +15,7 @@ use crate::backend::{BackendError, BackendKind, Rx, Tx, open_rx_workers, open_tx
 use crate::blast::pin;
 use crate::udp::{Gso, Traffic};
 use linerate_backend::clock;
+use linerate_backend::xsk::XskFwd;
 use linerate_gen::template::Framing;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -410,9 +411,10 @@ pub fn fwd(cfg: &FwdConfig, stop: &AtomicBool) -> Result<FwdReport, FwdError> {
             "a FIFO needs a flush time above zero (--flush-us)".into(),
         ));
     }
-    if cfg.backend == BackendKind::AfXdp && tx_iface == cfg.rx_iface {
+    let one_iface = tx_iface == cfg.rx_iface;
+    if cfg.backend == BackendKind::AfXdp && one_iface && cfg.noisy.fifo > 0 {
         return Err(FwdError::Backend(BackendError::Unsupported(
-            "af_xdp cannot both receive and send on one interface here: that needs one UMEM shared by the receiving and sending sockets, which linerate does not do yet. Use --backend auto (AF_XDP in, af_packet out) or af_packet".into(),
+            "af_xdp on one interface forwards each frame in place as it arrives and cannot hold frames in a FIFO: use --backend auto (AF_XDP in, af_packet out) or af_packet with --fifo".into(),
         )));
     }
     if cfg.backend == BackendKind::Udp {
@@ -421,6 +423,50 @@ pub fn fwd(cfg: &FwdConfig, stop: &AtomicBool) -> Result<FwdReport, FwdError> {
         )));
     }
     let workers = cfg.cores.len().max(1);
+    let start = Instant::now();
+    let total_tx = AtomicU64::new(0);
+    let job = Job {
+        cfg,
+        src_mac,
+        frame_max,
+        stop,
+        total_tx: &total_tx,
+        start,
+    };
+    // On one interface, AF_XDP forwards in place: one socket per queue
+    // receives and sends over one UMEM.
+    let mut fallback_note = None;
+    if one_iface
+        && cfg.noisy.fifo == 0
+        && matches!(cfg.backend, BackendKind::AfXdp | BackendKind::Auto)
+    {
+        let opened = XskFwd::open(&cfg.rx_iface, 4096).and_then(|x| {
+            if workers > 1 {
+                x.split(workers)
+            } else {
+                Ok(vec![x])
+            }
+        });
+        match opened {
+            Ok(parts) => {
+                let zc = parts[0].zero_copy;
+                let outs = run_workers(cfg, parts, |x| forward_in_place(&job, x));
+                let note = format!(
+                    "af_xdp on {}: one socket per queue receives and sends back in place over one UMEM ({} mode)",
+                    cfg.rx_iface,
+                    if zc { "zero-copy" } else { "copy" }
+                );
+                return Ok(report(&job, "af_xdp", "af_xdp", vec![note], outs, tx_iface));
+            }
+            Err(e) if cfg.backend == BackendKind::AfXdp => {
+                return Err(FwdError::Backend(BackendError::Open {
+                    iface: cfg.rx_iface.clone(),
+                    source: e,
+                }));
+            }
+            Err(e) => fallback_note = Some(format!("af_xdp in place: {e}")),
+        }
+    }
     let (rxs, rx_note) = open_rx_workers(cfg.backend, &cfg.rx_iface, workers)?;
     let rx_name = rxs[0].name();
     let tx_kind = match cfg.backend {
@@ -437,7 +483,7 @@ pub fn fwd(cfg: &FwdConfig, stop: &AtomicBool) -> Result<FwdReport, FwdError> {
         macs_given: true,
         gso: Gso::Off,
     };
-    let mut notes: Vec<String> = rx_note.into_iter().collect();
+    let mut notes: Vec<String> = fallback_note.into_iter().chain(rx_note).collect();
     let mut txs = Vec::with_capacity(workers);
     for queue in 0..workers {
         let (tx, note) = open_tx(tx_kind, &tx_iface, frame_max, queue as u32, &traffic)?;
@@ -447,28 +493,28 @@ pub fn fwd(cfg: &FwdConfig, stop: &AtomicBool) -> Result<FwdReport, FwdError> {
         txs.push(tx);
     }
     let tx_name = txs[0].name();
-    let start = Instant::now();
-    let total_tx = AtomicU64::new(0);
-    let job = Job {
-        cfg,
-        src_mac,
-        frame_max,
-        stop,
-        total_tx: &total_tx,
-        start,
-    };
-    let outs: Vec<WorkerOut> = std::thread::scope(|s| {
-        let handles: Vec<_> = rxs
+    let pairs: Vec<(Rx, Tx)> = rxs.into_iter().zip(txs).collect();
+    let outs = run_workers(cfg, pairs, |(rx, tx)| forward(&job, rx, tx));
+    Ok(report(&job, rx_name, tx_name, notes, outs, tx_iface))
+}
+
+/// Runs one worker per item, each pinned to its CPU of `cfg.cores`.
+fn run_workers<T: Send>(
+    cfg: &FwdConfig,
+    items: Vec<T>,
+    work: impl Fn(T) -> WorkerOut + Sync,
+) -> Vec<WorkerOut> {
+    std::thread::scope(|s| {
+        let work = &work;
+        let handles: Vec<_> = items
             .into_iter()
-            .zip(txs)
             .enumerate()
-            .map(|(i, (rx, tx))| {
-                let job = &job;
+            .map(|(i, item)| {
                 s.spawn(move || {
                     if let Some(&c) = cfg.cores.get(i) {
                         pin(c);
                     }
-                    forward(job, rx, tx)
+                    work(item)
                 })
             })
             .collect();
@@ -476,7 +522,19 @@ pub fn fwd(cfg: &FwdConfig, stop: &AtomicBool) -> Result<FwdReport, FwdError> {
             .into_iter()
             .map(|h| h.join().expect("fwd worker panicked"))
             .collect()
-    });
+    })
+}
+
+/// Merges the workers' results.
+fn report(
+    job: &Job<'_>,
+    rx_backend: &'static str,
+    tx_backend: &'static str,
+    notes: Vec<String>,
+    outs: Vec<WorkerOut>,
+    tx_iface: String,
+) -> FwdReport {
+    let cfg = job.cfg;
     let mut counts = FwdCounts::default();
     let mut per_second: Vec<(u64, u64)> = Vec::new();
     let (mut kernel_drops, mut mem_sum, mut error) = (0, 0u64, None);
@@ -495,22 +553,130 @@ pub fn fwd(cfg: &FwdConfig, stop: &AtomicBool) -> Result<FwdReport, FwdError> {
             error.clone_from(&o.error);
         }
     }
-    Ok(FwdReport {
-        rx_backend: rx_name,
-        tx_backend: tx_name,
+    FwdReport {
+        rx_backend,
+        tx_backend,
         notes,
         mode: cfg.mode,
         noisy: cfg.noisy,
         counts,
         kernel_drops,
-        duration_s: start.elapsed().as_secs_f64(),
+        duration_s: job.start.elapsed().as_secs_f64(),
         per_second,
         error,
         mem_sum,
         rx_iface: cfg.rx_iface.clone(),
         tx_iface,
         workers: outs.iter().map(|o| o.counts).collect(),
-    })
+    }
+}
+
+/// Why a worker should stop now, if it should: the caller's stop, the
+/// duration, `count`, or the receiving interface gone down or away (an
+/// error, checked every 100 ms).
+fn should_stop(job: &Job<'_>, next_link_check: &mut Instant) -> Option<Option<String>> {
+    let cfg = job.cfg;
+    if job.stop.load(Ordering::Relaxed)
+        || job.start.elapsed() >= cfg.duration
+        || cfg
+            .count
+            .is_some_and(|n| job.total_tx.load(Ordering::Relaxed) >= n)
+    {
+        return Some(None);
+    }
+    if Instant::now() >= *next_link_check {
+        *next_link_check = Instant::now() + Duration::from_millis(100);
+        let down = match linerate_backend::raw::iface_up(&cfg.rx_iface) {
+            Ok(true) => None,
+            Ok(false) => Some("the interface went down".to_string()),
+            Err(e) => Some(format!("the interface is gone ({e})")),
+        };
+        if let Some(why) = down {
+            return Some(Some(format!("receiving on {}: {why}", cfg.rx_iface)));
+        }
+    }
+    None
+}
+
+/// Per-second (received, sent) figures of one worker.
+struct Seconds {
+    next: Duration,
+    last: (u64, u64),
+    list: Vec<(u64, u64)>,
+}
+
+impl Seconds {
+    fn new() -> Self {
+        Self {
+            next: Duration::from_secs(1),
+            last: (0, 0),
+            list: Vec::new(),
+        }
+    }
+
+    fn tick(&mut self, start: Instant, c: &FwdCounts) {
+        if start.elapsed() >= self.next {
+            self.list.push((c.rx - self.last.0, c.tx - self.last.1));
+            self.last = (c.rx, c.tx);
+            self.next += Duration::from_secs(1);
+        }
+    }
+}
+
+/// One worker forwarding in place through AF_XDP.
+fn forward_in_place(job: &Job<'_>, mut x: XskFwd) -> WorkerOut {
+    let cfg = job.cfg;
+    let (src_mac, frame_max) = (job.src_mac, job.frame_max);
+    let mut mem = (cfg.noisy.reads + cfg.noisy.writes + cfg.noisy.read_writes > 0)
+        .then(|| MemLoad::new(&cfg.noisy));
+    let mut c = FwdCounts::default();
+    let mut secs = Seconds::new();
+    let mut next_link_check = Instant::now();
+    let error;
+    loop {
+        if let Some(e) = should_stop(job, &mut next_link_check) {
+            error = e;
+            break;
+        }
+        let (mut too_long, mut not_ip) = (0u64, 0u64);
+        let r = x.forward(RECV_WAIT, &mut |frame| {
+            if frame.len() > frame_max {
+                too_long += 1;
+                return false;
+            }
+            if !apply(cfg.mode, src_mac, frame) {
+                not_ip += 1;
+            }
+            if let Some(m) = mem.as_mut() {
+                m.per_frame();
+            }
+            true
+        });
+        match r {
+            Ok((rx, tx, dropped)) => {
+                c.rx += rx;
+                c.tx += tx;
+                c.too_long += too_long;
+                c.not_ip += not_ip;
+                c.tx_dropped += dropped - too_long;
+                job.total_tx.fetch_add(tx, Ordering::Relaxed);
+            }
+            Err(e) => {
+                error = Some(format!("forwarding on {}: {e}", cfg.rx_iface));
+                break;
+            }
+        }
+        secs.tick(job.start, &c);
+    }
+    let _ = x.flush();
+    let kernel_drops = x.stats().map_or(0, |(d, full, _)| d + full);
+    WorkerOut {
+        counts: c,
+        per_second: secs.list,
+        error,
+        kernel_drops,
+        mem_sum: std::hint::black_box(mem.map_or(0, |m| m.sum)),
+    }
 }
 
 /// What every worker shares.
@@ -545,30 +711,14 @@ fn forward(job: &Job<'_>, mut rx: Rx, mut tx: Tx) -> WorkerOut {
         .then(|| MemLoad::new(&cfg.noisy));
     let flush_ns = cfg.noisy.flush.as_nanos() as u64;
     let mut c = FwdCounts::default();
-    let mut per_second = Vec::new();
-    let mut error = None;
-    let mut next_second = Duration::from_secs(1);
-    let mut at_last_second = (0u64, 0u64);
+    let mut secs = Seconds::new();
+    let error;
     let mut next_link_check = Instant::now();
     let mut published = 0u64;
-    while !job.stop.load(Ordering::Relaxed) && job.start.elapsed() < cfg.duration {
-        if cfg
-            .count
-            .is_some_and(|n| job.total_tx.load(Ordering::Relaxed) >= n)
-        {
+    loop {
+        if let Some(e) = should_stop(job, &mut next_link_check) {
+            error = e;
             break;
-        }
-        if Instant::now() >= next_link_check {
-            next_link_check = Instant::now() + Duration::from_millis(100);
-            let down = match linerate_backend::raw::iface_up(&cfg.rx_iface) {
-                Ok(true) => None,
-                Ok(false) => Some("the interface went down".to_string()),
-                Err(e) => Some(format!("the interface is gone ({e})")),
-            };
-            if let Some(why) = down {
-                error = Some(format!("receiving on {}: {why}", cfg.rx_iface));
-                break;
-            }
         }
         // Wait no longer than the oldest held frame may still wait.
         let now = clock::monotonic_ns();
@@ -620,12 +770,7 @@ fn forward(job: &Job<'_>, mut rx: Rx, mut tx: Tx) -> WorkerOut {
         }
         job.total_tx.fetch_add(c.tx - published, Ordering::Relaxed);
         published = c.tx;
-        let el = job.start.elapsed();
-        if el >= next_second {
-            per_second.push((c.rx - at_last_second.0, c.tx - at_last_second.1));
-            at_last_second = (c.rx, c.tx);
-            next_second += Duration::from_secs(1);
-        }
+        secs.tick(job.start, &c);
     }
     // What is still held goes out before the end.
     let (s, d) = fifo.send(&mut tx, fifo.len);
@@ -634,7 +779,7 @@ fn forward(job: &Job<'_>, mut rx: Rx, mut tx: Tx) -> WorkerOut {
     let _ = tx.finish();
     WorkerOut {
         counts: c,
-        per_second,
+        per_second: secs.list,
         error,
         kernel_drops: rx.drops(),
         mem_sum: std::hint::black_box(mem.map_or(0, |m| m.sum)),

@@ -83,16 +83,28 @@ fn fwd_reflects_every_frame_with_each_backend_and_mode() {
         return;
     }
     let rig = Rig::pair().unwrap();
-    for (backend, mode, rx, tx) in [
-        ("af_packet", "macswap", "af_packet", "af_packet"),
-        ("socket", "5tswap", "socket", "socket"),
-        ("auto", "5tswap", "af_xdp", "af_packet"),
-        ("af_packet", "io", "af_packet", "af_packet"),
-    ] {
+    for (backend, mode, extra, rx, tx) in [
+        ("af_packet", "macswap", &[][..], "af_packet", "af_packet"),
+        ("socket", "5tswap", &[], "socket", "socket"),
+        // AF_XDP in place: one socket per queue receives and sends
+        ("auto", "5tswap", &[], "af_xdp", "af_xdp"),
+        ("af_xdp", "macswap", &[], "af_xdp", "af_xdp"),
+        // frames held in a FIFO cannot stay in the UMEM: the ring sends
+        (
+            "auto",
+            "macswap",
+            &["--fifo", "64", "--flush-us", "500"],
+            "af_xdp",
+            "af_packet",
+        ),
         // io sends frames back unchanged: addressed to host 1 itself, so
         // host 0's sink sees them only because a veth delivers whatever
         // it is given; count them all the same.
-        let (f, s) = reflect(&rig, 2000, &["--backend", backend, "--mode", mode]);
+        ("af_packet", "io", &[], "af_packet", "af_packet"),
+    ] {
+        let mut args = vec!["--backend", backend, "--mode", mode];
+        args.extend_from_slice(extra);
+        let (f, s) = reflect(&rig, 2000, &args);
         assert_eq!(s["packets"], 2000, "{backend} {mode}: sink {s}");
         assert_eq!(s["lost"], 0, "{backend} {mode}: sink {s}");
         assert_eq!(f["rx_backend"], rx, "{f}");
@@ -222,8 +234,17 @@ fn fwd_keeps_its_counts_when_the_interface_goes_down() {
 fn fwd_refuses_what_cannot_work() {
     let cases: &[(&[&str], &str)] = &[
         (
-            &["--iface", "lo", "--backend", "af_xdp"],
-            "shared by the receiving and sending sockets",
+            &[
+                "--iface",
+                "lo",
+                "--backend",
+                "af_xdp",
+                "--fifo",
+                "64",
+                "--flush-us",
+                "100",
+            ],
+            "cannot hold frames in a FIFO",
         ),
         (
             &["--iface", "lo", "--backend", "socket:udp"],
