@@ -414,6 +414,20 @@ impl XskTx {
     }
 }
 
+/// Puts every one of the UMEM's `n` buffers on a new socket's fill ring.
+fn post_every_buffer(fq: &Ring, n: u32) {
+    for i in 0..n {
+        // SAFETY: index i < n lies inside the fill ring (of n entries).
+        unsafe {
+            fq.desc
+                .cast::<u64>()
+                .add(i as usize)
+                .write(u64::from(i) * FRAME_SIZE as u64)
+        };
+    }
+    fq.producer().store(n, Ordering::Release);
+}
+
 /// One AF_XDP receive socket: the fill ring keeps every free buffer
 /// posted, frames arrive on its RX ring.
 #[derive(Debug)]
@@ -445,17 +459,7 @@ impl RxSocket {
         )?;
         let fq = Ring::map(raw, &off.fr, n, 8, libc::XDP_UMEM_PGOFF_FILL_RING)?;
         let cq = Ring::map(raw, &off.cr, 64, 8, libc::XDP_UMEM_PGOFF_COMPLETION_RING)?;
-        // Every buffer starts on the fill ring.
-        for i in 0..n {
-            // SAFETY: index i < n lies inside the fill ring.
-            unsafe {
-                fq.desc
-                    .cast::<u64>()
-                    .add(i as usize)
-                    .write(u64::from(i) * FRAME_SIZE as u64)
-            };
-        }
-        fq.producer().store(n, Ordering::Release);
+        post_every_buffer(&fq, n);
         let zero_copy = bind_any(raw, ifindex, queue)?;
         Ok(Self {
             fd,
@@ -522,27 +526,44 @@ impl RxSocket {
     }
 }
 
-/// AF_XDP receiving on every RX queue of an interface: one socket per
-/// queue, one XSKMAP, and the redirect program attached to the interface
-/// (in this thread's namespace) while it lives.
+/// An AF_XDP socket bound to one queue, one of a [`Queues`] set.
+trait QueueSocket: Sized {
+    fn open(ifindex: i32, queue: u32, frames: usize) -> io::Result<Self>;
+    fn fd(&self) -> i32;
+    fn zero_copy(&self) -> bool;
+    fn pending(&self) -> bool;
+}
+
+impl QueueSocket for RxSocket {
+    fn open(ifindex: i32, queue: u32, frames: usize) -> io::Result<Self> {
+        RxSocket::open(ifindex, queue, frames)
+    }
+    fn fd(&self) -> i32 {
+        self.fd.as_raw_fd()
+    }
+    fn zero_copy(&self) -> bool {
+        self.zero_copy
+    }
+    fn pending(&self) -> bool {
+        RxSocket::pending(self)
+    }
+}
+
+/// One socket per RX queue of an interface (the ethtool channel count; 1
+/// where the driver does not say), one XSKMAP, and the redirect program
+/// attached to the interface (in this thread's namespace) while any part
+/// of the set lives.
 #[derive(Debug)]
-pub struct XskRx {
-    socks: Vec<RxSocket>,
-    /// The redirect program and its map, kept while any part receives.
-    _attached: std::sync::Arc<(crate::xdp::XdpLink, crate::xdp::XskMap)>,
-    pub zero_copy: bool,
-    /// Where the next receive starts, so no queue is always served last.
+struct Queues<S> {
+    socks: Vec<S>,
+    attached: std::sync::Arc<(crate::xdp::XdpLink, crate::xdp::XskMap)>,
+    zero_copy: bool,
+    /// Where the next round starts, so no queue is always served last.
     next: usize,
 }
 
-// SAFETY: as for XskTx.
-unsafe impl Send for XskRx {}
-
-impl XskRx {
-    /// Opens one AF_XDP socket for each of `iface`'s RX queues (the ethtool
-    /// channel count; 1 where the driver does not say) with `frames`
-    /// buffers each, and attaches the redirect program.
-    pub fn open(iface: &str, frames: usize) -> io::Result<Self> {
+impl<S: QueueSocket> Queues<S> {
+    fn open(iface: &str, frames: usize, program: &str) -> io::Result<Self> {
         let ifindex = crate::raw::ifindex(iface)?;
         let frames = frames.next_power_of_two().max(64);
         let queues = crate::ethtool::channels(iface)
@@ -551,45 +572,45 @@ impl XskRx {
             .clamp(1, 256);
         let socks = (0..queues)
             .map(|q| {
-                RxSocket::open(ifindex, q, frames)
-                    .map_err(|e| io::Error::new(e.kind(), format!("RX queue {q}: {e}")))
+                S::open(ifindex, q, frames)
+                    .map_err(|e| io::Error::new(e.kind(), format!("queue {q}: {e}")))
             })
             .collect::<io::Result<Vec<_>>>()?;
         let map = crate::xdp::XskMap::new(queues)?;
         for (q, s) in socks.iter().enumerate() {
-            map.set(q as u32, s.fd.as_raw_fd())?;
+            map.set(q as u32, s.fd())?;
         }
         let link = crate::xdp::attach(
             &crate::xdp::redirect_to_xsk_program(map.fd()),
             ifindex,
-            "lr_xsk_redir",
+            program,
         )?;
         Ok(Self {
-            zero_copy: socks.iter().all(|s| s.zero_copy),
+            zero_copy: socks.iter().all(S::zero_copy),
             socks,
-            _attached: std::sync::Arc::new((link, map)),
+            attached: std::sync::Arc::new((link, map)),
             next: 0,
         })
     }
 
-    /// Splits the queues' sockets between `parts` receivers (queue q goes
-    /// to part q mod parts), for one receive thread each; the redirect
-    /// program stays attached until the last part is dropped. Fails when
-    /// there are fewer queues than parts.
-    pub fn split(self, parts: usize) -> io::Result<Vec<XskRx>> {
+    /// Splits the sockets between `parts` sets (queue q goes to part
+    /// q mod parts), one per thread; the program stays attached until the
+    /// last part is dropped. Fails when there are fewer queues than parts.
+    /// `workers` names them in the error ("receive workers").
+    fn split(self, parts: usize, workers: &str) -> io::Result<Vec<Self>> {
         if parts == 0 || parts > self.socks.len() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!(
-                    "{parts} receive workers need as many RX queues ({} here)",
+                    "{parts} {workers} need as many RX queues ({} here)",
                     self.socks.len()
                 ),
             ));
         }
-        let mut out: Vec<XskRx> = (0..parts)
-            .map(|_| XskRx {
+        let mut out: Vec<Self> = (0..parts)
+            .map(|_| Queues {
                 socks: Vec::new(),
-                _attached: self._attached.clone(),
+                attached: self.attached.clone(),
                 zero_copy: self.zero_copy,
                 next: 0,
             })
@@ -600,9 +621,92 @@ impl XskRx {
         Ok(out)
     }
 
+    fn any_pending(&self) -> bool {
+        self.socks.iter().any(S::pending)
+    }
+
+    /// Waits up to `timeout` (to the millisecond) for any socket to have frames.
+    fn wait(&self, timeout: Duration) {
+        // One pollfd per socket, on the stack (open() takes at most 256 queues).
+        let mut pfds = [libc::pollfd {
+            fd: -1,
+            events: libc::POLLIN,
+            revents: 0,
+        }; 256];
+        for (p, s) in pfds.iter_mut().zip(&self.socks) {
+            p.fd = s.fd();
+        }
+        let n = self.socks.len().min(pfds.len());
+        // SAFETY: `pfds[..n]` is a valid array of that many pollfds.
+        unsafe {
+            libc::poll(
+                pfds.as_mut_ptr(),
+                n as libc::nfds_t,
+                timeout.as_millis().min(1000) as i32,
+            )
+        };
+    }
+
+    /// The sockets' indices for one round, starting one further each round.
+    fn round(&mut self) -> impl Iterator<Item = usize> + use<S> {
+        let (k, start) = (self.socks.len(), self.next);
+        self.next = (self.next + 1) % k.max(1);
+        (0..k).map(move |i| (start + i) % k)
+    }
+
+    /// XDP_STATISTICS over every queue: (rx_dropped, rx_ring_full,
+    /// rx_fill_ring_empty_descs).
+    fn stats(&self) -> io::Result<(u64, u64, u64)> {
+        let mut sum = (0, 0, 0);
+        for s in &self.socks {
+            let st = xdp_statistics(s.fd())?;
+            sum.0 += st.rx_dropped;
+            sum.1 += st.rx_ring_full;
+            sum.2 += st.rx_fill_ring_empty_descs;
+        }
+        Ok(sum)
+    }
+}
+
+/// AF_XDP receiving on every RX queue of an interface: one socket per
+/// queue behind one XSKMAP and the redirect program.
+#[derive(Debug)]
+pub struct XskRx {
+    q: Queues<RxSocket>,
+    pub zero_copy: bool,
+}
+
+// SAFETY: as for XskTx.
+unsafe impl Send for XskRx {}
+
+impl XskRx {
+    /// Opens one AF_XDP socket for each of `iface`'s RX queues with
+    /// `frames` buffers each, and attaches the redirect program.
+    pub fn open(iface: &str, frames: usize) -> io::Result<Self> {
+        let q = Queues::open(iface, frames, "lr_xsk_redir")?;
+        Ok(Self {
+            zero_copy: q.zero_copy,
+            q,
+        })
+    }
+
+    /// Splits the queues' sockets between `parts` receivers, for one
+    /// receive thread each. Fails when there are fewer queues than parts.
+    pub fn split(self, parts: usize) -> io::Result<Vec<XskRx>> {
+        Ok(self
+            .q
+            .split(parts, "receive workers")?
+            .into_iter()
+            .map(|q| XskRx {
+                zero_copy: q.zero_copy,
+                q,
+            })
+            .collect())
+    }
+
     /// RX queues read (one socket each).
     pub fn queues(&self) -> usize {
-        self.socks.len()
+        self.q.socks.len()
     }
 
     /// Largest frame a UMEM buffer holds (bytes without FCS).
@@ -619,50 +723,23 @@ impl XskRx {
         timeout: std::time::Duration,
         f: &mut dyn FnMut(&[u8]),
     ) -> io::Result<usize> {
-        if !self.socks.iter().any(RxSocket::pending) {
-            // One pollfd per socket, on the stack (open() takes at most 256 queues).
-            let mut pfds = [libc::pollfd {
-                fd: -1,
-                events: libc::POLLIN,
-                revents: 0,
-            }; 256];
-            for (p, s) in pfds.iter_mut().zip(&self.socks) {
-                p.fd = s.fd.as_raw_fd();
-            }
-            let n = self.socks.len().min(pfds.len());
-            // SAFETY: `pfds[..n]` is a valid array of that many pollfds.
-            unsafe {
-                libc::poll(
-                    pfds.as_mut_ptr(),
-                    n as libc::nfds_t,
-                    timeout.as_millis().min(1000) as i32,
-                )
-            };
+        if !self.q.any_pending() {
+            self.q.wait(timeout);
         }
-        let k = self.socks.len();
         let mut got = 0;
-        for i in 0..k {
-            let s = &mut self.socks[(self.next + i) % k];
-            got += s.drain(max - got, f);
+        for i in self.q.round() {
+            got += self.q.socks[i].drain(max - got, f);
             if got == max {
                 break;
             }
         }
-        self.next = (self.next + 1) % k;
         Ok(got)
     }
 
     /// XDP_STATISTICS over every queue: (rx_dropped, rx_ring_full,
     /// rx_fill_ring_empty_descs).
     pub fn stats(&self) -> io::Result<(u64, u64, u64)> {
-        let mut sum = (0, 0, 0);
-        for s in &self.socks {
-            let st = xdp_statistics(s.fd.as_raw_fd())?;
-            sum.0 += st.rx_dropped;
-            sum.1 += st.rx_ring_full;
-            sum.2 += st.rx_fill_ring_empty_descs;
-        }
-        Ok(sum)
+        self.q.stats()
     }
 }
 
@@ -697,16 +774,7 @@ impl FwdSocket {
         let tx = Ring::map(raw, &off.tx, n, desc, libc::XDP_PGOFF_TX_RING as u64)?;
         let fq = Ring::map(raw, &off.fr, n, 8, libc::XDP_UMEM_PGOFF_FILL_RING)?;
         let cq = Ring::map(raw, &off.cr, n, 8, libc::XDP_UMEM_PGOFF_COMPLETION_RING)?;
-        for i in 0..n {
-            // SAFETY: index i < n lies inside the fill ring.
-            unsafe {
-                fq.desc
-                    .cast::<u64>()
-                    .add(i as usize)
-                    .write(u64::from(i) * FRAME_SIZE as u64)
-            };
-        }
-        fq.producer().store(n, Ordering::Release);
+        post_every_buffer(&fq, n);
         let zero_copy = bind_any(raw, ifindex, queue)?;
         Ok(Self {
             fd,
@@ -868,77 +936,56 @@ impl FwdSocket {
 /// rewritten in place, never copied), one XSKMAP and the redirect program.
 #[derive(Debug)]
 pub struct XskFwd {
-    socks: Vec<FwdSocket>,
-    _attached: std::sync::Arc<(crate::xdp::XdpLink, crate::xdp::XskMap)>,
+    q: Queues<FwdSocket>,
     pub zero_copy: bool,
-    next: usize,
 }
 
 // SAFETY: as for XskTx.
 unsafe impl Send for XskFwd {}
 
+impl QueueSocket for FwdSocket {
+    fn open(ifindex: i32, queue: u32, frames: usize) -> io::Result<Self> {
+        FwdSocket::open(ifindex, queue, frames)
+    }
+    fn fd(&self) -> i32 {
+        self.fd.as_raw_fd()
+    }
+    fn zero_copy(&self) -> bool {
+        self.zero_copy
+    }
+    fn pending(&self) -> bool {
+        FwdSocket::pending(self)
+    }
+}
+
 impl XskFwd {
     /// Opens one forwarding socket per RX queue of `iface` with `frames`
     /// buffers each and attaches the redirect program.
     pub fn open(iface: &str, frames: usize) -> io::Result<Self> {
-        let ifindex = crate::raw::ifindex(iface)?;
-        let frames = frames.next_power_of_two().max(64);
-        let queues = crate::ethtool::channels(iface)
-            .map(|c| c.rx + c.combined)
-            .unwrap_or(0)
-            .clamp(1, 256);
-        let socks = (0..queues)
-            .map(|q| {
-                FwdSocket::open(ifindex, q, frames)
-                    .map_err(|e| io::Error::new(e.kind(), format!("queue {q}: {e}")))
-            })
-            .collect::<io::Result<Vec<_>>>()?;
-        let map = crate::xdp::XskMap::new(queues)?;
-        for (q, s) in socks.iter().enumerate() {
-            map.set(q as u32, s.fd.as_raw_fd())?;
-        }
-        let link = crate::xdp::attach(
-            &crate::xdp::redirect_to_xsk_program(map.fd()),
-            ifindex,
-            "lr_xsk_fwd",
-        )?;
+        let q = Queues::open(iface, frames, "lr_xsk_fwd")?;
         Ok(Self {
-            zero_copy: socks.iter().all(|s| s.zero_copy),
-            socks,
-            _attached: std::sync::Arc::new((link, map)),
-            next: 0,
+            zero_copy: q.zero_copy,
+            q,
         })
     }
 
     /// Queues (one socket each).
     pub fn queues(&self) -> usize {
-        self.socks.len()
+        self.q.socks.len()
     }
 
-    /// Splits the queues' sockets between `parts` forwarders (queue q goes
-    /// to part q mod parts). Fails when there are fewer queues than parts.
+    /// Splits the queues' sockets between `parts` forwarders. Fails when
+    /// there are fewer queues than parts.
     pub fn split(self, parts: usize) -> io::Result<Vec<XskFwd>> {
-        if parts == 0 || parts > self.socks.len() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "{parts} forwarding workers need as many queues ({} here)",
-                    self.socks.len()
-                ),
-            ));
-        }
-        let mut out: Vec<XskFwd> = (0..parts)
-            .map(|_| XskFwd {
-                socks: Vec::new(),
-                _attached: self._attached.clone(),
-                zero_copy: self.zero_copy,
-                next: 0,
+        Ok(self
+            .q
+            .split(parts, "forwarding workers")?
+            .into_iter()
+            .map(|q| XskFwd {
+                zero_copy: q.zero_copy,
+                q,
             })
-            .collect();
-        for (q, s) in self.socks.into_iter().enumerate() {
-            out[q % parts].socks.push(s);
-        }
-        Ok(out)
+            .collect())
     }
 
     /// Waits up to `timeout` for frames, then hands each received frame to
@@ -949,37 +996,19 @@ impl XskFwd {
         timeout: Duration,
         f: &mut dyn FnMut(&mut [u8]) -> bool,
     ) -> io::Result<(u64, u64, u64)> {
-        if !self.socks.iter().any(FwdSocket::pending) {
-            let mut pfds = [libc::pollfd {
-                fd: -1,
-                events: libc::POLLIN,
-                revents: 0,
-            }; 256];
-            for (p, s) in pfds.iter_mut().zip(&self.socks) {
-                p.fd = s.fd.as_raw_fd();
-            }
-            let n = self.socks.len().min(pfds.len());
+        if !self.q.any_pending() {
             // Sent frames must still complete while no frame arrives.
-            for s in &mut self.socks {
+            for s in &mut self.q.socks {
                 s.reclaim();
                 s.kick();
             }
-            // SAFETY: `pfds[..n]` is a valid array of that many pollfds.
-            unsafe {
-                libc::poll(
-                    pfds.as_mut_ptr(),
-                    n as libc::nfds_t,
-                    timeout.as_millis().min(1000) as i32,
-                )
-            };
+            self.q.wait(timeout);
         }
-        let k = self.socks.len();
         let mut sum = (0, 0, 0);
-        for i in 0..k {
-            let (r, s, d) = self.socks[(self.next + i) % k].forward(256, f);
+        for i in self.q.round() {
+            let (r, s, d) = self.q.socks[i].forward(256, f);
             sum = (sum.0 + r, sum.1 + s, sum.2 + d);
         }
-        self.next = (self.next + 1) % k;
         Ok(sum)
     }
 
@@ -988,6 +1017,7 @@ impl XskFwd {
         let t0 = Instant::now();
         loop {
             let left: u32 = self
+                .q
                 .socks
                 .iter_mut()
                 .map(|s| {
@@ -1012,13 +1042,6 @@ impl XskFwd {
     /// XDP_STATISTICS over every queue: (rx_dropped, rx_ring_full,
     /// rx_fill_ring_empty_descs).
     pub fn stats(&self) -> io::Result<(u64, u64, u64)> {
-        let mut sum = (0, 0, 0);
-        for s in &self.socks {
-            let st = xdp_statistics(s.fd.as_raw_fd())?;
-            sum.0 += st.rx_dropped;
-            sum.1 += st.rx_ring_full;
-            sum.2 += st.rx_fill_ring_empty_descs;
-        }
-        Ok(sum)
+        self.q.stats()
     }
 }
