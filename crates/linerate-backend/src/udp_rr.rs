@@ -127,7 +127,6 @@ pub fn attach_cpu_select(sock: &impl AsRawFd, cpus: &[usize]) -> io::Result<()> 
 pub struct Reflector {
     slot: usize,
     data: Vec<u8>,
-    lens: Vec<usize>,
     iov: Vec<libc::iovec>,
     names: Vec<libc::sockaddr_storage>,
     rx: Vec<libc::mmsghdr>,
@@ -165,16 +164,29 @@ impl Reflector {
                 vec![std::mem::zeroed::<libc::sockaddr_storage>(); batch],
             )
         };
-        Self {
+        let mut r = Self {
             slot,
             data: vec![0; batch * slot],
-            lens: vec![0; batch],
             iov: vec![empty; batch],
             names,
             rx,
             tx,
             tx_iov: vec![empty; batch],
+        };
+        // The receive headers point at heap buffers that never move: set
+        // them up once; each receive only resets what the kernel writes.
+        let base = r.data.as_mut_ptr();
+        for i in 0..batch {
+            // slot i lies inside `data`
+            r.iov[i] = libc::iovec {
+                iov_base: base.wrapping_add(i * slot).cast(),
+                iov_len: slot,
+            };
+            r.rx[i].msg_hdr.msg_iov = &mut r.iov[i];
+            r.rx[i].msg_hdr.msg_iovlen = 1;
+            r.rx[i].msg_hdr.msg_name = (&mut r.names[i] as *mut libc::sockaddr_storage).cast();
         }
+        r
     }
 
     /// How many datagrams one call can take.
@@ -186,33 +198,20 @@ impl Reflector {
     /// socket's timeout (or O_NONBLOCK) allows. A datagram longer than the
     /// slot is cut to it; [`Reflector::truncated`] says so.
     pub fn recv(&mut self, sock: &impl AsRawFd) -> io::Result<usize> {
-        let base = self.data.as_mut_ptr();
-        for i in 0..self.rx.len() {
-            // slot i lies inside `data`
-            self.iov[i] = libc::iovec {
-                iov_base: base.wrapping_add(i * self.slot).cast(),
-                iov_len: self.slot,
-            };
-            // SAFETY: a zeroed header is valid; it is pointed at slot i's
-            // iovec and address, which outlive the call.
-            self.rx[i] = unsafe { std::mem::zeroed() };
-            self.rx[i].msg_hdr.msg_iov = &mut self.iov[i];
-            self.rx[i].msg_hdr.msg_iovlen = 1;
-            self.rx[i].msg_hdr.msg_name =
-                (&mut self.names[i] as *mut libc::sockaddr_storage).cast();
-            self.rx[i].msg_hdr.msg_namelen =
+        for h in &mut self.rx {
+            h.msg_hdr.msg_namelen =
                 std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            h.msg_hdr.msg_flags = 0;
+            h.msg_len = 0;
         }
-        let n = crate::udp_batch::recv_each(sock.as_raw_fd(), &mut self.rx)?;
-        for i in 0..n {
-            self.lens[i] = self.rx[i].msg_len as usize;
-        }
-        Ok(n)
+        // The headers point at this struct's slots, iovecs and addresses.
+        crate::udp_batch::recv_each(sock.as_raw_fd(), &mut self.rx)
     }
 
     /// Datagram `i` of the last receive, as received.
     pub fn datagram(&self, i: usize) -> &[u8] {
-        &self.data[i * self.slot..i * self.slot + self.lens[i].min(self.slot)]
+        let len = (self.rx[i].msg_len as usize).min(self.slot);
+        &self.data[i * self.slot..i * self.slot + len]
     }
 
     /// Whether datagram `i` was longer than the slot (and cut).
