@@ -797,12 +797,7 @@ fn sink_keeps_its_counts_when_the_interface_goes_away() {
     // end early with the error and keep their counts.
     for backend in ["socket", "af_packet", "af_xdp"] {
         sink_loses_its_interface(&rig, backend);
-        let st = rig
-            .command(1, "ip")
-            .args(["link", "set", "veth0", "up"])
-            .status()
-            .unwrap();
-        assert!(st.success());
+        support::set_link(&rig, 1, "up");
         std::thread::sleep(Duration::from_millis(1500));
     }
 }
@@ -824,12 +819,7 @@ fn sink_loses_its_interface(rig: &Rig, backend: &str) {
                 String::from_utf8_lossy(&out.stderr)
             );
             std::thread::sleep(Duration::from_millis(300));
-            let st = rig
-                .command(1, "ip")
-                .args(["link", "set", "veth0", "down"])
-                .status()
-                .unwrap();
-            assert!(st.success());
+            support::set_link(rig, 1, "down");
         },
     );
     // It ends early with an error, and what arrived before it still counts.

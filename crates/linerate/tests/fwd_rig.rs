@@ -211,12 +211,7 @@ fn fwd_keeps_its_counts_when_the_interface_goes_down() {
         .unwrap();
     assert!(blast.status.success());
     std::thread::sleep(Duration::from_millis(300));
-    let st = rig
-        .command(1, "ip")
-        .args(["link", "set", "veth0", "down"])
-        .status()
-        .unwrap();
-    assert!(st.success());
+    support::set_link(&rig, 1, "down");
     let out = finish(fwd);
     assert_eq!(
         out.status.code(),

@@ -133,3 +133,13 @@ pub fn u(v: &serde_json::Value, path: &str) -> u64 {
     cur.as_u64()
         .unwrap_or_else(|| panic!("{path} is not a number in {v}"))
 }
+
+/// `ip link set veth0 up|down` inside rig host `host`'s namespace.
+pub fn set_link(rig: &linerate_rig::Rig, host: usize, state: &str) {
+    let st = rig
+        .command(host, "ip")
+        .args(["link", "set", "veth0", state])
+        .status()
+        .unwrap();
+    assert!(st.success(), "ip link set veth0 {state}");
+}
