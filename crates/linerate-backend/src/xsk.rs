@@ -534,20 +534,28 @@ trait QueueSocket: Sized {
     fn pending(&self) -> bool;
 }
 
-impl QueueSocket for RxSocket {
-    fn open(ifindex: i32, queue: u32, frames: usize) -> io::Result<Self> {
-        RxSocket::open(ifindex, queue, frames)
-    }
-    fn fd(&self) -> i32 {
-        self.fd.as_raw_fd()
-    }
-    fn zero_copy(&self) -> bool {
-        self.zero_copy
-    }
-    fn pending(&self) -> bool {
-        RxSocket::pending(self)
-    }
+/// Implements [`QueueSocket`] for a socket type with `fd` and `zero_copy`
+/// fields and inherent `open` and `pending`.
+macro_rules! queue_socket {
+    ($t:ty) => {
+        impl QueueSocket for $t {
+            fn open(ifindex: i32, queue: u32, frames: usize) -> io::Result<Self> {
+                <$t>::open(ifindex, queue, frames)
+            }
+            fn fd(&self) -> i32 {
+                self.fd.as_raw_fd()
+            }
+            fn zero_copy(&self) -> bool {
+                self.zero_copy
+            }
+            fn pending(&self) -> bool {
+                <$t>::pending(self)
+            }
+        }
+    };
 }
+
+queue_socket!(RxSocket);
 
 /// One socket per RX queue of an interface (the ethtool channel count; 1
 /// where the driver does not say), one XSKMAP, and the redirect program
@@ -943,20 +951,7 @@ pub struct XskFwd {
 // SAFETY: as for XskTx.
 unsafe impl Send for XskFwd {}
 
-impl QueueSocket for FwdSocket {
-    fn open(ifindex: i32, queue: u32, frames: usize) -> io::Result<Self> {
-        FwdSocket::open(ifindex, queue, frames)
-    }
-    fn fd(&self) -> i32 {
-        self.fd.as_raw_fd()
-    }
-    fn zero_copy(&self) -> bool {
-        self.zero_copy
-    }
-    fn pending(&self) -> bool {
-        FwdSocket::pending(self)
-    }
-}
+queue_socket!(FwdSocket);
 
 impl XskFwd {
     /// Opens one forwarding socket per RX queue of `iface` with `frames`
