@@ -18,13 +18,7 @@ fn linerate(rig: &Rig, run_for: Duration, backend: &str) -> Result<Running> {
 
 /// linerate blast at `rate` (e.g. "300k") or as fast as it can.
 fn linerate_at(rig: &Rig, run_for: Duration, backend: &str, rate: Option<&str>) -> Result<Running> {
-    let bin = std::env::current_exe()?.with_file_name("linerate");
-    if !bin.exists() {
-        bail!(
-            "{} not found: build it with `cargo build --release -p linerate`",
-            bin.display()
-        );
-    }
+    let bin = super::tools::linerate_bin()?;
     let (a, b) = (rig.host(SENDER), rig.host(RECEIVER));
     let secs = run_for.as_secs_f64().to_string();
     let (bin, src, dst) = (
