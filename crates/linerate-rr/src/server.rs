@@ -13,7 +13,8 @@ use linerate_wire::{RR_HEADER_LEN, RrHeader};
 use serde_json::{Value, json};
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// How requests are spread over the workers' sockets.
@@ -52,19 +53,9 @@ impl ServerConfig {
     }
 }
 
-/// One worker's counters: written by the worker only (a store per batch),
-/// read by the reporting thread.
-#[derive(Debug, Default)]
-struct Shared {
-    requests: AtomicU64,
-    answered: AtomicU64,
-    malformed: AtomicU64,
-    too_large: AtomicU64,
-    reply_errors: AtomicU64,
-    bytes_in: AtomicU64,
-    bytes_out: AtomicU64,
-    batches: AtomicU64,
-}
+/// One worker's counters as the reporting thread sees them: the worker
+/// publishes its own copy once per received batch (an uncontended lock).
+type Shared = Mutex<ServerCounts>;
 
 #[derive(Debug, Clone, Copy, Default, serde::Serialize)]
 pub struct ServerCounts {
@@ -88,17 +79,7 @@ pub struct ServerCounts {
 
 impl ServerCounts {
     fn read(s: &Shared) -> Self {
-        let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        Self {
-            requests: r(&s.requests),
-            answered: r(&s.answered),
-            malformed: r(&s.malformed),
-            too_large: r(&s.too_large),
-            reply_errors: r(&s.reply_errors),
-            bytes_in: r(&s.bytes_in),
-            bytes_out: r(&s.bytes_out),
-            batches: r(&s.batches),
-        }
+        *s.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn absorb(&mut self, o: &Self) {
@@ -421,15 +402,7 @@ fn serve(sock: &UdpSocket, sh: &Shared, batch: usize, max_response: usize, end: 
 }
 
 fn publish(sh: &Shared, c: &ServerCounts) {
-    let w = |a: &AtomicU64, v: u64| a.store(v, Ordering::Relaxed);
-    w(&sh.requests, c.requests);
-    w(&sh.answered, c.answered);
-    w(&sh.malformed, c.malformed);
-    w(&sh.too_large, c.too_large);
-    w(&sh.reply_errors, c.reply_errors);
-    w(&sh.bytes_in, c.bytes_in);
-    w(&sh.bytes_out, c.bytes_out);
-    w(&sh.batches, c.batches);
+    *sh.lock().unwrap_or_else(|e| e.into_inner()) = *c;
 }
 
 #[cfg(test)]
