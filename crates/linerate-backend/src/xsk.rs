@@ -964,11 +964,6 @@ impl XskFwd {
         })
     }
 
-    /// Queues (one socket each).
-    pub fn queues(&self) -> usize {
-        self.q.socks.len()
-    }
-
     /// Splits the queues' sockets between `parts` forwarders. Fails when
     /// there are fewer queues than parts.
     pub fn split(self, parts: usize) -> io::Result<Vec<XskFwd>> {

@@ -317,15 +317,6 @@ fn diff(a: &ServerCounts, b: &ServerCounts) -> ServerCounts {
     }
 }
 
-/// Binds and serves (the whole server in one call).
-pub fn run_server(
-    cfg: &ServerConfig,
-    stop: &AtomicBool,
-    on_interval: impl FnMut(&ServerInterval),
-) -> Result<ServerReport, RrError> {
-    Ok(Server::bind(cfg)?.run(stop, on_interval))
-}
-
 /// The response size a request asks for, or None when it cannot be given.
 fn response_len(asked: u32, request_len: usize, slot: usize) -> Option<usize> {
     let len = if asked == 0 {
