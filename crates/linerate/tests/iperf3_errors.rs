@@ -66,6 +66,27 @@ fn still_serves(port: u16) {
     }
 }
 
+/// A control connection the server has admitted (PARAM_EXCHANGE read).
+/// The test before may still be winding down for a moment, and the
+/// one-test-at-a-time server then turns newcomers away (ACCESS_DENIED, or a
+/// reset when it closes with our cookie unread): retried for 3 s.
+fn admitted(port: u16) -> TcpStream {
+    let t0 = Instant::now();
+    loop {
+        let mut c = connect(port);
+        c.write_all(COOKIE).unwrap();
+        let mut b = [0u8; 1];
+        match c.read_exact(&mut b) {
+            Ok(()) if b == [9] => return c,
+            other => assert!(
+                t0.elapsed() < Duration::from_secs(3),
+                "not admitted: {other:?}, state byte {b:?}"
+            ),
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// A scripted client up to TEST_RUNNING; returns control and data sockets.
 fn running_test(port: u16, params: &str) -> (TcpStream, TcpStream) {
     let mut c = connect(port);
@@ -94,16 +115,12 @@ fn bad_parameters_get_iperf3_error_codes() {
         (r#"{"tcp":true,"TOS":300}"#, 21),
         ("not json at all", 114),
     ] {
-        let mut c = connect(port);
-        c.write_all(COOKIE).unwrap();
-        assert_eq!(read_n(&mut c, 1), [9]);
+        let mut c = admitted(port);
         c.write_all(&frame(params)).unwrap();
         assert_eq!(read_n(&mut c, 9), server_error(code), "{params}");
     }
     // Oversized: refused on the length prefix, before the body is read.
-    let mut c = connect(port);
-    c.write_all(COOKIE).unwrap();
-    assert_eq!(read_n(&mut c, 1), [9]);
+    let mut c = admitted(port);
     c.write_all(&9000u32.to_be_bytes()).unwrap();
     assert_eq!(read_n(&mut c, 9), server_error(114));
     still_serves(port);
