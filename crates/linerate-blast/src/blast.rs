@@ -11,11 +11,22 @@ use linerate_gen::pacing::{Departures, wait_until};
 const SPIN: Duration = Duration::from_micros(7);
 use linerate_gen::template::Framing;
 use linerate_gen::{FlowCursor, FlowSpec, SizeSequence, Template, TemplateError};
+use linerate_run::{CountedBy, Counts, Interval, Row, Sampler, Scope};
 use std::collections::{BTreeMap, HashMap};
 use std::io::ErrorKind;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use thiserror::Error;
+
+/// A sending worker's running totals as a row (sender's count).
+fn worker_row(w: usize, packets: u64, bytes: u64, refused: u64) -> Row {
+    Row::new(Scope::Worker, w.to_string(), "tx", CountedBy::Sender).with_counts(Counts {
+        packets: Some(packets),
+        bytes: Some(bytes),
+        errors: Some(refused),
+        ..Counts::default()
+    })
+}
 
 /// A target rate.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -49,6 +60,8 @@ pub struct BlastConfig {
     pub macs_given: bool,
     /// UDP GSO on the socket backend's UDP path.
     pub gso: Gso,
+    /// Interval reports while sending (`None`: one at the end).
+    pub interval: Option<Duration>,
 }
 
 #[derive(Debug, Error)]
@@ -110,8 +123,10 @@ pub struct BlastReport {
     pub flows: u64,
     /// Frames sent per probe flow id.
     pub per_flow: BTreeMap<u16, u64>,
-    /// Send activity per second, all workers together.
-    pub per_second: Vec<Second>,
+    /// Send activity per interval, per worker and summed (sender's count).
+    pub intervals: Vec<Interval>,
+    /// Each worker's totals (the run's end rows).
+    pub worker_rows: Vec<Row>,
     /// Each worker's backend counters (af_xdp: TX ring completions).
     pub backend_stats: Vec<serde_json::Value>,
     /// What the (first worker's) backend can do here.
@@ -170,7 +185,7 @@ impl BlastReport {
                     "p999_gap_us": p999,
                 })
             }).collect::<Vec<_>>(),
-            "per_second": self.per_second.iter().map(|s| serde_json::json!({"packets": s.packets, "send_calls": s.calls, "send_errors": s.errors})).collect::<Vec<_>>(),
+            "intervals": self.intervals.iter().map(Interval::json).collect::<Vec<_>>(),
             "per_flow_sent": self.per_flow.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
         })
     }
@@ -186,9 +201,16 @@ fn target_pps(rate: Rate, avg_frame: f64) -> Option<f64> {
     }
 }
 
-pub fn blast(cfg: &BlastConfig, stop: &AtomicBool) -> Result<BlastReport, BlastError> {
+/// Sends as `cfg` asks until the count, the duration or `stop`; calls
+/// `on_interval` with each interval as it ends (the intervals add up to
+/// the totals).
+pub fn blast(
+    cfg: &BlastConfig,
+    stop: &AtomicBool,
+    on_interval: &mut dyn FnMut(&Interval),
+) -> Result<BlastReport, BlastError> {
     if let Some(r) = &cfg.replay {
-        return replay(cfg, r, stop);
+        return replay(cfg, r, stop, on_interval);
     }
     let mtu = linerate_backend::raw::iface_mtu(&cfg.iface).ok();
     let framing = Framing {
@@ -232,7 +254,8 @@ pub fn blast(cfg: &BlastConfig, stop: &AtomicBool) -> Result<BlastReport, BlastE
     let interval_ns = target_pps(cfg.rate, avg).map(|pps| 1e9 * workers as f64 / pps.max(1e-9));
     let counters: Vec<Counters> = (0..workers).map(|_| Counters::default()).collect();
     let start = Instant::now();
-    let mut per_second = Vec::new();
+    let mut sampler = Sampler::new(start, cfg.interval);
+    let mut intervals = Vec::new();
     let results: Vec<Result<WorkerOut, BlastError>> = std::thread::scope(|s| {
         let handles: Vec<_> = socks
             .into_iter()
@@ -259,26 +282,28 @@ pub fn blast(cfg: &BlastConfig, stop: &AtomicBool) -> Result<BlastReport, BlastE
                 })
             })
             .collect();
-        // Once a second: what every worker did (netblast's per-second report).
-        let mut last = (0u64, 0u64, 0u64);
-        let mut next = start + Duration::from_secs(1);
+        // Each interval: what every worker did (netblast's per-second report).
         while handles.iter().any(|h| !h.is_finished()) {
-            std::thread::sleep(Duration::from_millis(20));
-            if Instant::now() >= next {
-                let now = counters.iter().fold((0, 0, 0), |a, c| {
-                    (
-                        a.0 + c.packets.load(Ordering::Relaxed),
-                        a.1 + c.calls.load(Ordering::Relaxed),
-                        a.2 + c.errors.load(Ordering::Relaxed),
-                    )
-                });
-                per_second.push(Second {
-                    packets: now.0 - last.0,
-                    calls: now.1 - last.1,
-                    errors: now.2 - last.2,
-                });
-                last = now;
-                next += Duration::from_secs(1);
+            let now = Instant::now();
+            std::thread::sleep(sampler.wait(now, Duration::from_millis(20)));
+            let now = Instant::now();
+            if sampler.due(now) {
+                let rows = counters
+                    .iter()
+                    .enumerate()
+                    .map(|(w, c)| {
+                        worker_row(
+                            w,
+                            c.packets.load(Ordering::Relaxed),
+                            c.bytes.load(Ordering::Relaxed),
+                            c.errors.load(Ordering::Relaxed),
+                        )
+                    })
+                    .collect();
+                if let Some(iv) = sampler.sample(now, rows) {
+                    on_interval(&iv);
+                    intervals.push(iv);
+                }
             }
         }
         handles
@@ -286,7 +311,8 @@ pub fn blast(cfg: &BlastConfig, stop: &AtomicBool) -> Result<BlastReport, BlastE
             .map(|h| h.join().unwrap_or(Err(BlastError::Worker)))
             .collect()
     });
-    let duration_s = start.elapsed().as_secs_f64();
+    let end = Instant::now();
+    let duration_s = end.duration_since(start).as_secs_f64();
     let mut report = BlastReport {
         backend,
         capabilities,
@@ -298,13 +324,17 @@ pub fn blast(cfg: &BlastConfig, stop: &AtomicBool) -> Result<BlastReport, BlastE
         send_errors: 0,
         flows,
         per_flow: BTreeMap::new(),
-        per_second,
+        intervals,
+        worker_rows: Vec::new(),
         workers,
         backend_stats: Vec::new(),
         pacing: Vec::new(),
     };
-    for r in results {
+    for (i, r) in results.into_iter().enumerate() {
         let w = r?;
+        report
+            .worker_rows
+            .push(worker_row(i, w.packets, w.bytes, w.errors));
         report.packets += w.packets;
         report.bytes += w.bytes;
         report.send_calls += w.calls;
@@ -319,6 +349,10 @@ pub fn blast(cfg: &BlastConfig, stop: &AtomicBool) -> Result<BlastReport, BlastE
             report.pacing.push((w.departures, ns));
         }
     }
+    for iv in sampler.finish(end, report.worker_rows.clone()) {
+        on_interval(&iv);
+        report.intervals.push(iv);
+    }
     Ok(report)
 }
 
@@ -326,16 +360,9 @@ pub fn blast(cfg: &BlastConfig, stop: &AtomicBool) -> Result<BlastReport, BlastE
 #[derive(Debug, Default)]
 struct Counters {
     packets: std::sync::atomic::AtomicU64,
+    bytes: std::sync::atomic::AtomicU64,
     calls: std::sync::atomic::AtomicU64,
     errors: std::sync::atomic::AtomicU64,
-}
-
-/// One second of sending, all workers together.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Second {
-    pub packets: u64,
-    pub calls: u64,
-    pub errors: u64,
 }
 
 struct Job<'a> {
@@ -485,6 +512,7 @@ fn run_worker(job: Job, mut sock: Tx, stop: &AtomicBool) -> Result<WorkerOut, Bl
         }
         packets += n as u64;
         job.counters.packets.store(packets, Ordering::Relaxed);
+        job.counters.bytes.store(bytes, Ordering::Relaxed);
         job.counters.calls.store(calls, Ordering::Relaxed);
         job.counters.errors.store(errors, Ordering::Relaxed);
     }
@@ -511,7 +539,12 @@ fn run_worker(job: Job, mut sock: Tx, stop: &AtomicBool) -> Result<WorkerOut, Bl
 
 /// Sends a trace: rewritten once up front, then in order, looping, with
 /// the capture's timing (scaled) or as fast as the rate allows.
-fn replay(cfg: &BlastConfig, r: &Replay, stop: &AtomicBool) -> Result<BlastReport, BlastError> {
+fn replay(
+    cfg: &BlastConfig,
+    r: &Replay,
+    stop: &AtomicBool,
+    on_interval: &mut dyn FnMut(&Interval),
+) -> Result<BlastReport, BlastError> {
     let mtu = cfg
         .framing
         .mtu
@@ -559,6 +592,8 @@ fn replay(cfg: &BlastConfig, r: &Replay, stop: &AtomicBool) -> Result<BlastRepor
     };
     let (mut packets, mut bytes, mut calls, mut errors) = (0u64, 0u64, 0u64, 0u64);
     let start = Instant::now();
+    let mut sampler = Sampler::new(start, cfg.interval);
+    let mut intervals = Vec::new();
     let deadline = start + cfg.duration;
     while packets < total && !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
         let i = (packets % frames.len() as u64) as usize;
@@ -631,23 +666,37 @@ fn replay(cfg: &BlastConfig, r: &Replay, stop: &AtomicBool) -> Result<BlastRepor
             }
         }
         packets += sent as u64;
+        let now = Instant::now();
+        if sampler.due(now)
+            && let Some(iv) = sampler.sample(now, vec![worker_row(0, packets, bytes, errors)])
+        {
+            on_interval(&iv);
+            intervals.push(iv);
+        }
     }
     sock.finish().map_err(|source| BlastError::Send {
         iface: cfg.iface.clone(),
         source,
     })?;
+    let end = Instant::now();
+    let rows = vec![worker_row(0, packets, bytes, errors)];
+    for iv in sampler.finish(end, rows.clone()) {
+        on_interval(&iv);
+        intervals.push(iv);
+    }
     Ok(BlastReport {
         backend,
         capabilities,
         note,
         packets,
         bytes,
-        duration_s: start.elapsed().as_secs_f64(),
+        duration_s: end.duration_since(start).as_secs_f64(),
         send_calls: calls,
         send_errors: errors,
         flows: 0,
         per_flow: BTreeMap::new(),
-        per_second: Vec::new(),
+        intervals,
+        worker_rows: rows,
         workers: 1,
         backend_stats: sock.stats().into_iter().collect(),
         pacing: Vec::new(),

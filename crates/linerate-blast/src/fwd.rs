@@ -17,6 +17,7 @@ use crate::udp::{Gso, Traffic};
 use linerate_backend::clock;
 use linerate_backend::xsk::XskFwd;
 use linerate_gen::template::Framing;
+use linerate_run::{CountedBy, Counts, Interval, Row, Sampler, Scope};
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -75,6 +76,8 @@ pub struct FwdConfig {
     /// receiving and sending socket (the kernel spreads frames over them by
     /// queue or PACKET_FANOUT hash); empty: one unpinned worker.
     pub cores: Vec<usize>,
+    /// Interval reports while forwarding (`None`: one at the end).
+    pub interval: Option<Duration>,
 }
 
 #[derive(Debug, Error)]
@@ -114,8 +117,8 @@ pub struct FwdReport {
     /// Frames the kernel dropped before the receiving socket took them.
     pub kernel_drops: u64,
     pub duration_s: f64,
-    /// (received, sent) per second.
-    pub per_second: Vec<(u64, u64)>,
+    /// Received and sent per interval, per worker and summed.
+    pub intervals: Vec<Interval>,
     /// Why forwarding stopped early (the counts up to then stand).
     pub error: Option<String>,
     /// The sum the per-frame memory reads produced (printed so the work
@@ -128,6 +131,15 @@ pub struct FwdReport {
 }
 
 impl FwdReport {
+    /// Each worker's totals as the run's end rows.
+    pub fn rows(&self) -> Vec<Row> {
+        self.workers
+            .iter()
+            .enumerate()
+            .flat_map(|(w, c)| worker_rows(w, c))
+            .collect()
+    }
+
     pub fn json(&self) -> serde_json::Value {
         let n = &self.noisy;
         serde_json::json!({
@@ -144,7 +156,7 @@ impl FwdReport {
             "duration_s": self.duration_s,
             "rx_pps": self.counts.rx as f64 / self.duration_s.max(1e-9),
             "tx_pps": self.counts.tx as f64 / self.duration_s.max(1e-9),
-            "per_second": self.per_second.iter().map(|(r, t)| serde_json::json!({"rx": r, "tx": t})).collect::<Vec<_>>(),
+            "intervals": self.intervals.iter().map(Interval::json).collect::<Vec<_>>(),
             "noisy": {
                 "fifo_frames": n.fifo,
                 "flush_us": n.flush.as_micros() as u64,
@@ -383,9 +395,58 @@ fn send_all(tx: &mut Tx, frames: &[&[u8]]) -> (u64, u64) {
     (done as u64, (frames.len() - done) as u64)
 }
 
+/// A worker's figures as rows: what it received and what it sent on.
+fn worker_rows(w: usize, c: &FwdCounts) -> [Row; 2] {
+    [
+        Row::new(Scope::Worker, w.to_string(), "rx", CountedBy::Forwarder).with_counts(Counts {
+            packets: Some(c.rx),
+            errors: Some(c.too_long),
+            ..Counts::default()
+        }),
+        Row::new(Scope::Worker, w.to_string(), "tx", CountedBy::Forwarder).with_counts(Counts {
+            packets: Some(c.tx),
+            errors: Some(c.tx_dropped),
+            ..Counts::default()
+        }),
+    ]
+}
+
+/// A worker's running totals, published as it goes (single writer).
+#[derive(Debug, Default)]
+struct Live {
+    rx: AtomicU64,
+    tx: AtomicU64,
+    tx_dropped: AtomicU64,
+    too_long: AtomicU64,
+}
+
+impl Live {
+    fn publish(&self, c: &FwdCounts) {
+        self.rx.store(c.rx, Ordering::Relaxed);
+        self.tx.store(c.tx, Ordering::Relaxed);
+        self.tx_dropped.store(c.tx_dropped, Ordering::Relaxed);
+        self.too_long.store(c.too_long, Ordering::Relaxed);
+    }
+
+    fn counts(&self) -> FwdCounts {
+        FwdCounts {
+            rx: self.rx.load(Ordering::Relaxed),
+            tx: self.tx.load(Ordering::Relaxed),
+            tx_dropped: self.tx_dropped.load(Ordering::Relaxed),
+            too_long: self.too_long.load(Ordering::Relaxed),
+            ..FwdCounts::default()
+        }
+    }
+}
+
 /// Forwards until the duration ends, `count` frames went, `stop` is set or
-/// the receiving interface goes away.
-pub fn fwd(cfg: &FwdConfig, stop: &AtomicBool) -> Result<FwdReport, FwdError> {
+/// the receiving interface goes away; calls `on_interval` with each
+/// interval as it ends.
+pub fn fwd(
+    cfg: &FwdConfig,
+    stop: &AtomicBool,
+    on_interval: &mut dyn FnMut(&Interval),
+) -> Result<FwdReport, FwdError> {
     let tx_iface = cfg.tx_iface.clone().unwrap_or_else(|| cfg.rx_iface.clone());
     let iface_err = |iface: &str| {
         let iface = iface.to_string();
@@ -425,6 +486,7 @@ pub fn fwd(cfg: &FwdConfig, stop: &AtomicBool) -> Result<FwdReport, FwdError> {
     let workers = cfg.cores.len().max(1);
     let start = Instant::now();
     let total_tx = AtomicU64::new(0);
+    let live: Vec<Live> = (0..workers).map(|_| Live::default()).collect();
     let job = Job {
         cfg,
         src_mac,
@@ -432,6 +494,7 @@ pub fn fwd(cfg: &FwdConfig, stop: &AtomicBool) -> Result<FwdReport, FwdError> {
         stop,
         total_tx: &total_tx,
         start,
+        live: &live,
     };
     // On one interface, AF_XDP forwards in place: one socket per queue
     // receives and sends over one UMEM.
@@ -450,13 +513,19 @@ pub fn fwd(cfg: &FwdConfig, stop: &AtomicBool) -> Result<FwdReport, FwdError> {
         match opened {
             Ok(parts) => {
                 let zc = parts[0].zero_copy;
-                let outs = run_workers(cfg, parts, |x| forward_in_place(&job, x));
+                let (outs, ivs) = run_workers(&job, parts, on_interval, forward_in_place);
                 let note = format!(
                     "af_xdp on {}: one socket per queue receives and sends back in place over one UMEM ({} mode)",
                     cfg.rx_iface,
                     if zc { "zero-copy" } else { "copy" }
                 );
-                return Ok(report(&job, "af_xdp", "af_xdp", vec![note], outs, tx_iface));
+                return Ok(report(
+                    &job,
+                    ("af_xdp", "af_xdp"),
+                    vec![note],
+                    (outs, ivs),
+                    tx_iface,
+                ));
             }
             Err(e) if cfg.backend == BackendKind::AfXdp => {
                 return Err(FwdError::Backend(BackendError::Open {
@@ -494,17 +563,30 @@ pub fn fwd(cfg: &FwdConfig, stop: &AtomicBool) -> Result<FwdReport, FwdError> {
     }
     let tx_name = txs[0].name();
     let pairs: Vec<(Rx, Tx)> = rxs.into_iter().zip(txs).collect();
-    let outs = run_workers(cfg, pairs, |(rx, tx)| forward(&job, rx, tx));
-    Ok(report(&job, rx_name, tx_name, notes, outs, tx_iface))
+    let (outs, ivs) = run_workers(&job, pairs, on_interval, |job, w, (rx, tx)| {
+        forward(job, w, rx, tx)
+    });
+    Ok(report(
+        &job,
+        (rx_name, tx_name),
+        notes,
+        (outs, ivs),
+        tx_iface,
+    ))
 }
 
-/// Runs one worker per item, each pinned to its CPU of `cfg.cores`.
+/// Runs one worker per item, each pinned to its CPU of `cfg.cores`, and
+/// reports intervals from their published totals while they run.
 fn run_workers<T: Send>(
-    cfg: &FwdConfig,
+    job: &Job<'_>,
     items: Vec<T>,
-    work: impl Fn(T) -> WorkerOut + Sync,
-) -> Vec<WorkerOut> {
-    std::thread::scope(|s| {
+    on_interval: &mut dyn FnMut(&Interval),
+    work: impl Fn(&Job<'_>, usize, T) -> WorkerOut + Sync,
+) -> (Vec<WorkerOut>, Vec<Interval>) {
+    let cfg = job.cfg;
+    let mut sampler = Sampler::new(job.start, cfg.interval);
+    let mut intervals = Vec::new();
+    let outs: Vec<WorkerOut> = std::thread::scope(|s| {
         let work = &work;
         let handles: Vec<_> = items
             .into_iter()
@@ -514,39 +596,51 @@ fn run_workers<T: Send>(
                     if let Some(&c) = cfg.cores.get(i) {
                         pin(c);
                     }
-                    work(item)
+                    work(job, i, item)
                 })
             })
             .collect();
+        while handles.iter().any(|h| !h.is_finished()) {
+            std::thread::sleep(sampler.wait(Instant::now(), Duration::from_millis(20)));
+            let now = Instant::now();
+            if sampler.due(now) {
+                let rows = (job.live.iter().enumerate())
+                    .flat_map(|(w, l)| worker_rows(w, &l.counts()))
+                    .collect();
+                if let Some(iv) = sampler.sample(now, rows) {
+                    on_interval(&iv);
+                    intervals.push(iv);
+                }
+            }
+        }
         handles
             .into_iter()
             .map(|h| h.join().expect("fwd worker panicked"))
             .collect()
-    })
+    });
+    let rows = (outs.iter().enumerate())
+        .flat_map(|(w, o)| worker_rows(w, &o.counts))
+        .collect();
+    for iv in sampler.finish(Instant::now(), rows) {
+        on_interval(&iv);
+        intervals.push(iv);
+    }
+    (outs, intervals)
 }
 
 /// Merges the workers' results.
 fn report(
     job: &Job<'_>,
-    rx_backend: &'static str,
-    tx_backend: &'static str,
+    (rx_backend, tx_backend): (&'static str, &'static str),
     notes: Vec<String>,
-    outs: Vec<WorkerOut>,
+    (outs, intervals): (Vec<WorkerOut>, Vec<Interval>),
     tx_iface: String,
 ) -> FwdReport {
     let cfg = job.cfg;
     let mut counts = FwdCounts::default();
-    let mut per_second: Vec<(u64, u64)> = Vec::new();
     let (mut kernel_drops, mut mem_sum, mut error) = (0, 0u64, None);
     for o in &outs {
         counts.absorb(&o.counts);
-        for (k, &(r, t)) in o.per_second.iter().enumerate() {
-            if per_second.len() <= k {
-                per_second.push((0, 0));
-            }
-            per_second[k].0 += r;
-            per_second[k].1 += t;
-        }
         kernel_drops += o.kernel_drops;
         mem_sum = mem_sum.wrapping_add(o.mem_sum);
         if error.is_none() {
@@ -562,7 +656,7 @@ fn report(
         counts,
         kernel_drops,
         duration_s: job.start.elapsed().as_secs_f64(),
-        per_second,
+        intervals,
         error,
         mem_sum,
         rx_iface: cfg.rx_iface.clone(),
@@ -598,39 +692,14 @@ fn should_stop(job: &Job<'_>, next_link_check: &mut Instant) -> Option<Option<St
     None
 }
 
-/// Per-second (received, sent) figures of one worker.
-struct Seconds {
-    next: Duration,
-    last: (u64, u64),
-    list: Vec<(u64, u64)>,
-}
-
-impl Seconds {
-    fn new() -> Self {
-        Self {
-            next: Duration::from_secs(1),
-            last: (0, 0),
-            list: Vec::new(),
-        }
-    }
-
-    fn tick(&mut self, start: Instant, c: &FwdCounts) {
-        if start.elapsed() >= self.next {
-            self.list.push((c.rx - self.last.0, c.tx - self.last.1));
-            self.last = (c.rx, c.tx);
-            self.next += Duration::from_secs(1);
-        }
-    }
-}
-
 /// One worker forwarding in place through AF_XDP.
-fn forward_in_place(job: &Job<'_>, mut x: XskFwd) -> WorkerOut {
+fn forward_in_place(job: &Job<'_>, w: usize, mut x: XskFwd) -> WorkerOut {
     let cfg = job.cfg;
     let (src_mac, frame_max) = (job.src_mac, job.frame_max);
     let mut mem = (cfg.noisy.reads + cfg.noisy.writes + cfg.noisy.read_writes > 0)
         .then(|| MemLoad::new(&cfg.noisy));
     let mut c = FwdCounts::default();
-    let mut secs = Seconds::new();
+    let live = &job.live[w];
     let mut next_link_check = Instant::now();
     let error;
     loop {
@@ -666,13 +735,12 @@ fn forward_in_place(job: &Job<'_>, mut x: XskFwd) -> WorkerOut {
                 break;
             }
         }
-        secs.tick(job.start, &c);
+        live.publish(&c);
     }
     let _ = x.flush();
     let kernel_drops = x.stats().map_or(0, |(d, full, _)| d + full);
     WorkerOut {
         counts: c,
-        per_second: secs.list,
         error,
         kernel_drops,
         mem_sum: std::hint::black_box(mem.map_or(0, |m| m.sum)),
@@ -688,11 +756,12 @@ struct Job<'a> {
     /// Frames sent by all workers (for `count`).
     total_tx: &'a AtomicU64,
     start: Instant,
+    /// Each worker's published totals.
+    live: &'a [Live],
 }
 
 struct WorkerOut {
     counts: FwdCounts,
-    per_second: Vec<(u64, u64)>,
     error: Option<String>,
     kernel_drops: u64,
     mem_sum: u64,
@@ -702,7 +771,7 @@ struct WorkerOut {
 const RECV_WAIT: Duration = Duration::from_millis(50);
 
 /// One worker's loop: receive, rewrite, hold or send.
-fn forward(job: &Job<'_>, mut rx: Rx, mut tx: Tx) -> WorkerOut {
+fn forward(job: &Job<'_>, w: usize, mut rx: Rx, mut tx: Tx) -> WorkerOut {
     let cfg = job.cfg;
     let (src_mac, frame_max) = (job.src_mac, job.frame_max);
     let mut fifo = Fifo::new(cfg.noisy.fifo.max(BATCH), frame_max);
@@ -711,7 +780,7 @@ fn forward(job: &Job<'_>, mut rx: Rx, mut tx: Tx) -> WorkerOut {
         .then(|| MemLoad::new(&cfg.noisy));
     let flush_ns = cfg.noisy.flush.as_nanos() as u64;
     let mut c = FwdCounts::default();
-    let mut secs = Seconds::new();
+    let live = &job.live[w];
     let error;
     let mut next_link_check = Instant::now();
     let mut published = 0u64;
@@ -770,7 +839,7 @@ fn forward(job: &Job<'_>, mut rx: Rx, mut tx: Tx) -> WorkerOut {
         }
         job.total_tx.fetch_add(c.tx - published, Ordering::Relaxed);
         published = c.tx;
-        secs.tick(job.start, &c);
+        live.publish(&c);
     }
     // What is still held goes out before the end.
     let (s, d) = fifo.send(&mut tx, fifo.len);
@@ -779,7 +848,6 @@ fn forward(job: &Job<'_>, mut rx: Rx, mut tx: Tx) -> WorkerOut {
     let _ = tx.finish();
     WorkerOut {
         counts: c,
-        per_second: secs.list,
         error,
         kernel_drops: rx.drops(),
         mem_sum: std::hint::black_box(mem.map_or(0, |m| m.sum)),

@@ -23,5 +23,5 @@ pub use backend::{
 };
 pub use blast::{BlastConfig, BlastError, BlastReport, Rate, Replay, Timing, blast};
 pub use fwd::{FwdConfig, FwdCounts, FwdError, FwdMode, FwdReport, Noisy, apply, fwd};
-pub use sink::{CaptureConfig, SinkConfig, SinkReport, sink};
+pub use sink::{CaptureConfig, FLOW_ROWS_MAX, SinkConfig, SinkReport, flow_rows, sink};
 pub use udp::{Gso, Traffic, UDP_SOCKETS_MAX};

@@ -6,9 +6,68 @@ use crate::blast::pin;
 use linerate_backend::clock;
 use linerate_gen::SinkCounts;
 use linerate_gen::pcap::CaptureWriter;
+use linerate_run::{CountedBy, Counts, Interval, Row, Sampler, Scope};
+use std::collections::BTreeMap;
 use std::io::ErrorKind;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+/// Flows with an id below this get a row of their own in intervals and
+/// totals; the rest are summed in one row (`id` "4096+"), so a run's rows
+/// stay bounded whatever arrives.
+pub const FLOW_ROWS_MAX: u16 = 4096;
+
+/// The per-flow rows of `counts` (receiver's count; bytes with FCS, as the
+/// report gives them).
+pub fn flow_rows(counts: &SinkCounts) -> Vec<Row> {
+    let mut folded: BTreeMap<u16, Counts> = BTreeMap::new();
+    for (&id, f) in &counts.flows {
+        let c = Counts {
+            packets: Some(f.seq.received),
+            bytes: Some(f.bytes + 4 * f.seq.received),
+            lost: Some(f.seq.lost()),
+            reordered: Some(f.seq.late),
+            duplicates: Some(f.seq.duplicates),
+            ..Counts::default()
+        };
+        folded.entry(id.min(FLOW_ROWS_MAX)).or_default().add(&c);
+    }
+    folded
+        .into_iter()
+        .map(|(id, c)| {
+            let name = if id == FLOW_ROWS_MAX {
+                format!("{FLOW_ROWS_MAX}+")
+            } else {
+                id.to_string()
+            };
+            Row::new(Scope::Flow, name, "rx", CountedBy::Receiver).with_counts(c)
+        })
+        .collect()
+}
+
+/// A receive worker's running totals, published when the interval
+/// reporter asks (generation `want` reached).
+#[derive(Debug, Default)]
+struct Live {
+    rows: Mutex<Vec<Row>>,
+    generation: AtomicU64,
+}
+
+/// Longest the interval reporter waits for the workers' totals.
+const PUBLISH_WAIT: Duration = Duration::from_millis(60);
+
+/// Adds rows of the same flow together (workers may share a flow).
+fn merge_rows(all: impl IntoIterator<Item = Row>) -> Vec<Row> {
+    let mut out: Vec<Row> = Vec::new();
+    for r in all {
+        match out.iter_mut().find(|o| o.id == r.id) {
+            Some(o) => o.counts.add(&r.counts),
+            None => out.push(r),
+        }
+    }
+    out
+}
 
 #[derive(Debug, Clone)]
 pub struct SinkConfig {
@@ -24,6 +83,8 @@ pub struct SinkConfig {
     /// One pinned receive worker per listed CPU (flows spread over them by
     /// the kernel); empty = one unpinned worker.
     pub cores: Vec<usize>,
+    /// Interval reports while receiving (`None`: one at the end).
+    pub interval: Option<Duration>,
 }
 
 /// `sink --write`: every frame that reaches the socket (probe or not), cut
@@ -59,6 +120,8 @@ pub struct SinkReport {
     pub capabilities: RxCapabilities,
     /// Receive workers (threads, one backend socket or queue set each).
     pub workers: usize,
+    /// What arrived per interval, per flow and summed (receiver's count).
+    pub intervals: Vec<Interval>,
 }
 
 impl SinkReport {
@@ -99,6 +162,7 @@ impl SinkReport {
                 "batch_handover": self.arrival_handover,
             },
             "latency_clock": if c.clocks_shared() { "shared (same host): one-way latency is valid" } else { "not shared: latency not measured" },
+            "intervals": self.intervals.iter().map(Interval::json).collect::<Vec<_>>(),
             "flows": c.flows.iter().map(|(id, f)| serde_json::json!({
                 "flow": id, "packets": f.seq.received, "bytes": f.bytes, "lost": f.seq.lost(),
                 "reordered": f.seq.late, "duplicates": f.seq.duplicates,
@@ -123,7 +187,13 @@ struct WorkerOut {
     drops: u64,
 }
 
-pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendError> {
+/// Receives until the duration, the count, `stop`, or the interface going
+/// away; calls `on_interval` with each interval as it ends.
+pub fn sink(
+    cfg: &SinkConfig,
+    stop: &AtomicBool,
+    on_interval: &mut dyn FnMut(&Interval),
+) -> Result<SinkReport, BackendError> {
     let workers = cfg.cores.len().max(1);
     if workers > 1 && cfg.capture.is_some() {
         return Err(BackendError::Unsupported(
@@ -144,37 +214,62 @@ pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendEr
     // Ethernet header, one VLAN tag; a larger frame is several packets in one.
     let frame_max = linerate_backend::raw::iface_mtu(&cfg.iface).map_or(usize::MAX, |m| m + 18);
     let total = AtomicU64::new(0);
-    let outs: Vec<WorkerOut> = if workers == 1 {
-        if let Some(&cpu) = cfg.cores.first() {
-            pin(cpu);
-        }
-        vec![receive(
-            &mut rxs[0],
-            cfg,
-            stop,
-            &total,
-            capture.as_mut(),
-            frame_max,
-        )]
-    } else {
-        std::thread::scope(|s| {
-            let handles: Vec<_> = rxs
-                .iter_mut()
-                .zip(&cfg.cores)
-                .map(|(rx, &cpu)| {
-                    let total = &total;
-                    s.spawn(move || {
+    let live: Vec<Live> = (0..workers).map(|_| Live::default()).collect();
+    let want = AtomicU64::new(0);
+    let start = Instant::now();
+    let mut sampler = Sampler::new(start, cfg.interval);
+    let mut intervals = Vec::new();
+    let outs: Vec<WorkerOut> = std::thread::scope(|s| {
+        let mut capture = capture.as_mut();
+        let handles: Vec<_> = rxs
+            .iter_mut()
+            .zip(&live)
+            .enumerate()
+            .map(|(w, (rx, live))| {
+                let total = &total;
+                let want = &want;
+                let cpu = cfg.cores.get(w).copied();
+                let capture = capture.take();
+                s.spawn(move || {
+                    if let Some(cpu) = cpu {
                         pin(cpu);
-                        receive(rx, cfg, stop, total, None, frame_max)
-                    })
+                    }
+                    receive(rx, cfg, stop, total, capture, frame_max, (want, live))
                 })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("a receive worker panicked"))
-                .collect()
-        })
-    };
+            })
+            .collect();
+        while handles.iter().any(|h| !h.is_finished()) {
+            std::thread::sleep(sampler.wait(Instant::now(), Duration::from_millis(20)));
+            let now = Instant::now();
+            if sampler.due(now) {
+                // Ask every worker for its totals as of now; one that is
+                // blocked in a receive call answers within its wait.
+                let g = want.fetch_add(1, Ordering::Relaxed) + 1;
+                let asked = Instant::now();
+                while live
+                    .iter()
+                    .any(|l| l.generation.load(Ordering::Acquire) < g)
+                    && !handles.iter().all(|h| h.is_finished())
+                    && asked.elapsed() < PUBLISH_WAIT
+                {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+                let rows = merge_rows(
+                    live.iter()
+                        .flat_map(|l| l.rows.lock().map(|v| v.clone()).unwrap_or_default()),
+                );
+                if let Some(iv) = sampler.sample(now, rows) {
+                    on_interval(&iv);
+                    intervals.push(iv);
+                }
+            }
+        }
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a receive worker panicked"))
+            .collect()
+    });
+    let end = Instant::now();
     // Every worker's counts into one report.
     let mut outs = outs.into_iter();
     let mut all = outs.next().expect("at least one worker");
@@ -195,6 +290,10 @@ pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendEr
     let duration_s = all
         .first
         .map_or(0.0, |f| all.last.duration_since(f).as_secs_f64());
+    for iv in sampler.finish(end, flow_rows(&all.counts)) {
+        on_interval(&iv);
+        intervals.push(iv);
+    }
     let capture = capture.as_mut().zip(cfg.capture.as_ref()).map(|(w, c)| {
         let error = w.finish();
         (c.path.display().to_string(), w.written, c.snaplen, error)
@@ -212,6 +311,7 @@ pub fn sink(cfg: &SinkConfig, stop: &AtomicBool) -> Result<SinkReport, BackendEr
         oversized: all.oversized,
         capabilities,
         workers,
+        intervals,
     })
 }
 
@@ -225,7 +325,9 @@ fn receive(
     total: &AtomicU64,
     mut capture: Option<&mut CaptureWriter>,
     frame_max: usize,
+    (want, live): (&AtomicU64, &Live),
 ) -> WorkerOut {
+    let mut published = 0u64;
     let mut counts = SinkCounts::new(cfg.clocks_shared);
     let mut error: Option<String> = None;
     let start = Instant::now();
@@ -236,8 +338,18 @@ fn receive(
     let mut next_link_check = Instant::now();
     let (mut stamped, mut handover, mut oversized) = (0u64, 0u64, 0u64);
     while !stop.load(Ordering::Relaxed) && start.elapsed() < cfg.duration {
+        let g = want.load(Ordering::Relaxed);
+        if g != published {
+            // The interval reporter asked for this worker's running totals.
+            if let Ok(mut l) = live.rows.lock() {
+                *l = flow_rows(&counts);
+            }
+            live.generation.store(g, Ordering::Release);
+            published = g;
+        }
         if Instant::now() >= next_link_check {
             next_link_check = Instant::now() + LINK_CHECK;
+
             let down = match linerate_backend::raw::iface_up(&cfg.iface) {
                 Ok(true) => None,
                 Ok(false) => Some("the interface went down".to_string()),

@@ -14,7 +14,7 @@ pub mod server;
 pub mod track;
 
 pub use client::{ClientConfig, ClientReport, Interval, Load, run_client};
-pub use server::{Server, ServerConfig, ServerInterval, ServerReport, Steering};
+pub use server::{Server, ServerConfig, ServerCounts, ServerInterval, ServerReport, Steering};
 
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};

@@ -1,5 +1,6 @@
 //! `linerate blast` and `linerate sink`.
 
+use super::out::{OutputArgs, Run};
 use super::stop_flag;
 use anyhow::{Context, Result, bail};
 use clap::Args;
@@ -7,6 +8,7 @@ use linerate_blast::{BackendKind, BlastConfig, CaptureConfig, Gso, Rate, SinkCon
 use linerate_calc::{Imix, parse_bps, parse_pps};
 use linerate_gen::template::Framing;
 use linerate_gen::{FlowSpec, SizeSequence};
+use linerate_run::Mode;
 use std::time::Duration;
 
 /// Send crafted UDP frames (with linerate's probe) as fast as asked.
@@ -54,7 +56,12 @@ pub struct BlastArgs {
     #[arg(long, default_value = "fast", requires = "pcap")]
     pcap_timing: String,
     /// Seconds to send (upper bound with --count).
-    #[arg(long, default_value_t = 3.0)]
+    #[arg(
+        short = 't',
+        long = "time",
+        visible_alias = "duration",
+        default_value_t = 3.0
+    )]
     duration: f64,
     /// Frames to send.
     #[arg(long)]
@@ -90,9 +97,8 @@ pub struct BlastArgs {
     /// socket; flows are split between them.
     #[arg(long, value_delimiter = ',')]
     cores: Option<Vec<usize>>,
-    /// Print JSON.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 /// Count what arrives: per-flow loss, reordering, duplicates, latency.
@@ -102,7 +108,12 @@ pub struct SinkArgs {
     #[arg(long)]
     iface: String,
     /// Seconds to listen.
-    #[arg(long, default_value_t = 3.0)]
+    #[arg(
+        short = 't',
+        long = "time",
+        visible_alias = "duration",
+        default_value_t = 3.0
+    )]
     duration: f64,
     /// Stop once this many probe frames arrived.
     #[arg(long)]
@@ -128,9 +139,8 @@ pub struct SinkArgs {
     /// Most frames written to --write (the count goes on after it).
     #[arg(long, default_value_t = 1_000_000)]
     write_count: u64,
-    /// Print JSON.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 fn parse_tcp_flags(s: &str) -> Result<u8, String> {
@@ -253,9 +263,9 @@ pub fn run_blast(a: &BlastArgs) -> Result<u8> {
             replay: Some(replay_config(a, path)?),
             macs_given: true,
             gso: gso(&a.gso)?,
+            interval: a.out.interval()?,
         };
-        let stop = stop_flag()?;
-        return report(a, &linerate_blast::blast(&cfg, &stop)?, &[]);
+        return blast_run(a, &cfg);
     }
     let dst_ip = a.dst_ip.clone().context("--dst-ip is required")?;
     let v6 = dst_ip.contains(':');
@@ -321,10 +331,53 @@ pub fn run_blast(a: &BlastArgs) -> Result<u8> {
         replay: None,
         macs_given: a.src_mac.is_some() || a.dst_mac.is_some(),
         gso: gso(&a.gso)?,
+        interval: a.out.interval()?,
     };
+    blast_run(a, &cfg)
+}
+
+/// Runs blast through the shared run model.
+fn blast_run(a: &BlastArgs, cfg: &BlastConfig) -> Result<u8> {
     let stop = stop_flag()?;
-    let r = linerate_blast::blast(&cfg, &stop)?;
-    report(a, &r, &cfg.cores)
+    let doc = doctor(&a.iface, &cfg.cores);
+    let config = serde_json::json!({
+        "iface": a.iface,
+        "dst_ip": a.dst_ip,
+        "pcap": a.pcap,
+        "flows": cfg.flows.count(),
+        "count": a.count,
+        "duration_s": a.duration,
+        "rate": a.rate,
+        "burst": a.burst,
+        "backend": a.backend,
+        "cores": cfg.cores,
+    });
+    let mut run = Run::start(&a.out, Mode::Blast, config, Some(doc.clone()))?;
+    let r = match linerate_blast::blast(cfg, &stop, &mut |iv| run.interval(iv)) {
+        Ok(r) => r,
+        Err(e) => return Err(run.fail(e.into())),
+    };
+    if let Some(n) = &r.note
+        && a.out.human()
+    {
+        eprintln!("linerate: {n}");
+    }
+    let mut v = r.json();
+    v["doctor"] = doc;
+    let text = format!(
+        "sent {} frames ({} bytes) in {:.3} s: {:.0} pps, {} L1, {} L2 (sender's count: frames the kernel accepted; backend {}; {} flows; {} send calls, {} refused and retried)\n",
+        r.packets,
+        r.bytes,
+        r.duration_s,
+        r.pps(),
+        linerate_calc::format_bps(r.bps_l1()),
+        linerate_calc::format_bps(r.bps_l2()),
+        r.backend,
+        r.flows,
+        r.send_calls,
+        r.send_errors
+    );
+    Ok(run.end(r.duration_s, r.worker_rows.clone(), v, text, None))
 }
 
 /// The doctor's short summary for the interface a test used and the CPUs
@@ -335,41 +388,6 @@ fn doctor(iface: &str, pinned: &[usize]) -> serde_json::Value {
         Some(iface),
         pinned,
     ))
-}
-
-fn report(a: &BlastArgs, r: &linerate_blast::BlastReport, pinned: &[usize]) -> Result<u8> {
-    if a.json {
-        let mut v = r.json();
-        v["doctor"] = doctor(&a.iface, pinned);
-        println!("{}", serde_json::to_string_pretty(&v)?);
-    } else {
-        for (i, s) in r.per_second.iter().enumerate() {
-            println!(
-                "second {:>3}: {:>10} frames sent, {:>8} send calls, {:>6} refused",
-                i + 1,
-                s.packets,
-                s.calls,
-                s.errors
-            );
-        }
-        if let Some(n) = &r.note {
-            eprintln!("linerate: {n}");
-        }
-        println!(
-            "sent {} frames ({} bytes) in {:.3} s: {:.0} pps, {} L1, {} L2 (sender's count: frames the kernel accepted; backend {}; {} flows; {} send calls, {} refused and retried)",
-            r.packets,
-            r.bytes,
-            r.duration_s,
-            r.pps(),
-            linerate_calc::format_bps(r.bps_l1()),
-            linerate_calc::format_bps(r.bps_l2()),
-            r.backend,
-            r.flows,
-            r.send_calls,
-            r.send_errors
-        );
-    }
-    Ok(0)
 }
 
 fn iface_mac(iface: &str) -> Result<String> {
@@ -391,49 +409,75 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
             max_frames: a.write_count,
         }),
         cores: a.cores.clone().unwrap_or_default(),
+        interval: a.out.interval()?,
     };
     let stop = stop_flag()?;
-    let r = linerate_blast::sink(&cfg, &stop)?;
-    if a.json {
-        let mut v = r.json();
-        v["doctor"] = doctor(&a.iface, a.cores.as_deref().unwrap_or(&[]));
-        println!("{}", serde_json::to_string_pretty(&v)?);
-    } else {
-        let j = r.json();
-        println!(
-            "received {} probe frames in {:.3} s: {:.0} pps, {} L2 (receiver's count, backend {}); lost {}, reordered {}, duplicates {}, kernel drops {}",
-            j["packets"],
-            r.duration_s,
-            j["pps"].as_f64().unwrap_or(0.0),
-            linerate_calc::format_bps(j["bps_l2"].as_f64().unwrap_or(0.0)),
-            r.backend,
-            j["lost"],
-            j["reordered"],
-            j["duplicates"],
-            j["kernel_drops"]
+    let pinned = a.cores.clone().unwrap_or_default();
+    let doc = doctor(&a.iface, &pinned);
+    let config = serde_json::json!({
+        "iface": a.iface,
+        "duration_s": a.duration,
+        "count": a.count,
+        "backend": a.backend,
+        "cores": pinned,
+        "write": a.write,
+    });
+    let mut run = Run::start(&a.out, Mode::Sink, config, Some(doc.clone()))?;
+    let r = match linerate_blast::sink(&cfg, &stop, &mut |iv| run.interval(iv)) {
+        Ok(r) => r,
+        Err(e) => return Err(run.fail(e.into())),
+    };
+    let mut v = r.json();
+    v["doctor"] = doc;
+    let text = sink_text(&r, &v, &a.iface);
+    let rows = linerate_blast::flow_rows(&r.counts);
+    let error = r
+        .error
+        .as_ref()
+        .map(|e| format!("{e} (the counts are what arrived before it)"));
+    let code = run.end(r.duration_s, rows, v, text, error.as_deref());
+    if let Some(e) = &error {
+        eprintln!("linerate: error: {e}");
+    }
+    Ok(code)
+}
+
+/// The sink's summary lines.
+fn sink_text(r: &linerate_blast::SinkReport, j: &serde_json::Value, iface: &str) -> String {
+    use std::fmt::Write;
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "received {} probe frames in {:.3} s: {:.0} pps, {} L2 (receiver's count, backend {}); lost {}, reordered {}, duplicates {}, kernel drops {}",
+        j["packets"],
+        r.duration_s,
+        j["pps"].as_f64().unwrap_or(0.0),
+        linerate_calc::format_bps(j["bps_l2"].as_f64().unwrap_or(0.0)),
+        r.backend,
+        j["lost"],
+        j["reordered"],
+        j["duplicates"],
+        j["kernel_drops"]
+    );
+    if let Some(p) = r.counts.latency_percentiles() {
+        let _ = writeln!(
+            t,
+            "one-way latency (same-host clock): p50 {} ns, p99 {} ns, max {} ns",
+            p[0], p[2], p[4]
         );
-        if let Some(p) = r.counts.latency_percentiles() {
-            println!(
-                "one-way latency (same-host clock): p50 {} ns, p99 {} ns, max {} ns",
-                p[0], p[2], p[4]
-            );
-        }
-        if r.oversized > 0 {
-            println!(
-                "{} frames were longer than {}'s MTU allows: GSO/GRO batches handed over whole, of which only the first datagram counts (a veth sender: `ethtool -K IF tx-udp-segmentation off`)",
-                r.oversized, a.iface
-            );
-        }
-        if let Some((path, frames, snaplen, error)) = &r.capture {
-            match error {
-                None => println!("wrote {frames} frames to {path} (snaplen {snaplen})"),
-                Some(e) => println!("capture stopped after {frames} frames: {e}"),
-            }
-        }
     }
-    if let Some(e) = &r.error {
-        eprintln!("linerate: error: {e} (the counts above are what arrived before it)");
-        return Ok(1);
+    if r.oversized > 0 {
+        let _ = writeln!(
+            t,
+            "{} frames were longer than {iface}'s MTU allows: GSO/GRO batches handed over whole, of which only the first datagram counts (a veth sender: `ethtool -K IF tx-udp-segmentation off`)",
+            r.oversized
+        );
     }
-    Ok(0)
+    if let Some((path, frames, snaplen, error)) = &r.capture {
+        let _ = match error {
+            None => writeln!(t, "wrote {frames} frames to {path} (snaplen {snaplen})"),
+            Some(e) => writeln!(t, "capture stopped after {frames} frames: {e}"),
+        };
+    }
+    t
 }

@@ -1,5 +1,6 @@
 //! `linerate fwd`: a reflector / forwarder that can act like a loaded server.
 
+use super::out::{OutputArgs, Run};
 use super::stop_flag;
 use anyhow::{Context, Result, bail};
 use clap::Args;
@@ -27,7 +28,12 @@ pub struct FwdArgs {
     #[arg(long, default_value = "auto")]
     backend: String,
     /// Seconds to run.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(
+        short = 't',
+        long = "time",
+        visible_alias = "duration",
+        default_value_t = 10.0
+    )]
     duration: f64,
     /// Stop once this many frames were forwarded.
     #[arg(long)]
@@ -56,9 +62,8 @@ pub struct FwdArgs {
     /// Random read-modify-writes per frame.
     #[arg(long, default_value_t = 0)]
     read_writes: u32,
-    /// Print JSON.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 pub fn run(a: &FwdArgs) -> Result<u8> {
@@ -112,49 +117,63 @@ pub fn run(a: &FwdArgs) -> Result<u8> {
             read_writes: a.read_writes,
         },
         cores: a.cores.clone().unwrap_or_default(),
+        interval: a.out.interval()?,
     };
     let stop = stop_flag()?;
-    let r = linerate_blast::fwd(&cfg, &stop)?;
-    if a.json {
-        let mut v = r.json();
-        v["doctor"] = linerate_doctor::summary(&linerate_doctor::run_for(
-            &linerate_doctor::Live,
-            Some(&a.iface),
-            a.cores.as_deref().unwrap_or(&[]),
-        ));
-        println!("{}", serde_json::to_string_pretty(&v)?);
-    } else {
-        for (i, (rx, tx)) in r.per_second.iter().enumerate() {
-            println!("second {:>3}: {rx:>10} frames in, {tx:>10} out", i + 1);
-        }
-        let c = &r.counts;
-        println!(
-            "{}: {} frames received on {} ({}), {} sent on {} ({}), {} dropped (sender full), {} too long, {} not IP{} in {:.3} s (forwarder's count); kernel drops {}",
-            r.mode.name(),
-            c.rx,
-            r.rx_iface,
-            r.rx_backend,
-            c.tx,
-            r.tx_iface,
-            r.tx_backend,
-            c.tx_dropped,
-            c.too_long,
-            c.not_ip,
-            if a.fifo > 0 {
-                format!(", FIFO peak {}", c.fifo_peak)
-            } else {
-                String::new()
-            },
-            r.duration_s,
-            r.kernel_drops
-        );
-        for n in &r.notes {
-            println!("backend: {n}");
-        }
+    let doc = linerate_doctor::summary(&linerate_doctor::run_for(
+        &linerate_doctor::Live,
+        Some(&a.iface),
+        &cfg.cores,
+    ));
+    let config = serde_json::json!({
+        "iface": a.iface,
+        "out_iface": a.out_iface,
+        "mode": a.mode,
+        "backend": a.backend,
+        "duration_s": a.duration,
+        "count": a.count,
+        "cores": cfg.cores,
+        "fifo": a.fifo,
+        "flush_us": a.flush_us,
+    });
+    let mut run = Run::start(&a.out, linerate_run::Mode::Fwd, config, Some(doc.clone()))?;
+    let r = match linerate_blast::fwd(&cfg, &stop, &mut |iv| run.interval(iv)) {
+        Ok(r) => r,
+        Err(e) => return Err(run.fail(e.into())),
+    };
+    let mut v = r.json();
+    v["doctor"] = doc;
+    let c = &r.counts;
+    let mut text = format!(
+        "{}: {} frames received on {} ({}), {} sent on {} ({}), {} dropped (sender full), {} too long, {} not IP{} in {:.3} s (forwarder's count); kernel drops {}\n",
+        r.mode.name(),
+        c.rx,
+        r.rx_iface,
+        r.rx_backend,
+        c.tx,
+        r.tx_iface,
+        r.tx_backend,
+        c.tx_dropped,
+        c.too_long,
+        c.not_ip,
+        if a.fifo > 0 {
+            format!(", FIFO peak {}", c.fifo_peak)
+        } else {
+            String::new()
+        },
+        r.duration_s,
+        r.kernel_drops
+    );
+    for n in &r.notes {
+        text += &format!("backend: {n}\n");
     }
-    if let Some(e) = &r.error {
-        eprintln!("linerate: error: {e} (the counts above are what was forwarded before it)");
-        return Ok(1);
+    let error = r
+        .error
+        .as_ref()
+        .map(|e| format!("{e} (the counts are what was forwarded before it)"));
+    let code = run.end(r.duration_s, r.rows(), v, text, error.as_deref());
+    if let Some(e) = &error {
+        eprintln!("linerate: error: {e}");
     }
-    Ok(0)
+    Ok(code)
 }

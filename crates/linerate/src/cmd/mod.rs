@@ -5,6 +5,7 @@ pub mod calc;
 pub mod doctor;
 pub mod fwd;
 pub mod iperf;
+pub mod out;
 pub mod rr;
 pub mod selftest;
 

@@ -1,12 +1,15 @@
 //! `linerate rr server` and `linerate rr client`: UDP request/response
 //! transactions.
 
+use super::out::{OutputArgs, Run};
 use super::stop_flag;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use linerate_rr::{
-    ClientConfig, Interval, Load, RrError, ServerConfig, ServerInterval, Steering, run_client,
+    ClientConfig, Interval, Latency, Load, RrError, ServerConfig, ServerInterval, Steering,
+    run_client,
 };
+use linerate_run::{CountedBy, Counts, Gauges, Mode, Row, Scope};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
@@ -44,11 +47,8 @@ pub struct ServerArgs {
     #[arg(long, default_value = "cpu")]
     steering: String,
     /// Stop after this many seconds (default: until interrupted).
-    #[arg(short = 't', long)]
+    #[arg(short = 't', long, visible_alias = "duration")]
     time: Option<f64>,
-    /// Seconds between interval lines (0: none).
-    #[arg(short, long, default_value_t = 1.0)]
-    interval: f64,
     /// Datagrams per receive call.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..=1024))]
     batch: u16,
@@ -56,9 +56,8 @@ pub struct ServerArgs {
     /// bound on what a small request can make this server send.
     #[arg(long, default_value_t = 16384)]
     max_response: usize,
-    /// Print JSON at the end.
-    #[arg(short = 'J', long)]
-    json: bool,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 #[derive(Debug, Args)]
@@ -94,17 +93,13 @@ pub struct ClientArgs {
     #[arg(long)]
     response_size: Option<usize>,
     /// Seconds to send.
-    #[arg(short = 't', long, default_value_t = 10.0)]
+    #[arg(short = 't', long, visible_alias = "duration", default_value_t = 10.0)]
     time: f64,
     /// Milliseconds after which an unanswered request is lost.
     #[arg(long, default_value_t = 1000.0)]
     timeout_ms: f64,
-    /// Seconds between interval lines (0: none).
-    #[arg(short, long, default_value_t = 1.0)]
-    interval: f64,
-    /// Print JSON.
-    #[arg(short = 'J', long)]
-    json: bool,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 pub fn run(a: &RrArgs) -> Result<u8> {
@@ -139,13 +134,13 @@ fn server(a: &ServerArgs) -> Result<u8> {
         cores: cores.clone(),
         steering,
         duration: seconds("--time", a.time.unwrap_or(0.0))?,
-        interval: seconds("--interval", a.interval)?,
+        interval: a.out.interval()?,
         batch: usize::from(a.batch),
         max_response: a.max_response,
     };
     let server = linerate_rr::Server::bind(&cfg)?;
     let stop = stop_flag()?;
-    if !a.json {
+    if a.out.human() {
         println!(
             "rr server listening on {} (UDP), {} workers on CPUs {:?}",
             server.local_addr(),
@@ -153,43 +148,78 @@ fn server(a: &ServerArgs) -> Result<u8> {
             cores
         );
     }
-    let json = a.json;
-    let r = server.run(&stop, |iv: &ServerInterval| {
-        if !json {
-            println!(
-                "[{:6.2}-{:6.2} s] {:>10.0} requests/s  malformed {:>6}  per worker {:?}  (server count)",
-                iv.start.as_secs_f64(),
-                iv.end.as_secs_f64(),
-                iv.total.requests as f64 / (iv.end - iv.start).as_secs_f64().max(1e-9),
-                iv.total.malformed,
-                iv.per_worker
-            );
-        }
+    let doc =
+        linerate_perf::net::doctor_summary((!a.bind.is_unspecified()).then_some(a.bind), &cores);
+    let config = serde_json::json!({
+        "listen": server.local_addr().to_string(),
+        "cores": cores,
+        "steering": a.steering,
+        "time_s": a.time,
+        "batch": a.batch,
+        "max_response": a.max_response,
     });
-    if a.json {
-        let mut v = r.json();
-        v["doctor"] = linerate_perf::net::doctor_summary(
-            (!a.bind.is_unspecified()).then_some(a.bind),
-            &cores,
-        );
-        println!("{}", serde_json::to_string_pretty(&v)?);
-    } else {
-        let t = &r.total;
-        println!(
-            "total: {} requests in {:.2} s = {:.0}/s, {} answered, {} malformed, {} over --max-response, {} reply errors (server count)",
-            t.requests,
-            r.elapsed.as_secs_f64(),
-            t.requests as f64 / r.elapsed.as_secs_f64().max(1e-9),
-            t.answered,
-            t.malformed,
-            t.too_large,
-            t.reply_errors
-        );
-        if let Some(n) = &r.steering_note {
-            println!("note: {n}");
-        }
+    let mut run = Run::start(&a.out, Mode::RrServer, config, Some(doc.clone()))?;
+    let r = server.run(&stop, |iv: &ServerInterval| {
+        let rows: Vec<Row> = (iv.per_worker.iter().enumerate())
+            .map(|(w, n)| server_row(w, Some(*n), None))
+            .collect();
+        run.interval(&linerate_run::Interval {
+            start_s: iv.start.as_secs_f64(),
+            end_s: iv.end.as_secs_f64(),
+            sums: linerate_run::sums(&rows),
+            rows,
+            omitted: false,
+        });
+    });
+    let mut v = r.json();
+    v["doctor"] = doc;
+    let t = &r.total;
+    let mut text = format!(
+        "total: {} requests in {:.2} s = {:.0}/s, {} answered, {} malformed, {} over --max-response, {} reply errors (server count)\n",
+        t.requests,
+        r.elapsed.as_secs_f64(),
+        t.requests as f64 / r.elapsed.as_secs_f64().max(1e-9),
+        t.answered,
+        t.malformed,
+        t.too_large,
+        t.reply_errors
+    );
+    if let Some(n) = &r.steering_note {
+        text += &format!("note: {n}\n");
     }
-    Ok(0)
+    let rows = (r.workers.iter().enumerate())
+        .map(|(w, (_, c))| server_row(w, Some(c.requests), Some(c)))
+        .collect();
+    Ok(run.end(r.elapsed.as_secs_f64(), rows, v, text, None))
+}
+
+/// An rr server worker's row: requests it received (server's count).
+fn server_row(w: usize, requests: Option<u64>, c: Option<&linerate_rr::ServerCounts>) -> Row {
+    Row::new(Scope::Worker, w.to_string(), "requests", CountedBy::Server).with_counts(Counts {
+        packets: requests,
+        bytes: c.map(|c| c.bytes_in),
+        errors: c.map(|c| c.malformed + c.too_large),
+        ..Counts::default()
+    })
+}
+
+/// An rr client row: transactions completed (client's count), latency.
+fn client_row(id: &str, completed: u64, lost: u64, l: Option<&Latency>) -> Row {
+    let mut r =
+        Row::new(Scope::Worker, id, "transactions", CountedBy::Client).with_counts(Counts {
+            packets: Some(completed),
+            lost: Some(lost),
+            ..Counts::default()
+        });
+    if let Some(l) = l {
+        r.gauges = Gauges {
+            latency_p50_ns: Some(l.p50),
+            latency_p99_ns: Some(l.p99),
+            latency_max_ns: Some(l.max),
+            jitter_ms: None,
+        };
+    }
+    r
 }
 
 fn parse_tps(s: &str) -> Result<f64> {
@@ -234,11 +264,10 @@ fn client(a: &ClientArgs) -> Result<u8> {
                 .then_some(a.timeout_ms / 1e3)
                 .context("--timeout-ms must be above zero")?,
         ),
-        interval: seconds("--interval", a.interval)?,
+        interval: a.out.interval()?,
     };
     let stop = stop_flag()?;
-    let json = a.json;
-    if !json {
+    if a.out.human() {
         println!(
             "rr client to {server}: {} worker(s) x {} flow(s), {}, {} B requests, {} B responses",
             if cfg.cores.is_empty() {
@@ -256,89 +285,113 @@ fn client(a: &ClientArgs) -> Result<u8> {
             cfg.response_size
         );
     }
+    let config = serde_json::json!({
+        "server": server.to_string(),
+        "cores": cfg.cores,
+        "threads": cfg.threads,
+        "flows": cfg.flows,
+        "outstanding": a.outstanding,
+        "rate": a.rate,
+        "request_size": cfg.request_size,
+        "response_size": cfg.response_size,
+        "time_s": a.time,
+        "timeout_ms": a.timeout_ms,
+    });
+    let mut run = Run::start(&a.out, Mode::RrClient, config, None)?;
     let result = run_client(&cfg, &stop, |iv: &Interval| {
-        if !json {
-            let l = iv.latency.as_ref();
-            let us =
-                |ns: Option<u64>| ns.map_or("-".to_string(), |n| format!("{:.1}", n as f64 / 1e3));
-            println!(
-                "[{:6.2}-{:6.2} s] {:>10.0} trans/s  p50 {:>8} us  p99 {:>8} us  lost {:>6}",
-                iv.start.as_secs_f64(),
-                iv.end.as_secs_f64(),
-                iv.tps(),
-                us(l.map(|l| l.p50)),
-                us(l.map(|l| l.p99)),
-                iv.lost
-            );
-        }
+        let rows = vec![client_row(
+            "all",
+            iv.completed,
+            iv.lost,
+            iv.latency.as_ref(),
+        )];
+        run.interval(&linerate_run::Interval {
+            start_s: iv.start.as_secs_f64(),
+            end_s: iv.end.as_secs_f64(),
+            sums: linerate_run::sums(&rows),
+            rows,
+            omitted: false,
+        });
     });
     let pinned = cfg.cores.clone();
     let r = match result {
         Ok(r) => r,
-        Err(e) => {
-            if let RrError::NoAnswer { report, .. } = &e
-                && json
-            {
-                // What was measured is printed before the error.
-                println!("{}", serde_json::to_string_pretty(report)?);
-            }
-            return Err(e.into());
+        Err(e @ RrError::NoAnswer { .. }) => {
+            // What was measured is reported with the error.
+            let msg = e.to_string();
+            let RrError::NoAnswer { report, .. } = e else {
+                unreachable!()
+            };
+            run.end(0.0, Vec::new(), *report, String::new(), Some(&msg));
+            eprintln!("linerate: error: {msg}");
+            return Ok(2);
         }
+        Err(e) => return Err(run.fail(e.into())),
     };
-    if json {
-        let mut v = r.json();
-        v["doctor"] = linerate_perf::net::doctor_summary(r.local_ip(), &pinned);
-        println!("{}", serde_json::to_string_pretty(&v)?);
-    } else {
-        let t = &r.total;
-        println!(
-            "total: {} transactions in {:.2} s = {:.0}/s (client count of matched responses)",
-            t.completed,
-            r.elapsed.as_secs_f64(),
-            r.tps()
+    let mut v = r.json();
+    v["doctor"] = linerate_perf::net::doctor_summary(r.local_ip(), &pinned);
+    let text = client_text(&r, load, a.timeout_ms);
+    let rows = (r.workers.iter().enumerate())
+        .map(|(w, wr)| client_row(&w.to_string(), wr.counts.completed, wr.counts.lost, None))
+        .collect();
+    Ok(run.end(r.elapsed.as_secs_f64(), rows, v, text, None))
+}
+
+/// The rr client's summary lines.
+fn client_text(r: &linerate_rr::ClientReport, load: Load, timeout_ms: f64) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let t = &r.total;
+    let _ = writeln!(
+        s,
+        "total: {} transactions in {:.2} s = {:.0}/s (client count of matched responses)",
+        t.completed,
+        r.elapsed.as_secs_f64(),
+        r.tps()
+    );
+    let _ = writeln!(
+        s,
+        "requests: {} sent, {} answered, {} lost (timeout {} ms); {} late, {} duplicate, {} unknown, {} malformed answers; {} ICMP errors",
+        t.sent,
+        t.completed,
+        t.lost,
+        timeout_ms,
+        t.late,
+        t.duplicate,
+        t.unknown,
+        t.malformed,
+        t.refused
+    );
+    let us = |ns: u64| ns as f64 / 1e3;
+    if let Some(l) = &r.latency {
+        let _ = writeln!(
+            s,
+            "latency (us, {}): min {:.1}  p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  p99.99 {:.1}  max {:.1}",
+            match load {
+                Load::Closed { .. } => "send to receipt",
+                Load::Open { .. } => "scheduled send to receipt",
+            },
+            us(l.min),
+            us(l.p50),
+            us(l.p90),
+            us(l.p99),
+            us(l.p999),
+            us(l.p9999),
+            us(l.max)
         );
-        println!(
-            "requests: {} sent, {} answered, {} lost (timeout {} ms); {} late, {} duplicate, {} unknown, {} malformed answers; {} ICMP errors",
-            t.sent,
-            t.completed,
-            t.lost,
-            a.timeout_ms,
-            t.late,
-            t.duplicate,
-            t.unknown,
-            t.malformed,
-            t.refused
-        );
-        if let Some(l) = &r.latency {
-            let us = |ns: u64| ns as f64 / 1e3;
-            println!(
-                "latency (us, {}): min {:.1}  p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  p99.99 {:.1}  max {:.1}",
-                match load {
-                    Load::Closed { .. } => "send to receipt",
-                    Load::Open { .. } => "scheduled send to receipt",
-                },
-                us(l.min),
-                us(l.p50),
-                us(l.p90),
-                us(l.p99),
-                us(l.p999),
-                us(l.p9999),
-                us(l.max)
-            );
-        }
-        if let Some(l) = &r.send_lag {
-            let us = |ns: u64| ns as f64 / 1e3;
-            println!(
-                "send lag (us, how late requests left against the schedule): p50 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}",
-                us(l.p50),
-                us(l.p99),
-                us(l.p999),
-                us(l.max)
-            );
-        }
-        if r.interrupted {
-            println!("interrupted: figures cover the time until the signal");
-        }
     }
-    Ok(0)
+    if let Some(l) = &r.send_lag {
+        let _ = writeln!(
+            s,
+            "send lag (us, how late requests left against the schedule): p50 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}",
+            us(l.p50),
+            us(l.p99),
+            us(l.p999),
+            us(l.max)
+        );
+    }
+    if r.interrupted {
+        let _ = writeln!(s, "interrupted: figures cover the time until the signal");
+    }
+    s
 }

@@ -1,0 +1,428 @@
+//! The events a run emits, and the figures they carry.
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+/// Which mode a run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Client,
+    Server,
+    Blast,
+    Sink,
+    Fwd,
+    RrClient,
+    RrServer,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Client => "client",
+            Mode::Server => "server",
+            Mode::Blast => "blast",
+            Mode::Sink => "sink",
+            Mode::Fwd => "fwd",
+            Mode::RrClient => "rr_client",
+            Mode::RrServer => "rr_server",
+        }
+    }
+}
+
+/// Who counted a figure: the side that sent it (what the kernel accepted),
+/// the side that received it, the kernel itself, or a forwarder (both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CountedBy {
+    Sender,
+    Receiver,
+    Kernel,
+    Forwarder,
+    /// An rr client: transactions it completed (request sent, answer matched).
+    Client,
+    /// An rr server: requests it received and answered.
+    Server,
+}
+
+impl CountedBy {
+    pub fn name(self) -> &'static str {
+        match self {
+            CountedBy::Sender => "sender",
+            CountedBy::Receiver => "receiver",
+            CountedBy::Kernel => "kernel",
+            CountedBy::Forwarder => "forwarder",
+            CountedBy::Client => "client",
+            CountedBy::Server => "server",
+        }
+    }
+}
+
+/// What a row is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    Stream,
+    Flow,
+    Worker,
+    /// The sum of the rows of one role.
+    Sum,
+}
+
+impl Scope {
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Stream => "stream",
+            Scope::Flow => "flow",
+            Scope::Worker => "worker",
+            Scope::Sum => "sum",
+        }
+    }
+}
+
+/// Counters: they add up across rows and across intervals. `None` is "not
+/// counted by this mode", never zero.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub packets: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reordered: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duplicates: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errors: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retransmits: Option<u64>,
+}
+
+macro_rules! each_count {
+    ($m:ident) => {
+        $m!(bytes);
+        $m!(packets);
+        $m!(lost);
+        $m!(reordered);
+        $m!(duplicates);
+        $m!(errors);
+        $m!(retransmits);
+    };
+}
+
+impl Counts {
+    /// What was counted since `earlier` (a counter that went backwards
+    /// counts 0, never wraps).
+    pub fn since(&self, earlier: &Counts) -> Counts {
+        let mut d = *self;
+        macro_rules! sub {
+            ($f:ident) => {
+                d.$f = self.$f.map(|v| v.saturating_sub(earlier.$f.unwrap_or(0)));
+            };
+        }
+        each_count!(sub);
+        d
+    }
+
+    /// Adds `o` in; a figure either side counts is counted in the sum.
+    pub fn add(&mut self, o: &Counts) {
+        macro_rules! add {
+            ($f:ident) => {
+                self.$f = match (self.$f, o.$f) {
+                    (None, None) => None,
+                    (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+                };
+            };
+        }
+        each_count!(add);
+    }
+}
+
+/// Figures that describe a moment or a span and do not add up.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Gauges {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_p50_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_p99_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_max_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jitter_ms: Option<f64>,
+}
+
+/// One stream, flow or worker's figures (or their sum) over a span.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub scope: Scope,
+    pub id: String,
+    /// The direction or part it counts ("sender", "receiver", "rx", "tx", …).
+    pub role: String,
+    pub counted_by: CountedBy,
+    pub counts: Counts,
+    pub gauges: Gauges,
+}
+
+impl Row {
+    pub fn new(scope: Scope, id: impl Into<String>, role: &str, counted_by: CountedBy) -> Self {
+        Row {
+            scope,
+            id: id.into(),
+            role: role.to_string(),
+            counted_by,
+            counts: Counts::default(),
+            gauges: Gauges::default(),
+        }
+    }
+
+    pub fn with_counts(mut self, counts: Counts) -> Self {
+        self.counts = counts;
+        self
+    }
+
+    /// The row as JSON, with rates over `seconds`.
+    pub fn json(&self, seconds: f64) -> Value {
+        let mut m = Map::new();
+        m.insert("scope".into(), json!(self.scope));
+        m.insert("id".into(), json!(self.id));
+        m.insert("role".into(), json!(self.role));
+        m.insert("counted_by".into(), json!(self.counted_by));
+        for src in [json!(self.counts), json!(self.gauges)] {
+            if let Value::Object(o) = src {
+                m.extend(o);
+            }
+        }
+        let (bps, pps) = self.rates(seconds);
+        if let Some(b) = bps {
+            m.insert("bits_per_second".into(), json!(b));
+        }
+        if let Some(p) = pps {
+            m.insert("packets_per_second".into(), json!(p));
+        }
+        Value::Object(m)
+    }
+
+    /// Bits and packets per second over `seconds` (none for an empty span).
+    pub fn rates(&self, seconds: f64) -> (Option<f64>, Option<f64>) {
+        if seconds <= 0.0 {
+            return (None, None);
+        }
+        (
+            self.counts.bytes.map(|b| b as f64 * 8.0 / seconds),
+            self.counts.packets.map(|p| p as f64 / seconds),
+        )
+    }
+}
+
+/// The sum rows of `rows`: one per role, in the order roles first appear.
+pub fn sums(rows: &[Row]) -> Vec<Row> {
+    let mut out: Vec<Row> = Vec::new();
+    for r in rows.iter().filter(|r| r.scope != Scope::Sum) {
+        match out.iter_mut().find(|s| s.role == r.role) {
+            Some(s) => s.counts.add(&r.counts),
+            None => {
+                let mut s = Row::new(Scope::Sum, "sum", &r.role, r.counted_by);
+                s.counts = r.counts;
+                out.push(s);
+            }
+        }
+    }
+    out
+}
+
+/// A run's start: what it was asked to do, on what host.
+#[derive(Debug, Clone)]
+pub struct Start {
+    pub mode: Mode,
+    /// The run's settings as the mode states them.
+    pub config: Value,
+    /// The doctor's summary for the interface and CPUs in use, where the
+    /// mode has one.
+    pub doctor: Option<Value>,
+    pub host: Host,
+}
+
+/// Facts about the host a run is on.
+#[derive(Debug, Clone, Serialize)]
+pub struct Host {
+    pub hostname: String,
+    pub kernel: String,
+    pub cpus: usize,
+    pub linerate: &'static str,
+    /// Seconds since the Unix epoch when the run started.
+    pub timestamp: f64,
+}
+
+impl Host {
+    /// This host, now.
+    pub fn here() -> Self {
+        let read = |p: &str| {
+            std::fs::read_to_string(p)
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default()
+        };
+        Host {
+            hostname: read("/proc/sys/kernel/hostname"),
+            kernel: read("/proc/sys/kernel/osrelease"),
+            cpus: std::thread::available_parallelism().map_or(1, usize::from),
+            linerate: env!("CARGO_PKG_VERSION"),
+            timestamp: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+        }
+    }
+}
+
+/// One reporting interval: seconds since the run started, rows for what it
+/// counts (streams, flows or workers) and a sum per role.
+#[derive(Debug, Clone)]
+pub struct Interval {
+    pub start_s: f64,
+    pub end_s: f64,
+    pub rows: Vec<Row>,
+    pub sums: Vec<Row>,
+    /// Inside the omitted warm-up (iperf3's `-O`): not in the totals.
+    pub omitted: bool,
+}
+
+impl Interval {
+    pub fn seconds(&self) -> f64 {
+        (self.end_s - self.start_s).max(0.0)
+    }
+
+    pub fn json(&self) -> Value {
+        let s = self.seconds();
+        json!({
+            "start": self.start_s,
+            "end": self.end_s,
+            "seconds": s,
+            "omitted": self.omitted,
+            "rows": self.rows.iter().map(|r| r.json(s)).collect::<Vec<_>>(),
+            "sums": self.sums.iter().map(|r| r.json(s)).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// A run's end: the totals, and the mode's whole result document.
+#[derive(Debug, Clone)]
+pub struct End {
+    pub duration_s: f64,
+    pub rows: Vec<Row>,
+    pub sums: Vec<Row>,
+    /// The final JSON document (`-J`), as the mode writes it.
+    pub result: Value,
+    /// The mode's human summary (the layout its users know), printed by
+    /// the text reporter after the interval lines.
+    pub text: String,
+    /// The process exit code this result calls for (0 ok, 1 the run
+    /// failed part-way but measured something).
+    pub exit_code: u8,
+}
+
+impl End {
+    pub fn json(&self) -> Value {
+        let s = self.duration_s;
+        json!({
+            "duration_s": s,
+            "rows": self.rows.iter().map(|r| r.json(s)).collect::<Vec<_>>(),
+            "sums": self.sums.iter().map(|r| r.json(s)).collect::<Vec<_>>(),
+            "result": self.result,
+        })
+    }
+}
+
+/// Everything a run says, in order: one `Start`, any `Interval`s, at most
+/// one `Error`, and always one `End` that keeps what was measured.
+#[derive(Debug, Clone)]
+pub enum Event {
+    Start(Box<Start>),
+    Interval(Interval),
+    /// Something went wrong; what was measured up to then follows in `End`.
+    Error(String),
+    End(Box<End>),
+}
+
+impl Event {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::Start(_) => "start",
+            Event::Interval(_) => "interval",
+            Event::Error(_) => "error",
+            Event::End(_) => "end",
+        }
+    }
+
+    /// `{"event": NAME, "data": …}`, iperf3's JSON-stream shape.
+    pub fn json(&self) -> Value {
+        let data = match self {
+            Event::Start(s) => json!({
+                "mode": s.mode,
+                "config": s.config,
+                "doctor": s.doctor,
+                "host": s.host,
+            }),
+            Event::Interval(i) => i.json(),
+            Event::Error(e) => json!(e),
+            Event::End(e) => e.json(),
+        };
+        json!({ "event": self.name(), "data": data })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(role: &str, bytes: u64, packets: Option<u64>) -> Row {
+        Row::new(Scope::Flow, "1", role, CountedBy::Receiver).with_counts(Counts {
+            bytes: Some(bytes),
+            packets,
+            ..Counts::default()
+        })
+    }
+
+    #[test]
+    fn sums_are_per_role_and_keep_what_is_not_counted_absent() {
+        let rows = [
+            row("rx", 100, Some(1)),
+            row("tx", 7, None),
+            row("rx", 50, Some(2)),
+        ];
+        let s = sums(&rows);
+        assert_eq!(s.len(), 2);
+        assert_eq!((s[0].role.as_str(), s[0].counts.bytes), ("rx", Some(150)));
+        assert_eq!(s[0].counts.packets, Some(3));
+        assert_eq!((s[1].role.as_str(), s[1].counts.packets), ("tx", None));
+    }
+
+    #[test]
+    fn since_subtracts_and_never_wraps() {
+        let a = row("rx", 100, Some(10)).counts;
+        let b = row("rx", 40, Some(12)).counts;
+        let d = a.since(&b);
+        assert_eq!((d.bytes, d.packets, d.lost), (Some(60), Some(0), None));
+    }
+
+    #[test]
+    fn row_json_has_rates_and_only_counted_figures() {
+        let v = row("rx", 1000, Some(10)).json(2.0);
+        assert_eq!(v["bits_per_second"], 4000.0);
+        assert_eq!(v["packets_per_second"], 5.0);
+        assert_eq!(v["counted_by"], "receiver");
+        assert!(v.get("lost").is_none());
+        assert!(
+            row("rx", 1, None)
+                .json(0.0)
+                .get("bits_per_second")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn events_have_iperf3s_stream_shape() {
+        let e = Event::Error("boom".into());
+        assert_eq!(e.json(), json!({"event": "error", "data": "boom"}));
+    }
+}

@@ -1,0 +1,230 @@
+//! Turning running totals into intervals, and stopping a run from outside.
+
+use crate::event::{Interval, Row, sums};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Shortest last interval reported on its own: a shorter tail is folded
+/// into the interval before it (no sub-millisecond interval with an
+/// absurd rate).
+pub const MIN_TAIL: Duration = Duration::from_millis(50);
+
+/// Makes intervals out of cumulative rows (totals since the start, as
+/// workers publish them): each interval is the difference between two
+/// snapshots, so the intervals of a run add up exactly to its last snapshot.
+#[derive(Debug)]
+pub struct Sampler {
+    start: Instant,
+    every: Option<Duration>,
+    next: Option<Instant>,
+    /// The snapshot the last interval ended at.
+    last: Vec<Row>,
+    last_s: f64,
+    /// An interval held back until the next one shows whether the run ends
+    /// within [`MIN_TAIL`] of it.
+    held: Option<Interval>,
+}
+
+impl Sampler {
+    /// Intervals every `every` from `start` (`None`: a single interval at
+    /// the end).
+    pub fn new(start: Instant, every: Option<Duration>) -> Self {
+        let every = every.filter(|d| !d.is_zero());
+        Sampler {
+            start,
+            every,
+            next: every.map(|d| start + d),
+            last: Vec::new(),
+            last_s: 0.0,
+            held: None,
+        }
+    }
+
+    /// When the next interval is due (`None`: only at the end).
+    pub fn next_due(&self) -> Option<Instant> {
+        self.next
+    }
+
+    /// Whether an interval is due at `now`.
+    pub fn due(&self, now: Instant) -> bool {
+        self.next.is_some_and(|n| now >= n)
+    }
+
+    /// How long to wait for the next interval, at most `cap`.
+    pub fn wait(&self, now: Instant, cap: Duration) -> Duration {
+        self.next
+            .map_or(cap, |n| n.saturating_duration_since(now).min(cap))
+    }
+
+    /// Closes the interval due now with the snapshot `rows`; returns the
+    /// interval before it, which is final once this one exists.
+    pub fn sample(&mut self, now: Instant, rows: Vec<Row>) -> Option<Interval> {
+        let end_s = now.duration_since(self.start).as_secs_f64();
+        if let (Some(n), Some(d)) = (self.next.as_mut(), self.every) {
+            while *n <= now {
+                *n += d;
+            }
+        }
+        let iv = self.diff(end_s, rows);
+        self.held.replace(iv)
+    }
+
+    /// The run ended at `now` with the final totals `rows`: the interval(s)
+    /// still to report. A tail shorter than [`MIN_TAIL`] joins the interval
+    /// before it.
+    pub fn finish(&mut self, now: Instant, rows: Vec<Row>) -> Vec<Interval> {
+        let end_s = now.duration_since(self.start).as_secs_f64();
+        let tail = self.diff(end_s, rows);
+        match self.held.take() {
+            Some(mut h) if tail.seconds() < MIN_TAIL.as_secs_f64() => {
+                h.end_s = tail.end_s;
+                merge(&mut h.rows, &tail.rows);
+                h.sums = sums(&h.rows);
+                vec![h]
+            }
+            Some(h) => vec![h, tail],
+            None => vec![tail],
+        }
+    }
+
+    fn diff(&mut self, end_s: f64, rows: Vec<Row>) -> Interval {
+        let out: Vec<Row> = rows
+            .iter()
+            .map(|r| {
+                let mut d = r.clone();
+                if let Some(prev) = self
+                    .last
+                    .iter()
+                    .find(|p| p.scope == r.scope && p.id == r.id && p.role == r.role)
+                {
+                    d.counts = r.counts.since(&prev.counts);
+                }
+                d
+            })
+            .collect();
+        let iv = Interval {
+            start_s: self.last_s,
+            end_s,
+            sums: sums(&out),
+            rows: out,
+            omitted: false,
+        };
+        self.last = rows;
+        self.last_s = end_s;
+        iv
+    }
+}
+
+/// Adds `more` into `rows`, row by row (same scope, id and role).
+fn merge(rows: &mut Vec<Row>, more: &[Row]) {
+    for m in more {
+        match rows
+            .iter_mut()
+            .find(|r| r.scope == m.scope && r.id == m.id && r.role == m.role)
+        {
+            Some(r) => {
+                r.counts.add(&m.counts);
+                r.gauges = m.gauges;
+            }
+            None => rows.push(m.clone()),
+        }
+    }
+}
+
+/// Stops a run from outside (a signal handler, a live view's `q`, a test):
+/// the run ends as soon as it sees it and still reports what it measured.
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    pub fn new() -> Self {
+        Cancel::default()
+    }
+
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// The flag itself, for loops that poll an `AtomicBool`.
+    pub fn flag(&self) -> &AtomicBool {
+        &self.0
+    }
+
+    /// The shared flag (for signal handlers that set it).
+    pub fn shared(&self) -> Arc<AtomicBool> {
+        self.0.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{CountedBy, Counts, Scope};
+
+    fn snap(a: u64, b: u64) -> Vec<Row> {
+        [("0", a), ("1", b)]
+            .iter()
+            .map(|(id, n)| {
+                Row::new(Scope::Worker, *id, "tx", CountedBy::Sender).with_counts(Counts {
+                    packets: Some(*n),
+                    bytes: Some(*n * 64),
+                    ..Counts::default()
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn intervals_add_up_to_the_last_snapshot() {
+        let t0 = Instant::now();
+        let mut s = Sampler::new(t0, Some(Duration::from_secs(1)));
+        assert!(s.due(t0 + Duration::from_secs(1)));
+        assert!(s.sample(t0 + Duration::from_secs(1), snap(10, 5)).is_none());
+        let first = s.sample(t0 + Duration::from_secs(2), snap(25, 9)).unwrap();
+        assert_eq!(first.sums[0].counts.packets, Some(15));
+        assert_eq!(s.next_due(), Some(t0 + Duration::from_secs(3)));
+        let rest = s.finish(t0 + Duration::from_millis(2500), snap(31, 9));
+        assert_eq!(rest.len(), 2);
+        let all: u64 = std::iter::once(&first)
+            .chain(&rest)
+            .map(|i| i.sums[0].counts.packets.unwrap())
+            .sum();
+        assert_eq!(all, 40);
+        assert_eq!(rest[1].rows[0].counts.packets, Some(6));
+        assert_eq!((rest[1].start_s, rest[1].end_s), (2.0, 2.5));
+    }
+
+    #[test]
+    fn a_short_tail_joins_the_interval_before() {
+        let t0 = Instant::now();
+        let mut s = Sampler::new(t0, Some(Duration::from_secs(1)));
+        assert!(s.sample(t0 + Duration::from_secs(1), snap(10, 0)).is_none());
+        let rest = s.finish(t0 + Duration::from_millis(1010), snap(11, 2));
+        assert_eq!(rest.len(), 1);
+        assert_eq!((rest[0].start_s, rest[0].end_s), (0.0, 1.01));
+        assert_eq!(rest[0].sums[0].counts.packets, Some(13));
+    }
+
+    #[test]
+    fn no_interval_asked_is_one_interval_at_the_end() {
+        let t0 = Instant::now();
+        let mut s = Sampler::new(t0, None);
+        assert!(!s.due(t0 + Duration::from_secs(100)));
+        let rest = s.finish(t0 + Duration::from_secs(3), snap(7, 1));
+        assert_eq!(rest.len(), 1);
+        assert_eq!(rest[0].sums[0].counts.bytes, Some(8 * 64));
+    }
+
+    #[test]
+    fn cancel_is_seen_through_clones() {
+        let c = Cancel::new();
+        let d = c.clone();
+        d.cancel();
+        assert!(c.is_cancelled() && c.flag().load(Ordering::Relaxed));
+    }
+}
