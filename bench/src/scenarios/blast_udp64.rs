@@ -54,7 +54,7 @@ fn linerate_at(rig: &Rig, run_for: Duration, backend: &str, rate: Option<&str>) 
         &secs,
     ]);
     if let Some(r) = rate {
-        argv.push("--rate");
+        argv.push("--pps");
         argv.extend(r.split(' '));
     }
     let child = spawn_pinned(rig, SENDER, 0, &argv)?;

@@ -141,7 +141,7 @@ fn blast_exactly_n_and_the_sink_counts_exactly_n() {
                         "1000-1007",
                         "--count",
                         "20000",
-                        "--rate",
+                        "--pps",
                         "100k",
                     ],
                 );
@@ -197,7 +197,7 @@ fn blast_exactly_n_and_the_sink_counts_exactly_n() {
                     assert_eq!(b["backend_stats"][0]["xsk_tx_invalid_descs"], 0);
                 }
                 assert!(
-                    !b["per_second"].as_array().unwrap().is_empty()
+                    !b["intervals"].as_array().unwrap().is_empty()
                         || b["duration_s"].as_f64().unwrap() < 1.0
                 );
             },
@@ -251,7 +251,7 @@ fn ranges_reach_every_value_and_imix_is_met() {
                 "7",
                 "--count",
                 "2400",
-                "--rate",
+                "--pps",
                 "50k",
                 "--imix",
             ],
@@ -308,7 +308,7 @@ fn tcp_flagged_frames_are_counted_by_the_sink() {
                     "80",
                     "--count",
                     "3000",
-                    "--rate",
+                    "--pps",
                     "50k",
                 ],
             );
@@ -394,7 +394,7 @@ fn one_socket_per_queue(rig: &Rig, sink_backend: &str, cores: &str) {
                     "1000-1003",
                     "--count",
                     "20000",
-                    "--rate",
+                    "--pps",
                     "100k",
                 ],
             );
@@ -734,7 +734,7 @@ fn sink_writes_what_arrived_to_a_pcap_file() {
                     "200",
                     "--count",
                     "500",
-                    "--rate",
+                    "--pps",
                     "50k",
                 ],
             );
@@ -811,7 +811,7 @@ fn sink_loses_its_interface(rig: &Rig, backend: &str) {
         || {
             let out = blast(
                 rig,
-                &["--dst-ip", "198.18.0.2", "--count", "300", "--rate", "50k"],
+                &["--dst-ip", "198.18.0.2", "--count", "300", "--pps", "50k"],
             );
             assert!(
                 out.status.success(),
@@ -873,7 +873,7 @@ fn sink_rates_cover_only_the_probe_frames() {
             std::thread::sleep(Duration::from_millis(700));
             let out = blast(
                 &rig,
-                &["--dst-ip", "198.18.0.2", "--count", "500", "--rate", "50k"],
+                &["--dst-ip", "198.18.0.2", "--count", "500", "--pps", "50k"],
             );
             assert!(
                 out.status.success(),
@@ -921,7 +921,7 @@ const EIGHT_FLOWS_16000: [&str; 8] = [
     "5000-5003",
     "--count",
     "16000",
-    "--rate",
+    "--pps",
     "100k",
 ];
 
@@ -1088,7 +1088,7 @@ fn socket_backend_sends_through_udp_sockets_where_it_can() {
                 "200",
                 "--count",
                 "4000",
-                "--rate",
+                "--pps",
                 "100k",
                 "--burst",
                 "32",
@@ -1120,7 +1120,7 @@ fn socket_backend_sends_through_udp_sockets_where_it_can() {
                 "200",
                 "--count",
                 "20000",
-                "--rate",
+                "--pps",
                 "100k",
                 "--burst",
                 "32",
@@ -1211,7 +1211,7 @@ fn af_packet_sink_latency_uses_the_kernel_receive_time() {
         || {
             blast(
                 &rig,
-                &["--dst-ip", "198.18.0.2", "--count", "1000", "--rate", "2k"],
+                &["--dst-ip", "198.18.0.2", "--count", "1000", "--pps", "2k"],
             )
         },
     );
@@ -1277,7 +1277,7 @@ fn sink_workers_need_queues_or_fall_back() {
                     "1000-1007",
                     "--count",
                     "8000",
-                    "--rate",
+                    "--pps",
                     "100k",
                 ],
             );

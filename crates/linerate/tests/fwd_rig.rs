@@ -55,7 +55,7 @@ fn reflect(rig: &Rig, n: u64, fwd_args: &[&str]) -> (Value, Value) {
         .command(0, BIN)
         .args(["blast", "--iface", "veth0", "--dst-mac", &rig.host(1).mac])
         .args(["--dst-ip", &dst_ip, "--src-port", "1000-1015"])
-        .args(["--count", &count, "--rate", "50k"])
+        .args(["--count", &count, "--pps", "50k"])
         .output()
         .unwrap();
     assert!(
@@ -204,7 +204,7 @@ fn fwd_keeps_its_counts_when_the_interface_goes_down() {
             &rig.host(1).ipv4.to_string(),
             "--count",
             "300",
-            "--rate",
+            "--pps",
             "50k",
         ])
         .output()

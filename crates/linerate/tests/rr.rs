@@ -128,15 +128,15 @@ fn rr_refuses_impossible_settings_with_a_clear_message() {
         "request size 10 is outside 32..=65507",
     );
     fails_with(
-        &[&c[..], &["--rate", "fast"]].concat(),
-        "--rate 'fast' is not a rate",
+        &[&c[..], &["--pps", "fast"]].concat(),
+        "'fast' is not a rate",
     );
     fails_with(
         &[&c[..], &["--flows", "0"]].concat(),
         "at least one worker and one flow",
     );
     fails_with(
-        &[&c[..], &["--rate", "1k", "--outstanding", "2"]].concat(),
+        &[&c[..], &["--pps", "1k", "--outstanding", "2"]].concat(),
         "cannot be used with",
     );
     fails_with(
@@ -197,7 +197,7 @@ fn rr_on_loopback_text_output() {
             "-t",
             "0.5",
         ])
-        .args(["-i", "0.25", "--rate", "2k"])
+        .args(["-i", "0.25", "--pps", "2k"])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
@@ -207,7 +207,7 @@ fn rr_on_loopback_text_output() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(
-        text.lines().filter(|l| l.contains("trans/s")).count(),
+        text.lines().filter(|l| l.starts_with("[SUM]")).count(),
         2,
         "{text}"
     );

@@ -66,7 +66,15 @@ pub struct BlastArgs {
     /// Frames to send.
     #[arg(long)]
     count: Option<u64>,
-    /// Target rate: 1Mpps, 500k (packets/s) or 2Gbps, 100Mbit (bits/s).
+    /// Target packet rate, packets/s (1M, 500k, 14.88M).
+    #[arg(long, value_name = "PPS", conflicts_with_all = ["bitrate", "rate"])]
+    pps: Option<String>,
+    /// Target bit rate, bits/s with iperf3's suffixes (2G, 100M): on the
+    /// wire (L1), or of frames with --rate-l2.
+    #[arg(short = 'b', long, value_name = "BPS", conflicts_with = "rate")]
+    bitrate: Option<String>,
+    /// Target rate with its unit: 1Mpps or 2Gbps / 100Mbit (a bare 10M is
+    /// refused: write --pps or --bitrate).
     #[arg(long)]
     rate: Option<String>,
     /// Frames sent back to back per pacing decision (1: evenly spaced).
@@ -187,17 +195,36 @@ fn duration(s: f64) -> Result<Duration> {
     Ok(Duration::from_secs_f64(s))
 }
 
-fn rate(s: Option<&str>, l2: bool) -> Result<Rate> {
-    let Some(s) = s else { return Ok(Rate::Max) };
-    let lower = s.to_ascii_lowercase();
-    if lower.ends_with("bps") && !lower.ends_with("pps")
-        || lower.ends_with("bit")
-        || lower.ends_with("b/s")
-    {
+/// The target rate from `--pps`, `--bitrate` or `--rate` (which must say
+/// its unit: a packet rate and a bit rate are never guessed).
+fn rate(a: &BlastArgs) -> Result<Rate> {
+    let bits = |s: &str| -> Result<Rate> {
         let b = parse_bps(s).map_err(anyhow::Error::msg)?;
-        return Ok(if l2 { Rate::BpsL2(b) } else { Rate::BpsL1(b) });
+        Ok(if a.rate_l2 {
+            Rate::BpsL2(b)
+        } else {
+            Rate::BpsL1(b)
+        })
+    };
+    if let Some(p) = &a.pps {
+        return Ok(Rate::Pps(parse_pps(p).map_err(anyhow::Error::msg)?));
     }
-    Ok(Rate::Pps(parse_pps(s).map_err(anyhow::Error::msg)?))
+    if let Some(b) = &a.bitrate {
+        return bits(b);
+    }
+    let Some(s) = a.rate.as_deref() else {
+        return Ok(Rate::Max);
+    };
+    let lower = s.to_ascii_lowercase();
+    if lower.ends_with("pps") {
+        return Ok(Rate::Pps(parse_pps(s).map_err(anyhow::Error::msg)?));
+    }
+    if lower.ends_with("bps") || lower.ends_with("bit") || lower.ends_with("b/s") {
+        return bits(s);
+    }
+    bail!(
+        "--rate {s} is ambiguous: write --pps {s} (packets/s), --bitrate {s} (bits/s), or the unit (--rate {s}pps, --rate {s}bps)"
+    )
 }
 
 fn replay_config(a: &BlastArgs, path: &std::path::Path) -> Result<linerate_blast::Replay> {
@@ -256,7 +283,7 @@ pub fn run_blast(a: &BlastArgs) -> Result<u8> {
             framing: Framing::default(),
             count: a.count,
             duration: duration(a.duration)?,
-            rate: rate(a.rate.as_deref(), a.rate_l2)?,
+            rate: rate(a)?,
             burst: a.burst,
             backend: backend(&a.backend)?,
             cores: vec![],
@@ -324,7 +351,7 @@ pub fn run_blast(a: &BlastArgs) -> Result<u8> {
         },
         count: a.count,
         duration: duration(a.duration)?,
-        rate: rate(a.rate.as_deref(), a.rate_l2)?,
+        rate: rate(a)?,
         burst: a.burst,
         backend: backend(&a.backend)?,
         cores: a.cores.clone().unwrap_or_default(),
@@ -347,7 +374,7 @@ fn blast_run(a: &BlastArgs, cfg: &BlastConfig) -> Result<u8> {
         "flows": cfg.flows.count(),
         "count": a.count,
         "duration_s": a.duration,
-        "rate": a.rate,
+        "rate": format!("{:?}", cfg.rate),
         "burst": a.burst,
         "backend": a.backend,
         "cores": cfg.cores,

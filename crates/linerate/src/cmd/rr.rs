@@ -80,10 +80,20 @@ pub struct ClientArgs {
     #[arg(long, default_value_t = 1)]
     flows: usize,
     /// Closed loop: requests in flight per flow.
-    #[arg(long, default_value_t = 1, conflicts_with = "rate")]
+    #[arg(long, default_value_t = 1, conflicts_with_all = ["rate", "pps"])]
     outstanding: usize,
-    /// Open loop: transactions per second in all (100k, 1M), sent whatever
-    /// comes back; latency counts from each request's scheduled time.
+    /// Open loop: transactions (requests) per second in all (100k, 1M),
+    /// sent whatever comes back; latency counts from each request's
+    /// scheduled time.
+    #[arg(
+        long,
+        visible_alias = "tps",
+        value_name = "RATE",
+        conflicts_with = "rate"
+    )]
+    pps: Option<String>,
+    /// Open loop rate with its unit (100ktps, 100kpps); a bare 100k is
+    /// refused: write --pps.
     #[arg(long)]
     rate: Option<String>,
     /// Request payload bytes (32..=65507; the 32-byte rr header included).
@@ -222,15 +232,20 @@ fn client_row(id: &str, completed: u64, lost: u64, l: Option<&Latency>) -> Row {
     r
 }
 
-fn parse_tps(s: &str) -> Result<f64> {
+/// `--pps` (any packet-rate spelling) or `--rate` (which must say its unit).
+fn parse_tps(s: &str, unit_required: bool) -> Result<f64> {
     let t = s.trim();
-    let t = t
+    let bare = t
         .strip_suffix("tps")
-        .or_else(|| t.strip_suffix("/s"))
-        .unwrap_or(t);
+        .or_else(|| t.strip_suffix("pps"))
+        .or_else(|| t.strip_suffix("/s"));
+    if unit_required && bare.is_none() {
+        bail!("--rate {s} is ambiguous: write --pps {s} (requests per second) or --rate {s}tps");
+    }
+    let t = bare.unwrap_or(t);
     let v = linerate_calc::parse_pps(t)
         .map_err(anyhow::Error::msg)
-        .with_context(|| format!("--rate '{s}' is not a rate (100k, 1M, 250000)"))?;
+        .with_context(|| format!("'{s}' is not a rate (100k, 1M, 250000)"))?;
     if v == 0 {
         bail!("--rate must be above zero");
     }
@@ -243,9 +258,14 @@ fn client(a: &ClientArgs) -> Result<u8> {
         .with_context(|| format!("cannot resolve '{}'", a.host))?
         .next()
         .with_context(|| format!("'{}' has no address", a.host))?;
-    let load = match &a.rate {
-        Some(r) => Load::Open { tps: parse_tps(r)? },
-        None => Load::Closed {
+    let load = match (&a.pps, &a.rate) {
+        (Some(r), _) => Load::Open {
+            tps: parse_tps(r, false)?,
+        },
+        (None, Some(r)) => Load::Open {
+            tps: parse_tps(r, true)?,
+        },
+        (None, None) => Load::Closed {
             outstanding: a.outstanding,
         },
     };
@@ -291,7 +311,10 @@ fn client(a: &ClientArgs) -> Result<u8> {
         "threads": cfg.threads,
         "flows": cfg.flows,
         "outstanding": a.outstanding,
-        "rate": a.rate,
+        "rate_tps": match load {
+            Load::Open { tps } => Some(tps),
+            Load::Closed { .. } => None,
+        },
         "request_size": cfg.request_size,
         "response_size": cfg.response_size,
         "time_s": a.time,
