@@ -198,6 +198,33 @@ pub struct Report {
     text: String,
     header_printed: bool,
     error: Option<String>,
+    /// The same test as run-model events, for the shared reporters (CSV):
+    /// taken with [`Report::poll_run_event`].
+    run_events: std::collections::VecDeque<linerate_run::Event>,
+}
+
+/// A stream's row: who counted it follows from its direction.
+fn stream_row(
+    id: u32,
+    sender: bool,
+    bytes: u64,
+    packets: Option<u64>,
+    lost: Option<u64>,
+    retr: Option<u64>,
+) -> linerate_run::Row {
+    use linerate_run::{CountedBy, Counts, Row, Scope};
+    let (role, by) = if sender {
+        ("sender", CountedBy::Sender)
+    } else {
+        ("receiver", CountedBy::Receiver)
+    };
+    Row::new(Scope::Stream, id.to_string(), role, by).with_counts(Counts {
+        bytes: Some(bytes),
+        packets,
+        lost,
+        retransmits: retr,
+        ..Counts::default()
+    })
 }
 
 fn round6(x: f64) -> f64 {
@@ -282,7 +309,14 @@ impl Report {
             text: String::new(),
             header_printed: false,
             error: None,
+            run_events: std::collections::VecDeque::new(),
         }
+    }
+
+    /// The next run-model event of this test (start, intervals, error, end),
+    /// in order; the I/O layer hands them to the shared reporters.
+    pub fn poll_run_event(&mut self) -> Option<linerate_run::Event> {
+        self.run_events.pop_front()
     }
 
     fn human(&self) -> bool {
@@ -296,6 +330,17 @@ impl Report {
 
     /// The lines announcing the streams (human), or the start event.
     pub fn start_text(&mut self) -> String {
+        let mode = match self.info.role {
+            Role::Client => linerate_run::Mode::Client,
+            Role::Server => linerate_run::Mode::Server,
+        };
+        self.run_events
+            .push_back(linerate_run::Event::Start(Box::new(linerate_run::Start {
+                mode,
+                config: self.start["test_start"].clone(),
+                doctor: None,
+                host: linerate_run::Host::here(),
+            })));
         if self.mode.json_stream {
             return format!("{}\n", json!({"event": "start", "data": self.start}));
         }
@@ -444,6 +489,32 @@ impl Report {
 
     /// Records one interval; returns what to print now.
     pub fn interval(&mut self, samples: &[IntervalSample]) -> String {
+        if let Some(first) = samples.first() {
+            let rows: Vec<linerate_run::Row> = samples
+                .iter()
+                .map(|s| {
+                    let packets = s.udp_tx_packets.or(s.udp_rx.map(|r| r.packets));
+                    let mut r = stream_row(
+                        s.id,
+                        s.sender,
+                        s.bytes,
+                        packets,
+                        s.udp_rx.map(|u| u.lost),
+                        s.tcp.map(|t| t.retransmits),
+                    );
+                    r.gauges.jitter_ms = s.udp_rx.map(|u| u.jitter_ms);
+                    r
+                })
+                .collect();
+            self.run_events
+                .push_back(linerate_run::Event::Interval(linerate_run::Interval {
+                    start_s: first.start,
+                    end_s: first.end,
+                    sums: linerate_run::sums(&rows),
+                    rows,
+                    omitted: first.omitted,
+                }));
+        }
         let bidir = self.info.params.mode == TestMode::Bidir;
         let fwd: Vec<&IntervalSample> = samples
             .iter()
@@ -567,6 +638,33 @@ impl Report {
         }
         let human = self.end_text(finals, peer);
         self.text.push_str(&human);
+        if let Some(e) = &self.error {
+            self.run_events
+                .push_back(linerate_run::Event::Error(e.clone()));
+        }
+        let rows: Vec<linerate_run::Row> = finals
+            .iter()
+            .map(|f| {
+                let udp = self.info.params.protocol == Protocol::Udp;
+                stream_row(
+                    f.id,
+                    f.sender,
+                    f.bytes,
+                    udp.then(|| f.packets.saturating_sub(f.omitted_packets)),
+                    (udp && !f.sender).then(|| f.errors.saturating_sub(f.omitted_errors)),
+                    f.tcp.map(|t| t.retransmits),
+                )
+            })
+            .collect();
+        self.run_events
+            .push_back(linerate_run::Event::End(Box::new(linerate_run::End {
+                duration_s: finals.iter().map(|f| f.seconds).fold(0.0, f64::max),
+                sums: linerate_run::sums(&rows),
+                rows,
+                result: doc.clone(),
+                text: human.clone(),
+                exit_code: u8::from(self.error.is_some()),
+            })));
         if self.mode.json_stream {
             let mut out = String::new();
             if let Some(e) = &self.error {

@@ -39,6 +39,17 @@ pub struct ClientOptions {
     pub affinity: Vec<usize>,
     /// TCP senders use MSG_ZEROCOPY.
     pub zerocopy: bool,
+    /// The shared run-model reporters (`--csv`), fed the test's events.
+    pub events: Option<linerate_run::SharedReporter>,
+}
+
+/// Hands the report's run-model events to the shared reporters.
+pub(crate) fn forward_events(rep: &mut Report, to: Option<&linerate_run::SharedReporter>) {
+    while let Some(ev) = rep.poll_run_event() {
+        if let Some(t) = to {
+            t.report(&ev);
+        }
+    }
 }
 
 /// Why a client run failed, with what it printed so far.
@@ -253,6 +264,7 @@ fn run_inner(
                     };
                     let mut r = Report::new(info, opts.output);
                     let _ = out.write_all(r.start_text().as_bytes());
+                    forward_events(&mut r, opts.events.as_ref());
                     report = Some(r);
                 }
                 ClientEvent::Running => {
@@ -281,6 +293,7 @@ fn run_inner(
                         let (last, f) = m.finish(Instant::now());
                         if let (Some(last), Some(rep)) = (last, report.as_mut()) {
                             let _ = out.write_all(rep.interval(&last).as_bytes());
+                            forward_events(rep, opts.events.as_ref());
                         }
                         finals = f;
                     }
@@ -313,6 +326,7 @@ fn run_inner(
         {
             while let Some(samples) = m.tick(Instant::now()) {
                 let _ = out.write_all(rep.interval(&samples).as_bytes());
+                forward_events(rep, opts.events.as_ref());
             }
             let (bytes, blocks) = m.totals();
             let by_time = params.time_s > 0 && start_at.is_some_and(|s| s.elapsed() >= test_len);
@@ -335,6 +349,7 @@ fn run_inner(
                 let (last, f) = m.finish(end_at);
                 if let Some(last) = last {
                     let _ = out.write_all(rep.interval(&last).as_bytes());
+                    forward_events(rep, opts.events.as_ref());
                 }
                 finals = f;
                 session.end_test();
@@ -393,6 +408,7 @@ fn run_inner(
             )
             .as_bytes(),
         );
+        forward_events(rep, opts.events.as_ref());
         if human && result.is_ok() {
             let _ = writeln!(out, "\niperf Done.");
         }

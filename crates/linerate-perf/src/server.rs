@@ -48,6 +48,8 @@ pub struct ServerOptions {
     pub udp_gso: bool,
     /// CPUs for stream threads (a client's `-A n,m` asks for CPU m instead).
     pub affinity: Vec<usize>,
+    /// The shared run-model reporters (`--csv`): every test's events.
+    pub events: Option<linerate_run::SharedReporter>,
 }
 
 /// Where the server writes its output.
@@ -505,6 +507,7 @@ impl TestServer<'_> {
         };
         let mut rep = Report::new(info, opts.output);
         self.say(&rep.start_text());
+        crate::client::forward_events(&mut rep, opts.events.as_ref());
         self.report = Some(rep);
         let so = StreamOpts {
             udp_gso: opts.udp_gso,
@@ -572,6 +575,7 @@ impl TestServer<'_> {
             let pinned = self.running.as_ref().map_or(&[][..], |r| &r.cpus[..]);
             let doctor = net::doctor_summary(self.local_ip, pinned);
             text.push_str(&rep.finish(&f, self.cpu.read(), None, Some(("doctor", doctor))));
+            crate::client::forward_events(rep, self.env.opts.events.as_ref());
             finals = f;
         }
         (finals, text)
@@ -670,6 +674,7 @@ impl TestServer<'_> {
         if let (Some(m), Some(rep)) = (self.meter.as_mut(), self.report.as_mut()) {
             while let Some(samples) = m.tick(Instant::now()) {
                 say(self.env.out, &rep.interval(&samples));
+                crate::client::forward_events(rep, opts.events.as_ref());
             }
             let receiving = m.streams().iter().any(|s| !s.sender);
             let total = m

@@ -18,5 +18,5 @@ pub mod sample;
 pub use event::{
     CountedBy, Counts, End, Event, Gauges, Host, Interval, Mode, Row, Scope, Start, sums,
 };
-pub use report::{Csv, Document, Fanout, JsonLines, Reporter, Shared, Text};
+pub use report::{Csv, Document, Fanout, JsonLines, Reporter, Shared, SharedReporter, Text};
 pub use sample::{Cancel, Sampler};

@@ -66,6 +66,29 @@ impl Reporter for Shared {
     }
 }
 
+/// A [`Shared`] reporter that can sit in a `Debug`/`Clone` options struct.
+#[derive(Clone)]
+pub struct SharedReporter(pub Shared);
+
+impl std::fmt::Debug for SharedReporter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedReporter")
+    }
+}
+
+impl SharedReporter {
+    pub fn new(r: impl Reporter + 'static) -> Self {
+        SharedReporter(Arc::new(Mutex::new(r)))
+    }
+
+    /// Reports `ev`; a failed write is the reporter's problem, not the run's.
+    pub fn report(&self, ev: &Event) {
+        if let Ok(mut r) = self.0.lock() {
+            let _ = r.report(ev);
+        }
+    }
+}
+
 /// `--json-stream`: one JSON object per line per event.
 #[derive(Debug)]
 pub struct JsonLines<W: Write + Send>(pub W);

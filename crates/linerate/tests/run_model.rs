@@ -381,3 +381,76 @@ fn text_interval_lines_come_while_the_run_goes_on() {
     server.wait().unwrap();
     assert!(rest.iter().any(|l| l.starts_with("total: ")), "{rest:?}");
 }
+
+/// Sum over iperf3-shaped interval events of `data.sum[field]`.
+fn iperf_interval_total(events: &[Value], field: &str) -> u64 {
+    events
+        .iter()
+        .filter(|e| e["event"] == "interval")
+        .map(|e| e["data"]["sum"][field].as_u64().unwrap_or(0))
+        .sum()
+}
+
+/// The client and the server of one iperf3-compatible test: the client
+/// streams iperf3's events and writes CSV, the one-off server prints its
+/// `-J` document and writes CSV; both CSVs agree with both documents.
+fn iperf_pair(extra: &[&str], check_packets: bool) {
+    let port = support::free_port();
+    let dir = tempfile_dir();
+    let server_csv = dir.join(format!("server-{port}.csv"));
+    let server = support::Proc::spawn(
+        Command::new(BIN)
+            .args(["-s", "-1", "-J", "-p", &port.to_string(), "--csv"])
+            .arg(&server_csv),
+    );
+    support::wait_listening(port);
+    let client = streamed(
+        Command::new(BIN)
+            .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "2", "-i", "0.5"])
+            .args(extra),
+        Duration::from_secs(20),
+    );
+    let s_out = server.wait(Duration::from_secs(10));
+    let sdoc = support::json(&s_out.stdout);
+    assert!(client.ok, "{}", client.stderr);
+    let end = &client.events.last().unwrap()["data"];
+    assert_eq!(client.events.last().unwrap()["event"], "end");
+    assert_eq!(client.events[0]["event"], "start");
+    assert!(client.live_interval, "the client's first interval came at the end");
+    let sent = end["sum_sent"]["bytes"].as_u64().unwrap();
+    let received = end["sum_received"]["bytes"].as_u64().unwrap();
+    assert_eq!(iperf_interval_total(&client.events, "bytes"), sent);
+    assert_eq!(client.csv_total("interval", "sender", "bytes"), sent);
+    assert_eq!(client.csv_total("end", "sender", "bytes"), sent);
+    if check_packets {
+        let pk = end["sum"]["packets"].as_u64().unwrap();
+        assert_eq!(iperf_interval_total(&client.events, "packets"), pk);
+        assert_eq!(client.csv_total("end", "sender", "packets"), pk);
+        assert_eq!(client.csv_total("interval", "sender", "packets"), pk);
+    }
+    // The server's CSV against its own -J document.
+    let mut rdr = csv::Reader::from_path(&server_csv).unwrap();
+    let rows: Vec<csv::StringRecord> = rdr.records().map(Result::unwrap).collect();
+    let _ = std::fs::remove_file(&server_csv);
+    let total = |event: &str| -> u64 {
+        rows.iter()
+            .filter(|r| &r[2] == event && &r[5] == "sum" && &r[7] == "receiver")
+            .map(|r| r[9].parse::<u64>().unwrap())
+            .sum()
+    };
+    let s_received = sdoc["end"]["sum_received"]["bytes"].as_u64().unwrap();
+    assert_eq!(s_received, received, "server vs client's view of the server");
+    assert_eq!(total("interval"), s_received);
+    assert_eq!(total("end"), s_received);
+    assert!(rows.iter().all(|r| &r[1] == "server"));
+}
+
+#[test]
+fn iperf_client_and_server_tcp_streams_and_csv_agree() {
+    iperf_pair(&["-P", "2"], false);
+}
+
+#[test]
+fn iperf_client_and_server_udp_streams_and_csv_agree() {
+    iperf_pair(&["-u", "-b", "20M", "-l", "1000"], true);
+}

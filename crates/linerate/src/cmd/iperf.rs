@@ -46,6 +46,10 @@ pub struct IperfArgs {
     /// Send output to a log file.
     #[arg(long, value_name = "FILE")]
     pub logfile: Option<std::path::PathBuf>,
+    /// Also write CSV to FILE: a header, a row per interval per stream and
+    /// per sum, and the totals (every test, for a server).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<std::path::PathBuf>,
     /// Bind to this address (client: source address of every socket).
     #[arg(short = 'B', long, value_name = "HOST")]
     pub bind: Option<IpAddr>,
@@ -394,6 +398,16 @@ impl IperfArgs {
     }
 }
 
+/// The CSV reporter `--csv` asks for.
+fn events(args: &IperfArgs) -> Result<Option<linerate_run::SharedReporter>> {
+    let Some(p) = &args.csv else { return Ok(None) };
+    if p.as_os_str() == "-" {
+        bail!("--csv needs a file here: standard output carries iperf3's own output");
+    }
+    let f = std::fs::File::create(p).with_context(|| format!("--csv {}", p.display()))?;
+    Ok(Some(linerate_run::SharedReporter::new(linerate_run::Csv::new(f))))
+}
+
 fn output_sink(args: &IperfArgs) -> Result<Arc<Mutex<dyn Write + Send>>> {
     Ok(match &args.logfile {
         Some(p) => Arc::new(Mutex::new(
@@ -454,6 +468,7 @@ fn run_server(args: &IperfArgs) -> Result<u8> {
         },
         udp_gso: !args.no_gso,
         affinity: args.stream_cpus()?,
+        events: events(args)?,
     };
     let out = output_sink(args)?;
     let stop = terminate_flag()?;
@@ -479,6 +494,7 @@ fn run_client(args: &IperfArgs, host: &str) -> Result<u8> {
         udp_gso: !args.no_gso,
         affinity: args.stream_cpus()?,
         zerocopy: args.zerocopy,
+        events: events(args)?,
     };
     let out = output_sink(args)?;
     let stop = terminate_flag()?;

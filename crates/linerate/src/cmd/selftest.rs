@@ -36,6 +36,7 @@ pub fn run(a: &SelftestArgs) -> Result<u8> {
         TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).context("binding a loopback port")?;
     let port = listener.local_addr()?.port();
     let server_opts = ServerOptions {
+        events: None,
         port,
         bind: Some(IpAddr::V4(Ipv4Addr::LOCALHOST)),
         family: Family::V4,
@@ -68,6 +69,7 @@ pub fn run(a: &SelftestArgs) -> Result<u8> {
         );
     }
     let opts = ClientOptions {
+        events: None,
         host: "127.0.0.1".into(),
         port,
         params: Params {
