@@ -4,6 +4,7 @@
 //! I/O (sendmmsg/recvmmsg) and clocks.
 
 pub mod clock;
+pub mod cpu;
 pub mod ethtool;
 pub mod packet_ring;
 pub mod raw;

@@ -388,11 +388,8 @@ struct WorkerOut {
 
 /// Pins the calling thread to `cpu` (a warning if it cannot).
 pub(crate) fn pin(cpu: usize) {
-    let mut set = nix::sched::CpuSet::new();
-    if set.set(cpu).is_err()
-        || nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).is_err()
-    {
-        eprintln!("warning: cannot pin a worker to CPU {cpu}");
+    if let Err(e) = linerate_backend::cpu::pin(cpu) {
+        eprintln!("warning: cannot pin a worker to CPU {cpu}: {e}");
     }
 }
 

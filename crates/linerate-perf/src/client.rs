@@ -511,26 +511,12 @@ pub(crate) struct StreamOpts {
     pub(crate) zerocopy: bool,
 }
 
-/// The CPUs this process may run on (taskset, cgroups).
-fn allowed_cpus() -> Vec<usize> {
-    nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
-        .map(|set| {
-            (0..CPU_SET_MAX)
-                .filter(|&c| set.is_set(c).unwrap_or(false))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-const CPU_SET_MAX: usize = 1024;
+use linerate_backend::cpu::allowed as allowed_cpus;
 
 /// Pins the calling thread to one CPU (best effort: reported, not fatal).
 fn pin(cpu: usize) {
-    let mut set = nix::sched::CpuSet::new();
-    if set.set(cpu).is_err()
-        || nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).is_err()
-    {
-        eprintln!("warning: cannot pin a stream to CPU {cpu}");
+    if let Err(e) = linerate_backend::cpu::pin(cpu) {
+        eprintln!("warning: cannot pin a stream to CPU {cpu}: {e}");
     }
 }
 

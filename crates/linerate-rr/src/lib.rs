@@ -94,14 +94,7 @@ impl Latency {
 
 /// Checks that every CPU in `cores` is one this process may run on.
 pub fn check_cores(cores: &[usize]) -> Result<(), RrError> {
-    let Ok(allowed) = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) else {
-        return Ok(());
-    };
-    let bad: Vec<usize> = cores
-        .iter()
-        .copied()
-        .filter(|&c| !allowed.is_set(c).unwrap_or(false))
-        .collect();
+    let bad = linerate_backend::cpu::not_allowed(cores);
     if bad.is_empty() {
         Ok(())
     } else {
@@ -113,11 +106,11 @@ pub fn check_cores(cores: &[usize]) -> Result<(), RrError> {
 
 /// Pins the calling thread to one CPU (best effort: a warning, not fatal).
 pub(crate) fn pin(cpu: usize) -> bool {
-    let mut set = nix::sched::CpuSet::new();
-    let ok = set.set(cpu).is_ok()
-        && nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).is_ok();
-    if !ok {
-        eprintln!("warning: cannot pin an rr worker to CPU {cpu}");
+    match linerate_backend::cpu::pin(cpu) {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("warning: cannot pin an rr worker to CPU {cpu}: {e}");
+            false
+        }
     }
-    ok
 }

@@ -406,7 +406,16 @@ fn iperf_pair(extra: &[&str], check_packets: bool) {
     support::wait_listening(port);
     let client = streamed(
         Command::new(BIN)
-            .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "2", "-i", "0.5"])
+            .args([
+                "-c",
+                "127.0.0.1",
+                "-p",
+                &port.to_string(),
+                "-t",
+                "2",
+                "-i",
+                "0.5",
+            ])
             .args(extra),
         Duration::from_secs(20),
     );
@@ -416,7 +425,10 @@ fn iperf_pair(extra: &[&str], check_packets: bool) {
     let end = &client.events.last().unwrap()["data"];
     assert_eq!(client.events.last().unwrap()["event"], "end");
     assert_eq!(client.events[0]["event"], "start");
-    assert!(client.live_interval, "the client's first interval came at the end");
+    assert!(
+        client.live_interval,
+        "the client's first interval came at the end"
+    );
     let sent = end["sum_sent"]["bytes"].as_u64().unwrap();
     let received = end["sum_received"]["bytes"].as_u64().unwrap();
     assert_eq!(iperf_interval_total(&client.events, "bytes"), sent);
@@ -439,7 +451,10 @@ fn iperf_pair(extra: &[&str], check_packets: bool) {
             .sum()
     };
     let s_received = sdoc["end"]["sum_received"]["bytes"].as_u64().unwrap();
-    assert_eq!(s_received, received, "server vs client's view of the server");
+    assert_eq!(
+        s_received, received,
+        "server vs client's view of the server"
+    );
     assert_eq!(total("interval"), s_received);
     assert_eq!(total("end"), s_received);
     assert!(rows.iter().all(|r| &r[1] == "server"));

@@ -89,8 +89,8 @@ pub struct BlastArgs {
     /// Send TCP segments with these flags instead of UDP (S, SA, R, F, P, A, U).
     #[arg(long, value_parser = parse_tcp_flags)]
     tcp_flags: Option<u8>,
-    /// DSCP value (0..63).
-    #[arg(long, default_value_t = 0)]
+    /// DSCP: 0..63 or a name (ef, af41, cs5).
+    #[arg(long, default_value = "0", value_parser = super::dscp)]
     dscp: u8,
     /// auto, af_xdp, af_packet, socket (UDP sockets where the kernel can
     /// build the traffic, raw frames otherwise), socket:udp or socket:raw.
@@ -103,8 +103,8 @@ pub struct BlastArgs {
     gso: String,
     /// One pinned sending worker per listed core (0,1), each with its own
     /// socket; flows are split between them.
-    #[arg(long, value_delimiter = ',')]
-    cores: Option<Vec<usize>>,
+    #[arg(long, value_name = "CPUS", value_parser = super::cpu_list)]
+    cores: Option<super::CpuList>,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -135,8 +135,8 @@ pub struct SinkArgs {
     /// One pinned receive worker per listed core (0,1): af_xdp gives each
     /// its share of the RX queues, af_packet and socket a PACKET_FANOUT
     /// share by flow; counts are merged.
-    #[arg(long, value_delimiter = ',')]
-    cores: Option<Vec<usize>>,
+    #[arg(long, value_name = "CPUS", value_parser = super::cpu_list)]
+    cores: Option<super::CpuList>,
     /// Also write every frame that arrives (probe or not) to this pcap file
     /// (nanosecond timestamps).
     #[arg(long, value_name = "FILE")]
@@ -354,7 +354,7 @@ pub fn run_blast(a: &BlastArgs) -> Result<u8> {
         rate: rate(a)?,
         burst: a.burst,
         backend: backend(&a.backend)?,
-        cores: a.cores.clone().unwrap_or_default(),
+        cores: a.cores.clone().map(|c| c.0).unwrap_or_default(),
         replay: None,
         macs_given: a.src_mac.is_some() || a.dst_mac.is_some(),
         gso: gso(&a.gso)?,
@@ -435,11 +435,11 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
             snaplen: a.snaplen,
             max_frames: a.write_count,
         }),
-        cores: a.cores.clone().unwrap_or_default(),
+        cores: a.cores.clone().map(|c| c.0).unwrap_or_default(),
         interval: a.out.interval()?,
     };
     let stop = stop_flag()?;
-    let pinned = a.cores.clone().unwrap_or_default();
+    let pinned = a.cores.clone().map(|c| c.0).unwrap_or_default();
     let doc = doctor(&a.iface, &pinned);
     let config = serde_json::json!({
         "iface": a.iface,

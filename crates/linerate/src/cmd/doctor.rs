@@ -1,5 +1,6 @@
 //! `linerate doctor`: what on this host limits throughput, and the fix.
 
+use super::{CpuList, cpu_list};
 use anyhow::Result;
 use clap::Args;
 use linerate_doctor::{Fixture, Live, Source};
@@ -15,7 +16,7 @@ pub struct DoctorArgs {
     #[arg(long, value_name = "LIST", value_parser = cpu_list)]
     cpus: Option<CpuList>,
     /// Print JSON instead of text.
-    #[arg(long)]
+    #[arg(short = 'J', long)]
     json: bool,
     /// Read a fixture tree (sysfs/procfs snapshot) instead of this host.
     #[arg(long, value_name = "DIR", hide = true)]
@@ -40,15 +41,4 @@ pub fn run(a: &DoctorArgs) -> Result<u8> {
         print!("{}", report.text());
     }
     Ok(report.exit_code())
-}
-
-/// A parsed `--cpus` list.
-#[derive(Debug, Clone)]
-struct CpuList(Vec<usize>);
-
-fn cpu_list(s: &str) -> Result<CpuList, String> {
-    linerate_doctor::checks::parse_cpulist(s)
-        .filter(|v| !v.is_empty())
-        .map(CpuList)
-        .ok_or_else(|| format!("'{s}' is not a CPU list (like 0-3,8)"))
 }

@@ -41,8 +41,8 @@ pub struct FwdArgs {
     /// One pinned forwarding worker per listed CPU (0,1), each with its own
     /// sockets; the kernel spreads frames over them (RX queue, or
     /// PACKET_FANOUT by flow).
-    #[arg(long, value_delimiter = ',')]
-    cores: Option<Vec<usize>>,
+    #[arg(long, value_name = "CPUS", value_parser = super::cpu_list)]
+    cores: Option<super::CpuList>,
     /// Loaded-server simulation: hold up to this many frames in a FIFO…
     #[arg(long, default_value_t = 0)]
     fifo: usize,
@@ -116,7 +116,7 @@ pub fn run(a: &FwdArgs) -> Result<u8> {
             writes: a.writes,
             read_writes: a.read_writes,
         },
-        cores: a.cores.clone().unwrap_or_default(),
+        cores: a.cores.clone().map(|c| c.0).unwrap_or_default(),
         interval: a.out.interval()?,
     };
     let stop = stop_flag()?;

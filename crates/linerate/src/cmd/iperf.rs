@@ -177,32 +177,8 @@ pub struct IperfArgs {
     pub version: bool,
 }
 
-/// A list of CPU numbers.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CpuList(pub Vec<usize>);
-
-fn parse_cpus(s: &str) -> Result<CpuList, String> {
-    let mut out = Vec::new();
-    for part in s.split(',').filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (usize, usize) = (
-                    a.parse().map_err(|_| format!("bad CPU '{a}'"))?,
-                    b.parse().map_err(|_| format!("bad CPU '{b}'"))?,
-                );
-                if b < a || b > 4095 {
-                    return Err(format!("bad CPU range '{part}'"));
-                }
-                out.extend(a..=b);
-            }
-            None => out.push(part.parse().map_err(|_| format!("bad CPU '{part}'"))?),
-        }
-    }
-    if out.is_empty() || out.iter().any(|c| *c > 4095) {
-        return Err("give at least one CPU number (0-4095)".into());
-    }
-    Ok(CpuList(out))
-}
+pub use super::CpuList;
+use super::cpu_list as parse_cpus;
 
 fn parse_format(s: &str) -> Result<char, String> {
     match s {
@@ -231,31 +207,70 @@ fn parse_tos(s: &str) -> Result<u32, String> {
         .ok_or_else(|| format!("bad TOS value '{s}' (0..255)"))
 }
 
+/// `--dscp` as a TOS byte (the DSCP in its upper six bits).
 fn parse_dscp(s: &str) -> Result<u32, String> {
-    let named = match s.to_ascii_lowercase().as_str() {
-        "ef" => Some(46),
-        "va" => Some(44),
-        "le" => Some(1),
-        n if n.starts_with("cs") => n[2..]
-            .parse::<u32>()
-            .ok()
-            .filter(|c| *c <= 7)
-            .map(|c| c * 8),
-        n if n.starts_with("af") && n.len() == 4 => {
-            let (c, d) = (n.as_bytes()[2] - b'0', n.as_bytes()[3] - b'0');
-            ((1..=4).contains(&c) && (1..=3).contains(&d))
-                .then(|| u32::from(c) * 8 + u32::from(d) * 2)
-        }
-        _ => None,
-    };
-    named
-        .or_else(|| parse_tos(s).ok())
-        .filter(|v| *v <= 63)
-        .map(|v| v << 2)
-        .ok_or_else(|| format!("bad DSCP value '{s}'"))
+    super::dscp(s).map(|d| u32::from(d) << 2)
 }
 
 impl IperfArgs {
+    /// Server-only flags given (iperf3's IESERVERONLY when a client has them).
+    fn server_only_given(&self) -> Vec<&'static str> {
+        let d = IperfArgs::default_values();
+        [
+            ("-1/--one-off", self.one_off),
+            ("--server-max-duration", self.server_max_duration.is_some()),
+            (
+                "--control-timeout",
+                self.control_timeout != d.control_timeout,
+            ),
+            (
+                "--server-bitrate-limit",
+                self.server_bitrate_limit.is_some(),
+            ),
+            ("--max-tests", self.max_tests != d.max_tests),
+            ("--server-max-streams", self.server_max_streams.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(n, given)| given.then_some(n))
+        .collect()
+    }
+
+    /// Client-only flags given (iperf3's IECLIENTONLY when a server has them).
+    fn client_only_given(&self) -> Vec<&'static str> {
+        let d = IperfArgs::default_values();
+        [
+            ("-u/--udp", self.udp),
+            ("-b/--bitrate", self.bitrate.is_some()),
+            ("-t/--time", self.time.is_some()),
+            ("-n/--bytes", self.bytes.is_some()),
+            ("-k/--blockcount", self.blockcount.is_some()),
+            ("-l/--length", self.length.is_some()),
+            ("-P/--parallel", self.parallel != d.parallel),
+            ("-R/--reverse", self.reverse),
+            ("--bidir", self.bidir),
+            ("-w/--window", self.window.is_some()),
+            ("-M/--set-mss", self.mss.is_some()),
+            ("-N/--no-delay", self.nodelay),
+            ("-O/--omit", self.omit != d.omit),
+            ("-T/--title", self.title.is_some()),
+            ("--cport", self.cport.is_some()),
+            ("-C/--congestion", self.congestion.is_some()),
+            ("--get-server-output", self.get_server_output),
+            ("--udp-counters-64bit", self.udp_counters_64bit),
+            ("--repeating-payload", self.repeating_payload),
+            ("--extra-data", self.extra_data.is_some()),
+            ("--dont-fragment", self.dont_fragment),
+        ]
+        .into_iter()
+        .filter_map(|(n, given)| given.then_some(n))
+        .collect()
+    }
+
+    /// The values every flag has when none is given.
+    fn default_values() -> IperfArgs {
+        IperfArgs::try_parse_from(["linerate", "-s"]).expect("the defaults parse")
+    }
+
     /// `-A n[,m]` split into this side's CPU and the server's.
     fn affinity_pair(&self) -> Result<(Option<usize>, Option<usize>)> {
         let Some(a) = &self.affinity else {
@@ -405,7 +420,9 @@ fn events(args: &IperfArgs) -> Result<Option<linerate_run::SharedReporter>> {
         bail!("--csv needs a file here: standard output carries iperf3's own output");
     }
     let f = std::fs::File::create(p).with_context(|| format!("--csv {}", p.display()))?;
-    Ok(Some(linerate_run::SharedReporter::new(linerate_run::Csv::new(f))))
+    Ok(Some(linerate_run::SharedReporter::new(
+        linerate_run::Csv::new(f),
+    )))
 }
 
 fn output_sink(args: &IperfArgs) -> Result<Arc<Mutex<dyn Write + Send>>> {
@@ -445,8 +462,26 @@ pub fn run(args: &IperfArgs) -> Result<u8> {
     match (&args.client, args.server) {
         (Some(_), true) => bail!("cannot be both server and client"),
         (None, false) => bail!("parameter error - must either be a client (-c) or server (-s)"),
-        (None, true) => run_server(args),
-        (Some(host), false) => run_client(args, host),
+        (None, true) => {
+            let c = args.client_only_given();
+            if !c.is_empty() {
+                bail!(
+                    "parameter error - some option you are trying to set is client only: {}",
+                    c.join(", ")
+                );
+            }
+            run_server(args)
+        }
+        (Some(host), false) => {
+            let s = args.server_only_given();
+            if !s.is_empty() {
+                bail!(
+                    "parameter error - some option you are trying to set is server only: {}",
+                    s.join(", ")
+                );
+            }
+            run_client(args, host)
+        }
     }
 }
 
@@ -580,6 +615,26 @@ mod tests {
         assert_eq!(p.tos, 46 << 2);
         let (p, _) = args(&["-c", "h", "--dscp", "af41"]).params().unwrap();
         assert_eq!(p.tos, 34 << 2);
+    }
+
+    #[test]
+    fn a_flag_of_the_other_side_is_an_error() {
+        let e = run(&args(&["-c", "h", "--max-tests", "3"])).unwrap_err();
+        assert!(e.to_string().contains("server only: --max-tests"), "{e}");
+        let e = run(&args(&["-c", "h", "-1"])).unwrap_err();
+        assert!(e.to_string().contains("server only: -1/--one-off"), "{e}");
+        let e = run(&args(&["-s", "-n", "1M", "-R"])).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("client only: -n/--bytes, -R/--reverse"),
+            "{e}"
+        );
+        assert!(args(&["-c", "h", "-P", "2"]).server_only_given().is_empty());
+        assert!(
+            args(&["-s", "-p", "5999", "-i", "2"])
+                .client_only_given()
+                .is_empty()
+        );
     }
 
     #[test]

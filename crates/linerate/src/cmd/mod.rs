@@ -12,6 +12,42 @@ pub mod selftest;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+/// A list of CPU numbers (`0,1`, `0-3,8`), as every command takes them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CpuList(pub Vec<usize>);
+
+/// Parses `--cores`, `--stream-cpus`, `--cpus`.
+pub fn cpu_list(s: &str) -> Result<CpuList, String> {
+    linerate_backend::cpu::parse_list(s).map(CpuList)
+}
+
+/// A DSCP: a name (`ef`, `af41`, `cs5`, `va`, `le`) or a number 0..63
+/// (decimal or 0x hex), the same in every command.
+pub fn dscp(s: &str) -> Result<u8, String> {
+    let named = match s.to_ascii_lowercase().as_str() {
+        "ef" => Some(46),
+        "va" => Some(44),
+        "le" => Some(1),
+        n if n.starts_with("cs") => n[2..].parse::<u8>().ok().filter(|c| *c <= 7).map(|c| c * 8),
+        n if n.starts_with("af") && n.len() == 4 => {
+            let (c, d) = (
+                n.as_bytes()[2].wrapping_sub(b'0'),
+                n.as_bytes()[3].wrapping_sub(b'0'),
+            );
+            ((1..=4).contains(&c) && (1..=3).contains(&d)).then(|| c * 8 + d * 2)
+        }
+        _ => None,
+    };
+    let number = || match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u8::from_str_radix(h, 16).ok(),
+        None => s.parse::<u8>().ok(),
+    };
+    named
+        .or_else(number)
+        .filter(|v| *v <= 63)
+        .ok_or_else(|| format!("bad DSCP value '{s}' (0..63, or a name such as ef, af41, cs5)"))
+}
+
 /// A flag set by SIGINT or SIGTERM: the run ends early and reports what it
 /// measured.
 pub(crate) fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {

@@ -40,8 +40,8 @@ pub struct ServerArgs {
     port: u16,
     /// One worker pinned to each listed CPU (0,1), socket i for CPU i's
     /// requests (default: every online CPU).
-    #[arg(long, value_delimiter = ',')]
-    cores: Option<Vec<usize>>,
+    #[arg(long, value_name = "CPUS", value_parser = super::cpu_list)]
+    cores: Option<super::CpuList>,
     /// cpu: a classic BPF program hands each request to the socket of the
     /// CPU it was processed on; hash: the kernel's 4-tuple hash.
     #[arg(long, default_value = "cpu")]
@@ -71,8 +71,8 @@ pub struct ClientArgs {
     #[arg(short = 'B', long)]
     bind: Option<IpAddr>,
     /// One worker pinned to each listed CPU (0,1).
-    #[arg(long, value_delimiter = ',')]
-    cores: Option<Vec<usize>>,
+    #[arg(long, value_name = "CPUS", value_parser = super::cpu_list)]
+    cores: Option<super::CpuList>,
     /// Unpinned workers when --cores is not given.
     #[arg(long, default_value_t = 1)]
     threads: usize,
@@ -137,7 +137,7 @@ fn server(a: &ServerArgs) -> Result<u8> {
         "hash" => Steering::Hash,
         other => bail!("--steering is cpu or hash, not '{other}'"),
     };
-    let cores = a.cores.clone().unwrap_or_else(online_cpus);
+    let cores = a.cores.clone().map_or_else(online_cpus, |c| c.0);
     let cfg = ServerConfig {
         bind: SocketAddr::new(a.bind, a.port),
         workers: cores.len(),
@@ -272,7 +272,7 @@ fn client(a: &ClientArgs) -> Result<u8> {
     let cfg = ClientConfig {
         server,
         bind: a.bind,
-        cores: a.cores.clone().unwrap_or_default(),
+        cores: a.cores.clone().map(|c| c.0).unwrap_or_default(),
         threads: a.threads,
         flows: a.flows,
         load,

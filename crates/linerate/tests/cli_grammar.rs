@@ -1,0 +1,175 @@
+//! One command-line grammar: the same spelling means the same thing in
+//! every subcommand, ambiguous rates are refused, a flag of the other side
+//! is an error, and every error exits 2 with `linerate: error: …` (or
+//! clap's usage error, also exit 2).
+
+mod support;
+
+use support::linerate;
+
+/// The subcommands that run something, as argv prefixes.
+const RUNNERS: [&[&str]; 7] = [
+    &["blast"],
+    &["sink"],
+    &["fwd"],
+    &["rr", "server"],
+    &["rr", "client"],
+    &["client"],
+    &["server"],
+];
+
+fn help(cmd: &[&str]) -> String {
+    let out = linerate().args(cmd).arg("--help").output().unwrap();
+    assert!(out.status.success(), "{cmd:?} --help failed");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs and expects failure with exit code 2 and `needle` on stderr.
+fn fails(args: &[&str], needle: &str) {
+    let out = linerate().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(
+        err.contains(needle),
+        "{args:?}: wanted '{needle}' in: {err}"
+    );
+}
+
+#[test]
+fn every_runner_spells_the_shared_flags_alike() {
+    for cmd in RUNNERS {
+        let h = help(cmd);
+        for flag in [
+            "-t, --time",
+            "-i, --interval",
+            "-J, --json",
+            "--json-stream",
+            "--csv <FILE>",
+            "--logfile <FILE>",
+        ] {
+            assert!(h.contains(flag), "{cmd:?} --help lacks '{flag}':\n{h}");
+        }
+    }
+    // --duration stays as an alias where it was the spelling.
+    for cmd in [&["blast"][..], &["sink"], &["fwd"]] {
+        assert!(help(cmd).contains("duration"), "{cmd:?}");
+    }
+}
+
+#[test]
+fn cpu_lists_take_ranges_everywhere_and_bad_ones_are_refused() {
+    for cmd in [
+        &["blast", "--iface", "lo", "--dst-ip", "127.0.0.1"][..],
+        &["sink", "--iface", "lo"],
+        &["fwd", "--iface", "lo"],
+        &["rr", "server"],
+        &["rr", "client", "127.0.0.1"],
+        &["doctor"],
+    ] {
+        let mut a = cmd.to_vec();
+        a.extend([
+            if cmd[0] == "doctor" {
+                "--cpus"
+            } else {
+                "--cores"
+            },
+            "3-1",
+        ]);
+        fails(&a, "runs backwards");
+        let h = help(&cmd[..if cmd[0] == "rr" { 2 } else { 1 }]);
+        assert!(h.contains("<CPUS>") || h.contains("<LIST>"), "{cmd:?}");
+    }
+    fails(
+        &["client", "127.0.0.1", "--stream-cpus", "0-x"],
+        "not a CPU number",
+    );
+}
+
+#[test]
+fn a_bare_rate_is_refused_as_ambiguous() {
+    fails(
+        &[
+            "blast",
+            "--iface",
+            "lo",
+            "--dst-ip",
+            "127.0.0.1",
+            "--src-ip",
+            "127.0.0.1",
+            "--rate",
+            "10M",
+        ],
+        "--rate 10M is ambiguous: write --pps 10M (packets/s), --bitrate 10M (bits/s)",
+    );
+    fails(
+        &["rr", "client", "127.0.0.1", "--rate", "10k"],
+        "--rate 10k is ambiguous: write --pps 10k",
+    );
+    // --pps and --bitrate exclude each other.
+    fails(
+        &[
+            "blast",
+            "--iface",
+            "lo",
+            "--dst-ip",
+            "127.0.0.1",
+            "--pps",
+            "1M",
+            "-b",
+            "1G",
+        ],
+        "cannot be used with",
+    );
+}
+
+#[test]
+fn dscp_names_are_understood_everywhere() {
+    fails(
+        &[
+            "blast",
+            "--iface",
+            "lo",
+            "--dst-ip",
+            "127.0.0.1",
+            "--dscp",
+            "af51",
+        ],
+        "bad DSCP value 'af51'",
+    );
+    fails(
+        &["client", "127.0.0.1", "--dscp", "af51"],
+        "bad DSCP value 'af51'",
+    );
+    // ef parses on both (the client then fails to connect, not to parse).
+    let out = linerate()
+        .args(["client", "127.0.0.1", "-p", "9", "--dscp", "ef", "-t", "1"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("DSCP"));
+}
+
+#[test]
+fn a_flag_of_the_other_side_is_an_error() {
+    fails(
+        &["client", "127.0.0.1", "--max-tests", "2"],
+        "some option you are trying to set is server only: --max-tests",
+    );
+    fails(
+        &["-c", "127.0.0.1", "--server-max-duration", "5"],
+        "server only: --server-max-duration",
+    );
+    fails(
+        &["server", "-n", "20M"],
+        "some option you are trying to set is client only: -n/--bytes",
+    );
+}
+
+#[test]
+fn errors_exit_2_with_one_prefix() {
+    fails(&["sink", "--iface", "no-such-if0"], "linerate: error: ");
+    fails(
+        &["rr", "client", "127.0.0.1", "-i", "0.01"],
+        "linerate: error: --interval",
+    );
+    fails(&["blast", "--iface", "lo"], "--dst-ip");
+}
