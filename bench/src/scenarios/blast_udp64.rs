@@ -92,7 +92,7 @@ pub fn xdp_udp_sink_on(
     }
     let iface = rig.host(receiver).iface.clone();
     let link = rig.run_in(receiver, move || -> std::io::Result<xdp::XdpLink> {
-        let idx = linerate_backend::raw::ifindex(&iface)?;
+        let idx = linerate_backend::iface::index(&iface)?;
         xdp::attach(&xdp::udp_payload_drop_program(4), idx, "lr_udp_sink")
     })??;
     Ok(Box::new(link))

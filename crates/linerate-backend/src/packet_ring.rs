@@ -96,7 +96,7 @@ fn set_ring(raw: i32, which: i32, req: &Req3) -> io::Result<()> {
 impl TxRing {
     /// Opens a ring of `frame_nr` slots for frames of up to `max_frame` bytes.
     pub fn open(iface: &str, max_frame: usize, frame_nr: usize) -> io::Result<Self> {
-        let ifindex = crate::raw::ifindex(iface)?;
+        let ifindex = crate::iface::index(iface)?;
         let frame_size = (HDR_LEN + max_frame).next_power_of_two().max(2048);
         let block_size = (frame_size * 32).max(1 << 16);
         let per_block = block_size / frame_size;
@@ -267,7 +267,7 @@ impl RxRing {
 
     /// Opens a ring of `block_nr` blocks of `block_size` bytes on `iface`.
     pub fn open(iface: &str, block_size: usize, block_nr: usize) -> io::Result<Self> {
-        let ifindex = crate::raw::ifindex(iface)?;
+        let ifindex = crate::iface::index(iface)?;
         let fd = v3_socket(true)?;
         let raw = fd.as_raw_fd();
         let frame_size = RX_FRAME_SIZE as u32;

@@ -2,28 +2,12 @@
 //! many frames per sendmmsg/recvmmsg call, optionally bypassing the qdisc.
 //! (The mmap TPACKET_V3 ring backend and AF_XDP build on the same frames.)
 
-use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
 /// Most frames per call.
 pub const RAW_BATCH_MAX: usize = 64;
-
-pub fn ifindex(iface: &str) -> io::Result<i32> {
-    let name = CString::new(iface)
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "bad interface name"))?;
-    // SAFETY: `name` is a valid NUL-terminated string.
-    let idx = unsafe { libc::if_nametoindex(name.as_ptr()) };
-    if idx == 0 {
-        Err(io::Error::new(
-            io::ErrorKind::NotFound,
-            format!("no interface named {iface}"),
-        ))
-    } else {
-        Ok(idx as i32)
-    }
-}
 
 fn setsockopt_int(fd: i32, level: i32, name: i32, v: i32) -> io::Result<()> {
     crate::sockopt::setsockopt_raw(fd, level, name, &v.to_ne_bytes())
@@ -121,7 +105,7 @@ pub(crate) fn bind_to(fd: i32, ifindex: i32) -> io::Result<()> {
 impl RawSocket {
     /// Opens and binds an AF_PACKET socket to `iface` (needs CAP_NET_RAW).
     pub fn open(iface: &str) -> io::Result<Self> {
-        let ifindex = ifindex(iface)?;
+        let ifindex = crate::iface::index(iface)?;
         let fd = packet_socket(true)?;
         bind_to(fd.as_raw_fd(), ifindex)?;
         let iov = vec![
@@ -318,32 +302,6 @@ impl RawSocket {
     }
 }
 
-/// The MAC address of an interface, from sysfs.
-pub fn iface_mac(iface: &str) -> io::Result<[u8; 6]> {
-    let s = std::fs::read_to_string(format!("/sys/class/net/{iface}/address"))?;
-    let mut m = [0u8; 6];
-    let parts: Vec<&str> = s.trim().split(':').collect();
-    if parts.len() != 6 {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "bad MAC in sysfs",
-        ));
-    }
-    for (o, p) in m.iter_mut().zip(parts) {
-        *o = u8::from_str_radix(p, 16)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad MAC in sysfs"))?;
-    }
-    Ok(m)
-}
-
-/// The MTU of an interface, from sysfs.
-pub fn iface_mtu(iface: &str) -> io::Result<usize> {
-    std::fs::read_to_string(format!("/sys/class/net/{iface}/mtu"))?
-        .trim()
-        .parse()
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad MTU in sysfs"))
-}
-
 /// A throwaway socket for interface ioctls (of the calling thread's
 /// network namespace) and `iface` as an ifreq name; a clear error for a
 /// name the kernel could not hold.
@@ -365,40 +323,13 @@ pub(crate) fn ioctl_target(
     Ok((sock, name))
 }
 
-/// Whether an interface is administratively up (IFF_UP), asked of the
-/// calling thread's network namespace (SIOCGIFFLAGS); an error when it
-/// does not exist (any more).
-pub fn iface_up(iface: &str) -> io::Result<bool> {
-    let (sock, name) = ioctl_target(iface)?;
-    // SAFETY: an all-zero ifreq is valid; we fill in the name.
-    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
-    req.ifr_name = name;
-    // SAFETY: SIOCGIFFLAGS reads the name and writes ifru_flags inside `req`.
-    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS as _, &mut req) };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: the kernel filled the flags member of the union.
-    let flags = unsafe { req.ifr_ifru.ifru_flags };
-    Ok(flags & libc::IFF_UP as libc::c_short != 0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn loopback_is_up_and_a_missing_interface_is_an_error() {
-        assert!(iface_up("lo").unwrap());
-        assert!(iface_up("no-such-if0").is_err());
-        assert!(iface_up("").is_err());
-    }
-
-    #[test]
     fn unknown_interface_is_a_clear_error() {
         let e = RawSocket::open("no-such-if0").unwrap_err();
         assert!(e.to_string().contains("no-such-if0"));
-        assert!(iface_mtu("lo").unwrap() > 0);
-        assert_eq!(iface_mac("lo").unwrap(), [0; 6]);
     }
 }

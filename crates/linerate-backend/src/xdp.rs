@@ -458,7 +458,7 @@ mod tests {
             eprintln!("SKIP: attaching XDP needs root");
             return;
         }
-        let lo = crate::raw::ifindex("lo").unwrap();
+        let lo = crate::iface::index("lo").unwrap();
         // Attach XDP_PASS (not DROP: loopback carries this machine's traffic).
         let link = attach(&verdict_program(XDP_PASS), lo, "lr_pass").unwrap();
         assert!(link.fd() > 0);

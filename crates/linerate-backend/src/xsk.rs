@@ -270,7 +270,7 @@ fn bind_any(raw: i32, ifindex: i32, queue: u32) -> io::Result<bool> {
 impl XskTx {
     /// Opens an AF_XDP socket on `iface` queue `queue` with `frames` buffers.
     pub fn open(iface: &str, queue: u32, frames: usize) -> io::Result<Self> {
-        let ifindex = crate::raw::ifindex(iface)?;
+        let ifindex = crate::iface::index(iface)?;
         let frames = frames.next_power_of_two().max(64);
         let n = frames as u32;
         let rings = [
@@ -572,7 +572,7 @@ struct Queues<S> {
 
 impl<S: QueueSocket> Queues<S> {
     fn open(iface: &str, frames: usize, program: &str) -> io::Result<Self> {
-        let ifindex = crate::raw::ifindex(iface)?;
+        let ifindex = crate::iface::index(iface)?;
         let frames = frames.next_power_of_two().max(64);
         let queues = crate::ethtool::channels(iface)
             .map(|c| c.rx + c.combined)

@@ -135,7 +135,7 @@ impl Tx {
 
     /// What this backend can do here.
     pub fn capabilities(&self, iface: &str) -> Capabilities {
-        let stack_max = linerate_backend::raw::iface_mtu(iface).map_or(1500, |m| m) + 18;
+        let stack_max = linerate_backend::iface::mtu(iface).map_or(1500, |m| m) + 18;
         let mut c = Capabilities {
             batch: self.batch(),
             max_frame: stack_max,

@@ -212,7 +212,7 @@ pub fn blast(
     if let Some(r) = &cfg.replay {
         return replay(cfg, r, stop, on_interval);
     }
-    let mtu = linerate_backend::raw::iface_mtu(&cfg.iface).ok();
+    let mtu = linerate_backend::iface::mtu(&cfg.iface).ok();
     let framing = Framing {
         mtu: cfg.framing.mtu.or(mtu),
         ..cfg.framing
@@ -545,7 +545,7 @@ fn replay(
     let mtu = cfg
         .framing
         .mtu
-        .or_else(|| linerate_backend::raw::iface_mtu(&cfg.iface).ok())
+        .or_else(|| linerate_backend::iface::mtu(&cfg.iface).ok())
         .unwrap_or(1500);
     let frames: Vec<Vec<u8>> = r
         .trace

@@ -452,8 +452,8 @@ pub fn fwd(
         let iface = iface.to_string();
         move |source| FwdError::Iface { iface, source }
     };
-    let src_mac = linerate_backend::raw::iface_mac(&tx_iface).map_err(iface_err(&tx_iface))?;
-    let mtu = linerate_backend::raw::iface_mtu(&tx_iface).map_err(iface_err(&tx_iface))?;
+    let src_mac = linerate_backend::iface::mac(&tx_iface).map_err(iface_err(&tx_iface))?;
+    let mtu = linerate_backend::iface::mtu(&tx_iface).map_err(iface_err(&tx_iface))?;
     // Ethernet header and two VLAN tags on top of the MTU.
     let frame_max = mtu + 14 + 8;
     if cfg.noisy.fifo > 1 << 20 {
@@ -680,7 +680,7 @@ fn should_stop(job: &Job<'_>, next_link_check: &mut Instant) -> Option<Option<St
     }
     if Instant::now() >= *next_link_check {
         *next_link_check = Instant::now() + Duration::from_millis(100);
-        let down = match linerate_backend::raw::iface_up(&cfg.rx_iface) {
+        let down = match linerate_backend::iface::is_up(&cfg.rx_iface) {
             Ok(true) => None,
             Ok(false) => Some("the interface went down".to_string()),
             Err(e) => Some(format!("the interface is gone ({e})")),

@@ -212,7 +212,7 @@ pub fn sink(
         *q = rxs.iter().filter_map(|r| r.capabilities().queues).sum();
     }
     // Ethernet header, one VLAN tag; a larger frame is several packets in one.
-    let frame_max = linerate_backend::raw::iface_mtu(&cfg.iface).map_or(usize::MAX, |m| m + 18);
+    let frame_max = linerate_backend::iface::mtu(&cfg.iface).map_or(usize::MAX, |m| m + 18);
     let total = AtomicU64::new(0);
     let live: Vec<Live> = (0..workers).map(|_| Live::default()).collect();
     let want = AtomicU64::new(0);
@@ -350,7 +350,7 @@ fn receive(
         if Instant::now() >= next_link_check {
             next_link_check = Instant::now() + LINK_CHECK;
 
-            let down = match linerate_backend::raw::iface_up(&cfg.iface) {
+            let down = match linerate_backend::iface::is_up(&cfg.iface) {
                 Ok(true) => None,
                 Ok(false) => Some("the interface went down".to_string()),
                 Err(e) => Some(format!("the interface is gone ({e})")),

@@ -249,48 +249,12 @@ impl CpuMeter {
     }
 }
 
-/// The interface that holds a local address (for the doctor summary).
-pub fn iface_of(ip: IpAddr) -> Option<String> {
-    let ip = match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
-        v4 => v4,
-    };
-    nix::ifaddrs::getifaddrs().ok()?.find_map(|a| {
-        let addr = a.address?;
-        let found = addr
-            .as_sockaddr_in()
-            .map(|s| IpAddr::V4(s.ip()))
-            .or_else(|| addr.as_sockaddr_in6().map(|s| IpAddr::V6(s.ip())));
-        (found == Some(ip)).then_some(a.interface_name)
-    })
-}
-
 /// linerate doctor's short summary for the interface a test used and the
 /// CPUs its streams were pinned to.
 pub fn doctor_summary(local: Option<IpAddr>, pinned: &[usize]) -> serde_json::Value {
-    let iface = local.and_then(iface_of);
+    let iface = local.and_then(linerate_backend::iface::of_addr);
     let report = linerate_doctor::run_for(&linerate_doctor::Live, iface.as_deref(), pinned);
     linerate_doctor::summary(&report)
-}
-
-/// The first address of the family on an interface (blast's default source).
-pub fn iface_addr(iface: &str, v6: bool) -> Option<IpAddr> {
-    nix::ifaddrs::getifaddrs().ok()?.find_map(|a| {
-        if a.interface_name != iface {
-            return None;
-        }
-        let addr = a.address?;
-        if v6 {
-            addr.as_sockaddr_in6()
-                .map(|s| IpAddr::V6(s.ip()))
-                .filter(|ip| {
-                    !ip.is_loopback()
-                        && !matches!(ip, IpAddr::V6(v) if v.segments()[0] & 0xffc0 == 0xfe80)
-                })
-        } else {
-            addr.as_sockaddr_in().map(|s| IpAddr::V4(s.ip()))
-        }
-    })
 }
 
 /// Reads from a control connection, waiting at most `wake` (to the

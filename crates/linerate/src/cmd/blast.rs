@@ -298,7 +298,7 @@ pub fn run_blast(a: &BlastArgs) -> Result<u8> {
     let v6 = dst_ip.contains(':');
     let src_ip = match &a.src_ip {
         Some(s) => s.clone(),
-        None => linerate_perf::net::iface_addr(&a.iface, v6)
+        None => linerate_backend::iface::addr(&a.iface, v6)
             .with_context(|| {
                 format!(
                     "{} has no {} address: give --src-ip",
@@ -310,7 +310,9 @@ pub fn run_blast(a: &BlastArgs) -> Result<u8> {
     };
     let src_mac = match &a.src_mac {
         Some(m) => m.clone(),
-        None => iface_mac(&a.iface)?,
+        None => linerate_backend::iface::mac(&a.iface)
+            .map(linerate_backend::iface::format_mac)
+            .with_context(|| format!("interface {} does not exist", a.iface))?,
     };
     let dst_mac = a
         .dst_mac
@@ -415,12 +417,6 @@ fn doctor(iface: &str, pinned: &[usize]) -> serde_json::Value {
         Some(iface),
         pinned,
     ))
-}
-
-fn iface_mac(iface: &str) -> Result<String> {
-    let m = std::fs::read_to_string(format!("/sys/class/net/{iface}/address"))
-        .with_context(|| format!("interface {iface} does not exist"))?;
-    Ok(m.trim().to_string())
 }
 
 pub fn run_sink(a: &SinkArgs) -> Result<u8> {

@@ -1,0 +1,138 @@
+//! Interfaces: index, MAC, MTU, addresses, up or down: the one place the
+//! commands, workers and tests ask about an interface (of the calling
+//! thread's network namespace).
+
+use std::ffi::CString;
+use std::io;
+use std::net::IpAddr;
+use std::os::fd::AsRawFd;
+
+/// The kernel's index of an interface.
+pub fn index(iface: &str) -> io::Result<i32> {
+    let name = CString::new(iface)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "bad interface name"))?;
+    // SAFETY: `name` is a valid NUL-terminated string.
+    let idx = unsafe { libc::if_nametoindex(name.as_ptr()) };
+    if idx == 0 {
+        Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("no interface named {iface}"),
+        ))
+    } else {
+        Ok(idx as i32)
+    }
+}
+
+/// The MAC address of an interface, from sysfs.
+pub fn mac(iface: &str) -> io::Result<[u8; 6]> {
+    let s = std::fs::read_to_string(format!("/sys/class/net/{iface}/address"))?;
+    let mut m = [0u8; 6];
+    let parts: Vec<&str> = s.trim().split(':').collect();
+    if parts.len() != 6 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "bad MAC in sysfs",
+        ));
+    }
+    for (o, p) in m.iter_mut().zip(parts) {
+        *o = u8::from_str_radix(p, 16)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad MAC in sysfs"))?;
+    }
+    Ok(m)
+}
+
+/// The MTU of an interface, from sysfs.
+pub fn mtu(iface: &str) -> io::Result<usize> {
+    std::fs::read_to_string(format!("/sys/class/net/{iface}/mtu"))?
+        .trim()
+        .parse()
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad MTU in sysfs"))
+}
+
+/// Whether an interface is administratively up (IFF_UP), asked of the
+/// calling thread's network namespace (SIOCGIFFLAGS); an error when it
+/// does not exist (any more).
+pub fn is_up(iface: &str) -> io::Result<bool> {
+    let (sock, name) = crate::raw::ioctl_target(iface)?;
+    // SAFETY: an all-zero ifreq is valid; we fill in the name.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    req.ifr_name = name;
+    // SAFETY: SIOCGIFFLAGS reads the name and writes ifru_flags inside `req`.
+    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS as _, &mut req) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel filled the flags member of the union.
+    let flags = unsafe { req.ifr_ifru.ifru_flags };
+    Ok(flags & libc::IFF_UP as libc::c_short != 0)
+}
+
+/// The first address of the family on `iface` (for IPv6, not link-local
+/// or loopback): blast's default source address.
+pub fn addr(iface: &str, v6: bool) -> Option<IpAddr> {
+    nix::ifaddrs::getifaddrs().ok()?.find_map(|a| {
+        if a.interface_name != iface {
+            return None;
+        }
+        let addr = a.address?;
+        if v6 {
+            addr.as_sockaddr_in6()
+                .map(|s| IpAddr::V6(s.ip()))
+                .filter(|ip| {
+                    !ip.is_loopback()
+                        && !matches!(ip, IpAddr::V6(v) if v.segments()[0] & 0xffc0 == 0xfe80)
+                })
+        } else {
+            addr.as_sockaddr_in().map(|s| IpAddr::V4(s.ip()))
+        }
+    })
+}
+
+/// The interface that holds a local address (an IPv4-mapped IPv6 address
+/// counts as its IPv4 address).
+pub fn of_addr(ip: IpAddr) -> Option<String> {
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+        v4 => v4,
+    };
+    nix::ifaddrs::getifaddrs().ok()?.find_map(|a| {
+        let addr = a.address?;
+        let found = addr
+            .as_sockaddr_in()
+            .map(|s| IpAddr::V4(s.ip()))
+            .or_else(|| addr.as_sockaddr_in6().map(|s| IpAddr::V6(s.ip())));
+        (found == Some(ip)).then_some(a.interface_name)
+    })
+}
+
+/// `02:00:00:00:00:0a` form of a MAC.
+pub fn format_mac(m: [u8; 6]) -> String {
+    m.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_facts() {
+        assert!(is_up("lo").unwrap());
+        assert!(is_up("no-such-if0").is_err());
+        assert!(is_up("").is_err());
+        assert!(mtu("lo").unwrap() > 0);
+        assert_eq!(mac("lo").unwrap(), [0; 6]);
+        assert_eq!(index("lo").unwrap(), 1);
+        assert!(
+            index("no-such-if0")
+                .unwrap_err()
+                .to_string()
+                .contains("no-such-if0")
+        );
+        assert_eq!(addr("lo", false), Some(IpAddr::from([127, 0, 0, 1])));
+        assert_eq!(of_addr(IpAddr::from([127, 0, 0, 1])).as_deref(), Some("lo"));
+        assert_eq!(format_mac([2, 0, 0, 0, 0, 0xa]), "02:00:00:00:00:0a");
+    }
+}
