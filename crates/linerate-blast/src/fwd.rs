@@ -183,9 +183,11 @@ impl FwdCounts {
     }
 }
 
-/// Rewrites one frame in place. Returns false when `5tswap` found no IP
-/// header (its MACs are swapped all the same).
+/// Rewrites one frame in place (through linerate-gen's frame rewriter).
+/// Returns false when `5tswap` found no IP header (its MACs are swapped all
+/// the same).
 pub fn apply(mode: FwdMode, src_mac: [u8; 6], f: &mut [u8]) -> bool {
+    use linerate_gen::rewrite::{swap_addresses_and_ports, swap_macs};
     if f.len() < 14 {
         return true;
     }
@@ -197,51 +199,14 @@ pub fn apply(mode: FwdMode, src_mac: [u8; 6], f: &mut [u8]) -> bool {
             true
         }
         FwdMode::MacSwap => {
-            swap(f, 0, 6, 6);
+            swap_macs(f);
             true
         }
         FwdMode::FiveTupleSwap => {
-            swap(f, 0, 6, 6);
-            swap_l3_l4(f)
+            swap_macs(f);
+            swap_addresses_and_ports(f)
         }
     }
-}
-
-/// Swaps `f[a..a+n]` with `f[b..b+n]` (non-overlapping).
-fn swap(f: &mut [u8], a: usize, b: usize, n: usize) {
-    let (lo, hi) = f.split_at_mut(b);
-    lo[a..a + n].swap_with_slice(&mut hi[..n]);
-}
-
-fn swap_l3_l4(f: &mut [u8]) -> bool {
-    let mut off = 12;
-    let mut ethertype = u16::from_be_bytes([f[12], f[13]]);
-    // up to two VLAN tags (802.1Q, 802.1ad)
-    for _ in 0..2 {
-        if matches!(ethertype, 0x8100 | 0x88a8) && f.len() >= off + 6 {
-            off += 4;
-            ethertype = u16::from_be_bytes([f[off], f[off + 1]]);
-        }
-    }
-    let l3 = off + 2;
-    let (proto, l4) = match ethertype {
-        0x0800 if f.len() >= l3 + 20 => {
-            let ihl = usize::from(f[l3] & 0x0f) * 4;
-            swap(f, l3 + 12, l3 + 16, 4);
-            // ports only in a first (or only) fragment
-            let frag = u16::from_be_bytes([f[l3 + 6], f[l3 + 7]]) & 0x1fff;
-            (if frag == 0 && ihl >= 20 { f[l3 + 9] } else { 0 }, l3 + ihl)
-        }
-        0x86dd if f.len() >= l3 + 40 => {
-            swap(f, l3 + 8, l3 + 24, 16);
-            (f[l3 + 6], l3 + 40)
-        }
-        _ => return false,
-    };
-    if matches!(proto, 6 | 17) && f.len() >= l4 + 4 {
-        swap(f, l4, l4 + 2, 2);
-    }
-    true
 }
 
 /// Per-frame memory work: random reads, writes and read-modify-writes in

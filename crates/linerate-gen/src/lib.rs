@@ -7,6 +7,7 @@
 pub mod flows;
 pub mod pacing;
 pub mod pcap;
+pub mod rewrite;
 pub mod sink;
 pub mod sizes;
 pub mod template;

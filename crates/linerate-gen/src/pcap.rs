@@ -2,11 +2,10 @@
 //! (bounded) and checked before anything is sent, and rewriting of MAC and
 //! IP addresses with checksums fixed, as tcprewrite does.
 
-use linerate_wire::{MacAddr, checksum, ip_proto};
 use pcap_file::DataLink;
 use pcap_file::pcap::PcapReader;
 use pcap_file::pcapng::{Block, PcapNgReader};
-use std::net::IpAddr;
+
 use std::path::Path;
 use std::time::Duration;
 use thiserror::Error;
@@ -165,85 +164,7 @@ fn parse(bytes: &[u8], p: &str) -> Result<Trace, TraceError> {
     Ok(t)
 }
 
-/// Addresses to put into replayed frames (tcprewrite's --enet-*/--srcipmap style).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Rewrite {
-    pub src_mac: Option<MacAddr>,
-    pub dst_mac: Option<MacAddr>,
-    pub src_ip: Option<IpAddr>,
-    pub dst_ip: Option<IpAddr>,
-}
-
-/// Rewrites one frame in place; IP addresses only in frames of the same
-/// family, with the IPv4 header and TCP/UDP/ICMPv6 checksums updated.
-pub fn rewrite(frame: &mut [u8], rw: &Rewrite) {
-    if frame.len() < 14 {
-        return;
-    }
-    if let Some(m) = rw.dst_mac {
-        frame[0..6].copy_from_slice(&m.0);
-    }
-    if let Some(m) = rw.src_mac {
-        frame[6..12].copy_from_slice(&m.0);
-    }
-    if rw.src_ip.is_none() && rw.dst_ip.is_none() {
-        return;
-    }
-    let Ok(parsed) = linerate_wire::parse_frame(frame) else {
-        return;
-    };
-    let l3 = 14 + 4 * parsed.vlans.iter().flatten().count();
-    let (v6, proto, addr_at, addr_len, ihl) = match parsed.l3 {
-        linerate_wire::L3::Ipv4(r) => (
-            false,
-            r.protocol,
-            l3 + 12,
-            4,
-            usize::from(frame[l3] & 0x0f) * 4,
-        ),
-        linerate_wire::L3::Ipv6(r) => (true, r.next_header, l3 + 8, 16, 40),
-        linerate_wire::L3::Other(_) => return,
-    };
-    let old = checksum::sum(&frame[addr_at..addr_at + 2 * addr_len], 0);
-    for (ip, off) in [(rw.src_ip, 0), (rw.dst_ip, addr_len)] {
-        match ip {
-            Some(IpAddr::V4(a)) if !v6 => {
-                frame[addr_at + off..addr_at + off + 4].copy_from_slice(&a.octets())
-            }
-            Some(IpAddr::V6(a)) if v6 => {
-                frame[addr_at + off..addr_at + off + 16].copy_from_slice(&a.octets())
-            }
-            _ => {}
-        }
-    }
-    let new = checksum::sum(&frame[addr_at..addr_at + 2 * addr_len], 0);
-    let fix = |frame: &mut [u8], at: usize, zero_means_none: bool| {
-        if at + 2 > frame.len() {
-            return;
-        }
-        let c = u16::from_be_bytes([frame[at], frame[at + 1]]);
-        if zero_means_none && c == 0 {
-            return;
-        }
-        let n = checksum::update(c, old, new);
-        let n = if zero_means_none {
-            checksum::udp_nonzero(n)
-        } else {
-            n
-        };
-        frame[at..at + 2].copy_from_slice(&n.to_be_bytes());
-    };
-    if !v6 {
-        fix(frame, l3 + 10, false);
-    }
-    let l4 = l3 + ihl;
-    match proto {
-        ip_proto::UDP => fix(frame, l4 + 6, !v6),
-        ip_proto::TCP => fix(frame, l4 + 16, false),
-        ip_proto::ICMPV6 if v6 => fix(frame, l4 + 2, false),
-        _ => {}
-    }
-}
+pub use crate::rewrite::{Rewrite, rewrite};
 
 /// Writes received frames to a pcap file (nanosecond timestamps, Ethernet),
 /// cut to `snaplen` bytes each and bounded to `max_frames`. After the first
@@ -335,7 +256,7 @@ impl CaptureWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linerate_wire::{Ipv4Packet, TcpPacket, UdpPacket};
+    use linerate_wire::{Ipv4Packet, MacAddr, TcpPacket, UdpPacket, ip_proto};
     use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 
     #[test]

@@ -39,6 +39,9 @@ pub struct ParsedFrame<'a> {
     pub l4: L4,
     pub payload: &'a [u8],
     pub probe: Option<Probe>,
+    /// Where the IP header, its addresses and the transport header are in
+    /// the frame (for rewriting in place).
+    pub ip: Option<crate::offsets::IpOffsets>,
 }
 
 /// IPv6 extension headers walked over; more than this is refused as hostile.
@@ -73,7 +76,11 @@ pub fn parse_frame(bytes: &[u8]) -> Result<ParsedFrame<'_>, Error> {
         l4: L4::None,
         payload: &[],
         probe: None,
+        ip: None,
     };
+    if matches!(ethertype, EtherType::IPV4 | EtherType::IPV6) {
+        out.ip = crate::offsets::locate(bytes);
+    }
     let (proto, l4_bytes, icmp_version) = match ethertype {
         EtherType::IPV4 => {
             let ip = Ipv4Packet::new_checked(rest)?;
