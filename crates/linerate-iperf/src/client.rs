@@ -1,455 +1,629 @@
-//! The client's side of the control connection, without I/O.
+//! The client: drives an iperf3-compatible server (iperf3 itself or
+//! `linerate server`) through one test.
 
-use crate::control::{ControlBuf, frame_json};
-use crate::server::RESULTS_MAX_BYTES;
-use crate::{Cookie, IErr, Params, PeerResults, state};
-use std::collections::VecDeque;
-use thiserror::Error;
+use crate::meter::{CONTROL_WAKE, Meter, until_due};
+use crate::net::{self, CpuMeter, Family};
+use crate::stream::{self, Pacing, StreamShared};
+use linerate_iperf_proto::client::{ClientError, ClientEvent, ClientSession};
+use linerate_iperf_proto::params::{TCP_LEN_DEFAULT, UDP_RATE_DEFAULT_BPS};
+use linerate_iperf_proto::report::{OutputMode, Report, Role, StartInfo, StreamDesc, peer_results};
+use linerate_iperf_proto::{Params, PeerResults, Protocol, cookie_str, make_cookie, udp_connect};
+use std::io::{ErrorKind, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-/// Why a client's test failed on the control connection.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum ClientError {
-    #[error("the server is busy running a test. try again later")]
-    AccessDenied,
-    #[error("server error: {code}{}", errno_text(*.errno))]
-    Server { code: IErr, errno: i32 },
-    #[error("the server has terminated")]
-    ServerTerminated,
-    #[error("control socket has closed unexpectedly")]
-    ControlClosed,
-    #[error("received an unknown control message (state {0})")]
-    UnknownMessage(u8),
-    #[error("unable to receive results: {0}")]
-    Results(IErr),
+/// What the user asked for.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    pub host: String,
+    pub port: u16,
+    /// Test parameters; `len` 0 means iperf3's default for the protocol,
+    /// `bandwidth_bps` `None` means iperf3's default (1 Mbit/s for UDP).
+    pub params: Params,
+    pub bandwidth_given: bool,
+    pub bind: Option<IpAddr>,
+    pub cport: Option<u16>,
+    pub family: Family,
+    pub interval: Duration,
+    pub output: OutputMode,
+    pub connect_timeout: Duration,
+    /// Give up when a control read waits longer than this.
+    pub control_timeout: Duration,
+    /// Send UDP with generic segmentation offload where the kernel has it.
+    pub udp_gso: bool,
+    /// CPUs for the stream threads: stream i runs on `affinity[i % len]`.
+    pub affinity: Vec<usize>,
+    /// TCP senders use MSG_ZEROCOPY.
+    pub zerocopy: bool,
+    /// The shared run-model reporters (`--csv`), fed the test's events.
+    pub events: Option<linerate_run::SharedReporter>,
 }
 
-fn errno_text(errno: i32) -> String {
-    if errno == 0 {
-        String::new()
-    } else {
-        format!(": {}", std::io::Error::from_raw_os_error(errno))
-    }
-}
-
-/// What the I/O layer must do next.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ClientEvent {
-    /// Create the data streams, one after the other.
-    CreateStreams,
-    /// TEST_START: start timers.
-    Start,
-    /// TEST_RUNNING: move data.
-    Running,
-    /// Stop, then pass this side's figures to [`ClientSession::local_results`].
-    ExchangeResults,
-    /// The server's figures.
-    ServerResults(PeerResults),
-    /// DISPLAY_RESULTS received and IPERF_DONE queued: print and close.
-    Done,
-    Failed(ClientError),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    AwaitParamRequest,
-    AwaitCreate,
-    AwaitStart,
-    Running,
-    Ending,
-    AwaitServerResults,
-    AwaitDisplay,
-    ErrorPayload,
-    Closed,
-}
-
-/// One test, client side.
-#[derive(Debug)]
-pub struct ClientSession {
-    phase: Phase,
-    params: Params,
-    buf: ControlBuf,
-    out: Vec<u8>,
-    events: VecDeque<ClientEvent>,
-    local: Option<PeerResults>,
-    exchange_requested: bool,
-}
-
-impl ClientSession {
-    /// Starts a test: the cookie is queued for sending.
-    pub fn new(cookie: &Cookie, params: Params) -> Self {
-        Self {
-            phase: Phase::AwaitParamRequest,
-            params,
-            buf: ControlBuf::default(),
-            out: cookie.to_vec(),
-            events: VecDeque::new(),
-            local: None,
-            exchange_requested: false,
+/// Hands the report's run-model events to the shared reporters.
+pub(crate) fn forward_events(rep: &mut Report, to: Option<&linerate_run::SharedReporter>) {
+    while let Some(ev) = rep.poll_run_event() {
+        if let Some(t) = to {
+            t.report(&ev);
         }
     }
+}
 
-    pub fn params(&self) -> &Params {
-        &self.params
+/// Why a client run failed, with what it printed so far.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientFailure {
+    #[error("unable to connect to server {0}: {1}")]
+    Connect(String, std::io::Error),
+    #[error("{0}")]
+    Protocol(#[from] ClientError),
+    #[error("unable to create data stream: {0}")]
+    Stream(std::io::Error),
+    #[error("control connection: {0}")]
+    Io(std::io::Error),
+    #[error("timed out waiting for the server")]
+    Timeout,
+    #[error("{0}")]
+    Data(String),
+}
+
+/// Streams and their worker threads (a handle is taken when joined).
+pub(crate) struct Running {
+    pub(crate) streams: Vec<Arc<StreamShared>>,
+    pub(crate) handles: Vec<Option<JoinHandle<()>>>,
+    /// The CPUs streams were pinned to (each once; empty: not pinned).
+    pub(crate) cpus: Vec<usize>,
+}
+
+impl Running {
+    /// Stops and joins the workers (only the sending ones if asked).
+    pub(crate) fn stop(&mut self, senders_only: bool) {
+        self.stop_with(senders_only, false);
     }
 
-    pub fn is_closed(&self) -> bool {
-        self.phase == Phase::Closed
+    /// Stops the senders, lets receivers take what is already queued
+    /// (bounded by [`stream::DRAIN_MAX`]), and joins them all: what the
+    /// peer sent before TEST_END is counted.
+    pub(crate) fn drain_and_stop(&mut self) {
+        self.stop_with(false, true);
     }
 
-    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
-        (!self.out.is_empty()).then(|| std::mem::take(&mut self.out))
-    }
-
-    pub fn poll_event(&mut self) -> Option<ClientEvent> {
-        self.events.pop_front()
-    }
-
-    /// The client decided the test is over (time, bytes or blocks): TEST_END.
-    pub fn end_test(&mut self) {
-        if matches!(self.phase, Phase::Running | Phase::AwaitStart) {
-            self.out.push(state::TEST_END);
-            self.phase = Phase::Ending;
-        }
-    }
-
-    /// The user interrupted: CLIENT_TERMINATE, then close.
-    pub fn terminate(&mut self) {
-        if self.phase != Phase::Closed {
-            self.out.push(state::CLIENT_TERMINATE);
-            self.phase = Phase::Closed;
-        }
-    }
-
-    /// This side's figures, after [`ClientEvent::ExchangeResults`]. The client
-    /// writes its results before reading the server's.
-    pub fn local_results(&mut self, r: PeerResults) {
-        if self.exchange_requested && self.phase == Phase::Ending {
-            self.out.extend(frame_json(&r.to_json()));
-            self.phase = Phase::AwaitServerResults;
-            self.advance();
-        } else {
-            self.local = Some(r);
-        }
-    }
-
-    pub fn handle_eof(&mut self) {
-        match self.phase {
-            Phase::Closed => {}
-            Phase::ErrorPayload => {
-                // 3.12 sends only the first int32 for some errors.
-                let code = self.buf.take_exact(4).map_or(IErr::CTRL_CLOSE, |b| {
-                    IErr(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-                });
-                self.fail(ClientError::Server { code, errno: 0 });
+    fn stop_with(&mut self, senders_only: bool, drain: bool) {
+        let until = linerate_backend::clock::monotonic_ns() + stream::DRAIN_MAX.as_nanos() as u64;
+        for s in &self.streams {
+            if drain && !s.sender {
+                s.drain_until_ns.store(until, Ordering::Relaxed);
+            } else if !senders_only || s.sender {
+                s.stop.store(true, Ordering::Relaxed);
             }
-            _ => self.fail(ClientError::ControlClosed),
+        }
+        for (h, s) in self.handles.iter_mut().zip(&self.streams) {
+            if (!senders_only || s.sender)
+                && let Some(h) = h.take()
+            {
+                let _ = h.join();
+                // The TCP_INFO handle keeps the socket open: close the
+                // connection now, as iperf3 does at the end of a test.
+                if let Some(t) = &s.tcp {
+                    let _ = t.shutdown(std::net::Shutdown::Both);
+                }
+            }
         }
     }
+}
 
-    fn fail(&mut self, e: ClientError) {
-        self.phase = Phase::Closed;
-        self.events.push_back(ClientEvent::Failed(e));
-    }
+/// A client's data stream before it runs.
+pub(crate) enum Conn {
+    Tcp(TcpStream),
+    Udp(UdpSocket),
+}
 
-    pub fn handle_bytes(&mut self, data: &[u8]) {
-        if self.phase == Phase::Closed {
-            return;
+/// Runs one test and writes its output to `out`. Returns the exit status
+/// iperf3 would give (0 ok, 1 failure).
+pub fn run(
+    opts: &ClientOptions,
+    out: &mut dyn Write,
+    interrupt: &AtomicBool,
+) -> Result<(), ClientFailure> {
+    let human = !opts.output.json && !opts.output.json_stream;
+    match (&opts.params.title, human) {
+        // iperf3 prefixes every human line with the title.
+        (Some(t), true) => {
+            let mut w = TitleWriter {
+                inner: out,
+                prefix: format!("{t}:  "),
+                at_line_start: true,
+            };
+            run_inner(opts, &mut w, interrupt)
         }
-        self.buf.push(data);
-        self.advance();
+        _ => run_inner(opts, out, interrupt),
+    }
+}
+
+/// Puts `title:  ` in front of every line.
+struct TitleWriter<'a> {
+    inner: &'a mut dyn Write,
+    prefix: String,
+    at_line_start: bool,
+}
+
+impl Write for TitleWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        for line in buf.split_inclusive(|&b| b == b'\n') {
+            if self.at_line_start {
+                self.inner.write_all(self.prefix.as_bytes())?;
+            }
+            self.inner.write_all(line)?;
+            self.at_line_start = line.ends_with(b"\n");
+        }
+        Ok(buf.len())
     }
 
-    fn advance(&mut self) {
-        loop {
-            match self.phase {
-                Phase::Closed => return,
-                Phase::ErrorPayload => {
-                    let Some(b) = self.buf.take_exact(8) else {
-                        return;
-                    };
-                    let code = IErr(i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
-                    let errno = i32::from_be_bytes([b[4], b[5], b[6], b[7]]);
-                    return self.fail(ClientError::Server { code, errno });
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+fn run_inner(
+    opts: &ClientOptions,
+    out: &mut dyn Write,
+    interrupt: &AtomicBool,
+) -> Result<(), ClientFailure> {
+    let human = !opts.output.json && !opts.output.json_stream;
+    let peer = net::resolve(&opts.host, opts.port, opts.family)
+        .map_err(|e| ClientFailure::Connect(opts.host.clone(), e))?;
+    let local = net::client_bind(opts.bind, None, &peer);
+    let mut ctrl = net::tcp_connect(peer, local, None, opts.connect_timeout)
+        .map_err(|e| ClientFailure::Connect(format!("{}:{}", opts.host, opts.port), e))?;
+    if human {
+        let _ = writeln!(out, "Connecting to host {}, port {}", opts.host, opts.port);
+    }
+    let mut params = opts.params.clone();
+    if params.len == 0 {
+        params.len = match params.protocol {
+            Protocol::Tcp => TCP_LEN_DEFAULT,
+            Protocol::Udp => linerate_backend::sockopt::mss(&ctrl)
+                .ok()
+                .filter(|m| (16..=65507).contains(m))
+                .unwrap_or(1460),
+        };
+    }
+    if params.protocol == Protocol::Udp && !opts.bandwidth_given {
+        params.bandwidth_bps = UDP_RATE_DEFAULT_BPS;
+    }
+    let cookie = make_cookie(net::random_bytes());
+    let mut session = ClientSession::new(&cookie, params.clone());
+    let cpu = CpuMeter::start();
+    let mut running: Option<Running> = None;
+    let mut conns: Vec<(Conn, StreamDesc)> = Vec::new();
+    let mut report: Option<Report> = None;
+    let mut meter: Option<Meter> = None;
+    let mut start_at: Option<Instant> = None;
+    let mut server_results: Option<PeerResults> = None;
+    let mut finals = Vec::new();
+    ctrl.set_read_timeout(Some(Duration::from_millis(20)))
+        .map_err(ClientFailure::Io)?;
+    let mut buf = [0u8; 65536];
+    let mut last_read = Instant::now();
+    let test_len = Duration::from_secs(u64::from(params.time_s) + u64::from(params.omit_s));
+    let result: Result<(), ClientFailure> = 'outer: loop {
+        while let Some(bytes) = session.poll_transmit() {
+            if let Err(e) = ctrl.write_all(&bytes) {
+                if session.is_closed() {
+                    break;
                 }
-                Phase::AwaitServerResults if self.buf.len() >= 4 => {
-                    match self.buf.take_json(RESULTS_MAX_BYTES) {
-                        Ok(None) => return,
-                        Err(_) => return self.fail(ClientError::Results(IErr::RECV_RESULTS)),
-                        Ok(Some(v)) => match PeerResults::from_json(&v) {
-                            Ok(r) if !self.ids_known(&r) => {
-                                return self.fail(ClientError::Results(IErr::STREAM_ID));
+                break 'outer Err(ClientFailure::Io(e));
+            }
+        }
+        while let Some(ev) = session.poll_event() {
+            match ev {
+                ClientEvent::CreateStreams => {
+                    for i in 0..params.stream_count() {
+                        let sending = params.mode.client_sends(i, params.parallel);
+                        let local =
+                            net::client_bind(opts.bind, opts.cport.map(|p| p + i as u16), &peer);
+                        match create_stream(&params, peer, local, &cookie, opts.connect_timeout) {
+                            Ok(c) => {
+                                let (fd, l, r) = match &c {
+                                    Conn::Tcp(t) => (t.as_raw_fd(), t.local_addr(), t.peer_addr()),
+                                    Conn::Udp(u) => (u.as_raw_fd(), u.local_addr(), u.peer_addr()),
+                                };
+                                let desc = StreamDesc {
+                                    id: linerate_iperf_proto::stream_id(i),
+                                    socket: fd,
+                                    sender: sending,
+                                    local: l.unwrap_or(peer),
+                                    remote: r.unwrap_or(peer),
+                                };
+                                conns.push((c, desc));
                             }
-                            Ok(r) => {
-                                self.phase = Phase::AwaitDisplay;
-                                self.events.push_back(ClientEvent::ServerResults(r));
-                            }
-                            Err(e) => return self.fail(ClientError::Results(e)),
-                        },
-                    }
-                }
-                Phase::AwaitServerResults => {
-                    // A state byte may come instead of results (an error).
-                    match self.buf.peek_byte() {
-                        Some(
-                            b @ (state::SERVER_ERROR
-                            | state::SERVER_TERMINATE
-                            | state::ACCESS_DENIED),
-                        ) => {
-                            self.buf.take_byte();
-                            self.on_state_byte(b);
+                            Err(e) => break 'outer Err(ClientFailure::Stream(e)),
                         }
-                        _ => return,
                     }
                 }
-                _ => {
-                    let Some(b) = self.buf.take_byte() else {
-                        return;
+                ClientEvent::Start => {
+                    let now = Instant::now();
+                    start_at = Some(now);
+                    let info = StartInfo {
+                        role: Role::Client,
+                        params: params.clone(),
+                        cookie: cookie_str(&cookie),
+                        system_info: net::system_info(),
+                        timestamp_secs: std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map_or(0, |d| d.as_secs()),
+                        peer_host: opts.host.clone(),
+                        peer_port: opts.port,
+                        tcp_mss_default: linerate_backend::sockopt::mss(&ctrl).unwrap_or(0),
+                        sndbuf_actual: buf_size(&conns, false),
+                        rcvbuf_actual: buf_size(&conns, true),
+                        interval_s: opts.interval.as_secs_f64(),
+                        streams: conns.iter().map(|(_, d)| d.clone()).collect(),
                     };
-                    self.on_state_byte(b);
+                    let mut r = Report::new(info, opts.output);
+                    let _ = out.write_all(r.start_text().as_bytes());
+                    forward_events(&mut r, opts.events.as_ref());
+                    report = Some(r);
                 }
+                ClientEvent::Running => {
+                    let started = start_at.unwrap_or_else(Instant::now);
+                    let so = StreamOpts {
+                        udp_gso: opts.udp_gso,
+                        affinity: opts.affinity.clone(),
+                        zerocopy: opts.zerocopy,
+                    };
+                    let r = spawn_streams(std::mem::take(&mut conns), &params, &so);
+                    meter = Some(Meter::for_test(
+                        r.streams.clone(),
+                        &params,
+                        opts.interval,
+                        started,
+                    ));
+                    running = Some(r);
+                }
+                ClientEvent::ExchangeResults => {
+                    if let Some(r) = running.as_mut() {
+                        r.stop(false);
+                    }
+                    if finals.is_empty()
+                        && let Some(m) = meter.as_mut()
+                    {
+                        let (last, f) = m.finish(Instant::now());
+                        if let (Some(last), Some(rep)) = (last, report.as_mut()) {
+                            let _ = out.write_all(rep.interval(&last).as_bytes());
+                            forward_events(rep, opts.events.as_ref());
+                        }
+                        finals = f;
+                    }
+                    session.local_results(peer_results(
+                        &finals,
+                        cpu.read(),
+                        params.protocol == Protocol::Tcp,
+                    ));
+                }
+                ClientEvent::ServerResults(r) => server_results = Some(r),
+                ClientEvent::Done => break 'outer Ok(()),
+                ClientEvent::Failed(e) => break 'outer Err(ClientFailure::Protocol(e)),
             }
         }
-    }
-
-    /// Every stream in the server's results is one of ours (iperf3 fails
-    /// with "stream has an invalid id" otherwise).
-    fn ids_known(&self, r: &PeerResults) -> bool {
-        let n = self.params.stream_count();
-        r.streams
-            .iter()
-            .all(|s| (0..n).any(|i| crate::stream_id(i) == s.id))
-    }
-
-    fn on_state_byte(&mut self, b: u8) {
-        match (b, self.phase) {
-            (state::ACCESS_DENIED, _) => self.fail(ClientError::AccessDenied),
-            (state::SERVER_ERROR, _) => self.phase = Phase::ErrorPayload,
-            (state::SERVER_TERMINATE, _) => {
-                // iperf3 still writes IPERF_DONE into the dying socket.
-                self.out.push(state::IPERF_DONE);
-                self.fail(ClientError::ServerTerminated);
+        if session.is_closed() {
+            break Ok(());
+        }
+        if interrupt.load(Ordering::Relaxed) {
+            session.terminate();
+            if let Some(b) = session.poll_transmit() {
+                let _ = ctrl.write_all(&b);
             }
-            (state::PARAM_EXCHANGE, Phase::AwaitParamRequest) => {
-                self.out.extend(frame_json(&self.params.to_json()));
-                self.phase = Phase::AwaitCreate;
+            break Err(ClientFailure::Data(
+                "interrupted by the user (sent CLIENT_TERMINATE)".into(),
+            ));
+        }
+        // Intervals and the end of the test.
+        if finals.is_empty()
+            && let (Some(m), Some(rep)) = (meter.as_mut(), report.as_mut())
+        {
+            while let Some(samples) = m.tick(Instant::now()) {
+                let _ = out.write_all(rep.interval(&samples).as_bytes());
+                forward_events(rep, opts.events.as_ref());
             }
-            (state::CREATE_STREAMS, Phase::AwaitCreate) => {
-                self.phase = Phase::AwaitStart;
-                self.events.push_back(ClientEvent::CreateStreams);
+            let (bytes, blocks) = m.totals();
+            let by_time = params.time_s > 0 && start_at.is_some_and(|s| s.elapsed() >= test_len);
+            let by_bytes = params.num_bytes > 0 && !m.omitting() && bytes >= params.num_bytes;
+            let by_blocks = params.block_count > 0 && !m.omitting() && blocks >= params.block_count;
+            let failed = m
+                .streams()
+                .iter()
+                .find_map(|s| s.error.lock().ok().and_then(|e| e.clone()));
+            if let Some(e) = failed {
+                break Err(ClientFailure::Data(e));
             }
-            (state::TEST_START, Phase::AwaitStart | Phase::Ending) => {
-                if self.phase == Phase::AwaitStart {
-                    self.events.push_back(ClientEvent::Start);
+            if (by_time || by_bytes || by_blocks) && finals.is_empty() {
+                // The test ends now: senders stop, figures are taken at this
+                // instant (iperf3 ignores what arrives after TEST_END).
+                let end_at = Instant::now();
+                if let Some(r) = running.as_mut() {
+                    r.stop(true);
+                }
+                let (last, f) = m.finish(end_at);
+                if let Some(last) = last {
+                    let _ = out.write_all(rep.interval(&last).as_bytes());
+                    forward_events(rep, opts.events.as_ref());
+                }
+                finals = f;
+                session.end_test();
+            }
+        }
+        // Wake for the end of the test or the next interval, whichever is first.
+        let to_end = match (start_at, finals.is_empty()) {
+            (Some(s), true) if params.time_s > 0 => test_len.saturating_sub(s.elapsed()),
+            _ => CONTROL_WAKE,
+        };
+        let wake = to_end
+            .min(until_due(meter.as_ref()))
+            .clamp(Duration::from_millis(1), CONTROL_WAKE);
+        match net::read_within(&mut ctrl, &mut buf, wake) {
+            Ok(0) => session.handle_eof(),
+            Ok(n) => {
+                last_read = Instant::now();
+                session.handle_bytes(&buf[..n]);
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) =>
+            {
+                let waiting_for_server =
+                    running.is_none() || meter.as_ref().is_some_and(|_| !finals.is_empty());
+                if waiting_for_server && last_read.elapsed() > opts.control_timeout {
+                    break Err(ClientFailure::Timeout);
                 }
             }
-            (state::TEST_RUNNING, Phase::AwaitStart) => {
-                self.phase = Phase::Running;
-                self.events.push_back(ClientEvent::Running);
+            Err(e) => session_eof_or(&mut session, e),
+        }
+    };
+    if let Some(r) = running.as_mut() {
+        r.stop(false);
+    }
+    let _ = ctrl.shutdown(std::net::Shutdown::Both);
+    if let Some(rep) = report.as_mut() {
+        if finals.is_empty()
+            && let Some(m) = meter.as_mut()
+        {
+            finals = m.finish(Instant::now()).1;
+        }
+        if let Err(e) = &result {
+            rep.set_error(&e.to_string());
+        }
+        let pinned = running.as_ref().map_or(&[][..], |r| &r.cpus[..]);
+        let doctor = net::doctor_summary(ctrl.local_addr().ok().map(|a| a.ip()), pinned);
+        let _ = out.write_all(
+            rep.finish(
+                &finals,
+                cpu.read(),
+                server_results.as_ref(),
+                Some(("doctor", doctor)),
+            )
+            .as_bytes(),
+        );
+        forward_events(rep, opts.events.as_ref());
+        if human && result.is_ok() {
+            let _ = writeln!(out, "\niperf Done.");
+        }
+    } else if let Err(e) = &result
+        && (opts.output.json || opts.output.json_stream)
+    {
+        // Failed before the test started: iperf3 still prints a document.
+        let doc =
+            serde_json::json!({"start": {}, "intervals": [], "end": {}, "error": e.to_string()});
+        let _ = writeln!(
+            out,
+            "{}",
+            if opts.output.json_stream {
+                serde_json::json!({"event": "error", "data": e.to_string()}).to_string()
+            } else {
+                serde_json::to_string_pretty(&doc).unwrap_or_default()
             }
-            (state::TEST_RUNNING, Phase::Ending) => {}
-            (state::EXCHANGE_RESULTS, Phase::Ending | Phase::Running) => {
-                self.phase = Phase::Ending;
-                self.exchange_requested = true;
-                match self.local.take() {
-                    Some(r) => self.local_results(r),
-                    None => self.events.push_back(ClientEvent::ExchangeResults),
+        );
+    }
+    result
+}
+
+fn session_eof_or(session: &mut ClientSession, _e: std::io::Error) {
+    session.handle_eof();
+}
+
+fn buf_size(conns: &[(Conn, StreamDesc)], recv: bool) -> u64 {
+    conns.first().map_or(0, |(c, _)| {
+        let s = match c {
+            Conn::Tcp(t) => socket2::SockRef::from(t),
+            Conn::Udp(u) => socket2::SockRef::from(u),
+        };
+        let v = if recv {
+            s.recv_buffer_size()
+        } else {
+            s.send_buffer_size()
+        };
+        v.unwrap_or(0) as u64
+    })
+}
+
+fn create_stream(
+    p: &Params,
+    peer: SocketAddr,
+    local: Option<SocketAddr>,
+    cookie: &[u8],
+    timeout: Duration,
+) -> std::io::Result<Conn> {
+    match p.protocol {
+        Protocol::Tcp => {
+            let mut t = net::tcp_connect(peer, local, Some(p), timeout)?;
+            t.write_all(cookie)?;
+            Ok(Conn::Tcp(t))
+        }
+        Protocol::Udp => {
+            let bind = local.unwrap_or_else(|| {
+                net::server_addr(
+                    None,
+                    if peer.is_ipv4() {
+                        Family::V4
+                    } else {
+                        Family::V6
+                    },
+                    0,
+                )
+            });
+            let u = UdpSocket::bind(bind)?;
+            u.connect(peer)?;
+            u.set_read_timeout(Some(Duration::from_secs(30)))?;
+            u.send(&udp_connect::CONNECT)?;
+            let mut reply = vec![0u8; 4 + 2 * p.len as usize];
+            loop {
+                let n = u.recv(&mut reply)?;
+                if n == 4
+                    && udp_connect::REPLIES_ACCEPTED
+                        .iter()
+                        .any(|r| r[..] == reply[..4])
+                {
+                    break;
                 }
+                if n != 4 {
+                    // Data that raced ahead of the reply (reverse mode): keep waiting.
+                    continue;
+                }
+                return Err(std::io::Error::new(
+                    ErrorKind::InvalidData,
+                    "unexpected UDP connect reply",
+                ));
             }
-            (state::DISPLAY_RESULTS, Phase::AwaitDisplay) => {
-                self.out.push(state::IPERF_DONE);
-                self.phase = Phase::Closed;
-                self.events.push_back(ClientEvent::Done);
-            }
-            (state::IPERF_DONE, _) => {}
-            (other, _) => self.fail(ClientError::UnknownMessage(other)),
+            Ok(Conn::Udp(u))
         }
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::server::{ServerEvent, ServerSession};
-    use crate::{COOKIE_LEN, Protocol, TestMode, make_cookie};
+/// How stream threads run: GSO, CPU pinning, zero-copy sends.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StreamOpts {
+    pub(crate) udp_gso: bool,
+    pub(crate) affinity: Vec<usize>,
+    pub(crate) zerocopy: bool,
+}
 
-    fn params() -> Params {
-        Params {
-            protocol: Protocol::Tcp,
-            mode: TestMode::Bidir,
-            time_s: 1,
-            parallel: 2,
-            len: 1000,
-            ..Params::default()
-        }
+use linerate_backend::cpu::allowed as allowed_cpus;
+
+/// Pins the calling thread to one CPU (best effort: reported, not fatal).
+fn pin(cpu: usize) {
+    if let Err(e) = linerate_backend::cpu::pin(cpu) {
+        eprintln!("warning: cannot pin a stream to CPU {cpu}: {e}");
     }
+}
 
-    /// Drives a client and a server session against each other in memory.
-    fn pump(c: &mut ClientSession, s: &mut ServerSession) {
-        for _ in 0..10 {
-            if let Some(b) = c.poll_transmit() {
-                s.handle_bytes(&b);
-            }
-            if let Some(b) = s.poll_transmit() {
-                c.handle_bytes(&b);
-            }
-        }
-    }
-
-    fn results(id_base: u32) -> PeerResults {
-        PeerResults {
-            sender_has_retransmits: 1,
-            streams: [1, 3, 4, 5]
-                .iter()
-                .map(|&id| crate::StreamResult {
-                    id,
-                    bytes: u64::from(id_base + id),
-                    ..Default::default()
-                })
-                .collect(),
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn full_test_in_memory() {
-        let cookie = make_cookie([7; 36]);
-        let mut c = ClientSession::new(&cookie, params());
-        let first = c.poll_transmit().unwrap();
-        assert_eq!(first.len(), COOKIE_LEN);
-        let mut s = ServerSession::new();
-        pump(&mut c, &mut s);
-        let Some(ServerEvent::Params(p)) = s.poll_event() else {
-            panic!("no params")
+pub(crate) fn spawn_streams(
+    conns: Vec<(Conn, StreamDesc)>,
+    p: &Params,
+    so: &StreamOpts,
+) -> Running {
+    let pacing = Pacing {
+        rate_bps: p.bandwidth_bps,
+        burst: p.burst,
+    };
+    let mut streams = Vec::new();
+    let mut handles = Vec::new();
+    // TCP senders that share a CPU share one worker thread.
+    let allowed = allowed_cpus();
+    let senders = conns
+        .iter()
+        .filter(|(c, d)| d.sender && matches!(c, Conn::Tcp(_)))
+        .count();
+    let mut groups: std::collections::BTreeMap<usize, Vec<(TcpStream, Arc<StreamShared>)>> =
+        Default::default();
+    let mut group_slot: std::collections::BTreeMap<usize, usize> = Default::default();
+    let mut pinned = std::collections::BTreeSet::new();
+    for (i, (c, d)) in conns.into_iter().enumerate() {
+        let cpu = if !so.affinity.is_empty() {
+            Some(so.affinity[i % so.affinity.len()])
+        } else if senders > allowed.len() && !allowed.is_empty() {
+            Some(allowed[i % allowed.len()])
+        } else {
+            None
         };
-        assert_eq!(
-            p,
-            Params {
-                client_version: Some("3.12".into()),
-                ..params()
+        pinned.extend(cpu);
+        match c {
+            Conn::Tcp(t) if d.sender && cpu.is_some() && (senders > 1) => {
+                let _ = net::apply_tcp(&t, p, true);
+                let sh = Arc::new(StreamShared::new(
+                    d.id,
+                    d.sender,
+                    d.socket,
+                    t.try_clone().ok(),
+                ));
+                let c = cpu.unwrap_or(0);
+                groups.entry(c).or_default().push((t, sh.clone()));
+                group_slot.entry(c).or_insert(streams.len());
+                streams.push(sh);
+                handles.push(None);
             }
-        );
-        s.ready_for_streams();
-        pump(&mut c, &mut s);
-        assert_eq!(c.poll_event(), Some(ClientEvent::CreateStreams));
-        for _ in 0..4 {
-            s.stream_connected().unwrap();
+            Conn::Tcp(t) => {
+                let _ = net::apply_tcp(&t, p, d.sender);
+                let sh = Arc::new(StreamShared::new(
+                    d.id,
+                    d.sender,
+                    d.socket,
+                    t.try_clone().ok(),
+                ));
+                let s2 = sh.clone();
+                let len = p.len as usize;
+                let buf = stream::payload(len, p.repeating_payload);
+                let zerocopy = so.zerocopy;
+                handles.push(Some(std::thread::spawn(move || {
+                    if let Some(c) = cpu {
+                        pin(c);
+                    }
+                    if s2.sender {
+                        stream::tcp_send(t, s2, buf, pacing, zerocopy);
+                    } else {
+                        stream::tcp_recv(t, s2, len);
+                    }
+                })));
+                streams.push(sh);
+            }
+            Conn::Udp(u) => {
+                let _ = net::apply_udp(&u, p, d.sender);
+                let sh = Arc::new(StreamShared::new(d.id, d.sender, d.socket, None));
+                let s2 = sh.clone();
+                let len = p.len as usize;
+                let c64 = p.udp_counters_64bit;
+                let gso = so.udp_gso;
+                let buf = stream::payload(len, p.repeating_payload);
+                handles.push(Some(std::thread::spawn(move || {
+                    if let Some(c) = cpu {
+                        pin(c);
+                    }
+                    if s2.sender {
+                        stream::udp_send(u, s2, buf, pacing, c64, gso);
+                    } else {
+                        stream::udp_recv(u, s2, len, c64);
+                    }
+                })));
+                streams.push(sh);
+            }
         }
-        assert_eq!(s.poll_event(), Some(ServerEvent::Start));
-        pump(&mut c, &mut s);
-        assert_eq!(c.poll_event(), Some(ClientEvent::Start));
-        assert_eq!(c.poll_event(), Some(ClientEvent::Running));
-        c.end_test();
-        pump(&mut c, &mut s);
-        assert_eq!(s.poll_event(), Some(ServerEvent::TestEnd));
-        s.local_results(results(100));
-        pump(&mut c, &mut s);
-        assert_eq!(c.poll_event(), Some(ClientEvent::ExchangeResults));
-        c.local_results(results(0));
-        pump(&mut c, &mut s);
-        let Some(ServerEvent::ClientResults(cr)) = s.poll_event() else {
-            panic!()
-        };
-        assert_eq!(cr.streams[0].bytes, 1);
-        let Some(ClientEvent::ServerResults(sr)) = c.poll_event() else {
-            panic!()
-        };
-        assert_eq!(sr.stream(5).unwrap().bytes, 105);
-        assert_eq!(c.poll_event(), Some(ClientEvent::Done));
-        assert_eq!(s.poll_event(), Some(ServerEvent::Done));
-        assert!(c.is_closed() && s.is_closed());
     }
-
-    #[test]
-    fn busy_and_errors() {
-        let cookie = make_cookie([1; 36]);
-        let mut c = ClientSession::new(&cookie, params());
-        c.handle_bytes(&[0xff]);
-        assert_eq!(
-            c.poll_event(),
-            Some(ClientEvent::Failed(ClientError::AccessDenied))
-        );
-        let mut c = ClientSession::new(&cookie, params());
-        c.handle_bytes(&[9, 0xfe, 0, 0, 0]);
-        c.handle_bytes(&[6, 0, 0, 0, 0]);
-        assert_eq!(
-            c.poll_event(),
-            Some(ClientEvent::Failed(ClientError::Server {
-                code: IErr::NUM_STREAMS,
-                errno: 0
-            }))
-        );
-        // 3.12 auth failure: only the first int32, then EOF.
-        let mut c = ClientSession::new(&cookie, params());
-        c.handle_bytes(&[0xfe, 0, 0, 0, 142]);
-        c.handle_eof();
-        assert!(matches!(
-            c.poll_event(),
-            Some(ClientEvent::Failed(ClientError::Server {
-                code: IErr(142),
-                ..
-            }))
-        ));
-        let mut c = ClientSession::new(&cookie, params());
-        c.handle_bytes(&[9, 10]);
-        c.poll_event();
-        c.handle_eof();
-        assert_eq!(
-            c.poll_event(),
-            Some(ClientEvent::Failed(ClientError::ControlClosed))
-        );
-        let mut c = ClientSession::new(&cookie, params());
-        c.handle_bytes(&[9, 10, 1, 2, 11]);
-        assert_eq!(c.poll_event(), Some(ClientEvent::CreateStreams));
-        assert_eq!(c.poll_event(), Some(ClientEvent::Start));
-        assert_eq!(c.poll_event(), Some(ClientEvent::Running));
-        assert_eq!(
-            c.poll_event(),
-            Some(ClientEvent::Failed(ClientError::ServerTerminated))
-        );
-        let mut c = ClientSession::new(&cookie, params());
-        c.handle_bytes(&[3]);
-        assert_eq!(
-            c.poll_event(),
-            Some(ClientEvent::Failed(ClientError::UnknownMessage(3)))
-        );
+    for (cpu, members) in groups {
+        let buf = stream::payload(p.len as usize, p.repeating_payload);
+        let zerocopy = so.zerocopy;
+        // The group's thread is joined through its first stream's slot.
+        let slot = group_slot[&cpu];
+        handles[slot] = Some(std::thread::spawn(move || {
+            pin(cpu);
+            stream::tcp_send_group(members, buf, pacing, zerocopy);
+        }));
     }
-
-    /// A session through the test, its own results sent, waiting for the
-    /// server's.
-    fn awaiting_server_results() -> ClientSession {
-        let cookie = make_cookie([1; 36]);
-        let mut c = ClientSession::new(&cookie, params());
-        c.handle_bytes(&[9, 10, 1, 2]);
-        c.end_test();
-        c.handle_bytes(&[13]);
-        while c.poll_event().is_some() {}
-        c.local_results(PeerResults::default());
-        c
-    }
-
-    #[test]
-    fn results_naming_an_unknown_stream_fail() {
-        let mut c = awaiting_server_results();
-        c.handle_bytes(&frame_json(
-            &serde_json::json!({"cpu_util_total":0,"cpu_util_user":0,
-            "cpu_util_system":0,"sender_has_retransmits":-1,"streams":[{"id":9,"bytes":1,
-            "retransmits":-1,"jitter":0,"errors":0,"packets":0}]}),
-        ));
-        assert_eq!(
-            c.poll_event(),
-            Some(ClientEvent::Failed(ClientError::Results(IErr::STREAM_ID)))
-        );
-    }
-
-    #[test]
-    fn results_with_bad_content() {
-        let mut c = awaiting_server_results();
-        c.handle_bytes(&frame_json(&serde_json::json!({"streams": "nope"})));
-        assert_eq!(
-            c.poll_event(),
-            Some(ClientEvent::Failed(ClientError::Results(
-                IErr::RECV_RESULTS
-            )))
-        );
+    Running {
+        streams,
+        handles,
+        cpus: pinned.into_iter().collect(),
     }
 }

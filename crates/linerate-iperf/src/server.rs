@@ -1,377 +1,710 @@
-//! The server's side of one test's control connection, without I/O.
-//!
-//! The I/O layer reads the 37-byte cookie, creates a [`ServerSession`],
-//! feeds it control bytes, and acts on its events; it writes whatever
-//! [`ServerSession::poll_transmit`] gives it.
+//! The server: accepts tests from iperf3 clients (or `linerate client`),
+//! one at a time as iperf3 does; a connection arriving while a test runs
+//! gets ACCESS_DENIED, and the server goes on serving.
 
-use crate::control::{ControlBuf, frame_json};
-use crate::params::PARAMS_MAX_BYTES;
-use crate::{IErr, Params, PeerResults, state, stream_id};
-use std::collections::VecDeque;
+use crate::client::{Conn, Running, StreamOpts, spawn_streams};
+use crate::meter::{Meter, until_due};
+use crate::net::{self, CpuMeter, Family};
+use linerate_iperf_proto::report::{OutputMode, Report, Role, StartInfo, StreamDesc, peer_results};
+use linerate_iperf_proto::server::{ServerEvent, ServerSession};
+use linerate_iperf_proto::{COOKIE_LEN, Cookie, IErr, Params, Protocol, cookie_str, state, udp_connect};
+use std::io::{ErrorKind, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-/// Largest results message read from a client.
-pub const RESULTS_MAX_BYTES: usize = 1 << 20;
-
-/// What the I/O layer must do next.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ServerEvent {
-    /// Valid parameters arrived: prepare data listeners, then call
-    /// [`ServerSession::ready_for_streams`].
-    Params(Params),
-    /// Every stream is connected; TEST_START and TEST_RUNNING are queued.
-    Start,
-    /// The client ended the test: stop the streams, close them, take final
-    /// figures and pass them to [`ServerSession::local_results`].
-    TestEnd,
-    /// The client's results (ours are queued in reply).
-    ClientResults(PeerResults),
-    /// The client said IPERF_DONE: close the connection.
-    Done,
-    /// The client sent CLIENT_TERMINATE.
-    ClientTerminated,
-    /// The client closed the control connection before the test was done.
-    ClientGone,
-    /// The test failed; any error message for the client is queued.
-    Failed(IErr),
+/// Limits a server enforces on what clients ask for.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Limits {
+    /// Tests served at once (iperf3: 1). Others get ACCESS_DENIED.
+    pub max_tests: usize,
+    /// Longest test (duration + omit), seconds; `-t 0` is refused too.
+    pub max_duration_s: Option<u32>,
+    /// Most streams per test (P, or 2P in bidir).
+    pub max_streams: Option<u32>,
+    /// Highest total rate (all streams), bit/s; unlimited tests are refused.
+    pub max_rate_bps: Option<u64>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    AwaitParams,
-    Setup,
-    CreateStreams { expected: usize, connected: usize },
-    Running,
-    Stopping,
-    AwaitResults,
-    AwaitDone,
-    Closed,
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    pub port: u16,
+    pub bind: Option<IpAddr>,
+    pub family: Family,
+    /// `-1`: serve one test, then exit.
+    pub one_off: bool,
+    pub interval: Duration,
+    pub output: OutputMode,
+    /// `--rcv-timeout`: no data this long while receiving ends the test.
+    pub rcv_timeout: Duration,
+    /// How long a new connection may take to send its cookie, and a client
+    /// its parameters or results.
+    pub control_timeout: Duration,
+    pub limits: Limits,
+    /// Send UDP with generic segmentation offload where the kernel has it.
+    pub udp_gso: bool,
+    /// CPUs for stream threads (a client's `-A n,m` asks for CPU m instead).
+    pub affinity: Vec<usize>,
+    /// The shared run-model reporters (`--csv`): every test's events.
+    pub events: Option<linerate_run::SharedReporter>,
 }
 
-/// One test, server side.
-#[derive(Debug)]
-pub struct ServerSession {
-    phase: Phase,
-    buf: ControlBuf,
-    out: Vec<u8>,
-    events: VecDeque<ServerEvent>,
+/// Where the server writes its output.
+pub type Out = Arc<Mutex<dyn Write + Send>>;
+
+fn say(out: &Out, text: &str) {
+    if let Ok(mut o) = out.lock() {
+        let _ = o.write_all(text.as_bytes());
+        let _ = o.flush();
+    }
+}
+
+struct Active {
+    cookie: Cookie,
+    data: Sender<TcpStream>,
+    accepting: Arc<AtomicBool>,
+    done: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<()>,
+}
+
+/// Serves until `shutdown` is set (or after one test with `-1`).
+pub fn run(opts: &ServerOptions, out: Out, shutdown: Arc<AtomicBool>) -> std::io::Result<()> {
+    let addr = net::server_addr(opts.bind, opts.family, opts.port);
+    let listener = net::tcp_listener(addr, opts.family)?;
+    serve(listener, opts, out, shutdown)
+}
+
+/// Serves on a listener already bound (tests use port 0).
+pub fn serve(
+    listener: TcpListener,
+    opts: &ServerOptions,
+    out: Out,
+    shutdown: Arc<AtomicBool>,
+) -> std::io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let port = listener.local_addr()?.port();
+    let human = !opts.output.json && !opts.output.json_stream;
+    let banner = |n: u32| {
+        if human {
+            say(
+                &out,
+                &format!(
+                    "-----------------------------------------------------------\nServer listening on {port} (test #{n})\n-----------------------------------------------------------\n"
+                ),
+            );
+        }
+    };
+    let mut test_no = 1;
+    banner(test_no);
+    let (cookie_tx, cookie_rx) =
+        mpsc::channel::<(TcpStream, SocketAddr, std::io::Result<Cookie>)>();
+    let mut active: Vec<Active> = Vec::new();
+    let pending = Arc::new(AtomicUsize::new(0));
+    let udp_setup = Arc::new(Mutex::new(()));
+    let max_tests = opts.limits.max_tests.max(1);
+    loop {
+        if shutdown.load(Ordering::Relaxed) {
+            for a in active.drain(..) {
+                let _ = a.handle.join();
+            }
+            return Ok(());
+        }
+        match listener.accept() {
+            // A flood of connections: beyond PENDING_MAX unread cookies,
+            // newcomers are refused at once instead of each holding a thread.
+            Ok((mut s, _)) if pending.load(Ordering::Acquire) >= PENDING_MAX => {
+                let _ = s.write_all(&[state::ACCESS_DENIED]);
+            }
+            Ok((s, peer)) => {
+                let tx = cookie_tx.clone();
+                let timeout = opts.control_timeout;
+                let pending = pending.clone();
+                pending.fetch_add(1, Ordering::AcqRel);
+                std::thread::spawn(move || {
+                    let mut s = s;
+                    let _ = s.set_nonblocking(false);
+                    let _ = s.set_read_timeout(Some(timeout));
+                    let mut c = [0u8; COOKIE_LEN];
+                    let r = s.read_exact(&mut c).map(|()| c);
+                    pending.fetch_sub(1, Ordering::AcqRel);
+                    let _ = tx.send((s, peer, r));
+                });
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+            Err(e) => say(&out, &format!("linerate: accept failed: {e}\n")),
+        }
+        match cookie_rx.recv_timeout(Duration::from_millis(5)) {
+            Ok((mut s, peer, Err(e))) => {
+                // iperf3 3.21: SERVER_ERROR + IERECVCOOKIE to a silent peer.
+                let mut msg = vec![state::SERVER_ERROR];
+                msg.extend_from_slice(&IErr::RECV_COOKIE.0.to_be_bytes());
+                msg.extend_from_slice(&0i32.to_be_bytes());
+                let _ = s.write_all(&msg);
+                say(
+                    &out,
+                    &format!("linerate: no cookie from {peer} ({e}); closed it\n"),
+                );
+            }
+            Ok((mut s, peer, Ok(cookie))) => {
+                if let Some(a) = active.iter().find(|a| a.cookie == cookie) {
+                    if a.accepting.load(Ordering::Acquire) {
+                        let _ = a.data.send(s);
+                    } else {
+                        let _ = s.write_all(&[state::ACCESS_DENIED]);
+                    }
+                } else if active.len() >= max_tests {
+                    let _ = s.write_all(&[state::ACCESS_DENIED]);
+                    if human {
+                        say(
+                            &out,
+                            &format!(
+                                "linerate: denied {peer}: {} test(s) running (--max-tests {max_tests})\n",
+                                active.len()
+                            ),
+                        );
+                    }
+                } else {
+                    let (data_tx, data_rx) = mpsc::channel();
+                    let accepting = Arc::new(AtomicBool::new(false));
+                    let done = Arc::new(AtomicBool::new(false));
+                    let (o, acc, dn, sd, op, us) = (
+                        out.clone(),
+                        accepting.clone(),
+                        done.clone(),
+                        shutdown.clone(),
+                        opts.clone(),
+                        udp_setup.clone(),
+                    );
+                    let handle = std::thread::spawn(move || {
+                        serve_test(s, peer, cookie, port, &data_rx, &acc, &op, &o, &sd, &us);
+                        acc.store(false, Ordering::Release);
+                        dn.store(true, Ordering::Release);
+                    });
+                    active.push(Active {
+                        cookie,
+                        data: data_tx,
+                        accepting,
+                        done,
+                        handle,
+                    });
+                }
+            }
+            Err(_) => {}
+        }
+        let mut finished = 0;
+        let mut i = 0;
+        while i < active.len() {
+            if active[i].done.load(Ordering::Acquire) {
+                let a = active.swap_remove(i);
+                let _ = a.handle.join();
+                finished += 1;
+            } else {
+                i += 1;
+            }
+        }
+        if finished > 0 {
+            if opts.one_off {
+                for a in active.drain(..) {
+                    let _ = a.handle.join();
+                }
+                return Ok(());
+            }
+            test_no += finished;
+            if active.is_empty() {
+                banner(test_no);
+            }
+        }
+    }
+}
+
+/// Connections whose cookie is still being read, at most.
+const PENDING_MAX: usize = 64;
+
+fn check_limits(p: &Params, l: &Limits) -> Result<(), IErr> {
+    if let Some(max) = l.max_duration_s
+        && (p.time_s == 0 || p.time_s + p.omit_s > max)
+    {
+        return Err(IErr::MAX_DURATION);
+    }
+    if let Some(max) = l.max_streams
+        && p.stream_count() as u32 > max
+    {
+        return Err(IErr::NUM_STREAMS);
+    }
+    if let Some(max) = l.max_rate_bps
+        && (p.bandwidth_bps == 0 || p.bandwidth_bps.saturating_mul(p.stream_count() as u64) > max)
+    {
+        return Err(IErr::TOTAL_RATE);
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn serve_test(
+    ctrl: TcpStream,
+    peer: SocketAddr,
+    cookie: Cookie,
+    port: u16,
+    data_rx: &Receiver<TcpStream>,
+    accepting: &AtomicBool,
+    opts: &ServerOptions,
+    out: &Out,
+    shutdown: &AtomicBool,
+    udp_setup: &Mutex<()>,
+) {
+    if !opts.output.json && !opts.output.json_stream {
+        say(
+            out,
+            &format!(
+                "Accepted connection from {}, port {}\n",
+                net::host_of(&peer),
+                peer.port()
+            ),
+        );
+    }
+    let _ = ctrl.set_nodelay(true);
+    let _ = ctrl.set_read_timeout(Some(Duration::from_millis(20)));
+    TestServer {
+        local_ip: ctrl.local_addr().ok().map(|a| a.ip()),
+        ctrl,
+        peer,
+        cookie,
+        port,
+        env: TestEnv {
+            data_rx,
+            accepting,
+            opts,
+            out,
+            shutdown,
+            udp_setup,
+        },
+        session: ServerSession::new(),
+        cpu: CpuMeter::start(),
+        params: None,
+        udp_listener: None,
+        udp_guard: None,
+        conns: Vec::new(),
+        running: None,
+        meter: None,
+        report: None,
+        start_at: None,
+        phase_start: Instant::now(),
+        last_rx: (0, Instant::now()),
+    }
+    .run();
+}
+
+/// What a test shares with the accept loop and the other tests.
+struct TestEnv<'a> {
+    /// Data connections whose cookie is this test's.
+    data_rx: &'a Receiver<TcpStream>,
+    /// Set while this test takes data connections.
+    accepting: &'a AtomicBool,
+    opts: &'a ServerOptions,
+    out: &'a Out,
+    shutdown: &'a AtomicBool,
+    /// UDP streams carry no cookie: one test at a time sets them up.
+    udp_setup: &'a Mutex<()>,
+}
+
+/// One test on one control connection: the protocol session (sans-IO) and
+/// the I/O around it, one method per event.
+struct TestServer<'a> {
+    ctrl: TcpStream,
+    peer: SocketAddr,
+    cookie: Cookie,
+    port: u16,
+    local_ip: Option<IpAddr>,
+    env: TestEnv<'a>,
+    session: ServerSession,
+    cpu: CpuMeter,
     params: Option<Params>,
-    local: Option<PeerResults>,
+    udp_listener: Option<UdpSocket>,
+    udp_guard: Option<std::sync::MutexGuard<'a, ()>>,
+    conns: Vec<(Conn, StreamDesc)>,
+    running: Option<Running>,
+    meter: Option<Meter>,
+    report: Option<Report>,
+    start_at: Option<Instant>,
+    /// When the current wait (for parameters, streams or results) began.
+    phase_start: Instant,
+    /// Bytes received so far and when that last changed (idle timeout).
+    last_rx: (u64, Instant),
 }
 
-impl Default for ServerSession {
-    fn default() -> Self {
-        Self::new()
-    }
+/// What the loop does after a step.
+#[derive(PartialEq, Eq)]
+enum Next {
+    /// Go on with this turn of the loop.
+    Go,
+    /// Back to the top: something failed and must be told to the client.
+    Again,
+    /// The test is over.
+    End,
 }
 
-impl ServerSession {
-    /// A session whose cookie has been read: asks for parameters at once.
-    pub fn new() -> Self {
-        Self {
-            phase: Phase::AwaitParams,
-            buf: ControlBuf::default(),
-            out: vec![state::PARAM_EXCHANGE],
-            events: VecDeque::new(),
-            params: None,
-            local: None,
-        }
-    }
-
-    pub fn params(&self) -> Option<&Params> {
-        self.params.as_ref()
-    }
-
-    pub fn is_closed(&self) -> bool {
-        self.phase == Phase::Closed
-    }
-
-    /// True while streams are being created (data connections are expected).
-    pub fn accepting_streams(&self) -> bool {
-        matches!(self.phase, Phase::CreateStreams { .. })
-    }
-
-    pub fn is_running(&self) -> bool {
-        self.phase == Phase::Running
-    }
-
-    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
-        (!self.out.is_empty()).then(|| std::mem::take(&mut self.out))
-    }
-
-    pub fn poll_event(&mut self) -> Option<ServerEvent> {
-        self.events.pop_front()
-    }
-
-    /// Fails the test with `err`, telling the client (SERVER_ERROR + code + errno 0).
-    pub fn fail(&mut self, err: IErr) {
-        if self.phase == Phase::Closed {
-            return;
-        }
-        self.out.push(state::SERVER_ERROR);
-        self.out.extend_from_slice(&err.0.to_be_bytes());
-        self.out.extend_from_slice(&0i32.to_be_bytes());
-        self.phase = Phase::Closed;
-        self.events.push_back(ServerEvent::Failed(err));
-    }
-
-    /// Data listeners are ready: tell the client to create its streams.
-    pub fn ready_for_streams(&mut self) {
-        if self.phase != Phase::Setup {
-            return;
-        }
-        let expected = self.params.as_ref().map_or(0, Params::stream_count);
-        self.out.push(state::CREATE_STREAMS);
-        self.phase = Phase::CreateStreams {
-            expected,
-            connected: 0,
-        };
-        self.maybe_start();
-    }
-
-    /// A data stream connected (cookie checked by the I/O layer). Returns its
-    /// id and whether the server sends on it, or `None` if no stream was due.
-    pub fn stream_connected(&mut self) -> Option<(u32, bool)> {
-        let Phase::CreateStreams {
-            expected,
-            connected,
-        } = self.phase
-        else {
-            return None;
-        };
-        if connected >= expected {
-            return None;
-        }
-        let p = self.params.as_ref()?;
-        let server_sends = !p.mode.client_sends(connected, p.parallel);
-        self.phase = Phase::CreateStreams {
-            expected,
-            connected: connected + 1,
-        };
-        self.maybe_start();
-        Some((stream_id(connected), server_sends))
-    }
-
-    fn maybe_start(&mut self) {
-        if let Phase::CreateStreams {
-            expected,
-            connected,
-        } = self.phase
-            && connected == expected
-        {
-            self.out
-                .extend_from_slice(&[state::TEST_START, state::TEST_RUNNING]);
-            self.phase = Phase::Running;
-            self.events.push_back(ServerEvent::Start);
-        }
-    }
-
-    /// The streams are stopped and these are the server's figures.
-    pub fn local_results(&mut self, r: PeerResults) {
-        if self.phase != Phase::Stopping {
-            return;
-        }
-        self.local = Some(r);
-        self.out.push(state::EXCHANGE_RESULTS);
-        self.phase = Phase::AwaitResults;
-        self.advance();
-    }
-
-    pub fn handle_eof(&mut self) {
-        match self.phase {
-            Phase::Closed => {}
-            Phase::AwaitDone => {
-                self.phase = Phase::Closed;
-                self.events.push_back(ServerEvent::Done);
-            }
-            _ => {
-                self.phase = Phase::Closed;
-                self.events.push_back(ServerEvent::ClientGone);
-            }
-        }
-    }
-
-    pub fn handle_bytes(&mut self, data: &[u8]) {
-        if self.phase == Phase::Closed {
-            return;
-        }
-        self.buf.push(data);
-        self.advance();
-    }
-
-    fn advance(&mut self) {
+impl TestServer<'_> {
+    fn run(mut self) {
+        let mut buf = [0u8; 65536];
         loop {
-            match self.phase {
-                Phase::AwaitParams => match self.buf.take_json(PARAMS_MAX_BYTES) {
-                    Ok(None) => return,
-                    Err(_) => return self.fail(IErr::RECV_PARAMS),
-                    Ok(Some(v)) => match Params::from_json(&v) {
-                        Ok(p) => {
-                            self.params = Some(p.clone());
-                            self.phase = Phase::Setup;
-                            self.events.push_back(ServerEvent::Params(p));
-                        }
-                        Err(e) => return self.fail(e),
-                    },
-                },
-                Phase::AwaitResults => match self.buf.take_json(RESULTS_MAX_BYTES) {
-                    Ok(None) => return,
-                    Err(_) => return self.fail(IErr::RECV_RESULTS),
-                    Ok(Some(v)) => match PeerResults::from_json(&v) {
-                        Ok(r) => {
-                            let local = self.local.take().unwrap_or_default();
-                            self.out.extend(frame_json(&local.to_json()));
-                            self.out.push(state::DISPLAY_RESULTS);
-                            self.phase = Phase::AwaitDone;
-                            self.events.push_back(ServerEvent::ClientResults(r));
-                        }
-                        Err(e) => return self.fail(e),
-                    },
-                },
-                Phase::Closed => return,
-                _ => {
-                    let Some(b) = self.buf.take_byte() else {
-                        return;
-                    };
-                    self.on_state_byte(b);
+            self.flush_control();
+            if self.handle_events() == Next::End || self.session.is_closed() {
+                break;
+            }
+            if self.env.shutdown.load(Ordering::Relaxed) {
+                self.terminate(&mut buf);
+                break;
+            }
+            if self.session.accepting_streams() && self.accept_streams() == Next::Again {
+                continue;
+            }
+            if self.watch() == Next::Again {
+                continue;
+            }
+            let wake = until_due(self.meter.as_ref());
+            match net::read_within(&mut self.ctrl, &mut buf, wake) {
+                Ok(0) => self.session.handle_eof(),
+                Ok(n) => self.session.handle_bytes(&buf[..n]),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                    ) => {}
+                Err(_) => self.session.handle_eof(),
+            }
+        }
+        if let Some(r) = self.running.as_mut() {
+            r.stop(false);
+        }
+        let _ = self.ctrl.shutdown(std::net::Shutdown::Both);
+    }
+
+    fn flush_control(&mut self) {
+        while let Some(b) = self.session.poll_transmit() {
+            if self.ctrl.write_all(&b).is_err() {
+                self.session.handle_eof();
+                break;
+            }
+        }
+    }
+
+    fn say(&self, text: &str) {
+        say(self.env.out, text);
+    }
+
+    fn handle_events(&mut self) -> Next {
+        while let Some(ev) = self.session.poll_event() {
+            match ev {
+                ServerEvent::Params(p) => self.on_params(p),
+                ServerEvent::Start => {
+                    if self.on_start() == Next::End {
+                        return Next::End;
+                    }
+                }
+                ServerEvent::TestEnd => self.on_test_end(),
+                ServerEvent::ClientResults(_) => self.phase_start = Instant::now(),
+                ServerEvent::Done => return Next::End,
+                ServerEvent::ClientTerminated => {
+                    self.end_with("the client has terminated");
+                    return Next::End;
+                }
+                ServerEvent::ClientGone => {
+                    self.end_with("the client has unexpectedly closed the connection");
+                    return Next::End;
+                }
+                ServerEvent::Failed(e) => {
+                    while let Some(b) = self.session.poll_transmit() {
+                        let _ = self.ctrl.write_all(&b);
+                    }
+                    let (_, text) = self.finish(Some(e.message().into()));
+                    self.say(&text);
+                    self.say(&format!("linerate: test failed: {e}\n"));
+                    return Next::End;
                 }
             }
         }
+        Next::Go
     }
 
-    fn on_state_byte(&mut self, b: u8) {
-        match (b, self.phase) {
-            (state::TEST_START, _) => {}
-            (state::CLIENT_TERMINATE, _) => {
-                self.phase = Phase::Closed;
-                self.events.push_back(ServerEvent::ClientTerminated);
+    /// Parameters arrived: check them against the limits and get ready for
+    /// the streams (for UDP, the shared port, one test at a time).
+    fn on_params(&mut self, p: Params) {
+        if let Err(code) = check_limits(&p, &self.env.opts.limits) {
+            self.session.fail(code);
+            return;
+        }
+        if p.protocol == Protocol::Udp {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            self.udp_guard = loop {
+                match self.env.udp_setup.try_lock() {
+                    Ok(g) => break Some(g),
+                    Err(_) if Instant::now() < deadline => {
+                        std::thread::sleep(Duration::from_millis(5))
+                    }
+                    Err(_) => break None,
+                }
+            };
+            if self.udp_guard.is_none() {
+                self.session.fail(IErr(201));
+                return;
             }
-            (state::TEST_END, Phase::Running) => {
-                self.phase = Phase::Stopping;
-                self.events.push_back(ServerEvent::TestEnd);
+            match self.udp_port() {
+                Ok(u) => self.udp_listener = Some(u),
+                Err(e) => {
+                    self.say(&format!(
+                        "linerate: unable to bind UDP port {}: {e}\n",
+                        self.port
+                    ));
+                    self.session.fail(IErr(201));
+                    return;
+                }
             }
-            (state::IPERF_DONE, Phase::AwaitDone) => {
-                self.phase = Phase::Closed;
-                self.events.push_back(ServerEvent::Done);
+        }
+        self.params = Some(p);
+        self.env.accepting.store(true, Ordering::Release);
+        self.phase_start = Instant::now();
+        self.session.ready_for_streams();
+    }
+
+    /// A socket on the test port waiting for a UDP stream's first datagram.
+    fn udp_port(&self) -> std::io::Result<UdpSocket> {
+        let o = self.env.opts;
+        let u = net::udp_bound(net::server_addr(o.bind, o.family, self.port), o.family)?;
+        let _ = u.set_read_timeout(Some(Duration::from_millis(10)));
+        Ok(u)
+    }
+
+    /// Every stream is connected: start them, the report and the meter.
+    fn on_start(&mut self) -> Next {
+        self.env.accepting.store(false, Ordering::Release);
+        self.udp_listener = None;
+        // Streams are connected: the next UDP test may set up.
+        drop(self.udp_guard.take());
+        let Some(p) = self.params.clone() else {
+            return Next::End;
+        };
+        let opts = self.env.opts;
+        let now = Instant::now();
+        self.start_at = Some(now);
+        let info = StartInfo {
+            role: Role::Server,
+            params: p.clone(),
+            cookie: cookie_str(&self.cookie),
+            system_info: net::system_info(),
+            timestamp_secs: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            peer_host: net::host_of(&self.peer),
+            peer_port: self.peer.port(),
+            tcp_mss_default: 0,
+            sndbuf_actual: 0,
+            rcvbuf_actual: 0,
+            interval_s: opts.interval.as_secs_f64(),
+            streams: self.conns.iter().map(|(_, d)| d.clone()).collect(),
+        };
+        let mut rep = Report::new(info, opts.output);
+        self.say(&rep.start_text());
+        crate::client::forward_events(&mut rep, opts.events.as_ref());
+        self.report = Some(rep);
+        let so = StreamOpts {
+            udp_gso: opts.udp_gso,
+            affinity: match p.server_affinity {
+                Some(cpu) if cpu >= 0 => vec![cpu as usize],
+                _ => opts.affinity.clone(),
+            },
+            zerocopy: p.zerocopy,
+        };
+        let r = spawn_streams(std::mem::take(&mut self.conns), &p, &so);
+        self.meter = Some(Meter::for_test(r.streams.clone(), &p, opts.interval, now));
+        self.running = Some(r);
+        self.last_rx = (0, now);
+        Next::Go
+    }
+
+    /// TEST_END: the streams stop (after draining), the final report is
+    /// printed and our results go to the client.
+    fn on_test_end(&mut self) {
+        let (finals, text) = self.finish(None);
+        self.say(&text);
+        let p = self.params.clone().unwrap_or_default();
+        let mut results = peer_results(&finals, self.cpu.read(), p.protocol == Protocol::Tcp);
+        if p.get_server_output {
+            if self.env.opts.output.json {
+                results.server_output_json = serde_json::from_str(&text).ok();
+            } else {
+                results.server_output_text = self.report.as_ref().map(|r| r.text().to_string());
             }
-            // A client that gives up early (e.g. -n reached before streams
-            // were all up) may end the test in any phase after params.
-            (state::TEST_END, Phase::CreateStreams { .. } | Phase::Setup) => {
-                self.phase = Phase::Stopping;
-                self.events.push_back(ServerEvent::TestEnd);
+        }
+        self.phase_start = Instant::now();
+        self.session.local_results(results);
+    }
+
+    /// The test ends early for `why`: what was measured is still reported.
+    fn end_with(&mut self, why: &str) {
+        let (_, text) = self.finish(Some(why.into()));
+        self.say(&text);
+        self.say(&format!("linerate: {why}\n"));
+    }
+
+    /// Stops the streams (draining them when the test ended normally) and
+    /// renders the last interval and the end of the report.
+    fn finish(
+        &mut self,
+        err: Option<String>,
+    ) -> (Vec<linerate_iperf_proto::report::StreamFinal>, String) {
+        if let Some(r) = self.running.as_mut() {
+            if err.is_none() {
+                r.drain_and_stop();
+            } else {
+                r.stop(false);
             }
-            _ => self.fail(IErr::MESSAGE),
+        }
+        let mut finals = Vec::new();
+        let mut text = String::new();
+        if let (Some(mut m), Some(rep)) = (self.meter.take(), self.report.as_mut()) {
+            let (last, f) = m.finish(Instant::now());
+            if let Some(last) = last {
+                text.push_str(&rep.interval(&last));
+            }
+            if let Some(e) = err {
+                rep.set_error(&e);
+            }
+            let pinned = self.running.as_ref().map_or(&[][..], |r| &r.cpus[..]);
+            let doctor = net::doctor_summary(self.local_ip, pinned);
+            text.push_str(&rep.finish(&f, self.cpu.read(), None, Some(("doctor", doctor))));
+            crate::client::forward_events(rep, self.env.opts.events.as_ref());
+            finals = f;
+        }
+        (finals, text)
+    }
+
+    /// The server is shutting down: tell the client, give it a moment to
+    /// read that (and close) before its data sockets fail under it, so it
+    /// reports the right cause, and report what was measured.
+    fn terminate(&mut self, buf: &mut [u8]) {
+        let _ = self.ctrl.write_all(&[state::SERVER_TERMINATE]);
+        let deadline = Instant::now() + Duration::from_millis(500);
+        while Instant::now() < deadline {
+            match self.ctrl.read(buf) {
+                Ok(0) => break,
+                Err(e)
+                    if !matches!(
+                        e.kind(),
+                        ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                    ) =>
+                {
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let (_, text) = self.finish(Some("the server has terminated".into()));
+        self.say(&text);
+    }
+
+    /// Takes the streams that connected since the last look.
+    fn accept_streams(&mut self) -> Next {
+        if self.phase_start.elapsed() > Duration::from_secs(30) {
+            self.session.fail(IErr(203));
+            return Next::Again;
+        }
+        let tcp = self
+            .params
+            .as_ref()
+            .is_none_or(|p| p.protocol == Protocol::Tcp);
+        if tcp {
+            while let Ok(s) = self.env.data_rx.try_recv() {
+                if let Some((id, sends)) = self.session.stream_connected() {
+                    let desc = StreamDesc {
+                        id,
+                        socket: s.as_raw_fd(),
+                        sender: sends,
+                        local: s.local_addr().unwrap_or(self.peer),
+                        remote: s.peer_addr().unwrap_or(self.peer),
+                    };
+                    let _ = s.set_nonblocking(false);
+                    self.conns.push((Conn::Tcp(s), desc));
+                }
+            }
+        } else {
+            self.accept_udp();
+        }
+        Next::Go
+    }
+
+    /// A UDP stream's first datagram: the listening socket becomes that
+    /// stream's (connected to the sender, answered with the connect reply)
+    /// and a new one waits for the next stream.
+    fn accept_udp(&mut self) {
+        let Some(u) = self.udp_listener.as_ref() else {
+            return;
+        };
+        let mut b = [0u8; 64];
+        let Ok((_, from)) = u.recv_from(&mut b) else {
+            return;
+        };
+        let conn = self.udp_listener.take().filter(|u| u.connect(from).is_ok());
+        match (conn, self.udp_port()) {
+            (Some(c), Ok(next)) => {
+                self.udp_listener = Some(next);
+                let _ = c.set_read_timeout(None);
+                let _ = c.send(&udp_connect::REPLY);
+                if let Some((id, sends)) = self.session.stream_connected() {
+                    let desc = StreamDesc {
+                        id,
+                        socket: c.as_raw_fd(),
+                        sender: sends,
+                        local: c.local_addr().unwrap_or(self.peer),
+                        remote: from,
+                    };
+                    self.conns.push((Conn::Udp(c), desc));
+                }
+            }
+            _ => self.session.fail(IErr(203)),
         }
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::control::frame_json;
-    use serde_json::json;
-
-    fn results_json() -> Vec<u8> {
-        frame_json(
-            &json!({"cpu_util_total":1,"cpu_util_user":0.5,"cpu_util_system":0.5,
-            "sender_has_retransmits":1,"streams":[{"id":1,"bytes":100,"retransmits":0,
-            "jitter":0,"errors":0,"packets":0}]}),
-        )
-    }
-
-    #[test]
-    fn forward_tcp_sequence() {
-        let mut s = ServerSession::new();
-        assert_eq!(s.poll_transmit(), Some(vec![9]));
-        let params = frame_json(&json!({"tcp":true,"time":2,"parallel":2,"len":131072}));
-        // Split in the middle of the length prefix.
-        s.handle_bytes(&params[..2]);
-        assert_eq!(s.poll_event(), None);
-        s.handle_bytes(&params[2..]);
-        let Some(ServerEvent::Params(p)) = s.poll_event() else {
-            panic!()
-        };
-        assert_eq!(p.parallel, 2);
-        s.ready_for_streams();
-        assert_eq!(s.poll_transmit(), Some(vec![10]));
-        assert!(s.accepting_streams());
-        assert_eq!(s.stream_connected(), Some((1, false)));
-        assert_eq!(s.poll_event(), None);
-        assert_eq!(s.stream_connected(), Some((3, false)));
-        assert_eq!(s.poll_event(), Some(ServerEvent::Start));
-        assert_eq!(s.poll_transmit(), Some(vec![1, 2]));
-        assert_eq!(s.stream_connected(), None);
-        s.handle_bytes(&[4]);
-        assert_eq!(s.poll_event(), Some(ServerEvent::TestEnd));
-        s.local_results(PeerResults {
-            sender_has_retransmits: -1,
-            ..Default::default()
-        });
-        assert_eq!(s.poll_transmit(), Some(vec![13]));
-        let mut tail = results_json();
-        tail.push(16);
-        s.handle_bytes(&tail);
-        assert!(matches!(
-            s.poll_event(),
-            Some(ServerEvent::ClientResults(_))
-        ));
-        let out = s.poll_transmit().unwrap();
-        assert_eq!(*out.last().unwrap(), 14);
-        assert_eq!(s.poll_event(), Some(ServerEvent::Done));
-        assert!(s.is_closed());
-    }
-
-    #[test]
-    fn bidir_roles_by_arrival() {
-        let mut s = ServerSession::new();
-        s.handle_bytes(&frame_json(
-            &json!({"udp":true,"parallel":2,"bidirectional":true,"len":1000}),
-        ));
-        assert!(matches!(s.poll_event(), Some(ServerEvent::Params(_))));
-        s.ready_for_streams();
-        let roles: Vec<_> = (0..4).map(|_| s.stream_connected().unwrap()).collect();
-        assert_eq!(roles, vec![(1, false), (3, false), (4, true), (5, true)]);
-    }
-
-    #[test]
-    fn bad_params_get_server_error() {
-        let mut s = ServerSession::new();
-        s.poll_transmit();
-        s.handle_bytes(&frame_json(&json!({"tcp":true,"parallel":0})));
-        assert_eq!(s.poll_event(), Some(ServerEvent::Failed(IErr::NUM_STREAMS)));
-        assert_eq!(s.poll_transmit(), Some(vec![0xfe, 0, 0, 0, 6, 0, 0, 0, 0]));
-        assert!(s.is_closed());
-        let mut s = ServerSession::new();
-        s.poll_transmit();
-        s.handle_bytes(&[0, 0, 0x20, 1]);
-        assert_eq!(s.poll_event(), Some(ServerEvent::Failed(IErr::RECV_PARAMS)));
-        let mut s = ServerSession::new();
-        s.handle_bytes(&[0, 0, 0, 2, b'{', b'{']);
-        assert_eq!(s.poll_event(), Some(ServerEvent::Failed(IErr::RECV_PARAMS)));
-    }
-
-    #[test]
-    fn unknown_state_byte_while_running() {
-        let mut s = ServerSession::new();
-        s.handle_bytes(&frame_json(&json!({"tcp":true,"parallel":1})));
-        s.poll_event();
-        s.ready_for_streams();
-        s.stream_connected();
-        s.poll_event();
-        s.poll_transmit();
-        s.handle_bytes(&[2]);
-        assert_eq!(s.poll_event(), Some(ServerEvent::Failed(IErr::MESSAGE)));
-        assert_eq!(s.poll_transmit().unwrap()[..5], [0xfe, 0, 0, 0, 110]);
-    }
-
-    #[test]
-    fn client_terminates_or_vanishes() {
-        let mut s = ServerSession::new();
-        s.handle_bytes(&frame_json(&json!({"tcp":true})));
-        s.poll_event();
-        s.handle_bytes(&[12]);
-        assert_eq!(s.poll_event(), Some(ServerEvent::ClientTerminated));
-        let mut s = ServerSession::new();
-        s.handle_eof();
-        assert_eq!(s.poll_event(), Some(ServerEvent::ClientGone));
+    /// Intervals, the idle receive timeout, the grace timer, and waits for
+    /// parameters or results that never come.
+    fn watch(&mut self) -> Next {
+        let opts = self.env.opts;
+        if let (Some(m), Some(rep)) = (self.meter.as_mut(), self.report.as_mut()) {
+            while let Some(samples) = m.tick(Instant::now()) {
+                say(self.env.out, &rep.interval(&samples));
+                crate::client::forward_events(rep, opts.events.as_ref());
+            }
+            let receiving = m.streams().iter().any(|s| !s.sender);
+            let total = m
+                .streams()
+                .iter()
+                .map(|s| s.bytes.load(Ordering::Relaxed))
+                .sum::<u64>();
+            if total != self.last_rx.0 {
+                self.last_rx = (total, Instant::now());
+            } else if receiving && self.last_rx.1.elapsed() > opts.rcv_timeout {
+                self.session.fail(IErr::NO_MSG);
+                return Next::Again;
+            }
+            if let (Some(p), Some(s)) = (&self.params, self.start_at)
+                && p.time_s > 0
+                && s.elapsed() > Duration::from_secs(u64::from(p.time_s + p.omit_s) + 40)
+            {
+                self.session.fail(IErr::SERVER_DURATION_EXPIRED);
+                return Next::Again;
+            }
+        } else if !self.session.accepting_streams()
+            && self.phase_start.elapsed() > opts.control_timeout
+        {
+            self.session.fail(if self.params.is_none() {
+                IErr::RECV_PARAMS
+            } else {
+                IErr::RECV_RESULTS
+            });
+            return Next::Again;
+        }
+        Next::Go
     }
 }

@@ -4,7 +4,7 @@ use super::out::{OutputArgs, Run};
 use super::stop_flag;
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use linerate_blast::{BackendKind, BlastConfig, CaptureConfig, Gso, Rate, SinkConfig};
+use linerate_packet::{BackendKind, BlastConfig, CaptureConfig, Gso, Rate, SinkConfig};
 use linerate_calc::{Imix, parse_bps, parse_pps};
 use linerate_gen::template::Framing;
 use linerate_gen::{FlowSpec, SizeSequence};
@@ -227,7 +227,7 @@ fn rate(a: &BlastArgs) -> Result<Rate> {
     )
 }
 
-fn replay_config(a: &BlastArgs, path: &std::path::Path) -> Result<linerate_blast::Replay> {
+fn replay_config(a: &BlastArgs, path: &std::path::Path) -> Result<linerate_packet::Replay> {
     use linerate_gen::pcap::{Rewrite, Trace};
     let mac = |m: &Option<String>| -> Result<Option<linerate_wire::MacAddr>> {
         m.as_deref()
@@ -247,14 +247,14 @@ fn replay_config(a: &BlastArgs, path: &std::path::Path) -> Result<linerate_blast
             .transpose()
     };
     let timing = match a.pcap_timing.as_str() {
-        "fast" => linerate_blast::Timing::Fast,
-        "original" => linerate_blast::Timing::Scaled(1.0),
+        "fast" => linerate_packet::Timing::Fast,
+        "original" => linerate_packet::Timing::Scaled(1.0),
         x => match x.parse::<f64>() {
-            Ok(k) if k > 0.0 && k.is_finite() => linerate_blast::Timing::Scaled(k),
+            Ok(k) if k > 0.0 && k.is_finite() => linerate_packet::Timing::Scaled(k),
             _ => bail!("--pcap-timing takes original, fast or a speed-up factor > 0"),
         },
     };
-    Ok(linerate_blast::Replay {
+    Ok(linerate_packet::Replay {
         trace: Trace::load(path)?,
         rewrite: Rewrite {
             src_mac: mac(&a.src_mac)?,
@@ -382,7 +382,7 @@ fn blast_run(a: &BlastArgs, cfg: &BlastConfig) -> Result<u8> {
         "cores": cfg.cores,
     });
     let mut run = Run::start(&a.out, Mode::Blast, config, Some(doc.clone()))?;
-    let r = match linerate_blast::blast(cfg, &stop, &mut |iv| run.interval(iv)) {
+    let r = match linerate_packet::blast(cfg, &stop, &mut |iv| run.interval(iv)) {
         Ok(r) => r,
         Err(e) => return Err(run.fail(e.into())),
     };
@@ -446,14 +446,14 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
         "write": a.write,
     });
     let mut run = Run::start(&a.out, Mode::Sink, config, Some(doc.clone()))?;
-    let r = match linerate_blast::sink(&cfg, &stop, &mut |iv| run.interval(iv)) {
+    let r = match linerate_packet::sink(&cfg, &stop, &mut |iv| run.interval(iv)) {
         Ok(r) => r,
         Err(e) => return Err(run.fail(e.into())),
     };
     let mut v = r.json();
     v["doctor"] = doc;
     let text = sink_text(&r, &v, &a.iface);
-    let rows = linerate_blast::flow_rows(&r.counts);
+    let rows = linerate_packet::flow_rows(&r.counts);
     let error = r
         .error
         .as_ref()
@@ -466,7 +466,7 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
 }
 
 /// The sink's summary lines.
-fn sink_text(r: &linerate_blast::SinkReport, j: &serde_json::Value, iface: &str) -> String {
+fn sink_text(r: &linerate_packet::SinkReport, j: &serde_json::Value, iface: &str) -> String {
     use std::fmt::Write;
     let mut t = String::new();
     let _ = writeln!(

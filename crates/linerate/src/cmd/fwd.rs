@@ -4,7 +4,7 @@ use super::out::{OutputArgs, Run};
 use super::stop_flag;
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use linerate_blast::{BackendKind, FwdConfig, FwdMode, Noisy};
+use linerate_packet::{BackendKind, FwdConfig, FwdMode, Noisy};
 use std::time::Duration;
 
 /// Receive frames and send them back (or on), rewritten by mode.
@@ -137,7 +137,7 @@ pub fn run(a: &FwdArgs) -> Result<u8> {
         "flush_us": a.flush_us,
     });
     let mut run = Run::start(&a.out, linerate_run::Mode::Fwd, config, Some(doc.clone()))?;
-    let r = match linerate_blast::fwd(&cfg, &stop, &mut |iv| run.interval(iv)) {
+    let r = match linerate_packet::fwd(&cfg, &stop, &mut |iv| run.interval(iv)) {
         Ok(r) => r,
         Err(e) => return Err(run.fail(e.into())),
     };

@@ -4,10 +4,10 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{ArgAction, Parser};
-use linerate_iperf::report::OutputMode;
-use linerate_iperf::units::parse_suffixed;
-use linerate_iperf::{Params, Protocol, TestMode};
-use linerate_perf::{ClientOptions, Family, Limits, ServerOptions};
+use linerate_iperf_proto::report::OutputMode;
+use linerate_iperf_proto::units::parse_suffixed;
+use linerate_iperf_proto::{Params, Protocol, TestMode};
+use linerate_iperf::{ClientOptions, Family, Limits, ServerOptions};
 use std::io::Write;
 use std::net::IpAddr;
 use std::sync::atomic::AtomicBool;
@@ -507,7 +507,7 @@ fn run_server(args: &IperfArgs) -> Result<u8> {
     };
     let out = output_sink(args)?;
     let stop = terminate_flag()?;
-    linerate_perf::server::run(&opts, out, stop)
+    linerate_iperf::server::run(&opts, out, stop)
         .with_context(|| format!("server on port {}", args.port))?;
     Ok(0)
 }
@@ -533,7 +533,7 @@ fn run_client(args: &IperfArgs, host: &str) -> Result<u8> {
     };
     let out = output_sink(args)?;
     let stop = terminate_flag()?;
-    let result = linerate_perf::client::run(&opts, &mut LockedWriter(out), &stop);
+    let result = linerate_iperf::client::run(&opts, &mut LockedWriter(out), &stop);
     match result {
         Ok(()) => Ok(0),
         Err(e) => {

@@ -159,7 +159,7 @@ fn server(a: &ServerArgs) -> Result<u8> {
         );
     }
     let doc =
-        linerate_perf::net::doctor_summary((!a.bind.is_unspecified()).then_some(a.bind), &cores);
+        linerate_iperf::net::doctor_summary((!a.bind.is_unspecified()).then_some(a.bind), &cores);
     let config = serde_json::json!({
         "listen": server.local_addr().to_string(),
         "cores": cores,
@@ -352,7 +352,7 @@ fn client(a: &ClientArgs) -> Result<u8> {
         Err(e) => return Err(run.fail(e.into())),
     };
     let mut v = r.json();
-    v["doctor"] = linerate_perf::net::doctor_summary(r.local_ip(), &pinned);
+    v["doctor"] = linerate_iperf::net::doctor_summary(r.local_ip(), &pinned);
     let text = client_text(&r, load, a.timeout_ms);
     let rows = (r.workers.iter().enumerate())
         .map(|(w, wr)| client_row(&w.to_string(), wr.counts.completed, wr.counts.lost, None))

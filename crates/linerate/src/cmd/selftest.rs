@@ -5,9 +5,9 @@
 use super::iperf::LockedWriter;
 use anyhow::{Context, Result};
 use clap::Args;
-use linerate_iperf::report::OutputMode;
-use linerate_iperf::{Params, Protocol};
-use linerate_perf::{ClientOptions, Family, Limits, ServerOptions};
+use linerate_iperf_proto::report::OutputMode;
+use linerate_iperf_proto::{Params, Protocol};
+use linerate_iperf::{ClientOptions, Family, Limits, ServerOptions};
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, TcpListener};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -57,7 +57,7 @@ pub fn run(a: &SelftestArgs) -> Result<u8> {
     let server = {
         let stop = stop.clone();
         std::thread::spawn(move || {
-            linerate_perf::server::serve(listener, &server_opts, server_out, stop)
+            linerate_iperf::server::serve(listener, &server_opts, server_out, stop)
         })
     };
     if !a.json {
@@ -97,7 +97,7 @@ pub fn run(a: &SelftestArgs) -> Result<u8> {
     };
     let out: Arc<Mutex<dyn Write + Send>> = Arc::new(Mutex::new(std::io::stdout()));
     let interrupted = AtomicBool::new(false);
-    let result = linerate_perf::client::run(&opts, &mut LockedWriter(out), &interrupted);
+    let result = linerate_iperf::client::run(&opts, &mut LockedWriter(out), &interrupted);
     stop.store(true, Ordering::Relaxed);
     let _ = server.join();
     match result {

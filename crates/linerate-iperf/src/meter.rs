@@ -4,7 +4,7 @@
 //! restart from zero when the omit period ends.
 
 use crate::stream::{StreamShared, UdpRxCounters, tcp_info};
-use linerate_iperf::report::{
+use linerate_iperf_proto::report::{
     DepartureStats, IntervalSample, StreamFinal, TcpFinal, TcpSample, UdpRxSample,
 };
 use std::sync::Arc;
@@ -108,13 +108,13 @@ impl Meter {
     /// and the per-stream target rate for pacing figures.
     pub fn for_test(
         streams: Vec<Arc<StreamShared>>,
-        p: &linerate_iperf::Params,
+        p: &linerate_iperf_proto::Params,
         interval: Duration,
         start: Instant,
     ) -> Self {
         Self::new(
             streams,
-            p.protocol == linerate_iperf::Protocol::Udp,
+            p.protocol == linerate_iperf_proto::Protocol::Udp,
             interval,
             Duration::from_secs(u64::from(p.omit_s)),
             start,

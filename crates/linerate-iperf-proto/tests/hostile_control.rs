@@ -2,9 +2,9 @@
 //! pieces, the sans-IO sessions answer with events and error codes, never a
 //! panic, and a closed connection always ends them.
 
-use linerate_iperf::client::{ClientEvent, ClientSession};
-use linerate_iperf::server::{ServerEvent, ServerSession};
-use linerate_iperf::{Params, PeerResults, state};
+use linerate_iperf_proto::client::{ClientEvent, ClientSession};
+use linerate_iperf_proto::server::{ServerEvent, ServerSession};
+use linerate_iperf_proto::{Params, PeerResults, state};
 use proptest::prelude::*;
 
 /// A parameter frame (length prefix + JSON) some cases start with, so the

@@ -2,7 +2,7 @@
 //! per-stream options (-w, -M, -N, -C, -S, --fq-rate), addresses.
 
 use linerate_backend::sockopt;
-use linerate_iperf::Params;
+use linerate_iperf_proto::Params;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs, UdpSocket};
@@ -236,12 +236,12 @@ impl CpuMeter {
         }
     }
 
-    pub fn read(&self) -> linerate_iperf::report::Cpu {
+    pub fn read(&self) -> linerate_iperf_proto::report::Cpu {
         let (u, s) = linerate_backend::clock::process_cpu_s();
         let wall = self.wall.elapsed().as_secs_f64().max(1e-9);
         let user = (u - self.user) / wall * 100.0;
         let system = (s - self.system) / wall * 100.0;
-        linerate_iperf::report::Cpu {
+        linerate_iperf_proto::report::Cpu {
             total: user + system,
             user,
             system,
