@@ -3,17 +3,15 @@
 
 use crate::meter::{CONTROL_WAKE, Meter, until_due};
 use crate::net::{self, CpuMeter, Family};
-use crate::stream::{self, Pacing, StreamShared};
+use crate::set::{Conn, Running, StreamOpts, forward_events, spawn_streams};
 use linerate_iperf_proto::client::{ClientError, ClientEvent, ClientSession};
 use linerate_iperf_proto::params::{TCP_LEN_DEFAULT, UDP_RATE_DEFAULT_BPS};
 use linerate_iperf_proto::report::{OutputMode, Report, Role, StartInfo, StreamDesc, peer_results};
 use linerate_iperf_proto::{Params, PeerResults, Protocol, cookie_str, make_cookie, udp_connect};
 use std::io::{ErrorKind, Write};
-use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// What the user asked for.
@@ -43,15 +41,6 @@ pub struct ClientOptions {
     pub events: Option<linerate_run::SharedReporter>,
 }
 
-/// Hands the report's run-model events to the shared reporters.
-pub(crate) fn forward_events(rep: &mut Report, to: Option<&linerate_run::SharedReporter>) {
-    while let Some(ev) = rep.poll_run_event() {
-        if let Some(t) = to {
-            t.report(&ev);
-        }
-    }
-}
-
 /// Why a client run failed, with what it printed so far.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientFailure {
@@ -67,57 +56,6 @@ pub enum ClientFailure {
     Timeout,
     #[error("{0}")]
     Data(String),
-}
-
-/// Streams and their worker threads (a handle is taken when joined).
-pub(crate) struct Running {
-    pub(crate) streams: Vec<Arc<StreamShared>>,
-    pub(crate) handles: Vec<Option<JoinHandle<()>>>,
-    /// The CPUs streams were pinned to (each once; empty: not pinned).
-    pub(crate) cpus: Vec<usize>,
-}
-
-impl Running {
-    /// Stops and joins the workers (only the sending ones if asked).
-    pub(crate) fn stop(&mut self, senders_only: bool) {
-        self.stop_with(senders_only, false);
-    }
-
-    /// Stops the senders, lets receivers take what is already queued
-    /// (bounded by [`stream::DRAIN_MAX`]), and joins them all: what the
-    /// peer sent before TEST_END is counted.
-    pub(crate) fn drain_and_stop(&mut self) {
-        self.stop_with(false, true);
-    }
-
-    fn stop_with(&mut self, senders_only: bool, drain: bool) {
-        let until = linerate_backend::clock::monotonic_ns() + stream::DRAIN_MAX.as_nanos() as u64;
-        for s in &self.streams {
-            if drain && !s.sender {
-                s.drain_until_ns.store(until, Ordering::Relaxed);
-            } else if !senders_only || s.sender {
-                s.stop.store(true, Ordering::Relaxed);
-            }
-        }
-        for (h, s) in self.handles.iter_mut().zip(&self.streams) {
-            if (!senders_only || s.sender)
-                && let Some(h) = h.take()
-            {
-                let _ = h.join();
-                // The TCP_INFO handle keeps the socket open: close the
-                // connection now, as iperf3 does at the end of a test.
-                if let Some(t) = &s.tcp {
-                    let _ = t.shutdown(std::net::Shutdown::Both);
-                }
-            }
-        }
-    }
-}
-
-/// A client's data stream before it runs.
-pub(crate) enum Conn {
-    Tcp(TcpStream),
-    Udp(UdpSocket),
 }
 
 /// Runs one test and writes its output to `out`. Returns the exit status
@@ -500,130 +438,5 @@ fn create_stream(
             }
             Ok(Conn::Udp(u))
         }
-    }
-}
-
-/// How stream threads run: GSO, CPU pinning, zero-copy sends.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct StreamOpts {
-    pub(crate) udp_gso: bool,
-    pub(crate) affinity: Vec<usize>,
-    pub(crate) zerocopy: bool,
-}
-
-use linerate_backend::cpu::allowed as allowed_cpus;
-
-/// Pins the calling thread to one CPU (best effort: reported, not fatal).
-fn pin(cpu: usize) {
-    if let Err(e) = linerate_backend::cpu::pin(cpu) {
-        eprintln!("warning: cannot pin a stream to CPU {cpu}: {e}");
-    }
-}
-
-pub(crate) fn spawn_streams(
-    conns: Vec<(Conn, StreamDesc)>,
-    p: &Params,
-    so: &StreamOpts,
-) -> Running {
-    let pacing = Pacing {
-        rate_bps: p.bandwidth_bps,
-        burst: p.burst,
-    };
-    let mut streams = Vec::new();
-    let mut handles = Vec::new();
-    // TCP senders that share a CPU share one worker thread.
-    let allowed = allowed_cpus();
-    let senders = conns
-        .iter()
-        .filter(|(c, d)| d.sender && matches!(c, Conn::Tcp(_)))
-        .count();
-    let mut groups: std::collections::BTreeMap<usize, Vec<(TcpStream, Arc<StreamShared>)>> =
-        Default::default();
-    let mut group_slot: std::collections::BTreeMap<usize, usize> = Default::default();
-    let mut pinned = std::collections::BTreeSet::new();
-    for (i, (c, d)) in conns.into_iter().enumerate() {
-        let cpu = if !so.affinity.is_empty() {
-            Some(so.affinity[i % so.affinity.len()])
-        } else if senders > allowed.len() && !allowed.is_empty() {
-            Some(allowed[i % allowed.len()])
-        } else {
-            None
-        };
-        pinned.extend(cpu);
-        match c {
-            Conn::Tcp(t) if d.sender && cpu.is_some() && (senders > 1) => {
-                let _ = net::apply_tcp(&t, p, true);
-                let sh = Arc::new(StreamShared::new(
-                    d.id,
-                    d.sender,
-                    d.socket,
-                    t.try_clone().ok(),
-                ));
-                let c = cpu.unwrap_or(0);
-                groups.entry(c).or_default().push((t, sh.clone()));
-                group_slot.entry(c).or_insert(streams.len());
-                streams.push(sh);
-                handles.push(None);
-            }
-            Conn::Tcp(t) => {
-                let _ = net::apply_tcp(&t, p, d.sender);
-                let sh = Arc::new(StreamShared::new(
-                    d.id,
-                    d.sender,
-                    d.socket,
-                    t.try_clone().ok(),
-                ));
-                let s2 = sh.clone();
-                let len = p.len as usize;
-                let buf = stream::payload(len, p.repeating_payload);
-                let zerocopy = so.zerocopy;
-                handles.push(Some(std::thread::spawn(move || {
-                    if let Some(c) = cpu {
-                        pin(c);
-                    }
-                    if s2.sender {
-                        stream::tcp_send(t, s2, buf, pacing, zerocopy);
-                    } else {
-                        stream::tcp_recv(t, s2, len);
-                    }
-                })));
-                streams.push(sh);
-            }
-            Conn::Udp(u) => {
-                let _ = net::apply_udp(&u, p, d.sender);
-                let sh = Arc::new(StreamShared::new(d.id, d.sender, d.socket, None));
-                let s2 = sh.clone();
-                let len = p.len as usize;
-                let c64 = p.udp_counters_64bit;
-                let gso = so.udp_gso;
-                let buf = stream::payload(len, p.repeating_payload);
-                handles.push(Some(std::thread::spawn(move || {
-                    if let Some(c) = cpu {
-                        pin(c);
-                    }
-                    if s2.sender {
-                        stream::udp_send(u, s2, buf, pacing, c64, gso);
-                    } else {
-                        stream::udp_recv(u, s2, len, c64);
-                    }
-                })));
-                streams.push(sh);
-            }
-        }
-    }
-    for (cpu, members) in groups {
-        let buf = stream::payload(p.len as usize, p.repeating_payload);
-        let zerocopy = so.zerocopy;
-        // The group's thread is joined through its first stream's slot.
-        let slot = group_slot[&cpu];
-        handles[slot] = Some(std::thread::spawn(move || {
-            pin(cpu);
-            stream::tcp_send_group(members, buf, pacing, zerocopy);
-        }));
-    }
-    Running {
-        streams,
-        handles,
-        cpus: pinned.into_iter().collect(),
     }
 }

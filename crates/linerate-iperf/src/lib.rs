@@ -5,6 +5,7 @@ pub mod client;
 mod meter;
 pub mod net;
 pub mod server;
+mod set;
 mod stream;
 
 pub use client::{ClientFailure, ClientOptions};

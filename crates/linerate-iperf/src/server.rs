@@ -2,12 +2,14 @@
 //! one at a time as iperf3 does; a connection arriving while a test runs
 //! gets ACCESS_DENIED, and the server goes on serving.
 
-use crate::client::{Conn, Running, StreamOpts, spawn_streams};
 use crate::meter::{Meter, until_due};
 use crate::net::{self, CpuMeter, Family};
+use crate::set::{Conn, Running, StreamOpts, forward_events, spawn_streams};
 use linerate_iperf_proto::report::{OutputMode, Report, Role, StartInfo, StreamDesc, peer_results};
 use linerate_iperf_proto::server::{ServerEvent, ServerSession};
-use linerate_iperf_proto::{COOKIE_LEN, Cookie, IErr, Params, Protocol, cookie_str, state, udp_connect};
+use linerate_iperf_proto::{
+    COOKIE_LEN, Cookie, IErr, Params, Protocol, cookie_str, state, udp_connect,
+};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
@@ -507,7 +509,7 @@ impl TestServer<'_> {
         };
         let mut rep = Report::new(info, opts.output);
         self.say(&rep.start_text());
-        crate::client::forward_events(&mut rep, opts.events.as_ref());
+        forward_events(&mut rep, opts.events.as_ref());
         self.report = Some(rep);
         let so = StreamOpts {
             udp_gso: opts.udp_gso,
@@ -575,7 +577,7 @@ impl TestServer<'_> {
             let pinned = self.running.as_ref().map_or(&[][..], |r| &r.cpus[..]);
             let doctor = net::doctor_summary(self.local_ip, pinned);
             text.push_str(&rep.finish(&f, self.cpu.read(), None, Some(("doctor", doctor))));
-            crate::client::forward_events(rep, self.env.opts.events.as_ref());
+            forward_events(rep, self.env.opts.events.as_ref());
             finals = f;
         }
         (finals, text)
@@ -674,7 +676,7 @@ impl TestServer<'_> {
         if let (Some(m), Some(rep)) = (self.meter.as_mut(), self.report.as_mut()) {
             while let Some(samples) = m.tick(Instant::now()) {
                 say(self.env.out, &rep.interval(&samples));
-                crate::client::forward_events(rep, opts.events.as_ref());
+                forward_events(rep, opts.events.as_ref());
             }
             let receiving = m.streams().iter().any(|s| !s.sender);
             let total = m

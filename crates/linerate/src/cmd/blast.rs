@@ -4,10 +4,10 @@ use super::out::{OutputArgs, Run};
 use super::stop_flag;
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use linerate_packet::{BackendKind, BlastConfig, CaptureConfig, Gso, Rate, SinkConfig};
 use linerate_calc::{Imix, parse_bps, parse_pps};
 use linerate_gen::template::Framing;
 use linerate_gen::{FlowSpec, SizeSequence};
+use linerate_packet::{BackendKind, BlastConfig, CaptureConfig, Gso, Rate, SinkConfig};
 use linerate_run::Mode;
 use std::time::Duration;
 

@@ -4,10 +4,10 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{ArgAction, Parser};
+use linerate_iperf::{ClientOptions, Family, Limits, ServerOptions};
 use linerate_iperf_proto::report::OutputMode;
 use linerate_iperf_proto::units::parse_suffixed;
 use linerate_iperf_proto::{Params, Protocol, TestMode};
-use linerate_iperf::{ClientOptions, Family, Limits, ServerOptions};
 use std::io::Write;
 use std::net::IpAddr;
 use std::sync::atomic::AtomicBool;

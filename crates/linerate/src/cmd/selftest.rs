@@ -5,9 +5,9 @@
 use super::iperf::LockedWriter;
 use anyhow::{Context, Result};
 use clap::Args;
+use linerate_iperf::{ClientOptions, Family, Limits, ServerOptions};
 use linerate_iperf_proto::report::OutputMode;
 use linerate_iperf_proto::{Params, Protocol};
-use linerate_iperf::{ClientOptions, Family, Limits, ServerOptions};
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, TcpListener};
 use std::sync::atomic::{AtomicBool, Ordering};
