@@ -25,6 +25,13 @@ pub struct OutputMode {
     pub format: Option<char>,
 }
 
+impl OutputMode {
+    /// Human text (neither -J nor --json-stream).
+    pub fn human(&self) -> bool {
+        !self.json && !self.json_stream
+    }
+}
+
 /// A connected data stream.
 #[derive(Debug, Clone)]
 pub struct StreamDesc {

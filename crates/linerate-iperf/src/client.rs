@@ -6,7 +6,9 @@ use crate::net::{self, CpuMeter, Family};
 use crate::set::{Conn, Running, StreamOpts, forward_events, spawn_streams};
 use linerate_iperf_proto::client::{ClientError, ClientEvent, ClientSession};
 use linerate_iperf_proto::params::{TCP_LEN_DEFAULT, UDP_RATE_DEFAULT_BPS};
-use linerate_iperf_proto::report::{OutputMode, Report, Role, StartInfo, StreamDesc, peer_results};
+use linerate_iperf_proto::report::{
+    OutputMode, Report, Role, StartInfo, StreamDesc, StreamFinal, peer_results,
+};
 use linerate_iperf_proto::{Params, PeerResults, Protocol, cookie_str, make_cookie, udp_connect};
 use std::io::{ErrorKind, Write};
 use std::net::{IpAddr, SocketAddr, UdpSocket};
@@ -109,203 +111,287 @@ fn run_inner(
     out: &mut dyn Write,
     interrupt: &AtomicBool,
 ) -> Result<(), ClientFailure> {
-    let human = !opts.output.json && !opts.output.json_stream;
-    let peer = net::resolve(&opts.host, opts.port, opts.family)
-        .map_err(|e| ClientFailure::Connect(opts.host.clone(), e))?;
-    let local = net::client_bind(opts.bind, None, &peer);
-    let mut ctrl = net::tcp_connect(peer, local, None, opts.connect_timeout)
-        .map_err(|e| ClientFailure::Connect(format!("{}:{}", opts.host, opts.port), e))?;
-    if human {
-        let _ = writeln!(out, "Connecting to host {}, port {}", opts.host, opts.port);
+    let mut t = ClientTest::connect(opts, out)?;
+    let result = t.drive(interrupt);
+    t.conclude(&result);
+    result
+}
+
+/// One test from the client's side: the sans-IO session plus the I/O
+/// around it, one method per event.
+struct ClientTest<'a> {
+    opts: &'a ClientOptions,
+    out: &'a mut dyn Write,
+    peer: SocketAddr,
+    ctrl: std::net::TcpStream,
+    params: Params,
+    cookie: linerate_iperf_proto::Cookie,
+    session: ClientSession,
+    cpu: CpuMeter,
+    conns: Vec<(Conn, StreamDesc)>,
+    running: Option<Running>,
+    report: Option<Report>,
+    meter: Option<Meter>,
+    start_at: Option<Instant>,
+    server_results: Option<PeerResults>,
+    finals: Vec<StreamFinal>,
+    last_read: Instant,
+    test_len: Duration,
+}
+
+impl<'a> ClientTest<'a> {
+    /// Connects the control connection and fills in iperf3's defaults.
+    fn connect(opts: &'a ClientOptions, out: &'a mut dyn Write) -> Result<Self, ClientFailure> {
+        let peer = net::resolve(&opts.host, opts.port, opts.family)
+            .map_err(|e| ClientFailure::Connect(opts.host.clone(), e))?;
+        let local = net::client_bind(opts.bind, None, &peer);
+        let ctrl = net::tcp_connect(peer, local, None, opts.connect_timeout)
+            .map_err(|e| ClientFailure::Connect(format!("{}:{}", opts.host, opts.port), e))?;
+        if opts.output.human() {
+            let _ = writeln!(out, "Connecting to host {}, port {}", opts.host, opts.port);
+        }
+        let mut params = opts.params.clone();
+        if params.len == 0 {
+            params.len = match params.protocol {
+                Protocol::Tcp => TCP_LEN_DEFAULT,
+                Protocol::Udp => linerate_backend::sockopt::mss(&ctrl)
+                    .ok()
+                    .filter(|m| (16..=65507).contains(m))
+                    .unwrap_or(1460),
+            };
+        }
+        if params.protocol == Protocol::Udp && !opts.bandwidth_given {
+            params.bandwidth_bps = UDP_RATE_DEFAULT_BPS;
+        }
+        ctrl.set_read_timeout(Some(Duration::from_millis(20)))
+            .map_err(ClientFailure::Io)?;
+        let cookie = make_cookie(net::random_bytes());
+        let test_len = Duration::from_secs(u64::from(params.time_s) + u64::from(params.omit_s));
+        Ok(ClientTest {
+            opts,
+            out,
+            peer,
+            ctrl,
+            session: ClientSession::new(&cookie, params.clone()),
+            params,
+            cookie,
+            cpu: CpuMeter::start(),
+            conns: Vec::new(),
+            running: None,
+            report: None,
+            meter: None,
+            start_at: None,
+            server_results: None,
+            finals: Vec::new(),
+            last_read: Instant::now(),
+            test_len,
+        })
     }
-    let mut params = opts.params.clone();
-    if params.len == 0 {
-        params.len = match params.protocol {
-            Protocol::Tcp => TCP_LEN_DEFAULT,
-            Protocol::Udp => linerate_backend::sockopt::mss(&ctrl)
-                .ok()
-                .filter(|m| (16..=65507).contains(m))
-                .unwrap_or(1460),
+
+    /// Runs the control loop until the test ends, fails or is interrupted.
+    fn drive(&mut self, interrupt: &AtomicBool) -> Result<(), ClientFailure> {
+        let mut buf = [0u8; 65536];
+        loop {
+            while let Some(bytes) = self.session.poll_transmit() {
+                if let Err(e) = self.ctrl.write_all(&bytes) {
+                    if self.session.is_closed() {
+                        break;
+                    }
+                    return Err(ClientFailure::Io(e));
+                }
+            }
+            while let Some(ev) = self.session.poll_event() {
+                match ev {
+                    ClientEvent::CreateStreams => self.on_create_streams()?,
+                    ClientEvent::Start => self.on_start(),
+                    ClientEvent::Running => self.on_running(),
+                    ClientEvent::ExchangeResults => self.on_exchange_results(),
+                    ClientEvent::ServerResults(r) => self.server_results = Some(r),
+                    ClientEvent::Done => return Ok(()),
+                    ClientEvent::Failed(e) => return Err(ClientFailure::Protocol(e)),
+                }
+            }
+            if self.session.is_closed() {
+                return Ok(());
+            }
+            if interrupt.load(Ordering::Relaxed) {
+                self.session.terminate();
+                if let Some(b) = self.session.poll_transmit() {
+                    let _ = self.ctrl.write_all(&b);
+                }
+                return Err(ClientFailure::Data(
+                    "interrupted by the user (sent CLIENT_TERMINATE)".into(),
+                ));
+            }
+            self.on_timers()?;
+            self.read_control(&mut buf)?;
+        }
+    }
+
+    /// Hands the report's queued run-model events to the shared reporters.
+    fn forward(&mut self) {
+        if let Some(rep) = self.report.as_mut() {
+            forward_events(rep, self.opts.events.as_ref());
+        }
+    }
+
+    /// CREATE_STREAMS: one data connection per stream, announced by cookie.
+    fn on_create_streams(&mut self) -> Result<(), ClientFailure> {
+        let (opts, params, peer) = (self.opts, &self.params, self.peer);
+        for i in 0..params.stream_count() {
+            let sending = params.mode.client_sends(i, params.parallel);
+            let local = net::client_bind(opts.bind, opts.cport.map(|p| p + i as u16), &peer);
+            let c = create_stream(params, peer, local, &self.cookie, opts.connect_timeout)
+                .map_err(ClientFailure::Stream)?;
+            let (fd, l, r) = match &c {
+                Conn::Tcp(t) => (t.as_raw_fd(), t.local_addr(), t.peer_addr()),
+                Conn::Udp(u) => (u.as_raw_fd(), u.local_addr(), u.peer_addr()),
+            };
+            let desc = StreamDesc {
+                id: linerate_iperf_proto::stream_id(i),
+                socket: fd,
+                sender: sending,
+                local: l.unwrap_or(peer),
+                remote: r.unwrap_or(peer),
+            };
+            self.conns.push((c, desc));
+        }
+        Ok(())
+    }
+
+    /// TEST_START: the report begins.
+    fn on_start(&mut self) {
+        self.start_at = Some(Instant::now());
+        let opts = self.opts;
+        let info = StartInfo {
+            role: Role::Client,
+            params: self.params.clone(),
+            cookie: cookie_str(&self.cookie),
+            system_info: net::system_info(),
+            timestamp_secs: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            peer_host: opts.host.clone(),
+            peer_port: opts.port,
+            tcp_mss_default: linerate_backend::sockopt::mss(&self.ctrl).unwrap_or(0),
+            sndbuf_actual: buf_size(&self.conns, false),
+            rcvbuf_actual: buf_size(&self.conns, true),
+            interval_s: opts.interval.as_secs_f64(),
+            streams: self.conns.iter().map(|(_, d)| d.clone()).collect(),
         };
+        let mut r = Report::new(info, opts.output);
+        let _ = self.out.write_all(r.start_text().as_bytes());
+        self.report = Some(r);
+        self.forward();
     }
-    if params.protocol == Protocol::Udp && !opts.bandwidth_given {
-        params.bandwidth_bps = UDP_RATE_DEFAULT_BPS;
+
+    /// TEST_RUNNING: the streams start moving data and the meter counts.
+    fn on_running(&mut self) {
+        let started = self.start_at.unwrap_or_else(Instant::now);
+        let so = StreamOpts {
+            udp_gso: self.opts.udp_gso,
+            affinity: self.opts.affinity.clone(),
+            zerocopy: self.opts.zerocopy,
+        };
+        let r = spawn_streams(std::mem::take(&mut self.conns), &self.params, &so);
+        self.meter = Some(Meter::for_test(
+            r.streams.clone(),
+            &self.params,
+            self.opts.interval,
+            started,
+        ));
+        self.running = Some(r);
     }
-    let cookie = make_cookie(net::random_bytes());
-    let mut session = ClientSession::new(&cookie, params.clone());
-    let cpu = CpuMeter::start();
-    let mut running: Option<Running> = None;
-    let mut conns: Vec<(Conn, StreamDesc)> = Vec::new();
-    let mut report: Option<Report> = None;
-    let mut meter: Option<Meter> = None;
-    let mut start_at: Option<Instant> = None;
-    let mut server_results: Option<PeerResults> = None;
-    let mut finals = Vec::new();
-    ctrl.set_read_timeout(Some(Duration::from_millis(20)))
-        .map_err(ClientFailure::Io)?;
-    let mut buf = [0u8; 65536];
-    let mut last_read = Instant::now();
-    let test_len = Duration::from_secs(u64::from(params.time_s) + u64::from(params.omit_s));
-    let result: Result<(), ClientFailure> = 'outer: loop {
-        while let Some(bytes) = session.poll_transmit() {
-            if let Err(e) = ctrl.write_all(&bytes) {
-                if session.is_closed() {
-                    break;
-                }
-                break 'outer Err(ClientFailure::Io(e));
-            }
+
+    /// Prints an interval and hands its events on.
+    fn interval(&mut self, samples: &[linerate_iperf_proto::report::IntervalSample]) {
+        if let Some(rep) = self.report.as_mut() {
+            let _ = self.out.write_all(rep.interval(samples).as_bytes());
         }
-        while let Some(ev) = session.poll_event() {
-            match ev {
-                ClientEvent::CreateStreams => {
-                    for i in 0..params.stream_count() {
-                        let sending = params.mode.client_sends(i, params.parallel);
-                        let local =
-                            net::client_bind(opts.bind, opts.cport.map(|p| p + i as u16), &peer);
-                        match create_stream(&params, peer, local, &cookie, opts.connect_timeout) {
-                            Ok(c) => {
-                                let (fd, l, r) = match &c {
-                                    Conn::Tcp(t) => (t.as_raw_fd(), t.local_addr(), t.peer_addr()),
-                                    Conn::Udp(u) => (u.as_raw_fd(), u.local_addr(), u.peer_addr()),
-                                };
-                                let desc = StreamDesc {
-                                    id: linerate_iperf_proto::stream_id(i),
-                                    socket: fd,
-                                    sender: sending,
-                                    local: l.unwrap_or(peer),
-                                    remote: r.unwrap_or(peer),
-                                };
-                                conns.push((c, desc));
-                            }
-                            Err(e) => break 'outer Err(ClientFailure::Stream(e)),
-                        }
-                    }
-                }
-                ClientEvent::Start => {
-                    let now = Instant::now();
-                    start_at = Some(now);
-                    let info = StartInfo {
-                        role: Role::Client,
-                        params: params.clone(),
-                        cookie: cookie_str(&cookie),
-                        system_info: net::system_info(),
-                        timestamp_secs: std::time::SystemTime::now()
-                            .duration_since(std::time::UNIX_EPOCH)
-                            .map_or(0, |d| d.as_secs()),
-                        peer_host: opts.host.clone(),
-                        peer_port: opts.port,
-                        tcp_mss_default: linerate_backend::sockopt::mss(&ctrl).unwrap_or(0),
-                        sndbuf_actual: buf_size(&conns, false),
-                        rcvbuf_actual: buf_size(&conns, true),
-                        interval_s: opts.interval.as_secs_f64(),
-                        streams: conns.iter().map(|(_, d)| d.clone()).collect(),
-                    };
-                    let mut r = Report::new(info, opts.output);
-                    let _ = out.write_all(r.start_text().as_bytes());
-                    forward_events(&mut r, opts.events.as_ref());
-                    report = Some(r);
-                }
-                ClientEvent::Running => {
-                    let started = start_at.unwrap_or_else(Instant::now);
-                    let so = StreamOpts {
-                        udp_gso: opts.udp_gso,
-                        affinity: opts.affinity.clone(),
-                        zerocopy: opts.zerocopy,
-                    };
-                    let r = spawn_streams(std::mem::take(&mut conns), &params, &so);
-                    meter = Some(Meter::for_test(
-                        r.streams.clone(),
-                        &params,
-                        opts.interval,
-                        started,
-                    ));
-                    running = Some(r);
-                }
-                ClientEvent::ExchangeResults => {
-                    if let Some(r) = running.as_mut() {
-                        r.stop(false);
-                    }
-                    if finals.is_empty()
-                        && let Some(m) = meter.as_mut()
-                    {
-                        let (last, f) = m.finish(Instant::now());
-                        if let (Some(last), Some(rep)) = (last, report.as_mut()) {
-                            let _ = out.write_all(rep.interval(&last).as_bytes());
-                            forward_events(rep, opts.events.as_ref());
-                        }
-                        finals = f;
-                    }
-                    session.local_results(peer_results(
-                        &finals,
-                        cpu.read(),
-                        params.protocol == Protocol::Tcp,
-                    ));
-                }
-                ClientEvent::ServerResults(r) => server_results = Some(r),
-                ClientEvent::Done => break 'outer Ok(()),
-                ClientEvent::Failed(e) => break 'outer Err(ClientFailure::Protocol(e)),
-            }
+        self.forward();
+    }
+
+    /// EXCHANGE_RESULTS: this side's figures go to the server.
+    fn on_exchange_results(&mut self) {
+        if let Some(r) = self.running.as_mut() {
+            r.stop(false);
         }
-        if session.is_closed() {
-            break Ok(());
-        }
-        if interrupt.load(Ordering::Relaxed) {
-            session.terminate();
-            if let Some(b) = session.poll_transmit() {
-                let _ = ctrl.write_all(&b);
-            }
-            break Err(ClientFailure::Data(
-                "interrupted by the user (sent CLIENT_TERMINATE)".into(),
-            ));
-        }
-        // Intervals and the end of the test.
-        if finals.is_empty()
-            && let (Some(m), Some(rep)) = (meter.as_mut(), report.as_mut())
+        if self.finals.is_empty()
+            && let Some(mut m) = self.meter.take()
         {
-            while let Some(samples) = m.tick(Instant::now()) {
-                let _ = out.write_all(rep.interval(&samples).as_bytes());
-                forward_events(rep, opts.events.as_ref());
+            let (last, f) = m.finish(Instant::now());
+            if let Some(last) = last {
+                self.interval(&last);
             }
-            let (bytes, blocks) = m.totals();
-            let by_time = params.time_s > 0 && start_at.is_some_and(|s| s.elapsed() >= test_len);
-            let by_bytes = params.num_bytes > 0 && !m.omitting() && bytes >= params.num_bytes;
-            let by_blocks = params.block_count > 0 && !m.omitting() && blocks >= params.block_count;
-            let failed = m
-                .streams()
-                .iter()
-                .find_map(|s| s.error.lock().ok().and_then(|e| e.clone()));
-            if let Some(e) = failed {
-                break Err(ClientFailure::Data(e));
-            }
-            if (by_time || by_bytes || by_blocks) && finals.is_empty() {
-                // The test ends now: senders stop, figures are taken at this
-                // instant (iperf3 ignores what arrives after TEST_END).
-                let end_at = Instant::now();
-                if let Some(r) = running.as_mut() {
-                    r.stop(true);
-                }
-                let (last, f) = m.finish(end_at);
-                if let Some(last) = last {
-                    let _ = out.write_all(rep.interval(&last).as_bytes());
-                    forward_events(rep, opts.events.as_ref());
-                }
-                finals = f;
-                session.end_test();
-            }
+            self.finals = f;
+            self.meter = Some(m);
         }
-        // Wake for the end of the test or the next interval, whichever is first.
-        let to_end = match (start_at, finals.is_empty()) {
-            (Some(s), true) if params.time_s > 0 => test_len.saturating_sub(s.elapsed()),
+        self.session.local_results(peer_results(
+            &self.finals,
+            self.cpu.read(),
+            self.params.protocol == Protocol::Tcp,
+        ));
+    }
+
+    /// Intervals that are due, a stream that failed, and the end of the test
+    /// (by time, bytes or blocks).
+    fn on_timers(&mut self) -> Result<(), ClientFailure> {
+        if !self.finals.is_empty() || self.report.is_none() {
+            return Ok(());
+        }
+        let Some(mut m) = self.meter.take() else {
+            return Ok(());
+        };
+        while let Some(samples) = m.tick(Instant::now()) {
+            self.interval(&samples);
+        }
+        let p = &self.params;
+        let (bytes, blocks) = m.totals();
+        let by_time = p.time_s > 0 && self.start_at.is_some_and(|s| s.elapsed() >= self.test_len);
+        let by_bytes = p.num_bytes > 0 && !m.omitting() && bytes >= p.num_bytes;
+        let by_blocks = p.block_count > 0 && !m.omitting() && blocks >= p.block_count;
+        let failed = m
+            .streams()
+            .iter()
+            .find_map(|s| s.error.lock().ok().and_then(|e| e.clone()));
+        if let Some(e) = failed {
+            self.meter = Some(m);
+            return Err(ClientFailure::Data(e));
+        }
+        if by_time || by_bytes || by_blocks {
+            // The test ends now: senders stop, figures are taken at this
+            // instant (iperf3 ignores what arrives after TEST_END).
+            let end_at = Instant::now();
+            if let Some(r) = self.running.as_mut() {
+                r.stop(true);
+            }
+            let (last, f) = m.finish(end_at);
+            if let Some(last) = last {
+                self.interval(&last);
+            }
+            self.finals = f;
+            self.session.end_test();
+        }
+        self.meter = Some(m);
+        Ok(())
+    }
+
+    /// Waits for control bytes until the end of the test or the next
+    /// interval, whichever is first; a silent server past the control
+    /// timeout (while we wait for it) is an error.
+    fn read_control(&mut self, buf: &mut [u8]) -> Result<(), ClientFailure> {
+        let to_end = match (self.start_at, self.finals.is_empty()) {
+            (Some(s), true) if self.params.time_s > 0 => self.test_len.saturating_sub(s.elapsed()),
             _ => CONTROL_WAKE,
         };
         let wake = to_end
-            .min(until_due(meter.as_ref()))
+            .min(until_due(self.meter.as_ref()))
             .clamp(Duration::from_millis(1), CONTROL_WAKE);
-        match net::read_within(&mut ctrl, &mut buf, wake) {
-            Ok(0) => session.handle_eof(),
+        match net::read_within(&mut self.ctrl, buf, wake) {
+            Ok(0) => self.session.handle_eof(),
             Ok(n) => {
-                last_read = Instant::now();
-                session.handle_bytes(&buf[..n]);
+                self.last_read = Instant::now();
+                self.session.handle_bytes(&buf[..n]);
             }
             Err(e)
                 if matches!(
@@ -313,60 +399,65 @@ fn run_inner(
                     ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
                 ) =>
             {
-                let waiting_for_server =
-                    running.is_none() || meter.as_ref().is_some_and(|_| !finals.is_empty());
-                if waiting_for_server && last_read.elapsed() > opts.control_timeout {
-                    break Err(ClientFailure::Timeout);
+                let waiting_for_server = self.running.is_none()
+                    || self.meter.as_ref().is_some_and(|_| !self.finals.is_empty());
+                if waiting_for_server && self.last_read.elapsed() > self.opts.control_timeout {
+                    return Err(ClientFailure::Timeout);
                 }
             }
-            Err(e) => session_eof_or(&mut session, e),
+            Err(e) => session_eof_or(&mut self.session, e),
         }
-    };
-    if let Some(r) = running.as_mut() {
-        r.stop(false);
+        Ok(())
     }
-    let _ = ctrl.shutdown(std::net::Shutdown::Both);
-    if let Some(rep) = report.as_mut() {
-        if finals.is_empty()
-            && let Some(m) = meter.as_mut()
-        {
-            finals = m.finish(Instant::now()).1;
+
+    /// The streams stop, the control connection closes, and the report ends
+    /// with what was measured (or iperf3's error document).
+    fn conclude(&mut self, result: &Result<(), ClientFailure>) {
+        if let Some(r) = self.running.as_mut() {
+            r.stop(false);
         }
-        if let Err(e) = &result {
-            rep.set_error(&e.to_string());
-        }
-        let pinned = running.as_ref().map_or(&[][..], |r| &r.cpus[..]);
-        let doctor = net::doctor_summary(ctrl.local_addr().ok().map(|a| a.ip()), pinned);
-        let _ = out.write_all(
-            rep.finish(
-                &finals,
-                cpu.read(),
-                server_results.as_ref(),
-                Some(("doctor", doctor)),
-            )
-            .as_bytes(),
-        );
-        forward_events(rep, opts.events.as_ref());
-        if human && result.is_ok() {
-            let _ = writeln!(out, "\niperf Done.");
-        }
-    } else if let Err(e) = &result
-        && (opts.output.json || opts.output.json_stream)
-    {
-        // Failed before the test started: iperf3 still prints a document.
-        let doc =
-            serde_json::json!({"start": {}, "intervals": [], "end": {}, "error": e.to_string()});
-        let _ = writeln!(
-            out,
-            "{}",
-            if opts.output.json_stream {
-                serde_json::json!({"event": "error", "data": e.to_string()}).to_string()
-            } else {
-                serde_json::to_string_pretty(&doc).unwrap_or_default()
+        let _ = self.ctrl.shutdown(std::net::Shutdown::Both);
+        let opts = self.opts;
+        if self.report.is_some() {
+            if self.finals.is_empty()
+                && let Some(m) = self.meter.as_mut()
+            {
+                self.finals = m.finish(Instant::now()).1;
             }
-        );
+            let pinned = self.running.as_ref().map_or(&[][..], |r| &r.cpus[..]);
+            let doctor = net::doctor_summary(self.ctrl.local_addr().ok().map(|a| a.ip()), pinned);
+            if let Some(rep) = self.report.as_mut() {
+                if let Err(e) = result {
+                    rep.set_error(&e.to_string());
+                }
+                let text = rep.finish(
+                    &self.finals,
+                    self.cpu.read(),
+                    self.server_results.as_ref(),
+                    Some(("doctor", doctor)),
+                );
+                let _ = self.out.write_all(text.as_bytes());
+            }
+            self.forward();
+            if opts.output.human() && result.is_ok() {
+                let _ = writeln!(self.out, "\niperf Done.");
+            }
+        } else if let Err(e) = result
+            && !opts.output.human()
+        {
+            // Failed before the test started: iperf3 still prints a document.
+            let doc = serde_json::json!({"start": {}, "intervals": [], "end": {}, "error": e.to_string()});
+            let _ = writeln!(
+                self.out,
+                "{}",
+                if opts.output.json_stream {
+                    serde_json::json!({"event": "error", "data": e.to_string()}).to_string()
+                } else {
+                    serde_json::to_string_pretty(&doc).unwrap_or_default()
+                }
+            );
+        }
     }
-    result
 }
 
 fn session_eof_or(session: &mut ClientSession, _e: std::io::Error) {
