@@ -1,0 +1,460 @@
+//! `linerate fwd`: receive frames on one interface and send them out of
+//! the same one (a reflector) or another (a forwarder), rewritten by mode:
+//! `io` (as they came), `mac` (this interface's MAC as source, a given
+//! peer MAC as destination), `macswap` (source and destination MAC
+//! swapped), `5tswap` (MACs, IP addresses and UDP/TCP ports swapped; the
+//! checksums stay valid because a swap does not change a one's-complement
+//! sum).
+//!
+//! It can stand in for a loaded server (DPDK testpmd's noisy VNF): frames
+//! wait in a FIFO that is flushed when full or when its oldest frame has
+//! waited the flush time, and each frame costs a number of random reads
+//! and writes in a memory area of a given size.
+
+mod load;
+mod modes;
+mod worker;
+
+pub use modes::apply;
+
+use crate::backend::{BackendError, BackendKind, Rx, Tx, open_rx_workers, open_tx};
+use crate::blast::pin;
+use crate::udp::{Gso, Traffic};
+use linerate_backend::xsk::XskFwd;
+use linerate_gen::template::Framing;
+use linerate_run::{CountedBy, Counts, Interval, Row, Sampler, Scope};
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use thiserror::Error;
+use worker::{Job, WorkerOut, forward, forward_in_place};
+
+/// How each frame is rewritten.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FwdMode {
+    Io,
+    /// Source MAC: the sending interface's; destination: this one.
+    Mac {
+        dst: [u8; 6],
+    },
+    MacSwap,
+    FiveTupleSwap,
+}
+
+impl FwdMode {
+    pub fn name(&self) -> &'static str {
+        match self {
+            FwdMode::Io => "io",
+            FwdMode::Mac { .. } => "mac",
+            FwdMode::MacSwap => "macswap",
+            FwdMode::FiveTupleSwap => "5tswap",
+        }
+    }
+}
+
+/// A loaded server's behaviour (all zero: none).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Noisy {
+    /// Frames held before sending (0: sent as each batch arrives).
+    pub fifo: usize,
+    /// Longest a frame waits in the FIFO.
+    pub flush: Duration,
+    /// Size of the memory area the per-frame reads and writes land in.
+    pub mem_bytes: usize,
+    pub reads: u32,
+    pub writes: u32,
+    /// Read-modify-writes.
+    pub read_writes: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct FwdConfig {
+    pub rx_iface: String,
+    /// None: send back out of `rx_iface`.
+    pub tx_iface: Option<String>,
+    pub mode: FwdMode,
+    pub backend: BackendKind,
+    pub duration: Duration,
+    /// Stop once this many frames were forwarded.
+    pub count: Option<u64>,
+    pub noisy: Noisy,
+    /// One pinned forwarding worker per listed CPU, each with its own
+    /// receiving and sending socket (the kernel spreads frames over them by
+    /// queue or PACKET_FANOUT hash); empty: one unpinned worker.
+    pub cores: Vec<usize>,
+    /// Interval reports while forwarding (`None`: one at the end).
+    pub interval: Option<Duration>,
+}
+
+#[derive(Debug, Error)]
+pub enum FwdError {
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    #[error("{0}")]
+    Config(String),
+    #[error("interface {iface}: {source}")]
+    Iface { iface: String, source: io::Error },
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct FwdCounts {
+    /// Frames received (this host's own transmissions excluded).
+    pub rx: u64,
+    /// Frames the sending backend took.
+    pub tx: u64,
+    /// Frames dropped because the sending backend stayed full or refused them.
+    pub tx_dropped: u64,
+    /// Frames longer than the sending interface's MTU allows (dropped).
+    pub too_long: u64,
+    /// 5tswap: frames that were not IPv4/IPv6 (only their MACs swapped).
+    pub not_ip: u64,
+    /// Most frames the FIFO held at once.
+    pub fifo_peak: u64,
+}
+
+#[derive(Debug)]
+pub struct FwdReport {
+    pub rx_backend: &'static str,
+    pub tx_backend: &'static str,
+    pub notes: Vec<String>,
+    pub mode: FwdMode,
+    pub noisy: Noisy,
+    pub counts: FwdCounts,
+    /// Frames the kernel dropped before the receiving socket took them.
+    pub kernel_drops: u64,
+    pub duration_s: f64,
+    /// Received and sent per interval, per worker and summed.
+    pub intervals: Vec<Interval>,
+    /// Why forwarding stopped early (the counts up to then stand).
+    pub error: Option<String>,
+    /// The sum the per-frame memory reads produced (printed so the work
+    /// cannot be optimised away).
+    pub mem_sum: u64,
+    pub rx_iface: String,
+    pub tx_iface: String,
+    /// Forwarding workers, and each one's counts.
+    pub workers: Vec<FwdCounts>,
+}
+
+impl FwdReport {
+    /// Each worker's totals as the run's end rows.
+    pub fn rows(&self) -> Vec<Row> {
+        self.workers
+            .iter()
+            .enumerate()
+            .flat_map(|(w, c)| worker_rows(w, c))
+            .collect()
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        let n = &self.noisy;
+        serde_json::json!({
+            "role": "fwd",
+            "mode": self.mode.name(),
+            "rx_iface": self.rx_iface,
+            "tx_iface": self.tx_iface,
+            "rx_backend": self.rx_backend,
+            "tx_backend": self.tx_backend,
+            "backend_notes": self.notes,
+            "counted_by": "forwarder: frames its receiving socket took and its sending backend accepted",
+            "counts": self.counts,
+            "kernel_drops": self.kernel_drops,
+            "duration_s": self.duration_s,
+            "rx_pps": self.counts.rx as f64 / self.duration_s.max(1e-9),
+            "tx_pps": self.counts.tx as f64 / self.duration_s.max(1e-9),
+            "intervals": self.intervals.iter().map(Interval::json).collect::<Vec<_>>(),
+            "noisy": {
+                "fifo_frames": n.fifo,
+                "flush_us": n.flush.as_micros() as u64,
+                "mem_bytes": n.mem_bytes,
+                "reads_per_frame": n.reads,
+                "writes_per_frame": n.writes,
+                "read_writes_per_frame": n.read_writes,
+            },
+            "mem_sum": self.mem_sum,
+            "workers": self.workers,
+            "error": self.error,
+        })
+    }
+}
+
+impl FwdCounts {
+    fn absorb(&mut self, o: &FwdCounts) {
+        self.rx += o.rx;
+        self.tx += o.tx;
+        self.tx_dropped += o.tx_dropped;
+        self.too_long += o.too_long;
+        self.not_ip += o.not_ip;
+        self.fifo_peak = self.fifo_peak.max(o.fifo_peak);
+    }
+}
+
+/// A worker's figures as rows: what it received and what it sent on.
+fn worker_rows(w: usize, c: &FwdCounts) -> [Row; 2] {
+    [
+        Row::new(Scope::Worker, w.to_string(), "rx", CountedBy::Forwarder).with_counts(Counts {
+            packets: Some(c.rx),
+            errors: Some(c.too_long),
+            ..Counts::default()
+        }),
+        Row::new(Scope::Worker, w.to_string(), "tx", CountedBy::Forwarder).with_counts(Counts {
+            packets: Some(c.tx),
+            errors: Some(c.tx_dropped),
+            ..Counts::default()
+        }),
+    ]
+}
+
+/// A worker's running totals, published as it goes (single writer).
+#[derive(Debug, Default)]
+pub(super) struct Live {
+    rx: AtomicU64,
+    tx: AtomicU64,
+    tx_dropped: AtomicU64,
+    too_long: AtomicU64,
+}
+
+impl Live {
+    pub(super) fn publish(&self, c: &FwdCounts) {
+        self.rx.store(c.rx, Ordering::Relaxed);
+        self.tx.store(c.tx, Ordering::Relaxed);
+        self.tx_dropped.store(c.tx_dropped, Ordering::Relaxed);
+        self.too_long.store(c.too_long, Ordering::Relaxed);
+    }
+
+    fn counts(&self) -> FwdCounts {
+        FwdCounts {
+            rx: self.rx.load(Ordering::Relaxed),
+            tx: self.tx.load(Ordering::Relaxed),
+            tx_dropped: self.tx_dropped.load(Ordering::Relaxed),
+            too_long: self.too_long.load(Ordering::Relaxed),
+            ..FwdCounts::default()
+        }
+    }
+}
+
+/// Forwards until the duration ends, `count` frames went, `stop` is set or
+/// the receiving interface goes away; calls `on_interval` with each
+/// interval as it ends.
+pub fn fwd(
+    cfg: &FwdConfig,
+    stop: &AtomicBool,
+    on_interval: &mut dyn FnMut(&Interval),
+) -> Result<FwdReport, FwdError> {
+    let tx_iface = cfg.tx_iface.clone().unwrap_or_else(|| cfg.rx_iface.clone());
+    let iface_err = |iface: &str| {
+        let iface = iface.to_string();
+        move |source| FwdError::Iface { iface, source }
+    };
+    let src_mac = linerate_backend::iface::mac(&tx_iface).map_err(iface_err(&tx_iface))?;
+    let mtu = linerate_backend::iface::mtu(&tx_iface).map_err(iface_err(&tx_iface))?;
+    // Ethernet header and two VLAN tags on top of the MTU.
+    let frame_max = mtu + 14 + 8;
+    if cfg.noisy.fifo > 1 << 20 {
+        return Err(FwdError::Config(format!(
+            "a FIFO of {} frames is more than 1048576",
+            cfg.noisy.fifo
+        )));
+    }
+    if cfg.noisy.mem_bytes > 1 << 34 {
+        return Err(FwdError::Config(
+            "the memory area is limited to 16 GiB".into(),
+        ));
+    }
+    if cfg.noisy.fifo > 0 && cfg.noisy.flush.is_zero() {
+        return Err(FwdError::Config(
+            "a FIFO needs a flush time above zero (--flush-us)".into(),
+        ));
+    }
+    let one_iface = tx_iface == cfg.rx_iface;
+    if cfg.backend == BackendKind::AfXdp && one_iface && cfg.noisy.fifo > 0 {
+        return Err(FwdError::Backend(BackendError::Unsupported(
+            "af_xdp on one interface forwards each frame in place as it arrives and cannot hold frames in a FIFO: use --backend auto (AF_XDP in, af_packet out) or af_packet with --fifo".into(),
+        )));
+    }
+    if cfg.backend == BackendKind::Udp {
+        return Err(FwdError::Backend(BackendError::Unsupported(
+            "socket:udp cannot forward frames as they are: use socket (raw frames), af_packet or af_xdp".into(),
+        )));
+    }
+    let workers = cfg.cores.len().max(1);
+    let start = Instant::now();
+    let total_tx = AtomicU64::new(0);
+    let live: Vec<Live> = (0..workers).map(|_| Live::default()).collect();
+    let job = Job {
+        cfg,
+        src_mac,
+        frame_max,
+        stop,
+        total_tx: &total_tx,
+        start,
+        live: &live,
+    };
+    // On one interface, AF_XDP forwards in place: one socket per queue
+    // receives and sends over one UMEM.
+    let mut fallback_note = None;
+    if one_iface
+        && cfg.noisy.fifo == 0
+        && matches!(cfg.backend, BackendKind::AfXdp | BackendKind::Auto)
+    {
+        let opened = XskFwd::open(&cfg.rx_iface, 4096).and_then(|x| {
+            if workers > 1 {
+                x.split(workers)
+            } else {
+                Ok(vec![x])
+            }
+        });
+        match opened {
+            Ok(parts) => {
+                let zc = parts[0].zero_copy;
+                let (outs, ivs) = run_workers(&job, parts, on_interval, forward_in_place);
+                let note = format!(
+                    "af_xdp on {}: one socket per queue receives and sends back in place over one UMEM ({} mode)",
+                    cfg.rx_iface,
+                    if zc { "zero-copy" } else { "copy" }
+                );
+                return Ok(report(
+                    &job,
+                    ("af_xdp", "af_xdp"),
+                    vec![note],
+                    (outs, ivs),
+                    tx_iface,
+                ));
+            }
+            Err(e) if cfg.backend == BackendKind::AfXdp => {
+                return Err(FwdError::Backend(BackendError::Open {
+                    iface: cfg.rx_iface.clone(),
+                    source: e,
+                }));
+            }
+            Err(e) => fallback_note = Some(format!("af_xdp in place: {e}")),
+        }
+    }
+    let (rxs, rx_note) = open_rx_workers(cfg.backend, &cfg.rx_iface, workers)?;
+    let rx_name = rxs[0].name();
+    let tx_kind = match cfg.backend {
+        BackendKind::Socket => BackendKind::Raw,
+        // The receiving AF_XDP socket holds the queue: send with a ring.
+        BackendKind::Auto if rx_name == "af_xdp" && tx_iface == cfg.rx_iface => {
+            BackendKind::AfPacket
+        }
+        k => k,
+    };
+    let traffic = Traffic {
+        flows: None,
+        framing: Framing::default(),
+        macs_given: true,
+        gso: Gso::Off,
+    };
+    let mut notes: Vec<String> = fallback_note.into_iter().chain(rx_note).collect();
+    let mut txs = Vec::with_capacity(workers);
+    for queue in 0..workers {
+        let (tx, note) = open_tx(tx_kind, &tx_iface, frame_max, queue as u32, &traffic)?;
+        if queue == 0 {
+            notes.extend(note);
+        }
+        txs.push(tx);
+    }
+    let tx_name = txs[0].name();
+    let pairs: Vec<(Rx, Tx)> = rxs.into_iter().zip(txs).collect();
+    let (outs, ivs) = run_workers(&job, pairs, on_interval, |job, w, (rx, tx)| {
+        forward(job, w, rx, tx)
+    });
+    Ok(report(
+        &job,
+        (rx_name, tx_name),
+        notes,
+        (outs, ivs),
+        tx_iface,
+    ))
+}
+
+/// Runs one worker per item, each pinned to its CPU of `cfg.cores`, and
+/// reports intervals from their published totals while they run.
+fn run_workers<T: Send>(
+    job: &Job<'_>,
+    items: Vec<T>,
+    on_interval: &mut dyn FnMut(&Interval),
+    work: impl Fn(&Job<'_>, usize, T) -> WorkerOut + Sync,
+) -> (Vec<WorkerOut>, Vec<Interval>) {
+    let cfg = job.cfg;
+    let mut sampler = Sampler::new(job.start, cfg.interval);
+    let mut intervals = Vec::new();
+    let outs: Vec<WorkerOut> = std::thread::scope(|s| {
+        let work = &work;
+        let handles: Vec<_> = items
+            .into_iter()
+            .enumerate()
+            .map(|(i, item)| {
+                s.spawn(move || {
+                    if let Some(&c) = cfg.cores.get(i) {
+                        pin(c);
+                    }
+                    work(job, i, item)
+                })
+            })
+            .collect();
+        while handles.iter().any(|h| !h.is_finished()) {
+            std::thread::sleep(sampler.wait(Instant::now(), Duration::from_millis(20)));
+            let now = Instant::now();
+            if sampler.due(now) {
+                let rows = (job.live.iter().enumerate())
+                    .flat_map(|(w, l)| worker_rows(w, &l.counts()))
+                    .collect();
+                if let Some(iv) = sampler.sample(now, rows) {
+                    on_interval(&iv);
+                    intervals.push(iv);
+                }
+            }
+        }
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("fwd worker panicked"))
+            .collect()
+    });
+    let rows = (outs.iter().enumerate())
+        .flat_map(|(w, o)| worker_rows(w, &o.counts))
+        .collect();
+    for iv in sampler.finish(Instant::now(), rows) {
+        on_interval(&iv);
+        intervals.push(iv);
+    }
+    (outs, intervals)
+}
+
+/// Merges the workers' results.
+fn report(
+    job: &Job<'_>,
+    (rx_backend, tx_backend): (&'static str, &'static str),
+    notes: Vec<String>,
+    (outs, intervals): (Vec<WorkerOut>, Vec<Interval>),
+    tx_iface: String,
+) -> FwdReport {
+    let cfg = job.cfg;
+    let mut counts = FwdCounts::default();
+    let (mut kernel_drops, mut mem_sum, mut error) = (0, 0u64, None);
+    for o in &outs {
+        counts.absorb(&o.counts);
+        kernel_drops += o.kernel_drops;
+        mem_sum = mem_sum.wrapping_add(o.mem_sum);
+        if error.is_none() {
+            error.clone_from(&o.error);
+        }
+    }
+    FwdReport {
+        rx_backend,
+        tx_backend,
+        notes,
+        mode: cfg.mode,
+        noisy: cfg.noisy,
+        counts,
+        kernel_drops,
+        duration_s: job.start.elapsed().as_secs_f64(),
+        intervals,
+        error,
+        mem_sum,
+        rx_iface: cfg.rx_iface.clone(),
+        tx_iface,
+        workers: outs.iter().map(|o| o.counts).collect(),
+    }
+}

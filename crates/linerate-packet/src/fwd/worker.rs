@@ -1,0 +1,200 @@
+//! One forwarding worker: receive, rewrite, hold or send, until told to
+//! stop; its running totals published for the interval reports.
+
+use super::load::{BATCH, Fifo, MemLoad};
+use super::{FwdConfig, FwdCounts, Live, modes::apply};
+use crate::backend::{Rx, Tx};
+use linerate_backend::clock;
+use linerate_backend::xsk::XskFwd;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Why a worker should stop now, if it should: the caller's stop, the
+/// duration, `count`, or the receiving interface gone down or away (an
+/// error, checked every 100 ms).
+pub(super) fn should_stop(job: &Job<'_>, next_link_check: &mut Instant) -> Option<Option<String>> {
+    let cfg = job.cfg;
+    if job.stop.load(Ordering::Relaxed)
+        || job.start.elapsed() >= cfg.duration
+        || cfg
+            .count
+            .is_some_and(|n| job.total_tx.load(Ordering::Relaxed) >= n)
+    {
+        return Some(None);
+    }
+    if Instant::now() >= *next_link_check {
+        *next_link_check = Instant::now() + Duration::from_millis(100);
+        let down = match linerate_backend::iface::is_up(&cfg.rx_iface) {
+            Ok(true) => None,
+            Ok(false) => Some("the interface went down".to_string()),
+            Err(e) => Some(format!("the interface is gone ({e})")),
+        };
+        if let Some(why) = down {
+            return Some(Some(format!("receiving on {}: {why}", cfg.rx_iface)));
+        }
+    }
+    None
+}
+
+/// One worker forwarding in place through AF_XDP.
+pub(super) fn forward_in_place(job: &Job<'_>, w: usize, mut x: XskFwd) -> WorkerOut {
+    let cfg = job.cfg;
+    let (src_mac, frame_max) = (job.src_mac, job.frame_max);
+    let mut mem = (cfg.noisy.reads + cfg.noisy.writes + cfg.noisy.read_writes > 0)
+        .then(|| MemLoad::new(&cfg.noisy));
+    let mut c = FwdCounts::default();
+    let live = &job.live[w];
+    let mut next_link_check = Instant::now();
+    let error;
+    loop {
+        if let Some(e) = should_stop(job, &mut next_link_check) {
+            error = e;
+            break;
+        }
+        let (mut too_long, mut not_ip) = (0u64, 0u64);
+        let r = x.forward(RECV_WAIT, &mut |frame| {
+            if frame.len() > frame_max {
+                too_long += 1;
+                return false;
+            }
+            if !apply(cfg.mode, src_mac, frame) {
+                not_ip += 1;
+            }
+            if let Some(m) = mem.as_mut() {
+                m.per_frame();
+            }
+            true
+        });
+        match r {
+            Ok((rx, tx, dropped)) => {
+                c.rx += rx;
+                c.tx += tx;
+                c.too_long += too_long;
+                c.not_ip += not_ip;
+                c.tx_dropped += dropped - too_long;
+                job.total_tx.fetch_add(tx, Ordering::Relaxed);
+            }
+            Err(e) => {
+                error = Some(format!("forwarding on {}: {e}", cfg.rx_iface));
+                break;
+            }
+        }
+        live.publish(&c);
+    }
+    let _ = x.flush();
+    let kernel_drops = x.stats().map_or(0, |(d, full, _)| d + full);
+    WorkerOut {
+        counts: c,
+        error,
+        kernel_drops,
+        mem_sum: std::hint::black_box(mem.map_or(0, |m| m.sum)),
+    }
+}
+
+/// What every worker shares.
+pub(super) struct Job<'a> {
+    pub(super) cfg: &'a FwdConfig,
+    pub(super) src_mac: [u8; 6],
+    pub(super) frame_max: usize,
+    pub(super) stop: &'a AtomicBool,
+    /// Frames sent by all workers (for `count`).
+    pub(super) total_tx: &'a AtomicU64,
+    pub(super) start: Instant,
+    /// Each worker's published totals.
+    pub(super) live: &'a [Live],
+}
+
+pub(super) struct WorkerOut {
+    pub(super) counts: FwdCounts,
+    pub(super) error: Option<String>,
+    pub(super) kernel_drops: u64,
+    pub(super) mem_sum: u64,
+}
+
+/// Longest a receive call waits for frames.
+const RECV_WAIT: Duration = Duration::from_millis(50);
+
+/// One worker's loop: receive, rewrite, hold or send.
+pub(super) fn forward(job: &Job<'_>, w: usize, mut rx: Rx, mut tx: Tx) -> WorkerOut {
+    let cfg = job.cfg;
+    let (src_mac, frame_max) = (job.src_mac, job.frame_max);
+    let mut fifo = Fifo::new(cfg.noisy.fifo.max(BATCH), frame_max);
+    let noisy_fifo = cfg.noisy.fifo > 0;
+    let mut mem = (cfg.noisy.reads + cfg.noisy.writes + cfg.noisy.read_writes > 0)
+        .then(|| MemLoad::new(&cfg.noisy));
+    let flush_ns = cfg.noisy.flush.as_nanos() as u64;
+    let mut c = FwdCounts::default();
+    let live = &job.live[w];
+    let error;
+    let mut next_link_check = Instant::now();
+    let mut published = 0u64;
+    loop {
+        if let Some(e) = should_stop(job, &mut next_link_check) {
+            error = e;
+            break;
+        }
+        // Wait no longer than the oldest held frame may still wait.
+        let now = clock::monotonic_ns();
+        let wait = match fifo.oldest() {
+            Some(t) if noisy_fifo => {
+                Duration::from_nanos((t + flush_ns).saturating_sub(now)).min(RECV_WAIT)
+            }
+            _ => RECV_WAIT,
+        };
+        let r = rx.recv_within(wait, &mut |frame, _| {
+            c.rx += 1;
+            if frame.len() > frame_max {
+                c.too_long += 1;
+                return;
+            }
+            if fifo.full() {
+                // the oldest burst goes to make room
+                let burst = tx.batch().min(BATCH);
+                let (s, d) = fifo.send(&mut tx, burst);
+                c.tx += s;
+                c.tx_dropped += d;
+            }
+            let slot = fifo.push(frame, now);
+            if !apply(cfg.mode, src_mac, slot) {
+                c.not_ip += 1;
+            }
+            if let Some(m) = mem.as_mut() {
+                m.per_frame();
+            }
+            c.fifo_peak = c.fifo_peak.max(fifo.len as u64);
+        });
+        if let Err(e) = r
+            && !matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+            )
+        {
+            error = Some(format!("receiving on {}: {e}", cfg.rx_iface));
+            break;
+        }
+        let due = !noisy_fifo
+            || fifo
+                .oldest()
+                .is_some_and(|t| clock::monotonic_ns().saturating_sub(t) >= flush_ns);
+        if due {
+            let (s, d) = fifo.send(&mut tx, fifo.len);
+            c.tx += s;
+            c.tx_dropped += d;
+        }
+        job.total_tx.fetch_add(c.tx - published, Ordering::Relaxed);
+        published = c.tx;
+        live.publish(&c);
+    }
+    // What is still held goes out before the end.
+    let (s, d) = fifo.send(&mut tx, fifo.len);
+    c.tx += s;
+    c.tx_dropped += d;
+    let _ = tx.finish();
+    WorkerOut {
+        counts: c,
+        error,
+        kernel_drops: rx.drops(),
+        mem_sum: std::hint::black_box(mem.map_or(0, |m| m.sum)),
+    }
+}
