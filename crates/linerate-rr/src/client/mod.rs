@@ -1,0 +1,177 @@
+//! The rr client: pinned worker threads, each with its own flows (one
+//! connected UDP socket per flow, so the server and the NIC see distinct
+//! 5-tuples), matching every response to its request by sequence number.
+//!
+//! Closed loop keeps `outstanding` requests in flight per flow and sends
+//! the next one when one is answered or declared lost. Open loop sends at
+//! a fixed transaction rate whatever comes back, and measures each
+//! latency from the request's *scheduled* send time, so a client that
+//! falls behind shows it in the latency instead of hiding it
+//! (coordinated omission).
+
+mod config;
+mod report;
+mod worker;
+
+pub use config::{ClientConfig, DATAGRAM_MAX, Load};
+use report::Sample;
+pub use report::{ClientReport, Counts, Interval, WorkerReport};
+use worker::Worker;
+
+use crate::{LATENCY_MAX_NS, Latency, RrError, pin};
+use hdrhistogram::Histogram;
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Longest the client waits, after sending ends, for answers still due.
+pub(super) const DRAIN_MAX: Duration = Duration::from_secs(2);
+
+/// An interval some workers have reported.
+#[derive(Debug)]
+struct Pending {
+    iv: Interval,
+    hist: Histogram<u64>,
+    reported: usize,
+}
+
+/// Runs the client until the duration ends or `stop` is set; calls
+/// `on_interval` as each interval completes on every worker.
+pub fn run_client(
+    cfg: &ClientConfig,
+    stop: &AtomicBool,
+    mut on_interval: impl FnMut(&Interval),
+) -> Result<ClientReport, RrError> {
+    cfg.validate()?;
+    let workers = cfg.workers();
+    // Sockets are opened here so that an unusable address fails before
+    // any thread starts.
+    let mut sockets = Vec::with_capacity(workers);
+    for _ in 0..workers {
+        let mut flows = Vec::with_capacity(cfg.flows);
+        for _ in 0..cfg.flows {
+            flows.push(open_flow(cfg).map_err(|e| RrError::Socket {
+                what: format!("open a flow to {}", cfg.server),
+                source: e,
+            })?);
+        }
+        sockets.push(flows);
+    }
+    let epoch = Instant::now();
+    let (tx, rx) = mpsc::channel::<Sample>();
+    let mut pending: std::collections::BTreeMap<usize, Pending> = Default::default();
+    let mut intervals = Vec::new();
+    let results = std::thread::scope(|s| {
+        let handles: Vec<_> = sockets
+            .into_iter()
+            .enumerate()
+            .map(|(w, socks)| {
+                let tx = tx.clone();
+                let cpu = cfg.cores.get(w).copied();
+                s.spawn(move || {
+                    if let Some(c) = cpu {
+                        pin(c);
+                    }
+                    let local = socks.iter().filter_map(|s| s.local_addr().ok()).collect();
+                    let mut wk = Worker::new(cfg, w, socks.len(), epoch, tx);
+                    let sent_for = wk.run(&socks, stop);
+                    (wk.counts, wk.hist, wk.lag, local, cpu, sent_for)
+                })
+            })
+            .collect();
+        drop(tx);
+        let d = cfg.interval.unwrap_or(Duration::MAX);
+        for smp in rx.iter() {
+            let p = pending.entry(smp.index).or_insert_with(|| Pending {
+                iv: Interval {
+                    start: d * smp.index as u32,
+                    end: (d * (smp.index as u32 + 1)).min(cfg.duration),
+                    completed: 0,
+                    lost: 0,
+                    latency: None,
+                },
+                hist: new_hist(),
+                reported: 0,
+            });
+            p.iv.completed += smp.completed;
+            p.iv.lost += smp.lost;
+            p.hist.add(&smp.hist).ok();
+            p.reported += 1;
+            if p.reported == workers {
+                let mut p = pending.remove(&smp.index).expect("just found");
+                p.iv.latency = Latency::of(&p.hist);
+                on_interval(&p.iv);
+                intervals.push(p.iv);
+            }
+        }
+        // Intervals not every worker reached (one stopped just before a
+        // boundary) are reported with what arrived.
+        for (_, mut p) in std::mem::take(&mut pending) {
+            p.iv.latency = Latency::of(&p.hist);
+            on_interval(&p.iv);
+            intervals.push(p.iv);
+        }
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("rr worker panicked"))
+            .collect::<Vec<_>>()
+    });
+    let mut report = ClientReport {
+        config: cfg.clone(),
+        workers: Vec::new(),
+        total: Counts::default(),
+        elapsed: Duration::ZERO,
+        latency: None,
+        send_lag: None,
+        intervals,
+        interrupted: stop.load(Ordering::Relaxed),
+    };
+    let mut hist = new_hist();
+    let mut lag = new_hist();
+    for (counts, h, l, local, cpu, sent_for) in results {
+        report.total.absorb(&counts);
+        hist.add(&h).ok();
+        lag.add(&l).ok();
+        report.elapsed = report.elapsed.max(sent_for);
+        report.workers.push(WorkerReport { cpu, counts, local });
+    }
+    report.latency = Latency::of(&hist);
+    report.send_lag = Latency::of(&lag);
+    if report.total.completed == 0 {
+        return Err(RrError::NoAnswer {
+            server: cfg.server,
+            sent: report.total.sent,
+            refused: report.total.refused,
+            report: Box::new(report.json()),
+        });
+    }
+    Ok(report)
+}
+
+pub(super) fn new_hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, LATENCY_MAX_NS, 3).expect("constant bounds are valid")
+}
+
+fn open_flow(cfg: &ClientConfig) -> io::Result<UdpSocket> {
+    let local: SocketAddr = match (cfg.bind, cfg.server) {
+        (Some(ip), _) => SocketAddr::new(ip, 0),
+        (None, SocketAddr::V4(_)) => "0.0.0.0:0".parse().expect("literal"),
+        (None, SocketAddr::V6(_)) => "[::]:0".parse().expect("literal"),
+    };
+    let s = UdpSocket::bind(local)?;
+    s.connect(cfg.server)?;
+    s.set_nonblocking(true)?;
+    let sock = socket2::SockRef::from(&s);
+    // Room for a full window of answers; the kernel caps it at rmem_max.
+    sock.set_recv_buffer_size(4 << 20).ok();
+    sock.set_send_buffer_size(4 << 20).ok();
+    Ok(s)
+}
+
+/// The slot a received datagram lands in: room for the expected answer
+/// and a bit more, so a longer one is seen as longer (and malformed).
+pub(super) fn recv_slot(cfg: &ClientConfig) -> usize {
+    (cfg.response_size + 64).min(DATAGRAM_MAX + 1)
+}

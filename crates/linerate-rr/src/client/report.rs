@@ -1,0 +1,161 @@
+//! What the rr client counted: per worker, per interval and in total, and
+//! its JSON.
+
+use super::config::{ClientConfig, Load};
+use crate::Latency;
+use hdrhistogram::Histogram;
+use serde_json::{Value, json};
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+/// What one worker counted.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Counts {
+    /// Requests the kernel took.
+    pub sent: u64,
+    /// Requests answered (first answer).
+    pub completed: u64,
+    /// Requests unanswered within the timeout (or at the end).
+    pub lost: u64,
+    /// Answers to requests already counted lost.
+    pub late: u64,
+    /// Second and later answers to one request.
+    pub duplicate: u64,
+    /// Answers matching no request this flow has in its window.
+    pub unknown: u64,
+    /// Datagrams that are not a well-formed response of the asked size.
+    pub malformed: u64,
+    /// ICMP errors reported on the flows (port unreachable and the like).
+    pub refused: u64,
+    /// Sends that failed with an error other than a full buffer.
+    pub send_errors: u64,
+    /// Times a send found the socket buffer full (retried).
+    pub send_blocked: u64,
+    /// Open loop: most requests a worker found overdue at once, beyond the
+    /// one just due (0: it kept to the schedule).
+    pub behind_max: u64,
+}
+
+impl Counts {
+    pub(super) fn absorb(&mut self, o: &Counts) {
+        self.sent += o.sent;
+        self.completed += o.completed;
+        self.lost += o.lost;
+        self.late += o.late;
+        self.duplicate += o.duplicate;
+        self.unknown += o.unknown;
+        self.malformed += o.malformed;
+        self.refused += o.refused;
+        self.send_errors += o.send_errors;
+        self.send_blocked += o.send_blocked;
+        self.behind_max = self.behind_max.max(o.behind_max);
+    }
+}
+
+/// One interval of one worker (sent to the collecting thread).
+#[derive(Debug)]
+pub(super) struct Sample {
+    pub(super) index: usize,
+    pub(super) completed: u64,
+    pub(super) lost: u64,
+    pub(super) hist: Histogram<u64>,
+}
+
+/// One interval of all workers.
+#[derive(Debug, Clone)]
+pub struct Interval {
+    pub start: Duration,
+    pub end: Duration,
+    pub completed: u64,
+    pub lost: u64,
+    pub latency: Option<Latency>,
+}
+
+impl Interval {
+    pub fn tps(&self) -> f64 {
+        self.completed as f64 / (self.end - self.start).as_secs_f64().max(1e-9)
+    }
+
+    pub fn json(&self) -> Value {
+        json!({
+            "start": self.start.as_secs_f64(),
+            "end": self.end.as_secs_f64(),
+            "completed": self.completed,
+            "transactions_per_s": self.tps(),
+            "lost": self.lost,
+            "latency_us": self.latency.as_ref().map(Latency::json),
+        })
+    }
+}
+
+#[derive(Debug)]
+pub struct WorkerReport {
+    pub cpu: Option<usize>,
+    pub counts: Counts,
+    pub local: Vec<SocketAddr>,
+}
+
+#[derive(Debug)]
+pub struct ClientReport {
+    pub config: ClientConfig,
+    pub workers: Vec<WorkerReport>,
+    pub total: Counts,
+    /// From the first request to the end of sending.
+    pub elapsed: Duration,
+    pub latency: Option<Latency>,
+    /// Open loop: how late each request left against its schedule.
+    pub send_lag: Option<Latency>,
+    pub intervals: Vec<Interval>,
+    /// Stopped by the caller (a signal) before the duration ended.
+    pub interrupted: bool,
+}
+
+impl ClientReport {
+    pub fn tps(&self) -> f64 {
+        self.total.completed as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    /// The local address of the first flow (for the doctor summary).
+    pub fn local_ip(&self) -> Option<IpAddr> {
+        self.workers.first()?.local.first().map(SocketAddr::ip)
+    }
+
+    pub fn json(&self) -> Value {
+        let c = &self.config;
+        let (mode, load) = match c.load {
+            Load::Closed { outstanding } => (
+                "closed loop",
+                json!({ "outstanding_per_flow": outstanding }),
+            ),
+            Load::Open { tps } => ("open loop", json!({ "rate_tps": tps })),
+        };
+        json!({
+            "server": c.server.to_string(),
+            "mode": mode,
+            "load": load,
+            "workers": self.workers.iter().map(|w| json!({
+                "cpu": w.cpu,
+                "flows": w.local.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                "counts": w.counts,
+            })).collect::<Vec<_>>(),
+            "flows": self.workers.iter().map(|w| w.local.len()).sum::<usize>(),
+            "request_bytes": c.request_size,
+            "response_bytes": c.response_size,
+            "bytes_are": "UDP payload (the 32-byte rr header included)",
+            "duration_s": self.elapsed.as_secs_f64(),
+            "interrupted": self.interrupted,
+            "timeout_ms": c.timeout.as_secs_f64() * 1e3,
+            "counts": self.total,
+            "counted_by": "client: each response matched to its request by flow and sequence number; sent = completed + lost",
+            "transactions_per_s": self.tps(),
+            "latency_us": self.latency.as_ref().map(Latency::json),
+            "send_lag_us": self.send_lag.as_ref().map(Latency::json),
+            "send_lag_is": "open loop: how late each request left against its schedule (client clock); null in closed loop",
+            "latency_from": match c.load {
+                Load::Closed { .. } => "the request's send time to its response's receipt (client clock)",
+                Load::Open { .. } => "the request's scheduled send time to its response's receipt (client clock; includes the client's own delays)",
+            },
+            "intervals": self.intervals.iter().map(Interval::json).collect::<Vec<_>>(),
+        })
+    }
+}

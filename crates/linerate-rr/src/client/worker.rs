@@ -1,0 +1,381 @@
+//! One rr client worker: its flows, the closed- or open-loop schedule, and
+//! matching every answer to its request.
+
+use super::config::{ClientConfig, Load};
+use super::report::{Counts, Sample};
+use super::{DRAIN_MAX, new_hist, recv_slot};
+use crate::track::{Answer, Outstanding};
+use hdrhistogram::Histogram;
+use linerate_backend::udp_batch::{BATCH_MAX, Batch};
+use linerate_wire::{RrHeader, RrKind};
+use nix::poll::{PollFd, PollFlags, ppoll};
+use nix::sys::time::TimeSpec;
+use std::io;
+use std::net::UdpSocket;
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// One worker's open-loop schedule: request k is due at `start + k / tps`.
+struct OpenLoop {
+    start: u64,
+    tps: f64,
+    issued: u64,
+    /// The flow the next batch goes on (round robin).
+    flow: usize,
+}
+
+impl OpenLoop {
+    fn at(&self, k: u64) -> u64 {
+        self.start + (k as f64 * 1e9 / self.tps) as u64
+    }
+
+    /// Sends every request due by `now` (a batch per flow in turn) with
+    /// its scheduled time as its stamp; returns when the next one is due.
+    fn send_due(&mut self, w: &mut Worker<'_>, socks: &[UdpSocket], now: u64) -> u64 {
+        let due = ((now - self.start) as f64 * self.tps / 1e9) as u64 + 1;
+        let real_now = w.now_ns();
+        let behind = due.saturating_sub(self.issued + 1);
+        w.counts.behind_max = w.counts.behind_max.max(behind);
+        while self.issued < due {
+            let f = self.flow;
+            let base = self.issued;
+            let mut stamp = |k: usize| self.at(base + k as u64);
+            let went = w.send(&socks[f], f, &mut stamp, (due - base) as usize);
+            if went == 0 {
+                break;
+            }
+            for k in 0..went as u64 {
+                w.lag
+                    .saturating_record(real_now.saturating_sub(self.at(base + k)));
+            }
+            self.issued += went as u64;
+            self.flow = (self.flow + 1) % socks.len();
+        }
+        self.at(self.issued)
+    }
+}
+
+pub(super) struct Worker<'a> {
+    pub(super) cfg: &'a ClientConfig,
+    pub(super) base_flow: u32,
+    pub(super) out: Vec<Outstanding>,
+    /// Requests owed per flow (closed loop): answered or lost, not yet replaced.
+    pub(super) owed: Vec<usize>,
+    pub(super) epoch: Instant,
+    pub(super) tx: mpsc::Sender<Sample>,
+    pub(super) batch: Batch,
+    pub(super) req: Vec<Vec<u8>>,
+    pub(super) resp: Vec<Vec<u8>>,
+    pub(super) lens: Vec<usize>,
+    pub(super) counts: Counts,
+    pub(super) hist: Histogram<u64>,
+    pub(super) iv_hist: Histogram<u64>,
+    /// Open loop: each request's lateness against its schedule, ns.
+    pub(super) lag: Histogram<u64>,
+    pub(super) iv_index: usize,
+    pub(super) iv_completed: u64,
+    pub(super) iv_lost: u64,
+}
+
+impl<'a> Worker<'a> {
+    pub(super) fn new(
+        cfg: &'a ClientConfig,
+        index: usize,
+        n: usize,
+        epoch: Instant,
+        tx: mpsc::Sender<Sample>,
+    ) -> Self {
+        let window = match cfg.load {
+            Load::Closed { outstanding } => outstanding * 4,
+            Load::Open { tps } => {
+                let per_flow = tps / (cfg.workers() * cfg.flows) as f64;
+                (per_flow * cfg.timeout.as_secs_f64() * 1.25) as usize
+            }
+        };
+        Self {
+            cfg,
+            base_flow: (index * cfg.flows) as u32,
+            out: (0..n).map(|_| Outstanding::new(window)).collect(),
+            owed: vec![
+                match cfg.load {
+                    Load::Closed { outstanding } => outstanding,
+                    Load::Open { .. } => 0,
+                };
+                n
+            ],
+            epoch,
+            tx,
+            batch: Batch::new(),
+            req: vec![vec![0u8; cfg.request_size]; BATCH_MAX],
+            resp: vec![vec![0u8; recv_slot(cfg)]; BATCH_MAX],
+            lens: vec![0; BATCH_MAX],
+            counts: Counts::default(),
+            hist: new_hist(),
+            iv_hist: new_hist(),
+            lag: new_hist(),
+            iv_index: 0,
+            iv_completed: 0,
+            iv_lost: 0,
+        }
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    /// Sends up to `n` requests on flow `f` stamped `stamp_ns` (each its
+    /// own in open loop: `stamps` gives them); returns how many went.
+    fn send(
+        &mut self,
+        sock: &UdpSocket,
+        f: usize,
+        stamps: &mut dyn FnMut(usize) -> u64,
+        n: usize,
+    ) -> usize {
+        let n = n.min(BATCH_MAX);
+        let first = self.out[f].next_seq();
+        let reply_len = self.cfg.response_size as u32;
+        for k in 0..n {
+            let h = RrHeader {
+                kind: RrKind::Request,
+                flow: self.base_flow + f as u32,
+                reply_len,
+                seq: first + k as u64,
+                stamp_ns: stamps(k),
+            };
+            h.emit(&mut self.req[k])
+                .expect("request buffers hold a header");
+        }
+        let bufs: [&[u8]; BATCH_MAX] = std::array::from_fn(|k| self.req[k].as_slice());
+        let went = match self.batch.send(sock, &bufs[..n]) {
+            Ok(m) => m,
+            Err(e) => {
+                self.send_error(&e);
+                0
+            }
+        };
+        for k in 0..went {
+            if self.out[f].send(stamps(k)).is_none() {
+                // A flow with 16M requests in flight: the rest count lost.
+                self.counts.lost += (went - k) as u64;
+                break;
+            }
+        }
+        self.counts.sent += went as u64;
+        went
+    }
+
+    fn send_error(&mut self, e: &io::Error) {
+        match e.raw_os_error() {
+            Some(nix::libc::EAGAIN | nix::libc::ENOBUFS) => self.counts.send_blocked += 1,
+            Some(nix::libc::ECONNREFUSED) => self.counts.refused += 1,
+            _ => self.counts.send_errors += 1,
+        }
+    }
+
+    /// Reads everything queued on flow `f` and matches it.
+    fn receive(&mut self, sock: &UdpSocket, f: usize) {
+        loop {
+            let mut bufs: [&mut [u8]; BATCH_MAX] = {
+                let mut it = self.resp.iter_mut();
+                std::array::from_fn(|_| it.next().expect("BATCH_MAX buffers").as_mut_slice())
+            };
+            let n = match self.batch.recv(sock, &mut bufs, &mut self.lens) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.raw_os_error() == Some(nix::libc::ECONNREFUSED) => {
+                    self.counts.refused += 1;
+                    continue;
+                }
+                Err(_) => {
+                    self.counts.send_errors += 1;
+                    return;
+                }
+            };
+            let now = self.now_ns();
+            for i in 0..n {
+                let len = self.lens[i];
+                let h = match RrHeader::parse(&self.resp[i][..len]) {
+                    Ok(h)
+                        if h.kind == RrKind::Response
+                            && len == self.cfg.response_size
+                            && h.flow == self.base_flow + f as u32 =>
+                    {
+                        h
+                    }
+                    _ => {
+                        self.counts.malformed += 1;
+                        continue;
+                    }
+                };
+                match self.out[f].answer(h.seq, now) {
+                    Answer::Completed(ns) => {
+                        self.counts.completed += 1;
+                        self.iv_completed += 1;
+                        self.hist.saturating_record(ns.max(1));
+                        self.iv_hist.saturating_record(ns.max(1));
+                        self.owed[f] += 1;
+                    }
+                    Answer::Duplicate => self.counts.duplicate += 1,
+                    Answer::Late => self.counts.late += 1,
+                    Answer::Unknown => self.counts.unknown += 1,
+                }
+            }
+            if n < BATCH_MAX {
+                return;
+            }
+        }
+    }
+
+    fn expire(&mut self, now: u64) {
+        let before = now.saturating_sub(self.cfg.timeout.as_nanos() as u64);
+        for f in 0..self.out.len() {
+            let lost = self.out[f].expire(before);
+            self.counts.lost += lost;
+            self.iv_lost += lost;
+            self.owed[f] += lost as usize;
+        }
+    }
+
+    fn flush_interval(&mut self, index: usize) {
+        let hist = std::mem::replace(&mut self.iv_hist, new_hist());
+        self.tx
+            .send(Sample {
+                index,
+                completed: std::mem::take(&mut self.iv_completed),
+                lost: std::mem::take(&mut self.iv_lost),
+                hist,
+            })
+            .ok();
+    }
+
+    /// Sends for the test's duration, then waits for answers still due.
+    /// Returns how long it sent for.
+    pub(super) fn run(&mut self, socks: &[UdpSocket], stop: &AtomicBool) -> Duration {
+        let start = self.now_ns();
+        let end = start + self.cfg.duration.as_nanos() as u64;
+        let iv_ns = self.cfg.interval.map(|d| d.as_nanos() as u64);
+        if matches!(self.cfg.load, Load::Open { .. }) {
+            // Wake for each departure within a microsecond, not the default 50.
+            linerate_backend::clock::set_timer_slack_ns(1_000).ok();
+        }
+        let mut open = OpenLoop {
+            start,
+            tps: match self.cfg.load {
+                Load::Open { tps } => tps / self.cfg.workers() as f64,
+                Load::Closed { .. } => 0.0,
+            },
+            issued: 0,
+            flow: 0,
+        };
+        let mut last_expire = start;
+        // One flow in closed loop with fewer than a batch in flight: wait
+        // in the receive call itself (a blocking socket with a 1 ms
+        // timeout, the expiry tick) rather than in ppoll and then receive:
+        // one system call fewer per transaction.
+        let blocking = socks.len() == 1
+            && matches!(self.cfg.load, Load::Closed { outstanding } if outstanding < BATCH_MAX)
+            && socks[0].set_nonblocking(false).is_ok()
+            && socks[0]
+                .set_read_timeout(Some(Duration::from_millis(1)))
+                .is_ok();
+        let mut fds: Vec<PollFd> = socks
+            .iter()
+            .map(|s| PollFd::new(s.as_fd(), PollFlags::POLLIN))
+            .collect();
+        let mut sending = true;
+        let mut sent_for = Duration::ZERO;
+        loop {
+            let now = self.now_ns();
+            if sending && (now >= end || stop.load(Ordering::Relaxed)) {
+                if now >= end && matches!(self.cfg.load, Load::Open { .. }) {
+                    // Requests scheduled before the end go, even if this
+                    // wake-up came late.
+                    open.send_due(self, socks, end - 1);
+                }
+                sending = false;
+                sent_for = Duration::from_nanos(now - start);
+                if let Some(iv) = iv_ns
+                    && now > start + self.iv_index as u64 * iv + 1_000_000
+                {
+                    // the last, partial interval
+                    self.flush_interval(self.iv_index);
+                }
+            }
+            if !sending {
+                let in_flight: usize = self.out.iter().map(Outstanding::in_flight).sum();
+                let drain_end = start
+                    + sent_for.as_nanos() as u64
+                    + self.cfg.timeout.min(DRAIN_MAX).as_nanos() as u64;
+                if in_flight == 0 || now >= drain_end {
+                    break;
+                }
+            }
+            if let Some(iv) = iv_ns
+                && sending
+                && now >= start + (self.iv_index as u64 + 1) * iv
+            {
+                self.flush_interval(self.iv_index);
+                self.iv_index += 1;
+            }
+            if now.saturating_sub(last_expire) >= 1_000_000 {
+                self.expire(now);
+                last_expire = now;
+            }
+            // Send what is due.
+            let mut next_due = now + 10_000_000;
+            if sending {
+                match self.cfg.load {
+                    Load::Closed { .. } => {
+                        for (f, sock) in socks.iter().enumerate() {
+                            while self.owed[f] > 0 {
+                                let went = self.send(sock, f, &mut |_| now, self.owed[f]);
+                                self.owed[f] -= went;
+                                if went == 0 {
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                    Load::Open { .. } => {
+                        next_due = open.send_due(self, socks, now);
+                    }
+                }
+            }
+            // Wait for answers until the next send, interval or expiry.
+            let mut wake = next_due.min(last_expire + 1_000_000);
+            if let Some(iv) = iv_ns {
+                wake = wake.min(start + (self.iv_index as u64 + 1) * iv);
+            }
+            if sending {
+                wake = wake.min(end);
+            }
+            if blocking {
+                self.receive(&socks[0], 0);
+                continue;
+            }
+            let wait = wake.saturating_sub(self.now_ns());
+            let ts = TimeSpec::from_duration(Duration::from_nanos(wait));
+            match ppoll(&mut fds, Some(ts), None) {
+                Ok(0) | Err(_) => {}
+                Ok(_) => {
+                    for f in 0..fds.len() {
+                        if fds[f].revents().is_some_and(|r| !r.is_empty()) {
+                            self.receive(&socks[f], f);
+                        }
+                    }
+                }
+            }
+        }
+        let lost = self
+            .out
+            .iter_mut()
+            .map(Outstanding::expire_all)
+            .sum::<u64>();
+        self.counts.lost += lost;
+        sent_for
+    }
+}
