@@ -1,0 +1,289 @@
+//! Forwarding in place through AF_XDP: receive, rewrite and send back
+//! over one UMEM per queue.
+
+use super::*;
+
+/// One AF_XDP socket that receives and sends on one queue over one UMEM:
+/// a received frame is rewritten in place and posted on the TX ring as it
+/// lies (no copy); its buffer returns to the fill ring when the kernel
+/// completes the send, or at once when the frame is dropped.
+#[derive(Debug)]
+struct FwdSocket {
+    fd: OwnedFd,
+    umem: Umem,
+    rx: Ring,
+    tx: Ring,
+    fq: Ring,
+    cq: Ring,
+    zero_copy: bool,
+}
+
+impl FwdSocket {
+    fn open(ifindex: i32, queue: u32, frames: usize) -> io::Result<Self> {
+        let n = frames as u32;
+        let rings = [
+            (libc::XDP_UMEM_FILL_RING, n),
+            (libc::XDP_UMEM_COMPLETION_RING, n),
+            (libc::XDP_RX_RING, n),
+            (libc::XDP_TX_RING, n),
+        ];
+        let (fd, umem, off) = xsk_socket(frames, &rings)?;
+        let raw = fd.as_raw_fd();
+        let desc = std::mem::size_of::<libc::xdp_desc>();
+        let rx = Ring::map(raw, &off.rx, n, desc, libc::XDP_PGOFF_RX_RING as u64)?;
+        let tx = Ring::map(raw, &off.tx, n, desc, libc::XDP_PGOFF_TX_RING as u64)?;
+        let fq = Ring::map(raw, &off.fr, n, 8, libc::XDP_UMEM_PGOFF_FILL_RING)?;
+        let cq = Ring::map(raw, &off.cr, n, 8, libc::XDP_UMEM_PGOFF_COMPLETION_RING)?;
+        post_every_buffer(&fq, n);
+        let zero_copy = bind_any(raw, ifindex, queue)?;
+        Ok(Self {
+            fd,
+            umem,
+            rx,
+            tx,
+            fq,
+            cq,
+            zero_copy,
+        })
+    }
+
+    fn pending(&self) -> bool {
+        self.rx.producer().load(Ordering::Acquire) != self.rx.consumer().load(Ordering::Relaxed)
+    }
+
+    /// Puts buffers back on the fill ring (there is always room: the fill
+    /// ring holds every buffer of the UMEM).
+    fn refill(&mut self, addrs: impl Iterator<Item = u64>) {
+        let prod = self.fq.producer().load(Ordering::Relaxed);
+        let mut k = 0u32;
+        for a in addrs {
+            let idx = (prod.wrapping_add(k) & (self.fq.size - 1)) as usize;
+            // SAFETY: idx is inside the fill ring.
+            unsafe { self.fq.desc.cast::<u64>().add(idx).write(a) };
+            k += 1;
+        }
+        if k > 0 {
+            self.fq
+                .producer()
+                .store(prod.wrapping_add(k), Ordering::Release);
+        }
+    }
+
+    /// Sent frames' buffers go back to the fill ring.
+    fn reclaim(&mut self) -> u64 {
+        let prod = self.cq.producer().load(Ordering::Acquire);
+        let cons = self.cq.consumer().load(Ordering::Relaxed);
+        let done = prod.wrapping_sub(cons);
+        if done == 0 {
+            return 0;
+        }
+        let mut left = done;
+        let mut c = cons;
+        while left > 0 {
+            let take = left.min(256);
+            let mut buf = [0u64; 256];
+            for (k, slot) in buf.iter_mut().enumerate().take(take as usize) {
+                let idx = (c.wrapping_add(k as u32) & (self.cq.size - 1)) as usize;
+                // SAFETY: idx is inside the completion ring.
+                *slot = unsafe { self.cq.desc.cast::<u64>().add(idx).read() };
+            }
+            c = c.wrapping_add(take);
+            left -= take;
+            self.refill(buf[..take as usize].iter().copied());
+        }
+        self.cq.consumer().store(prod, Ordering::Release);
+        u64::from(done)
+    }
+
+    fn kick(&self) {
+        if self.tx.needs_wakeup() || !self.zero_copy {
+            // SAFETY: a zero-length sendto wakes the kernel to process the TX ring.
+            unsafe {
+                libc::sendto(
+                    self.fd.as_raw_fd(),
+                    std::ptr::null(),
+                    0,
+                    libc::MSG_DONTWAIT,
+                    std::ptr::null(),
+                    0,
+                )
+            };
+        }
+        if self.fq.needs_wakeup() {
+            // SAFETY: a zero-length recvfrom wakes the kernel to refill.
+            unsafe {
+                libc::recvfrom(
+                    self.fd.as_raw_fd(),
+                    std::ptr::null_mut(),
+                    0,
+                    libc::MSG_DONTWAIT,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                )
+            };
+        }
+    }
+
+    /// Hands up to `max` received frames to `f` to rewrite in place; those
+    /// it keeps (true) are posted for sending where the TX ring has room,
+    /// the rest are dropped. Returns (received, posted, dropped).
+    fn forward(&mut self, max: usize, f: &mut dyn FnMut(&mut [u8]) -> bool) -> (u64, u64, u64) {
+        self.reclaim();
+        let prod = self.rx.producer().load(Ordering::Acquire);
+        let cons = self.rx.consumer().load(Ordering::Relaxed);
+        let n = (prod.wrapping_sub(cons) as usize).min(max).min(256);
+        let tprod = self.tx.producer().load(Ordering::Relaxed);
+        let room = self.tx.size as usize
+            - tprod.wrapping_sub(self.tx.consumer().load(Ordering::Acquire)) as usize;
+        let (mut posted, mut dropped) = (0u32, [0u64; 256]);
+        let mut ndropped = 0usize;
+        for k in 0..n {
+            let idx = (cons.wrapping_add(k as u32) & (self.rx.size - 1)) as usize;
+            // SAFETY: idx is inside the RX ring.
+            let d = unsafe { self.rx.desc.cast::<libc::xdp_desc>().add(idx).read() };
+            let (addr, len) = (d.addr as usize, d.len as usize);
+            let keep = addr + len <= self.umem.len
+                // SAFETY: bounds checked just above; the buffer is ours until
+                // it goes back on the fill ring or the TX ring.
+                && f(unsafe { std::slice::from_raw_parts_mut(self.umem.ptr.add(addr), len) })
+                && (posted as usize) < room;
+            if keep {
+                let t = (tprod.wrapping_add(posted) & (self.tx.size - 1)) as usize;
+                // SAFETY: t is inside the TX ring.
+                unsafe {
+                    self.tx
+                        .desc
+                        .cast::<libc::xdp_desc>()
+                        .add(t)
+                        .write(libc::xdp_desc {
+                            addr: d.addr,
+                            len: d.len,
+                            options: 0,
+                        })
+                };
+                posted += 1;
+            } else {
+                dropped[ndropped] = (d.addr / FRAME_SIZE as u64) * FRAME_SIZE as u64;
+                ndropped += 1;
+            }
+        }
+        if n > 0 {
+            self.rx
+                .consumer()
+                .store(cons.wrapping_add(n as u32), Ordering::Release);
+        }
+        if posted > 0 {
+            self.tx
+                .producer()
+                .store(tprod.wrapping_add(posted), Ordering::Release);
+        }
+        self.refill(dropped[..ndropped].iter().copied());
+        self.kick();
+        (n as u64, u64::from(posted), ndropped as u64)
+    }
+
+    /// Frames posted and not yet completed.
+    fn in_flight(&self) -> u32 {
+        self.tx
+            .producer()
+            .load(Ordering::Relaxed)
+            .wrapping_sub(self.cq.producer().load(Ordering::Acquire))
+    }
+}
+
+/// AF_XDP forwarding on every RX queue of an interface: one socket per
+/// queue that receives and sends back on that queue over one UMEM (frames
+/// rewritten in place, never copied), one XSKMAP and the redirect program.
+#[derive(Debug)]
+pub struct XskFwd {
+    q: Queues<FwdSocket>,
+    pub zero_copy: bool,
+}
+
+// SAFETY: as for XskTx.
+unsafe impl Send for XskFwd {}
+
+queue_socket!(FwdSocket);
+
+impl XskFwd {
+    /// Opens one forwarding socket per RX queue of `iface` with `frames`
+    /// buffers each and attaches the redirect program.
+    pub fn open(iface: &str, frames: usize) -> io::Result<Self> {
+        let q = Queues::open(iface, frames, "lr_xsk_fwd")?;
+        Ok(Self {
+            zero_copy: q.zero_copy,
+            q,
+        })
+    }
+
+    /// Splits the queues' sockets between `parts` forwarders. Fails when
+    /// there are fewer queues than parts.
+    pub fn split(self, parts: usize) -> io::Result<Vec<XskFwd>> {
+        Ok(self
+            .q
+            .split(parts, "forwarding workers")?
+            .into_iter()
+            .map(|q| XskFwd {
+                zero_copy: q.zero_copy,
+                q,
+            })
+            .collect())
+    }
+
+    /// Waits up to `timeout` for frames, then hands each received frame to
+    /// `f` to rewrite in place and sends back those it keeps. Returns
+    /// (received, sent, dropped): dropped by `f` or for want of TX room.
+    pub fn forward(
+        &mut self,
+        timeout: Duration,
+        f: &mut dyn FnMut(&mut [u8]) -> bool,
+    ) -> io::Result<(u64, u64, u64)> {
+        if !self.q.any_pending() {
+            // Sent frames must still complete while no frame arrives.
+            for s in &mut self.q.socks {
+                s.reclaim();
+                s.kick();
+            }
+            self.q.wait(timeout);
+        }
+        let mut sum = (0, 0, 0);
+        for i in self.q.round() {
+            let (r, s, d) = self.q.socks[i].forward(256, f);
+            sum = (sum.0 + r, sum.1 + s, sum.2 + d);
+        }
+        Ok(sum)
+    }
+
+    /// Waits (up to 2 s) until every posted frame was sent.
+    pub fn flush(&mut self) -> io::Result<()> {
+        let t0 = Instant::now();
+        loop {
+            let left: u32 = self
+                .q
+                .socks
+                .iter_mut()
+                .map(|s| {
+                    s.reclaim();
+                    s.kick();
+                    s.in_flight()
+                })
+                .sum();
+            if left == 0 {
+                return Ok(());
+            }
+            if t0.elapsed() > Duration::from_secs(2) {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("{left} AF_XDP frames never completed"),
+                ));
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    /// XDP_STATISTICS over every queue: (rx_dropped, rx_ring_full,
+    /// rx_fill_ring_empty_descs).
+    pub fn stats(&self) -> io::Result<(u64, u64, u64)> {
+        self.q.stats()
+    }
+}

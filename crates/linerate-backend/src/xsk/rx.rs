@@ -1,0 +1,178 @@
+//! Receiving through AF_XDP on every RX queue of an interface.
+
+use super::*;
+
+/// One AF_XDP receive socket: the fill ring keeps every free buffer
+/// posted, frames arrive on its RX ring.
+#[derive(Debug)]
+struct RxSocket {
+    fd: OwnedFd,
+    umem: Umem,
+    rx: Ring,
+    fq: Ring,
+    _cq: Ring,
+    zero_copy: bool,
+}
+
+impl RxSocket {
+    fn open(ifindex: i32, queue: u32, frames: usize) -> io::Result<Self> {
+        let n = frames as u32;
+        let rings = [
+            (libc::XDP_UMEM_FILL_RING, n),
+            (libc::XDP_UMEM_COMPLETION_RING, 64),
+            (libc::XDP_RX_RING, n),
+        ];
+        let (fd, umem, off) = xsk_socket(frames, &rings)?;
+        let raw = fd.as_raw_fd();
+        let rx = Ring::map(
+            raw,
+            &off.rx,
+            n,
+            std::mem::size_of::<libc::xdp_desc>(),
+            libc::XDP_PGOFF_RX_RING as u64,
+        )?;
+        let fq = Ring::map(raw, &off.fr, n, 8, libc::XDP_UMEM_PGOFF_FILL_RING)?;
+        let cq = Ring::map(raw, &off.cr, 64, 8, libc::XDP_UMEM_PGOFF_COMPLETION_RING)?;
+        post_every_buffer(&fq, n);
+        let zero_copy = bind_any(raw, ifindex, queue)?;
+        Ok(Self {
+            fd,
+            umem,
+            rx,
+            fq,
+            _cq: cq,
+            zero_copy,
+        })
+    }
+
+    fn pending(&self) -> bool {
+        self.rx.producer().load(Ordering::Acquire) != self.rx.consumer().load(Ordering::Relaxed)
+    }
+
+    /// Hands up to `max` received frames to `f` and gives their buffers back.
+    fn drain(&mut self, max: usize, f: &mut dyn FnMut(&[u8])) -> usize {
+        let prod = self.rx.producer().load(Ordering::Acquire);
+        let cons = self.rx.consumer().load(Ordering::Relaxed);
+        let n = (prod.wrapping_sub(cons) as usize).min(max);
+        let fprod = self.fq.producer().load(Ordering::Relaxed);
+        for k in 0..n {
+            let idx = (cons.wrapping_add(k as u32) & (self.rx.size - 1)) as usize;
+            // SAFETY: idx is inside the RX ring; the descriptor's buffer lies
+            // inside the UMEM (the kernel only hands back our chunks).
+            let d = unsafe { self.rx.desc.cast::<libc::xdp_desc>().add(idx).read() };
+            let (addr, len) = (d.addr as usize, d.len as usize);
+            if addr + len <= self.umem.len {
+                // SAFETY: bounds checked just above.
+                f(unsafe { std::slice::from_raw_parts(self.umem.ptr.add(addr), len) });
+            }
+            let fidx = (fprod.wrapping_add(k as u32) & (self.fq.size - 1)) as usize;
+            // SAFETY: fidx is inside the fill ring; the chunk start goes back.
+            unsafe {
+                self.fq
+                    .desc
+                    .cast::<u64>()
+                    .add(fidx)
+                    .write((d.addr / FRAME_SIZE as u64) * FRAME_SIZE as u64)
+            };
+        }
+        if n > 0 {
+            self.rx
+                .consumer()
+                .store(cons.wrapping_add(n as u32), Ordering::Release);
+            self.fq
+                .producer()
+                .store(fprod.wrapping_add(n as u32), Ordering::Release);
+        }
+        if self.fq.needs_wakeup() {
+            // SAFETY: a zero-length recvfrom wakes the kernel to refill.
+            unsafe {
+                libc::recvfrom(
+                    self.fd.as_raw_fd(),
+                    std::ptr::null_mut(),
+                    0,
+                    libc::MSG_DONTWAIT,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                )
+            };
+        }
+        n
+    }
+}
+
+queue_socket!(RxSocket);
+
+/// AF_XDP receiving on every RX queue of an interface: one socket per
+/// queue behind one XSKMAP and the redirect program.
+#[derive(Debug)]
+pub struct XskRx {
+    q: Queues<RxSocket>,
+    pub zero_copy: bool,
+}
+
+// SAFETY: as for XskTx.
+unsafe impl Send for XskRx {}
+
+impl XskRx {
+    /// Opens one AF_XDP socket for each of `iface`'s RX queues with
+    /// `frames` buffers each, and attaches the redirect program.
+    pub fn open(iface: &str, frames: usize) -> io::Result<Self> {
+        let q = Queues::open(iface, frames, "lr_xsk_redir")?;
+        Ok(Self {
+            zero_copy: q.zero_copy,
+            q,
+        })
+    }
+
+    /// Splits the queues' sockets between `parts` receivers, for one
+    /// receive thread each. Fails when there are fewer queues than parts.
+    pub fn split(self, parts: usize) -> io::Result<Vec<XskRx>> {
+        Ok(self
+            .q
+            .split(parts, "receive workers")?
+            .into_iter()
+            .map(|q| XskRx {
+                zero_copy: q.zero_copy,
+                q,
+            })
+            .collect())
+    }
+
+    /// RX queues read (one socket each).
+    pub fn queues(&self) -> usize {
+        self.q.socks.len()
+    }
+
+    /// Largest frame a UMEM buffer holds (bytes without FCS).
+    pub fn max_frame(&self) -> usize {
+        FRAME_SIZE
+    }
+
+    /// Hands received frames (up to `max`, from every queue) to `f`, then
+    /// gives the buffers back to the kernel. Waits up to `timeout` for the
+    /// first.
+    pub fn recv(
+        &mut self,
+        max: usize,
+        timeout: std::time::Duration,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> io::Result<usize> {
+        if !self.q.any_pending() {
+            self.q.wait(timeout);
+        }
+        let mut got = 0;
+        for i in self.q.round() {
+            got += self.q.socks[i].drain(max - got, f);
+            if got == max {
+                break;
+            }
+        }
+        Ok(got)
+    }
+
+    /// XDP_STATISTICS over every queue: (rx_dropped, rx_ring_full,
+    /// rx_fill_ring_empty_descs).
+    pub fn stats(&self) -> io::Result<(u64, u64, u64)> {
+        self.q.stats()
+    }
+}
