@@ -97,8 +97,7 @@ pub struct RxCapabilities {
     pub kernel_receive_stamps: bool,
 }
 
-/// Most frames handed to any backend in one call ([`Tx::batch`] is at most this).
-pub const TX_BATCH_MAX: usize = 256;
+pub use crate::udp::TX_BATCH_MAX;
 
 /// Where blast's frames go.
 #[derive(Debug)]

@@ -14,6 +14,7 @@
 mod backend;
 mod blast;
 mod fwd;
+mod replay;
 mod sink;
 mod udp;
 
@@ -21,7 +22,8 @@ pub use backend::{
     BackendError, BackendKind, Capabilities, Rx, RxCapabilities, Tx, open_rx, open_rx_workers,
     open_tx,
 };
-pub use blast::{BlastConfig, BlastError, BlastReport, Rate, Replay, Timing, blast};
+pub use blast::{BlastConfig, BlastError, BlastReport, Rate, blast};
 pub use fwd::{FwdConfig, FwdCounts, FwdError, FwdMode, FwdReport, Noisy, apply, fwd};
+pub use replay::{Replay, Timing};
 pub use sink::{CaptureConfig, FLOW_ROWS_MAX, SinkConfig, SinkReport, flow_rows, sink};
 pub use udp::{Gso, Traffic, UDP_SOCKETS_MAX};

@@ -12,6 +12,10 @@ use linerate_gen::{FlowSpec, Framing};
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 
+/// Most frames handed to any sending backend in one call (`Tx::batch` is
+/// at most this); the UDP path's own batch sets it.
+pub const TX_BATCH_MAX: usize = 256;
+
 /// Most source endpoints (source IPs x source ports), one socket each.
 pub const UDP_SOCKETS_MAX: u64 = 1024;
 
@@ -186,11 +190,11 @@ impl UdpTx {
         Ok(Self {
             socks,
             spec,
-            sender: UdpSender::new(crate::backend::TX_BATCH_MAX, crate::backend::TX_BATCH_MAX),
+            sender: UdpSender::new(TX_BATCH_MAX, TX_BATCH_MAX),
             gso,
             gso_note,
-            msgs: Vec::with_capacity(crate::backend::TX_BATCH_MAX),
-            order: Vec::with_capacity(crate::backend::TX_BATCH_MAX),
+            msgs: Vec::with_capacity(TX_BATCH_MAX),
+            order: Vec::with_capacity(TX_BATCH_MAX),
             starts: vec![0; n + 1],
             fill: vec![0; n + 1],
             datagrams: 0,
@@ -221,9 +225,9 @@ impl UdpTx {
                 "frame is not Ethernet + IP + UDP",
             )
         };
-        let n = frames.len().min(crate::backend::TX_BATCH_MAX);
-        let mut parsed: [(u16, SocketAddr, &[u8]); crate::backend::TX_BATCH_MAX] =
-            [(0, SocketAddr::from(([0, 0, 0, 0], 0)), &[]); crate::backend::TX_BATCH_MAX];
+        let n = frames.len().min(TX_BATCH_MAX);
+        let mut parsed: [(u16, SocketAddr, &[u8]); TX_BATCH_MAX] =
+            [(0, SocketAddr::from(([0, 0, 0, 0], 0)), &[]); TX_BATCH_MAX];
         // Counting sort by socket: stable, so each endpoint's order is kept.
         self.starts.iter_mut().for_each(|s| *s = 0);
         for (slot, f) in parsed.iter_mut().zip(&frames[..n]) {
@@ -243,7 +247,7 @@ impl UdpTx {
             self.order[self.fill[s] as usize] = i as u16;
             self.fill[s] += 1;
         }
-        let mut bufs: [&[u8]; crate::backend::TX_BATCH_MAX] = [&[]; crate::backend::TX_BATCH_MAX];
+        let mut bufs: [&[u8]; TX_BATCH_MAX] = [&[]; TX_BATCH_MAX];
         for (b, &i) in bufs.iter_mut().zip(&self.order) {
             *b = parsed[usize::from(i)].2;
         }

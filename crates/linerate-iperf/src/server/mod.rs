@@ -1,0 +1,248 @@
+//! The server: accepts tests from iperf3 clients (or `linerate client`),
+//! one at a time as iperf3 does; a connection arriving while a test runs
+//! gets ACCESS_DENIED, and the server goes on serving.
+
+use crate::meter::{Meter, until_due};
+use crate::net::{self, CpuMeter, Family};
+use crate::set::{Conn, Running, StreamOpts, forward_events, spawn_streams};
+use linerate_iperf_proto::report::{OutputMode, Report, Role, StartInfo, StreamDesc, peer_results};
+use linerate_iperf_proto::server::{ServerEvent, ServerSession};
+use linerate_iperf_proto::{
+    COOKIE_LEN, Cookie, IErr, Params, Protocol, cookie_str, state, udp_connect,
+};
+use std::io::{ErrorKind, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+mod test;
+use test::serve_test;
+
+/// Limits a server enforces on what clients ask for.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Limits {
+    /// Tests served at once (iperf3: 1). Others get ACCESS_DENIED.
+    pub max_tests: usize,
+    /// Longest test (duration + omit), seconds; `-t 0` is refused too.
+    pub max_duration_s: Option<u32>,
+    /// Most streams per test (P, or 2P in bidir).
+    pub max_streams: Option<u32>,
+    /// Highest total rate (all streams), bit/s; unlimited tests are refused.
+    pub max_rate_bps: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    pub port: u16,
+    pub bind: Option<IpAddr>,
+    pub family: Family,
+    /// `-1`: serve one test, then exit.
+    pub one_off: bool,
+    pub interval: Duration,
+    pub output: OutputMode,
+    /// `--rcv-timeout`: no data this long while receiving ends the test.
+    pub rcv_timeout: Duration,
+    /// How long a new connection may take to send its cookie, and a client
+    /// its parameters or results.
+    pub control_timeout: Duration,
+    pub limits: Limits,
+    /// Send UDP with generic segmentation offload where the kernel has it.
+    pub udp_gso: bool,
+    /// CPUs for stream threads (a client's `-A n,m` asks for CPU m instead).
+    pub affinity: Vec<usize>,
+    /// The shared run-model reporters (`--csv`): every test's events.
+    pub events: Option<linerate_run::SharedReporter>,
+}
+
+/// Where the server writes its output.
+pub type Out = Arc<Mutex<dyn Write + Send>>;
+
+fn say(out: &Out, text: &str) {
+    if let Ok(mut o) = out.lock() {
+        let _ = o.write_all(text.as_bytes());
+        let _ = o.flush();
+    }
+}
+
+struct Active {
+    cookie: Cookie,
+    data: Sender<TcpStream>,
+    accepting: Arc<AtomicBool>,
+    done: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<()>,
+}
+
+/// Serves until `shutdown` is set (or after one test with `-1`).
+pub fn run(opts: &ServerOptions, out: Out, shutdown: Arc<AtomicBool>) -> std::io::Result<()> {
+    let addr = net::server_addr(opts.bind, opts.family, opts.port);
+    let listener = net::tcp_listener(addr, opts.family)?;
+    serve(listener, opts, out, shutdown)
+}
+
+/// Serves on a listener already bound (tests use port 0).
+pub fn serve(
+    listener: TcpListener,
+    opts: &ServerOptions,
+    out: Out,
+    shutdown: Arc<AtomicBool>,
+) -> std::io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let port = listener.local_addr()?.port();
+    let human = !opts.output.json && !opts.output.json_stream;
+    let banner = |n: u32| {
+        if human {
+            say(
+                &out,
+                &format!(
+                    "-----------------------------------------------------------\nServer listening on {port} (test #{n})\n-----------------------------------------------------------\n"
+                ),
+            );
+        }
+    };
+    let mut test_no = 1;
+    banner(test_no);
+    let (cookie_tx, cookie_rx) =
+        mpsc::channel::<(TcpStream, SocketAddr, std::io::Result<Cookie>)>();
+    let mut active: Vec<Active> = Vec::new();
+    let pending = Arc::new(AtomicUsize::new(0));
+    let udp_setup = Arc::new(Mutex::new(()));
+    let max_tests = opts.limits.max_tests.max(1);
+    loop {
+        if shutdown.load(Ordering::Relaxed) {
+            for a in active.drain(..) {
+                let _ = a.handle.join();
+            }
+            return Ok(());
+        }
+        match listener.accept() {
+            // A flood of connections: beyond PENDING_MAX unread cookies,
+            // newcomers are refused at once instead of each holding a thread.
+            Ok((mut s, _)) if pending.load(Ordering::Acquire) >= PENDING_MAX => {
+                let _ = s.write_all(&[state::ACCESS_DENIED]);
+            }
+            Ok((s, peer)) => {
+                let tx = cookie_tx.clone();
+                let timeout = opts.control_timeout;
+                let pending = pending.clone();
+                pending.fetch_add(1, Ordering::AcqRel);
+                std::thread::spawn(move || {
+                    let mut s = s;
+                    let _ = s.set_nonblocking(false);
+                    let _ = s.set_read_timeout(Some(timeout));
+                    let mut c = [0u8; COOKIE_LEN];
+                    let r = s.read_exact(&mut c).map(|()| c);
+                    pending.fetch_sub(1, Ordering::AcqRel);
+                    let _ = tx.send((s, peer, r));
+                });
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+            Err(e) => say(&out, &format!("linerate: accept failed: {e}\n")),
+        }
+        match cookie_rx.recv_timeout(Duration::from_millis(5)) {
+            Ok((mut s, peer, Err(e))) => {
+                // iperf3 3.21: SERVER_ERROR + IERECVCOOKIE to a silent peer.
+                let mut msg = vec![state::SERVER_ERROR];
+                msg.extend_from_slice(&IErr::RECV_COOKIE.0.to_be_bytes());
+                msg.extend_from_slice(&0i32.to_be_bytes());
+                let _ = s.write_all(&msg);
+                say(
+                    &out,
+                    &format!("linerate: no cookie from {peer} ({e}); closed it\n"),
+                );
+            }
+            Ok((mut s, peer, Ok(cookie))) => {
+                if let Some(a) = active.iter().find(|a| a.cookie == cookie) {
+                    if a.accepting.load(Ordering::Acquire) {
+                        let _ = a.data.send(s);
+                    } else {
+                        let _ = s.write_all(&[state::ACCESS_DENIED]);
+                    }
+                } else if active.len() >= max_tests {
+                    let _ = s.write_all(&[state::ACCESS_DENIED]);
+                    if human {
+                        say(
+                            &out,
+                            &format!(
+                                "linerate: denied {peer}: {} test(s) running (--max-tests {max_tests})\n",
+                                active.len()
+                            ),
+                        );
+                    }
+                } else {
+                    let (data_tx, data_rx) = mpsc::channel();
+                    let accepting = Arc::new(AtomicBool::new(false));
+                    let done = Arc::new(AtomicBool::new(false));
+                    let (o, acc, dn, sd, op, us) = (
+                        out.clone(),
+                        accepting.clone(),
+                        done.clone(),
+                        shutdown.clone(),
+                        opts.clone(),
+                        udp_setup.clone(),
+                    );
+                    let handle = std::thread::spawn(move || {
+                        serve_test(s, peer, cookie, port, &data_rx, &acc, &op, &o, &sd, &us);
+                        acc.store(false, Ordering::Release);
+                        dn.store(true, Ordering::Release);
+                    });
+                    active.push(Active {
+                        cookie,
+                        data: data_tx,
+                        accepting,
+                        done,
+                        handle,
+                    });
+                }
+            }
+            Err(_) => {}
+        }
+        let mut finished = 0;
+        let mut i = 0;
+        while i < active.len() {
+            if active[i].done.load(Ordering::Acquire) {
+                let a = active.swap_remove(i);
+                let _ = a.handle.join();
+                finished += 1;
+            } else {
+                i += 1;
+            }
+        }
+        if finished > 0 {
+            if opts.one_off {
+                for a in active.drain(..) {
+                    let _ = a.handle.join();
+                }
+                return Ok(());
+            }
+            test_no += finished;
+            if active.is_empty() {
+                banner(test_no);
+            }
+        }
+    }
+}
+
+/// Connections whose cookie is still being read, at most.
+const PENDING_MAX: usize = 64;
+
+fn check_limits(p: &Params, l: &Limits) -> Result<(), IErr> {
+    if let Some(max) = l.max_duration_s
+        && (p.time_s == 0 || p.time_s + p.omit_s > max)
+    {
+        return Err(IErr::MAX_DURATION);
+    }
+    if let Some(max) = l.max_streams
+        && p.stream_count() as u32 > max
+    {
+        return Err(IErr::NUM_STREAMS);
+    }
+    if let Some(max) = l.max_rate_bps
+        && (p.bandwidth_bps == 0 || p.bandwidth_bps.saturating_mul(p.stream_count() as u64) > max)
+    {
+        return Err(IErr::TOTAL_RATE);
+    }
+    Ok(())
+}
