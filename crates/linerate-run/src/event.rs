@@ -288,6 +288,17 @@ pub struct Interval {
 }
 
 impl Interval {
+    /// The interval from `start_s` to `end_s` with these rows and their sums.
+    pub fn new(start_s: f64, end_s: f64, rows: Vec<Row>) -> Self {
+        Interval {
+            start_s,
+            end_s,
+            sums: sums(&rows),
+            rows,
+            omitted: false,
+        }
+    }
+
     pub fn seconds(&self) -> f64 {
         (self.end_s - self.start_s).max(0.0)
     }

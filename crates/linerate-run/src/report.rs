@@ -410,15 +410,7 @@ mod tests {
                 }),
             ]
         };
-        let iv = |s, e, r: Vec<Row>| {
-            Event::Interval(Interval {
-                start_s: s,
-                end_s: e,
-                sums: sums(&r),
-                rows: r,
-                omitted: false,
-            })
-        };
+        let iv = |s, e, r: Vec<Row>| Event::Interval(Interval::new(s, e, r));
         let total = rows(30, 12);
         vec![
             Event::Start(Box::new(Start {

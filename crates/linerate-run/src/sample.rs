@@ -103,13 +103,7 @@ impl Sampler {
                 d
             })
             .collect();
-        let iv = Interval {
-            start_s: self.last_s,
-            end_s,
-            sums: sums(&out),
-            rows: out,
-            omitted: false,
-        };
+        let iv = Interval::new(self.last_s, end_s, out);
         self.last = rows;
         self.last_s = end_s;
         iv

@@ -520,6 +520,27 @@ fn bad_input_is_refused_before_any_traffic() {
     let _ = Command::new("true").status();
 }
 
+/// Replays the trace at `path` from host 0 with `args` (expecting `n`
+/// frames sent) and returns the frames from 02:00:00:00:00:99 that host 1
+/// saw, in order.
+fn replay_captured(rig: &Rig, path: &std::path::Path, args: &[&str], n: u64) -> Vec<Vec<u8>> {
+    capture_raw(rig, [2, 0, 0, 0, 0, 0x99], || {
+        let out = rig
+            .command(0, BIN)
+            .args(["blast", "--iface", "veth0", "-J", "--pcap"])
+            .arg(path)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(support::json(&out.stdout)["packets"], n);
+    })
+}
+
 /// All frames from `src_mac` seen on host 1 while `f` runs, in order.
 fn capture_raw(rig: &Rig, src_mac: [u8; 6], f: impl FnOnce()) -> Vec<Vec<u8>> {
     capture_where(rig, |fr| fr.len() >= 14 && fr[6..12] == src_mac, f)
@@ -625,33 +646,23 @@ fn pcap_replay_arrives_packet_for_packet_after_rewriting() {
     write_pcap(&frames, &path);
     let dst_mac = rig.host(1).mac.clone();
     for timing in ["fast", "original"] {
-        let got = capture_raw(&rig, [2, 0, 0, 0, 0, 0x99], || {
-            let out = rig
-                .command(0, BIN)
-                .args(["blast", "--iface", "veth0", "--pcap"])
-                .arg(&path)
-                .args([
-                    "--loop",
-                    "2",
-                    "--pcap-timing",
-                    timing,
-                    "--dst-mac",
-                    &dst_mac,
-                    "--src-ip",
-                    "198.18.0.1",
-                    "--dst-ip",
-                    "198.18.0.2",
-                    "--json",
-                ])
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            assert_eq!(support::json(&out.stdout)["packets"], 80);
-        });
+        let got = replay_captured(
+            &rig,
+            &path,
+            &[
+                "--loop",
+                "2",
+                "--pcap-timing",
+                timing,
+                "--dst-mac",
+                &dst_mac,
+                "--src-ip",
+                "198.18.0.1",
+                "--dst-ip",
+                "198.18.0.2",
+            ],
+            80,
+        );
         let rw = linerate_gen::pcap::Rewrite {
             dst_mac: linerate_wire::MacAddr::parse(&dst_mac),
             src_ip: Some("198.18.0.1".parse().unwrap()),
@@ -1344,29 +1355,12 @@ fn pcap_replay_rewrites_ipv6_behind_extension_headers_with_valid_checksums() {
     write_pcap(&ipv6_ext_frames(), &path);
     let dst_mac = rig.host(1).mac.clone();
     let (src, dst) = (rig.host(0).ipv6.to_string(), rig.host(1).ipv6.to_string());
-    let got = capture_raw(&rig, [2, 0, 0, 0, 0, 0x99], || {
-        let out = rig
-            .command(0, BIN)
-            .args(["blast", "--iface", "veth0", "--pcap"])
-            .arg(&path)
-            .args([
-                "--dst-mac",
-                &dst_mac,
-                "--src-ip",
-                &src,
-                "--dst-ip",
-                &dst,
-                "-J",
-            ])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert_eq!(support::json(&out.stdout)["packets"], 10);
-    });
+    let got = replay_captured(
+        &rig,
+        &path,
+        &["--dst-mac", &dst_mac, "--src-ip", &src, "--dst-ip", &dst],
+        10,
+    );
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(got.len(), 10, "frames that arrived");
     for f in &got {

@@ -401,11 +401,8 @@ impl Report {
                 .collect();
             self.run_events
                 .push_back(linerate_run::Event::Interval(linerate_run::Interval {
-                    start_s: first.start,
-                    end_s: first.end,
-                    sums: linerate_run::sums(&rows),
-                    rows,
                     omitted: first.omitted,
+                    ..linerate_run::Interval::new(first.start, first.end, rows)
                 }));
         }
         let bidir = self.info.params.mode == TestMode::Bidir;

@@ -173,13 +173,11 @@ fn server(a: &ServerArgs) -> Result<u8> {
         let rows: Vec<Row> = (iv.per_worker.iter().enumerate())
             .map(|(w, n)| server_row(w, Some(*n), None))
             .collect();
-        run.interval(&linerate_run::Interval {
-            start_s: iv.start.as_secs_f64(),
-            end_s: iv.end.as_secs_f64(),
-            sums: linerate_run::sums(&rows),
+        run.interval(&linerate_run::Interval::new(
+            iv.start.as_secs_f64(),
+            iv.end.as_secs_f64(),
             rows,
-            omitted: false,
-        });
+        ));
     });
     let mut v = r.json();
     v["doctor"] = doc;
@@ -328,13 +326,11 @@ fn client(a: &ClientArgs) -> Result<u8> {
             iv.lost,
             iv.latency.as_ref(),
         )];
-        run.interval(&linerate_run::Interval {
-            start_s: iv.start.as_secs_f64(),
-            end_s: iv.end.as_secs_f64(),
-            sums: linerate_run::sums(&rows),
+        run.interval(&linerate_run::Interval::new(
+            iv.start.as_secs_f64(),
+            iv.end.as_secs_f64(),
             rows,
-            omitted: false,
-        });
+        ));
     });
     let pinned = cfg.cores.clone();
     let r = match result {
