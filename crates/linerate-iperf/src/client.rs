@@ -277,6 +277,7 @@ impl<'a> ClientTest<'a> {
             sndbuf_actual: buf_size(&self.conns, false),
             rcvbuf_actual: buf_size(&self.conns, true),
             interval_s: opts.interval.as_secs_f64(),
+            host: linerate_run::Host::here(),
             streams: self.conns.iter().map(|(_, d)| d.clone()).collect(),
         };
         let mut r = Report::new(info, opts.output);

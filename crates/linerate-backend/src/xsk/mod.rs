@@ -1,4 +1,4 @@
-//! AF_XDP transmit: a UMEM of packet buffers shared with the kernel, the
+//! AF_XDP core: a UMEM of packet buffers shared with the kernel, the
 //! TX and completion rings (the fill ring exists because bind requires it),
 //! need_wakeup, one socket per queue, copy or zero-copy as the driver allows.
 //! Receiving through AF_XDP (fill/RX rings plus the XSKMAP redirect program)

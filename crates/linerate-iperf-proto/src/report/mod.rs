@@ -65,6 +65,9 @@ pub struct StartInfo {
     pub rcvbuf_actual: u64,
     pub interval_s: f64,
     pub streams: Vec<StreamDesc>,
+    /// Facts about this host for the run-model start event (read by the
+    /// I/O layer: this crate reads nothing).
+    pub host: linerate_run::Host,
 }
 
 /// TCP_INFO figures of a sending stream in one interval.
@@ -351,7 +354,7 @@ impl Report {
                 mode,
                 config: self.start["test_start"].clone(),
                 doctor: None,
-                host: linerate_run::Host::here(),
+                host: self.info.host.clone(),
             })));
         if self.mode.json_stream {
             return format!("{}\n", json!({"event": "start", "data": self.start}));

@@ -264,6 +264,7 @@ impl TestServer<'_> {
             sndbuf_actual: 0,
             rcvbuf_actual: 0,
             interval_s: opts.interval.as_secs_f64(),
+            host: linerate_run::Host::here(),
             streams: self.conns.iter().map(|(_, d)| d.clone()).collect(),
         };
         let mut rep = Report::new(info, opts.output);
