@@ -217,19 +217,25 @@ impl Row {
 }
 
 /// The sum rows of `rows`: one per role, in the order roles first appear.
+/// Gauges do not add up: a sum keeps them only when its role has one row.
 pub fn sums(rows: &[Row]) -> Vec<Row> {
-    let mut out: Vec<Row> = Vec::new();
+    let mut out: Vec<(Row, usize)> = Vec::new();
     for r in rows.iter().filter(|r| r.scope != Scope::Sum) {
-        match out.iter_mut().find(|s| s.role == r.role) {
-            Some(s) => s.counts.add(&r.counts),
+        match out.iter_mut().find(|(s, _)| s.role == r.role) {
+            Some((s, n)) => {
+                s.counts.add(&r.counts);
+                s.gauges = Gauges::default();
+                *n += 1;
+            }
             None => {
                 let mut s = Row::new(Scope::Sum, "sum", &r.role, r.counted_by);
                 s.counts = r.counts;
-                out.push(s);
+                s.gauges = r.gauges;
+                out.push((s, 1));
             }
         }
     }
-    out
+    out.into_iter().map(|(s, _)| s).collect()
 }
 
 /// A run's start: what it was asked to do, on what host.
@@ -406,6 +412,11 @@ mod tests {
         assert_eq!((s[0].role.as_str(), s[0].counts.bytes), ("rx", Some(150)));
         assert_eq!(s[0].counts.packets, Some(3));
         assert_eq!((s[1].role.as_str(), s[1].counts.packets), ("tx", None));
+        // a lone row's gauges carry over; several rows' do not
+        let mut one = row("rx", 1, None);
+        one.gauges.latency_p50_ns = Some(7);
+        assert_eq!(sums(&[one.clone()])[0].gauges.latency_p50_ns, Some(7));
+        assert_eq!(sums(&[one.clone(), one])[0].gauges.latency_p50_ns, None);
     }
 
     #[test]

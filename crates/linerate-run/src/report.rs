@@ -240,24 +240,27 @@ impl<W: Write + Send> Reporter for Csv<W> {
     }
 }
 
-/// Human text: interval lines as they come (one per row when there are
-/// several of a role, capped at [`Text::MAX_ROWS`], and the sums), then the
-/// mode's summary.
+/// Human text: interval lines as they come (one per row when a role has
+/// several, up to [`Text::MAX_ROWS`], and the sums), then the mode's
+/// summary.
 #[derive(Debug)]
 pub struct Text<W: Write + Send> {
     w: W,
     header: bool,
+    said_many: bool,
     mode: Option<Mode>,
 }
 
 impl<W: Write + Send> Text<W> {
-    /// Most rows printed per interval (CSV and JSON lines carry them all).
-    pub const MAX_ROWS: usize = 16;
+    /// Most rows of one role printed per interval; above it only their sum
+    /// (CSV and JSON lines carry them all).
+    pub const MAX_ROWS: usize = 8;
 
     pub fn new(w: W) -> Self {
         Text {
             w,
             header: false,
+            said_many: false,
             mode: None,
         }
     }
@@ -321,21 +324,21 @@ impl<W: Write + Send> Reporter for Text<W> {
                     self.header = true;
                 }
                 let span = (iv.start_s, iv.end_s);
-                let mut shown = 0;
                 for sum in &iv.sums {
                     let rows: Vec<&Row> = iv.rows.iter().filter(|r| r.role == sum.role).collect();
-                    if rows.len() > 1 {
-                        for r in rows.iter().take(Self::MAX_ROWS.saturating_sub(shown)) {
-                            self.line(span, r)?;
-                            shown += 1;
-                        }
-                        if rows.len() > Self::MAX_ROWS {
+                    if rows.len() > Self::MAX_ROWS {
+                        if !self.said_many {
                             writeln!(
                                 self.w,
-                                "      ({} more {} rows in --csv / --json-stream)",
-                                rows.len() - Self::MAX_ROWS.min(rows.len()),
+                                "      ({} {} rows per interval: their sum here, each row in --csv / --json-stream)",
+                                rows.len(),
                                 sum.role
                             )?;
+                            self.said_many = true;
+                        }
+                    } else if rows.len() > 1 {
+                        for r in rows {
+                            self.line(span, r)?;
                         }
                     }
                     self.line(span, sum)?;
@@ -480,6 +483,30 @@ mod tests {
         assert!(out.contains("[  1]    0.00-1.00    sec  rx"));
         assert!(out.contains("lost 1"));
         assert!(out.ends_with("received 42\n"));
+    }
+
+    #[test]
+    fn text_shows_only_the_sum_of_many_rows_and_says_so_once() {
+        let rows: Vec<Row> = (0..10)
+            .map(|i| {
+                Row::new(Scope::Flow, i.to_string(), "rx", CountedBy::Receiver).with_counts(
+                    Counts {
+                        packets: Some(1),
+                        ..Counts::default()
+                    },
+                )
+            })
+            .collect();
+        let mut t = Text::new(Vec::new());
+        for k in 0..2 {
+            let iv = Interval::new(f64::from(k), f64::from(k + 1), rows.clone());
+            t.report(&Event::Interval(iv)).unwrap();
+        }
+        let out = String::from_utf8(t.w).unwrap();
+        assert_eq!(out.matches("10 rx rows per interval").count(), 1, "{out}");
+        assert_eq!(out.lines().filter(|l| l.starts_with("[SUM]")).count(), 2);
+        assert!(!out.contains("[  3]"), "{out}");
+        assert!(out.contains("10 pkts"), "{out}");
     }
 
     #[test]
