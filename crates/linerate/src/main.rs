@@ -6,7 +6,7 @@
 
 mod cmd;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use cmd::iperf::IperfArgs;
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -65,7 +65,9 @@ fn main() -> ExitCode {
     let result = if iperf3_form(&argv) {
         cmd::iperf::run(&IperfArgs::parse_from(argv))
     } else {
-        match Cli::parse_from(argv).command {
+        let matches = cmd::iperf::split_help(Cli::command()).get_matches_from(argv);
+        let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+        match cli.command {
             Command::Calc(args) => cmd::calc::run(&args).map(|()| 0),
             Command::Selftest(args) => cmd::selftest::run(&args),
             Command::Doctor(args) => cmd::doctor::run(&args),

@@ -18,6 +18,17 @@ const RUNNERS: [&[&str]; 7] = [
     &["server"],
 ];
 
+/// Whether `flag` is one of the options `help` lists (not just named in
+/// another option's text).
+fn lists(help: &str, flag: &str) -> bool {
+    // An option line starts with its spelling ("-p, --port <PORT>"), then
+    // two spaces and the description.
+    help.lines().any(|l| {
+        let spec = l.trim_start().split("  ").next().unwrap_or("");
+        l.starts_with(' ') && spec.split([',', ' ']).any(|w| w == flag)
+    })
+}
+
 fn help(cmd: &[&str]) -> String {
     let out = linerate().args(cmd).arg("--help").output().unwrap();
     assert!(out.status.success(), "{cmd:?} --help failed");
@@ -39,8 +50,11 @@ fn fails(args: &[&str], needle: &str) {
 fn every_runner_spells_the_shared_flags_alike() {
     for cmd in RUNNERS {
         let h = help(cmd);
+        // A server runs until stopped: no -t (iperf3's server has none).
+        if cmd != ["server"] {
+            assert!(h.contains("-t, --time"), "{cmd:?} --help lacks -t:\n{h}");
+        }
         for flag in [
-            "-t, --time",
             "-i, --interval",
             "-J, --json",
             "--json-stream",
@@ -146,6 +160,34 @@ fn dscp_names_are_understood_everywhere() {
         .output()
         .unwrap();
     assert!(!String::from_utf8_lossy(&out.stderr).contains("DSCP"));
+}
+
+#[test]
+fn client_and_server_help_show_their_own_flags() {
+    let c = help(&["client"]);
+    let s = help(&["server"]);
+    for f in [
+        "--max-tests",
+        "--server-max-duration",
+        "--one-off",
+        "--rcv-timeout",
+    ] {
+        assert!(!lists(&c, f) && lists(&s, f), "{f}");
+    }
+    for f in [
+        "--bytes",
+        "--parallel",
+        "--reverse",
+        "--bidir",
+        "--udp",
+        "--bitrate",
+    ] {
+        assert!(lists(&c, f) && !lists(&s, f), "{f}");
+    }
+    for f in ["--port", "--json", "--csv", "--bind", "--stream-cpus"] {
+        assert!(lists(&c, f) && lists(&s, f), "{f}");
+    }
+    assert!(!lists(&c, "--server") && !lists(&s, "--client"));
 }
 
 #[test]

@@ -212,6 +212,59 @@ fn parse_dscp(s: &str) -> Result<u32, String> {
     super::dscp(s).map(|d| u32::from(d) << 2)
 }
 
+/// Flags only a server uses (hidden from `client --help`).
+pub const SERVER_ONLY: &[&str] = &[
+    "one_off",
+    "rcv_timeout",
+    "server_max_duration",
+    "control_timeout",
+    "server_bitrate_limit",
+    "max_tests",
+    "server_max_streams",
+];
+
+/// Flags only a client uses (hidden from `server --help`).
+pub const CLIENT_ONLY: &[&str] = &[
+    "udp",
+    "bitrate",
+    "fq_rate",
+    "time",
+    "bytes",
+    "blockcount",
+    "length",
+    "cport",
+    "parallel",
+    "reverse",
+    "bidir",
+    "window",
+    "mss",
+    "nodelay",
+    "tos",
+    "dscp",
+    "omit",
+    "title",
+    "extra_data",
+    "congestion",
+    "get_server_output",
+    "udp_counters_64bit",
+    "repeating_payload",
+    "zerocopy",
+    "dont_fragment",
+    "connect_timeout",
+];
+
+/// `linerate client` and `linerate server` share iperf3's flag set; each
+/// shows only its own side's flags (and not `-s`/`-c`) in its help.
+pub fn split_help(cmd: clap::Command) -> clap::Command {
+    let hide = |c: clap::Command, ids: &[&str]| {
+        ids.iter()
+            .chain(&["server", "client"])
+            .fold(c, |c, id| c.mut_arg(*id, |a| a.hide(true)))
+    };
+    cmd.mut_subcommand("client", |c| hide(c, SERVER_ONLY))
+        .mut_subcommand("server", |c| hide(c, CLIENT_ONLY))
+}
+
 impl IperfArgs {
     /// Server-only flags given (iperf3's IESERVERONLY when a client has them).
     fn server_only_given(&self) -> Vec<&'static str> {
@@ -229,6 +282,7 @@ impl IperfArgs {
             ),
             ("--max-tests", self.max_tests != d.max_tests),
             ("--server-max-streams", self.server_max_streams.is_some()),
+            ("--rcv-timeout", self.rcv_timeout != d.rcv_timeout),
         ]
         .into_iter()
         .filter_map(|(n, given)| given.then_some(n))
@@ -260,6 +314,14 @@ impl IperfArgs {
             ("--repeating-payload", self.repeating_payload),
             ("--extra-data", self.extra_data.is_some()),
             ("--dont-fragment", self.dont_fragment),
+            ("--fq-rate", self.fq_rate.is_some()),
+            ("-S/--tos", self.tos.is_some()),
+            ("--dscp", self.dscp.is_some()),
+            ("-Z/--zerocopy", self.zerocopy),
+            (
+                "--connect-timeout",
+                self.connect_timeout != d.connect_timeout,
+            ),
         ]
         .into_iter()
         .filter_map(|(n, given)| given.then_some(n))
