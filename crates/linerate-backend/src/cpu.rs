@@ -78,6 +78,11 @@ pub fn pin(cpu: usize) -> io::Result<()> {
     }
 }
 
+/// Pins the calling worker thread to `cpu`; the error says which CPU.
+pub fn pin_worker(cpu: usize) -> Result<(), String> {
+    pin(cpu).map_err(|e| format!("cannot pin a worker to CPU {cpu}: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,5 +110,6 @@ mod tests {
         .join()
         .unwrap();
         assert!(not_allowed(&[CPU_MAX]).contains(&CPU_MAX) || ok.contains(&CPU_MAX));
+        assert!(pin_worker(CPU_MAX + 1).unwrap_err().contains("CPU 1024"));
     }
 }

@@ -138,19 +138,20 @@ pub fn apply_tcp(t: &TcpStream, p: &Params, sending: bool) -> io::Result<()> {
     if p.nodelay {
         t.set_nodelay(true)?;
     }
-    if let Some(cc) = &p.congestion {
-        // iperf3 only warns for an unknown algorithm.
-        if let Err(e) = sockopt::set_congestion(t, cc) {
-            eprintln!("warning: unable to set TCP_CONGESTION {cc}: {e}");
-        }
-    }
     if sending && p.fq_rate_bps > 0 {
         sockopt::set_max_pacing_rate(t, p.fq_rate_bps / 8)?;
     }
     let v6 = t.peer_addr().is_ok_and(|a| {
         a.is_ipv6() && !matches!(a.ip(), IpAddr::V6(v) if v.to_ipv4_mapped().is_some())
     });
-    set_tos(&s, p.tos, v6)
+    set_tos(&s, p.tos, v6)?;
+    match &p.congestion {
+        // An unknown algorithm fails the test, as iperf3's IESETCONGESTION.
+        Some(cc) if sockopt::set_congestion(t, cc).is_err() => Err(io::Error::other(
+            "unable to set TCP_CONGESTION: Supplied congestion control algorithm not supported on this host",
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Options for a connected UDP data stream.

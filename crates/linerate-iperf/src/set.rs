@@ -82,10 +82,16 @@ pub(crate) struct StreamOpts {
 
 use linerate_backend::cpu::allowed as allowed_cpus;
 
-/// Pins the calling thread to one CPU (best effort: reported, not fatal).
-fn pin(cpu: usize) {
-    if let Err(e) = linerate_backend::cpu::pin(cpu) {
-        eprintln!("warning: cannot pin a stream to CPU {cpu}: {e}");
+/// Pins the calling stream thread; a failure fails the stream as iperf3's
+/// IEAFFINITY does ("unable to set CPU affinity"), so the test ends with
+/// the error instead of running unpinned unseen.
+fn pin(cpu: usize, sh: &StreamShared) -> bool {
+    match linerate_backend::cpu::pin(cpu) {
+        Ok(()) => true,
+        Err(e) => {
+            sh.fail(format!("unable to set CPU affinity (CPU {cpu}): {e}"));
+            false
+        }
     }
 }
 
@@ -121,13 +127,16 @@ pub(crate) fn spawn_streams(
         pinned.extend(cpu);
         match c {
             Conn::Tcp(t) if d.sender && cpu.is_some() && (senders > 1) => {
-                let _ = net::apply_tcp(&t, p, true);
+                let applied = net::apply_tcp(&t, p, true);
                 let sh = Arc::new(StreamShared::new(
                     d.id,
                     d.sender,
                     d.socket,
                     t.try_clone().ok(),
                 ));
+                if let Err(e) = applied {
+                    sh.fail(e.to_string());
+                }
                 let c = cpu.unwrap_or(0);
                 groups.entry(c).or_default().push((t, sh.clone()));
                 group_slot.entry(c).or_insert(streams.len());
@@ -135,20 +144,24 @@ pub(crate) fn spawn_streams(
                 handles.push(None);
             }
             Conn::Tcp(t) => {
-                let _ = net::apply_tcp(&t, p, d.sender);
+                let applied = net::apply_tcp(&t, p, d.sender);
                 let sh = Arc::new(StreamShared::new(
                     d.id,
                     d.sender,
                     d.socket,
                     t.try_clone().ok(),
                 ));
+                if let Err(e) = applied {
+                    sh.fail(e.to_string());
+                }
                 let s2 = sh.clone();
                 let len = p.len as usize;
                 let buf = stream::payload(len, p.repeating_payload);
                 let zerocopy = so.zerocopy;
                 handles.push(Some(std::thread::spawn(move || {
-                    if let Some(c) = cpu {
-                        pin(c);
+                    if cpu.is_some_and(|c| !pin(c, &s2)) {
+                        s2.finished.store(true, Ordering::Release);
+                        return;
                     }
                     if s2.sender {
                         stream::tcp_send(t, s2, buf, pacing, zerocopy);
@@ -167,8 +180,9 @@ pub(crate) fn spawn_streams(
                 let gso = so.udp_gso;
                 let buf = stream::payload(len, p.repeating_payload);
                 handles.push(Some(std::thread::spawn(move || {
-                    if let Some(c) = cpu {
-                        pin(c);
+                    if cpu.is_some_and(|c| !pin(c, &s2)) {
+                        s2.finished.store(true, Ordering::Release);
+                        return;
                     }
                     if s2.sender {
                         stream::udp_send(u, s2, buf, pacing, c64, gso);
@@ -186,7 +200,12 @@ pub(crate) fn spawn_streams(
         // The group's thread is joined through its first stream's slot.
         let slot = group_slot[&cpu];
         handles[slot] = Some(std::thread::spawn(move || {
-            pin(cpu);
+            if !pin(cpu, &members[0].1) {
+                for (_, sh) in &members {
+                    sh.finished.store(true, Ordering::Release);
+                }
+                return;
+            }
             stream::tcp_send_group(members, buf, pacing, zerocopy);
         }));
     }

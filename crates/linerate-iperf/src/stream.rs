@@ -86,7 +86,7 @@ impl StreamShared {
         counter.store(counter.load(Ordering::Relaxed) + n, Ordering::Relaxed);
     }
 
-    fn fail(&self, msg: String) {
+    pub(crate) fn fail(&self, msg: String) {
         if let Ok(mut e) = self.error.lock() {
             e.get_or_insert(msg);
         }

@@ -82,6 +82,10 @@ pub enum BlastError {
     Cores { workers: usize, flows: u64 },
     #[error("a blast worker failed")]
     Worker,
+    #[error("{0}")]
+    Pin(String),
+    #[error("CPU(s) {0:?} in --cores are not online or not allowed for this process")]
+    CpusNotAllowed(Vec<usize>),
     #[error("frame {index} of the trace is {len} bytes: above what the MTU of {mtu} lets out")]
     TraceOverMtu {
         index: usize,
@@ -214,6 +218,10 @@ pub fn blast(
     if workers > 1 && (flows < workers as u64 || (flows > 1 << 16 && !workers.is_power_of_two())) {
         return Err(BlastError::Cores { workers, flows });
     }
+    let bad = linerate_backend::cpu::not_allowed(&cfg.cores);
+    if !bad.is_empty() {
+        return Err(BlastError::CpusNotAllowed(bad));
+    }
     let max_frame = cfg.sizes.cycle().iter().copied().max().unwrap_or(64) as usize;
     // Open every worker's backend before sending anything.
     let mut socks = Vec::with_capacity(workers);
@@ -258,7 +266,7 @@ pub fn blast(
                 let cpu = cfg.cores.get(w).copied();
                 s.spawn(move || {
                     if let Some(c) = cpu {
-                        pin(c);
+                        pin(c).map_err(BlastError::Pin)?;
                     }
                     run_worker(job, sock, stop)
                 })
@@ -369,11 +377,7 @@ struct WorkerOut {
 }
 
 /// Pins the calling thread to `cpu` (a warning if it cannot).
-pub(crate) fn pin(cpu: usize) {
-    if let Err(e) = linerate_backend::cpu::pin(cpu) {
-        eprintln!("warning: cannot pin a worker to CPU {cpu}: {e}");
-    }
-}
+pub(crate) use linerate_backend::cpu::pin_worker as pin;
 
 /// One worker: flows `worker, worker + workers, …`, its own backend socket.
 fn run_worker(job: Job, mut sock: Tx, stop: &AtomicBool) -> Result<WorkerOut, BlastError> {

@@ -231,10 +231,12 @@ pub fn sink(
                 let cpu = cfg.cores.get(w).copied();
                 let capture = capture.take();
                 s.spawn(move || {
-                    if let Some(cpu) = cpu {
-                        pin(cpu);
+                    let pinned = cpu.map_or(Ok(()), pin);
+                    let mut out = receive(rx, cfg, stop, total, capture, frame_max, (want, live));
+                    if let Err(e) = pinned {
+                        out.error = out.error.or(Some(e));
                     }
-                    receive(rx, cfg, stop, total, capture, frame_max, (want, live))
+                    out
                 })
             })
             .collect();

@@ -104,13 +104,11 @@ pub fn check_cores(cores: &[usize]) -> Result<(), RrError> {
     }
 }
 
-/// Pins the calling thread to one CPU (best effort: a warning, not fatal).
-pub(crate) fn pin(cpu: usize) -> bool {
-    match linerate_backend::cpu::pin(cpu) {
-        Ok(()) => true,
-        Err(e) => {
-            eprintln!("warning: cannot pin an rr worker to CPU {cpu}: {e}");
-            false
-        }
+/// Pins the calling worker; a failure is kept for the report's `warnings`.
+pub(crate) fn pin(cpu: usize, warnings: &std::sync::Mutex<Vec<String>>) {
+    if let Err(e) = linerate_backend::cpu::pin_worker(cpu)
+        && let Ok(mut w) = warnings.lock()
+    {
+        w.push(e);
     }
 }

@@ -113,6 +113,9 @@ pub struct ServerReport {
     /// Why CPU steering is off, when it was asked for and could not be had.
     pub steering_note: Option<String>,
     pub intervals: Vec<ServerInterval>,
+    /// What went wrong without stopping the run (a worker that could not be
+    /// pinned).
+    pub warnings: Vec<String>,
 }
 
 impl ServerReport {
@@ -124,6 +127,7 @@ impl ServerReport {
                 _ => "hash: the kernel's SO_REUSEPORT hash of the 4-tuple",
             },
             "steering_note": self.steering_note,
+            "warnings": self.warnings,
             "workers": self.workers.iter().map(|(cpu, c)| json!({ "cpu": cpu, "counts": c })).collect::<Vec<_>>(),
             "counts": self.total,
             "counted_by": "server: datagrams received and answered on its sockets",
@@ -235,17 +239,19 @@ impl Server {
         let shared: Vec<Arc<Shared>> = self.socks.iter().map(|_| Arc::default()).collect();
         let start = Instant::now();
         let end_flag = AtomicBool::new(false);
+        let warnings = std::sync::Mutex::new(Vec::new());
         let mut intervals = Vec::new();
         std::thread::scope(|s| {
             for (i, sock) in self.socks.iter().enumerate() {
                 let sh = shared[i].clone();
                 let cpu = cfg.cores.get(i).copied();
                 let end_flag = &end_flag;
+                let warnings = &warnings;
                 let batch = cfg.batch;
                 let max_response = cfg.max_response;
                 s.spawn(move || {
                     if let Some(c) = cpu {
-                        pin(c);
+                        pin(c, warnings);
                     }
                     serve(sock, &sh, batch, max_response, end_flag);
                 });
@@ -300,6 +306,7 @@ impl Server {
             elapsed: start.elapsed(),
             steering_note: self.steering_note,
             intervals,
+            warnings: warnings.into_inner().unwrap_or_default(),
         }
     }
 }

@@ -371,3 +371,34 @@ fn a_client_silent_past_the_test_length_hits_the_grace_timer() {
     drain.join().unwrap();
     still_serves(port);
 }
+
+#[test]
+fn an_unknown_congestion_control_fails_the_client_as_iperf3() {
+    // iperf3 fails with IESETCONGESTION and exits 1; it used to be a
+    // warning here, and the test ran (exit 0).
+    let (mut srv, port) = server(&[]);
+    let out = linerate()
+        .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "2"])
+        .args(["-C", "no-such-cc"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("unable to set TCP_CONGESTION: Supplied congestion control algorithm not supported on this host"),
+        "{err}"
+    );
+    // A known one works.
+    let ok = linerate()
+        .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1"])
+        .args(["-C", "reno", "-J"])
+        .output()
+        .unwrap();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert!(srv.is_running(), "the server keeps serving");
+    still_serves(port);
+}

@@ -387,10 +387,12 @@ fn run_workers<T: Send>(
             .enumerate()
             .map(|(i, item)| {
                 s.spawn(move || {
-                    if let Some(&c) = cfg.cores.get(i) {
-                        pin(c);
+                    let pinned = cfg.cores.get(i).map_or(Ok(()), |&c| pin(c));
+                    let mut out = work(job, i, item);
+                    if let Err(e) = pinned {
+                        out.error = out.error.or(Some(e));
                     }
-                    work(job, i, item)
+                    out
                 })
             })
             .collect();

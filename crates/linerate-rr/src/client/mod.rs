@@ -63,6 +63,7 @@ pub fn run_client(
     let (tx, rx) = mpsc::channel::<Sample>();
     let mut pending: std::collections::BTreeMap<usize, Pending> = Default::default();
     let mut intervals = Vec::new();
+    let warnings = std::sync::Mutex::new(Vec::new());
     let results = std::thread::scope(|s| {
         let handles: Vec<_> = sockets
             .into_iter()
@@ -70,9 +71,10 @@ pub fn run_client(
             .map(|(w, socks)| {
                 let tx = tx.clone();
                 let cpu = cfg.cores.get(w).copied();
+                let warnings = &warnings;
                 s.spawn(move || {
                     if let Some(c) = cpu {
-                        pin(c);
+                        pin(c, warnings);
                     }
                     let local = socks.iter().filter_map(|s| s.local_addr().ok()).collect();
                     let mut wk = Worker::new(cfg, w, socks.len(), epoch, tx);
@@ -127,6 +129,7 @@ pub fn run_client(
         send_lag: None,
         intervals,
         interrupted: stop.load(Ordering::Relaxed),
+        warnings: warnings.into_inner().unwrap_or_default(),
     };
     let mut hist = new_hist();
     let mut lag = new_hist();

@@ -108,6 +108,9 @@ pub struct ClientReport {
     pub intervals: Vec<Interval>,
     /// Stopped by the caller (a signal) before the duration ended.
     pub interrupted: bool,
+    /// What went wrong without stopping the run (a worker that could not be
+    /// pinned).
+    pub warnings: Vec<String>,
 }
 
 impl ClientReport {
@@ -144,6 +147,7 @@ impl ClientReport {
             "bytes_are": "UDP payload (the 32-byte rr header included)",
             "duration_s": self.elapsed.as_secs_f64(),
             "interrupted": self.interrupted,
+            "warnings": self.warnings,
             "timeout_ms": c.timeout.as_secs_f64() * 1e3,
             "counts": self.total,
             "counted_by": "client: each response matched to its request by flow and sequence number; sent = completed + lost",

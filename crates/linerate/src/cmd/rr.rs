@@ -195,6 +195,9 @@ fn server(a: &ServerArgs) -> Result<u8> {
     if let Some(n) = &r.steering_note {
         text += &format!("note: {n}\n");
     }
+    for w in &r.warnings {
+        text += &format!("warning: {w}\n");
+    }
     let rows = (r.workers.iter().enumerate())
         .map(|(w, (_, c))| server_row(w, Some(c.requests), Some(c)))
         .collect();
@@ -411,6 +414,9 @@ fn client_text(r: &linerate_rr::ClientReport, load: Load, timeout_ms: f64) -> St
     }
     if r.interrupted {
         let _ = writeln!(s, "interrupted: figures cover the time until the signal");
+    }
+    for w in &r.warnings {
+        let _ = writeln!(s, "warning: {w}");
     }
     s
 }
