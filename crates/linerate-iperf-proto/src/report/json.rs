@@ -89,158 +89,22 @@ impl Report {
     ) -> Value {
         let p = &self.info.params;
         let udp = p.protocol == Protocol::Udp;
-        let omitted = |x: u64, o: u64| x.saturating_sub(o);
         let mut streams = Vec::new();
-        #[derive(Default, Clone, Copy)]
-        struct Acc {
-            sent: u64,
-            recv: u64,
-            sent_s: f64,
-            recv_s: f64,
-            retrans: Option<u64>,
-            packets: u64,
-            lost: u64,
-            jitter: f64,
-            n: usize,
-            ooo: u64,
-        }
         let mut fwd = Acc::default();
         let mut rev = Acc::default();
         for f in finals {
-            let pr = peer.and_then(|r| r.stream(f.id));
-            let (sent, sent_s, recv, recv_s) = if f.sender {
-                (
-                    f.bytes,
-                    f.seconds,
-                    pr.map_or(0, |r| r.bytes),
-                    pr.map_or(0.0, |r| r.end_time - r.start_time),
-                )
-            } else {
-                (
-                    pr.map_or(0, |r| r.bytes),
-                    pr.map_or(0.0, |r| r.end_time - r.start_time),
-                    f.bytes,
-                    f.seconds,
-                )
-            };
-            let bps = |b: u64, s: f64| if s > 0.0 { b as f64 * 8.0 / s } else { 0.0 };
             let acc = if self.forward_dir(f.sender) {
                 &mut fwd
             } else {
                 &mut rev
             };
-            acc.sent += sent;
-            acc.recv += recv;
-            acc.sent_s = acc.sent_s.max(sent_s);
-            acc.recv_s = acc.recv_s.max(recv_s);
-            acc.n += 1;
-            if udp {
-                // Sender's count of datagrams if known, receiver's loss/jitter.
-                let (packets, o_packets, lost, jitter_s, ooo) = if f.sender {
-                    let r = pr.cloned().unwrap_or_default();
-                    (
-                        f.packets,
-                        f.omitted_packets,
-                        omitted(r.errors, r.omitted_errors),
-                        r.jitter_s,
-                        0,
-                    )
-                } else {
-                    let (pk, opk) = pr.map_or((f.packets, f.omitted_packets), |r| {
-                        (r.packets, r.omitted_packets)
-                    });
-                    (
-                        pk,
-                        opk,
-                        omitted(f.errors, f.omitted_errors),
-                        f.jitter_s,
-                        f.out_of_order,
-                    )
-                };
-                let packets = omitted(packets, o_packets);
-                acc.packets += packets;
-                acc.lost += lost;
-                acc.jitter += jitter_s * 1000.0;
-                acc.ooo += ooo;
-                let pct = if packets > 0 {
-                    100.0 * lost as f64 / packets as f64
-                } else {
-                    0.0
-                };
-                streams.push(json!({"udp": {
-                    "socket": f.socket, "start": 0, "end": round6(sent_s), "seconds": round6(sent_s),
-                    "bytes": sent, "bits_per_second": bps(sent, sent_s), "jitter_ms": jitter_s * 1000.0,
-                    "lost_packets": lost, "packets": packets, "lost_percent": pct,
-                    "out_of_order": ooo, "sender": f.sender,
-                }}));
-            } else {
-                let mut sender = json!({"socket": f.socket, "start": 0, "end": round6(sent_s),
-                    "seconds": round6(sent_s), "bytes": sent, "bits_per_second": bps(sent, sent_s)});
-                let retrans = if f.sender {
-                    f.tcp.map(|t| t.retransmits)
-                } else {
-                    pr.and_then(|r| u64::try_from(r.retransmits).ok())
-                };
-                if let Some(r) = retrans {
-                    sender["retransmits"] = json!(r);
-                    *acc.retrans.get_or_insert(0) += r;
-                }
-                if let (true, Some(t)) = (f.sender, &f.tcp) {
-                    sender["max_snd_cwnd"] = json!(t.max_snd_cwnd);
-                    sender["max_snd_wnd"] = json!(t.max_snd_wnd);
-                    sender["max_rtt"] = json!(t.max_rtt);
-                    sender["min_rtt"] = json!(t.min_rtt);
-                    sender["mean_rtt"] = json!(t.mean_rtt);
-                }
-                sender["sender"] = json!(f.sender);
-                streams.push(json!({
-                    "sender": sender,
-                    "receiver": {"socket": f.socket, "start": 0, "end": round6(recv_s), "seconds": round6(f.seconds),
-                                 "bytes": recv, "bits_per_second": bps(recv, recv_s), "sender": f.sender},
-                }));
-            }
+            streams.push(stream_end(f, peer.and_then(|r| r.stream(f.id)), acc, udp));
         }
         let mut end = Map::new();
         end.insert("streams".into(), json!(streams));
         let this_sends_fwd = self.info.role == Role::Client;
-        let sums = |a: &Acc, sends: bool| -> (Value, Value, Value) {
-            let bps = |b: u64, s: f64| if s > 0.0 { b as f64 * 8.0 / s } else { 0.0 };
-            let mut sent = json!({"start": 0, "end": round6(a.sent_s), "seconds": round6(a.sent_s),
-                                  "bytes": a.sent, "bits_per_second": bps(a.sent, a.sent_s)});
-            let mut recv = json!({"start": 0, "end": round6(a.recv_s), "seconds": round6(a.recv_s),
-                                  "bytes": a.recv, "bits_per_second": bps(a.recv, a.recv_s)});
-            let jitter = if a.n > 0 { a.jitter / a.n as f64 } else { 0.0 };
-            let pct = if a.packets > 0 {
-                100.0 * a.lost as f64 / a.packets as f64
-            } else {
-                0.0
-            };
-            let mut legacy = sent.clone();
-            if udp {
-                for (v, j, l, pc) in [
-                    (&mut sent, 0.0, 0, 0.0),
-                    (&mut recv, jitter, a.lost, pct),
-                    (&mut legacy, jitter, a.lost, pct),
-                ] {
-                    v["jitter_ms"] = json!(j);
-                    v["lost_packets"] = json!(l);
-                    v["packets"] = json!(a.packets);
-                    v["lost_percent"] = json!(pc);
-                }
-                sent["sender"] = json!(true);
-                recv["sender"] = json!(false);
-                legacy["sender"] = json!(sends);
-            } else {
-                if let Some(r) = a.retrans {
-                    sent["retransmits"] = json!(r);
-                }
-                sent["sender"] = json!(sends);
-                recv["sender"] = json!(sends);
-            }
-            (sent, recv, legacy)
-        };
         if fwd.n > 0 || rev.n == 0 {
-            let (s, r, l) = sums(&fwd, this_sends_fwd);
+            let (s, r, l) = sums_json(&fwd, this_sends_fwd, udp);
             if udp {
                 end.insert("sum".into(), l);
             }
@@ -248,7 +112,7 @@ impl Report {
             end.insert("sum_received".into(), r);
         }
         if rev.n > 0 {
-            let (s, r, l) = sums(&rev, !this_sends_fwd);
+            let (s, r, l) = sums_json(&rev, !this_sends_fwd, udp);
             let suffix = if p.mode == TestMode::Bidir {
                 "_bidir_reverse"
             } else {
@@ -271,21 +135,196 @@ impl Report {
                    "remote_total": remote.total, "remote_user": remote.user, "remote_system": remote.system}),
         );
         if !udp {
-            let local = finals.iter().find_map(|f| f.congestion.clone());
-            let remote = peer.and_then(|r| r.congestion_used.clone());
-            let (snd, rcv) = if finals.iter().any(|f| f.sender) {
-                (local, remote)
-            } else {
-                (remote, local)
-            };
-            if let Some(c) = snd {
-                end.insert("sender_tcp_congestion".into(), json!(c));
-            }
-            if let Some(c) = rcv {
-                end.insert("receiver_tcp_congestion".into(), json!(c));
-            }
+            congestion_json(&mut end, finals, peer);
         }
         Value::Object(end)
+    }
+}
+
+/// One direction's figures summed over its streams.
+#[derive(Default, Clone, Copy)]
+struct Acc {
+    sent: u64,
+    recv: u64,
+    sent_s: f64,
+    recv_s: f64,
+    retrans: Option<u64>,
+    packets: u64,
+    lost: u64,
+    jitter: f64,
+    n: usize,
+    ooo: u64,
+}
+
+fn bps(b: u64, s: f64) -> f64 {
+    if s > 0.0 { b as f64 * 8.0 / s } else { 0.0 }
+}
+
+/// One stream's `end.streams[]` object, from this side's figures and the
+/// peer's; its figures are added to `acc`.
+fn stream_end(f: &StreamFinal, pr: Option<&StreamResult>, acc: &mut Acc, udp: bool) -> Value {
+    let (sent, sent_s, recv, recv_s) = if f.sender {
+        (
+            f.bytes,
+            f.seconds,
+            pr.map_or(0, |r| r.bytes),
+            pr.map_or(0.0, |r| r.end_time - r.start_time),
+        )
+    } else {
+        (
+            pr.map_or(0, |r| r.bytes),
+            pr.map_or(0.0, |r| r.end_time - r.start_time),
+            f.bytes,
+            f.seconds,
+        )
+    };
+    acc.sent += sent;
+    acc.recv += recv;
+    acc.sent_s = acc.sent_s.max(sent_s);
+    acc.recv_s = acc.recv_s.max(recv_s);
+    acc.n += 1;
+    if udp {
+        udp_stream_end(f, pr, acc, (sent, sent_s))
+    } else {
+        tcp_stream_end(f, pr, acc, (sent, sent_s), (recv, recv_s))
+    }
+}
+
+fn udp_stream_end(
+    f: &StreamFinal,
+    pr: Option<&StreamResult>,
+    acc: &mut Acc,
+    (sent, sent_s): (u64, f64),
+) -> Value {
+    let omitted = |x: u64, o: u64| x.saturating_sub(o);
+    // Sender's count of datagrams if known, receiver's loss/jitter.
+    let (packets, o_packets, lost, jitter_s, ooo) = if f.sender {
+        let r = pr.cloned().unwrap_or_default();
+        (
+            f.packets,
+            f.omitted_packets,
+            omitted(r.errors, r.omitted_errors),
+            r.jitter_s,
+            0,
+        )
+    } else {
+        let (pk, opk) = pr.map_or((f.packets, f.omitted_packets), |r| {
+            (r.packets, r.omitted_packets)
+        });
+        (
+            pk,
+            opk,
+            omitted(f.errors, f.omitted_errors),
+            f.jitter_s,
+            f.out_of_order,
+        )
+    };
+    let packets = omitted(packets, o_packets);
+    acc.packets += packets;
+    acc.lost += lost;
+    acc.jitter += jitter_s * 1000.0;
+    acc.ooo += ooo;
+    let pct = if packets > 0 {
+        100.0 * lost as f64 / packets as f64
+    } else {
+        0.0
+    };
+    json!({"udp": {
+        "socket": f.socket, "start": 0, "end": round6(sent_s), "seconds": round6(sent_s),
+        "bytes": sent, "bits_per_second": bps(sent, sent_s), "jitter_ms": jitter_s * 1000.0,
+        "lost_packets": lost, "packets": packets, "lost_percent": pct,
+        "out_of_order": ooo, "sender": f.sender,
+    }})
+}
+
+fn tcp_stream_end(
+    f: &StreamFinal,
+    pr: Option<&StreamResult>,
+    acc: &mut Acc,
+    (sent, sent_s): (u64, f64),
+    (recv, recv_s): (u64, f64),
+) -> Value {
+    let mut sender = json!({"socket": f.socket, "start": 0, "end": round6(sent_s),
+        "seconds": round6(sent_s), "bytes": sent, "bits_per_second": bps(sent, sent_s)});
+    let retrans = if f.sender {
+        f.tcp.map(|t| t.retransmits)
+    } else {
+        pr.and_then(|r| u64::try_from(r.retransmits).ok())
+    };
+    if let Some(r) = retrans {
+        sender["retransmits"] = json!(r);
+        *acc.retrans.get_or_insert(0) += r;
+    }
+    if let (true, Some(t)) = (f.sender, &f.tcp) {
+        sender["max_snd_cwnd"] = json!(t.max_snd_cwnd);
+        sender["max_snd_wnd"] = json!(t.max_snd_wnd);
+        sender["max_rtt"] = json!(t.max_rtt);
+        sender["min_rtt"] = json!(t.min_rtt);
+        sender["mean_rtt"] = json!(t.mean_rtt);
+    }
+    sender["sender"] = json!(f.sender);
+    json!({
+        "sender": sender,
+        "receiver": {"socket": f.socket, "start": 0, "end": round6(recv_s), "seconds": round6(f.seconds),
+                     "bytes": recv, "bits_per_second": bps(recv, recv_s), "sender": f.sender},
+    })
+}
+
+/// A direction's `sum_sent`, `sum_received` and (UDP) legacy `sum`.
+fn sums_json(a: &Acc, sends: bool, udp: bool) -> (Value, Value, Value) {
+    let mut sent = json!({"start": 0, "end": round6(a.sent_s), "seconds": round6(a.sent_s),
+                          "bytes": a.sent, "bits_per_second": bps(a.sent, a.sent_s)});
+    let mut recv = json!({"start": 0, "end": round6(a.recv_s), "seconds": round6(a.recv_s),
+                          "bytes": a.recv, "bits_per_second": bps(a.recv, a.recv_s)});
+    let jitter = if a.n > 0 { a.jitter / a.n as f64 } else { 0.0 };
+    let pct = if a.packets > 0 {
+        100.0 * a.lost as f64 / a.packets as f64
+    } else {
+        0.0
+    };
+    let mut legacy = sent.clone();
+    if udp {
+        for (v, j, l, pc) in [
+            (&mut sent, 0.0, 0, 0.0),
+            (&mut recv, jitter, a.lost, pct),
+            (&mut legacy, jitter, a.lost, pct),
+        ] {
+            v["jitter_ms"] = json!(j);
+            v["lost_packets"] = json!(l);
+            v["packets"] = json!(a.packets);
+            v["lost_percent"] = json!(pc);
+        }
+        sent["sender"] = json!(true);
+        recv["sender"] = json!(false);
+        legacy["sender"] = json!(sends);
+    } else {
+        if let Some(r) = a.retrans {
+            sent["retransmits"] = json!(r);
+        }
+        sent["sender"] = json!(sends);
+        recv["sender"] = json!(sends);
+    }
+    (sent, recv, legacy)
+}
+
+/// `sender_tcp_congestion` / `receiver_tcp_congestion`.
+fn congestion_json(
+    end: &mut Map<String, Value>,
+    finals: &[StreamFinal],
+    peer: Option<&PeerResults>,
+) {
+    let local = finals.iter().find_map(|f| f.congestion.clone());
+    let remote = peer.and_then(|r| r.congestion_used.clone());
+    let (snd, rcv) = if finals.iter().any(|f| f.sender) {
+        (local, remote)
+    } else {
+        (remote, local)
+    };
+    if let Some(c) = snd {
+        end.insert("sender_tcp_congestion".into(), json!(c));
+    }
+    if let Some(c) = rcv {
+        end.insert("receiver_tcp_congestion".into(), json!(c));
     }
 }
 
