@@ -198,21 +198,7 @@ pub fn blast(
     if let Some(r) = &cfg.replay {
         return crate::replay::replay(cfg, r, stop, on_interval);
     }
-    let mtu = linerate_backend::iface::mtu(&cfg.iface).ok();
-    let framing = Framing {
-        mtu: cfg.framing.mtu.or(mtu),
-        ..cfg.framing
-    };
-    // Every template is built (and every size checked) before anything is sent.
-    let flow0 = cfg.flows.flow(0);
-    let mut templates: HashMap<u16, Template> = HashMap::new();
-    for &size in cfg.sizes.cycle() {
-        if let std::collections::hash_map::Entry::Vacant(e) = templates.entry(size) {
-            let t = Template::new(usize::from(size), &flow0, &framing)
-                .map_err(|source| BlastError::Template { size, source })?;
-            e.insert(t);
-        }
-    }
+    let (templates, framing) = templates(cfg)?;
     let workers = cfg.cores.len().max(1);
     let flows = cfg.flows.count();
     if workers > 1 && (flows < workers as u64 || (flows > 1 << 16 && !workers.is_power_of_two())) {
@@ -223,20 +209,7 @@ pub fn blast(
         return Err(BlastError::CpusNotAllowed(bad));
     }
     let max_frame = cfg.sizes.cycle().iter().copied().max().unwrap_or(64) as usize;
-    // Open every worker's backend before sending anything.
-    let mut socks = Vec::with_capacity(workers);
-    let mut note = None;
-    for w in 0..workers {
-        let traffic = Traffic {
-            flows: Some(&cfg.flows),
-            framing,
-            macs_given: cfg.macs_given,
-            gso: cfg.gso,
-        };
-        let (sock, n) = open_tx(cfg.backend, &cfg.iface, max_frame, w as u32, &traffic)?;
-        note = note.or(n);
-        socks.push(sock);
-    }
+    let (socks, note) = open_workers(cfg, framing, max_frame, workers)?;
     let backend = socks[0].name();
     let capabilities = socks[0].capabilities(&cfg.iface);
     let avg = cfg.sizes.cycle().iter().map(|&s| f64::from(s)).sum::<f64>()
@@ -274,26 +247,13 @@ pub fn blast(
             .collect();
         // Each interval: what every worker did (netblast's per-second report).
         while handles.iter().any(|h| !h.is_finished()) {
+            std::thread::sleep(sampler.wait(Instant::now(), Duration::from_millis(20)));
             let now = Instant::now();
-            std::thread::sleep(sampler.wait(now, Duration::from_millis(20)));
-            let now = Instant::now();
-            if sampler.due(now) {
-                let rows = counters
-                    .iter()
-                    .enumerate()
-                    .map(|(w, c)| {
-                        worker_row(
-                            w,
-                            c.packets.load(Ordering::Relaxed),
-                            c.bytes.load(Ordering::Relaxed),
-                            c.errors.load(Ordering::Relaxed),
-                        )
-                    })
-                    .collect();
-                if let Some(iv) = sampler.sample(now, rows) {
-                    on_interval(&iv);
-                    intervals.push(iv);
-                }
+            if sampler.due(now)
+                && let Some(iv) = sampler.sample(now, live_rows(&counters))
+            {
+                on_interval(&iv);
+                intervals.push(iv);
             }
         }
         handles
@@ -321,29 +281,94 @@ pub fn blast(
         pacing: Vec::new(),
     };
     for (i, r) in results.into_iter().enumerate() {
-        let w = r?;
-        report
-            .worker_rows
-            .push(worker_row(i, w.packets, w.bytes, w.errors));
-        report.packets += w.packets;
-        report.bytes += w.bytes;
-        report.send_calls += w.calls;
-        report.send_errors += w.errors;
-        for (id, n) in w.per_flow {
-            *report.per_flow.entry(id).or_default() += n;
-        }
-        report.backend_stats.extend(w.backend_stats);
-        if let Some(ns) = interval_ns
-            && w.departures.calls > 2
-        {
-            report.pacing.push((w.departures, ns));
-        }
+        report.absorb(i, r?, interval_ns);
     }
     for iv in sampler.finish(end, report.worker_rows.clone()) {
         on_interval(&iv);
         report.intervals.push(iv);
     }
     Ok(report)
+}
+
+/// Every frame size's template, built (and checked against the MTU) before
+/// anything is sent.
+fn templates(cfg: &BlastConfig) -> Result<(HashMap<u16, Template>, Framing), BlastError> {
+    let mtu = linerate_backend::iface::mtu(&cfg.iface).ok();
+    let framing = Framing {
+        mtu: cfg.framing.mtu.or(mtu),
+        ..cfg.framing
+    };
+    let flow0 = cfg.flows.flow(0);
+    let mut templates: HashMap<u16, Template> = HashMap::new();
+    for &size in cfg.sizes.cycle() {
+        if let std::collections::hash_map::Entry::Vacant(e) = templates.entry(size) {
+            let t = Template::new(usize::from(size), &flow0, &framing)
+                .map_err(|source| BlastError::Template { size, source })?;
+            e.insert(t);
+        }
+    }
+    Ok((templates, framing))
+}
+
+/// Every worker's backend, opened before anything is sent; the first
+/// worker's note on the backend chosen.
+fn open_workers(
+    cfg: &BlastConfig,
+    framing: Framing,
+    max_frame: usize,
+    workers: usize,
+) -> Result<(Vec<Tx>, Option<String>), BlastError> {
+    let mut socks = Vec::with_capacity(workers);
+    let mut note = None;
+    for w in 0..workers {
+        let traffic = Traffic {
+            flows: Some(&cfg.flows),
+            framing,
+            macs_given: cfg.macs_given,
+            gso: cfg.gso,
+        };
+        let (sock, n) = open_tx(cfg.backend, &cfg.iface, max_frame, w as u32, &traffic)?;
+        note = note.or(n);
+        socks.push(sock);
+    }
+    Ok((socks, note))
+}
+
+/// The workers' running totals as rows.
+fn live_rows(counters: &[Counters]) -> Vec<Row> {
+    counters
+        .iter()
+        .enumerate()
+        .map(|(w, c)| {
+            worker_row(
+                w,
+                c.packets.load(Ordering::Relaxed),
+                c.bytes.load(Ordering::Relaxed),
+                c.errors.load(Ordering::Relaxed),
+            )
+        })
+        .collect()
+}
+
+impl BlastReport {
+    /// Adds worker `i`'s results.
+    fn absorb(&mut self, i: usize, w: WorkerOut, interval_ns: Option<f64>) {
+        self.worker_rows
+            .push(worker_row(i, w.packets, w.bytes, w.errors));
+        self.packets += w.packets;
+        self.bytes += w.bytes;
+        self.send_calls += w.calls;
+        self.send_errors += w.errors;
+        for (id, n) in w.per_flow {
+            *self.per_flow.entry(id).or_default() += n;
+        }
+        self.backend_stats.extend(w.backend_stats);
+        if let Some(ns) = interval_ns
+            && w.departures.calls > 2
+        {
+            self.pacing.push((w.departures, ns));
+        }
+    }
 }
 
 /// A worker's live counters (single writer), for the per-second report.
@@ -353,6 +378,15 @@ struct Counters {
     bytes: std::sync::atomic::AtomicU64,
     calls: std::sync::atomic::AtomicU64,
     errors: std::sync::atomic::AtomicU64,
+}
+
+impl Counters {
+    fn publish(&self, packets: u64, bytes: u64, calls: u64, errors: u64) {
+        self.packets.store(packets, Ordering::Relaxed);
+        self.bytes.store(bytes, Ordering::Relaxed);
+        self.calls.store(calls, Ordering::Relaxed);
+        self.errors.store(errors, Ordering::Relaxed);
+    }
 }
 
 struct Job<'a> {
@@ -376,32 +410,120 @@ struct WorkerOut {
     departures: Departures,
 }
 
-/// Pins the calling thread to `cpu` (a warning if it cannot).
+/// Pins the calling worker to `cpu` (the error names the CPU).
 pub(crate) use linerate_backend::cpu::pin_worker as pin;
+
+/// Writes the frames of one worker's flows in turn: flow fields, probe
+/// (flow id, sequence, send time) and size from the cycle.
+struct Filler<'a> {
+    cycle: Vec<&'a Template>,
+    slot: usize,
+    cursor: FlowCursor<'a>,
+    /// Probe flow ids (flow index mod 65536) and their last sequence.
+    seq: Vec<u64>,
+    stride: usize,
+}
+
+impl<'a> Filler<'a> {
+    fn new(job: &Job<'a>) -> Self {
+        let cfg = job.cfg;
+        let ids = cfg.flows.count().min(1 << 16) as usize;
+        // Per-packet work is an odometer step and a template copy: the size
+        // of frame p is the cycle entry p mod len, looked up once per slot.
+        let cycle = cfg
+            .sizes
+            .cycle()
+            .iter()
+            .map(|s| &job.templates[s])
+            .collect();
+        let mut cursor = FlowCursor::new(&cfg.flows);
+        for _ in 0..job.worker {
+            cursor.advance();
+        }
+        Filler {
+            cycle,
+            slot: 0,
+            cursor,
+            seq: vec![0u64; ids],
+            stride: job.workers,
+        }
+    }
+
+    /// Writes the next frame into `buf`; returns its length.
+    #[inline]
+    fn next(&mut self, buf: &mut [u8], tx_ns: u64) -> usize {
+        let (i, flow) = self.cursor.get();
+        let id = (i % self.seq.len() as u64) as usize;
+        self.seq[id] += 1;
+        let t = self.cycle[self.slot];
+        t.write(buf, flow, id as u16, self.seq[id], tx_ns);
+        self.slot = if self.slot + 1 == self.cycle.len() {
+            0
+        } else {
+            self.slot + 1
+        };
+        for _ in 0..self.stride {
+            self.cursor.advance();
+        }
+        t.len()
+    }
+
+    /// Frames sent per probe flow id.
+    fn per_flow(&self) -> Vec<(u16, u64)> {
+        (self.seq.iter().enumerate())
+            .filter(|(_, s)| **s > 0)
+            .map(|(i, s)| (i as u16, *s))
+            .collect()
+    }
+}
+
+/// How many frames a paced worker may send now, or `None` after waiting
+/// for the next burst to fall due.
+fn due_now(job: &Job, start: Instant, deadline: Instant, packets: u64, batch: u64) -> Option<u64> {
+    let Some(ns) = job.interval_ns else {
+        return Some(batch);
+    };
+    let burst = u64::from(job.cfg.burst.max(1)).min(batch);
+    let allowed = (start.elapsed().as_nanos() as f64 / ns) as u64 + 1;
+    if allowed >= packets + burst {
+        return Some((allowed - packets).min(batch));
+    }
+    // Wait until a whole burst is due. Evenly spaced frames spin the last
+    // microseconds for precision; bursts just sleep (a late wake-up sends a
+    // bigger burst, the average rate holds).
+    let next = start + Duration::from_nanos(((packets + burst - 1) as f64 * ns) as u64);
+    wait_until(
+        next.min(deadline),
+        if burst > 1 { Duration::ZERO } else { SPIN },
+    );
+    None
+}
+
+/// Whether a send result means "full for now, try again".
+fn refused(r: &std::io::Result<usize>) -> bool {
+    match r {
+        Ok(0) => true,
+        Err(e) => {
+            matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted)
+                || e.raw_os_error() == Some(105)
+        }
+        Ok(_) => false,
+    }
+}
 
 /// One worker: flows `worker, worker + workers, …`, its own backend socket.
 fn run_worker(job: Job, mut sock: Tx, stop: &AtomicBool) -> Result<WorkerOut, BlastError> {
     let cfg = job.cfg;
-    let ids = cfg.flows.count().min(1 << 16) as usize;
-    let mut seq = vec![0u64; ids];
-    // Per-packet work is an odometer step and a template copy: the size of
-    // frame p is the cycle entry p mod len, looked up once per cycle slot.
-    let cycle: Vec<&Template> = cfg
-        .sizes
-        .cycle()
-        .iter()
-        .map(|s| &job.templates[s])
-        .collect();
-    let mut slot = 0usize;
-    let mut cursor = FlowCursor::new(&cfg.flows);
-    for _ in 0..job.worker {
-        cursor.advance();
-    }
+    let mut fill = Filler::new(&job);
     let batch = sock.batch();
     let mut store: Vec<Vec<u8>> = (0..batch).map(|_| vec![0u8; job.max_frame]).collect();
     let mut lens = vec![0usize; batch];
     let (mut packets, mut bytes, mut calls, mut errors) = (0u64, 0u64, 0u64, 0u64);
     let mut departures = Departures::default();
+    let send_err = |source| BlastError::Send {
+        iface: cfg.iface.clone(),
+        source,
+    };
     // Precise sleeps instead of spinning through the gaps between bursts.
     let _ = clock::set_timer_slack_ns(1_000);
     let start = Instant::now();
@@ -411,41 +533,13 @@ fn run_worker(job: Job, mut sock: Tx, stop: &AtomicBool) -> Result<WorkerOut, Bl
         if left == 0 {
             break;
         }
-        // How many frames are due now.
-        let burst = u64::from(cfg.burst.max(1)).min(batch as u64);
-        let due = match job.interval_ns {
-            None => batch as u64,
-            Some(ns) => {
-                let allowed = (start.elapsed().as_nanos() as f64 / ns) as u64 + 1;
-                if allowed < packets + burst {
-                    // Wait until a whole burst is due.
-                    let next =
-                        start + Duration::from_nanos(((packets + burst - 1) as f64 * ns) as u64);
-                    // Evenly spaced frames spin the last microseconds for
-                    // precision; bursts just sleep (a late wake-up sends a
-                    // bigger burst, the average rate holds).
-                    wait_until(
-                        next.min(deadline),
-                        if burst > 1 { Duration::ZERO } else { SPIN },
-                    );
-                    continue;
-                }
-                (allowed - packets).min(batch as u64)
-            }
+        let Some(due) = due_now(&job, start, deadline, packets, batch as u64) else {
+            continue;
         };
         let n = due.min(left) as usize;
         let tx_ns = clock::monotonic_ns();
         for (buf, len) in store.iter_mut().zip(lens.iter_mut()).take(n) {
-            let (i, flow) = cursor.get();
-            let id = (i % ids as u64) as usize;
-            seq[id] += 1;
-            let t = cycle[slot];
-            t.write(buf, flow, id as u16, seq[id], tx_ns);
-            *len = t.len();
-            slot = if slot + 1 == cycle.len() { 0 } else { slot + 1 };
-            for _ in 0..job.workers {
-                cursor.advance();
-            }
+            *len = fill.next(buf, tx_ns);
         }
         let mut sent = 0;
         while sent < n {
@@ -459,15 +553,7 @@ fn run_worker(job: Job, mut sock: Tx, stop: &AtomicBool) -> Result<WorkerOut, Bl
             }
             calls += 1;
             let r = sock.send(&refs[..n - sent]);
-            let refused = match &r {
-                Ok(0) => true,
-                Err(e) => {
-                    matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted)
-                        || e.raw_os_error() == Some(105)
-                }
-                Ok(_) => false,
-            };
-            if refused {
+            if refused(&r) {
                 // Ring or socket buffer full: let the kernel catch up.
                 errors += 1;
                 if stop.load(Ordering::Relaxed)
@@ -480,10 +566,7 @@ fn run_worker(job: Job, mut sock: Tx, stop: &AtomicBool) -> Result<WorkerOut, Bl
                 std::thread::yield_now();
                 continue;
             }
-            let k = r.map_err(|source| BlastError::Send {
-                iface: cfg.iface.clone(),
-                source,
-            })?;
+            let k = r.map_err(send_err)?;
             if job.interval_ns.is_some() {
                 departures.record(Instant::now(), k as u64);
             }
@@ -494,27 +577,15 @@ fn run_worker(job: Job, mut sock: Tx, stop: &AtomicBool) -> Result<WorkerOut, Bl
             sent += k;
         }
         packets += n as u64;
-        job.counters.packets.store(packets, Ordering::Relaxed);
-        job.counters.bytes.store(bytes, Ordering::Relaxed);
-        job.counters.calls.store(calls, Ordering::Relaxed);
-        job.counters.errors.store(errors, Ordering::Relaxed);
+        job.counters.publish(packets, bytes, calls, errors);
     }
-    sock.finish().map_err(|source| BlastError::Send {
-        iface: cfg.iface.clone(),
-        source,
-    })?;
-    let per_flow = seq
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| **s > 0)
-        .map(|(i, s)| (i as u16, *s))
-        .collect();
+    sock.finish().map_err(send_err)?;
     Ok(WorkerOut {
         packets,
         bytes,
         calls,
         errors,
-        per_flow,
+        per_flow: fill.per_flow(),
         backend_stats: sock.stats(),
         departures,
     })
