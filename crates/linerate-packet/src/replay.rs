@@ -31,14 +31,9 @@ pub struct Replay {
     pub timing: Timing,
 }
 
-/// Sends a trace: rewritten once up front, then in order, looping, with
-/// the capture's timing (scaled) or as fast as the rate allows.
-pub(crate) fn replay(
-    cfg: &BlastConfig,
-    r: &Replay,
-    stop: &AtomicBool,
-    on_interval: &mut dyn FnMut(&Interval),
-) -> Result<BlastReport, BlastError> {
+/// The trace's frames with the rewrite applied, each checked against the
+/// MTU before anything is sent.
+fn rewritten(cfg: &BlastConfig, r: &Replay) -> Result<Vec<Vec<u8>>, BlastError> {
     let mtu = cfg
         .framing
         .mtu
@@ -65,6 +60,100 @@ pub(crate) fn replay(
             });
         }
     }
+    Ok(frames)
+}
+
+/// When each frame of a replay is due.
+struct Schedule<'a> {
+    timing: Timing,
+    /// Fast with a rate: ns between frames.
+    interval_ns: Option<f64>,
+    /// The capture's own times and their span (one lap).
+    times: &'a [Duration],
+    period: Duration,
+    start: Instant,
+}
+
+impl Schedule<'_> {
+    /// When the frame sent as number `packets` (index `i` of lap `lap`) is
+    /// due; `None`: at once.
+    fn at(&self, packets: u64, i: usize, lap: u64) -> Option<Instant> {
+        match (self.timing, self.interval_ns) {
+            (Timing::Scaled(k), _) => {
+                let t = (self.period + Duration::from_micros(1)) * lap as u32 + self.times[i];
+                Some(self.start + t.div_f64(k.max(1e-9)))
+            }
+            (Timing::Fast, Some(ns)) => {
+                Some(self.start + Duration::from_nanos((packets as f64 * ns) as u64))
+            }
+            (Timing::Fast, None) => None,
+        }
+    }
+}
+
+/// Running counts of a replay.
+#[derive(Default)]
+struct Sent {
+    packets: u64,
+    bytes: u64,
+    calls: u64,
+    errors: u64,
+}
+
+/// Hands `frames` to the backend (retrying while it is full, until `stop`);
+/// returns how many went.
+fn send_run(
+    sock: &mut crate::backend::Tx,
+    frames: &[Vec<u8>],
+    stop: &AtomicBool,
+    c: &mut Sent,
+) -> std::io::Result<usize> {
+    let mut sent = 0;
+    while sent < frames.len() {
+        let mut refs: [&[u8]; TX_BATCH_MAX] = [&[]; TX_BATCH_MAX];
+        for (r, f) in refs.iter_mut().zip(&frames[sent..]) {
+            *r = f;
+        }
+        let n = frames.len() - sent;
+        c.calls += 1;
+        match sock.send(&refs[..n]) {
+            Ok(0) => {
+                c.errors += 1;
+                std::thread::yield_now();
+            }
+            Ok(k) => {
+                c.bytes += refs[..k].iter().map(|f| f.len() as u64 + 4).sum::<u64>();
+                sent += k;
+            }
+            Err(e)
+                if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted)
+                    || e.raw_os_error() == Some(105) =>
+            {
+                c.errors += 1;
+                std::thread::yield_now();
+            }
+            Err(e) => return Err(e),
+        }
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+    }
+    Ok(sent)
+}
+
+/// Sends a trace: rewritten once up front, then in order, looping, with
+/// the capture's timing (scaled) or as fast as the rate allows.
+pub(crate) fn replay(
+    cfg: &BlastConfig,
+    r: &Replay,
+    stop: &AtomicBool,
+    on_interval: &mut dyn FnMut(&Interval),
+) -> Result<BlastReport, BlastError> {
+    let send_err = |source| BlastError::Send {
+        iface: cfg.iface.clone(),
+        source,
+    };
+    let frames = rewritten(cfg, r)?;
     let max_frame = frames.iter().map(Vec::len).max().unwrap_or(64);
     // No flow spec: a replay's frames go as captured (raw).
     let traffic = Traffic {
@@ -74,106 +163,53 @@ pub(crate) fn replay(
         gso: cfg.gso,
     };
     let (mut sock, note) = open_tx(cfg.backend, &cfg.iface, max_frame, 0, &traffic)?;
-    let backend = sock.name();
-    let capabilities = sock.capabilities(&cfg.iface);
-    let batch = sock.batch();
+    let (backend, capabilities, batch) = (sock.name(), sock.capabilities(&cfg.iface), sock.batch());
     let avg = frames.iter().map(|f| (f.len() + 4) as f64).sum::<f64>() / frames.len() as f64;
-    let interval_ns = target_pps(cfg.rate, avg).map(|pps| 1e9 / pps.max(1e-9));
-    let period = r.trace.times.last().copied().unwrap_or_default();
     let total = match (r.loops, cfg.count) {
         (0, c) => c.unwrap_or(u64::MAX),
         (l, c) => (l * frames.len() as u64).min(c.unwrap_or(u64::MAX)),
     };
-    let (mut packets, mut bytes, mut calls, mut errors) = (0u64, 0u64, 0u64, 0u64);
     let start = Instant::now();
+    let sched = Schedule {
+        timing: r.timing,
+        interval_ns: target_pps(cfg.rate, avg).map(|pps| 1e9 / pps.max(1e-9)),
+        times: &r.trace.times,
+        period: r.trace.times.last().copied().unwrap_or_default(),
+        start,
+    };
+    let mut c = Sent::default();
     let mut sampler = Sampler::new(start, cfg.interval);
     let mut intervals = Vec::new();
     let deadline = start + cfg.duration;
-    while packets < total && !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
-        let i = (packets % frames.len() as u64) as usize;
-        let lap = packets / frames.len() as u64;
-        // When the next frame is due.
-        let due = match (r.timing, interval_ns) {
-            (Timing::Scaled(k), _) => {
-                let t = (period + Duration::from_micros(1)) * lap as u32 + r.trace.times[i];
-                Some(start + t.div_f64(k.max(1e-9)))
-            }
-            (Timing::Fast, Some(ns)) => {
-                Some(start + Duration::from_nanos((packets as f64 * ns) as u64))
-            }
-            (Timing::Fast, None) => None,
-        };
-        if let Some(t) = due {
+    while c.packets < total && !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+        let i = (c.packets % frames.len() as u64) as usize;
+        let lap = c.packets / frames.len() as u64;
+        if let Some(t) = sched.at(c.packets, i, lap) {
             wait_until(t.min(deadline), SPIN);
         }
         // Frames due now, up to a batch, not past the end of the trace.
         let mut n = 1;
-        while n < batch && (i + n) < frames.len() && packets + (n as u64) < total {
-            let next_due = match (r.timing, interval_ns) {
-                (Timing::Scaled(k), _) => {
-                    let t = (period + Duration::from_micros(1)) * lap as u32 + r.trace.times[i + n];
-                    start + t.div_f64(k.max(1e-9)) <= Instant::now()
-                }
-                (Timing::Fast, Some(ns)) => {
-                    start + Duration::from_nanos(((packets + n as u64) as f64 * ns) as u64)
-                        <= Instant::now()
-                }
-                (Timing::Fast, None) => true,
-            };
-            if !next_due {
-                break;
-            }
+        while n < batch
+            && (i + n) < frames.len()
+            && c.packets + (n as u64) < total
+            && sched
+                .at(c.packets + n as u64, i + n, lap)
+                .is_none_or(|t| t <= Instant::now())
+        {
             n += 1;
         }
-        let mut sent = 0;
-        while sent < n {
-            let mut refs: [&[u8]; TX_BATCH_MAX] = [&[]; TX_BATCH_MAX];
-            for (r, f) in refs.iter_mut().zip(&frames[i + sent..i + n]) {
-                *r = f;
-            }
-            calls += 1;
-            match sock.send(&refs[..n - sent]) {
-                Ok(0) => {
-                    errors += 1;
-                    std::thread::yield_now();
-                }
-                Ok(k) => {
-                    bytes += refs[..k].iter().map(|f| f.len() as u64 + 4).sum::<u64>();
-                    sent += k;
-                }
-                Err(e)
-                    if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted)
-                        || e.raw_os_error() == Some(105) =>
-                {
-                    errors += 1;
-                    std::thread::yield_now();
-                }
-                Err(source) => {
-                    return Err(BlastError::Send {
-                        iface: cfg.iface.clone(),
-                        source,
-                    });
-                }
-            }
-            if stop.load(Ordering::Relaxed) {
-                break;
-            }
-        }
-        packets += sent as u64;
+        c.packets += send_run(&mut sock, &frames[i..i + n], stop, &mut c).map_err(send_err)? as u64;
         let now = Instant::now();
         if sampler.due(now)
-            && let Some(iv) = sampler.sample(now, vec![worker_row(0, packets, bytes, errors)])
+            && let Some(iv) = sampler.sample(now, vec![worker_row(0, c.packets, c.bytes, c.errors)])
         {
             on_interval(&iv);
             intervals.push(iv);
         }
     }
-    sock.finish().map_err(|source| BlastError::Send {
-        iface: cfg.iface.clone(),
-        source,
-    })?;
+    sock.finish().map_err(send_err)?;
     let end = Instant::now();
-    let rows = vec![worker_row(0, packets, bytes, errors)];
+    let rows = vec![worker_row(0, c.packets, c.bytes, c.errors)];
     for iv in sampler.finish(end, rows.clone()) {
         on_interval(&iv);
         intervals.push(iv);
@@ -182,11 +218,11 @@ pub(crate) fn replay(
         backend,
         capabilities,
         note,
-        packets,
-        bytes,
+        packets: c.packets,
+        bytes: c.bytes,
         duration_s: end.duration_since(start).as_secs_f64(),
-        send_calls: calls,
-        send_errors: errors,
+        send_calls: c.calls,
+        send_errors: c.errors,
         flows: 0,
         per_flow: BTreeMap::new(),
         intervals,
