@@ -82,7 +82,153 @@ pub fn run(opts: &ServerOptions, out: Out, shutdown: Arc<AtomicBool>) -> std::io
     serve(listener, opts, out, shutdown)
 }
 
-/// Serves on a listener already bound (tests use port 0).
+/// A connection whose cookie was read (or not).
+type CookieRead = (TcpStream, SocketAddr, std::io::Result<Cookie>);
+
+/// The accept loop's state: tests running, cookies being read.
+struct Acceptor<'a> {
+    opts: &'a ServerOptions,
+    out: Out,
+    shutdown: Arc<AtomicBool>,
+    port: u16,
+    human: bool,
+    cookie_tx: mpsc::Sender<CookieRead>,
+    active: Vec<Active>,
+    pending: Arc<AtomicUsize>,
+    udp_setup: Arc<Mutex<()>>,
+    test_no: usize,
+}
+
+impl Acceptor<'_> {
+    fn banner(&self) {
+        if self.human {
+            say(
+                &self.out,
+                &format!(
+                    "-----------------------------------------------------------\nServer listening on {} (test #{})\n-----------------------------------------------------------\n",
+                    self.port, self.test_no
+                ),
+            );
+        }
+    }
+
+    /// A new connection: its cookie is read on a thread of its own, with a
+    /// deadline; beyond PENDING_MAX unread cookies newcomers are refused at
+    /// once instead of each holding a thread.
+    fn on_connection(&self, mut s: TcpStream, peer: SocketAddr) {
+        if self.pending.load(Ordering::Acquire) >= PENDING_MAX {
+            let _ = s.write_all(&[state::ACCESS_DENIED]);
+            return;
+        }
+        let tx = self.cookie_tx.clone();
+        let timeout = self.opts.control_timeout;
+        let pending = self.pending.clone();
+        pending.fetch_add(1, Ordering::AcqRel);
+        std::thread::spawn(move || {
+            let mut s = s;
+            let _ = s.set_nonblocking(false);
+            let _ = s.set_read_timeout(Some(timeout));
+            let mut c = [0u8; COOKIE_LEN];
+            let r = s.read_exact(&mut c).map(|()| c);
+            pending.fetch_sub(1, Ordering::AcqRel);
+            let _ = tx.send((s, peer, r));
+        });
+    }
+
+    /// A cookie arrived: a running test's data connection, a new test, or
+    /// one too many.
+    fn on_cookie(&mut self, (mut s, peer, cookie): CookieRead) {
+        let cookie = match cookie {
+            Ok(c) => c,
+            Err(e) => {
+                // iperf3 3.21: SERVER_ERROR + IERECVCOOKIE to a silent peer.
+                let mut msg = vec![state::SERVER_ERROR];
+                msg.extend_from_slice(&IErr::RECV_COOKIE.0.to_be_bytes());
+                msg.extend_from_slice(&0i32.to_be_bytes());
+                let _ = s.write_all(&msg);
+                say(
+                    &self.out,
+                    &format!("linerate: no cookie from {peer} ({e}); closed it\n"),
+                );
+                return;
+            }
+        };
+        let max_tests = self.opts.limits.max_tests.max(1);
+        if let Some(a) = self.active.iter().find(|a| a.cookie == cookie) {
+            if a.accepting.load(Ordering::Acquire) {
+                let _ = a.data.send(s);
+            } else {
+                let _ = s.write_all(&[state::ACCESS_DENIED]);
+            }
+        } else if self.active.len() >= max_tests {
+            let _ = s.write_all(&[state::ACCESS_DENIED]);
+            if self.human {
+                say(
+                    &self.out,
+                    &format!(
+                        "linerate: denied {peer}: {} test(s) running (--max-tests {max_tests})\n",
+                        self.active.len()
+                    ),
+                );
+            }
+        } else {
+            self.start_test(s, peer, cookie);
+        }
+    }
+
+    /// A new test on a thread of its own.
+    fn start_test(&mut self, s: TcpStream, peer: SocketAddr, cookie: Cookie) {
+        let (data_tx, data_rx) = mpsc::channel();
+        let accepting = Arc::new(AtomicBool::new(false));
+        let done = Arc::new(AtomicBool::new(false));
+        let (o, acc, dn, sd, op, us, port) = (
+            self.out.clone(),
+            accepting.clone(),
+            done.clone(),
+            self.shutdown.clone(),
+            self.opts.clone(),
+            self.udp_setup.clone(),
+            self.port,
+        );
+        let handle = std::thread::spawn(move || {
+            serve_test(s, peer, cookie, port, &data_rx, &acc, &op, &o, &sd, &us);
+            acc.store(false, Ordering::Release);
+            dn.store(true, Ordering::Release);
+        });
+        self.active.push(Active {
+            cookie,
+            data: data_tx,
+            accepting,
+            done,
+            handle,
+        });
+    }
+
+    /// Joins the tests that ended; returns how many did.
+    fn reap(&mut self) -> usize {
+        let mut finished = 0;
+        let mut i = 0;
+        while i < self.active.len() {
+            if self.active[i].done.load(Ordering::Acquire) {
+                let a = self.active.swap_remove(i);
+                let _ = a.handle.join();
+                finished += 1;
+            } else {
+                i += 1;
+            }
+        }
+        finished
+    }
+
+    fn join_all(&mut self) {
+        for a in self.active.drain(..) {
+            let _ = a.handle.join();
+        }
+    }
+}
+
+/// Serves on `listener` until `shutdown` is set (or after one test with
+/// `-1`).
 pub fn serve(
     listener: TcpListener,
     opts: &ServerOptions,
@@ -90,136 +236,42 @@ pub fn serve(
     shutdown: Arc<AtomicBool>,
 ) -> std::io::Result<()> {
     listener.set_nonblocking(true)?;
-    let port = listener.local_addr()?.port();
-    let human = !opts.output.json && !opts.output.json_stream;
-    let banner = |n: u32| {
-        if human {
-            say(
-                &out,
-                &format!(
-                    "-----------------------------------------------------------\nServer listening on {port} (test #{n})\n-----------------------------------------------------------\n"
-                ),
-            );
-        }
+    let (cookie_tx, cookie_rx) = mpsc::channel::<CookieRead>();
+    let mut acc = Acceptor {
+        opts,
+        human: !opts.output.json && !opts.output.json_stream,
+        port: listener.local_addr()?.port(),
+        out,
+        shutdown,
+        cookie_tx,
+        active: Vec::new(),
+        pending: Arc::new(AtomicUsize::new(0)),
+        udp_setup: Arc::new(Mutex::new(())),
+        test_no: 1,
     };
-    let mut test_no = 1;
-    banner(test_no);
-    let (cookie_tx, cookie_rx) =
-        mpsc::channel::<(TcpStream, SocketAddr, std::io::Result<Cookie>)>();
-    let mut active: Vec<Active> = Vec::new();
-    let pending = Arc::new(AtomicUsize::new(0));
-    let udp_setup = Arc::new(Mutex::new(()));
-    let max_tests = opts.limits.max_tests.max(1);
+    acc.banner();
     loop {
-        if shutdown.load(Ordering::Relaxed) {
-            for a in active.drain(..) {
-                let _ = a.handle.join();
-            }
+        if acc.shutdown.load(Ordering::Relaxed) {
+            acc.join_all();
             return Ok(());
         }
         match listener.accept() {
-            // A flood of connections: beyond PENDING_MAX unread cookies,
-            // newcomers are refused at once instead of each holding a thread.
-            Ok((mut s, _)) if pending.load(Ordering::Acquire) >= PENDING_MAX => {
-                let _ = s.write_all(&[state::ACCESS_DENIED]);
-            }
-            Ok((s, peer)) => {
-                let tx = cookie_tx.clone();
-                let timeout = opts.control_timeout;
-                let pending = pending.clone();
-                pending.fetch_add(1, Ordering::AcqRel);
-                std::thread::spawn(move || {
-                    let mut s = s;
-                    let _ = s.set_nonblocking(false);
-                    let _ = s.set_read_timeout(Some(timeout));
-                    let mut c = [0u8; COOKIE_LEN];
-                    let r = s.read_exact(&mut c).map(|()| c);
-                    pending.fetch_sub(1, Ordering::AcqRel);
-                    let _ = tx.send((s, peer, r));
-                });
-            }
+            Ok((s, peer)) => acc.on_connection(s, peer),
             Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-            Err(e) => say(&out, &format!("linerate: accept failed: {e}\n")),
+            Err(e) => say(&acc.out, &format!("linerate: accept failed: {e}\n")),
         }
-        match cookie_rx.recv_timeout(Duration::from_millis(5)) {
-            Ok((mut s, peer, Err(e))) => {
-                // iperf3 3.21: SERVER_ERROR + IERECVCOOKIE to a silent peer.
-                let mut msg = vec![state::SERVER_ERROR];
-                msg.extend_from_slice(&IErr::RECV_COOKIE.0.to_be_bytes());
-                msg.extend_from_slice(&0i32.to_be_bytes());
-                let _ = s.write_all(&msg);
-                say(
-                    &out,
-                    &format!("linerate: no cookie from {peer} ({e}); closed it\n"),
-                );
-            }
-            Ok((mut s, peer, Ok(cookie))) => {
-                if let Some(a) = active.iter().find(|a| a.cookie == cookie) {
-                    if a.accepting.load(Ordering::Acquire) {
-                        let _ = a.data.send(s);
-                    } else {
-                        let _ = s.write_all(&[state::ACCESS_DENIED]);
-                    }
-                } else if active.len() >= max_tests {
-                    let _ = s.write_all(&[state::ACCESS_DENIED]);
-                    if human {
-                        say(
-                            &out,
-                            &format!(
-                                "linerate: denied {peer}: {} test(s) running (--max-tests {max_tests})\n",
-                                active.len()
-                            ),
-                        );
-                    }
-                } else {
-                    let (data_tx, data_rx) = mpsc::channel();
-                    let accepting = Arc::new(AtomicBool::new(false));
-                    let done = Arc::new(AtomicBool::new(false));
-                    let (o, acc, dn, sd, op, us) = (
-                        out.clone(),
-                        accepting.clone(),
-                        done.clone(),
-                        shutdown.clone(),
-                        opts.clone(),
-                        udp_setup.clone(),
-                    );
-                    let handle = std::thread::spawn(move || {
-                        serve_test(s, peer, cookie, port, &data_rx, &acc, &op, &o, &sd, &us);
-                        acc.store(false, Ordering::Release);
-                        dn.store(true, Ordering::Release);
-                    });
-                    active.push(Active {
-                        cookie,
-                        data: data_tx,
-                        accepting,
-                        done,
-                        handle,
-                    });
-                }
-            }
-            Err(_) => {}
+        if let Ok(c) = cookie_rx.recv_timeout(Duration::from_millis(5)) {
+            acc.on_cookie(c);
         }
-        let mut finished = 0;
-        let mut i = 0;
-        while i < active.len() {
-            if active[i].done.load(Ordering::Acquire) {
-                let a = active.swap_remove(i);
-                let _ = a.handle.join();
-                finished += 1;
-            } else {
-                i += 1;
-            }
-        }
+        let finished = acc.reap();
         if finished > 0 {
             if opts.one_off {
-                for a in active.drain(..) {
-                    let _ = a.handle.join();
-                }
+                acc.join_all();
                 return Ok(());
             }
-            test_no += finished;
-            if active.is_empty() {
-                banner(test_no);
+            acc.test_no += finished;
+            if acc.active.is_empty() {
+                acc.banner();
             }
         }
     }
