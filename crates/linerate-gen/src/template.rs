@@ -90,60 +90,11 @@ impl Template {
         if ipv6 != flow.dst_ip.is_ipv6() {
             return Err(TemplateError::Family);
         }
-        let l3 = 14 + if framing.vlan.is_some() { 4 } else { 0 };
-        let ip_len = if ipv6 { 40 } else { 20 };
-        let l4 = l3 + ip_len;
         let tcp = framing.tcp_flags.is_some();
-        let l4_hdr = if tcp { 20 } else { 8 };
-        let min = l4 + l4_hdr + PROBE_LEN + FCS;
-        let min_eth = 64;
-        if frame_bytes < min.max(min_eth) {
-            return Err(TemplateError::TooSmall {
-                size: frame_bytes,
-                min: min.max(min_eth),
-                what: "the headers and linerate's 18-byte probe",
-            });
-        }
-        if frame_bytes > FRAME_MAX {
-            return Err(TemplateError::TooLarge { size: frame_bytes });
-        }
-        let ip_total = frame_bytes - FCS - l3;
-        if let Some(mtu) = framing.mtu
-            && ip_total > mtu
-        {
-            return Err(TemplateError::OverMtu {
-                size: frame_bytes,
-                mtu,
-                ip: ip_total,
-            });
-        }
+        let (l3, l4, l4_hdr) = layout(frame_bytes, framing, ipv6, tcp)?;
         let len = frame_bytes - FCS;
         let mut b = vec![0u8; len];
-        let udp_len = len - l4;
-        let ethertype = if ipv6 {
-            EtherType::IPV6
-        } else {
-            EtherType::IPV4
-        };
-        EthernetRepr {
-            src: flow.src_mac,
-            dst: flow.dst_mac,
-            ethertype: if framing.vlan.is_some() {
-                EtherType::VLAN
-            } else {
-                ethertype
-            },
-        }
-        .emit(&mut EthernetFrame::new_unchecked(&mut b[..]));
-        if let Some((vid, pcp)) = framing.vlan {
-            VlanRepr {
-                pcp,
-                dei: false,
-                vid,
-                ethertype,
-            }
-            .emit(&mut VlanTag::new_unchecked(&mut b[14..]));
-        }
+        emit_l2(&mut b, flow, framing, ipv6);
         // Payload: probe (sequence 0), then a fixed pattern.
         for (i, x) in b[l4 + l4_hdr + PROBE_LEN..].iter_mut().enumerate() {
             *x = (i % 251) as u8;
@@ -154,52 +105,8 @@ impl Template {
             tx_ns: 0,
         }
         .emit(&mut b[l4 + l4_hdr..]);
-        let ttl = if framing.ttl == 0 { 64 } else { framing.ttl };
-        match (flow.src_ip, flow.dst_ip) {
-            (IpAddr::V4(s), IpAddr::V4(d)) => Ipv4Repr {
-                src: s,
-                dst: d,
-                protocol: if tcp { ip_proto::TCP } else { ip_proto::UDP },
-                payload_len: udp_len,
-                ttl,
-                dscp: framing.dscp,
-                ecn: 0,
-                ident: 0,
-                dont_frag: true,
-            }
-            .emit(&mut Ipv4Packet::new_unchecked(&mut b[l3..])),
-            (IpAddr::V6(s), IpAddr::V6(d)) => Ipv6Repr {
-                src: s,
-                dst: d,
-                next_header: if tcp { ip_proto::TCP } else { ip_proto::UDP },
-                payload_len: udp_len,
-                hop_limit: ttl,
-                traffic_class: framing.dscp << 2,
-                flow_label: 0,
-            }
-            .emit(&mut Ipv6Packet::new_unchecked(&mut b[l3..])),
-            _ => return Err(TemplateError::Family),
-        }
-        let addrs = Some((flow.src_ip, flow.dst_ip));
-        match framing.tcp_flags {
-            Some(flags) => TcpRepr {
-                src_port: flow.src_port,
-                dst_port: flow.dst_port,
-                seq: 1,
-                ack: 0,
-                flags: TcpFlags(flags),
-                window: 65535,
-                urgent: 0,
-                payload_len: udp_len - 20,
-            }
-            .emit(&mut TcpPacket::new_unchecked(&mut b[l4..]), addrs),
-            None => UdpRepr {
-                src_port: flow.src_port,
-                dst_port: flow.dst_port,
-                payload_len: udp_len - 8,
-            }
-            .emit(&mut UdpPacket::new_unchecked(&mut b[l4..]), addrs),
-        }
+        emit_l3(&mut b[l3..], flow, framing, len - l4)?;
+        emit_l4(&mut b[l4..], flow, framing, len - l4);
         let csum_off = if tcp { 16 } else { 6 };
         let mut t = Self {
             udp_csum: u16::from_be_bytes([b[l4 + csum_off], b[l4 + csum_off + 1]]),
@@ -286,6 +193,135 @@ impl Template {
             let ip = checksum::update(self.ip_csum, self.base_ip_sum, self.addr_sum(out));
             out[self.l3 + 10..self.l3 + 12].copy_from_slice(&ip.to_be_bytes());
         }
+    }
+}
+
+/// Where L3 and L4 start and how long the L4 header is, once the frame size
+/// is checked against the headers, the probe, the largest frame and the MTU.
+fn layout(
+    frame_bytes: usize,
+    framing: &Framing,
+    ipv6: bool,
+    tcp: bool,
+) -> Result<(usize, usize, usize), TemplateError> {
+    let l3 = 14 + if framing.vlan.is_some() { 4 } else { 0 };
+    let l4 = l3 + if ipv6 { 40 } else { 20 };
+    let l4_hdr = if tcp { 20 } else { 8 };
+    let min = (l4 + l4_hdr + PROBE_LEN + FCS).max(64);
+    if frame_bytes < min {
+        return Err(TemplateError::TooSmall {
+            size: frame_bytes,
+            min,
+            what: "the headers and linerate's 18-byte probe",
+        });
+    }
+    if frame_bytes > FRAME_MAX {
+        return Err(TemplateError::TooLarge { size: frame_bytes });
+    }
+    let ip_total = frame_bytes - FCS - l3;
+    if let Some(mtu) = framing.mtu
+        && ip_total > mtu
+    {
+        return Err(TemplateError::OverMtu {
+            size: frame_bytes,
+            mtu,
+            ip: ip_total,
+        });
+    }
+    Ok((l3, l4, l4_hdr))
+}
+
+/// The Ethernet header and the VLAN tag, if any.
+fn emit_l2(b: &mut [u8], flow: &FlowFields, framing: &Framing, ipv6: bool) {
+    let ethertype = if ipv6 {
+        EtherType::IPV6
+    } else {
+        EtherType::IPV4
+    };
+    EthernetRepr {
+        src: flow.src_mac,
+        dst: flow.dst_mac,
+        ethertype: if framing.vlan.is_some() {
+            EtherType::VLAN
+        } else {
+            ethertype
+        },
+    }
+    .emit(&mut EthernetFrame::new_unchecked(&mut b[..]));
+    if let Some((vid, pcp)) = framing.vlan {
+        VlanRepr {
+            pcp,
+            dei: false,
+            vid,
+            ethertype,
+        }
+        .emit(&mut VlanTag::new_unchecked(&mut b[14..]));
+    }
+}
+
+/// The IPv4 or IPv6 header for `l4_len` bytes of transport.
+fn emit_l3(
+    b: &mut [u8],
+    flow: &FlowFields,
+    framing: &Framing,
+    l4_len: usize,
+) -> Result<(), TemplateError> {
+    let protocol = if framing.tcp_flags.is_some() {
+        ip_proto::TCP
+    } else {
+        ip_proto::UDP
+    };
+    let ttl = if framing.ttl == 0 { 64 } else { framing.ttl };
+    match (flow.src_ip, flow.dst_ip) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => Ipv4Repr {
+            src: s,
+            dst: d,
+            protocol,
+            payload_len: l4_len,
+            ttl,
+            dscp: framing.dscp,
+            ecn: 0,
+            ident: 0,
+            dont_frag: true,
+        }
+        .emit(&mut Ipv4Packet::new_unchecked(b)),
+        (IpAddr::V6(s), IpAddr::V6(d)) => Ipv6Repr {
+            src: s,
+            dst: d,
+            next_header: protocol,
+            payload_len: l4_len,
+            hop_limit: ttl,
+            traffic_class: framing.dscp << 2,
+            flow_label: 0,
+        }
+        .emit(&mut Ipv6Packet::new_unchecked(b)),
+        _ => return Err(TemplateError::Family),
+    }
+    Ok(())
+}
+
+/// The UDP header, or the TCP header with the asked flags, checksummed
+/// over the payload already in place.
+fn emit_l4(b: &mut [u8], flow: &FlowFields, framing: &Framing, l4_len: usize) {
+    let addrs = Some((flow.src_ip, flow.dst_ip));
+    match framing.tcp_flags {
+        Some(flags) => TcpRepr {
+            src_port: flow.src_port,
+            dst_port: flow.dst_port,
+            seq: 1,
+            ack: 0,
+            flags: TcpFlags(flags),
+            window: 65535,
+            urgent: 0,
+            payload_len: l4_len - 20,
+        }
+        .emit(&mut TcpPacket::new_unchecked(b), addrs),
+        None => UdpRepr {
+            src_port: flow.src_port,
+            dst_port: flow.dst_port,
+            payload_len: l4_len - 8,
+        }
+        .emit(&mut UdpPacket::new_unchecked(b), addrs),
     }
 }
 
