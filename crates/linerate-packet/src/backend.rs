@@ -99,6 +99,18 @@ pub struct RxCapabilities {
 
 pub use crate::udp::TX_BATCH_MAX;
 
+/// Why receiving on `iface` cannot go on, if it cannot: the interface went
+/// down or away. (Rings just go quiet when that happens, so the loops look
+/// a few times a second and every backend ends the same way.)
+pub(crate) fn link_lost(iface: &str) -> Option<String> {
+    let why = match linerate_backend::iface::is_up(iface) {
+        Ok(true) => return None,
+        Ok(false) => "the interface went down".to_string(),
+        Err(e) => format!("the interface is gone ({e})"),
+    };
+    Some(format!("receiving on {iface}: {why}"))
+}
+
 /// Where blast's frames go.
 #[derive(Debug)]
 pub enum Tx {

@@ -54,6 +54,62 @@ struct Live {
     generation: AtomicU64,
 }
 
+impl Live {
+    /// Publishes this worker's running totals if the reporter asked for
+    /// them (a new generation in `want`).
+    fn answer(&self, want: &AtomicU64, published: &mut u64, counts: &SinkCounts) {
+        let g = want.load(Ordering::Relaxed);
+        if g != *published {
+            if let Ok(mut l) = self.rows.lock() {
+                *l = flow_rows(counts);
+            }
+            self.generation.store(g, Ordering::Release);
+            *published = g;
+        }
+    }
+}
+
+/// Asks every worker for its totals as of now (one blocked in a receive
+/// call answers within its wait, at most [`PUBLISH_WAIT`]) and merges them.
+fn ask_live(want: &AtomicU64, live: &[Live], running: impl Fn() -> bool) -> Vec<Row> {
+    let g = want.fetch_add(1, Ordering::Relaxed) + 1;
+    let asked = Instant::now();
+    while live
+        .iter()
+        .any(|l| l.generation.load(Ordering::Acquire) < g)
+        && running()
+        && asked.elapsed() < PUBLISH_WAIT
+    {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    merge_rows(
+        live.iter()
+            .flat_map(|l| l.rows.lock().map(|v| v.clone()).unwrap_or_default()),
+    )
+}
+
+impl WorkerOut {
+    /// Every worker's counts in one.
+    fn merge(outs: Vec<WorkerOut>) -> WorkerOut {
+        let mut outs = outs.into_iter();
+        let mut all = outs.next().expect("at least one worker");
+        for o in outs {
+            all.counts.absorb(&o.counts);
+            all.first = match (all.first, o.first) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            all.last = all.last.max(o.last);
+            all.error = all.error.or(o.error);
+            all.stamped += o.stamped;
+            all.handover += o.handover;
+            all.oversized += o.oversized;
+            all.drops += o.drops;
+        }
+        all
+    }
+}
+
 /// Longest the interval reporter waits for the workers' totals.
 const PUBLISH_WAIT: Duration = Duration::from_millis(60);
 
@@ -244,23 +300,8 @@ pub fn sink(
             std::thread::sleep(sampler.wait(Instant::now(), Duration::from_millis(20)));
             let now = Instant::now();
             if sampler.due(now) {
-                // Ask every worker for its totals as of now; one that is
-                // blocked in a receive call answers within its wait.
-                let g = want.fetch_add(1, Ordering::Relaxed) + 1;
-                let asked = Instant::now();
-                while live
-                    .iter()
-                    .any(|l| l.generation.load(Ordering::Acquire) < g)
-                    && !handles.iter().all(|h| h.is_finished())
-                    && asked.elapsed() < PUBLISH_WAIT
-                {
-                    std::thread::sleep(Duration::from_micros(200));
-                }
-                let rows = merge_rows(
-                    live.iter()
-                        .flat_map(|l| l.rows.lock().map(|v| v.clone()).unwrap_or_default()),
-                );
-                if let Some(iv) = sampler.sample(now, rows) {
+                let running = || !handles.iter().all(|h| h.is_finished());
+                if let Some(iv) = sampler.sample(now, ask_live(&want, &live, running)) {
                     on_interval(&iv);
                     intervals.push(iv);
                 }
@@ -272,22 +313,7 @@ pub fn sink(
             .collect()
     });
     let end = Instant::now();
-    // Every worker's counts into one report.
-    let mut outs = outs.into_iter();
-    let mut all = outs.next().expect("at least one worker");
-    for o in outs {
-        all.counts.absorb(&o.counts);
-        all.first = match (all.first, o.first) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        all.last = all.last.max(o.last);
-        all.error = all.error.or(o.error);
-        all.stamped += o.stamped;
-        all.handover += o.handover;
-        all.oversized += o.oversized;
-        all.drops += o.drops;
-    }
+    let all = WorkerOut::merge(outs);
     // Rates over the time traffic was arriving, not the time spent waiting.
     let duration_s = all
         .first
@@ -340,25 +366,11 @@ fn receive(
     let mut next_link_check = Instant::now();
     let (mut stamped, mut handover, mut oversized) = (0u64, 0u64, 0u64);
     while !stop.load(Ordering::Relaxed) && start.elapsed() < cfg.duration {
-        let g = want.load(Ordering::Relaxed);
-        if g != published {
-            // The interval reporter asked for this worker's running totals.
-            if let Ok(mut l) = live.rows.lock() {
-                *l = flow_rows(&counts);
-            }
-            live.generation.store(g, Ordering::Release);
-            published = g;
-        }
+        live.answer(want, &mut published, &counts);
         if Instant::now() >= next_link_check {
             next_link_check = Instant::now() + LINK_CHECK;
-
-            let down = match linerate_backend::iface::is_up(&cfg.iface) {
-                Ok(true) => None,
-                Ok(false) => Some("the interface went down".to_string()),
-                Err(e) => Some(format!("the interface is gone ({e})")),
-            };
-            if let Some(why) = down {
-                error = Some(format!("receiving on {}: {why}", cfg.iface));
+            if let Some(why) = crate::backend::link_lost(&cfg.iface) {
+                error = Some(why);
                 break;
             }
         }

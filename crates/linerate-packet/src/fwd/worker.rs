@@ -25,13 +25,8 @@ pub(super) fn should_stop(job: &Job<'_>, next_link_check: &mut Instant) -> Optio
     }
     if Instant::now() >= *next_link_check {
         *next_link_check = Instant::now() + Duration::from_millis(100);
-        let down = match linerate_backend::iface::is_up(&cfg.rx_iface) {
-            Ok(true) => None,
-            Ok(false) => Some("the interface went down".to_string()),
-            Err(e) => Some(format!("the interface is gone ({e})")),
-        };
-        if let Some(why) = down {
-            return Some(Some(format!("receiving on {}: {why}", cfg.rx_iface)));
+        if let Some(why) = crate::backend::link_lost(&cfg.rx_iface) {
+            return Some(Some(why));
         }
     }
     None
