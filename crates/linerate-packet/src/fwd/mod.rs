@@ -250,33 +250,8 @@ pub fn fwd(
     let mtu = linerate_backend::iface::mtu(&tx_iface).map_err(iface_err(&tx_iface))?;
     // Ethernet header and two VLAN tags on top of the MTU.
     let frame_max = mtu + 14 + 8;
-    if cfg.noisy.fifo > 1 << 20 {
-        return Err(FwdError::Config(format!(
-            "a FIFO of {} frames is more than 1048576",
-            cfg.noisy.fifo
-        )));
-    }
-    if cfg.noisy.mem_bytes > 1 << 34 {
-        return Err(FwdError::Config(
-            "the memory area is limited to 16 GiB".into(),
-        ));
-    }
-    if cfg.noisy.fifo > 0 && cfg.noisy.flush.is_zero() {
-        return Err(FwdError::Config(
-            "a FIFO needs a flush time above zero (--flush-us)".into(),
-        ));
-    }
     let one_iface = tx_iface == cfg.rx_iface;
-    if cfg.backend == BackendKind::AfXdp && one_iface && cfg.noisy.fifo > 0 {
-        return Err(FwdError::Backend(BackendError::Unsupported(
-            "af_xdp on one interface forwards each frame in place as it arrives and cannot hold frames in a FIFO: use --backend auto (AF_XDP in, af_packet out) or af_packet with --fifo".into(),
-        )));
-    }
-    if cfg.backend == BackendKind::Udp {
-        return Err(FwdError::Backend(BackendError::Unsupported(
-            "socket:udp cannot forward frames as they are: use socket (raw frames), af_packet or af_xdp".into(),
-        )));
-    }
+    check(cfg, one_iface)?;
     let workers = cfg.cores.len().max(1);
     let start = Instant::now();
     let total_tx = AtomicU64::new(0);
@@ -330,8 +305,64 @@ pub fn fwd(
             Err(e) => fallback_note = Some(format!("af_xdp in place: {e}")),
         }
     }
-    let (rxs, rx_note) = open_rx_workers(cfg.backend, &cfg.rx_iface, workers)?;
+    let (rxs, mut notes) = open_rx_workers(cfg.backend, &cfg.rx_iface, workers)
+        .map(|(r, n)| (r, fallback_note.into_iter().chain(n).collect::<Vec<_>>()))?;
+    let txs = open_senders(cfg, rxs[0].name(), &tx_iface, frame_max, &mut notes)?;
     let rx_name = rxs[0].name();
+    let tx_name = txs[0].name();
+    let pairs: Vec<(Rx, Tx)> = rxs.into_iter().zip(txs).collect();
+    let (outs, ivs) = run_workers(&job, pairs, on_interval, |job, w, (rx, tx)| {
+        forward(job, w, rx, tx)
+    });
+    Ok(report(
+        &job,
+        (rx_name, tx_name),
+        notes,
+        (outs, ivs),
+        tx_iface,
+    ))
+}
+
+/// Refuses what cannot work before anything is opened.
+fn check(cfg: &FwdConfig, one_iface: bool) -> Result<(), FwdError> {
+    if cfg.noisy.fifo > 1 << 20 {
+        return Err(FwdError::Config(format!(
+            "a FIFO of {} frames is more than 1048576",
+            cfg.noisy.fifo
+        )));
+    }
+    if cfg.noisy.mem_bytes > 1 << 34 {
+        return Err(FwdError::Config(
+            "the memory area is limited to 16 GiB".into(),
+        ));
+    }
+    if cfg.noisy.fifo > 0 && cfg.noisy.flush.is_zero() {
+        return Err(FwdError::Config(
+            "a FIFO needs a flush time above zero (--flush-us)".into(),
+        ));
+    }
+    if cfg.backend == BackendKind::AfXdp && one_iface && cfg.noisy.fifo > 0 {
+        return Err(FwdError::Backend(BackendError::Unsupported(
+            "af_xdp on one interface forwards each frame in place as it arrives and cannot hold frames in a FIFO: use --backend auto (AF_XDP in, af_packet out) or af_packet with --fifo".into(),
+        )));
+    }
+    if cfg.backend == BackendKind::Udp {
+        return Err(FwdError::Backend(BackendError::Unsupported(
+            "socket:udp cannot forward frames as they are: use socket (raw frames), af_packet or af_xdp".into(),
+        )));
+    }
+    Ok(())
+}
+
+/// One sending backend per worker on `tx_iface`; the first one's note is
+/// added to `notes`.
+fn open_senders(
+    cfg: &FwdConfig,
+    rx_name: &str,
+    tx_iface: &str,
+    frame_max: usize,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Tx>, FwdError> {
     let tx_kind = match cfg.backend {
         BackendKind::Socket => BackendKind::Raw,
         // The receiving AF_XDP socket holds the queue: send with a ring.
@@ -346,27 +377,16 @@ pub fn fwd(
         macs_given: true,
         gso: Gso::Off,
     };
-    let mut notes: Vec<String> = fallback_note.into_iter().chain(rx_note).collect();
+    let workers = cfg.cores.len().max(1);
     let mut txs = Vec::with_capacity(workers);
     for queue in 0..workers {
-        let (tx, note) = open_tx(tx_kind, &tx_iface, frame_max, queue as u32, &traffic)?;
+        let (tx, note) = open_tx(tx_kind, tx_iface, frame_max, queue as u32, &traffic)?;
         if queue == 0 {
             notes.extend(note);
         }
         txs.push(tx);
     }
-    let tx_name = txs[0].name();
-    let pairs: Vec<(Rx, Tx)> = rxs.into_iter().zip(txs).collect();
-    let (outs, ivs) = run_workers(&job, pairs, on_interval, |job, w, (rx, tx)| {
-        forward(job, w, rx, tx)
-    });
-    Ok(report(
-        &job,
-        (rx_name, tx_name),
-        notes,
-        (outs, ivs),
-        tx_iface,
-    ))
+    Ok(txs)
 }
 
 /// Runs one worker per item, each pinned to its CPU of `cfg.cores`, and
