@@ -95,6 +95,52 @@ fn pin(cpu: usize, sh: &StreamShared) -> bool {
     }
 }
 
+/// A stream's shared figures, with its socket options applied (a failure
+/// fails the stream, as iperf3 fails the test).
+fn shared(c: &Conn, d: &StreamDesc, p: &Params, sending: bool) -> Arc<StreamShared> {
+    let (applied, tcp) = match c {
+        Conn::Tcp(t) => (net::apply_tcp(t, p, sending), t.try_clone().ok()),
+        Conn::Udp(u) => {
+            // Buffer sizes and TOS are best effort for UDP, as before.
+            let _ = net::apply_udp(u, p, sending);
+            (Ok(()), None)
+        }
+    };
+    let sh = Arc::new(StreamShared::new(d.id, d.sender, d.socket, tcp));
+    if let Err(e) = applied {
+        sh.fail(e.to_string());
+    }
+    sh
+}
+
+/// The thread of one stream that has a worker of its own.
+fn spawn_one(
+    c: Conn,
+    sh: Arc<StreamShared>,
+    cpu: Option<usize>,
+    p: &Params,
+    so: &StreamOpts,
+    pacing: Pacing,
+) -> JoinHandle<()> {
+    let len = p.len as usize;
+    let buf = stream::payload(len, p.repeating_payload);
+    let (zerocopy, c64, gso) = (so.zerocopy, p.udp_counters_64bit, so.udp_gso);
+    std::thread::spawn(move || {
+        if cpu.is_some_and(|c| !pin(c, &sh)) {
+            sh.finished.store(true, Ordering::Release);
+            return;
+        }
+        match (c, sh.sender) {
+            (Conn::Tcp(t), true) => stream::tcp_send(t, sh, buf, pacing, zerocopy),
+            (Conn::Tcp(t), false) => stream::tcp_recv(t, sh, len),
+            (Conn::Udp(u), true) => stream::udp_send(u, sh, buf, pacing, c64, gso),
+            (Conn::Udp(u), false) => stream::udp_recv(u, sh, len, c64),
+        }
+    })
+}
+
+/// Starts every stream's worker: pinned where asked (or where TCP senders
+/// outnumber the CPUs), TCP senders that share a CPU in one worker.
 pub(crate) fn spawn_streams(
     conns: Vec<(Conn, StreamDesc)>,
     p: &Params,
@@ -125,74 +171,16 @@ pub(crate) fn spawn_streams(
             None
         };
         pinned.extend(cpu);
-        match c {
-            Conn::Tcp(t) if d.sender && cpu.is_some() && (senders > 1) => {
-                let applied = net::apply_tcp(&t, p, true);
-                let sh = Arc::new(StreamShared::new(
-                    d.id,
-                    d.sender,
-                    d.socket,
-                    t.try_clone().ok(),
-                ));
-                if let Err(e) = applied {
-                    sh.fail(e.to_string());
-                }
-                let c = cpu.unwrap_or(0);
-                groups.entry(c).or_default().push((t, sh.clone()));
-                group_slot.entry(c).or_insert(streams.len());
-                streams.push(sh);
+        let sh = shared(&c, &d, p, d.sender);
+        match (c, cpu) {
+            (Conn::Tcp(t), Some(cpu)) if d.sender && senders > 1 => {
+                groups.entry(cpu).or_default().push((t, sh.clone()));
+                group_slot.entry(cpu).or_insert(streams.len());
                 handles.push(None);
             }
-            Conn::Tcp(t) => {
-                let applied = net::apply_tcp(&t, p, d.sender);
-                let sh = Arc::new(StreamShared::new(
-                    d.id,
-                    d.sender,
-                    d.socket,
-                    t.try_clone().ok(),
-                ));
-                if let Err(e) = applied {
-                    sh.fail(e.to_string());
-                }
-                let s2 = sh.clone();
-                let len = p.len as usize;
-                let buf = stream::payload(len, p.repeating_payload);
-                let zerocopy = so.zerocopy;
-                handles.push(Some(std::thread::spawn(move || {
-                    if cpu.is_some_and(|c| !pin(c, &s2)) {
-                        s2.finished.store(true, Ordering::Release);
-                        return;
-                    }
-                    if s2.sender {
-                        stream::tcp_send(t, s2, buf, pacing, zerocopy);
-                    } else {
-                        stream::tcp_recv(t, s2, len);
-                    }
-                })));
-                streams.push(sh);
-            }
-            Conn::Udp(u) => {
-                let _ = net::apply_udp(&u, p, d.sender);
-                let sh = Arc::new(StreamShared::new(d.id, d.sender, d.socket, None));
-                let s2 = sh.clone();
-                let len = p.len as usize;
-                let c64 = p.udp_counters_64bit;
-                let gso = so.udp_gso;
-                let buf = stream::payload(len, p.repeating_payload);
-                handles.push(Some(std::thread::spawn(move || {
-                    if cpu.is_some_and(|c| !pin(c, &s2)) {
-                        s2.finished.store(true, Ordering::Release);
-                        return;
-                    }
-                    if s2.sender {
-                        stream::udp_send(u, s2, buf, pacing, c64, gso);
-                    } else {
-                        stream::udp_recv(u, s2, len, c64);
-                    }
-                })));
-                streams.push(sh);
-            }
+            (c, cpu) => handles.push(Some(spawn_one(c, sh.clone(), cpu, p, so, pacing))),
         }
+        streams.push(sh);
     }
     for (cpu, members) in groups {
         let buf = stream::payload(p.len as usize, p.repeating_payload);
