@@ -230,63 +230,8 @@ pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {
         rig.pin_receive_path(sc.receiver, cpu)
             .context("moving the receive path to its own CPU (needs ethtool)")?;
     }
-    println!(
-        "scenario {}: {}\nmachine: {} | kernel {} | {} CPUs ({}) | {} | commit {}",
-        sc.name,
-        sc.about,
-        machine["hostname"].as_str().unwrap_or("?"),
-        machine["kernel"].as_str().unwrap_or("?"),
-        machine["cpus"],
-        machine["cpu"].as_str().unwrap_or("?"),
-        machine["date_utc"].as_str().unwrap_or("?"),
-        machine["commit"].as_str().unwrap_or("?"),
-    );
-    println!(
-        "counting: rx_packets of the receiver's veth ({} in {}), {:.1} s windows after {:.1} s warm-up, {} alternating runs each",
-        rig.host(sc.receiver).iface,
-        rig.host(sc.receiver).netns,
-        cfg.window.as_secs_f64(),
-        WARMUP.as_secs_f64(),
-        cfg.runs
-    );
-    match sc.receive_cpu {
-        Some(cpu) => {
-            println!("receiver: threaded NAPI + GRO on its veth, NAPI thread pinned to CPU{cpu}")
-        }
-        None => println!("receiver: default veth (receive work runs on the sending CPU)"),
-    }
-    let mut samples = Vec::new();
-    for run in 0..cfg.runs {
-        for c in &sc.contenders {
-            let (pkts, bytes, secs, cpu) = measure_once(&rig, &sc, c, cfg)?;
-            let s = Sample {
-                contender: c.name,
-                run,
-                rx_packets: pkts,
-                rx_bytes: bytes,
-                window_s: secs,
-                rx_pps: pkts as f64 / secs,
-                rx_bps_l2: bytes as f64 * 8.0 / secs,
-                sender_cpu_s: cpu,
-                cpu_ms_per_mpkt: if pkts > 0 {
-                    cpu * 1e3 / (pkts as f64 / 1e6)
-                } else {
-                    0.0
-                },
-            };
-            println!(
-                "  run {run} {:<28} received {:>12} pkts in {:.2} s = {:>12.0} pps {:>10.1} Mbit/s L2, sender CPU {:.2} s = {:.0} ms per million",
-                c.name,
-                s.rx_packets,
-                s.window_s,
-                s.rx_pps,
-                s.rx_bps_l2 / 1e6,
-                s.sender_cpu_s,
-                s.cpu_ms_per_mpkt
-            );
-            samples.push(s);
-        }
-    }
+    print_header(&sc, cfg, &rig, &machine);
+    let samples = collect(&rig, &sc, cfg)?;
     let median_of = |name: &str, f: fn(&Sample) -> f64| {
         median(
             samples
@@ -316,38 +261,7 @@ pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {
             median_of(name, |s| s.cpu_ms_per_mpkt)
         );
     }
-    // Every linerate contender against every peer tool (or, in a scenario
-    // of peers only, each against the last).
-    let is_ours = |n: &str| n.starts_with("linerate");
-    let (ours, peers): (Vec<_>, Vec<_>) = if medians.iter().any(|m| is_ours(m.0)) {
-        (
-            medians.iter().filter(|m| is_ours(m.0)).collect(),
-            medians.iter().filter(|m| !is_ours(m.0)).collect(),
-        )
-    } else {
-        (
-            medians[..medians.len() - 1].iter().collect(),
-            vec![&medians[medians.len() - 1]],
-        )
-    };
-    let mut ratios = serde_json::Map::new();
-    for base in &peers {
-        for (name, pps, bps) in &ours {
-            let (r, what) = match sc.metric {
-                Metric::Packets => (pps / base.1, "received packet rate"),
-                Metric::Bits => (bps / base.2, "received bit rate"),
-                Metric::CpuPerPacket => {
-                    let cost = |n: &str| median_of(n, |s| s.cpu_ms_per_mpkt);
-                    (
-                        cost(base.0) / cost(name),
-                        "sender CPU per received packet, peer over this",
-                    )
-                }
-            };
-            println!("ratio {name} / {} ({what}): {r:.2}", base.0);
-            ratios.insert(format!("{name}/{}", base.0), json!(r));
-        }
-    }
+    let ratios = ratios(&sc, &medians, &samples);
     let doc = json!({
         "scenario": sc.name,
         "about": sc.about,
@@ -371,6 +285,119 @@ pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {
     std::fs::write(&path, serde_json::to_string_pretty(&doc)? + "\n")?;
     println!("raw results: {}", path.display());
     Ok(())
+}
+
+/// What is measured, on what, and how.
+fn print_header(sc: &Scenario, cfg: &Config, rig: &Rig, machine: &serde_json::Value) {
+    println!(
+        "scenario {}: {}\nmachine: {} | kernel {} | {} CPUs ({}) | {} | commit {}",
+        sc.name,
+        sc.about,
+        machine["hostname"].as_str().unwrap_or("?"),
+        machine["kernel"].as_str().unwrap_or("?"),
+        machine["cpus"],
+        machine["cpu"].as_str().unwrap_or("?"),
+        machine["date_utc"].as_str().unwrap_or("?"),
+        machine["commit"].as_str().unwrap_or("?"),
+    );
+    println!(
+        "counting: rx_packets of the receiver's veth ({} in {}), {:.1} s windows after {:.1} s warm-up, {} alternating runs each",
+        rig.host(sc.receiver).iface,
+        rig.host(sc.receiver).netns,
+        cfg.window.as_secs_f64(),
+        WARMUP.as_secs_f64(),
+        cfg.runs
+    );
+    match sc.receive_cpu {
+        Some(cpu) => {
+            println!("receiver: threaded NAPI + GRO on its veth, NAPI thread pinned to CPU{cpu}")
+        }
+        None => println!("receiver: default veth (receive work runs on the sending CPU)"),
+    }
+}
+
+/// Every contender `cfg.runs` times, alternating.
+fn collect(rig: &Rig, sc: &Scenario, cfg: &Config) -> Result<Vec<Sample>> {
+    let mut samples = Vec::new();
+    for run in 0..cfg.runs {
+        for c in &sc.contenders {
+            let (pkts, bytes, secs, cpu) = measure_once(rig, sc, c, cfg)?;
+            let s = Sample {
+                contender: c.name,
+                run,
+                rx_packets: pkts,
+                rx_bytes: bytes,
+                window_s: secs,
+                rx_pps: pkts as f64 / secs,
+                rx_bps_l2: bytes as f64 * 8.0 / secs,
+                sender_cpu_s: cpu,
+                cpu_ms_per_mpkt: if pkts > 0 {
+                    cpu * 1e3 / (pkts as f64 / 1e6)
+                } else {
+                    0.0
+                },
+            };
+            println!(
+                "  run {run} {:<28} received {:>12} pkts in {:.2} s = {:>12.0} pps {:>10.1} Mbit/s L2, sender CPU {:.2} s = {:.0} ms per million",
+                c.name,
+                s.rx_packets,
+                s.window_s,
+                s.rx_pps,
+                s.rx_bps_l2 / 1e6,
+                s.sender_cpu_s,
+                s.cpu_ms_per_mpkt
+            );
+            samples.push(s);
+        }
+    }
+    Ok(samples)
+}
+
+/// Every linerate contender against every peer tool (or, in a scenario of
+/// peers only, each against the last), printed and returned.
+fn ratios(
+    sc: &Scenario,
+    medians: &[(&str, f64, f64)],
+    samples: &[Sample],
+) -> serde_json::Map<String, serde_json::Value> {
+    let is_ours = |n: &str| n.starts_with("linerate");
+    let (ours, peers): (Vec<_>, Vec<_>) = if medians.iter().any(|m| is_ours(m.0)) {
+        (
+            medians.iter().filter(|m| is_ours(m.0)).collect(),
+            medians.iter().filter(|m| !is_ours(m.0)).collect(),
+        )
+    } else {
+        (
+            medians[..medians.len() - 1].iter().collect(),
+            vec![&medians[medians.len() - 1]],
+        )
+    };
+    let mut ratios = serde_json::Map::new();
+    for base in &peers {
+        for (name, pps, bps) in &ours {
+            let (r, what) = match sc.metric {
+                Metric::Packets => (pps / base.1, "received packet rate"),
+                Metric::Bits => (bps / base.2, "received bit rate"),
+                Metric::CpuPerPacket => {
+                    let cost = |n: &str| {
+                        median(
+                            (samples.iter())
+                                .filter(|s| s.contender == n)
+                                .map(|s| s.cpu_ms_per_mpkt)
+                                .collect(),
+                        )
+                    };
+                    (
+                        cost(base.0) / cost(name),
+                        "sender CPU per received packet, peer over this",
+                    )
+                }
+            };
+            println!("ratio {name} / {} ({what}): {r:.2}", base.0);
+            ratios.insert(format!("{name}/{}", base.0), json!(r));
+        }
+    }
+    ratios
 }
 
 #[cfg(test)]
