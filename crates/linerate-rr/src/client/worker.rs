@@ -254,6 +254,36 @@ impl<'a> Worker<'a> {
 
     /// Sends for the test's duration, then waits for answers still due.
     /// Returns how long it sent for.
+    /// Closed loop: sends every flow the requests it is owed (one per
+    /// answer or loss), as far as the sockets take them.
+    fn send_owed(&mut self, socks: &[UdpSocket], now: u64) {
+        for (f, sock) in socks.iter().enumerate() {
+            while self.owed[f] > 0 {
+                let went = self.send(sock, f, &mut |_| now, self.owed[f]);
+                self.owed[f] -= went;
+                if went == 0 {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Waits in ppoll until `wake` (monotonic ns) and receives from every
+    /// flow that has answers.
+    fn wait_and_receive(&mut self, socks: &[UdpSocket], fds: &mut [PollFd], wake: u64) {
+        let wait = wake.saturating_sub(self.now_ns());
+        let ts = TimeSpec::from_duration(Duration::from_nanos(wait));
+        if let Ok(n) = ppoll(fds, Some(ts), None)
+            && n > 0
+        {
+            for f in 0..fds.len() {
+                if fds[f].revents().is_some_and(|r| !r.is_empty()) {
+                    self.receive(&socks[f], f);
+                }
+            }
+        }
+    }
+
     pub(super) fn run(&mut self, socks: &[UdpSocket], stop: &AtomicBool) -> Duration {
         let start = self.now_ns();
         let end = start + self.cfg.duration.as_nanos() as u64;
@@ -329,20 +359,8 @@ impl<'a> Worker<'a> {
             let mut next_due = now + 10_000_000;
             if sending {
                 match self.cfg.load {
-                    Load::Closed { .. } => {
-                        for (f, sock) in socks.iter().enumerate() {
-                            while self.owed[f] > 0 {
-                                let went = self.send(sock, f, &mut |_| now, self.owed[f]);
-                                self.owed[f] -= went;
-                                if went == 0 {
-                                    break;
-                                }
-                            }
-                        }
-                    }
-                    Load::Open { .. } => {
-                        next_due = open.send_due(self, socks, now);
-                    }
+                    Load::Closed { .. } => self.send_owed(socks, now),
+                    Load::Open { .. } => next_due = open.send_due(self, socks, now),
                 }
             }
             // Wait for answers until the next send, interval or expiry.
@@ -355,19 +373,8 @@ impl<'a> Worker<'a> {
             }
             if blocking {
                 self.receive(&socks[0], 0);
-                continue;
-            }
-            let wait = wake.saturating_sub(self.now_ns());
-            let ts = TimeSpec::from_duration(Duration::from_nanos(wait));
-            match ppoll(&mut fds, Some(ts), None) {
-                Ok(0) | Err(_) => {}
-                Ok(_) => {
-                    for f in 0..fds.len() {
-                        if fds[f].revents().is_some_and(|r| !r.is_empty()) {
-                            self.receive(&socks[f], f);
-                        }
-                    }
-                }
+            } else {
+                self.wait_and_receive(socks, &mut fds, wake);
             }
         }
         let lost = self
