@@ -469,3 +469,49 @@ fn iperf_client_and_server_tcp_streams_and_csv_agree() {
 fn iperf_client_and_server_udp_streams_and_csv_agree() {
     iperf_pair(&["-u", "-b", "20M", "-l", "1000"], true);
 }
+
+#[test]
+fn a_run_stopped_from_outside_still_ends_with_what_it_measured() {
+    // The cancellation handle is the signal: SIGINT mid-run, and the run
+    // still emits its end event with the requests it counted.
+    let port = support::free_port().to_string();
+    let mut server = Command::new(BIN)
+        .args(["rr", "server", "-B", "127.0.0.1", "-p", &port, "-t", "30"])
+        .args(["-i", "0.5", "--json-stream"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let client = Command::new(BIN)
+        .args([
+            "rr",
+            "client",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-t",
+            "1",
+            "--pps",
+            "1k",
+        ])
+        .args(["-i", "0"])
+        .output()
+        .unwrap();
+    assert!(client.status.success());
+    let t0 = Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(server.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let mut out = String::new();
+    std::io::Read::read_to_string(server.stdout.as_mut().unwrap(), &mut out).unwrap();
+    let status = server.wait().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(5), "stopped promptly");
+    assert!(status.success(), "{out}");
+    let last: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert_eq!(last["event"], "end", "{out}");
+    assert_eq!(last["data"]["result"]["counts"]["requests"], 1000, "{out}");
+    assert!(last["data"]["duration_s"].as_f64().unwrap() < 10.0);
+}

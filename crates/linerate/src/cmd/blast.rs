@@ -382,7 +382,7 @@ fn blast_run(a: &BlastArgs, cfg: &BlastConfig) -> Result<u8> {
         "cores": cfg.cores,
     });
     let mut run = Run::start(&a.out, Mode::Blast, config, Some(doc.clone()))?;
-    let r = match linerate_packet::blast(cfg, &stop, &mut |iv| run.interval(iv)) {
+    let r = match linerate_packet::blast(cfg, stop.flag(), &mut |iv| run.interval(iv)) {
         Ok(r) => r,
         Err(e) => return Err(run.fail(e.into())),
     };
@@ -446,7 +446,7 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
         "write": a.write,
     });
     let mut run = Run::start(&a.out, Mode::Sink, config, Some(doc.clone()))?;
-    let r = match linerate_packet::sink(&cfg, &stop, &mut |iv| run.interval(iv)) {
+    let r = match linerate_packet::sink(&cfg, stop.flag(), &mut |iv| run.interval(iv)) {
         Ok(r) => r,
         Err(e) => return Err(run.fail(e.into())),
     };

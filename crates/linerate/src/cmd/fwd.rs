@@ -137,7 +137,7 @@ pub fn run(a: &FwdArgs) -> Result<u8> {
         "flush_us": a.flush_us,
     });
     let mut run = Run::start(&a.out, linerate_run::Mode::Fwd, config, Some(doc.clone()))?;
-    let r = match linerate_packet::fwd(&cfg, &stop, &mut |iv| run.interval(iv)) {
+    let r = match linerate_packet::fwd(&cfg, stop.flag(), &mut |iv| run.interval(iv)) {
         Ok(r) => r,
         Err(e) => return Err(run.fail(e.into())),
     };

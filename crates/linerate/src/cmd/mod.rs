@@ -9,9 +9,6 @@ pub mod out;
 pub mod rr;
 pub mod selftest;
 
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
-
 /// A list of CPU numbers (`0,1`, `0-3,8`), as every command takes them.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CpuList(pub Vec<usize>);
@@ -48,12 +45,12 @@ pub fn dscp(s: &str) -> Result<u8, String> {
         .ok_or_else(|| format!("bad DSCP value '{s}' (0..63, or a name such as ef, af41, cs5)"))
 }
 
-/// A flag set by SIGINT or SIGTERM: the run ends early and reports what it
-/// measured.
-pub(crate) fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
-    let f = Arc::new(AtomicBool::new(false));
+/// The run's cancellation handle, set by SIGINT or SIGTERM: the run ends
+/// early and reports what it measured.
+pub(crate) fn stop_flag() -> anyhow::Result<linerate_run::Cancel> {
+    let c = linerate_run::Cancel::new();
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, f.clone())?;
+        signal_hook::flag::register(sig, c.shared())?;
     }
-    Ok(f)
+    Ok(c)
 }

@@ -169,7 +169,7 @@ fn server(a: &ServerArgs) -> Result<u8> {
         "max_response": a.max_response,
     });
     let mut run = Run::start(&a.out, Mode::RrServer, config, Some(doc.clone()))?;
-    let r = server.run(&stop, |iv: &ServerInterval| {
+    let r = server.run(stop.flag(), |iv: &ServerInterval| {
         let rows: Vec<Row> = (iv.per_worker.iter().enumerate())
             .map(|(w, n)| server_row(w, Some(*n), None))
             .collect();
@@ -322,7 +322,7 @@ fn client(a: &ClientArgs) -> Result<u8> {
         "timeout_ms": a.timeout_ms,
     });
     let mut run = Run::start(&a.out, Mode::RrClient, config, None)?;
-    let result = run_client(&cfg, &stop, |iv: &Interval| {
+    let result = run_client(&cfg, stop.flag(), |iv: &Interval| {
         let rows = vec![client_row(
             "all",
             iv.completed,
