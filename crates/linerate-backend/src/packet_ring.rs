@@ -260,6 +260,25 @@ impl RxRing {
         crate::raw::join_fanout(self.fd.as_raw_fd(), group)
     }
 
+    /// Joins fanout group `group` that other sockets already serve, without
+    /// counting a frame twice: until it is in the group this ring also got
+    /// every frame on its own (the members got them too), so it stops
+    /// taking frames (a drop-all filter), hands back every block it holds
+    /// unread, joins, and takes its share from then on.
+    pub fn join_fanout_late(&mut self, group: u16) -> io::Result<()> {
+        let fd = self.fd.as_raw_fd();
+        crate::raw::drop_all(fd, true)?;
+        // The kernel fills no block now: hand back the ready ones, unread,
+        // and retire the one it was filling (it waits at most 1 ms).
+        for _ in 0..2 * self.block_nr {
+            if self.recv(2, &mut |_, _| {})? == 0 {
+                break;
+            }
+        }
+        crate::raw::join_fanout(fd, group)?;
+        crate::raw::drop_all(fd, false)
+    }
+
     /// Frames a block holds at most (the kernel hands over a block at a time).
     pub fn frames_per_block(&self) -> usize {
         self.block_size / RX_FRAME_SIZE
@@ -372,5 +391,99 @@ impl Drop for RxRing {
     fn drop(&mut self) {
         // SAFETY: unmapping the region mapped in `open`, once.
         unsafe { libc::munmap(self.map.cast(), self.map_len) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+    use std::sync::atomic::AtomicBool;
+
+    fn root() -> bool {
+        // SAFETY: geteuid has no preconditions.
+        unsafe { libc::geteuid() == 0 }
+    }
+
+    /// The datagram counters a ring saw: the 8-byte sequence at the start
+    /// of UDP payloads to `port` on loopback, and how many times each.
+    fn take(ring: &mut RxRing, port: u16, seen: &mut BTreeMap<u64, u32>) {
+        // Every block that is ready (the first wait lets the kernel retire
+        // the block it is filling).
+        let mut wait = 20;
+        while ring
+            .recv(std::mem::replace(&mut wait, 0), &mut |f, _| {
+                // lo frames: 14 Ethernet + 20 IPv4 + 8 UDP, then our counter.
+                if f.len() >= 50 && f[12..14] == [8, 0] && f[36..38] == port.to_be_bytes() {
+                    let seq = u64::from_be_bytes(f[42..50].try_into().unwrap());
+                    *seen.entry(seq).or_default() += 1;
+                }
+            })
+            .unwrap()
+            > 0
+        {}
+    }
+
+    #[test]
+    fn a_ring_that_joins_a_fanout_group_late_counts_no_frame_twice() {
+        if !root() {
+            assert!(
+                std::env::var("LINERATE_STRICT").as_deref() != Ok("1"),
+                "LINERATE_STRICT=1: AF_PACKET rings need root"
+            );
+            eprintln!("SKIP: AF_PACKET rings need root");
+            return;
+        }
+        let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = rx.local_addr().unwrap().port();
+        let group = 0x7e00 | (std::process::id() & 0xff) as u16;
+        let mut a = RxRing::open("lo", 1 << 20, 16).unwrap();
+        a.join_fanout(group).unwrap();
+        let stop = AtomicBool::new(false);
+        let (mut seen_a, mut seen_b) = (BTreeMap::new(), BTreeMap::new());
+        std::thread::scope(|s| {
+            // Traffic already flowing when the second ring opens and joins
+            // (bounded: at most 3 s, stopped once the rings are read).
+            s.spawn(|| {
+                let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+                let t0 = std::time::Instant::now();
+                let mut seq = 0u64;
+                while !stop.load(Ordering::Relaxed) && t0.elapsed().as_secs() < 3 {
+                    // About 20k datagrams a second: the rings keep up.
+                    for _ in 0..20 {
+                        seq += 1;
+                        let _ = tx.send_to(&seq.to_be_bytes(), ("127.0.0.1", port));
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+            });
+            for _ in 0..20 {
+                take(&mut a, port, &mut seen_a);
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            let mut b = RxRing::open("lo", 1 << 20, 16).unwrap();
+            // Frames keep arriving between the bind and the join: a plain
+            // join would count every one of them twice.
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            b.join_fanout_late(group).unwrap();
+            for _ in 0..40 {
+                take(&mut a, port, &mut seen_a);
+                take(&mut b, port, &mut seen_b);
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        assert!(seen_a.len() > 1000, "traffic reached the first ring");
+        let twice: Vec<u64> = seen_a
+            .keys()
+            .filter(|k| seen_b.contains_key(k))
+            .copied()
+            .collect();
+        assert!(
+            twice.is_empty(),
+            "{} frames counted by both rings",
+            twice.len()
+        );
+        assert!(seen_a.values().chain(seen_b.values()).all(|n| *n == 1));
     }
 }

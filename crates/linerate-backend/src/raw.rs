@@ -82,6 +82,52 @@ pub(crate) fn join_fanout(fd: i32, group: u16) -> io::Result<()> {
         .map_err(|e| io::Error::new(e.kind(), format!("PACKET_FANOUT: {e}")))
 }
 
+/// Attaches a classic BPF filter that drops every frame (`on`), or
+/// detaches it: a socket that joins a fanout group late holds its frames
+/// back meanwhile (see [`RawSocket::join_fanout_late`]).
+pub(crate) fn drop_all(fd: i32, on: bool) -> io::Result<()> {
+    let rc = if on {
+        // One instruction: BPF_RET | BPF_K, 0 (keep 0 bytes: drop).
+        let mut prog = [libc::sock_filter {
+            code: (libc::BPF_RET | libc::BPF_K) as u16,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        }];
+        let fprog = libc::sock_fprog {
+            len: 1,
+            filter: prog.as_mut_ptr(),
+        };
+        // SAFETY: `fprog` points at `prog`, alive for the call; the kernel copies it.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_ATTACH_FILTER,
+                (&fprog as *const libc::sock_fprog).cast(),
+                std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
+            )
+        }
+    } else {
+        let zero: i32 = 0;
+        // SAFETY: SO_DETACH_FILTER takes (and ignores) an int.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_DETACH_FILTER,
+                (&zero as *const i32).cast(),
+                std::mem::size_of::<i32>() as libc::socklen_t,
+            )
+        }
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 pub(crate) fn bind_to(fd: i32, ifindex: i32) -> io::Result<()> {
     // SAFETY: sockaddr_ll is plain old data; zeroed is valid.
     let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
@@ -200,6 +246,23 @@ impl RawSocket {
     /// group `group`, by flow (PACKET_FANOUT_HASH).
     pub fn join_fanout(&self, group: u16) -> io::Result<()> {
         join_fanout(self.fd.as_raw_fd(), group)
+    }
+
+    /// Joins fanout group `group` that other sockets already serve, without
+    /// counting a frame twice: until it is in the group this socket also
+    /// got every frame on its own (the members got them too), so it stops
+    /// taking frames (a drop-all filter), throws away what it queued, joins,
+    /// and takes its share from then on.
+    pub fn join_fanout_late(&mut self, group: u16) -> io::Result<()> {
+        let fd = self.fd.as_raw_fd();
+        drop_all(fd, true)?;
+        let mut buf = [0u8; 64];
+        // SAFETY: recv into a stack buffer of its length; MSG_DONTWAIT.
+        while unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) } >= 0
+        {
+        }
+        join_fanout(fd, group)?;
+        drop_all(fd, false)
     }
 
     /// Has the kernel stamp every received frame with its receive time

@@ -463,20 +463,20 @@ pub fn open_rx_workers(
             r.join_fanout(group).map_err(open_err(iface))?;
             out.push(Rx::Ring(r, 0));
             for _ in 1..workers {
-                let r = RxRing::open(iface, 1 << 20, 64).map_err(open_err(iface))?;
-                r.join_fanout(group).map_err(open_err(iface))?;
+                let mut r = RxRing::open(iface, 1 << 20, 64).map_err(open_err(iface))?;
+                r.join_fanout_late(group).map_err(open_err(iface))?;
                 out.push(Rx::Ring(r, 0));
             }
         }
-        s @ Rx::Socket(..) => {
-            out.push(s);
+        Rx::Socket(s, bufs, n, wait) => {
+            s.join_fanout(group).map_err(open_err(iface))?;
+            out.push(Rx::Socket(s, bufs, n, wait));
             for _ in 1..workers {
-                out.push(socket_rx(iface)?);
-            }
-            for rx in &out {
-                if let Rx::Socket(s, ..) = rx {
-                    s.join_fanout(group).map_err(open_err(iface))?;
+                let mut rx = socket_rx(iface)?;
+                if let Rx::Socket(s, ..) = &mut rx {
+                    s.join_fanout_late(group).map_err(open_err(iface))?;
                 }
+                out.push(rx);
             }
         }
     }

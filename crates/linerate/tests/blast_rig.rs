@@ -1274,7 +1274,7 @@ fn sink_workers_need_queues_or_fall_back() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("one receive worker"));
-    let (sink, ()) = sink_while(
+    let (sink, blast) = sink_while(
         rig.command(1, BIN)
             .args(["sink", "--iface", "veth0", "--cores", "0,1"])
             .args(["--duration", "10", "--count", "8000", "--json"]),
@@ -1292,10 +1292,11 @@ fn sink_workers_need_queues_or_fall_back() {
                     "100k",
                 ],
             );
-            succeeded(&out);
+            succeeded(&out)
         },
     );
     let v = support::json(&sink.stdout);
+    assert_eq!(blast["packets"], 8000, "{blast}");
     assert_eq!(v["backend"], "af_packet", "{v}");
     assert!(
         v["backend_note"]
