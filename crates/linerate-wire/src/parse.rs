@@ -78,15 +78,24 @@ pub fn parse_frame(bytes: &[u8]) -> Result<ParsedFrame<'_>, Error> {
         probe: None,
         ip: None,
     };
-    if matches!(ethertype, EtherType::IPV4 | EtherType::IPV6) {
-        out.ip = crate::offsets::locate(bytes);
-    }
+    // Offsets come from the walk itself (no second pass over the headers).
+    let l3 = bytes.len() - rest.len();
+    let offset_of = |part: &[u8]| part.as_ptr() as usize - bytes.as_ptr() as usize;
     let (proto, l4_bytes, icmp_version) = match ethertype {
         EtherType::IPV4 => {
             let ip = Ipv4Packet::new_checked(rest)?;
             let repr = Ipv4Repr::parse(&ip);
             out.l3 = L3::Ipv4(repr);
             let l4 = &rest[ip.header_len()..usize::from(ip.total_len())];
+            out.ip = Some(crate::offsets::IpOffsets {
+                v6: false,
+                l3,
+                src: l3 + 12,
+                addr_len: 4,
+                header_checksum: Some(l3 + 10),
+                // A first fragment carries the transport header too.
+                l4: (ip.frag_offset() == 0).then(|| (repr.protocol, offset_of(l4))),
+            });
             if ip.frag_offset() != 0 || ip.more_frags() {
                 // A fragment is not a whole segment: its transport header
                 // (if any) describes bytes that are not all here.
@@ -99,12 +108,23 @@ pub fn parse_frame(bytes: &[u8]) -> Result<ParsedFrame<'_>, Error> {
             let ip = Ipv6Packet::new_checked(rest)?;
             let repr = Ipv6Repr::parse(&ip);
             out.l3 = L3::Ipv6(repr);
+            out.ip = Some(crate::offsets::IpOffsets {
+                v6: true,
+                l3,
+                src: l3 + 8,
+                addr_len: 16,
+                header_checksum: None,
+                l4: None,
+            });
             let (proto, l4) = match skip_ipv6_extensions(repr.next_header, ip_payload(rest, &ip))? {
                 Some(x) => x,
                 None => return Ok(out),
             };
             if proto == NO_NEXT_HEADER {
                 return Ok(out);
+            }
+            if let Some(o) = out.ip.as_mut() {
+                o.l4 = Some((proto, offset_of(l4)));
             }
             (proto, l4, IcmpVersion::V6)
         }

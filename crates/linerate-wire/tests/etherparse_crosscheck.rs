@@ -290,6 +290,11 @@ proptest! {
         // (etherparse sets IPv4 DF and ident 0, which the repr carries over).
         prop_assert_eq!(re_emit(&bytes), bytes.clone());
         agree(&bytes);
+        // The offsets the strict parse records are the lenient walk's.
+        prop_assert_eq!(p.ip, linerate_wire::locate(&bytes));
+        let ip = p.ip.unwrap();
+        prop_assert_eq!(ip.l3, 14 + 4 * s.vlans.len());
+        prop_assert!(ip.l4.is_some());
     }
 
     #[test]

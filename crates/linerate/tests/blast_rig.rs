@@ -1288,8 +1288,10 @@ fn sink_workers_need_queues_or_fall_back() {
                     "1000-1007",
                     "--count",
                     "8000",
+                    // A rate a debug-build sink keeps up with while the other
+                    // rig tests run beside it (the counts must be exact).
                     "--pps",
-                    "100k",
+                    "50k",
                 ],
             );
             succeeded(&out)
