@@ -99,6 +99,14 @@ pub struct RxCapabilities {
 
 pub use crate::udp::TX_BATCH_MAX;
 
+/// TPACKET_V3 receive ring: blocks of 256 KiB (128 frame slots), 256 of
+/// them (64 MiB). The kernel closes a block after 1 ms at the latest, so at
+/// low rates each block holds about a millisecond: many small blocks let a
+/// receive worker that stalls (a busy host) fall ~256 ms behind before the
+/// kernel drops, where 64 blocks of 1 MiB gave it 64 ms.
+const RX_BLOCK: usize = 1 << 18;
+const RX_BLOCKS: usize = 256;
+
 /// Why receiving on `iface` cannot go on, if it cannot: the interface went
 /// down or away. (Rings just go quiet when that happens, so the loops look
 /// a few times a second and every backend ends the same way.)
@@ -443,7 +451,7 @@ pub fn open_rx_workers(
                 "af_xdp: {queues} RX queue(s) for {workers} workers, receiving with af_packet (TPACKET_V3 RX rings, PACKET_FANOUT by flow) on {iface}"
             ));
             Rx::Ring(
-                RxRing::open(iface, 1 << 20, 64).map_err(open_err(iface))?,
+                RxRing::open(iface, RX_BLOCK, RX_BLOCKS).map_err(open_err(iface))?,
                 0,
             )
         }
@@ -463,7 +471,7 @@ pub fn open_rx_workers(
             r.join_fanout(group).map_err(open_err(iface))?;
             out.push(Rx::Ring(r, 0));
             for _ in 1..workers {
-                let mut r = RxRing::open(iface, 1 << 20, 64).map_err(open_err(iface))?;
+                let mut r = RxRing::open(iface, RX_BLOCK, RX_BLOCKS).map_err(open_err(iface))?;
                 r.join_fanout_late(group).map_err(open_err(iface))?;
                 out.push(Rx::Ring(r, 0));
             }
@@ -485,7 +493,7 @@ pub fn open_rx_workers(
 
 /// Opens the receiving backend; the note says what `auto` chose and why.
 pub fn open_rx(kind: BackendKind, iface: &str) -> Result<(Rx, Option<String>), BackendError> {
-    let ring = || RxRing::open(iface, 1 << 20, 64);
+    let ring = || RxRing::open(iface, RX_BLOCK, RX_BLOCKS);
     let socket = || socket_rx(iface);
     match kind {
         BackendKind::AfXdp => Ok((

@@ -244,10 +244,13 @@ struct WorkerOut {
 }
 
 /// Receives until the duration, the count, `stop`, or the interface going
-/// away; calls `on_interval` with each interval as it ends.
+/// away; calls `on_ready` with the backend's name once every receive socket
+/// is open (traffic sent from then on is counted) and `on_interval` with
+/// each interval as it ends.
 pub fn sink(
     cfg: &SinkConfig,
     stop: &AtomicBool,
+    on_ready: &mut dyn FnMut(&str),
     on_interval: &mut dyn FnMut(&Interval),
 ) -> Result<SinkReport, BackendError> {
     let workers = cfg.cores.len().max(1);
@@ -272,6 +275,7 @@ pub fn sink(
     let total = AtomicU64::new(0);
     let live: Vec<Live> = (0..workers).map(|_| Live::default()).collect();
     let want = AtomicU64::new(0);
+    on_ready(backend);
     let start = Instant::now();
     let mut sampler = Sampler::new(start, cfg.interval);
     let mut intervals = Vec::new();

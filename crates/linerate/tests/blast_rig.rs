@@ -939,12 +939,31 @@ const EIGHT_FLOWS_16000: [&str; 8] = [
 /// Runs `sink` (a command for host 1) in the background, gives it 500 ms
 /// to start, runs `f`, and returns the sink's output with what `f` returned.
 fn sink_while<T: Send>(sink: &mut Command, f: impl FnOnce() -> T + Send) -> (Output, T) {
-    std::thread::scope(|s| {
-        let h = s.spawn(|| sink.output().unwrap());
-        std::thread::sleep(Duration::from_millis(500));
-        let r = f();
-        (h.join().unwrap(), r)
-    })
+    use std::io::{BufRead, Read};
+    let mut child = sink
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The sink says on stderr when it counts what arrives (a sink that
+    // fails says why and closes stderr): no guessing with a sleep.
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut stderr = String::new();
+    loop {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap_or(0) == 0 {
+            break;
+        }
+        stderr.push_str(&line);
+        if line.starts_with("linerate: sink receiving on") {
+            break;
+        }
+    }
+    let r = f();
+    let _ = err.read_to_string(&mut stderr);
+    let mut out = child.wait_with_output().unwrap();
+    out.stderr = stderr.into_bytes();
+    (out, r)
 }
 
 /// blast on host 0 without --dst-mac (the kernel resolves it), JSON out.

@@ -446,7 +446,12 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
         "write": a.write,
     });
     let mut run = Run::start(&a.out, Mode::Sink, config, Some(doc.clone()))?;
-    let r = match linerate_packet::sink(&cfg, stop.flag(), &mut |iv| run.interval(iv)) {
+    // On stderr, so scripts (and tests) can start their traffic once the
+    // sink counts it.
+    let ready = |backend: &str| eprintln!("linerate: sink receiving on {} ({backend})", a.iface);
+    let r = match linerate_packet::sink(&cfg, stop.flag(), &mut { ready }, &mut |iv| {
+        run.interval(iv)
+    }) {
         Ok(r) => r,
         Err(e) => return Err(run.fail(e.into())),
     };
