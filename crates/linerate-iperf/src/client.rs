@@ -295,12 +295,10 @@ impl<'a> ClientTest<'a> {
             zerocopy: self.opts.zerocopy,
         };
         let r = spawn_streams(std::mem::take(&mut self.conns), &self.params, &so);
-        self.meter = Some(Meter::for_test(
-            r.streams.clone(),
-            &self.params,
-            self.opts.interval,
-            started,
-        ));
+        self.meter = Some(
+            Meter::for_test(r.streams.clone(), &self.params, self.opts.interval, started)
+                .with_budget(r.budget.clone()),
+        );
         self.running = Some(r);
     }
 
@@ -347,10 +345,13 @@ impl<'a> ClientTest<'a> {
             self.interval(&samples);
         }
         let p = &self.params;
-        let (bytes, blocks) = m.totals();
+        let (sent, received) = m.totals();
         let by_time = p.time_s > 0 && self.start_at.is_some_and(|s| s.elapsed() >= self.test_len);
-        let by_bytes = p.num_bytes > 0 && !m.omitting() && bytes >= p.num_bytes;
-        let by_blocks = p.block_count > 0 && !m.omitting() && blocks >= p.block_count;
+        // -n / -k: the senders stop themselves at exactly the amount; the
+        // test ends when one direction has moved all of it (iperf3's
+        // bytes_sent or bytes_received).
+        let amount = amount_bytes(p);
+        let by_amount = amount > 0 && !m.omitting() && (sent >= amount || received >= amount);
         let failed = m
             .streams()
             .iter()
@@ -359,7 +360,7 @@ impl<'a> ClientTest<'a> {
             self.meter = Some(m);
             return Err(ClientFailure::Data(e));
         }
-        if by_time || by_bytes || by_blocks {
+        if by_time || by_amount {
             // The test ends now: senders stop, figures are taken at this
             // instant (iperf3 ignores what arrives after TEST_END).
             let end_at = Instant::now();
@@ -458,6 +459,19 @@ impl<'a> ClientTest<'a> {
                 }
             );
         }
+    }
+}
+
+/// The bytes a `-n` / `-k` test moves in one direction: `-n` as given (UDP:
+/// rounded up to whole datagrams), `-k` blocks of the block size; 0 for a
+/// test that ends by time.
+fn amount_bytes(p: &Params) -> u64 {
+    let len = u64::from(p.len.max(1));
+    match (p.num_bytes, p.block_count, p.protocol) {
+        (0, 0, _) => 0,
+        (n, 0, Protocol::Tcp) => n,
+        (n, 0, Protocol::Udp) => n.div_ceil(len) * len,
+        (_, k, _) => k * len,
     }
 }
 

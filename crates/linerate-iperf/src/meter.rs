@@ -76,6 +76,8 @@ pub struct Meter {
     /// Per-stream target rate and bits per datagram/block, for pacing figures.
     rate_bps: u64,
     unit_bits: f64,
+    /// This side's -n / -k budget, restarted when omit ends.
+    budget: Option<Arc<crate::stream::Budget>>,
 }
 
 impl Meter {
@@ -101,7 +103,14 @@ impl Meter {
             rtt: vec![RttStats::default(); n],
             rate_bps: 0,
             unit_bits: 0.0,
+            budget: None,
         }
+    }
+
+    /// This side's senders' budget, restarted when omit ends.
+    pub fn with_budget(mut self, b: Arc<crate::stream::Budget>) -> Self {
+        self.budget = Some(b);
+        self
     }
 
     /// The meter of a test with parameters `p`: UDP or TCP figures, omit,
@@ -133,16 +142,19 @@ impl Meter {
         &self.streams
     }
 
-    /// Bytes and blocks moved since the end of omit, summed over streams.
+    /// Bytes moved since the end of omit, summed over the sending streams
+    /// and over the receiving ones.
     pub fn totals(&self) -> (u64, u64) {
         self.streams
             .iter()
             .zip(&self.base)
-            .fold((0, 0), |(b, k), (s, base)| {
-                (
-                    b + s.bytes.load(Ordering::Relaxed).saturating_sub(base.bytes),
-                    k + s.blocks.load(Ordering::Relaxed).saturating_sub(base.blocks),
-                )
+            .fold((0, 0), |(sent, recv), (s, base)| {
+                let b = s.bytes.load(Ordering::Relaxed).saturating_sub(base.bytes);
+                if s.sender {
+                    (sent + b, recv)
+                } else {
+                    (sent, recv + b)
+                }
             })
     }
 
@@ -173,6 +185,9 @@ impl Meter {
             self.epoch = omit_end;
             self.last_t = omit_end;
             self.base = self.last.clone();
+            if let Some(b) = &self.budget {
+                b.restart();
+            }
             for s in &self.streams {
                 s.omit_over.store(true, Ordering::Relaxed);
             }

@@ -27,6 +27,8 @@ pub(crate) struct Running {
     pub(crate) handles: Vec<Option<JoinHandle<()>>>,
     /// The CPUs streams were pinned to (each once; empty: not pinned).
     pub(crate) cpus: Vec<usize>,
+    /// What this side's senders may still send (`-n` / `-k`).
+    pub(crate) budget: Arc<stream::Budget>,
 }
 
 impl Running {
@@ -146,9 +148,14 @@ pub(crate) fn spawn_streams(
     p: &Params,
     so: &StreamOpts,
 ) -> Running {
+    let budget = Arc::new(stream::Budget::new(
+        p,
+        p.protocol == linerate_iperf_proto::Protocol::Udp,
+    ));
     let pacing = Pacing {
         rate_bps: p.bandwidth_bps,
         burst: p.burst,
+        budget: budget.clone(),
     };
     let mut streams = Vec::new();
     let mut handles = Vec::new();
@@ -178,7 +185,7 @@ pub(crate) fn spawn_streams(
                 group_slot.entry(cpu).or_insert(streams.len());
                 handles.push(None);
             }
-            (c, cpu) => handles.push(Some(spawn_one(c, sh.clone(), cpu, p, so, pacing))),
+            (c, cpu) => handles.push(Some(spawn_one(c, sh.clone(), cpu, p, so, pacing.clone()))),
         }
         streams.push(sh);
     }
@@ -187,6 +194,7 @@ pub(crate) fn spawn_streams(
         let zerocopy = so.zerocopy;
         // The group's thread is joined through its first stream's slot.
         let slot = group_slot[&cpu];
+        let pacing = pacing.clone();
         handles[slot] = Some(std::thread::spawn(move || {
             if !pin(cpu, &members[0].1) {
                 for (_, sh) in &members {
@@ -201,5 +209,6 @@ pub(crate) fn spawn_streams(
         streams,
         handles,
         cpus: pinned.into_iter().collect(),
+        budget,
     }
 }

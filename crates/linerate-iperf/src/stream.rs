@@ -110,13 +110,82 @@ impl StreamShared {
     }
 }
 
-/// How a sender paces itself.
-#[derive(Debug, Clone, Copy)]
+/// How a sender paces itself, and how much its side may still send.
+#[derive(Debug, Clone)]
 pub struct Pacing {
     /// Target bit/s of payload; 0 = as fast as possible.
     pub rate_bps: u64,
     /// Blocks per pacing decision (iperf3's `-b rate/N`).
     pub burst: u32,
+    /// `-n` / `-k`, shared by every sending stream of this side.
+    pub budget: Arc<Budget>,
+}
+
+/// What this side may still send for `-n` bytes or `-k` blocks, counted
+/// over all its sending streams after the omit period (as iperf3 counts
+/// them). Senders take from it before every write, so the side stops at
+/// exactly the amount (iperf3 checks between writes and overshoots by up
+/// to a block per stream; a control loop that checks every few ms
+/// overshoots by megabytes).
+#[derive(Debug)]
+pub struct Budget {
+    /// TCP: bytes (`-k` blocks of the block size); UDP: datagrams (`-n`
+    /// rounded up to whole datagrams); `None`: no limit.
+    limit: Option<u64>,
+    left: AtomicU64,
+}
+
+impl Budget {
+    /// The budget of a test with parameters `p` (UDP when `udp`).
+    pub fn new(p: &linerate_iperf_proto::Params, udp: bool) -> Self {
+        let len = u64::from(p.len.max(1));
+        let limit = match (p.num_bytes, p.block_count, udp) {
+            (0, 0, _) => None,
+            (n, 0, false) => Some(n),
+            (n, 0, true) => Some(n.div_ceil(len)),
+            (_, k, false) => Some(k * len),
+            (_, k, true) => Some(k),
+        };
+        // During omit nothing counts: the amount starts when omit ends.
+        let left = if p.omit_s > 0 {
+            u64::MAX
+        } else {
+            limit.unwrap_or(u64::MAX)
+        };
+        Budget {
+            limit,
+            left: AtomicU64::new(left),
+        }
+    }
+
+    /// The omit period ended: the amount counts from now.
+    pub fn restart(&self) {
+        if let Some(l) = self.limit {
+            self.left.store(l, Ordering::Relaxed);
+        }
+    }
+
+    /// Takes up to `want` units (TCP bytes, UDP datagrams); returns how many
+    /// may go (0: this side has sent its amount).
+    pub fn take(&self, want: u64) -> u64 {
+        if self.limit.is_none() {
+            return want;
+        }
+        let prev = self
+            .left
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |l| {
+                Some(l - l.min(want))
+            })
+            .unwrap_or(0);
+        prev.min(want)
+    }
+
+    /// Returns units taken and not sent.
+    pub fn give_back(&self, units: u64) {
+        if self.limit.is_some() && units > 0 {
+            self.left.fetch_add(units, Ordering::Relaxed);
+        }
+    }
 }
 
 /// When the next block may go so that the average stays at the rate.
@@ -200,15 +269,23 @@ pub fn tcp_send_group(
                 next_due = Some(next_due.map_or(t, |n: Instant| n.min(t)));
                 continue;
             }
+            let allowed = pacing.budget.take(buf.len() as u64) as usize;
+            if allowed == 0 {
+                // This side has sent its -n / -k amount.
+                s.done = true;
+                continue;
+            }
             let r = if s.zc {
                 s.calls += 1;
                 if s.calls.is_multiple_of(64) {
                     linerate_backend::zerocopy::drain_completions(&s.sock);
                 }
-                linerate_backend::zerocopy::send(&s.sock, &buf)
+                linerate_backend::zerocopy::send(&s.sock, &buf[..allowed])
             } else {
-                (&s.sock).write(&buf)
+                (&s.sock).write(&buf[..allowed])
             };
+            let written = r.as_ref().map_or(0, |n| *n);
+            pacing.budget.give_back((allowed - written) as u64);
             match r {
                 Ok(n) => {
                     wrote = true;
@@ -374,6 +451,11 @@ pub fn udp_send(
                 (((allowed - sent_bytes) / len as u64) as usize).clamp(burst.min(cap), cap)
             }
         };
+        let n = pacing.budget.take(n as u64) as usize;
+        if n == 0 {
+            // This side has sent its -n / -k amount.
+            break;
+        }
         let (sec, nsec) = clock::monotonic();
         for d in 0..n {
             let (m, k) = (d / tx.segs, d % tx.segs);
@@ -394,6 +476,7 @@ pub fn udp_send(
         match batch.send(&s, &refs) {
             Ok(k) => {
                 let dgrams: usize = refs[..k].iter().map(|r| r.len() / len).sum();
+                pacing.budget.give_back((n - dgrams) as u64);
                 if pacing.rate_bps > 0 {
                     dep.record(Instant::now(), dgrams as u64);
                 }
@@ -406,15 +489,18 @@ pub fn udp_send(
                 if idle_error(&e)
                     || e.raw_os_error() == Some(nix::errno::Errno::ENOBUFS as i32) =>
             {
+                pacing.budget.give_back(n as u64);
                 StreamShared::add(&sh.send_errors, 1);
                 std::thread::yield_now();
             }
             // The peer's socket is gone (ICMP unreachable): normal at the end.
             Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                pacing.budget.give_back(n as u64);
                 std::thread::sleep(Duration::from_millis(1));
             }
             // A device or path that cannot take GSO: fall back to one datagram per message.
             Err(e) if tx.segs > 1 && matches!(e.raw_os_error(), Some(5 | 22 | 95)) => {
+                pacing.budget.give_back(n as u64);
                 let _ = sockopt::set_udp_segment(&s, 0);
                 tx = TxBufs::new(&template, 1, BATCH_MAX);
             }
@@ -518,4 +604,55 @@ pub fn udp_recv(s: UdpSocket, sh: Arc<StreamShared>, len: usize, c64: bool) {
 /// TCP_INFO of a stream, if it is TCP.
 pub fn tcp_info(sh: &StreamShared) -> Option<sockopt::TcpInfo> {
     sh.tcp.as_ref().and_then(|t| sockopt::tcp_info(t).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linerate_iperf_proto::Params;
+
+    fn params(n: u64, k: u64, len: u32, omit: u32) -> Params {
+        Params {
+            num_bytes: n,
+            block_count: k,
+            len,
+            omit_s: omit,
+            ..Params::default()
+        }
+    }
+
+    #[test]
+    fn a_tcp_byte_budget_ends_at_exactly_n_with_a_short_last_write() {
+        let b = Budget::new(&params(300, 0, 128, 0), false);
+        assert_eq!(b.take(128), 128);
+        assert_eq!(b.take(128), 128);
+        assert_eq!(b.take(128), 44, "the last write is cut to what is left");
+        assert_eq!(b.take(128), 0);
+        // A write that took 44 and wrote 10 gives 34 back.
+        b.give_back(34);
+        assert_eq!(b.take(128), 34);
+    }
+
+    #[test]
+    fn blocks_and_udp_bytes_count_whole_units() {
+        // -k 3 over TCP: 3 blocks of the block size, in bytes.
+        let b = Budget::new(&params(0, 3, 100, 0), false);
+        assert_eq!((b.take(250), b.take(250), b.take(1)), (250, 50, 0));
+        // UDP -n 1000 with 300-byte datagrams: 4 datagrams.
+        let b = Budget::new(&params(1000, 0, 300, 0), true);
+        assert_eq!((b.take(3), b.take(3), b.take(3)), (3, 1, 0));
+        // UDP -k 5: 5 datagrams.
+        let b = Budget::new(&params(0, 5, 300, 0), true);
+        assert_eq!((b.take(8), b.take(8)), (5, 0));
+        // No limit.
+        assert_eq!(Budget::new(&params(0, 0, 1, 0), true).take(99), 99);
+    }
+
+    #[test]
+    fn omit_sends_freely_and_the_amount_counts_from_its_end() {
+        let b = Budget::new(&params(100, 0, 64, 2), false);
+        assert_eq!(b.take(1 << 30), 1 << 30);
+        b.restart();
+        assert_eq!((b.take(64), b.take(64), b.take(64)), (64, 36, 0));
+    }
 }

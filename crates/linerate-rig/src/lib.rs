@@ -14,4 +14,6 @@ mod netns;
 mod skip;
 
 pub use netns::{Host, IfaceStats, Rig, RigConfig, RigError};
-pub use skip::{Requirement, require_program, require_root, should_skip, strict};
+pub use skip::{
+    Requirement, iperf3_321, require_iperf3_321, require_program, require_root, should_skip, strict,
+};

@@ -33,6 +33,29 @@ pub fn require_program(name: &str) -> Requirement {
     }
 }
 
+/// iperf3 3.21 (the newest, static): `$LINERATE_IPERF3_321` (which `.ci/run`
+/// sets), else `shared/bin/iperf3-3.21` beside the checkout.
+pub fn iperf3_321() -> Result<std::path::PathBuf, String> {
+    let p = std::env::var_os("LINERATE_IPERF3_321")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/bin/iperf3-3.21")
+        });
+    if is_executable(&p) {
+        Ok(p)
+    } else {
+        Err(format!(
+            "needs iperf3 3.21 at {} (set LINERATE_IPERF3_321)",
+            p.display()
+        ))
+    }
+}
+
+/// [`iperf3_321`] as a requirement.
+pub fn require_iperf3_321() -> Requirement {
+    iperf3_321().map(|_| ())
+}
+
 fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     p.metadata()

@@ -280,7 +280,10 @@ impl TestServer<'_> {
             zerocopy: p.zerocopy,
         };
         let r = spawn_streams(std::mem::take(&mut self.conns), &p, &so);
-        self.meter = Some(Meter::for_test(r.streams.clone(), &p, opts.interval, now));
+        self.meter = Some(
+            Meter::for_test(r.streams.clone(), &p, opts.interval, now)
+                .with_budget(r.budget.clone()),
+        );
         self.running = Some(r);
         self.last_rx = (0, now);
         Next::Go
