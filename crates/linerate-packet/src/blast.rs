@@ -246,16 +246,12 @@ pub fn blast(
             })
             .collect();
         // Each interval: what every worker did (netblast's per-second report).
-        while handles.iter().any(|h| !h.is_finished()) {
-            std::thread::sleep(sampler.wait(Instant::now(), Duration::from_millis(20)));
-            let now = Instant::now();
-            if sampler.due(now)
-                && let Some(iv) = sampler.sample(now, live_rows(&counters))
-            {
-                on_interval(&iv);
-                intervals.push(iv);
-            }
-        }
+        sampler.watch(
+            || handles.iter().any(|h| !h.is_finished()),
+            || live_rows(&counters),
+            on_interval,
+            &mut intervals,
+        );
         handles
             .into_iter()
             .map(|h| h.join().unwrap_or(Err(BlastError::Worker)))

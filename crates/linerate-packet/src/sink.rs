@@ -300,17 +300,13 @@ pub fn sink(
                 })
             })
             .collect();
-        while handles.iter().any(|h| !h.is_finished()) {
-            std::thread::sleep(sampler.wait(Instant::now(), Duration::from_millis(20)));
-            let now = Instant::now();
-            if sampler.due(now) {
-                let running = || !handles.iter().all(|h| h.is_finished());
-                if let Some(iv) = sampler.sample(now, ask_live(&want, &live, running)) {
-                    on_interval(&iv);
-                    intervals.push(iv);
-                }
-            }
-        }
+        let running = || handles.iter().any(|h| !h.is_finished());
+        sampler.watch(
+            running,
+            || ask_live(&want, &live, running),
+            on_interval,
+            &mut intervals,
+        );
         handles
             .into_iter()
             .map(|h| h.join().expect("a receive worker panicked"))

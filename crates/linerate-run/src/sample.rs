@@ -57,6 +57,28 @@ impl Sampler {
             .map_or(cap, |n| n.saturating_duration_since(now).min(cap))
     }
 
+    /// While `running()`: sleeps until the next interval is due (checking
+    /// `running` every 20 ms), closes it with the snapshot `rows()` and
+    /// hands the interval before it to `on` (and keeps it in `kept`).
+    pub fn watch(
+        &mut self,
+        running: impl Fn() -> bool,
+        mut rows: impl FnMut() -> Vec<Row>,
+        on: &mut dyn FnMut(&Interval),
+        kept: &mut Vec<Interval>,
+    ) {
+        while running() {
+            std::thread::sleep(self.wait(Instant::now(), Duration::from_millis(20)));
+            let now = Instant::now();
+            if self.due(now)
+                && let Some(iv) = self.sample(now, rows())
+            {
+                on(&iv);
+                kept.push(iv);
+            }
+        }
+    }
+
     /// Closes the interval due now with the snapshot `rows`; returns the
     /// interval before it, which is final once this one exists.
     pub fn sample(&mut self, now: Instant, rows: Vec<Row>) -> Option<Interval> {

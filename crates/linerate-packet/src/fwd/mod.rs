@@ -416,19 +416,16 @@ fn run_workers<T: Send>(
                 })
             })
             .collect();
-        while handles.iter().any(|h| !h.is_finished()) {
-            std::thread::sleep(sampler.wait(Instant::now(), Duration::from_millis(20)));
-            let now = Instant::now();
-            if sampler.due(now) {
-                let rows = (job.live.iter().enumerate())
+        sampler.watch(
+            || handles.iter().any(|h| !h.is_finished()),
+            || {
+                (job.live.iter().enumerate())
                     .flat_map(|(w, l)| worker_rows(w, &l.counts()))
-                    .collect();
-                if let Some(iv) = sampler.sample(now, rows) {
-                    on_interval(&iv);
-                    intervals.push(iv);
-                }
-            }
-        }
+                    .collect()
+            },
+            on_interval,
+            &mut intervals,
+        );
         handles
             .into_iter()
             .map(|h| h.join().expect("fwd worker panicked"))
