@@ -182,13 +182,42 @@ pub struct CaptureWriter {
 
 impl CaptureWriter {
     /// Creates the file and writes its header.
-    pub fn create(path: &Path, snaplen: u32, max_frames: u64) -> Result<Self, TraceError> {
+    pub fn create(
+        path: &Path,
+        snaplen: u32,
+        max_frames: u64,
+        overwrite: bool,
+    ) -> Result<Self, TraceError> {
         let p = path.display().to_string();
         let io_err = |source| TraceError::Io {
             path: p.clone(),
             source,
         };
-        let file = std::fs::File::create(path).map_err(io_err)?;
+        let refuse = |why: &str| io_err(std::io::Error::other(why.to_string()));
+        // Never through a symbolic link, never over a file unless asked;
+        // O_CREAT|O_EXCL (create_new) refuses both, and a link planted
+        // between the removal and the creation.
+        if overwrite {
+            match std::fs::symlink_metadata(path) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    return Err(refuse("is a symbolic link (not followed)"));
+                }
+                Ok(m) if m.is_file() => std::fs::remove_file(path).map_err(io_err)?,
+                Ok(_) => return Err(refuse("exists and is not a regular file")),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_err(e)),
+            }
+        }
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::AlreadyExists => {
+                    refuse("exists (or is a link): give --force to replace a file")
+                }
+                _ => io_err(e),
+            })?;
         // The header says 262144 (tcpdump's default) and frames are cut to
         // `snaplen` here: some readers (pcap-file among them) refuse a frame
         // whose original length exceeds the header's snaplen.
@@ -235,7 +264,12 @@ impl CaptureWriter {
         match w.write_packet(&packet) {
             Ok(_) => self.written += 1,
             Err(e) => {
-                self.error = Some(format!("{}: {e}", self.path));
+                // The I/O error itself (pcap-file's text for it is vague).
+                let why = match e {
+                    pcap_file::PcapError::IoError(io) => io.to_string(),
+                    other => other.to_string(),
+                };
+                self.error = Some(format!("writing {}: {why}", self.path));
                 self.writer = None;
             }
         }
@@ -262,7 +296,7 @@ mod tests {
     #[test]
     fn capture_writer_round_trips_and_stops_at_its_bounds() {
         let path = std::env::temp_dir().join(format!("linerate-cap-{}.pcap", std::process::id()));
-        let mut w = CaptureWriter::create(&path, 100, 3).unwrap();
+        let mut w = CaptureWriter::create(&path, 100, 3, false).unwrap();
         let frames: Vec<Vec<u8>> = (0..4u8).map(|i| vec![i; 60 + 40 * i as usize]).collect();
         for (i, f) in frames.iter().enumerate() {
             w.write(1_700_000_000_000_000_000 + i as u64 * 1_500, f);
@@ -284,8 +318,42 @@ mod tests {
         assert_eq!((got[2].1, &got[2].2[..]), (140, &frames[2][..100]));
         assert_eq!(got[2].0 - got[0].0, Duration::from_nanos(3_000));
         // A file that cannot be created is a typed error naming it.
-        let e = CaptureWriter::create(Path::new("/nonexistent-dir/x.pcap"), 100, 1).unwrap_err();
+        let e =
+            CaptureWriter::create(Path::new("/nonexistent-dir/x.pcap"), 100, 1, false).unwrap_err();
         assert!(e.to_string().contains("/nonexistent-dir/x.pcap"), "{e}");
+    }
+
+    #[test]
+    fn a_capture_never_replaces_a_file_unasked_nor_follows_a_link() {
+        let dir = std::env::temp_dir().join(format!("lr-cap-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("old.pcap");
+        std::fs::write(&file, b"keep me").unwrap();
+        let e = CaptureWriter::create(&file, 100, 1, false).unwrap_err();
+        assert!(e.to_string().contains("--force"), "{e}");
+        assert_eq!(std::fs::read(&file).unwrap(), b"keep me");
+        // A link to a file: refused with or without --force, target intact.
+        let link = dir.join("link.pcap");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        for force in [false, true] {
+            assert!(CaptureWriter::create(&link, 100, 1, force).is_err());
+        }
+        assert_eq!(std::fs::read(&file).unwrap(), b"keep me");
+        // A dangling link is not followed either (it would create its target).
+        let dangling = dir.join("dangling.pcap");
+        let _ = std::fs::remove_file(&dangling);
+        std::os::unix::fs::symlink(dir.join("nowhere.pcap"), &dangling).unwrap();
+        assert!(CaptureWriter::create(&dangling, 100, 1, false).is_err());
+        assert!(!dir.join("nowhere.pcap").exists());
+        // --force replaces a regular file.
+        let mut w = CaptureWriter::create(&file, 100, 1, true).unwrap();
+        w.write(1, &[0u8; 60]);
+        assert_eq!(w.finish(), None);
+        assert_ne!(std::fs::read(&file).unwrap(), b"keep me");
+        // Not a regular file: refused.
+        assert!(CaptureWriter::create(Path::new("/dev/null"), 100, 1, true).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     fn udp_frame(i: u8) -> Vec<u8> {

@@ -148,6 +148,8 @@ pub struct SinkConfig {
 #[derive(Debug, Clone)]
 pub struct CaptureConfig {
     pub path: std::path::PathBuf,
+    /// Replace an existing regular file (never a link, never anything else).
+    pub overwrite: bool,
     pub snaplen: u32,
     pub max_frames: u64,
 }
@@ -262,7 +264,7 @@ pub fn sink(
     let mut capture = cfg
         .capture
         .as_ref()
-        .map(|c| CaptureWriter::create(&c.path, c.snaplen, c.max_frames))
+        .map(|c| CaptureWriter::create(&c.path, c.snaplen, c.max_frames, c.overwrite))
         .transpose()?;
     let (mut rxs, note) = open_rx_workers(cfg.backend, &cfg.iface, workers)?;
     let backend = rxs[0].name();

@@ -1407,3 +1407,70 @@ fn pcap_replay_rewrites_ipv6_behind_extension_headers_with_valid_checksums() {
         assert_eq!(u.checksum(), want, "UDP checksum after the rewrite");
     }
 }
+
+#[test]
+fn sink_write_refuses_files_and_links_and_fails_loudly_when_writing_fails() {
+    if skip("sink_write_refuses_files_and_links_and_fails_loudly_when_writing_fails") {
+        return;
+    }
+    let rig = Rig::pair().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("old.pcap");
+    std::fs::write(&old, b"someone's capture").unwrap();
+    let link = dir.path().join("link.pcap");
+    std::os::unix::fs::symlink(&old, &link).unwrap();
+    for (path, force) in [(&old, false), (&link, false), (&link, true)] {
+        let mut cmd = rig.command(1, BIN);
+        cmd.args(["sink", "--iface", "veth0", "--duration", "1", "--write"])
+            .arg(path);
+        if force {
+            cmd.arg("--force");
+        }
+        let out = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{path:?} {force}: {err}");
+        assert!(err.contains(path.to_str().unwrap()), "{err}");
+    }
+    assert_eq!(std::fs::read(&old).unwrap(), b"someone's capture");
+    // A write that fails (the file size limit, SIGXFSZ ignored: EFBIG) is a
+    // failure of the run, exit 1, and the counts are complete.
+    let out_file = dir.path().join("small.pcap");
+    let script = format!(
+        "trap '' XFSZ; ulimit -f 16; exec {BIN} sink --iface veth0 --backend af_packet --duration 10 --count 2000 --json --write {}",
+        out_file.display()
+    );
+    let mut sh = rig.command(1, "sh");
+    sh.args(["-c", &script]);
+    let (sink, ()) = sink_while(&mut sh, || {
+        let out = blast(
+            &rig,
+            &[
+                "--dst-ip",
+                "198.18.0.2",
+                "--size",
+                "500",
+                "--count",
+                "2000",
+                "--pps",
+                "50k",
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+    let err = String::from_utf8_lossy(&sink.stderr);
+    assert_eq!(sink.status.code(), Some(1), "{err}");
+    assert!(err.contains("capture failed after"), "{err}");
+    let v = support::json(&sink.stdout);
+    assert_eq!(v["packets"], 2000, "the count goes on: {v}");
+    assert!(
+        v["capture"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("File too large"),
+        "{v}"
+    );
+}

@@ -144,6 +144,10 @@ pub struct SinkArgs {
     /// Bytes kept of each written frame.
     #[arg(long, default_value_t = 65535, value_parser = clap::value_parser!(u32).range(64..=262144))]
     snaplen: u32,
+    /// Let --write replace an existing file (a symbolic link or anything
+    /// but a regular file is refused all the same).
+    #[arg(long, requires = "write")]
+    force: bool,
     /// Most frames written to --write (the count goes on after it).
     #[arg(long, default_value_t = 1_000_000)]
     write_count: u64,
@@ -428,6 +432,7 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
         until_packets: a.count,
         capture: a.write.as_ref().map(|path| CaptureConfig {
             path: path.clone(),
+            overwrite: a.force,
             snaplen: a.snaplen,
             max_frames: a.write_count,
         }),
@@ -459,10 +464,16 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
     v["doctor"] = doc;
     let text = sink_text(&r, &v, &a.iface);
     let rows = linerate_packet::flow_rows(&r.counts);
+    // A capture that could not be written fails the run (the counts stand).
+    let capture_error = r.capture.as_ref().and_then(|(_, frames, _, e)| {
+        e.as_ref()
+            .map(|e| format!("capture failed after {frames} frames: {e} (the counts are complete)"))
+    });
     let error = r
         .error
         .as_ref()
-        .map(|e| format!("{e} (the counts are what arrived before it)"));
+        .map(|e| format!("{e} (the counts are what arrived before it)"))
+        .or(capture_error);
     let code = run.end(r.duration_s, rows, v, text, error.as_deref());
     if let Some(e) = &error {
         eprintln!("linerate: error: {e}");
