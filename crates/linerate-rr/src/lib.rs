@@ -14,7 +14,9 @@ pub mod server;
 pub mod track;
 
 pub use client::{ClientConfig, ClientReport, Interval, Load, run_client};
-pub use server::{Server, ServerConfig, ServerCounts, ServerInterval, ServerReport, Steering};
+pub use server::{
+    Prefix, Server, ServerConfig, ServerCounts, ServerInterval, ServerReport, Steering,
+};
 
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};

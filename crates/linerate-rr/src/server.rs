@@ -38,9 +38,62 @@ pub struct ServerConfig {
     pub interval: Option<Duration>,
     /// Datagrams per receive call.
     pub batch: usize,
-    /// Largest response a request may ask for (bytes of UDP payload): a
-    /// bound on how much a 32-byte request can make the server send.
+    /// Largest response a request from an `allow`ed source may ask for
+    /// (bytes of UDP payload). Any other source gets at most the size of
+    /// its own request: a spoofed request cannot make this server send
+    /// more than it carried (no amplification).
     pub max_response: usize,
+    /// Sources (address prefixes) that may ask for responses larger than
+    /// their requests, up to `max_response`.
+    pub allow: Vec<Prefix>,
+}
+
+/// An address prefix (`198.18.0.0/15`, `2001:db8::/32`, or one address).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Prefix {
+    pub addr: std::net::IpAddr,
+    pub len: u8,
+}
+
+impl Prefix {
+    /// Parses `ADDR/LEN` or a bare address.
+    pub fn parse(s: &str) -> Result<Self, RrError> {
+        let bad = || RrError::Config(format!("'{s}' is not an address prefix (198.18.0.0/15)"));
+        let (a, l) = s.split_once('/').unwrap_or((s, ""));
+        let addr: std::net::IpAddr = a.trim().parse().map_err(|_| bad())?;
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let len = if l.is_empty() {
+            max
+        } else {
+            l.trim()
+                .parse::<u8>()
+                .ok()
+                .filter(|l| *l <= max)
+                .ok_or_else(bad)?
+        };
+        Ok(Prefix { addr, len })
+    }
+
+    /// Whether `ip` is inside (an IPv4-mapped IPv6 address counts as IPv4).
+    pub fn contains(&self, ip: std::net::IpAddr) -> bool {
+        use std::net::IpAddr;
+        let ip = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+            v4 => v4,
+        };
+        let bits = |a: IpAddr| -> (u128, u32) {
+            match a {
+                IpAddr::V4(v) => (u128::from(u32::from(v)), 32),
+                IpAddr::V6(v) => (u128::from(v), 128),
+            }
+        };
+        let ((p, w), (x, wx)) = (bits(self.addr), bits(ip));
+        if w != wx {
+            return false;
+        }
+        let shift = w - u32::from(self.len);
+        shift >= 128 || (p >> shift) == (x >> shift)
+    }
 }
 
 impl ServerConfig {
@@ -164,7 +217,12 @@ impl Server {
                 "a server needs at least one worker and a batch of at least one".into(),
             ));
         }
-        if !(RR_HEADER_LEN..=DATAGRAM_MAX).contains(&cfg.max_response) {
+        if cfg.max_response > 0 && cfg.allow.is_empty() {
+            return Err(RrError::Config(
+                "a response larger than its request goes only to sources given with --allow (a spoofed request must not make this server an amplifier): give --allow PREFIX with --max-response".into(),
+            ));
+        }
+        if cfg.max_response != 0 && !(RR_HEADER_LEN..=DATAGRAM_MAX).contains(&cfg.max_response) {
             return Err(RrError::Config(format!(
                 "the largest response must be {RR_HEADER_LEN}..={DATAGRAM_MAX} bytes, not {}",
                 cfg.max_response
@@ -249,11 +307,12 @@ impl Server {
                 let warnings = &warnings;
                 let batch = cfg.batch;
                 let max_response = cfg.max_response;
+                let allow = cfg.allow.clone();
                 s.spawn(move || {
                     if let Some(c) = cpu {
                         pin(c, warnings);
                     }
-                    serve(sock, &sh, batch, max_response, end_flag);
+                    serve(sock, &sh, batch, (max_response, &allow), end_flag);
                 });
             }
             let tick = cfg.interval.unwrap_or(Duration::from_secs(3600));
@@ -337,7 +396,13 @@ fn response_len(asked: u32, request_len: usize, slot: usize) -> Option<usize> {
 }
 
 /// One worker's loop.
-fn serve(sock: &UdpSocket, sh: &Shared, batch: usize, max_response: usize, end: &AtomicBool) {
+fn serve(
+    sock: &UdpSocket,
+    sh: &Shared,
+    batch: usize,
+    (max_response, allow): (usize, &[Prefix]),
+    end: &AtomicBool,
+) {
     let mut r = Reflector::new(batch, DATAGRAM_MAX + 1);
     let mut answers = Vec::with_capacity(r.capacity());
     let mut c = ServerCounts::default();
@@ -354,6 +419,7 @@ fn serve(sock: &UdpSocket, sh: &Shared, batch: usize, max_response: usize, end: 
                 c.malformed += 1;
                 continue;
             }
+            let source = r.source(i);
             let slot = r.slot_mut(i);
             let Ok(h) = RrHeader::make_response(&mut slot[..len]) else {
                 c.malformed += 1;
@@ -363,7 +429,13 @@ fn serve(sock: &UdpSocket, sh: &Shared, batch: usize, max_response: usize, end: 
                 c.malformed += 1;
                 continue;
             };
-            if out > max_response {
+            // No amplification: larger than the request only for an
+            // allowed source, and then up to the limit.
+            let limit = match source {
+                Some(a) if out > len && allow.iter().any(|p| p.contains(a.ip())) => max_response,
+                _ => len,
+            };
+            if out > limit {
                 c.too_large += 1;
                 continue;
             }

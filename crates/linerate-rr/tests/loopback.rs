@@ -21,7 +21,37 @@ fn server_cfg(cores: Vec<usize>, steering: Steering) -> ServerConfig {
         interval: None,
         batch: 32,
         max_response: 4096,
+        // Loopback clients may ask for responses larger than requests.
+        allow: vec![linerate_rr::Prefix::parse("127.0.0.0/8").unwrap()],
     }
+}
+
+#[test]
+fn prefixes_contain_what_they_should() {
+    use linerate_rr::Prefix;
+    let p = Prefix::parse("198.18.0.0/15").unwrap();
+    assert!(p.contains("198.19.255.1".parse().unwrap()));
+    assert!(!p.contains("198.20.0.1".parse().unwrap()));
+    assert!(
+        p.contains("::ffff:198.18.0.7".parse().unwrap()),
+        "IPv4-mapped"
+    );
+    assert!(!p.contains("2001:db8::1".parse().unwrap()));
+    let p6 = Prefix::parse("2001:db8::/32").unwrap();
+    assert!(p6.contains("2001:db8:ffff::1".parse().unwrap()));
+    assert!(!p6.contains("2001:db9::1".parse().unwrap()));
+    assert!(
+        Prefix::parse("0.0.0.0/0")
+            .unwrap()
+            .contains("8.8.8.8".parse().unwrap())
+    );
+    assert!(
+        Prefix::parse("10.0.0.1")
+            .unwrap()
+            .contains("10.0.0.1".parse().unwrap())
+    );
+    assert!(Prefix::parse("10.0.0.0/33").is_err());
+    assert!(Prefix::parse("nonsense").is_err());
 }
 
 fn client_cfg(server: SocketAddr) -> ClientConfig {

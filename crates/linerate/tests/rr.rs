@@ -37,7 +37,14 @@ fn across_rig(v6: bool) {
     let server = Proc::spawn(
         rig.command(1, env!("CARGO_BIN_EXE_linerate"))
             .args(["rr", "server", "-B", &server_ip, "-p", port])
-            .args(["--cores", "0,1", "-t", "3", "-i", "0.5", "--json"]),
+            .args(["--cores", "0,1", "-t", "3", "-i", "0.5", "--json"])
+            // The client asks for responses larger than its requests.
+            .args([
+                "--max-response",
+                "300",
+                "--allow",
+                "198.18.0.0/15,2001:db8::/32",
+            ]),
     );
     wait_udp(&rig, 1, 5300);
     let before = rig.stats(1).unwrap();
@@ -152,8 +159,34 @@ fn rr_refuses_impossible_settings_with_a_clear_message() {
         "CPU(s) [1000] in --cores",
     );
     fails_with(
-        &["rr", "server", "-p", "0", "--max-response", "70000"],
+        &[
+            "rr",
+            "server",
+            "-p",
+            "0",
+            "--max-response",
+            "70000",
+            "--allow",
+            "::1",
+        ],
         "largest response must be",
+    );
+    fails_with(
+        &["rr", "server", "-p", "0", "--max-response", "4096"],
+        "--allow",
+    );
+    fails_with(
+        &[
+            "rr",
+            "server",
+            "-p",
+            "0",
+            "--max-response",
+            "400",
+            "--allow",
+            "1.2.3.4/40",
+        ],
+        "not an address prefix",
     );
 }
 
@@ -215,4 +248,74 @@ fn rr_on_loopback_text_output() {
     assert!(text.contains("scheduled send to receipt"), "{text}");
     let s = String::from_utf8_lossy(&server.wait(Duration::from_secs(5)).stdout).to_string();
     assert!(s.contains("total: 1000 requests"), "{s}");
+}
+
+/// A server on loopback for the amplification checks; its JSON when done.
+fn amplification_run(server_args: &[&str]) -> serde_json::Value {
+    let port = support::free_port().to_string();
+    let server = Proc::spawn(
+        linerate()
+            .args([
+                "rr",
+                "server",
+                "-B",
+                "127.0.0.1",
+                "-p",
+                &port,
+                "-t",
+                "2",
+                "-J",
+            ])
+            .args(server_args),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    // 1,000 requests of 32 bytes, each asking for a 16 KiB response.
+    let client = linerate()
+        .args([
+            "rr",
+            "client",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-t",
+            "1",
+            "--pps",
+            "1k",
+        ])
+        .args([
+            "-l",
+            "32",
+            "--response-size",
+            "16384",
+            "--timeout-ms",
+            "100",
+            "-J",
+        ])
+        .output()
+        .unwrap();
+    let _ = client;
+    support::json(&server.wait(Duration::from_secs(10)).stdout)
+}
+
+#[test]
+fn the_rr_server_is_no_amplifier() {
+    // By default, and for sources outside --allow (a spoofed address looks
+    // just like one), a response is never larger than its request.
+    for args in [
+        &[][..],
+        &["--max-response", "16384", "--allow", "198.18.0.0/15"],
+    ] {
+        let v = amplification_run(args);
+        let c = &v["counts"];
+        assert_eq!(c["too_large"], 1000, "{args:?}: {v}");
+        assert_eq!(c["answered"], 0, "{args:?}");
+        assert!(
+            c["bytes_out"].as_u64().unwrap() <= c["bytes_in"].as_u64().unwrap(),
+            "{args:?}: {c}"
+        );
+    }
+    // An allowed source gets what it asked for, up to the limit.
+    let v = amplification_run(&["--max-response", "16384", "--allow", "127.0.0.0/8"]);
+    assert_eq!(v["counts"]["answered"], 1000, "{v}");
+    assert_eq!(v["counts"]["bytes_out"], 1000 * 16384);
 }

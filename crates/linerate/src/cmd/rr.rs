@@ -52,10 +52,15 @@ pub struct ServerArgs {
     /// Datagrams per receive call.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..=1024))]
     batch: u16,
-    /// Largest response a request may ask for, bytes (up to 65507): a
-    /// bound on what a small request can make this server send.
-    #[arg(long, default_value_t = 16384)]
-    max_response: usize,
+    /// Largest response a request from an --allow'ed source may ask for,
+    /// bytes (up to 65507). Without it (and for every other source) a
+    /// response is at most as large as its request: no amplification.
+    #[arg(long, requires = "allow")]
+    max_response: Option<usize>,
+    /// Sources that may ask for responses larger than their requests
+    /// (198.18.0.0/15,2001:db8::/32); needs --max-response.
+    #[arg(long, value_delimiter = ',', requires = "max_response")]
+    allow: Vec<String>,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -146,7 +151,12 @@ fn server(a: &ServerArgs) -> Result<u8> {
         duration: seconds("--time", a.time.unwrap_or(0.0))?,
         interval: a.out.interval()?,
         batch: usize::from(a.batch),
-        max_response: a.max_response,
+        max_response: a.max_response.unwrap_or(0),
+        allow: a
+            .allow
+            .iter()
+            .map(|p| linerate_rr::Prefix::parse(p))
+            .collect::<Result<_, _>>()?,
     };
     let server = linerate_rr::Server::bind(&cfg)?;
     let stop = stop_flag()?;
