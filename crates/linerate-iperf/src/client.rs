@@ -348,10 +348,15 @@ impl<'a> ClientTest<'a> {
         let (sent, received) = m.totals();
         let by_time = p.time_s > 0 && self.start_at.is_some_and(|s| s.elapsed() >= self.test_len);
         // -n / -k: the senders stop themselves at exactly the amount; the
-        // test ends when one direction has moved all of it (iperf3's
-        // bytes_sent or bytes_received).
+        // test ends when every direction it has moved all of it (with
+        // --bidir both: iperf3 ends at the first, cutting the other short).
         let amount = amount_bytes(p);
-        let by_amount = amount > 0 && !m.omitting() && (sent >= amount || received >= amount);
+        let sends = m.streams().iter().any(|s| s.sender);
+        let receives = m.streams().iter().any(|s| !s.sender);
+        let by_amount = amount > 0
+            && !m.omitting()
+            && (!sends || sent >= amount)
+            && (!receives || received >= amount);
         let failed = m
             .streams()
             .iter()
