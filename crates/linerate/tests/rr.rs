@@ -184,7 +184,7 @@ fn rr_refuses_impossible_settings_with_a_clear_message() {
             "--max-response",
             "400",
             "--allow",
-            "1.2.3.4/40",
+            "198.18.0.0/40",
         ],
         "not an address prefix",
     );
