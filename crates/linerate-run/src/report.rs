@@ -8,7 +8,7 @@
 //! - [`Csv`]: a header, one row per interval per stream/flow/worker and per
 //!   sum, then the totals (`--csv`).
 
-use crate::event::{Event, Mode, Row};
+use crate::event::{Event, Row};
 use std::io::{self, Write};
 use std::sync::{Arc, Mutex};
 
@@ -248,7 +248,6 @@ pub struct Text<W: Write + Send> {
     w: W,
     header: bool,
     said_many: bool,
-    mode: Option<Mode>,
 }
 
 impl<W: Write + Send> Text<W> {
@@ -261,7 +260,6 @@ impl<W: Write + Send> Text<W> {
             w,
             header: false,
             said_many: false,
-            mode: None,
         }
     }
 
@@ -311,10 +309,7 @@ impl<W: Write + Send> Text<W> {
 impl<W: Write + Send> Reporter for Text<W> {
     fn report(&mut self, ev: &Event) -> io::Result<()> {
         match ev {
-            Event::Start(s) => {
-                self.mode = Some(s.mode);
-                self.header = false;
-            }
+            Event::Start(_) => self.header = false,
             Event::Interval(iv) => {
                 if !self.header {
                     writeln!(
@@ -393,7 +388,7 @@ pub fn format_rate(v: f64, unit: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::{CountedBy, Counts, End, Host, Interval, Scope, Start, sums};
+    use crate::event::{CountedBy, Counts, End, Host, Interval, Mode, Scope, Start, sums};
     use serde_json::json;
 
     fn events() -> Vec<Event> {
