@@ -58,11 +58,19 @@ impl Running {
                 && let Some(h) = h.take()
             {
                 let _ = h.join();
-                // The TCP_INFO handle keeps the socket open: close the
-                // connection now, as iperf3 does at the end of a test.
-                if let Some(t) = &s.tcp {
-                    let _ = t.shutdown(std::net::Shutdown::Both);
-                }
+            }
+        }
+        // The TCP_INFO handle keeps each socket open: close every stopped
+        // connection now, as iperf3 does at the end of a test. Streams that
+        // share a worker have no handle of their own, so this goes by
+        // stream, after every worker was joined (closing only the first
+        // stream of a shared worker left iperf3 3.12 blocked reading the
+        // others with -R -P n, and the results exchange was lost).
+        for s in &self.streams {
+            if (!senders_only || s.sender)
+                && let Some(t) = &s.tcp
+            {
+                let _ = t.shutdown(std::net::Shutdown::Both);
             }
         }
     }
