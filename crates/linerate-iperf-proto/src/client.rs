@@ -21,6 +21,12 @@ pub enum ClientError {
     UnknownMessage(u8),
     #[error("unable to receive results: {0}")]
     Results(IErr),
+    #[error("the server's results are not plausible ({0}); not reported")]
+    Implausible(String),
+    #[error("the server reported an error, but sent only {0} of its 8 bytes")]
+    ServerErrorCut(usize),
+    #[error("timed out waiting for the server ({0} ms for one control message)")]
+    Timeout(u128),
 }
 
 fn errno_text(errno: i32) -> String {
@@ -72,6 +78,7 @@ pub struct ClientSession {
     events: VecDeque<ClientEvent>,
     local: Option<PeerResults>,
     exchange_requested: bool,
+    progress: u64,
 }
 
 impl ClientSession {
@@ -85,6 +92,7 @@ impl ClientSession {
             events: VecDeque::new(),
             local: None,
             exchange_requested: false,
+            progress: 0,
         }
     }
 
@@ -180,6 +188,10 @@ impl ClientSession {
                                 return self.fail(ClientError::Results(IErr::STREAM_ID));
                             }
                             Ok(r) => {
+                                if let Err(why) = r.check(self.test_seconds()) {
+                                    return self.fail(ClientError::Implausible(why));
+                                }
+                                self.progress += 1;
                                 self.phase = Phase::AwaitDisplay;
                                 self.events.push_back(ClientEvent::ServerResults(r));
                             }
@@ -211,6 +223,35 @@ impl ClientSession {
         }
     }
 
+    /// The asked test length (time + omit), `None` for one that ends by
+    /// amount.
+    fn test_seconds(&self) -> Option<f64> {
+        (self.params.time_s > 0).then(|| f64::from(self.params.time_s + self.params.omit_s))
+    }
+
+    /// How many control messages were taken whole so far: a wait for the
+    /// server is timed per message, and a byte that does not complete one
+    /// does not restart it.
+    pub fn progress(&self) -> u64 {
+        self.progress
+    }
+
+    /// The wait for the server ran out (`waited`): the test fails with the
+    /// server's error if one was half received, else with a time-out.
+    pub fn timed_out(&mut self, waited: std::time::Duration) {
+        if self.phase == Phase::ErrorPayload {
+            let n = self.buf.len().min(7);
+            self.fail(ClientError::ServerErrorCut(n));
+        } else {
+            self.fail(ClientError::Timeout(waited.as_millis()));
+        }
+    }
+
+    /// True while a SERVER_ERROR's payload is being received.
+    pub fn awaiting_error_payload(&self) -> bool {
+        self.phase == Phase::ErrorPayload
+    }
+
     /// Every stream in the server's results is one of ours (iperf3 fails
     /// with "stream has an invalid id" otherwise).
     fn ids_known(&self, r: &PeerResults) -> bool {
@@ -221,6 +262,7 @@ impl ClientSession {
     }
 
     fn on_state_byte(&mut self, b: u8) {
+        self.progress += 1;
         match (b, self.phase) {
             (state::ACCESS_DENIED, _) => self.fail(ClientError::AccessDenied),
             (state::SERVER_ERROR, _) => self.phase = Phase::ErrorPayload,

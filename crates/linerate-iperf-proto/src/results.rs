@@ -51,6 +51,49 @@ fn count(m: &Map<String, Value>, k: &str) -> Result<u64, IErr> {
 }
 
 impl PeerResults {
+    /// Checks that a peer's figures could be true: times finite, not
+    /// negative, in order and (for a test of `test_s` seconds) not far
+    /// beyond its length; jitter and CPU finite and not negative. Absurd
+    /// results are refused rather than printed as measurements.
+    pub fn check(&self, test_s: Option<f64>) -> Result<(), String> {
+        let ok = |x: f64| x.is_finite() && x >= 0.0;
+        for (name, v) in [
+            ("cpu_util_total", self.cpu_util_total),
+            ("cpu_util_user", self.cpu_util_user),
+            ("cpu_util_system", self.cpu_util_system),
+        ] {
+            if !ok(v) {
+                return Err(format!("{name} is {v}"));
+            }
+        }
+        let longest = test_s.map(|t| t * 2.0 + 60.0);
+        for s in &self.streams {
+            let id = s.id;
+            if !ok(s.start_time) || !ok(s.end_time) || s.end_time < s.start_time {
+                return Err(format!(
+                    "stream {id} ran from {} s to {} s",
+                    s.start_time, s.end_time
+                ));
+            }
+            if let Some(max) = longest
+                && s.end_time > max
+            {
+                return Err(format!(
+                    "stream {id} ran {} s in a test of {} s",
+                    s.end_time,
+                    test_s.unwrap_or(0.0)
+                ));
+            }
+            if !ok(s.jitter_s) || s.jitter_s > 3600.0 {
+                return Err(format!("stream {id} has a jitter of {} s", s.jitter_s));
+            }
+            if s.retransmits < -1 {
+                return Err(format!("stream {id} has {} retransmits", s.retransmits));
+            }
+        }
+        Ok(())
+    }
+
     /// Reads a peer's results; missing required keys are error 117.
     /// Accepts 3.12's unsigned -1 and a missing `omitted_*` pair.
     pub fn from_json(v: &Value) -> Result<Self, IErr> {

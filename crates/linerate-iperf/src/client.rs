@@ -135,9 +135,15 @@ struct ClientTest<'a> {
     start_at: Option<Instant>,
     server_results: Option<PeerResults>,
     finals: Vec<StreamFinal>,
-    last_read: Instant,
+    /// When the current wait for the server began.
+    wait_since: Instant,
+    /// The session's progress count when last looked at.
+    progress_seen: u64,
     test_len: Duration,
 }
+
+/// How long the rest of a SERVER_ERROR message is waited for.
+const ERROR_PAYLOAD_WAIT: Duration = Duration::from_secs(2);
 
 impl<'a> ClientTest<'a> {
     /// Connects the control connection and fills in iperf3's defaults.
@@ -183,7 +189,8 @@ impl<'a> ClientTest<'a> {
             start_at: None,
             server_results: None,
             finals: Vec::new(),
-            last_read: Instant::now(),
+            wait_since: Instant::now(),
+            progress_seen: 0,
             test_len,
         })
     }
@@ -193,7 +200,10 @@ impl<'a> ClientTest<'a> {
         let mut buf = [0u8; 65536];
         loop {
             while let Some(bytes) = self.session.poll_transmit() {
-                if let Err(e) = self.ctrl.write_all(&bytes) {
+                // A wait for the server's answer starts when we asked.
+                self.wait_since = Instant::now();
+                if let Err(e) = net::write_within(&mut self.ctrl, &bytes, self.opts.control_timeout)
+                {
                     if self.session.is_closed() {
                         break;
                     }
@@ -217,7 +227,7 @@ impl<'a> ClientTest<'a> {
             if interrupt.load(Ordering::Relaxed) {
                 self.session.terminate();
                 if let Some(b) = self.session.poll_transmit() {
-                    let _ = self.ctrl.write_all(&b);
+                    let _ = net::write_within(&mut self.ctrl, &b, Duration::from_millis(500));
                 }
                 return Err(ClientFailure::Data(
                     "interrupted by the user (sent CLIENT_TERMINATE)".into(),
@@ -241,7 +251,7 @@ impl<'a> ClientTest<'a> {
         for i in 0..params.stream_count() {
             let sending = params.mode.client_sends(i, params.parallel);
             let local = net::client_bind(opts.bind, opts.cport.map(|p| p + i as u16), &peer);
-            let c = create_stream(params, peer, local, &self.cookie, opts.connect_timeout)
+            let c = create_stream(params, peer, local, &self.cookie, opts)
                 .map_err(ClientFailure::Stream)?;
             let (fd, l, r) = match &c {
                 Conn::Tcp(t) => (t.as_raw_fd(), t.local_addr(), t.peer_addr()),
@@ -256,6 +266,7 @@ impl<'a> ClientTest<'a> {
             };
             self.conns.push((c, desc));
         }
+        self.wait_since = Instant::now();
         Ok(())
     }
 
@@ -396,25 +407,39 @@ impl<'a> ClientTest<'a> {
             .clamp(Duration::from_millis(1), CONTROL_WAKE);
         match net::read_within(&mut self.ctrl, buf, wake) {
             Ok(0) => self.session.handle_eof(),
-            Ok(n) => {
-                self.last_read = Instant::now();
-                self.session.handle_bytes(&buf[..n]);
-            }
+            Ok(n) => self.session.handle_bytes(&buf[..n]),
             Err(e)
                 if matches!(
                     e.kind(),
                     ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                ) =>
-            {
-                let waiting_for_server = self.running.is_none()
-                    || self.meter.as_ref().is_some_and(|_| !self.finals.is_empty());
-                if waiting_for_server && self.last_read.elapsed() > self.opts.control_timeout {
-                    return Err(ClientFailure::Timeout);
-                }
-            }
+                ) => {}
             Err(e) => session_eof_or(&mut self.session, e),
         }
+        self.check_wait();
         Ok(())
+    }
+
+    /// A wait for the server is timed per message: bytes that do not
+    /// complete one (a server trickling a byte at a time) do not restart it,
+    /// and the rest of a half-received SERVER_ERROR is waited for briefly
+    /// before the error is reported as it came.
+    fn check_wait(&mut self) {
+        if self.session.progress() != self.progress_seen {
+            self.progress_seen = self.session.progress();
+            self.wait_since = Instant::now();
+        }
+        let waiting_for_server = self.running.is_none()
+            || self.meter.as_ref().is_some_and(|_| !self.finals.is_empty())
+            || self.session.awaiting_error_payload();
+        let limit = if self.session.awaiting_error_payload() {
+            self.opts.control_timeout.min(ERROR_PAYLOAD_WAIT)
+        } else {
+            self.opts.control_timeout
+        };
+        let waited = self.wait_since.elapsed();
+        if waiting_for_server && !self.session.is_closed() && waited > limit {
+            self.session.timed_out(waited);
+        }
     }
 
     /// The streams stop, the control connection closes, and the report ends
@@ -504,12 +529,12 @@ fn create_stream(
     peer: SocketAddr,
     local: Option<SocketAddr>,
     cookie: &[u8],
-    timeout: Duration,
+    opts: &ClientOptions,
 ) -> std::io::Result<Conn> {
     match p.protocol {
         Protocol::Tcp => {
-            let mut t = net::tcp_connect(peer, local, Some(p), timeout)?;
-            t.write_all(cookie)?;
+            let mut t = net::tcp_connect(peer, local, Some(p), opts.connect_timeout)?;
+            net::write_within(&mut t, cookie, opts.control_timeout)?;
             Ok(Conn::Tcp(t))
         }
         Protocol::Udp => {
@@ -526,11 +551,30 @@ fn create_stream(
             });
             let u = UdpSocket::bind(bind)?;
             u.connect(peer)?;
-            u.set_read_timeout(Some(Duration::from_secs(30)))?;
             u.send(&udp_connect::CONNECT)?;
             let mut reply = vec![0u8; 4 + 2 * p.len as usize];
+            // The whole wait is bounded: datagrams that are not a reply do
+            // not restart it.
+            let deadline = Instant::now() + opts.control_timeout;
             loop {
-                let n = u.recv(&mut reply)?;
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(std::io::Error::new(
+                        ErrorKind::TimedOut,
+                        format!(
+                            "no UDP connect reply from the server within {} ms",
+                            opts.control_timeout.as_millis()
+                        ),
+                    ));
+                }
+                u.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
+                let n = match u.recv(&mut reply) {
+                    Ok(n) => n,
+                    Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
                 if n == 4
                     && udp_connect::REPLIES_ACCEPTED
                         .iter()

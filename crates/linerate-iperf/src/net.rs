@@ -284,3 +284,81 @@ pub fn wait_readable(sock: &impl std::os::fd::AsFd, d: std::time::Duration) -> b
     let mut fds = [PollFd::new(sock.as_fd(), PollFlags::POLLIN)];
     matches!(poll(&mut fds, PollTimeout::from(ms)), Ok(n) if n > 0)
 }
+
+/// Writes all of `bytes` to a control connection within `limit` for the
+/// whole message (not per byte): a peer that stops reading cannot hold the
+/// writer longer than that. A message cut short is `TimedOut`.
+pub fn write_within(
+    ctrl: &mut std::net::TcpStream,
+    mut bytes: &[u8],
+    limit: std::time::Duration,
+) -> std::io::Result<()> {
+    use std::io::Write;
+    let deadline = std::time::Instant::now() + limit;
+    while !bytes.is_empty() {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the peer did not read a control message in time",
+            ));
+        }
+        ctrl.set_write_timeout(Some(left.max(std::time::Duration::from_millis(1))))?;
+        match ctrl.write(bytes) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_to_a_peer_that_does_not_read_ends_at_the_deadline() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+        s.set_recv_buffer_size(2048).unwrap();
+        s.connect(&l.local_addr().unwrap().into()).unwrap();
+        let (mut server_side, _) = l.accept().unwrap();
+        server_side.set_nodelay(true).unwrap();
+        let big = vec![7u8; 64 << 20];
+        let t0 = std::time::Instant::now();
+        let r = write_within(&mut server_side, &big, Duration::from_millis(300));
+        let took = t0.elapsed();
+        assert_eq!(r.unwrap_err().kind(), io::ErrorKind::TimedOut);
+        assert!(took >= Duration::from_millis(300), "{took:?}");
+        assert!(took < Duration::from_secs(3), "{took:?}");
+        drop(s);
+    }
+
+    #[test]
+    fn a_write_to_a_reading_peer_completes() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut server_side, _) = l.accept().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut v = Vec::new();
+            std::io::Read::read_to_end(&mut c, &mut v).unwrap();
+            v.len()
+        });
+        write_within(
+            &mut server_side,
+            &vec![1u8; 8 << 20],
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        drop(server_side);
+        assert_eq!(reader.join().unwrap(), 8 << 20);
+    }
+}

@@ -43,3 +43,312 @@ fn reverse_streams_sharing_a_worker_all_end() {
         assert_eq!(v["end"]["streams"].as_array().unwrap().len(), 4);
     }
 }
+
+use linerate_iperf_proto::state;
+
+/// A fake iperf3 client driven by hand, byte by byte.
+struct Fake {
+    ctrl: TcpStream,
+    cookie: Vec<u8>,
+    port: u16,
+    streams: Vec<TcpStream>,
+}
+
+impl Fake {
+    /// Connects from `source` (a loopback address) and sends a cookie.
+    fn connect(port: u16, source: &str, rcvbuf: Option<usize>) -> Fake {
+        let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        if let Some(b) = rcvbuf {
+            s.set_recv_buffer_size(b).unwrap();
+        }
+        let src: SocketAddr = format!("{source}:0").parse().unwrap();
+        s.bind(&src.into()).unwrap();
+        let to: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        s.connect_timeout(&to.into(), Duration::from_secs(5))
+            .unwrap();
+        let mut ctrl: TcpStream = s.into();
+        ctrl.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut cookie = format!("fakefakefakefake{:020}", std::process::id()).into_bytes();
+        cookie.truncate(36);
+        cookie.push(0);
+        ctrl.write_all(&cookie).unwrap();
+        Fake {
+            ctrl,
+            cookie,
+            port,
+            streams: Vec::new(),
+        }
+    }
+
+    fn expect(&mut self, want: u8) {
+        let mut b = [0u8; 1];
+        self.ctrl.read_exact(&mut b).unwrap();
+        assert_eq!(b[0], want, "state from the server");
+    }
+
+    fn send_json(&mut self, v: &serde_json::Value) {
+        let j = v.to_string();
+        self.ctrl
+            .write_all(&(j.len() as u32).to_be_bytes())
+            .unwrap();
+        self.ctrl.write_all(j.as_bytes()).unwrap();
+    }
+
+    /// Cookie sent: exchanges `params` and waits for CREATE_STREAMS.
+    fn params(&mut self, params: serde_json::Value) {
+        self.expect(state::PARAM_EXCHANGE);
+        self.send_json(&params);
+        self.expect(state::CREATE_STREAMS);
+    }
+
+    /// Opens `n` TCP streams and waits until the test runs.
+    fn open_streams(&mut self, n: usize) {
+        for _ in 0..n {
+            let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+            s.write_all(&self.cookie).unwrap();
+            self.streams.push(s);
+        }
+        self.expect(state::TEST_START);
+        self.expect(state::TEST_RUNNING);
+    }
+
+    /// Reads the control connection until a SERVER_ERROR arrives (its
+    /// iperf3 error code) or `limit` passes (`None`), streams sending
+    /// meanwhile if asked.
+    fn until_server_error(&mut self, limit: Duration, send: bool) -> Option<(i32, Duration)> {
+        let t0 = Instant::now();
+        self.ctrl.set_nonblocking(true).unwrap();
+        let block = vec![0u8; 128 << 10];
+        for s in &self.streams {
+            s.set_nonblocking(true).unwrap();
+        }
+        let mut got = Vec::new();
+        while t0.elapsed() < limit {
+            if send {
+                for s in &mut self.streams {
+                    let _ = s.write(&block);
+                }
+            } else {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let mut b = [0u8; 64];
+            match self.ctrl.read(&mut b) {
+                Ok(0) => break,
+                Ok(n) => got.extend_from_slice(&b[..n]),
+                Err(_) => {}
+            }
+            if let Some(i) = got.iter().position(|&c| c == state::SERVER_ERROR)
+                && got.len() >= i + 5
+            {
+                let code = i32::from_be_bytes(got[i + 1..i + 5].try_into().unwrap());
+                return Some((code, t0.elapsed()));
+            }
+        }
+        None
+    }
+}
+
+fn tcp_params(time: u32, parallel: u32) -> serde_json::Value {
+    serde_json::json!({
+        "tcp": true, "omit": 0, "time": time, "num": 0, "blockcount": 0,
+        "parallel": parallel, "len": 131072, "pacing_timer": 1000,
+        "client_version": "3.12"
+    })
+}
+
+/// Retries a 1 s iperf3 test until it passes; how long that took.
+fn a_real_test_gets_through(port: u16, args: &[&str], within: Duration) -> Duration {
+    let t0 = Instant::now();
+    loop {
+        let mut a = vec!["-t", "1"];
+        a.extend_from_slice(args);
+        let v = json(&iperf3_client(port, &a).wait(Duration::from_secs(20)).stdout);
+        if v.get("error").is_none() {
+            assert!(v["end"]["sum_received"]["bytes"].as_u64().unwrap() > 0);
+            return t0.elapsed();
+        }
+        assert!(
+            t0.elapsed() < within,
+            "still no test after {:?}: {}",
+            t0.elapsed(),
+            v["error"]
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Fault 1: a client that stops reading its control connection while the
+/// server writes its (large) results held the only test slot for ever.
+#[test]
+fn a_client_that_stops_reading_frees_its_slot() {
+    if skip("a_client_that_stops_reading_frees_its_slot") {
+        return;
+    }
+    // The server's own output goes to a file (a pipe nobody reads would
+    // block it first).
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let log_path = log.path().to_str().unwrap().to_string();
+    let (mut srv, port) = server(&[
+        "-J",
+        "-i",
+        "0.1",
+        "--control-timeout",
+        "1500",
+        "--logfile",
+        &log_path,
+    ]);
+    let mut f = Fake::connect(port, "127.0.0.1", Some(1024));
+    let mut p = tcp_params(6, 128);
+    p["get_server_output"] = 1.into();
+    p["bidirectional"] = true.into();
+    f.params(p);
+    f.open_streams(256);
+    std::thread::sleep(Duration::from_millis(6100));
+    f.ctrl.write_all(&[state::TEST_END]).unwrap();
+    f.expect(state::EXCHANGE_RESULTS);
+    f.send_json(&serde_json::json!({
+        "cpu_util_total": 0.0, "cpu_util_user": 0.0, "cpu_util_system": 0.0,
+        "sender_has_retransmits": 0, "streams": []
+    }));
+    // From here on the fake client reads nothing; its results (the server's
+    // whole -J document: 256 streams, 60 intervals, about 5 MB) fill every
+    // buffer on the way.
+    let took = a_real_test_gets_through(port, &[], Duration::from_secs(12));
+    assert!(took < Duration::from_secs(8), "{took:?}");
+    assert!(srv.is_running());
+    drop(f);
+}
+
+/// Fault 3a: idle connections from one host filled the pending-cookie
+/// limit and locked everyone else out.
+#[test]
+fn idle_connections_from_one_host_do_not_lock_out_others() {
+    if skip("idle_connections_from_one_host_do_not_lock_out_others") {
+        return;
+    }
+    let (_srv, port) = server(&["--control-timeout", "20000"]);
+    let idle: Vec<TcpStream> = (0..80)
+        .filter_map(|_| {
+            let s =
+                socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).ok()?;
+            let src: SocketAddr = "127.0.0.2:0".parse().unwrap();
+            s.bind(&src.into()).ok()?;
+            let to: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+            s.connect(&to.into()).ok()?;
+            Some(s.into())
+        })
+        .collect();
+    assert_eq!(idle.len(), 80);
+    std::thread::sleep(Duration::from_millis(300));
+    // The first try must pass: no waiting for the idle ones to time out.
+    let took = a_real_test_gets_through(port, &[], Duration::from_millis(100));
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    drop(idle);
+}
+
+/// Fault 3b: a client that sends its parameters and never opens its stream
+/// held the only slot for a hard-coded 30 s, ignoring --control-timeout.
+#[test]
+fn a_client_that_never_opens_its_streams_is_dropped_at_the_control_timeout() {
+    if skip("a_client_that_never_opens_its_streams_is_dropped_at_the_control_timeout") {
+        return;
+    }
+    let (_srv, port) = server(&["--control-timeout", "1500"]);
+    let mut f = Fake::connect(port, "127.0.0.1", None);
+    f.params(tcp_params(1, 1));
+    let took = a_real_test_gets_through(port, &[], Duration::from_secs(10));
+    assert!(took < Duration::from_secs(7), "{took:?}");
+    drop(f);
+}
+
+/// Fault 3c: under --max-tests 4, a UDP client that never opens its stream
+/// held the UDP set-up lock 30 s and failed the other UDP tests.
+#[test]
+fn a_stalled_udp_set_up_does_not_fail_other_udp_tests() {
+    if skip("a_stalled_udp_set_up_does_not_fail_other_udp_tests") {
+        return;
+    }
+    let (_srv, port) = server(&["--max-tests", "4", "--control-timeout", "1500"]);
+    let mut f = Fake::connect(port, "127.0.0.1", None);
+    let mut p = tcp_params(1, 128);
+    p.as_object_mut().unwrap().remove("tcp");
+    p["udp"] = true.into();
+    p["len"] = 1400.into();
+    p["bandwidth"] = 1_000_000.into();
+    f.params(p);
+    let t0 = Instant::now();
+    let v = json(
+        &iperf3_client(port, &["-u", "-b", "10M", "-t", "1"])
+            .wait(Duration::from_secs(20))
+            .stdout,
+    );
+    assert!(v.get("error").is_none(), "{}", v["error"]);
+    assert!(t0.elapsed() < Duration::from_secs(8), "{:?}", t0.elapsed());
+    drop(f);
+}
+
+/// Fault 4: a client that asks for 2 s at 1 Mbit/s, then sends flat out and
+/// never sends TEST_END, is ended by the rate it moves, not by what it asked.
+#[test]
+fn the_server_enforces_its_rate_limit_on_what_arrives() {
+    if skip("the_server_enforces_its_rate_limit_on_what_arrives") {
+        return;
+    }
+    let (mut srv, port) = server(&["--server-bitrate-limit", "50M/1"]);
+    let mut f = Fake::connect(port, "127.0.0.1", None);
+    let mut p = tcp_params(2, 1);
+    p["bandwidth"] = 1_000_000.into();
+    f.params(p);
+    f.open_streams(1);
+    let (code, after) = f
+        .until_server_error(Duration::from_secs(10), true)
+        .expect("the server never ended the test");
+    assert_eq!(code, 27, "iperf3's IETOTALRATE");
+    assert!(after < Duration::from_millis(1900), "{after:?}");
+    assert!(srv.is_running());
+}
+
+/// Fault 4: a client that never sends TEST_END is ended at its asked time
+/// plus the grace (it ran 40 s longer).
+#[test]
+fn the_server_ends_a_test_at_its_time_plus_grace() {
+    if skip("the_server_ends_a_test_at_its_time_plus_grace") {
+        return;
+    }
+    let (_srv, port) = server(&["--server-grace", "1"]);
+    let mut f = Fake::connect(port, "127.0.0.1", None);
+    f.params(tcp_params(1, 1));
+    f.open_streams(1);
+    let (code, after) = f
+        .until_server_error(Duration::from_secs(15), false)
+        .expect("the server never ended the test");
+    assert_eq!(code, 160, "iperf3's IESERVERDURATIONEXPIRED... (160)");
+    assert!(
+        (Duration::from_millis(1900)..Duration::from_millis(3500)).contains(&after),
+        "{after:?}"
+    );
+}
+
+/// Fault 4: `-n 1T` (no -t) on a server with a duration limit is accepted
+/// and cut at that limit plus the grace.
+#[test]
+fn an_amount_test_is_bounded_by_the_duration_limit() {
+    if skip("an_amount_test_is_bounded_by_the_duration_limit") {
+        return;
+    }
+    let (_srv, port) = server(&["--server-max-duration", "2", "--server-grace", "1"]);
+    let mut f = Fake::connect(port, "127.0.0.1", None);
+    let mut p = tcp_params(0, 1);
+    p["num"] = (1u64 << 40).into();
+    f.params(p);
+    f.open_streams(1);
+    let (code, after) = f
+        .until_server_error(Duration::from_secs(15), true)
+        .expect("the server never ended the test");
+    assert_eq!(code, 160);
+    assert!(
+        (Duration::from_millis(2900)..Duration::from_millis(4500)).contains(&after),
+        "{after:?}"
+    );
+}

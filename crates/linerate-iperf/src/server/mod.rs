@@ -10,6 +10,7 @@ use linerate_iperf_proto::server::{ServerEvent, ServerSession};
 use linerate_iperf_proto::{
     COOKIE_LEN, Cookie, IErr, Params, Protocol, cookie_str, state, udp_connect,
 };
+use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
@@ -21,8 +22,9 @@ use std::time::{Duration, Instant};
 mod test;
 use test::serve_test;
 
-/// Limits a server enforces on what clients ask for.
-#[derive(Debug, Clone, Copy, Default)]
+/// Limits a server enforces on what clients ask for, and on what they
+/// then do.
+#[derive(Debug, Clone, Copy)]
 pub struct Limits {
     /// Tests served at once (iperf3: 1). Others get ACCESS_DENIED.
     pub max_tests: usize,
@@ -30,8 +32,52 @@ pub struct Limits {
     pub max_duration_s: Option<u32>,
     /// Most streams per test (P, or 2P in bidir).
     pub max_streams: Option<u32>,
-    /// Highest total rate (all streams), bit/s; unlimited tests are refused.
+    /// Highest total rate (all streams), bit/s; unlimited tests are refused,
+    /// and a test whose streams move more than this, averaged over
+    /// `rate_window`, is ended (iperf3's `--server-bitrate-limit`).
     pub max_rate_bps: Option<u64>,
+    /// The window the moved rate is averaged over.
+    pub rate_window: Duration,
+    /// Connections one source address may have waiting for their cookie.
+    pub max_pending_per_source: usize,
+    /// Tests one source address may run at once.
+    pub max_tests_per_source: usize,
+    /// How long past its asked time (+ omit) a test may run before the
+    /// server ends it; tests that end by amount (`-n`/`-k`) run at most
+    /// `max_duration_s` (or [`AMOUNT_TEST_MAX`]) plus this.
+    pub grace: Duration,
+}
+
+/// The longest a test that ends by amount (`-n`/`-k`, no `-t`) may run on
+/// a server without `--server-max-duration`.
+pub const AMOUNT_TEST_MAX: Duration = Duration::from_secs(3600);
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_tests: 1,
+            max_duration_s: None,
+            max_streams: None,
+            max_rate_bps: None,
+            rate_window: Duration::from_secs(5),
+            max_pending_per_source: 8,
+            max_tests_per_source: 1,
+            grace: Duration::from_secs(5),
+        }
+    }
+}
+
+impl Limits {
+    /// How long a test asking for `p` may run, counted from its start.
+    pub fn life(&self, p: &Params) -> Duration {
+        let asked = if p.time_s > 0 {
+            Duration::from_secs(u64::from(p.time_s) + u64::from(p.omit_s))
+        } else {
+            self.max_duration_s
+                .map_or(AMOUNT_TEST_MAX, |s| Duration::from_secs(u64::from(s)))
+        };
+        asked + self.grace
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -69,6 +115,7 @@ fn say(out: &Out, text: &str) {
 
 struct Active {
     cookie: Cookie,
+    source: IpAddr,
     data: Sender<TcpStream>,
     accepting: Arc<AtomicBool>,
     done: Arc<AtomicBool>,
@@ -95,6 +142,8 @@ struct Acceptor<'a> {
     cookie_tx: mpsc::Sender<CookieRead>,
     active: Vec<Active>,
     pending: Arc<AtomicUsize>,
+    /// Unread cookies per source address.
+    pending_by_source: Arc<Mutex<HashMap<IpAddr, usize>>>,
     udp_setup: Arc<Mutex<()>>,
     test_no: usize,
 }
@@ -116,21 +165,43 @@ impl Acceptor<'_> {
     /// deadline; beyond PENDING_MAX unread cookies newcomers are refused at
     /// once instead of each holding a thread.
     fn on_connection(&self, mut s: TcpStream, peer: SocketAddr) {
-        if self.pending.load(Ordering::Acquire) >= PENDING_MAX {
+        let source = peer.ip().to_canonical();
+        let per_source = self.opts.limits.max_pending_per_source.max(1);
+        let admitted = self.pending.load(Ordering::Acquire) < PENDING_MAX
+            && self.pending_by_source.lock().is_ok_and(|mut m| {
+                let n = m.entry(source).or_insert(0);
+                *n += 1;
+                if *n > per_source {
+                    *n -= 1;
+                    false
+                } else {
+                    true
+                }
+            });
+        if !admitted {
+            let _ = s.set_nonblocking(false);
+            let _ = s.set_write_timeout(Some(Duration::from_millis(100)));
             let _ = s.write_all(&[state::ACCESS_DENIED]);
             return;
         }
         let tx = self.cookie_tx.clone();
         let timeout = self.opts.control_timeout;
         let pending = self.pending.clone();
+        let by_source = self.pending_by_source.clone();
         pending.fetch_add(1, Ordering::AcqRel);
         std::thread::spawn(move || {
             let mut s = s;
             let _ = s.set_nonblocking(false);
-            let _ = s.set_read_timeout(Some(timeout));
-            let mut c = [0u8; COOKIE_LEN];
-            let r = s.read_exact(&mut c).map(|()| c);
+            let r = read_cookie(&mut s, timeout);
             pending.fetch_sub(1, Ordering::AcqRel);
+            if let Ok(mut m) = by_source.lock()
+                && let Some(n) = m.get_mut(&source)
+            {
+                *n -= 1;
+                if *n == 0 {
+                    m.remove(&source);
+                }
+            }
             let _ = tx.send((s, peer, r));
         });
     }
@@ -160,14 +231,22 @@ impl Acceptor<'_> {
             } else {
                 let _ = s.write_all(&[state::ACCESS_DENIED]);
             }
-        } else if self.active.len() >= max_tests {
+        } else if self.active.len() >= max_tests
+            || self
+                .active
+                .iter()
+                .filter(|a| a.source == peer.ip().to_canonical())
+                .count()
+                >= self.opts.limits.max_tests_per_source.max(1)
+        {
             let _ = s.write_all(&[state::ACCESS_DENIED]);
             if self.human {
                 say(
                     &self.out,
                     &format!(
-                        "linerate: denied {peer}: {} test(s) running (--max-tests {max_tests})\n",
-                        self.active.len()
+                        "linerate: denied {peer}: {} test(s) running (--max-tests {max_tests}, --max-tests-per-source {})\n",
+                        self.active.len(),
+                        self.opts.limits.max_tests_per_source.max(1)
                     ),
                 );
             }
@@ -197,6 +276,7 @@ impl Acceptor<'_> {
         });
         self.active.push(Active {
             cookie,
+            source: peer.ip().to_canonical(),
             data: data_tx,
             accepting,
             done,
@@ -246,6 +326,7 @@ pub fn serve(
         cookie_tx,
         active: Vec::new(),
         pending: Arc::new(AtomicUsize::new(0)),
+        pending_by_source: Arc::new(Mutex::new(HashMap::new())),
         udp_setup: Arc::new(Mutex::new(())),
         test_no: 1,
     };
@@ -280,9 +361,43 @@ pub fn serve(
 /// Connections whose cookie is still being read, at most.
 const PENDING_MAX: usize = 64;
 
+/// Reads a cookie within `limit` for all of it (a peer trickling a byte at
+/// a time gains nothing).
+fn read_cookie(s: &mut TcpStream, limit: Duration) -> std::io::Result<Cookie> {
+    let deadline = Instant::now() + limit;
+    let mut c = [0u8; COOKIE_LEN];
+    let mut got = 0;
+    while got < COOKIE_LEN {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::Error::new(
+                ErrorKind::TimedOut,
+                format!(
+                    "{got} of {COOKIE_LEN} cookie bytes in {} ms",
+                    limit.as_millis()
+                ),
+            ));
+        }
+        s.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
+        match s.read(&mut c[got..]) {
+            Ok(0) => return Err(ErrorKind::UnexpectedEof.into()),
+            Ok(n) => got += n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(c)
+}
+
 fn check_limits(p: &Params, l: &Limits) -> Result<(), IErr> {
+    // A test that ends by amount (no -t) is accepted and cut at the limit.
     if let Some(max) = l.max_duration_s
-        && (p.time_s == 0 || p.time_s + p.omit_s > max)
+        && p.time_s > 0
+        && p.time_s.saturating_add(p.omit_s) > max
     {
         return Err(IErr::MAX_DURATION);
     }

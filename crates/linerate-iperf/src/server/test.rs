@@ -54,6 +54,7 @@ pub(super) fn serve_test(
         start_at: None,
         phase_start: Instant::now(),
         last_rx: (0, Instant::now()),
+        moved: Default::default(),
     }
     .run();
 }
@@ -94,6 +95,8 @@ struct TestServer<'a> {
     phase_start: Instant,
     /// Bytes received so far and when that last changed (idle timeout).
     last_rx: (u64, Instant),
+    /// (when, bytes moved) over the last rate window.
+    moved: std::collections::VecDeque<(Instant, u64)>,
 }
 
 /// What the loop does after a step.
@@ -111,7 +114,9 @@ impl TestServer<'_> {
     fn run(mut self) {
         let mut buf = [0u8; 65536];
         loop {
-            self.flush_control();
+            if self.flush_control() == Next::End {
+                break;
+            }
             if self.handle_events() == Next::End || self.session.is_closed() {
                 break;
             }
@@ -143,13 +148,28 @@ impl TestServer<'_> {
         let _ = self.ctrl.shutdown(std::net::Shutdown::Both);
     }
 
-    fn flush_control(&mut self) {
+    /// Sends what the session queued; each message must be taken by the
+    /// client within the control timeout (a client that stops reading
+    /// would otherwise hold this test, and its slot, for ever).
+    fn flush_control(&mut self) -> Next {
+        let limit = self.env.opts.control_timeout;
         while let Some(b) = self.session.poll_transmit() {
-            if self.ctrl.write_all(&b).is_err() {
-                self.session.handle_eof();
-                break;
+            match net::write_within(&mut self.ctrl, &b, limit) {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::TimedOut => {
+                    self.end_with(&format!(
+                        "the client did not read its control connection for {} ms; test ended",
+                        limit.as_millis()
+                    ));
+                    return Next::End;
+                }
+                Err(_) => {
+                    self.session.handle_eof();
+                    break;
+                }
             }
         }
+        Next::Go
     }
 
     fn say(&self, text: &str) {
@@ -177,8 +197,11 @@ impl TestServer<'_> {
                     return Next::End;
                 }
                 ServerEvent::Failed(e) => {
+                    let limit = self.env.opts.control_timeout;
                     while let Some(b) = self.session.poll_transmit() {
-                        let _ = self.ctrl.write_all(&b);
+                        if net::write_within(&mut self.ctrl, &b, limit).is_err() {
+                            break;
+                        }
                     }
                     let (_, text) = self.finish(Some(e.message().into()));
                     self.say(&text);
@@ -198,7 +221,10 @@ impl TestServer<'_> {
             return;
         }
         if p.protocol == Protocol::Udp {
-            let deadline = Instant::now() + Duration::from_secs(30);
+            // Another test holds the UDP set-up until its streams are
+            // connected or its control timeout ends it: wait a little longer
+            // than that.
+            let deadline = Instant::now() + self.env.opts.control_timeout + Duration::from_secs(1);
             self.udp_guard = loop {
                 match self.env.udp_setup.try_lock() {
                     Ok(g) => break Some(g),
@@ -350,7 +376,11 @@ impl TestServer<'_> {
     /// read that (and close) before its data sockets fail under it, so it
     /// reports the right cause, and report what was measured.
     fn terminate(&mut self, buf: &mut [u8]) {
-        let _ = self.ctrl.write_all(&[state::SERVER_TERMINATE]);
+        let _ = net::write_within(
+            &mut self.ctrl,
+            &[state::SERVER_TERMINATE],
+            Duration::from_millis(500),
+        );
         let deadline = Instant::now() + Duration::from_millis(500);
         while Instant::now() < deadline {
             match self.ctrl.read(buf) {
@@ -372,7 +402,7 @@ impl TestServer<'_> {
 
     /// Takes the streams that connected since the last look.
     fn accept_streams(&mut self) -> Next {
-        if self.phase_start.elapsed() > Duration::from_secs(30) {
+        if self.phase_start.elapsed() > self.env.opts.control_timeout {
             self.session.fail(IErr(203));
             return Next::Again;
         }
@@ -432,6 +462,33 @@ impl TestServer<'_> {
         }
     }
 
+    /// The rate the streams moved (both directions, bit/s) over the last
+    /// rate window, once the test has run that long; `None` before, and
+    /// without a rate limit.
+    fn moved_rate(&mut self, total: u64) -> Option<f64> {
+        let window = self
+            .env
+            .opts
+            .limits
+            .rate_window
+            .max(Duration::from_millis(100));
+        self.env.opts.limits.max_rate_bps?;
+        let now = Instant::now();
+        if self
+            .moved
+            .back()
+            .is_none_or(|(t, _)| now.duration_since(*t) >= Duration::from_millis(50))
+        {
+            self.moved.push_back((now, total));
+        }
+        while self.moved.len() > 2 && now.duration_since(self.moved[1].0) >= window {
+            self.moved.pop_front();
+        }
+        let (t0, b0) = *self.moved.front()?;
+        let span = now.duration_since(t0);
+        (span >= window).then(|| (total - b0) as f64 * 8.0 / span.as_secs_f64())
+    }
+
     /// Intervals, the idle receive timeout, the grace timer, and waits for
     /// parameters or results that never come.
     fn watch(&mut self) -> Next {
@@ -453,11 +510,33 @@ impl TestServer<'_> {
                 self.session.fail(IErr::NO_MSG);
                 return Next::Again;
             }
+            // The test's life is bounded whatever the client does (or does
+            // not send: TEST_END).
             if let (Some(p), Some(s)) = (&self.params, self.start_at)
-                && p.time_s > 0
-                && s.elapsed() > Duration::from_secs(u64::from(p.time_s + p.omit_s) + 40)
+                && s.elapsed() > opts.limits.life(p)
             {
+                self.say(&format!(
+                    "linerate: test from {} still running {:.1} s after its start (asked {} s + omit {} s, --server-grace {} s); ended\n",
+                    net::host_of(&self.peer),
+                    s.elapsed().as_secs_f64(),
+                    p.time_s,
+                    p.omit_s,
+                    opts.limits.grace.as_secs()
+                ));
                 self.session.fail(IErr::SERVER_DURATION_EXPIRED);
+                return Next::Again;
+            }
+            if let Some(rate) = self.moved_rate(total)
+                && let Some(max) = opts.limits.max_rate_bps
+                && rate > max as f64
+            {
+                self.say(&format!(
+                    "linerate: test from {} moved {:.0} bit/s over the last {:.1} s, above --server-bitrate-limit {max}; ended\n",
+                    net::host_of(&self.peer),
+                    rate,
+                    opts.limits.rate_window.as_secs_f64()
+                ));
+                self.session.fail(IErr::TOTAL_RATE);
                 return Next::Again;
             }
         } else if !self.session.accepting_streams()

@@ -68,16 +68,32 @@ pub struct IperfArgs {
     /// Server: longest test accepted (duration + omit), seconds.
     #[arg(long, value_name = "SECONDS")]
     pub server_max_duration: Option<u32>,
-    /// Server: how long (ms) a client may take to send its cookie, parameters
-    /// or results before it is dropped.
+    /// How long (ms) the peer may take over one control message: a server
+    /// drops a client that takes longer to send its cookie, parameters or
+    /// results, or to read what the server sends; a client gives up on a
+    /// server (default for a client: 30000).
     #[arg(long, default_value_t = 10_000, value_name = "MS")]
     pub control_timeout: u64,
-    /// Server: highest total rate accepted per test, bit/s (K/M/G suffixes).
-    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
-    pub server_bitrate_limit: Option<u64>,
+    /// Server: highest total rate per test, bit/s (K/M/G suffixes): a test
+    /// asking more (or no limit) is refused, and one whose streams move more,
+    /// averaged over SECONDS (default 5), is ended.
+    #[arg(long, value_name = "RATE[/SECONDS]", value_parser = parse_rate_window)]
+    pub server_bitrate_limit: Option<(u64, u64)>,
+    /// Server: seconds a test may run past its asked time (+ omit) before
+    /// the server ends it (tests that end by -n/-k: past
+    /// --server-max-duration, or one hour).
+    #[arg(long, default_value_t = 5, value_name = "SECONDS")]
+    pub server_grace: u64,
     /// Server: tests served at once (1, as iperf3; more for many clients).
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub max_tests: usize,
+    /// Server: tests one source address may run at once (default: --max-tests).
+    #[arg(long, value_name = "N")]
+    pub max_tests_per_source: Option<usize>,
+    /// Server: connections one source address may have open before they
+    /// send their cookie (the rest are refused at once).
+    #[arg(long, default_value_t = 8, value_name = "N")]
+    pub max_pending_per_source: usize,
     /// Server: most streams per test (P, or 2P with --bidir).
     #[arg(long, value_name = "N")]
     pub server_max_streams: Option<u32>,
@@ -191,6 +207,21 @@ fn parse_rate(s: &str) -> Result<u64, String> {
     parse_suffixed(s, 1000).ok_or_else(|| format!("'{s}' is not a rate (e.g. 10M)"))
 }
 
+/// `RATE[/SECONDS]` (iperf3's `--server-bitrate-limit`).
+fn parse_rate_window(s: &str) -> Result<(u64, u64), String> {
+    let (rate, secs) = match s.split_once('/') {
+        Some((r, w)) => (
+            r,
+            w.parse::<u64>()
+                .ok()
+                .filter(|w| *w > 0)
+                .ok_or_else(|| format!("'{w}' is not a number of seconds (e.g. 50M/5)"))?,
+        ),
+        None => (s, 5),
+    };
+    Ok((parse_rate(rate)?, secs))
+}
+
 fn parse_size(s: &str) -> Result<u64, String> {
     parse_suffixed(s, 1024).ok_or_else(|| format!("'{s}' is not a size (e.g. 128K)"))
 }
@@ -217,9 +248,11 @@ pub const SERVER_ONLY: &[&str] = &[
     "one_off",
     "rcv_timeout",
     "server_max_duration",
-    "control_timeout",
     "server_bitrate_limit",
+    "server_grace",
     "max_tests",
+    "max_tests_per_source",
+    "max_pending_per_source",
     "server_max_streams",
 ];
 
@@ -273,14 +306,19 @@ impl IperfArgs {
             ("-1/--one-off", self.one_off),
             ("--server-max-duration", self.server_max_duration.is_some()),
             (
-                "--control-timeout",
-                self.control_timeout != d.control_timeout,
-            ),
-            (
                 "--server-bitrate-limit",
                 self.server_bitrate_limit.is_some(),
             ),
             ("--max-tests", self.max_tests != d.max_tests),
+            ("--server-grace", self.server_grace != d.server_grace),
+            (
+                "--max-tests-per-source",
+                self.max_tests_per_source.is_some(),
+            ),
+            (
+                "--max-pending-per-source",
+                self.max_pending_per_source != d.max_pending_per_source,
+            ),
             ("--server-max-streams", self.server_max_streams.is_some()),
             ("--rcv-timeout", self.rcv_timeout != d.rcv_timeout),
         ]
@@ -561,7 +599,11 @@ fn run_server(args: &IperfArgs) -> Result<u8> {
             max_tests: args.max_tests.max(1),
             max_duration_s: args.server_max_duration,
             max_streams: args.server_max_streams,
-            max_rate_bps: args.server_bitrate_limit,
+            max_rate_bps: args.server_bitrate_limit.map(|(r, _)| r),
+            rate_window: Duration::from_secs(args.server_bitrate_limit.map_or(5, |(_, w)| w)),
+            max_pending_per_source: args.max_pending_per_source.max(1),
+            max_tests_per_source: args.max_tests_per_source.unwrap_or(args.max_tests).max(1),
+            grace: Duration::from_secs(args.server_grace),
         },
         udp_gso: !args.no_gso,
         affinity: args.stream_cpus()?,
@@ -587,7 +629,11 @@ fn run_client(args: &IperfArgs, host: &str) -> Result<u8> {
         interval: args.interval()?,
         output: args.output(),
         connect_timeout: Duration::from_millis(args.connect_timeout.max(1)),
-        control_timeout: Duration::from_secs(30),
+        control_timeout: if args.control_timeout == IperfArgs::default_values().control_timeout {
+            Duration::from_secs(30)
+        } else {
+            Duration::from_millis(args.control_timeout.max(1))
+        },
         udp_gso: !args.no_gso,
         affinity: args.stream_cpus()?,
         zerocopy: args.zerocopy,
