@@ -352,3 +352,200 @@ fn an_amount_test_is_bounded_by_the_duration_limit() {
         "{after:?}"
     );
 }
+
+/// A fake iperf3 server for one client, driven by hand.
+struct FakeServer {
+    listener: std::net::TcpListener,
+    ctrl: Option<TcpStream>,
+    port: u16,
+}
+
+impl FakeServer {
+    fn new() -> FakeServer {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        FakeServer {
+            listener,
+            ctrl: None,
+            port,
+        }
+    }
+
+    fn ctrl(&mut self) -> &mut TcpStream {
+        self.ctrl.as_mut().unwrap()
+    }
+
+    /// Accepts the control connection, takes the cookie and the parameters
+    /// and asks for the streams.
+    fn to_create_streams(&mut self) -> serde_json::Value {
+        let (mut c, _) = self.listener.accept().unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut cookie = [0u8; 37];
+        c.read_exact(&mut cookie).unwrap();
+        c.write_all(&[state::PARAM_EXCHANGE]).unwrap();
+        self.ctrl = Some(c);
+        let p = self.read_json();
+        self.ctrl().write_all(&[state::CREATE_STREAMS]).unwrap();
+        p
+    }
+
+    fn read_json(&mut self) -> serde_json::Value {
+        let mut len = [0u8; 4];
+        self.ctrl().read_exact(&mut len).unwrap();
+        let mut j = vec![0u8; u32::from_be_bytes(len) as usize];
+        self.ctrl().read_exact(&mut j).unwrap();
+        serde_json::from_slice(&j).unwrap()
+    }
+
+    /// Takes one TCP stream, runs the test until the client's TEST_END,
+    /// exchanges results up to the point where ours are due; returns the
+    /// stream (kept open).
+    fn to_results(&mut self) -> TcpStream {
+        let (mut s, _) = self.listener.accept().unwrap();
+        let mut cookie = [0u8; 37];
+        s.read_exact(&mut cookie).unwrap();
+        self.ctrl()
+            .write_all(&[state::TEST_START, state::TEST_RUNNING])
+            .unwrap();
+        // Drain the stream while waiting for TEST_END.
+        s.set_nonblocking(true).unwrap();
+        self.ctrl().set_nonblocking(true).unwrap();
+        let mut b = vec![0u8; 1 << 16];
+        loop {
+            let _ = s.read(&mut b);
+            let mut st = [0u8; 1];
+            if let Ok(1) = self.ctrl().read(&mut st) {
+                assert_eq!(st[0], state::TEST_END);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        self.ctrl().set_nonblocking(false).unwrap();
+        self.ctrl().write_all(&[state::EXCHANGE_RESULTS]).unwrap();
+        let _client_results = self.read_json();
+        s
+    }
+}
+
+/// Runs a linerate client against `port`; its output and how long it took.
+fn client_run(port: u16, args: &[&str], limit: Duration) -> (std::process::Output, Duration) {
+    let t0 = Instant::now();
+    let out = Proc::spawn(
+        support::linerate()
+            .args(["-c", "127.0.0.1", "-p", &port.to_string()])
+            .args(args),
+    )
+    .wait(limit);
+    (out, t0.elapsed())
+}
+
+/// Fault 5: a server that answers the UDP connect with junk datagrams kept
+/// the client waiting for ever (each datagram restarted a 30 s wait).
+#[test]
+fn the_client_bounds_its_udp_set_up() {
+    let mut srv = FakeServer::new();
+    let port = srv.port;
+    let udp = std::net::UdpSocket::bind(("127.0.0.1", port)).unwrap();
+    let client = std::thread::spawn(move || {
+        client_run(
+            port,
+            &["-u", "-t", "1", "--control-timeout", "1500"],
+            Duration::from_secs(20),
+        )
+    });
+    srv.to_create_streams();
+    udp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut b = [0u8; 64];
+    let (_, from) = udp.recv_from(&mut b).unwrap();
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(6) && !client.is_finished() {
+        let _ = udp.send_to(b"junk!", from);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (out, took) = client.join().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("no UDP connect reply"), "{err}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+}
+
+/// Fault 5: a server that trickles one byte of its results every 300 ms held
+/// the client for as long as it liked (each byte restarted the time-out).
+#[test]
+fn a_trickling_server_does_not_hold_the_client() {
+    let mut srv = FakeServer::new();
+    let port = srv.port;
+    let client = std::thread::spawn(move || {
+        client_run(
+            port,
+            &["-t", "1", "--control-timeout", "1500"],
+            Duration::from_secs(30),
+        )
+    });
+    srv.to_create_streams();
+    let _s = srv.to_results();
+    let ended = Instant::now();
+    srv.ctrl().write_all(&1000u32.to_be_bytes()).unwrap();
+    while ended.elapsed() < Duration::from_secs(10) && !client.is_finished() {
+        let _ = srv.ctrl().write_all(b" ");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let (out, _) = client.join().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("timed out waiting for the server"), "{err}");
+    assert!(
+        ended.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        ended.elapsed()
+    );
+}
+
+/// Fault 5: a SERVER_ERROR cut after 1 of its 8 bytes was reported as a
+/// time-out 30 s later; it is reported as the server's error, soon.
+#[test]
+fn a_cut_server_error_is_reported_as_an_error() {
+    let srv = FakeServer::new();
+    let port = srv.port;
+    let client =
+        std::thread::spawn(move || client_run(port, &["-t", "1"], Duration::from_secs(40)));
+    let (mut c, _) = srv.listener.accept().unwrap();
+    let mut cookie = [0u8; 37];
+    c.read_exact(&mut cookie).unwrap();
+    c.write_all(&[state::SERVER_ERROR, 0]).unwrap();
+    let (out, took) = client.join().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("sent only 1 of its 8 bytes"), "{err}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    drop(c);
+}
+
+/// Fault 5: absurd results from a server (negative times) were printed as
+/// measurements with exit 0.
+#[test]
+fn absurd_server_results_are_refused() {
+    let mut srv = FakeServer::new();
+    let port = srv.port;
+    let client =
+        std::thread::spawn(move || client_run(port, &["-t", "1", "-J"], Duration::from_secs(20)));
+    srv.to_create_streams();
+    let _s = srv.to_results();
+    let r = serde_json::json!({
+        "cpu_util_total": 1.0, "cpu_util_user": 0.5, "cpu_util_system": 0.5,
+        "sender_has_retransmits": 0,
+        "streams": [{"id": 1, "bytes": 1000, "retransmits": 0, "jitter": 0,
+            "errors": 0, "packets": 0, "start_time": 0, "end_time": -5.0}]
+    })
+    .to_string();
+    srv.ctrl()
+        .write_all(&(r.len() as u32).to_be_bytes())
+        .unwrap();
+    srv.ctrl().write_all(r.as_bytes()).unwrap();
+    srv.ctrl().write_all(&[state::DISPLAY_RESULTS]).unwrap();
+    let (out, _) = client.join().unwrap();
+    let v = json(&out.stdout);
+    assert_eq!(out.status.code(), Some(1));
+    let e = v["error"].as_str().unwrap_or_default();
+    assert!(e.contains("not plausible") && e.contains("-5"), "{e}");
+}
