@@ -377,7 +377,7 @@ impl FakeServer {
 
     /// Accepts the control connection, takes the cookie and the parameters
     /// and asks for the streams.
-    fn to_create_streams(&mut self) -> serde_json::Value {
+    fn run_until_create_streams(&mut self) -> serde_json::Value {
         let (mut c, _) = self.listener.accept().unwrap();
         c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let mut cookie = [0u8; 37];
@@ -400,7 +400,7 @@ impl FakeServer {
     /// Takes one TCP stream, runs the test until the client's TEST_END,
     /// exchanges results up to the point where ours are due; returns the
     /// stream (kept open).
-    fn to_results(&mut self) -> TcpStream {
+    fn run_until_results(&mut self) -> TcpStream {
         let (mut s, _) = self.listener.accept().unwrap();
         let mut cookie = [0u8; 37];
         s.read_exact(&mut cookie).unwrap();
@@ -453,7 +453,7 @@ fn the_client_bounds_its_udp_set_up() {
             Duration::from_secs(20),
         )
     });
-    srv.to_create_streams();
+    srv.run_until_create_streams();
     udp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut b = [0u8; 64];
     let (_, from) = udp.recv_from(&mut b).unwrap();
@@ -482,8 +482,8 @@ fn a_trickling_server_does_not_hold_the_client() {
             Duration::from_secs(30),
         )
     });
-    srv.to_create_streams();
-    let _s = srv.to_results();
+    srv.run_until_create_streams();
+    let _s = srv.run_until_results();
     let ended = Instant::now();
     srv.ctrl().write_all(&1000u32.to_be_bytes()).unwrap();
     while ended.elapsed() < Duration::from_secs(10) && !client.is_finished() {
@@ -529,8 +529,8 @@ fn absurd_server_results_are_refused() {
     let port = srv.port;
     let client =
         std::thread::spawn(move || client_run(port, &["-t", "1", "-J"], Duration::from_secs(20)));
-    srv.to_create_streams();
-    let _s = srv.to_results();
+    srv.run_until_create_streams();
+    let _s = srv.run_until_results();
     let r = serde_json::json!({
         "cpu_util_total": 1.0, "cpu_util_user": 0.5, "cpu_util_system": 0.5,
         "sender_has_retransmits": 0,
