@@ -129,6 +129,10 @@ struct ClientTest<'a> {
     session: ClientSession,
     cpu: CpuMeter,
     conns: Vec<(Conn, StreamDesc)>,
+    /// The streams as connected, and their socket buffer sizes (send,
+    /// receive), for the start of the report.
+    descs: Vec<StreamDesc>,
+    bufs: (u64, u64),
     running: Option<Running>,
     report: Option<Report>,
     meter: Option<Meter>,
@@ -183,6 +187,8 @@ impl<'a> ClientTest<'a> {
             cookie,
             cpu: CpuMeter::start(),
             conns: Vec::new(),
+            descs: Vec::new(),
+            bufs: (0, 0),
             running: None,
             report: None,
             meter: None,
@@ -266,6 +272,21 @@ impl<'a> ClientTest<'a> {
             };
             self.conns.push((c, desc));
         }
+        // The stream threads are spawned now, waiting for TEST_RUNNING:
+        // spawning hundreds of them once the server's streams run took
+        // seconds of the test on an overloaded host.
+        self.bufs = (buf_size(&self.conns, false), buf_size(&self.conns, true));
+        self.descs = self.conns.iter().map(|(_, d)| d.clone()).collect();
+        let so = StreamOpts {
+            udp_gso: self.opts.udp_gso,
+            affinity: self.opts.affinity.clone(),
+            zerocopy: self.opts.zerocopy,
+        };
+        self.running = Some(spawn_streams(
+            std::mem::take(&mut self.conns),
+            &self.params,
+            &so,
+        ));
         self.wait_since = Instant::now();
         Ok(())
     }
@@ -285,11 +306,11 @@ impl<'a> ClientTest<'a> {
             peer_host: opts.host.clone(),
             peer_port: opts.port,
             tcp_mss_default: linerate_backend::sockopt::mss(&self.ctrl).unwrap_or(0),
-            sndbuf_actual: buf_size(&self.conns, false),
-            rcvbuf_actual: buf_size(&self.conns, true),
+            sndbuf_actual: self.bufs.0,
+            rcvbuf_actual: self.bufs.1,
             interval_s: opts.interval.as_secs_f64(),
             host: linerate_run::Host::here(),
-            streams: self.conns.iter().map(|(_, d)| d.clone()).collect(),
+            streams: self.descs.clone(),
         };
         let mut r = Report::new(info, opts.output);
         let _ = self.out.write_all(r.start_text().as_bytes());
@@ -300,17 +321,14 @@ impl<'a> ClientTest<'a> {
     /// TEST_RUNNING: the streams start moving data and the meter counts.
     fn on_running(&mut self) {
         let started = self.start_at.unwrap_or_else(Instant::now);
-        let so = StreamOpts {
-            udp_gso: self.opts.udp_gso,
-            affinity: self.opts.affinity.clone(),
-            zerocopy: self.opts.zerocopy,
+        let Some(r) = self.running.as_ref() else {
+            return;
         };
-        let r = spawn_streams(std::mem::take(&mut self.conns), &self.params, &so);
+        r.go((self.params.time_s > 0).then(|| started + self.test_len));
         self.meter = Some(
             Meter::for_test(r.streams.clone(), &self.params, self.opts.interval, started)
                 .with_budget(r.budget.clone()),
         );
-        self.running = Some(r);
     }
 
     /// Prints an interval and hands its events on.
@@ -428,7 +446,7 @@ impl<'a> ClientTest<'a> {
             self.progress_seen = self.session.progress();
             self.wait_since = Instant::now();
         }
-        let waiting_for_server = self.running.is_none()
+        let waiting_for_server = self.meter.is_none()
             || self.meter.as_ref().is_some_and(|_| !self.finals.is_empty())
             || self.session.awaiting_error_payload();
         let limit = if self.session.awaiting_error_payload() {

@@ -78,7 +78,15 @@ pub struct Meter {
     unit_bits: f64,
     /// This side's -n / -k budget, restarted when omit ends.
     budget: Option<Arc<crate::stream::Budget>>,
+    /// The scheduled end of a test that ends by time: the interval that
+    /// ends there is left to [`Meter::finish`], which ends it where the
+    /// test really ended (a tick at the end followed by a finish a moment
+    /// later gave a sub-millisecond last interval at absurd rates).
+    end: Option<Instant>,
 }
+
+/// An interval ending this close to the scheduled end is the last one.
+const LAST_TAIL: Duration = Duration::from_millis(50);
 
 impl Meter {
     pub fn new(
@@ -104,6 +112,7 @@ impl Meter {
             rate_bps: 0,
             unit_bits: 0.0,
             budget: None,
+            end: None,
         }
     }
 
@@ -121,14 +130,25 @@ impl Meter {
         interval: Duration,
         start: Instant,
     ) -> Self {
-        Self::new(
+        let mut m = Self::new(
             streams,
             p.protocol == linerate_iperf_proto::Protocol::Udp,
             interval,
             Duration::from_secs(u64::from(p.omit_s)),
             start,
         )
-        .with_pacing(p.bandwidth_bps, p.len)
+        .with_pacing(p.bandwidth_bps, p.len);
+        if p.time_s > 0 {
+            m.end = Some(start + Duration::from_secs(u64::from(p.time_s) + u64::from(p.omit_s)));
+        }
+        m
+    }
+
+    /// True if an interval ending at `t` is the test's last (left to
+    /// [`Meter::finish`]).
+    fn is_last(&self, t: Instant) -> bool {
+        self.end
+            .is_some_and(|e| t + LAST_TAIL.min(self.interval / 2) >= e)
     }
 
     /// The per-stream target rate and block size, for pacing figures.
@@ -166,7 +186,7 @@ impl Meter {
     pub fn next_due(&self) -> Option<Instant> {
         if self.omitting {
             Some(self.start + self.omit)
-        } else if self.interval.is_zero() {
+        } else if self.interval.is_zero() || self.is_last(self.last_t + self.interval) {
             None
         } else {
             Some(self.last_t + self.interval)
@@ -194,7 +214,10 @@ impl Meter {
             self.rtt = vec![RttStats::default(); self.streams.len()];
             return samples;
         }
-        if !self.interval.is_zero() && now >= self.last_t + self.interval {
+        if !self.interval.is_zero()
+            && now >= self.last_t + self.interval
+            && !self.is_last(self.last_t + self.interval)
+        {
             let t = self.last_t + self.interval;
             let omitted = self.omitting;
             return self.sample(t, omitted);

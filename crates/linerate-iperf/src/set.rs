@@ -29,9 +29,23 @@ pub(crate) struct Running {
     pub(crate) cpus: Vec<usize>,
     /// What this side's senders may still send (`-n` / `-k`).
     pub(crate) budget: Arc<stream::Budget>,
+    /// The threads wait here until [`Running::go`].
+    gate: Arc<Gate>,
 }
 
 impl Running {
+    /// The streams start moving data; senders stop by themselves at
+    /// `end_at` (a test that ends by time). Threads are spawned before
+    /// (when the streams connect), so starting them costs nothing here.
+    pub(crate) fn go(&self, end_at: Option<std::time::Instant>) {
+        if let Some(end) = end_at {
+            for s in self.streams.iter().filter(|s| s.sender) {
+                s.stop_at(end);
+            }
+        }
+        self.gate.open();
+    }
+
     /// Stops and joins the workers (only the sending ones if asked).
     pub(crate) fn stop(&mut self, senders_only: bool) {
         self.stop_with(senders_only, false);
@@ -45,6 +59,8 @@ impl Running {
     }
 
     fn stop_with(&mut self, senders_only: bool, drain: bool) {
+        // Threads that never started see their stop flag at once.
+        let gate_was_open = self.gate.is_open();
         let until = linerate_backend::clock::monotonic_ns() + stream::DRAIN_MAX.as_nanos() as u64;
         for s in &self.streams {
             if drain && !s.sender {
@@ -53,6 +69,13 @@ impl Running {
                 s.stop.store(true, Ordering::Relaxed);
             }
         }
+        if !gate_was_open {
+            // Stopped before it started: every thread ends (none moved data).
+            for s in &self.streams {
+                s.stop.store(true, Ordering::Relaxed);
+            }
+        }
+        self.gate.open();
         for (h, s) in self.handles.iter_mut().zip(&self.streams) {
             if (!senders_only || s.sender)
                 && let Some(h) = h.take()
@@ -123,6 +146,33 @@ fn shared(c: &Conn, d: &StreamDesc, p: &Params, sending: bool) -> Arc<StreamShar
     sh
 }
 
+/// Holds every stream thread until all are spawned: on an overloaded host
+/// (hundreds of streams on 2 CPUs) threads that ran at once starved the
+/// thread spawning the rest, and set-up took seconds of the test's time.
+#[derive(Default)]
+struct Gate {
+    open: std::sync::Mutex<bool>,
+    cv: std::sync::Condvar,
+}
+
+impl Gate {
+    fn wait(&self) {
+        let mut g = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        while !*g {
+            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn open(&self) {
+        *self.open.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.cv.notify_all();
+    }
+
+    fn is_open(&self) -> bool {
+        *self.open.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 /// The thread of one stream that has a worker of its own.
 fn spawn_one(
     c: Conn,
@@ -131,11 +181,13 @@ fn spawn_one(
     p: &Params,
     so: &StreamOpts,
     pacing: Pacing,
+    gate: Arc<Gate>,
 ) -> JoinHandle<()> {
     let len = p.len as usize;
     let buf = stream::payload(len, p.repeating_payload);
     let (zerocopy, c64, gso) = (so.zerocopy, p.udp_counters_64bit, so.udp_gso);
     std::thread::spawn(move || {
+        gate.wait();
         if cpu.is_some_and(|c| !pin(c, &sh)) {
             sh.finished.store(true, Ordering::Release);
             return;
@@ -149,8 +201,9 @@ fn spawn_one(
     })
 }
 
-/// Starts every stream's worker: pinned where asked (or where TCP senders
-/// outnumber the CPUs), TCP senders that share a CPU in one worker.
+/// Spawns every stream's worker, waiting for [`Running::go`]: pinned where
+/// asked (or where TCP senders outnumber the CPUs), TCP senders that share
+/// a CPU in one worker.
 pub(crate) fn spawn_streams(
     conns: Vec<(Conn, StreamDesc)>,
     p: &Params,
@@ -177,6 +230,7 @@ pub(crate) fn spawn_streams(
         Default::default();
     let mut group_slot: std::collections::BTreeMap<usize, usize> = Default::default();
     let mut pinned = std::collections::BTreeSet::new();
+    let gate = Arc::new(Gate::default());
     for (i, (c, d)) in conns.into_iter().enumerate() {
         let cpu = if !so.affinity.is_empty() {
             Some(so.affinity[i % so.affinity.len()])
@@ -193,7 +247,15 @@ pub(crate) fn spawn_streams(
                 group_slot.entry(cpu).or_insert(streams.len());
                 handles.push(None);
             }
-            (c, cpu) => handles.push(Some(spawn_one(c, sh.clone(), cpu, p, so, pacing.clone()))),
+            (c, cpu) => handles.push(Some(spawn_one(
+                c,
+                sh.clone(),
+                cpu,
+                p,
+                so,
+                pacing.clone(),
+                gate.clone(),
+            ))),
         }
         streams.push(sh);
     }
@@ -203,7 +265,9 @@ pub(crate) fn spawn_streams(
         // The group's thread is joined through its first stream's slot.
         let slot = group_slot[&cpu];
         let pacing = pacing.clone();
+        let gate = gate.clone();
         handles[slot] = Some(std::thread::spawn(move || {
+            gate.wait();
             if !pin(cpu, &members[0].1) {
                 for (_, sh) in &members {
                     sh.finished.store(true, Ordering::Release);
@@ -218,5 +282,6 @@ pub(crate) fn spawn_streams(
         handles,
         cpus: pinned.into_iter().collect(),
         budget,
+        gate,
     }
 }

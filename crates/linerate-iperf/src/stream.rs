@@ -53,6 +53,8 @@ pub struct StreamShared {
     /// Receivers: read what is already queued, then stop (at the latest at
     /// this CLOCK_MONOTONIC time, ns). 0 = not draining.
     pub drain_until_ns: AtomicU64,
+    /// A sender's scheduled end (monotonic ns; 0: none, it ends when told).
+    pub end_ns: AtomicU64,
     pub finished: AtomicBool,
     pub error: Mutex<Option<String>>,
     /// Paced senders: gaps between send calls (published when the sender stops).
@@ -74,6 +76,7 @@ impl StreamShared {
             omit_over: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             drain_until_ns: AtomicU64::new(0),
+            end_ns: AtomicU64::new(0),
             finished: AtomicBool::new(false),
             error: Mutex::new(None),
             departures: Mutex::new(None),
@@ -98,8 +101,22 @@ impl StreamShared {
         }
     }
 
+    /// Told to stop, or (a sender) past the test's scheduled end: senders
+    /// stop themselves on time, however late the control loop gets to it
+    /// (an overloaded host starved it for seconds).
     fn stopped(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
+        if self.stop.load(Ordering::Relaxed) {
+            return true;
+        }
+        let end = self.end_ns.load(Ordering::Relaxed);
+        end != 0 && clock::monotonic_ns() >= end
+    }
+
+    /// A sender stops by itself at `end` (the start plus time and omit).
+    pub(crate) fn stop_at(&self, end: Instant) {
+        let now = Instant::now();
+        let ns = clock::monotonic_ns() + end.saturating_duration_since(now).as_nanos() as u64;
+        self.end_ns.store(ns.max(1), Ordering::Relaxed);
     }
 
     /// A receiver told to drain ends at the first read that finds nothing

@@ -62,7 +62,7 @@ impl Default for Limits {
             rate_window: Duration::from_secs(5),
             max_pending_per_source: 8,
             max_tests_per_source: 1,
-            grace: Duration::from_secs(5),
+            grace: Duration::from_secs(40),
         }
     }
 }

@@ -306,6 +306,10 @@ impl TestServer<'_> {
             zerocopy: p.zerocopy,
         };
         let r = spawn_streams(std::mem::take(&mut self.conns), &p, &so);
+        // Our senders (-R, --bidir) stop at the asked time, as the client's
+        // do; TEST_END then finds them done.
+        r.go((p.time_s > 0)
+            .then(|| now + Duration::from_secs(u64::from(p.time_s) + u64::from(p.omit_s))));
         self.meter = Some(
             Meter::for_test(r.streams.clone(), &p, opts.interval, now)
                 .with_budget(r.budget.clone()),
@@ -346,6 +350,10 @@ impl TestServer<'_> {
         &mut self,
         err: Option<String>,
     ) -> (Vec<linerate_iperf_proto::report::StreamFinal>, String) {
+        // The test ended now (TEST_END, or the error): its seconds end
+        // here, and what the drain below takes in was sent before it (the
+        // time was taken after draining and joining: 2.03-2.08 s for -t 2).
+        let ended = Instant::now();
         if let Some(r) = self.running.as_mut() {
             if err.is_none() {
                 r.drain_and_stop();
@@ -356,7 +364,7 @@ impl TestServer<'_> {
         let mut finals = Vec::new();
         let mut text = String::new();
         if let (Some(mut m), Some(rep)) = (self.meter.take(), self.report.as_mut()) {
-            let (last, f) = m.finish(Instant::now());
+            let (last, f) = m.finish(ended);
             if let Some(last) = last {
                 text.push_str(&rep.interval(&last));
             }
@@ -434,12 +442,26 @@ impl TestServer<'_> {
     /// stream's (connected to the sender, answered with the connect reply)
     /// and a new one waits for the next stream.
     fn accept_udp(&mut self) {
+        // Every stream that is knocking (each wait is the listener's 10 ms
+        // read timeout): one per turn of the control loop took ~30 ms a
+        // stream, seconds for -P 128.
+        let want = self.params.as_ref().map_or(0, Params::stream_count);
+        while self.conns.len() < want && self.session.accepting_streams() {
+            if !self.accept_one_udp() {
+                break;
+            }
+        }
+    }
+
+    /// One UDP stream's first datagram, if one comes within the listener's
+    /// read timeout; false if none came.
+    fn accept_one_udp(&mut self) -> bool {
         let Some(u) = self.udp_listener.as_ref() else {
-            return;
+            return false;
         };
         let mut b = [0u8; 64];
         let Ok((_, from)) = u.recv_from(&mut b) else {
-            return;
+            return false;
         };
         let conn = self.udp_listener.take().filter(|u| u.connect(from).is_ok());
         match (conn, self.udp_port()) {
@@ -457,8 +479,12 @@ impl TestServer<'_> {
                     };
                     self.conns.push((Conn::Udp(c), desc));
                 }
+                true
             }
-            _ => self.session.fail(IErr(203)),
+            _ => {
+                self.session.fail(IErr(203));
+                false
+            }
         }
     }
 

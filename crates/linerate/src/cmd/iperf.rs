@@ -80,9 +80,9 @@ pub struct IperfArgs {
     #[arg(long, value_name = "RATE[/SECONDS]", value_parser = parse_rate_window)]
     pub server_bitrate_limit: Option<(u64, u64)>,
     /// Server: seconds a test may run past its asked time (+ omit) before
-    /// the server ends it (tests that end by -n/-k: past
+    /// the server ends it (iperf3's 40; tests that end by -n/-k: past
     /// --server-max-duration, or one hour).
-    #[arg(long, default_value_t = 5, value_name = "SECONDS")]
+    #[arg(long, default_value_t = 40, value_name = "SECONDS")]
     pub server_grace: u64,
     /// Server: tests served at once (1, as iperf3; more for many clients).
     #[arg(long, default_value_t = 1, value_name = "N")]
