@@ -105,6 +105,7 @@ mod asm {
     pub const R3: u8 = 3;
     pub const R4: u8 = 4;
     pub const R5: u8 = 5;
+    pub const R6: u8 = 6;
     const fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
         Insn {
             code,
@@ -153,6 +154,26 @@ mod asm {
     pub const fn jne_imm(dst: u8, imm: i32, off: i16) -> Insn {
         insn(0x55, dst, 0, off, imm)
     }
+    /// `if dst == imm goto +off`
+    pub const fn jeq_imm(dst: u8, imm: i32, off: i16) -> Insn {
+        insn(0x15, dst, 0, off, imm)
+    }
+    /// `if dst < imm goto +off` (unsigned)
+    pub const fn jlt_imm(dst: u8, imm: i32, off: i16) -> Insn {
+        insn(0xa5, dst, 0, off, imm)
+    }
+    /// `dst &= imm` (64-bit)
+    pub const fn and_imm(dst: u8, imm: i32) -> Insn {
+        insn(0x57, dst, 0, 0, imm)
+    }
+    /// `dst <<= imm` (64-bit)
+    pub const fn lsh_imm(dst: u8, imm: i32) -> Insn {
+        insn(0x67, dst, 0, 0, imm)
+    }
+    /// `dst += src` (64-bit)
+    pub const fn add(dst: u8, src: u8) -> Insn {
+        insn(0x0f, dst, src, 0, 0)
+    }
     /// `goto +off`
     pub const fn ja(off: i16) -> Insn {
         insn(0x05, 0, 0, off, 0)
@@ -160,6 +181,131 @@ mod asm {
     pub const fn exit() -> Insn {
         insn(0x95, 0, 0, 0, 0)
     }
+}
+
+/// Which received frames an AF_XDP receiver takes from the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RxFilter {
+    /// Every frame of the queue (`--take-queue`): ARP, ping, SSH and all.
+    All,
+    /// UDP over IPv4 (options allowed) or IPv6 (UDP as the first header),
+    /// untagged or with one 802.1Q tag, to a destination port in the range
+    /// (`None`: any port); every other frame goes on to the kernel.
+    Udp(Option<(u16, u16)>),
+}
+
+impl RxFilter {
+    /// The XDP program that redirects the frames this filter takes to
+    /// the AF_XDP socket of their queue and passes the rest.
+    pub fn program(&self, xskmap_fd: i32) -> Vec<Insn> {
+        match self {
+            RxFilter::All => redirect_to_xsk_program(xskmap_fd).to_vec(),
+            RxFilter::Udp(ports) => udp_filter_program(*ports, &redirect_to_xsk_program(xskmap_fd)),
+        }
+    }
+
+    /// How the filter reads in a message ("UDP to ports 9-9").
+    pub fn describe(&self) -> String {
+        match self {
+            RxFilter::All => "every frame of the queue".into(),
+            RxFilter::Udp(None) => "UDP frames (everything else goes to the kernel)".into(),
+            RxFilter::Udp(Some((lo, hi))) => {
+                format!("UDP to ports {lo}-{hi} (everything else goes to the kernel)")
+            }
+        }
+    }
+}
+
+/// Runs `on_match` (which finds the context in r1) for the UDP frames
+/// [`RxFilter::Udp`] describes; returns XDP_PASS for every other frame.
+pub fn udp_filter_program(ports: Option<(u16, u16)>, on_match: &[Insn]) -> Vec<Insn> {
+    use asm::*;
+    #[derive(Clone, Copy, PartialEq)]
+    enum L {
+        NoVlan,
+        V4,
+        Udp,
+        Pass,
+        Match,
+    }
+    let be = |t: u16| i32::from(u16::from_le_bytes(t.to_be_bytes()));
+    let (vlan, ipv4, ipv6) = (be(0x8100), be(0x0800), be(0x86dd));
+    let mut code: Vec<(Insn, Option<L>, Option<L>)> = vec![
+        (ldx_w(R2, R1, 0), None, None), // data
+        (ldx_w(R3, R1, 4), None, None), // data_end
+        (mov(R4, R2), None, None),
+        (add_imm(R4, 14), None, None),
+        (jgt(R4, R3, 0), Some(L::Pass), None),
+        (ldx_h(R5, R2, 12), None, None), // ethertype
+        (mov(R6, R2), None, None),
+        (add_imm(R6, 14), None, None), // r6: the IP header
+        (jne_imm(R5, vlan, 0), Some(L::NoVlan), None),
+        (mov(R4, R2), None, None),
+        (add_imm(R4, 18), None, None),
+        (jgt(R4, R3, 0), Some(L::Pass), None),
+        (ldx_h(R5, R2, 16), None, None),
+        (add_imm(R6, 4), None, None),
+        (jeq_imm(R5, ipv4, 0), Some(L::V4), Some(L::NoVlan)),
+        (jne_imm(R5, ipv6, 0), Some(L::Pass), None),
+        // IPv6: UDP must be the first header.
+        (mov(R4, R6), None, None),
+        (add_imm(R4, 40), None, None),
+        (jgt(R4, R3, 0), Some(L::Pass), None),
+        (ldx_b(R5, R6, 6), None, None),
+        (jne_imm(R5, 17, 0), Some(L::Pass), None),
+        (add_imm(R6, 40), None, None),
+        (ja(0), Some(L::Udp), None),
+        // IPv4: protocol, then the header's own length.
+        (mov(R4, R6), None, Some(L::V4)),
+        (add_imm(R4, 20), None, None),
+        (jgt(R4, R3, 0), Some(L::Pass), None),
+        (ldx_b(R5, R6, 9), None, None),
+        (jne_imm(R5, 17, 0), Some(L::Pass), None),
+        (ldx_b(R5, R6, 0), None, None),
+        (and_imm(R5, 0x0f), None, None),
+        (lsh_imm(R5, 2), None, None),
+        (jlt_imm(R5, 20, 0), Some(L::Pass), None),
+        (add(R6, R5), None, None),
+        // UDP header at r6.
+        (mov(R4, R6), None, Some(L::Udp)),
+        (add_imm(R4, 8), None, None),
+        (jgt(R4, R3, 0), Some(L::Pass), None),
+    ];
+    if let Some((lo, hi)) = ports {
+        code.extend([
+            (ldx_h(R5, R6, 2), None, None),
+            (be16(R5), None, None),
+            (jlt_imm(R5, i32::from(lo), 0), Some(L::Pass), None),
+            (jgt_imm(R5, i32::from(hi), 0), Some(L::Pass), None),
+        ]);
+    }
+    code.extend([
+        (ja(0), Some(L::Match), None),
+        (mov_imm(R0, XDP_PASS), None, Some(L::Pass)),
+        (exit(), None, None),
+    ]);
+    let match_at = code.len();
+    let at = |l: L| {
+        if l == L::Match {
+            return match_at;
+        }
+        code.iter()
+            .position(|(_, _, here)| *here == Some(l))
+            .expect("label placed")
+    };
+    let mut out: Vec<Insn> = code
+        .iter()
+        .enumerate()
+        .map(|(pc, (insn, target, _))| {
+            let mut insn = *insn;
+            if let Some(t) = target {
+                insn.off = (at(*t) as isize - pc as isize - 1) as i16;
+            }
+            insn
+        })
+        .collect();
+    out.extend_from_slice(on_match);
+    out
 }
 
 /// Drops UDP datagrams (IPv4 without options, or IPv6 without extension
@@ -538,6 +684,67 @@ mod tests {
             test_run(&prog18, &frame(true, 17, 19)).unwrap() as i32,
             XDP_DROP
         );
+    }
+
+    #[test]
+    fn udp_filter_takes_only_udp_to_its_ports() {
+        if !nix_root() {
+            assert!(
+                std::env::var("LINERATE_STRICT").as_deref() != Ok("1"),
+                "LINERATE_STRICT=1: loading XDP programs needs root"
+            );
+            eprintln!("SKIP: loading XDP programs needs root");
+            return;
+        }
+        // XDP_DROP stands for "taken" (the real program redirects).
+        let taken = verdict_program(XDP_DROP);
+        let any = load(&udp_filter_program(None, &taken), "lr_f_any").unwrap();
+        let ports = load(&udp_filter_program(Some((9, 20)), &taken), "lr_f_ports").unwrap();
+        let run = |p: &OwnedFd, f: &[u8]| test_run(p, f).unwrap() as i32;
+        let with_port = |mut f: Vec<u8>, v6: bool, port: u16| {
+            let at = 14 + if v6 { 40 } else { 20 } + 2;
+            f[at..at + 2].copy_from_slice(&port.to_be_bytes());
+            f
+        };
+        for v6 in [false, true] {
+            assert_eq!(run(&any, &frame(v6, 17, 18)), XDP_DROP, "v6={v6} UDP");
+            assert_eq!(run(&any, &frame(v6, 6, 18)), XDP_PASS, "v6={v6} TCP");
+            assert_eq!(run(&any, &frame(v6, 1, 18)), XDP_PASS, "v6={v6} ICMP");
+            for (port, want) in [(8, XDP_PASS), (9, XDP_DROP), (20, XDP_DROP), (21, XDP_PASS)] {
+                let f = with_port(frame(v6, 17, 18), v6, port);
+                assert_eq!(run(&ports, &f), want, "v6={v6} port {port}");
+            }
+            let mut short = frame(v6, 17, 18);
+            short.truncate(14 + if v6 { 40 } else { 20 } + 4);
+            assert_eq!(run(&any, &short), XDP_PASS, "v6={v6} truncated UDP header");
+        }
+        // IPv4 options move the UDP header: the port is read after them.
+        let mut opt = frame(false, 17, 18);
+        opt[14] = 0x46;
+        opt.splice(34..34, [1, 1, 1, 1]);
+        assert_eq!(run(&any, &opt), XDP_DROP, "IPv4 options");
+        assert_eq!(run(&ports, &with_port(opt.clone(), false, 4)), XDP_PASS);
+        let mut opt_port = opt.clone();
+        opt_port[38 + 2..38 + 4].copy_from_slice(&9u16.to_be_bytes());
+        assert_eq!(run(&ports, &opt_port), XDP_DROP, "port after the options");
+        // One VLAN tag.
+        let mut tagged = frame(false, 17, 18);
+        tagged.splice(12..12, [0x81, 0x00, 0x00, 0x05]);
+        assert_eq!(run(&any, &tagged), XDP_DROP, "VLAN-tagged UDP");
+        let mut arp = frame(false, 17, 18);
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        assert_eq!(run(&any, &arp), XDP_PASS, "ARP");
+        // The redirecting program is accepted by the verifier too.
+        let map = XskMap::new(1).unwrap();
+        for f in [
+            RxFilter::All,
+            RxFilter::Udp(None),
+            RxFilter::Udp(Some((9, 9))),
+        ] {
+            let p = load(&f.program(map.fd()), "lr_f_redirect").unwrap();
+            // No socket in the map: everything passes.
+            assert_eq!(run(&p, &frame(false, 17, 18)), XDP_PASS, "{f:?}");
+        }
     }
 
     fn nix_root() -> bool {

@@ -3,6 +3,7 @@
 use crate::udp::{Traffic, UdpTx};
 use linerate_backend::packet_ring::{RxRing, TxRing};
 use linerate_backend::raw::RawSocket;
+pub use linerate_backend::xdp::RxFilter;
 use linerate_backend::xsk::{XskRx, XskTx};
 use std::io;
 use thiserror::Error;
@@ -438,8 +439,9 @@ pub fn open_rx_workers(
     kind: BackendKind,
     iface: &str,
     workers: usize,
+    filter: RxFilter,
 ) -> Result<(Vec<Rx>, Option<String>), BackendError> {
-    let (first, mut note) = open_rx(kind, iface)?;
+    let (first, mut note) = open_rx(kind, iface, filter)?;
     if workers <= 1 {
         return Ok((vec![first], note));
     }
@@ -492,22 +494,28 @@ pub fn open_rx_workers(
 }
 
 /// Opens the receiving backend; the note says what `auto` chose and why.
-pub fn open_rx(kind: BackendKind, iface: &str) -> Result<(Rx, Option<String>), BackendError> {
+/// With AF_XDP only the frames `filter` takes leave the kernel.
+pub fn open_rx(
+    kind: BackendKind,
+    iface: &str,
+    filter: RxFilter,
+) -> Result<(Rx, Option<String>), BackendError> {
     let ring = || RxRing::open(iface, RX_BLOCK, RX_BLOCKS);
     let socket = || socket_rx(iface);
     match kind {
         BackendKind::AfXdp => Ok((
-            Rx::Xdp(XskRx::open(iface, 4096).map_err(open_err(iface))?),
+            Rx::Xdp(XskRx::open(iface, 4096, filter).map_err(open_err(iface))?),
             None,
         )),
         BackendKind::Socket | BackendKind::Raw => Ok((socket()?, None)),
         BackendKind::Udp => Err(BackendError::SendOnly("socket:udp")),
         BackendKind::AfPacket => Ok((Rx::Ring(ring().map_err(open_err(iface))?, 0), None)),
-        BackendKind::Auto => match XskRx::open(iface, 4096) {
+        BackendKind::Auto => match XskRx::open(iface, 4096, filter) {
             Ok(x) => {
                 let note = format!(
-                    "af_xdp on {iface}, {} RX queue(s), one socket each (redirect program attached)",
-                    x.queues()
+                    "af_xdp on {iface}, {} RX queue(s), one socket each (redirect program attached, taking {})",
+                    x.queues(),
+                    filter.describe()
                 );
                 Ok((Rx::Xdp(x), Some(note)))
             }

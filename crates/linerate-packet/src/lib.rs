@@ -19,8 +19,8 @@ mod sink;
 mod udp;
 
 pub use backend::{
-    BackendError, BackendKind, Capabilities, Rx, RxCapabilities, Tx, open_rx, open_rx_workers,
-    open_tx,
+    BackendError, BackendKind, Capabilities, Rx, RxCapabilities, RxFilter, Tx, open_rx,
+    open_rx_workers, open_tx,
 };
 pub use blast::{BlastConfig, BlastError, BlastReport, Rate, blast};
 pub use fwd::{FwdConfig, FwdCounts, FwdError, FwdMode, FwdReport, Noisy, apply, fwd};

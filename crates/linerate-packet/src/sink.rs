@@ -141,6 +141,9 @@ pub struct SinkConfig {
     pub cores: Vec<usize>,
     /// Interval reports while receiving (`None`: one at the end).
     pub interval: Option<Duration>,
+    /// With AF_XDP, the frames taken from the kernel (default: UDP only, so
+    /// ARP, ping and TCP keep working on the interface).
+    pub take: crate::backend::RxFilter,
 }
 
 /// `sink --write`: every frame that reaches the socket (probe or not), cut
@@ -266,7 +269,7 @@ pub fn sink(
         .as_ref()
         .map(|c| CaptureWriter::create(&c.path, c.snaplen, c.max_frames, c.overwrite))
         .transpose()?;
-    let (mut rxs, note) = open_rx_workers(cfg.backend, &cfg.iface, workers)?;
+    let (mut rxs, note) = open_rx_workers(cfg.backend, &cfg.iface, workers, cfg.take)?;
     let backend = rxs[0].name();
     let mut capabilities = rxs[0].capabilities();
     if let Some(q) = capabilities.queues.as_mut() {

@@ -207,9 +207,10 @@ queue_socket!(FwdSocket);
 
 impl XskFwd {
     /// Opens one forwarding socket per RX queue of `iface` with `frames`
-    /// buffers each and attaches the redirect program.
-    pub fn open(iface: &str, frames: usize) -> io::Result<Self> {
-        let q = Queues::open(iface, frames, "lr_xsk_fwd")?;
+    /// buffers each and attaches the program that redirects the frames
+    /// `filter` takes (the rest go on to the kernel).
+    pub fn open(iface: &str, frames: usize, filter: crate::xdp::RxFilter) -> io::Result<Self> {
+        let q = Queues::open(iface, frames, "lr_xsk_fwd", filter)?;
         Ok(Self {
             zero_copy: q.zero_copy,
             q,

@@ -301,7 +301,12 @@ struct Queues<S> {
 }
 
 impl<S: QueueSocket> Queues<S> {
-    fn open(iface: &str, frames: usize, program: &str) -> io::Result<Self> {
+    fn open(
+        iface: &str,
+        frames: usize,
+        program: &str,
+        filter: crate::xdp::RxFilter,
+    ) -> io::Result<Self> {
         let ifindex = crate::iface::index(iface)?;
         let frames = frames.next_power_of_two().max(64);
         let queues = crate::ethtool::channels(iface)
@@ -318,11 +323,7 @@ impl<S: QueueSocket> Queues<S> {
         for (q, s) in socks.iter().enumerate() {
             map.set(q as u32, s.fd())?;
         }
-        let link = crate::xdp::attach(
-            &crate::xdp::redirect_to_xsk_program(map.fd()),
-            ifindex,
-            program,
-        )?;
+        let link = crate::xdp::attach(&filter.program(map.fd()), ifindex, program)?;
         Ok(Self {
             zero_copy: socks.iter().all(S::zero_copy),
             socks,

@@ -115,9 +115,10 @@ unsafe impl Send for XskRx {}
 
 impl XskRx {
     /// Opens one AF_XDP socket for each of `iface`'s RX queues with
-    /// `frames` buffers each, and attaches the redirect program.
-    pub fn open(iface: &str, frames: usize) -> io::Result<Self> {
-        let q = Queues::open(iface, frames, "lr_xsk_redir")?;
+    /// `frames` buffers each, and attaches the program that redirects the
+    /// frames `filter` takes (the rest go on to the kernel).
+    pub fn open(iface: &str, frames: usize, filter: crate::xdp::RxFilter) -> io::Result<Self> {
+        let q = Queues::open(iface, frames, "lr_xsk_redir", filter)?;
         Ok(Self {
             zero_copy: q.zero_copy,
             q,

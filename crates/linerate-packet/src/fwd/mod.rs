@@ -84,6 +84,9 @@ pub struct FwdConfig {
     pub cores: Vec<usize>,
     /// Interval reports while forwarding (`None`: one at the end).
     pub interval: Option<Duration>,
+    /// With AF_XDP, the frames taken from the kernel to forward (default:
+    /// UDP only, so ARP, ping and TCP to this host keep working).
+    pub take: crate::backend::RxFilter,
 }
 
 #[derive(Debug, Error)]
@@ -272,7 +275,7 @@ pub fn fwd(
         && cfg.noisy.fifo == 0
         && matches!(cfg.backend, BackendKind::AfXdp | BackendKind::Auto)
     {
-        let opened = XskFwd::open(&cfg.rx_iface, 4096).and_then(|x| {
+        let opened = XskFwd::open(&cfg.rx_iface, 4096, cfg.take).and_then(|x| {
             if workers > 1 {
                 x.split(workers)
             } else {
@@ -305,7 +308,7 @@ pub fn fwd(
             Err(e) => fallback_note = Some(format!("af_xdp in place: {e}")),
         }
     }
-    let (rxs, mut notes) = open_rx_workers(cfg.backend, &cfg.rx_iface, workers)
+    let (rxs, mut notes) = open_rx_workers(cfg.backend, &cfg.rx_iface, workers, cfg.take)
         .map(|(r, n)| (r, fallback_note.into_iter().chain(n).collect::<Vec<_>>()))?;
     let txs = open_senders(cfg, rxs[0].name(), &tx_iface, frame_max, &mut notes)?;
     let rx_name = rxs[0].name();

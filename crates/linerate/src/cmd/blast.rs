@@ -151,6 +151,13 @@ pub struct SinkArgs {
     /// Most frames written to --write (the count goes on after it).
     #[arg(long, default_value_t = 1_000_000)]
     write_count: u64,
+    /// AF_XDP: take every frame of the interface's queues from the kernel
+    /// (ARP, ping, SSH and all); by default only UDP frames are taken.
+    #[arg(long)]
+    take_queue: bool,
+    /// AF_XDP: take only UDP to these destination ports (9, or 1000-1999).
+    #[arg(long, value_name = "PORTS", conflicts_with = "take_queue", value_parser = super::port_range)]
+    udp_ports: Option<(u16, u16)>,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -438,6 +445,7 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
         }),
         cores: a.cores.clone().map(|c| c.0).unwrap_or_default(),
         interval: a.out.interval()?,
+        take: super::rx_filter(a.take_queue, a.udp_ports),
     };
     let stop = stop_flag()?;
     let pinned = a.cores.clone().map(|c| c.0).unwrap_or_default();

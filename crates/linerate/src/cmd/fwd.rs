@@ -16,6 +16,13 @@ pub struct FwdArgs {
     /// Interface to send on (default: back out of --iface).
     #[arg(long)]
     out_iface: Option<String>,
+    /// AF_XDP: take every frame of the interface's queues from the kernel
+    /// (ARP, ping, SSH and all); by default only UDP frames are taken.
+    #[arg(long)]
+    take_queue: bool,
+    /// AF_XDP: take only UDP to these destination ports (9, or 1000-1999).
+    #[arg(long, value_name = "PORTS", conflicts_with = "take_queue", value_parser = super::port_range)]
+    udp_ports: Option<(u16, u16)>,
     /// io (unchanged), mac (source: the sending interface's MAC,
     /// destination: --dst-mac), macswap, 5tswap (MACs, IP addresses and
     /// UDP/TCP ports swapped).
@@ -118,6 +125,7 @@ pub fn run(a: &FwdArgs) -> Result<u8> {
         },
         cores: a.cores.clone().map(|c| c.0).unwrap_or_default(),
         interval: a.out.interval()?,
+        take: super::rx_filter(a.take_queue, a.udp_ports),
     };
     let stop = stop_flag()?;
     let doc = linerate_doctor::summary(&linerate_doctor::run_for(

@@ -54,3 +54,26 @@ pub(crate) fn stop_flag() -> anyhow::Result<linerate_run::Cancel> {
     }
     Ok(c)
 }
+
+/// `--udp-ports`: one port or LO-HI.
+pub fn port_range(s: &str) -> Result<(u16, u16), String> {
+    let bad = || format!("'{s}' is not a port or a range of ports (9, 1000-1999)");
+    let (lo, hi) = s.split_once('-').unwrap_or((s, s));
+    let lo: u16 = lo.trim().parse().map_err(|_| bad())?;
+    let hi: u16 = hi.trim().parse().map_err(|_| bad())?;
+    if lo > hi {
+        return Err(bad());
+    }
+    Ok((lo, hi))
+}
+
+/// What an AF_XDP receiver takes from the kernel: `--take-queue`, or UDP
+/// (to `--udp-ports` if given).
+pub fn rx_filter(take_queue: bool, udp_ports: Option<(u16, u16)>) -> linerate_packet::RxFilter {
+    use linerate_packet::RxFilter;
+    if take_queue {
+        RxFilter::All
+    } else {
+        RxFilter::Udp(udp_ports)
+    }
+}
