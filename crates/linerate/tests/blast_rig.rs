@@ -1476,3 +1476,68 @@ fn sink_write_refuses_files_and_links_and_fails_loudly_when_writing_fails() {
         "{v}"
     );
 }
+
+/// Without --dst-mac, blast addresses the next hop's MAC from the kernel's
+/// neighbour table (resolving it if needed), IPv4 and IPv6, never
+/// broadcast; a hop that does not answer is an error before anything is
+/// sent, and no rate given says so on stderr.
+#[test]
+fn blast_addresses_the_neighbour_not_broadcast() {
+    if skip("blast_addresses_the_neighbour_not_broadcast") {
+        return;
+    }
+    let rig = Rig::pair().unwrap();
+    let want: Vec<u8> = rig
+        .host(1)
+        .mac
+        .split(':')
+        .map(|h| u8::from_str_radix(h, 16).unwrap())
+        .collect();
+    let src: Vec<u8> = rig
+        .host(0)
+        .mac
+        .split(':')
+        .map(|h| u8::from_str_radix(h, 16).unwrap())
+        .collect();
+    for dst in [rig.host(1).ipv4.to_string(), rig.host(1).ipv6.to_string()] {
+        // Empty the neighbour table: the entry must be resolved.
+        let _ = rig
+            .command(0, "ip")
+            .args(["neigh", "flush", "dev", "veth0"])
+            .output();
+        let mut out = None;
+        let frames = capture_raw(&rig, src.clone().try_into().unwrap(), || {
+            out = Some(
+                rig.command(0, BIN)
+                    .args(["blast", "--iface", "veth0", "--backend", "af_packet"])
+                    .args(["--dst-ip", &dst, "--count", "200", "--size", "128"])
+                    .output()
+                    .unwrap(),
+            );
+        });
+        let out = out.unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{dst}: {err}");
+        assert!(err.contains("no --pps or --bitrate"), "{dst}: {err}");
+        let probes: Vec<_> = frames
+            .iter()
+            .filter(|f| linerate_wire::parse_frame(f).is_ok_and(|p| p.probe.is_some()))
+            .collect();
+        assert_eq!(probes.len(), 200, "{dst}: probes captured");
+        assert!(
+            probes.iter().all(|f| f[..6] == want[..]),
+            "{dst}: frames not addressed to {}",
+            rig.host(1).mac
+        );
+    }
+    // An on-link address nobody holds: refused, nothing sent.
+    let out = rig
+        .command(0, BIN)
+        .args(["blast", "--iface", "veth0", "--backend", "af_packet"])
+        .args(["--dst-ip", "198.18.0.99", "--count", "10", "--pps", "1k"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no destination MAC for 198.18.0.99"), "{err}");
+}

@@ -24,7 +24,8 @@ pub struct BlastArgs {
     /// Source IP or range [default: the interface's address].
     #[arg(long)]
     src_ip: Option<String>,
-    /// Destination MAC or range [default: broadcast].
+    /// Destination MAC or range [default: the next hop's, from the kernel's
+    /// neighbour table; broadcast only when given].
     #[arg(long)]
     dst_mac: Option<String>,
     /// Source MAC or range [default: the interface's].
@@ -325,10 +326,21 @@ pub fn run_blast(a: &BlastArgs) -> Result<u8> {
             .map(linerate_backend::iface::format_mac)
             .with_context(|| format!("interface {} does not exist", a.iface))?,
     };
-    let dst_mac = a
-        .dst_mac
-        .clone()
-        .unwrap_or_else(|| "ff:ff:ff:ff:ff:ff".into());
+    let kind = backend(&a.backend)?;
+    let dst_mac = match &a.dst_mac {
+        Some(m) => m.clone(),
+        // The kernel's UDP socket addresses its own frames.
+        None if kind == BackendKind::Udp => "00:00:00:00:00:00".into(),
+        None => next_hop_mac(&a.iface, &dst_ip)?,
+    };
+    if matches!(rate(a)?, Rate::Max) {
+        eprintln!(
+            "linerate: blast: no --pps or --bitrate: sending {} as fast as {} allows",
+            a.count
+                .map_or("until --time ends".to_string(), |n| format!("{n} frames")),
+            a.iface
+        );
+    }
     let flows = FlowSpec::parse(
         &src_mac,
         &dst_mac,
@@ -374,6 +386,27 @@ pub fn run_blast(a: &BlastArgs) -> Result<u8> {
         interval: a.out.interval()?,
     };
     blast_run(a, &cfg)
+}
+
+/// Without --dst-mac, frames go to the next hop's MAC from the kernel's
+/// neighbour table (resolved by the kernel if missing), never to broadcast:
+/// on a real switch broadcast floods every port.
+fn next_hop_mac(iface: &str, dst_ip: &str) -> Result<String> {
+    let first = dst_ip.split(['-', '@']).next().unwrap_or(dst_ip).trim();
+    let ip: std::net::IpAddr = first
+        .parse()
+        .with_context(|| format!("'{first}' is not an IP address"))?;
+    let mac = linerate_backend::neigh::resolve(iface, ip, std::time::Duration::from_secs(1))
+        .with_context(|| {
+            format!("no destination MAC for {ip}: give --dst-mac (ff:ff:ff:ff:ff:ff for broadcast, if that is really meant)")
+        })?;
+    if dst_ip.contains('-') && linerate_backend::neigh::next_hop(iface, ip) == ip {
+        eprintln!(
+            "linerate: blast: every frame goes to {} ({first}'s MAC); give --dst-mac to address the rest of the range",
+            linerate_backend::iface::format_mac(mac)
+        );
+    }
+    Ok(linerate_backend::iface::format_mac(mac))
 }
 
 /// Runs blast through the shared run model.
