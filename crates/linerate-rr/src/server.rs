@@ -395,6 +395,49 @@ fn response_len(asked: u32, request_len: usize, slot: usize) -> Option<usize> {
         .then_some(len)
 }
 
+/// What the server does with one received datagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Send back the first `n` bytes of the slot (the response, written in
+    /// place over the request).
+    Answer(usize),
+    /// Not a well-formed request: counted, not answered.
+    Malformed,
+    /// The response would be larger than this source may get: not answered.
+    TooLarge,
+}
+
+/// Turns the request in `slot[..len]` into its response in place and says
+/// whether to send it: never larger than the request, unless `source` is
+/// in `allow`, and then at most `max_response` (no amplification).
+pub fn decide(
+    slot: &mut [u8],
+    len: usize,
+    source: Option<SocketAddr>,
+    allow: &[Prefix],
+    max_response: usize,
+) -> Decision {
+    let len = len.min(slot.len());
+    let Ok(h) = RrHeader::make_response(&mut slot[..len]) else {
+        return Decision::Malformed;
+    };
+    let Some(out) = response_len(h.reply_len, len, slot.len()) else {
+        return Decision::Malformed;
+    };
+    let limit = match source {
+        Some(a) if out > len && allow.iter().any(|p| p.contains(a.ip())) => max_response,
+        _ => len,
+    };
+    if out > limit {
+        return Decision::TooLarge;
+    }
+    if out > len {
+        // never send back bytes of an earlier datagram
+        slot[len..out].fill(0);
+    }
+    Decision::Answer(out)
+}
+
 /// One worker's loop.
 fn serve(
     sock: &UdpSocket,
@@ -420,29 +463,17 @@ fn serve(
                 continue;
             }
             let source = r.source(i);
-            let slot = r.slot_mut(i);
-            let Ok(h) = RrHeader::make_response(&mut slot[..len]) else {
-                c.malformed += 1;
-                continue;
+            let out = match decide(r.slot_mut(i), len, source, allow, max_response) {
+                Decision::Answer(out) => out,
+                Decision::Malformed => {
+                    c.malformed += 1;
+                    continue;
+                }
+                Decision::TooLarge => {
+                    c.too_large += 1;
+                    continue;
+                }
             };
-            let Some(out) = response_len(h.reply_len, len, slot.len()) else {
-                c.malformed += 1;
-                continue;
-            };
-            // No amplification: larger than the request only for an
-            // allowed source, and then up to the limit.
-            let limit = match source {
-                Some(a) if out > len && allow.iter().any(|p| p.contains(a.ip())) => max_response,
-                _ => len,
-            };
-            if out > limit {
-                c.too_large += 1;
-                continue;
-            }
-            if out > len {
-                // never send back bytes of an earlier datagram
-                slot[len..out].fill(0);
-            }
             c.requests += 1;
             c.bytes_in += len as u64;
             answers.push((i, out));
