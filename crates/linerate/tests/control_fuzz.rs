@@ -232,9 +232,17 @@ fn the_server_survives_a_control_fuzzer_while_serving_real_tests() {
             break;
         }
     }
-    println!(
-        "control fuzz: {secs} s, seed {seed:#x}: {} connections tried, crashes 0, real tests {completed}/{attempted} completed, RSS {rss0} -> {rss1} kB, threads {threads0} -> {threads1}",
-        tried.load(Ordering::Relaxed)
+    let figures = format!(
+        "control fuzz: {secs} s, seed {seed:#x}: {} connections tried, crashes 0, real tests {completed}/{attempted} completed ({} failed), RSS {rss0} -> {rss1} kB, threads {threads0} -> {threads1}",
+        tried.load(Ordering::Relaxed),
+        failures.len()
+    );
+    println!("{figures}");
+    // CI prints this file after the tests (cargo keeps a passing test's
+    // output to itself).
+    let _ = std::fs::write(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/control-fuzz.txt"),
+        format!("{figures}\n"),
     );
     assert!(srv.is_running(), "the server died (seed {seed:#x})");
     assert!(
