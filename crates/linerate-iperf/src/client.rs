@@ -159,6 +159,9 @@ impl<'a> ClientTest<'a> {
             .map_err(|e| ClientFailure::Connect(format!("{}:{}", opts.host, opts.port), e))?;
         if opts.output.human() {
             let _ = writeln!(out, "Connecting to host {}, port {}", opts.host, opts.port);
+            if opts.params.mode == linerate_iperf_proto::TestMode::Reverse {
+                let _ = writeln!(out, "Reverse mode, remote host {} is sending", opts.host);
+            }
         }
         let mut params = opts.params.clone();
         if params.len == 0 {
@@ -395,9 +398,21 @@ impl<'a> ClientTest<'a> {
             return Err(ClientFailure::Data(e));
         }
         if by_time || by_amount {
-            // The test ends now: senders stop, figures are taken at this
-            // instant (iperf3 ignores what arrives after TEST_END).
+            // The test ends now: TEST_END goes out at once (joining the
+            // senders first delayed it by up to a sender's poll, and the
+            // server's clock ran on: 2.08 s for -t 2), then the senders
+            // stop (they already did, at the scheduled end) and the figures
+            // are taken as of this instant.
             let end_at = Instant::now();
+            self.session.end_test();
+            while let Some(bytes) = self.session.poll_transmit() {
+                self.wait_since = Instant::now();
+                if let Err(e) = net::write_within(&mut self.ctrl, &bytes, self.opts.control_timeout)
+                {
+                    self.meter = Some(m);
+                    return Err(ClientFailure::Io(e));
+                }
+            }
             if let Some(r) = self.running.as_mut() {
                 r.stop(true);
             }
@@ -406,7 +421,6 @@ impl<'a> ClientTest<'a> {
                 self.interval(&last);
             }
             self.finals = f;
-            self.session.end_test();
         }
         self.meter = Some(m);
         Ok(())

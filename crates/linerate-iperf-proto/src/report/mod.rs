@@ -212,6 +212,8 @@ pub struct Report {
     /// Everything printed in human form (for `--get-server-output`).
     text: String,
     header_printed: bool,
+    /// The last interval printed ended with iperf3's separator line.
+    separator_last: bool,
     error: Option<String>,
     /// The same test as run-model events, for the shared reporters (CSV):
     /// taken with [`Report::poll_run_event`].
@@ -323,6 +325,7 @@ impl Report {
             intervals: Vec::new(),
             text: String::new(),
             header_printed: false,
+            separator_last: false,
             error: None,
             run_events: std::collections::VecDeque::new(),
         }
@@ -442,7 +445,8 @@ impl Report {
                 out.push_str(&self.interval_line("SUM", s, false));
             }
         }
-        if samples.len() > 1 || bidir {
+        self.separator_last = samples.len() > 1 || bidir;
+        if self.separator_last {
             out.push_str("- - - - - - - - - - - - - - - - - - - - - - - - -\n");
         }
         self.text.push_str(&out);

@@ -34,12 +34,17 @@ impl Report {
             )
         } else if let Some(n) = s.udp_tx_packets {
             format!("{base}  {n}{omitted}\n")
-        } else if let (Some(t), true) = (&s.tcp, with_cwnd) {
-            format!(
-                "{base}  {:3}   {}{omitted}\n",
-                t.retransmits,
-                units::bytes(t.snd_cwnd as f64)
-            )
+        } else if let Some(t) = &s.tcp {
+            if with_cwnd {
+                format!(
+                    "{base}  {:3}   {}{omitted}\n",
+                    t.retransmits,
+                    units::bytes(t.snd_cwnd as f64)
+                )
+            } else {
+                // iperf3's [SUM] line: retransmits, no window.
+                format!("{base}  {:3}{omitted}\n", t.retransmits)
+            }
         } else {
             format!("{base}{omitted}\n")
         }
@@ -52,6 +57,11 @@ impl Report {
         match (udp, any_tx, any_rx) {
             (true, true, false) => "[ ID] Interval           Transfer     Bitrate         Total Datagrams\n".into(),
             (true, _, _) => "[ ID] Interval           Transfer     Bitrate         Jitter    Lost/Total Datagrams\n".into(),
+            // iperf3's client always has the TCP columns (blank when it
+            // receives); its server only when it sends.
+            (false, _, _) if self.info.role == Role::Client => {
+                "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd\n".into()
+            }
             (false, true, _) if samples.iter().any(|s| s.tcp.is_some()) => {
                 "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd\n".into()
             }
@@ -61,15 +71,146 @@ impl Report {
 
     pub(super) fn end_text(&self, finals: &[StreamFinal], peer: Option<&PeerResults>) -> String {
         let udp = self.info.params.protocol == Protocol::Udp;
-        let mut out = String::from("- - - - - - - - - - - - - - - - - - - - - - - - -\n");
+        // With -P > 1 (or --bidir) the last interval already ended with the
+        // separator; iperf3 prints it once.
+        let mut out = if self.separator_last {
+            String::new()
+        } else {
+            String::from("- - - - - - - - - - - - - - - - - - - - - - - - -\n")
+        };
         out.push_str(if udp {
             "[ ID] Interval           Transfer     Bitrate         Jitter    Lost/Total Datagrams\n"
-        } else if finals.iter().any(|f| f.sender && f.tcp.is_some()) {
+        } else if self.info.role == Role::Client
+            || finals.iter().any(|f| f.sender && f.tcp.is_some())
+        {
             "[ ID] Interval           Transfer     Bitrate         Retr\n"
         } else {
             "[ ID] Interval           Transfer     Bitrate\n"
         });
-        let line = |tag: String, secs: f64, bytes: u64, tail: String| {
+        let rows: Vec<EndRow> = finals.iter().map(|f| self.end_row(f, peer)).collect();
+        for r in &rows {
+            out.push_str(&self.end_lines(&format!("{:3}", r.socket), r, udp));
+        }
+        // [SUM] rows per direction with more than one stream, as iperf3.
+        for forward in [true, false] {
+            let group: Vec<&EndRow> = rows
+                .iter()
+                .filter(|r| self.forward_dir(r.sender) == forward)
+                .collect();
+            if group.len() > 1 {
+                out.push_str(&self.end_lines("SUM", &EndRow::sum(&group), udp));
+            }
+        }
+        if let Some(e) = &self.error {
+            let _ = writeln!(out, "linerate: error: {e}");
+        }
+        out
+    }
+}
+
+/// One stream's summary figures, both sides of it.
+#[derive(Debug, Clone, Default)]
+pub(super) struct EndRow {
+    socket: i32,
+    sender: bool,
+    /// The sending side's bytes and seconds; the receiving side's.
+    sent: (u64, f64),
+    received: (u64, f64),
+    /// Whether each side's figures are known (the peer's arrive with its
+    /// results; a server prints before them).
+    sent_known: bool,
+    received_known: bool,
+    retransmits: Option<u64>,
+    /// UDP: sender's datagrams, lost, jitter (s).
+    packets: u64,
+    lost: u64,
+    jitter_s: f64,
+}
+
+impl EndRow {
+    fn sum(rows: &[&EndRow]) -> EndRow {
+        let mut s = EndRow {
+            sender: rows[0].sender,
+            sent_known: rows.iter().all(|r| r.sent_known),
+            received_known: rows.iter().all(|r| r.received_known),
+            ..Default::default()
+        };
+        for r in rows {
+            s.sent.0 += r.sent.0;
+            s.sent.1 = s.sent.1.max(r.sent.1);
+            s.received.0 += r.received.0;
+            s.received.1 = s.received.1.max(r.received.1);
+            if let Some(x) = r.retransmits {
+                *s.retransmits.get_or_insert(0) += x;
+            }
+            s.packets += r.packets;
+            s.lost += r.lost;
+            s.jitter_s += r.jitter_s / rows.len() as f64;
+        }
+        s
+    }
+}
+
+impl Report {
+    /// A stream's figures for the summary: its own and the peer's.
+    fn end_row(&self, f: &StreamFinal, peer: Option<&PeerResults>) -> EndRow {
+        let udp = self.info.params.protocol == Protocol::Udp;
+        let pr = peer.and_then(|r| r.stream(f.id));
+        let peer_fig = pr.map(|r| (r.bytes, r.end_time - r.start_time));
+        let own = (f.bytes, f.seconds);
+        let (sent, received, sent_known, received_known) = if f.sender {
+            (
+                own,
+                peer_fig.unwrap_or((0, f.seconds)),
+                true,
+                peer_fig.is_some(),
+            )
+        } else {
+            (
+                peer_fig.unwrap_or((0, f.seconds)),
+                own,
+                peer_fig.is_some(),
+                true,
+            )
+        };
+        let retransmits = if f.sender {
+            f.tcp.map(|t| t.retransmits)
+        } else {
+            pr.and_then(|r| u64::try_from(r.retransmits).ok())
+        };
+        let (lost, packets, jitter_s) = if !udp {
+            (0, 0, 0.0)
+        } else if f.sender {
+            let r = pr.cloned().unwrap_or_default();
+            (
+                r.errors.saturating_sub(r.omitted_errors),
+                f.packets - f.omitted_packets,
+                r.jitter_s,
+            )
+        } else {
+            let pk = pr.map_or(f.packets - f.omitted_packets, |r| {
+                r.packets.saturating_sub(r.omitted_packets)
+            });
+            (f.errors.saturating_sub(f.omitted_errors), pk, f.jitter_s)
+        };
+        EndRow {
+            socket: f.socket,
+            sender: f.sender,
+            sent,
+            received,
+            sent_known,
+            received_known,
+            retransmits,
+            packets,
+            lost,
+            jitter_s,
+        }
+    }
+
+    /// A stream's (or a [SUM]'s) sender and receiver lines, each printed
+    /// when that side's figures are known.
+    fn end_lines(&self, tag: &str, r: &EndRow, udp: bool) -> String {
+        let line = |secs: f64, bytes: u64, tail: String| {
             format!(
                 "[{tag}]   0.00-{:<6.2} sec  {}  {}{tail}\n",
                 secs,
@@ -77,76 +218,51 @@ impl Report {
                 self.rate(bytes, secs, true)
             )
         };
-        for f in finals {
-            let pr = peer.and_then(|r| r.stream(f.id));
-            let tag = format!("{:3}", f.socket);
-            let peer_bytes = pr.map(|r| r.bytes);
-            let peer_secs = pr.map_or(f.seconds, |r| r.end_time - r.start_time);
-            if udp {
-                let (lost, packets, jitter) = if f.sender {
-                    let r = pr.cloned().unwrap_or_default();
-                    (
-                        r.errors.saturating_sub(r.omitted_errors),
-                        f.packets - f.omitted_packets,
-                        r.jitter_s,
-                    )
-                } else {
-                    let pk = pr.map_or(f.packets - f.omitted_packets, |r| {
-                        r.packets.saturating_sub(r.omitted_packets)
-                    });
-                    (f.errors.saturating_sub(f.omitted_errors), pk, f.jitter_s)
-                };
-                let pct = if packets > 0 {
-                    100.0 * lost as f64 / packets as f64
-                } else {
-                    0.0
-                };
-                let tail = |who: &str| {
-                    format!(
-                        "  {:5.3} ms  {lost}/{packets} ({pct:.2}%)  {who}",
-                        jitter * 1000.0
-                    )
-                };
-                let (sb, ss, rb, rs) = if f.sender {
-                    (f.bytes, f.seconds, peer_bytes.unwrap_or(0), peer_secs)
-                } else {
-                    (peer_bytes.unwrap_or(0), peer_secs, f.bytes, f.seconds)
-                };
-                out.push_str(&line(
-                    tag.clone(),
-                    ss,
-                    sb,
-                    format!("  {:5.3} ms  0/{packets} (0%)  sender", 0.0),
-                ));
-                out.push_str(&line(tag, rs, rb, tail("receiver")));
+        let mut out = String::new();
+        if udp {
+            let pct = if r.packets > 0 {
+                100.0 * r.lost as f64 / r.packets as f64
             } else {
-                let (sb, ss, rb, rs) = if f.sender {
-                    (f.bytes, f.seconds, peer_bytes.unwrap_or(0), peer_secs)
-                } else {
-                    (peer_bytes.unwrap_or(0), peer_secs, f.bytes, f.seconds)
-                };
-                let retr = if f.sender {
-                    f.tcp
-                        .map(|t| format!("  {:3}", t.retransmits))
-                        .unwrap_or_default()
-                } else {
-                    pr.and_then(|r| u64::try_from(r.retransmits).ok())
-                        .map(|r| format!("  {r:3}"))
-                        .unwrap_or_default()
-                };
+                0.0
+            };
+            if r.sent_known {
                 out.push_str(&line(
-                    tag.clone(),
-                    ss,
-                    sb,
+                    r.sent.1,
+                    r.sent.0,
+                    format!("  {:5.3} ms  0/{} (0%)  sender", 0.0, r.packets),
+                ));
+            }
+            if r.received_known {
+                out.push_str(&line(
+                    r.received.1,
+                    r.received.0,
+                    format!(
+                        "  {:5.3} ms  {}/{} ({pct:.2}%)  receiver",
+                        r.jitter_s * 1000.0,
+                        r.lost,
+                        r.packets
+                    ),
+                ));
+            }
+        } else {
+            if r.sent_known {
+                let retr = r
+                    .retransmits
+                    .map(|x| format!("  {x:3}"))
+                    .unwrap_or_default();
+                out.push_str(&line(
+                    r.sent.1,
+                    r.sent.0,
                     format!("{retr}             sender"),
                 ));
-                if peer.is_some() || !f.sender {
-                    out.push_str(&line(tag, rs, rb, "                  receiver".into()));
-                }
             }
-        }
-        if let Some(e) = &self.error {
-            let _ = writeln!(out, "linerate: error: {e}");
+            if r.received_known {
+                out.push_str(&line(
+                    r.received.1,
+                    r.received.0,
+                    "                  receiver".into(),
+                ));
+            }
         }
         out
     }

@@ -327,13 +327,15 @@ pub fn run_blast(a: &BlastArgs) -> Result<u8> {
             .with_context(|| format!("interface {} does not exist", a.iface))?,
     };
     let kind = backend(&a.backend)?;
+    // Flags are checked before the neighbour is looked up.
+    let offered = rate(a)?;
     let dst_mac = match &a.dst_mac {
         Some(m) => m.clone(),
         // The kernel's UDP socket addresses its own frames.
         None if kind == BackendKind::Udp => "00:00:00:00:00:00".into(),
         None => next_hop_mac(&a.iface, &dst_ip)?,
     };
-    if matches!(rate(a)?, Rate::Max) {
+    if matches!(offered, Rate::Max) {
         eprintln!(
             "linerate: blast: no --pps or --bitrate: sending {} as fast as {} allows",
             a.count
@@ -392,6 +394,11 @@ pub fn run_blast(a: &BlastArgs) -> Result<u8> {
 /// neighbour table (resolved by the kernel if missing), never to broadcast:
 /// on a real switch broadcast floods every port.
 fn next_hop_mac(iface: &str, dst_ip: &str) -> Result<String> {
+    // An interface without a link-layer address (loopback) has no
+    // neighbours: its frames carry zeros.
+    if linerate_backend::iface::mac(iface).is_ok_and(|m| m == [0; 6]) {
+        return Ok("00:00:00:00:00:00".into());
+    }
     let first = dst_ip.split(['-', '@']).next().unwrap_or(dst_ip).trim();
     let ip: std::net::IpAddr = first
         .parse()

@@ -1,0 +1,154 @@
+//! linerate's human output has iperf3's shape, line for line (numbers,
+//! ports, units and socket ids masked): the same client flags against the
+//! same server, run once with iperf3's client and once with linerate's;
+//! and the same iperf3 client against iperf3's server and linerate's.
+
+mod support;
+
+use linerate_rig::{iperf3_321, require_iperf3_321, require_program, should_skip};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+use support::{Proc, free_port, linerate, wait_listening};
+
+/// Numbers become `N`, unit prefixes go, runs of spaces become one; lines
+/// that only one implementation prints by design are dropped.
+fn mask(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut after_sliver = false;
+    for line in text.lines() {
+        // iperf3's own sliver of a last interval ("2.00-2.00 sec"), which
+        // linerate folds into the test's end by design.
+        let sliver = line.split_whitespace().any(|w| {
+            w.split_once('-')
+                .is_some_and(|(a, b)| a.contains('.') && a == b)
+        });
+        if sliver {
+            after_sliver = true;
+            continue;
+        }
+        if after_sliver
+            && line.starts_with("- - -")
+            && out.last().is_some_and(|l: &String| l.starts_with("- - -"))
+        {
+            after_sliver = false;
+            continue;
+        }
+        after_sliver = false;
+        let mut m = String::new();
+        let mut prev_num = false;
+        for c in line.chars() {
+            if c.is_ascii_digit() || (prev_num && c == '.') {
+                if !prev_num {
+                    m.push('N');
+                }
+                prev_num = true;
+            } else {
+                prev_num = false;
+                m.push(c);
+            }
+        }
+        let m = m
+            .replace("KBytes", "Bytes")
+            .replace("MBytes", "Bytes")
+            .replace("GBytes", "Bytes")
+            .replace("Kbits/sec", "bits/sec")
+            .replace("Mbits/sec", "bits/sec")
+            .replace("Gbits/sec", "bits/sec");
+        let m = m.split_whitespace().collect::<Vec<_>>().join(" ");
+        // linerate's own notes (doctor hints, warnings) start with "linerate:".
+        if m.is_empty() || m.starts_with("linerate:") {
+            continue;
+        }
+        out.push(m);
+    }
+    out
+}
+
+fn assert_same_shape(what: &str, theirs: &str, ours: &str) {
+    let (t, o) = (mask(theirs), mask(ours));
+    for (i, (a, b)) in t.iter().zip(&o).enumerate() {
+        assert_eq!(
+            a, b,
+            "{what}: line {i} differs\n--- iperf3:\n{theirs}\n--- linerate:\n{ours}"
+        );
+    }
+    assert_eq!(
+        t.len(),
+        o.len(),
+        "{what}: line counts differ\n--- iperf3:\n{theirs}\n--- linerate:\n{ours}"
+    );
+}
+
+const CASES: [&[&str]; 4] = [
+    &["-t", "2"],
+    &["-t", "2", "-P", "2"],
+    &["-t", "1", "-R", "-P", "2"],
+    &["-t", "1", "-u", "-b", "10M", "-P", "2"],
+];
+
+/// Client output: iperf3's client and linerate's against iperf3's server.
+fn client_shape(iperf3: &Path) {
+    for args in CASES {
+        let port = free_port();
+        let _srv = Proc::spawn(Command::new(iperf3).args(["-s", "-p", &port.to_string()]));
+        wait_listening(port);
+        let run = |c: &mut Command| {
+            let out = c
+                .args(["-c", "127.0.0.1", "-p", &port.to_string()])
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let theirs = run(&mut Command::new(iperf3));
+        let ours = run(&mut linerate());
+        assert_same_shape(&format!("client {args:?}"), &theirs, &ours);
+    }
+}
+
+/// Server output: one iperf3 client test against iperf3's server and
+/// linerate's (each serving one test, -1).
+fn server_shape(iperf3: &Path) {
+    for args in CASES {
+        let serve = |server: &mut Command| {
+            let port = free_port();
+            let srv = Proc::spawn(server.args(["-s", "-1", "-p", &port.to_string()]));
+            wait_listening(port);
+            let c = Command::new(iperf3)
+                .args(["-c", "127.0.0.1", "-p", &port.to_string()])
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(c.status.success(), "{args:?}");
+            String::from_utf8_lossy(&srv.wait(Duration::from_secs(15)).stdout).into_owned()
+        };
+        let theirs = serve(&mut Command::new(iperf3));
+        let ours = serve(&mut linerate());
+        assert_same_shape(&format!("server {args:?}"), &theirs, &ours);
+    }
+}
+
+#[test]
+fn output_has_iperf3_3_12_shape() {
+    if should_skip("output_has_iperf3_3_12_shape", &[require_program("iperf3")]) {
+        return;
+    }
+    client_shape(Path::new("iperf3"));
+    server_shape(Path::new("iperf3"));
+}
+
+#[test]
+fn output_has_iperf3_3_21_shape() {
+    if should_skip("output_has_iperf3_3_21_shape", &[require_iperf3_321()]) {
+        return;
+    }
+    let p = iperf3_321().unwrap();
+    client_shape(&p);
+    server_shape(&p);
+}
