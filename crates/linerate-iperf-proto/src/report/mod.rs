@@ -386,6 +386,15 @@ impl Report {
         }
     }
 
+    /// iperf3's role column with --bidir: `[TX-C]`, `[RX-S]`, …
+    pub(super) fn role_tag(&self, sender: bool) -> String {
+        let side = match self.info.role {
+            Role::Client => 'C',
+            Role::Server => 'S',
+        };
+        format!("[{}-{side}", if sender { "TX" } else { "RX" })
+    }
+
     /// Records one interval; returns what to print now.
     pub fn interval(&mut self, samples: &[IntervalSample]) -> String {
         if let Some(first) = samples.first() {
@@ -437,12 +446,32 @@ impl Report {
             self.header_printed = true;
             out.push_str(&self.header(samples));
         }
-        for s in samples {
-            out.push_str(&self.interval_line(&format!("{:3}", s.socket), s, true));
-        }
-        if samples.len() > 1 {
-            for s in sum.iter().chain(sum_rev.iter()) {
-                out.push_str(&self.interval_line("SUM", s, false));
+        if bidir {
+            // iperf3: this side's sending streams and their [SUM], then
+            // the receiving ones, each tagged with its role.
+            let first = samples.first().is_none_or(|s| s.sender);
+            for sending in [first, !first] {
+                let group: Vec<&IntervalSample> =
+                    samples.iter().filter(|s| s.sender == sending).collect();
+                for s in &group {
+                    let tag = format!("{:3}]{}", s.socket, self.role_tag(s.sender));
+                    out.push_str(&self.interval_line(&tag, s, true));
+                }
+                if group.len() > 1
+                    && let Some(sum) = Self::sum(&group)
+                {
+                    let tag = format!("SUM]{}", self.role_tag(sending));
+                    out.push_str(&self.interval_line(&tag, &sum, false));
+                }
+            }
+        } else {
+            for s in samples {
+                out.push_str(&self.interval_line(&format!("{:3}", s.socket), s, true));
+            }
+            if samples.len() > 1 {
+                for s in sum.iter() {
+                    out.push_str(&self.interval_line("SUM", s, false));
+                }
             }
         }
         self.separator_last = samples.len() > 1 || bidir;

@@ -51,6 +51,15 @@ impl Report {
     }
 
     pub(super) fn header(&self, samples: &[IntervalSample]) -> String {
+        let h = self.header_plain(samples);
+        if self.info.params.mode == TestMode::Bidir {
+            h.replacen("[ ID] Interval", "[ ID][Role] Interval", 1)
+        } else {
+            h
+        }
+    }
+
+    fn header_plain(&self, samples: &[IntervalSample]) -> String {
         let udp = self.info.params.protocol == Protocol::Udp;
         let any_rx = samples.iter().any(|s| !s.sender);
         let any_tx = samples.iter().any(|s| s.sender);
@@ -87,18 +96,35 @@ impl Report {
         } else {
             "[ ID] Interval           Transfer     Bitrate\n"
         });
-        let rows: Vec<EndRow> = finals.iter().map(|f| self.end_row(f, peer)).collect();
-        for r in &rows {
-            out.push_str(&self.end_lines(&format!("{:3}", r.socket), r, udp));
+        let bidir = self.info.params.mode == TestMode::Bidir;
+        if bidir {
+            let at = out.rfind("[ ID] Interval").unwrap_or(0);
+            out.replace_range(at..at + "[ ID] Interval".len(), "[ ID][Role] Interval");
         }
-        // [SUM] rows per direction with more than one stream, as iperf3.
-        for forward in [true, false] {
-            let group: Vec<&EndRow> = rows
-                .iter()
-                .filter(|r| self.forward_dir(r.sender) == forward)
-                .collect();
-            if group.len() > 1 {
-                out.push_str(&self.end_lines("SUM", &EndRow::sum(&group), udp));
+        let rows: Vec<EndRow> = finals.iter().map(|f| self.end_row(f, peer)).collect();
+        if bidir {
+            // Each direction's streams, then its [SUM], tagged by role.
+            // In stream order: the client's first streams send, the
+            // server's first streams receive.
+            let first = rows.first().is_none_or(|r| r.sender);
+            for sending in [first, !first] {
+                let group: Vec<&EndRow> = rows.iter().filter(|r| r.sender == sending).collect();
+                for r in &group {
+                    let tag = format!("{:3}]{}", r.socket, self.role_tag(sending));
+                    out.push_str(&self.end_lines(&tag, r, udp));
+                }
+                if group.len() > 1 {
+                    let tag = format!("SUM]{}", self.role_tag(sending));
+                    out.push_str(&self.end_lines(&tag, &EndRow::sum(&group), udp));
+                }
+            }
+        } else {
+            for r in &rows {
+                out.push_str(&self.end_lines(&format!("{:3}", r.socket), r, udp));
+            }
+            if rows.len() > 1 {
+                let all: Vec<&EndRow> = rows.iter().collect();
+                out.push_str(&self.end_lines("SUM", &EndRow::sum(&all), udp));
             }
         }
         if let Some(e) = &self.error {
