@@ -22,6 +22,8 @@ pub struct TcpInfo {
     pub snd_wnd: u32,
     /// Reordering seen.
     pub reordering: u32,
+    /// Reordering events seen (tcpi_reord_seen, kernel 4.19+, else 0).
+    pub reord_seen: u32,
 }
 
 fn getsockopt_raw<T>(fd: RawFd, level: i32, name: i32, val: &mut T) -> io::Result<usize> {
@@ -78,6 +80,7 @@ pub fn tcp_info(sock: &impl AsRawFd) -> io::Result<TcpInfo> {
     let reordering = w(22);
     let total_retrans = w(25);
     let snd_wnd = w(57);
+    let reord_seen = w(55);
     Ok(TcpInfo {
         rtt_us,
         rttvar_us,
@@ -87,6 +90,7 @@ pub fn tcp_info(sock: &impl AsRawFd) -> io::Result<TcpInfo> {
         total_retrans,
         snd_wnd,
         reordering,
+        reord_seen,
     })
 }
 

@@ -312,6 +312,10 @@ impl<'a> ClientTest<'a> {
             sndbuf_actual: self.bufs.0,
             rcvbuf_actual: self.bufs.1,
             interval_s: opts.interval.as_secs_f64(),
+            gso: self.params.protocol == Protocol::Udp
+                && opts.udp_gso
+                && self.descs.iter().any(|d| d.sender),
+            gro: self.params.protocol == Protocol::Udp && self.descs.iter().any(|d| !d.sender),
             host: linerate_run::Host::here(),
             streams: self.descs.clone(),
         };

@@ -42,6 +42,9 @@ struct RttStats {
     min_rtt: u32,
     sum_rtt: u64,
     n: u64,
+    /// tcpi_reord_seen at the first and the latest look.
+    reord_first: Option<u32>,
+    reord_last: u32,
 }
 
 /// The longest a control loop sleeps between looks at its streams.
@@ -269,8 +272,13 @@ impl Meter {
                 };
                 r.sum_rtt += u64::from(info.rtt_us);
                 r.n += 1;
+                let before = r
+                    .reord_last
+                    .max(*r.reord_first.get_or_insert(info.reord_seen));
+                r.reord_last = info.reord_seen;
                 s.tcp = Some(TcpSample {
                     retransmits: now.retrans.saturating_sub(prev.retrans),
+                    reorder: u64::from(info.reord_seen.saturating_sub(before)),
                     snd_cwnd: info.snd_cwnd_bytes,
                     snd_wnd: u64::from(info.snd_wnd),
                     rtt_us: info.rtt_us,
@@ -333,6 +341,7 @@ impl Meter {
                     jitter_s: now_s.rx.jitter_s,
                     tcp: (!self.udp && sh.sender).then(|| TcpFinal {
                         retransmits: now_s.retrans.saturating_sub(base.retrans),
+                        reorder: u64::from(r.reord_last.saturating_sub(r.reord_first.unwrap_or(0))),
                         max_snd_cwnd: r.max_cwnd,
                         max_snd_wnd: r.max_wnd,
                         max_rtt: r.max_rtt,

@@ -453,3 +453,34 @@ fn logfile_and_human_output() {
     );
     assert!(text.contains("iperf Done."));
 }
+
+/// linerate's client -J has every key (with its type) iperf3 3.21's client
+/// has, against the same 3.21 server: TCP, UDP, -R, --bidir.
+#[test]
+fn client_json_has_every_key_iperf3_3_21_has() {
+    if linerate_rig::should_skip(
+        "client_json_has_every_key_iperf3_3_21_has",
+        &[linerate_rig::require_iperf3_321()],
+    ) {
+        return;
+    }
+    let i321 = linerate_rig::iperf3_321().unwrap();
+    for args in [
+        &["-t", "1"][..],
+        &["-u", "-t", "1", "-b", "5M"],
+        &["-t", "1", "-R"],
+        &["-t", "1", "--bidir"],
+        &["-u", "-t", "1", "-b", "5M", "-R"],
+    ] {
+        let (theirs, _) = pair(&mut Command::new(&i321), &mut Command::new(&i321), args);
+        let (ours, _) = pair(&mut Command::new(&i321), &mut linerate(), args);
+        let (mut a, mut b) = (BTreeSet::new(), BTreeSet::new());
+        key_paths(&theirs, "", &mut a);
+        key_paths(&ours, "", &mut b);
+        let missing: Vec<&String> = a.difference(&b).collect();
+        assert!(
+            missing.is_empty(),
+            "{args:?}: keys (with types) iperf3 3.21 has that linerate's client lacks or types differently: {missing:?}"
+        );
+    }
+}

@@ -30,6 +30,7 @@ impl Report {
                 m.insert("rtt".into(), json!(t.rtt_us));
                 m.insert("rttvar".into(), json!(t.rttvar_us));
                 m.insert("pmtu".into(), json!(t.pmtu));
+                m.insert("reorder".into(), json!(t.reorder));
             }
         }
         if let Some(n) = s.udp_tx_packets {
@@ -255,13 +256,19 @@ fn tcp_stream_end(
         sender["retransmits"] = json!(r);
         *acc.retrans.get_or_insert(0) += r;
     }
-    if let (true, Some(t)) = (f.sender, &f.tcp) {
-        sender["max_snd_cwnd"] = json!(t.max_snd_cwnd);
-        sender["max_snd_wnd"] = json!(t.max_snd_wnd);
-        sender["max_rtt"] = json!(t.max_rtt);
-        sender["min_rtt"] = json!(t.min_rtt);
-        sender["mean_rtt"] = json!(t.mean_rtt);
-    }
+    // iperf3 3.21 has these for every TCP sender, zeros where the sender
+    // is the peer (its TCP_INFO stays there).
+    let t = if f.sender {
+        f.tcp.unwrap_or_default()
+    } else {
+        TcpFinal::default()
+    };
+    sender["reorder"] = json!(t.reorder);
+    sender["max_snd_cwnd"] = json!(t.max_snd_cwnd);
+    sender["max_snd_wnd"] = json!(t.max_snd_wnd);
+    sender["max_rtt"] = json!(t.max_rtt);
+    sender["min_rtt"] = json!(t.min_rtt);
+    sender["mean_rtt"] = json!(t.mean_rtt);
     sender["sender"] = json!(f.sender);
     json!({
         "sender": sender,

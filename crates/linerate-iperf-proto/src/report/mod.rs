@@ -64,6 +64,10 @@ pub struct StartInfo {
     pub sndbuf_actual: u64,
     pub rcvbuf_actual: u64,
     pub interval_s: f64,
+    /// This side sends UDP with GSO / asks for GRO on its UDP receivers
+    /// (iperf3 3.21's `test_start.gso` / `gro`).
+    pub gso: bool,
+    pub gro: bool,
     pub streams: Vec<StreamDesc>,
     /// Facts about this host for the run-model start event (read by the
     /// I/O layer: this crate reads nothing).
@@ -74,6 +78,8 @@ pub struct StartInfo {
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct TcpSample {
     pub retransmits: u64,
+    /// Reorderings the sender's TCP saw in the interval (tcpi_reord_seen).
+    pub reorder: u64,
     pub snd_cwnd: u64,
     pub snd_wnd: u64,
     pub rtt_us: u32,
@@ -109,6 +115,8 @@ pub struct IntervalSample {
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct TcpFinal {
     pub retransmits: u64,
+    /// Reorderings seen over the test (tcpi_reord_seen).
+    pub reorder: u64,
     pub max_snd_cwnd: u64,
     pub max_snd_wnd: u64,
     pub max_rtt: u32,
@@ -316,6 +324,7 @@ impl Report {
                 "reverse": u8::from(p.mode == TestMode::Reverse), "tos": p.tos,
                 "target_bitrate": p.bandwidth_bps, "bidir": u8::from(p.mode == TestMode::Bidir),
                 "fqrate": p.fq_rate_bps, "interval": info.interval_s,
+                "gso": u8::from(info.gso), "gro": u8::from(info.gro),
             }),
         );
         Self {

@@ -290,6 +290,10 @@ impl TestServer<'_> {
             sndbuf_actual: 0,
             rcvbuf_actual: 0,
             interval_s: opts.interval.as_secs_f64(),
+            gso: p.protocol == Protocol::Udp
+                && opts.udp_gso
+                && self.conns.iter().any(|(_, d)| d.sender),
+            gro: p.protocol == Protocol::Udp && self.conns.iter().any(|(_, d)| !d.sender),
             host: linerate_run::Host::here(),
             streams: self.conns.iter().map(|(_, d)| d.clone()).collect(),
         };
