@@ -473,7 +473,8 @@ mod tests {
             }
             stop.store(true, Ordering::Relaxed);
         });
-        assert!(seen_a.len() > 1000, "traffic reached the first ring");
+        // (About 6,000 on an idle host; far fewer beside a loaded CI run.)
+        assert!(seen_a.len() > 100, "traffic reached the first ring");
         let twice: Vec<u64> = seen_a
             .keys()
             .filter(|k| seen_b.contains_key(k))
