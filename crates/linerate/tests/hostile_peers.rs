@@ -7,20 +7,11 @@ mod support;
 use linerate_rig::{require_program, should_skip};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::Command;
 use std::time::{Duration, Instant};
-use support::{Proc, json, server};
+use support::{Proc, iperf3_client, json, server};
 
 fn skip(test: &str) -> bool {
     should_skip(test, &[require_program("iperf3")])
-}
-
-fn iperf3_client(port: u16, args: &[&str]) -> Proc {
-    Proc::spawn(
-        Command::new("iperf3")
-            .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-J"])
-            .args(args),
-    )
 }
 
 /// iperf3 3.12 with `-R -P 4` against a server whose senders share one CPU

@@ -182,31 +182,6 @@ fn linerate_client_against_iperf3_server() {
 }
 
 /// Every key path with the JSON type of its value (`.end.sum_sent.bytes:number`).
-fn key_paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
-    let ty = |x: &Value| match x {
-        Value::Object(_) => "object",
-        Value::Array(_) => "array",
-        Value::String(_) => "string",
-        Value::Number(_) => "number",
-        Value::Bool(_) => "bool",
-        Value::Null => "null",
-    };
-    match v {
-        Value::Object(m) => {
-            for (k, x) in m {
-                let p = format!("{prefix}.{k}");
-                out.insert(format!("{p}:{}", ty(x)));
-                key_paths(x, &p, out);
-            }
-        }
-        Value::Array(a) => {
-            for x in a {
-                key_paths(x, &format!("{prefix}[]"), out);
-            }
-        }
-        _ => {}
-    }
-}
 
 #[test]
 fn json_has_every_key_iperf3_has() {
@@ -221,10 +196,9 @@ fn json_has_every_key_iperf3_has() {
     ] {
         let (theirs, _) = pair(&mut iperf3(), &mut iperf3(), args);
         let (ours, _) = pair(&mut iperf3(), &mut linerate(), args);
-        let (mut a, mut b) = (BTreeSet::new(), BTreeSet::new());
-        key_paths(&theirs, "", &mut a);
-        key_paths(&ours, "", &mut b);
-        let missing: Vec<&String> = a.difference(&b).collect();
+        let missing = support::missing_keys(&theirs, &ours);
+        let mut b = BTreeSet::new();
+        support::key_paths(&ours, "", &mut b);
         assert!(
             missing.is_empty(),
             "{args:?}: keys (with types) iperf3 has that linerate lacks or types differently: {missing:?}"
@@ -474,10 +448,7 @@ fn client_json_has_every_key_iperf3_3_21_has() {
     ] {
         let (theirs, _) = pair(&mut Command::new(&i321), &mut Command::new(&i321), args);
         let (ours, _) = pair(&mut Command::new(&i321), &mut linerate(), args);
-        let (mut a, mut b) = (BTreeSet::new(), BTreeSet::new());
-        key_paths(&theirs, "", &mut a);
-        key_paths(&ours, "", &mut b);
-        let missing: Vec<&String> = a.difference(&b).collect();
+        let missing = support::missing_keys(&theirs, &ours);
         assert!(
             missing.is_empty(),
             "{args:?}: keys (with types) iperf3 3.21 has that linerate's client lacks or types differently: {missing:?}"

@@ -8,21 +8,13 @@ use linerate_rig::{require_program, should_skip};
 use std::net::TcpStream;
 use std::process::Command;
 use std::time::{Duration, Instant};
-use support::{Proc, free_port, json, linerate, wait_listening};
+use support::{Proc, free_port, iperf3_client, json, linerate, wait_listening};
 
 fn skip(test: &str) -> bool {
     should_skip(test, &[require_program("iperf3")])
 }
 
 use support::server;
-
-fn iperf3_client(port: u16, args: &[&str]) -> Proc {
-    Proc::spawn(
-        Command::new("iperf3")
-            .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-J"])
-            .args(args),
-    )
-}
 
 #[test]
 fn many_clients_at_once() {

@@ -144,3 +144,52 @@ pub fn set_link(rig: &linerate_rig::Rig, host: usize, state: &str) {
         .unwrap();
     assert!(st.success(), "ip link set veth0 {state}");
 }
+
+/// iperf3 (Debian's) as a -J client of 127.0.0.1:`port` with `args`.
+pub fn iperf3_client(port: u16, args: &[&str]) -> Proc {
+    Proc::spawn(
+        Command::new("iperf3")
+            .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-J"])
+            .args(args),
+    )
+}
+
+/// Every key path of a JSON document with its type (`.end.sum.bytes:number`).
+pub fn key_paths(
+    v: &serde_json::Value,
+    prefix: &str,
+    out: &mut std::collections::BTreeSet<String>,
+) {
+    use serde_json::Value;
+    let ty = |x: &Value| match x {
+        Value::Object(_) => "object",
+        Value::Array(_) => "array",
+        Value::String(_) => "string",
+        Value::Number(_) => "number",
+        Value::Bool(_) => "bool",
+        Value::Null => "null",
+    };
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                let p = format!("{prefix}.{k}");
+                out.insert(format!("{p}:{}", ty(x)));
+                key_paths(x, &p, out);
+            }
+        }
+        Value::Array(a) => {
+            for x in a {
+                key_paths(x, &format!("{prefix}[]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The key paths (with types) `theirs` has that `ours` lacks.
+pub fn missing_keys(theirs: &serde_json::Value, ours: &serde_json::Value) -> Vec<String> {
+    let (mut a, mut b) = (Default::default(), Default::default());
+    key_paths(theirs, "", &mut a);
+    key_paths(ours, "", &mut b);
+    a.difference(&b).cloned().collect()
+}
