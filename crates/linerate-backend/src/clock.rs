@@ -81,3 +81,43 @@ mod tests {
         assert!((wall - from_mono).abs() < 50_000_000, "{wall} {from_mono}");
     }
 }
+
+/// The local wall-clock time formatted by strftime(3) `format` (iperf3's
+/// `--timestamps`); an empty string if the format is unusable.
+pub fn strftime_local(format: &str) -> String {
+    let Ok(fmt) = std::ffi::CString::new(format) else {
+        return String::new();
+    };
+    let mut now: libc::time_t = 0;
+    // SAFETY: `now` is a valid, writable time_t.
+    unsafe { libc::time(&mut now) };
+    // SAFETY: an all-zero tm is a valid value for localtime_r to fill.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are valid for the call.
+    if unsafe { libc::localtime_r(&now, &mut tm) }.is_null() {
+        return String::new();
+    }
+    let mut buf = [0u8; 256];
+    // SAFETY: `buf` is writable for its length, `fmt` is NUL-terminated and
+    // `tm` was filled by localtime_r.
+    let n = unsafe { libc::strftime(buf.as_mut_ptr().cast(), buf.len(), fmt.as_ptr(), &tm) };
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+/// Detaches the process into the background as iperf3's `-D` does (fork,
+/// new session, working directory `/`, standard streams on /dev/null).
+/// Call it before any thread is started.
+pub fn daemonize() -> std::io::Result<()> {
+    nix::unistd::daemon(false, false).map_err(std::io::Error::from)
+}
+
+#[cfg(test)]
+mod wall_tests {
+    #[test]
+    fn strftime_formats_the_local_time() {
+        let y = super::strftime_local("%Y");
+        assert_eq!(y.len(), 4, "{y}");
+        assert!(y.starts_with("20"), "{y}");
+        assert_eq!(super::strftime_local("x%%y"), "x%y");
+    }
+}

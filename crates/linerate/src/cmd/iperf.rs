@@ -188,6 +188,27 @@ pub struct IperfArgs {
     /// Verbose (accepted for compatibility).
     #[arg(short = 'V', long)]
     pub verbose: bool,
+    /// Server: run in the background (fork, new session, cwd /, standard
+    /// streams on /dev/null; use --logfile to keep the output).
+    #[arg(short = 'D', long)]
+    pub daemon: bool,
+    /// Write the process ID to FILE (removed at exit).
+    #[arg(short = 'I', long, value_name = "FILE")]
+    pub pidfile: Option<std::path::PathBuf>,
+    /// Flush output at every line (linerate always does; accepted as iperf3's).
+    #[arg(long)]
+    pub forceflush: bool,
+    /// Prefix every output line with the local time, strftime FORMAT
+    /// (default "%c ").
+    #[arg(long, value_name = "FORMAT", num_args = 0..=1, default_missing_value = "%c ", require_equals = true)]
+    pub timestamps: Option<String>,
+    /// UDP GSO/GRO on (linerate's default; --no-gso turns GSO off).
+    #[arg(long, conflicts_with = "no_gso")]
+    pub gsro: bool,
+    /// Pacing timer, µs (iperf3's granularity; linerate paces every block
+    /// against its due time, finer than any timer: accepted).
+    #[arg(long, value_name = "USEC")]
+    pub pacing_timer: Option<u64>,
     /// Print the version.
     #[arg(short = 'v', long, action = ArgAction::SetTrue)]
     pub version: bool,
@@ -254,6 +275,7 @@ pub const SERVER_ONLY: &[&str] = &[
     "max_tests_per_source",
     "max_pending_per_source",
     "server_max_streams",
+    "daemon",
 ];
 
 /// Flags only a client uses (hidden from `server --help`).
@@ -311,6 +333,7 @@ impl IperfArgs {
             ),
             ("--max-tests", self.max_tests != d.max_tests),
             ("--server-grace", self.server_grace != d.server_grace),
+            ("-D/--daemon", self.daemon),
             (
                 "--max-tests-per-source",
                 self.max_tests_per_source.is_some(),
@@ -526,15 +549,74 @@ fn events(args: &IperfArgs) -> Result<Option<linerate_run::SharedReporter>> {
 }
 
 fn output_sink(args: &IperfArgs) -> Result<Arc<Mutex<dyn Write + Send>>> {
-    Ok(match &args.logfile {
-        Some(p) => Arc::new(Mutex::new(
+    let inner: Box<dyn Write + Send> = match &args.logfile {
+        Some(p) => Box::new(
             std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(p)
                 .with_context(|| format!("--logfile {}", p.display()))?,
-        )),
-        None => Arc::new(Mutex::new(std::io::stdout())),
+        ),
+        None => Box::new(std::io::stdout()),
+    };
+    Ok(match &args.timestamps {
+        Some(format) => Arc::new(Mutex::new(Stamped {
+            inner,
+            format: format.clone(),
+            at_line_start: true,
+        })),
+        None => Arc::new(Mutex::new(inner)),
+    })
+}
+
+/// `--timestamps`: the local time (strftime format) before every line.
+struct Stamped {
+    inner: Box<dyn Write + Send>,
+    format: String,
+    at_line_start: bool,
+}
+
+impl Write for Stamped {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        for line in buf.split_inclusive(|&b| b == b'\n') {
+            if self.at_line_start {
+                let stamp = linerate_backend::clock::strftime_local(&self.format);
+                self.inner.write_all(stamp.as_bytes())?;
+            }
+            self.inner.write_all(line)?;
+            self.at_line_start = line.ends_with(b"\n");
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// `-I FILE`: this process's ID in FILE while it runs, removed at exit.
+struct PidFile(std::path::PathBuf);
+
+impl PidFile {
+    fn write(path: &std::path::Path) -> Result<Self> {
+        std::fs::write(path, format!("{}\n", std::process::id()))
+            .with_context(|| format!("--pidfile {}", path.display()))?;
+        Ok(Self(path.to_path_buf()))
+    }
+}
+
+impl Drop for PidFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// An absolute form of `p` (a daemon's working directory becomes /).
+fn absolute(p: &std::path::Path) -> Result<std::path::PathBuf> {
+    Ok(if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir()?.join(p)
     })
 }
 
@@ -609,9 +691,21 @@ fn run_server(args: &IperfArgs) -> Result<u8> {
         affinity: args.stream_cpus()?,
         events: events(args)?,
     };
+    // The output (a --logfile) is opened, and the listening port checked,
+    // before detaching, so a daemon that cannot serve says why and exits 2.
     let out = output_sink(args)?;
+    let pidfile = args.pidfile.as_deref().map(absolute).transpose()?;
+    let listener = linerate_iperf::net::tcp_listener(
+        linerate_iperf::net::server_addr(opts.bind, opts.family, opts.port),
+        opts.family,
+    )
+    .with_context(|| format!("server on port {}", args.port))?;
+    if args.daemon {
+        linerate_backend::clock::daemonize().context("-D: unable to detach")?;
+    }
+    let _pid = pidfile.as_deref().map(PidFile::write).transpose()?;
     let stop = terminate_flag()?;
-    linerate_iperf::server::run(&opts, out, stop)
+    linerate_iperf::server::serve(listener, &opts, out, stop)
         .with_context(|| format!("server on port {}", args.port))?;
     Ok(0)
 }
@@ -640,6 +734,11 @@ fn run_client(args: &IperfArgs, host: &str) -> Result<u8> {
         events: events(args)?,
     };
     let out = output_sink(args)?;
+    let _pid = args
+        .pidfile
+        .as_deref()
+        .map(|p| absolute(p).and_then(|p| PidFile::write(&p)))
+        .transpose()?;
     let stop = terminate_flag()?;
     let result = linerate_iperf::client::run(&opts, &mut LockedWriter(out), &stop);
     match result {

@@ -1,0 +1,125 @@
+//! iperf3's operational flags: -D/--daemon with -I/--pidfile, --timestamps,
+//! and the flags linerate accepts because it already does what they ask
+//! (--forceflush, --gsro, --pacing-timer).
+
+mod support;
+
+use linerate_rig::{require_program, should_skip};
+use std::process::Command;
+use std::time::{Duration, Instant};
+use support::{Proc, free_port, json, linerate, wait_listening};
+
+fn skip(test: &str) -> bool {
+    should_skip(test, &[require_program("iperf3")])
+}
+
+/// `-s -D -I FILE`: the command returns at once, the daemon's PID is in
+/// FILE, it serves, and at SIGTERM it exits and removes FILE.
+#[test]
+fn a_daemon_writes_its_pidfile_serves_and_cleans_up() {
+    if skip("a_daemon_writes_its_pidfile_serves_and_cleans_up") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("linerate.pid");
+    let log = dir.path().join("server.log");
+    let port = free_port();
+    let t0 = Instant::now();
+    let out = linerate()
+        .args(["-s", "-D", "-p", &port.to_string()])
+        .arg("-I")
+        .arg(&pidfile)
+        .arg("--logfile")
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(t0.elapsed() < Duration::from_secs(5), "-D did not return");
+    wait_listening(port);
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
+    let c = Command::new("iperf3")
+        .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1", "-J"])
+        .output()
+        .unwrap();
+    let v = json(&c.stdout);
+    assert!(v.get("error").is_none(), "{}", v["error"]);
+    assert!(
+        std::fs::read_to_string(&log).unwrap().contains("receiver"),
+        "the daemon's report went to --logfile"
+    );
+    // The daemon is ours: end it by the PID it wrote.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let t0 = Instant::now();
+    while pidfile.exists() && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!pidfile.exists(), "the pidfile is removed at exit");
+}
+
+/// `--timestamps=FORMAT` puts the local time before every line;
+/// `--forceflush`, `--gsro` and `--pacing-timer` are accepted.
+#[test]
+fn timestamps_prefix_every_line() {
+    if skip("timestamps_prefix_every_line") {
+        return;
+    }
+    let port = free_port();
+    let _srv = Proc::spawn(Command::new("iperf3").args(["-s", "-p", &port.to_string()]));
+    wait_listening(port);
+    let out = linerate()
+        .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1"])
+        .args([
+            "--timestamps=%Y-stamp ",
+            "--forceflush",
+            "--gsro",
+            "--pacing-timer",
+            "500",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let year = linerate_backend::clock::strftime_local("%Y");
+    let lines: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
+    assert!(lines.len() > 5, "{text}");
+    for l in lines {
+        assert!(l.starts_with(&format!("{year}-stamp ")), "{l:?} in\n{text}");
+    }
+    // The default format is "%c " (the locale's date and time).
+    let out = linerate()
+        .args([
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-t",
+            "1",
+            "--timestamps",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines()
+            .next()
+            .is_some_and(|l| l.contains(&year) && l.contains("Connecting")),
+        "{text}"
+    );
+}
