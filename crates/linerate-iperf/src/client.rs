@@ -11,7 +11,7 @@ use linerate_iperf_proto::report::{
 };
 use linerate_iperf_proto::{Params, PeerResults, Protocol, cookie_str, make_cookie, udp_connect};
 use std::io::{ErrorKind, Write};
-use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -41,6 +41,8 @@ pub struct ClientOptions {
     pub zerocopy: bool,
     /// The shared run-model reporters (`--csv`), fed the test's events.
     pub events: Option<linerate_run::SharedReporter>,
+    /// `--bind-dev`: every socket goes through this interface.
+    pub bind_dev: Option<String>,
 }
 
 /// Why a client run failed, with what it printed so far.
@@ -155,8 +157,14 @@ impl<'a> ClientTest<'a> {
         let peer = net::resolve(&opts.host, opts.port, opts.family)
             .map_err(|e| ClientFailure::Connect(opts.host.clone(), e))?;
         let local = net::client_bind(opts.bind, None, &peer);
-        let ctrl = net::tcp_connect(peer, local, None, opts.connect_timeout)
-            .map_err(|e| ClientFailure::Connect(format!("{}:{}", opts.host, opts.port), e))?;
+        let ctrl = net::tcp_connect(
+            peer,
+            local,
+            None,
+            opts.connect_timeout,
+            opts.bind_dev.as_deref(),
+        )
+        .map_err(|e| ClientFailure::Connect(format!("{}:{}", opts.host, opts.port), e))?;
         if opts.output.human() {
             let _ = writeln!(out, "Connecting to host {}, port {}", opts.host, opts.port);
             if opts.params.mode == linerate_iperf_proto::TestMode::Reverse {
@@ -569,7 +577,13 @@ fn create_stream(
 ) -> std::io::Result<Conn> {
     match p.protocol {
         Protocol::Tcp => {
-            let mut t = net::tcp_connect(peer, local, Some(p), opts.connect_timeout)?;
+            let mut t = net::tcp_connect(
+                peer,
+                local,
+                Some(p),
+                opts.connect_timeout,
+                opts.bind_dev.as_deref(),
+            )?;
             net::write_within(&mut t, cookie, opts.control_timeout)?;
             Ok(Conn::Tcp(t))
         }
@@ -585,7 +599,12 @@ fn create_stream(
                     0,
                 )
             });
-            let u = UdpSocket::bind(bind)?;
+            let family = if bind.is_ipv4() {
+                Family::V4
+            } else {
+                Family::V6
+            };
+            let u = net::udp_bound(bind, family, opts.bind_dev.as_deref())?;
             u.connect(peer)?;
             u.send(&udp_connect::CONNECT)?;
             let mut reply = vec![0u8; 4 + 2 * p.len as usize];

@@ -27,25 +27,53 @@ pub fn server_addr(bind: Option<IpAddr>, family: Family, port: u16) -> SocketAdd
     }
 }
 
-fn socket_for(addr: &SocketAddr, ty: Type, proto: Protocol, v6only: bool) -> io::Result<Socket> {
+fn socket_for(
+    addr: &SocketAddr,
+    ty: Type,
+    proto: Protocol,
+    v6only: bool,
+    dev: Option<&str>,
+) -> io::Result<Socket> {
     let s = Socket::new(Domain::for_address(*addr), ty, Some(proto))?;
     if addr.is_ipv6() {
         s.set_only_v6(v6only)?;
     }
     s.set_reuse_address(true)?;
+    bind_device(&s, dev)?;
     Ok(s)
 }
 
-pub fn tcp_listener(addr: SocketAddr, family: Family) -> io::Result<TcpListener> {
-    let s = socket_for(&addr, Type::STREAM, Protocol::TCP, family == Family::V6)?;
+/// `--bind-dev` / `-B host%dev`: the socket sends and receives only
+/// through that interface (SO_BINDTODEVICE).
+fn bind_device(s: &Socket, dev: Option<&str>) -> io::Result<()> {
+    match dev {
+        Some(d) => s
+            .bind_device(Some(d.as_bytes()))
+            .map_err(|e| io::Error::new(e.kind(), format!("unable to bind to device {d}: {e}"))),
+        None => Ok(()),
+    }
+}
+
+pub fn tcp_listener(
+    addr: SocketAddr,
+    family: Family,
+    dev: Option<&str>,
+) -> io::Result<TcpListener> {
+    let s = socket_for(
+        &addr,
+        Type::STREAM,
+        Protocol::TCP,
+        family == Family::V6,
+        dev,
+    )?;
     s.bind(&addr.into())?;
     s.listen(128)?;
     Ok(s.into())
 }
 
 /// A UDP socket bound to the server's port, reusable for the next stream.
-pub fn udp_bound(addr: SocketAddr, family: Family) -> io::Result<UdpSocket> {
-    let s = socket_for(&addr, Type::DGRAM, Protocol::UDP, family == Family::V6)?;
+pub fn udp_bound(addr: SocketAddr, family: Family, dev: Option<&str>) -> io::Result<UdpSocket> {
+    let s = socket_for(&addr, Type::DGRAM, Protocol::UDP, family == Family::V6, dev)?;
     s.bind(&addr.into())?;
     Ok(s.into())
 }
@@ -90,8 +118,10 @@ pub fn tcp_connect(
     local: Option<SocketAddr>,
     p: Option<&Params>,
     timeout: Duration,
+    dev: Option<&str>,
 ) -> io::Result<TcpStream> {
     let s = Socket::new(Domain::for_address(peer), Type::STREAM, Some(Protocol::TCP))?;
+    bind_device(&s, dev)?;
     if let Some(l) = local {
         s.set_reuse_address(true)?;
         s.bind(&l.into())?;

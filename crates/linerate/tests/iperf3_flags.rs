@@ -123,3 +123,38 @@ fn timestamps_prefix_every_line() {
         "{text}"
     );
 }
+
+/// `--bind-dev DEV` and `-B HOST%DEV` keep every socket on that interface
+/// (client and server, TCP and UDP); an interface that does not exist is
+/// a clear error.
+#[test]
+fn bind_dev_binds_every_socket_to_the_interface() {
+    if skip("bind_dev_binds_every_socket_to_the_interface") {
+        return;
+    }
+    let port = free_port();
+    let _srv = Proc::spawn(linerate().args(["-s", "-p", &port.to_string(), "--bind-dev", "lo"]));
+    wait_listening(port);
+    for extra in [
+        &["--bind-dev", "lo"][..],
+        &["-B", "127.0.0.1%lo"],
+        &["--bind-dev", "lo", "-u", "-b", "10M"],
+    ] {
+        let out = linerate()
+            .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1", "-J"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let v = json(&out.stdout);
+        assert!(v.get("error").is_none(), "{extra:?}: {}", v["error"]);
+        assert!(v["end"]["sum_received"]["bytes"].as_u64().unwrap() > 0);
+    }
+    let out = linerate()
+        .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1"])
+        .args(["--bind-dev", "nosuchdev0"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("unable to bind to device nosuchdev0"), "{err}");
+}

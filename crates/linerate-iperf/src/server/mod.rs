@@ -101,6 +101,8 @@ pub struct ServerOptions {
     pub affinity: Vec<usize>,
     /// The shared run-model reporters (`--csv`): every test's events.
     pub events: Option<linerate_run::SharedReporter>,
+    /// `--bind-dev`: every socket goes through this interface.
+    pub bind_dev: Option<String>,
 }
 
 /// Where the server writes its output.
@@ -125,7 +127,7 @@ struct Active {
 /// Serves until `shutdown` is set (or after one test with `-1`).
 pub fn run(opts: &ServerOptions, out: Out, shutdown: Arc<AtomicBool>) -> std::io::Result<()> {
     let addr = net::server_addr(opts.bind, opts.family, opts.port);
-    let listener = net::tcp_listener(addr, opts.family)?;
+    let listener = net::tcp_listener(addr, opts.family, opts.bind_dev.as_deref())?;
     serve(listener, opts, out, shutdown)
 }
 

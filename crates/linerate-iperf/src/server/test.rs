@@ -259,7 +259,11 @@ impl TestServer<'_> {
     /// A socket on the test port waiting for a UDP stream's first datagram.
     fn udp_port(&self) -> std::io::Result<UdpSocket> {
         let o = self.env.opts;
-        let u = net::udp_bound(net::server_addr(o.bind, o.family, self.port), o.family)?;
+        let u = net::udp_bound(
+            net::server_addr(o.bind, o.family, self.port),
+            o.family,
+            o.bind_dev.as_deref(),
+        )?;
         let _ = u.set_read_timeout(Some(Duration::from_millis(10)));
         Ok(u)
     }

@@ -50,9 +50,13 @@ pub struct IperfArgs {
     /// per sum, and the totals (every test, for a server).
     #[arg(long, value_name = "FILE")]
     pub csv: Option<std::path::PathBuf>,
-    /// Bind to this address (client: source address of every socket).
-    #[arg(short = 'B', long, value_name = "HOST")]
-    pub bind: Option<IpAddr>,
+    /// Bind to this address (client: source address of every socket);
+    /// HOST%DEV also binds to the interface DEV.
+    #[arg(short = 'B', long, value_name = "HOST[%DEV]", value_parser = parse_bind)]
+    pub bind: Option<(IpAddr, Option<String>)>,
+    /// Send and receive only through this interface (SO_BINDTODEVICE).
+    #[arg(long, value_name = "DEV")]
+    pub bind_dev: Option<String>,
     /// Only IPv4.
     #[arg(short = '4', long = "version4")]
     pub ipv4: bool,
@@ -224,6 +228,18 @@ fn parse_format(s: &str) -> Result<char, String> {
     }
 }
 
+/// `-B HOST[%DEV]`.
+fn parse_bind(s: &str) -> Result<(IpAddr, Option<String>), String> {
+    let (host, dev) = match s.split_once('%') {
+        Some((h, d)) if !d.is_empty() => (h, Some(d.to_string())),
+        _ => (s, None),
+    };
+    let ip = host
+        .parse()
+        .map_err(|_| format!("'{host}' is not an IP address"))?;
+    Ok((ip, dev))
+}
+
 fn parse_rate(s: &str) -> Result<u64, String> {
     parse_suffixed(s, 1000).ok_or_else(|| format!("'{s}' is not a rate (e.g. 10M)"))
 }
@@ -321,6 +337,13 @@ pub fn split_help(cmd: clap::Command) -> clap::Command {
 }
 
 impl IperfArgs {
+    /// `--bind-dev DEV`, or the DEV of `-B HOST%DEV`.
+    fn bind_device(&self) -> Option<String> {
+        self.bind_dev
+            .clone()
+            .or_else(|| self.bind.as_ref().and_then(|(_, d)| d.clone()))
+    }
+
     /// Server-only flags given (iperf3's IESERVERONLY when a client has them).
     fn server_only_given(&self) -> Vec<&'static str> {
         let d = IperfArgs::default_values();
@@ -670,7 +693,8 @@ pub fn run(args: &IperfArgs) -> Result<u8> {
 fn run_server(args: &IperfArgs) -> Result<u8> {
     let opts = ServerOptions {
         port: args.port,
-        bind: args.bind,
+        bind: args.bind.as_ref().map(|(ip, _)| *ip),
+        bind_dev: args.bind_device(),
         family: args.family(),
         one_off: args.one_off,
         interval: args.interval()?,
@@ -698,6 +722,7 @@ fn run_server(args: &IperfArgs) -> Result<u8> {
     let listener = linerate_iperf::net::tcp_listener(
         linerate_iperf::net::server_addr(opts.bind, opts.family, opts.port),
         opts.family,
+        opts.bind_dev.as_deref(),
     )
     .with_context(|| format!("server on port {}", args.port))?;
     if args.daemon {
@@ -717,7 +742,8 @@ fn run_client(args: &IperfArgs, host: &str) -> Result<u8> {
         port: args.port,
         params,
         bandwidth_given,
-        bind: args.bind,
+        bind: args.bind.as_ref().map(|(ip, _)| *ip),
+        bind_dev: args.bind_device(),
         cport: args.cport,
         family: args.family(),
         interval: args.interval()?,

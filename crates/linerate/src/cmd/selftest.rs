@@ -37,6 +37,7 @@ pub fn run(a: &SelftestArgs) -> Result<u8> {
     let port = listener.local_addr()?.port();
     let server_opts = ServerOptions {
         events: None,
+        bind_dev: None,
         port,
         bind: Some(IpAddr::V4(Ipv4Addr::LOCALHOST)),
         family: Family::V4,
@@ -70,6 +71,7 @@ pub fn run(a: &SelftestArgs) -> Result<u8> {
     }
     let opts = ClientOptions {
         events: None,
+        bind_dev: None,
         host: "127.0.0.1".into(),
         port,
         params: Params {
