@@ -43,6 +43,9 @@ pub struct ClientOptions {
     pub events: Option<linerate_run::SharedReporter>,
     /// `--bind-dev`: every socket goes through this interface.
     pub bind_dev: Option<String>,
+    /// `--cntl-ka[=IDLE/INTERVAL/COUNT]`: TCP keepalive on the control
+    /// connection (0: the system's setting for that part).
+    pub cntl_ka: Option<(u32, u32, u32)>,
 }
 
 /// Why a client run failed, with what it printed so far.
@@ -165,6 +168,9 @@ impl<'a> ClientTest<'a> {
             opts.bind_dev.as_deref(),
         )
         .map_err(|e| ClientFailure::Connect(format!("{}:{}", opts.host, opts.port), e))?;
+        if let Some(ka) = opts.cntl_ka {
+            net::keepalive(&ctrl, ka).map_err(ClientFailure::Io)?;
+        }
         if opts.output.human() {
             let _ = writeln!(out, "Connecting to host {}, port {}", opts.host, opts.port);
             if opts.params.mode == linerate_iperf_proto::TestMode::Reverse {

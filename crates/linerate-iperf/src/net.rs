@@ -43,6 +43,22 @@ fn socket_for(
     Ok(s)
 }
 
+/// TCP keepalive on a control connection: idle time, interval (s) and
+/// probe count; 0 keeps the system's setting for that part.
+pub fn keepalive(t: &TcpStream, (idle, intv, cnt): (u32, u32, u32)) -> io::Result<()> {
+    let mut ka = socket2::TcpKeepalive::new();
+    if idle > 0 {
+        ka = ka.with_time(Duration::from_secs(u64::from(idle)));
+    }
+    if intv > 0 {
+        ka = ka.with_interval(Duration::from_secs(u64::from(intv)));
+    }
+    if cnt > 0 {
+        ka = ka.with_retries(cnt);
+    }
+    socket2::SockRef::from(t).set_tcp_keepalive(&ka)
+}
+
 /// `--bind-dev` / `-B host%dev`: the socket sends and receives only
 /// through that interface (SO_BINDTODEVICE).
 fn bind_device(s: &Socket, dev: Option<&str>) -> io::Result<()> {

@@ -158,3 +158,60 @@ fn bind_dev_binds_every_socket_to_the_interface() {
     assert_ne!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("unable to bind to device nosuchdev0"), "{err}");
 }
+
+/// `--cntl-ka=IDLE/INTERVAL/COUNT` turns TCP keepalive on for the control
+/// connection (the kernel shows its keepalive timer), with the idle time
+/// asked; not for the data streams.
+#[test]
+fn cntl_ka_keeps_the_control_connection_alive() {
+    if should_skip(
+        "cntl_ka_keeps_the_control_connection_alive",
+        &[require_program("iperf3"), require_program("ss")],
+    ) {
+        return;
+    }
+    let port = free_port();
+    let _srv = Proc::spawn(Command::new("iperf3").args(["-s", "-p", &port.to_string()]));
+    wait_listening(port);
+    let client = Proc::spawn(
+        linerate()
+            .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "3"])
+            .arg("--cntl-ka=7/2/3"),
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    let ss = Command::new("ss")
+        .args(["-tno", "state", "established"])
+        .arg(format!("( dport = :{port} )"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&ss.stdout);
+    let with_ka: Vec<&str> = text.lines().filter(|l| l.contains("keepalive")).collect();
+    assert_eq!(
+        with_ka.len(),
+        1,
+        "one connection (the control one) has keepalive:\n{text}"
+    );
+    // The idle time asked (7 s) shows as the timer's remaining time.
+    assert!(
+        with_ka[0].contains("timer:(keepalive,6") || with_ka[0].contains("timer:(keepalive,5"),
+        "{text}"
+    );
+    let out = client.wait(Duration::from_secs(15));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A value that is not a number is refused.
+    let out = linerate()
+        .args([
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "--cntl-ka=x/1/1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -57,6 +57,10 @@ pub struct IperfArgs {
     /// Send and receive only through this interface (SO_BINDTODEVICE).
     #[arg(long, value_name = "DEV")]
     pub bind_dev: Option<String>,
+    /// Client: TCP keepalive on the control connection, optionally
+    /// IDLE/INTERVAL/COUNT (seconds, seconds, probes; empty: the system's).
+    #[arg(long, value_name = "IDLE/INTERVAL/COUNT", num_args = 0..=1, default_missing_value = "", require_equals = true, value_parser = parse_keepalive)]
+    pub cntl_ka: Option<(u32, u32, u32)>,
     /// Only IPv4.
     #[arg(short = '4', long = "version4")]
     pub ipv4: bool,
@@ -228,6 +232,22 @@ fn parse_format(s: &str) -> Result<char, String> {
     }
 }
 
+/// `--cntl-ka[=IDLE/INTERVAL/COUNT]`, each part optional.
+fn parse_keepalive(s: &str) -> Result<(u32, u32, u32), String> {
+    let mut v = [0u32; 3];
+    for (i, part) in s.split('/').enumerate() {
+        if i >= 3 {
+            return Err(format!("'{s}': at most IDLE/INTERVAL/COUNT"));
+        }
+        if !part.is_empty() {
+            v[i] = part
+                .parse()
+                .map_err(|_| format!("'{part}' in '{s}' is not a number"))?;
+        }
+    }
+    Ok((v[0], v[1], v[2]))
+}
+
 /// `-B HOST[%DEV]`.
 fn parse_bind(s: &str) -> Result<(IpAddr, Option<String>), String> {
     let (host, dev) = match s.split_once('%') {
@@ -322,6 +342,7 @@ pub const CLIENT_ONLY: &[&str] = &[
     "zerocopy",
     "dont_fragment",
     "connect_timeout",
+    "cntl_ka",
 ];
 
 /// `linerate client` and `linerate server` share iperf3's flag set; each
@@ -378,6 +399,7 @@ impl IperfArgs {
         let d = IperfArgs::default_values();
         [
             ("-u/--udp", self.udp),
+            ("--cntl-ka", self.cntl_ka.is_some()),
             ("-b/--bitrate", self.bitrate.is_some()),
             ("-t/--time", self.time.is_some()),
             ("-n/--bytes", self.bytes.is_some()),
@@ -758,6 +780,7 @@ fn run_client(args: &IperfArgs, host: &str) -> Result<u8> {
         affinity: args.stream_cpus()?,
         zerocopy: args.zerocopy,
         events: events(args)?,
+        cntl_ka: args.cntl_ka,
     };
     let out = output_sink(args)?;
     let _pid = args

@@ -72,6 +72,7 @@ pub fn run(a: &SelftestArgs) -> Result<u8> {
     let opts = ClientOptions {
         events: None,
         bind_dev: None,
+        cntl_ka: None,
         host: "127.0.0.1".into(),
         port,
         params: Params {
