@@ -46,6 +46,11 @@ pub struct ClientOptions {
     /// `--cntl-ka[=IDLE/INTERVAL/COUNT]`: TCP keepalive on the control
     /// connection (0: the system's setting for that part).
     pub cntl_ka: Option<(u32, u32, u32)>,
+    /// `--rcv-timeout`: receiving streams that get nothing this long fail
+    /// the test.
+    pub rcv_timeout: Duration,
+    /// `--snd-timeout`: TCP_USER_TIMEOUT on the TCP data streams.
+    pub snd_timeout: Option<Duration>,
 }
 
 /// Why a client run failed, with what it printed so far.
@@ -146,6 +151,8 @@ struct ClientTest<'a> {
     finals: Vec<StreamFinal>,
     /// When the current wait for the server began.
     wait_since: Instant,
+    /// Bytes received so far and when that last changed (--rcv-timeout).
+    last_rx: (u64, Instant),
     /// The session's progress count when last looked at.
     progress_seen: u64,
     test_len: Duration,
@@ -213,6 +220,7 @@ impl<'a> ClientTest<'a> {
             server_results: None,
             finals: Vec::new(),
             wait_since: Instant::now(),
+            last_rx: (0, Instant::now()),
             progress_seen: 0,
             test_len,
         })
@@ -346,6 +354,7 @@ impl<'a> ClientTest<'a> {
             return;
         };
         r.go((self.params.time_s > 0).then(|| started + self.test_len));
+        self.last_rx = (0, Instant::now());
         self.meter = Some(
             Meter::for_test(r.streams.clone(), &self.params, self.opts.interval, started)
                 .with_budget(r.budget.clone()),
@@ -407,10 +416,21 @@ impl<'a> ClientTest<'a> {
             && !m.omitting()
             && (!sends || sent >= amount)
             && (!receives || received >= amount);
-        let failed = m
+        let mut failed = m
             .streams()
             .iter()
             .find_map(|s| s.error.lock().ok().and_then(|e| e.clone()));
+        // --rcv-timeout: receiving streams that got nothing for that long.
+        if receives {
+            if received != self.last_rx.0 {
+                self.last_rx = (received, Instant::now());
+            } else if failed.is_none() && self.last_rx.1.elapsed() > self.opts.rcv_timeout {
+                failed = Some(format!(
+                    "no data received for {} ms (--rcv-timeout)",
+                    self.opts.rcv_timeout.as_millis()
+                ));
+            }
+        }
         if let Some(e) = failed {
             self.meter = Some(m);
             return Err(ClientFailure::Data(e));
@@ -590,6 +610,9 @@ fn create_stream(
                 opts.connect_timeout,
                 opts.bind_dev.as_deref(),
             )?;
+            if let Some(d) = opts.snd_timeout {
+                net::set_snd_timeout(&t, d)?;
+            }
             net::write_within(&mut t, cookie, opts.control_timeout)?;
             Ok(Conn::Tcp(t))
         }

@@ -43,6 +43,12 @@ fn socket_for(
     Ok(s)
 }
 
+/// `--snd-timeout`: how long unacknowledged data may wait before the
+/// connection fails (TCP_USER_TIMEOUT).
+pub fn set_snd_timeout(t: &TcpStream, d: Duration) -> io::Result<()> {
+    socket2::SockRef::from(t).set_tcp_user_timeout(Some(d))
+}
+
 /// TCP keepalive on a control connection: idle time, interval (s) and
 /// probe count; 0 keeps the system's setting for that part.
 pub fn keepalive(t: &TcpStream, (idle, intv, cnt): (u32, u32, u32)) -> io::Result<()> {
@@ -386,6 +392,17 @@ mod tests {
         assert!(took >= Duration::from_millis(300), "{took:?}");
         assert!(took < Duration::from_secs(3), "{took:?}");
         drop(s);
+    }
+
+    #[test]
+    fn snd_timeout_sets_tcp_user_timeout() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        set_snd_timeout(&c, Duration::from_millis(2500)).unwrap();
+        assert_eq!(
+            socket2::SockRef::from(&c).tcp_user_timeout().unwrap(),
+            Some(Duration::from_millis(2500))
+        );
     }
 
     #[test]

@@ -540,3 +540,52 @@ fn absurd_server_results_are_refused() {
     let e = v["error"].as_str().unwrap_or_default();
     assert!(e.contains("not plausible") && e.contains("-5"), "{e}");
 }
+
+/// `--rcv-timeout` on the client: a server that starts a reverse test and
+/// sends nothing fails it after that long, not at the end of -t 30.
+#[test]
+fn the_client_gives_up_on_a_silent_sender() {
+    let mut srv = FakeServer::new();
+    let port = srv.port;
+    let client = std::thread::spawn(move || {
+        client_run(
+            port,
+            &["-R", "-t", "30", "--rcv-timeout", "1000"],
+            Duration::from_secs(20),
+        )
+    });
+    srv.run_until_create_streams();
+    let (mut s, _) = srv.listener.accept().unwrap();
+    let mut cookie = [0u8; 37];
+    s.read_exact(&mut cookie).unwrap();
+    srv.ctrl()
+        .write_all(&[state::TEST_START, state::TEST_RUNNING])
+        .unwrap();
+    let started = Instant::now();
+    let (out, _) = client.join().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("no data received for 1000 ms"), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(s);
+}
+
+/// `--snd-timeout` is accepted by the client and the test runs with it.
+#[test]
+fn snd_timeout_is_applied_and_the_test_runs() {
+    if skip("snd_timeout_is_applied_and_the_test_runs") {
+        return;
+    }
+    let (_srv, port) = server(&[]);
+    let (out, _) = client_run(
+        port,
+        &["-t", "1", "-J", "--snd-timeout", "3000"],
+        Duration::from_secs(20),
+    );
+    let v = json(&out.stdout);
+    assert!(v.get("error").is_none(), "{}", v["error"]);
+}

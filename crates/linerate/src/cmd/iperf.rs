@@ -70,9 +70,14 @@ pub struct IperfArgs {
     /// Server: handle one client connection, then exit.
     #[arg(short = '1', long)]
     pub one_off: bool,
-    /// Server: idle time (ms) with no data after which a receiving test fails.
+    /// Idle time (ms) with no data after which a receiving test fails
+    /// (server and client, as iperf3 3.21).
     #[arg(long, default_value_t = 120_000, value_name = "MS")]
     pub rcv_timeout: u64,
+    /// Client: unacknowledged TCP data may wait this long (ms) before the
+    /// stream fails (TCP_USER_TIMEOUT; default: the system's).
+    #[arg(long, value_name = "MS")]
+    pub snd_timeout: Option<u32>,
     /// Server: longest test accepted (duration + omit), seconds.
     #[arg(long, value_name = "SECONDS")]
     pub server_max_duration: Option<u32>,
@@ -303,7 +308,6 @@ fn parse_dscp(s: &str) -> Result<u32, String> {
 /// Flags only a server uses (hidden from `client --help`).
 pub const SERVER_ONLY: &[&str] = &[
     "one_off",
-    "rcv_timeout",
     "server_max_duration",
     "server_bitrate_limit",
     "server_grace",
@@ -343,6 +347,7 @@ pub const CLIENT_ONLY: &[&str] = &[
     "dont_fragment",
     "connect_timeout",
     "cntl_ka",
+    "snd_timeout",
 ];
 
 /// `linerate client` and `linerate server` share iperf3's flag set; each
@@ -387,7 +392,6 @@ impl IperfArgs {
                 self.max_pending_per_source != d.max_pending_per_source,
             ),
             ("--server-max-streams", self.server_max_streams.is_some()),
-            ("--rcv-timeout", self.rcv_timeout != d.rcv_timeout),
         ]
         .into_iter()
         .filter_map(|(n, given)| given.then_some(n))
@@ -400,6 +404,7 @@ impl IperfArgs {
         [
             ("-u/--udp", self.udp),
             ("--cntl-ka", self.cntl_ka.is_some()),
+            ("--snd-timeout", self.snd_timeout.is_some()),
             ("-b/--bitrate", self.bitrate.is_some()),
             ("-t/--time", self.time.is_some()),
             ("-n/--bytes", self.bytes.is_some()),
@@ -781,6 +786,10 @@ fn run_client(args: &IperfArgs, host: &str) -> Result<u8> {
         zerocopy: args.zerocopy,
         events: events(args)?,
         cntl_ka: args.cntl_ka,
+        rcv_timeout: Duration::from_millis(args.rcv_timeout.max(1)),
+        snd_timeout: args
+            .snd_timeout
+            .map(|ms| Duration::from_millis(u64::from(ms))),
     };
     let out = output_sink(args)?;
     let _pid = args

@@ -73,6 +73,8 @@ pub fn run(a: &SelftestArgs) -> Result<u8> {
         events: None,
         bind_dev: None,
         cntl_ka: None,
+        rcv_timeout: Duration::from_secs(120),
+        snd_timeout: None,
         host: "127.0.0.1".into(),
         port,
         params: Params {
