@@ -170,9 +170,14 @@ fn client_and_server_help_show_their_own_flags() {
         "--max-tests",
         "--server-max-duration",
         "--one-off",
-        "--rcv-timeout",
+        "--server-grace",
+        "--daemon",
     ] {
         assert!(!lists(&c, f) && lists(&s, f), "{f}");
+    }
+    // Both sides have these (iperf3 3.21).
+    for f in ["--rcv-timeout", "--control-timeout", "--bind-dev"] {
+        assert!(lists(&c, f) && lists(&s, f), "{f}");
     }
     for f in [
         "--bytes",
