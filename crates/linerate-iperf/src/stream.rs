@@ -55,6 +55,8 @@ pub struct StreamShared {
     pub drain_until_ns: AtomicU64,
     /// A sender's scheduled end (monotonic ns; 0: none, it ends when told).
     pub end_ns: AtomicU64,
+    /// A receiver: when it last took data (monotonic ns; 0: never).
+    pub last_rx_ns: AtomicU64,
     pub finished: AtomicBool,
     pub error: Mutex<Option<String>>,
     /// Paced senders: gaps between send calls (published when the sender stops).
@@ -77,6 +79,7 @@ impl StreamShared {
             stop: AtomicBool::new(false),
             drain_until_ns: AtomicU64::new(0),
             end_ns: AtomicU64::new(0),
+            last_rx_ns: AtomicU64::new(0),
             finished: AtomicBool::new(false),
             error: Mutex::new(None),
             departures: Mutex::new(None),
@@ -368,6 +371,8 @@ pub fn tcp_recv(mut s: TcpStream, sh: Arc<StreamShared>, len: usize) {
             Ok(n) => {
                 StreamShared::add(&sh.bytes, n as u64);
                 StreamShared::add(&sh.blocks, 1);
+                sh.last_rx_ns
+                    .store(clock::monotonic_ns(), Ordering::Relaxed);
                 if sh.drained(false) {
                     break;
                 }
@@ -583,6 +588,8 @@ pub fn udp_recv(s: UdpSocket, sh: Arc<StreamShared>, len: usize, c64: bool) {
                 }
                 StreamShared::add(&sh.bytes, bytes);
                 StreamShared::add(&sh.blocks, datagrams);
+                sh.last_rx_ns
+                    .store(clock::monotonic_ns(), Ordering::Relaxed);
                 if let Ok(mut c) = sh.udp_rx.lock() {
                     *c = UdpRxCounters {
                         packet_count: rx.packet_count,

@@ -11,6 +11,14 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 use support::{Proc, free_port, json, linerate, wait_listening};
 
+/// The tests of this file run one at a time: they measure times, and the
+/// overload test loads both CPUs on purpose.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn secs(v: &Value, key: &str) -> f64 {
     v["end"][key]["seconds"]
         .as_f64()
@@ -93,6 +101,7 @@ fn iperf3_client_times(iperf3: &Path) {
 
 #[test]
 fn receiver_seconds_are_the_test_time_with_iperf3_3_12() {
+    let _one = serial();
     if should_skip(
         "receiver_seconds_are_the_test_time_with_iperf3_3_12",
         &[require_program("iperf3")],
@@ -104,6 +113,7 @@ fn receiver_seconds_are_the_test_time_with_iperf3_3_12() {
 
 #[test]
 fn receiver_seconds_are_the_test_time_with_iperf3_3_21() {
+    let _one = serial();
     if should_skip(
         "receiver_seconds_are_the_test_time_with_iperf3_3_21",
         &[require_iperf3_321()],
@@ -117,6 +127,7 @@ fn receiver_seconds_are_the_test_time_with_iperf3_3_21() {
 /// no last interval of a millisecond at terabits per second.
 #[test]
 fn bidir_ends_without_a_sliver_interval() {
+    let _one = serial();
     if should_skip(
         "bidir_ends_without_a_sliver_interval",
         &[require_program("iperf3")],
@@ -159,6 +170,7 @@ fn bidir_ends_without_a_sliver_interval() {
 /// ends on time (it ran 13.8 s of a 3 s test; iperf3 kept to 3.5 s).
 #[test]
 fn an_overloaded_client_keeps_to_its_time() {
+    let _one = serial();
     let port = free_port();
     let _srv = Proc::spawn(linerate().args(["-s", "-p", &port.to_string()]));
     wait_listening(port);
