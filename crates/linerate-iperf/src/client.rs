@@ -121,7 +121,17 @@ fn run_inner(
     out: &mut dyn Write,
     interrupt: &AtomicBool,
 ) -> Result<(), ClientFailure> {
-    let mut t = ClientTest::connect(opts, out)?;
+    let mut t = match ClientTest::connect(opts, out) {
+        Ok(t) => t,
+        Err(e) => {
+            // No connection: iperf3 still prints its document (-J) or an
+            // error event (--json-stream).
+            if !opts.output.human() {
+                let _ = writeln!(out, "{}", error_document(opts, &e));
+            }
+            return Err(e);
+        }
+    };
     let result = t.drive(interrupt);
     t.conclude(&result);
     result
@@ -548,18 +558,29 @@ impl<'a> ClientTest<'a> {
             && !opts.output.human()
         {
             // Failed before the test started: iperf3 still prints a document.
-            let doc = serde_json::json!({"start": {}, "intervals": [], "end": {}, "error": e.to_string()});
-            let _ = writeln!(
-                self.out,
-                "{}",
-                if opts.output.json_stream {
-                    serde_json::json!({"event": "error", "data": e.to_string()}).to_string()
-                } else {
-                    serde_json::to_string_pretty(&doc).unwrap_or_default()
-                }
-            );
+            let _ = writeln!(self.out, "{}", error_document(opts, e));
         }
     }
+}
+
+/// The document iperf3 prints for a test that failed before it started:
+/// `start` with no connections, the version and the host, and the error
+/// (`--json-stream`: one error event).
+fn error_document(opts: &ClientOptions, e: &ClientFailure) -> String {
+    if opts.output.json_stream {
+        return serde_json::json!({"event": "error", "data": e.to_string()}).to_string();
+    }
+    let doc = serde_json::json!({
+        "start": {
+            "connected": [],
+            "version": format!("linerate {} (iperf 3.12 compatible)", env!("CARGO_PKG_VERSION")),
+            "system_info": net::system_info(),
+        },
+        "intervals": [],
+        "end": {},
+        "error": e.to_string(),
+    });
+    serde_json::to_string_pretty(&doc).unwrap_or_default()
 }
 
 /// The bytes a `-n` / `-k` test moves in one direction: `-n` as given (UDP:

@@ -455,3 +455,38 @@ fn client_json_has_every_key_iperf3_3_21_has() {
         );
     }
 }
+
+/// A server that is not there: linerate's client still prints iperf3's
+/// error document with -J (it printed nothing) and one error event with
+/// --json-stream, and exits 1.
+#[test]
+fn an_unreachable_server_gets_iperf3s_error_document() {
+    if skip("an_unreachable_server_gets_iperf3s_error_document") {
+        return;
+    }
+    let port = free_port().to_string();
+    let run = |c: &mut Command, extra: &str| {
+        c.args(["-c", "127.0.0.1", "-p", &port, extra])
+            .output()
+            .unwrap()
+    };
+    let theirs = run(&mut iperf3(), "-J");
+    let ours = run(&mut linerate(), "-J");
+    // (iperf3 3.12 exits 0 here with -J; linerate exits 1, as for every
+    // failed test.)
+    assert_eq!(ours.status.code(), Some(1));
+    let (t, o) = (json(&theirs.stdout), json(&ours.stdout));
+    assert_eq!(support::missing_keys(&t, &o), Vec::<String>::new(), "{o}");
+    assert!(
+        o["error"].as_str().unwrap().contains("unable to connect"),
+        "{o}"
+    );
+    let stream = run(&mut linerate(), "--json-stream");
+    assert_eq!(stream.status.code(), Some(1));
+    let lines: Vec<Value> = String::from_utf8_lossy(&stream.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["event"], "error");
+}
