@@ -240,16 +240,10 @@ impl<'a> ClientTest<'a> {
     fn drive(&mut self, interrupt: &AtomicBool) -> Result<(), ClientFailure> {
         let mut buf = [0u8; 65536];
         loop {
-            while let Some(bytes) = self.session.poll_transmit() {
-                // A wait for the server's answer starts when we asked.
-                self.wait_since = Instant::now();
-                if let Err(e) = net::write_within(&mut self.ctrl, &bytes, self.opts.control_timeout)
-                {
-                    if self.session.is_closed() {
-                        break;
-                    }
-                    return Err(ClientFailure::Io(e));
-                }
+            if let Err(e) = self.send_queued()
+                && !self.session.is_closed()
+            {
+                return Err(e);
             }
             while let Some(ev) = self.session.poll_event() {
                 match ev {
@@ -277,6 +271,17 @@ impl<'a> ClientTest<'a> {
             self.on_timers()?;
             self.read_control(&mut buf)?;
         }
+    }
+
+    /// Writes what the session queued, each message within the control
+    /// timeout; a wait for the server's answer starts when we asked.
+    fn send_queued(&mut self) -> Result<(), ClientFailure> {
+        while let Some(bytes) = self.session.poll_transmit() {
+            self.wait_since = Instant::now();
+            net::write_within(&mut self.ctrl, &bytes, self.opts.control_timeout)
+                .map_err(ClientFailure::Io)?;
+        }
+        Ok(())
     }
 
     /// Hands the report's queued run-model events to the shared reporters.
@@ -453,13 +458,9 @@ impl<'a> ClientTest<'a> {
             // are taken as of this instant.
             let end_at = Instant::now();
             self.session.end_test();
-            while let Some(bytes) = self.session.poll_transmit() {
-                self.wait_since = Instant::now();
-                if let Err(e) = net::write_within(&mut self.ctrl, &bytes, self.opts.control_timeout)
-                {
-                    self.meter = Some(m);
-                    return Err(ClientFailure::Io(e));
-                }
+            if let Err(e) = self.send_queued() {
+                self.meter = Some(m);
+                return Err(e);
             }
             if let Some(r) = self.running.as_mut() {
                 r.stop(true);

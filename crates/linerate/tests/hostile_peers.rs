@@ -402,7 +402,12 @@ impl FakeServer {
         s.set_nonblocking(true).unwrap();
         self.ctrl().set_nonblocking(true).unwrap();
         let mut b = vec![0u8; 1 << 16];
+        let t0 = Instant::now();
         loop {
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "no TEST_END from the client within 20 s"
+            );
             let _ = s.read(&mut b);
             let mut st = [0u8; 1];
             if let Ok(1) = self.ctrl().read(&mut st) {
