@@ -660,11 +660,25 @@ fn create_stream(
             u.send(&udp_connect::CONNECT)?;
             let mut reply = vec![0u8; 4 + 2 * p.len as usize];
             // The whole wait is bounded: datagrams that are not a reply do
-            // not restart it.
+            // not restart it. The hello is a datagram and may be lost: it is
+            // sent again after 1 s, 2 s, 4 s, ... without an answer (a
+            // server that took the first one ignores a repeat as a runt).
             let deadline = Instant::now() + opts.control_timeout;
+            let mut gap = Duration::from_secs(1);
+            let mut again = Instant::now() + gap;
             loop {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
+                let now = Instant::now();
+                if now >= again {
+                    u.send(&udp_connect::CONNECT)?;
+                    gap *= 2;
+                    again = now + gap;
+                }
+                let left = deadline.saturating_duration_since(now).min(
+                    again
+                        .saturating_duration_since(now)
+                        .max(Duration::from_millis(1)),
+                );
+                if deadline <= now {
                     return Err(std::io::Error::new(
                         ErrorKind::TimedOut,
                         format!(

@@ -38,7 +38,14 @@ fn socket_for(
     if addr.is_ipv6() {
         s.set_only_v6(v6only)?;
     }
-    s.set_reuse_address(true)?;
+    // Only for a port asked by number (the server's, or --cport): two
+    // SO_REUSEADDR UDP sockets bound to port 0 can be given the same
+    // ephemeral port (256 binds drew 2 repeats here), and then the second
+    // stream's hello lands on the first stream's connected socket at the
+    // server and is never answered.
+    if addr.port() != 0 {
+        s.set_reuse_address(true)?;
+    }
     bind_device(&s, dev)?;
     Ok(s)
 }
@@ -145,7 +152,9 @@ pub fn tcp_connect(
     let s = Socket::new(Domain::for_address(peer), Type::STREAM, Some(Protocol::TCP))?;
     bind_device(&s, dev)?;
     if let Some(l) = local {
-        s.set_reuse_address(true)?;
+        if l.port() != 0 {
+            s.set_reuse_address(true)?;
+        }
         s.bind(&l.into())?;
     }
     if let Some(p) = p {
@@ -375,6 +384,25 @@ pub fn write_within(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Client stream sockets bound to port 0 each get a port of their own
+    /// (with SO_REUSEADDR, 256 binds drew the same port twice, and a -P 64
+    /// --bidir UDP test lost a stream's hello to another stream).
+    #[test]
+    fn ephemeral_udp_binds_never_share_a_port() {
+        let any = SocketAddr::from(([0, 0, 0, 0], 0));
+        let socks: Vec<UdpSocket> = (0..1000)
+            .map(|_| udp_bound(any, Family::V4, None).unwrap())
+            .collect();
+        let mut ports: Vec<u16> = socks
+            .iter()
+            .map(|s| s.local_addr().unwrap().port())
+            .collect();
+        ports.sort_unstable();
+        let n = ports.len();
+        ports.dedup();
+        assert_eq!(ports.len(), n, "{} ports drawn twice", n - ports.len());
+    }
 
     #[test]
     fn a_write_to_a_peer_that_does_not_read_ends_at_the_deadline() {

@@ -577,10 +577,12 @@ pub fn udp_recv(s: UdpSocket, sh: Arc<StreamShared>, len: usize, c64: bool) {
                 for i in 0..n {
                     let seg = segs[i].max(1);
                     for d in store[i][..lens[i]].chunks(seg) {
-                        datagrams += 1;
+                        // A repeated hello (4 bytes) or other runt is
+                        // not a datagram of the test.
                         let Some((ts, tus, seq)) = udp::read_header(d, c64) else {
                             continue;
                         };
+                        datagrams += 1;
                         let sent = f64::from(ts) + f64::from(tus) / 1e6;
                         rx.on_datagram(seq, d.len(), sent, arrival);
                         bytes += d.len() as u64;

@@ -35,7 +35,7 @@ fn reverse_streams_sharing_a_worker_all_end() {
     }
 }
 
-use linerate_iperf_proto::state;
+use linerate_iperf_proto::{state, udp_connect};
 
 /// A fake iperf3 client driven by hand, byte by byte.
 struct Fake {
@@ -463,6 +463,48 @@ fn the_client_bounds_its_udp_set_up() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("no UDP connect reply"), "{err}");
     assert!(took < Duration::from_secs(5), "{took:?}");
+}
+
+/// A lost UDP hello is sent again (after 1 s): the stream is set up on the
+/// second one and carries the test's data.
+#[test]
+fn a_lost_udp_hello_is_sent_again() {
+    let mut srv = FakeServer::new();
+    let port = srv.port;
+    let udp = std::net::UdpSocket::bind(("127.0.0.1", port)).unwrap();
+    let client = std::thread::spawn(move || {
+        client_run(
+            port,
+            &["-u", "-t", "1", "-b", "1M", "--control-timeout", "5000"],
+            Duration::from_secs(20),
+        )
+    });
+    srv.run_until_create_streams();
+    udp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut b = [0u8; 2048];
+    let (n1, from1) = udp.recv_from(&mut b).unwrap();
+    let first = Instant::now();
+    assert_eq!(n1, 4, "the hello");
+    // Dropped: answer only the repeat.
+    let (n2, from2) = udp.recv_from(&mut b).expect("the hello was not sent again");
+    let gap = first.elapsed();
+    assert_eq!((n2, from2), (4, from1), "the repeat comes from the same socket");
+    assert!(
+        (Duration::from_millis(800)..Duration::from_millis(2500)).contains(&gap),
+        "{gap:?}"
+    );
+    udp.connect(from1).unwrap();
+    udp.send(&udp_connect::REPLY).unwrap();
+    srv.ctrl()
+        .write_all(&[state::TEST_START, state::TEST_RUNNING])
+        .unwrap();
+    let (n3, _) = udp.recv_from(&mut b).expect("no test data on the stream");
+    assert!(n3 > 12, "a test datagram, not another hello ({n3} bytes)");
+    drop(srv);
+    drop(udp);
+    let (out, _) = client.join().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("no UDP connect reply"), "{err}");
 }
 
 /// Fault 5: a server that trickles one byte of its results every 300 ms held
