@@ -488,7 +488,11 @@ fn a_lost_udp_hello_is_sent_again() {
     // Dropped: answer only the repeat.
     let (n2, from2) = udp.recv_from(&mut b).expect("the hello was not sent again");
     let gap = first.elapsed();
-    assert_eq!((n2, from2), (4, from1), "the repeat comes from the same socket");
+    assert_eq!(
+        (n2, from2),
+        (4, from1),
+        "the repeat comes from the same socket"
+    );
     assert!(
         (Duration::from_millis(800)..Duration::from_millis(2500)).contains(&gap),
         "{gap:?}"
