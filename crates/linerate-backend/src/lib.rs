@@ -11,6 +11,7 @@ pub mod neigh;
 pub mod packet_ring;
 pub mod raw;
 pub mod sockopt;
+pub mod term;
 pub mod udp_batch;
 pub mod udp_rr;
 pub mod udp_tx;

@@ -6,6 +6,7 @@
 //! times in (`handle_*`), and takes bytes and events out (`poll_*`).
 //! `../shared/reference/iperf3-protocol.md` is the specification followed.
 
+pub mod auth;
 pub mod client;
 pub mod control;
 pub mod errors;

@@ -76,6 +76,8 @@ pub struct Params {
     pub dont_fragment: bool,
     pub server_affinity: Option<i64>,
     pub client_version: Option<String>,
+    /// RSA authentication token (base64), see [`crate::auth`].
+    pub authtoken: Option<String>,
 }
 
 /// An integer as iperf3 reads it: integer or double, and a 3.12-style
@@ -180,6 +182,7 @@ impl Params {
             dont_fragment: flag(m, "dont_fragment"),
             server_affinity: int(m, "server_affinity"),
             client_version: string(m, "client_version"),
+            authtoken: string(m, "authtoken"),
         })
     }
 
@@ -230,6 +233,7 @@ impl Params {
             ("title", &self.title),
             ("extra_data", &self.extra_data),
             ("congestion", &self.congestion),
+            ("authtoken", &self.authtoken),
         ] {
             if let Some(s) = v {
                 m.insert(k.into(), json!(s));

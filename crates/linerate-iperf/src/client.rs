@@ -51,6 +51,44 @@ pub struct ClientOptions {
     pub rcv_timeout: Duration,
     /// `--snd-timeout`: TCP_USER_TIMEOUT on the TCP data streams.
     pub snd_timeout: Option<Duration>,
+    /// RSA authentication: who we are, and the server's public key.
+    pub auth: Option<ClientAuth>,
+}
+
+/// iperf3's RSA authentication on the client.
+#[derive(Clone)]
+pub struct ClientAuth {
+    pub user: String,
+    pub password: String,
+    pub key: linerate_iperf_proto::auth::RsaPublicKey,
+    pub padding: linerate_iperf_proto::auth::Padding,
+}
+
+/// Shows the user and padding, never the password.
+impl std::fmt::Debug for ClientAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientAuth")
+            .field("user", &self.user)
+            .field("padding", &self.padding)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClientAuth {
+    /// The token for parameters sent now.
+    pub fn token(&self) -> Result<String, ClientFailure> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        linerate_iperf_proto::auth::encode_token(
+            &self.key,
+            &self.user,
+            &self.password,
+            now,
+            self.padding,
+        )
+        .map_err(|e| ClientFailure::Data(format!("authentication: {e}")))
+    }
 }
 
 /// Why a client run failed, with what it printed so far.
@@ -206,6 +244,11 @@ impl<'a> ClientTest<'a> {
         }
         if params.protocol == Protocol::Udp && !opts.bandwidth_given {
             params.bandwidth_bps = UDP_RATE_DEFAULT_BPS;
+        }
+        // Made when the parameters go out, as iperf3 does: the server
+        // checks the token's time against its clock.
+        if let Some(a) = &opts.auth {
+            params.authtoken = Some(a.token()?);
         }
         ctrl.set_read_timeout(Some(Duration::from_millis(20)))
             .map_err(ClientFailure::Io)?;

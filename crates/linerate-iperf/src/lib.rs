@@ -8,6 +8,6 @@ pub mod server;
 mod set;
 mod stream;
 
-pub use client::{ClientFailure, ClientOptions};
+pub use client::{ClientAuth, ClientFailure, ClientOptions};
 pub use net::Family;
-pub use server::{Limits, ServerOptions};
+pub use server::{Limits, ServerAuth, ServerOptions};

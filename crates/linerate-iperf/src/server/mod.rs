@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 mod test;
-use test::serve_test;
+use test::{Shared, serve_test};
 
 /// Limits a server enforces on what clients ask for, and on what they
 /// then do.
@@ -103,6 +103,49 @@ pub struct ServerOptions {
     pub events: Option<linerate_run::SharedReporter>,
     /// `--bind-dev`: every socket goes through this interface.
     pub bind_dev: Option<String>,
+    /// RSA authentication: only the users in its file may run tests.
+    pub auth: Option<ServerAuth>,
+}
+
+/// iperf3's RSA authentication on the server.
+#[derive(Clone)]
+pub struct ServerAuth {
+    pub key: linerate_iperf_proto::auth::RsaPrivateKey,
+    /// Read at every test: edits take effect without a restart.
+    pub users_path: std::path::PathBuf,
+    /// Seconds a token's time may be away from this host's clock.
+    pub skew_s: i64,
+    pub padding: linerate_iperf_proto::auth::Padding,
+}
+
+/// Shows the users file and settings, never the key.
+impl std::fmt::Debug for ServerAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerAuth")
+            .field("users_path", &self.users_path)
+            .field("skew_s", &self.skew_s)
+            .field("padding", &self.padding)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerAuth {
+    /// Checks a test's token; the user it names, or why it was refused.
+    pub fn check(&self, token: Option<&str>) -> Result<String, String> {
+        let users = std::fs::read_to_string(&self.users_path).map_err(|e| {
+            format!(
+                "{}: {}: {e}",
+                IErr::SERVER_AUTH_USERS.message(),
+                self.users_path.display()
+            )
+        })?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        linerate_iperf_proto::auth::check(&self.key, self.padding, token, &users, now, self.skew_s)
+            .map(|c| c.user)
+            .map_err(|e| e.to_string())
+    }
 }
 
 /// Where the server writes its output.
@@ -121,6 +164,9 @@ struct Active {
     data: Sender<TcpStream>,
     accepting: Arc<AtomicBool>,
     done: Arc<AtomicBool>,
+    /// Set when the test was refused for its credentials: with `-1` that
+    /// does not use up the one test (iperf3's rule).
+    refused: Arc<AtomicBool>,
     handle: std::thread::JoinHandle<()>,
 }
 
@@ -262,6 +308,8 @@ impl Acceptor<'_> {
         let (data_tx, data_rx) = mpsc::channel();
         let accepting = Arc::new(AtomicBool::new(false));
         let done = Arc::new(AtomicBool::new(false));
+        let refused = Arc::new(AtomicBool::new(false));
+        let rf = refused.clone();
         let (o, acc, dn, sd, op, us, port) = (
             self.out.clone(),
             accepting.clone(),
@@ -272,7 +320,13 @@ impl Acceptor<'_> {
             self.port,
         );
         let handle = std::thread::spawn(move || {
-            serve_test(s, peer, cookie, port, &data_rx, &acc, &op, &o, &sd, &us);
+            let shared = Shared {
+                accepting: &acc,
+                shutdown: &sd,
+                udp_setup: &us,
+                refused: &rf,
+            };
+            serve_test(s, peer, cookie, port, &data_rx, &op, &o, &shared);
             acc.store(false, Ordering::Release);
             dn.store(true, Ordering::Release);
         });
@@ -282,11 +336,13 @@ impl Acceptor<'_> {
             data: data_tx,
             accepting,
             done,
+            refused,
             handle,
         });
     }
 
-    /// Joins the tests that ended; returns how many did.
+    /// Joins the tests that ended; returns how many did (tests refused for
+    /// their credentials not counted).
     fn reap(&mut self) -> usize {
         let mut finished = 0;
         let mut i = 0;
@@ -294,7 +350,9 @@ impl Acceptor<'_> {
             if self.active[i].done.load(Ordering::Acquire) {
                 let a = self.active.swap_remove(i);
                 let _ = a.handle.join();
-                finished += 1;
+                if !a.refused.load(Ordering::Acquire) {
+                    finished += 1;
+                }
             } else {
                 i += 1;
             }

@@ -10,11 +10,9 @@ pub(super) fn serve_test(
     cookie: Cookie,
     port: u16,
     data_rx: &Receiver<TcpStream>,
-    accepting: &AtomicBool,
     opts: &ServerOptions,
     out: &Out,
-    shutdown: &AtomicBool,
-    udp_setup: &Mutex<()>,
+    shared: &Shared<'_>,
 ) {
     if !opts.output.json && !opts.output.json_stream {
         say(
@@ -36,11 +34,12 @@ pub(super) fn serve_test(
         port,
         env: TestEnv {
             data_rx,
-            accepting,
+            accepting: shared.accepting,
             opts,
             out,
-            shutdown,
-            udp_setup,
+            shutdown: shared.shutdown,
+            udp_setup: shared.udp_setup,
+            refused: shared.refused,
         },
         session: ServerSession::new(),
         cpu: CpuMeter::start(),
@@ -71,6 +70,16 @@ struct TestEnv<'a> {
     shutdown: &'a AtomicBool,
     /// UDP streams carry no cookie: one test at a time sets them up.
     udp_setup: &'a Mutex<()>,
+    /// Set when the client's credentials were refused.
+    refused: &'a AtomicBool,
+}
+
+/// What the accept loop shares with a test's thread.
+pub(super) struct Shared<'a> {
+    pub accepting: &'a AtomicBool,
+    pub shutdown: &'a AtomicBool,
+    pub udp_setup: &'a Mutex<()>,
+    pub refused: &'a AtomicBool,
 }
 
 /// One test on one control connection: the protocol session (sans-IO) and
@@ -219,6 +228,19 @@ impl TestServer<'_> {
     /// Parameters arrived: check them against the limits and get ready for
     /// the streams (for UDP, the shared port, one test at a time).
     fn on_params(&mut self, p: Params) {
+        if let Some(auth) = &self.env.opts.auth
+            && let Err(why) = auth.check(p.authtoken.as_deref())
+        {
+            // The client is told only iperf3's "test authorization
+            // failed"; the reason is for the server's operator.
+            self.say(&format!(
+                "linerate: authentication failed for {}: {why}\n",
+                self.peer
+            ));
+            self.env.refused.store(true, Ordering::Release);
+            self.session.fail(IErr::AUTH_TEST);
+            return;
+        }
         if let Err(code) = check_limits(&p, &self.env.opts.limits) {
             self.session.fail(code);
             return;

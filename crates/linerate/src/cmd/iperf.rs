@@ -4,7 +4,9 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{ArgAction, Parser};
-use linerate_iperf::{ClientOptions, Family, Limits, ServerOptions};
+use linerate_iperf::{ClientAuth, ClientOptions, Family, Limits, ServerAuth, ServerOptions};
+use linerate_iperf_proto::IErr;
+use linerate_iperf_proto::auth;
 use linerate_iperf_proto::report::OutputMode;
 use linerate_iperf_proto::units::parse_suffixed;
 use linerate_iperf_proto::{Params, Protocol, TestMode};
@@ -222,6 +224,27 @@ pub struct IperfArgs {
     /// against its due time, finer than any timer: accepted).
     #[arg(long, value_name = "USEC")]
     pub pacing_timer: Option<u64>,
+    /// Client: authenticate as USER (the password comes from
+    /// IPERF3_PASSWORD, or is asked for on the terminal).
+    #[arg(long, value_name = "USER")]
+    pub username: Option<String>,
+    /// Client: the server's RSA public key (PEM) to encrypt the credentials.
+    #[arg(long, value_name = "FILE")]
+    pub rsa_public_key_path: Option<std::path::PathBuf>,
+    /// Server: RSA private key (PEM, unprotected) to decrypt credentials.
+    #[arg(long, value_name = "FILE")]
+    pub rsa_private_key_path: Option<std::path::PathBuf>,
+    /// Server: users allowed to test, lines of
+    /// `user,sha256("{user}password")` in hex.
+    #[arg(long, value_name = "FILE")]
+    pub authorized_users_path: Option<std::path::PathBuf>,
+    /// Server: seconds a client's clock may differ from ours (default 10).
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(i64).range(1..))]
+    pub time_skew_threshold: Option<i64>,
+    /// PKCS#1 v1.5 padding for the credentials (iperf3 before 3.17) instead
+    /// of OAEP.
+    #[arg(long)]
+    pub use_pkcs1_padding: bool,
     /// Print the version.
     #[arg(short = 'v', long, action = ArgAction::SetTrue)]
     pub version: bool,
@@ -392,6 +415,15 @@ impl IperfArgs {
                 self.max_pending_per_source != d.max_pending_per_source,
             ),
             ("--server-max-streams", self.server_max_streams.is_some()),
+            (
+                "--rsa-private-key-path",
+                self.rsa_private_key_path.is_some(),
+            ),
+            (
+                "--authorized-users-path",
+                self.authorized_users_path.is_some(),
+            ),
+            ("--time-skew-threshold", self.time_skew_threshold.is_some()),
         ]
         .into_iter()
         .filter_map(|(n, given)| given.then_some(n))
@@ -433,6 +465,8 @@ impl IperfArgs {
                 "--connect-timeout",
                 self.connect_timeout != d.connect_timeout,
             ),
+            ("--username", self.username.is_some()),
+            ("--rsa-public-key-path", self.rsa_public_key_path.is_some()),
         ]
         .into_iter()
         .filter_map(|(n, given)| given.then_some(n))
@@ -580,6 +614,7 @@ impl IperfArgs {
                 dont_fragment: self.dont_fragment,
                 server_affinity: self.affinity_pair()?.1.map(|m| m as i64),
                 client_version: Some(format!("linerate {}", env!("CARGO_PKG_VERSION"))),
+                authtoken: None,
             },
             rate_given,
         ))
@@ -741,6 +776,7 @@ fn run_server(args: &IperfArgs) -> Result<u8> {
         udp_gso: !args.no_gso,
         affinity: args.stream_cpus()?,
         events: events(args)?,
+        auth: server_auth(args)?,
     };
     // The output (a --logfile) is opened, and the listening port checked,
     // before detaching, so a daemon that cannot serve says why and exits 2.
@@ -760,6 +796,70 @@ fn run_server(args: &IperfArgs) -> Result<u8> {
     linerate_iperf::server::serve(listener, &opts, out, stop)
         .with_context(|| format!("server on port {}", args.port))?;
     Ok(0)
+}
+
+fn padding(args: &IperfArgs) -> auth::Padding {
+    if args.use_pkcs1_padding {
+        auth::Padding::Pkcs1
+    } else {
+        auth::Padding::Oaep
+    }
+}
+
+/// The server's key and users file, checked before serving (iperf3's
+/// errors 23 and 35).
+fn server_auth(args: &IperfArgs) -> Result<Option<ServerAuth>> {
+    let (key, users) = match (&args.rsa_private_key_path, &args.authorized_users_path) {
+        (None, None) => {
+            if args.time_skew_threshold.is_some() {
+                bail!("{}", IErr::SET_SERVER_AUTH.message());
+            }
+            return Ok(None);
+        }
+        (Some(k), Some(u)) => (k, u),
+        _ => bail!("{}", IErr::SET_SERVER_AUTH.message()),
+    };
+    std::fs::File::open(users)
+        .with_context(|| format!("{}: {}", IErr::SERVER_AUTH_USERS.message(), users.display()))?;
+    let pem = std::fs::read_to_string(key)
+        .with_context(|| format!("{}: {}", IErr::SET_SERVER_AUTH.message(), key.display()))?;
+    let key = auth::private_key_from_pem(&pem)
+        .with_context(|| format!("{}: {}", IErr::SET_SERVER_AUTH.message(), key.display()))?;
+    Ok(Some(ServerAuth {
+        key,
+        users_path: absolute(users)?,
+        skew_s: args.time_skew_threshold.unwrap_or(10),
+        padding: padding(args),
+    }))
+}
+
+/// The client's credentials: user, the server's public key, and the
+/// password from IPERF3_PASSWORD or the terminal (iperf3's error 22 when
+/// any is missing).
+fn client_auth(args: &IperfArgs) -> Result<Option<ClientAuth>> {
+    let (user, key) = match (&args.username, &args.rsa_public_key_path) {
+        (None, None) => return Ok(None),
+        (Some(u), Some(k)) => (u, k),
+        _ => bail!("{}", IErr::SET_CLIENT_AUTH.message()),
+    };
+    let what = || format!("{}: {}", IErr::SET_CLIENT_AUTH.message(), key.display());
+    let pem = std::fs::read_to_string(key).with_context(what)?;
+    let key = auth::public_key_from_pem(&pem).with_context(what)?;
+    let password = match std::env::var("IPERF3_PASSWORD") {
+        Ok(p) => p,
+        Err(_) => linerate_backend::term::read_password("Password: ").with_context(|| {
+            format!(
+                "{} (no IPERF3_PASSWORD, and no terminal to ask on)",
+                IErr::SET_CLIENT_AUTH.message()
+            )
+        })?,
+    };
+    Ok(Some(ClientAuth {
+        user: user.clone(),
+        password,
+        key,
+        padding: padding(args),
+    }))
 }
 
 fn run_client(args: &IperfArgs, host: &str) -> Result<u8> {
@@ -790,6 +890,7 @@ fn run_client(args: &IperfArgs, host: &str) -> Result<u8> {
         snd_timeout: args
             .snd_timeout
             .map(|ms| Duration::from_millis(u64::from(ms))),
+        auth: client_auth(args)?,
     };
     let out = output_sink(args)?;
     let _pid = args

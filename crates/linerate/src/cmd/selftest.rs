@@ -38,6 +38,7 @@ pub fn run(a: &SelftestArgs) -> Result<u8> {
     let server_opts = ServerOptions {
         events: None,
         bind_dev: None,
+        auth: None,
         port,
         bind: Some(IpAddr::V4(Ipv4Addr::LOCALHOST)),
         family: Family::V4,
@@ -72,6 +73,7 @@ pub fn run(a: &SelftestArgs) -> Result<u8> {
     let opts = ClientOptions {
         events: None,
         bind_dev: None,
+        auth: None,
         cntl_ka: None,
         rcv_timeout: Duration::from_secs(120),
         snd_timeout: None,
