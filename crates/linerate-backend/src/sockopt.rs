@@ -174,11 +174,175 @@ pub fn set_dont_fragment(sock: &impl AsRawFd) -> io::Result<()> {
     )
 }
 
+/// Receives up to `max` bytes of a TCP stream without copying them
+/// (recv with MSG_TRUNC: the kernel discards the data and returns how much
+/// it took; iperf3's `--skip-rx-copy`). 0 at end of stream.
+pub fn recv_discard(sock: &impl AsRawFd, max: usize) -> io::Result<usize> {
+    let mut scratch = [0u8; 1];
+    // SAFETY: with MSG_TRUNC on TCP the kernel writes nothing to the
+    // buffer; it is a valid one-byte buffer regardless.
+    let rc = unsafe {
+        libc::recv(
+            sock.as_raw_fd(),
+            scratch.as_mut_ptr().cast(),
+            max,
+            libc::MSG_TRUNC,
+        )
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc as usize)
+    }
+}
+
+/// IPPROTO_MPTCP (Linux 5.6+).
+pub const IPPROTO_MPTCP: i32 = 262;
+const SOL_MPTCP: i32 = 284;
+const MPTCP_INFO: i32 = 1;
+
+/// Whether a connected socket is speaking Multipath TCP (an MPTCP socket
+/// whose peer did not take MPTCP falls back to plain TCP: then false).
+pub fn is_mptcp(sock: &impl AsRawFd) -> bool {
+    let mut info = [0u8; 256];
+    getsockopt_raw(sock.as_raw_fd(), SOL_MPTCP, MPTCP_INFO, &mut info).is_ok()
+}
+
+/// Linux `struct in6_flowlabel_req` (linux/in6.h).
+#[repr(C)]
+struct FlowLabelReq {
+    dst: libc::in6_addr,
+    label: u32,
+    action: u8,
+    share: u8,
+    flags: u16,
+    expires: u16,
+    linger: u16,
+    pad: u32,
+}
+
+const IPV6_FLOWLABEL_MGR: i32 = 32;
+const IPV6_FLOWINFO_SEND: i32 = 33;
+const IPV6_FL_A_GET: u8 = 0;
+const IPV6_FL_S_ANY: u8 = 255;
+const IPV6_FL_F_CREATE: u16 = 1;
+
+/// Asks the kernel for IPv6 flow label `label` (20 bits) towards `dst` and
+/// turns on sending flow info from the socket's connect address; connect
+/// with `sin6_flowinfo` = the label afterwards (iperf3's `-L`).
+pub fn set_flow_label(sock: &impl AsRawFd, dst: std::net::Ipv6Addr, label: u32) -> io::Result<()> {
+    if label > 0xF_FFFF {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "an IPv6 flow label has 20 bits (at most 0xFFFFF)",
+        ));
+    }
+    let req = FlowLabelReq {
+        dst: libc::in6_addr {
+            s6_addr: dst.octets(),
+        },
+        label: label.to_be(),
+        action: IPV6_FL_A_GET,
+        share: IPV6_FL_S_ANY,
+        flags: IPV6_FL_F_CREATE,
+        expires: 0,
+        linger: 0,
+        pad: 0,
+    };
+    // SAFETY: FlowLabelReq is repr(C) plain data; viewed as its bytes.
+    let bytes = unsafe {
+        std::slice::from_raw_parts(
+            (&req as *const FlowLabelReq).cast::<u8>(),
+            std::mem::size_of::<FlowLabelReq>(),
+        )
+    };
+    setsockopt_raw(
+        sock.as_raw_fd(),
+        libc::IPPROTO_IPV6,
+        IPV6_FLOWLABEL_MGR,
+        bytes,
+    )?;
+    setsockopt_raw(
+        sock.as_raw_fd(),
+        libc::IPPROTO_IPV6,
+        IPV6_FLOWINFO_SEND,
+        &1i32.to_ne_bytes(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::io::{Read, Write};
     use std::net::{TcpListener, TcpStream};
+
+    #[test]
+    fn recv_discard_takes_bytes_without_copying() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        c.write_all(&[7u8; 50_000]).unwrap();
+        drop(c);
+        let mut total = 0;
+        loop {
+            let n = recv_discard(&s, 8192).unwrap();
+            assert!(n <= 8192);
+            if n == 0 {
+                break;
+            }
+            total += n;
+        }
+        assert_eq!(total, 50_000);
+    }
+
+    /// An MPTCP pair speaks MPTCP; an MPTCP socket to a plain TCP listener
+    /// falls back, and says so.
+    #[test]
+    fn mptcp_and_its_fallback_are_told_apart() {
+        let enabled =
+            std::fs::read_to_string("/proc/sys/net/mptcp/enabled").is_ok_and(|s| s.trim() == "1");
+        if !enabled {
+            assert!(
+                std::env::var("LINERATE_STRICT").is_err(),
+                "MPTCP is not enabled on this kernel (net.mptcp.enabled)"
+            );
+            eprintln!("skipped: MPTCP is not enabled on this kernel");
+            return;
+        }
+        use socket2::{Domain, Protocol, Socket, Type};
+        let mptcp = || {
+            Socket::new(
+                Domain::IPV4,
+                Type::STREAM,
+                Some(Protocol::from(IPPROTO_MPTCP)),
+            )
+            .unwrap()
+        };
+        for (listener_mptcp, want) in [(true, true), (false, false)] {
+            let l = if listener_mptcp {
+                mptcp()
+            } else {
+                Socket::new(Domain::IPV4, Type::STREAM, None).unwrap()
+            };
+            l.bind(
+                &"127.0.0.1:0"
+                    .parse::<std::net::SocketAddr>()
+                    .unwrap()
+                    .into(),
+            )
+            .unwrap();
+            l.listen(4).unwrap();
+            let c = mptcp();
+            c.connect(&l.local_addr().unwrap()).unwrap();
+            let (a, _) = l.accept().unwrap();
+            let mut cs: TcpStream = c.into();
+            cs.write_all(b"x").unwrap();
+            let mut b = [0u8; 1];
+            let mut at: TcpStream = a.into();
+            at.read_exact(&mut b).unwrap();
+            assert_eq!((is_mptcp(&cs), is_mptcp(&at)), (want, want));
+        }
+    }
 
     #[test]
     fn tcp_info_of_a_loopback_connection() {

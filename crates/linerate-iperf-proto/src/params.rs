@@ -78,6 +78,11 @@ pub struct Params {
     pub client_version: Option<String>,
     /// RSA authentication token (base64), see [`crate::auth`].
     pub authtoken: Option<String>,
+    /// `--skip-rx-copy`: receivers discard data without copying it
+    /// (MSG_TRUNC).
+    pub skip_rx_copy: bool,
+    /// `-m`: data connections are Multipath TCP.
+    pub mptcp: bool,
 }
 
 /// An integer as iperf3 reads it: integer or double, and a 3.12-style
@@ -183,6 +188,8 @@ impl Params {
             server_affinity: int(m, "server_affinity"),
             client_version: string(m, "client_version"),
             authtoken: string(m, "authtoken"),
+            skip_rx_copy: flag(m, "skip_rx_copy"),
+            mptcp: flag(m, "mptcp"),
         })
     }
 
@@ -245,10 +252,14 @@ impl Params {
             ("repeating_payload", self.repeating_payload),
             ("zerocopy", self.zerocopy),
             ("dont_fragment", self.dont_fragment),
+            ("skip_rx_copy", self.skip_rx_copy),
         ] {
             if on {
                 m.insert(k.into(), json!(1));
             }
+        }
+        if self.mptcp {
+            m.insert("mptcp".into(), json!(true));
         }
         m.insert(
             "client_version".into(),

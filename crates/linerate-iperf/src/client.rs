@@ -191,6 +191,8 @@ struct ClientTest<'a> {
     /// receive), for the start of the report.
     descs: Vec<StreamDesc>,
     bufs: (u64, u64),
+    /// With -m: (streams speaking MPTCP, TCP streams).
+    mptcp: Option<(usize, usize)>,
     running: Option<Running>,
     report: Option<Report>,
     meter: Option<Meter>,
@@ -266,6 +268,7 @@ impl<'a> ClientTest<'a> {
             conns: Vec::new(),
             descs: Vec::new(),
             bufs: (0, 0),
+            mptcp: None,
             running: None,
             report: None,
             meter: None,
@@ -358,6 +361,28 @@ impl<'a> ClientTest<'a> {
         // The stream threads are spawned now, waiting for TEST_RUNNING:
         // spawning hundreds of them once the server's streams run took
         // seconds of the test on an overloaded host.
+        if params.mptcp {
+            let tcp: Vec<&std::net::TcpStream> = self
+                .conns
+                .iter()
+                .filter_map(|(c, _)| match c {
+                    Conn::Tcp(t) => Some(t),
+                    Conn::Udp(_) => None,
+                })
+                .collect();
+            let multipath = tcp
+                .iter()
+                .filter(|t| linerate_backend::sockopt::is_mptcp(**t))
+                .count();
+            if multipath < tcp.len() {
+                eprintln!(
+                    "linerate: warning - {} of {} streams fell back to plain TCP (the server does not take MPTCP on its data connections)",
+                    tcp.len() - multipath,
+                    tcp.len()
+                );
+            }
+            self.mptcp = Some((multipath, tcp.len()));
+        }
         self.bufs = (buf_size(&self.conns, false), buf_size(&self.conns, true));
         self.descs = self.conns.iter().map(|(_, d)| d.clone()).collect();
         let so = StreamOpts {
@@ -586,11 +611,19 @@ impl<'a> ClientTest<'a> {
                 if let Err(e) = result {
                     rep.set_error(&e.to_string());
                 }
+                let mut extra = vec![("doctor", doctor)];
+                if let Some((multipath, tcp)) = self.mptcp {
+                    extra.push((
+                        "mptcp",
+                        serde_json::json!({"streams": tcp, "multipath": multipath,
+                            "fell_back_to_tcp": tcp - multipath}),
+                    ));
+                }
                 let text = rep.finish(
                     &self.finals,
                     self.cpu.read(),
                     self.server_results.as_ref(),
-                    Some(("doctor", doctor)),
+                    &extra,
                 );
                 let _ = self.out.write_all(text.as_bytes());
             }

@@ -87,14 +87,15 @@ pub fn tcp_listener(
     addr: SocketAddr,
     family: Family,
     dev: Option<&str>,
+    mptcp: bool,
 ) -> io::Result<TcpListener> {
-    let s = socket_for(
-        &addr,
-        Type::STREAM,
-        Protocol::TCP,
-        family == Family::V6,
-        dev,
-    )?;
+    let proto = if mptcp {
+        Protocol::from(linerate_backend::sockopt::IPPROTO_MPTCP)
+    } else {
+        Protocol::TCP
+    };
+    let s = socket_for(&addr, Type::STREAM, proto, family == Family::V6, dev)
+        .map_err(|e| mptcp_error(mptcp, e))?;
     s.bind(&addr.into())?;
     s.listen(128)?;
     Ok(s.into())
@@ -149,7 +150,13 @@ pub fn tcp_connect(
     timeout: Duration,
     dev: Option<&str>,
 ) -> io::Result<TcpStream> {
-    let s = Socket::new(Domain::for_address(peer), Type::STREAM, Some(Protocol::TCP))?;
+    let proto = if p.is_some_and(|p| p.mptcp) {
+        Protocol::from(linerate_backend::sockopt::IPPROTO_MPTCP)
+    } else {
+        Protocol::TCP
+    };
+    let s = Socket::new(Domain::for_address(peer), Type::STREAM, Some(proto))
+        .map_err(|e| mptcp_error(p.is_some_and(|p| p.mptcp), e))?;
     bind_device(&s, dev)?;
     if let Some(l) = local {
         if l.port() != 0 {
@@ -164,6 +171,20 @@ pub fn tcp_connect(
     let t: TcpStream = s.into();
     t.set_nodelay(p.is_none_or(|p| p.nodelay) || p.is_none())?;
     Ok(t)
+}
+
+/// A socket() failure explained when MPTCP was asked for: the kernel lacks
+/// it (EPROTONOSUPPORT, EINVAL) or has it turned off (ENOPROTOOPT).
+fn mptcp_error(mptcp: bool, e: io::Error) -> io::Error {
+    if !mptcp {
+        return e;
+    }
+    io::Error::new(
+        e.kind(),
+        format!(
+            "MPTCP is not available on this host ({e}); it needs Linux 5.6+ with net.mptcp.enabled=1"
+        ),
+    )
 }
 
 fn apply_before_connect(s: &Socket, p: &Params, peer: &SocketAddr) -> io::Result<()> {

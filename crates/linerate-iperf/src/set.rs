@@ -186,6 +186,7 @@ fn spawn_one(
     let len = p.len as usize;
     let buf = stream::payload(len, p.repeating_payload);
     let (zerocopy, c64, gso) = (so.zerocopy, p.udp_counters_64bit, so.udp_gso);
+    let skip = p.skip_rx_copy;
     std::thread::spawn(move || {
         gate.wait();
         if cpu.is_some_and(|c| !pin(c, &sh)) {
@@ -194,9 +195,9 @@ fn spawn_one(
         }
         match (c, sh.sender) {
             (Conn::Tcp(t), true) => stream::tcp_send(t, sh, buf, pacing, zerocopy),
-            (Conn::Tcp(t), false) => stream::tcp_recv(t, sh, len),
+            (Conn::Tcp(t), false) => stream::tcp_recv(t, sh, len, skip),
             (Conn::Udp(u), true) => stream::udp_send(u, sh, buf, pacing, c64, gso),
-            (Conn::Udp(u), false) => stream::udp_recv(u, sh, len, c64),
+            (Conn::Udp(u), false) => stream::udp_recv(u, sh, len, c64, skip),
         }
     })
 }

@@ -357,7 +357,9 @@ pub fn tcp_send_group(
     }
 }
 
-pub fn tcp_recv(mut s: TcpStream, sh: Arc<StreamShared>, len: usize) {
+/// Receives a TCP stream, counting; with `skip` the kernel discards the
+/// data without copying it (MSG_TRUNC, `--skip-rx-copy`).
+pub fn tcp_recv(mut s: TcpStream, sh: Arc<StreamShared>, len: usize, skip: bool) {
     let _ = s.set_read_timeout(Some(POLL));
     let mut buf = vec![0u8; len.max(1)];
     let mut draining = false;
@@ -366,7 +368,12 @@ pub fn tcp_recv(mut s: TcpStream, sh: Arc<StreamShared>, len: usize) {
             draining = true;
             let _ = s.set_read_timeout(Some(DRAIN_IDLE));
         }
-        match s.read(&mut buf) {
+        let got = if skip {
+            linerate_backend::sockopt::recv_discard(&s, buf.len())
+        } else {
+            s.read(&mut buf)
+        };
+        match got {
             Ok(0) => break,
             Ok(n) => {
                 StreamShared::add(&sh.bytes, n as u64);
@@ -540,20 +547,27 @@ pub fn udp_send(
     sh.finished.store(true, Ordering::Release);
 }
 
-pub fn udp_recv(s: UdpSocket, sh: Arc<StreamShared>, len: usize, c64: bool) {
+pub fn udp_recv(s: UdpSocket, sh: Arc<StreamShared>, len: usize, c64: bool, skip: bool) {
     let _ = s.set_read_timeout(Some(POLL));
     // With UDP GRO the kernel hands over up to 64 KiB of one flow's
-    // datagrams per buffer; without it, one datagram per buffer.
-    let gro = GroBatch::enable(&s).is_ok();
+    // datagrams per buffer; without it, one datagram per buffer. With
+    // `skip` (--skip-rx-copy) only each datagram's header is copied.
+    let gro = !skip && GroBatch::enable(&s).is_ok();
     let (count, size) = if gro {
         (16, GRO_BUF_BYTES)
+    } else if skip {
+        (BATCH_MAX, udp::header_len(c64))
     } else {
         (BATCH_MAX, len.max(1))
     };
     let mut store: Vec<Vec<u8>> = (0..count).map(|_| vec![0u8; size]).collect();
     let mut lens = [0usize; BATCH_MAX];
     let mut segs = [0usize; BATCH_MAX];
-    let mut batch = GroBatch::new();
+    let mut batch = if skip {
+        GroBatch::truncating()
+    } else {
+        GroBatch::new()
+    };
     let mut rx = UdpReceiver::default();
     let mut draining = false;
     while !sh.stopped() {
@@ -574,18 +588,26 @@ pub fn udp_recv(s: UdpSocket, sh: Arc<StreamShared>, len: usize, c64: bool) {
                 let arrival = sec as f64 + f64::from(nsec / 1000) / 1e6;
                 let mut bytes = 0u64;
                 let mut datagrams = 0u64;
-                for i in 0..n {
-                    let seg = segs[i].max(1);
-                    for d in store[i][..lens[i]].chunks(seg) {
-                        // A repeated hello (4 bytes) or other runt is
-                        // not a datagram of the test.
-                        let Some((ts, tus, seq)) = udp::read_header(d, c64) else {
-                            continue;
-                        };
+                let mut take = |head: &[u8], whole: usize| {
+                    // A repeated hello (4 bytes) or other runt is not a
+                    // datagram of the test.
+                    if let Some((ts, tus, seq)) = udp::read_header(head, c64) {
                         datagrams += 1;
                         let sent = f64::from(ts) + f64::from(tus) / 1e6;
-                        rx.on_datagram(seq, d.len(), sent, arrival);
-                        bytes += d.len() as u64;
+                        rx.on_datagram(seq, whole, sent, arrival);
+                        bytes += whole as u64;
+                    }
+                };
+                for i in 0..n {
+                    if skip {
+                        // Truncated: the buffer holds the header, lens[i]
+                        // is the datagram's whole length.
+                        take(&store[i][..lens[i].min(store[i].len())], lens[i]);
+                        continue;
+                    }
+                    let seg = segs[i].max(1);
+                    for d in store[i][..lens[i]].chunks(seg) {
+                        take(d, d.len());
                     }
                 }
                 StreamShared::add(&sh.bytes, bytes);

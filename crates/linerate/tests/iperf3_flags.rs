@@ -215,3 +215,134 @@ fn cntl_ka_keeps_the_control_connection_alive() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `--skip-rx-copy`: the receiver discards payload without copying it
+/// (TCP: MSG_TRUNC; UDP: only each datagram's header is copied) and still
+/// counts exactly: -n moves exactly that, UDP sequence numbers are read
+/// (no loss invented), and iperf3 3.21's client can ask it of our server.
+#[test]
+fn skip_rx_copy_receivers_count_exactly() {
+    if should_skip(
+        "skip_rx_copy_receivers_count_exactly",
+        &[linerate_rig::require_iperf3_321()],
+    ) {
+        return;
+    }
+    let (_srv, port) = support::server(&[]);
+    let port_s = port.to_string();
+    let run = |c: &mut Command, args: &[&str]| {
+        let out = c
+            .args(["-c", "127.0.0.1", "-p", &port_s, "-J", "--skip-rx-copy"])
+            .args(args)
+            .output()
+            .unwrap();
+        let v = json(&out.stdout);
+        assert!(v.get("error").is_none(), "{args:?}: {}", v["error"]);
+        v
+    };
+    // TCP, linerate receiving (the client with -R, the server forward).
+    for dir in [&["-R"][..], &[][..]] {
+        let v = run(&mut linerate(), &[&["-n", "20M"], dir].concat());
+        assert_eq!(
+            support::u(&v, "end.sum_received.bytes"),
+            20 << 20,
+            "{dir:?}"
+        );
+    }
+    // UDP: every datagram's header read.
+    let v = run(
+        &mut linerate(),
+        &["-u", "-b", "40M", "-l", "1400", "-n", "7000000", "-R"],
+    );
+    let s = &v["end"]["sum"];
+    let (packets, lost) = (
+        s["packets"].as_u64().unwrap(),
+        s["lost_packets"].as_u64().unwrap(),
+    );
+    assert_eq!(packets, 5000, "{s}");
+    assert!(lost <= 50, "{lost} of {packets} lost: headers misread? {s}");
+    assert_eq!(
+        support::u(&v, "end.sum_received.bytes"),
+        (5000 - lost) * 1400
+    );
+    // iperf3 3.21 asks it of our server.
+    let i321 = linerate_rig::iperf3_321().unwrap();
+    let v = run(&mut Command::new(i321), &["-n", "10M"]);
+    assert_eq!(support::u(&v, "end.sum_received.bytes"), 10 << 20);
+}
+
+/// One MPTcpExt counter of this network namespace.
+fn mptcp_counter(name: &str) -> u64 {
+    let text = std::fs::read_to_string("/proc/net/netstat").unwrap();
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("MPTcpExt:"))
+        .collect();
+    let (names, values) = (rows[0], rows[1]);
+    let i = names.split_whitespace().position(|n| n == name).unwrap();
+    values.split_whitespace().nth(i).unwrap().parse().unwrap()
+}
+
+/// `-m`: data connections are MPTCP when the server's listener takes it
+/// (linerate -s -m, or iperf3 3.21, which re-creates its listener), the
+/// kernel's MPTCP counters show the server accepting them; against a server
+/// without MPTCP the client says its streams fell back to TCP.
+#[test]
+fn mptcp_streams_are_multipath_or_say_they_fell_back() {
+    let enabled = std::fs::read_to_string("/proc/sys/net/mptcp/enabled")
+        .map_err(|e| format!("needs MPTCP in the kernel: {e}"))
+        .and_then(|s| {
+            if s.trim() == "1" {
+                Ok(())
+            } else {
+                Err("needs net.mptcp.enabled=1".to_string())
+            }
+        });
+    if should_skip(
+        "mptcp_streams_are_multipath_or_say_they_fell_back",
+        &[enabled, linerate_rig::require_iperf3_321()],
+    ) {
+        return;
+    }
+    let client = |port: u16| {
+        let out = linerate()
+            .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-J", "-m"])
+            .args(["-P", "2", "-t", "1"])
+            .output()
+            .unwrap();
+        let v = json(&out.stdout);
+        assert!(v.get("error").is_none(), "{}", v["error"]);
+        (v, String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    let accepted = || mptcp_counter("MPCapableACKRX");
+    // linerate's server with -m.
+    let (srv, port) = support::server(&["-m"]);
+    let before = accepted();
+    let (v, err) = client(port);
+    assert_eq!(v["linerate"]["mptcp"]["multipath"], 2, "{}", v["linerate"]);
+    assert_eq!(accepted() - before, 2, "server-side MPTCP handshakes");
+    assert!(!err.contains("fell back"), "{err}");
+    drop(srv);
+    // iperf3 3.21's server.
+    let port = free_port();
+    let _i = Proc::spawn(Command::new(linerate_rig::iperf3_321().unwrap()).args([
+        "-s",
+        "-p",
+        &port.to_string(),
+    ]));
+    wait_listening(port);
+    let (v, _) = client(port);
+    assert_eq!(v["linerate"]["mptcp"]["multipath"], 2, "{}", v["linerate"]);
+    // A server without MPTCP: the streams fall back, and the client says so.
+    let (_plain, port) = support::server(&[]);
+    let (v, err) = client(port);
+    assert_eq!(
+        v["linerate"]["mptcp"]["fell_back_to_tcp"], 2,
+        "{}",
+        v["linerate"]
+    );
+    assert!(
+        err.contains("2 of 2 streams fell back to plain TCP"),
+        "{err}"
+    );
+}

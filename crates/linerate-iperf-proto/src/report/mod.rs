@@ -511,7 +511,7 @@ impl Report {
         finals: &[StreamFinal],
         cpu: Cpu,
         peer: Option<&PeerResults>,
-        extra: Option<(&str, Value)>,
+        extra: &[(&str, Value)],
     ) -> String {
         let end = self.end_json(finals, cpu, peer);
         let linerate = json!({
@@ -551,8 +551,8 @@ impl Report {
             }
         }
         doc["linerate"] = linerate;
-        if let Some((k, v)) = extra {
-            doc["linerate"][k] = v;
+        for (k, v) in extra {
+            doc["linerate"][*k] = v.clone();
         }
         if let Some(e) = &self.error {
             doc["error"] = json!(e);

@@ -105,6 +105,8 @@ pub struct ServerOptions {
     pub bind_dev: Option<String>,
     /// RSA authentication: only the users in its file may run tests.
     pub auth: Option<ServerAuth>,
+    /// `-m`: the listening socket takes Multipath TCP (and plain TCP).
+    pub mptcp: bool,
 }
 
 /// iperf3's RSA authentication on the server.
@@ -173,7 +175,7 @@ struct Active {
 /// Serves until `shutdown` is set (or after one test with `-1`).
 pub fn run(opts: &ServerOptions, out: Out, shutdown: Arc<AtomicBool>) -> std::io::Result<()> {
     let addr = net::server_addr(opts.bind, opts.family, opts.port);
-    let listener = net::tcp_listener(addr, opts.family, opts.bind_dev.as_deref())?;
+    let listener = net::tcp_listener(addr, opts.family, opts.bind_dev.as_deref(), opts.mptcp)?;
     serve(listener, opts, out, shutdown)
 }
 

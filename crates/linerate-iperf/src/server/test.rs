@@ -407,7 +407,7 @@ impl TestServer<'_> {
             }
             let pinned = self.running.as_ref().map_or(&[][..], |r| &r.cpus[..]);
             let doctor = net::doctor_summary(self.local_ip, pinned);
-            text.push_str(&rep.finish(&f, self.cpu.read(), None, Some(("doctor", doctor))));
+            text.push_str(&rep.finish(&f, self.cpu.read(), None, &[("doctor", doctor)]));
             forward_events(rep, self.env.opts.events.as_ref());
             finals = f;
         }

@@ -224,6 +224,15 @@ pub struct IperfArgs {
     /// against its due time, finer than any timer: accepted).
     #[arg(long, value_name = "USEC")]
     pub pacing_timer: Option<u64>,
+    /// Receivers discard the data without copying it to user space
+    /// (MSG_TRUNC; UDP copies only each datagram's header). Client flag,
+    /// sent to the server like iperf3's.
+    #[arg(long)]
+    pub skip_rx_copy: bool,
+    /// Multipath TCP: the client's data connections are MPTCP sockets; a
+    /// server with -m listens with MPTCP (plain TCP clients still work).
+    #[arg(short = 'm', long)]
+    pub mptcp: bool,
     /// Client: authenticate as USER (the password comes from
     /// IPERF3_PASSWORD, or is asked for on the terminal).
     #[arg(long, value_name = "USER")]
@@ -466,6 +475,7 @@ impl IperfArgs {
                 self.connect_timeout != d.connect_timeout,
             ),
             ("--username", self.username.is_some()),
+            ("--skip-rx-copy", self.skip_rx_copy),
             ("--rsa-public-key-path", self.rsa_public_key_path.is_some()),
         ]
         .into_iter()
@@ -615,6 +625,8 @@ impl IperfArgs {
                 server_affinity: self.affinity_pair()?.1.map(|m| m as i64),
                 client_version: Some(format!("linerate {}", env!("CARGO_PKG_VERSION"))),
                 authtoken: None,
+                skip_rx_copy: self.skip_rx_copy,
+                mptcp: self.mptcp,
             },
             rate_given,
         ))
@@ -777,6 +789,7 @@ fn run_server(args: &IperfArgs) -> Result<u8> {
         affinity: args.stream_cpus()?,
         events: events(args)?,
         auth: server_auth(args)?,
+        mptcp: args.mptcp,
     };
     // The output (a --logfile) is opened, and the listening port checked,
     // before detaching, so a daemon that cannot serve says why and exits 2.
@@ -786,6 +799,7 @@ fn run_server(args: &IperfArgs) -> Result<u8> {
         linerate_iperf::net::server_addr(opts.bind, opts.family, opts.port),
         opts.family,
         opts.bind_dev.as_deref(),
+        opts.mptcp,
     )
     .with_context(|| format!("server on port {}", args.port))?;
     if args.daemon {

@@ -39,6 +39,7 @@ pub fn run(a: &SelftestArgs) -> Result<u8> {
         events: None,
         bind_dev: None,
         auth: None,
+        mptcp: false,
         port,
         bind: Some(IpAddr::V4(Ipv4Addr::LOCALHOST)),
         family: Family::V4,
