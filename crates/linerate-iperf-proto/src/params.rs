@@ -83,6 +83,8 @@ pub struct Params {
     pub skip_rx_copy: bool,
     /// `-m`: data connections are Multipath TCP.
     pub mptcp: bool,
+    /// `-L`: IPv6 flow label of the client's data connections (0: none).
+    pub flowlabel: u32,
 }
 
 /// An integer as iperf3 reads it: integer or double, and a 3.12-style
@@ -190,6 +192,9 @@ impl Params {
             authtoken: string(m, "authtoken"),
             skip_rx_copy: flag(m, "skip_rx_copy"),
             mptcp: flag(m, "mptcp"),
+            flowlabel: int(m, "flowlabel")
+                .filter(|l| (1..=0xF_FFFF).contains(l))
+                .unwrap_or(0) as u32,
         })
     }
 
@@ -260,6 +265,9 @@ impl Params {
         }
         if self.mptcp {
             m.insert("mptcp".into(), json!(true));
+        }
+        if self.flowlabel > 0 {
+            m.insert("flowlabel".into(), json!(self.flowlabel));
         }
         m.insert(
             "client_version".into(),

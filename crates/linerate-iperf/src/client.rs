@@ -732,6 +732,7 @@ fn create_stream(
                 Family::V6
             };
             let u = net::udp_bound(bind, family, opts.bind_dev.as_deref())?;
+            let peer = net::with_flow_label(&u, peer, p.flowlabel)?;
             u.connect(peer)?;
             u.send(&udp_connect::CONNECT)?;
             let mut reply = vec![0u8; 4 + 2 * p.len as usize];

@@ -164,13 +164,41 @@ pub fn tcp_connect(
         }
         s.bind(&l.into())?;
     }
+    let mut peer = peer;
     if let Some(p) = p {
         apply_before_connect(&s, p, &peer)?;
+        peer = with_flow_label(&s, peer, p.flowlabel)?;
     }
     s.connect_timeout(&SockAddr::from(peer), timeout)?;
     let t: TcpStream = s.into();
     t.set_nodelay(p.is_none_or(|p| p.nodelay) || p.is_none())?;
     Ok(t)
+}
+
+/// `-L`: asks for the IPv6 flow label and returns the address to connect
+/// to with it (the kernel takes the label from `sin6_flowinfo`). 0: none.
+pub fn with_flow_label(
+    s: &impl std::os::fd::AsRawFd,
+    peer: SocketAddr,
+    label: u32,
+) -> io::Result<SocketAddr> {
+    if label == 0 {
+        return Ok(peer);
+    }
+    let SocketAddr::V6(v6) = peer else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "unable to set IPv6 flow label: the server's address is not IPv6 (use -6)",
+        ));
+    };
+    linerate_backend::sockopt::set_flow_label(s, *v6.ip(), label)
+        .map_err(|e| io::Error::new(e.kind(), format!("unable to set IPv6 flow label: {e}")))?;
+    Ok(SocketAddr::V6(std::net::SocketAddrV6::new(
+        *v6.ip(),
+        v6.port(),
+        label.to_be(),
+        v6.scope_id(),
+    )))
 }
 
 /// A socket() failure explained when MPTCP was asked for: the kernel lacks

@@ -346,3 +346,89 @@ fn mptcp_streams_are_multipath_or_say_they_fell_back() {
         "{err}"
     );
 }
+
+/// `-L`: the client's data connections carry the IPv6 flow label (TCP and
+/// UDP), seen on the wire by tcpdump; an IPv4 server is refused with a
+/// clear message.
+#[test]
+fn flowlabel_is_on_the_wire() {
+    if should_skip(
+        "flowlabel_is_on_the_wire",
+        &[linerate_rig::require_root(), require_program("tcpdump")],
+    ) {
+        return;
+    }
+    let (_srv, port) = support::server(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("cap.txt");
+    let _dump = Proc(Some(
+        Command::new("tcpdump")
+            .args(["-i", "lo", "-l", "-nn", "-v", "-c", "2000"])
+            .arg(format!("ip6 and dst port {port}"))
+            .stdout(std::fs::File::create(&cap).unwrap())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    ));
+    std::thread::sleep(Duration::from_millis(1500));
+    for (args, label) in [
+        (&["-b", "1M"][..], "0x12345"),
+        (&["-u", "-b", "1M"][..], "77"),
+    ] {
+        let out = linerate()
+            .args([
+                "-c",
+                "::1",
+                "-6",
+                "-p",
+                &port.to_string(),
+                "-t",
+                "1",
+                "-L",
+                label,
+            ])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let text = std::fs::read_to_string(&cap).unwrap();
+    let count = |label: &str, proto: &str| {
+        text.lines()
+            .filter(|l| l.contains(&format!("flowlabel {label},")) && l.contains(proto))
+            .count()
+    };
+    // Data: the TCP stream's segments (after its cookie), the UDP stream's
+    // datagrams (1 Mbit/s for 1 s).
+    assert!(count("0x12345", "next-header TCP") >= 5, "{text}");
+    assert!(count("0x0004d", "next-header UDP") >= 3, "{text}");
+    let v4 = linerate()
+        .args([
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-t",
+            "1",
+            "-L",
+            "5",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(v4.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&v4.stderr).contains("not IPv6"),
+        "{}",
+        String::from_utf8_lossy(&v4.stderr)
+    );
+    let bogus = linerate()
+        .args(["-c", "::1", "-L", "0x100000"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&bogus.stderr).contains("bogus flow label"));
+}

@@ -233,6 +233,10 @@ pub struct IperfArgs {
     /// server with -m listens with MPTCP (plain TCP clients still work).
     #[arg(short = 'm', long)]
     pub mptcp: bool,
+    /// IPv6 flow label (1..0xFFFFF, decimal or 0x hex) on the client's data
+    /// connections.
+    #[arg(short = 'L', long, value_parser = parse_flowlabel)]
+    pub flowlabel: Option<u32>,
     /// Client: authenticate as USER (the password comes from
     /// IPERF3_PASSWORD, or is asked for on the terminal).
     #[arg(long, value_name = "USER")]
@@ -318,6 +322,16 @@ fn parse_rate_window(s: &str) -> Result<(u64, u64), String> {
 
 fn parse_size(s: &str) -> Result<u64, String> {
     parse_suffixed(s, 1024).ok_or_else(|| format!("'{s}' is not a size (e.g. 128K)"))
+}
+
+fn parse_flowlabel(s: &str) -> Result<u32, String> {
+    let v = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u32::from_str_radix(h, 16),
+        None => s.parse(),
+    };
+    v.ok()
+        .filter(|v| (1..=0xF_FFFF).contains(v))
+        .ok_or_else(|| "bogus flow label value (1..0xFFFFF)".to_string())
 }
 
 fn parse_tos(s: &str) -> Result<u32, String> {
@@ -476,6 +490,7 @@ impl IperfArgs {
             ),
             ("--username", self.username.is_some()),
             ("--skip-rx-copy", self.skip_rx_copy),
+            ("-L/--flowlabel", self.flowlabel.is_some()),
             ("--rsa-public-key-path", self.rsa_public_key_path.is_some()),
         ]
         .into_iter()
@@ -627,6 +642,7 @@ impl IperfArgs {
                 authtoken: None,
                 skip_rx_copy: self.skip_rx_copy,
                 mptcp: self.mptcp,
+                flowlabel: self.flowlabel.unwrap_or(0),
             },
             rate_given,
         ))
