@@ -432,3 +432,35 @@ fn flowlabel_is_on_the_wire() {
         .unwrap();
     assert!(String::from_utf8_lossy(&bogus.stderr).contains("bogus flow label"));
 }
+
+/// `--idle-timeout`: a one-off server with no client exits on its own
+/// (0); a server that keeps running restarts its listener each time it is
+/// idle that long (a banner each time) and still serves.
+#[test]
+fn idle_timeout_restarts_or_ends_an_idle_server() {
+    let port = free_port();
+    let t0 = Instant::now();
+    let out =
+        Proc::spawn(linerate().args(["-s", "-1", "--idle-timeout", "1", "-p", &port.to_string()]))
+            .wait(Duration::from_secs(10));
+    let took = t0.elapsed();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        (Duration::from_millis(900)..Duration::from_secs(4)).contains(&took),
+        "{took:?}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let (_srv, port) =
+        support::server(&["--idle-timeout", "1", "--logfile", log.to_str().unwrap()]);
+    std::thread::sleep(Duration::from_millis(2600));
+    let c = linerate()
+        .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1", "-J"])
+        .output()
+        .unwrap();
+    let v = json(&c.stdout);
+    assert!(v.get("error").is_none(), "{}", v["error"]);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let banners = text.matches("Server listening on").count();
+    assert!(banners >= 3, "{banners} banners: {text}");
+}

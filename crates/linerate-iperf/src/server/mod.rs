@@ -87,6 +87,9 @@ pub struct ServerOptions {
     pub family: Family,
     /// `-1`: serve one test, then exit.
     pub one_off: bool,
+    /// `--idle-timeout`: with no test and no connection for this long the
+    /// server restarts its listener (with `-1`, exits).
+    pub idle_timeout: Option<Duration>,
     pub interval: Duration,
     pub output: OutputMode,
     /// `--rcv-timeout`: no data this long while receiving ends the test.
@@ -393,13 +396,35 @@ pub fn serve(
         test_no: 1,
     };
     acc.banner();
+    let mut listener = listener;
+    let mut idle_since = Instant::now();
     loop {
         if acc.shutdown.load(Ordering::Relaxed) {
             acc.join_all();
             return Ok(());
         }
+        if !acc.active.is_empty() || acc.pending.load(Ordering::Acquire) > 0 {
+            idle_since = Instant::now();
+        } else if let Some(limit) = opts.idle_timeout
+            && idle_since.elapsed() >= limit
+        {
+            if opts.one_off {
+                return Ok(());
+            }
+            // iperf3's idle restart: a fresh listening socket, in case
+            // the old one got stuck.
+            let addr = listener.local_addr()?;
+            drop(listener);
+            listener = net::tcp_listener(addr, opts.family, opts.bind_dev.as_deref(), opts.mptcp)?;
+            listener.set_nonblocking(true)?;
+            idle_since = Instant::now();
+            acc.banner();
+        }
         match listener.accept() {
-            Ok((s, peer)) => acc.on_connection(s, peer),
+            Ok((s, peer)) => {
+                idle_since = Instant::now();
+                acc.on_connection(s, peer);
+            }
             Err(e) if e.kind() == ErrorKind::WouldBlock => {}
             Err(e) => say(&acc.out, &format!("linerate: accept failed: {e}\n")),
         }

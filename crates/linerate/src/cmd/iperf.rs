@@ -72,6 +72,10 @@ pub struct IperfArgs {
     /// Server: handle one client connection, then exit.
     #[arg(short = '1', long)]
     pub one_off: bool,
+    /// Server: with no test and no connection for SECONDS, restart the
+    /// listening socket (with -1: exit).
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub idle_timeout: Option<u64>,
     /// Idle time (ms) with no data after which a receiving test fails
     /// (server and client, as iperf3 3.21).
     #[arg(long, default_value_t = 120_000, value_name = "MS")]
@@ -421,6 +425,7 @@ impl IperfArgs {
         let d = IperfArgs::default_values();
         [
             ("-1/--one-off", self.one_off),
+            ("--idle-timeout", self.idle_timeout.is_some()),
             ("--server-max-duration", self.server_max_duration.is_some()),
             (
                 "--server-bitrate-limit",
@@ -787,6 +792,7 @@ fn run_server(args: &IperfArgs) -> Result<u8> {
         bind_dev: args.bind_device(),
         family: args.family(),
         one_off: args.one_off,
+        idle_timeout: args.idle_timeout.map(Duration::from_secs),
         interval: args.interval()?,
         output: args.output(),
         rcv_timeout: Duration::from_millis(args.rcv_timeout.max(1)),

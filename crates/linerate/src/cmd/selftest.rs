@@ -44,6 +44,7 @@ pub fn run(a: &SelftestArgs) -> Result<u8> {
         bind: Some(IpAddr::V4(Ipv4Addr::LOCALHOST)),
         family: Family::V4,
         one_off: true,
+        idle_timeout: None,
         interval: Duration::from_secs(1),
         output: OutputMode {
             json: true,
