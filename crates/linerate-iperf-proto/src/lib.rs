@@ -61,6 +61,74 @@ pub mod state {
     pub const SERVER_ERROR: u8 = 0xfe;
 }
 
+/// The name of a control state code, as iperf3's debug output gives it.
+pub fn state_name(code: u8) -> &'static str {
+    match code {
+        state::TEST_START => "TEST_START",
+        state::TEST_RUNNING => "TEST_RUNNING",
+        state::TEST_END => "TEST_END",
+        state::PARAM_EXCHANGE => "PARAM_EXCHANGE",
+        state::CREATE_STREAMS => "CREATE_STREAMS",
+        state::SERVER_TERMINATE => "SERVER_TERMINATE",
+        state::CLIENT_TERMINATE => "CLIENT_TERMINATE",
+        state::EXCHANGE_RESULTS => "EXCHANGE_RESULTS",
+        state::DISPLAY_RESULTS => "DISPLAY_RESULTS",
+        state::IPERF_DONE => "IPERF_DONE",
+        state::ACCESS_DENIED => "ACCESS_DENIED",
+        state::SERVER_ERROR => "SERVER_ERROR",
+        _ => "unknown state",
+    }
+}
+
+/// Control messages as `-d` shows them: states by name, a SERVER_ERROR
+/// with its code, JSON messages as compact JSON (an authentication token
+/// shown as `(hidden)`), a cookie, anything else by its length; several
+/// messages in one write joined with ` + `.
+pub fn describe_message(bytes: &[u8]) -> String {
+    if bytes.len() == COOKIE_LEN
+        && bytes[..COOKIE_LEN - 1]
+            .iter()
+            .all(u8::is_ascii_alphanumeric)
+    {
+        return "cookie".into();
+    }
+    let mut parts = Vec::new();
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let json_len = (rest.len() >= 4 && rest[0] == 0)
+            .then(|| u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize)
+            .filter(|&n| n <= rest.len() - 4);
+        if let Some(n) = json_len {
+            parts.push(
+                match serde_json::from_slice::<serde_json::Value>(&rest[4..4 + n]) {
+                    Ok(mut v) => {
+                        if let Some(t) = v.get_mut("authtoken") {
+                            *t = serde_json::json!("(hidden)");
+                        }
+                        format!("JSON ({n} bytes) {v}")
+                    }
+                    Err(_) => format!("{} bytes (not JSON)", n + 4),
+                },
+            );
+            rest = &rest[4 + n..];
+        } else if rest[0] == state::SERVER_ERROR && rest.len() >= 9 {
+            let code = i32::from_be_bytes([rest[1], rest[2], rest[3], rest[4]]);
+            parts.push(format!(
+                "SERVER_ERROR {code} ({})",
+                errors::IErr(code).message()
+            ));
+            rest = &rest[9..];
+        } else if state_name(rest[0]) != "unknown state" {
+            parts.push(state_name(rest[0]).to_string());
+            rest = &rest[1..];
+        } else {
+            parts.push(format!("{} bytes", rest.len()));
+            break;
+        }
+    }
+    parts.join(" + ")
+}
+
 /// UDP stream set-up datagrams.
 pub mod udp_connect {
     /// What a 3.12+ client sends ("9876").
@@ -78,6 +146,33 @@ pub mod udp_connect {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn debug_descriptions_name_states_and_hide_tokens() {
+        use super::*;
+        assert_eq!(describe_message(&[state::TEST_END]), "TEST_END");
+        let mut e = vec![state::SERVER_ERROR];
+        e.extend_from_slice(&142i32.to_be_bytes());
+        e.extend_from_slice(&0i32.to_be_bytes());
+        assert_eq!(
+            describe_message(&e),
+            "SERVER_ERROR 142 (test authorization failed)"
+        );
+        let j = br#"{"tcp":true,"authtoken":"c2VjcmV0"}"#;
+        let mut m = (j.len() as u32).to_be_bytes().to_vec();
+        m.extend_from_slice(j);
+        let d = describe_message(&m);
+        assert!(
+            d.contains(r#""authtoken":"(hidden)""#) && !d.contains("c2VjcmV0"),
+            "{d}"
+        );
+        assert_eq!(describe_message(&[1, 2]), "TEST_START + TEST_RUNNING");
+        let mut two = m.clone();
+        two.push(state::DISPLAY_RESULTS);
+        assert!(describe_message(&two).ends_with("} + DISPLAY_RESULTS"));
+        assert_eq!(describe_message(&[0x40, 0x41]), "2 bytes");
+        assert_eq!(describe_message(&[b'a'; 37]), "cookie");
+    }
+
     use super::*;
 
     #[test]

@@ -53,6 +53,8 @@ pub struct ClientOptions {
     pub snd_timeout: Option<Duration>,
     /// RSA authentication: who we are, and the server's public key.
     pub auth: Option<ClientAuth>,
+    /// `-d`: control messages and stream set-up on stderr (0: off).
+    pub debug: u8,
 }
 
 /// iperf3's RSA authentication on the client.
@@ -292,6 +294,9 @@ impl<'a> ClientTest<'a> {
                 return Err(e);
             }
             while let Some(ev) = self.session.poll_event() {
+                if self.opts.debug > 0 {
+                    eprintln!("debug: received {}", client_event_name(&ev));
+                }
                 match ev {
                     ClientEvent::CreateStreams => self.on_create_streams()?,
                     ClientEvent::Start => self.on_start(),
@@ -324,6 +329,12 @@ impl<'a> ClientTest<'a> {
     fn send_queued(&mut self) -> Result<(), ClientFailure> {
         while let Some(bytes) = self.session.poll_transmit() {
             self.wait_since = Instant::now();
+            if self.opts.debug > 0 {
+                eprintln!(
+                    "debug: sent {}",
+                    linerate_iperf_proto::describe_message(&bytes)
+                );
+            }
             net::write_within(&mut self.ctrl, &bytes, self.opts.control_timeout)
                 .map_err(ClientFailure::Io)?;
         }
@@ -356,6 +367,15 @@ impl<'a> ClientTest<'a> {
                 local: l.unwrap_or(peer),
                 remote: r.unwrap_or(peer),
             };
+            if opts.debug >= 3 {
+                eprintln!(
+                    "debug: stream {} connected, {} -> {} ({})",
+                    desc.id,
+                    desc.local,
+                    desc.remote,
+                    if desc.sender { "sending" } else { "receiving" }
+                );
+            }
             self.conns.push((c, desc));
         }
         // The stream threads are spawned now, waiting for TEST_RUNNING:
@@ -637,6 +657,21 @@ impl<'a> ClientTest<'a> {
             // Failed before the test started: iperf3 still prints a document.
             let _ = writeln!(self.out, "{}", error_document(opts, e));
         }
+    }
+}
+
+/// What `-d` says of an event of the client's session.
+fn client_event_name(ev: &ClientEvent) -> String {
+    match ev {
+        ClientEvent::CreateStreams => "CREATE_STREAMS".into(),
+        ClientEvent::Start => "TEST_START".into(),
+        ClientEvent::Running => "TEST_RUNNING".into(),
+        ClientEvent::ExchangeResults => "EXCHANGE_RESULTS".into(),
+        ClientEvent::ServerResults(r) => {
+            format!("the server's results ({} streams)", r.streams.len())
+        }
+        ClientEvent::Done => "DISPLAY_RESULTS".into(),
+        ClientEvent::Failed(e) => format!("failure: {e}"),
     }
 }
 

@@ -399,3 +399,54 @@ fn auth_configuration_errors_say_what_is_wrong() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// `-d` on both sides: the control messages by name and as JSON, the
+/// authentication result, each stream at level 3; never the token or the
+/// password.
+#[test]
+fn debug_output_shows_the_exchange_but_no_secrets() {
+    if should_skip(
+        "debug_output_shows_the_exchange_but_no_secrets",
+        &[require_program("openssl")],
+    ) {
+        return;
+    }
+    let k = keys();
+    let (srv, port, _) = auth_server(Peer::Linerate, &k, &k.private, &["-d", "-1"]);
+    let c = auth_client(
+        Peer::Linerate,
+        port,
+        &k,
+        Some(("mario", "rossi")),
+        &["-d=3"],
+    );
+    ran(&c, "-d client");
+    let s = srv.wait(Duration::from_secs(10));
+    let (ce, se) = (
+        String::from_utf8_lossy(&c.stderr).to_string(),
+        String::from_utf8_lossy(&s.stderr).to_string(),
+    );
+    for want in [
+        "debug: sent cookie",
+        r#""authtoken":"(hidden)""#,
+        "debug: received CREATE_STREAMS",
+        "debug: stream 1 connected",
+        "debug: sent TEST_END",
+        "debug: received DISPLAY_RESULTS",
+    ] {
+        assert!(ce.contains(want), "client lacks {want:?}:\n{ce}");
+    }
+    for want in [
+        "received parameters",
+        "Authentication succeeded for user 'mario'",
+        "sent TEST_START + TEST_RUNNING",
+        "received TEST_END",
+    ] {
+        assert!(se.contains(want), "server lacks {want:?}:\n{se}");
+    }
+    let token_like = ce
+        .lines()
+        .chain(se.lines())
+        .any(|l| l.contains("rossi") || l.contains("\"authtoken\":\"") && !l.contains("(hidden)"));
+    assert!(!token_like, "a secret in the debug output:\n{ce}\n{se}");
+}

@@ -110,6 +110,8 @@ pub struct ServerOptions {
     pub auth: Option<ServerAuth>,
     /// `-m`: the listening socket takes Multipath TCP (and plain TCP).
     pub mptcp: bool,
+    /// `-d`: control messages, authentication and streams on stderr.
+    pub debug: u8,
 }
 
 /// iperf3's RSA authentication on the server.
@@ -135,8 +137,9 @@ impl std::fmt::Debug for ServerAuth {
 }
 
 impl ServerAuth {
-    /// Checks a test's token; the user it names, or why it was refused.
-    pub fn check(&self, token: Option<&str>) -> Result<String, String> {
+    /// Checks a test's token; the user and the token's time, or why it was
+    /// refused.
+    pub fn check(&self, token: Option<&str>) -> Result<(String, i64), String> {
         let users = std::fs::read_to_string(&self.users_path).map_err(|e| {
             format!(
                 "{}: {}: {e}",
@@ -148,7 +151,7 @@ impl ServerAuth {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
         linerate_iperf_proto::auth::check(&self.key, self.padding, token, &users, now, self.skew_s)
-            .map(|c| c.user)
+            .map(|c| (c.user, c.ts))
             .map_err(|e| e.to_string())
     }
 }

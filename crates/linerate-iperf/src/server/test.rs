@@ -166,6 +166,13 @@ impl TestServer<'_> {
     fn flush_control(&mut self) -> Next {
         let limit = self.env.opts.control_timeout;
         while let Some(b) = self.session.poll_transmit() {
+            if self.env.opts.debug > 0 {
+                eprintln!(
+                    "debug: {} sent {}",
+                    self.peer,
+                    linerate_iperf_proto::describe_message(&b)
+                );
+            }
             match net::write_within(&mut self.ctrl, &b, limit) {
                 Ok(()) => {}
                 Err(e) if e.kind() == ErrorKind::TimedOut => {
@@ -190,6 +197,9 @@ impl TestServer<'_> {
 
     fn handle_events(&mut self) -> Next {
         while let Some(ev) = self.session.poll_event() {
+            if self.env.opts.debug > 0 {
+                eprintln!("debug: {} {}", self.peer, server_event_name(&ev));
+            }
             match ev {
                 ServerEvent::Params(p) => self.on_params(p),
                 ServerEvent::Start => {
@@ -228,18 +238,25 @@ impl TestServer<'_> {
     /// Parameters arrived: check them against the limits and get ready for
     /// the streams (for UDP, the shared port, one test at a time).
     fn on_params(&mut self, p: Params) {
-        if let Some(auth) = &self.env.opts.auth
-            && let Err(why) = auth.check(p.authtoken.as_deref())
-        {
-            // The client is told only iperf3's "test authorization
-            // failed"; the reason is for the server's operator.
-            self.say(&format!(
-                "linerate: authentication failed for {}: {why}\n",
-                self.peer
-            ));
-            self.env.refused.store(true, Ordering::Release);
-            self.session.fail(IErr::AUTH_TEST);
-            return;
+        if let Some(auth) = &self.env.opts.auth {
+            match auth.check(p.authtoken.as_deref()) {
+                Ok((user, ts)) => {
+                    if self.env.opts.debug > 0 {
+                        eprintln!("debug: Authentication succeeded for user '{user}' ts {ts}");
+                    }
+                }
+                Err(why) => {
+                    // The client is told only iperf3's "test authorization
+                    // failed"; the reason is for the server's operator.
+                    self.say(&format!(
+                        "linerate: authentication failed for {}: {why}\n",
+                        self.peer
+                    ));
+                    self.env.refused.store(true, Ordering::Release);
+                    self.session.fail(IErr::AUTH_TEST);
+                    return;
+                }
+            }
         }
         if let Err(code) = check_limits(&p, &self.env.opts.limits) {
             self.session.fail(code);
@@ -644,5 +661,26 @@ impl TestServer<'_> {
             return Next::Again;
         }
         Next::Go
+    }
+}
+
+/// What `-d` says of an event of the server's session (parameters as
+/// JSON, the authentication token hidden).
+fn server_event_name(ev: &ServerEvent) -> String {
+    match ev {
+        ServerEvent::Params(p) => {
+            let mut v = p.to_json();
+            if let Some(t) = v.get_mut("authtoken") {
+                *t = serde_json::json!("(hidden)");
+            }
+            format!("received parameters {v}")
+        }
+        ServerEvent::Start => "all streams connected: TEST_START".into(),
+        ServerEvent::TestEnd => "received TEST_END".into(),
+        ServerEvent::ClientResults(_) => "received the client's results".into(),
+        ServerEvent::Done => "received IPERF_DONE".into(),
+        ServerEvent::ClientTerminated => "received CLIENT_TERMINATE".into(),
+        ServerEvent::ClientGone => "the control connection closed".into(),
+        ServerEvent::Failed(e) => format!("failed: {e}"),
     }
 }

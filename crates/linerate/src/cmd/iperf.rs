@@ -241,6 +241,11 @@ pub struct IperfArgs {
     /// connections.
     #[arg(short = 'L', long, value_parser = parse_flowlabel)]
     pub flowlabel: Option<u32>,
+    /// Debug output on stderr: control messages (parameters and results as
+    /// JSON, tokens hidden), authentication, and at LEVEL 3+ each stream's
+    /// set-up. LEVEL 1-4 as iperf3 (default 4).
+    #[arg(short = 'd', long, value_name = "LEVEL", num_args = 0..=1, default_missing_value = "4", require_equals = true, value_parser = clap::value_parser!(u8).range(1..=4))]
+    pub debug: Option<u8>,
     /// Client: authenticate as USER (the password comes from
     /// IPERF3_PASSWORD, or is asked for on the terminal).
     #[arg(long, value_name = "USER")]
@@ -812,6 +817,7 @@ fn run_server(args: &IperfArgs) -> Result<u8> {
         events: events(args)?,
         auth: server_auth(args)?,
         mptcp: args.mptcp,
+        debug: args.debug.unwrap_or(0),
     };
     // The output (a --logfile) is opened, and the listening port checked,
     // before detaching, so a daemon that cannot serve says why and exits 2.
@@ -927,6 +933,7 @@ fn run_client(args: &IperfArgs, host: &str) -> Result<u8> {
             .snd_timeout
             .map(|ms| Duration::from_millis(u64::from(ms))),
         auth: client_auth(args)?,
+        debug: args.debug.unwrap_or(0),
     };
     let out = output_sink(args)?;
     let _pid = args
