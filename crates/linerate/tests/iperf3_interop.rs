@@ -490,3 +490,59 @@ fn an_unreachable_server_gets_iperf3s_error_document() {
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert_eq!(lines[0]["event"], "error");
 }
+
+/// `--json-stream` (and 3.21's `--json-stream-full-output`): against the
+/// same iperf3 3.21 server, linerate's client emits the same events in the
+/// same order as iperf3 3.21's, each with every key (and type) 3.21's has,
+/// then the whole document with every key 3.21's has.
+#[test]
+fn json_stream_events_match_iperf3_3_21() {
+    if linerate_rig::should_skip(
+        "json_stream_events_match_iperf3_3_21",
+        &[linerate_rig::require_iperf3_321()],
+    ) {
+        return;
+    }
+    let i321 = linerate_rig::iperf3_321().unwrap();
+    // (event names, events, the document after them)
+    let run = |client: &mut Command, args: &[&str]| -> (Vec<String>, Vec<Value>, Value) {
+        let port = free_port().to_string();
+        let _srv = Proc::spawn(Command::new(&i321).args(["-s", "-1", "-p", &port]));
+        wait_listening(port.parse().unwrap());
+        let out = Proc::spawn(
+            client
+                .args(["-c", "127.0.0.1", "-p", &port, "--json-stream"])
+                .args(["--json-stream-full-output"])
+                .args(args),
+        )
+        .wait(Duration::from_secs(30));
+        let text = String::from_utf8(out.stdout).unwrap();
+        let at = text.find("\n{\n").map_or(text.len(), |i| i + 1);
+        let (lines, doc) = text.split_at(at);
+        let events: Vec<Value> = lines
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect();
+        let names = events
+            .iter()
+            .map(|e| e["event"].as_str().unwrap_or("?").to_string())
+            .collect();
+        (
+            names,
+            events,
+            serde_json::from_str(doc).unwrap_or(Value::Null),
+        )
+    };
+    for args in [&["-t", "2"][..], &["-u", "-t", "2", "-b", "5M", "-R"]] {
+        let (tn, te, td) = run(&mut Command::new(&i321), args);
+        let (on, oe, od) = run(&mut linerate(), args);
+        assert_eq!(on, tn, "{args:?}: event sequence");
+        for (t, o) in te.iter().zip(&oe) {
+            let missing = support::missing_keys(t, o);
+            assert!(missing.is_empty(), "{args:?} {}: {missing:?}", t["event"]);
+        }
+        assert!(td.is_object(), "3.21 printed no document after its events");
+        let missing = support::missing_keys(&td, &od);
+        assert!(missing.is_empty(), "{args:?} full output: {missing:?}");
+    }
+}

@@ -26,6 +26,9 @@ pub struct OutputMode {
     pub json: bool,
     /// `--json-stream`: one JSON event per line.
     pub json_stream: bool,
+    /// `--json-stream-full-output`: with `--json-stream`, the whole `-J`
+    /// document follows the events (iperf3 3.21).
+    pub json_stream_full: bool,
     /// `-f`: fixed unit letter.
     pub format: Option<char>,
 }
@@ -598,6 +601,9 @@ impl Report {
                 let _ = writeln!(out, "{}", json!({"event": "server_output_text", "data": t}));
             }
             let _ = writeln!(out, "{}", json!({"event": "end", "data": doc["end"]}));
+            if self.mode.json_stream_full {
+                out.push_str(&(serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"));
+            }
             out
         } else if self.mode.json {
             serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"

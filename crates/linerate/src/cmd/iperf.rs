@@ -45,6 +45,10 @@ pub struct IperfArgs {
     /// Output JSON events, one per line.
     #[arg(long)]
     pub json_stream: bool,
+    /// With --json-stream, also print the whole -J document at the end
+    /// (iperf3 3.21).
+    #[arg(long)]
+    pub json_stream_full_output: bool,
     /// Send output to a log file.
     #[arg(long, value_name = "FILE")]
     pub logfile: Option<std::path::PathBuf>,
@@ -550,6 +554,7 @@ impl IperfArgs {
         OutputMode {
             json: self.json,
             json_stream: self.json_stream,
+            json_stream_full: self.json_stream_full_output,
             format: self.format,
         }
     }
