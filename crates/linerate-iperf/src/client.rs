@@ -55,6 +55,8 @@ pub struct ClientOptions {
     pub auth: Option<ClientAuth>,
     /// `-d`: control messages and stream set-up on stderr (0: off).
     pub debug: u8,
+    /// `-F`: TCP senders send this file; receivers write what arrives to it.
+    pub file: Option<std::path::PathBuf>,
 }
 
 /// iperf3's RSA authentication on the client.
@@ -409,6 +411,7 @@ impl<'a> ClientTest<'a> {
             udp_gso: self.opts.udp_gso,
             affinity: self.opts.affinity.clone(),
             zerocopy: self.opts.zerocopy,
+            file: self.opts.file.clone(),
         };
         self.running = Some(spawn_streams(
             std::mem::take(&mut self.conns),
@@ -519,6 +522,14 @@ impl<'a> ClientTest<'a> {
             && !m.omitting()
             && (!sends || sent >= amount)
             && (!receives || received >= amount);
+        // -F: the test ends when every sending stream came to the end of
+        // the file (iperf3's "done" at end of file).
+        let by_file = self.opts.file.is_some()
+            && sends
+            && m.streams()
+                .iter()
+                .filter(|s| s.sender)
+                .all(|s| s.finished.load(Ordering::Acquire));
         let mut failed = m
             .streams()
             .iter()
@@ -538,7 +549,7 @@ impl<'a> ClientTest<'a> {
             self.meter = Some(m);
             return Err(ClientFailure::Data(e));
         }
-        if by_time || by_amount {
+        if by_time || by_amount || by_file {
             // The test ends now: TEST_END goes out at once (joining the
             // senders first delayed it by up to a sender's poll, and the
             // server's clock ran on: 2.08 s for -t 2), then the senders
@@ -630,6 +641,10 @@ impl<'a> ClientTest<'a> {
             if let Some(rep) = self.report.as_mut() {
                 if let Err(e) = result {
                     rep.set_error(&e.to_string());
+                }
+                if let Some(f) = &opts.file {
+                    let size = std::fs::metadata(f).map_or(0, |m| m.len());
+                    rep.set_diskfile(&f.display().to_string(), size);
                 }
                 let mut extra = vec![("doctor", doctor)];
                 if let Some((multipath, tcp)) = self.mptcp {

@@ -111,6 +111,8 @@ pub(crate) struct StreamOpts {
     pub(crate) udp_gso: bool,
     pub(crate) affinity: Vec<usize>,
     pub(crate) zerocopy: bool,
+    /// `-F`: TCP senders send this file, receivers write to it.
+    pub(crate) file: Option<std::path::PathBuf>,
 }
 
 use linerate_backend::cpu::allowed as allowed_cpus;
@@ -187,6 +189,7 @@ fn spawn_one(
     let buf = stream::payload(len, p.repeating_payload);
     let (zerocopy, c64, gso) = (so.zerocopy, p.udp_counters_64bit, so.udp_gso);
     let skip = p.skip_rx_copy;
+    let file = so.file.clone();
     std::thread::spawn(move || {
         gate.wait();
         if cpu.is_some_and(|c| !pin(c, &sh)) {
@@ -194,8 +197,31 @@ fn spawn_one(
             return;
         }
         match (c, sh.sender) {
-            (Conn::Tcp(t), true) => stream::tcp_send(t, sh, buf, pacing, zerocopy),
-            (Conn::Tcp(t), false) => stream::tcp_recv(t, sh, len, skip),
+            (Conn::Tcp(t), true) => match file {
+                Some(f) => stream::tcp_send_file(t, sh, &f, len, pacing),
+                None => stream::tcp_send(t, sh, buf, pacing, zerocopy),
+            },
+            (Conn::Tcp(t), false) => {
+                // iperf3 opens the file for each receiving stream, truncated.
+                let create = |f: &std::path::Path| {
+                    use std::os::unix::fs::OpenOptionsExt;
+                    std::fs::OpenOptions::new()
+                        .write(true)
+                        .create(true)
+                        .truncate(true)
+                        .mode(0o600)
+                        .open(f)
+                };
+                let out = match file.as_deref().map(create).transpose() {
+                    Ok(f) => f,
+                    Err(e) => {
+                        sh.fail(format!("unable to create the -F file: {e}"));
+                        sh.finished.store(true, Ordering::Release);
+                        return;
+                    }
+                };
+                stream::tcp_recv(t, sh, len, skip, out)
+            }
             (Conn::Udp(u), true) => stream::udp_send(u, sh, buf, pacing, c64, gso),
             (Conn::Udp(u), false) => stream::udp_recv(u, sh, len, c64, skip),
         }
@@ -243,7 +269,7 @@ pub(crate) fn spawn_streams(
         pinned.extend(cpu);
         let sh = shared(&c, &d, p, d.sender);
         match (c, cpu) {
-            (Conn::Tcp(t), Some(cpu)) if d.sender && senders > 1 => {
+            (Conn::Tcp(t), Some(cpu)) if d.sender && senders > 1 && so.file.is_none() => {
                 groups.entry(cpu).or_default().push((t, sh.clone()));
                 group_slot.entry(cpu).or_insert(streams.len());
                 handles.push(None);

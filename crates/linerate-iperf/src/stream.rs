@@ -357,9 +357,89 @@ pub fn tcp_send_group(
     }
 }
 
+/// `-F` on a sending side: the file's bytes, read block by block, are the
+/// payload (each stream reads the file from its start, as iperf3's); the
+/// stream ends at the end of the file, the -n/-k budget, or the test's end.
+pub fn tcp_send_file(
+    mut s: TcpStream,
+    sh: Arc<StreamShared>,
+    path: &std::path::Path,
+    len: usize,
+    pacing: Pacing,
+) {
+    let mut file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) => {
+            sh.fail(format!("unable to open -F file {}: {e}", path.display()));
+            sh.finished.store(true, Ordering::Release);
+            return;
+        }
+    };
+    let _ = s.set_write_timeout(Some(POLL));
+    let start = Instant::now();
+    let mut buf = vec![0u8; len.max(1)];
+    let (mut have, mut at, mut sent) = (0usize, 0usize, 0u64);
+    let mut eof = false;
+    while !sh.stopped() {
+        if at == have {
+            if eof {
+                break;
+            }
+            let want = pacing.budget.take(buf.len() as u64) as usize;
+            if want == 0 {
+                break;
+            }
+            let n = match file.read(&mut buf[..want]) {
+                Ok(n) => n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => 0,
+                Err(e) => {
+                    sh.fail(format!("unable to read -F file {}: {e}", path.display()));
+                    break;
+                }
+            };
+            pacing.budget.give_back((want - n) as u64);
+            if n == 0 {
+                eof = true;
+                continue;
+            }
+            (have, at) = (n, 0);
+        }
+        if let Some(t) = due(start, sent, &pacing) {
+            let now = Instant::now();
+            if t > now {
+                std::thread::sleep((t - now).min(POLL));
+                continue;
+            }
+        }
+        match s.write(&buf[at..have]) {
+            Ok(n) => {
+                at += n;
+                sent += n as u64;
+                StreamShared::add(&sh.bytes, n as u64);
+                StreamShared::add(&sh.blocks, 1);
+            }
+            Err(e) if idle_error(&e) => {}
+            Err(e) => {
+                if !sh.stopped() {
+                    sh.fail(format!("unable to write to stream socket: {e}"));
+                }
+                break;
+            }
+        }
+    }
+    sh.finished.store(true, Ordering::Release);
+}
+
 /// Receives a TCP stream, counting; with `skip` the kernel discards the
 /// data without copying it (MSG_TRUNC, `--skip-rx-copy`).
-pub fn tcp_recv(mut s: TcpStream, sh: Arc<StreamShared>, len: usize, skip: bool) {
+/// With `file` (`-F`) what arrives is written to it.
+pub fn tcp_recv(
+    mut s: TcpStream,
+    sh: Arc<StreamShared>,
+    len: usize,
+    skip: bool,
+    mut file: Option<std::fs::File>,
+) {
     let _ = s.set_read_timeout(Some(POLL));
     let mut buf = vec![0u8; len.max(1)];
     let mut draining = false;
@@ -376,6 +456,12 @@ pub fn tcp_recv(mut s: TcpStream, sh: Arc<StreamShared>, len: usize, skip: bool)
         match got {
             Ok(0) => break,
             Ok(n) => {
+                if let Some(f) = file.as_mut()
+                    && let Err(e) = f.write_all(&buf[..n])
+                {
+                    sh.fail(format!("unable to write to the -F file: {e}"));
+                    break;
+                }
                 StreamShared::add(&sh.bytes, n as u64);
                 StreamShared::add(&sh.blocks, 1);
                 sh.last_rx_ns

@@ -464,3 +464,129 @@ fn idle_timeout_restarts_or_ends_an_idle_server() {
     let banners = text.matches("Server listening on").count();
     assert!(banners >= 3, "{banners} banners: {text}");
 }
+
+/// `-F`: the file is what is sent (byte for byte: a server with -F writes
+/// what arrives, linerate's or iperf3 3.21's), with no -t its size is the
+/// amount, with -t the test ends at the end of the file, a receiving
+/// client writes what arrives, and iperf3's "Sent X / Y (P%) of FILE"
+/// line and `diskfile` object are there.
+#[test]
+fn file_transfer_sends_and_writes_the_file() {
+    if should_skip(
+        "file_transfer_sends_and_writes_the_file",
+        &[linerate_rig::require_iperf3_321()],
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src.bin");
+    let data: Vec<u8> = (0..3_000_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(&src, &data).unwrap();
+    let s = src.to_str().unwrap();
+    // Byte for byte into a server's -F file: linerate's, then iperf3 3.21's.
+    for (i, server) in [
+        linerate(),
+        Command::new(linerate_rig::iperf3_321().unwrap()),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let dst = dir.path().join(format!("dst{i}.bin"));
+        let port = free_port();
+        let mut server = server;
+        let srv = Proc::spawn(server.args([
+            "-s",
+            "-1",
+            "-p",
+            &port.to_string(),
+            "-F",
+            dst.to_str().unwrap(),
+        ]));
+        wait_listening(port);
+        let c = linerate()
+            .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-J", "-F", s])
+            .output()
+            .unwrap();
+        let v = json(&c.stdout);
+        assert!(v.get("error").is_none(), "{}", v["error"]);
+        assert_eq!(support::u(&v, "end.sum_sent.bytes"), 3_000_000);
+        let d = &v["end"]["streams"][0]["diskfile"];
+        assert_eq!(
+            (&d["sent"], &d["size"], &d["percent_sent"], &d["filename"]),
+            (
+                &serde_json::json!(3_000_000),
+                &serde_json::json!(3_000_000),
+                &serde_json::json!(100),
+                &serde_json::json!(s)
+            ),
+            "{d}"
+        );
+        srv.wait(Duration::from_secs(10));
+        assert!(
+            std::fs::read(&dst).unwrap() == data,
+            "server {i}: the file arrived changed"
+        );
+    }
+    let (_srv, port) = support::server(&[]);
+    let p = port.to_string();
+    // -t: ends at the end of the file, not at -t.
+    let c = linerate()
+        .args([
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-J",
+            "-F",
+            s,
+            "-t",
+            "5",
+            "-b",
+            "100M",
+        ])
+        .output()
+        .unwrap();
+    let v = json(&c.stdout);
+    assert_eq!(support::u(&v, "end.sum_sent.bytes"), 3_000_000);
+    let secs = v["end"]["sum_sent"]["seconds"].as_f64().unwrap();
+    assert!(
+        secs < 1.0,
+        "3 MB at 100 Mbit/s took {secs} s: not ended at end of file"
+    );
+    // A receiving client writes what arrives; the human line.
+    let out = dir.path().join("out.bin");
+    let c = linerate()
+        .args([
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-R",
+            "-n",
+            "1M",
+            "-F",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&c.stdout);
+    assert_eq!(std::fs::metadata(&out).unwrap().len(), 1 << 20);
+    let lines: Vec<&str> = text.lines().collect();
+    let at = lines.iter().position(|l| l.ends_with("sender")).unwrap();
+    assert_eq!(
+        lines[at + 1],
+        format!(
+            "        Sent 1.00 MByte / 1.00 MByte (100%) of {}",
+            out.display()
+        ),
+        "{text}"
+    );
+    assert!(lines[at + 2].ends_with("receiver"), "{text}");
+    let udp = linerate()
+        .args(["-c", "127.0.0.1", "-p", &p, "-u", "-F", s])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&udp.stderr).contains("cannot transfer file using UDP"));
+}

@@ -99,7 +99,18 @@ impl Report {
             } else {
                 &mut rev
             };
-            streams.push(stream_end(f, peer.and_then(|r| r.stream(f.id)), acc, udp));
+            let mut v = stream_end(f, peer.and_then(|r| r.stream(f.id)), acc, udp);
+            if let Some((name, size)) = &self.diskfile {
+                let bytes = |side: &str| v[side]["bytes"].as_u64().unwrap_or(0);
+                let (sent, received) = (bytes("sender"), bytes("receiver"));
+                v["diskfile"] = json!({
+                    "sent": sent, "received": received, "size": size,
+                    "percent_sent": Self::diskfile_percent(sent, *size),
+                    "percent_received": Self::diskfile_percent(received, *size),
+                    "filename": name,
+                });
+            }
+            streams.push(v);
         }
         let mut end = Map::new();
         end.insert("streams".into(), json!(streams));

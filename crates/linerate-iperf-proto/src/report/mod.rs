@@ -226,6 +226,8 @@ pub struct Report {
     /// The last interval printed ended with iperf3's separator line.
     separator_last: bool,
     error: Option<String>,
+    /// `-F`: the file's name and size (set by the I/O layer at the end).
+    diskfile: Option<(String, u64)>,
     /// The same test as run-model events, for the shared reporters (CSV):
     /// taken with [`Report::poll_run_event`].
     run_events: std::collections::VecDeque<linerate_run::Event>,
@@ -339,6 +341,7 @@ impl Report {
             header_printed: false,
             separator_last: false,
             error: None,
+            diskfile: None,
             run_events: std::collections::VecDeque::new(),
         }
     }
@@ -500,6 +503,21 @@ impl Report {
         };
         self.intervals.push(v);
         printed
+    }
+
+    /// `-F`: the file and its size, for iperf3's "Sent X / Y (P%) of FILE"
+    /// lines and `end.streams[].diskfile`.
+    pub fn set_diskfile(&mut self, name: &str, size: u64) {
+        self.diskfile = Some((name.to_string(), size));
+    }
+
+    /// iperf3's percentage of the file a stream moved (100 for an empty file).
+    fn diskfile_percent(moved: u64, size: u64) -> u64 {
+        if size == 0 {
+            100
+        } else {
+            (moved as f64 / size as f64 * 100.0) as u64
+        }
     }
 
     /// Records a failure; the JSON document gets a top-level `error`.

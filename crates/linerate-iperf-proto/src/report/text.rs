@@ -111,7 +111,7 @@ impl Report {
                 let group: Vec<&EndRow> = rows.iter().filter(|r| r.sender == sending).collect();
                 for r in &group {
                     let tag = format!("{:3}]{}", r.socket, self.role_tag(sending));
-                    out.push_str(&self.end_lines(&tag, r, udp));
+                    out.push_str(&self.with_diskfile_line(self.end_lines(&tag, r, udp), r));
                 }
                 if group.len() > 1 {
                     let tag = format!("SUM]{}", self.role_tag(sending));
@@ -120,7 +120,8 @@ impl Report {
             }
         } else {
             for r in &rows {
-                out.push_str(&self.end_lines(&format!("{:3}", r.socket), r, udp));
+                let lines = self.end_lines(&format!("{:3}", r.socket), r, udp);
+                out.push_str(&self.with_diskfile_line(lines, r));
             }
             if rows.len() > 1 {
                 let all: Vec<&EndRow> = rows.iter().collect();
@@ -235,6 +236,29 @@ impl Report {
 
     /// A stream's (or a [SUM]'s) sender and receiver lines, each printed
     /// when that side's figures are known.
+    /// `-F`: iperf3's line under a stream's first summary row: what this
+    /// side moved of the file (sent, or received), units without the
+    /// plural s as iperf3 prints them.
+    fn with_diskfile_line(&self, mut lines: String, r: &EndRow) -> String {
+        let Some((name, size)) = &self.diskfile else {
+            return lines;
+        };
+        let moved = if r.sender { r.sent.0 } else { r.received.0 };
+        let unit = |n: u64| {
+            let b = crate::units::bytes(n as f64);
+            b.strip_suffix('s').map_or(b.clone(), str::to_string)
+        };
+        let line = format!(
+            "        Sent {} / {} ({}%) of {name}\n",
+            unit(moved),
+            unit(*size),
+            Self::diskfile_percent(moved, *size)
+        );
+        let at = lines.find('\n').map_or(lines.len(), |i| i + 1);
+        lines.insert_str(at, &line);
+        lines
+    }
+
     fn end_lines(&self, tag: &str, r: &EndRow, udp: bool) -> String {
         let line = |secs: f64, bytes: u64, tail: String| {
             format!(

@@ -112,6 +112,8 @@ pub struct ServerOptions {
     pub mptcp: bool,
     /// `-d`: control messages, authentication and streams on stderr.
     pub debug: u8,
+    /// `-F`: TCP senders send this file; receivers write what arrives to it.
+    pub file: Option<std::path::PathBuf>,
 }
 
 /// iperf3's RSA authentication on the server.

@@ -354,6 +354,7 @@ impl TestServer<'_> {
                 _ => opts.affinity.clone(),
             },
             zerocopy: p.zerocopy,
+            file: opts.file.clone(),
         };
         let r = spawn_streams(std::mem::take(&mut self.conns), &p, &so);
         // Our senders (-R, --bidir) stop at the asked time, as the client's

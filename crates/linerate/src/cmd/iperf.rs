@@ -250,6 +250,11 @@ pub struct IperfArgs {
     /// set-up. LEVEL 1-4 as iperf3 (default 4).
     #[arg(short = 'd', long, value_name = "LEVEL", num_args = 0..=1, default_missing_value = "4", require_equals = true, value_parser = clap::value_parser!(u8).range(1..=4))]
     pub debug: Option<u8>,
+    /// TCP senders send the file NAME (each stream from its start; with no
+    /// -t/-n/-k the client sends its size), receivers write what arrives to
+    /// it; the test ends at the end of the file.
+    #[arg(short = 'F', long, value_name = "NAME")]
+    pub file: Option<std::path::PathBuf>,
     /// Client: authenticate as USER (the password comes from
     /// IPERF3_PASSWORD, or is asked for on the terminal).
     #[arg(long, value_name = "USER")]
@@ -596,7 +601,22 @@ impl IperfArgs {
         if !(1..=128).contains(&self.parallel) {
             bail!("invalid number of parallel streams (min = 1, max = 128)");
         }
-        let ends_by_amount = self.bytes.is_some() || self.blockcount.is_some();
+        if self.file.is_some() && self.udp {
+            bail!("cannot transfer file using UDP");
+        }
+        if self.file.is_some() && self.skip_rx_copy {
+            bail!("-F writes what arrives to the file: it cannot be used with --skip-rx-copy");
+        }
+        // iperf3: -F with no -t/-n/-k sends the file's size.
+        let file_bytes = match (&self.file, self.time, self.bytes, self.blockcount) {
+            (Some(f), None, None, None) => std::fs::metadata(f)
+                .ok()
+                .map(|m| m.len())
+                .filter(|&n| n > 0),
+            _ => None,
+        };
+        let ends_by_amount =
+            self.bytes.is_some() || self.blockcount.is_some() || file_bytes.is_some();
         let time = match (self.time, ends_by_amount) {
             (Some(t), _) => t,
             (None, true) => 0,
@@ -633,7 +653,7 @@ impl IperfArgs {
                 },
                 omit_s: self.omit,
                 time_s: time,
-                num_bytes: self.bytes.unwrap_or(0),
+                num_bytes: self.bytes.or(file_bytes).unwrap_or(0),
                 block_count: self.blockcount.unwrap_or(0),
                 parallel: self.parallel,
                 len: len as u32,
@@ -823,6 +843,7 @@ fn run_server(args: &IperfArgs) -> Result<u8> {
         auth: server_auth(args)?,
         mptcp: args.mptcp,
         debug: args.debug.unwrap_or(0),
+        file: args.file.clone(),
     };
     // The output (a --logfile) is opened, and the listening port checked,
     // before detaching, so a daemon that cannot serve says why and exits 2.
@@ -939,6 +960,7 @@ fn run_client(args: &IperfArgs, host: &str) -> Result<u8> {
             .map(|ms| Duration::from_millis(u64::from(ms))),
         auth: client_auth(args)?,
         debug: args.debug.unwrap_or(0),
+        file: args.file.clone(),
     };
     let out = output_sink(args)?;
     let _pid = args
