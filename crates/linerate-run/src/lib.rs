@@ -12,11 +12,13 @@
 //! text, the final JSON document, JSON lines and CSV.
 
 pub mod event;
+pub mod metrics;
 pub mod report;
 pub mod sample;
 
 pub use event::{
     CountedBy, Counts, End, Event, Gauges, Host, Interval, Mode, Row, Scope, Start, sums,
 };
+pub use metrics::{Endpoint, Metrics, MetricsReporter};
 pub use report::{Csv, Document, Fanout, JsonLines, Reporter, Shared, SharedReporter, Text};
 pub use sample::{Cancel, Sampler};

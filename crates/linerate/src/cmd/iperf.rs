@@ -45,6 +45,10 @@ pub struct IperfArgs {
     /// Output JSON events, one per line.
     #[arg(long)]
     pub json_stream: bool,
+    /// Serve Prometheus/OpenMetrics metrics of every test on ADDR:PORT
+    /// (GET /metrics).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<String>,
     /// With --json-stream, also print the whole -J document at the end
     /// (iperf3 3.21).
     #[arg(long)]
@@ -684,16 +688,20 @@ impl IperfArgs {
     }
 }
 
-/// The CSV reporter `--csv` asks for.
+/// The run-model reporters `--csv` and `--metrics` ask for.
 fn events(args: &IperfArgs) -> Result<Option<linerate_run::SharedReporter>> {
-    let Some(p) = &args.csv else { return Ok(None) };
-    if p.as_os_str() == "-" {
-        bail!("--csv needs a file here: standard output carries iperf3's own output");
+    let mut f = linerate_run::Fanout::new();
+    if let Some(p) = &args.csv {
+        if p.as_os_str() == "-" {
+            bail!("--csv needs a file here: standard output carries iperf3's own output");
+        }
+        let file = std::fs::File::create(p).with_context(|| format!("--csv {}", p.display()))?;
+        f.push(Box::new(linerate_run::Csv::new(file)));
     }
-    let f = std::fs::File::create(p).with_context(|| format!("--csv {}", p.display()))?;
-    Ok(Some(linerate_run::SharedReporter::new(
-        linerate_run::Csv::new(f),
-    )))
+    if let Some(addr) = &args.metrics {
+        f.push(Box::new(super::out::metrics_reporter(addr)?));
+    }
+    Ok((!f.is_empty()).then(|| linerate_run::SharedReporter::new(f)))
 }
 
 fn output_sink(args: &IperfArgs) -> Result<Arc<Mutex<dyn Write + Send>>> {

@@ -31,6 +31,10 @@ pub struct OutputArgs {
     /// Write the output to FILE (appended) instead of standard output.
     #[arg(long, value_name = "FILE")]
     pub logfile: Option<PathBuf>,
+    /// Serve Prometheus/OpenMetrics metrics on ADDR:PORT (GET /metrics)
+    /// while the run goes on.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<String>,
     /// Seconds between interval reports (0: none).
     #[arg(short = 'i', long, default_value_t = 1.0, value_name = "SECONDS")]
     pub interval: f64,
@@ -64,6 +68,9 @@ impl OutputArgs {
             None => Box::new(std::io::stdout()),
         };
         let mut f = Fanout::new();
+        if let Some(addr) = &self.metrics {
+            f.push(Box::new(metrics_reporter(addr)?));
+        }
         match &self.csv {
             Some(p) if p == Path::new("-") => {
                 if self.json || self.json_stream {
@@ -88,6 +95,20 @@ impl OutputArgs {
         }
         Ok(f)
     }
+}
+
+/// The process's metrics endpoint (started once, on the first run that
+/// asks for it) and a reporter feeding it.
+pub fn metrics_reporter(addr: &str) -> Result<linerate_run::MetricsReporter> {
+    static ENDPOINT: std::sync::OnceLock<(linerate_run::Metrics, linerate_run::Endpoint)> =
+        std::sync::OnceLock::new();
+    if let Some((m, _)) = ENDPOINT.get() {
+        return Ok(m.reporter());
+    }
+    let m = linerate_run::Metrics::new();
+    let ep = m.serve(addr)?;
+    let (m, _) = ENDPOINT.get_or_init(|| (m, ep));
+    Ok(m.reporter())
 }
 
 /// `-i` checked: 0 = no intervals, else between 0.1 and 3600 seconds.
