@@ -43,6 +43,15 @@ fn pair(server: &mut Command, client: &mut Command, client_args: &[&str]) -> (Va
 
 /// The two ends agree on what crossed, per direction.
 fn check(c: &Value, s: &Value, args: &[&str]) {
+    check_within(c, s, args, 0);
+}
+
+/// [`check`] with `slack` bytes of tolerance between the two ends' counts:
+/// iperf3 3.21 as a sender counts its last block in one place and not in
+/// the other (its client's "sent" against its own server: received - sent
+/// = 131072 in 3 of 4 runs; its server's document one block under what it
+/// reported to the client, once in a few runs).
+fn check_within(c: &Value, s: &Value, args: &[&str], slack: u64) {
     let udp = args.contains(&"-u");
     let rev = args.contains(&"-R");
     let bidir = args.contains(&"--bidir");
@@ -66,22 +75,28 @@ fn check(c: &Value, s: &Value, args: &[&str]) {
             );
         } else {
             assert!(
-                received <= sent,
+                received <= sent + slack,
                 "{args:?}: received {received} > sent {sent}"
             );
         }
+        let near = |a: u64, b: u64, what: &str| {
+            assert!(
+                a.abs_diff(b) <= slack,
+                "{args:?} {what}: {a} vs {b} (slack {slack})"
+            );
+        };
         if server_sends {
             // The client's "sent" is the server's own count, from the results exchange.
-            assert_eq!(
+            near(
                 sent,
                 u(s, &format!("end.sum_sent{suffix}.bytes")),
-                "{args:?} server-sent bytes"
+                "server-sent bytes",
             );
         } else {
-            assert_eq!(
+            near(
                 received,
                 u(s, &format!("end.sum_received{suffix}.bytes")),
-                "{args:?} server-received bytes"
+                "server-received bytes",
             );
         }
         if udp {
@@ -178,6 +193,27 @@ fn linerate_client_against_iperf3_server() {
     for args in CASES {
         let (c, s) = pair(&mut iperf3(), &mut linerate(), args);
         check(&c, &s, args);
+    }
+}
+
+/// The same cases both ways against iperf3 3.21 (multi-threaded, GSO/GRO
+/// by default where it has them).
+#[test]
+fn iperf3_3_21_both_ways() {
+    if linerate_rig::should_skip(
+        "iperf3_3_21_both_ways",
+        &[linerate_rig::require_iperf3_321()],
+    ) {
+        return;
+    }
+    let i321 = linerate_rig::iperf3_321().unwrap();
+    for args in CASES {
+        let (c, s) = pair(&mut linerate(), &mut Command::new(&i321), args);
+        let block = c["start"]["test_start"]["blksize"].as_u64().unwrap_or(0);
+        check_within(&c, &s, args, block);
+        let (c, s) = pair(&mut Command::new(&i321), &mut linerate(), args);
+        let block = c["start"]["test_start"]["blksize"].as_u64().unwrap_or(0);
+        check_within(&c, &s, args, block);
     }
 }
 
