@@ -43,6 +43,8 @@ enum Command {
     Doctor(cmd::doctor::DoctorArgs),
     /// Line-rate arithmetic (10 Gbit/s at 64-byte frames = 14,880,952 pps).
     Calc(cmd::calc::CalcArgs),
+    /// Figures from a result: rate, loss, latency over time, latency CDF (SVG or PNG).
+    Plot(cmd::plot::PlotArgs),
 }
 
 /// Whether the command line is iperf3's (`-s`, `-c HOST`, or argv[0] iperf3).
@@ -69,6 +71,7 @@ fn main() -> ExitCode {
         let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
         match cli.command {
             Command::Calc(args) => cmd::calc::run(&args).map(|()| 0),
+            Command::Plot(args) => cmd::plot::run(&args),
             Command::Selftest(args) => cmd::selftest::run(&args),
             Command::Doctor(args) => cmd::doctor::run(&args),
             Command::Rr(args) => cmd::rr::run(&args),

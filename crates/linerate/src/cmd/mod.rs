@@ -6,6 +6,7 @@ pub mod doctor;
 pub mod fwd;
 pub mod iperf;
 pub mod out;
+pub mod plot;
 pub mod rr;
 pub mod selftest;
 

@@ -1,0 +1,721 @@
+//! `linerate plot`: figures from any mode's result.
+//!
+//! Inputs (detected): an iperf3-style `-J` document (client or server), a
+//! packet mode's `-J` document with run-model `intervals` (sink), or a
+//! `--json-stream` file (run-model events of blast, sink, fwd, rr; iperf3's
+//! events of client and server). Figures: rate over time (per stream / flow
+//! and the total per direction), loss over time, latency over time (p50/p99
+//! where the mode measures it; TCP RTT of iperf senders), and the latency
+//! CDF from the result's percentiles. SVG or PNG by the output's extension,
+//! drawn with `plotters` and a bundled DejaVu Sans (no system fonts).
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use serde_json::Value;
+use std::path::Path;
+
+/// What to draw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Figure {
+    Rate,
+    Loss,
+    Latency,
+    Cdf,
+}
+
+impl Figure {
+    pub fn parse(s: &str) -> Option<Figure> {
+        match s {
+            "rate" => Some(Figure::Rate),
+            "loss" => Some(Figure::Loss),
+            "latency" => Some(Figure::Latency),
+            "cdf" => Some(Figure::Cdf),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Figure::Rate => "rate",
+            Figure::Loss => "loss",
+            Figure::Latency => "latency",
+            Figure::Cdf => "cdf",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PlotError {
+    #[error("not a linerate or iperf3 result: {0}")]
+    Input(String),
+    #[error("this result has no {0} figures")]
+    NoData(&'static str),
+    #[error("drawing failed: {0}")]
+    Draw(String),
+    #[error("the output must end in .svg or .png: {0}")]
+    Format(String),
+}
+
+/// One line on a chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+    /// A total: drawn thicker.
+    pub total: bool,
+}
+
+/// A chart: axes and lines.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chart {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub series: Vec<Series>,
+    /// Rows left out (only the largest are drawn).
+    pub left_out: usize,
+    pub log_x: bool,
+    /// The y axis's top, where it is fixed (a CDF's 1.05).
+    pub y_max: Option<f64>,
+}
+
+/// One row of one interval, normalized.
+#[derive(Debug, Clone, Default)]
+struct Rec {
+    name: String,
+    total: bool,
+    bps: Option<f64>,
+    pps: Option<f64>,
+    lost: Option<f64>,
+    p50_us: Option<f64>,
+    p99_us: Option<f64>,
+    rtt_us: Option<f64>,
+}
+
+/// A result, normalized: per interval, its end (s) and rows.
+#[derive(Debug, Default)]
+pub struct Input {
+    intervals: Vec<(f64, Vec<Rec>)>,
+    /// Latency percentiles of the whole run: (fraction, microseconds).
+    percentiles: Vec<(f64, f64)>,
+    mode: String,
+}
+
+fn f(v: &Value, k: &str) -> Option<f64> {
+    v.get(k).and_then(Value::as_f64)
+}
+
+/// iperf3's interval: streams and the sum(s).
+fn iperf_interval(iv: &Value, bidir: bool) -> (f64, Vec<Rec>) {
+    let end = f(&iv["sum"], "end").unwrap_or(0.0);
+    let mut recs = Vec::new();
+    for s in iv["streams"].as_array().into_iter().flatten() {
+        let dir = match s.get("sender").and_then(Value::as_bool) {
+            Some(true) if bidir => " (sent)",
+            Some(false) if bidir => " (received)",
+            _ => "",
+        };
+        recs.push(Rec {
+            name: format!("stream {}{dir}", s["socket"]),
+            bps: f(s, "bits_per_second"),
+            lost: f(s, "lost_packets"),
+            rtt_us: f(s, "rtt").filter(|r| *r > 0.0),
+            ..Rec::default()
+        });
+    }
+    for (key, name) in [("sum", "total"), ("sum_bidir_reverse", "total (reverse)")] {
+        if let Some(s) = iv.get(key).filter(|s| s.is_object()) {
+            recs.push(Rec {
+                name: name.into(),
+                total: true,
+                bps: f(s, "bits_per_second"),
+                lost: f(s, "lost_packets"),
+                ..Rec::default()
+            });
+        }
+    }
+    (end, recs)
+}
+
+/// A run-model interval (`start`, `end`, `rows`, `sums`).
+fn run_interval(iv: &Value) -> (f64, Vec<Rec>) {
+    let end = f(iv, "end").unwrap_or(0.0);
+    let mut recs = Vec::new();
+    for (key, total) in [("rows", false), ("sums", true)] {
+        for r in iv[key].as_array().into_iter().flatten() {
+            let role = r["role"].as_str().unwrap_or("");
+            let name = if total {
+                format!("total {role}")
+            } else {
+                format!(
+                    "{} {} {role}",
+                    r["scope"].as_str().unwrap_or(""),
+                    r["id"]
+                        .as_str()
+                        .map_or_else(|| r["id"].to_string(), str::to_string)
+                )
+            };
+            recs.push(Rec {
+                name,
+                total,
+                bps: f(r, "bits_per_second"),
+                pps: f(r, "packets_per_second"),
+                lost: f(r, "lost"),
+                p50_us: f(r, "latency_p50_ns").map(|n| n / 1e3),
+                p99_us: f(r, "latency_p99_ns").map(|n| n / 1e3),
+                ..Rec::default()
+            });
+        }
+    }
+    (end, recs)
+}
+
+/// Latency percentiles in a mode's result document, where it has them:
+/// (fraction, µs). The sink's `latency_ns`, rr's `latency_us`.
+fn percentiles(doc: &Value) -> Vec<(f64, f64)> {
+    let ns = &doc["latency_ns"];
+    let us = &doc["latency_us"];
+    let keys = [
+        ("min", 0.0),
+        ("p50", 0.5),
+        ("p90", 0.9),
+        ("p99", 0.99),
+        ("p999", 0.999),
+        ("p99.9", 0.999),
+        ("p99.99", 0.9999),
+        ("max", 1.0),
+    ];
+    let mut out: Vec<(f64, f64)> = keys
+        .iter()
+        .filter_map(|&(k, q)| {
+            f(ns, k)
+                .map(|v| (q, v / 1e3))
+                .or_else(|| f(us, k).map(|v| (q, v)))
+        })
+        .collect();
+    out.dedup_by(|a, b| a.0 == b.0);
+    out
+}
+
+impl Input {
+    /// Reads a result: one JSON document, or JSON lines of events.
+    pub fn parse(text: &str) -> Result<Input, PlotError> {
+        let mut input = Input::default();
+        if let Ok(doc) = serde_json::from_str::<Value>(text) {
+            input.read_document(&doc)?;
+        } else {
+            for (i, line) in text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty())
+            {
+                let ev: Value = serde_json::from_str(line)
+                    .map_err(|e| PlotError::Input(format!("line {}: {e}", i + 1)))?;
+                let data = &ev["data"];
+                match ev["event"].as_str() {
+                    Some("start") => {
+                        input.mode = data["mode"].as_str().unwrap_or("").to_string();
+                    }
+                    Some("interval") if data.get("rows").is_some() => {
+                        input.intervals.push(run_interval(data));
+                    }
+                    Some("interval") => {
+                        let bidir = data.get("sum_bidir_reverse").is_some();
+                        input.intervals.push(iperf_interval(data, bidir));
+                    }
+                    Some("end") => input.percentiles = percentiles(&data["result"]),
+                    _ => {}
+                }
+            }
+        }
+        if input.intervals.is_empty() && input.percentiles.is_empty() {
+            return Err(PlotError::Input(
+                "no intervals and no latency figures in it".into(),
+            ));
+        }
+        Ok(input)
+    }
+
+    fn read_document(&mut self, doc: &Value) -> Result<(), PlotError> {
+        let intervals = doc["intervals"]
+            .as_array()
+            .ok_or_else(|| PlotError::Input("a JSON document without \"intervals\"".into()))?;
+        let iperf = doc["start"].get("connected").is_some();
+        let bidir = doc["start"]["test_start"]["bidir"].as_i64() == Some(1);
+        for iv in intervals {
+            self.intervals.push(if iperf {
+                iperf_interval(iv, bidir)
+            } else {
+                run_interval(iv)
+            });
+        }
+        self.mode = if iperf {
+            "iperf3".into()
+        } else {
+            doc["role"].as_str().unwrap_or("").into()
+        };
+        self.percentiles = percentiles(doc);
+        Ok(())
+    }
+
+    /// The chart of `fig` from this result.
+    pub fn chart(&self, fig: Figure) -> Result<Chart, PlotError> {
+        match fig {
+            Figure::Rate if self.has(|r| r.bps.is_some()) => {
+                self.over_time("Rate over time", "rate", |r| r.bps, rate_unit)
+            }
+            // rr counts transactions, not bits.
+            Figure::Rate => self.over_time(
+                "Rate over time",
+                "rate",
+                |r| r.pps,
+                |max| {
+                    let (label, scale) = rate_unit(max);
+                    (label.replace("bit/s", "packets/s"), scale)
+                },
+            ),
+            Figure::Loss => self.over_time(
+                "Loss over time",
+                "loss",
+                |r| r.lost,
+                |_| ("lost packets per interval".into(), 1.0),
+            ),
+            Figure::Latency => self.latency(),
+            Figure::Cdf => self.cdf(),
+        }
+    }
+
+    fn has(&self, pred: impl Fn(&Rec) -> bool) -> bool {
+        self.intervals
+            .iter()
+            .any(|(_, recs)| recs.iter().any(&pred))
+    }
+
+    /// One line per row name over the intervals; totals kept, the largest
+    /// rows kept up to 12.
+    fn over_time(
+        &self,
+        title: &str,
+        what: &'static str,
+        value: impl Fn(&Rec) -> Option<f64>,
+        unit: impl Fn(f64) -> (String, f64),
+    ) -> Result<Chart, PlotError> {
+        let mut series: Vec<(Series, f64)> = Vec::new();
+        for (end, recs) in &self.intervals {
+            for r in recs {
+                let Some(v) = value(r) else { continue };
+                match series.iter_mut().find(|(s, _)| s.name == r.name) {
+                    Some((s, sum)) => {
+                        s.points.push((*end, v));
+                        *sum += v;
+                    }
+                    None => series.push((
+                        Series {
+                            name: r.name.clone(),
+                            points: vec![(*end, v)],
+                            total: r.total,
+                        },
+                        v,
+                    )),
+                }
+            }
+        }
+        if series.is_empty() {
+            return Err(PlotError::NoData(what));
+        }
+        let max = series
+            .iter()
+            .flat_map(|(s, _)| s.points.iter().map(|p| p.1))
+            .fold(0.0, f64::max);
+        let (label, scale) = unit(max);
+        let (totals, mut rows): (Vec<_>, Vec<_>) = series.into_iter().partition(|(s, _)| s.total);
+        // A lone row and its total are the same line: keep the row.
+        rows.sort_by(|a, b| b.1.total_cmp(&a.1));
+        const ROWS_MAX: usize = 12;
+        let left_out = rows.len().saturating_sub(ROWS_MAX);
+        rows.truncate(ROWS_MAX);
+        let mut out: Vec<Series> = rows.into_iter().chain(totals).map(|(s, _)| s).collect();
+        for s in &mut out {
+            for p in &mut s.points {
+                p.1 /= scale;
+            }
+        }
+        Ok(Chart {
+            title: title.into(),
+            x_label: "time (s)".into(),
+            y_label: label,
+            series: out,
+            left_out,
+            log_x: false,
+            y_max: None,
+        })
+    }
+
+    fn latency(&self) -> Result<Chart, PlotError> {
+        let mut series: Vec<Series> = Vec::new();
+        let mut add = |name: String, total: bool, t: f64, v: Option<f64>| {
+            let Some(v) = v else { return };
+            match series.iter_mut().find(|s| s.name == name) {
+                Some(s) => s.points.push((t, v)),
+                None => series.push(Series {
+                    name,
+                    points: vec![(t, v)],
+                    total,
+                }),
+            }
+        };
+        for (end, recs) in &self.intervals {
+            // The sums' percentiles where there are any, else each row's.
+            let have_sum = recs.iter().any(|r| r.total && r.p50_us.is_some());
+            for r in recs
+                .iter()
+                .filter(|r| r.total == have_sum || r.rtt_us.is_some())
+            {
+                add(format!("{} p50", r.name), r.total, *end, r.p50_us);
+                add(format!("{} p99", r.name), r.total, *end, r.p99_us);
+                add(
+                    format!("{} RTT (sender's TCP_INFO)", r.name),
+                    false,
+                    *end,
+                    r.rtt_us,
+                );
+            }
+        }
+        if series.is_empty() {
+            return Err(PlotError::NoData("latency"));
+        }
+        let left_out = series.len().saturating_sub(12);
+        series.truncate(12);
+        Ok(Chart {
+            title: "Latency over time".into(),
+            x_label: "time (s)".into(),
+            y_label: "latency (µs)".into(),
+            series,
+            left_out,
+            log_x: false,
+            y_max: None,
+        })
+    }
+
+    fn cdf(&self) -> Result<Chart, PlotError> {
+        if self.percentiles.is_empty() {
+            return Err(PlotError::NoData("latency percentile"));
+        }
+        let mut points: Vec<(f64, f64)> = vec![(0.0, 0.0)];
+        points.extend(self.percentiles.iter().map(|&(q, us)| (us, q)));
+        // A min percentile (fraction 0) makes the (0, 0) start redundant.
+        if self.percentiles.first().is_some_and(|p| p.0 == 0.0) {
+            points.remove(0);
+        }
+        let min = self.percentiles.first().map_or(1.0, |p| p.1.max(1e-3));
+        let max = self.percentiles.last().map_or(1.0, |p| p.1);
+        let log_x = max / min > 20.0;
+        if log_x {
+            points.retain(|p| p.0 > 0.0);
+        }
+        Ok(Chart {
+            title: "Latency CDF (the result's percentiles)".into(),
+            x_label: "latency (µs)".into(),
+            y_label: "fraction of packets".into(),
+            series: vec![Series {
+                name: format!(
+                    "{} latency",
+                    if self.mode.is_empty() {
+                        "run"
+                    } else {
+                        &self.mode
+                    }
+                ),
+                points,
+                total: true,
+            }],
+            left_out: 0,
+            log_x,
+            y_max: Some(1.05),
+        })
+    }
+}
+
+/// A bit-rate axis unit for values up to `max` bit/s: label and divisor.
+fn rate_unit(max: f64) -> (String, f64) {
+    let (name, scale) = if max >= 1e9 {
+        ("Gbit/s", 1e9)
+    } else if max >= 1e6 {
+        ("Mbit/s", 1e6)
+    } else if max >= 1e3 {
+        ("kbit/s", 1e3)
+    } else {
+        ("bit/s", 1.0)
+    };
+    (format!("rate ({name})"), scale)
+}
+
+/// An axis number without needless decimals (1000, 2.5, 0.99).
+fn axis_number(v: f64) -> String {
+    let s = format!("{v:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" { "0".into() } else { s.to_string() }
+}
+
+fn font() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = plotters::style::register_font(
+            "sans-serif",
+            FontStyle::Normal,
+            include_bytes!("../assets/DejaVuSans.ttf"),
+        );
+    });
+}
+
+fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &Chart) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    font();
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    let pts = || c.series.iter().flat_map(|s| s.points.iter());
+    let (mut x0, mut x1) = pts().fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
+    // Headroom for the legend in the upper right.
+    let y1 = pts().fold(0.0f64, |a, p| a.max(p.1)) * 1.3;
+    let y1 = c.y_max.unwrap_or(if y1 > 0.0 { y1 } else { 1.0 });
+    if c.log_x {
+        x0 = x0.max(1e-3);
+    } else {
+        x0 = x0.min(0.0);
+    }
+    if x1 <= x0 {
+        x1 = x0 + 1.0;
+    }
+    let title = if c.left_out > 0 {
+        format!("{} ({} smaller rows not drawn)", c.title, c.left_out)
+    } else {
+        c.title.clone()
+    };
+    let mut b = ChartBuilder::on(root);
+    b.caption(title, ("sans-serif", 22))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(72);
+    let style = |i: usize, total: bool| {
+        let color = if total && i == 0 {
+            BLACK.to_rgba()
+        } else {
+            Palette99::pick(i).to_rgba()
+        };
+        color.stroke_width(if total { 3 } else { 1 })
+    };
+    macro_rules! body {
+        ($ch:expr) => {{
+            let mut ch = $ch;
+            ch.configure_mesh()
+                .x_labels(8)
+                .x_label_formatter(&|v| axis_number(*v))
+                .y_label_formatter(&|v| axis_number(*v))
+                .x_desc(c.x_label.as_str())
+                .y_desc(c.y_label.as_str())
+                .label_style(("sans-serif", 14))
+                .draw()
+                .map_err(|e| e.to_string())?;
+            let mut totals = 0;
+            for (i, s) in c.series.iter().enumerate() {
+                let st = if s.total {
+                    totals += 1;
+                    style(totals - 1, true)
+                } else {
+                    style(i + 1, false)
+                };
+                ch.draw_series(LineSeries::new(s.points.iter().copied(), st))
+                    .map_err(|e| e.to_string())?
+                    .label(s.name.as_str())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], st));
+            }
+            ch.configure_series_labels()
+                .position(SeriesLabelPosition::UpperRight)
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .label_font(("sans-serif", 13))
+                .draw()
+                .map_err(|e| e.to_string())?;
+        }};
+    }
+    if c.log_x {
+        body!(
+            b.build_cartesian_2d((x0..x1).log_scale(), 0.0..y1)
+                .map_err(|e| e.to_string())?
+        );
+    } else {
+        body!(
+            b.build_cartesian_2d(x0..x1, 0.0..y1)
+                .map_err(|e| e.to_string())?
+        );
+    }
+    root.present().map_err(|e| e.to_string())
+}
+
+/// The chart as SVG text.
+pub fn svg(c: &Chart) -> Result<String, PlotError> {
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (960, 540)).into_drawing_area();
+        draw(&root, c).map_err(PlotError::Draw)?;
+    }
+    Ok(out)
+}
+
+/// Writes the chart to `path`: SVG or PNG by its extension.
+pub fn render(c: &Chart, path: &Path) -> Result<(), PlotError> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("svg") => std::fs::write(path, svg(c)?).map_err(|e| PlotError::Draw(e.to_string())),
+        Some("png") => {
+            let root = BitMapBackend::new(path, (1280, 720)).into_drawing_area();
+            draw(&root, c).map_err(PlotError::Draw)
+        }
+        _ => Err(PlotError::Format(path.display().to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A three-interval iperf3 document with two streams.
+    fn iperf_doc() -> String {
+        let iv = |t: f64, a: f64, b: f64| {
+            serde_json::json!({
+                "streams": [
+                    {"socket": 5, "end": t, "bits_per_second": a, "rtt": 40, "sender": true},
+                    {"socket": 7, "end": t, "bits_per_second": b, "rtt": 60, "sender": true}
+                ],
+                "sum": {"end": t, "bits_per_second": a + b, "sender": true}
+            })
+        };
+        serde_json::json!({
+            "start": {"connected": [], "test_start": {"bidir": 0}},
+            "intervals": [iv(1.0, 1e9, 2e9), iv(2.0, 1.5e9, 2.5e9), iv(3.0, 1e9, 1e9)],
+            "end": {}
+        })
+        .to_string()
+    }
+
+    /// The text of each `<text>` element in an SVG.
+    fn texts(svg: &str) -> Vec<String> {
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| {
+                let body = t.split_once('>')?.1.split("</text>").next()?;
+                Some(body.trim().to_string())
+            })
+            .collect()
+    }
+
+    /// The points of each `<polyline>` in an SVG.
+    fn polylines(svg: &str) -> Vec<usize> {
+        svg.split("<polyline")
+            .skip(1)
+            .filter_map(|p| {
+                let pts = p.split("points=\"").nth(1)?.split('"').next()?;
+                Some(pts.split_whitespace().count())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_rate_of_an_iperf_document_has_a_line_per_stream_and_the_total() {
+        let input = Input::parse(&iperf_doc()).unwrap();
+        let c = input.chart(Figure::Rate).unwrap();
+        assert_eq!(c.y_label, "rate (Gbit/s)");
+        let names: Vec<&str> = c.series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["stream 7", "stream 5", "total"]);
+        assert_eq!(c.series[2].points, vec![(1.0, 3.0), (2.0, 4.0), (3.0, 2.0)]);
+        let svg = svg(&c).unwrap();
+        let t = texts(&svg);
+        for text in [
+            "Rate over time",
+            "time (s)",
+            "rate (Gbit/s)",
+            "stream 5",
+            "stream 7",
+            "total",
+        ] {
+            assert!(t.iter().any(|x| x == text), "no {text:?} in the SVG: {t:?}");
+        }
+        // Three data lines of three points (the legend's marks are 2-point lines).
+        let mut data: Vec<usize> = polylines(&svg).into_iter().filter(|&n| n == 3).collect();
+        data.sort_unstable();
+        assert_eq!(data, [3, 3, 3], "{:?}", polylines(&svg));
+    }
+
+    #[test]
+    fn run_model_lines_give_rate_loss_latency_and_cdf() {
+        let iv = |t: f64, lost: u64, p50: u64| {
+            serde_json::json!({"event": "interval", "data": {"start": t - 1.0, "end": t,
+                "rows": [{"scope": "flow", "id": "1", "role": "rx", "bits_per_second": 1e6, "lost": lost,
+                          "latency_p50_ns": p50, "latency_p99_ns": p50 * 3}],
+                "sums": [{"scope": "sum", "id": "sum", "role": "rx", "bits_per_second": 1e6, "lost": lost,
+                          "latency_p50_ns": p50, "latency_p99_ns": p50 * 3}]}})
+            .to_string()
+        };
+        let end = serde_json::json!({"event": "end", "data": {"result": {"latency_ns":
+            {"p50": 10000, "p90": 20000, "p99": 50000, "p999": 90000, "max": 120000}}}});
+        let text = [
+            r#"{"event":"start","data":{"mode":"sink"}}"#.to_string(),
+            iv(1.0, 0, 10_000),
+            iv(2.0, 5, 20_000),
+            end.to_string(),
+        ]
+        .join("\n");
+        let input = Input::parse(&text).unwrap();
+        let rate = input.chart(Figure::Rate).unwrap();
+        assert_eq!(rate.y_label, "rate (Mbit/s)");
+        let loss = input.chart(Figure::Loss).unwrap();
+        let total = loss.series.iter().find(|s| s.total).unwrap();
+        assert_eq!(total.points, vec![(1.0, 0.0), (2.0, 5.0)]);
+        let lat = input.chart(Figure::Latency).unwrap();
+        let p99 = lat
+            .series
+            .iter()
+            .find(|s| s.name == "total rx p99")
+            .unwrap();
+        assert_eq!(p99.points, vec![(1.0, 30.0), (2.0, 60.0)]);
+        let cdf = input.chart(Figure::Cdf).unwrap();
+        assert_eq!(
+            cdf.series[0].points,
+            vec![
+                (0.0, 0.0),
+                (10.0, 0.5),
+                (20.0, 0.9),
+                (50.0, 0.99),
+                (90.0, 0.999),
+                (120.0, 1.0)
+            ]
+        );
+        let t = texts(&svg(&cdf).unwrap());
+        assert!(t.iter().any(|x| x == "fraction of packets"), "{t:?}");
+        assert!(t.iter().any(|x| x == "latency (µs)"), "{t:?}");
+        assert!(matches!(
+            Input::parse(&iperf_doc()).unwrap().chart(Figure::Cdf),
+            Err(PlotError::NoData(_))
+        ));
+    }
+
+    #[test]
+    fn junk_is_refused_with_the_reason() {
+        assert!(matches!(
+            Input::parse("{\"a\":1}"),
+            Err(PlotError::Input(_))
+        ));
+        assert!(matches!(
+            Input::parse("not json\n"),
+            Err(PlotError::Input(_))
+        ));
+        let c = Input::parse(&iperf_doc())
+            .unwrap()
+            .chart(Figure::Rate)
+            .unwrap();
+        assert!(matches!(
+            render(&c, Path::new("x.jpg")),
+            Err(PlotError::Format(_))
+        ));
+    }
+}
