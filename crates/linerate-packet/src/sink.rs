@@ -227,6 +227,10 @@ impl SinkReport {
             "flows": c.flows.iter().map(|(id, f)| serde_json::json!({
                 "flow": id, "packets": f.seq.received, "bytes": f.bytes, "lost": f.seq.lost(),
                 "reordered": f.seq.late, "duplicates": f.seq.duplicates,
+                "jitter_ns": f.jitter_ns,
+                "latency_ns": f.latency_summary().map(|l| serde_json::json!({
+                    "min": l[0], "mean": l[1], "p50": l[2], "p99": l[3], "p999": l[4], "max": l[5],
+                })),
             })).collect::<Vec<_>>(),
         })
     }

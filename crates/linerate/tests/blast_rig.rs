@@ -1541,3 +1541,85 @@ fn blast_addresses_the_neighbour_not_broadcast() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("no destination MAC for 198.18.0.99"), "{err}");
 }
+
+/// Per-flow latency and jitter on the rig: four flows, each with its own
+/// min/mean/p50/p99/p99.9/max and RFC 3550 jitter, consistent with the
+/// aggregate (inside its range, their counts summing to it); `--hist`
+/// writes them as an HdrHistogram log (one entry per flow and `all`).
+#[test]
+fn sink_reports_latency_and_jitter_per_flow() {
+    if skip("sink_reports_latency_and_jitter_per_flow") {
+        return;
+    }
+    let rig = Rig::pair().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let hist = dir.path().join("lat.hlog");
+    let (sink, out) = sink_while(
+        rig.command(1, BIN)
+            .args(["sink", "--iface", "veth0", "--backend", "af_packet"])
+            .args(["--duration", "8", "--count", "4000", "--json", "--hist"])
+            .arg(&hist),
+        || {
+            blast(
+                &rig,
+                &[
+                    "--dst-ip",
+                    "198.18.0.2",
+                    "--src-port",
+                    "1000-1003",
+                    "--count",
+                    "4000",
+                    "--pps",
+                    "4k",
+                ],
+            )
+        },
+    );
+    succeeded(&out);
+    let v = support::json(&sink.stdout);
+    assert_eq!(v["packets"], 4000, "{v}");
+    let all = &v["latency_ns"];
+    let amax = all["max"].as_f64().unwrap();
+    let flows = v["flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 4, "{v}");
+    for f in flows {
+        let l = &f["latency_ns"];
+        let g = |k: &str| {
+            l[k].as_f64()
+                .unwrap_or_else(|| panic!("flow {}: no {k}: {f}", f["flow"]))
+        };
+        let (min, mean, p50, p99, p999, max) =
+            (g("min"), g("mean"), g("p50"), g("p99"), g("p999"), g("max"));
+        assert!(
+            min > 0.0 && min <= p50 && p50 <= p99 && p99 <= p999 && p999 <= max,
+            "{f}"
+        );
+        assert!(min <= mean && mean <= max, "{f}");
+        // Per-flow histograms keep 2 significant digits, the aggregate 3.
+        assert!(
+            max <= amax * 1.01,
+            "flow max {max} above the aggregate's {amax}: {f}"
+        );
+        let j = f["jitter_ns"].as_f64().unwrap();
+        assert!(j >= 0.0 && j < max, "jitter {j} ns: {f}");
+        assert_eq!(f["packets"], 1000, "{f}");
+    }
+    let text = std::fs::read_to_string(&hist).unwrap();
+    let entries: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with("\"StartTimestamp"))
+        .collect();
+    assert_eq!(entries.len(), 5, "four flows and all: {text}");
+    for tag in [
+        "Tag=flow=0,",
+        "Tag=flow=1,",
+        "Tag=flow=2,",
+        "Tag=flow=3,",
+        "Tag=all,",
+    ] {
+        assert!(
+            entries.iter().any(|l| l.starts_with(tag)),
+            "no {tag} in {text}"
+        );
+    }
+}

@@ -156,6 +156,10 @@ pub struct SinkArgs {
     /// (ARP, ping, SSH and all); by default only UDP frames are taken.
     #[arg(long)]
     take_queue: bool,
+    /// Write the latency histograms (per flow, tag flow=ID, and all) to
+    /// FILE in HdrHistogram's interval log format (values in ns).
+    #[arg(long, value_name = "FILE")]
+    hist: Option<std::path::PathBuf>,
     /// AF_XDP: take only UDP to these destination ports (9, or 1000-1999).
     #[arg(long, value_name = "PORTS", conflicts_with = "take_queue", value_parser = super::port_range)]
     udp_ports: Option<(u16, u16)>,
@@ -510,6 +514,24 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
     };
     let mut v = r.json();
     v["doctor"] = doc;
+    if let Some(path) = &a.hist {
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64())
+            - r.duration_s;
+        let written = std::fs::File::create(path).and_then(|f| {
+            let mut w = std::io::BufWriter::new(f);
+            r.counts
+                .write_histogram_log(&mut w, started, r.duration_s)?;
+            std::io::Write::flush(&mut w)
+        });
+        v["hist"] = match written {
+            Ok(()) => {
+                serde_json::json!({"path": path, "format": "HdrHistogram interval log V2, ns"})
+            }
+            Err(e) => serde_json::json!({"path": path, "error": e.to_string()}),
+        };
+    }
     let text = sink_text(&r, &v, &a.iface);
     let rows = linerate_packet::flow_rows(&r.counts);
     // A capture that could not be written fails the run (the counts stand).
@@ -552,6 +574,24 @@ fn sink_text(r: &linerate_packet::SinkReport, j: &serde_json::Value, iface: &str
             "one-way latency (same-host clock): p50 {} ns, p99 {} ns, max {} ns",
             p[0], p[2], p[4]
         );
+    }
+    // Per flow, for a readable number of flows (all of them are in -J).
+    if (2..=16).contains(&r.counts.flows.len()) {
+        for (id, f) in &r.counts.flows {
+            let lat = f.latency_summary().map_or(String::new(), |l| {
+                format!(
+                    ", latency min {:.0} / p50 {:.0} / p99 {:.0} / max {:.0} ns",
+                    l[0], l[2], l[3], l[5]
+                )
+            });
+            let _ = writeln!(
+                t,
+                "  flow {id}: {} packets, lost {}, jitter {:.0} ns (RFC 3550){lat}",
+                f.seq.received,
+                f.seq.lost(),
+                f.jitter_ns
+            );
+        }
     }
     if r.oversized > 0 {
         let _ = writeln!(
