@@ -57,6 +57,9 @@ pub struct ClientOptions {
     pub debug: u8,
     /// `-F`: TCP senders send this file; receivers write what arrives to it.
     pub file: Option<std::path::PathBuf>,
+    /// Set from outside (`--live`'s q): end the test now, as if its time
+    /// ran out: TEST_END, the results exchange and the full report.
+    pub finish_early: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// iperf3's RSA authentication on the client.
@@ -512,6 +515,11 @@ impl<'a> ClientTest<'a> {
         let p = &self.params;
         let (sent, received) = m.totals();
         let by_time = p.time_s > 0 && self.start_at.is_some_and(|s| s.elapsed() >= self.test_len);
+        let by_user = self
+            .opts
+            .finish_early
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Relaxed));
         // -n / -k: the senders stop themselves at exactly the amount; the
         // test ends when every direction it has moved all of it (with
         // --bidir both: iperf3 ends at the first, cutting the other short).
@@ -549,7 +557,7 @@ impl<'a> ClientTest<'a> {
             self.meter = Some(m);
             return Err(ClientFailure::Data(e));
         }
-        if by_time || by_amount || by_file {
+        if by_time || by_amount || by_file || by_user {
             // The test ends now: TEST_END goes out at once (joining the
             // senders first delayed it by up to a sender's poll, and the
             // server's clock ran on: 2.08 s for -t 2), then the senders

@@ -5,6 +5,7 @@
 //! invocation through a link named `iperf3`.
 
 mod cmd;
+mod live;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use cmd::iperf::IperfArgs;

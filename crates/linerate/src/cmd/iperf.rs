@@ -49,6 +49,10 @@ pub struct IperfArgs {
     /// (GET /metrics).
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics: Option<String>,
+    /// Client: a live terminal view of the test (streams, totals, a
+    /// sparkline; q or Ctrl-C stops it, the end report follows).
+    #[arg(long, conflicts_with_all = ["json_stream", "json"])]
+    pub live: bool,
     /// With --json-stream, also print the whole -J document at the end
     /// (iperf3 3.21).
     #[arg(long)]
@@ -512,6 +516,7 @@ impl IperfArgs {
                 self.connect_timeout != d.connect_timeout,
             ),
             ("--username", self.username.is_some()),
+            ("--live", self.live),
             ("--skip-rx-copy", self.skip_rx_copy),
             ("-L/--flowlabel", self.flowlabel.is_some()),
             ("--rsa-public-key-path", self.rsa_public_key_path.is_some()),
@@ -688,9 +693,14 @@ impl IperfArgs {
     }
 }
 
-/// The run-model reporters `--csv` and `--metrics` ask for.
+/// The run-model reporters `--live`, `--csv` and `--metrics` ask for.
 fn events(args: &IperfArgs) -> Result<Option<linerate_run::SharedReporter>> {
     let mut f = linerate_run::Fanout::new();
+    if live_view(args) {
+        // The client's own text is held back while the view is up; the
+        // view prints the end report when it closes.
+        f.push(Box::new(crate::live::Live::new(true)));
+    }
     if let Some(p) = &args.csv {
         if p.as_os_str() == "-" {
             bail!("--csv needs a file here: standard output carries iperf3's own output");
@@ -704,7 +714,15 @@ fn events(args: &IperfArgs) -> Result<Option<linerate_run::SharedReporter>> {
     Ok((!f.is_empty()).then(|| linerate_run::SharedReporter::new(f)))
 }
 
+/// Whether this client run draws the live view.
+fn live_view(args: &IperfArgs) -> bool {
+    args.live && args.client.is_some() && args.logfile.is_none() && crate::live::available()
+}
+
 fn output_sink(args: &IperfArgs) -> Result<Arc<Mutex<dyn Write + Send>>> {
+    if live_view(args) {
+        return Ok(Arc::new(Mutex::new(std::io::sink())));
+    }
     let inner: Box<dyn Write + Send> = match &args.logfile {
         Some(p) => Box::new(
             std::fs::OpenOptions::new()
@@ -969,6 +987,7 @@ fn run_client(args: &IperfArgs, host: &str) -> Result<u8> {
         auth: client_auth(args)?,
         debug: args.debug.unwrap_or(0),
         file: args.file.clone(),
+        finish_early: None,
     };
     let out = output_sink(args)?;
     let _pid = args
@@ -976,7 +995,21 @@ fn run_client(args: &IperfArgs, host: &str) -> Result<u8> {
         .as_deref()
         .map(|p| absolute(p).and_then(|p| PidFile::write(&p)))
         .transpose()?;
-    let stop = terminate_flag()?;
+    // With --live, q (SIGINT) ends the test early with its results, as
+    // if its time ran out; SIGTERM still terminates it.
+    let (stop, opts) = if live_view(args) {
+        let finish = Arc::new(AtomicBool::new(false));
+        signal_hook::flag::register(signal_hook::consts::SIGINT, finish.clone())
+            .context("installing signal handlers")?;
+        let stop = Arc::new(AtomicBool::new(false));
+        signal_hook::flag::register(signal_hook::consts::SIGTERM, stop.clone())
+            .context("installing signal handlers")?;
+        let mut o = opts;
+        o.finish_early = Some(finish);
+        (stop, o)
+    } else {
+        (terminate_flag()?, opts)
+    };
     let result = linerate_iperf::client::run(&opts, &mut LockedWriter(out), &stop);
     match result {
         Ok(()) => Ok(0),

@@ -31,6 +31,11 @@ pub struct OutputArgs {
     /// Write the output to FILE (appended) instead of standard output.
     #[arg(long, value_name = "FILE")]
     pub logfile: Option<PathBuf>,
+    /// A live terminal view of the run (rows, totals, a sparkline of the
+    /// rate; q or Ctrl-C stops the run, the end report follows). Without a
+    /// terminal on stdout: interval lines as usual.
+    #[arg(long, conflicts_with = "json_stream")]
+    pub live: bool,
     /// Serve Prometheus/OpenMetrics metrics on ADDR:PORT (GET /metrics)
     /// while the run goes on.
     #[arg(long, value_name = "ADDR:PORT")]
@@ -68,6 +73,14 @@ impl OutputArgs {
             None => Box::new(std::io::stdout()),
         };
         let mut f = Fanout::new();
+        // First: it gives the terminal back at the end before any other
+        // reporter prints.
+        let live = self.live && self.logfile.is_none() && crate::live::available();
+        if live {
+            f.push(Box::new(crate::live::Live::new(self.human())));
+        } else if crate::live::Progress::wanted(self.human()) {
+            f.push(Box::new(crate::live::Progress::default()));
+        }
         if let Some(addr) = &self.metrics {
             f.push(Box::new(metrics_reporter(addr)?));
         }
@@ -90,7 +103,7 @@ impl OutputArgs {
             f.push(Box::new(JsonLines(main)));
         } else if self.json {
             f.push(Box::new(Document(main)));
-        } else {
+        } else if !live {
             f.push(Box::new(Text::new(main)));
         }
         Ok(f)

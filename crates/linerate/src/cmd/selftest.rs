@@ -80,6 +80,7 @@ pub fn run(a: &SelftestArgs) -> Result<u8> {
         auth: None,
         debug: 0,
         file: None,
+        finish_early: None,
         cntl_ka: None,
         rcv_timeout: Duration::from_secs(120),
         snd_timeout: None,

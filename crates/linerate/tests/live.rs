@@ -1,0 +1,232 @@
+//! `--live` driven in a real terminal (tmux): the view shows figures that
+//! change, `q` stops the run before its time, and the end report follows.
+//! Client, blast+sink on the rig, and rr.
+
+mod support;
+
+use linerate_rig::{Rig, require_program, require_root, should_skip};
+use std::process::Command;
+use std::time::{Duration, Instant};
+use support::{Proc, free_port, linerate};
+
+const BIN: &str = env!("CARGO_BIN_EXE_linerate");
+
+/// A tmux server of this test's own, killed at the end.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn new(name: &str) -> Tmux {
+        Tmux {
+            socket: format!("linerate-{name}-{}", std::process::id()),
+        }
+    }
+
+    fn cmd(&self) -> Command {
+        let mut c = Command::new("tmux");
+        c.args(["-L", &self.socket]);
+        c
+    }
+
+    /// Runs `shell` in a 150x45 terminal; after it ends the pane stays
+    /// (its last line says how it exited).
+    fn run(&self, shell: &str) {
+        let st = self
+            .cmd()
+            .args(["new-session", "-d", "-s", "t", "-x", "150", "-y", "45"])
+            .arg(format!("{shell}; echo LIVE-EXIT $?; sleep 60"))
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+
+    fn screen(&self) -> String {
+        let o = self
+            .cmd()
+            .args(["capture-pane", "-p", "-t", "t"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).to_string()
+    }
+
+    fn keys(&self, k: &str) {
+        self.cmd()
+            .args(["send-keys", "-t", "t", k])
+            .status()
+            .unwrap();
+    }
+
+    /// Waits for `want` on the screen; the screen.
+    fn wait_for(&self, want: &str, limit: Duration) -> String {
+        let t0 = Instant::now();
+        loop {
+            let s = self.screen();
+            if s.contains(want) || t0.elapsed() > limit {
+                return s;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd().arg("kill-server").status();
+    }
+}
+
+/// Drives one live run: the view comes up with `header`, its screen
+/// changes between two looks, `q` stops it early, and `end` (a line of the
+/// end report) follows with exit status 0.
+fn drive(t: &Tmux, header: &str, end: &str, started: Instant, planned: Duration) -> String {
+    let first = t.wait_for(header, Duration::from_secs(15));
+    assert!(first.contains(header), "no live view:\n{first}");
+    assert!(first.contains("q or Ctrl-C"), "{first}");
+    std::thread::sleep(Duration::from_millis(2500));
+    let second = t.screen();
+    assert!(second.contains(header), "{second}");
+    assert_ne!(first, second, "the view did not change in 2.5 s");
+    assert!(second.contains("sum "), "no totals row:\n{second}");
+    t.keys("q");
+    let last = t.wait_for("LIVE-EXIT", Duration::from_secs(15));
+    assert!(
+        started.elapsed() < planned,
+        "q did not stop the run:\n{last}"
+    );
+    assert!(last.contains("LIVE-EXIT 0"), "{last}");
+    assert!(last.contains(end), "no end report ({end:?}):\n{last}");
+    last
+}
+
+#[test]
+fn a_live_client_changes_stops_on_q_and_reports() {
+    if should_skip(
+        "a_live_client_changes_stops_on_q_and_reports",
+        &[require_program("tmux")],
+    ) {
+        return;
+    }
+    let (_srv, port) = support::server(&[]);
+    let t = Tmux::new("client");
+    let started = Instant::now();
+    t.run(&format!(
+        "{BIN} -c 127.0.0.1 -p {port} -t 30 -P 2 -b 100M --live"
+    ));
+    let last = drive(
+        &t,
+        "linerate client",
+        "receiver",
+        started,
+        Duration::from_secs(25),
+    );
+    // The end report is the client's own summary.
+    assert!(last.contains("sender"), "{last}");
+}
+
+#[test]
+fn live_rr_changes_stops_on_q_and_reports() {
+    if should_skip(
+        "live_rr_changes_stops_on_q_and_reports",
+        &[require_program("tmux")],
+    ) {
+        return;
+    }
+    let port = free_port().to_string();
+    let _srv = Proc::spawn(linerate().args(["rr", "server", "-p", &port, "-t", "40"]));
+    std::thread::sleep(Duration::from_millis(500));
+    let t = Tmux::new("rr");
+    let started = Instant::now();
+    t.run(&format!("{BIN} rr client 127.0.0.1 -p {port} -t 30 --live"));
+    let last = drive(
+        &t,
+        "linerate rr_client",
+        "transactions",
+        started,
+        Duration::from_secs(25),
+    );
+    assert!(last.contains("latency (us"), "{last}");
+}
+
+#[test]
+fn live_sink_on_the_rig_changes_stops_on_q_and_reports() {
+    if should_skip(
+        "live_sink_on_the_rig_changes_stops_on_q_and_reports",
+        &[
+            require_program("tmux"),
+            require_root(),
+            require_program("ip"),
+        ],
+    ) {
+        return;
+    }
+    let rig = Rig::pair().unwrap();
+    let t = Tmux::new("sink");
+    let started = Instant::now();
+    let ns = &rig.namespaces()[1];
+    t.run(&format!(
+        "ip netns exec {ns} {BIN} sink --iface veth0 --backend af_packet --duration 30 --live"
+    ));
+    let up = t.wait_for("linerate sink", Duration::from_secs(15));
+    assert!(up.contains("linerate sink"), "{up}");
+    // Traffic while the view is up: 12 s at 1 kpps.
+    let mac = rig.host(1).mac.clone();
+    let blaster = std::thread::spawn(move || {
+        Command::new("ip")
+            .args(["netns", "exec"])
+            .arg(rig.namespaces()[0].clone())
+            .arg(BIN)
+            .args([
+                "blast",
+                "--iface",
+                "veth0",
+                "--dst-mac",
+                &mac,
+                "--dst-ip",
+                "198.18.0.2",
+            ])
+            .args(["--count", "12000", "--pps", "1000"])
+            .output()
+            .unwrap();
+        rig
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    let last = drive(
+        &t,
+        "linerate sink",
+        "probe frames",
+        started,
+        Duration::from_secs(25),
+    );
+    assert!(last.contains("received "), "{last}");
+    let _rig = blaster.join().unwrap();
+}
+
+/// Without a terminal, `--live` says so and the run prints its usual
+/// interval lines and report.
+#[test]
+fn live_without_a_terminal_falls_back_to_interval_lines() {
+    let (_srv, port) = support::server(&[]);
+    let o = linerate()
+        .args([
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-t",
+            "2",
+            "--live",
+        ])
+        .output()
+        .unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("--live needs a terminal"), "{err}");
+    assert!(
+        out.contains("0.00-1.00") && out.contains("receiver"),
+        "{out}"
+    );
+}
