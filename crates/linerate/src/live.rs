@@ -137,10 +137,11 @@ fn settings(config: &serde_json::Value) -> String {
         return String::new();
     };
     m.iter()
-        .filter(|(_, v)| {
-            !v.is_null()
-                && !v.is_object()
-                && !(v.is_array() && v.as_array().is_some_and(Vec::is_empty))
+        // Scalars and non-empty lists: the settings a person reads.
+        .filter(|(_, v)| match v {
+            serde_json::Value::Null | serde_json::Value::Object(_) => false,
+            serde_json::Value::Array(a) => !a.is_empty(),
+            _ => true,
         })
         .map(|(k, v)| format!("{k}={}", v.to_string().trim_matches('"')))
         .collect::<Vec<_>>()
