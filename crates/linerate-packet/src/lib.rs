@@ -27,3 +27,4 @@ pub use fwd::{FwdConfig, FwdCounts, FwdError, FwdMode, FwdReport, Noisy, apply, 
 pub use replay::{Replay, Timing};
 pub use sink::{CaptureConfig, FLOW_ROWS_MAX, SinkConfig, SinkReport, flow_rows, sink};
 pub use udp::{Gso, Traffic, UDP_SOCKETS_MAX};
+pub mod rfc2544;

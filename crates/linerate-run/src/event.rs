@@ -14,6 +14,7 @@ pub enum Mode {
     Fwd,
     RrClient,
     RrServer,
+    Rfc2544,
 }
 
 impl Mode {
@@ -26,6 +27,7 @@ impl Mode {
             Mode::Fwd => "fwd",
             Mode::RrClient => "rr_client",
             Mode::RrServer => "rr_server",
+            Mode::Rfc2544 => "rfc2544",
         }
     }
 }

@@ -44,6 +44,10 @@ enum Command {
     Doctor(cmd::doctor::DoctorArgs),
     /// Line-rate arithmetic (10 Gbit/s at 64-byte frames = 14,880,952 pps).
     Calc(cmd::calc::CalcArgs),
+    /// RFC 2544 through a device under test: throughput (NDR/PDR), latency, frame loss, back-to-back.
+    Rfc2544(Box<cmd::rfc2544::Rfc2544Args>),
+    /// Namespace topologies on this machine for examples and tests: pair, or a device under test.
+    Lab(cmd::lab::LabArgs),
     /// Figures from a result: rate, loss, latency over time, latency CDF (SVG or PNG).
     Plot(cmd::plot::PlotArgs),
 }
@@ -73,6 +77,8 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Calc(args) => cmd::calc::run(&args).map(|()| 0),
             Command::Plot(args) => cmd::plot::run(&args),
+            Command::Lab(args) => cmd::lab::run(&args),
+            Command::Rfc2544(args) => cmd::rfc2544::run(&args),
             Command::Selftest(args) => cmd::selftest::run(&args),
             Command::Doctor(args) => cmd::doctor::run(&args),
             Command::Rr(args) => cmd::rr::run(&args),

@@ -397,7 +397,7 @@ pub fn run_blast(a: &BlastArgs) -> Result<u8> {
 /// Without --dst-mac, frames go to the next hop's MAC from the kernel's
 /// neighbour table (resolved by the kernel if missing), never to broadcast:
 /// on a real switch broadcast floods every port.
-fn next_hop_mac(iface: &str, dst_ip: &str) -> Result<String> {
+pub(crate) fn next_hop_mac(iface: &str, dst_ip: &str) -> Result<String> {
     // An interface without a link-layer address (loopback) has no
     // neighbours: its frames carry zeros.
     if linerate_backend::iface::mac(iface).is_ok_and(|m| m == [0; 6]) {

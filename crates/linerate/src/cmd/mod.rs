@@ -5,8 +5,10 @@ pub mod calc;
 pub mod doctor;
 pub mod fwd;
 pub mod iperf;
+pub mod lab;
 pub mod out;
 pub mod plot;
+pub mod rfc2544;
 pub mod rr;
 pub mod selftest;
 
