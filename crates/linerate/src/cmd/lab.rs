@@ -115,7 +115,7 @@ fn dut(rate: Option<&str>) -> Result<String> {
             .args([
                 "netns", "exec", d, "tc", "qdisc", "add", "dev", "db", "root", "tbf",
             ])
-            .args(["rate", r, "burst", "5000", "limit", "3000"])
+            .args(["rate", r, "burst", "15000", "limit", "15000"])
             .output()
             .context("running tc")?;
         if !o.status.success() {
@@ -142,7 +142,7 @@ fn dut(rate: Option<&str>) -> Result<String> {
     let damac = mac(d, "da");
     let shaped = rate.map_or("not shaped".to_string(), |r| format!("TBF {r} on db"));
     Ok(format!(
-        "lab up: dut ({shaped})\n  lr-gen ga 198.18.0.1 {} -> lr-dut da 198.18.0.2 {damac}\n  lr-dut db 198.18.1.1 {} -> lr-gen gb 198.18.1.2 {}\n  lr-dut routes 198.18.0.0/24 <-> 198.18.1.0/24\n\ntry:\n  ip netns exec lr-gen linerate rfc2544 --tx-iface ga --rx-iface gb --dst-mac {damac} --src-ip 198.18.0.1 --dst-ip 198.18.1.2 --max-rate 1G --sizes 64,1518 --trial-time 2\n",
+        "lab up: dut ({shaped})\n  lr-gen ga 198.18.0.1 {} -> lr-dut da 198.18.0.2 {damac}\n  lr-dut db 198.18.1.1 {} -> lr-gen gb 198.18.1.2 {}\n  lr-dut routes 198.18.0.0/24 <-> 198.18.1.0/24\n\ntry:\n  ip netns exec lr-gen linerate rfc2544 --tx-iface ga --rx-iface gb --dut-ip 198.18.0.2 --src-ip 198.18.0.1 --dst-ip 198.18.1.2 --max-rate 100M --sizes 64,1518 --trial-time 2\n",
         mac(g, "ga"),
         mac(d, "db"),
         mac(g, "gb")

@@ -21,10 +21,13 @@ pub struct Rfc2544Args {
     /// The port that receives what the device forwards.
     #[arg(long, value_name = "IFACE")]
     rx_iface: String,
-    /// The device's MAC on the tx side (default: the next hop towards
-    /// --dst-ip, from the kernel's neighbour table).
+    /// The device's MAC on the tx side (default: --dut-ip's, or the next
+    /// hop towards --dst-ip, from the kernel's neighbour table).
     #[arg(long)]
     dst_mac: Option<String>,
+    /// The device's address on the tx side, to learn its MAC from.
+    #[arg(long)]
+    dut_ip: Option<std::net::IpAddr>,
     /// Source MAC (default: the tx port's).
     #[arg(long)]
     src_mac: Option<String>,
@@ -169,9 +172,12 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
     if a.tx_iface == a.rx_iface {
         bail!("--tx-iface and --rx-iface must be two ports with the device between them");
     }
-    let dst_mac = match &a.dst_mac {
-        Some(m) => m.clone(),
-        None => super::blast::next_hop_mac(&a.tx_iface, &a.dst_ip)?,
+    let dst_mac = match (&a.dst_mac, a.dut_ip) {
+        (Some(m), _) => m.clone(),
+        (None, Some(ip)) => linerate_backend::neigh::resolve(&a.tx_iface, ip, Duration::from_secs(1))
+            .map(linerate_backend::iface::format_mac)
+            .with_context(|| format!("no MAC for --dut-ip {ip} on {}", a.tx_iface))?,
+        (None, None) => super::blast::next_hop_mac(&a.tx_iface, &a.dst_ip)?,
     };
     let src_mac = match &a.src_mac {
         Some(m) => m.clone(),
