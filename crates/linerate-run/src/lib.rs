@@ -15,6 +15,7 @@ pub mod event;
 pub mod metrics;
 pub mod report;
 pub mod sample;
+pub mod stats;
 
 pub use event::{
     CountedBy, Counts, End, Event, Gauges, Host, Interval, Mode, Row, Scope, Start, sums,

@@ -174,9 +174,11 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
     }
     let dst_mac = match (&a.dst_mac, a.dut_ip) {
         (Some(m), _) => m.clone(),
-        (None, Some(ip)) => linerate_backend::neigh::resolve(&a.tx_iface, ip, Duration::from_secs(1))
-            .map(linerate_backend::iface::format_mac)
-            .with_context(|| format!("no MAC for --dut-ip {ip} on {}", a.tx_iface))?,
+        (None, Some(ip)) => {
+            linerate_backend::neigh::resolve(&a.tx_iface, ip, Duration::from_secs(1))
+                .map(linerate_backend::iface::format_mac)
+                .with_context(|| format!("no MAC for --dut-ip {ip} on {}", a.tx_iface))?
+        }
         (None, None) => super::blast::next_hop_mac(&a.tx_iface, &a.dst_ip)?,
     };
     let src_mac = match &a.src_mac {
