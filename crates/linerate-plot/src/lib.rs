@@ -99,6 +99,8 @@ pub struct Input {
     /// Latency percentiles of the whole run: (fraction, microseconds).
     percentiles: Vec<(f64, f64)>,
     mode: String,
+    /// An RFC 2544 campaign's result (`throughput`, `latency` arrays).
+    campaign: Option<Value>,
 }
 
 fn f(v: &Value, k: &str) -> Option<f64> {
@@ -223,12 +225,20 @@ impl Input {
                         let bidir = data.get("sum_bidir_reverse").is_some();
                         input.intervals.push(iperf_interval(data, bidir));
                     }
-                    Some("end") => input.percentiles = percentiles(&data["result"]),
+                    Some("end") => {
+                        input.percentiles = percentiles(&data["result"]);
+                        if data["result"]
+                            .get("throughput")
+                            .is_some_and(Value::is_array)
+                        {
+                            input.campaign = Some(data["result"].clone());
+                        }
+                    }
                     _ => {}
                 }
             }
         }
-        if input.intervals.is_empty() && input.percentiles.is_empty() {
+        if input.intervals.is_empty() && input.percentiles.is_empty() && input.campaign.is_none() {
             return Err(PlotError::Input(
                 "no intervals and no latency figures in it".into(),
             ));
@@ -237,6 +247,13 @@ impl Input {
     }
 
     fn read_document(&mut self, doc: &Value) -> Result<(), PlotError> {
+        if doc.get("throughput").is_some_and(Value::is_array)
+            || doc.get("latency").is_some_and(Value::is_array)
+        {
+            self.campaign = Some(doc.clone());
+            self.mode = "rfc2544".into();
+            return Ok(());
+        }
         let intervals = doc["intervals"]
             .as_array()
             .ok_or_else(|| PlotError::Input("a JSON document without \"intervals\"".into()))?;
@@ -260,6 +277,9 @@ impl Input {
 
     /// The chart of `fig` from this result.
     pub fn chart(&self, fig: Figure) -> Result<Chart, PlotError> {
+        if let Some(c) = &self.campaign {
+            return campaign_chart(c, fig);
+        }
         match fig {
             Figure::Rate if self.has(|r| r.bps.is_some()) => {
                 self.over_time("Rate over time", "rate", |r| r.bps, rate_unit)
@@ -434,6 +454,81 @@ impl Input {
             y_max: Some(1.05),
         })
     }
+}
+
+/// An RFC 2544 campaign: throughput (L1 Mbit/s per loss ratio allowed)
+/// or latency (p50/p99/max) against the frame size.
+fn campaign_chart(doc: &Value, fig: Figure) -> Result<Chart, PlotError> {
+    let mut series: Vec<Series> = Vec::new();
+    let mut add = |name: String, total: bool, x: f64, y: f64| match series
+        .iter_mut()
+        .find(|s| s.name == name)
+    {
+        Some(s) => s.points.push((x, y)),
+        None => series.push(Series {
+            name,
+            points: vec![(x, y)],
+            total,
+        }),
+    };
+    let (title, y_label) = match fig {
+        Figure::Rate => {
+            for r in doc["throughput"].as_array().into_iter().flatten() {
+                let (Some(size), Some(l1)) = (f(r, "frame_size"), f(r, "rate_l1_bps")) else {
+                    continue;
+                };
+                let loss = f(r, "loss_allowed").unwrap_or(0.0);
+                let name = if loss == 0.0 {
+                    "NDR (no loss)".to_string()
+                } else {
+                    format!("PDR ({}% loss)", loss * 100.0)
+                };
+                add(name, loss == 0.0, size, l1 / 1e6);
+            }
+            ("Throughput by frame size (RFC 2544)", "L1 rate (Mbit/s)")
+        }
+        Figure::Latency => {
+            for l in doc["latency"].as_array().into_iter().flatten() {
+                let (Some(size), Some(v)) =
+                    (f(l, "frame_size"), l["trial"]["latency_ns"].as_array())
+                else {
+                    continue;
+                };
+                for (i, name) in [(2, "p50"), (3, "p99"), (4, "max")] {
+                    if let Some(ns) = v.get(i).and_then(Value::as_f64) {
+                        add(name.to_string(), i == 2, size, ns / 1e3);
+                    }
+                }
+            }
+            ("Latency by frame size (RFC 2544)", "latency (µs)")
+        }
+        _ => {
+            return Err(PlotError::NoData(if fig == Figure::Loss {
+                "loss-over-time"
+            } else {
+                "CDF"
+            }));
+        }
+    };
+    if series.is_empty() {
+        return Err(PlotError::NoData(if fig == Figure::Rate {
+            "throughput"
+        } else {
+            "latency"
+        }));
+    }
+    for s in &mut series {
+        s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    Ok(Chart {
+        title: title.into(),
+        x_label: "frame size (bytes)".into(),
+        y_label: y_label.into(),
+        series,
+        left_out: 0,
+        log_x: false,
+        y_max: None,
+    })
 }
 
 /// A bit-rate axis unit for values up to `max` bit/s: label and divisor.
@@ -695,6 +790,41 @@ mod tests {
         assert!(t.iter().any(|x| x == "latency (µs)"), "{t:?}");
         assert!(matches!(
             Input::parse(&iperf_doc()).unwrap().chart(Figure::Cdf),
+            Err(PlotError::NoData(_))
+        ));
+    }
+
+    #[test]
+    fn an_rfc2544_campaign_plots_throughput_and_latency_by_frame_size() {
+        let doc = serde_json::json!({
+            "config": {},
+            "throughput": [
+                {"frame_size": 1518, "loss_allowed": 0.0, "rate_l1_bps": 4.9e7},
+                {"frame_size": 64, "loss_allowed": 0.0, "rate_l1_bps": 7.0e7},
+                {"frame_size": 64, "loss_allowed": 0.001, "rate_l1_bps": 7.1e7}
+            ],
+            "latency": [
+                {"frame_size": 64, "trial": {"latency_ns": [1000, 2000, 5000, 9000, 12000]}},
+                {"frame_size": 1518, "trial": {"latency_ns": [1500, 2500, 6000, 8000, 10000]}}
+            ]
+        });
+        let input = Input::parse(&doc.to_string()).unwrap();
+        let t = input.chart(Figure::Rate).unwrap();
+        assert_eq!(t.x_label, "frame size (bytes)");
+        let ndr = t.series.iter().find(|s| s.name == "NDR (no loss)").unwrap();
+        assert_eq!(ndr.points, vec![(64.0, 70.0), (1518.0, 49.0)]);
+        assert!(t.series.iter().any(|s| s.name == "PDR (0.1% loss)"));
+        let l = input.chart(Figure::Latency).unwrap();
+        let p99 = l.series.iter().find(|s| s.name == "p99").unwrap();
+        assert_eq!(p99.points, vec![(64.0, 9.0), (1518.0, 8.0)]);
+        let txt = texts(&svg(&t).unwrap());
+        assert!(
+            txt.iter()
+                .any(|x| x == "Throughput by frame size (RFC 2544)"),
+            "{txt:?}"
+        );
+        assert!(matches!(
+            input.chart(Figure::Cdf),
             Err(PlotError::NoData(_))
         ));
     }

@@ -248,6 +248,29 @@ fn latency_loss_curve_and_back_to_back_on_the_tbf_device() {
         n >= 2 && losses[n - 1] == 0.0 && losses[n - 2] == 0.0,
         "{losses:?}"
     );
+    // The campaign plots: throughput and latency by frame size.
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("rfc2544.json");
+    std::fs::write(&json, v.to_string()).unwrap();
+    let o = Command::new(BIN)
+        .arg("plot")
+        .arg(&json)
+        .arg("-o")
+        .arg(dir.path().join("c.svg"))
+        .args(["-f", "rate,latency"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for (fig, title) in [
+        ("rate", "Throughput by frame size"),
+        ("latency", "Latency by frame size"),
+    ] {
+        let svg = std::fs::read_to_string(dir.path().join(format!("c.{fig}.svg"))).unwrap();
+        assert!(
+            svg.contains(title) && svg.contains("frame size (bytes)"),
+            "{fig}"
+        );
+    }
     let b = &v["back_to_back"][0];
     let bursts: Vec<u64> = b["bursts"]
         .as_array()

@@ -263,6 +263,8 @@ pub struct IperfArgs {
     /// it; the test ends at the end of the file.
     #[arg(short = 'F', long, value_name = "NAME")]
     pub file: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub repeat: super::out::RepeatArgs,
     /// Client: authenticate as USER (the password comes from
     /// IPERF3_PASSWORD, or is asked for on the terminal).
     #[arg(long, value_name = "USER")]
@@ -517,6 +519,8 @@ impl IperfArgs {
             ),
             ("--username", self.username.is_some()),
             ("--live", self.live),
+            ("--repeat", self.repeat.repeat.is_some()),
+            ("--ci-target", self.repeat.ci_target.is_some()),
             ("--skip-rx-copy", self.skip_rx_copy),
             ("-L/--flowlabel", self.flowlabel.is_some()),
             ("--rsa-public-key-path", self.rsa_public_key_path.is_some()),
@@ -710,6 +714,9 @@ fn events(args: &IperfArgs) -> Result<Option<linerate_run::SharedReporter>> {
     }
     if let Some(addr) = &args.metrics {
         f.push(Box::new(super::out::metrics_reporter(addr)?));
+    }
+    if let Some((k, _)) = super::out::keep_reporter() {
+        f.push(k);
     }
     Ok((!f.is_empty()).then(|| linerate_run::SharedReporter::new(f)))
 }
@@ -956,7 +963,37 @@ fn client_auth(args: &IperfArgs) -> Result<Option<ClientAuth>> {
     }))
 }
 
+/// The receiver's rate of a client's result, bit/s (both directions
+/// with --bidir).
+fn received_bps(doc: &serde_json::Value) -> Option<f64> {
+    let end = &doc["end"];
+    let a = end["sum_received"]["bits_per_second"].as_f64()?;
+    Some(
+        a + end["sum_received_bidir_reverse"]["bits_per_second"]
+            .as_f64()
+            .unwrap_or(0.0),
+    )
+}
+
 fn run_client(args: &IperfArgs, host: &str) -> Result<u8> {
+    if args.repeat.asked() {
+        let shown = super::out::Shown {
+            json: args.json,
+            json_stream: args.json_stream,
+            live: args.live,
+        };
+        return args.repeat.run(
+            shown,
+            ("receiver bits_per_second", "receiver bit/s", &received_bps),
+            &mut || run_client_once(args, host),
+        );
+    }
+    run_client_once(args, host)
+}
+
+fn run_client_once(args: &IperfArgs, host: &str) -> Result<u8> {
+    // Repeated with -J: one document for all runs, printed at the end.
+    let quiet = super::out::keep_reporter().is_some_and(|(_, json)| json);
     let (params, bandwidth_given) = args.params()?;
     let opts = ClientOptions {
         host: host.to_string(),
@@ -989,7 +1026,11 @@ fn run_client(args: &IperfArgs, host: &str) -> Result<u8> {
         file: args.file.clone(),
         finish_early: None,
     };
-    let out = output_sink(args)?;
+    let out: Arc<Mutex<dyn Write + Send>> = if quiet {
+        Arc::new(Mutex::new(std::io::sink()))
+    } else {
+        output_sink(args)?
+    };
     let _pid = args
         .pidfile
         .as_deref()

@@ -73,6 +73,11 @@ impl OutputArgs {
             None => Box::new(std::io::stdout()),
         };
         let mut f = Fanout::new();
+        let mut quiet_doc = false;
+        if let Some((k, json)) = keep_reporter() {
+            f.push(k);
+            quiet_doc = json;
+        }
         // First: it gives the terminal back at the end before any other
         // reporter prints.
         let live = self.live && self.logfile.is_none() && crate::live::available();
@@ -102,11 +107,201 @@ impl OutputArgs {
         if self.json_stream {
             f.push(Box::new(JsonLines(main)));
         } else if self.json {
-            f.push(Box::new(Document(main)));
+            if !quiet_doc {
+                f.push(Box::new(Document(main)));
+            }
         } else if !live {
             f.push(Box::new(Text::new(main)));
         }
         Ok(f)
+    }
+}
+
+/// Repeat until confident (`--repeat`, `--ci-target`): for the modes that
+/// measure one figure per run.
+#[derive(Debug, Clone, Default, Args)]
+pub struct RepeatArgs {
+    /// Run N times (after --warmup-runs) and report the figure over the
+    /// runs: mean, stdev, confidence interval.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub repeat: Option<u64>,
+    /// Repeat until the confidence interval of the mean is within this
+    /// share of it (2%), at most --max-runs.
+    #[arg(long, value_name = "PCT", value_parser = share)]
+    pub ci_target: Option<f64>,
+    /// Confidence of the interval.
+    #[arg(long, value_name = "PCT", default_value = "95%", value_parser = share)]
+    pub confidence: f64,
+    /// Most runs with --ci-target.
+    #[arg(long, default_value_t = 20)]
+    pub max_runs: usize,
+    /// Runs made first and left out of the statistics.
+    #[arg(long, default_value_t = 0)]
+    pub warmup_runs: usize,
+}
+
+/// `95%` or `0.95`: a share strictly between 0 and 1.
+pub fn share(s: &str) -> Result<f64, String> {
+    let v = match s.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
+        None => s.trim().parse::<f64>(),
+    };
+    v.ok()
+        .filter(|x| *x > 0.0 && *x < 1.0)
+        .ok_or_else(|| format!("'{s}' is not a share (95%, 2%, 0.02)"))
+}
+
+/// How a mode shows its output, for the repetition's own printing.
+#[derive(Debug, Clone, Copy)]
+pub struct Shown {
+    pub json: bool,
+    pub json_stream: bool,
+    pub live: bool,
+}
+
+impl Shown {
+    fn human(&self) -> bool {
+        !self.json && !self.json_stream
+    }
+}
+
+impl From<&OutputArgs> for Shown {
+    fn from(o: &OutputArgs) -> Self {
+        Shown {
+            json: o.json || o.csv_to_stdout(),
+            json_stream: o.json_stream,
+            live: o.live,
+        }
+    }
+}
+
+/// While repeating: a reporter that keeps the run's result, and whether
+/// the run's own -J document is held back.
+pub fn keep_reporter() -> Option<(Box<dyn Reporter>, bool)> {
+    let k = KEEP.lock().ok().and_then(|k| k.clone())?;
+    Some((Box::new(Keep(k.0)), k.1))
+}
+
+/// While repeating: each run's result is kept here (and with -J its own
+/// document is not printed: one document for all runs follows).
+type Kept = std::sync::Arc<std::sync::Mutex<Option<Value>>>;
+
+/// A repeated run's measured figure: its name, unit, and how to read it
+/// from the run's result.
+pub type Figure<'a> = (&'a str, &'a str, &'a dyn Fn(&Value) -> Option<f64>);
+
+static KEEP: std::sync::Mutex<Option<(Kept, bool)>> = std::sync::Mutex::new(None);
+
+struct Keep(Kept);
+
+impl Reporter for Keep {
+    fn report(&mut self, ev: &Event) -> std::io::Result<()> {
+        if let Event::End(e) = ev
+            && let Ok(mut k) = self.0.lock()
+        {
+            *k = Some(e.result.clone());
+        }
+        Ok(())
+    }
+}
+
+impl RepeatArgs {
+    pub fn asked(&self) -> bool {
+        self.repeat.is_some() || self.ci_target.is_some()
+    }
+
+    /// Runs `once` until the policy stops; `figure` reads the measured
+    /// value from a run's result. Prints the summary (text, or with -J
+    /// one document: `runs` and `repeat`).
+    pub fn run(
+        &self,
+        out: Shown,
+        figure: Figure<'_>,
+        once: &mut dyn FnMut() -> Result<u8>,
+    ) -> Result<u8> {
+        use linerate_run::stats::{Policy, Stop, line};
+        if out.live || out.json_stream {
+            bail!(
+                "--repeat/--ci-target print a summary over the runs: not with --live or --json-stream"
+            );
+        }
+        let (name, unit, read) = figure;
+        let policy = Policy {
+            runs: self.repeat.map(|n| n as usize),
+            confidence: self.confidence,
+            ci_target: self.ci_target,
+            max_runs: self.max_runs.max(self.warmup_runs + 2),
+            warmup_runs: self.warmup_runs,
+        };
+        let (mut values, mut docs) = (Vec::new(), Vec::new());
+        let stop = loop {
+            let n = values.len() + 1;
+            if out.human() {
+                println!(
+                    "run {n}{}:",
+                    if n <= self.warmup_runs {
+                        " (warm-up)"
+                    } else {
+                        ""
+                    }
+                );
+            }
+            let keep = std::sync::Arc::new(std::sync::Mutex::new(None));
+            if let Ok(mut k) = KEEP.lock() {
+                *k = Some((keep.clone(), out.json));
+            }
+            let code = once();
+            if let Ok(mut k) = KEEP.lock() {
+                *k = None;
+            }
+            let doc = keep
+                .lock()
+                .ok()
+                .and_then(|mut k| k.take())
+                .unwrap_or_default();
+            let v = read(&doc);
+            docs.push(doc);
+            match (code?, v) {
+                (0, Some(v)) => values.push(v),
+                _ => {
+                    eprintln!(
+                        "linerate: run {n} failed: the repetition stops (the runs before it stand)"
+                    );
+                    break None;
+                }
+            }
+            if let Some(s) = policy.stop(&values) {
+                break Some(s);
+            }
+        };
+        let stopped = stop.unwrap_or(Stop::Count);
+        if out.json {
+            let mut rep = policy.report(&values, stopped, name);
+            if stop.is_none() {
+                rep["stop"] = serde_json::json!("a run failed");
+            }
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&serde_json::json!({"runs": docs, "repeat": rep}))
+                    .unwrap_or_default()
+            );
+        } else {
+            println!(
+                "\n{}",
+                line(
+                    &values,
+                    &policy,
+                    stopped,
+                    unit,
+                    &|v| if unit.ends_with("bit/s") {
+                        linerate_run::report::format_rate(v, "bit/s")
+                    } else {
+                        format!("{v:.1}")
+                    }
+                )
+            );
+        }
+        Ok(u8::from(stop.is_none()))
     }
 }
 

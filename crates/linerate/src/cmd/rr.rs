@@ -114,12 +114,22 @@ pub struct ClientArgs {
     #[arg(long, default_value_t = 1000.0)]
     timeout_ms: f64,
     #[command(flatten)]
+    repeat: super::out::RepeatArgs,
+    #[command(flatten)]
     out: OutputArgs,
 }
 
 pub fn run(a: &RrArgs) -> Result<u8> {
     match &a.command {
         RrCommand::Server(s) => server(s),
+        RrCommand::Client(c) if c.repeat.asked() => {
+            let read = |d: &serde_json::Value| d["transactions_per_s"].as_f64();
+            c.repeat.run(
+                (&c.out).into(),
+                ("transactions_per_s", "transactions/s", &read),
+                &mut || client(c),
+            )
+        }
         RrCommand::Client(c) => client(c),
     }
 }
