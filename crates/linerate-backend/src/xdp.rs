@@ -142,6 +142,10 @@ mod asm {
     pub const fn be16(dst: u8) -> Insn {
         insn(0xdc, dst, 0, 0, 16)
     }
+    /// `dst = htobe32(dst)`: network-order 32-bit field to a number.
+    pub const fn be32(dst: u8) -> Insn {
+        insn(0xdc, dst, 0, 0, 32)
+    }
     /// `if dst > src goto +off`
     pub const fn jgt(dst: u8, src: u8, off: i16) -> Insn {
         insn(0x2d, dst, src, off, 0)
@@ -369,6 +373,55 @@ pub fn udp_payload_drop_program(keep_payload: u16) -> Vec<Insn> {
             let mut insn = *insn;
             if let Some(t) = target {
                 insn.off = (at(*t) as isize - pc as isize - 1) as i16;
+            }
+            insn
+        })
+        .collect()
+}
+
+/// For tests of loss accounting: drops linerate probe frames (IPv4
+/// without options, untagged, UDP) whose sequence number is above
+/// `after_seq` (sequence numbers below 2^32; end markers pass), passes
+/// every other frame. The tail of every flow is lost, as a device that
+/// stops forwarding would lose it.
+pub fn probe_tail_drop_program(after_seq: u32) -> Vec<Insn> {
+    use asm::*;
+    const PROBE: i16 = 14 + 20 + 8;
+    const PASS: i16 = 18;
+    const DROP: i16 = 20;
+    let ipv4 = i32::from(u16::from_le_bytes(0x0800u16.to_be_bytes()));
+    let limit = i32::try_from(after_seq).unwrap_or(i32::MAX);
+    // (instruction, absolute jump target)
+    let code: [(Insn, Option<i16>); 22] = [
+        (ldx_w(R2, R1, 0), None), // data
+        (ldx_w(R3, R1, 4), None), // data_end
+        (mov(R4, R2), None),
+        (add_imm(R4, i32::from(PROBE) + 18), None),
+        (jgt(R4, R3, 0), Some(PASS)), // too short for a probe
+        (ldx_h(R5, R2, 12), None),
+        (jne_imm(R5, ipv4, 0), Some(PASS)),
+        (ldx_b(R5, R2, 14), None),
+        (jne_imm(R5, 0x45, 0), Some(PASS)), // IPv4 options
+        (ldx_b(R5, R2, 14 + 9), None),
+        (jne_imm(R5, 17, 0), Some(PASS)),
+        (ldx_b(R5, R2, PROBE), None),
+        (jne_imm(R5, 0xA9, 0), Some(PASS)), // not a probe
+        (ldx_w(R5, R2, PROBE + 4), None),   // sequence, high word
+        (jne_imm(R5, 0, 0), Some(PASS)),    // an end marker (or past 2^32)
+        (ldx_w(R5, R2, PROBE + 8), None),   // sequence, low word
+        (be32(R5), None),
+        (jgt_imm(R5, limit, 0), Some(DROP)),
+        (mov_imm(R0, XDP_PASS), None), // PASS
+        (exit(), None),
+        (mov_imm(R0, XDP_DROP), None), // DROP
+        (exit(), None),
+    ];
+    code.iter()
+        .enumerate()
+        .map(|(pc, (insn, target))| {
+            let mut insn = *insn;
+            if let Some(t) = target {
+                insn.off = *t - pc as i16 - 1;
             }
             insn
         })

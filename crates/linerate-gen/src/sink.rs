@@ -23,6 +23,8 @@ pub struct FlowCounts {
     pub jitter_ns: f64,
     /// The last arrival's transit time, modulo 2^48 (the probe's width).
     last_transit: Option<u64>,
+    /// The sender's count from the flow's end marker, if one arrived.
+    pub sent_marker: Option<u64>,
 }
 
 /// Flows that get a latency histogram of their own, at most (each grows
@@ -43,6 +45,15 @@ impl FlowCounts {
             self.jitter_ns += (d - self.jitter_ns) / 16.0;
         }
         self.last_transit = Some(transit);
+    }
+
+    /// Lost frames: with the sender's end marker, sent - distinct received
+    /// (the tail included); without, the gaps below the highest sequence.
+    pub fn lost(&self) -> u64 {
+        match self.sent_marker {
+            Some(sent) => sent.saturating_sub(self.seq.received - self.seq.duplicates),
+            None => self.seq.lost(),
+        }
     }
 
     /// min, mean, p50, p99, p99.9, max of this flow's latency, ns.
@@ -73,6 +84,8 @@ pub struct SinkCounts {
     pub latency_ns: Histogram<u64>,
     /// Probes whose timestamp was ahead of the receive time.
     pub clock_skew: u64,
+    /// End-marker frames received (not counted as packets).
+    pub markers: u64,
     clocks_shared: bool,
 }
 
@@ -90,6 +103,7 @@ impl SinkCounts {
             latency_ns: Histogram::new_with_bounds(1, LATENCY_MAX_NS, 3)
                 .expect("constant bounds are valid"),
             clock_skew: 0,
+            markers: 0,
             clocks_shared,
         }
     }
@@ -105,6 +119,13 @@ impl SinkCounts {
             self.other += 1;
             return;
         };
+        if probe.seq & linerate_wire::END_MARKER != 0 {
+            // The sender's count for the flow, counted apart.
+            self.markers += 1;
+            let f = self.flows.entry(probe.flow_id).or_default();
+            f.sent_marker = Some(probe.seq & !linerate_wire::END_MARKER);
+            return;
+        }
         self.packets += 1;
         self.bytes += frame.len() as u64;
         let flows = self.flows.len();
@@ -148,6 +169,7 @@ impl SinkCounts {
                     // Jitter is a running estimate per arrival order: a flow
                     // split over workers keeps the larger one.
                     mine.jitter_ns = mine.jitter_ns.max(f.jitter_ns);
+                    mine.sent_marker = mine.sent_marker.or(f.sent_marker);
                 }
                 None => {
                     self.flows.insert(*id, f.clone());
@@ -158,6 +180,7 @@ impl SinkCounts {
         self.bytes += other.bytes;
         self.other += other.other;
         self.clock_skew += other.clock_skew;
+        self.markers += other.markers;
         let _ = self.latency_ns.add(&other.latency_ns);
     }
 
@@ -169,7 +192,17 @@ impl SinkCounts {
     /// highest (loss after a flow's last arrival needs the sender's count:
     /// see [`reconcile`](Self::reconcile)).
     pub fn lost(&self) -> u64 {
-        self.flows.values().map(|f| f.seq.lost()).sum()
+        self.flows.values().map(FlowCounts::lost).sum()
+    }
+
+    /// Flows whose end marker arrived, of all flows.
+    pub fn markers_seen(&self) -> (usize, usize) {
+        let seen = self
+            .flows
+            .values()
+            .filter(|f| f.sent_marker.is_some())
+            .count();
+        (seen, self.flows.len())
     }
 
     pub fn reordered(&self) -> u64 {

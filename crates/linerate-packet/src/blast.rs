@@ -63,6 +63,9 @@ pub struct BlastConfig {
     pub gso: Gso,
     /// Interval reports while sending (`None`: one at the end).
     pub interval: Option<Duration>,
+    /// After the last frame, each flow's end marker (its sent count, see
+    /// `linerate_wire::END_MARKER`), three times, on a raw socket.
+    pub end_markers: bool,
 }
 
 #[derive(Debug, Error)]
@@ -279,11 +282,72 @@ pub fn blast(
     for (i, r) in results.into_iter().enumerate() {
         report.absorb(i, r?, interval_ns);
     }
+    if cfg.end_markers {
+        send_end_markers(cfg, &templates, &report.per_flow)?;
+    }
     for iv in sampler.finish(end, report.worker_rows.clone()) {
         on_interval(&iv);
         report.intervals.push(iv);
     }
     Ok(report)
+}
+
+/// Flows with an end marker, at most (a sink keeps a count per flow id).
+const END_MARKER_FLOWS_MAX: usize = 65_536;
+
+/// Each flow's end marker, three times 1 ms apart (a lost marker only
+/// leaves the tail uncounted, as without markers).
+fn send_end_markers(
+    cfg: &BlastConfig,
+    templates: &HashMap<u16, Template>,
+    per_flow: &BTreeMap<u16, u64>,
+) -> Result<(), BlastError> {
+    let send_err = |source| BlastError::Send {
+        iface: cfg.iface.clone(),
+        source,
+    };
+    let size = *cfg.sizes.cycle().first().unwrap_or(&64);
+    let t = &templates[&size];
+    let mut sock = linerate_backend::raw::RawSocket::open(&cfg.iface).map_err(send_err)?;
+    let frames: Vec<Vec<u8>> = per_flow
+        .iter()
+        .take(END_MARKER_FLOWS_MAX)
+        .map(|(&id, &n)| {
+            let mut b = vec![0u8; t.len()];
+            let now = linerate_backend::clock::monotonic_ns();
+            t.write(
+                &mut b,
+                &cfg.flows.flow(u64::from(id)),
+                id,
+                linerate_wire::END_MARKER | n,
+                now,
+            );
+            b
+        })
+        .collect();
+    for round in 0..3 {
+        if round > 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        for chunk in frames.chunks(64) {
+            let refs: Vec<&[u8]> = chunk.iter().map(Vec::as_slice).collect();
+            let mut done = 0;
+            let give_up = Instant::now() + Duration::from_secs(1);
+            while done < refs.len() && Instant::now() < give_up {
+                match sock.send(&refs[done..]) {
+                    Ok(k) => done += k,
+                    Err(e)
+                        if e.kind() == std::io::ErrorKind::WouldBlock
+                            || e.raw_os_error() == Some(105) =>
+                    {
+                        std::thread::yield_now()
+                    }
+                    Err(e) => return Err(send_err(e)),
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Every frame size's template, built (and checked against the MTU) before

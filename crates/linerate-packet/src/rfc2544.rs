@@ -382,6 +382,7 @@ impl TrialRunner for DeviceRunner {
             macs_given: true,
             gso: crate::udp::Gso::Off,
             interval: None,
+            end_markers: false,
         };
         let sink_stop = AtomicBool::new(false);
         std::thread::scope(|sc| {

@@ -26,7 +26,7 @@ pub fn flow_rows(counts: &SinkCounts) -> Vec<Row> {
         let c = Counts {
             packets: Some(f.seq.received),
             bytes: Some(f.bytes + 4 * f.seq.received),
-            lost: Some(f.seq.lost()),
+            lost: Some(f.lost()),
             reordered: Some(f.seq.late),
             duplicates: Some(f.seq.duplicates),
             ..Counts::default()
@@ -191,6 +191,20 @@ impl SinkReport {
         let d = self.duration_s.max(1e-9);
         // Bytes counted without FCS; add it back for L2, and 20 B per frame for L1.
         let l2 = (c.bytes + 4 * c.packets) as f64 * 8.0;
+        let flows_json: Vec<serde_json::Value> = c.flows.iter().map(|(id, f)| serde_json::json!({
+                "flow": id, "packets": f.seq.received, "bytes": f.bytes, "lost": f.lost(),
+                "sent_by_marker": f.sent_marker,
+                "reordered": f.seq.late, "duplicates": f.seq.duplicates,
+                "jitter_ns": f.jitter_ns,
+                "latency_ns": f.latency_summary().map(|l| serde_json::json!({
+                    "min": l[0], "mean": l[1], "p50": l[2], "p99": l[3], "p999": l[4], "max": l[5],
+                })),
+            })).collect::<Vec<_>>();
+        let (seen, flows) = c.markers_seen();
+        let markers = serde_json::json!({
+            "flows_with_marker": seen, "flows": flows, "frames": c.markers,
+            "lost_counts_the_tail": seen == flows && flows > 0,
+        });
         let latency = c.latency_percentiles().map(|p| {
             serde_json::json!({"p50": p[0], "p90": p[1], "p99": p[2], "p999": p[3], "max": p[4]})
         });
@@ -206,6 +220,7 @@ impl SinkReport {
             "bps_l2": l2 / d,
             "bps_l1": l2 / d + (20 * 8 * c.packets) as f64 / d,
             "lost": c.lost(),
+            "end_markers": markers,
             "reordered": c.reordered(),
             "duplicates": c.duplicates(),
             "other_frames": c.other,
@@ -224,14 +239,7 @@ impl SinkReport {
             },
             "latency_clock": if c.clocks_shared() { "shared (same host): one-way latency is valid" } else { "not shared: latency not measured" },
             "intervals": self.intervals.iter().map(Interval::json).collect::<Vec<_>>(),
-            "flows": c.flows.iter().map(|(id, f)| serde_json::json!({
-                "flow": id, "packets": f.seq.received, "bytes": f.bytes, "lost": f.seq.lost(),
-                "reordered": f.seq.late, "duplicates": f.seq.duplicates,
-                "jitter_ns": f.jitter_ns,
-                "latency_ns": f.latency_summary().map(|l| serde_json::json!({
-                    "min": l[0], "mean": l[1], "p50": l[2], "p99": l[3], "p999": l[4], "max": l[5],
-                })),
-            })).collect::<Vec<_>>(),
+            "flows": flows_json,
         })
     }
 }

@@ -32,7 +32,9 @@ pub use ipv4::{Ipv4Packet, Ipv4Repr};
 pub use ipv6::{Ipv6Packet, Ipv6Repr};
 pub use offsets::{IpOffsets, locate};
 pub use parse::{L3, L4, ParsedFrame, parse_frame};
-pub use probe::{PROBE_LEN, PROBE_MAGIC, PROBE_VERSION, Probe, ProbeView, unwrap_tx_ns};
+pub use probe::{
+    END_MARKER, PROBE_LEN, PROBE_MAGIC, PROBE_VERSION, Probe, ProbeView, unwrap_tx_ns,
+};
 pub use rr::{RR_HEADER_LEN, RR_MAGIC, RrHeader, RrKind};
 pub use seq::{Arrival, SeqTracker};
 pub use tcp::{TcpFlags, TcpPacket, TcpRepr};

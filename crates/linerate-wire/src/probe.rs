@@ -30,6 +30,10 @@ use crate::{Error, be16};
 pub const PROBE_MAGIC: u8 = 0xA9;
 pub const PROBE_VERSION: u8 = 1;
 pub const PROBE_LEN: usize = 18;
+/// A probe whose sequence has this bit set is a flow's end marker: the
+/// other 63 bits are how many frames the sender sent on the flow (it is
+/// sent a few times after the flow's last frame, and counted apart).
+pub const END_MARKER: u64 = 1 << 63;
 
 const TS_BITS: u32 = 48;
 const TS_MASK: u64 = (1 << TS_BITS) - 1;

@@ -1623,3 +1623,57 @@ fn sink_reports_latency_and_jitter_per_flow() {
         );
     }
 }
+
+/// The tail of a flow lost across processes: an XDP program on the sink's
+/// interface drops every probe past sequence 9900 of 10000. With
+/// `--end-marker` the sink counts exactly those 100 as lost (the sender's
+/// count arrives in the marker); without, it cannot know, and says so.
+#[test]
+fn end_markers_let_the_sink_count_a_lost_tail() {
+    if skip("end_markers_let_the_sink_count_a_lost_tail") {
+        return;
+    }
+    let rig = Rig::pair().unwrap();
+    let _drop_tail = rig
+        .run_in(1, || {
+            let ifindex = linerate_backend::iface::index("veth0").unwrap();
+            linerate_backend::xdp::attach(
+                &linerate_backend::xdp::probe_tail_drop_program(9900),
+                ifindex,
+                "lr_tail_drop",
+            )
+        })
+        .unwrap()
+        .expect("attach the tail-drop XDP program");
+    for marker in [true, false] {
+        let (sink, out) = sink_while(
+            rig.command(1, BIN)
+                .args(["sink", "--iface", "veth0", "--backend", "af_packet"])
+                .args(["--duration", "5", "--json"]),
+            || {
+                let mut args = vec!["--dst-ip", "198.18.0.2", "--count", "10000", "--pps", "5k"];
+                if marker {
+                    args.push("--end-marker");
+                }
+                blast(&rig, &args)
+            },
+        );
+        succeeded(&out);
+        let v = support::json(&sink.stdout);
+        assert_eq!(v["packets"], 9900, "the program dropped the tail: {v}");
+        let f = &v["flows"][0];
+        if marker {
+            assert_eq!(f["sent_by_marker"], 10000, "{f}");
+            assert_eq!(f["lost"], 100, "{f}");
+            assert_eq!(v["lost"], 100, "{v}");
+            assert_eq!(v["end_markers"]["lost_counts_the_tail"], true, "{v}");
+            assert_eq!(
+                v["end_markers"]["frames"], 3,
+                "three copies of one flow's marker"
+            );
+        } else {
+            assert_eq!(f["lost"], 0, "without a marker the tail is invisible: {f}");
+            assert_eq!(v["end_markers"]["lost_counts_the_tail"], false, "{v}");
+        }
+    }
+}

@@ -81,6 +81,11 @@ pub struct BlastArgs {
     /// Frames sent back to back per pacing decision (1: evenly spaced).
     #[arg(long, default_value_t = 1)]
     burst: u32,
+    /// After the last frame, send each flow's end marker (its sent count)
+    /// so a sink in another process or on another host counts the frames
+    /// lost after the flow's last arrival (raw-frame backends).
+    #[arg(long)]
+    end_marker: bool,
     /// Bit rates count frames only (L2) instead of the wire (L1).
     #[arg(long)]
     rate_l2: bool,
@@ -307,6 +312,7 @@ pub fn run_blast(a: &BlastArgs) -> Result<u8> {
             macs_given: true,
             gso: gso(&a.gso)?,
             interval: a.out.interval()?,
+            end_markers: false,
         };
         return blast_run(a, &cfg);
     }
@@ -390,6 +396,7 @@ pub fn run_blast(a: &BlastArgs) -> Result<u8> {
         macs_given: a.src_mac.is_some() || a.dst_mac.is_some(),
         gso: gso(&a.gso)?,
         interval: a.out.interval()?,
+        end_markers: a.end_marker,
     };
     blast_run(a, &cfg)
 }
@@ -575,6 +582,25 @@ fn sink_text(r: &linerate_packet::SinkReport, j: &serde_json::Value, iface: &str
             p[0], p[2], p[4]
         );
     }
+    let (seen, flows) = r.counts.markers_seen();
+    if flows > 0 {
+        let _ = if seen == flows {
+            writeln!(
+                t,
+                "end markers from the sender for all {flows} flow(s): loss includes frames lost after each flow's last arrival"
+            )
+        } else if seen == 0 {
+            writeln!(
+                t,
+                "no end marker from the sender (blast --end-marker): frames lost after each flow's last arrival are not counted"
+            )
+        } else {
+            writeln!(
+                t,
+                "end markers for {seen} of {flows} flows: the others' tail loss is not counted"
+            )
+        };
+    }
     // Per flow, for a readable number of flows (all of them are in -J).
     if (2..=16).contains(&r.counts.flows.len()) {
         for (id, f) in &r.counts.flows {
@@ -588,7 +614,7 @@ fn sink_text(r: &linerate_packet::SinkReport, j: &serde_json::Value, iface: &str
                 t,
                 "  flow {id}: {} packets, lost {}, jitter {:.0} ns (RFC 3550){lat}",
                 f.seq.received,
-                f.seq.lost(),
+                f.lost(),
                 f.jitter_ns
             );
         }
