@@ -36,6 +36,8 @@ struct State {
     history_unit: &'static str,
     intervals: usize,
     error: Option<String>,
+    /// What a server's view says between tests.
+    note: Option<String>,
 }
 
 /// The live view: a reporter that draws on the terminal from a thread of
@@ -46,6 +48,10 @@ pub struct Live {
     thread: Option<std::thread::JoinHandle<()>>,
     /// Where the end report goes once the terminal is given back.
     end_text: bool,
+    /// A server's view: stays up across runs (tests); the last run's end
+    /// text is printed when it closes.
+    persistent: bool,
+    last_text: Option<String>,
 }
 
 impl std::fmt::Debug for Live {
@@ -77,7 +83,25 @@ impl Live {
             done: Arc::new(AtomicBool::new(false)),
             thread: None,
             end_text,
+            persistent: false,
+            last_text: None,
         }
+    }
+
+    /// A view that stays up across runs (a server's tests) until dropped.
+    pub fn persistent() -> Self {
+        let mut l = Live::new(true);
+        l.persistent = true;
+        if let Ok(mut st) = l.state.lock() {
+            st.mode = "server".into();
+            st.started = Some(Instant::now());
+            st.note = Some("waiting for the first test".into());
+        }
+        // Up from the start: the server waits for its tests in the view.
+        if let Err(e) = l.open() {
+            eprintln!("linerate: --live: {e}");
+        }
+        l
     }
 
     fn open(&mut self) -> io::Result<()> {
@@ -121,7 +145,12 @@ impl Live {
 
 impl Drop for Live {
     fn drop(&mut self) {
+        let was_open = self.thread.is_some();
         self.close();
+        if was_open && let Some(t) = self.last_text.take() {
+            print!("{t}");
+            let _ = io::stdout().flush();
+        }
     }
 }
 
@@ -153,10 +182,14 @@ impl Reporter for Live {
         match ev {
             Event::Start(s) => {
                 if let Ok(mut st) = self.state.lock() {
-                    st.mode = s.mode.name().to_string();
-                    st.settings = settings(&s.config);
-                    st.planned_s = planned(&s.config);
-                    st.started = Some(Instant::now());
+                    // A new run (a server's next test) starts afresh.
+                    *st = State {
+                        mode: s.mode.name().to_string(),
+                        settings: settings(&s.config),
+                        planned_s: planned(&s.config),
+                        started: Some(Instant::now()),
+                        ..State::default()
+                    };
                 }
                 if self.thread.is_none() {
                     self.open()?;
@@ -190,6 +223,15 @@ impl Reporter for Live {
                 if let Ok(mut st) = self.state.lock() {
                     st.error = Some(e.clone());
                 }
+            }
+            Event::End(e) if self.persistent => {
+                if let Ok(mut st) = self.state.lock() {
+                    st.note = Some(format!(
+                        "the last test ended after {:.1} s; waiting for the next",
+                        e.duration_s
+                    ));
+                }
+                self.last_text = Some(e.text.clone());
             }
             Event::End(e) => {
                 self.close();
@@ -324,9 +366,10 @@ fn draw(f: &mut ratatui::Frame, s: &State) {
             .data(&data),
         spark,
     );
-    let footer = match &s.error {
-        Some(e) => format!("error: {e}   —   q: stop"),
-        None => "q or Ctrl-C: stop the run (the end report follows)".into(),
+    let footer = match (&s.error, &s.note) {
+        (Some(e), _) => format!("error: {e}   —   q or Ctrl-C: stop"),
+        (None, Some(n)) => format!("{n}   —   q or Ctrl-C: stop the server"),
+        (None, None) => "q or Ctrl-C: stop the run (the end report follows)".into(),
     };
     f.render_widget(Paragraph::new(footer), foot);
 }

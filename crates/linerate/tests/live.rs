@@ -230,3 +230,52 @@ fn live_without_a_terminal_falls_back_to_interval_lines() {
         "{out}"
     );
 }
+
+/// The multi-test server's view stays up from test to test (each test's
+/// rows while it runs), q stops the server, and the last test's report
+/// follows.
+#[test]
+fn a_live_server_follows_its_tests_and_stops_on_q() {
+    if should_skip(
+        "a_live_server_follows_its_tests_and_stops_on_q",
+        &[require_program("tmux")],
+    ) {
+        return;
+    }
+    let port = free_port();
+    let t = Tmux::new("server");
+    t.run(&format!("{BIN} -s -p {port} --live"));
+    let up = t.wait_for("q or Ctrl-C", Duration::from_secs(15));
+    assert!(up.contains("q or Ctrl-C"), "{up}");
+    support::wait_listening(port);
+    for _ in 0..2 {
+        let c = linerate()
+            .args([
+                "-c",
+                "127.0.0.1",
+                "-p",
+                &port.to_string(),
+                "-t",
+                "3",
+                "-b",
+                "50M",
+                "-J",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let during = t.wait_for("sum ", Duration::from_secs(10));
+        assert!(
+            during.contains("linerate server") && during.contains("sum "),
+            "{during}"
+        );
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success());
+        let after = t.wait_for("waiting for the next", Duration::from_secs(10));
+        assert!(after.contains("waiting for the next"), "{after}");
+    }
+    t.keys("q");
+    let last = t.wait_for("LIVE-EXIT", Duration::from_secs(15));
+    assert!(last.contains("LIVE-EXIT 0"), "{last}");
+    assert!(last.contains("receiver"), "the last test's report: {last}");
+}

@@ -49,8 +49,9 @@ pub struct IperfArgs {
     /// (GET /metrics).
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics: Option<String>,
-    /// Client: a live terminal view of the test (streams, totals, a
-    /// sparkline; q or Ctrl-C stops it, the end report follows).
+    /// A live terminal view (streams, totals, a sparkline; the server's
+    /// stays up from test to test); q or Ctrl-C stops the test (client) or
+    /// the server, the end report follows.
     #[arg(long, conflicts_with_all = ["json_stream", "json"])]
     pub live: bool,
     /// With --json-stream, also print the whole -J document at the end
@@ -518,7 +519,6 @@ impl IperfArgs {
                 self.connect_timeout != d.connect_timeout,
             ),
             ("--username", self.username.is_some()),
-            ("--live", self.live),
             ("--repeat", self.repeat.repeat.is_some()),
             ("--ci-target", self.repeat.ci_target.is_some()),
             ("--skip-rx-copy", self.skip_rx_copy),
@@ -701,9 +701,15 @@ impl IperfArgs {
 fn events(args: &IperfArgs) -> Result<Option<linerate_run::SharedReporter>> {
     let mut f = linerate_run::Fanout::new();
     if live_view(args) {
-        // The client's own text is held back while the view is up; the
-        // view prints the end report when it closes.
-        f.push(Box::new(crate::live::Live::new(true)));
+        // The text is held back while the view is up. A client's view
+        // prints its end report when it closes; a server's stays up from
+        // test to test until the server stops (q), then prints the last
+        // test's report.
+        f.push(Box::new(if args.server {
+            crate::live::Live::persistent()
+        } else {
+            crate::live::Live::new(true)
+        }));
     }
     if let Some(p) = &args.csv {
         if p.as_os_str() == "-" {
@@ -723,7 +729,7 @@ fn events(args: &IperfArgs) -> Result<Option<linerate_run::SharedReporter>> {
 
 /// Whether this client run draws the live view.
 fn live_view(args: &IperfArgs) -> bool {
-    args.live && args.client.is_some() && args.logfile.is_none() && crate::live::available()
+    args.live && args.logfile.is_none() && !args.daemon && crate::live::available()
 }
 
 fn output_sink(args: &IperfArgs) -> Result<Arc<Mutex<dyn Write + Send>>> {
