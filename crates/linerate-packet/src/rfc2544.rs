@@ -35,6 +35,10 @@ pub struct Trial {
     /// min, mean, p50, p99, max one-way latency (ns), where measured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_ns: Option<[f64; 5]>,
+    /// Frames the receiving interface counted in the trial (its kernel
+    /// counter: every frame, probes or not), to reconcile `received` with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rx_iface_packets: Option<u64>,
 }
 
 /// What a trial is asked to do.
@@ -57,6 +61,8 @@ pub struct TrialCounts {
     pub secs: f64,
     /// min, mean, p50, p99, max one-way latency (ns), where measured.
     pub latency_ns: Option<[f64; 5]>,
+    /// The receiving interface's own count over the trial.
+    pub rx_iface_packets: Option<u64>,
 }
 
 /// Runs one trial: sends, counts, reports.
@@ -99,6 +105,7 @@ pub fn trial(
         received,
         secs,
         latency_ns,
+        rx_iface_packets,
     } = runner.run(spec)?;
     let offered_fps = if secs > 0.0 { sent as f64 / secs } else { 0.0 };
     let lost = sent.saturating_sub(received);
@@ -127,6 +134,7 @@ pub fn trial(
         passed: reason.is_none(),
         reason,
         latency_ns,
+        rx_iface_packets,
     })
 }
 
@@ -345,6 +353,17 @@ pub struct DeviceRunner {
     /// Sender and receiver on one host: latency is measured.
     pub clocks_shared: bool,
     pub stop: std::sync::Arc<AtomicBool>,
+    /// Traffic at the trial's rate before each trial, not counted (RFC
+    /// 2544's learning / warm-up), followed by the drain wait.
+    pub warmup: Duration,
+}
+
+fn rx_packets(iface: &str) -> Option<u64> {
+    std::fs::read_to_string(format!("/sys/class/net/{iface}/statistics/rx_packets"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 impl TrialRunner for DeviceRunner {
@@ -384,7 +403,15 @@ impl TrialRunner for DeviceRunner {
             interval: None,
             end_markers: false,
         };
+        if !self.warmup.is_zero() {
+            let mut w = bcfg.clone();
+            w.count = Some((spec.rate_fps * self.warmup.as_secs_f64()).round().max(1.0) as u64);
+            blast(&w, &self.stop, &mut |_| {})
+                .map_err(|e| format!("warm-up on {}: {e}", self.tx_iface))?;
+            std::thread::sleep(self.drain);
+        }
         let sink_stop = AtomicBool::new(false);
+        let rx_before = rx_packets(&self.rx_iface);
         std::thread::scope(|sc| {
             let (ready_tx, ready_rx) = std::sync::mpsc::channel();
             let sink_stop = &sink_stop;
@@ -433,11 +460,15 @@ impl TrialRunner for DeviceRunner {
                 .map(|(d, _)| d.mean_gap_ns * d.calls as f64 / 1e9)
                 .fold(0.0, f64::max);
             let secs = if secs > 0.0 { secs } else { b.duration_s };
+            let rx_iface_packets = rx_before
+                .zip(rx_packets(&self.rx_iface))
+                .map(|(a, b)| b.saturating_sub(a));
             Ok(TrialCounts {
                 sent: b.packets,
                 received: r.counts.packets,
                 secs,
                 latency_ns: lat,
+                rx_iface_packets,
             })
         })
     }
@@ -469,6 +500,7 @@ mod tests {
                 received: passed_through as u64,
                 secs: took,
                 latency_ns: None,
+                rx_iface_packets: None,
             })
         }
     }

@@ -215,7 +215,18 @@ fn latency_loss_curve_and_back_to_back_on_the_tbf_device() {
         "0.1",
         "--drain",
         "0.4",
+        "--warmup",
+        "0.2",
     ]);
+    // Every trial reconciled with the receiving interface's own counter:
+    // it saw at least the probes counted (ARP and the like besides).
+    for t in v["throughput"][0]["trials"].as_array().unwrap() {
+        let (got, iface) = (
+            t["received"].as_u64().unwrap(),
+            t["rx_iface_packets"].as_u64().unwrap(),
+        );
+        assert!(iface >= got && iface <= got + 50, "{t}");
+    }
     let ndr = v["throughput"][0]["rate_fps"].as_f64().unwrap();
     let lat = &v["latency"][0];
     let l = lat["trial"]["latency_ns"].as_array().unwrap();

@@ -85,6 +85,10 @@ pub struct Rfc2544Args {
     /// Wait after each trial's last frame for what the device still holds.
     #[arg(long, default_value_t = 0.5)]
     drain: f64,
+    /// Seconds of traffic at the trial's rate before each trial, not
+    /// counted (the device learns addresses, fills caches).
+    #[arg(long, default_value_t = 0.0)]
+    warmup: f64,
     /// Backend of both ports: af_packet (default), af_xdp, socket.
     #[arg(long, default_value = "af_packet")]
     backend: String,
@@ -227,6 +231,7 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
         drain: Duration::from_secs_f64(a.drain.max(0.0)),
         clocks_shared: true,
         stop: stop.shared(),
+        warmup: Duration::from_secs_f64(a.warmup.max(0.0)),
     };
     let config = serde_json::json!({
         "tx_iface": a.tx_iface, "rx_iface": a.rx_iface, "dst_mac": dst_mac,
