@@ -60,11 +60,12 @@ impl DutLab {
             "-qw",
             "net.ipv4.ip_forward=1",
         ]);
-        // A small bucket and queue: a rate above TBF's loses frames within
-        // a one-second trial.
+        // A small queue: a rate above TBF's loses frames within a
+        // one-second trial; a bucket of ten full frames, so the sender's
+        // pacing jitter is not taken for the device's limit.
         sh(&[
             "ip", "netns", "exec", d, "tc", "qdisc", "add", "dev", "db", "root", "tbf", "rate",
-            rate, "burst", "5000", "limit", "3000",
+            rate, "burst", "15000", "limit", "3000",
         ]);
         // The device knows the receiving port's MAC before the first trial.
         sh(&[
@@ -125,6 +126,12 @@ impl Drop for DutLab {
     }
 }
 
+/// The two tests run one at a time: two searches sharing 2 CPUs pace worse.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn skip(test: &str) -> bool {
     should_skip(
         test,
@@ -140,6 +147,7 @@ fn skip(test: &str) -> bool {
 /// NDR within 5% of what TBF enforces, at two rates and two frame sizes.
 #[test]
 fn throughput_finds_the_tbf_rate() {
+    let _one = serial();
     if skip("throughput_finds_the_tbf_rate") {
         return;
     }
@@ -192,6 +200,7 @@ fn throughput_finds_the_tbf_rate() {
 /// two clean steps) and back-to-back bursts on the TBF device.
 #[test]
 fn latency_loss_curve_and_back_to_back_on_the_tbf_device() {
+    let _one = serial();
     if skip("latency_loss_curve_and_back_to_back_on_the_tbf_device") {
         return;
     }
@@ -217,7 +226,24 @@ fn latency_loss_curve_and_back_to_back_on_the_tbf_device() {
         "0.4",
         "--warmup",
         "0.2",
+        "--repeat",
+        "2",
     ]);
+    // Repeated: the rate is the mean of the two searches'.
+    let rep = &v["throughput"][0]["repeat"];
+    let runs: Vec<f64> = rep["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    assert_eq!(runs.len(), 2, "{rep}");
+    let mean = (runs[0] + runs[1]) / 2.0;
+    assert!(
+        (v["throughput"][0]["rate_fps"].as_f64().unwrap() - mean).abs() < 1e-6,
+        "{rep}"
+    );
+    assert_eq!(rep["stop"], "count");
     // Every trial reconciled with the receiving interface's own counter:
     // it saw at least the probes counted (ARP and the like besides).
     for t in v["throughput"][0]["trials"].as_array().unwrap() {
@@ -290,7 +316,7 @@ fn latency_loss_curve_and_back_to_back_on_the_tbf_device() {
         .map(|x| x.as_u64().unwrap())
         .collect();
     assert_eq!(bursts.len(), 2);
-    // A burst at 2x the TBF rate fills the bucket and queue (8000 B, ~133
-    // frames of 60 B) while TBF drains half of it: a few hundred frames.
-    assert!(bursts.iter().all(|&x| (100..2000).contains(&x)), "{b}");
+    // A burst at 2x the TBF rate fills the bucket and queue (18000 B, 300
+    // frames of 60 B) while TBF drains half of it: several hundred frames.
+    assert!(bursts.iter().all(|&x| (200..3000).contains(&x)), "{b}");
 }

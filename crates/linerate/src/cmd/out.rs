@@ -210,6 +210,17 @@ impl RepeatArgs {
         self.repeat.is_some() || self.ci_target.is_some()
     }
 
+    /// The stop rule these flags ask for.
+    pub fn policy(&self) -> linerate_run::stats::Policy {
+        linerate_run::stats::Policy {
+            runs: self.repeat.map(|n| n as usize),
+            confidence: self.confidence,
+            ci_target: self.ci_target,
+            max_runs: self.max_runs.max(self.warmup_runs + 2),
+            warmup_runs: self.warmup_runs,
+        }
+    }
+
     /// Runs `once` until the policy stops; `figure` reads the measured
     /// value from a run's result. Prints the summary (text, or with -J
     /// one document: `runs` and `repeat`).
@@ -219,20 +230,14 @@ impl RepeatArgs {
         figure: Figure<'_>,
         once: &mut dyn FnMut() -> Result<u8>,
     ) -> Result<u8> {
-        use linerate_run::stats::{Policy, Stop, line};
+        use linerate_run::stats::{Stop, line};
         if out.live || out.json_stream {
             bail!(
                 "--repeat/--ci-target print a summary over the runs: not with --live or --json-stream"
             );
         }
         let (name, unit, read) = figure;
-        let policy = Policy {
-            runs: self.repeat.map(|n| n as usize),
-            confidence: self.confidence,
-            ci_target: self.ci_target,
-            max_runs: self.max_runs.max(self.warmup_runs + 2),
-            warmup_runs: self.warmup_runs,
-        };
+        let policy = self.policy();
         let (mut values, mut docs) = (Vec::new(), Vec::new());
         let stop = loop {
             let n = values.len() + 1;

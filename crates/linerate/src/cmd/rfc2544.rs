@@ -89,6 +89,11 @@ pub struct Rfc2544Args {
     /// counted (the device learns addresses, fills caches).
     #[arg(long, default_value_t = 0.0)]
     warmup: f64,
+    /// Throughput: repeat each search (per frame size and loss ratio) and
+    /// report the rate found as the mean over the runs with its confidence
+    /// interval (`--repeat N`, or `--ci-target 2% --max-runs M`).
+    #[command(flatten)]
+    repeat: super::out::RepeatArgs,
     /// Backend of both ports: af_packet (default), af_xdp, socket.
     #[arg(long, default_value = "af_packet")]
     backend: String,
@@ -257,13 +262,43 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
     let mut doc = serde_json::json!({"config": config});
     let mut text = String::new();
     let mut throughput: Vec<rfc2544::Throughput> = Vec::new();
+    let mut repeats: Vec<(u16, f64, serde_json::Value)> = Vec::new();
     let outcome: Result<(), String> = (|| {
         if want("throughput") {
             for &size in &a.sizes {
                 for &ratio in &a.loss_ratio {
-                    let r = rfc2544::throughput(&mut runner, size, ratio, &settings, &mut |t| {
-                        log(t, &mut run)
-                    })?;
+                    let mut r =
+                        rfc2544::throughput(&mut runner, size, ratio, &settings, &mut |t| {
+                            log(t, &mut run)
+                        })?;
+                    if a.repeat.asked() {
+                        // The search again until the policy stops: the rate is
+                        // the mean of the runs', with its confidence interval.
+                        let policy = a.repeat.policy();
+                        let mut rates = vec![r.rate_fps];
+                        let stop = loop {
+                            if let Some(s) = policy.stop(&rates) {
+                                break s;
+                            }
+                            let again = rfc2544::throughput(
+                                &mut runner,
+                                size,
+                                ratio,
+                                &settings,
+                                &mut |t| log(t, &mut run),
+                            )?;
+                            rates.push(again.rate_fps);
+                            r.trials.extend(again.trials);
+                        };
+                        let kept = &rates[policy.warmup_runs.min(rates.len())..];
+                        if !kept.is_empty() {
+                            r.rate_fps = kept.iter().sum::<f64>() / kept.len() as f64;
+                            let (l1, l2) = rfc2544::bits(r.rate_fps, size);
+                            (r.rate_l1_bps, r.rate_l2_bps) = (l1, l2);
+                            r.of_max = r.rate_fps / (settings.max_fps)(size);
+                        }
+                        repeats.push((size, ratio, policy.report(&rates, stop, "rate_fps")));
+                    }
                     throughput.push(r);
                 }
             }
@@ -394,8 +429,34 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
                 r.trials.len()
             );
         }
+        for (size, ratio, rep) in &repeats {
+            let s = &rep["statistics"];
+            let _ = writeln!(
+                t,
+                "{size:>6} {:>8}% repeated: {} runs, mean {:.0} fps, stdev {:.0}, {:.0}% CI ±{:.0} fps, stopped: {}",
+                ratio * 100.0,
+                rep["values"].as_array().map_or(0, Vec::len),
+                s["mean"].as_f64().unwrap_or(f64::NAN),
+                s["stdev"].as_f64().unwrap_or(f64::NAN),
+                rep["confidence"].as_f64().unwrap_or(0.0) * 100.0,
+                s["half_width"].as_f64().unwrap_or(f64::NAN),
+                rep["stop"].as_str().unwrap_or("")
+            );
+        }
         text = t + &text;
-        doc["throughput"] = serde_json::to_value(&throughput).unwrap_or_default();
+        let mut tp = serde_json::to_value(&throughput).unwrap_or_default();
+        if let Some(arr) = tp.as_array_mut() {
+            for e in arr.iter_mut() {
+                let key = (e["frame_size"].as_u64(), e["loss_allowed"].as_f64());
+                if let Some((_, _, rep)) = repeats
+                    .iter()
+                    .find(|(s, r, _)| (Some(u64::from(*s)), Some(*r)) == key)
+                {
+                    e["repeat"] = rep.clone();
+                }
+            }
+        }
+        doc["throughput"] = tp;
     }
     let error = outcome.err();
     if let Some(e) = &error {
