@@ -53,6 +53,14 @@ fn intervals_are_sane(v: &Value, what: &str) {
     }
 }
 
+/// The most seconds a 2 s test may report: the receiver's within 0.5%
+/// (the bar); a sender's last write may return late when both
+/// directions saturate both CPUs (--bidir: 2.013 and 2.015 s seen, the
+/// latter iperf3 3.21's own sender timer), so within 2.5% there.
+fn sent_max(key: &str) -> f64 {
+    if key == "sum_sent" { 2.05 } else { 2.01 }
+}
+
 /// iperf3's client against a linerate server: the receiver's seconds are
 /// the test's, forward, reverse and both ways.
 fn iperf3_client_times(iperf3: &Path) {
@@ -62,6 +70,10 @@ fn iperf3_client_times(iperf3: &Path) {
         wait_listening(port);
         let c = Command::new(iperf3)
             .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-J", "-t", "2"])
+            // Paced: the times are the test's, not the scheduler's when
+            // both directions saturate both CPUs (the overloaded case has
+            // a test of its own below).
+            .args(["-b", "2G"])
             .args(mode)
             .output()
             .unwrap();
@@ -69,7 +81,10 @@ fn iperf3_client_times(iperf3: &Path) {
         assert!(v.get("error").is_none(), "{mode:?}: {}", v["error"]);
         for key in ["sum_sent", "sum_received"] {
             let t = secs(&v, key);
-            assert!((1.99..=2.01).contains(&t), "{mode:?}: {key}.seconds {t}");
+            assert!(
+                (1.99..=sent_max(key)).contains(&t),
+                "{mode:?}: {key}.seconds {t}"
+            );
         }
         intervals_are_sane(&v, &format!("iperf3 client {mode:?}"));
         drop(srv);
@@ -83,6 +98,10 @@ fn iperf3_client_times(iperf3: &Path) {
         wait_listening(port);
         let c = linerate()
             .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-J", "-t", "2"])
+            // Paced: the times are the test's, not the scheduler's when
+            // both directions saturate both CPUs (the overloaded case has
+            // a test of its own below).
+            .args(["-b", "2G"])
             .args(mode)
             .output()
             .unwrap();
@@ -91,7 +110,7 @@ fn iperf3_client_times(iperf3: &Path) {
         for key in ["sum_sent", "sum_received"] {
             let t = secs(&v, key);
             assert!(
-                (1.99..=2.01).contains(&t),
+                (1.99..=sent_max(key)).contains(&t),
                 "linerate client {mode:?}: {key}.seconds {t}"
             );
         }
@@ -153,6 +172,8 @@ fn bidir_ends_without_a_sliver_interval() {
                     "-t",
                     "2",
                     "--bidir",
+                    "-b",
+                    "2G",
                 ])
                 .output()
                 .unwrap();
@@ -160,7 +181,15 @@ fn bidir_ends_without_a_sliver_interval() {
             assert!(v.get("error").is_none(), "{server}: {}", v["error"]);
             intervals_are_sane(&v, server);
             let t = secs(&v, "sum_sent");
-            assert!((1.99..=2.01).contains(&t), "{server}: sum_sent.seconds {t}");
+            assert!(
+                (1.99..=sent_max("sum_sent")).contains(&t),
+                "{server}: sum_sent.seconds {t}"
+            );
+            let t = secs(&v, "sum_received");
+            assert!(
+                (1.99..=sent_max("sum_received")).contains(&t),
+                "{server}: sum_received.seconds {t}"
+            );
             drop(srv);
         }
     }
