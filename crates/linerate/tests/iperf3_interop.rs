@@ -114,6 +114,15 @@ fn check_within(c: &Value, s: &Value, args: &[&str], slack: u64) {
                 received >= 20 << 20,
                 "{args:?}: only {received} bytes received"
             );
+        } else if args.contains(&"-n") || args.contains(&"-k") {
+            // Ended by amount: the client ends the test when it has sent
+            // it (as iperf3 does); what is still in the socket buffers then
+            // (2.6 MB of 39 MB seen on a loaded host) is not counted by an
+            // iperf3 server. Exactness is tested in iperf_exact.rs.
+            assert!(
+                received * 100 >= sent * 75,
+                "{args:?}: {received} of {sent} bytes arrived"
+            );
         } else if !args.contains(&"--fq-rate") {
             // (Kernel pacing leaves bytes queued in the sender at the end.)
             assert!(
