@@ -524,10 +524,25 @@ fn file_transfer_sends_and_writes_the_file() {
             "{d}"
         );
         srv.wait(Duration::from_secs(10));
-        assert!(
-            std::fs::read(&dst).unwrap() == data,
-            "server {i}: the file arrived changed"
-        );
+        let got = std::fs::read(&dst).unwrap();
+        if i == 0 {
+            // linerate's server reads its streams to the end.
+            assert!(got == data, "server {i}: the file arrived changed");
+        } else {
+            // iperf3 3.21's server counts what it read by the results
+            // exchange but its stream thread may read (and write) on, or
+            // stop at TEST_END with bytes still in its socket buffer
+            // (seen: 3,000,000 written, 2,883,584 counted; a short file
+            // in CI). What it wrote is a prefix of the file, unchanged,
+            // and at least what it counted.
+            let counted = support::u(&v, "end.sum_received.bytes");
+            assert!(
+                got.len() as u64 >= counted && data.starts_with(&got),
+                "server {i}: the file arrived changed ({} of {} bytes)",
+                got.len(),
+                data.len()
+            );
+        }
     }
     let (_srv, port) = support::server(&[]);
     let p = port.to_string();
