@@ -6,27 +6,135 @@
 //! The searches are written against [`TrialRunner`] (one trial: send at a
 //! rate for a time, count what came back), so their bookkeeping is tested
 //! with a simulated device; [`DeviceRunner`] runs trials with blast on one
-//! port and sink on the other.
+//! port and sink on the other (and, with `reverse`, the same the other
+//! way at once: RFC 2544's bidirectional test).
 
 use crate::blast::{BlastConfig, Rate, blast};
 use crate::sink::{SinkConfig, sink};
+use linerate_calc::Imix;
 use linerate_gen::{FlowSpec, SizeSequence};
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+/// A test's frame size, FCS included: one size, or a mix (IMIX) whose
+/// sizes are sent interleaved; in JSON a number, or the mix's name.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FrameSize {
+    Fixed(u16),
+    Mix { name: String, mix: Imix },
+}
+
+impl FrameSize {
+    /// `64`, `imix` (7:4:1 of 64/594/1518), or `imix:64:7/594:4/1518:1`.
+    pub fn parse(s: &str) -> Result<FrameSize, String> {
+        let s = s.trim();
+        let lower = s.to_ascii_lowercase();
+        if lower == "imix" {
+            return Ok(FrameSize::Mix {
+                name: "imix".into(),
+                mix: Imix::simple(),
+            });
+        }
+        if let Some(spec) = lower.strip_prefix("imix:") {
+            let mix = Imix::parse(&spec.replace('/', ",")).map_err(|e| format!("{s}: {e}"))?;
+            return Ok(FrameSize::Mix {
+                name: lower.clone(),
+                mix,
+            });
+        }
+        match s.parse::<u16>() {
+            Ok(n) if (64..=9216).contains(&n) => Ok(FrameSize::Fixed(n)),
+            _ => Err(format!(
+                "'{s}' is not a frame size (64 to 9216, imix, or imix:64:7/594:4/1518:1)"
+            )),
+        }
+    }
+
+    /// The mean frame size, bytes (L2 with FCS).
+    pub fn mean(&self) -> f64 {
+        match self {
+            FrameSize::Fixed(n) => f64::from(*n),
+            FrameSize::Mix { mix, .. } => mix.average_frame_bytes(),
+        }
+    }
+
+    /// The sizes blast sends in turn.
+    pub fn sequence(&self) -> SizeSequence {
+        match self {
+            FrameSize::Fixed(n) => SizeSequence::list(&[*n]),
+            FrameSize::Mix { mix, .. } => SizeSequence::from_mix(mix),
+        }
+    }
+}
+
+impl std::fmt::Display for FrameSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FrameSize::Fixed(n) => write!(f, "{n} B"),
+            FrameSize::Mix { name, .. } => f.write_str(name),
+        }
+    }
+}
+
+impl From<u16> for FrameSize {
+    fn from(n: u16) -> Self {
+        FrameSize::Fixed(n)
+    }
+}
+
+impl Serialize for FrameSize {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            FrameSize::Fixed(n) => s.serialize_u16(*n),
+            FrameSize::Mix { name, .. } => s.serialize_str(name),
+        }
+    }
+}
+
+/// The highest rate a search tries: frames/s, or an L1 bit rate (the
+/// port's speed, or --max-rate in bit/s) that depends on the frame size.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MaxRate {
+    Fps(f64),
+    L1Bps(f64),
+}
+
+impl MaxRate {
+    /// Frames/s for this frame size.
+    pub fn fps(&self, size: &FrameSize) -> f64 {
+        match *self {
+            MaxRate::Fps(f) => f,
+            MaxRate::L1Bps(b) => b / (8.0 * (size.mean() + 20.0)),
+        }
+    }
+}
+
+/// One direction of a bidirectional trial.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct Direction {
+    pub sent: u64,
+    pub received: u64,
+    pub offered_fps: f64,
+    pub loss_ratio: f64,
+}
 
 /// One trial as it was run and judged.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Trial {
-    pub frame_size: u16,
+    pub frame_size: FrameSize,
     /// The rate asked for, frames/s.
     pub asked_fps: f64,
     /// The rate actually offered: frames sent / the time sending took.
     pub offered_fps: f64,
     /// Frames sent (sender's count) and received (the receiving port's
-    /// count of probe frames).
+    /// count of probe frames), both directions together when
+    /// bidirectional; bytes likewise (L2, FCS included).
     pub sent: u64,
     pub received: u64,
+    pub sent_bytes: u64,
+    pub received_bytes: u64,
+    /// The loss ratio judged: the worse direction's when bidirectional.
     pub loss_ratio: f64,
     pub passed: bool,
     /// Why it failed: "loss", "offered load not reached".
@@ -39,30 +147,40 @@ pub struct Trial {
     /// counter: every frame, probes or not), to reconcile `received` with.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rx_iface_packets: Option<u64>,
+    /// Bidirectional: each direction's counts (tx->rx first). The rates
+    /// asked and offered are per direction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub directions: Option<[Direction; 2]>,
 }
 
 /// What a trial is asked to do.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct TrialSpec {
-    pub frame_size: u16,
+    pub frame_size: FrameSize,
     pub rate_fps: f64,
     pub duration: Duration,
     /// Back-to-back: send exactly this many frames at `rate_fps`.
     pub frames: Option<u64>,
 }
 
-/// What one trial counted.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// What one trial counted (one direction; `reverse` the other when
+/// bidirectional).
+#[derive(Debug, Clone, PartialEq)]
 pub struct TrialCounts {
     /// Frames sent (the sender's count) and received (the receiving port's).
     pub sent: u64,
     pub received: u64,
+    /// Their bytes, L2 with FCS.
+    pub sent_bytes: u64,
+    pub received_bytes: u64,
     /// The time the sending took, s.
     pub secs: f64,
     /// min, mean, p50, p99, max one-way latency (ns), where measured.
     pub latency_ns: Option<[f64; 5]>,
     /// The receiving interface's own count over the trial.
     pub rx_iface_packets: Option<u64>,
+    /// Bidirectional: the other direction's counts.
+    pub reverse: Option<Box<TrialCounts>>,
 }
 
 /// Runs one trial: sends, counts, reports.
@@ -71,9 +189,10 @@ pub trait TrialRunner {
 }
 
 /// The searches' settings.
+#[derive(Debug, Clone)]
 pub struct Settings {
-    /// The highest rate tried (line rate, or --max-rate), frames/s per size.
-    pub max_fps: Box<dyn Fn(u16) -> f64 + Send + Sync>,
+    /// The highest rate tried (line rate, or --max-rate).
+    pub max_rate: MaxRate,
     pub trial_time: Duration,
     /// Stop when the search interval is narrower than this share of the
     /// maximum rate.
@@ -83,13 +202,10 @@ pub struct Settings {
     pub offered_min: f64,
 }
 
-impl std::fmt::Debug for Settings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Settings")
-            .field("trial_time", &self.trial_time)
-            .field("resolution", &self.resolution)
-            .field("offered_min", &self.offered_min)
-            .finish_non_exhaustive()
+impl Settings {
+    /// The highest rate tried for a frame size, frames/s.
+    pub fn max_fps(&self, size: &FrameSize) -> f64 {
+        self.max_rate.fps(size)
     }
 }
 
@@ -100,48 +216,70 @@ pub fn trial(
     loss_allowed: f64,
     offered_min: f64,
 ) -> Result<Trial, String> {
-    let TrialCounts {
-        sent,
-        received,
-        secs,
-        latency_ns,
-        rx_iface_packets,
-    } = runner.run(spec)?;
-    let offered_fps = if secs > 0.0 { sent as f64 / secs } else { 0.0 };
-    let lost = sent.saturating_sub(received);
-    let loss_ratio = if sent > 0 {
-        lost as f64 / sent as f64
-    } else {
-        1.0
+    let c = runner.run(spec)?;
+    let direction = |c: &TrialCounts| {
+        let offered_fps = if c.secs > 0.0 {
+            c.sent as f64 / c.secs
+        } else {
+            0.0
+        };
+        let loss_ratio = if c.sent > 0 {
+            c.sent.saturating_sub(c.received) as f64 / c.sent as f64
+        } else {
+            1.0
+        };
+        Direction {
+            sent: c.sent,
+            received: c.received,
+            offered_fps,
+            loss_ratio,
+        }
     };
+    let fwd = direction(&c);
+    let rev = c.reverse.as_deref().map(direction);
+    let both: Vec<Direction> = std::iter::once(fwd).chain(rev).collect();
+    // Judged by the weaker direction: the lower offered rate, the higher loss.
+    let offered_fps = both.iter().map(|d| d.offered_fps).fold(f64::MAX, f64::min);
+    let loss_ratio = both.iter().map(|d| d.loss_ratio).fold(0.0, f64::max);
     let expected = spec
         .frames
         .unwrap_or_else(|| (spec.rate_fps * spec.duration.as_secs_f64()).round() as u64);
-    let reason = if sent < expected || offered_fps < spec.rate_fps * offered_min {
+    let short = both.iter().any(|d| d.sent < expected);
+    let reason = if short || offered_fps < spec.rate_fps * offered_min {
         Some("offered load not reached".to_string())
     } else if loss_ratio > loss_allowed {
         Some("loss".to_string())
     } else {
         None
     };
+    let r = c.reverse.as_deref();
     Ok(Trial {
-        frame_size: spec.frame_size,
+        frame_size: spec.frame_size.clone(),
         asked_fps: spec.rate_fps,
         offered_fps,
-        sent,
-        received,
+        sent: both.iter().map(|d| d.sent).sum(),
+        received: both.iter().map(|d| d.received).sum(),
+        sent_bytes: c.sent_bytes + r.map_or(0, |r| r.sent_bytes),
+        received_bytes: c.received_bytes + r.map_or(0, |r| r.received_bytes),
         loss_ratio,
         passed: reason.is_none(),
         reason,
-        latency_ns,
-        rx_iface_packets,
+        latency_ns: c.latency_ns,
+        rx_iface_packets: c
+            .rx_iface_packets
+            .map(|n| n + r.and_then(|r| r.rx_iface_packets).unwrap_or(0)),
+        directions: rev.map(|r| [fwd, r]),
     })
 }
 
 /// The throughput search's outcome for one frame size and loss ratio.
 #[derive(Debug, Clone, Serialize)]
 pub struct Throughput {
-    pub frame_size: u16,
+    pub frame_size: FrameSize,
+    /// The mean frame size, bytes (the size itself unless a mix).
+    pub mean_frame_size: f64,
+    /// Bidirectional: the rates are per direction, both ways at once.
+    pub bidirectional: bool,
     /// The loss ratio allowed (0: NDR).
     pub loss_allowed: f64,
     /// The highest rate that passed, frames/s (0 if none did).
@@ -155,13 +293,11 @@ pub struct Throughput {
     pub trials: Vec<Trial>,
 }
 
-/// L1 and L2 bit/s of `fps` frames of `size` bytes (FCS included; L1 adds
+/// L1 and L2 bit/s of `fps` frames of `size` (FCS included; L1 adds
 /// preamble, SFD and the inter-frame gap: 20 bytes).
-pub fn bits(fps: f64, size: u16) -> (f64, f64) {
-    (
-        fps * f64::from(size + 20) * 8.0,
-        fps * f64::from(size) * 8.0,
-    )
+pub fn bits(fps: f64, size: &FrameSize) -> (f64, f64) {
+    let m = size.mean();
+    (fps * (m + 20.0) * 8.0, fps * m * 8.0)
 }
 
 /// RFC 2544 26.1, binary search: the first trial at the maximum; then
@@ -169,12 +305,13 @@ pub fn bits(fps: f64, size: u16) -> (f64, f64) {
 /// closer than the resolution. `on_trial` sees each trial as it ends.
 pub fn throughput(
     runner: &mut dyn TrialRunner,
-    size: u16,
+    size: &FrameSize,
     loss_allowed: f64,
     s: &Settings,
     on_trial: &mut dyn FnMut(&Trial),
 ) -> Result<Throughput, String> {
-    let max = (s.max_fps)(size);
+    let max = s.max_fps(size);
+    let mut bidirectional = false;
     let step = (max * s.resolution).max(1.0);
     let (mut lo, mut hi) = (0.0f64, max);
     let mut best: Option<Trial> = None;
@@ -184,7 +321,7 @@ pub fn throughput(
         let t = trial(
             runner,
             &TrialSpec {
-                frame_size: size,
+                frame_size: size.clone(),
                 rate_fps: rate,
                 duration: s.trial_time,
                 frames: None,
@@ -193,6 +330,7 @@ pub fn throughput(
             s.offered_min,
         )?;
         on_trial(&t);
+        bidirectional |= t.directions.is_some();
         if t.passed {
             lo = rate;
             best = Some(t.clone());
@@ -210,7 +348,9 @@ pub fn throughput(
         .map_or(0.0, |b| b.offered_fps.min(b.asked_fps));
     let (l1, l2) = bits(rate_fps, size);
     Ok(Throughput {
-        frame_size: size,
+        frame_size: size.clone(),
+        mean_frame_size: size.mean(),
+        bidirectional,
         loss_allowed,
         rate_fps,
         rate_l1_bps: l1,
@@ -224,7 +364,9 @@ pub fn throughput(
 /// Latency at a rate: one trial of `time`, its latency figures.
 #[derive(Debug, Clone, Serialize)]
 pub struct Latency {
-    pub frame_size: u16,
+    pub frame_size: FrameSize,
+    /// The load: a share of the throughput found (or of the maximum rate).
+    pub load: f64,
     pub rate_fps: f64,
     pub trial: Trial,
 }
@@ -232,7 +374,7 @@ pub struct Latency {
 /// One step of the frame loss rate curve.
 #[derive(Debug, Clone, Serialize)]
 pub struct FrameLossStep {
-    pub frame_size: u16,
+    pub frame_size: FrameSize,
     /// Share of the maximum rate.
     pub load: f64,
     pub rate_fps: f64,
@@ -244,11 +386,11 @@ pub struct FrameLossStep {
 /// successive steps lose nothing.
 pub fn frame_loss(
     runner: &mut dyn TrialRunner,
-    size: u16,
+    size: &FrameSize,
     s: &Settings,
     on_trial: &mut dyn FnMut(&Trial),
 ) -> Result<Vec<FrameLossStep>, String> {
-    let max = (s.max_fps)(size);
+    let max = s.max_fps(size);
     let mut out: Vec<FrameLossStep> = Vec::new();
     for tenth in (1..=10).rev() {
         let load = f64::from(tenth) / 10.0;
@@ -256,7 +398,7 @@ pub fn frame_loss(
         let t = trial(
             runner,
             &TrialSpec {
-                frame_size: size,
+                frame_size: size.clone(),
                 rate_fps: rate,
                 duration: s.trial_time,
                 frames: None,
@@ -266,7 +408,7 @@ pub fn frame_loss(
         )?;
         on_trial(&t);
         out.push(FrameLossStep {
-            frame_size: size,
+            frame_size: size.clone(),
             load,
             rate_fps: rate,
             loss_ratio: t.loss_ratio,
@@ -284,7 +426,7 @@ pub fn frame_loss(
 /// no loss (binary search on its length), found `repeats` times.
 #[derive(Debug, Clone, Serialize)]
 pub struct BackToBack {
-    pub frame_size: u16,
+    pub frame_size: FrameSize,
     pub rate_fps: f64,
     /// The longest lossless burst of each repetition, frames.
     pub bursts: Vec<u64>,
@@ -294,13 +436,13 @@ pub struct BackToBack {
 
 pub fn back_to_back(
     runner: &mut dyn TrialRunner,
-    size: u16,
+    size: &FrameSize,
     max_burst: u64,
     repeats: usize,
     s: &Settings,
     on_trial: &mut dyn FnMut(&Trial),
 ) -> Result<BackToBack, String> {
-    let rate = (s.max_fps)(size);
+    let rate = s.max_fps(size);
     let mut bursts = Vec::new();
     let mut trials = Vec::new();
     for _ in 0..repeats.max(1) {
@@ -311,7 +453,7 @@ pub fn back_to_back(
             let t = trial(
                 runner,
                 &TrialSpec {
-                    frame_size: size,
+                    frame_size: size.clone(),
                     rate_fps: rate,
                     duration: Duration::from_secs_f64(secs),
                     frames: Some(n),
@@ -332,7 +474,7 @@ pub fn back_to_back(
     }
     let mean_burst = bursts.iter().sum::<u64>() as f64 / bursts.len() as f64;
     Ok(BackToBack {
-        frame_size: size,
+        frame_size: size.clone(),
         rate_fps: rate,
         bursts,
         mean_burst,
@@ -342,12 +484,16 @@ pub fn back_to_back(
 
 /// Trials on real ports: sink on `rx_iface` (in a thread), blast on
 /// `tx_iface`, a drain wait after the last frame for what the device
-/// still holds.
+/// still holds; with `reverse`, the same from `rx_iface` to `tx_iface` at
+/// the same time.
 #[derive(Debug, Clone)]
 pub struct DeviceRunner {
     pub tx_iface: String,
     pub rx_iface: String,
     pub flows: FlowSpec,
+    /// Bidirectional: the flows sent from `rx_iface` back through the
+    /// device to `tx_iface`.
+    pub reverse: Option<FlowSpec>,
     pub backend: crate::backend::BackendKind,
     pub drain: Duration,
     /// Sender and receiver on one host: latency is measured.
@@ -366,30 +512,35 @@ fn rx_packets(iface: &str) -> Option<u64> {
         .ok()
 }
 
-impl TrialRunner for DeviceRunner {
-    fn run(&mut self, spec: &TrialSpec) -> Result<TrialCounts, String> {
-        if self.stop.load(Ordering::Relaxed) {
-            return Err("interrupted".into());
+/// One direction through the device: sent on `tx`, counted on `rx`.
+struct Leg<'a> {
+    tx: &'a str,
+    rx: &'a str,
+    flows: &'a FlowSpec,
+}
+
+impl DeviceRunner {
+    fn legs(&self) -> Vec<Leg<'_>> {
+        let mut legs = vec![Leg {
+            tx: &self.tx_iface,
+            rx: &self.rx_iface,
+            flows: &self.flows,
+        }];
+        if let Some(r) = &self.reverse {
+            legs.push(Leg {
+                tx: &self.rx_iface,
+                rx: &self.tx_iface,
+                flows: r,
+            });
         }
-        let count = spec
-            .frames
-            .unwrap_or_else(|| (spec.rate_fps * spec.duration.as_secs_f64()).round() as u64)
-            .max(1);
-        let scfg = SinkConfig {
-            iface: self.rx_iface.clone(),
-            duration: spec.duration + self.drain + Duration::from_secs(30),
-            backend: self.backend,
-            clocks_shared: self.clocks_shared,
-            until_packets: None,
-            capture: None,
-            cores: Vec::new(),
-            interval: None,
-            take: crate::backend::RxFilter::Udp(None),
-        };
-        let bcfg = BlastConfig {
-            iface: self.tx_iface.clone(),
-            flows: self.flows.clone(),
-            sizes: SizeSequence::list(&[spec.frame_size]),
+        legs
+    }
+
+    fn blast_config(&self, leg: &Leg<'_>, spec: &TrialSpec, count: u64) -> BlastConfig {
+        BlastConfig {
+            iface: leg.tx.to_string(),
+            flows: leg.flows.clone(),
+            sizes: spec.frame_size.sequence(),
             framing: linerate_gen::Framing::default(),
             count: Some(count),
             duration: spec.duration + Duration::from_secs(30),
@@ -402,74 +553,161 @@ impl TrialRunner for DeviceRunner {
             gso: crate::udp::Gso::Off,
             interval: None,
             end_markers: false,
-        };
+        }
+    }
+
+    /// Sends on every leg at once; the first error.
+    fn send_all(&self, cfgs: &[BlastConfig]) -> Vec<Result<crate::BlastReport, String>> {
+        std::thread::scope(|sc| {
+            let hs: Vec<_> = cfgs
+                .iter()
+                .map(|c| {
+                    sc.spawn(move || {
+                        blast(c, &self.stop, &mut |_| {})
+                            .map_err(|e| format!("sending on {}: {e}", c.iface))
+                    })
+                })
+                .collect();
+            hs.into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err("a sending thread failed".into()))
+                })
+                .collect()
+        })
+    }
+}
+
+impl TrialRunner for DeviceRunner {
+    fn run(&mut self, spec: &TrialSpec) -> Result<TrialCounts, String> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Err("interrupted".into());
+        }
+        let count = spec
+            .frames
+            .unwrap_or_else(|| (spec.rate_fps * spec.duration.as_secs_f64()).round() as u64)
+            .max(1);
+        let legs = self.legs();
+        let sinks: Vec<SinkConfig> = legs
+            .iter()
+            .map(|l| SinkConfig {
+                iface: l.rx.to_string(),
+                duration: spec.duration + self.drain + Duration::from_secs(30),
+                backend: self.backend,
+                clocks_shared: self.clocks_shared,
+                until_packets: None,
+                capture: None,
+                cores: Vec::new(),
+                interval: None,
+                take: crate::backend::RxFilter::Udp(None),
+            })
+            .collect();
+        let blasts: Vec<BlastConfig> = legs
+            .iter()
+            .map(|l| self.blast_config(l, spec, count))
+            .collect();
         if !self.warmup.is_zero() {
-            let mut w = bcfg.clone();
-            w.count = Some((spec.rate_fps * self.warmup.as_secs_f64()).round().max(1.0) as u64);
-            blast(&w, &self.stop, &mut |_| {})
-                .map_err(|e| format!("warm-up on {}: {e}", self.tx_iface))?;
+            let n = (spec.rate_fps * self.warmup.as_secs_f64()).round().max(1.0) as u64;
+            let warm: Vec<BlastConfig> = blasts
+                .iter()
+                .map(|b| BlastConfig {
+                    count: Some(n),
+                    ..b.clone()
+                })
+                .collect();
+            for r in self.send_all(&warm) {
+                r.map_err(|e| format!("warm-up: {e}"))?;
+            }
             std::thread::sleep(self.drain);
         }
         let sink_stop = AtomicBool::new(false);
-        let rx_before = rx_packets(&self.rx_iface);
+        let rx_before: Vec<Option<u64>> = legs.iter().map(|l| rx_packets(l.rx)).collect();
         std::thread::scope(|sc| {
             let (ready_tx, ready_rx) = std::sync::mpsc::channel();
             let sink_stop = &sink_stop;
-            let scfg = &scfg;
-            let h = sc.spawn(move || {
-                sink(
-                    scfg,
-                    sink_stop,
-                    &mut |_| {
-                        let _ = ready_tx.send(());
-                    },
-                    &mut |_| {},
-                )
-            });
-            if ready_rx.recv_timeout(Duration::from_secs(10)).is_err() {
-                sink_stop.store(true, Ordering::Relaxed);
-                return Err(match h.join() {
-                    Ok(Err(e)) => format!("receiving on {}: {e}", self.rx_iface),
-                    _ => format!("receiving on {}: not ready in 10 s", self.rx_iface),
-                });
+            let hs: Vec<_> = sinks
+                .iter()
+                .map(|scfg| {
+                    let ready_tx = ready_tx.clone();
+                    sc.spawn(move || {
+                        sink(
+                            scfg,
+                            sink_stop,
+                            &mut |_| {
+                                let _ = ready_tx.send(());
+                            },
+                            &mut |_| {},
+                        )
+                    })
+                })
+                .collect();
+            for scfg in &sinks {
+                if ready_rx.recv_timeout(Duration::from_secs(10)).is_err() {
+                    sink_stop.store(true, Ordering::Relaxed);
+                    let why = hs
+                        .into_iter()
+                        .find_map(|h| match h.join() {
+                            Ok(Err(e)) => Some(e.to_string()),
+                            _ => None,
+                        })
+                        .unwrap_or_else(|| "not ready in 10 s".into());
+                    return Err(format!("receiving on {}: {why}", scfg.iface));
+                }
             }
-            let sent = blast(&bcfg, &self.stop, &mut |_| {});
+            let sent = self.send_all(&blasts);
             std::thread::sleep(self.drain);
             sink_stop.store(true, Ordering::Relaxed);
-            let got = h
-                .join()
-                .map_err(|_| "the receiving thread failed".to_string())?;
-            let b = sent.map_err(|e| format!("sending on {}: {e}", self.tx_iface))?;
-            let r = got.map_err(|e| format!("receiving on {}: {e}", self.rx_iface))?;
-            let lat = r.counts.latency_percentiles().map(|p| {
-                let h = &r.counts.latency_ns;
-                [
-                    h.min() as f64,
-                    h.mean(),
-                    p[0] as f64,
-                    p[2] as f64,
-                    p[4] as f64,
-                ]
-            });
-            // The time sending took, from the pacer's own record of its
-            // send calls (gaps x calls): the worker's set-up before the
-            // first frame is not time at the asked rate.
-            let secs = b
-                .pacing
-                .iter()
-                .map(|(d, _)| d.mean_gap_ns * d.calls as f64 / 1e9)
-                .fold(0.0, f64::max);
-            let secs = if secs > 0.0 { secs } else { b.duration_s };
-            let rx_iface_packets = rx_before
-                .zip(rx_packets(&self.rx_iface))
-                .map(|(a, b)| b.saturating_sub(a));
-            Ok(TrialCounts {
-                sent: b.packets,
-                received: r.counts.packets,
-                secs,
-                latency_ns: lat,
-                rx_iface_packets,
-            })
+            let got: Vec<_> = hs
+                .into_iter()
+                .zip(&sinks)
+                .map(|(h, c)| match h.join() {
+                    Ok(r) => r.map_err(|e| format!("receiving on {}: {e}", c.iface)),
+                    Err(_) => Err("the receiving thread failed".to_string()),
+                })
+                .collect();
+            let mut counts = Vec::new();
+            for ((b, r), (leg, before)) in
+                sent.into_iter().zip(got).zip(legs.iter().zip(&rx_before))
+            {
+                let (b, r) = (b?, r?);
+                let lat = r.counts.latency_percentiles().map(|p| {
+                    let h = &r.counts.latency_ns;
+                    [
+                        h.min() as f64,
+                        h.mean(),
+                        p[0] as f64,
+                        p[2] as f64,
+                        p[4] as f64,
+                    ]
+                });
+                // The time sending took, from the pacer's own record of
+                // its send calls (gaps x calls): the worker's set-up
+                // before the first frame is not time at the asked rate.
+                let secs = b
+                    .pacing
+                    .iter()
+                    .map(|(d, _)| d.mean_gap_ns * d.calls as f64 / 1e9)
+                    .fold(0.0, f64::max);
+                let secs = if secs > 0.0 { secs } else { b.duration_s };
+                let rx_iface_packets = before
+                    .zip(rx_packets(leg.rx))
+                    .map(|(a, b)| b.saturating_sub(a));
+                counts.push(TrialCounts {
+                    sent: b.packets,
+                    received: r.counts.packets,
+                    sent_bytes: b.bytes,
+                    // The sink counts bytes without FCS.
+                    received_bytes: r.counts.bytes + 4 * r.counts.packets,
+                    secs,
+                    latency_ns: lat,
+                    rx_iface_packets,
+                    reverse: None,
+                });
+            }
+            let mut it = counts.into_iter();
+            let mut fwd = it.next().ok_or("no direction")?;
+            fwd.reverse = it.next().map(Box::new);
+            Ok(fwd)
         })
     }
 }
@@ -485,6 +723,8 @@ mod tests {
         queue: f64,
         gen_max: f64,
         trials: usize,
+        /// Bidirectional: the reverse direction's capacity.
+        reverse: Option<f64>,
     }
 
     impl TrialRunner for Sim {
@@ -495,19 +735,35 @@ mod tests {
             let offered = s.rate_fps.min(self.gen_max);
             let took = want as f64 / offered;
             let passed_through = (self.capacity * took + self.queue).min(want as f64);
+            let reverse = self.reverse.map(|cap| {
+                let through = (cap * took + self.queue).min(want as f64) as u64;
+                Box::new(TrialCounts {
+                    sent: want,
+                    received: through,
+                    sent_bytes: want * 64,
+                    received_bytes: through * 64,
+                    secs: took,
+                    latency_ns: None,
+                    rx_iface_packets: None,
+                    reverse: None,
+                })
+            });
             Ok(TrialCounts {
                 sent: want,
                 received: passed_through as u64,
+                sent_bytes: want * 64,
+                received_bytes: passed_through as u64 * 64,
                 secs: took,
                 latency_ns: None,
                 rx_iface_packets: None,
+                reverse,
             })
         }
     }
 
     fn settings(max: f64) -> Settings {
         Settings {
-            max_fps: Box::new(move |_| max),
+            max_rate: MaxRate::Fps(max),
             trial_time: Duration::from_secs(1),
             resolution: 0.01,
             offered_min: 0.99,
@@ -521,9 +777,10 @@ mod tests {
             queue: 0.0,
             gen_max: 1e9,
             trials: 0,
+            reverse: None,
         };
         let s = settings(100_000.0);
-        let r = throughput(&mut sim, 64, 0.0, &s, &mut |_| {}).unwrap();
+        let r = throughput(&mut sim, &64.into(), 0.0, &s, &mut |_| {}).unwrap();
         assert!((r.rate_fps - 41_666.0).abs() <= 1_000.0, "{}", r.rate_fps);
         assert!(r.rate_fps <= 41_666.0, "NDR above capacity: {}", r.rate_fps);
         // Bounds: every pass below every later failure, and vice versa.
@@ -547,7 +804,7 @@ mod tests {
         );
         assert_eq!(sim.trials, r.trials.len());
         // PDR: a 1% loss allowance moves the target to capacity / 0.99.
-        let pdr = throughput(&mut sim, 64, 0.01, &s, &mut |_| {}).unwrap();
+        let pdr = throughput(&mut sim, &64.into(), 0.01, &s, &mut |_| {}).unwrap();
         let target = 41_666.0 / 0.99;
         assert!(
             pdr.rate_fps >= r.rate_fps,
@@ -571,8 +828,9 @@ mod tests {
             queue: 0.0,
             gen_max: 30_000.0,
             trials: 0,
+            reverse: None,
         };
-        let r = throughput(&mut sim, 64, 0.0, &settings(100_000.0), &mut |_| {}).unwrap();
+        let r = throughput(&mut sim, &64.into(), 0.0, &settings(100_000.0), &mut |_| {}).unwrap();
         assert!(
             r.rate_fps <= 30_000.0 && r.rate_fps > 28_000.0,
             "{}",
@@ -593,8 +851,9 @@ mod tests {
             queue: 0.0,
             gen_max: 1e9,
             trials: 0,
+            reverse: None,
         };
-        let steps = frame_loss(&mut sim, 64, &settings(100_000.0), &mut |_| {}).unwrap();
+        let steps = frame_loss(&mut sim, &64.into(), &settings(100_000.0), &mut |_| {}).unwrap();
         let loads: Vec<f64> = steps.iter().map(|s| s.load).collect();
         assert_eq!(loads, [1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4]);
         assert!(steps.windows(2).all(|w| w[0].loss_ratio >= w[1].loss_ratio));
@@ -610,10 +869,85 @@ mod tests {
             queue: 500.0,
             gen_max: 1e9,
             trials: 0,
+            reverse: None,
         };
-        let b = back_to_back(&mut sim, 64, 10_000, 2, &settings(100_000.0), &mut |_| {}).unwrap();
+        let b = back_to_back(
+            &mut sim,
+            &64.into(),
+            10_000,
+            2,
+            &settings(100_000.0),
+            &mut |_| {},
+        )
+        .unwrap();
         // n <= 0.1 n + 500  =>  n <= 555.
         assert_eq!(b.bursts, vec![555, 555]);
         assert_eq!(b.mean_burst, 555.0);
+    }
+
+    #[test]
+    fn bidirectional_trials_are_judged_by_the_weaker_direction() {
+        // Forward takes 80k fps, the way back 41,666: NDR is the latter,
+        // per direction; each trial keeps both directions' counts.
+        let mut sim = Sim {
+            capacity: 80_000.0,
+            queue: 0.0,
+            gen_max: 1e9,
+            trials: 0,
+            reverse: Some(41_666.0),
+        };
+        let r = throughput(&mut sim, &64.into(), 0.0, &settings(100_000.0), &mut |_| {}).unwrap();
+        assert!(r.bidirectional);
+        assert!(
+            r.rate_fps <= 41_666.0 && r.rate_fps > 40_000.0,
+            "{}",
+            r.rate_fps
+        );
+        for t in &r.trials {
+            let [f, b] = t.directions.expect("both directions");
+            assert_eq!(t.sent, f.sent + b.sent);
+            assert_eq!(t.received, f.received + b.received);
+            assert_eq!(t.loss_ratio, f.loss_ratio.max(b.loss_ratio));
+            // Between the two capacities only the way back loses.
+            if t.asked_fps > 41_666.0 && t.asked_fps < 80_000.0 {
+                assert_eq!(f.loss_ratio, 0.0, "{t:?}");
+                assert!(!t.passed && b.loss_ratio > 0.0, "{t:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn frame_sizes_parse_fixed_and_mixes() {
+        assert_eq!(FrameSize::parse("64"), Ok(FrameSize::Fixed(64)));
+        let imix = FrameSize::parse("IMIX").unwrap();
+        // 7 x 64 + 4 x 594 + 1 x 1518 over 12 frames.
+        assert_eq!(imix.mean(), (7.0 * 64.0 + 4.0 * 594.0 + 1518.0) / 12.0);
+        assert_eq!(imix.sequence().cycle().len(), 12);
+        assert_eq!(
+            serde_json::to_value(&imix).unwrap(),
+            serde_json::json!("imix")
+        );
+        let custom = FrameSize::parse("imix:64:3/1518:1").unwrap();
+        assert_eq!(custom.mean(), (3.0 * 64.0 + 1518.0) / 4.0);
+        assert_eq!(
+            serde_json::to_value(&custom).unwrap(),
+            serde_json::json!("imix:64:3/1518:1")
+        );
+        for bad in ["63", "9217", "imix:64:0", "imix:", "big"] {
+            assert!(FrameSize::parse(bad).is_err(), "{bad}");
+        }
+        // Bits of a mix: its mean size.
+        let (l1, l2) = bits(1000.0, &custom);
+        assert_eq!(
+            (l1, l2),
+            (
+                1000.0 * (custom.mean() + 20.0) * 8.0,
+                1000.0 * custom.mean() * 8.0
+            )
+        );
+        assert_eq!(
+            MaxRate::L1Bps(1e9).fps(&custom),
+            1e9 / (8.0 * (custom.mean() + 20.0))
+        );
     }
 }

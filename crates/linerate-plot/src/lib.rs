@@ -474,7 +474,9 @@ fn campaign_chart(doc: &Value, fig: Figure) -> Result<Chart, PlotError> {
     let (title, y_label) = match fig {
         Figure::Rate => {
             for r in doc["throughput"].as_array().into_iter().flatten() {
-                let (Some(size), Some(l1)) = (f(r, "frame_size"), f(r, "rate_l1_bps")) else {
+                // A mix (imix) is placed at its mean frame size.
+                let size = f(r, "frame_size").or_else(|| f(r, "mean_frame_size"));
+                let (Some(size), Some(l1)) = (size, f(r, "rate_l1_bps")) else {
                     continue;
                 };
                 let loss = f(r, "loss_allowed").unwrap_or(0.0);
@@ -494,9 +496,16 @@ fn campaign_chart(doc: &Value, fig: Figure) -> Result<Chart, PlotError> {
                 else {
                     continue;
                 };
+                // Several loads: a series per figure and load.
+                let load = f(l, "load").unwrap_or(1.0);
                 for (i, name) in [(2, "p50"), (3, "p99"), (4, "max")] {
                     if let Some(ns) = v.get(i).and_then(Value::as_f64) {
-                        add(name.to_string(), i == 2, size, ns / 1e3);
+                        let name = if load == 1.0 {
+                            name.to_string()
+                        } else {
+                            format!("{name} at {:.0}% load", load * 100.0)
+                        };
+                        add(name, i == 2, size, ns / 1e3);
                     }
                 }
             }

@@ -8,7 +8,7 @@ use super::out::{OutputArgs, Run};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use linerate_gen::FlowSpec;
-use linerate_packet::rfc2544::{self, DeviceRunner, Settings, Trial};
+use linerate_packet::rfc2544::{self, DeviceRunner, FrameSize, MaxRate, Settings, Trial};
 use linerate_run::{CountedBy, Counts, Interval, Mode, Row, Scope};
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -21,6 +21,15 @@ pub struct Rfc2544Args {
     /// The port that receives what the device forwards.
     #[arg(long, value_name = "IFACE")]
     rx_iface: String,
+    /// Both ways at once: tx->rx and rx->tx, each at the trial's rate
+    /// (rates in the results are per direction; a trial passes when both
+    /// directions do).
+    #[arg(long)]
+    bidir: bool,
+    /// --bidir: the device's MAC on the rx side (default: the next hop
+    /// from --rx-iface towards --src-ip, from the neighbour table).
+    #[arg(long)]
+    reverse_dst_mac: Option<String>,
     /// The device's MAC on the tx side (default: --dut-ip's, or the next
     /// hop towards --dst-ip, from the kernel's neighbour table).
     #[arg(long)]
@@ -41,13 +50,15 @@ pub struct Rfc2544Args {
     src_port: String,
     #[arg(long, default_value = "9")]
     dst_port: String,
-    /// Frame sizes, FCS included (RFC 2544's defaults).
+    /// Frame sizes, FCS included (RFC 2544's defaults); `imix` (7:4:1 of
+    /// 64/594/1518) or `imix:64:7/594:4/1518:1` for a mix.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "64,128,256,512,1024,1280,1518"
+        default_value = "64,128,256,512,1024,1280,1518",
+        value_parser = FrameSize::parse
     )]
-    sizes: Vec<u16>,
+    sizes: Vec<FrameSize>,
     /// throughput, latency, loss, back-to-back (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "throughput")]
     tests: Vec<String>,
@@ -70,12 +81,12 @@ pub struct Rfc2544Args {
     /// fails as "offered load not reached".
     #[arg(long, default_value = "99%", value_parser = parse_ratio)]
     offered_min: f64,
-    /// Latency test: seconds (RFC 2544 asks 120) and the load as a share of
-    /// the throughput found (or of the maximum rate).
+    /// Latency test: seconds (RFC 2544 asks 120) and the loads as shares of
+    /// the throughput found (or of the maximum rate): 100%, or 10%,50%,90%.
     #[arg(long, default_value_t = 10.0)]
     latency_time: f64,
-    #[arg(long, default_value = "100%", value_parser = parse_ratio)]
-    latency_load: f64,
+    #[arg(long, value_delimiter = ',', default_value = "100%", value_parser = parse_ratio)]
+    latency_load: Vec<f64>,
     /// Back-to-back: repetitions (RFC 2544 asks 50) and the longest burst
     /// tried, in seconds of frames at the maximum rate.
     #[arg(long, default_value_t = 5)]
@@ -115,16 +126,25 @@ fn parse_ratio(s: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("'{s}' is not a ratio (0.5%, 0.001, 0)"))
 }
 
-/// `--max-rate` in frames/s for a frame size: pps as given, bit/s as L1.
-fn max_fps(spec: &str, size: u16) -> Result<f64> {
+/// `--max-rate`: frames/s as given (100kpps), bit/s as L1 (1G).
+fn max_rate(spec: &str) -> Result<MaxRate> {
     let s = spec.trim().to_ascii_lowercase();
-    if let Some(p) = s.strip_suffix("pps") {
-        return Ok(linerate_iperf_proto::units::parse_suffixed(p, 1000)
-            .with_context(|| format!("--max-rate {spec}"))? as f64);
+    let rate = if let Some(p) = s.strip_suffix("pps") {
+        MaxRate::Fps(
+            linerate_iperf_proto::units::parse_suffixed(p, 1000)
+                .with_context(|| format!("--max-rate {spec}"))? as f64,
+        )
+    } else {
+        MaxRate::L1Bps(
+            linerate_iperf_proto::units::parse_suffixed(s.trim_end_matches("bps"), 1000)
+                .with_context(|| format!("--max-rate {spec}: frames/s (100kpps) or bit/s (1G)"))?
+                as f64,
+        )
+    };
+    match rate {
+        MaxRate::Fps(f) | MaxRate::L1Bps(f) if f > 0.0 => Ok(rate),
+        _ => bail!("--max-rate {spec}: above zero"),
     }
-    let bps = linerate_iperf_proto::units::parse_suffixed(s.trim_end_matches("bps"), 1000)
-        .with_context(|| format!("--max-rate {spec}: frames/s (100kpps) or bit/s (1G)"))?;
-    Ok(bps as f64 / (8.0 * f64::from(size + 20)))
 }
 
 fn port_speed_bps(iface: &str) -> Option<f64> {
@@ -136,16 +156,16 @@ fn port_speed_bps(iface: &str) -> Option<f64> {
 }
 
 fn trial_rows(n: usize, t: &Trial) -> Vec<Row> {
-    let id = format!("{}B trial {n}", t.frame_size);
+    let id = format!("{} trial {n}", t.frame_size);
     vec![
         Row::new(Scope::Flow, id.clone(), "tx", CountedBy::Sender).with_counts(Counts {
             packets: Some(t.sent),
-            bytes: Some(t.sent * u64::from(t.frame_size)),
+            bytes: Some(t.sent_bytes),
             ..Counts::default()
         }),
         Row::new(Scope::Flow, id, "rx", CountedBy::Receiver).with_counts(Counts {
             packets: Some(t.received),
-            bytes: Some(t.received * u64::from(t.frame_size)),
+            bytes: Some(t.received_bytes),
             lost: Some(t.sent.saturating_sub(t.received)),
             ..Counts::default()
         }),
@@ -154,8 +174,13 @@ fn trial_rows(n: usize, t: &Trial) -> Vec<Row> {
 
 fn trial_line(t: &Trial) -> String {
     format!(
-        "{:>5} B  asked {:>12.0} fps  offered {:>12.0} fps  sent {:>10}  received {:>10}  loss {:.6}%  {}",
-        t.frame_size,
+        "{:>7}  asked {:>12.0} fps{}  offered {:>12.0} fps  sent {:>10}  received {:>10}  loss {:.6}%  {}",
+        t.frame_size.to_string(),
+        if t.directions.is_some() {
+            " each way"
+        } else {
+            ""
+        },
         t.asked_fps,
         t.offered_fps,
         t.sent,
@@ -174,9 +199,6 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
         if !["throughput", "latency", "loss", "back-to-back"].contains(&t.as_str()) {
             bail!("--tests: '{t}' is not one of throughput, latency, loss, back-to-back");
         }
-    }
-    if a.sizes.iter().any(|s| !(64..=9216).contains(s)) {
-        bail!("--sizes: frame sizes from 64 to 9216 bytes");
     }
     if a.tx_iface == a.rx_iface {
         bail!("--tx-iface and --rx-iface must be two ports with the device between them");
@@ -204,25 +226,40 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
         &a.src_port,
         &a.dst_port,
     )?;
-    let max_spec = a.max_rate.clone();
-    let speed = port_speed_bps(&a.tx_iface);
-    if max_spec.is_none() && speed.is_none() {
-        bail!(
+    let reverse = if a.bidir {
+        let dst_mac = match &a.reverse_dst_mac {
+            Some(m) => m.clone(),
+            None => super::blast::next_hop_mac(&a.rx_iface, &a.src_ip)
+                .context("--bidir: the device's MAC on the rx side (--reverse-dst-mac)")?,
+        };
+        let src_mac = linerate_backend::iface::mac(&a.rx_iface)
+            .map(linerate_backend::iface::format_mac)
+            .with_context(|| format!("--rx-iface {}", a.rx_iface))?;
+        Some(FlowSpec::parse(
+            &src_mac,
+            &dst_mac,
+            &a.dst_ip,
+            &a.src_ip,
+            &a.dst_port,
+            &a.src_port,
+        )?)
+    } else {
+        if a.reverse_dst_mac.is_some() {
+            bail!("--reverse-dst-mac goes with --bidir");
+        }
+        None
+    };
+    let max = match (&a.max_rate, port_speed_bps(&a.tx_iface)) {
+        (Some(m), _) => max_rate(m)?,
+        (None, Some(bps)) => MaxRate::L1Bps(bps),
+        (None, None) => bail!(
             "{} does not report its speed (a veth?): give --max-rate",
             a.tx_iface
-        );
-    }
-    for &s in &a.sizes {
-        if let Some(m) = &max_spec {
-            max_fps(m, s)?;
-        }
-    }
+        ),
+    };
     let stop = super::stop_flag()?;
     let settings = Settings {
-        max_fps: Box::new(move |size| match &max_spec {
-            Some(m) => max_fps(m, size).unwrap_or(0.0),
-            None => speed.unwrap_or(0.0) / (8.0 * f64::from(size + 20)),
-        }),
+        max_rate: max,
         trial_time: Duration::from_secs_f64(a.trial_time.max(0.1)),
         resolution: a.resolution.max(1e-4),
         offered_min: a.offered_min,
@@ -231,6 +268,7 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
         tx_iface: a.tx_iface.clone(),
         rx_iface: a.rx_iface.clone(),
         flows,
+        reverse,
         backend: linerate_packet::BackendKind::parse(&a.backend)
             .with_context(|| format!("unknown backend '{}'", a.backend))?,
         drain: Duration::from_secs_f64(a.drain.max(0.0)),
@@ -242,7 +280,7 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
         "tx_iface": a.tx_iface, "rx_iface": a.rx_iface, "dst_mac": dst_mac,
         "src_ip": a.src_ip, "dst_ip": a.dst_ip, "sizes": a.sizes, "tests": a.tests,
         "loss_ratio": a.loss_ratio, "trial_time_s": a.trial_time, "max_rate": a.max_rate,
-        "resolution": a.resolution, "backend": a.backend,
+        "resolution": a.resolution, "backend": a.backend, "bidir": a.bidir,
     });
     let mut run = Run::start(&a.out, Mode::Rfc2544, config.clone(), None)?;
     let t0 = Instant::now();
@@ -262,10 +300,10 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
     let mut doc = serde_json::json!({"config": config});
     let mut text = String::new();
     let mut throughput: Vec<rfc2544::Throughput> = Vec::new();
-    let mut repeats: Vec<(u16, f64, serde_json::Value)> = Vec::new();
+    let mut repeats: Vec<(FrameSize, f64, serde_json::Value)> = Vec::new();
     let outcome: Result<(), String> = (|| {
         if want("throughput") {
-            for &size in &a.sizes {
+            for size in &a.sizes {
                 for &ratio in &a.loss_ratio {
                     let mut r =
                         rfc2544::throughput(&mut runner, size, ratio, &settings, &mut |t| {
@@ -295,9 +333,13 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
                             r.rate_fps = kept.iter().sum::<f64>() / kept.len() as f64;
                             let (l1, l2) = rfc2544::bits(r.rate_fps, size);
                             (r.rate_l1_bps, r.rate_l2_bps) = (l1, l2);
-                            r.of_max = r.rate_fps / (settings.max_fps)(size);
+                            r.of_max = r.rate_fps / settings.max_fps(size);
                         }
-                        repeats.push((size, ratio, policy.report(&rates, stop, "rate_fps")));
+                        repeats.push((
+                            size.clone(),
+                            ratio,
+                            policy.report(&rates, stop, "rate_fps"),
+                        ));
                     }
                     throughput.push(r);
                 }
@@ -305,38 +347,53 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
         }
         if want("latency") {
             let mut out = Vec::new();
-            for &size in &a.sizes {
+            for size in &a.sizes {
+                // The throughput found with the least loss allowed (the
+                // NDR when searched), else the maximum rate.
                 let base = throughput
                     .iter()
-                    .find(|t| t.frame_size == size && t.loss_allowed == 0.0)
-                    .map_or_else(|| (settings.max_fps)(size), |t| t.rate_fps);
-                let rate = (base * a.latency_load).round().max(1.0);
-                let spec = rfc2544::TrialSpec {
-                    frame_size: size,
-                    rate_fps: rate,
-                    duration: Duration::from_secs_f64(a.latency_time.max(0.1)),
-                    frames: None,
-                };
-                let t = rfc2544::trial(&mut runner, &spec, 1.0, settings.offered_min)?;
-                log(&t, &mut run);
-                out.push(rfc2544::Latency {
-                    frame_size: size,
-                    rate_fps: rate,
-                    trial: t,
-                });
+                    .filter(|t| &t.frame_size == size)
+                    .min_by(|a, b| a.loss_allowed.total_cmp(&b.loss_allowed))
+                    .map_or_else(|| settings.max_fps(size), |t| t.rate_fps);
+                for &load in &a.latency_load {
+                    let rate = (base * load).round().max(1.0);
+                    let spec = rfc2544::TrialSpec {
+                        frame_size: size.clone(),
+                        rate_fps: rate,
+                        duration: Duration::from_secs_f64(a.latency_time.max(0.1)),
+                        frames: None,
+                    };
+                    let t = rfc2544::trial(&mut runner, &spec, 1.0, settings.offered_min)?;
+                    log(&t, &mut run);
+                    out.push(rfc2544::Latency {
+                        frame_size: size.clone(),
+                        load,
+                        rate_fps: rate,
+                        trial: t,
+                    });
+                }
             }
             doc["latency"] = serde_json::to_value(&out).unwrap_or_default();
             let _ = writeln!(
                 text,
-                "\nLatency (one-way, same-host clock)\n{:>6} {:>14} {:>10} {:>10} {:>10} {:>10} {:>10}",
-                "size", "rate fps", "min us", "mean us", "p50 us", "p99 us", "max us"
+                "\nLatency (one-way, same-host clock{})\n{:>7} {:>6} {:>14} {:>10} {:>10} {:>10} {:>10} {:>10}",
+                if a.bidir { "; tx->rx direction" } else { "" },
+                "size",
+                "load",
+                "rate fps",
+                "min us",
+                "mean us",
+                "p50 us",
+                "p99 us",
+                "max us"
             );
             for l in &out {
                 let v = l.trial.latency_ns.unwrap_or([f64::NAN; 5]);
                 let _ = writeln!(
                     text,
-                    "{:>6} {:>14.0} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
-                    l.frame_size,
+                    "{:>7} {:>5.0}% {:>14.0} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
+                    size_label(&l.frame_size),
+                    l.load * 100.0,
                     l.rate_fps,
                     v[0] / 1e3,
                     v[1] / 1e3,
@@ -348,7 +405,7 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
         }
         if want("loss") {
             let mut out = Vec::new();
-            for &size in &a.sizes {
+            for size in &a.sizes {
                 out.extend(rfc2544::frame_loss(
                     &mut runner,
                     size,
@@ -358,14 +415,14 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
             }
             let _ = writeln!(
                 text,
-                "\nFrame loss rate\n{:>6} {:>6} {:>14} {:>12}",
+                "\nFrame loss rate\n{:>7} {:>6} {:>14} {:>12}",
                 "size", "load", "rate fps", "loss %"
             );
             for s in &out {
                 let _ = writeln!(
                     text,
-                    "{:>6} {:>5.0}% {:>14.0} {:>12.6}",
-                    s.frame_size,
+                    "{:>7} {:>5.0}% {:>14.0} {:>12.6}",
+                    size_label(&s.frame_size),
                     s.load * 100.0,
                     s.rate_fps,
                     s.loss_ratio * 100.0
@@ -375,8 +432,8 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
         }
         if want("back-to-back") {
             let mut out = Vec::new();
-            for &size in &a.sizes {
-                let max_burst = ((settings.max_fps)(size) * a.b2b_max).round().max(1.0) as u64;
+            for size in &a.sizes {
+                let max_burst = (settings.max_fps(size) * a.b2b_max).round().max(1.0) as u64;
                 out.push(rfc2544::back_to_back(
                     &mut runner,
                     size,
@@ -388,14 +445,17 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
             }
             let _ = writeln!(
                 text,
-                "\nBack-to-back (at the maximum rate)\n{:>6} {:>14} {:>14} bursts",
+                "\nBack-to-back (at the maximum rate)\n{:>7} {:>14} {:>14} bursts",
                 "size", "rate fps", "mean burst"
             );
             for b in &out {
                 let _ = writeln!(
                     text,
-                    "{:>6} {:>14.0} {:>14.1} {:?}",
-                    b.frame_size, b.rate_fps, b.mean_burst, b.bursts
+                    "{:>7} {:>14.0} {:>14.1} {:?}",
+                    size_label(&b.frame_size),
+                    b.rate_fps,
+                    b.mean_burst,
+                    b.bursts
                 );
             }
             doc["back_to_back"] = serde_json::to_value(&out).unwrap_or_default();
@@ -404,8 +464,13 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
     })();
     if !throughput.is_empty() {
         let mut t = format!(
-            "Throughput ({} s trials; rates as offered and received without loss above the allowed ratio)\n{:>6} {:>9} {:>14} {:>14} {:>14} {:>9} {:>12} {:>7}\n",
+            "Throughput ({} s trials; rates as offered and received without loss above the allowed ratio{})\n{:>7} {:>9} {:>14} {:>14} {:>14} {:>9} {:>12} {:>7}\n",
             a.trial_time,
+            if a.bidir {
+                "; per direction, both ways at once"
+            } else {
+                ""
+            },
             "size",
             "loss ok",
             "rate fps",
@@ -418,8 +483,8 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
         for r in &throughput {
             let _ = writeln!(
                 t,
-                "{:>6} {:>8}% {:>14.0} {:>14.2} {:>14.2} {:>8.1}% {:>12.6} {:>7}",
-                r.frame_size,
+                "{:>7} {:>8}% {:>14.0} {:>14.2} {:>14.2} {:>8.1}% {:>12.6} {:>7}",
+                size_label(&r.frame_size),
                 r.loss_allowed * 100.0,
                 r.rate_fps,
                 r.rate_l1_bps / 1e6,
@@ -433,7 +498,8 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
             let s = &rep["statistics"];
             let _ = writeln!(
                 t,
-                "{size:>6} {:>8}% repeated: {} runs, mean {:.0} fps, stdev {:.0}, {:.0}% CI ±{:.0} fps, stopped: {}",
+                "{:>7} {:>8}% repeated: {} runs, mean {:.0} fps, stdev {:.0}, {:.0}% CI ±{:.0} fps, stopped: {}",
+                size_label(size),
                 ratio * 100.0,
                 rep["values"].as_array().map_or(0, Vec::len),
                 s["mean"].as_f64().unwrap_or(f64::NAN),
@@ -447,11 +513,10 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
         let mut tp = serde_json::to_value(&throughput).unwrap_or_default();
         if let Some(arr) = tp.as_array_mut() {
             for e in arr.iter_mut() {
-                let key = (e["frame_size"].as_u64(), e["loss_allowed"].as_f64());
-                if let Some((_, _, rep)) = repeats
-                    .iter()
-                    .find(|(s, r, _)| (Some(u64::from(*s)), Some(*r)) == key)
-                {
+                let key = (&e["frame_size"], e["loss_allowed"].as_f64());
+                if let Some((_, _, rep)) = repeats.iter().find(|(s, r, _)| {
+                    (&serde_json::to_value(s).unwrap_or_default(), Some(*r)) == key
+                }) {
                     e["repeat"] = rep.clone();
                 }
             }
@@ -474,4 +539,12 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
         error.as_deref(),
     );
     Ok(code)
+}
+
+/// A frame size for the tables: `64`, `imix`.
+fn size_label(s: &FrameSize) -> String {
+    match s {
+        FrameSize::Fixed(n) => n.to_string(),
+        FrameSize::Mix { name, .. } => name.clone(),
+    }
 }
