@@ -102,6 +102,11 @@ fn ip(args: &[&str]) -> Result<Output, RigError> {
     run(Command::new("ip").args(args))
 }
 
+/// Runs `ip ARGS`: its standard output, or which command failed and why.
+pub fn ip_text(args: &[&str]) -> Result<String, RigError> {
+    ip(args).map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
 /// Deletes namespaces left by rig processes that no longer exist (a test
 /// killed with SIGKILL cannot run its destructor).
 fn sweep_stale() {

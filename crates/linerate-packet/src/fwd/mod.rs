@@ -237,11 +237,13 @@ impl Live {
 }
 
 /// Forwards until the duration ends, `count` frames went, `stop` is set or
-/// the receiving interface goes away; calls `on_interval` with each
-/// interval as it ends.
+/// the receiving interface goes away; calls `on_ready` with the receiving
+/// and sending backends' names once every socket is open (frames sent from
+/// then on are forwarded) and `on_interval` with each interval as it ends.
 pub fn fwd(
     cfg: &FwdConfig,
     stop: &AtomicBool,
+    on_ready: &mut dyn FnMut(&str, &str),
     on_interval: &mut dyn FnMut(&Interval),
 ) -> Result<FwdReport, FwdError> {
     let tx_iface = cfg.tx_iface.clone().unwrap_or_else(|| cfg.rx_iface.clone());
@@ -285,6 +287,7 @@ pub fn fwd(
         match opened {
             Ok(parts) => {
                 let zc = parts[0].zero_copy;
+                on_ready("af_xdp", "af_xdp");
                 let (outs, ivs) = run_workers(&job, parts, on_interval, forward_in_place);
                 let note = format!(
                     "af_xdp on {}: one socket per queue receives and sends back in place over one UMEM ({} mode)",
@@ -314,6 +317,7 @@ pub fn fwd(
     let rx_name = rxs[0].name();
     let tx_name = txs[0].name();
     let pairs: Vec<(Rx, Tx)> = rxs.into_iter().zip(txs).collect();
+    on_ready(rx_name, tx_name);
     let (outs, ivs) = run_workers(&job, pairs, on_interval, |job, w, (rx, tx)| {
         forward(job, w, rx, tx)
     });

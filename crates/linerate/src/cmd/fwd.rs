@@ -145,7 +145,16 @@ pub fn run(a: &FwdArgs) -> Result<u8> {
         "flush_us": a.flush_us,
     });
     let mut run = Run::start(&a.out, linerate_run::Mode::Fwd, config, Some(doc.clone()))?;
-    let r = match linerate_packet::fwd(&cfg, stop.flag(), &mut |iv| run.interval(iv)) {
+    // On stderr, so scripts (and `lab up --dut fwd`) can start their
+    // traffic once it is forwarded.
+    let tx_iface = a.out_iface.as_deref().unwrap_or(&a.iface);
+    let mut ready = |rx: &str, tx: &str| {
+        eprintln!(
+            "linerate: fwd forwarding {} ({rx}) -> {tx_iface} ({tx})",
+            a.iface
+        );
+    };
+    let r = match linerate_packet::fwd(&cfg, stop.flag(), &mut ready, &mut |iv| run.interval(iv)) {
         Ok(r) => r,
         Err(e) => return Err(run.fail(e.into())),
     };

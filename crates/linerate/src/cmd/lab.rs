@@ -4,11 +4,19 @@
 //!
 //! - `pair`: `lr-a` and `lr-b`, each with `veth0`, joined.
 //! - `dut`: a generator `lr-gen` with two ports (`ga`, `gb`) and a device
-//!   under test `lr-dut` (`da`, `db`) that routes between them, optionally
-//!   shaped by a TBF qdisc on `db` (`--dut-rate`).
+//!   under test `lr-dut` (`da`, `db`) between them: the kernel routing,
+//!   optionally shaped by a TBF qdisc on `db` (`--dut-rate`), or `linerate
+//!   fwd` forwarding da -> db (`--dut fwd`, with the loaded-server options
+//!   in `--fwd-args`).
+//!
+//! `--prefix` names another lab (the tests' own, `lr` by default); `lab
+//! down` ends the lab's forwarder by the PID it recorded and deletes only
+//! the namespaces of its prefix.
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
+use linerate_rig::ip_text;
+use std::path::PathBuf;
 use std::process::Command;
 
 #[derive(Debug, Args)]
@@ -17,49 +25,120 @@ pub struct LabArgs {
     cmd: LabCmd,
 }
 
+/// Which lab: its namespaces are PREFIX-a, PREFIX-b, PREFIX-gen, PREFIX-dut.
+#[derive(Debug, Clone, Args)]
+struct Prefix {
+    /// Name prefix of the lab's namespaces (letters, digits, '-').
+    #[arg(long, default_value = "lr", value_parser = prefix)]
+    prefix: String,
+}
+
 #[derive(Debug, Subcommand)]
 enum LabCmd {
     /// Create a topology (namespaces, veths, addresses, routes).
     Up {
         /// pair: two hosts joined by a veth; dut: a generator with two
-        /// ports and a routing device under test between them.
+        /// ports and a device under test between them.
         #[arg(long, default_value = "pair")]
         topology: String,
+        /// dut: route (the kernel; default) or fwd (`linerate fwd` in the
+        /// device namespace forwards da -> db, the kernel does not).
+        #[arg(long, default_value = "route")]
+        dut: String,
         /// dut: shape the device's egress towards the generator's second
         /// port with TBF at this rate (tc's units: 100mbit, 1gbit).
         #[arg(long)]
         dut_rate: Option<String>,
+        /// TBF's queue (limit), bytes.
+        #[arg(long, default_value_t = 15000, requires = "dut_rate")]
+        dut_limit: u32,
+        /// --dut fwd: more options for `linerate fwd` (the loaded-server
+        /// simulation: "--fifo 64 --flush-us 200 --mem-mb 64 --reads 50").
+        #[arg(long, allow_hyphen_values = true, default_value = "")]
+        fwd_args: String,
+        /// --dut fwd: seconds the forwarder runs before it stops by itself.
+        #[arg(long, default_value_t = 3600.0)]
+        fwd_time: f64,
+        #[command(flatten)]
+        p: Prefix,
     },
-    /// Delete the lab's namespaces (only those this command creates).
-    Down,
+    /// Delete the lab's namespaces (only those this command creates) and
+    /// end its forwarder.
+    Down {
+        #[command(flatten)]
+        p: Prefix,
+    },
     /// Which lab namespaces exist, with their interfaces and addresses.
-    Status,
+    Status {
+        #[command(flatten)]
+        p: Prefix,
+    },
 }
 
-const PAIR: [&str; 2] = ["lr-a", "lr-b"];
-const DUT: [&str; 2] = ["lr-gen", "lr-dut"];
-
-fn ip(args: &[&str]) -> Result<String> {
-    let o = Command::new("ip")
-        .args(args)
-        .output()
-        .context("running ip (iproute2)")?;
-    if !o.status.success() {
-        bail!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&o.stderr).trim()
-        );
+fn prefix(s: &str) -> Result<String, String> {
+    if !s.is_empty()
+        && s.len() <= 16
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    {
+        Ok(s.to_string())
+    } else {
+        Err(format!("'{s}': 1 to 16 lower-case letters, digits or '-'"))
     }
-    Ok(String::from_utf8_lossy(&o.stdout).to_string())
+}
+
+/// The lab's namespace names.
+struct Names {
+    a: String,
+    b: String,
+    gen_: String,
+    dut: String,
+    prefix: String,
+}
+
+impl Names {
+    fn new(prefix: &str) -> Names {
+        Names {
+            a: format!("{prefix}-a"),
+            b: format!("{prefix}-b"),
+            gen_: format!("{prefix}-gen"),
+            dut: format!("{prefix}-dut"),
+            prefix: prefix.to_string(),
+        }
+    }
+
+    fn all(&self) -> [&str; 4] {
+        [&self.a, &self.b, &self.gen_, &self.dut]
+    }
+
+    /// Where the forwarder's PID and output are kept.
+    fn fwd_files(&self) -> (PathBuf, PathBuf) {
+        let dir = std::env::temp_dir();
+        (
+            dir.join(format!("linerate-lab-{}-fwd.pid", self.prefix)),
+            dir.join(format!("linerate-lab-{}-fwd.log", self.prefix)),
+        )
+    }
+}
+
+const MAC_A: &str = "02:00:00:00:00:0a";
+const MAC_B: &str = "02:00:00:00:00:0b";
+const MAC_GA: &str = "02:00:00:00:01:01";
+const MAC_GB: &str = "02:00:00:00:01:02";
+const MAC_DA: &str = "02:00:00:00:02:01";
+const MAC_DB: &str = "02:00:00:00:02:02";
+
+fn ipx(args: &[&str]) -> Result<String> {
+    Ok(ip_text(args)?)
 }
 
 fn exists(ns: &str) -> bool {
-    ip(&["netns", "list"]).is_ok_and(|l| l.lines().any(|x| x.split_whitespace().next() == Some(ns)))
+    ipx(&["netns", "list"])
+        .is_ok_and(|l| l.lines().any(|x| x.split_whitespace().next() == Some(ns)))
 }
 
 fn mac(ns: &str, dev: &str) -> String {
-    ip(&["-n", ns, "-br", "link", "show", dev])
+    ipx(&["-n", ns, "-br", "link", "show", dev])
         .ok()
         .and_then(|l| l.split_whitespace().nth(2).map(str::to_string))
         .unwrap_or_default()
@@ -67,55 +146,78 @@ fn mac(ns: &str, dev: &str) -> String {
 
 fn up_dev(ns: &str, dev: &str, addrs: &[&str]) -> Result<()> {
     for a in addrs {
-        ip(&["-n", ns, "addr", "add", a, "dev", dev])?;
+        ipx(&["-n", ns, "addr", "add", a, "dev", dev])?;
     }
-    ip(&["-n", ns, "link", "set", dev, "up"])?;
+    ipx(&["-n", ns, "link", "set", dev, "up"])?;
     Ok(())
 }
 
-fn pair() -> Result<String> {
-    let [a, b] = PAIR;
-    ip(&["netns", "add", a])?;
-    ip(&["netns", "add", b])?;
-    ip(&[
-        "link", "add", "veth0", "netns", a, "type", "veth", "peer", "name", "veth0", "netns", b,
+fn pair(n: &Names) -> Result<String> {
+    let (a, b) = (n.a.as_str(), n.b.as_str());
+    ipx(&["netns", "add", a])?;
+    ipx(&["netns", "add", b])?;
+    // Fixed, locally administered MACs: the README's examples name them.
+    ipx(&[
+        "link", "add", "veth0", "netns", a, "address", MAC_A, "type", "veth", "peer", "name",
+        "veth0", "netns", b, "address", MAC_B,
     ])?;
     up_dev(a, "veth0", &["198.18.0.1/24", "2001:db8::1/64"])?;
     up_dev(b, "veth0", &["198.18.0.2/24", "2001:db8::2/64"])?;
-    for ns in PAIR {
-        ip(&["-n", ns, "link", "set", "lo", "up"])?;
+    for ns in [a, b] {
+        ipx(&["-n", ns, "link", "set", "lo", "up"])?;
     }
     let bmac = mac(b, "veth0");
     Ok(format!(
-        "lab up: pair\n  lr-a veth0 198.18.0.1 2001:db8::1 {}\n  lr-b veth0 198.18.0.2 2001:db8::2 {bmac}\n\ntry:\n  ip netns exec lr-b linerate sink --iface veth0 --duration 10 &\n  ip netns exec lr-a linerate blast --iface veth0 --dst-ip 198.18.0.2 --dst-mac {bmac} --count 100000 --pps 50k\n  ip netns exec lr-b linerate -s -1 &\n  ip netns exec lr-a linerate -c 198.18.0.2 -t 3\n",
+        "lab up: pair\n  {a} veth0 198.18.0.1 2001:db8::1 {}\n  {b} veth0 198.18.0.2 2001:db8::2 {bmac}\n\ntry:\n  ip netns exec {b} linerate sink --iface veth0 --duration 10 &\n  ip netns exec {a} linerate blast --iface veth0 --dst-ip 198.18.0.2 --count 100000 --pps 50k --end-marker\n  ip netns exec {b} linerate -s -1 &\n  ip netns exec {a} linerate -c 198.18.0.2 -t 3\n",
         mac(a, "veth0")
     ))
 }
 
-fn dut(rate: Option<&str>) -> Result<String> {
-    let [g, d] = DUT;
-    ip(&["netns", "add", g])?;
-    ip(&["netns", "add", d])?;
-    ip(&[
-        "link", "add", "ga", "netns", g, "type", "veth", "peer", "name", "da", "netns", d,
+/// How the dut topology's device forwards.
+struct Device<'a> {
+    fwd: bool,
+    rate: Option<&'a str>,
+    limit: u32,
+    fwd_args: &'a str,
+    fwd_time: f64,
+}
+
+fn dut(n: &Names, dev: &Device<'_>) -> Result<String> {
+    let (g, d) = (n.gen_.as_str(), n.dut.as_str());
+    ipx(&["netns", "add", g])?;
+    ipx(&["netns", "add", d])?;
+    ipx(&[
+        "link", "add", "ga", "netns", g, "address", MAC_GA, "type", "veth", "peer", "name", "da",
+        "netns", d, "address", MAC_DA,
     ])?;
-    ip(&[
-        "link", "add", "gb", "netns", g, "type", "veth", "peer", "name", "db", "netns", d,
+    ipx(&[
+        "link", "add", "gb", "netns", g, "address", MAC_GB, "type", "veth", "peer", "name", "db",
+        "netns", d, "address", MAC_DB,
     ])?;
     up_dev(g, "ga", &["198.18.0.1/24"])?;
     up_dev(g, "gb", &["198.18.1.2/24"])?;
     up_dev(d, "da", &["198.18.0.2/24"])?;
     up_dev(d, "db", &["198.18.1.1/24"])?;
-    for ns in DUT {
-        ip(&["-n", ns, "link", "set", "lo", "up"])?;
+    for ns in [g, d] {
+        ipx(&["-n", ns, "link", "set", "lo", "up"])?;
     }
-    ip(&["netns", "exec", d, "sysctl", "-qw", "net.ipv4.ip_forward=1"])?;
-    if let Some(r) = rate {
+    // With fwd the kernel must not forward too (every frame would arrive
+    // twice).
+    let forwarding = if dev.fwd { "0" } else { "1" };
+    ipx(&[
+        "netns",
+        "exec",
+        d,
+        "sysctl",
+        "-qw",
+        &format!("net.ipv4.ip_forward={forwarding}"),
+    ])?;
+    if let Some(r) = dev.rate {
         let o = Command::new("ip")
             .args([
                 "netns", "exec", d, "tc", "qdisc", "add", "dev", "db", "root", "tbf",
             ])
-            .args(["rate", r, "burst", "15000", "limit", "15000"])
+            .args(["rate", r, "burst", "15000", "limit", &dev.limit.to_string()])
             .output()
             .context("running tc")?;
         if !o.status.success() {
@@ -139,33 +241,149 @@ fn dut(rate: Option<&str>) -> Result<String> {
             "198.18.1.2",
         ])
         .output();
-    let damac = mac(d, "da");
-    let shaped = rate.map_or("not shaped".to_string(), |r| format!("TBF {r} on db"));
+    let shaped = dev
+        .rate
+        .map_or(String::new(), |r| format!(", TBF {r} on db"));
+    let how = if dev.fwd {
+        start_fwd(n, dev)?
+    } else {
+        "the kernel routes 198.18.0.0/24 <-> 198.18.1.0/24".to_string()
+    };
     Ok(format!(
-        "lab up: dut ({shaped})\n  lr-gen ga 198.18.0.1 {} -> lr-dut da 198.18.0.2 {damac}\n  lr-dut db 198.18.1.1 {} -> lr-gen gb 198.18.1.2 {}\n  lr-dut routes 198.18.0.0/24 <-> 198.18.1.0/24\n\ntry:\n  ip netns exec lr-gen linerate rfc2544 --tx-iface ga --rx-iface gb --dut-ip 198.18.0.2 --src-ip 198.18.0.1 --dst-ip 198.18.1.2 --max-rate 100M --sizes 64,1518 --trial-time 2\n",
+        "lab up: dut ({}{shaped})\n  {g} ga 198.18.0.1 {} -> {d} da 198.18.0.2 {}\n  {d} db 198.18.1.1 {} -> {g} gb 198.18.1.2 {}\n  {how}\n\ntry:\n  ip netns exec {g} linerate rfc2544 --tx-iface ga --rx-iface gb --dut-ip 198.18.0.2 --src-ip 198.18.0.1 --dst-ip 198.18.1.2 --max-rate 100M --sizes 64,1518 --trial-time 2\n  ip netns exec {g} linerate blast --iface ga --rx-iface gb --dst-ip 198.18.1.2 --pps 20k --count 20000 --repeat 3\n",
+        if dev.fwd { "linerate fwd" } else { "routing" },
         mac(g, "ga"),
+        mac(d, "da"),
         mac(d, "db"),
         mac(g, "gb")
     ))
 }
 
+/// Starts `linerate fwd` (this binary) in the device namespace, da -> db,
+/// rewriting the destination MAC to gb's; waits until it forwards.
+fn start_fwd(n: &Names, dev: &Device<'_>) -> Result<String> {
+    if !(1.0..=86400.0).contains(&dev.fwd_time) {
+        bail!("--fwd-time: 1 to 86400 seconds");
+    }
+    let exe = std::env::current_exe().context("this program's path")?;
+    let (pidfile, logfile) = n.fwd_files();
+    let log = std::fs::File::create(&logfile)
+        .with_context(|| format!("creating {}", logfile.display()))?;
+    let gbmac = mac(&n.gen_, "gb");
+    let extra: Vec<&str> = dev.fwd_args.split_whitespace().collect();
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", &n.dut])
+        .arg(&exe)
+        .args(["fwd", "--iface", "da", "--out-iface", "db", "--mode", "mac"])
+        .args(["--dst-mac", &gbmac, "--time", &dev.fwd_time.to_string()])
+        .args(["-i", "0"])
+        .args(&extra)
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    let mut child = cmd.spawn().context("starting linerate fwd")?;
+    std::fs::write(&pidfile, child.id().to_string())
+        .with_context(|| format!("writing {}", pidfile.display()))?;
+    // Ready when its sockets are open: the doctor's summary and the
+    // receive path take a moment; a bad option ends it at once.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        if let Some(st) = child.try_wait()? {
+            let out = std::fs::read_to_string(&logfile).unwrap_or_default();
+            let _ = std::fs::remove_file(&pidfile);
+            bail!("linerate fwd ended ({st}): {}", out.trim());
+        }
+        let ready = std::fs::read_to_string(&logfile).is_ok_and(|s| s.contains("forwarding"));
+        if ready || std::time::Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Ok(format!(
+        "linerate fwd da -> db (pid {}, stops after {} s; output in {})",
+        child.id(),
+        dev.fwd_time,
+        logfile.display()
+    ))
+}
+
+/// Ends the lab's forwarder: by the PID it recorded, if that process is
+/// still `ip netns exec … linerate fwd` (a PID reused by another program
+/// is left alone).
+fn stop_fwd(n: &Names) -> Option<u32> {
+    let (pidfile, _) = n.fwd_files();
+    let pid: u32 = std::fs::read_to_string(&pidfile)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let _ = std::fs::remove_file(&pidfile);
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+    // `ip netns exec` execs the forwarder: the PID is linerate's own.
+    let ours = args.get(1) == Some(&&b"fwd"[..])
+        && args
+            .windows(2)
+            .any(|w| w[0] == b"--out-iface" && w[1] == b"db");
+    if !ours {
+        return None;
+    }
+    let _ = Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status();
+    // It ends its run and prints its report; a bounded wait for that.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while std::time::Instant::now() < deadline
+        && std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+    {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Some(pid)
+}
+
 pub fn run(a: &LabArgs) -> Result<u8> {
     match &a.cmd {
-        LabCmd::Up { topology, dut_rate } => {
-            let names: &[&str] = match topology.as_str() {
-                "pair" => &PAIR,
-                "dut" => &DUT,
+        LabCmd::Up {
+            topology,
+            dut: device,
+            dut_rate,
+            dut_limit,
+            fwd_args,
+            fwd_time,
+            p,
+        } => {
+            let n = Names::new(&p.prefix);
+            let names: Vec<&str> = match topology.as_str() {
+                "pair" => vec![&n.a, &n.b],
+                "dut" => vec![&n.gen_, &n.dut],
                 t => bail!("--topology {t}: pair or dut"),
             };
-            if let Some(n) = names.iter().find(|n| exists(n)) {
-                bail!("{n} exists: `linerate lab down` first");
+            let fwd = match device.as_str() {
+                "route" => false,
+                "fwd" => true,
+                x => bail!("--dut {x}: route or fwd"),
+            };
+            if topology != "dut" && (dut_rate.is_some() || fwd) {
+                bail!("--dut and --dut-rate describe the dut topology's device");
             }
-            if dut_rate.is_some() && topology != "dut" {
-                bail!("--dut-rate shapes the dut topology's device");
+            if !fwd && !fwd_args.is_empty() {
+                bail!("--fwd-args go with --dut fwd");
+            }
+            if let Some(x) = names.iter().find(|x| exists(x)) {
+                bail!("{x} exists: `linerate lab down` first");
             }
             let made = match topology.as_str() {
-                "pair" => pair(),
-                _ => dut(dut_rate.as_deref()),
+                "pair" => pair(&n),
+                _ => self::dut(
+                    &n,
+                    &Device {
+                        fwd,
+                        rate: dut_rate.as_deref(),
+                        limit: *dut_limit,
+                        fwd_args,
+                        fwd_time: *fwd_time,
+                    },
+                ),
             };
             match made {
                 Ok(text) => {
@@ -174,19 +392,24 @@ pub fn run(a: &LabArgs) -> Result<u8> {
                 }
                 Err(e) => {
                     // Half a lab is no lab.
-                    for n in names {
-                        let _ = ip(&["netns", "del", n]);
+                    stop_fwd(&n);
+                    for x in names {
+                        let _ = ipx(&["netns", "del", x]);
                     }
                     Err(e)
                 }
             }
         }
-        LabCmd::Down => {
+        LabCmd::Down { p } => {
+            let n = Names::new(&p.prefix);
             let mut gone = Vec::new();
-            for n in PAIR.iter().chain(&DUT) {
-                if exists(n) {
-                    ip(&["netns", "del", n])?;
-                    gone.push(*n);
+            if let Some(pid) = stop_fwd(&n) {
+                gone.push(format!("linerate fwd (pid {pid})"));
+            }
+            for x in n.all() {
+                if exists(x) {
+                    ipx(&["netns", "del", x])?;
+                    gone.push(x.to_string());
                 }
             }
             println!(
@@ -199,13 +422,14 @@ pub fn run(a: &LabArgs) -> Result<u8> {
             );
             Ok(0)
         }
-        LabCmd::Status => {
+        LabCmd::Status { p } => {
+            let n = Names::new(&p.prefix);
             let mut any = false;
-            for n in PAIR.iter().chain(&DUT) {
-                if exists(n) {
+            for x in n.all() {
+                if exists(x) {
                     any = true;
-                    println!("{n}:");
-                    for l in ip(&["-n", n, "-br", "addr"])?
+                    println!("{x}:");
+                    for l in ipx(&["-n", x, "-br", "addr"])?
                         .lines()
                         .filter(|l| !l.starts_with("lo "))
                     {
