@@ -111,6 +111,21 @@ pub struct BlastArgs {
     /// socket; flows are split between them.
     #[arg(long, value_name = "CPUS", value_parser = super::cpu_list)]
     cores: Option<super::CpuList>,
+    /// Also count what arrives on this interface of the same host (the
+    /// second port, after a device under test or a loop): the receiver's
+    /// count per flow (loss, reordering, duplicates, one-way latency) in
+    /// this run's report, beside the sender's.
+    #[arg(long, value_name = "IFACE", conflicts_with = "pcap")]
+    rx_iface: Option<String>,
+    /// Backend of --rx-iface: auto, af_packet, af_xdp or socket.
+    #[arg(long, default_value = "auto", requires = "rx_iface")]
+    rx_backend: String,
+    /// With --rx-iface: seconds to wait after the last frame for frames
+    /// still on their way.
+    #[arg(long, default_value_t = 0.5, requires = "rx_iface")]
+    drain: f64,
+    #[command(flatten)]
+    repeat: super::out::RepeatArgs,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -288,7 +303,32 @@ fn replay_config(a: &BlastArgs, path: &std::path::Path) -> Result<linerate_packe
     })
 }
 
+/// The figure a repeated blast measures: with --rx-iface the receiver's
+/// frames per second, else the sender's.
+fn blast_figure(d: &serde_json::Value) -> Option<f64> {
+    match d.get("receiver") {
+        Some(r) => r["pps"].as_f64(),
+        None => d["pps"].as_f64(),
+    }
+}
+
 pub fn run_blast(a: &BlastArgs) -> Result<u8> {
+    if a.repeat.asked() {
+        let name = if a.rx_iface.is_some() {
+            "receiver pps"
+        } else {
+            "sender pps"
+        };
+        return a.repeat.run(
+            (&a.out).into(),
+            (name, "frames/s", &blast_figure),
+            &mut || run_blast_once(a),
+        );
+    }
+    run_blast_once(a)
+}
+
+fn run_blast_once(a: &BlastArgs) -> Result<u8> {
     if let Some(path) = &a.pcap {
         let cfg = BlastConfig {
             iface: a.iface.clone(),
@@ -444,9 +484,15 @@ fn blast_run(a: &BlastArgs, cfg: &BlastConfig) -> Result<u8> {
         "cores": cfg.cores,
     });
     let mut run = Run::start(&a.out, Mode::Blast, config, Some(doc.clone()))?;
-    let r = match linerate_packet::blast(cfg, stop.flag(), &mut |iv| run.interval(iv)) {
-        Ok(r) => r,
-        Err(e) => return Err(run.fail(e.into())),
+    let (r, rx) = match &a.rx_iface {
+        None => match linerate_packet::blast(cfg, stop.flag(), &mut |iv| run.interval(iv)) {
+            Ok(r) => (r, None),
+            Err(e) => return Err(run.fail(e.into())),
+        },
+        Some(rx) => match blast_and_count(a, rx, cfg, stop.flag(), &mut run) {
+            Ok((r, s)) => (r, Some(s)),
+            Err(e) => return Err(run.fail(e)),
+        },
     };
     if let Some(n) = &r.note
         && a.out.human()
@@ -455,7 +501,7 @@ fn blast_run(a: &BlastArgs, cfg: &BlastConfig) -> Result<u8> {
     }
     let mut v = r.json();
     v["doctor"] = doc;
-    let text = format!(
+    let mut text = format!(
         "sent {} frames ({} bytes) in {:.3} s: {:.0} pps, {} L1, {} L2 (sender's count: frames the kernel accepted; backend {}; {} flows; {} send calls, {} refused and retried)\n",
         r.packets,
         r.bytes,
@@ -468,7 +514,90 @@ fn blast_run(a: &BlastArgs, cfg: &BlastConfig) -> Result<u8> {
         r.send_calls,
         r.send_errors
     );
-    Ok(run.end(r.duration_s, r.worker_rows.clone(), v, text, None))
+    let mut rows = r.worker_rows.clone();
+    let mut error = None;
+    if let (Some(s), Some(iface)) = (&rx, &a.rx_iface) {
+        let mut sv = s.json();
+        sv["iface"] = serde_json::json!(iface);
+        // Frames the sender counted that never reached the receiver: the
+        // difference of the two counts, beside the per-flow sequence loss.
+        sv["not_received"] = serde_json::json!(r.packets.saturating_sub(s.counts.packets));
+        text += &sink_text(s, &sv, iface);
+        rows.extend(linerate_packet::flow_rows(&s.counts));
+        error = s
+            .error
+            .as_ref()
+            .map(|e| format!("receiving on {iface}: {e} (the counts are what arrived before it)"));
+        v["receiver"] = sv;
+    }
+    Ok(run.end(r.duration_s, rows, v, text, error.as_deref()))
+}
+
+/// blast with a receiver on another interface of this host: the sink is
+/// counting before the first frame leaves, and stops a drain wait after
+/// the last.
+fn blast_and_count(
+    a: &BlastArgs,
+    rx: &str,
+    cfg: &BlastConfig,
+    stop: &std::sync::atomic::AtomicBool,
+    run: &mut Run,
+) -> Result<(linerate_packet::BlastReport, linerate_packet::SinkReport)> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    if rx == a.iface {
+        bail!(
+            "--rx-iface must be another interface than --iface (the sink of the same port is `linerate sink`)"
+        );
+    }
+    if !(0.0..=60.0).contains(&a.drain) {
+        bail!("--drain must be between 0 and 60 seconds");
+    }
+    let drain = Duration::from_secs_f64(a.drain);
+    let scfg = SinkConfig {
+        iface: rx.to_string(),
+        // Bounded in any case: the sender's time, the drain, and slack.
+        duration: cfg.duration + drain + Duration::from_secs(30),
+        backend: backend(&a.rx_backend)?,
+        clocks_shared: true,
+        until_packets: None,
+        capture: None,
+        cores: Vec::new(),
+        interval: None,
+        take: linerate_packet::RxFilter::Udp(None),
+    };
+    let sink_stop = AtomicBool::new(false);
+    std::thread::scope(|sc| {
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let (scfg, sink_stop) = (&scfg, &sink_stop);
+        let h = sc.spawn(move || {
+            linerate_packet::sink(
+                scfg,
+                sink_stop,
+                &mut |_| {
+                    let _ = ready_tx.send(());
+                },
+                &mut |_| {},
+            )
+        });
+        if ready_rx.recv_timeout(Duration::from_secs(10)).is_err() {
+            sink_stop.store(true, Ordering::Relaxed);
+            return Err(match h.join() {
+                Ok(Err(e)) => anyhow::anyhow!("receiving on {rx}: {e}"),
+                _ => anyhow::anyhow!("receiving on {rx}: not ready in 10 s"),
+            });
+        }
+        let sent = linerate_packet::blast(cfg, stop, &mut |iv| run.interval(iv));
+        if sent.is_ok() {
+            std::thread::sleep(drain);
+        }
+        sink_stop.store(true, Ordering::Relaxed);
+        let got = h
+            .join()
+            .map_err(|_| anyhow::anyhow!("the receiving thread failed"))?;
+        let b = sent?;
+        let s = got.with_context(|| format!("receiving on {rx}"))?;
+        Ok((b, s))
+    })
 }
 
 /// The doctor's short summary for the interface a test used and the CPUs
