@@ -8,79 +8,75 @@ use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_linerate");
 
-/// gen (ga 198.18.0.1, gb 198.18.1.2) <-> dut (da 198.18.0.2, db
-/// 198.18.1.1, forwarding, TBF on db). Deleted on drop.
+/// `linerate lab up --topology dut` under a prefix of its own: gen (ga
+/// 198.18.0.1, gb 198.18.1.2) <-> dut (da 198.18.0.2, db 198.18.1.1),
+/// routing with TBF on db, or `linerate fwd` da -> db. `lab down` on drop
+/// (a killed test's namespaces are swept by the next rig: `lrt-<pid>-`).
 struct DutLab {
+    prefix: String,
     gen_ns: String,
     dut_ns: String,
 }
 
-fn sh(args: &[&str]) {
-    let o = Command::new(args[0]).args(&args[1..]).output().unwrap();
+fn lab(args: &[&str]) -> String {
+    let o = Command::new(BIN).arg("lab").args(args).output().unwrap();
     assert!(
         o.status.success(),
-        "{args:?}: {}",
+        "lab {args:?}: {}",
         String::from_utf8_lossy(&o.stderr)
     );
+    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 impl DutLab {
+    /// The kernel routes, TBF at `rate` on db with a small queue: a rate
+    /// above TBF's loses frames within a one-second trial; a bucket of ten
+    /// full frames, so the sender's pacing jitter is not taken for the
+    /// device's limit.
     fn new(tag: &str, rate: &str) -> DutLab {
-        let pid = std::process::id();
-        let lab = DutLab {
-            gen_ns: format!("lrt-{pid}-g{tag}"),
-            dut_ns: format!("lrt-{pid}-d{tag}"),
+        Self::up(tag, &["--dut-rate", rate, "--dut-limit", "3000"])
+    }
+
+    fn up(tag: &str, extra: &[&str]) -> DutLab {
+        let prefix = format!("lrt-{}-{tag}", std::process::id());
+        let lab_ = DutLab {
+            gen_ns: format!("{prefix}-gen"),
+            dut_ns: format!("{prefix}-dut"),
+            prefix,
         };
-        let (g, d) = (lab.gen_ns.as_str(), lab.dut_ns.as_str());
-        sh(&["ip", "netns", "add", g]);
-        sh(&["ip", "netns", "add", d]);
-        sh(&[
-            "ip", "link", "add", "ga", "netns", g, "type", "veth", "peer", "name", "da", "netns", d,
-        ]);
-        sh(&[
-            "ip", "link", "add", "gb", "netns", g, "type", "veth", "peer", "name", "db", "netns", d,
-        ]);
-        for (ns, dev, addr) in [
-            (g, "ga", "198.18.0.1/24"),
-            (g, "gb", "198.18.1.2/24"),
-            (d, "da", "198.18.0.2/24"),
-            (d, "db", "198.18.1.1/24"),
-        ] {
-            sh(&["ip", "-n", ns, "addr", "add", addr, "dev", dev]);
-            sh(&["ip", "-n", ns, "link", "set", dev, "up"]);
-        }
-        sh(&["ip", "-n", g, "link", "set", "lo", "up"]);
-        sh(&["ip", "-n", d, "link", "set", "lo", "up"]);
-        sh(&[
-            "ip",
-            "netns",
-            "exec",
-            d,
-            "sysctl",
-            "-qw",
-            "net.ipv4.ip_forward=1",
-        ]);
-        // A small queue: a rate above TBF's loses frames within a
-        // one-second trial; a bucket of ten full frames, so the sender's
-        // pacing jitter is not taken for the device's limit.
-        sh(&[
-            "ip", "netns", "exec", d, "tc", "qdisc", "add", "dev", "db", "root", "tbf", "rate",
-            rate, "burst", "15000", "limit", "3000",
-        ]);
-        // The device knows the receiving port's MAC before the first trial.
-        sh(&[
-            "ip",
-            "netns",
-            "exec",
-            d,
-            "ping",
-            "-c",
-            "1",
-            "-W",
-            "2",
-            "198.18.1.2",
-        ]);
-        lab
+        let text = lab(&[
+            &["up", "--topology", "dut", "--prefix", &lab_.prefix][..],
+            extra,
+        ]
+        .concat());
+        assert!(text.contains(&lab_.gen_ns), "{text}");
+        lab_
+    }
+
+    fn mac(&self, ns: &str, dev: &str) -> String {
+        let o = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                ns,
+                "cat",
+                &format!("/sys/class/net/{dev}/address"),
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    }
+
+    /// linerate in the generator namespace, -J, its document.
+    fn gen_json(&self, args: &[&str]) -> serde_json::Value {
+        let o = Command::new("ip")
+            .args(["netns", "exec", &self.gen_ns, BIN])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stdout)))
     }
 
     fn dut_mac(&self) -> String {
@@ -120,9 +116,9 @@ impl DutLab {
 
 impl Drop for DutLab {
     fn drop(&mut self) {
-        for ns in [&self.gen_ns, &self.dut_ns] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
+        let _ = Command::new(BIN)
+            .args(["lab", "down", "--prefix", &self.prefix])
+            .output();
     }
 }
 
@@ -319,4 +315,194 @@ fn latency_loss_curve_and_back_to_back_on_the_tbf_device() {
     // A burst at 2x the TBF rate fills the bucket and queue (18000 B, 300
     // frames of 60 B) while TBF drains half of it: several hundred frames.
     assert!(bursts.iter().all(|&x| (200..3000).contains(&x)), "{b}");
+}
+
+/// blast counting at its second port (--rx-iface) through the device,
+/// repeated: each run's sender and receiver counts are exact, and the
+/// repetition's figure is the receiver's rate of each run.
+#[test]
+fn blast_counts_at_the_receiving_port_and_repeats() {
+    let _one = serial();
+    if skip("blast_counts_at_the_receiving_port_and_repeats") {
+        return;
+    }
+    let lab = DutLab::new("b", "100mbit");
+    let v = lab.gen_json(&[
+        "blast",
+        "--iface",
+        "ga",
+        "--rx-iface",
+        "gb",
+        "--dst-mac",
+        &lab.dut_mac(),
+        "--src-ip",
+        "198.18.0.1",
+        "--dst-ip",
+        "198.18.1.2",
+        "--size",
+        "128",
+        "--count",
+        "3000",
+        "--pps",
+        "30000",
+        "--drain",
+        "0.3",
+        "--repeat",
+        "3",
+        "-J",
+    ]);
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3, "{v}");
+    let mut rates = Vec::new();
+    for r in runs {
+        assert_eq!(r["packets"], 3000, "sender: {r}");
+        assert_eq!(r["bytes"], 3000 * 128, "sender: {r}");
+        let rx = &r["receiver"];
+        assert_eq!(rx["iface"], "gb");
+        assert_eq!(rx["packets"], 3000, "receiver: {rx}");
+        assert_eq!(rx["bytes"], 3000 * 128, "receiver: {rx}");
+        assert_eq!((&rx["lost"], &rx["not_received"]), (&0.into(), &0.into()));
+        let lat = &rx["latency_ns"];
+        assert!(lat["p50"].as_u64().unwrap() > 0, "{rx}");
+        rates.push(rx["pps"].as_f64().unwrap());
+    }
+    let rep = &v["repeat"];
+    let values: Vec<f64> = rep["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    assert_eq!(values, rates, "{rep}");
+    let mean = rates.iter().sum::<f64>() / 3.0;
+    assert!((rep["statistics"]["mean"].as_f64().unwrap() - mean).abs() < 1e-6);
+    // The receiver's rate: frames between its first and last arrival.
+    assert!(
+        rates.iter().all(|r| (25_000.0..36_000.0).contains(r)),
+        "{rates:?}"
+    );
+}
+
+/// --bidir with an IMIX through a device shaped one way: the search finds
+/// the shaped direction's rate (TBF counts L2 bytes without FCS: the mix's
+/// mean size less 4), and every trial carries both directions.
+#[test]
+fn bidirectional_imix_throughput_finds_the_shaped_direction() {
+    let _one = serial();
+    if skip("bidirectional_imix_throughput_finds_the_shaped_direction") {
+        return;
+    }
+    let lab = DutLab::new("i", "20mbit");
+    let rev_mac = lab.mac(&lab.dut_ns, "db");
+    let v = lab.rfc2544(&[
+        "--bidir",
+        "--reverse-dst-mac",
+        &rev_mac,
+        "--sizes",
+        "imix",
+        "--tests",
+        "throughput",
+        "--trial-time",
+        "1",
+        "--max-rate",
+        "40000000",
+        "--resolution",
+        "0.5%",
+        "--drain",
+        "0.4",
+    ]);
+    let r = &v["throughput"][0];
+    assert_eq!(r["frame_size"], "imix", "{r}");
+    assert_eq!(r["bidirectional"], true);
+    let mean = (7.0 * 64.0 + 4.0 * 594.0 + 1518.0) / 12.0;
+    assert!((r["mean_frame_size"].as_f64().unwrap() - mean).abs() < 1e-9);
+    let expected = 20e6 / (8.0 * (mean - 4.0));
+    let found = r["rate_fps"].as_f64().unwrap();
+    let err = (found - expected).abs() / expected;
+    assert!(
+        err <= 0.05,
+        "bidir imix: NDR {found:.0} fps per direction, TBF allows {expected:.0} ({:.1}% off)\n{r}",
+        err * 100.0
+    );
+    for t in r["trials"].as_array().unwrap() {
+        let d = t["directions"].as_array().unwrap();
+        assert_eq!(d.len(), 2, "{t}");
+        let (f, b) = (&d[0], &d[1]);
+        assert_eq!(
+            t["sent"].as_u64().unwrap(),
+            f["sent"].as_u64().unwrap() + b["sent"].as_u64().unwrap()
+        );
+        // The way back is not shaped: it loses nothing at these rates.
+        if t["reason"] != "offered load not reached" {
+            assert_eq!(b["loss_ratio"], 0.0, "{t}");
+        }
+        // The mix's bytes: exact multiples of whole 12-frame cycles aside,
+        // the mean size per frame sent.
+        let per = t["sent_bytes"].as_f64().unwrap() / t["sent"].as_f64().unwrap();
+        assert!((per - mean).abs() < 2.0, "{per} B per frame: {t}");
+    }
+}
+
+/// The second device: `linerate fwd` with the loaded-server options
+/// (random memory reads per frame). Latency at the throughput found is
+/// above latency at a tenth of it: it rises with load.
+#[test]
+fn latency_rises_with_load_through_a_loaded_forwarder() {
+    let _one = serial();
+    if skip("latency_rises_with_load_through_a_loaded_forwarder") {
+        return;
+    }
+    let lab = DutLab::up(
+        "f",
+        &[
+            "--dut",
+            "fwd",
+            "--fwd-time",
+            "300",
+            "--fwd-args",
+            "--mem-mb 64 --reads 200",
+        ],
+    );
+    let v = lab.rfc2544(&[
+        "--sizes",
+        "64",
+        "--tests",
+        "throughput,latency",
+        "--trial-time",
+        "1",
+        "--max-rate",
+        "400kpps",
+        "--resolution",
+        "2%",
+        "--loss-ratio",
+        "0.1%",
+        "--latency-load",
+        "10%,100%",
+        "--latency-time",
+        "1",
+        "--drain",
+        "0.3",
+    ]);
+    let ndr = v["throughput"][0]["rate_fps"].as_f64().unwrap();
+    assert!(ndr > 1000.0, "the forwarder forwarded: {v}");
+    let lat = v["latency"].as_array().unwrap();
+    assert_eq!(lat.len(), 2);
+    let mean = |l: &serde_json::Value| l["trial"]["latency_ns"][1].as_f64().unwrap();
+    assert_eq!(
+        (lat[0]["load"].as_f64(), lat[1]["load"].as_f64()),
+        (Some(0.1), Some(1.0))
+    );
+    // The loads are shares of the throughput found (here the PDR: the
+    // least loss searched).
+    for l in lat {
+        let want = (ndr * l["load"].as_f64().unwrap()).round();
+        assert!((l["rate_fps"].as_f64().unwrap() - want).abs() <= 1.0, "{l}");
+    }
+    // Seen: 41-50 us at a tenth, 11-17 ms at the throughput found.
+    assert!(
+        mean(&lat[1]) > 3.0 * mean(&lat[0]),
+        "mean latency at {ndr:.0} fps ({:.0} ns) is not well above that at a tenth of it ({:.0} ns)",
+        mean(&lat[1]),
+        mean(&lat[0])
+    );
 }
