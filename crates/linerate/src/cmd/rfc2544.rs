@@ -176,12 +176,12 @@ fn trial_line(t: &Trial) -> String {
     format!(
         "{:>7}  asked {:>12.0} fps{}  offered {:>12.0} fps  sent {:>10}  received {:>10}  loss {:.6}%  {}",
         t.frame_size.to_string(),
+        t.asked_fps,
         if t.directions.is_some() {
             " each way"
         } else {
             ""
         },
-        t.asked_fps,
         t.offered_fps,
         t.sent,
         t.received,
@@ -546,5 +546,45 @@ fn size_label(s: &FrameSize) -> String {
     match s {
         FrameSize::Fixed(n) => n.to_string(),
         FrameSize::Mix { name, .. } => name.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_trial_log_line_puts_each_figure_in_its_place() {
+        let mut t = Trial {
+            frame_size: FrameSize::Fixed(64),
+            asked_fps: 1000.0,
+            offered_fps: 999.0,
+            sent: 1000,
+            received: 990,
+            sent_bytes: 64_000,
+            received_bytes: 63_360,
+            loss_ratio: 0.01,
+            passed: false,
+            reason: Some("loss".into()),
+            latency_ns: None,
+            rx_iface_packets: None,
+            directions: None,
+        };
+        assert_eq!(
+            trial_line(&t),
+            "   64 B  asked         1000 fps  offered          999 fps  sent       1000  received        990  loss 1.000000%  fail (loss)"
+        );
+        let d = rfc2544::Direction {
+            sent: 500,
+            received: 495,
+            offered_fps: 999.0,
+            loss_ratio: 0.01,
+        };
+        t.directions = Some([d, d]);
+        assert!(
+            trial_line(&t).starts_with("   64 B  asked         1000 fps each way  offered "),
+            "{}",
+            trial_line(&t)
+        );
     }
 }
