@@ -522,7 +522,7 @@ fn blast_run(a: &BlastArgs, cfg: &BlastConfig) -> Result<u8> {
         // Frames the sender counted that never reached the receiver: the
         // difference of the two counts, beside the per-flow sequence loss.
         sv["not_received"] = serde_json::json!(r.packets.saturating_sub(s.counts.packets));
-        text += &sink_text(s, &sv, iface);
+        text += &sink_text(s, &sv, iface, Some(r.packets));
         rows.extend(linerate_packet::flow_rows(&s.counts));
         error = s
             .error
@@ -668,7 +668,7 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
             Err(e) => serde_json::json!({"path": path, "error": e.to_string()}),
         };
     }
-    let text = sink_text(&r, &v, &a.iface);
+    let text = sink_text(&r, &v, &a.iface, None);
     let rows = linerate_packet::flow_rows(&r.counts);
     // A capture that could not be written fails the run (the counts stand).
     let capture_error = r.capture.as_ref().and_then(|(_, frames, _, e)| {
@@ -687,8 +687,14 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
     Ok(code)
 }
 
-/// The sink's summary lines.
-fn sink_text(r: &linerate_packet::SinkReport, j: &serde_json::Value, iface: &str) -> String {
+/// The sink's summary lines; `sent`: the sender's count, when the sender
+/// ran in this process (blast --rx-iface).
+fn sink_text(
+    r: &linerate_packet::SinkReport,
+    j: &serde_json::Value,
+    iface: &str,
+    sent: Option<u64>,
+) -> String {
     use std::fmt::Write;
     let mut t = String::new();
     let _ = writeln!(
@@ -712,7 +718,13 @@ fn sink_text(r: &linerate_packet::SinkReport, j: &serde_json::Value, iface: &str
         );
     }
     let (seen, flows) = r.counts.markers_seen();
-    if flows > 0 {
+    if let Some(sent) = sent {
+        let _ = writeln!(
+            t,
+            "not received: {} of {sent} frames sent (the sender's count less the receiver's, the tail included)",
+            sent.saturating_sub(r.counts.packets)
+        );
+    } else if flows > 0 {
         let _ = if seen == flows {
             writeln!(
                 t,
