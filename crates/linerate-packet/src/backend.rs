@@ -134,6 +134,12 @@ pub enum Tx {
 }
 
 impl Tx {
+    /// The kernel builds and addresses this backend's frames (UDP
+    /// sockets): a crafted frame beside them would not be addressed alike.
+    pub fn kernel_addressed(&self) -> bool {
+        matches!(self, Tx::Udp(_))
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             Tx::Socket(_) | Tx::Udp(_) => "socket",

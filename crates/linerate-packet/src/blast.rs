@@ -124,6 +124,10 @@ pub struct BlastReport {
     /// gap its rate asked for per frame (ns).
     pub pacing: Vec<(Departures, f64)>,
     pub workers: usize,
+    /// End-marker frames sent after the last frame (three per flow), not
+    /// in `packets`; why none were, when asked.
+    pub end_marker_frames: u64,
+    pub end_marker_note: Option<String>,
 }
 
 impl BlastReport {
@@ -155,6 +159,7 @@ impl BlastReport {
             "send_errors": self.send_errors,
             "flows": self.flows,
             "workers": self.workers,
+            "end_markers": {"frames": self.end_marker_frames, "note": self.end_marker_note},
             "backend_stats": self.backend_stats,
             "backend_capabilities": self.capabilities,
             "pacing": self.pacing.iter().map(|(d, ns)| {
@@ -214,6 +219,7 @@ pub fn blast(
     let max_frame = cfg.sizes.cycle().iter().copied().max().unwrap_or(64) as usize;
     let (socks, note) = open_workers(cfg, framing, max_frame, workers)?;
     let backend = socks[0].name();
+    let kernel_addressed = socks[0].kernel_addressed();
     let capabilities = socks[0].capabilities(&cfg.iface);
     let avg = cfg.sizes.cycle().iter().map(|&s| f64::from(s)).sum::<f64>()
         / cfg.sizes.cycle().len() as f64;
@@ -278,12 +284,20 @@ pub fn blast(
         workers,
         backend_stats: Vec::new(),
         pacing: Vec::new(),
+        end_marker_frames: 0,
+        end_marker_note: None,
     };
     for (i, r) in results.into_iter().enumerate() {
         report.absorb(i, r?, interval_ns);
     }
     if cfg.end_markers {
-        send_end_markers(cfg, &templates, &report.per_flow)?;
+        if kernel_addressed {
+            report.end_marker_note = Some(
+                "end markers not sent: the kernel addresses the UDP sockets' frames and a marker is a crafted frame (socket:raw, af_packet and af_xdp send them)".into(),
+            );
+        } else {
+            report.end_marker_frames = send_end_markers(cfg, &templates, &report.per_flow)?;
+        }
     }
     for iv in sampler.finish(end, report.worker_rows.clone()) {
         on_interval(&iv);
@@ -301,7 +315,7 @@ fn send_end_markers(
     cfg: &BlastConfig,
     templates: &HashMap<u16, Template>,
     per_flow: &BTreeMap<u16, u64>,
-) -> Result<(), BlastError> {
+) -> Result<u64, BlastError> {
     let send_err = |source| BlastError::Send {
         iface: cfg.iface.clone(),
         source,
@@ -325,6 +339,7 @@ fn send_end_markers(
             b
         })
         .collect();
+    let mut sent = 0u64;
     for round in 0..3 {
         if round > 0 {
             std::thread::sleep(Duration::from_millis(1));
@@ -335,7 +350,10 @@ fn send_end_markers(
             let give_up = Instant::now() + Duration::from_secs(1);
             while done < refs.len() && Instant::now() < give_up {
                 match sock.send(&refs[done..]) {
-                    Ok(k) => done += k,
+                    Ok(k) => {
+                        done += k;
+                        sent += k as u64;
+                    }
                     Err(e)
                         if e.kind() == std::io::ErrorKind::WouldBlock
                             || e.raw_os_error() == Some(105) =>
@@ -347,7 +365,7 @@ fn send_end_markers(
             }
         }
     }
-    Ok(())
+    Ok(sent)
 }
 
 /// Every frame size's template, built (and checked against the MTU) before

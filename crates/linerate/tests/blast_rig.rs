@@ -27,13 +27,26 @@ fn blast(rig: &Rig, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// A frame carrying a probe that is not an end marker (blast sends each
+/// flow's marker three times after its last frame, by default).
+fn is_probe(fr: &[u8]) -> bool {
+    parse_frame(fr).is_ok_and(|p| {
+        p.probe
+            .is_some_and(|pr| pr.seq & linerate_wire::END_MARKER == 0)
+    })
+}
+
+/// An end marker frame.
+fn is_marker(fr: &[u8]) -> bool {
+    parse_frame(fr).is_ok_and(|p| {
+        p.probe
+            .is_some_and(|pr| pr.seq & linerate_wire::END_MARKER != 0)
+    })
+}
+
 /// Frames with a probe seen on host 1 while `f` runs: (dst ip, dst port, src port, length).
 fn capture(rig: &Rig, f: impl FnOnce()) -> Vec<(IpAddr, u16, u16, usize)> {
-    let frames = capture_where(
-        rig,
-        |fr| parse_frame(fr).is_ok_and(|p| p.probe.is_some()),
-        f,
-    );
+    let frames = capture_where(rig, is_probe, f);
     frames
         .iter()
         .filter_map(|fr| {
@@ -1519,11 +1532,12 @@ fn blast_addresses_the_neighbour_not_broadcast() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{dst}: {err}");
         assert!(err.contains("no --pps or --bitrate"), "{dst}: {err}");
-        let probes: Vec<_> = frames
-            .iter()
-            .filter(|f| linerate_wire::parse_frame(f).is_ok_and(|p| p.probe.is_some()))
-            .collect();
+        let probes: Vec<_> = frames.iter().filter(|f| is_probe(f)).collect();
         assert_eq!(probes.len(), 200, "{dst}: probes captured");
+        // The end marker, three times, addressed alike.
+        let markers: Vec<_> = frames.iter().filter(|f| is_marker(f)).collect();
+        assert_eq!(markers.len(), 3, "{dst}: end markers");
+        assert!(markers.iter().all(|f| f[..6] == want[..]), "{dst}");
         assert!(
             probes.iter().all(|f| f[..6] == want[..]),
             "{dst}: frames not addressed to {}",
@@ -1625,9 +1639,10 @@ fn sink_reports_latency_and_jitter_per_flow() {
 }
 
 /// The tail of a flow lost across processes: an XDP program on the sink's
-/// interface drops every probe past sequence 9900 of 10000. With
-/// `--end-marker` the sink counts exactly those 100 as lost (the sender's
-/// count arrives in the marker); without, it cannot know, and says so.
+/// interface drops every probe past sequence 9900 of 10000. With end
+/// markers (blast's default) the sink counts exactly those 100 as lost (the
+/// sender's count arrives in the marker); with `--no-end-marker` it cannot
+/// know, and says so.
 #[test]
 fn end_markers_let_the_sink_count_a_lost_tail() {
     if skip("end_markers_let_the_sink_count_a_lost_tail") {
@@ -1652,8 +1667,9 @@ fn end_markers_let_the_sink_count_a_lost_tail() {
                 .args(["--duration", "5", "--json"]),
             || {
                 let mut args = vec!["--dst-ip", "198.18.0.2", "--count", "10000", "--pps", "5k"];
-                if marker {
-                    args.push("--end-marker");
+                // Markers by default.
+                if !marker {
+                    args.push("--no-end-marker");
                 }
                 blast(&rig, &args)
             },

@@ -81,11 +81,16 @@ pub struct BlastArgs {
     /// Frames sent back to back per pacing decision (1: evenly spaced).
     #[arg(long, default_value_t = 1)]
     burst: u32,
-    /// After the last frame, send each flow's end marker (its sent count)
-    /// so a sink in another process or on another host counts the frames
-    /// lost after the flow's last arrival (raw-frame backends).
-    #[arg(long)]
+    /// After the last frame, each flow's end marker (its sent count, three
+    /// times) lets a sink in another process or on another host count the
+    /// frames lost after the flow's last arrival: sent by default (not on
+    /// the UDP socket path, which says so); --no-end-marker leaves them out.
+    #[arg(long, hide = true)]
     end_marker: bool,
+    /// Send no end markers (a device or counter that must see only the
+    /// frames asked for).
+    #[arg(long, conflicts_with = "end_marker")]
+    no_end_marker: bool,
     /// Bit rates count frames only (L2) instead of the wire (L1).
     #[arg(long)]
     rate_l2: bool,
@@ -436,7 +441,7 @@ fn run_blast_once(a: &BlastArgs) -> Result<u8> {
         macs_given: a.src_mac.is_some() || a.dst_mac.is_some(),
         gso: gso(&a.gso)?,
         interval: a.out.interval()?,
-        end_markers: a.end_marker,
+        end_markers: !a.no_end_marker,
     };
     blast_run(a, &cfg)
 }
@@ -495,6 +500,11 @@ fn blast_run(a: &BlastArgs, cfg: &BlastConfig) -> Result<u8> {
         },
     };
     if let Some(n) = &r.note
+        && a.out.human()
+    {
+        eprintln!("linerate: {n}");
+    }
+    if let Some(n) = &r.end_marker_note
         && a.out.human()
     {
         eprintln!("linerate: {n}");
@@ -733,7 +743,7 @@ fn sink_text(
         } else if seen == 0 {
             writeln!(
                 t,
-                "no end marker from the sender (blast --end-marker): frames lost after each flow's last arrival are not counted"
+                "no end marker from the sender (blast --no-end-marker, or its UDP socket path): frames lost after each flow's last arrival are not counted"
             )
         } else {
             writeln!(
