@@ -244,6 +244,10 @@ impl SinkReport {
     }
 }
 
+/// With `--count`: how long after the count is reached the sink still
+/// waits for end markers (blast sends them right after the last frame).
+const MARKER_GRACE: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// How often the sink looks at whether its interface is still up.
 const LINK_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
 
@@ -382,6 +386,7 @@ fn receive(
     // look at it a few times a second so every backend ends the same way.
     let mut next_link_check = Instant::now();
     let (mut stamped, mut handover, mut oversized) = (0u64, 0u64, 0u64);
+    let mut count_reached: Option<Instant> = None;
     while !stop.load(Ordering::Relaxed) && start.elapsed() < cfg.duration {
         live.answer(want, &mut published, &counts);
         if Instant::now() >= next_link_check {
@@ -395,7 +400,14 @@ fn receive(
             .until_packets
             .is_some_and(|n| total.load(Ordering::Relaxed) >= n)
         {
-            break;
+            // The count is reached: the flows' end markers follow their
+            // last frames within a few ms; wait a moment for them, so the
+            // report can say the tail was counted.
+            let since = *count_reached.get_or_insert_with(Instant::now);
+            let (seen, flows) = counts.markers_seen();
+            if seen == flows || since.elapsed() >= MARKER_GRACE {
+                break;
+            }
         }
         // Arrival time: the kernel's receive time where the backend has one
         // (af_packet ring, raw socket); otherwise read once per batch, when
