@@ -303,50 +303,47 @@ impl Metrics {
     /// Serves the series on `addr` (`GET /metrics`; anything else 404) on a
     /// thread of its own until the handle is dropped.
     pub fn serve(&self, addr: &str) -> io::Result<Endpoint> {
-        let server = tiny_http::Server::http(addr).map_err(|e| {
-            io::Error::new(
-                io::ErrorKind::AddrNotAvailable,
-                format!("--metrics {addr}: {e}"),
-            )
-        })?;
-        let local = server
-            .server_addr()
-            .to_ip()
-            .ok_or_else(|| io::Error::other("--metrics: not an IP address"))?;
+        let listener = std::net::TcpListener::bind(addr)
+            .map_err(|e| io::Error::new(e.kind(), format!("--metrics {addr}: {e}")))?;
+        listener.set_nonblocking(true)?;
+        let local = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let (me, st) = (self.clone(), stop.clone());
         let thread = std::thread::spawn(move || {
+            let busy = Arc::new(std::sync::atomic::AtomicUsize::new(0));
             while !st.load(Ordering::Relaxed) {
-                let Ok(Some(req)) = server.recv_timeout(Duration::from_millis(100)) else {
+                let conn = match listener.accept() {
+                    Ok((c, _)) => c,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        std::thread::sleep(Duration::from_millis(20));
+                        continue;
+                    }
+                    Err(_) => {
+                        std::thread::sleep(Duration::from_millis(20));
+                        continue;
+                    }
+                };
+                // At most MAX_CONNECTIONS at once, each with a deadline:
+                // a scraper that never sends, or never reads, holds one
+                // thread for at most CONN_DEADLINE x 2; past the bound, new
+                // connections are closed at once.
+                if busy.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
+                    drop(conn);
                     continue;
-                };
-                let path = req.url().split('?').next().unwrap_or("").to_string();
-                // OpenMetrics to those that ask for it (Prometheus does),
-                // Prometheus's text format 0.0.4 to everyone else.
-                let openmetrics = req.headers().iter().any(|h| {
-                    h.field.equiv("Accept")
-                        && h.value.as_str().contains("application/openmetrics-text")
-                });
-                let resp = if req.method() == &tiny_http::Method::Get && path == "/metrics" {
-                    let (body, ct): (String, &[u8]) = if openmetrics {
-                        (
-                            me.encode(),
-                            b"application/openmetrics-text; version=1.0.0; charset=utf-8",
-                        )
-                    } else {
-                        (
-                            me.encode_prometheus_text(),
-                            b"text/plain; version=0.0.4; charset=utf-8",
-                        )
-                    };
-                    let ct = tiny_http::Header::from_bytes(&b"Content-Type"[..], ct)
-                        .expect("a valid header");
-                    tiny_http::Response::from_string(body).with_header(ct)
-                } else {
-                    tiny_http::Response::from_string("linerate: GET /metrics\n")
-                        .with_status_code(404)
-                };
-                let _ = req.respond(resp);
+                }
+                busy.fetch_add(1, Ordering::Relaxed);
+                let (me, held) = (me.clone(), busy.clone());
+                let spawned = std::thread::Builder::new()
+                    .name("metrics-conn".into())
+                    .spawn(move || {
+                        let _ = me.answer(conn);
+                        held.fetch_sub(1, Ordering::Relaxed);
+                    });
+                if spawned.is_err() {
+                    // No thread for it: the connection went with the
+                    // closure, and so did its place.
+                    busy.fetch_sub(1, Ordering::Relaxed);
+                }
             }
         });
         Ok(Endpoint {
@@ -355,6 +352,113 @@ impl Metrics {
             thread: Some(thread),
         })
     }
+
+    /// One HTTP/1.x exchange: the request head within CONN_DEADLINE, the
+    /// whole response written within CONN_DEADLINE, then close.
+    fn answer(&self, mut conn: std::net::TcpStream) -> io::Result<()> {
+        use std::io::Read;
+        conn.set_nonblocking(false)?;
+        let until = std::time::Instant::now() + CONN_DEADLINE;
+        let left = || {
+            until
+                .checked_duration_since(std::time::Instant::now())
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| io::Error::new(io::ErrorKind::TimedOut, "deadline"))
+        };
+        let mut head = Vec::with_capacity(1024);
+        let mut buf = [0u8; 1024];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            if head.len() > MAX_HEAD {
+                let r = response(431, "text/plain", "linerate: request head too large\n");
+                return write_all_by(&mut conn, &r, until);
+            }
+            conn.set_read_timeout(Some(left()?))?;
+            let n = conn.read(&mut buf)?;
+            if n == 0 {
+                return Ok(());
+            }
+            head.extend_from_slice(&buf[..n]);
+        }
+        let text = String::from_utf8_lossy(&head);
+        let mut lines = text.split("\r\n");
+        let mut first = lines.next().unwrap_or("").split(' ');
+        let (method, target) = (first.next().unwrap_or(""), first.next().unwrap_or(""));
+        let path = target.split('?').next().unwrap_or("");
+        // OpenMetrics to those that ask for it (Prometheus does),
+        // Prometheus's text format 0.0.4 to everyone else.
+        let openmetrics = lines.any(|l| {
+            l.split_once(':').is_some_and(|(k, v)| {
+                k.trim().eq_ignore_ascii_case("accept")
+                    && v.contains("application/openmetrics-text")
+            })
+        });
+        let resp = if method == "GET" && path == "/metrics" {
+            if openmetrics {
+                response(
+                    200,
+                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    &self.encode(),
+                )
+            } else {
+                response(
+                    200,
+                    "text/plain; version=0.0.4; charset=utf-8",
+                    &self.encode_prometheus_text(),
+                )
+            }
+        } else {
+            response(404, "text/plain", "linerate: GET /metrics\n")
+        };
+        write_all_by(&mut conn, &resp, until)?;
+        let _ = conn.shutdown(std::net::Shutdown::Both);
+        Ok(())
+    }
+}
+
+/// Connections served at once, at most.
+const MAX_CONNECTIONS: usize = 32;
+/// Time a connection has for its request head, and again for the response.
+const CONN_DEADLINE: Duration = Duration::from_secs(2);
+/// The longest request head taken.
+const MAX_HEAD: usize = 16 * 1024;
+
+fn response(status: u16, content_type: &str, body: &str) -> Vec<u8> {
+    let reason = match status {
+        200 => "OK",
+        404 => "Not Found",
+        _ => "Request Header Fields Too Large",
+    };
+    let mut r = format!(
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    r.extend_from_slice(body.as_bytes());
+    r
+}
+
+/// Writes all of `data` before `until` (a peer that does not read gets
+/// the connection closed at the deadline, not a thread held forever).
+fn write_all_by(
+    conn: &mut std::net::TcpStream,
+    mut data: &[u8],
+    until: std::time::Instant,
+) -> io::Result<()> {
+    use std::io::Write;
+    let until = until + CONN_DEADLINE;
+    while !data.is_empty() {
+        let left = until
+            .checked_duration_since(std::time::Instant::now())
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| io::Error::new(io::ErrorKind::TimedOut, "write deadline"))?;
+        conn.set_write_timeout(Some(left))?;
+        let n = conn.write(data)?;
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        data = &data[n..];
+    }
+    Ok(())
 }
 
 /// The running endpoint; dropping it stops the thread.
@@ -438,6 +542,54 @@ impl Reporter for MetricsReporter {
 
 #[cfg(test)]
 mod tests {
+    /// Scrapers that connect and send nothing hold a thread each, for at
+    /// most the deadline; a real scrape is answered at once meanwhile, and
+    /// connections past the bound are closed straight away.
+    #[test]
+    fn idle_and_excess_connections_do_not_stall_a_scrape() {
+        use std::io::{Read, Write};
+        let m = Metrics::new();
+        let ep = m.serve("127.0.0.1:0").unwrap();
+        let idle: Vec<std::net::TcpStream> = (0..MAX_CONNECTIONS)
+            .map(|_| std::net::TcpStream::connect(ep.addr).unwrap())
+            .collect();
+        std::thread::sleep(Duration::from_millis(200));
+        // Past the bound: closed without an answer.
+        let mut extra = std::net::TcpStream::connect(ep.addr).unwrap();
+        extra
+            .set_read_timeout(Some(Duration::from_secs(1)))
+            .unwrap();
+        let mut b = Vec::new();
+        assert_eq!(extra.read_to_end(&mut b).unwrap_or(0), 0, "closed at once");
+        // Once the idle ones' deadline passes, a scrape is answered.
+        std::thread::sleep(CONN_DEADLINE + Duration::from_millis(300));
+        let t0 = std::time::Instant::now();
+        let mut c = std::net::TcpStream::connect(ep.addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        c.write_all(
+            b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: application/openmetrics-text\r\n\r\n",
+        )
+        .unwrap();
+        let mut r = String::new();
+        c.read_to_string(&mut r).unwrap();
+        assert!(r.starts_with("HTTP/1.1 200 OK\r\n"), "{r}");
+        assert!(r.contains("application/openmetrics-text"), "{r}");
+        assert!(r.trim_end().ends_with("# EOF"), "{r}");
+        assert!(t0.elapsed() < Duration::from_secs(1));
+        // The idle connections were closed by the server.
+        for mut i in idle {
+            i.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+            let mut b = Vec::new();
+            assert_eq!(i.read_to_end(&mut b).unwrap_or(0), 0);
+        }
+        // A bad request head: too large, refused with 431.
+        let mut c = std::net::TcpStream::connect(ep.addr).unwrap();
+        let _ = c.write_all(&vec![b'a'; MAX_HEAD + 2048]);
+        let mut r = String::new();
+        let _ = c.read_to_string(&mut r);
+        assert!(r.starts_with("HTTP/1.1 431"), "{r}");
+    }
+
     use super::*;
     use crate::event::{CountedBy, Counts, Host, Interval, Mode, Scope, Start};
 
