@@ -96,6 +96,11 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
+/// Stops a child this program started (SIGINT, then SIGKILL after 3 s).
+pub fn stop_child(child: &mut Child) {
+    stop(child)
+}
+
 fn stop(child: &mut Child) {
     // End only what we started, by PID: SIGINT first so tools print and exit.
     if let Ok(pid) = i32::try_from(child.id()) {

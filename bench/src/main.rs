@@ -7,6 +7,7 @@
 //! (as root). `--list` names the scenarios.
 
 mod harness;
+mod instr;
 mod machine;
 mod scenarios;
 
@@ -33,6 +34,9 @@ struct Args {
     /// (comma-separated), e.g. `--only af_xdp,trafgen`.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
+    /// instr: the two frame counts each path runs with under callgrind.
+    #[arg(long, value_delimiter = ',', default_value = "20000,100000")]
+    frames: Vec<u64>,
     /// Where to write the raw results (JSON).
     #[arg(long, default_value = "bench/results")]
     out: PathBuf,
@@ -46,8 +50,13 @@ fn main() -> Result<()> {
             println!("{:<16} {}", s.name, (s.build)().about);
         }
         println!("{:<16} the four iperf-* scenarios", "iperf");
+        println!(
+            "{:<16} user-space instructions per frame under callgrind (blast, sink, fwd; --frames A,B, --only)",
+            "instr"
+        );
         return Ok(());
     }
+
     if !(1..=50).contains(&args.runs) {
         bail!("--runs must be 1..=50");
     }
@@ -67,6 +76,15 @@ fn main() -> Result<()> {
         }
     }
     for name in names {
+        if name == "instr" {
+            // Not an A/B comparison: instructions per frame per path.
+            let [small, large] = args.frames[..] else {
+                bail!("--frames takes two counts (20000,100000)");
+            };
+            instr::run(small, large, &args.only, &cfg.out_dir)?;
+            println!();
+            continue;
+        }
         let Some(entry) = all.iter().find(|s| s.name == name) else {
             bail!("no scenario '{name}' (see --list)");
         };

@@ -1,0 +1,373 @@
+//! `linerate-bench instr`: user-space instructions per frame, counted by
+//! callgrind (deterministic: comparable across machines and commits).
+//!
+//! Each path runs twice under `valgrind --tool=callgrind` on the rig, with
+//! a small and a large number of frames; instructions per frame are the
+//! difference of the two totals over the difference of the frames the
+//! measured side itself counted (so set-up and tear-down cancel out). Only
+//! the worker function that handles the frames is collected
+//! (`--toggle-collect`), so the once-per-interval sampler and the
+//! process's start are not in the figure; a path whose worker was inlined
+//! away falls back to the whole program and says so.
+
+use crate::machine;
+use crate::scenarios::tools::linerate_bin;
+use anyhow::{Context, Result, bail};
+use linerate_rig::Rig;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// What is measured: which side runs under callgrind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Blast,
+    Sink,
+    Fwd,
+}
+
+struct Case {
+    name: String,
+    side: Side,
+    backend: &'static str,
+    flows: u32,
+    /// `--size 64` or `--imix`.
+    imix: bool,
+}
+
+fn cases() -> Vec<Case> {
+    let mut v = Vec::new();
+    for backend in ["af_xdp", "af_packet", "socket:raw", "socket:udp"] {
+        for flows in [1, 4096] {
+            v.push(Case {
+                name: format!("blast {backend}, {flows} flow(s), 64 B"),
+                side: Side::Blast,
+                backend,
+                flows,
+                imix: false,
+            });
+        }
+    }
+    v.push(Case {
+        name: "blast af_xdp, 1 flow, IMIX".into(),
+        side: Side::Blast,
+        backend: "af_xdp",
+        flows: 1,
+        imix: true,
+    });
+    for backend in ["af_xdp", "af_packet"] {
+        for flows in [1, 4096] {
+            v.push(Case {
+                name: format!("sink {backend}, {flows} flow(s), 64 B"),
+                side: Side::Sink,
+                backend,
+                flows,
+                imix: false,
+            });
+        }
+    }
+    v.push(Case {
+        name: "fwd macswap af_xdp, 1 flow, 64 B".into(),
+        side: Side::Fwd,
+        backend: "af_xdp",
+        flows: 1,
+        imix: false,
+    });
+    v
+}
+
+/// The rate blast sends at to an instrumented sink or forwarder: above
+/// what it takes under valgrind (some 50 times slower), so it always has a
+/// full batch waiting, as under load, never an idle wake-up per frame (the
+/// kernel drops what does not fit its ring; the figure is per frame the
+/// measured side counted).
+const SEND_PPS: &str = "200k";
+
+/// How long the instrumented sink or forwarder runs after it is ready: the
+/// same for both frame counts, so its idle wake-ups after the burst cancel
+/// out.
+const MEASURED_SECS: &str = "12";
+
+/// The function whose instructions are collected, per side.
+fn worker_fn(side: Side) -> &'static str {
+    match side {
+        Side::Blast => "*blast::run_worker*",
+        Side::Sink => "*sink::receive*",
+        Side::Fwd => "*worker::forward_in_place*",
+    }
+}
+
+/// `cmd` started under callgrind on a rig host, its stderr in a file (so
+/// readiness lines can be watched).
+fn callgrind_start(
+    rig: &Rig,
+    host: usize,
+    args: &[String],
+    toggle: Option<&str>,
+    out: &Path,
+) -> Result<(std::process::Child, PathBuf)> {
+    let err = out.with_extension("stderr");
+    let mut c = rig.command(host, "valgrind");
+    c.args(["--tool=callgrind", "--quiet"])
+        .arg(format!("--callgrind-out-file={}", out.display()));
+    if let Some(t) = toggle {
+        c.arg(format!("--toggle-collect={t}"));
+    }
+    let child = c
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&err)?)
+        .spawn()
+        .context("valgrind")?;
+    Ok((child, err))
+}
+
+/// Waits (bounded) for the callgrind run to end; its instruction total
+/// and standard output.
+fn callgrind_finish(
+    mut child: std::process::Child,
+    err: &Path,
+    out: &Path,
+    within: Duration,
+) -> Result<(u64, Vec<u8>)> {
+    let mut stdout = child.stdout.take().context("stdout")?;
+    let reader = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut stdout, &mut b);
+        b
+    });
+    let until = Instant::now() + within;
+    let status = loop {
+        if let Some(st) = child.try_wait()? {
+            break st;
+        }
+        if Instant::now() > until {
+            crate::harness::stop_child(&mut child);
+            bail!("still running after {within:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let stdout = reader.join().unwrap_or_default();
+    if !status.success() {
+        bail!(
+            "{status}: {}",
+            std::fs::read_to_string(err).unwrap_or_default().trim()
+        );
+    }
+    let text = std::fs::read_to_string(out).context("callgrind output")?;
+    let total = text
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("summary:")
+                .or_else(|| l.strip_prefix("totals:"))
+        })
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .context("no totals in the callgrind output")?;
+    Ok((total, stdout))
+}
+
+fn frames_flags(c: &Case) -> Vec<String> {
+    let mut v: Vec<String> = vec!["--dst-ip".into(), "198.18.0.2".into()];
+    if c.flows > 1 {
+        v.push("--dst-port".into());
+        v.push(format!("1000-{}", 999 + c.flows));
+    }
+    if c.imix {
+        v.push("--imix".into());
+    } else {
+        v.push("--size".into());
+        v.push("64".into());
+    }
+    v
+}
+
+/// One measurement: the instruction total of the measured side and the
+/// frames it counted.
+fn measure(rig: &Rig, c: &Case, frames: u64, toggle: bool, dir: &Path) -> Result<(u64, u64)> {
+    let bin = linerate_bin()?.display().to_string();
+    let out = dir.join(format!(
+        "cg-{}-{frames}",
+        c.name.replace([' ', ',', ':'], "_")
+    ));
+    let t = toggle.then(|| worker_fn(c.side));
+    let blast_args = |count: u64, backend: &str, rate: Option<&str>| -> Vec<String> {
+        let mut a = vec![
+            bin.clone(),
+            "blast".into(),
+            "--iface".into(),
+            "veth0".into(),
+            "--backend".into(),
+            backend.into(),
+            "--count".into(),
+            count.to_string(),
+            "--no-end-marker".into(),
+            "-i".into(),
+            "0".into(),
+            "-t".into(),
+            "120".into(),
+            "-J".into(),
+        ];
+        if let Some(r) = rate {
+            a.extend(["--pps".into(), r.into()]);
+        }
+        a.extend(frames_flags(c));
+        a
+    };
+    match c.side {
+        Side::Blast => {
+            let (child, err) =
+                callgrind_start(rig, 0, &blast_args(frames, c.backend, None), t, &out)?;
+            let (ir, stdout) = callgrind_finish(child, &err, &out, Duration::from_secs(300))?;
+            let v: Value = serde_json::from_slice(&stdout).context("blast -J")?;
+            Ok((ir, v["packets"].as_u64().unwrap_or(0)))
+        }
+        Side::Sink | Side::Fwd => {
+            // The measured side on host 1 under callgrind; blast (native)
+            // from host 0 at a rate the instrumented side keeps up with.
+            let mut args = vec![bin.clone()];
+            match c.side {
+                Side::Sink => args.extend(
+                    [
+                        "sink",
+                        "--iface",
+                        "veth0",
+                        "--backend",
+                        c.backend,
+                        "-t",
+                        MEASURED_SECS,
+                        "-i",
+                        "0",
+                        "-J",
+                    ]
+                    .map(String::from),
+                ),
+                _ => args.extend(
+                    [
+                        "fwd",
+                        "--iface",
+                        "veth0",
+                        "--backend",
+                        c.backend,
+                        "--mode",
+                        "macswap",
+                        "-t",
+                        MEASURED_SECS,
+                        "-i",
+                        "0",
+                        "-J",
+                    ]
+                    .map(String::from),
+                ),
+            }
+            let (child, err) = callgrind_start(rig, 1, &args, t, &out)?;
+            // Send once the instrumented side says its sockets are open.
+            let until = Instant::now() + Duration::from_secs(120);
+            while !std::fs::read_to_string(&err)
+                .is_ok_and(|e| e.contains("receiving on") || e.contains("forwarding"))
+            {
+                if Instant::now() > until {
+                    bail!("{}: not ready under valgrind in 120 s", c.name);
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            let sent = rig
+                .command(0, &bin)
+                .args(&blast_args(frames, "af_packet", Some(SEND_PPS))[1..])
+                .output()
+                .context("blast")?;
+            if !sent.status.success() {
+                bail!("blast: {}", String::from_utf8_lossy(&sent.stderr));
+            }
+            let (ir, stdout) = callgrind_finish(child, &err, &out, Duration::from_secs(300))?;
+            let v: Value = serde_json::from_slice(&stdout).context("-J of the measured side")?;
+            let n = match c.side {
+                Side::Sink => v["packets"].as_u64(),
+                _ => v["counts"]["rx"].as_u64(),
+            }
+            .unwrap_or(0);
+            Ok((ir, n))
+        }
+    }
+}
+
+/// Runs every case (or those whose name contains one of `only`).
+pub fn run(small: u64, large: u64, only: &[String], out_dir: &Path) -> Result<()> {
+    crate::scenarios::tools::need(&["valgrind", "ip"])?;
+    if small == 0 || large <= small {
+        bail!("--frames: two counts, the second larger");
+    }
+    let rig = Rig::pair().context("the rig (root)")?;
+    let dir = tempfile_dir()?;
+    let started = Instant::now();
+    let mut rows = Vec::new();
+    println!(
+        "instructions per frame (callgrind, user space; ({large} - {small}) frames; worker function only)"
+    );
+    for c in cases()
+        .into_iter()
+        .filter(|c| only.is_empty() || only.iter().any(|w| c.name.contains(w.as_str())))
+    {
+        let mut toggle = true;
+        let mut m = (
+            measure(&rig, &c, small, toggle, &dir)?,
+            measure(&rig, &c, large, toggle, &dir)?,
+        );
+        if m.0.0 == 0 || m.1.0 == 0 {
+            // The worker was inlined: the whole program instead.
+            toggle = false;
+            m = (
+                measure(&rig, &c, small, toggle, &dir)?,
+                measure(&rig, &c, large, toggle, &dir)?,
+            );
+        }
+        let ((ir1, n1), (ir2, n2)) = m;
+        let per = if n2 > n1 {
+            (ir2 as f64 - ir1 as f64) / (n2 - n1) as f64
+        } else {
+            f64::NAN
+        };
+        println!(
+            "{:<40} {:>9.1}   ({} / {} frames counted; {})",
+            c.name,
+            per,
+            n1,
+            n2,
+            if toggle {
+                "worker only"
+            } else {
+                "whole program"
+            }
+        );
+        rows.push(json!({
+            "path": c.name, "instructions_per_frame": per,
+            "frames": [n1, n2], "instructions": [ir1, ir2],
+            "collected": if toggle { worker_fn(c.side) } else { "whole program" },
+        }));
+    }
+    let result = json!({
+        "scenario": "instr",
+        "machine": machine::describe(),
+        "counted_by": "valgrind --tool=callgrind, instructions retired in user space",
+        "elapsed_s": started.elapsed().as_secs_f64(),
+        "paths": rows,
+    });
+    println!("{}", serde_json::to_string_pretty(&result["machine"])?);
+    std::fs::create_dir_all(out_dir)?;
+    let stamp = result["machine"]["date_utc"]
+        .as_str()
+        .unwrap_or("now")
+        .replace(':', "");
+    let path = out_dir.join(format!("instr-{stamp}.json"));
+    std::fs::write(&path, serde_json::to_string_pretty(&result)?)?;
+    println!("raw results: {}", path.display());
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+fn tempfile_dir() -> Result<PathBuf> {
+    let d = std::env::temp_dir().join(format!("linerate-instr-{}", std::process::id()));
+    std::fs::create_dir_all(&d)?;
+    Ok(d)
+}
