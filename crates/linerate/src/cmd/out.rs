@@ -142,13 +142,21 @@ pub struct RepeatArgs {
 
 /// `95%` or `0.95`: a share strictly between 0 and 1.
 pub fn share(s: &str) -> Result<f64, String> {
-    let v = match s.strip_suffix('%') {
+    ratio(s)
+        .ok()
+        .filter(|x| *x > 0.0 && *x < 1.0)
+        .ok_or_else(|| format!("'{s}' is not a share (95%, 2%, 0.02)"))
+}
+
+/// `0`, `0.001%`, `1e-5`, `100%`: a ratio from 0 to 1 inclusive.
+pub fn ratio(s: &str) -> Result<f64, String> {
+    let v = match s.trim().strip_suffix('%') {
         Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
         None => s.trim().parse::<f64>(),
     };
     v.ok()
-        .filter(|x| *x > 0.0 && *x < 1.0)
-        .ok_or_else(|| format!("'{s}' is not a share (95%, 2%, 0.02)"))
+        .filter(|x| (0.0..=1.0).contains(x))
+        .ok_or_else(|| format!("'{s}' is not a ratio (0.5%, 0.001, 0)"))
 }
 
 /// How a mode shows its output, for the repetition's own printing.

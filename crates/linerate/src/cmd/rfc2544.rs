@@ -64,7 +64,7 @@ pub struct Rfc2544Args {
     tests: Vec<String>,
     /// Loss ratios the throughput search allows: 0 is NDR; several find
     /// NDR and PDRs in one run (0,0.001% or 0,0.00001).
-    #[arg(long, value_delimiter = ',', default_value = "0", value_parser = parse_ratio)]
+    #[arg(long, value_delimiter = ',', default_value = "0", value_parser = super::out::ratio)]
     loss_ratio: Vec<f64>,
     /// Seconds per trial (RFC 2544 asks 60 for throughput).
     #[arg(long, default_value_t = 10.0)]
@@ -75,17 +75,17 @@ pub struct Rfc2544Args {
     max_rate: Option<String>,
     /// Stop the search when its interval is narrower than this share of
     /// the maximum rate.
-    #[arg(long, default_value = "0.5%", value_parser = parse_ratio)]
+    #[arg(long, default_value = "0.5%", value_parser = super::out::ratio)]
     resolution: f64,
     /// A trial whose offered rate is below this share of the asked rate
     /// fails as "offered load not reached".
-    #[arg(long, default_value = "99%", value_parser = parse_ratio)]
+    #[arg(long, default_value = "99%", value_parser = super::out::ratio)]
     offered_min: f64,
     /// Latency test: seconds (RFC 2544 asks 120) and the loads as shares of
     /// the throughput found (or of the maximum rate): 100%, or 10%,50%,90%.
     #[arg(long, default_value_t = 10.0)]
     latency_time: f64,
-    #[arg(long, value_delimiter = ',', default_value = "100%", value_parser = parse_ratio)]
+    #[arg(long, value_delimiter = ',', default_value = "100%", value_parser = super::out::ratio)]
     latency_load: Vec<f64>,
     /// Back-to-back: repetitions (RFC 2544 asks 50) and the longest burst
     /// tried, in seconds of frames at the maximum rate.
@@ -110,20 +110,6 @@ pub struct Rfc2544Args {
     backend: String,
     #[command(flatten)]
     out: OutputArgs,
-}
-
-/// `0`, `0.001%`, `1e-5`: a ratio.
-fn parse_ratio(s: &str) -> Result<f64, String> {
-    let (v, scale) = match s.strip_suffix('%') {
-        Some(p) => (p, 100.0),
-        None => (s, 1.0),
-    };
-    v.trim()
-        .parse::<f64>()
-        .ok()
-        .map(|x| x / scale)
-        .filter(|x| (0.0..=1.0).contains(x))
-        .ok_or_else(|| format!("'{s}' is not a ratio (0.5%, 0.001, 0)"))
 }
 
 /// `--max-rate`: frames/s as given (100kpps), bit/s as L1 (1G).
