@@ -391,6 +391,25 @@ impl Progress {
     }
 }
 
+/// The progress line's figures: each sum row's rates with its role and
+/// who counted it (a sender's and a receiver's count are never added).
+fn progress_figures(sums: &[linerate_run::Row], secs: f64) -> String {
+    sums.iter()
+        .map(|r| {
+            let (b, p) = r.rates(secs);
+            let mut f = vec![r.role.clone()];
+            if let Some(b) = b {
+                f.push(linerate_run::report::format_rate(b, "bit/s"));
+            }
+            if let Some(p) = p {
+                f.push(linerate_run::report::format_rate(p, "pkt/s"));
+            }
+            format!("{} ({})", f.join(" "), r.counted_by.name())
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 impl Reporter for Progress {
     fn report(&mut self, ev: &Event) -> io::Result<()> {
         let mut err = io::stderr();
@@ -404,18 +423,10 @@ impl Reporter for Progress {
                 let of = self
                     .planned_s
                     .map_or(String::new(), |p| format!(" of {p:.0} s"));
-                let (b, p) = i
-                    .sums
-                    .iter()
-                    .map(|r| r.rates(i.seconds()))
-                    .fold((0.0, 0.0), |(b, p), (rb, rp)| {
-                        (b + rb.unwrap_or(0.0), p + rp.unwrap_or(0.0))
-                    });
                 let _ = write!(
                     err,
-                    "\r\x1b[K{elapsed:.0} s{of}: {} {}",
-                    linerate_run::report::format_rate(b, "bit/s"),
-                    linerate_run::report::format_rate(p, "pkt/s")
+                    "\r\x1b[K{elapsed:.0} s{of}: {}",
+                    progress_figures(&i.sums, i.seconds())
                 );
                 let _ = err.flush();
             }
@@ -426,5 +437,30 @@ impl Reporter for Progress {
             Event::Error(_) => {}
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_progress_line_keeps_each_count_apart_and_names_who_counted() {
+        use linerate_run::{CountedBy, Counts, Row, Scope};
+        let row = |role: &str, by: CountedBy, packets: u64| {
+            Row::new(Scope::Sum, "SUM", role, by).with_counts(Counts {
+                packets: Some(packets),
+                bytes: Some(packets * 100),
+                ..Counts::default()
+            })
+        };
+        let line = super::progress_figures(
+            &[
+                row("tx", CountedBy::Sender, 1000),
+                row("rx", CountedBy::Receiver, 900),
+            ],
+            1.0,
+        );
+        assert!(line.starts_with("tx "), "{line}");
+        assert!(line.contains("(sender), rx "), "{line}");
+        assert!(line.ends_with("(receiver)"), "{line}");
     }
 }
