@@ -115,7 +115,7 @@ fn scenario(
     metric: Metric,
     lr: Start,
     i3: Start,
-    i321: Start,
+    v321: Start,
     gsro: Option<Start>,
 ) -> Scenario {
     let mut contenders = vec![
@@ -129,7 +129,7 @@ fn scenario(
         },
         Contender {
             name: "iperf3 3.21 client",
-            start: i321,
+            start: v321,
         },
     ];
     if let Some(g) = gsro {
