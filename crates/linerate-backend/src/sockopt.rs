@@ -370,3 +370,41 @@ mod tests {
         assert!(mss(&c).unwrap() > 0);
     }
 }
+
+/// SO_BUSY_POLL: the socket's receive calls spin on the device queue for up
+/// to `us` microseconds before sleeping (a CPU spent for latency; setting
+/// it above the `net.core.busy_read` sysctl needs CAP_NET_ADMIN).
+pub fn set_busy_poll(sock: &impl AsRawFd, us: u32) -> io::Result<()> {
+    setsockopt_raw(
+        sock.as_raw_fd(),
+        libc::SOL_SOCKET,
+        libc::SO_BUSY_POLL,
+        &us.to_ne_bytes(),
+    )
+}
+
+/// The socket's SO_BUSY_POLL, microseconds.
+pub fn busy_poll(sock: &impl AsRawFd) -> io::Result<u32> {
+    let mut v = 0u32;
+    getsockopt_raw(
+        sock.as_raw_fd(),
+        libc::SOL_SOCKET,
+        libc::SO_BUSY_POLL,
+        &mut v,
+    )?;
+    Ok(v)
+}
+
+#[cfg(test)]
+mod busy_poll_tests {
+    #[test]
+    fn busy_poll_is_set_on_the_socket() {
+        let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        assert_eq!(super::busy_poll(&s).unwrap(), 0);
+        match super::set_busy_poll(&s, 50) {
+            Ok(()) => assert_eq!(super::busy_poll(&s).unwrap(), 50),
+            // Without CAP_NET_ADMIN the kernel refuses raising it.
+            Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied),
+        }
+    }
+}

@@ -46,6 +46,13 @@ pub struct ServerConfig {
     /// Sources (address prefixes) that may ask for responses larger than
     /// their requests, up to `max_response`.
     pub allow: Vec<Prefix>,
+    /// The recipe's switches, to measure each part: SO_REUSEPORT (false:
+    /// every worker on one shared socket, the naive multi-threaded
+    /// server), pinning workers to `cores`, and SO_BUSY_POLL microseconds
+    /// (0: off).
+    pub reuseport: bool,
+    pub pin: bool,
+    pub busy_poll_us: u32,
 }
 
 /// An address prefix (`198.18.0.0/15`, `2001:db8::/32`, or one address).
@@ -175,9 +182,16 @@ impl ServerReport {
     pub fn json(&self) -> Value {
         json!({
             "listen": self.local.to_string(),
-            "steering": match (self.config.steering, &self.steering_note) {
-                (Steering::Cpu, None) => "cpu: a classic BPF program on the SO_REUSEPORT group hands each request to the socket of the CPU it was processed on",
+            "steering": match (self.config.reuseport, self.config.steering, &self.steering_note) {
+                (false, ..) => "none: one socket shared by every worker (no SO_REUSEPORT)",
+                (true, Steering::Cpu, None) => "cpu: a classic BPF program on the SO_REUSEPORT group hands each request to the socket of the CPU it was processed on",
                 _ => "hash: the kernel's SO_REUSEPORT hash of the 4-tuple",
+            },
+            "recipe": {
+                "reuseport": self.config.reuseport,
+                "pinned": self.config.pin && !self.config.cores.is_empty(),
+                "batch": self.config.batch,
+                "busy_poll_us": self.config.busy_poll_us,
             },
             "steering_note": self.steering_note,
             "warnings": self.warnings,
@@ -232,12 +246,16 @@ impl Server {
         let sock_err = |what: String| move |e| RrError::Socket { what, source: e };
         let mut socks = Vec::with_capacity(n);
         let mut addr = cfg.bind;
-        for i in 0..n {
+        // Without SO_REUSEPORT: one socket, every worker receiving from it.
+        let opened = if cfg.reuseport { n } else { 1 };
+        for i in 0..opened {
             let domain = socket2::Domain::for_address(addr);
             let s = socket2::Socket::new(domain, socket2::Type::DGRAM, None)
                 .map_err(sock_err("open a UDP socket".into()))?;
-            s.set_reuse_port(true)
-                .map_err(sock_err("set SO_REUSEPORT".into()))?;
+            if cfg.reuseport {
+                s.set_reuse_port(true)
+                    .map_err(sock_err("set SO_REUSEPORT".into()))?;
+            }
             if addr.is_ipv6() {
                 s.set_only_v6(false).ok();
             }
@@ -247,6 +265,11 @@ impl Server {
             s.set_send_buffer_size(4 << 20).ok();
             s.set_read_timeout(Some(Duration::from_millis(50)))
                 .map_err(sock_err("set a receive timeout".into()))?;
+            if cfg.busy_poll_us > 0 {
+                linerate_backend::sockopt::set_busy_poll(&s, cfg.busy_poll_us).map_err(
+                    sock_err(format!("set SO_BUSY_POLL {} us", cfg.busy_poll_us)),
+                )?;
+            }
             if i == 0 {
                 // Port 0: the kernel's choice, then every other socket joins it.
                 addr = s
@@ -257,8 +280,19 @@ impl Server {
             }
             socks.push(UdpSocket::from(s));
         }
+        while socks.len() < n {
+            let dup = socks[0]
+                .try_clone()
+                .map_err(sock_err("share the socket".into()))?;
+            socks.push(dup);
+        }
         let mut steering_note = None;
-        if cfg.steering == Steering::Cpu {
+        if !cfg.reuseport {
+            steering_note = Some(
+                "no SO_REUSEPORT: every worker receives from one shared socket, nothing to steer"
+                    .into(),
+            );
+        } else if cfg.steering == Steering::Cpu {
             let cpus: Vec<usize> = if cfg.cores.is_empty() {
                 (0..n).collect()
             } else {
@@ -309,7 +343,7 @@ impl Server {
                 let max_response = cfg.max_response;
                 let allow = cfg.allow.clone();
                 s.spawn(move || {
-                    if let Some(c) = cpu {
+                    if let Some(c) = cpu.filter(|_| cfg.pin) {
                         pin(c, warnings);
                     }
                     serve(sock, &sh, batch, (max_response, &allow), end_flag);

@@ -23,6 +23,9 @@ fn server_cfg(cores: Vec<usize>, steering: Steering) -> ServerConfig {
         max_response: 4096,
         // Loopback clients may ask for responses larger than requests.
         allow: vec![linerate_rr::Prefix::parse("127.0.0.0/8").unwrap()],
+        reuseport: true,
+        pin: true,
+        busy_poll_us: 0,
     }
 }
 

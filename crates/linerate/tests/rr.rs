@@ -130,6 +130,15 @@ fn fails_with(args: &[&str], needle: &str) {
 #[test]
 fn rr_refuses_impossible_settings_with_a_clear_message() {
     let c = ["rr", "client", "127.0.0.1", "-p", "9", "-t", "0.2"];
+    let srv = ["rr", "server", "-B", "127.0.0.1", "-p", "0", "-t", "0.2"];
+    fails_with(
+        &[&srv[..], &["--no-reuseport", "--steering", "hash"]].concat(),
+        "nothing to steer",
+    );
+    fails_with(
+        &[&srv[..], &["--busy-poll", "200000"]].concat(),
+        "at most 100000 microseconds",
+    );
     fails_with(
         &[&c[..], &["-l", "10"]].concat(),
         "request size 10 is outside 32..=65507",
@@ -318,4 +327,102 @@ fn the_rr_server_is_no_amplifier() {
     let v = amplification_run(&["--max-response", "16384", "--allow", "127.0.0.0/8"]);
     assert_eq!(v["counts"]["answered"], 1000, "{v}");
     assert_eq!(v["counts"]["bytes_out"], 1000 * 16384);
+}
+
+/// UDP sockets bound to `port` in this namespace (/proc/net/udp).
+fn udp_sockets_on(port: u16) -> usize {
+    let t = std::fs::read_to_string("/proc/net/udp").unwrap();
+    let want = format!(":{port:04X}");
+    t.lines()
+        .skip(1)
+        .filter(|l| {
+            l.split_whitespace()
+                .nth(1)
+                .is_some_and(|local| local.ends_with(&want))
+        })
+        .count()
+}
+
+/// The CPUs each thread of `pid` may run on (Cpus_allowed_list).
+fn thread_cpus(pid: i32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|e| {
+            let st = std::fs::read_to_string(e.ok()?.path().join("status")).ok()?;
+            st.lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                .map(|v| v.trim().to_string())
+        })
+        .collect()
+}
+
+/// The recipe's switches take effect: --no-reuseport opens one socket
+/// shared by the workers (SO_REUSEPORT: one per worker), --no-pin leaves
+/// every worker thread free to run anywhere (pinned: one CPU each),
+/// --busy-poll is set on the sockets; transactions complete either way.
+#[test]
+fn rr_server_recipe_switches_take_effect() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 2 {
+        eprintln!("SKIP rr_server_recipe_switches_take_effect: needs 2 CPUs");
+        assert!(!linerate_rig::strict(), "needs 2 CPUs");
+        return;
+    }
+    for (switches, sockets, pinned) in [
+        (&[][..], 2, true),
+        (&["--no-reuseport"][..], 1, true),
+        (&["--no-pin", "--busy-poll", "50"][..], 2, false),
+    ] {
+        let port = support::free_port();
+        let p = port.to_string();
+        let server = Proc::spawn(
+            linerate()
+                .args(["rr", "server", "-B", "127.0.0.1", "-p", &p])
+                .args(["--cores", "0,1", "-t", "3", "-J"])
+                .args(switches),
+        );
+        std::thread::sleep(Duration::from_millis(400));
+        assert_eq!(udp_sockets_on(port), sockets, "{switches:?}");
+        let threads = thread_cpus(server.pid());
+        let single = threads.iter().filter(|c| *c == "0" || *c == "1").count();
+        if pinned {
+            assert_eq!(single, 2, "{switches:?}: two workers pinned: {threads:?}");
+        } else {
+            assert_eq!(single, 0, "{switches:?}: none pinned: {threads:?}");
+        }
+        let out = linerate()
+            .args(["rr", "client", "127.0.0.1", "-p", &p, "-t", "0.5", "-J"])
+            .args(["--flows", "4", "--pps", "4k"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let c = json(&out.stdout);
+        assert_eq!(u(&c, "counts.lost"), 0, "{switches:?}");
+        let s = json(&server.wait(Duration::from_secs(10)).stdout);
+        let recipe = &s["recipe"];
+        assert_eq!(recipe["reuseport"], sockets == 2, "{recipe}");
+        assert_eq!(recipe["pinned"], pinned, "{recipe}");
+        let busy = if switches.contains(&"--busy-poll") {
+            50
+        } else {
+            0
+        };
+        assert_eq!(recipe["busy_poll_us"], busy, "{recipe}");
+        assert_eq!(
+            u(&s, "counts.requests"),
+            u(&c, "counts.sent"),
+            "{switches:?}"
+        );
+        if sockets == 1 {
+            assert!(
+                s["steering"].as_str().unwrap().starts_with("none"),
+                "{}",
+                s["steering"]
+            );
+        }
+    }
 }

@@ -61,6 +61,17 @@ pub struct ServerArgs {
     /// (198.18.0.0/15,2001:db8::/32); needs --max-response.
     #[arg(long, value_delimiter = ',', requires = "max_response")]
     allow: Vec<String>,
+    /// The recipe switch by switch: every worker on one shared socket (no
+    /// SO_REUSEPORT, so no steering), as a naive multi-threaded server.
+    #[arg(long)]
+    no_reuseport: bool,
+    /// Leave the workers unpinned (--cores still names their sockets' CPUs).
+    #[arg(long)]
+    no_pin: bool,
+    /// SO_BUSY_POLL on every socket: receive calls spin on the device queue
+    /// for up to US microseconds before sleeping (costs CPU for latency).
+    #[arg(long, value_name = "US", default_value_t = 0)]
+    busy_poll: u32,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -167,7 +178,16 @@ fn server(a: &ServerArgs) -> Result<u8> {
             .iter()
             .map(|p| linerate_rr::Prefix::parse(p))
             .collect::<Result<_, _>>()?,
+        reuseport: !a.no_reuseport,
+        pin: !a.no_pin,
+        busy_poll_us: a.busy_poll,
     };
+    if a.busy_poll > 100_000 {
+        bail!("--busy-poll is at most 100000 microseconds");
+    }
+    if a.no_reuseport && a.steering != "cpu" {
+        bail!("--no-reuseport shares one socket: there is nothing to steer (leave out --steering)");
+    }
     let server = linerate_rr::Server::bind(&cfg)?;
     let stop = stop_flag()?;
     if a.out.human() {
@@ -187,6 +207,9 @@ fn server(a: &ServerArgs) -> Result<u8> {
         "time_s": a.time,
         "batch": a.batch,
         "max_response": a.max_response,
+        "reuseport": !a.no_reuseport,
+        "pin": !a.no_pin,
+        "busy_poll_us": a.busy_poll,
     });
     let mut run = Run::start(&a.out, Mode::RrServer, config, Some(doc.clone()))?;
     let r = server.run(stop.flag(), |iv: &ServerInterval| {
