@@ -62,6 +62,10 @@ pub fn all() -> Vec<Entry> {
             name: "rr-load",
             build: rr::load,
         },
+        Entry {
+            name: "rr-recipe",
+            build: rr::recipe_scenario,
+        },
     ]
 }
 

@@ -174,3 +174,120 @@ pub fn load() -> Scenario {
         load_sockperf,
     )
 }
+
+/// The rr server's recipe switch by switch (`rr-recipe`): the same client
+/// (two pinned workers, 8 flows each, 16 in flight per flow) against a
+/// two-worker server with one more part of the recipe on each time. No
+/// receive CPU is set aside: a veth processes a packet on the sending CPU,
+/// as an RSS queue's interrupt would place it on a NIC, which is where
+/// steering by CPU and pinning matter.
+fn recipe(rig: &Rig, run_for: Duration, server_flags: &[&str]) -> Result<Running> {
+    let bin = linerate_bin()?.to_string_lossy().to_string();
+    let ip = rig.host(SERVER).ipv4.to_string();
+    let port = RR_PORT.to_string();
+    let mut sargs = vec![
+        bin.as_str(),
+        "rr",
+        "server",
+        "-B",
+        &ip,
+        "-p",
+        &port,
+        "--cores",
+        "0,1",
+        "-i",
+        "0",
+    ];
+    sargs.extend_from_slice(server_flags);
+    let server = super::tools::spawn(rig, SERVER, &sargs)?;
+    wait_udp_listen(rig, SERVER, RR_PORT)?;
+    let secs = format!("{}", run_for.as_secs().max(1));
+    let child = super::tools::spawn(
+        rig,
+        CLIENT,
+        &[
+            &bin,
+            "rr",
+            "client",
+            &ip,
+            "-p",
+            &port,
+            "-t",
+            &secs,
+            "-i",
+            "0",
+            "--cores",
+            "0,1",
+            "--flows",
+            "8",
+            "--outstanding",
+            "16",
+            "-l",
+            SIZE,
+        ],
+    )?;
+    Ok(Running {
+        child,
+        helpers: vec![server],
+        restore: vec![],
+    })
+}
+
+macro_rules! step {
+    ($f:ident, $flags:expr) => {
+        fn $f(rig: &Rig, d: Duration) -> Result<Running> {
+            recipe(rig, d, $flags)
+        }
+    };
+}
+
+step!(r_off, &["--no-reuseport", "--no-pin", "--batch", "1"]);
+step!(
+    r_reuseport,
+    &["--steering", "hash", "--no-pin", "--batch", "1"]
+);
+step!(r_steering, &["--no-pin", "--batch", "1"]);
+step!(r_pin, &["--batch", "1"]);
+step!(r_batch, &[]);
+step!(r_busy, &["--busy-poll", "50"]);
+
+pub fn recipe_scenario() -> Scenario {
+    Scenario {
+        name: "rr-recipe",
+        about: "the rr server's recipe switch by switch, cumulative: all off (one shared socket, unpinned, 1 datagram per call) -> SO_REUSEPORT (hash) -> CPU steering -> pinning -> batches of 64 -> busy polling 50 us (requests/s at the server's veth, closed loop)",
+        receiver: SERVER,
+        receive_cpu: None,
+        metric: Metric::Packets,
+        setup: None,
+        contenders: vec![
+            Contender {
+                name: "all off",
+                start: r_off,
+            },
+            Contender {
+                name: "+ SO_REUSEPORT (hash)",
+                start: r_reuseport,
+            },
+            Contender {
+                name: "+ CPU steering",
+                start: r_steering,
+            },
+            Contender {
+                name: "+ pinned workers",
+                start: r_pin,
+            },
+            Contender {
+                name: "+ batches of 64",
+                start: r_batch,
+            },
+            Contender {
+                name: "+ busy poll 50 us",
+                start: r_busy,
+            },
+        ],
+        check: || {
+            need(&["taskset", "ss"])?;
+            linerate_bin().map(|_| ())
+        },
+    }
+}

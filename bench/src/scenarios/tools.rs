@@ -14,6 +14,17 @@ pub fn spawn_pinned(rig: &Rig, host: usize, cpu: usize, argv: &[&str]) -> Result
     Ok(cmd.spawn()?)
 }
 
+/// Starts `argv` in `host`'s namespace, free to run on every CPU (it
+/// pins its own workers).
+pub fn spawn(rig: &Rig, host: usize, argv: &[&str]) -> Result<Child> {
+    let mut cmd = rig.command(host, argv[0]);
+    cmd.args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    Ok(cmd.spawn()?)
+}
+
 /// Waits (up to 5 s) until something listens on TCP `port` in `host`'s
 /// namespace (asked of `ss`, so the server sees no probe connection): a
 /// busy machine can take longer than any fixed pause to start a server.
