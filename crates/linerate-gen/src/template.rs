@@ -64,6 +64,10 @@ pub struct Template {
     base_udp_sum: u32,
     /// Sum of the template's addresses (IPv4 header checksum).
     base_ip_sum: u32,
+    /// `checksum::update_base` of the transport and IPv4 checksums: the
+    /// per-template half of each packet's incremental update.
+    udp_base: u32,
+    ip_base: u32,
 }
 
 fn ip_bytes(ip: IpAddr, out: &mut [u8; 16]) -> usize {
@@ -124,9 +128,13 @@ impl Template {
             ipv6,
             base_udp_sum: 0,
             base_ip_sum: 0,
+            udp_base: 0,
+            ip_base: 0,
         };
         t.base_ip_sum = t.addr_sum(&t.bytes);
         t.base_udp_sum = t.udp_sum(&t.bytes);
+        t.udp_base = checksum::update_base(t.udp_csum, t.base_udp_sum);
+        t.ip_base = checksum::update_base(t.ip_csum, t.base_ip_sum);
         Ok(t)
     }
 
@@ -162,26 +170,61 @@ impl Template {
 
     /// Writes one packet into `out` (at least [`len`](Self::len) bytes):
     /// the template with `flow`'s fields and a probe, checksums updated.
+    ///
+    /// Per packet nothing is summed over bytes: the new sums come from the
+    /// values themselves (their 16-bit words), and the checksums are
+    /// updated from the template's (RFC 1624).
     pub fn write(&self, out: &mut [u8], flow: &FlowFields, flow_id: u16, seq: u64, tx_ns: u64) {
         let out = &mut out[..self.bytes.len()];
         out.copy_from_slice(&self.bytes);
         out[0..6].copy_from_slice(&flow.dst_mac.0);
         out[6..12].copy_from_slice(&flow.src_mac.0);
-        let mut a = [0u8; 16];
-        let n = ip_bytes(flow.src_ip, &mut a);
-        let r = self.addr_range();
-        out[r.start..r.start + n].copy_from_slice(&a[..n]);
-        let n = ip_bytes(flow.dst_ip, &mut a);
-        out[r.start + n..r.end].copy_from_slice(&a[..n]);
+        let at = self.addr_range().start;
+        let addr_sum = match (flow.src_ip, flow.dst_ip) {
+            (IpAddr::V4(s), IpAddr::V4(d)) if !self.ipv6 => {
+                let (s, d) = (s.to_bits(), d.to_bits());
+                out[at..at + 4].copy_from_slice(&s.to_be_bytes());
+                out[at + 4..at + 8].copy_from_slice(&d.to_be_bytes());
+                words32(s) + words32(d)
+            }
+            (IpAddr::V6(s), IpAddr::V6(d)) if self.ipv6 => {
+                let (s, d) = (s.to_bits(), d.to_bits());
+                out[at..at + 16].copy_from_slice(&s.to_be_bytes());
+                out[at + 16..at + 32].copy_from_slice(&d.to_be_bytes());
+                words128(s) + words128(d)
+            }
+            // A flow of the other family than the template: summed over
+            // the bytes as written.
+            _ => {
+                let mut a = [0u8; 16];
+                let r = self.addr_range();
+                let n = ip_bytes(flow.src_ip, &mut a);
+                out[r.start..r.start + n].copy_from_slice(&a[..n]);
+                let n = ip_bytes(flow.dst_ip, &mut a);
+                out[r.start + n..r.end].copy_from_slice(&a[..n]);
+                self.addr_sum(out)
+            }
+        };
         out[self.l4..self.l4 + 2].copy_from_slice(&flow.src_port.to_be_bytes());
         out[self.l4 + 2..self.l4 + 4].copy_from_slice(&flow.dst_port.to_be_bytes());
+        let p = self.l4 + self.l4_hdr;
         Probe {
             flow_id,
             seq,
             tx_ns,
         }
-        .emit(&mut out[self.l4 + self.l4_hdr..]);
-        let c = checksum::update(self.udp_csum, self.base_udp_sum, self.udp_sum(out));
+        .emit(&mut out[p..]);
+        // The words the UDP sum covers and the packet changes: addresses
+        // (pseudo-header), ports, and the probe past its magic and version
+        // (flow id, sequence, the 48-bit time).
+        let ts = tx_ns & ((1 << 48) - 1);
+        let udp_sum = addr_sum
+            + u32::from(flow.src_port)
+            + u32::from(flow.dst_port)
+            + u32::from(flow_id)
+            + words64(seq)
+            + words64(ts);
+        let c = checksum::update_from(self.udp_base, udp_sum);
         // UDP sends a computed zero as all ones; TCP has no such rule.
         let c = if self.tcp {
             c
@@ -190,10 +233,26 @@ impl Template {
         };
         out[self.l4 + self.csum_off..self.l4 + self.csum_off + 2].copy_from_slice(&c.to_be_bytes());
         if !self.ipv6 {
-            let ip = checksum::update(self.ip_csum, self.base_ip_sum, self.addr_sum(out));
+            let ip = checksum::update_from(self.ip_base, addr_sum);
             out[self.l3 + 10..self.l3 + 12].copy_from_slice(&ip.to_be_bytes());
         }
     }
+}
+
+/// The sum of a value's big-endian 16-bit words.
+#[inline]
+fn words32(x: u32) -> u32 {
+    (x >> 16) + (x & 0xffff)
+}
+
+#[inline]
+fn words64(x: u64) -> u32 {
+    ((x >> 48) + ((x >> 32) & 0xffff) + ((x >> 16) & 0xffff) + (x & 0xffff)) as u32
+}
+
+#[inline]
+fn words128(x: u128) -> u32 {
+    words64((x >> 64) as u64) + words64(x as u64)
 }
 
 /// Where L3 and L4 start and how long the L4 header is, once the frame size

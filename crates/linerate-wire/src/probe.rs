@@ -133,7 +133,8 @@ impl Probe {
         b[field::MAGIC] = PROBE_MAGIC;
         b[field::VERSION] = PROBE_VERSION;
         b[field::FLOW..field::FLOW + 2].copy_from_slice(&self.flow_id.to_be_bytes());
-        ProbeView::new_unchecked(b).patch(self.seq, self.tx_ns);
+        b[field::SEQ].copy_from_slice(&self.seq.to_be_bytes());
+        b[field::TX_NS].copy_from_slice(&(self.tx_ns & TS_MASK).to_be_bytes()[2..]);
         Some(())
     }
 }
