@@ -225,42 +225,27 @@ fn measure(rig: &Rig, c: &Case, frames: u64, toggle: bool, dir: &Path) -> Result
         }
         Side::Sink | Side::Fwd => {
             // The measured side on host 1 under callgrind; blast (native)
-            // from host 0 at a rate the instrumented side keeps up with.
+            // from host 0, faster than the instrumented side takes it.
+            let mode: &[&str] = match c.side {
+                Side::Sink => &["sink"],
+                _ => &["fwd", "--mode", "macswap"],
+            };
             let mut args = vec![bin.clone()];
-            match c.side {
-                Side::Sink => args.extend(
-                    [
-                        "sink",
-                        "--iface",
-                        "veth0",
-                        "--backend",
-                        c.backend,
-                        "-t",
-                        MEASURED_SECS,
-                        "-i",
-                        "0",
-                        "-J",
-                    ]
-                    .map(String::from),
-                ),
-                _ => args.extend(
-                    [
-                        "fwd",
-                        "--iface",
-                        "veth0",
-                        "--backend",
-                        c.backend,
-                        "--mode",
-                        "macswap",
-                        "-t",
-                        MEASURED_SECS,
-                        "-i",
-                        "0",
-                        "-J",
-                    ]
-                    .map(String::from),
-                ),
-            }
+            args.extend(mode.iter().map(|m| m.to_string()));
+            args.extend(
+                [
+                    "--iface",
+                    "veth0",
+                    "--backend",
+                    c.backend,
+                    "-t",
+                    MEASURED_SECS,
+                    "-i",
+                    "0",
+                    "-J",
+                ]
+                .map(String::from),
+            );
             let (child, err) = callgrind_start(rig, 1, &args, t, &out)?;
             // Send once the instrumented side says its sockets are open.
             let until = Instant::now() + Duration::from_secs(120);
