@@ -75,6 +75,7 @@ fn client_cfg(server: SocketAddr) -> ClientConfig {
         duration: Duration::from_millis(600),
         timeout: Duration::from_millis(500),
         interval: Some(Duration::from_millis(200)),
+        busy_poll: false,
     }
 }
 

@@ -426,3 +426,58 @@ fn rr_server_recipe_switches_take_effect() {
         }
     }
 }
+
+/// `rr client --busy-poll` spins on its sockets instead of sleeping: every
+/// transaction still completes, the report says it spun, and the worker
+/// burns its CPU (its CPU time is about its wall time).
+#[test]
+fn rr_client_busy_poll_spins_and_completes() {
+    let port = support::free_port().to_string();
+    let server = Proc::spawn(
+        linerate()
+            .args(["rr", "server", "-B", "127.0.0.1", "-p", &port])
+            .args(["-t", "3", "--steering", "hash", "--busy-poll", "50"]),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let run = |busy: bool| {
+        let mut cmd = linerate();
+        // Open loop at 1k/s: a sleeping client is nearly idle.
+        cmd.args(["rr", "client", "127.0.0.1", "-p", &port, "-t", "0.6", "-J"])
+            .args(["--pps", "1k"]);
+        if busy {
+            cmd.arg("--busy-poll");
+        }
+        // CPU time of the child, from the kernel's accounting (getrusage
+        // of children via /usr/bin/time is not everywhere: use /proc).
+        let child = cmd.stdout(std::process::Stdio::piped()).spawn().unwrap();
+        let pid = child.id();
+        std::thread::sleep(Duration::from_millis(450));
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let f: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
+        let ticks: f64 = f.get(11).and_then(|x| x.parse().ok()).unwrap_or(0.0)
+            + f.get(12).and_then(|x| x.parse().ok()).unwrap_or(0.0);
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        (json(&out.stdout), ticks)
+    };
+    let (v, busy_ticks) = run(true);
+    assert_eq!(v["busy_poll"], true, "{v}");
+    assert_eq!(u(&v, "counts.completed"), 600, "{v}");
+    assert_eq!(u(&v, "counts.lost"), 0, "{v}");
+    let (w, calm_ticks) = run(false);
+    assert_eq!(w["busy_poll"], false);
+    assert_eq!(u(&w, "counts.completed"), 600, "{w}");
+    // 0.45 s into the run (ticks of 10 ms): spinning used most of it
+    // (45 ticks on an idle machine; other tests share the CPUs), sleeping
+    // almost none (1-2).
+    assert!(
+        busy_ticks > 2.0 * calm_ticks + 5.0,
+        "busy {busy_ticks} ticks vs {calm_ticks}"
+    );
+    drop(server);
+}

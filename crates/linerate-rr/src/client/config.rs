@@ -37,6 +37,9 @@ pub struct ClientConfig {
     pub timeout: Duration,
     /// Interval reports (None: none).
     pub interval: Option<Duration>,
+    /// Spin on the sockets for answers instead of sleeping in the kernel:
+    /// no wake-up per transaction, one core busy per worker.
+    pub busy_poll: bool,
 }
 
 impl ClientConfig {

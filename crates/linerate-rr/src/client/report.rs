@@ -149,6 +149,7 @@ impl ClientReport {
             "interrupted": self.interrupted,
             "warnings": self.warnings,
             "timeout_ms": c.timeout.as_secs_f64() * 1e3,
+            "busy_poll": c.busy_poll,
             "counts": self.total,
             "counted_by": "client: each response matched to its request by flow and sequence number; sent = completed + lost",
             "transactions_per_s": self.tps(),

@@ -306,7 +306,8 @@ impl<'a> Worker<'a> {
         // in the receive call itself (a blocking socket with a 1 ms
         // timeout, the expiry tick) rather than in ppoll and then receive:
         // one system call fewer per transaction.
-        let blocking = socks.len() == 1
+        let blocking = !self.cfg.busy_poll
+            && socks.len() == 1
             && matches!(self.cfg.load, Load::Closed { outstanding } if outstanding < BATCH_MAX)
             && socks[0].set_nonblocking(false).is_ok()
             && socks[0]
@@ -371,7 +372,12 @@ impl<'a> Worker<'a> {
             if sending {
                 wake = wake.min(end);
             }
-            if blocking {
+            if self.cfg.busy_poll {
+                // Spin: ask every flow's (non-blocking) socket again at once.
+                for (f, s) in socks.iter().enumerate() {
+                    self.receive(s, f);
+                }
+            } else if blocking {
                 self.receive(&socks[0], 0);
             } else {
                 self.wait_and_receive(socks, &mut fds, wake);

@@ -124,6 +124,10 @@ pub struct ClientArgs {
     /// Milliseconds after which an unanswered request is lost.
     #[arg(long, default_value_t = 1000.0)]
     timeout_ms: f64,
+    /// Spin on the sockets for answers instead of sleeping: no wake-up per
+    /// transaction (lower latency), one core kept busy per worker.
+    #[arg(long)]
+    busy_poll: bool,
     #[command(flatten)]
     repeat: super::out::RepeatArgs,
     #[command(flatten)]
@@ -329,11 +333,12 @@ fn client(a: &ClientArgs) -> Result<u8> {
                 .context("--timeout-ms must be above zero")?,
         ),
         interval: a.out.interval()?,
+        busy_poll: a.busy_poll,
     };
     let stop = stop_flag()?;
     if a.out.human() {
         println!(
-            "rr client to {server}: {} worker(s) x {} flow(s), {}, {} B requests, {} B responses",
+            "rr client to {server}: {} worker(s) x {} flow(s), {}, {} B requests, {} B responses{}",
             if cfg.cores.is_empty() {
                 cfg.threads
             } else {
@@ -346,7 +351,12 @@ fn client(a: &ClientArgs) -> Result<u8> {
                 Load::Open { tps } => format!("open loop at {tps:.0} transactions/s"),
             },
             cfg.request_size,
-            cfg.response_size
+            cfg.response_size,
+            if cfg.busy_poll {
+                ", busy polling (a core spins per worker)"
+            } else {
+                ""
+            }
         );
     }
     let config = serde_json::json!({
