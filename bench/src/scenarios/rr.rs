@@ -25,17 +25,33 @@ const SOCKPERF_PORT: u16 = 11111;
 const SIZE: &str = "64";
 
 fn linerate(rig: &Rig, run_for: Duration, load: &[&str]) -> Result<Running> {
+    linerate_with(rig, run_for, load, &[])
+}
+
+fn linerate_with(
+    rig: &Rig,
+    run_for: Duration,
+    load: &[&str],
+    server_extra: &[&str],
+) -> Result<Running> {
     let bin = linerate_bin()?.to_string_lossy().to_string();
     let ip = rig.host(SERVER).ipv4.to_string();
     let port = RR_PORT.to_string();
-    let server = spawn_pinned(
-        rig,
-        SERVER,
-        1,
-        &[
-            &bin, "rr", "server", "-B", &ip, "-p", &port, "--cores", "1", "-i", "0",
-        ],
-    )?;
+    let mut sargs = vec![
+        bin.as_str(),
+        "rr",
+        "server",
+        "-B",
+        &ip,
+        "-p",
+        &port,
+        "--cores",
+        "1",
+        "-i",
+        "0",
+    ];
+    sargs.extend_from_slice(server_extra);
+    let server = spawn_pinned(rig, SERVER, 1, &sargs)?;
     wait_udp_listen(rig, SERVER, RR_PORT)?;
     let secs = format!("{}", run_for.as_secs().max(1));
     let mut argv = vec![
@@ -111,6 +127,17 @@ fn pingpong_lr(rig: &Rig, d: Duration) -> Result<Running> {
     linerate(rig, d, &["--outstanding", "1"])
 }
 
+/// Both sides spinning: the client on its socket, the server's socket
+/// with SO_BUSY_POLL.
+fn pingpong_lr_busy(rig: &Rig, d: Duration) -> Result<Running> {
+    linerate_with(
+        rig,
+        d,
+        &["--outstanding", "1", "--busy-poll"],
+        &["--busy-poll", "50"],
+    )
+}
+
 fn pingpong_sockperf(rig: &Rig, d: Duration) -> Result<Running> {
     sockperf(rig, d, &["ping-pong"])
 }
@@ -158,12 +185,20 @@ fn scenario(
 }
 
 pub fn pingpong() -> Scenario {
-    scenario(
+    let mut sc = scenario(
         "rr-pingpong",
-        "UDP 64 B request/response, 1 flow, 1 in flight: linerate rr vs sockperf ping-pong (requests/s at the server's veth = 1/RTT)",
+        "UDP 64 B request/response, 1 flow, 1 in flight: linerate rr (busy polling, and sleeping) vs sockperf ping-pong (requests/s at the server's veth = 1/RTT)",
         pingpong_lr,
         pingpong_sockperf,
-    )
+    );
+    sc.contenders.insert(
+        0,
+        Contender {
+            name: "linerate rr --busy-poll",
+            start: pingpong_lr_busy,
+        },
+    );
+    sc
 }
 
 pub fn load() -> Scenario {
