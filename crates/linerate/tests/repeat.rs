@@ -3,30 +3,15 @@
 
 mod support;
 
-use support::{json, linerate};
+use support::{json_ok, linerate};
 
 fn runs(port: u16, rate: &str, extra: &[&str]) -> serde_json::Value {
-    let out = linerate()
-        .args([
-            "-c",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-            "-t",
-            "1",
-            "-J",
-            "-b",
-            rate,
-        ])
-        .args(extra)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json(&out.stdout)
+    json_ok(
+        linerate()
+            .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1"])
+            .args(["-J", "-b", rate])
+            .args(extra),
+    )
 }
 
 #[test]
@@ -110,27 +95,11 @@ fn rr_repeats_transactions() {
     let port = support::free_port().to_string();
     let _srv = support::Proc::spawn(linerate().args(["rr", "server", "-p", &port, "-t", "20"]));
     std::thread::sleep(std::time::Duration::from_millis(500));
-    let out = linerate()
-        .args([
-            "rr",
-            "client",
-            "127.0.0.1",
-            "-p",
-            &port,
-            "-t",
-            "1",
-            "-J",
-            "--repeat",
-            "3",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let v = json_ok(
+        linerate()
+            .args(["rr", "client", "127.0.0.1", "-p", &port])
+            .args(["-t", "1", "-J", "--repeat", "3"]),
     );
-    let v = json(&out.stdout);
     let runs = v["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 3);
     let values: Vec<f64> = v["repeat"]["values"]

@@ -3,6 +3,8 @@
 //! qdisc on its egress (TBF counts L2 bytes without FCS, so the expected
 //! NDR is rate / (8 x (frame size - 4)) frames/s).
 
+mod support;
+
 use linerate_rig::{require_program, require_root, should_skip};
 use std::process::Command;
 
@@ -69,14 +71,11 @@ impl DutLab {
 
     /// linerate in the generator namespace, -J, its document.
     fn gen_json(&self, args: &[&str]) -> serde_json::Value {
-        let o = Command::new("ip")
-            .args(["netns", "exec", &self.gen_ns, BIN])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        serde_json::from_slice(&o.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stdout)))
+        support::json_ok(
+            Command::new("ip")
+                .args(["netns", "exec", &self.gen_ns, BIN])
+                .args(args),
+        )
     }
 
     fn dut_mac(&self) -> String {
@@ -94,23 +93,23 @@ impl DutLab {
     }
 
     fn rfc2544(&self, args: &[&str]) -> serde_json::Value {
-        let o = Command::new("ip")
-            .args(["netns", "exec", &self.gen_ns, BIN, "rfc2544"])
-            .args([
-                "--tx-iface",
-                "ga",
-                "--rx-iface",
-                "gb",
-                "--dst-mac",
-                &self.dut_mac(),
-            ])
-            .args(["--src-ip", "198.18.0.1", "--dst-ip", "198.18.1.2", "-J"])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        serde_json::from_slice(&o.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stdout)))
+        let dut_mac = self.dut_mac();
+        let mut all = vec![
+            "rfc2544",
+            "--tx-iface",
+            "ga",
+            "--rx-iface",
+            "gb",
+            "--dst-mac",
+            &dut_mac,
+            "--src-ip",
+            "198.18.0.1",
+            "--dst-ip",
+            "198.18.1.2",
+            "-J",
+        ];
+        all.extend_from_slice(args);
+        self.gen_json(&all)
     }
 }
 

@@ -390,17 +390,11 @@ fn rr_server_recipe_switches_take_effect() {
         } else {
             assert_eq!(single, 0, "{switches:?}: none pinned: {threads:?}");
         }
-        let out = linerate()
-            .args(["rr", "client", "127.0.0.1", "-p", &p, "-t", "0.5", "-J"])
-            .args(["--flows", "4", "--pps", "4k"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let c = support::json_ok(
+            linerate()
+                .args(["rr", "client", "127.0.0.1", "-p", &p, "-t", "0.5", "-J"])
+                .args(["--flows", "4", "--pps", "4k"]),
         );
-        let c = json(&out.stdout);
         assert_eq!(u(&c, "counts.lost"), 0, "{switches:?}");
         let s = json(&server.wait(Duration::from_secs(10)).stdout);
         let recipe = &s["recipe"];

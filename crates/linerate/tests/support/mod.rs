@@ -123,6 +123,18 @@ pub fn json(out: &[u8]) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("bad JSON ({e}): {}", String::from_utf8_lossy(out)))
 }
 
+/// Runs `cmd`, requires success (its stderr in the failure), and parses
+/// its standard output as JSON.
+pub fn json_ok(cmd: &mut Command) -> serde_json::Value {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json(&out.stdout)
+}
+
 pub fn u(v: &serde_json::Value, path: &str) -> u64 {
     let mut cur = v;
     for k in path.split('.') {
