@@ -213,34 +213,26 @@ fn dut(n: &Names, dev: &Device<'_>) -> Result<String> {
         &format!("net.ipv4.ip_forward={forwarding}"),
     ])?;
     if let Some(r) = dev.rate {
-        let o = Command::new("ip")
-            .args([
-                "netns", "exec", d, "tc", "qdisc", "add", "dev", "db", "root", "tbf",
-            ])
-            .args(["rate", r, "burst", "15000", "limit", &dev.limit.to_string()])
-            .output()
-            .context("running tc")?;
-        if !o.status.success() {
-            bail!(
-                "tc tbf rate {r}: {}",
-                String::from_utf8_lossy(&o.stderr).trim()
-            );
-        }
-    }
-    // The device learns the receiving port's MAC now, not in the first trial.
-    let _ = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            d,
-            "ping",
-            "-c",
-            "1",
-            "-W",
-            "2",
-            "198.18.1.2",
+        let limit = dev.limit.to_string();
+        ipx(&[
+            "netns", "exec", d, "tc", "qdisc", "add", "dev", "db", "root", "tbf", "rate", r,
+            "burst", "15000", "limit", &limit,
         ])
-        .output();
+        .with_context(|| format!("TBF at {r}"))?;
+    }
+    // The device learns the receiving port's MAC now, not in the first
+    // trial (a ping that gets no answer changes nothing else).
+    let _ = ipx(&[
+        "netns",
+        "exec",
+        d,
+        "ping",
+        "-c",
+        "1",
+        "-W",
+        "2",
+        "198.18.1.2",
+    ]);
     let shaped = dev
         .rate
         .map_or(String::new(), |r| format!(", TBF {r} on db"));
@@ -284,18 +276,27 @@ fn start_fwd(n: &Names, dev: &Device<'_>) -> Result<String> {
     let mut child = cmd.spawn().context("starting linerate fwd")?;
     std::fs::write(&pidfile, child.id().to_string())
         .with_context(|| format!("writing {}", pidfile.display()))?;
-    // Ready when its sockets are open: the doctor's summary and the
-    // receive path take a moment; a bad option ends it at once.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    // Ready when it says its sockets are open (the doctor's summary and
+    // the receive path take a moment; a bad option ends it at once). Not
+    // ready in time: stopped, and an error (lab up then removes the lab).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
         if let Some(st) = child.try_wait()? {
             let out = std::fs::read_to_string(&logfile).unwrap_or_default();
             let _ = std::fs::remove_file(&pidfile);
             bail!("linerate fwd ended ({st}): {}", out.trim());
         }
-        let ready = std::fs::read_to_string(&logfile).is_ok_and(|s| s.contains("forwarding"));
-        if ready || std::time::Instant::now() > deadline {
+        if std::fs::read_to_string(&logfile).is_ok_and(|s| s.contains("forwarding")) {
             break;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            let _ = std::fs::remove_file(&pidfile);
+            bail!(
+                "linerate fwd did not start forwarding within 20 s (output in {})",
+                logfile.display()
+            );
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
