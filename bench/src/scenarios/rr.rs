@@ -34,9 +34,33 @@ fn linerate_with(
     load: &[&str],
     server_extra: &[&str],
 ) -> Result<Running> {
+    rr_pair(rig, run_for, Placement::Apart, server_extra, load)
+}
+
+/// Where an rr pair runs.
+#[derive(Clone, Copy)]
+enum Placement {
+    /// Client on CPU0, server on CPU1, each held there by taskset.
+    Apart,
+    /// Both on CPUs 0 and 1, each pinning its own workers.
+    Shared,
+}
+
+/// A linerate rr server and client on the rig, 64-byte requests.
+fn rr_pair(
+    rig: &Rig,
+    run_for: Duration,
+    placement: Placement,
+    server_extra: &[&str],
+    client_extra: &[&str],
+) -> Result<Running> {
     let bin = linerate_bin()?.to_string_lossy().to_string();
     let ip = rig.host(SERVER).ipv4.to_string();
     let port = RR_PORT.to_string();
+    let (server_cores, client_cores) = match placement {
+        Placement::Apart => ("1", "0"),
+        Placement::Shared => ("0,1", "0,1"),
+    };
     let mut sargs = vec![
         bin.as_str(),
         "rr",
@@ -46,12 +70,16 @@ fn linerate_with(
         "-p",
         &port,
         "--cores",
-        "1",
+        server_cores,
         "-i",
         "0",
     ];
     sargs.extend_from_slice(server_extra);
-    let server = spawn_pinned(rig, SERVER, 1, &sargs)?;
+    let start = |host: usize, cpu: usize, argv: &[&str]| match placement {
+        Placement::Apart => spawn_pinned(rig, host, cpu, argv),
+        Placement::Shared => super::tools::spawn(rig, host, argv),
+    };
+    let server = start(SERVER, 1, &sargs)?;
     wait_udp_listen(rig, SERVER, RR_PORT)?;
     let secs = format!("{}", run_for.as_secs().max(1));
     let mut argv = vec![
@@ -66,12 +94,12 @@ fn linerate_with(
         "-i",
         "0",
         "--cores",
-        "0",
+        client_cores,
         "-l",
         SIZE,
     ];
-    argv.extend_from_slice(load);
-    let child = spawn_pinned(rig, CLIENT, 0, &argv)?;
+    argv.extend_from_slice(client_extra);
+    let child = start(CLIENT, 0, &argv)?;
     Ok(Running {
         child,
         helpers: vec![server],
@@ -217,55 +245,13 @@ pub fn load() -> Scenario {
 /// as an RSS queue's interrupt would place it on a NIC, which is where
 /// steering by CPU and pinning matter.
 fn recipe(rig: &Rig, run_for: Duration, server_flags: &[&str]) -> Result<Running> {
-    let bin = linerate_bin()?.to_string_lossy().to_string();
-    let ip = rig.host(SERVER).ipv4.to_string();
-    let port = RR_PORT.to_string();
-    let mut sargs = vec![
-        bin.as_str(),
-        "rr",
-        "server",
-        "-B",
-        &ip,
-        "-p",
-        &port,
-        "--cores",
-        "0,1",
-        "-i",
-        "0",
-    ];
-    sargs.extend_from_slice(server_flags);
-    let server = super::tools::spawn(rig, SERVER, &sargs)?;
-    wait_udp_listen(rig, SERVER, RR_PORT)?;
-    let secs = format!("{}", run_for.as_secs().max(1));
-    let child = super::tools::spawn(
+    rr_pair(
         rig,
-        CLIENT,
-        &[
-            &bin,
-            "rr",
-            "client",
-            &ip,
-            "-p",
-            &port,
-            "-t",
-            &secs,
-            "-i",
-            "0",
-            "--cores",
-            "0,1",
-            "--flows",
-            "8",
-            "--outstanding",
-            "16",
-            "-l",
-            SIZE,
-        ],
-    )?;
-    Ok(Running {
-        child,
-        helpers: vec![server],
-        restore: vec![],
-    })
+        run_for,
+        Placement::Shared,
+        server_flags,
+        &["--flows", "8", "--outstanding", "16"],
+    )
 }
 
 macro_rules! step {
