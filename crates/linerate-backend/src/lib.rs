@@ -18,3 +18,12 @@ pub mod udp_tx;
 pub mod xdp;
 pub mod xsk;
 pub mod zerocopy;
+
+/// What builds frames in a sending backend's own buffers (see
+/// `XskTx::send_with`, `TxRing::send_with`): a trait rather than a closure
+/// so the builder's method can be inlined into the backend's loop.
+pub trait FrameSource {
+    /// Writes one frame into `buf` and returns its length; `slot` names
+    /// the buffer, which holds what was last built in it.
+    fn build(&mut self, buf: &mut [u8], slot: usize) -> usize;
+}

@@ -182,21 +182,81 @@ impl TxRing {
             queued += 1;
         }
         if queued > 0 {
-            // SAFETY: a zero-length send on a TX-ring socket sends the queued slots.
-            let rc =
-                unsafe { libc::send(self.fd.as_raw_fd(), std::ptr::null(), 0, libc::MSG_DONTWAIT) };
-            if rc < 0 {
-                let e = io::Error::last_os_error();
-                if !matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-                ) && e.raw_os_error() != Some(libc::ENOBUFS)
-                {
-                    return Err(e);
-                }
-            }
+            self.kick()?;
         }
         Ok(queued)
+    }
+
+    /// Builds up to `n` frames in place, in free slots of the ring, and
+    /// asks the kernel to send them: `fill.build(buffer, slot)` writes a frame
+    /// into the slot's data area and returns its length; `slot` (below
+    /// [`slots`](Self::slots)) names it, and its bytes stay as the last
+    /// frame built there left them. Returns the frames queued and their
+    /// bytes (0 frames when the ring is full: try again).
+    #[inline]
+    pub fn send_with<F: crate::FrameSource>(
+        &mut self,
+        n: usize,
+        fill: &mut F,
+    ) -> io::Result<(usize, u64)> {
+        let (mut queued, mut bytes) = (0, 0u64);
+        let room = self.frame_size - HDR_LEN;
+        while queued < n {
+            let slot = self.next;
+            let st = self.status(slot).load(Ordering::Acquire);
+            if st == TP_STATUS_WRONG_FORMAT {
+                self.wrong_format += 1;
+            } else if st != TP_STATUS_AVAILABLE {
+                break;
+            }
+            // SAFETY: the slot is ours (AVAILABLE or rejected) and its data
+            // area `HDR_LEN..frame_size` lies inside the mapping; the kernel
+            // does not touch it until the status says SEND_REQUEST.
+            let len = unsafe {
+                let base = self.map.add(slot * self.frame_size);
+                let buf = std::slice::from_raw_parts_mut(base.add(HDR_LEN), room);
+                let len = fill.build(buf, slot).min(room);
+                (base.add(LEN_OFF) as *mut u32).write(len as u32);
+                (base.add(SNAPLEN_OFF) as *mut u32).write(len as u32);
+                (base as *mut u32).write(0); // tp_next_offset must be 0 for V3 TX
+                len
+            };
+            bytes += len as u64;
+            self.status(slot)
+                .store(TP_STATUS_SEND_REQUEST, Ordering::Release);
+            self.next = if slot + 1 == self.frame_nr {
+                0
+            } else {
+                slot + 1
+            };
+            queued += 1;
+        }
+        if queued > 0 {
+            self.kick()?;
+        }
+        Ok((queued, bytes))
+    }
+
+    /// Slots in the ring.
+    pub fn slots(&self) -> usize {
+        self.frame_nr
+    }
+
+    fn kick(&self) -> io::Result<()> {
+        // SAFETY: a zero-length send on a TX-ring socket sends the queued slots.
+        let rc =
+            unsafe { libc::send(self.fd.as_raw_fd(), std::ptr::null(), 0, libc::MSG_DONTWAIT) };
+        if rc < 0 {
+            let e = io::Error::last_os_error();
+            if !matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+            ) && e.raw_os_error() != Some(libc::ENOBUFS)
+            {
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 
     /// Waits until the kernel has sent every queued frame.

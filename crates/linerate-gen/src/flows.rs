@@ -4,6 +4,7 @@
 //! destination MAC), so a run over `count()` flows reaches every value of
 //! every range.
 
+use crate::template::WireFlow;
 use linerate_wire::MacAddr;
 use std::net::IpAddr;
 use thiserror::Error;
@@ -294,6 +295,149 @@ impl<'a> FlowCursor<'a> {
     }
 }
 
+/// Walks the flows in the same order as [`FlowCursor`], keeping the
+/// current flow as it goes on the wire ([`WireFlow`]): a step changes the
+/// fastest field by its step (a carry resets it and steps the next), and
+/// rewrites only the fields that changed, with their checksum sums. No
+/// multiplication or division per step.
+#[derive(Debug, Clone)]
+pub struct WireCursor {
+    first: [u128; 6],
+    step: [u128; 6],
+    counts: [u64; 6],
+    digits: [u64; 6],
+    values: [u128; 6],
+    ipv6: bool,
+    index: u64,
+    count: u64,
+    /// The fastest field that moves (a range of more than one value).
+    lo: usize,
+    /// When that field is a port: steps it takes before it carries, and
+    /// its step (the fast path).
+    fast_left: u64,
+    port_step: u16,
+    wire: WireFlow,
+}
+
+impl WireCursor {
+    pub fn new(spec: &FlowSpec) -> Self {
+        let o = spec.order();
+        Self {
+            first: o.map(|r| r.first),
+            step: o.map(|r| r.step),
+            counts: o.map(|r| r.count),
+            digits: [0; 6],
+            values: o.map(|r| r.first),
+            ipv6: spec.ipv6,
+            index: 0,
+            count: spec.count(),
+            lo: 0,
+            fast_left: 0,
+            port_step: 0,
+            wire: WireFlow::new(&spec.flow(0)),
+        }
+        .with_fast_path()
+    }
+
+    fn with_fast_path(mut self) -> Self {
+        self.lo = self.counts.iter().position(|&c| c > 1).unwrap_or(0);
+        if self.lo < 2 {
+            // A port's step is below 65536 (its range fits a u16).
+            self.port_step = self.step[self.lo] as u16;
+            self.fast_left = self.counts[self.lo] - 1 - self.digits[self.lo];
+        }
+        self
+    }
+
+    /// The flow index (0..count).
+    #[inline]
+    pub fn index(&self) -> u64 {
+        self.index
+    }
+
+    /// The current flow's probe flow id (the index mod 65536).
+    #[inline]
+    pub fn flow_id(&self) -> u16 {
+        self.index as u16
+    }
+
+    /// The current flow's wire fields.
+    #[inline]
+    pub fn wire(&self) -> &WireFlow {
+        &self.wire
+    }
+
+    /// Moves to the next flow (wrapping after the last).
+    #[inline]
+    pub fn advance(&mut self) {
+        if self.fast_left > 0 {
+            // Most steps: the fastest field is a port that moves without
+            // carrying, so the index does not wrap either.
+            self.fast_left -= 1;
+            self.index += 1;
+            self.wire.step_port(self.lo, self.port_step);
+            return;
+        }
+        if self.count > 1 {
+            self.carry();
+        }
+    }
+
+    /// A step that carries (or moves an address or MAC): from the fastest
+    /// moving field up, and every field that changed is written again.
+    #[cold]
+    fn carry(&mut self) {
+        let lo = self.lo;
+        if lo < 2 {
+            // The fast path stepped the port without the digits: it is at
+            // its last value now.
+            self.digits[lo] = self.counts[lo] - 1;
+            self.values[lo] = self.first[lo] + u128::from(self.digits[lo]) * self.step[lo];
+        }
+        self.index = if self.index + 1 == self.count {
+            0
+        } else {
+            self.index + 1
+        };
+        // The highest field that changed.
+        let mut top = lo;
+        loop {
+            self.digits[top] += 1;
+            if self.digits[top] < self.counts[top] {
+                self.values[top] += self.step[top];
+                break;
+            }
+            self.digits[top] = 0;
+            self.values[top] = self.first[top];
+            if top == 5 {
+                break;
+            }
+            top += 1;
+        }
+        let v = &self.values;
+        if top >= 4 {
+            self.wire.set_macs(
+                MacAddr::from_u64(v[4] as u64).0,
+                MacAddr::from_u64(v[5] as u64).0,
+            );
+        }
+        if top >= 2 {
+            let ip = |n: u128| -> IpAddr {
+                if self.ipv6 {
+                    IpAddr::V6(n.into())
+                } else {
+                    IpAddr::V4((n as u32).into())
+                }
+            };
+            self.wire.set_addrs(ip(v[2]), ip(v[3]));
+        }
+        self.wire.set_ports(v[0] as u16, v[1] as u16);
+        if lo < 2 {
+            self.fast_left = self.counts[lo] - 1 - self.digits[lo];
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -324,6 +468,55 @@ mod tests {
             assert_eq!(c.get(), (i % 12, &s.flow(i)));
             c.advance();
         }
+    }
+
+    /// The wire cursor walks the same flows as `FlowSpec::flow`, fields,
+    /// flow ids and sums, through every carry (all six fields ranges,
+    /// stepped) and the wrap, in both families.
+    #[test]
+    fn wire_cursor_matches_the_flows_it_walks() {
+        for (sip, dip, flows) in [
+            ("198.18.0.1-198.18.0.5@2", "198.19.0.1-198.19.0.2", 144),
+            (
+                "2001:db8::1-2001:db8::3",
+                "2001:db8:1::1-2001:db8:1::ff@127",
+                216,
+            ),
+        ] {
+            let s = FlowSpec::parse(
+                "02:00:00:00:00:01-02:00:00:00:00:02",
+                "02:00:00:00:00:0b-02:00:00:00:00:0c",
+                sip,
+                dip,
+                "1000-1004@2",
+                "65534-65535",
+            )
+            .unwrap();
+            assert_eq!(s.count(), flows);
+            let mut c = WireCursor::new(&s);
+            for i in 0..3 * s.count() + 5 {
+                let want = WireFlow::new(&s.flow(i));
+                assert_eq!((c.index(), c.wire()), (i % s.count(), &want), "flow {i}");
+                c.advance();
+            }
+        }
+        // Only the destination port moves fastest; more than 65536 flows
+        // (the flow id wraps).
+        for (sp, dp, flows) in [("9", "1000-1099", 100), ("1-65535", "7-8", 131_070)] {
+            let s = spec("198.18.0.1", "198.18.1.1", sp, dp).unwrap();
+            assert_eq!(s.count(), flows);
+            let mut c = WireCursor::new(&s);
+            for i in 0..flows + 3 {
+                let want = WireFlow::new(&s.flow(i));
+                assert_eq!((c.index(), c.wire()), (i % s.count(), &want), "flow {i}");
+                c.advance();
+            }
+        }
+        // One flow: the cursor stands still.
+        let s = spec("198.18.0.1", "198.18.1.1", "9", "9").unwrap();
+        let mut c = WireCursor::new(&s);
+        c.advance();
+        assert_eq!((c.index(), c.wire()), (0, &WireFlow::new(&s.flow(0))));
     }
 
     #[test]

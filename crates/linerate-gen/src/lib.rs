@@ -12,7 +12,7 @@ pub mod sink;
 pub mod sizes;
 pub mod template;
 
-pub use flows::{FlowCursor, FlowError, FlowFields, FlowSpec};
+pub use flows::{FlowCursor, FlowError, FlowFields, FlowSpec, WireCursor};
 pub use sink::SinkCounts;
 pub use sizes::SizeSequence;
-pub use template::{Framing, Template, TemplateError};
+pub use template::{Framing, Stamp, Template, TemplateError, WireFlow};

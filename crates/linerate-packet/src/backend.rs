@@ -1,6 +1,7 @@
 //! Choosing a backend, saying why when `auto` falls back.
 
 use crate::udp::{Traffic, UdpTx};
+use linerate_backend::FrameSource;
 use linerate_backend::packet_ring::{RxRing, TxRing};
 use linerate_backend::raw::RawSocket;
 pub use linerate_backend::xdp::RxFilter;
@@ -123,10 +124,10 @@ pub(crate) fn link_lost(iface: &str) -> Option<String> {
 /// Where blast's frames go.
 #[derive(Debug)]
 pub enum Tx {
-    /// Raw AF_PACKET socket, sendmmsg.
-    Socket(RawSocket),
+    /// Raw AF_PACKET socket, sendmmsg (frames built in its staging buffers).
+    Socket(RawSocket, Staged),
     /// UDP sockets (one per source endpoint), sendmmsg + GSO.
-    Udp(Box<UdpTx>),
+    Udp(Box<UdpTx>, Staged),
     /// AF_PACKET TPACKET_V3 TX ring.
     Ring(TxRing),
     /// AF_XDP socket on the worker's TX queue, copy or zero-copy.
@@ -137,12 +138,12 @@ impl Tx {
     /// The kernel builds and addresses this backend's frames (UDP
     /// sockets): a crafted frame beside them would not be addressed alike.
     pub fn kernel_addressed(&self) -> bool {
-        matches!(self, Tx::Udp(_))
+        matches!(self, Tx::Udp(..))
     }
 
     pub fn name(&self) -> &'static str {
         match self {
-            Tx::Socket(_) | Tx::Udp(_) => "socket",
+            Tx::Socket(..) | Tx::Udp(..) => "socket",
             Tx::Ring(_) => "af_packet",
             Tx::Xdp(_) => "af_xdp",
         }
@@ -151,8 +152,8 @@ impl Tx {
     /// Frames per send call that suit the backend.
     pub fn batch(&self) -> usize {
         match self {
-            Tx::Socket(_) => linerate_backend::raw::RAW_BATCH_MAX,
-            Tx::Udp(_) => TX_BATCH_MAX,
+            Tx::Socket(..) => linerate_backend::raw::RAW_BATCH_MAX,
+            Tx::Udp(..) => TX_BATCH_MAX,
             // One kick of the ring sends every queued slot.
             Tx::Ring(r) => r.capacity().min(TX_BATCH_MAX),
             Tx::Xdp(x) => x.capacity().min(TX_BATCH_MAX),
@@ -172,8 +173,8 @@ impl Tx {
             qdisc_bypass: false,
         };
         match self {
-            Tx::Socket(s) => c.qdisc_bypass = s.qdisc_bypassed(),
-            Tx::Udp(u) => {
+            Tx::Socket(s, _) => c.qdisc_bypass = s.qdisc_bypassed(),
+            Tx::Udp(u, _) => {
                 c.crafted_frames = false;
                 c.gso = u.gso;
             }
@@ -194,10 +195,52 @@ impl Tx {
     /// Hands frames to the kernel; returns how many it took (0: full, retry).
     pub fn send(&mut self, frames: &[&[u8]]) -> io::Result<usize> {
         match self {
-            Tx::Socket(s) => s.send(frames),
-            Tx::Udp(u) => u.send(frames),
+            Tx::Socket(s, _) => s.send(frames),
+            Tx::Udp(u, _) => u.send(frames),
             Tx::Ring(r) => r.send(frames),
             Tx::Xdp(x) => x.send(frames),
+        }
+    }
+
+    /// Builds up to `n` frames in place and hands them to the kernel:
+    /// `fill.build(buffer, slot)` writes a frame into the buffer and returns its
+    /// length. The buffer is the backend's own (a UMEM frame, a TX ring
+    /// slot, a staging buffer of sendmmsg), `slot` (below
+    /// [`slots`](Self::slots)) names it, and it still holds the last frame
+    /// built there, so a caller that remembers what each slot holds writes
+    /// only what differs. Returns the frames handed over and their bytes
+    /// (0 frames: full, try again). The copying backends (sockets) send
+    /// what a refused call left built before building more.
+    #[inline]
+    pub fn send_with<F: FrameSource>(
+        &mut self,
+        n: usize,
+        fill: &mut F,
+    ) -> io::Result<(usize, u64)> {
+        match self {
+            Tx::Xdp(x) => x.send_with(n, fill),
+            Tx::Ring(r) => r.send_with(n, fill),
+            Tx::Socket(s, st) => st.send_with(n, fill, |f| s.send(f)),
+            Tx::Udp(u, st) => st.send_with(n, fill, |f| u.send(f)),
+        }
+    }
+
+    /// The bytes of each buffer [`send_with`](Self::send_with) hands out
+    /// (the largest frame it can build, FCS excluded).
+    pub fn slot_len(&self) -> usize {
+        match self {
+            Tx::Xdp(x) => x.max_frame(),
+            Tx::Ring(r) => r.max_frame(),
+            Tx::Socket(_, st) | Tx::Udp(_, st) => st.bufs.first().map_or(0, Vec::len),
+        }
+    }
+
+    /// How many distinct buffers [`send_with`](Self::send_with) hands out.
+    pub fn slots(&self) -> usize {
+        match self {
+            Tx::Xdp(x) => x.capacity(),
+            Tx::Ring(r) => r.slots(),
+            Tx::Socket(_, st) | Tx::Udp(_, st) => st.bufs.len(),
         }
     }
 
@@ -214,7 +257,7 @@ impl Tx {
                     "xsk_tx_budget": x.tx_budget,
                 }))
             }
-            Tx::Udp(u) => Some(serde_json::json!({
+            Tx::Udp(u, _) => Some(serde_json::json!({
                 "socket_mode": "udp",
                 "sockets": u.sockets(),
                 "gso": u.gso,
@@ -223,7 +266,7 @@ impl Tx {
                 "udp_messages": u.messages,
                 "udp_gso_messages": u.gso_messages,
             })),
-            Tx::Socket(_) => Some(serde_json::json!({ "socket_mode": "raw" })),
+            Tx::Socket(..) => Some(serde_json::json!({ "socket_mode": "raw" })),
             Tx::Ring(_) => None,
         }
     }
@@ -231,10 +274,70 @@ impl Tx {
     /// Waits until everything handed over is sent.
     pub fn finish(&mut self) -> io::Result<()> {
         match self {
-            Tx::Socket(_) | Tx::Udp(_) => Ok(()),
+            Tx::Socket(..) | Tx::Udp(..) => Ok(()),
             Tx::Ring(r) => r.flush(),
             Tx::Xdp(x) => x.flush(),
         }
+    }
+}
+
+/// Frames built ahead of a copying send (sendmmsg): buffers kept from call
+/// to call, so what a frame left in one stays for the next built there,
+/// and what a refused call did not send is sent before anything new.
+#[derive(Debug)]
+pub struct Staged {
+    bufs: Vec<Vec<u8>>,
+    lens: Vec<usize>,
+    /// `lens[sent..filled]` are built and not yet sent.
+    sent: usize,
+    filled: usize,
+}
+
+impl Staged {
+    fn new(n: usize, max_frame: usize) -> Self {
+        let n = n.min(TX_BATCH_MAX);
+        Staged {
+            bufs: (0..n).map(|_| vec![0u8; max_frame]).collect(),
+            lens: vec![0; n],
+            sent: 0,
+            filled: 0,
+        }
+    }
+
+    #[inline]
+    fn send_with<F: FrameSource>(
+        &mut self,
+        n: usize,
+        fill: &mut F,
+        send: impl FnOnce(&[&[u8]]) -> io::Result<usize>,
+    ) -> io::Result<(usize, u64)> {
+        if self.sent == self.filled {
+            let n = n.min(self.bufs.len());
+            for (i, (b, l)) in self.bufs.iter_mut().zip(&mut self.lens).take(n).enumerate() {
+                *l = fill.build(b, i).min(b.len());
+            }
+            self.sent = 0;
+            self.filled = n;
+        }
+        if self.sent == self.filled {
+            return Ok((0, 0));
+        }
+        let mut refs: [&[u8]; TX_BATCH_MAX] = [&[]; TX_BATCH_MAX];
+        let pending = self.sent..self.filled;
+        for (r, (b, &l)) in refs.iter_mut().zip(
+            self.bufs[pending.clone()]
+                .iter()
+                .zip(&self.lens[pending.clone()]),
+        ) {
+            *r = &b[..l];
+        }
+        let k = send(&refs[..pending.len()])?;
+        let bytes = self.lens[self.sent..self.sent + k]
+            .iter()
+            .map(|&l| l as u64)
+            .sum();
+        self.sent += k;
+        Ok((k, bytes))
     }
 }
 
@@ -251,7 +354,10 @@ pub fn open_tx(
     let raw = || -> Result<Tx, BackendError> {
         let mut s = RawSocket::open(iface).map_err(open_err(iface))?;
         let _ = s.bypass_qdisc();
-        Ok(Tx::Socket(s))
+        Ok(Tx::Socket(
+            s,
+            Staged::new(linerate_backend::raw::RAW_BATCH_MAX, max_frame),
+        ))
     };
     let udp_note = |u: &UdpTx| match &u.gso_note {
         Some(g) => format!("socket: {} UDP socket(s), sendmmsg; {g}", u.sockets()),
@@ -262,7 +368,10 @@ pub fn open_tx(
         match UdpTx::open(iface, traffic) {
             Ok(u) => {
                 let note = udp_note(&u);
-                Ok((Tx::Udp(Box::new(u)), note))
+                Ok((
+                    Tx::Udp(Box::new(u), Staged::new(TX_BATCH_MAX, max_frame)),
+                    note,
+                ))
             }
             Err(e) if e.kind() == io::ErrorKind::Unsupported => Ok((
                 raw()?,
@@ -282,7 +391,10 @@ pub fn open_tx(
                 source: io::Error::new(e.kind(), format!("UDP sockets: {e}")),
             })?;
             let note = udp_note(&u);
-            Ok((Tx::Udp(Box::new(u)), Some(note)))
+            Ok((
+                Tx::Udp(Box::new(u), Staged::new(TX_BATCH_MAX, max_frame)),
+                Some(note),
+            ))
         }
         BackendKind::Raw => Ok((raw()?, None)),
         BackendKind::AfPacket => Ok((ring().map_err(open_err(iface))?, None)),

@@ -1,7 +1,7 @@
 //! Sending crafted frames: templates patched per packet, batched sends,
 //! pacing to a packet or bit rate, exact per-flow counts.
 
-use crate::backend::{BackendError, BackendKind, Capabilities, TX_BATCH_MAX, Tx, open_tx};
+use crate::backend::{BackendError, BackendKind, Capabilities, Tx, open_tx};
 use crate::replay::Replay;
 use crate::udp::{Gso, Traffic};
 use linerate_backend::clock;
@@ -10,8 +10,9 @@ use linerate_gen::pacing::{Departures, wait_until};
 /// How close to a departure a sender stops sleeping and yields instead
 /// (the timer slack is lowered to 1 µs while sending).
 pub(crate) const SPIN: Duration = Duration::from_micros(7);
+use linerate_backend::FrameSource;
 use linerate_gen::template::Framing;
-use linerate_gen::{FlowCursor, FlowSpec, SizeSequence, Template, TemplateError};
+use linerate_gen::{FlowSpec, SizeSequence, Stamp, Template, TemplateError, WireCursor};
 use linerate_run::{CountedBy, Counts, Interval, Row, Sampler, Scope};
 use std::collections::{BTreeMap, HashMap};
 use std::io::ErrorKind;
@@ -219,6 +220,21 @@ pub fn blast(
     let max_frame = cfg.sizes.cycle().iter().copied().max().unwrap_or(64) as usize;
     let (socks, note) = open_workers(cfg, framing, max_frame, workers)?;
     let backend = socks[0].name();
+    // Frames are built in the backend's own buffers: a size that does not
+    // fit one is refused before anything is sent.
+    let room = socks[0].slot_len();
+    if max_frame - 4 > room {
+        return Err(BlastError::Send {
+            iface: cfg.iface.clone(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "a {max_frame}-byte frame does not fit the {backend} backend's {}-byte buffers (FCS excluded)",
+                    room
+                ),
+            ),
+        });
+    }
     let kernel_addressed = socks[0].kernel_addressed();
     let capabilities = socks[0].capabilities(&cfg.iface);
     let avg = cfg.sizes.cycle().iter().map(|&s| f64::from(s)).sum::<f64>()
@@ -242,7 +258,6 @@ pub fn blast(
                         .count
                         .map(|c| c / workers as u64 + u64::from((w as u64) < c % workers as u64)),
                     interval_ns,
-                    max_frame,
                     counters: &counters[w],
                 };
                 let cpu = cfg.cores.get(w).copied();
@@ -474,7 +489,6 @@ struct Job<'a> {
     workers: usize,
     count: Option<u64>,
     interval_ns: Option<f64>,
-    max_frame: usize,
     counters: &'a Counters,
 }
 
@@ -491,59 +505,61 @@ struct WorkerOut {
 /// Pins the calling worker to `cpu` (the error names the CPU).
 pub(crate) use linerate_backend::cpu::pin_worker as pin;
 
-/// Writes the frames of one worker's flows in turn: flow fields, probe
-/// (flow id, sequence, send time) and size from the cycle.
+/// Builds the frames of one worker's flows in turn, in the backend's own
+/// buffers: flow fields, probe (flow id, sequence, send time) and size
+/// from the cycle. It remembers which template and flow each buffer
+/// (slot) holds: a slot of another size gets the template laid anew, a
+/// slot of another flow gets the flow's fields, and every frame gets its
+/// sequence, time and transport checksum (updated from the flow's sums,
+/// never summed over the bytes).
 struct Filler<'a> {
-    cycle: Vec<&'a Template>,
-    slot: usize,
-    cursor: FlowCursor<'a>,
-    /// Probe flow ids (flow index mod 65536) and their last sequence.
-    seq: Vec<u64>,
+    /// The size cycle's templates and their sizes.
+    cycle: Vec<(&'a Template, u64)>,
+    pos: usize,
+    /// `cycle[pos]`, at hand.
+    cur: (&'a Template, u64),
+    cursor: WireCursor,
+    /// Probe flow ids (flow index mod 65536) and their last sequence (a
+    /// u16 indexes it without a bounds check).
+    seq: Box<[u64; 1 << 16]>,
     stride: usize,
+    flows: u64,
+    /// What each slot holds: size << 48 | flow index (`EMPTY`: nothing yet).
+    held: Vec<u64>,
+    /// The send time of the batch being built.
+    stamp: Stamp,
 }
 
+/// A slot nothing was built in.
+const EMPTY: u64 = u64::MAX;
+
 impl<'a> Filler<'a> {
-    fn new(job: &Job<'a>) -> Self {
+    fn new(job: &Job<'a>, slots: usize) -> Self {
         let cfg = job.cfg;
-        let ids = cfg.flows.count().min(1 << 16) as usize;
-        // Per-packet work is an odometer step and a template copy: the size
-        // of frame p is the cycle entry p mod len, looked up once per slot.
         let cycle = cfg
             .sizes
             .cycle()
             .iter()
-            .map(|s| &job.templates[s])
-            .collect();
-        let mut cursor = FlowCursor::new(&cfg.flows);
+            .map(|s| (&job.templates[s], u64::from(*s)))
+            .collect::<Vec<_>>();
+        let mut cursor = WireCursor::new(&cfg.flows);
         for _ in 0..job.worker {
             cursor.advance();
         }
         Filler {
+            cur: cycle[0],
             cycle,
-            slot: 0,
+            pos: 0,
             cursor,
-            seq: vec![0u64; ids],
+            seq: vec![0u64; 1 << 16]
+                .into_boxed_slice()
+                .try_into()
+                .expect("65536 entries"),
             stride: job.workers,
+            flows: cfg.flows.count(),
+            held: vec![EMPTY; slots],
+            stamp: Stamp::new(0),
         }
-    }
-
-    /// Writes the next frame into `buf`; returns its length.
-    #[inline]
-    fn next(&mut self, buf: &mut [u8], tx_ns: u64) -> usize {
-        let (i, flow) = self.cursor.get();
-        let id = (i % self.seq.len() as u64) as usize;
-        self.seq[id] += 1;
-        let t = self.cycle[self.slot];
-        t.write(buf, flow, id as u16, self.seq[id], tx_ns);
-        self.slot = if self.slot + 1 == self.cycle.len() {
-            0
-        } else {
-            self.slot + 1
-        };
-        for _ in 0..self.stride {
-            self.cursor.advance();
-        }
-        t.len()
     }
 
     /// Frames sent per probe flow id.
@@ -552,6 +568,45 @@ impl<'a> Filler<'a> {
             .filter(|(_, s)| **s > 0)
             .map(|(i, s)| (i as u16, *s))
             .collect()
+    }
+}
+
+impl FrameSource for Filler<'_> {
+    /// Builds the next frame in `buf`, which holds what was last built in
+    /// `slot`; returns its length.
+    #[inline(always)]
+    fn build(&mut self, buf: &mut [u8], slot: usize) -> usize {
+        let stamp = &self.stamp;
+        let (t, size) = self.cur;
+        let w = self.cursor.wire();
+        let tag = size << 48 | self.cursor.index();
+        let held = &mut self.held[slot];
+        if *held != tag {
+            if *held >> 48 != size {
+                t.lay(buf);
+            }
+            t.put_flow(buf, w, self.cursor.flow_id());
+            *held = tag;
+        }
+        let id = self.cursor.flow_id();
+        let seq = &mut self.seq[usize::from(id)];
+        *seq += 1;
+        t.put_seq(buf, w, id, *seq, stamp);
+        if self.cycle.len() > 1 {
+            self.pos = if self.pos + 1 == self.cycle.len() {
+                0
+            } else {
+                self.pos + 1
+            };
+            self.cur = self.cycle[self.pos];
+        }
+        if self.flows > 1 {
+            self.cursor.advance();
+            for _ in 1..self.stride {
+                self.cursor.advance();
+            }
+        }
+        t.len()
     }
 }
 
@@ -578,9 +633,9 @@ fn due_now(job: &Job, start: Instant, deadline: Instant, packets: u64, batch: u6
 }
 
 /// Whether a send result means "full for now, try again".
-fn refused(r: &std::io::Result<usize>) -> bool {
+fn refused(r: &std::io::Result<(usize, u64)>) -> bool {
     match r {
-        Ok(0) => true,
+        Ok((0, _)) => true,
         Err(e) => {
             matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted)
                 || e.raw_os_error() == Some(105)
@@ -592,10 +647,8 @@ fn refused(r: &std::io::Result<usize>) -> bool {
 /// One worker: flows `worker, worker + workers, …`, its own backend socket.
 fn run_worker(job: Job, mut sock: Tx, stop: &AtomicBool) -> Result<WorkerOut, BlastError> {
     let cfg = job.cfg;
-    let mut fill = Filler::new(&job);
+    let mut fill = Filler::new(&job, sock.slots());
     let batch = sock.batch();
-    let mut store: Vec<Vec<u8>> = (0..batch).map(|_| vec![0u8; job.max_frame]).collect();
-    let mut lens = vec![0usize; batch];
     let (mut packets, mut bytes, mut calls, mut errors) = (0u64, 0u64, 0u64, 0u64);
     let mut departures = Departures::default();
     let send_err = |source| BlastError::Send {
@@ -615,43 +668,31 @@ fn run_worker(job: Job, mut sock: Tx, stop: &AtomicBool) -> Result<WorkerOut, Bl
             continue;
         };
         let n = due.min(left) as usize;
-        let tx_ns = clock::monotonic_ns();
-        for (buf, len) in store.iter_mut().zip(lens.iter_mut()).take(n) {
-            *len = fill.next(buf, tx_ns);
-        }
+        // One send time per batch (the probe's time is when the batch was
+        // built, not each frame's departure: blast -J says so).
+        fill.stamp = Stamp::new(clock::monotonic_ns());
         let mut sent = 0;
         while sent < n {
-            // On the stack: no allocation per call.
-            let mut refs: [&[u8]; TX_BATCH_MAX] = [&[]; TX_BATCH_MAX];
-            for (r, (b, &l)) in refs
-                .iter_mut()
-                .zip(store[sent..n].iter().zip(&lens[sent..n]))
-            {
-                *r = &b[..l];
-            }
             calls += 1;
-            let r = sock.send(&refs[..n - sent]);
+            let r = sock.send_with(n - sent, &mut fill);
             if refused(&r) {
                 // Ring or socket buffer full: let the kernel catch up.
                 errors += 1;
                 if stop.load(Ordering::Relaxed)
                     || Instant::now() >= deadline + Duration::from_secs(1)
                 {
-                    // Frames given sequence numbers but never sent would read as loss.
                     packets += sent as u64;
                     break 'run;
                 }
                 std::thread::yield_now();
                 continue;
             }
-            let k = r.map_err(send_err)?;
+            let (k, b) = r.map_err(send_err)?;
             if job.interval_ns.is_some() {
                 departures.record(Instant::now(), k as u64);
             }
-            bytes += lens[sent..sent + k]
-                .iter()
-                .map(|&l| l as u64 + 4)
-                .sum::<u64>();
+            // On the wire each frame also carries its FCS.
+            bytes += b + 4 * k as u64;
             sent += k;
         }
         packets += n as u64;

@@ -43,6 +43,7 @@ impl XskTx {
         let cq = Ring::map(raw, &off.cr, n, 8, libc::XDP_UMEM_PGOFF_COMPLETION_RING)?;
         let fq = Ring::map(raw, &off.fr, 64, 8, libc::XDP_UMEM_PGOFF_FILL_RING)?;
         let zero_copy = bind_any(raw, ifindex, queue)?;
+
         // In copy mode each wake-up sends at most the budget; one wake-up
         // per ring's worth halves the syscalls per packet where the kernel
         // lets us (older kernels refuse the option: keep their 32).
@@ -146,6 +147,62 @@ impl XskTx {
         }
         self.kick();
         Ok(n)
+    }
+
+    /// Builds up to `n` frames in place, in free UMEM buffers, and posts
+    /// them on the TX ring: `fill.build(buffer, slot)` writes a frame into the
+    /// buffer (2048 bytes) and returns its length; `slot` (below
+    /// [`capacity`](Self::capacity)) names the buffer, whose bytes stay as
+    /// the last frame built there left them. Returns the frames posted and
+    /// their bytes (0 frames when everything is in flight).
+    #[inline]
+    pub fn send_with<F: crate::FrameSource>(
+        &mut self,
+        n: usize,
+        fill: &mut F,
+    ) -> io::Result<(usize, u64)> {
+        self.reclaim();
+        let prod = self.tx.producer().load(Ordering::Relaxed);
+        let room = (self.frames - self.outstanding).min(
+            self.tx.size as usize
+                - prod.wrapping_sub(self.tx.consumer().load(Ordering::Acquire)) as usize,
+        );
+        let n = n.min(room);
+        let mut bytes = 0u64;
+        // Both sizes are powers of two; everything the loop needs in locals.
+        let (mask, ring_mask) = (self.frames - 1, self.tx.size - 1);
+        let (umem, descs) = (self.umem.ptr, self.tx.desc.cast::<libc::xdp_desc>());
+        let first = self.next_frame;
+        for k in 0..n {
+            let slot = first.wrapping_add(k) & mask;
+            let addr = slot * FRAME_SIZE;
+            // SAFETY: the buffer `addr..addr + FRAME_SIZE` lies inside the
+            // UMEM and is not in flight (outstanding < frames), so nothing
+            // else reads or writes it while the slice lives.
+            let buf = unsafe { std::slice::from_raw_parts_mut(umem.add(addr), FRAME_SIZE) };
+            // A length past the buffer makes an invalid descriptor, which
+            // the kernel refuses and counts (tx_invalid_descs).
+            let len = fill.build(buf, slot);
+            bytes += len as u64;
+            let idx = (prod.wrapping_add(k as u32) & ring_mask) as usize;
+            // SAFETY: `idx` is inside the TX ring, a slot the kernel does not own (room above).
+            unsafe {
+                descs.add(idx).write(libc::xdp_desc {
+                    addr: addr as u64,
+                    len: len as u32,
+                    options: 0,
+                });
+            }
+        }
+        self.next_frame = first.wrapping_add(n);
+        if n > 0 {
+            self.outstanding += n;
+            self.tx
+                .producer()
+                .store(prod.wrapping_add(n as u32), Ordering::Release);
+        }
+        self.kick();
+        Ok((n, bytes))
     }
 
     /// Waits (up to 2 s) until the kernel completed every posted frame.
