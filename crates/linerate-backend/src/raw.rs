@@ -148,6 +148,101 @@ pub(crate) fn bind_to(fd: i32, ifindex: i32) -> io::Result<()> {
     Ok(())
 }
 
+/// A raw socket that sends frames built in place in its own staging
+/// buffers, with sendmmsg: the message headers point at the buffers once,
+/// so per frame only its length is written. What a refused call did not
+/// send is sent before anything new is built.
+#[derive(Debug)]
+pub struct RawTx {
+    pub sock: RawSocket,
+    bufs: Vec<Box<[u8]>>,
+    /// `iov[i]` covers `bufs[i]`; `hdrs[i]` points at `iov[i]`.
+    iov: Vec<libc::iovec>,
+    hdrs: Vec<libc::mmsghdr>,
+    /// `bufs[sent..filled]` are built and not yet sent.
+    sent: usize,
+    filled: usize,
+}
+
+// SAFETY: the pointers in iov/hdrs point into heap memory this value owns
+// (the boxes and the iov vector, never resized), which moves with it.
+unsafe impl Send for RawTx {}
+
+impl RawTx {
+    /// `slots` staging buffers (at most [`RAW_BATCH_MAX`]) of `len` bytes.
+    pub fn new(sock: RawSocket, slots: usize, len: usize) -> Self {
+        let slots = slots.clamp(1, RAW_BATCH_MAX);
+        let mut bufs: Vec<Box<[u8]>> = (0..slots)
+            .map(|_| vec![0u8; len].into_boxed_slice())
+            .collect();
+        let mut iov: Vec<libc::iovec> = bufs
+            .iter_mut()
+            .map(|b| libc::iovec {
+                iov_base: b.as_mut_ptr().cast(),
+                iov_len: 0,
+            })
+            .collect();
+        let hdrs = iov
+            .iter_mut()
+            .map(|v| {
+                // SAFETY: a zeroed mmsghdr is valid; it then names one iovec.
+                let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
+                h.msg_hdr.msg_iov = v;
+                h.msg_hdr.msg_iovlen = 1;
+                h
+            })
+            .collect();
+        Self {
+            sock,
+            bufs,
+            iov,
+            hdrs,
+            sent: 0,
+            filled: 0,
+        }
+    }
+
+    pub fn slots(&self) -> usize {
+        self.bufs.len()
+    }
+
+    pub fn slot_len(&self) -> usize {
+        self.bufs.first().map_or(0, |b| b.len())
+    }
+
+    /// Builds up to `n` frames in the staging buffers (`fill.build(buffer,
+    /// slot)`, the buffer holding what was last built there) and sends
+    /// them; returns the frames the kernel took and their bytes. Frames a
+    /// full socket refused stay and go first on the next call.
+    #[inline]
+    pub fn send_with<F: crate::FrameSource>(
+        &mut self,
+        n: usize,
+        fill: &mut F,
+    ) -> io::Result<(usize, u64)> {
+        if self.sent == self.filled {
+            let n = n.min(self.bufs.len());
+            for (i, (b, v)) in self.bufs.iter_mut().zip(&mut self.iov).take(n).enumerate() {
+                v.iov_len = fill.build(b, i).min(b.len());
+            }
+            self.sent = 0;
+            self.filled = n;
+        }
+        if self.sent == self.filled {
+            return Ok((0, 0));
+        }
+        let fd = self.sock.fd.as_raw_fd();
+        // hdrs point at iovs that point at this value's buffers.
+        let k = crate::udp_batch::send_prepared(fd, &mut self.hdrs[self.sent..self.filled])?;
+        let bytes = self.iov[self.sent..self.sent + k]
+            .iter()
+            .map(|v| v.iov_len as u64)
+            .sum();
+        self.sent += k;
+        Ok((k, bytes))
+    }
+}
+
 impl RawSocket {
     /// Opens and binds an AF_PACKET socket to `iface` (needs CAP_NET_RAW).
     pub fn open(iface: &str) -> io::Result<Self> {

@@ -68,13 +68,6 @@ pub struct Template {
     /// per-template half of each packet's incremental update.
     udp_base: u32,
     ip_base: u32,
-    /// Where the addresses and the probe start.
-    addr_at: usize,
-    probe_at: usize,
-    /// What a computed transport checksum of zero is sent as.
-    zero_as: u16,
-    /// Where the transport checksum is (`l4 + csum_off`).
-    csum_at: usize,
 }
 
 /// One flow's header fields as they go on the wire, with what they add to
@@ -192,6 +185,23 @@ fn ip_bytes(ip: IpAddr, out: &mut [u8; 16]) -> usize {
     }
 }
 
+/// Calls `$f::<VLAN, V6, TCP>` for the template's layout.
+#[macro_export]
+macro_rules! by_layout {
+    ($t:ident, $f:ident, $($a:expr),*) => {
+        match $t.layout() {
+            (false, false, false) => $t.$f::<false, false, false>($($a),*),
+            (false, false, true) => $t.$f::<false, false, true>($($a),*),
+            (false, true, false) => $t.$f::<false, true, false>($($a),*),
+            (false, true, true) => $t.$f::<false, true, true>($($a),*),
+            (true, false, false) => $t.$f::<true, false, false>($($a),*),
+            (true, false, true) => $t.$f::<true, false, true>($($a),*),
+            (true, true, false) => $t.$f::<true, true, false>($($a),*),
+            (true, true, true) => $t.$f::<true, true, true>($($a),*),
+        }
+    };
+}
+
 impl Template {
     /// Builds a `frame_bytes`-byte frame (FCS included, as on the wire) for `flow`.
     pub fn new(
@@ -239,10 +249,6 @@ impl Template {
             base_ip_sum: 0,
             udp_base: 0,
             ip_base: 0,
-            addr_at: if ipv6 { l3 + 8 } else { l3 + 12 },
-            zero_as: if tcp { 0 } else { 0xffff },
-            csum_at: l4 + csum_off,
-            probe_at: l4 + l4_hdr,
         };
         t.base_ip_sum = t.addr_sum(&t.bytes);
         t.base_udp_sum = t.udp_sum(&t.bytes);
@@ -293,21 +299,16 @@ impl Template {
     /// a laid frame of this template, and the IPv4 header checksum they
     /// give. The flow is of the template's address family (blast builds
     /// its templates from the flows it sends).
+    /// Whether the frame has a VLAN tag, is IPv6, carries TCP: the
+    /// constants of [`put_flow_at`](Self::put_flow_at) and
+    /// [`put_seq_at`](Self::put_seq_at).
+    pub fn layout(&self) -> (bool, bool, bool) {
+        (self.l3 != 14, self.ipv6, self.tcp)
+    }
+
     #[inline]
     pub fn put_flow(&self, out: &mut [u8], w: &WireFlow, flow_id: u16) {
-        out[..12].copy_from_slice(&w.macs);
-        let at = self.addr_at;
-        if self.ipv6 {
-            out[at..at + 32].copy_from_slice(&w.addrs);
-        } else {
-            out[at..at + 8].copy_from_slice(&w.addrs[..8]);
-            let ip = checksum::update_from(self.ip_base, w.addr_sum);
-            out[self.l3 + 10..self.l3 + 12].copy_from_slice(&ip.to_be_bytes());
-        }
-        out[self.l4..self.l4 + 2].copy_from_slice(&w.ports[0].to_be_bytes());
-        out[self.l4 + 2..self.l4 + 4].copy_from_slice(&w.ports[1].to_be_bytes());
-        let p = self.probe_at;
-        out[p + 2..p + 4].copy_from_slice(&flow_id.to_be_bytes());
+        by_layout!(self, put_flow_at, out, w, flow_id)
     }
 
     /// Writes the probe's sequence and send time and the transport
@@ -315,6 +316,58 @@ impl Template {
     /// put before).
     #[inline]
     pub fn put_seq(&self, out: &mut [u8], w: &WireFlow, flow_id: u16, seq: u64, stamp: &Stamp) {
+        by_layout!(self, put_seq_at, out, w, flow_id, seq, stamp)
+    }
+
+    /// [`put_flow`](Self::put_flow) for one layout: the VLAN tag, the
+    /// address family and the transport are constants here, so every
+    /// offset is, and one bounds check covers every write. The constants
+    /// must be the template's [`layout`](Self::layout) (checked in debug
+    /// builds).
+    #[inline(always)]
+    pub fn put_flow_at<const VLAN: bool, const V6: bool, const TCP: bool>(
+        &self,
+        out: &mut [u8],
+        w: &WireFlow,
+        flow_id: u16,
+    ) {
+        debug_assert_eq!(self.layout(), (VLAN, V6, TCP));
+        let l3 = if VLAN { 18 } else { 14 };
+        let l4 = l3 + if V6 { 40 } else { 20 };
+        let probe = l4 + if TCP { 20 } else { 8 };
+        let out = &mut out[..probe + 4];
+        out[..12].copy_from_slice(&w.macs);
+        if V6 {
+            out[l3 + 8..l3 + 40].copy_from_slice(&w.addrs);
+        } else {
+            out[l3 + 12..l3 + 20].copy_from_slice(&w.addrs[..8]);
+            // The base and the addresses' words stay below 2^20: two folds.
+            let acc = self.ip_base + w.addr_sum;
+            let acc = (acc & 0xffff) + (acc >> 16);
+            let acc = (acc & 0xffff) + (acc >> 16);
+            out[l3 + 10..l3 + 12].copy_from_slice(&(!(acc as u16)).to_be_bytes());
+        }
+        out[l4..l4 + 2].copy_from_slice(&w.ports[0].to_be_bytes());
+        out[l4 + 2..l4 + 4].copy_from_slice(&w.ports[1].to_be_bytes());
+        out[probe + 2..probe + 4].copy_from_slice(&flow_id.to_be_bytes());
+    }
+
+    /// [`put_seq`](Self::put_seq) for one layout (constant offsets, one
+    /// bounds check).
+    #[inline(always)]
+    pub fn put_seq_at<const VLAN: bool, const V6: bool, const TCP: bool>(
+        &self,
+        out: &mut [u8],
+        w: &WireFlow,
+        flow_id: u16,
+        seq: u64,
+        stamp: &Stamp,
+    ) {
+        debug_assert_eq!(self.layout(), (VLAN, V6, TCP));
+        let l4 = if VLAN { 18 } else { 14 } + if V6 { 40 } else { 20 };
+        let csum = l4 + if TCP { 16 } else { 6 };
+        let probe = l4 + if TCP { 20 } else { 8 };
+        let out = &mut out[..probe + PROBE_LEN];
         // One fold (`update_from` with the fold of the new sum moved into
         // this one). The sequence enters as its two 32-bit halves: 2^32 and
         // 2^16 are both 1 modulo 0xffff, so they sum to what its four
@@ -328,26 +381,11 @@ impl Template {
         let acc = (acc & 0xffff) + (acc >> 16);
         let c = !(acc as u16);
         // UDP sends a computed zero as all ones; TCP has no such rule.
-        let c = if c == 0 { self.zero_as } else { c };
-        // The checksum field through the probe's time as one span (one
-        // bounds check): the probe starts 2 bytes after the UDP checksum,
-        // 4 after TCP's.
-        let at = self.csum_at;
-        if self.tcp {
-            put_span::<8, { 8 + PROBE_LEN - 4 }>(
-                &mut out[at..at + 8 + PROBE_LEN - 4],
-                c,
-                seq,
-                stamp,
-            );
-        } else {
-            put_span::<6, { 6 + PROBE_LEN - 4 }>(
-                &mut out[at..at + 6 + PROBE_LEN - 4],
-                c,
-                seq,
-                stamp,
-            );
-        }
+        let c = if c == 0 && !TCP { 0xffff } else { c };
+        out[csum..csum + 2].copy_from_slice(&c.to_be_bytes());
+        out[probe + 4..probe + 12].copy_from_slice(&seq.to_be_bytes());
+        out[probe + 12..probe + 16].copy_from_slice(&stamp.hi);
+        out[probe + 16..probe + 18].copy_from_slice(&stamp.lo);
     }
 
     /// Writes one packet into `out` (at least [`len`](Self::len) bytes):
@@ -419,17 +457,6 @@ impl Template {
             out[self.l3 + 10..self.l3 + 12].copy_from_slice(&ip.to_be_bytes());
         }
     }
-}
-
-/// Writes a transport checksum at the start of `span` and the probe's
-/// sequence and time `SEQ` bytes in (`span` is `LEN` bytes).
-#[inline(always)]
-fn put_span<const SEQ: usize, const LEN: usize>(span: &mut [u8], c: u16, seq: u64, stamp: &Stamp) {
-    let span: &mut [u8; LEN] = span.try_into().expect("the span's length");
-    span[..2].copy_from_slice(&c.to_be_bytes());
-    span[SEQ..SEQ + 8].copy_from_slice(&seq.to_be_bytes());
-    span[SEQ + 8..SEQ + 12].copy_from_slice(&stamp.hi);
-    span[SEQ + 12..SEQ + 14].copy_from_slice(&stamp.lo);
 }
 
 /// The sum of a value's big-endian 16-bit words.
@@ -660,10 +687,10 @@ mod tests {
         #[test]
         fn in_place_frames_equal_written_ones(v6 in any::<bool>(), i in any::<u64>(), j in any::<u64>(),
                                                seq in any::<u64>(), ts in any::<u64>(), size in 64usize..1600,
-                                               tcp in any::<bool>()) {
+                                               tcp in any::<bool>(), vlan in proptest::option::of(0u16..4095)) {
             let s = spec(v6);
-            let framing = Framing { tcp_flags: tcp.then_some(TcpFlags::ACK), ..Framing::default() };
-            let size = size.max(if v6 { 86 } else { 66 } + if tcp { 12 } else { 0 });
+            let framing = Framing { tcp_flags: tcp.then_some(TcpFlags::ACK), vlan: vlan.map(|v| (v, 5)), ..Framing::default() };
+            let size = size.max(if v6 { 86 } else { 66 } + if tcp { 12 } else { 0 } + if vlan.is_some() { 4 } else { 0 });
             let t = Template::new(size, &s.flow(0), &framing).unwrap();
             let mut want = vec![0u8; 2048];
             t.write(&mut want, &s.flow(i), i as u16, seq, ts);

@@ -3,7 +3,7 @@
 use crate::udp::{Traffic, UdpTx};
 use linerate_backend::FrameSource;
 use linerate_backend::packet_ring::{RxRing, TxRing};
-use linerate_backend::raw::RawSocket;
+use linerate_backend::raw::{RawSocket, RawTx};
 pub use linerate_backend::xdp::RxFilter;
 use linerate_backend::xsk::{XskRx, XskTx};
 use std::io;
@@ -125,7 +125,7 @@ pub(crate) fn link_lost(iface: &str) -> Option<String> {
 #[derive(Debug)]
 pub enum Tx {
     /// Raw AF_PACKET socket, sendmmsg (frames built in its staging buffers).
-    Socket(RawSocket, Staged),
+    Socket(RawTx),
     /// UDP sockets (one per source endpoint), sendmmsg + GSO.
     Udp(Box<UdpTx>, Staged),
     /// AF_PACKET TPACKET_V3 TX ring.
@@ -173,7 +173,7 @@ impl Tx {
             qdisc_bypass: false,
         };
         match self {
-            Tx::Socket(s, _) => c.qdisc_bypass = s.qdisc_bypassed(),
+            Tx::Socket(s) => c.qdisc_bypass = s.sock.qdisc_bypassed(),
             Tx::Udp(u, _) => {
                 c.crafted_frames = false;
                 c.gso = u.gso;
@@ -195,7 +195,7 @@ impl Tx {
     /// Hands frames to the kernel; returns how many it took (0: full, retry).
     pub fn send(&mut self, frames: &[&[u8]]) -> io::Result<usize> {
         match self {
-            Tx::Socket(s, _) => s.send(frames),
+            Tx::Socket(s) => s.sock.send(frames),
             Tx::Udp(u, _) => u.send(frames),
             Tx::Ring(r) => r.send(frames),
             Tx::Xdp(x) => x.send(frames),
@@ -220,7 +220,7 @@ impl Tx {
         match self {
             Tx::Xdp(x) => x.send_with(n, fill),
             Tx::Ring(r) => r.send_with(n, fill),
-            Tx::Socket(s, st) => st.send_with(n, fill, |f| s.send(f)),
+            Tx::Socket(s) => s.send_with(n, fill),
             Tx::Udp(u, st) => st.send_with(n, fill, |f| u.send(f)),
         }
     }
@@ -231,7 +231,8 @@ impl Tx {
         match self {
             Tx::Xdp(x) => x.max_frame(),
             Tx::Ring(r) => r.max_frame(),
-            Tx::Socket(_, st) | Tx::Udp(_, st) => st.bufs.first().map_or(0, Vec::len),
+            Tx::Socket(s) => s.slot_len(),
+            Tx::Udp(_, st) => st.bufs.first().map_or(0, Vec::len),
         }
     }
 
@@ -240,7 +241,8 @@ impl Tx {
         match self {
             Tx::Xdp(x) => x.capacity(),
             Tx::Ring(r) => r.slots(),
-            Tx::Socket(_, st) | Tx::Udp(_, st) => st.bufs.len(),
+            Tx::Socket(s) => s.slots(),
+            Tx::Udp(_, st) => st.bufs.len(),
         }
     }
 
@@ -354,10 +356,11 @@ pub fn open_tx(
     let raw = || -> Result<Tx, BackendError> {
         let mut s = RawSocket::open(iface).map_err(open_err(iface))?;
         let _ = s.bypass_qdisc();
-        Ok(Tx::Socket(
+        Ok(Tx::Socket(RawTx::new(
             s,
-            Staged::new(linerate_backend::raw::RAW_BATCH_MAX, max_frame),
-        ))
+            linerate_backend::raw::RAW_BATCH_MAX,
+            max_frame,
+        )))
     };
     let udp_note = |u: &UdpTx| match &u.gso_note {
         Some(g) => format!("socket: {} UDP socket(s), sendmmsg; {g}", u.sockets()),

@@ -208,6 +208,7 @@ pub fn blast(
         return crate::replay::replay(cfg, r, stop, on_interval);
     }
     let (templates, framing) = templates(cfg)?;
+    let layout = templates.values().next().map(Template::layout);
     let workers = cfg.cores.len().max(1);
     let flows = cfg.flows.count();
     if workers > 1 && (flows < workers as u64 || (flows > 1 << 16 && !workers.is_power_of_two())) {
@@ -265,7 +266,32 @@ pub fn blast(
                     if let Some(c) = cpu {
                         pin(c).map_err(BlastError::Pin)?;
                     }
-                    run_worker(job, sock, stop)
+                    // One worker per frame layout: every frame of a run
+                    // has the same, and its offsets become constants.
+                    match layout {
+                        Some((false, false, false)) | None => {
+                            run_worker::<false, false, false>(job, sock, stop)
+                        }
+                        Some((false, false, true)) => {
+                            run_worker::<false, false, true>(job, sock, stop)
+                        }
+                        Some((false, true, false)) => {
+                            run_worker::<false, true, false>(job, sock, stop)
+                        }
+                        Some((false, true, true)) => {
+                            run_worker::<false, true, true>(job, sock, stop)
+                        }
+                        Some((true, false, false)) => {
+                            run_worker::<true, false, false>(job, sock, stop)
+                        }
+                        Some((true, false, true)) => {
+                            run_worker::<true, false, true>(job, sock, stop)
+                        }
+                        Some((true, true, false)) => {
+                            run_worker::<true, true, false>(job, sock, stop)
+                        }
+                        Some((true, true, true)) => run_worker::<true, true, true>(job, sock, stop),
+                    }
                 })
             })
             .collect();
@@ -512,7 +538,7 @@ pub(crate) use linerate_backend::cpu::pin_worker as pin;
 /// slot of another flow gets the flow's fields, and every frame gets its
 /// sequence, time and transport checksum (updated from the flow's sums,
 /// never summed over the bytes).
-struct Filler<'a> {
+struct Filler<'a, const VLAN: bool, const V6: bool, const TCP: bool> {
     /// The size cycle's templates and their sizes.
     cycle: Vec<(&'a Template, u64)>,
     pos: usize,
@@ -533,7 +559,7 @@ struct Filler<'a> {
 /// A slot nothing was built in.
 const EMPTY: u64 = u64::MAX;
 
-impl<'a> Filler<'a> {
+impl<'a, const VLAN: bool, const V6: bool, const TCP: bool> Filler<'a, VLAN, V6, TCP> {
     fn new(job: &Job<'a>, slots: usize) -> Self {
         let cfg = job.cfg;
         let cycle = cfg
@@ -571,7 +597,7 @@ impl<'a> Filler<'a> {
     }
 }
 
-impl FrameSource for Filler<'_> {
+impl<const VLAN: bool, const V6: bool, const TCP: bool> FrameSource for Filler<'_, VLAN, V6, TCP> {
     /// Builds the next frame in `buf`, which holds what was last built in
     /// `slot`; returns its length.
     #[inline(always)]
@@ -585,13 +611,13 @@ impl FrameSource for Filler<'_> {
             if *held >> 48 != size {
                 t.lay(buf);
             }
-            t.put_flow(buf, w, self.cursor.flow_id());
+            t.put_flow_at::<VLAN, V6, TCP>(buf, w, self.cursor.flow_id());
             *held = tag;
         }
         let id = self.cursor.flow_id();
         let seq = &mut self.seq[usize::from(id)];
         *seq += 1;
-        t.put_seq(buf, w, id, *seq, stamp);
+        t.put_seq_at::<VLAN, V6, TCP>(buf, w, id, *seq, stamp);
         if self.cycle.len() > 1 {
             self.pos = if self.pos + 1 == self.cycle.len() {
                 0
@@ -645,9 +671,13 @@ fn refused(r: &std::io::Result<(usize, u64)>) -> bool {
 }
 
 /// One worker: flows `worker, worker + workers, …`, its own backend socket.
-fn run_worker(job: Job, mut sock: Tx, stop: &AtomicBool) -> Result<WorkerOut, BlastError> {
+fn run_worker<const VLAN: bool, const V6: bool, const TCP: bool>(
+    job: Job,
+    mut sock: Tx,
+    stop: &AtomicBool,
+) -> Result<WorkerOut, BlastError> {
     let cfg = job.cfg;
-    let mut fill = Filler::new(&job, sock.slots());
+    let mut fill = Filler::<VLAN, V6, TCP>::new(&job, sock.slots());
     let batch = sock.batch();
     let (mut packets, mut bytes, mut calls, mut errors) = (0u64, 0u64, 0u64, 0u64);
     let mut departures = Departures::default();
