@@ -200,10 +200,16 @@ impl TxRing {
         fill: &mut F,
     ) -> io::Result<(usize, u64)> {
         let (mut queued, mut bytes) = (0, 0u64);
-        let room = self.frame_size - HDR_LEN;
+        let (room, size, slots) = (self.frame_size - HDR_LEN, self.frame_size, self.frame_nr);
+        let mut slot = self.next;
         while queued < n {
-            let slot = self.next;
-            let st = self.status(slot).load(Ordering::Acquire);
+            // SAFETY: `slot` < frame_nr: its header lies inside the mapping.
+            let base = unsafe { self.map.add(slot * size) };
+            // SAFETY: the status word is 4-byte aligned (slots are
+            // power-of-two sized) and the kernel updates it concurrently,
+            // hence the atomic view.
+            let status = unsafe { &*(base.add(STATUS_OFF) as *const AtomicU32) };
+            let st = status.load(Ordering::Acquire);
             if st == TP_STATUS_WRONG_FORMAT {
                 self.wrong_format += 1;
             } else if st != TP_STATUS_AVAILABLE {
@@ -211,26 +217,22 @@ impl TxRing {
             }
             // SAFETY: the slot is ours (AVAILABLE or rejected) and its data
             // area `HDR_LEN..frame_size` lies inside the mapping; the kernel
-            // does not touch it until the status says SEND_REQUEST.
+            // does not touch it until the status says SEND_REQUEST. A length
+            // past the area is the kernel's to refuse (it checks tp_len).
             let len = unsafe {
-                let base = self.map.add(slot * self.frame_size);
                 let buf = std::slice::from_raw_parts_mut(base.add(HDR_LEN), room);
-                let len = fill.build(buf, slot).min(room);
+                let len = fill.build(buf, slot);
                 (base.add(LEN_OFF) as *mut u32).write(len as u32);
                 (base.add(SNAPLEN_OFF) as *mut u32).write(len as u32);
                 (base as *mut u32).write(0); // tp_next_offset must be 0 for V3 TX
                 len
             };
             bytes += len as u64;
-            self.status(slot)
-                .store(TP_STATUS_SEND_REQUEST, Ordering::Release);
-            self.next = if slot + 1 == self.frame_nr {
-                0
-            } else {
-                slot + 1
-            };
+            status.store(TP_STATUS_SEND_REQUEST, Ordering::Release);
+            slot = if slot + 1 == slots { 0 } else { slot + 1 };
             queued += 1;
         }
+        self.next = slot;
         if queued > 0 {
             self.kick()?;
         }

@@ -159,9 +159,11 @@ pub struct RawTx {
     /// `iov[i]` covers `bufs[i]`; `hdrs[i]` points at `iov[i]`.
     iov: Vec<libc::iovec>,
     hdrs: Vec<libc::mmsghdr>,
-    /// `bufs[sent..filled]` are built and not yet sent.
+    /// `bufs[sent..filled]` are built and not yet sent; the next run is
+    /// built from `head` on (the buffers are used in turn, as a ring).
     sent: usize,
     filled: usize,
+    head: usize,
 }
 
 // SAFETY: the pointers in iov/hdrs point into heap memory this value owns
@@ -169,9 +171,11 @@ pub struct RawTx {
 unsafe impl Send for RawTx {}
 
 impl RawTx {
-    /// `slots` staging buffers (at most [`RAW_BATCH_MAX`]) of `len` bytes.
+    /// `slots` staging buffers of `len` bytes, used in turn (as deep as
+    /// a TX ring, so a buffer comes back to the same flow as often as a
+    /// ring slot does); each sendmmsg takes at most [`RAW_BATCH_MAX`].
     pub fn new(sock: RawSocket, slots: usize, len: usize) -> Self {
-        let slots = slots.clamp(1, RAW_BATCH_MAX);
+        let slots = slots.max(1);
         let mut bufs: Vec<Box<[u8]>> = (0..slots)
             .map(|_| vec![0u8; len].into_boxed_slice())
             .collect();
@@ -199,6 +203,7 @@ impl RawTx {
             hdrs,
             sent: 0,
             filled: 0,
+            head: 0,
         }
     }
 
@@ -221,12 +226,24 @@ impl RawTx {
         fill: &mut F,
     ) -> io::Result<(usize, u64)> {
         if self.sent == self.filled {
-            let n = n.min(self.bufs.len());
-            for (i, (b, v)) in self.bufs.iter_mut().zip(&mut self.iov).take(n).enumerate() {
+            // A run of buffers in a row (their headers are one array slice).
+            let start = self.head;
+            let n = n.min(RAW_BATCH_MAX).min(self.bufs.len() - start);
+            let run = start..start + n;
+            for ((i, b), v) in run
+                .clone()
+                .zip(&mut self.bufs[run.clone()])
+                .zip(&mut self.iov[run])
+            {
                 v.iov_len = fill.build(b, i).min(b.len());
             }
-            self.sent = 0;
-            self.filled = n;
+            self.sent = start;
+            self.filled = start + n;
+            self.head = if start + n == self.bufs.len() {
+                0
+            } else {
+                start + n
+            };
         }
         if self.sent == self.filled {
             return Ok((0, 0));

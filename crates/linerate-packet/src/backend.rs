@@ -356,11 +356,9 @@ pub fn open_tx(
     let raw = || -> Result<Tx, BackendError> {
         let mut s = RawSocket::open(iface).map_err(open_err(iface))?;
         let _ = s.bypass_qdisc();
-        Ok(Tx::Socket(RawTx::new(
-            s,
-            linerate_backend::raw::RAW_BATCH_MAX,
-            max_frame,
-        )))
+        // As deep as the rings (4096 slots), within 16 MiB of buffers.
+        let slots = (16 << 20) / max_frame.max(64);
+        Ok(Tx::Socket(RawTx::new(s, slots.min(4096), max_frame)))
     };
     let udp_note = |u: &UdpTx| match &u.gso_note {
         Some(g) => format!("socket: {} UDP socket(s), sendmmsg; {g}", u.sockets()),

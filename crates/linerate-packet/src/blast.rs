@@ -539,7 +539,7 @@ pub(crate) use linerate_backend::cpu::pin_worker as pin;
 /// sequence, time and transport checksum (updated from the flow's sums,
 /// never summed over the bytes).
 struct Filler<'a, const VLAN: bool, const V6: bool, const TCP: bool> {
-    /// The size cycle's templates and their sizes.
+    /// The size cycle's templates and their sizes (<< 48, as in `held`).
     cycle: Vec<(&'a Template, u64)>,
     pos: usize,
     /// `cycle[pos]`, at hand.
@@ -558,6 +558,8 @@ struct Filler<'a, const VLAN: bool, const V6: bool, const TCP: bool> {
 
 /// A slot nothing was built in.
 const EMPTY: u64 = u64::MAX;
+/// The bits of a slot's tag that hold the frame size.
+const SIZE_TAG: u64 = 0xffff << 48;
 
 impl<'a, const VLAN: bool, const V6: bool, const TCP: bool> Filler<'a, VLAN, V6, TCP> {
     fn new(job: &Job<'a>, slots: usize) -> Self {
@@ -566,7 +568,7 @@ impl<'a, const VLAN: bool, const V6: bool, const TCP: bool> Filler<'a, VLAN, V6,
             .sizes
             .cycle()
             .iter()
-            .map(|s| (&job.templates[s], u64::from(*s)))
+            .map(|s| (&job.templates[s], u64::from(*s) << 48))
             .collect::<Vec<_>>();
         let mut cursor = WireCursor::new(&cfg.flows);
         for _ in 0..job.worker {
@@ -603,12 +605,12 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool> FrameSource for Filler<'
     #[inline(always)]
     fn build(&mut self, buf: &mut [u8], slot: usize) -> usize {
         let stamp = &self.stamp;
-        let (t, size) = self.cur;
+        let (t, size_tag) = self.cur;
         let w = self.cursor.wire();
-        let tag = size << 48 | self.cursor.index();
+        let tag = size_tag | self.cursor.index();
         let held = &mut self.held[slot];
         if *held != tag {
-            if *held >> 48 != size {
+            if *held & SIZE_TAG != size_tag {
                 t.lay(buf);
             }
             t.put_flow_at::<VLAN, V6, TCP>(buf, w, self.cursor.flow_id());
