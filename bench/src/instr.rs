@@ -49,6 +49,16 @@ fn cases() -> Vec<Case> {
             });
         }
     }
+    // 4096 flows walk in step with the 4096 buffers of every backend (a
+    // buffer keeps its flow); 1000 do not, and every frame gets its flow's
+    // fields written.
+    v.push(Case {
+        name: "blast af_xdp, 1000 flows (buffers change flows), 64 B".into(),
+        side: Side::Blast,
+        backend: "af_xdp",
+        flows: 1000,
+        imix: false,
+    });
     v.push(Case {
         name: "blast af_xdp, 1 flow, IMIX".into(),
         side: Side::Blast,

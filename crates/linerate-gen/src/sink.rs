@@ -6,7 +6,7 @@
 //! (one host, as on the namespace rig); the report says which it assumed.
 
 use hdrhistogram::Histogram;
-use linerate_wire::{SeqTracker, parse_frame, unwrap_tx_ns};
+use linerate_wire::{SeqTracker, probe_of, unwrap_tx_ns};
 use std::collections::BTreeMap;
 
 /// One flow's counts.
@@ -111,11 +111,7 @@ impl SinkCounts {
     /// Accounts one received frame (without FCS) received at `rx_ns`
     /// (CLOCK_MONOTONIC of the receiver).
     pub fn on_frame(&mut self, frame: &[u8], rx_ns: u64) {
-        let Ok(p) = parse_frame(frame) else {
-            self.other += 1;
-            return;
-        };
-        let Some(probe) = p.probe else {
+        let Some(probe) = probe_of(frame) else {
             self.other += 1;
             return;
         };

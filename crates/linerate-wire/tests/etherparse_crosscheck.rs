@@ -325,3 +325,81 @@ proptest! {
         agree(&bytes);
     }
 }
+
+/// A frame with a probe in its UDP payload, in one of the layouts the
+/// fast path takes (VLAN or not, IPv4 or IPv6), with its sizes as given.
+fn probe_frame(vlan: bool, v6: bool, extra: usize, seq: u64) -> Vec<u8> {
+    let b = PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]);
+    let mut payload = vec![0u8; linerate_wire::PROBE_LEN + extra];
+    linerate_wire::Probe {
+        flow_id: 7,
+        seq,
+        tx_ns: 0x1234_5678_9abc,
+    }
+    .emit(&mut payload);
+    let mut out = Vec::new();
+    match (vlan, v6) {
+        (false, false) => b
+            .ipv4([198, 18, 0, 1], [198, 18, 0, 2], 64)
+            .udp(9, 9)
+            .write(&mut out, &payload),
+        (true, false) => b
+            .single_vlan(etherparse::VlanId::try_new(5).unwrap())
+            .ipv4([198, 18, 0, 1], [198, 18, 0, 2], 64)
+            .udp(9, 9)
+            .write(&mut out, &payload),
+        (false, true) => b
+            .ipv6(
+                [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+                [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+                64,
+            )
+            .udp(9, 9)
+            .write(&mut out, &payload),
+        (true, true) => b
+            .single_vlan(etherparse::VlanId::try_new(5).unwrap())
+            .ipv6(
+                [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+                [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+                64,
+            )
+            .udp(9, 9)
+            .write(&mut out, &payload),
+    }
+    .unwrap();
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// The sink's fast probe locator answers as the full parser does, for
+    /// probe frames of every fast layout with any bytes overwritten
+    /// (lengths, versions, fragment bits, ethertypes, the probe itself)
+    /// and any truncation: never a probe the parser would not find, never
+    /// a different one, never a panic.
+    #[test]
+    fn probe_of_answers_as_parse_frame(vlan in any::<bool>(), v6 in any::<bool>(), extra in 0usize..40,
+                                       seq in any::<u64>(),
+                                       edits in proptest::collection::vec((0usize..120, any::<u8>()), 0..4),
+                                       cut in 0usize..130) {
+        let mut f = probe_frame(vlan, v6, extra, seq);
+        let clean = linerate_wire::probe_of(&f);
+        prop_assert_eq!(clean.map(|p| (p.flow_id, p.seq)), Some((7, seq)));
+        for (at, v) in edits {
+            if at < f.len() {
+                f[at] = v;
+            }
+        }
+        f.truncate(f.len().min(cut.max(f.len() / 2)));
+        let want = parse_frame(&f).ok().and_then(|p| p.probe);
+        prop_assert_eq!(linerate_wire::probe_of(&f), want);
+    }
+
+    /// Random bytes too.
+    #[test]
+    fn probe_of_answers_as_parse_frame_on_noise(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+        let want = parse_frame(&bytes).ok().and_then(|p| p.probe);
+        prop_assert_eq!(linerate_wire::probe_of(&bytes), want);
+    }
+}
