@@ -392,7 +392,12 @@ impl RxRing {
     /// block that waited to be retired does not delay its frames' times),
     /// then returns the block to the kernel. Waits up to `timeout_ms` for a
     /// block. Returns the frames handed over.
-    pub fn recv(&mut self, timeout_ms: i32, f: &mut dyn FnMut(&[u8], u64)) -> io::Result<usize> {
+    #[inline]
+    pub fn recv<F: FnMut(&[u8], u64) + ?Sized>(
+        &mut self,
+        timeout_ms: i32,
+        f: &mut F,
+    ) -> io::Result<usize> {
         let b = self.current;
         if self.block_status(b).load(Ordering::Acquire) & TP_STATUS_USER == 0 {
             let mut pfd = libc::pollfd {

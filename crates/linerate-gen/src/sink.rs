@@ -9,6 +9,190 @@ use hdrhistogram::Histogram;
 use linerate_wire::{SeqTracker, probe_of, unwrap_tx_ns};
 use std::collections::BTreeMap;
 
+/// Latencies counted in a few instructions per value: HdrHistogram's
+/// bucket layout (2^S sub-buckets per power of two, 1 ns units), counts
+/// only, growing as larger values arrive. Read through
+/// [`to_hdr`](Self::to_hdr), an `hdrhistogram::Histogram` with the same
+/// buckets (so every statistic is HdrHistogram's own, unchanged).
+#[derive(Debug, Clone)]
+pub struct LatencyHist {
+    sigfig: u8,
+    /// log2 of the sub-bucket count, and the sub-bucket mask.
+    sub_bits: u32,
+    mask: u64,
+    counts: Vec<u64>,
+    total: u64,
+}
+
+impl LatencyHist {
+    /// `sigfig` significant decimal digits (2 or 3), as HdrHistogram's.
+    pub fn new(sigfig: u8) -> Self {
+        // HdrHistogram: 2 * 10^sigfig values at unit resolution, rounded
+        // up to a power of two.
+        let single = 2 * 10u64.pow(u32::from(sigfig));
+        Self {
+            sigfig,
+            sub_bits: 64 - (single - 1).leading_zeros(),
+            mask: (1 << (64 - (single - 1).leading_zeros())) - 1,
+            counts: Vec::new(),
+            total: 0,
+        }
+    }
+
+    /// Counts `v` (1 ..= [`LATENCY_MAX_NS`]; the caller clamps).
+    #[inline]
+    pub fn record(&mut self, v: u64) {
+        let s = self.sub_bits;
+        let bucket = 63 - (v | self.mask).leading_zeros() - (s - 1);
+        let idx = ((bucket as usize) << (s - 1)) + (v >> bucket) as usize;
+        if idx >= self.counts.len() {
+            self.grow(idx);
+        }
+        self.counts[idx] += 1;
+        self.total += 1;
+    }
+
+    #[cold]
+    fn grow(&mut self, idx: usize) {
+        self.counts.resize((idx + 1).next_power_of_two(), 0);
+    }
+
+    /// The lowest value of bucket index `idx`.
+    fn value_of(&self, idx: usize) -> u64 {
+        let s = self.sub_bits;
+        if idx < 1 << s {
+            idx as u64
+        } else {
+            let bucket = (idx >> (s - 1)) - 1;
+            ((idx - (bucket << (s - 1))) as u64) << bucket
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+
+    pub fn len(&self) -> u64 {
+        self.total
+    }
+
+    /// Adds another's counts (of the same precision).
+    pub fn add(&mut self, other: &LatencyHist) {
+        debug_assert_eq!(self.sub_bits, other.sub_bits);
+        if other.counts.len() > self.counts.len() {
+            self.counts.resize(other.counts.len(), 0);
+        }
+        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+            *a += b;
+        }
+        self.total += other.total;
+    }
+
+    /// The same counts as an `hdrhistogram::Histogram` (1 ns ..=
+    /// [`LATENCY_MAX_NS`], this precision): every value lands in the
+    /// bucket it was counted in.
+    pub fn to_hdr(&self) -> Histogram<u64> {
+        let mut h = Histogram::new_with_bounds(1, LATENCY_MAX_NS, self.sigfig)
+            .expect("constant bounds are valid");
+        for (i, &c) in self.counts.iter().enumerate() {
+            if c > 0 {
+                let _ = h.record_n(self.value_of(i).max(1), c);
+            }
+        }
+        h
+    }
+}
+
+/// Per-flow counts found by flow id in a table (no hashing, no search),
+/// read in flow id order.
+#[derive(Debug, Clone)]
+pub struct FlowTable {
+    /// `slot[id]`: 1 + the flow's index in `flows`, 0 when not seen.
+    slot: Box<[u32; 1 << 16]>,
+    flows: Vec<(u16, FlowCounts)>,
+}
+
+impl Default for FlowTable {
+    fn default() -> Self {
+        Self {
+            slot: vec![0u32; 1 << 16]
+                .into_boxed_slice()
+                .try_into()
+                .expect("65536 entries"),
+            flows: Vec::new(),
+        }
+    }
+}
+
+impl FlowTable {
+    /// The flow's counts, created when first seen.
+    #[inline]
+    pub fn entry(&mut self, id: u16) -> &mut FlowCounts {
+        let s = self.slot[usize::from(id)] as usize;
+        if s == 0 {
+            return self.insert(id, FlowCounts::default());
+        }
+        &mut self.flows[s - 1].1
+    }
+
+    /// Puts (or replaces) a flow's counts.
+    pub fn insert(&mut self, id: u16, f: FlowCounts) -> &mut FlowCounts {
+        let s = self.slot[usize::from(id)] as usize;
+        if s != 0 {
+            self.flows[s - 1].1 = f;
+            return &mut self.flows[s - 1].1;
+        }
+        self.flows.push((id, f));
+        self.slot[usize::from(id)] = self.flows.len() as u32;
+        &mut self.flows.last_mut().expect("just pushed").1
+    }
+
+    pub fn get(&self, id: &u16) -> Option<&FlowCounts> {
+        let s = self.slot[usize::from(*id)] as usize;
+        (s != 0).then(|| &self.flows[s - 1].1)
+    }
+
+    pub fn get_mut(&mut self, id: &u16) -> Option<&mut FlowCounts> {
+        let s = self.slot[usize::from(*id)] as usize;
+        (s != 0).then(|| &mut self.flows[s - 1].1)
+    }
+
+    pub fn len(&self) -> usize {
+        self.flows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.flows.is_empty()
+    }
+
+    /// The flows in flow id order.
+    pub fn iter(&self) -> std::vec::IntoIter<(&u16, &FlowCounts)> {
+        let mut v: Vec<(&u16, &FlowCounts)> = self.flows.iter().map(|(id, f)| (id, f)).collect();
+        v.sort_unstable_by_key(|(id, _)| **id);
+        v.into_iter()
+    }
+
+    /// The flows' counts (in no particular order).
+    pub fn values(&self) -> impl Iterator<Item = &FlowCounts> {
+        self.flows.iter().map(|(_, f)| f)
+    }
+}
+
+impl<'a> IntoIterator for &'a FlowTable {
+    type Item = (&'a u16, &'a FlowCounts);
+    type IntoIter = std::vec::IntoIter<(&'a u16, &'a FlowCounts)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl std::ops::Index<&u16> for FlowTable {
+    type Output = FlowCounts;
+    fn index(&self, id: &u16) -> &FlowCounts {
+        self.get(id).expect("no such flow")
+    }
+}
+
 /// One flow's counts.
 #[derive(Debug, Clone, Default)]
 pub struct FlowCounts {
@@ -16,7 +200,7 @@ pub struct FlowCounts {
     pub bytes: u64,
     /// One-way latency of this flow, ns (shared clocks; the first
     /// [`FLOW_HISTOGRAMS_MAX`] flows seen have one).
-    pub latency_ns: Option<Histogram<u64>>,
+    pub latency_ns: Option<LatencyHist>,
     /// RFC 3550 interarrival jitter, ns: J += (|D| - J) / 16 over arrivals,
     /// D the change in transit time (valid with unshared clocks too: their
     /// offset cancels).
@@ -36,6 +220,7 @@ const TS_MASK: u64 = (1 << 48) - 1;
 impl FlowCounts {
     /// Transit `rx - tx` modulo 2^48 for jitter; the change from the last
     /// arrival as a signed 48-bit number.
+    #[inline]
     fn on_transit(&mut self, tx48: u64, rx_ns: u64) {
         let transit = rx_ns.wrapping_sub(tx48) & TS_MASK;
         if let Some(last) = self.last_transit {
@@ -58,7 +243,7 @@ impl FlowCounts {
 
     /// min, mean, p50, p99, p99.9, max of this flow's latency, ns.
     pub fn latency_summary(&self) -> Option<[f64; 6]> {
-        let h = self.latency_ns.as_ref().filter(|h| !h.is_empty())?;
+        let h = self.latency_ns.as_ref().filter(|h| !h.is_empty())?.to_hdr();
         Some([
             h.min() as f64,
             h.mean(),
@@ -73,7 +258,7 @@ impl FlowCounts {
 /// Totals and per-flow counts of what arrived.
 #[derive(Debug)]
 pub struct SinkCounts {
-    pub flows: BTreeMap<u16, FlowCounts>,
+    pub flows: FlowTable,
     /// Frames with a linerate probe.
     pub packets: u64,
     /// Their bytes (L2, without FCS).
@@ -81,7 +266,7 @@ pub struct SinkCounts {
     /// Frames without a probe (ARP, other traffic), not counted above.
     pub other: u64,
     /// One-way latency, ns (only when clocks are shared).
-    pub latency_ns: Histogram<u64>,
+    pub latency_ns: LatencyHist,
     /// Probes whose timestamp was ahead of the receive time.
     pub clock_skew: u64,
     /// End-marker frames received (not counted as packets).
@@ -90,18 +275,17 @@ pub struct SinkCounts {
 }
 
 /// Latency above this (an hour) is recorded as this.
-const LATENCY_MAX_NS: u64 = 3_600_000_000_000;
+pub const LATENCY_MAX_NS: u64 = 3_600_000_000_000;
 
 impl SinkCounts {
     /// `clocks_shared`: sender and receiver read the same clock (one host).
     pub fn new(clocks_shared: bool) -> Self {
         Self {
-            flows: BTreeMap::new(),
+            flows: FlowTable::default(),
             packets: 0,
             bytes: 0,
             other: 0,
-            latency_ns: Histogram::new_with_bounds(1, LATENCY_MAX_NS, 3)
-                .expect("constant bounds are valid"),
+            latency_ns: LatencyHist::new(3),
             clock_skew: 0,
             markers: 0,
             clocks_shared,
@@ -110,6 +294,7 @@ impl SinkCounts {
 
     /// Accounts one received frame (without FCS) received at `rx_ns`
     /// (CLOCK_MONOTONIC of the receiver).
+    #[inline]
     pub fn on_frame(&mut self, frame: &[u8], rx_ns: u64) {
         let Some(probe) = probe_of(frame) else {
             self.other += 1;
@@ -118,14 +303,14 @@ impl SinkCounts {
         if probe.seq & linerate_wire::END_MARKER != 0 {
             // The sender's count for the flow, counted apart.
             self.markers += 1;
-            let f = self.flows.entry(probe.flow_id).or_default();
+            let f = self.flows.entry(probe.flow_id);
             f.sent_marker = Some(probe.seq & !linerate_wire::END_MARKER);
             return;
         }
         self.packets += 1;
         self.bytes += frame.len() as u64;
         let flows = self.flows.len();
-        let f = self.flows.entry(probe.flow_id).or_default();
+        let f = self.flows.entry(probe.flow_id);
         f.seq.on_seq(probe.seq);
         f.bytes += frame.len() as u64;
         f.on_transit(probe.tx_ns & TS_MASK, rx_ns);
@@ -134,13 +319,13 @@ impl SinkCounts {
             match rx_ns.checked_sub(tx) {
                 Some(lat) => {
                     let lat = lat.clamp(1, LATENCY_MAX_NS);
-                    let _ = self.latency_ns.record(lat);
+                    self.latency_ns.record(lat);
                     if f.latency_ns.is_none() && f.seq.received == 1 && flows < FLOW_HISTOGRAMS_MAX
                     {
-                        f.latency_ns = Histogram::new(2).ok();
+                        f.latency_ns = Some(LatencyHist::new(2));
                     }
                     if let Some(h) = f.latency_ns.as_mut() {
-                        let _ = h.record(lat);
+                        h.record(lat);
                     }
                 }
                 None => self.clock_skew += 1,
@@ -156,9 +341,7 @@ impl SinkCounts {
                     mine.seq.absorb(&f.seq);
                     mine.bytes += f.bytes;
                     match (mine.latency_ns.as_mut(), f.latency_ns.as_ref()) {
-                        (Some(a), Some(b)) => {
-                            let _ = a.add(b);
-                        }
+                        (Some(a), Some(b)) => a.add(b),
                         (None, Some(b)) => mine.latency_ns = Some(b.clone()),
                         _ => {}
                     }
@@ -177,7 +360,7 @@ impl SinkCounts {
         self.other += other.other;
         self.clock_skew += other.clock_skew;
         self.markers += other.markers;
-        let _ = self.latency_ns.add(&other.latency_ns);
+        self.latency_ns.add(&other.latency_ns);
     }
 
     pub fn clocks_shared(&self) -> bool {
@@ -253,12 +436,12 @@ impl SinkCounts {
             if let Some(h) = f.latency_ns.as_ref().filter(|h| !h.is_empty()) {
                 let name = format!("flow={id}");
                 let tag = Tag::new(&name).ok_or_else(|| std::io::Error::other("bad tag"))?;
-                log.write_histogram(h, zero, span, Some(tag))
+                log.write_histogram(&h.to_hdr(), zero, span, Some(tag))
                     .map_err(std::io::Error::other)?;
             }
         }
         if !self.latency_ns.is_empty() {
-            log.write_histogram(&self.latency_ns, zero, span, Tag::new("all"))
+            log.write_histogram(&self.latency_ns.to_hdr(), zero, span, Tag::new("all"))
                 .map_err(std::io::Error::other)?;
         }
         Ok(())
@@ -267,12 +450,13 @@ impl SinkCounts {
     /// Latency percentiles in ns: (p50, p90, p99, p99.9, max), if measured.
     pub fn latency_percentiles(&self) -> Option<[u64; 5]> {
         (self.clocks_shared && !self.latency_ns.is_empty()).then(|| {
+            let h = self.latency_ns.to_hdr();
             [
-                self.latency_ns.value_at_quantile(0.5),
-                self.latency_ns.value_at_quantile(0.9),
-                self.latency_ns.value_at_quantile(0.99),
-                self.latency_ns.value_at_quantile(0.999),
-                self.latency_ns.max(),
+                h.value_at_quantile(0.5),
+                h.value_at_quantile(0.9),
+                h.value_at_quantile(0.99),
+                h.value_at_quantile(0.999),
+                h.max(),
             ]
         })
     }
@@ -281,6 +465,75 @@ impl SinkCounts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fast histogram read through `to_hdr` gives what HdrHistogram
+    /// recording every value itself gives: count, min, max, mean and
+    /// quantiles, at both precisions, over values from 1 ns to an hour.
+    #[test]
+    fn latency_hist_matches_hdrhistogram() {
+        for sigfig in [2u8, 3] {
+            let mut fast = LatencyHist::new(sigfig);
+            let mut hdr = Histogram::<u64>::new_with_bounds(1, LATENCY_MAX_NS, sigfig).unwrap();
+            let mut x = 0x2545_f491_4f6c_dd1du64;
+            for i in 0..200_000u64 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // Spread over every power of two up to the maximum.
+                let v = match i % 4 {
+                    0 => x % 300 + 1,
+                    1 => x % 70_000 + 1,
+                    2 => (x >> (x % 40)) % LATENCY_MAX_NS + 1,
+                    _ => LATENCY_MAX_NS - x % 1000,
+                };
+                fast.record(v);
+                hdr.record(v).unwrap();
+            }
+            let mut half = LatencyHist::new(sigfig);
+            half.add(&fast);
+            half.add(&fast);
+            let got = fast.to_hdr();
+            assert_eq!(got.len(), hdr.len());
+            assert_eq!(
+                (got.min(), got.max()),
+                (hdr.min(), hdr.max()),
+                "sigfig {sigfig}"
+            );
+            assert!(
+                (got.mean() - hdr.mean()).abs() <= hdr.mean() * 1e-9,
+                "sigfig {sigfig}"
+            );
+            for q in [0.0, 0.1, 0.5, 0.9, 0.99, 0.999, 0.9999, 1.0] {
+                assert_eq!(
+                    got.value_at_quantile(q),
+                    hdr.value_at_quantile(q),
+                    "sigfig {sigfig} q {q}"
+                );
+            }
+            assert_eq!(half.len(), 2 * hdr.len());
+            assert_eq!(
+                half.to_hdr().value_at_quantile(0.5),
+                hdr.value_at_quantile(0.5)
+            );
+        }
+    }
+
+    /// Flows are found by id, created once, and read in id order.
+    #[test]
+    fn flow_table_finds_by_id_and_reads_in_order() {
+        let mut t = FlowTable::default();
+        for id in [9u16, 65535, 0, 9, 300, 65535] {
+            t.entry(id).bytes += u64::from(id) + 1;
+        }
+        assert_eq!(t.len(), 4);
+        let ids: Vec<u16> = t.iter().map(|(id, _)| *id).collect();
+        assert_eq!(ids, [0, 9, 300, 65535]);
+        assert_eq!(t[&9].bytes, 20);
+        assert_eq!(t[&65535].bytes, 2 * 65536);
+        assert!(t.get(&1).is_none());
+        t.insert(9, FlowCounts::default());
+        assert_eq!((t.len(), t[&9].bytes), (4, 0));
+    }
     use crate::template::Framing;
     use crate::{FlowSpec, Template};
 
@@ -355,7 +608,7 @@ mod tests {
             .sum();
         assert_eq!(n, c.latency_ns.len());
         // Per-flow histograms keep 2 significant digits, the aggregate 3.
-        let (all, flow) = (c.latency_ns.max() as f64, f0[5]);
+        let (all, flow) = (c.latency_ns.to_hdr().max() as f64, f0[5]);
         assert!(near(all, flow), "{all} vs {flow}");
     }
 

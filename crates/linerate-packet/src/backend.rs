@@ -470,16 +470,18 @@ impl Rx {
     /// Hands received frames to `f`, each with the kernel's receive time
     /// (CLOCK_MONOTONIC ns) where the backend has one (the af_packet ring,
     /// the raw socket's SO_TIMESTAMPNS; AF_XDP frames carry none).
-    pub fn recv(&mut self, f: &mut dyn FnMut(&[u8], Option<u64>)) -> io::Result<usize> {
+    #[inline]
+    pub fn recv<F: FnMut(&[u8], Option<u64>) + ?Sized>(&mut self, f: &mut F) -> io::Result<usize> {
         self.recv_within(std::time::Duration::from_millis(50), f)
     }
 
     /// [`Rx::recv`], waiting at most `wait` for the first frame (to the
     /// millisecond on the rings; the raw socket's wait is set per call).
-    pub fn recv_within(
+    #[inline]
+    pub fn recv_within<F: FnMut(&[u8], Option<u64>) + ?Sized>(
         &mut self,
         wait: std::time::Duration,
-        f: &mut dyn FnMut(&[u8], Option<u64>),
+        f: &mut F,
     ) -> io::Result<usize> {
         match self {
             Rx::Socket(sock, store, _, timeout) => {

@@ -50,7 +50,8 @@ impl RxSocket {
     }
 
     /// Hands up to `max` received frames to `f` and gives their buffers back.
-    fn drain(&mut self, max: usize, f: &mut dyn FnMut(&[u8])) -> usize {
+    #[inline]
+    fn drain<F: FnMut(&[u8]) + ?Sized>(&mut self, max: usize, f: &mut F) -> usize {
         let prod = self.rx.producer().load(Ordering::Acquire);
         let cons = self.rx.consumer().load(Ordering::Relaxed);
         let n = (prod.wrapping_sub(cons) as usize).min(max);
@@ -152,11 +153,12 @@ impl XskRx {
     /// Hands received frames (up to `max`, from every queue) to `f`, then
     /// gives the buffers back to the kernel. Waits up to `timeout` for the
     /// first.
-    pub fn recv(
+    #[inline]
+    pub fn recv<F: FnMut(&[u8]) + ?Sized>(
         &mut self,
         max: usize,
         timeout: std::time::Duration,
-        f: &mut dyn FnMut(&[u8]),
+        f: &mut F,
     ) -> io::Result<usize> {
         if !self.q.any_pending() {
             self.q.wait(timeout);
