@@ -101,9 +101,11 @@ pub fn swap_addresses_and_ports(frame: &mut [u8]) -> bool {
 }
 
 /// Swaps the source and destination MACs.
+#[inline]
 pub fn swap_macs(frame: &mut [u8]) {
-    if frame.len() >= 12 {
-        swap(frame, 0, 6, 6);
+    if let Some(m) = frame.first_chunk_mut::<12>() {
+        let (dst, src) = m.split_at_mut(6);
+        dst.swap_with_slice(src);
     }
 }
 

@@ -126,7 +126,12 @@ impl FwdSocket {
     /// Hands up to `max` received frames to `f` to rewrite in place; those
     /// it keeps (true) are posted for sending where the TX ring has room,
     /// the rest are dropped. Returns (received, posted, dropped).
-    fn forward(&mut self, max: usize, f: &mut dyn FnMut(&mut [u8]) -> bool) -> (u64, u64, u64) {
+    #[inline]
+    fn forward<F: FnMut(&mut [u8]) -> bool + ?Sized>(
+        &mut self,
+        max: usize,
+        f: &mut F,
+    ) -> (u64, u64, u64) {
         self.reclaim();
         let prod = self.rx.producer().load(Ordering::Acquire);
         let cons = self.rx.consumer().load(Ordering::Relaxed);
@@ -235,10 +240,11 @@ impl XskFwd {
     /// Waits up to `timeout` for frames, then hands each received frame to
     /// `f` to rewrite in place and sends back those it keeps. Returns
     /// (received, sent, dropped): dropped by `f` or for want of TX room.
-    pub fn forward(
+    #[inline]
+    pub fn forward<F: FnMut(&mut [u8]) -> bool + ?Sized>(
         &mut self,
         timeout: Duration,
-        f: &mut dyn FnMut(&mut [u8]) -> bool,
+        f: &mut F,
     ) -> io::Result<(u64, u64, u64)> {
         if !self.q.any_pending() {
             // Sent frames must still complete while no frame arrives.

@@ -2,7 +2,7 @@
 //! stop; its running totals published for the interval reports.
 
 use super::load::{BATCH, Fifo, MemLoad};
-use super::{FwdConfig, FwdCounts, Live, modes::apply};
+use super::{FwdConfig, FwdCounts, FwdMode, Live, modes::apply};
 use crate::backend::{Rx, Tx};
 use linerate_backend::clock;
 use linerate_backend::xsk::XskFwd;
@@ -32,10 +32,29 @@ pub(super) fn should_stop(job: &Job<'_>, next_link_check: &mut Instant) -> Optio
     None
 }
 
-/// One worker forwarding in place through AF_XDP.
-pub(super) fn forward_in_place(job: &Job<'_>, w: usize, mut x: XskFwd) -> WorkerOut {
+/// One worker forwarding in place through AF_XDP: the mode chosen once,
+/// so each frame's rewrite is inlined into the receive loop.
+pub(super) fn forward_in_place(job: &Job<'_>, w: usize, x: XskFwd) -> WorkerOut {
+    let src_mac = job.src_mac;
+    match job.cfg.mode {
+        FwdMode::MacSwap => forward_with(job, w, x, |f: &mut [u8]| {
+            linerate_gen::rewrite::swap_macs(f);
+            true
+        }),
+        FwdMode::Io => forward_with(job, w, x, |_: &mut [u8]| true),
+        mode => forward_with(job, w, x, move |f: &mut [u8]| apply(mode, src_mac, f)),
+    }
+}
+
+/// [`forward_in_place`] with the rewrite `rewrite` (false: no IP header found).
+fn forward_with(
+    job: &Job<'_>,
+    w: usize,
+    mut x: XskFwd,
+    rewrite: impl Fn(&mut [u8]) -> bool,
+) -> WorkerOut {
     let cfg = job.cfg;
-    let (src_mac, frame_max) = (job.src_mac, job.frame_max);
+    let frame_max = job.frame_max;
     let mut mem = (cfg.noisy.reads + cfg.noisy.writes + cfg.noisy.read_writes > 0)
         .then(|| MemLoad::new(&cfg.noisy));
     let mut c = FwdCounts::default();
@@ -53,7 +72,7 @@ pub(super) fn forward_in_place(job: &Job<'_>, w: usize, mut x: XskFwd) -> Worker
                 too_long += 1;
                 return false;
             }
-            if !apply(cfg.mode, src_mac, frame) {
+            if !rewrite(frame) {
                 not_ip += 1;
             }
             if let Some(m) = mem.as_mut() {
