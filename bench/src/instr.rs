@@ -25,6 +25,10 @@ enum Side {
     Blast,
     Sink,
     Fwd,
+    /// `rr server`, per transaction answered.
+    RrServer,
+    /// The iperf3 client's UDP sender (`-u -b 0 -l 64`), per datagram.
+    IperfUdpSender,
 }
 
 struct Case {
@@ -84,6 +88,20 @@ fn cases() -> Vec<Case> {
         flows: 1,
         imix: false,
     });
+    v.push(Case {
+        name: "rr server, 64 B requests (per transaction)".into(),
+        side: Side::RrServer,
+        backend: "socket",
+        flows: 1,
+        imix: false,
+    });
+    v.push(Case {
+        name: "iperf3 UDP sender, 64 B (per datagram)".into(),
+        side: Side::IperfUdpSender,
+        backend: "socket",
+        flows: 1,
+        imix: false,
+    });
     v
 }
 
@@ -114,6 +132,8 @@ fn worker_fn(side: Side) -> &'static str {
         Side::Blast => "*blast::run_worker",
         Side::Sink => "*sink::receive",
         Side::Fwd => "*worker::forward_in_place",
+        Side::RrServer => "*server::serve",
+        Side::IperfUdpSender => "*stream::udp_send",
     }
 }
 
@@ -240,6 +260,70 @@ fn measure(rig: &Rig, c: &Case, frames: u64, toggle: bool, dir: &Path) -> Result
         a
     };
     match c.side {
+        Side::RrServer => {
+            // The server under callgrind on host 1; the client (native,
+            // 16 requests in flight) for 1 s per 100,000 frames asked.
+            let args: Vec<String> = [&bin, "rr", "server", "-t", MEASURED_SECS, "-i", "0", "-J"]
+                .map(String::from)
+                .to_vec();
+            let (child, err) = callgrind_start(rig, 1, &args, t, &out)?;
+            wait_ready(&err, "rr", &c.name)?;
+            let secs = (frames as f64 / 100_000.0).max(0.2);
+            let client = rig
+                .command(0, &bin)
+                .args([
+                    "rr",
+                    "client",
+                    "198.18.0.2",
+                    "--outstanding",
+                    "16",
+                    "-l",
+                    "64",
+                    "-i",
+                    "0",
+                ])
+                .args(["-t", &format!("{secs}")])
+                .output()
+                .context("rr client")?;
+            if !client.status.success() {
+                bail!("rr client: {}", String::from_utf8_lossy(&client.stderr));
+            }
+            let (ir, stdout) = callgrind_finish(child, &err, &out, Duration::from_secs(300))?;
+            let v: Value = serde_json::from_slice(&stdout).context("rr server -J")?;
+            Ok((ir, v["counts"]["answered"].as_u64().unwrap_or(0)))
+        }
+        Side::IperfUdpSender => {
+            // A native server on host 1; the client under callgrind sends
+            // `frames` datagrams of 64 bytes as fast as it can.
+            let mut server = rig
+                .command(1, &bin)
+                .args(["-s", "-1", "-J"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .context("server")?;
+            std::thread::sleep(Duration::from_millis(500));
+            let args: Vec<String> = vec![
+                bin.clone(),
+                "-c".into(),
+                "198.18.0.2".into(),
+                "-u".into(),
+                "-b".into(),
+                "0".into(),
+                "-l".into(),
+                "64".into(),
+                "-n".into(),
+                (frames * 64).to_string(),
+                "-J".into(),
+            ];
+            let r = callgrind_start(rig, 0, &args, t, &out).and_then(|(child, err)| {
+                callgrind_finish(child, &err, &out, Duration::from_secs(300))
+            });
+            crate::harness::stop_child(&mut server);
+            let (ir, stdout) = r?;
+            let v: Value = serde_json::from_slice(&stdout).context("client -J")?;
+            Ok((ir, v["end"]["sum"]["packets"].as_u64().unwrap_or(0)))
+        }
         Side::Blast => {
             let (child, err) =
                 callgrind_start(rig, 0, &blast_args(frames, c.backend, None), t, &out)?;
@@ -271,16 +355,7 @@ fn measure(rig: &Rig, c: &Case, frames: u64, toggle: bool, dir: &Path) -> Result
                 .map(String::from),
             );
             let (child, err) = callgrind_start(rig, 1, &args, t, &out)?;
-            // Send once the instrumented side says its sockets are open.
-            let until = Instant::now() + Duration::from_secs(120);
-            while !std::fs::read_to_string(&err)
-                .is_ok_and(|e| e.contains("receiving on") || e.contains("forwarding"))
-            {
-                if Instant::now() > until {
-                    bail!("{}: not ready under valgrind in 120 s", c.name);
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
+            wait_ready(&err, "receiving on|forwarding", &c.name)?;
             // Every flow's first frame, slowly: what the measured side does
             // once per flow (its table entry, its histogram) is done before
             // the burst, the same in both runs, so it cancels out and the
@@ -313,6 +388,19 @@ fn measure(rig: &Rig, c: &Case, frames: u64, toggle: bool, dir: &Path) -> Result
             Ok((ir, n))
         }
     }
+}
+
+/// Waits (up to 120 s) until the instrumented side's stderr shows one of
+/// the `|`-separated readiness words.
+fn wait_ready(err: &Path, words: &str, name: &str) -> Result<()> {
+    let until = Instant::now() + Duration::from_secs(120);
+    while !std::fs::read_to_string(err).is_ok_and(|e| words.split('|').any(|w| e.contains(w))) {
+        if Instant::now() > until {
+            bail!("{name}: not ready under valgrind in 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(())
 }
 
 /// Runs every case (or those whose name contains one of `only`).

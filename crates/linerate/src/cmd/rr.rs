@@ -201,6 +201,10 @@ fn server(a: &ServerArgs) -> Result<u8> {
             cores.len(),
             cores
         );
+    } else {
+        // Standard output carries the document; say it is ready here (as
+        // sink and fwd do), for whoever waits to send.
+        eprintln!("linerate: rr server listening on {}", server.local_addr());
     }
     let doc =
         linerate_iperf::net::doctor_summary((!a.bind.is_unspecified()).then_some(a.bind), &cores);
