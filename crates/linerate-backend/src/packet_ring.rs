@@ -224,7 +224,8 @@ impl TxRing {
                 let len = fill.build(buf, slot);
                 (base.add(LEN_OFF) as *mut u32).write(len as u32);
                 (base.add(SNAPLEN_OFF) as *mut u32).write(len as u32);
-                (base as *mut u32).write(0); // tp_next_offset must be 0 for V3 TX
+                // tp_next_offset must be 0 for V3 TX: the ring starts
+                // zeroed and only the status word is the kernel's to write.
                 len
             };
             bytes += len as u64;
