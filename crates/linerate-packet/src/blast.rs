@@ -161,6 +161,10 @@ impl BlastReport {
             "flows": self.flows,
             "workers": self.workers,
             "end_markers": {"frames": self.end_marker_frames, "note": self.end_marker_note},
+            "tx_time": format!(
+                "per batch: the frames of one send call (up to {}) carry the same send time in their probe",
+                self.capabilities.batch
+            ),
             "backend_stats": self.backend_stats,
             "backend_capabilities": self.capabilities,
             "pacing": self.pacing.iter().map(|(d, ns)| {

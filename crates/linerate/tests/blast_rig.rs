@@ -165,6 +165,13 @@ fn blast_exactly_n_and_the_sink_counts_exactly_n() {
                 );
                 let b = support::json(&out.stdout);
                 assert_eq!(b["packets"], 20000);
+                // The probe's send time is taken once per send call, and said.
+                assert!(
+                    b["tx_time"]
+                        .as_str()
+                        .is_some_and(|t| t.starts_with("per batch")),
+                    "{b}"
+                );
                 // auto picks the fastest backend built and says why.
                 let expect = if backend == "auto" { "af_xdp" } else { backend };
                 assert_eq!(b["backend"], expect);
