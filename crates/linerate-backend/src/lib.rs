@@ -27,3 +27,26 @@ pub trait FrameSource {
     /// the buffer, which holds what was last built in it.
     fn build(&mut self, buf: &mut [u8], slot: usize) -> usize;
 }
+
+/// Frames already built elsewhere, copied into the backend's buffers in
+/// turn (the copying `send` of the ring backends). Each must fit a buffer:
+/// the callers check before sending.
+pub(crate) struct CopyFrames<'a> {
+    frames: &'a [&'a [u8]],
+    next: usize,
+}
+
+impl<'a> CopyFrames<'a> {
+    pub(crate) fn new(frames: &'a [&'a [u8]]) -> Self {
+        Self { frames, next: 0 }
+    }
+}
+
+impl FrameSource for CopyFrames<'_> {
+    fn build(&mut self, buf: &mut [u8], _slot: usize) -> usize {
+        let f = self.frames[self.next];
+        self.next += 1;
+        buf[..f.len()].copy_from_slice(f);
+        f.len()
+    }
+}

@@ -143,48 +143,17 @@ impl TxRing {
         self.frame_size - HDR_LEN
     }
 
-    fn status(&self, slot: usize) -> &AtomicU32 {
-        // SAFETY: slot < frame_nr, so the header lies inside the mapping; the
-        // status word is 4-byte aligned (slots are power-of-two sized) and the
-        // kernel updates it concurrently, hence the atomic view.
-        unsafe { &*(self.map.add(slot * self.frame_size + STATUS_OFF) as *const AtomicU32) }
-    }
-
     /// Queues frames into free slots and asks the kernel to send them.
     /// Returns how many were queued (0 when the ring is full: try again).
     pub fn send(&mut self, frames: &[&[u8]]) -> io::Result<usize> {
-        let mut queued = 0;
-        for f in frames {
-            if f.len() > self.frame_size - HDR_LEN {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    "frame larger than the ring's slots",
-                ));
-            }
-            let slot = self.next;
-            let st = self.status(slot).load(Ordering::Acquire);
-            if st == TP_STATUS_WRONG_FORMAT {
-                self.wrong_format += 1;
-            } else if st != TP_STATUS_AVAILABLE {
-                break;
-            }
-            // SAFETY: the slot is ours (AVAILABLE or rejected) and lies inside the mapping.
-            unsafe {
-                let base = self.map.add(slot * self.frame_size);
-                std::ptr::copy_nonoverlapping(f.as_ptr(), base.add(HDR_LEN), f.len());
-                (base.add(LEN_OFF) as *mut u32).write(f.len() as u32);
-                (base.add(SNAPLEN_OFF) as *mut u32).write(f.len() as u32);
-                (base as *mut u32).write(0); // tp_next_offset must be 0 for V3 TX
-            }
-            self.status(slot)
-                .store(TP_STATUS_SEND_REQUEST, Ordering::Release);
-            self.next = (slot + 1) % self.frame_nr;
-            queued += 1;
+        if frames.iter().any(|f| f.len() > self.frame_size - HDR_LEN) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "frame larger than the ring's slots",
+            ));
         }
-        if queued > 0 {
-            self.kick()?;
-        }
-        Ok(queued)
+        let mut src = crate::CopyFrames::new(frames);
+        self.send_with(frames.len(), &mut src).map(|(n, _)| n)
     }
 
     /// Builds up to `n` frames in place, in free slots of the ring, and

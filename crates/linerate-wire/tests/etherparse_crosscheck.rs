@@ -338,35 +338,24 @@ fn probe_frame(vlan: bool, v6: bool, extra: usize, seq: u64) -> Vec<u8> {
     }
     .emit(&mut payload);
     let mut out = Vec::new();
-    match (vlan, v6) {
-        (false, false) => b
-            .ipv4([198, 18, 0, 1], [198, 18, 0, 2], 64)
+    if v6 {
+        b.ipv6(
+            [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+            [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+            64,
+        )
+        .udp(9, 9)
+        .write(&mut out, &payload)
+    } else {
+        b.ipv4([198, 18, 0, 1], [198, 18, 0, 2], 64)
             .udp(9, 9)
-            .write(&mut out, &payload),
-        (true, false) => b
-            .single_vlan(etherparse::VlanId::try_new(5).unwrap())
-            .ipv4([198, 18, 0, 1], [198, 18, 0, 2], 64)
-            .udp(9, 9)
-            .write(&mut out, &payload),
-        (false, true) => b
-            .ipv6(
-                [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
-                [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
-                64,
-            )
-            .udp(9, 9)
-            .write(&mut out, &payload),
-        (true, true) => b
-            .single_vlan(etherparse::VlanId::try_new(5).unwrap())
-            .ipv6(
-                [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
-                [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
-                64,
-            )
-            .udp(9, 9)
-            .write(&mut out, &payload),
+            .write(&mut out, &payload)
     }
     .unwrap();
+    if vlan {
+        // An 802.1Q tag (VLAN 5) before the ethertype.
+        out.splice(12..12, [0x81, 0x00, 0x00, 0x05]);
+    }
     out
 }
 

@@ -109,44 +109,14 @@ impl XskTx {
     /// Copies frames into free buffers and posts them on the TX ring.
     /// Returns how many were posted (0 when everything is in flight).
     pub fn send(&mut self, frames: &[&[u8]]) -> io::Result<usize> {
-        self.reclaim();
-        let prod = self.tx.producer().load(Ordering::Relaxed);
-        let room = (self.frames - self.outstanding).min(
-            self.tx.size as usize
-                - prod.wrapping_sub(self.tx.consumer().load(Ordering::Acquire)) as usize,
-        );
-        let n = frames.len().min(room);
-        for (k, f) in frames[..n].iter().enumerate() {
-            if f.len() > FRAME_SIZE {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    "frame larger than an AF_XDP buffer (2048 bytes)",
-                ));
-            }
-            let addr = (self.next_frame % self.frames) * FRAME_SIZE;
-            let idx = (prod.wrapping_add(k as u32) & (self.tx.size - 1)) as usize;
-            // SAFETY: `addr + len` lies inside the UMEM (frames are FRAME_SIZE
-            // apart, len checked above); the buffer is not in flight
-            // (outstanding < frames); `idx` is inside the TX ring.
-            unsafe {
-                std::ptr::copy_nonoverlapping(f.as_ptr(), self.umem.ptr.add(addr), f.len());
-                let d = self.tx.desc.cast::<libc::xdp_desc>().add(idx);
-                d.write(libc::xdp_desc {
-                    addr: addr as u64,
-                    len: f.len() as u32,
-                    options: 0,
-                });
-            }
-            self.next_frame += 1;
+        if frames.iter().any(|f| f.len() > FRAME_SIZE) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "frame larger than an AF_XDP buffer (2048 bytes)",
+            ));
         }
-        if n > 0 {
-            self.outstanding += n;
-            self.tx
-                .producer()
-                .store(prod.wrapping_add(n as u32), Ordering::Release);
-        }
-        self.kick();
-        Ok(n)
+        let mut src = crate::CopyFrames::new(frames);
+        self.send_with(frames.len(), &mut src).map(|(n, _)| n)
     }
 
     /// Builds up to `n` frames in place, in free UMEM buffers, and posts
