@@ -28,16 +28,17 @@ pub trait FrameSource {
     fn build(&mut self, buf: &mut [u8], slot: usize) -> usize;
 }
 
-/// Frames already built elsewhere, copied into the backend's buffers in
-/// turn (the copying `send` of the ring backends). Each must fit a buffer:
-/// the callers check before sending.
-pub(crate) struct CopyFrames<'a> {
+/// Frames already built elsewhere, copied into a sending backend's buffers
+/// in turn (the copying send of the ring backends). Each must fit a
+/// buffer: the caller checks before sending.
+#[derive(Debug)]
+pub struct CopyFrames<'a> {
     frames: &'a [&'a [u8]],
     next: usize,
 }
 
 impl<'a> CopyFrames<'a> {
-    pub(crate) fn new(frames: &'a [&'a [u8]]) -> Self {
+    pub fn new(frames: &'a [&'a [u8]]) -> Self {
         Self { frames, next: 0 }
     }
 }

@@ -143,19 +143,6 @@ impl TxRing {
         self.frame_size - HDR_LEN
     }
 
-    /// Queues frames into free slots and asks the kernel to send them.
-    /// Returns how many were queued (0 when the ring is full: try again).
-    pub fn send(&mut self, frames: &[&[u8]]) -> io::Result<usize> {
-        if frames.iter().any(|f| f.len() > self.frame_size - HDR_LEN) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "frame larger than the ring's slots",
-            ));
-        }
-        let mut src = crate::CopyFrames::new(frames);
-        self.send_with(frames.len(), &mut src).map(|(n, _)| n)
-    }
-
     /// Builds up to `n` frames in place, in free slots of the ring, and
     /// asks the kernel to send them: `fill.build(buffer, slot)` writes a frame
     /// into the slot's data area and returns its length; `slot` (below

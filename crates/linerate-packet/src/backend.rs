@@ -192,13 +192,27 @@ impl Tx {
         c
     }
 
-    /// Hands frames to the kernel; returns how many it took (0: full, retry).
+    /// Hands frames built elsewhere to the kernel; returns how many it took
+    /// (0: full, retry). The ring backends copy them into their buffers
+    /// through [`send_with`](Self::send_with).
     pub fn send(&mut self, frames: &[&[u8]]) -> io::Result<usize> {
         match self {
             Tx::Socket(s) => s.sock.send(frames),
             Tx::Udp(u, _) => u.send(frames),
-            Tx::Ring(r) => r.send(frames),
-            Tx::Xdp(x) => x.send(frames),
+            Tx::Ring(_) | Tx::Xdp(_) => {
+                let room = self.slot_len();
+                if frames.iter().any(|f| f.len() > room) {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!(
+                            "frame larger than the {} backend's {room}-byte buffers",
+                            self.name()
+                        ),
+                    ));
+                }
+                let mut src = linerate_backend::CopyFrames::new(frames);
+                self.send_with(frames.len(), &mut src).map(|(n, _)| n)
+            }
         }
     }
 

@@ -106,19 +106,6 @@ impl XskTx {
         }
     }
 
-    /// Copies frames into free buffers and posts them on the TX ring.
-    /// Returns how many were posted (0 when everything is in flight).
-    pub fn send(&mut self, frames: &[&[u8]]) -> io::Result<usize> {
-        if frames.iter().any(|f| f.len() > FRAME_SIZE) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "frame larger than an AF_XDP buffer (2048 bytes)",
-            ));
-        }
-        let mut src = crate::CopyFrames::new(frames);
-        self.send_with(frames.len(), &mut src).map(|(n, _)| n)
-    }
-
     /// Builds up to `n` frames in place, in free UMEM buffers, and posts
     /// them on the TX ring: `fill.build(buffer, slot)` writes a frame into the
     /// buffer (2048 bytes) and returns its length; `slot` (below
