@@ -28,6 +28,23 @@ pub trait FrameSource {
     fn build(&mut self, buf: &mut [u8], slot: usize) -> usize;
 }
 
+/// What takes received frames from a receiving backend's buffers (see
+/// `RxRing::recv`, `XskRx::recv`): a trait so the taker's method can be
+/// inlined into the backend's loop (mark it `#[inline(always)]`); any
+/// `FnMut(&[u8], Option<u64>)` closure is one too.
+pub trait FrameSink {
+    /// One received frame, and the kernel's receive time for it
+    /// (CLOCK_MONOTONIC ns) where the backend has one.
+    fn frame(&mut self, frame: &[u8], at: Option<u64>);
+}
+
+impl<F: FnMut(&[u8], Option<u64>)> FrameSink for F {
+    #[inline(always)]
+    fn frame(&mut self, frame: &[u8], at: Option<u64>) {
+        self(frame, at)
+    }
+}
+
 /// Frames already built elsewhere, copied into a sending backend's buffers
 /// in turn (the copying send of the ring backends). Each must fit a
 /// buffer: the caller checks before sending.

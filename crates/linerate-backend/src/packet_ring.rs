@@ -290,7 +290,7 @@ impl RxRing {
         // The kernel fills no block now: hand back the ready ones, unread,
         // and retire the one it was filling (it waits at most 1 ms).
         for _ in 0..2 * self.block_nr {
-            if self.recv(2, &mut |_, _| {})? == 0 {
+            if self.recv(2, &mut |_: &[u8], _| {})? == 0 {
                 break;
             }
         }
@@ -350,7 +350,7 @@ impl RxRing {
     /// then returns the block to the kernel. Waits up to `timeout_ms` for a
     /// block. Returns the frames handed over.
     #[inline]
-    pub fn recv<F: FnMut(&[u8], u64) + ?Sized>(
+    pub fn recv<F: crate::FrameSink + ?Sized>(
         &mut self,
         timeout_ms: i32,
         f: &mut F,
@@ -369,7 +369,8 @@ impl RxRing {
             }
         }
         let mut count = 0;
-        let offset = crate::clock::realtime_offset_ns();
+        // Wall-clock stamps (u32 seconds: good until 2106) to monotonic.
+        let offset = i64::try_from(crate::clock::realtime_offset_ns()).unwrap_or(i64::MAX);
         // SAFETY: the block is ours (TP_STATUS_USER) until we hand it back;
         // every offset below comes from the kernel and is checked against the block.
         unsafe {
@@ -387,10 +388,12 @@ impl RxRing {
                 let pkttype = p.add(PKTTYPE_OFF).read();
                 let sec = (p.add(SEC_OFF) as *const u32).read();
                 let nsec = (p.add(NSEC_OFF) as *const u32).read();
-                let wall = i128::from(sec) * 1_000_000_000 + i128::from(nsec);
-                let at = u64::try_from(wall - offset).unwrap_or(0);
+                // (A stamp before the monotonic clock's start cannot be:
+                // it would wrap to a time far ahead, counted as skew.)
+                let at =
+                    (i64::from(sec) * 1_000_000_000 + i64::from(nsec)).wrapping_sub(offset) as u64;
                 if off + mac + snaplen <= self.block_size && pkttype != libc::PACKET_OUTGOING {
-                    f(std::slice::from_raw_parts(p.add(mac), snaplen), at);
+                    f.frame(std::slice::from_raw_parts(p.add(mac), snaplen), Some(at));
                     count += 1;
                 }
                 if next == 0 {
@@ -436,7 +439,7 @@ mod tests {
         // the block it is filling).
         let mut wait = 20;
         while ring
-            .recv(std::mem::replace(&mut wait, 0), &mut |f, _| {
+            .recv(std::mem::replace(&mut wait, 0), &mut |f: &[u8], _| {
                 // lo frames: 14 Ethernet + 20 IPv4 + 8 UDP, then our counter.
                 if f.len() >= 50 && f[12..14] == [8, 0] && f[36..38] == port.to_be_bytes() {
                     let seq = u64::from_be_bytes(f[42..50].try_into().unwrap());

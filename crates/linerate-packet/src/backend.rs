@@ -1,6 +1,7 @@
 //! Choosing a backend, saying why when `auto` falls back.
 
 use crate::udp::{Traffic, UdpTx};
+use linerate_backend::FrameSink;
 use linerate_backend::FrameSource;
 use linerate_backend::packet_ring::{RxRing, TxRing};
 use linerate_backend::raw::{RawSocket, RawTx};
@@ -485,14 +486,14 @@ impl Rx {
     /// (CLOCK_MONOTONIC ns) where the backend has one (the af_packet ring,
     /// the raw socket's SO_TIMESTAMPNS; AF_XDP frames carry none).
     #[inline]
-    pub fn recv<F: FnMut(&[u8], Option<u64>) + ?Sized>(&mut self, f: &mut F) -> io::Result<usize> {
+    pub fn recv<F: FrameSink + ?Sized>(&mut self, f: &mut F) -> io::Result<usize> {
         self.recv_within(std::time::Duration::from_millis(50), f)
     }
 
     /// [`Rx::recv`], waiting at most `wait` for the first frame (to the
     /// millisecond on the rings; the raw socket's wait is set per call).
     #[inline]
-    pub fn recv_within<F: FnMut(&[u8], Option<u64>) + ?Sized>(
+    pub fn recv_within<F: FrameSink + ?Sized>(
         &mut self,
         wait: std::time::Duration,
         f: &mut F,
@@ -516,15 +517,13 @@ impl Rx {
                         let at = (st > 0)
                             .then(|| u64::try_from(i128::from(st) - offset).ok())
                             .flatten();
-                        f(&b[..l], at);
+                        f.frame(&b[..l], at);
                     }
                 }
                 Ok(n)
             }
-            Rx::Xdp(x) => x.recv(256, wait, &mut |fr| f(fr, None)),
-            Rx::Ring(r, _) => r.recv(wait.as_millis().min(1000) as i32, &mut |fr, at| {
-                f(fr, Some(at))
-            }),
+            Rx::Xdp(x) => x.recv(256, wait, f),
+            Rx::Ring(r, _) => r.recv(wait.as_millis().min(1000) as i32, f),
         }
     }
 

@@ -3,7 +3,7 @@
 
 use crate::backend::{BackendError, BackendKind, Rx, RxCapabilities, open_rx_workers};
 use crate::blast::pin;
-use linerate_backend::clock;
+use linerate_backend::{FrameSink, clock};
 use linerate_gen::SinkCounts;
 use linerate_gen::pcap::CaptureWriter;
 use linerate_run::{CountedBy, Counts, Interval, Row, Sampler, Scope};
@@ -195,7 +195,7 @@ impl SinkReport {
                 "flow": id, "packets": f.seq.received, "bytes": f.bytes, "lost": f.lost(),
                 "sent_by_marker": f.sent_marker,
                 "reordered": f.seq.late, "duplicates": f.seq.duplicates,
-                "jitter_ns": f.jitter_ns,
+                "jitter_ns": f.jitter_ns(),
                 "latency_ns": f.latency_summary().map(|l| serde_json::json!({
                     "min": l[0], "mean": l[1], "p50": l[2], "p99": l[3], "p999": l[4], "max": l[5],
                 })),
@@ -254,9 +254,10 @@ const LINK_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
 /// What one receive worker counted.
 struct WorkerOut {
     counts: SinkCounts,
-    /// When the first and the last probe frames were handed over.
-    first: Option<Instant>,
-    last: Instant,
+    /// When the first and the last probe frames were handed over
+    /// (CLOCK_MONOTONIC, ns).
+    first: Option<u64>,
+    last: u64,
     error: Option<String>,
     stamped: u64,
     handover: u64,
@@ -338,7 +339,7 @@ pub fn sink(
     // Rates over the time traffic was arriving, not the time spent waiting.
     let duration_s = all
         .first
-        .map_or(0.0, |f| all.last.duration_since(f).as_secs_f64());
+        .map_or(0.0, |f| all.last.saturating_sub(f) as f64 / 1e9);
     for iv in sampler.finish(end, flow_rows(&all.counts)) {
         on_interval(&iv);
         intervals.push(iv);
@@ -364,33 +365,110 @@ pub fn sink(
     })
 }
 
+/// What a receive worker does with each frame its backend hands over:
+/// times it, counts it and (with `--write`) captures it. A `FrameSink`
+/// whose method is inlined into the backend's receive loop.
+struct Taker<'a> {
+    counts: SinkCounts,
+    /// Longest frame one packet makes (longer: a GSO/GRO batch).
+    frame_max: usize,
+    stamped: u64,
+    handover: u64,
+    oversized: u64,
+    /// This batch's handover time, read when its first unstamped frame
+    /// is handed over (0: not read yet).
+    handed: u64,
+    /// The capture file (`--write`), whether it takes this batch's
+    /// frames, and CLOCK_REALTIME - CLOCK_MONOTONIC for its stamps.
+    capture: Option<&'a mut CaptureWriter>,
+    capturing: bool,
+    wall_offset: i128,
+}
+
+impl FrameSink for Taker<'_> {
+    #[inline(always)]
+    fn frame(&mut self, frame: &[u8], at: Option<u64>) {
+        self.oversized += u64::from(frame.len() > self.frame_max);
+        // Arrival time: the kernel's receive time where the backend has
+        // one (af_packet ring, raw socket); otherwise read once per batch,
+        // when its first frame is handed over (after the wait, not before
+        // it), so latency is not shortened by the time recv spent blocked.
+        let t = match at {
+            Some(t) => {
+                self.stamped += 1;
+                t
+            }
+            None => {
+                self.handover += 1;
+                if self.handed == 0 {
+                    self.handed = clock::monotonic_ns();
+                }
+                self.handed
+            }
+        };
+        self.counts.on_frame(frame, t);
+        if self.capturing {
+            self.write(frame, t);
+        }
+    }
+}
+
+impl Taker<'_> {
+    #[cold]
+    #[inline(never)]
+    fn write(&mut self, frame: &[u8], t: u64) {
+        if let Some(c) = self.capture.as_mut() {
+            // Capture timestamps on the wall clock, as pcap wants.
+            c.write(
+                u64::try_from(i128::from(t) + self.wall_offset).unwrap_or(0),
+                frame,
+            );
+        }
+    }
+}
+
 /// One receive loop: until the duration ends, `stop` is set, `total` (all
 /// workers' probe frames) reaches the count, the interface goes down or a
-/// receive fails; what was counted is kept in every case.
+/// receive fails; what was counted is kept in every case. Never inlined:
+/// `linerate-bench instr` counts the instructions spent in it.
+#[inline(never)]
 fn receive(
     rx: &mut Rx,
     cfg: &SinkConfig,
     stop: &AtomicBool,
     total: &AtomicU64,
-    mut capture: Option<&mut CaptureWriter>,
+    capture: Option<&mut CaptureWriter>,
     frame_max: usize,
     (want, live): (&AtomicU64, &Live),
 ) -> WorkerOut {
     let mut published = 0u64;
-    let mut counts = SinkCounts::new(cfg.clocks_shared);
+    let mut t = Taker {
+        counts: SinkCounts::new(cfg.clocks_shared),
+        frame_max,
+        stamped: 0,
+        handover: 0,
+        oversized: 0,
+        handed: 0,
+        capture,
+        capturing: false,
+        wall_offset: 0,
+    };
     let mut error: Option<String> = None;
-    let start = Instant::now();
-    let mut first: Option<Instant> = None;
-    let mut last = Instant::now();
+    // One clock read per turn of the loop (CLOCK_MONOTONIC ns, as
+    // `Instant`): it times the batch, the duration, the link checks.
+    let start = clock::monotonic_ns();
+    let end = start.saturating_add(u64::try_from(cfg.duration.as_nanos()).unwrap_or(u64::MAX));
+    let mut now = start;
+    let mut first: Option<u64> = None;
+    let mut last = start;
     // Rings (af_packet, af_xdp) just go quiet when the interface goes down:
     // look at it a few times a second so every backend ends the same way.
-    let mut next_link_check = Instant::now();
-    let (mut stamped, mut handover, mut oversized) = (0u64, 0u64, 0u64);
-    let mut count_reached: Option<Instant> = None;
-    while !stop.load(Ordering::Relaxed) && start.elapsed() < cfg.duration {
-        live.answer(want, &mut published, &counts);
-        if Instant::now() >= next_link_check {
-            next_link_check = Instant::now() + LINK_CHECK;
+    let mut next_link_check = start;
+    let mut count_reached: Option<u64> = None;
+    while !stop.load(Ordering::Relaxed) && now < end {
+        live.answer(want, &mut published, &t.counts);
+        if now >= next_link_check {
+            next_link_check = now + LINK_CHECK.as_nanos() as u64;
             if let Some(why) = crate::backend::link_lost(&cfg.iface) {
                 error = Some(why);
                 break;
@@ -403,56 +481,31 @@ fn receive(
             // The count is reached: the flows' end markers follow their
             // last frames within a few ms; wait a moment for them, so the
             // report can say the tail was counted.
-            let since = *count_reached.get_or_insert_with(Instant::now);
-            let (seen, flows) = counts.markers_seen();
-            if seen == flows || since.elapsed() >= MARKER_GRACE {
+            let since = *count_reached.get_or_insert(now);
+            let (seen, flows) = t.counts.markers_seen();
+            if seen == flows || now - since >= MARKER_GRACE.as_nanos() as u64 {
                 break;
             }
         }
-        // Arrival time: the kernel's receive time where the backend has one
-        // (af_packet ring, raw socket); otherwise read once per batch, when
-        // its first frame is handed over (after the wait, not before it), so
-        // latency is not shortened by the time recv spent blocked.
-        let mut now = 0u64;
-        let before = counts.packets;
-        let mut arrival = |at: Option<u64>| match at {
-            Some(t) => {
-                stamped += 1;
-                t
-            }
-            None => {
-                handover += 1;
-                if now == 0 {
-                    now = clock::monotonic_ns();
-                }
-                now
-            }
-        };
-        let r = match capture.as_deref_mut().filter(|c| c.wants_more()) {
-            None => rx.recv(&mut |frame, at| {
-                oversized += u64::from(frame.len() > frame_max);
-                counts.on_frame(frame, arrival(at))
-            }),
-            Some(c) => {
-                // Capture timestamps on the wall clock, as pcap wants.
-                let wall_offset = clock::realtime_offset_ns();
-                rx.recv(&mut |frame, at| {
-                    oversized += u64::from(frame.len() > frame_max);
-                    let t = arrival(at);
-                    counts.on_frame(frame, t);
-                    c.write(
-                        u64::try_from(i128::from(t) + wall_offset).unwrap_or(0),
-                        frame,
-                    );
-                })
-            }
+        t.handed = 0;
+        let before = t.counts.packets;
+        t.capturing = t.capture.as_ref().is_some_and(|c| c.wants_more());
+        if t.capturing {
+            t.wall_offset = clock::realtime_offset_ns();
+        }
+        let r = rx.recv(&mut t);
+        // The batch's handover time if it was read, else a fresh one.
+        now = if t.handed != 0 {
+            t.handed
+        } else {
+            clock::monotonic_ns()
         };
         match r {
             // Rates cover the span over which probe frames arrived; other
             // frames (neighbour discovery, multicast reports) do not open it.
-            Ok(_) if counts.packets > before => {
-                total.fetch_add(counts.packets - before, Ordering::Relaxed);
-                last = Instant::now();
+            Ok(_) if t.counts.packets > before => {
+                total.fetch_add(t.counts.packets - before, Ordering::Relaxed);
+                last = now;
                 first.get_or_insert(last);
             }
             Ok(_) => {}
@@ -469,13 +522,13 @@ fn receive(
         }
     }
     WorkerOut {
-        counts,
+        counts: t.counts,
         first,
         last,
         error,
-        stamped,
-        handover,
-        oversized,
+        stamped: t.stamped,
+        handover: t.handover,
+        oversized: t.oversized,
         // The kernel keeps counting until asked: one read after the run.
         drops: rx.drops(),
     }

@@ -375,6 +375,8 @@ proptest! {
         let mut f = probe_frame(vlan, v6, extra, seq);
         let clean = linerate_wire::probe_of(&f);
         prop_assert_eq!(clean.map(|p| (p.flow_id, p.seq)), Some((7, seq)));
+        // Every fast layout is found on the fast path, not by the parser.
+        prop_assert_eq!(linerate_wire::fast_probe(&f), clean);
         for (at, v) in edits {
             if at < f.len() {
                 f[at] = v;
@@ -383,6 +385,9 @@ proptest! {
         f.truncate(f.len().min(cut.max(f.len() / 2)));
         let want = parse_frame(&f).ok().and_then(|p| p.probe);
         prop_assert_eq!(linerate_wire::probe_of(&f), want);
+        // The word-at-a-time locator alone: the same probe or none.
+        let fast = linerate_wire::fast_probe(&f);
+        prop_assert!(fast.is_none() || fast == want, "{:?} vs {:?}", fast, want);
     }
 
     /// Random bytes too.
@@ -390,5 +395,7 @@ proptest! {
     fn probe_of_answers_as_parse_frame_on_noise(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
         let want = parse_frame(&bytes).ok().and_then(|p| p.probe);
         prop_assert_eq!(linerate_wire::probe_of(&bytes), want);
+        let fast = linerate_wire::fast_probe(&bytes);
+        prop_assert!(fast.is_none() || fast == want);
     }
 }

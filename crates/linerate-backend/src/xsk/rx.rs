@@ -51,7 +51,7 @@ impl RxSocket {
 
     /// Hands up to `max` received frames to `f` and gives their buffers back.
     #[inline]
-    fn drain<F: FnMut(&[u8]) + ?Sized>(&mut self, max: usize, f: &mut F) -> usize {
+    fn drain<F: crate::FrameSink + ?Sized>(&mut self, max: usize, f: &mut F) -> usize {
         let prod = self.rx.producer().load(Ordering::Acquire);
         let cons = self.rx.consumer().load(Ordering::Relaxed);
         let n = (prod.wrapping_sub(cons) as usize).min(max);
@@ -64,7 +64,10 @@ impl RxSocket {
             let (addr, len) = (d.addr as usize, d.len as usize);
             if addr + len <= self.umem.len {
                 // SAFETY: bounds checked just above.
-                f(unsafe { std::slice::from_raw_parts(self.umem.ptr.add(addr), len) });
+                f.frame(
+                    unsafe { std::slice::from_raw_parts(self.umem.ptr.add(addr), len) },
+                    None,
+                );
             }
             let fidx = (fprod.wrapping_add(k as u32) & (self.fq.size - 1)) as usize;
             // SAFETY: fidx is inside the fill ring; the chunk start goes back.
@@ -154,7 +157,7 @@ impl XskRx {
     /// gives the buffers back to the kernel. Waits up to `timeout` for the
     /// first.
     #[inline]
-    pub fn recv<F: FnMut(&[u8]) + ?Sized>(
+    pub fn recv<F: crate::FrameSink + ?Sized>(
         &mut self,
         max: usize,
         timeout: std::time::Duration,

@@ -156,7 +156,7 @@ pub(super) fn forward(job: &Job<'_>, w: usize, mut rx: Rx, mut tx: Tx) -> Worker
             }
             _ => RECV_WAIT,
         };
-        let r = rx.recv_within(wait, &mut |frame, _| {
+        let r = rx.recv_within(wait, &mut |frame: &[u8], _| {
             c.rx += 1;
             if frame.len() > frame_max {
                 c.too_long += 1;

@@ -766,7 +766,7 @@ fn sink_text(
                 "  flow {id}: {} packets, lost {}, jitter {:.0} ns (RFC 3550){lat}",
                 f.seq.received,
                 f.lost(),
-                f.jitter_ns
+                f.jitter_ns()
             );
         }
     }
