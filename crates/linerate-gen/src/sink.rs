@@ -296,8 +296,6 @@ pub struct SinkCounts {
     pub flows: FlowTable,
     /// Frames with a linerate probe.
     pub packets: u64,
-    /// Their bytes (L2, without FCS).
-    pub bytes: u64,
     /// Frames without a probe (ARP, other traffic), not counted above.
     pub other: u64,
     /// One-way latency, ns (only when clocks are shared).
@@ -318,7 +316,6 @@ impl SinkCounts {
         Self {
             flows: FlowTable::default(),
             packets: 0,
-            bytes: 0,
             other: 0,
             latency_ns: LatencyHist3::new(),
             clock_skew: 0,
@@ -354,7 +351,6 @@ impl SinkCounts {
         f.bytes += len;
         f.on_transit(transit);
         self.packets += 1;
-        self.bytes += len;
         if shared {
             // The nearest reading of the 48-bit stamp: more than half the
             // range (39 hours) ahead of the receiver is a clock behind.
@@ -433,11 +429,16 @@ impl SinkCounts {
             }
         }
         self.packets += other.packets;
-        self.bytes += other.bytes;
         self.other += other.other;
         self.clock_skew += other.clock_skew;
         self.markers += other.markers;
         self.latency_ns.add(&other.latency_ns);
+    }
+
+    /// Bytes of the frames with a probe (L2, without FCS): the flows'
+    /// bytes added up.
+    pub fn bytes(&self) -> u64 {
+        self.flows.values().map(|f| f.bytes).sum()
     }
 
     pub fn clocks_shared(&self) -> bool {
@@ -720,7 +721,10 @@ mod tests {
         assert_eq!((f.seq.received, f.lost(), f.sent_marker), (10, 0, Some(10)));
         assert_eq!(f.jitter_ns(), 0.0);
         let l = f.latency_summary().unwrap();
-        assert!((l[0] - 3_000.0).abs() < 30.0 && (l[5] - 3_000.0).abs() < 30.0, "{l:?}");
+        assert!(
+            (l[0] - 3_000.0).abs() < 30.0 && (l[5] - 3_000.0).abs() < 30.0,
+            "{l:?}"
+        );
         assert_eq!(f.latency_ns.as_ref().unwrap().len(), 10);
         assert_eq!((c.packets, c.latency_ns.len(), c.clock_skew), (10, 10, 0));
     }

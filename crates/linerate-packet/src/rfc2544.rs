@@ -697,7 +697,7 @@ impl TrialRunner for DeviceRunner {
                     received: r.counts.packets,
                     sent_bytes: b.bytes,
                     // The sink counts bytes without FCS.
-                    received_bytes: r.counts.bytes + 4 * r.counts.packets,
+                    received_bytes: r.counts.bytes() + 4 * r.counts.packets,
                     secs,
                     latency_ns: lat,
                     rx_iface_packets,

@@ -190,7 +190,7 @@ impl SinkReport {
         let c = &self.counts;
         let d = self.duration_s.max(1e-9);
         // Bytes counted without FCS; add it back for L2, and 20 B per frame for L1.
-        let l2 = (c.bytes + 4 * c.packets) as f64 * 8.0;
+        let l2 = (c.bytes() + 4 * c.packets) as f64 * 8.0;
         let flows_json: Vec<serde_json::Value> = c.flows.iter().map(|(id, f)| serde_json::json!({
                 "flow": id, "packets": f.seq.received, "bytes": f.bytes, "lost": f.lost(),
                 "sent_by_marker": f.sent_marker,
@@ -214,7 +214,7 @@ impl SinkReport {
             "backend_note": self.note,
             "counted_by": "receiver: frames with a linerate probe that reached the socket",
             "packets": c.packets,
-            "bytes": c.bytes + 4 * c.packets,
+            "bytes": c.bytes() + 4 * c.packets,
             "duration_s": self.duration_s,
             "pps": c.packets as f64 / d,
             "bps_l2": l2 / d,
@@ -372,32 +372,47 @@ struct Taker<'a> {
     counts: SinkCounts,
     /// Longest frame one packet makes (longer: a GSO/GRO batch).
     frame_max: usize,
-    stamped: u64,
+    /// Frames without a kernel receive time (the rest had one).
     handover: u64,
     oversized: u64,
     /// This batch's handover time, read when its first unstamped frame
     /// is handed over (0: not read yet).
     handed: u64,
-    /// The capture file (`--write`), whether it takes this batch's
-    /// frames, and CLOCK_REALTIME - CLOCK_MONOTONIC for its stamps.
+    /// The capture file (`--write`) and CLOCK_REALTIME - CLOCK_MONOTONIC
+    /// for its stamps.
     capture: Option<&'a mut CaptureWriter>,
-    capturing: bool,
     wall_offset: i128,
 }
 
 impl FrameSink for Taker<'_> {
     #[inline(always)]
     fn frame(&mut self, frame: &[u8], at: Option<u64>) {
+        self.take(frame, at);
+    }
+}
+
+/// A [`Taker`] that also writes every frame to its capture file.
+struct Capturing<'t, 'a>(&'t mut Taker<'a>);
+
+impl FrameSink for Capturing<'_, '_> {
+    #[inline(always)]
+    fn frame(&mut self, frame: &[u8], at: Option<u64>) {
+        let t = self.0.take(frame, at);
+        self.0.write(frame, t);
+    }
+}
+
+impl Taker<'_> {
+    /// Times and counts one frame; its arrival time.
+    #[inline(always)]
+    fn take(&mut self, frame: &[u8], at: Option<u64>) -> u64 {
         self.oversized += u64::from(frame.len() > self.frame_max);
         // Arrival time: the kernel's receive time where the backend has
         // one (af_packet ring, raw socket); otherwise read once per batch,
         // when its first frame is handed over (after the wait, not before
         // it), so latency is not shortened by the time recv spent blocked.
         let t = match at {
-            Some(t) => {
-                self.stamped += 1;
-                t
-            }
+            Some(t) => t,
             None => {
                 self.handover += 1;
                 if self.handed == 0 {
@@ -407,15 +422,14 @@ impl FrameSink for Taker<'_> {
             }
         };
         self.counts.on_frame(frame, t);
-        if self.capturing {
-            self.write(frame, t);
-        }
+        t
     }
-}
 
-impl Taker<'_> {
-    #[cold]
-    #[inline(never)]
+    /// Frames handed over so far (each is counted once: probe, marker or other).
+    fn frames(&self) -> u64 {
+        self.counts.packets + self.counts.markers + self.counts.other
+    }
+
     fn write(&mut self, frame: &[u8], t: u64) {
         if let Some(c) = self.capture.as_mut() {
             // Capture timestamps on the wall clock, as pcap wants.
@@ -445,12 +459,10 @@ fn receive(
     let mut t = Taker {
         counts: SinkCounts::new(cfg.clocks_shared),
         frame_max,
-        stamped: 0,
         handover: 0,
         oversized: 0,
         handed: 0,
         capture,
-        capturing: false,
         wall_offset: 0,
     };
     let mut error: Option<String> = None;
@@ -489,11 +501,12 @@ fn receive(
         }
         t.handed = 0;
         let before = t.counts.packets;
-        t.capturing = t.capture.as_ref().is_some_and(|c| c.wants_more());
-        if t.capturing {
+        let r = if t.capture.as_ref().is_some_and(|c| c.wants_more()) {
             t.wall_offset = clock::realtime_offset_ns();
-        }
-        let r = rx.recv(&mut t);
+            rx.recv(&mut Capturing(&mut t))
+        } else {
+            rx.recv(&mut t)
+        };
         // The batch's handover time if it was read, else a fresh one.
         now = if t.handed != 0 {
             t.handed
@@ -521,12 +534,13 @@ fn receive(
             }
         }
     }
+    let stamped = t.frames() - t.handover;
     WorkerOut {
         counts: t.counts,
         first,
         last,
         error,
-        stamped: t.stamped,
+        stamped,
         handover: t.handover,
         oversized: t.oversized,
         // The kernel keeps counting until asked: one read after the run.

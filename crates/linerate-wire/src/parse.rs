@@ -191,12 +191,20 @@ pub fn fast_probe(b: &[u8]) -> Option<Probe> {
     // Bytes 12..20: EtherType, then (untagged IPv4) version/IHL, DSCP,
     // total length, identification.
     let head = le64(b, 12);
-    let l4 = if head & 0xff_ffff == 0x45_0008 {
-        ipv4_udp(b, 14, head >> 32)?
+    if head & 0xff_ffff == 0x45_0008 {
+        // The probe at a constant offset, inside the length checked above.
+        ipv4_udp(b, 14, head >> 32)?;
+        read_probe(&b[42..PROBE_FRAME_MIN])
     } else {
-        slow_layouts(b)?
-    };
-    let p: &[u8; crate::PROBE_LEN] = b.get(l4 + 8..l4 + 8 + crate::PROBE_LEN)?.try_into().ok()?;
+        let l4 = slow_layouts(b)?;
+        read_probe(b.get(l4 + 8..l4 + 8 + crate::PROBE_LEN)?)
+    }
+}
+
+/// The probe at the start of `p` (its length checked by the caller),
+/// if it has linerate's magic and version.
+#[inline(always)]
+fn read_probe(p: &[u8]) -> Option<Probe> {
     if le16(p, 0) != u16::from_le_bytes([crate::PROBE_MAGIC, crate::PROBE_VERSION]) {
         return None;
     }
