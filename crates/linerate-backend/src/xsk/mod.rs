@@ -298,6 +298,8 @@ struct Queues<S> {
     zero_copy: bool,
     /// Where the next round starts, so no queue is always served last.
     next: usize,
+    /// One pollfd per socket, made at the first wait (not per wait).
+    pfds: Vec<libc::pollfd>,
 }
 
 impl<S: QueueSocket> Queues<S> {
@@ -329,6 +331,7 @@ impl<S: QueueSocket> Queues<S> {
             socks,
             attached: std::sync::Arc::new((link, map)),
             next: 0,
+            pfds: Vec::new(),
         })
     }
 
@@ -352,6 +355,7 @@ impl<S: QueueSocket> Queues<S> {
                 attached: self.attached.clone(),
                 zero_copy: self.zero_copy,
                 next: 0,
+                pfds: Vec::new(),
             })
             .collect();
         for (q, s) in self.socks.into_iter().enumerate() {
@@ -365,22 +369,23 @@ impl<S: QueueSocket> Queues<S> {
     }
 
     /// Waits up to `timeout` (to the millisecond) for any socket to have frames.
-    fn wait(&self, timeout: Duration) {
-        // One pollfd per socket, on the stack (open() takes at most 256 queues).
-        let mut pfds = [libc::pollfd {
-            fd: -1,
-            events: libc::POLLIN,
-            revents: 0,
-        }; 256];
-        for (p, s) in pfds.iter_mut().zip(&self.socks) {
-            p.fd = s.fd();
+    fn wait(&mut self, timeout: Duration) {
+        if self.pfds.len() != self.socks.len() {
+            self.pfds = self
+                .socks
+                .iter()
+                .map(|s| libc::pollfd {
+                    fd: s.fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                })
+                .collect();
         }
-        let n = self.socks.len().min(pfds.len());
-        // SAFETY: `pfds[..n]` is a valid array of that many pollfds.
+        // SAFETY: `pfds` is a valid array of that many pollfds.
         unsafe {
             libc::poll(
-                pfds.as_mut_ptr(),
-                n as libc::nfds_t,
+                self.pfds.as_mut_ptr(),
+                self.pfds.len() as libc::nfds_t,
                 timeout.as_millis().min(1000) as i32,
             )
         };
