@@ -674,6 +674,8 @@ fn refused(r: &std::io::Result<(usize, u64)>) -> bool {
 }
 
 /// One worker: flows `worker, worker + workers, …`, its own backend socket.
+/// Never inlined: `linerate-bench instr` counts the instructions spent in it.
+#[inline(never)]
 fn run_worker<const VLAN: bool, const V6: bool, const TCP: bool>(
     job: Job,
     mut sock: Tx,

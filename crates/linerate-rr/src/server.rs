@@ -472,7 +472,9 @@ pub fn decide(
     Decision::Answer(out)
 }
 
-/// One worker's loop.
+/// One worker's loop. Never inlined: `linerate-bench instr` counts the
+/// instructions spent in it.
+#[inline(never)]
 fn serve(
     sock: &UdpSocket,
     sh: &Shared,

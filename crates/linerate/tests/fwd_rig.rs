@@ -183,6 +183,38 @@ fn fwd_as_a_loaded_server_holds_frames_and_does_memory_work() {
     assert_eq!(f["noisy"]["reads_per_frame"], 16);
 }
 
+/// The memory work without a FIFO on AF_XDP (frames rewritten in place,
+/// the work done per frame inside the receive loop): every frame comes
+/// back, and the work was done (its sum is kept).
+#[test]
+fn fwd_in_place_does_memory_work_per_frame() {
+    if skip("fwd_in_place_does_memory_work_per_frame") {
+        return;
+    }
+    let rig = Rig::pair().unwrap();
+    let (f, s) = reflect(
+        &rig,
+        3000,
+        &[
+            "--backend",
+            "af_xdp",
+            "--mode",
+            "macswap",
+            "--mem-mb",
+            "8",
+            "--reads",
+            "16",
+            "--writes",
+            "4",
+        ],
+    );
+    assert_eq!(s["packets"], 3000, "{s}");
+    assert_eq!(s["lost"], 0, "{s}");
+    assert_eq!(f["rx_backend"], "af_xdp", "{f}");
+    assert_ne!(f["mem_sum"], 0, "{f}");
+    assert_eq!(f["noisy"]["writes_per_frame"], 4);
+}
+
 #[test]
 fn fwd_keeps_its_counts_when_the_interface_goes_down() {
     if skip("fwd_keeps_its_counts_when_the_interface_goes_down") {

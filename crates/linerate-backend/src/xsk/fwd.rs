@@ -142,29 +142,31 @@ impl FwdSocket {
         let mut posted = 0u32;
         let mut dropped = std::mem::take(&mut self.dropped);
         dropped.clear();
-        for k in 0..n {
-            let idx = (cons.wrapping_add(k as u32) & (self.rx.size - 1)) as usize;
+        // The rings and the UMEM in locals: the frame writes below cannot
+        // make the compiler read them again every frame.
+        let (rx_desc, rx_mask) = (self.rx.desc.cast::<libc::xdp_desc>(), self.rx.size - 1);
+        let (tx_desc, tx_mask) = (self.tx.desc.cast::<libc::xdp_desc>(), self.tx.size - 1);
+        let (umem, umem_len) = (self.umem.ptr, self.umem.len);
+        let room = room.min(u32::MAX as usize) as u32;
+        for k in 0..n as u32 {
+            let idx = (cons.wrapping_add(k) & rx_mask) as usize;
             // SAFETY: idx is inside the RX ring.
-            let d = unsafe { self.rx.desc.cast::<libc::xdp_desc>().add(idx).read() };
+            let d = unsafe { rx_desc.add(idx).read() };
             let (addr, len) = (d.addr as usize, d.len as usize);
-            let keep = addr + len <= self.umem.len
+            let keep = addr + len <= umem_len
                 // SAFETY: bounds checked just above; the buffer is ours until
                 // it goes back on the fill ring or the TX ring.
-                && f(unsafe { std::slice::from_raw_parts_mut(self.umem.ptr.add(addr), len) })
-                && (posted as usize) < room;
+                && f(unsafe { std::slice::from_raw_parts_mut(umem.add(addr), len) })
+                && posted < room;
             if keep {
-                let t = (tprod.wrapping_add(posted) & (self.tx.size - 1)) as usize;
+                let t = (tprod.wrapping_add(posted) & tx_mask) as usize;
                 // SAFETY: t is inside the TX ring.
                 unsafe {
-                    self.tx
-                        .desc
-                        .cast::<libc::xdp_desc>()
-                        .add(t)
-                        .write(libc::xdp_desc {
-                            addr: d.addr,
-                            len: d.len,
-                            options: 0,
-                        })
+                    tx_desc.add(t).write(libc::xdp_desc {
+                        addr: d.addr,
+                        len: d.len,
+                        options: 0,
+                    })
                 };
                 posted += 1;
             } else {

@@ -394,8 +394,15 @@ impl<S: QueueSocket> Queues<S> {
     /// The sockets' indices for one round, starting one further each round.
     fn round(&mut self) -> impl Iterator<Item = usize> + use<S> {
         let (k, start) = (self.socks.len(), self.next);
-        self.next = (self.next + 1) % k.max(1);
-        (0..k).map(move |i| (start + i) % k)
+        // (No division: this runs once per receive call.)
+        self.next = if start + 1 >= k { 0 } else { start + 1 };
+        (0..k).map(move |i| {
+            if start + i >= k {
+                start + i - k
+            } else {
+                start + i
+            }
+        })
     }
 
     /// XDP_STATISTICS over every queue: (rx_dropped, rx_ring_full,

@@ -15,16 +15,18 @@ use std::time::{Duration, Instant};
 /// error, checked every 100 ms).
 pub(super) fn should_stop(job: &Job<'_>, next_link_check: &mut Instant) -> Option<Option<String>> {
     let cfg = job.cfg;
+    // One clock read.
+    let now = Instant::now();
     if job.stop.load(Ordering::Relaxed)
-        || job.start.elapsed() >= cfg.duration
+        || now.saturating_duration_since(job.start) >= cfg.duration
         || cfg
             .count
             .is_some_and(|n| job.total_tx.load(Ordering::Relaxed) >= n)
     {
         return Some(None);
     }
-    if Instant::now() >= *next_link_check {
-        *next_link_check = Instant::now() + Duration::from_millis(100);
+    if now >= *next_link_check {
+        *next_link_check = now + Duration::from_millis(100);
         if let Some(why) = crate::backend::link_lost(&cfg.rx_iface) {
             return Some(Some(why));
         }
@@ -33,30 +35,48 @@ pub(super) fn should_stop(job: &Job<'_>, next_link_check: &mut Instant) -> Optio
 }
 
 /// One worker forwarding in place through AF_XDP: the mode chosen once,
-/// so each frame's rewrite is inlined into the receive loop.
+/// so each frame's rewrite is inlined into the receive loop. Never inlined
+/// itself: `linerate-bench instr` counts the instructions spent in it.
+#[inline(never)]
 pub(super) fn forward_in_place(job: &Job<'_>, w: usize, x: XskFwd) -> WorkerOut {
-    let src_mac = job.src_mac;
-    match job.cfg.mode {
-        FwdMode::MacSwap => forward_with(job, w, x, |f: &mut [u8]| {
-            linerate_gen::rewrite::swap_macs(f);
-            true
-        }),
-        FwdMode::Io => forward_with(job, w, x, |_: &mut [u8]| true),
-        mode => forward_with(job, w, x, move |f: &mut [u8]| apply(mode, src_mac, f)),
+    let n = &job.cfg.noisy;
+    if n.reads + n.writes + n.read_writes > 0 {
+        let mut m = MemLoad::new(n);
+        let mut out = by_mode(job, w, x, || m.per_frame());
+        out.mem_sum = std::hint::black_box(m.sum);
+        out
+    } else {
+        by_mode(job, w, x, || {})
     }
 }
 
-/// [`forward_in_place`] with the rewrite `rewrite` (false: no IP header found).
+/// [`forward_with`] with the mode's rewrite and `load` (the loaded-server
+/// simulation's memory work, or nothing) after each frame.
+#[inline(always)]
+fn by_mode(job: &Job<'_>, w: usize, x: XskFwd, load: impl FnMut()) -> WorkerOut {
+    let src_mac = job.src_mac;
+    match job.cfg.mode {
+        FwdMode::MacSwap => forward_with(job, w, x, load, |f: &mut [u8]| {
+            linerate_gen::rewrite::swap_macs(f);
+            true
+        }),
+        FwdMode::Io => forward_with(job, w, x, load, |_: &mut [u8]| true),
+        mode => forward_with(job, w, x, load, move |f: &mut [u8]| apply(mode, src_mac, f)),
+    }
+}
+
+/// [`forward_in_place`] with the rewrite `rewrite` (false: no IP header
+/// found), and `load` after each frame.
+#[inline(always)]
 fn forward_with(
     job: &Job<'_>,
     w: usize,
     mut x: XskFwd,
+    mut load: impl FnMut(),
     rewrite: impl Fn(&mut [u8]) -> bool,
 ) -> WorkerOut {
     let cfg = job.cfg;
     let frame_max = job.frame_max;
-    let mut mem = (cfg.noisy.reads + cfg.noisy.writes + cfg.noisy.read_writes > 0)
-        .then(|| MemLoad::new(&cfg.noisy));
     let mut c = FwdCounts::default();
     let live = &job.live[w];
     let mut next_link_check = Instant::now();
@@ -75,9 +95,7 @@ fn forward_with(
             if !rewrite(frame) {
                 not_ip += 1;
             }
-            if let Some(m) = mem.as_mut() {
-                m.per_frame();
-            }
+            load();
             true
         });
         match r {
@@ -102,7 +120,7 @@ fn forward_with(
         counts: c,
         error,
         kernel_drops,
-        mem_sum: std::hint::black_box(mem.map_or(0, |m| m.sum)),
+        mem_sum: 0,
     }
 }
 
