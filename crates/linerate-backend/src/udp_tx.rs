@@ -108,6 +108,13 @@ pub fn open_bound(iface: &str, src: SocketAddr, opt: &UdpTxOptions) -> io::Resul
     Ok(sock)
 }
 
+fn family_err() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "destination of the other address family",
+    )
+}
+
 /// `CMSG_SPACE(sizeof(u16))` rounded up to whole u64s.
 const CMSG_WORDS: usize = 4;
 
@@ -253,6 +260,245 @@ impl UdpSender {
     }
 }
 
+/// Datagram buffers written in place, one per slot, each with its
+/// destination kept as a ready socket address of the sender's family
+/// (only address and port rewritten when the slot's destination changes),
+/// sent with `sendmmsg(2)`: a run of equal-length datagrams to one
+/// destination as one UDP GSO message. The kernel builds every header; the
+/// caller writes payloads only.
+pub struct UdpSlots {
+    bufs: Vec<Vec<u8>>,
+    /// Each slot's destination: a sockaddr_in6, or a sockaddr_in in its
+    /// first bytes (`namelen` says which).
+    names: Vec<libc::sockaddr_in6>,
+    namelen: libc::socklen_t,
+    v6: bool,
+    iov: Vec<libc::iovec>,
+    hdrs: Vec<libc::mmsghdr>,
+    cmsgs: Vec<[u64; CMSG_WORDS]>,
+    /// Datagrams of each message of the last call.
+    counts: Vec<u32>,
+    /// One message per slot, made once: slot k's buffer to slot k's
+    /// destination (only the payload length changes from call to call).
+    own_iov: Vec<libc::iovec>,
+    own_hdrs: Vec<libc::mmsghdr>,
+}
+
+impl std::fmt::Debug for UdpSlots {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UdpSlots")
+            .field("slots", &self.bufs.len())
+            .field("v6", &self.v6)
+            .finish()
+    }
+}
+
+// SAFETY: the raw pointers in the descriptors point into buffers this
+// value owns (heap blocks that never move); nothing refers across threads.
+unsafe impl Send for UdpSlots {}
+
+impl UdpSlots {
+    /// `slots` buffers of `len` bytes, zeroed, for destinations of one
+    /// family (IPv6 with `v6`).
+    pub fn new(slots: usize, len: usize, v6: bool) -> Self {
+        let slots = slots.max(1);
+        // SAFETY: plain old data; all-zero is a valid empty value.
+        let (zero_name, zero_hdr) = unsafe {
+            (
+                std::mem::zeroed::<libc::sockaddr_in6>(),
+                std::mem::zeroed::<libc::mmsghdr>(),
+            )
+        };
+        let mut names = vec![zero_name; slots];
+        let namelen = if v6 {
+            for n in &mut names {
+                n.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+            }
+            std::mem::size_of::<libc::sockaddr_in6>()
+        } else {
+            for n in &mut names {
+                // sockaddr_in's family sits where sockaddr_in6's does.
+                n.sin6_family = libc::AF_INET as libc::sa_family_t;
+            }
+            std::mem::size_of::<libc::sockaddr_in>()
+        } as libc::socklen_t;
+        let mut bufs: Vec<Vec<u8>> = (0..slots).map(|_| vec![0u8; len]).collect();
+        let mut own_iov: Vec<libc::iovec> = bufs
+            .iter_mut()
+            .map(|b| libc::iovec {
+                iov_base: b.as_mut_ptr().cast(),
+                iov_len: 0,
+            })
+            .collect();
+        let mut own_hdrs = vec![zero_hdr; slots];
+        // The heap blocks of `bufs`, `names` and `own_iov` never move (the
+        // vectors are never resized): the headers may point into them.
+        for (k, h) in own_hdrs.iter_mut().enumerate() {
+            h.msg_hdr.msg_name = (&mut names[k] as *mut libc::sockaddr_in6).cast();
+            h.msg_hdr.msg_namelen = namelen;
+            h.msg_hdr.msg_iov = &mut own_iov[k];
+            h.msg_hdr.msg_iovlen = 1;
+        }
+        Self {
+            bufs,
+            names,
+            namelen,
+            v6,
+            own_iov,
+            own_hdrs,
+            iov: vec![
+                libc::iovec {
+                    iov_base: std::ptr::null_mut(),
+                    iov_len: 0,
+                };
+                slots
+            ],
+            hdrs: vec![zero_hdr; slots],
+            cmsgs: vec![[0u64; CMSG_WORDS]; slots],
+            counts: vec![0; slots],
+        }
+    }
+
+    pub fn slots(&self) -> usize {
+        self.bufs.len()
+    }
+
+    pub fn buf_len(&self) -> usize {
+        self.bufs.first().map_or(0, Vec::len)
+    }
+
+    /// Slot `slot`'s buffer, holding what was last written there.
+    #[inline(always)]
+    pub fn buf_mut(&mut self, slot: usize) -> &mut [u8] {
+        &mut self.bufs[slot]
+    }
+
+    /// Sets slot `slot`'s destination: `addr` is the address's bytes (4
+    /// for IPv4, 16 for IPv6: the family given at [`new`](Self::new);
+    /// another length is refused), `port` in host order.
+    #[inline(always)]
+    pub fn set_dst(&mut self, slot: usize, addr: &[u8], port: u16) -> io::Result<()> {
+        let name = &mut self.names[slot];
+        if self.v6 {
+            name.sin6_addr.s6_addr = addr.try_into().map_err(|_| family_err())?;
+        } else {
+            let a: [u8; 4] = addr.try_into().map_err(|_| family_err())?;
+            // sockaddr_in: port, then the address, where sockaddr_in6 has
+            // its port and flow info.
+            name.sin6_flowinfo = u32::from_ne_bytes(a);
+        }
+        name.sin6_port = port.to_be();
+        Ok(())
+    }
+
+    /// Whether slots `a` and `b` go to the same destination.
+    #[inline]
+    fn same_dst(&self, a: usize, b: usize) -> bool {
+        let (x, y) = (&self.names[a], &self.names[b]);
+        x.sin6_port == y.sin6_port
+            && x.sin6_flowinfo == y.sin6_flowinfo
+            && (!self.v6 || x.sin6_addr.s6_addr == y.sin6_addr.s6_addr)
+    }
+
+    /// Sends slots `first..first + lens.len()` in slot order, one datagram
+    /// each (payload lengths `lens`), with one `sendmmsg(2)` of the
+    /// messages made once per slot. Returns how many the kernel took (a
+    /// prefix).
+    #[inline]
+    pub fn send_in_order(
+        &mut self,
+        sock: &impl AsRawFd,
+        first: usize,
+        lens: &[u16],
+    ) -> io::Result<usize> {
+        let n = lens.len().min(self.own_iov.len().saturating_sub(first));
+        for (io, &l) in self.own_iov[first..first + n].iter_mut().zip(lens) {
+            io.iov_len = usize::from(l);
+        }
+        if n == 0 {
+            return Ok(0);
+        }
+        // own_hdrs point into `bufs`, `names` and `own_iov`, owned by
+        // `self` and never moved.
+        crate::udp_batch::send_prepared(sock.as_raw_fd(), &mut self.own_hdrs[first..first + n])
+    }
+
+    /// Sends the datagrams of slots `order` (slot, payload length), in that
+    /// order, on `sock` with one `sendmmsg(2)`; with `gso`, a run of
+    /// equal-length datagrams to one destination (up to
+    /// [`GSO_SEGMENTS_MAX`], [`GSO_BYTES_MAX`] bytes) goes as one message.
+    /// Returns how many datagrams the kernel took (a prefix of `order`),
+    /// in how many messages, how many of them GSO sends.
+    pub fn send(
+        &mut self,
+        sock: &impl AsRawFd,
+        order: &[(u16, u16)],
+        gso: bool,
+    ) -> io::Result<(usize, usize, usize)> {
+        let n = order.len().min(self.iov.len());
+        let mut msgs = 0usize;
+        let mut k = 0usize;
+        while k < n {
+            let (first, len) = (usize::from(order[k].0), order[k].1);
+            let mut end = k + 1;
+            if gso {
+                while end < n
+                    && end - k < GSO_SEGMENTS_MAX
+                    && (end - k + 1) * usize::from(len) <= GSO_BYTES_MAX
+                    && order[end].1 == len
+                    && self.same_dst(first, usize::from(order[end].0))
+                {
+                    end += 1;
+                }
+            }
+            for (io, &(s, l)) in self.iov[k..end].iter_mut().zip(&order[k..end]) {
+                *io = libc::iovec {
+                    iov_base: self.bufs[usize::from(s)].as_mut_ptr().cast(),
+                    iov_len: usize::from(l),
+                };
+            }
+            let h = &mut self.hdrs[msgs].msg_hdr;
+            h.msg_name = (&mut self.names[first] as *mut libc::sockaddr_in6).cast();
+            h.msg_namelen = self.namelen;
+            // SAFETY: `k < n <= iov.len()`: inside the iovec array.
+            h.msg_iov = unsafe { self.iov.as_mut_ptr().add(k) };
+            h.msg_iovlen = end - k;
+            if end - k > 1 {
+                // SAFETY: CMSG_SPACE only computes a size.
+                let space = unsafe { libc::CMSG_SPACE(2) } as usize;
+                debug_assert!(space <= CMSG_WORDS * 8);
+                self.cmsgs[msgs] = [0; CMSG_WORDS];
+                h.msg_control = self.cmsgs[msgs].as_mut_ptr().cast();
+                h.msg_controllen = space;
+                // SAFETY: the control buffer holds CMSG_SPACE(2) bytes.
+                unsafe {
+                    let c = libc::CMSG_FIRSTHDR(h);
+                    (*c).cmsg_level = libc::SOL_UDP;
+                    (*c).cmsg_type = libc::UDP_SEGMENT;
+                    (*c).cmsg_len = libc::CMSG_LEN(2) as usize;
+                    libc::CMSG_DATA(c).cast::<u16>().write_unaligned(len);
+                }
+            } else {
+                h.msg_control = std::ptr::null_mut();
+                h.msg_controllen = 0;
+            }
+            self.counts[msgs] = (end - k) as u32;
+            msgs += 1;
+            k = end;
+        }
+        if msgs == 0 {
+            return Ok((0, 0, 0));
+        }
+        // hdrs[..msgs] point into `bufs`, `names`, `cmsgs` and `iov`, all
+        // owned by `self`, unmoved for the call.
+        let took = crate::udp_batch::send_prepared(sock.as_raw_fd(), &mut self.hdrs[..msgs])?;
+        let counts = &self.counts[..took.min(msgs)];
+        let datagrams = counts.iter().map(|&c| c as usize).sum();
+        let gso_msgs = counts.iter().filter(|&&c| c > 1).count();
+        Ok((datagrams, took, gso_msgs))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -262,6 +508,74 @@ mod tests {
         let r = UdpSocket::bind("127.0.0.1:0").unwrap();
         r.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
         r
+    }
+
+    /// Payloads written in place in their slots reach each slot's
+    /// destination: in slot order through the messages made once, and
+    /// through the general path, where a run of equal payloads to one
+    /// destination goes as one GSO message. A destination of the other
+    /// family is refused.
+    #[test]
+    fn slots_send_in_place_to_their_own_destinations() {
+        let Some(tx) = bound_or_skip() else {
+            return;
+        };
+        let (r1, r2) = (receiver(), receiver());
+        let port = |r: &UdpSocket| r.local_addr().unwrap().port();
+        let mut s = UdpSlots::new(8, 256, false);
+        assert!(s.set_dst(0, &[0; 16], 1).is_err(), "IPv6 in IPv4 slots");
+        for k in 0..8usize {
+            s.buf_mut(k)[..4].copy_from_slice(&[k as u8; 4]);
+            let r = if k % 3 == 2 { &r2 } else { &r1 };
+            s.set_dst(k, &[127, 0, 0, 1], port(r)).unwrap();
+        }
+        let lens = [4u16, 4, 4, 4, 3, 4, 4, 4];
+        assert_eq!(s.send_in_order(&tx, 0, &lens).unwrap(), 8);
+        let mut buf = [0u8; 512];
+        let mut recv = |r: &UdpSocket| {
+            let n = r.recv(&mut buf).unwrap();
+            buf[..n].to_vec()
+        };
+        for k in [0usize, 1, 3, 4, 6, 7] {
+            let want = vec![k as u8; usize::from(lens[k])];
+            assert_eq!(recv(&r1), want, "slot {k}");
+        }
+        for k in [2usize, 5] {
+            assert_eq!(recv(&r2), vec![k as u8; 4], "slot {k}");
+        }
+        // Slots 0, 1, 3 to r1 with equal payloads: one GSO message; then
+        // slot 2 to r2, slot 4 to r1 (another length): three messages.
+        let order = [(0u16, 4u16), (1, 4), (3, 4), (2, 4), (4, 3)];
+        let (datagrams, messages, gso) = s.send(&tx, &order, true).unwrap();
+        assert_eq!((datagrams, messages, gso), (5, 3, 1));
+        for k in [0u8, 1, 3] {
+            assert_eq!(recv(&r1), vec![k; 4]);
+        }
+        assert_eq!(recv(&r2), vec![2u8; 4]);
+        assert_eq!(recv(&r1), vec![4u8; 3]);
+        // Without GSO: one message each.
+        assert_eq!(s.send(&tx, &order[..2], false).unwrap(), (2, 2, 0));
+        assert_eq!((recv(&r1), recv(&r1)), (vec![0u8; 4], vec![1u8; 4]));
+    }
+
+    /// A sending socket bound to lo, or None (skip) without CAP_NET_RAW.
+    fn bound_or_skip() -> Option<UdpSocket> {
+        match open_bound(
+            "lo",
+            "127.0.0.1:0".parse().unwrap(),
+            &UdpTxOptions::default(),
+        ) {
+            Ok(t) => Some(t),
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+                assert!(
+                    std::env::var("LINERATE_STRICT").as_deref() != Ok("1"),
+                    "LINERATE_STRICT=1: SO_BINDTODEVICE needs CAP_NET_RAW"
+                );
+                eprintln!("SKIP: SO_BINDTODEVICE needs CAP_NET_RAW");
+                None
+            }
+            Err(e) => panic!("{e}"),
+        }
     }
 
     #[test]

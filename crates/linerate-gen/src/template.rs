@@ -162,6 +162,17 @@ pub struct Stamp {
 }
 
 impl Stamp {
+    /// The probe's time field: its first four bytes, and its last two.
+    #[inline(always)]
+    pub fn hi(&self) -> [u8; 4] {
+        self.hi
+    }
+
+    #[inline(always)]
+    pub fn lo(&self) -> [u8; 2] {
+        self.lo
+    }
+
     pub fn new(tx_ns: u64) -> Self {
         let ts = tx_ns & ((1 << 48) - 1);
         Stamp {
@@ -255,6 +266,13 @@ impl Template {
         t.udp_base = checksum::update_base(t.udp_csum, t.base_udp_sum);
         t.ip_base = checksum::update_base(t.ip_csum, t.base_ip_sum);
         Ok(t)
+    }
+
+    /// The transport payload (probe, then the fixed pattern): what a UDP
+    /// socket sends for this frame, the kernel building the headers.
+    #[inline]
+    pub fn payload(&self) -> &[u8] {
+        &self.bytes[self.l4 + self.l4_hdr..]
     }
 
     /// Bytes handed to the NIC (the frame without its FCS).

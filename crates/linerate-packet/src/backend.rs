@@ -1,6 +1,6 @@
 //! Choosing a backend, saying why when `auto` falls back.
 
-use crate::udp::{Traffic, UdpTx};
+use crate::udp::{PayloadSource, Traffic, UdpTx};
 use linerate_backend::FrameSink;
 use linerate_backend::FrameSource;
 use linerate_backend::packet_ring::{RxRing, TxRing};
@@ -128,7 +128,7 @@ pub enum Tx {
     /// Raw AF_PACKET socket, sendmmsg (frames built in its staging buffers).
     Socket(RawTx),
     /// UDP sockets (one per source endpoint), sendmmsg + GSO.
-    Udp(Box<UdpTx>, Staged),
+    Udp(Box<UdpTx>),
     /// AF_PACKET TPACKET_V3 TX ring.
     Ring(TxRing),
     /// AF_XDP socket on the worker's TX queue, copy or zero-copy.
@@ -175,7 +175,7 @@ impl Tx {
         };
         match self {
             Tx::Socket(s) => c.qdisc_bypass = s.sock.qdisc_bypassed(),
-            Tx::Udp(u, _) => {
+            Tx::Udp(u) => {
                 c.crafted_frames = false;
                 c.gso = u.gso;
             }
@@ -197,23 +197,21 @@ impl Tx {
     /// (0: full, retry). The ring backends copy them into their buffers
     /// through [`send_with`](Self::send_with).
     pub fn send(&mut self, frames: &[&[u8]]) -> io::Result<usize> {
+        let room = self.slot_len();
+        let fits = || {
+            if frames.iter().any(|f| f.len() > room) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("frame larger than the backend's {room}-byte buffers"),
+                ));
+            }
+            Ok(linerate_backend::CopyFrames::new(frames))
+        };
         match self {
             Tx::Socket(s) => s.sock.send(frames),
-            Tx::Udp(u, _) => u.send(frames),
-            Tx::Ring(_) | Tx::Xdp(_) => {
-                let room = self.slot_len();
-                if frames.iter().any(|f| f.len() > room) {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        format!(
-                            "frame larger than the {} backend's {room}-byte buffers",
-                            self.name()
-                        ),
-                    ));
-                }
-                let mut src = linerate_backend::CopyFrames::new(frames);
-                self.send_with(frames.len(), &mut src).map(|(n, _)| n)
-            }
+            Tx::Udp(u) => u.send(frames),
+            Tx::Ring(r) => r.send_with(frames.len(), &mut fits()?).map(|(n, _)| n),
+            Tx::Xdp(x) => x.send_with(frames.len(), &mut fits()?).map(|(n, _)| n),
         }
     }
 
@@ -223,11 +221,13 @@ impl Tx {
     /// slot, a staging buffer of sendmmsg), `slot` (below
     /// [`slots`](Self::slots)) names it, and it still holds the last frame
     /// built there, so a caller that remembers what each slot holds writes
-    /// only what differs. Returns the frames handed over and their bytes
-    /// (0 frames: full, try again). The copying backends (sockets) send
-    /// what a refused call left built before building more.
+    /// only what differs. The UDP path asks `fill.payload` for the
+    /// datagrams' payloads instead (the kernel builds the headers). Returns
+    /// the frames handed over and their bytes (0 frames: full, try again).
+    /// The raw socket sends what a refused call left built before building
+    /// more.
     #[inline]
-    pub fn send_with<F: FrameSource>(
+    pub fn send_with<F: FrameSource + PayloadSource>(
         &mut self,
         n: usize,
         fill: &mut F,
@@ -236,7 +236,7 @@ impl Tx {
             Tx::Xdp(x) => x.send_with(n, fill),
             Tx::Ring(r) => r.send_with(n, fill),
             Tx::Socket(s) => s.send_with(n, fill),
-            Tx::Udp(u, st) => st.send_with(n, fill, |f| u.send(f)),
+            Tx::Udp(u) => u.send_built(n, fill),
         }
     }
 
@@ -247,7 +247,7 @@ impl Tx {
             Tx::Xdp(x) => x.max_frame(),
             Tx::Ring(r) => r.max_frame(),
             Tx::Socket(s) => s.slot_len(),
-            Tx::Udp(_, st) => st.bufs.first().map_or(0, Vec::len),
+            Tx::Udp(u) => u.slot_len(),
         }
     }
 
@@ -257,7 +257,7 @@ impl Tx {
             Tx::Xdp(x) => x.capacity(),
             Tx::Ring(r) => r.slots(),
             Tx::Socket(s) => s.slots(),
-            Tx::Udp(_, st) => st.bufs.len(),
+            Tx::Udp(u) => u.slots(),
         }
     }
 
@@ -274,7 +274,7 @@ impl Tx {
                     "xsk_tx_budget": x.tx_budget,
                 }))
             }
-            Tx::Udp(u, _) => Some(serde_json::json!({
+            Tx::Udp(u) => Some(serde_json::json!({
                 "socket_mode": "udp",
                 "sockets": u.sockets(),
                 "gso": u.gso,
@@ -295,66 +295,6 @@ impl Tx {
             Tx::Ring(r) => r.flush(),
             Tx::Xdp(x) => x.flush(),
         }
-    }
-}
-
-/// Frames built ahead of a copying send (sendmmsg): buffers kept from call
-/// to call, so what a frame left in one stays for the next built there,
-/// and what a refused call did not send is sent before anything new.
-#[derive(Debug)]
-pub struct Staged {
-    bufs: Vec<Vec<u8>>,
-    lens: Vec<usize>,
-    /// `lens[sent..filled]` are built and not yet sent.
-    sent: usize,
-    filled: usize,
-}
-
-impl Staged {
-    fn new(n: usize, max_frame: usize) -> Self {
-        let n = n.min(TX_BATCH_MAX);
-        Staged {
-            bufs: (0..n).map(|_| vec![0u8; max_frame]).collect(),
-            lens: vec![0; n],
-            sent: 0,
-            filled: 0,
-        }
-    }
-
-    #[inline]
-    fn send_with<F: FrameSource>(
-        &mut self,
-        n: usize,
-        fill: &mut F,
-        send: impl FnOnce(&[&[u8]]) -> io::Result<usize>,
-    ) -> io::Result<(usize, u64)> {
-        if self.sent == self.filled {
-            let n = n.min(self.bufs.len());
-            for (i, (b, l)) in self.bufs.iter_mut().zip(&mut self.lens).take(n).enumerate() {
-                *l = fill.build(b, i).min(b.len());
-            }
-            self.sent = 0;
-            self.filled = n;
-        }
-        if self.sent == self.filled {
-            return Ok((0, 0));
-        }
-        let mut refs: [&[u8]; TX_BATCH_MAX] = [&[]; TX_BATCH_MAX];
-        let pending = self.sent..self.filled;
-        for (r, (b, &l)) in refs.iter_mut().zip(
-            self.bufs[pending.clone()]
-                .iter()
-                .zip(&self.lens[pending.clone()]),
-        ) {
-            *r = &b[..l];
-        }
-        let k = send(&refs[..pending.len()])?;
-        let bytes = self.lens[self.sent..self.sent + k]
-            .iter()
-            .map(|&l| l as u64)
-            .sum();
-        self.sent += k;
-        Ok((k, bytes))
     }
 }
 
@@ -381,13 +321,10 @@ pub fn open_tx(
     };
     // UDP sockets where the kernel can build the traffic, raw frames otherwise.
     let socket = || -> Result<(Tx, String), BackendError> {
-        match UdpTx::open(iface, traffic) {
+        match UdpTx::open(iface, traffic, max_frame) {
             Ok(u) => {
                 let note = udp_note(&u);
-                Ok((
-                    Tx::Udp(Box::new(u), Staged::new(TX_BATCH_MAX, max_frame)),
-                    note,
-                ))
+                Ok((Tx::Udp(Box::new(u)), note))
             }
             Err(e) if e.kind() == io::ErrorKind::Unsupported => Ok((
                 raw()?,
@@ -402,15 +339,12 @@ pub fn open_tx(
         BackendKind::AfXdp => Ok((xsk().map_err(open_err(iface))?, None)),
         BackendKind::Socket => socket().map(|(t, n)| (t, Some(n))),
         BackendKind::Udp => {
-            let u = UdpTx::open(iface, traffic).map_err(|e| BackendError::Open {
+            let u = UdpTx::open(iface, traffic, max_frame).map_err(|e| BackendError::Open {
                 iface: iface.to_string(),
                 source: io::Error::new(e.kind(), format!("UDP sockets: {e}")),
             })?;
             let note = udp_note(&u);
-            Ok((
-                Tx::Udp(Box::new(u), Staged::new(TX_BATCH_MAX, max_frame)),
-                Some(note),
-            ))
+            Ok((Tx::Udp(Box::new(u)), Some(note)))
         }
         BackendKind::Raw => Ok((raw()?, None)),
         BackendKind::AfPacket => Ok((ring().map_err(open_err(iface))?, None)),

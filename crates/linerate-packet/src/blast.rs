@@ -3,7 +3,7 @@
 
 use crate::backend::{BackendError, BackendKind, Capabilities, Tx, open_tx};
 use crate::replay::Replay;
-use crate::udp::{Gso, Traffic};
+use crate::udp::{Endpoints, Gso, PayloadSource, Traffic};
 use linerate_backend::clock;
 use linerate_gen::pacing::{Departures, wait_until};
 
@@ -12,8 +12,10 @@ use linerate_gen::pacing::{Departures, wait_until};
 pub(crate) const SPIN: Duration = Duration::from_micros(7);
 use linerate_backend::FrameSource;
 use linerate_gen::template::Framing;
+use linerate_gen::template::WireFlow;
 use linerate_gen::{FlowSpec, SizeSequence, Stamp, Template, TemplateError, WireCursor};
 use linerate_run::{CountedBy, Counts, Interval, Row, Sampler, Scope};
+use linerate_wire::PROBE_LEN;
 use std::collections::{BTreeMap, HashMap};
 use std::io::ErrorKind;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -557,6 +559,9 @@ struct Filler<'a, const VLAN: bool, const V6: bool, const TCP: bool> {
     held: Vec<u64>,
     /// The send time of the batch being built.
     stamp: Stamp,
+    /// The UDP path moves on to the next frame when it starts one (the
+    /// flow's endpoints it hands back stay borrowed until then).
+    payload_started: bool,
 }
 
 /// A slot nothing was built in.
@@ -589,6 +594,7 @@ impl<'a, const VLAN: bool, const V6: bool, const TCP: bool> Filler<'a, VLAN, V6,
             stride: job.workers,
             held: vec![EMPTY; slots],
             stamp: Stamp::new(0),
+            payload_started: false,
         }
     }
 
@@ -622,6 +628,15 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool> FrameSource for Filler<'
         let seq = &mut self.seq[usize::from(id)];
         *seq += 1;
         t.put_seq_at::<VLAN, V6, TCP>(buf, w, id, *seq, stamp);
+        self.next_frame();
+        t.len()
+    }
+}
+
+impl<const VLAN: bool, const V6: bool, const TCP: bool> Filler<'_, VLAN, V6, TCP> {
+    /// Moves on to the next frame's size and flow.
+    #[inline(always)]
+    fn next_frame(&mut self) {
         if self.cycle.len() > 1 {
             self.pos = if self.pos + 1 == self.cycle.len() {
                 0
@@ -635,7 +650,53 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool> FrameSource for Filler<'
         for _ in 1..self.stride {
             self.cursor.advance();
         }
-        t.len()
+    }
+}
+
+impl<const VLAN: bool, const V6: bool, const TCP: bool> PayloadSource
+    for Filler<'_, VLAN, V6, TCP>
+{
+    /// The UDP path: the next frame's payload only (probe, then the
+    /// template's pattern) in `buf`, which holds what was last written
+    /// for `slot`; the flow's endpoints when the slot's flow changed.
+    #[inline(always)]
+    fn payload(&mut self, buf: &mut [u8], slot: usize) -> (usize, usize, Option<Endpoints<'_>>) {
+        if self.payload_started {
+            self.next_frame();
+        }
+        self.payload_started = true;
+        let stamp = &self.stamp;
+        let (t, size_tag) = self.cur;
+        let p = t.payload();
+        let tag = size_tag | self.cursor.index();
+        let id = self.cursor.flow_id();
+        let held = &mut self.held[slot];
+        let mut ends = None;
+        if *held != tag {
+            if *held & SIZE_TAG != size_tag {
+                buf[..p.len()].copy_from_slice(p);
+            }
+            buf[2..4].copy_from_slice(&id.to_be_bytes());
+            ends = Some(endpoints::<V6>(self.cursor.wire()));
+            *held = tag;
+        }
+        let seq = &mut self.seq[usize::from(id)];
+        *seq += 1;
+        let probe = &mut buf[..PROBE_LEN];
+        probe[4..12].copy_from_slice(&seq.to_be_bytes());
+        probe[12..16].copy_from_slice(&stamp.hi());
+        probe[16..18].copy_from_slice(&stamp.lo());
+        (p.len(), t.len(), ends)
+    }
+}
+
+/// A flow's endpoints from its wire fields.
+#[inline(always)]
+fn endpoints<const V6: bool>(w: &WireFlow) -> Endpoints<'_> {
+    Endpoints {
+        addrs: &w.addrs,
+        ports: w.ports,
+        v6: V6,
     }
 }
 

@@ -1,12 +1,14 @@
-//! The `socket` backend's UDP path: blast's frames, built as for every other
-//! backend, are handed to UDP sockets instead (the kernel builds Ethernet and
-//! IP again): one socket per source endpoint, sendmmsg to many destinations,
-//! and runs of equal datagrams to one destination as one UDP GSO send.
+//! The `socket` backend's UDP path: blast writes only its datagrams'
+//! payloads, in place in the path's own buffers ([`PayloadSource`],
+//! [`UdpTx::send_built`]), and the kernel builds the headers: one socket
+//! per source endpoint, sendmmsg to many destinations, and runs of equal
+//! datagrams to one destination as one UDP GSO send. Frames built
+//! elsewhere (replay) are parsed back to payloads ([`UdpTx::send`]).
 //! Only traffic the kernel can build this way takes this path; the rest
 //! (chosen MACs, VLAN tags, TCP flags, replayed frames) goes raw.
 
 use linerate_backend::udp_tx::{
-    GSO_BYTES_MAX, GSO_SEGMENTS_MAX, OutMsg, UdpSender, UdpTxOptions, open_bound,
+    GSO_BYTES_MAX, GSO_SEGMENTS_MAX, OutMsg, UdpSender, UdpSlots, UdpTxOptions, open_bound,
 };
 use linerate_gen::{FlowSpec, Framing};
 use std::io;
@@ -67,7 +69,52 @@ impl Traffic<'_> {
     }
 }
 
-/// Sends blast's frames' UDP payloads through UDP sockets.
+/// A datagram's source endpoint (it picks the socket) and destination,
+/// as on the wire: source then destination address (4 + 4 bytes, or
+/// 16 + 16 with `v6`), source then destination port (host order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Endpoints<'a> {
+    pub addrs: &'a [u8; 32],
+    pub ports: [u16; 2],
+    pub v6: bool,
+}
+
+impl Endpoints<'_> {
+    /// The source address.
+    fn src(&self) -> IpAddr {
+        if self.v6 {
+            IpAddr::V6(Ipv6Addr::from(
+                <[u8; 16]>::try_from(&self.addrs[..16]).expect("16 bytes"),
+            ))
+        } else {
+            IpAddr::V4(Ipv4Addr::from(
+                <[u8; 4]>::try_from(&self.addrs[..4]).expect("4 bytes"),
+            ))
+        }
+    }
+
+    /// The destination address's bytes.
+    fn dst_addr(&self) -> &[u8] {
+        if self.v6 {
+            &self.addrs[16..32]
+        } else {
+            &self.addrs[4..8]
+        }
+    }
+}
+
+/// What writes datagram payloads in the UDP path's own buffers (blast's
+/// frame builder): a trait so its method is inlined into the send loop.
+pub trait PayloadSource {
+    /// Writes the next datagram's payload into `buf`, which holds what was
+    /// last written for `slot`; returns the payload's length, the length
+    /// of its frame on the wire (L2, FCS excluded: what blast counts), and
+    /// the endpoints of its flow when the slot's flow is not the one it
+    /// held (`None`: the same as before).
+    fn payload(&mut self, buf: &mut [u8], slot: usize) -> (usize, usize, Option<Endpoints<'_>>);
+}
+
+/// Sends blast's datagrams through UDP sockets.
 #[derive(Debug)]
 pub struct UdpTx {
     socks: Vec<UdpSocket>,
@@ -84,6 +131,50 @@ pub struct UdpTx {
     pub datagrams: u64,
     pub messages: u64,
     pub gso_messages: u64,
+    /// The in-place path's buffers, the socket of each slot's flow, and
+    /// the order of one call's datagrams (slot, length), sorted by socket.
+    slots: UdpSlots,
+    slot_sock: Vec<u16>,
+    lens: Vec<u16>,
+    built: Vec<(u16, u16)>,
+    sorted: Vec<(u16, u16)>,
+}
+
+/// Sends `order` (slot, length) on `sock` until the kernel took it all
+/// (a blocking socket takes at least one message per call), falling back
+/// to single datagrams when the kernel refuses GSO.
+fn send_run(
+    slots: &mut UdpSlots,
+    sock: &UdpSocket,
+    order: &[(u16, u16)],
+    (gso, gso_note): (&mut bool, &mut Option<String>),
+    (messages, gso_messages): (&mut u64, &mut u64),
+) -> io::Result<()> {
+    let mut done = 0;
+    while done < order.len() {
+        match slots.send(sock, &order[done..], *gso) {
+            Ok((0, _, _)) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WriteZero,
+                    "sendmmsg took no message",
+                ));
+            }
+            Ok((d, m, g)) => {
+                done += d;
+                *messages += m as u64;
+                *gso_messages += g as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            // No checksum offload under the socket: the kernel refuses GSO
+            // (EIO). Single datagrams from here on.
+            Err(e) if e.raw_os_error() == Some(nix::errno::Errno::EIO as i32) && *gso => {
+                *gso = false;
+                *gso_note = Some(format!("GSO refused by the kernel ({e}); off"));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Frame fields the UDP path needs: source endpoint, destination and payload.
@@ -124,7 +215,8 @@ impl UdpTx {
     /// One socket per source endpoint of `traffic`, bound to `iface`; fails
     /// (before anything is sent) when the traffic needs raw frames or a
     /// source address is not on this host.
-    pub fn open(iface: &str, traffic: &Traffic) -> io::Result<Self> {
+    /// `max_frame` bounds the payloads written in place.
+    pub fn open(iface: &str, traffic: &Traffic, max_frame: usize) -> io::Result<Self> {
         let unsupported = |why: String| io::Error::new(io::ErrorKind::Unsupported, why);
         if let Some(why) = traffic.udp_refusal() {
             return Err(unsupported(why));
@@ -187,6 +279,7 @@ impl UdpTx {
             Gso::Auto => (true, None),
         };
         let n = socks.len();
+        let v6 = spec.ipv6;
         Ok(Self {
             socks,
             spec,
@@ -200,7 +293,125 @@ impl UdpTx {
             datagrams: 0,
             messages: 0,
             gso_messages: 0,
+            slots: UdpSlots::new(TX_BATCH_MAX, max_frame, v6),
+            slot_sock: vec![0; TX_BATCH_MAX],
+            lens: vec![0; TX_BATCH_MAX],
+            built: Vec::with_capacity(TX_BATCH_MAX),
+            sorted: Vec::with_capacity(TX_BATCH_MAX),
         })
+    }
+
+    /// Buffers [`send_built`](Self::send_built) hands out, and their bytes.
+    pub fn slots(&self) -> usize {
+        self.slots.slots()
+    }
+
+    pub fn slot_len(&self) -> usize {
+        self.slots.buf_len()
+    }
+
+    /// Writes up to `n` payloads in place (`src.payload(buffer, slot)`)
+    /// and sends them, each flow's in order (the flows of different
+    /// sockets may be reordered within the call). Returns the datagrams
+    /// sent and their frames' bytes (L2, FCS excluded).
+    #[inline]
+    pub fn send_built<P: PayloadSource>(
+        &mut self,
+        n: usize,
+        src: &mut P,
+    ) -> io::Result<(usize, u64)> {
+        let n = n.min(self.slots.slots()).min(self.lens.len());
+        let mut bytes = 0u64;
+        for i in 0..n {
+            let (len, wire, ends) = src.payload(self.slots.buf_mut(i), i);
+            if let Some(e) = ends {
+                self.new_flow(i, &e)?;
+            }
+            bytes += wire as u64;
+            self.lens[i] = len as u16;
+        }
+        if self.socks.len() == 1 && !self.gso {
+            // Slot k's message to slot k's destination, made once.
+            let mut done = 0;
+            while done < n {
+                match self
+                    .slots
+                    .send_in_order(&self.socks[0], done, &self.lens[done..n])
+                {
+                    Ok(0) => {
+                        return Err(io::Error::new(
+                            io::ErrorKind::WriteZero,
+                            "sendmmsg took no message",
+                        ));
+                    }
+                    Ok(k) => {
+                        done += k;
+                        self.messages += k as u64;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            self.datagrams += n as u64;
+            return Ok((n, bytes));
+        }
+        self.built.clear();
+        self.built.extend((0..n).map(|i| (i as u16, self.lens[i])));
+        if self.socks.len() == 1 {
+            send_run(
+                &mut self.slots,
+                &self.socks[0],
+                &self.built,
+                (&mut self.gso, &mut self.gso_note),
+                (&mut self.messages, &mut self.gso_messages),
+            )?;
+        } else {
+            // Counting sort by socket: stable, so each flow keeps its order.
+            self.starts.iter_mut().for_each(|s| *s = 0);
+            for &(slot, _) in &self.built {
+                self.starts[usize::from(self.slot_sock[usize::from(slot)]) + 1] += 1;
+            }
+            for k in 1..self.starts.len() {
+                self.starts[k] += self.starts[k - 1];
+            }
+            self.fill.copy_from_slice(&self.starts);
+            self.sorted.clear();
+            self.sorted.resize(n, (0, 0));
+            for &b in &self.built {
+                let s = usize::from(self.slot_sock[usize::from(b.0)]);
+                self.sorted[self.fill[s] as usize] = b;
+                self.fill[s] += 1;
+            }
+            for s in 0..self.socks.len() {
+                let (lo, hi) = (self.starts[s] as usize, self.starts[s + 1] as usize);
+                if lo < hi {
+                    send_run(
+                        &mut self.slots,
+                        &self.socks[s],
+                        &self.sorted[lo..hi],
+                        (&mut self.gso, &mut self.gso_note),
+                        (&mut self.messages, &mut self.gso_messages),
+                    )?;
+                }
+            }
+        }
+        self.datagrams += n as u64;
+        Ok((n, bytes))
+    }
+
+    /// A slot's flow changed: its socket and destination.
+    #[inline(always)]
+    fn new_flow(&mut self, slot: usize, e: &Endpoints) -> io::Result<()> {
+        if self.socks.len() > 1 {
+            let s = self.socket_of(e.src(), e.ports[0]).ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("{}:{} is no socket's source", e.src(), e.ports[0]),
+                )
+            })?;
+            self.slot_sock[slot] = s as u16;
+        }
+        self.slots.set_dst(slot, e.dst_addr(), e.ports[1])
     }
 
     pub fn sockets(&self) -> usize {
@@ -210,8 +421,10 @@ impl UdpTx {
     /// The socket of a frame's source endpoint.
     fn socket_of(&self, src: IpAddr, port: u16) -> Option<usize> {
         let (ip, ports) = (&self.spec.src_ip, &self.spec.src_port);
-        let i = (ip_u128(src).checked_sub(ip.first)? / ip.step) as u64;
-        let j = (u128::from(port).checked_sub(ports.first)? / ports.step) as u64;
+        // (Steps of 1, the usual ranges, need no 128-bit division.)
+        let div = |d: u128, step: u128| if step == 1 { d } else { d / step };
+        let i = div(ip_u128(src).checked_sub(ip.first)?, ip.step) as u64;
+        let j = div(u128::from(port).checked_sub(ports.first)?, ports.step) as u64;
         (i < ip.count && j < ports.count).then(|| (i * ports.count + j) as usize)
     }
 
