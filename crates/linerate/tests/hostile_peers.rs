@@ -48,15 +48,30 @@ struct Fake {
 impl Fake {
     /// Connects from `source` (a loopback address) and sends a cookie.
     fn connect(port: u16, source: &str, rcvbuf: Option<usize>) -> Fake {
-        let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-        if let Some(b) = rcvbuf {
-            s.set_recv_buffer_size(b).unwrap();
-        }
-        let src: SocketAddr = format!("{source}:0").parse().unwrap();
-        s.bind(&src.into()).unwrap();
-        let to: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        s.connect_timeout(&to.into(), Duration::from_secs(5))
-            .unwrap();
+        // A refused connection is tried again for up to 3 s (seen once in
+        // CI right after the listener showed up; the faults tested here
+        // come after the connection).
+        let deadline = std::time::Instant::now() + Duration::from_secs(3);
+        let s = loop {
+            let s =
+                socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+            if let Some(b) = rcvbuf {
+                s.set_recv_buffer_size(b).unwrap();
+            }
+            let src: SocketAddr = format!("{source}:0").parse().unwrap();
+            s.bind(&src.into()).unwrap();
+            let to: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+            match s.connect_timeout(&to.into(), Duration::from_secs(5)) {
+                Ok(()) => break s,
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::ConnectionRefused
+                        && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Err(e) => panic!("connecting to 127.0.0.1:{port}: {e}"),
+            }
+        };
         let mut ctrl: TcpStream = s.into();
         ctrl.set_read_timeout(Some(Duration::from_secs(10)))
             .unwrap();
