@@ -26,6 +26,85 @@ pub struct Running {
     pub helpers: Vec<Child>,
     /// What to undo after the run (e.g. a sysctl that was raised).
     pub restore: Vec<Box<dyn FnOnce()>>,
+    /// A server whose `-J` report counts what reached its socket: the
+    /// harness lets the client end by itself, waits for the server's
+    /// report and reads it (see [`ServerReport`]).
+    pub report: Option<ServerReport>,
+}
+
+/// Where an iperf3-style server (`-s -1 -J`) writes its report, and the
+/// datagram length of a UDP test (0 for TCP). The count at the socket is
+/// taken from the server's own one-second intervals, the first and last
+/// left out (start-up and the end of the test), so it is what the
+/// receiving program read, not what its interface saw.
+#[derive(Debug, Clone)]
+pub struct ServerReport {
+    pub path: PathBuf,
+    pub datagram_len: usize,
+}
+
+/// What a server's report says it received in its inner intervals.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct SocketCount {
+    /// Bytes read from the socket(s), all streams.
+    pub bytes: u64,
+    /// Datagrams read (bytes / datagram length; 0 for TCP).
+    pub datagrams: u64,
+    /// Seconds the counted intervals cover.
+    pub seconds: f64,
+    /// Datagrams the server's report counted as lost in those intervals
+    /// (sequence gaps: dropped anywhere between sender and socket).
+    pub lost: u64,
+}
+
+/// Reads a server's `-J` report: the sum of every interval but the first
+/// and last. None if the report has fewer than three intervals.
+pub fn socket_count(report: &serde_json::Value, datagram_len: usize) -> Option<SocketCount> {
+    let intervals = report.get("intervals")?.as_array()?;
+    if intervals.len() < 3 {
+        return None;
+    }
+    let (mut bytes, mut seconds, mut lost) = (0u64, 0f64, 0u64);
+    for iv in &intervals[1..intervals.len() - 1] {
+        let sum = iv.get("sum")?;
+        bytes += sum.get("bytes")?.as_u64()?;
+        seconds += sum.get("seconds")?.as_f64()?;
+        lost += sum
+            .get("lost_packets")
+            .and_then(|l| l.as_u64())
+            .unwrap_or(0);
+    }
+    Some(SocketCount {
+        bytes,
+        datagrams: if datagram_len > 0 {
+            bytes / datagram_len as u64
+        } else {
+            0
+        },
+        seconds,
+        lost,
+    })
+}
+
+/// UDP receive errors of the namespace (`/proc/net/snmp`): datagrams the
+/// kernel dropped because a socket's buffer was full, and all receive
+/// errors. With UDP GRO one drop may stand for a whole coalesced batch.
+fn udp_errors(rig: &Rig, host: usize) -> (u64, u64) {
+    let Ok(out) = rig.command(host, "cat").arg("/proc/net/snmp").output() else {
+        return (0, 0);
+    };
+    parse_udp_errors(&String::from_utf8_lossy(&out.stdout)).unwrap_or((0, 0))
+}
+
+fn parse_udp_errors(snmp: &str) -> Option<(u64, u64)> {
+    let mut udp = snmp.lines().filter(|l| l.starts_with("Udp:"));
+    let names: Vec<&str> = udp.next()?.split_whitespace().collect();
+    let values: Vec<&str> = udp.next()?.split_whitespace().collect();
+    let get = |n: &str| -> Option<u64> {
+        let i = names.iter().position(|x| *x == n)?;
+        values.get(i)?.parse().ok()
+    };
+    Some((get("RcvbufErrors")?, get("InErrors")?))
 }
 
 /// One side of a comparison.
@@ -81,6 +160,20 @@ struct Sample {
     sender_cpu_s: f64,
     /// Sender CPU milliseconds per million packets the receiver counted.
     cpu_ms_per_mpkt: f64,
+    /// Drops the receiver's interface counted in the window.
+    rx_dropped: u64,
+    /// Frames the sending veth dropped because the receiver's ring was
+    /// full (its NAPI thread did not keep up), in the window.
+    ring_dropped: u64,
+    /// UDP datagrams the receiver's kernel dropped for a full socket
+    /// buffer (RcvbufErrors), and all UDP receive errors, in the window.
+    udp_rcvbuf_errors: u64,
+    udp_in_errors: u64,
+    /// What the server read from its socket(s), from its own report.
+    socket: Option<SocketCount>,
+    /// Datagrams per second and payload bits per second at the socket.
+    socket_pps: Option<f64>,
+    socket_bps: Option<f64>,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -155,34 +248,95 @@ fn tree_cpu_s(pid: u32) -> f64 {
     total as f64 / 100.0
 }
 
-fn measure_once(
-    rig: &Rig,
-    sc: &Scenario,
-    c: &Contender,
-    cfg: &Config,
-) -> Result<(u64, u64, f64, f64)> {
+/// One measured window.
+#[derive(Debug, Default)]
+struct Measured {
+    pkts: u64,
+    bytes: u64,
+    secs: f64,
+    cpu: f64,
+    /// Receiver interface drops in the window.
+    rx_dropped: u64,
+    /// The sending veth's tx drops: its peer's ring was full (the
+    /// receiver's NAPI did not keep up).
+    ring_dropped: u64,
+    /// The namespace's UDP RcvbufErrors / InErrors in the window.
+    rcvbuf_errors: u64,
+    udp_in_errors: u64,
+    /// What the server's report counted at its socket, if it reports.
+    socket: Option<SocketCount>,
+}
+
+/// Waits up to `limit` for a child to end by itself.
+fn wait_exit(child: &mut Child, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if matches!(child.try_wait(), Ok(Some(_))) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+fn measure_once(rig: &Rig, sc: &Scenario, c: &Contender, cfg: &Config) -> Result<Measured> {
     let run_for = WARMUP + cfg.window + Duration::from_secs(2);
     let mut running = (c.start)(rig, run_for).with_context(|| format!("starting {}", c.name))?;
     std::thread::sleep(WARMUP);
-    let result = (|| -> Result<(u64, u64, f64, f64)> {
+    let result = (|| -> Result<Measured> {
         if let Ok(Some(status)) = running.child.try_wait() {
             anyhow::bail!("{} exited early ({status})", c.name);
         }
         let pid = running.child.id();
         let cpu0 = tree_cpu_s(pid);
         let before = rig.stats(sc.receiver)?;
+        let sender0 = rig.stats(1 - sc.receiver)?;
+        let udp0 = udp_errors(rig, sc.receiver);
         let t0 = Instant::now();
         std::thread::sleep(cfg.window);
         let after = rig.stats(sc.receiver)?;
+        let sender1 = rig.stats(1 - sc.receiver)?;
+        let udp1 = udp_errors(rig, sc.receiver);
         let secs = t0.elapsed().as_secs_f64();
         let cpu = tree_cpu_s(pid) - cpu0;
-        Ok((
-            after.rx_packets - before.rx_packets,
-            after.rx_bytes - before.rx_bytes,
+        Ok(Measured {
+            pkts: after.rx_packets - before.rx_packets,
+            bytes: after.rx_bytes - before.rx_bytes,
             secs,
             cpu,
-        ))
+            rx_dropped: after.rx_dropped.saturating_sub(before.rx_dropped),
+            ring_dropped: sender1.tx_dropped.saturating_sub(sender0.tx_dropped),
+            rcvbuf_errors: udp1.0.saturating_sub(udp0.0),
+            udp_in_errors: udp1.1.saturating_sub(udp0.1),
+            socket: None,
+        })
     })();
+    let result = match (result, running.report.take()) {
+        (Ok(mut m), Some(report)) => {
+            // The server reports when the test ends: let the client run
+            // out its -t (it was started for the window and 2 s more).
+            if !wait_exit(&mut running.child, run_for + Duration::from_secs(5)) {
+                eprintln!("  {}: the client did not end by itself; stopped", c.name);
+            }
+            for h in &mut running.helpers {
+                wait_exit(h, Duration::from_secs(5));
+            }
+            let text = std::fs::read_to_string(&report.path).unwrap_or_default();
+            let _ = std::fs::remove_file(&report.path);
+            m.socket = serde_json::from_str(&text)
+                .ok()
+                .and_then(|v| socket_count(&v, report.datagram_len));
+            if m.socket.is_none() {
+                eprintln!(
+                    "  {}: no usable server report ({} bytes of output)",
+                    c.name,
+                    text.len()
+                );
+            }
+            Ok(m)
+        }
+        (r, _) => r,
+    };
     stop(&mut running.child);
     for h in &mut running.helpers {
         stop(h);
@@ -191,7 +345,7 @@ fn measure_once(
         undo();
     }
     // A sender that failed or delivered nothing: show what it said.
-    if !matches!(result, Ok((p, ..)) if p > 0) {
+    if !matches!(&result, Ok(m) if m.pkts > 0) {
         let tail = stderr_tail(&mut running.child);
         if !tail.is_empty() {
             eprintln!("  {} said:\n{tail}", c.name);
@@ -202,7 +356,10 @@ fn measure_once(
         // the run; linerate failing is an error.
         Err(e) if !c.name.starts_with("linerate") => {
             eprintln!("  warning: {e:#}; counted as 0 for this run");
-            Ok((0, 0, cfg.window.as_secs_f64(), 0.0))
+            Ok(Measured {
+                secs: cfg.window.as_secs_f64(),
+                ..Measured::default()
+            })
         }
         r => r,
     }
@@ -266,20 +423,50 @@ pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {
             median_of(name, |s| s.cpu_ms_per_mpkt)
         );
     }
-    let ratios = ratios(&sc, &medians, &samples);
+    let mut all_ratios = ratios(&sc, &medians, &samples, "");
+    let socket_medians: Vec<(&str, f64, f64)> = sc
+        .contenders
+        .iter()
+        .filter(|c| {
+            samples
+                .iter()
+                .any(|s| s.contender == c.name && s.socket.is_some())
+        })
+        .map(|c| {
+            (
+                c.name,
+                median_of(c.name, |s| s.socket_pps.unwrap_or(0.0)),
+                median_of(c.name, |s| s.socket_bps.unwrap_or(0.0)),
+            )
+        })
+        .collect();
+    if socket_medians.len() >= 2 {
+        println!(
+            "\nmedians, counted at the server's socket (the server's own report, payload bits):"
+        );
+        for (name, pps, bps) in &socket_medians {
+            println!(
+                "  {name:<28} {:>10.3} M datagrams/s {:>10.1} Mbit/s payload",
+                pps / 1e6,
+                bps / 1e6
+            );
+        }
+        all_ratios.extend(ratios(&sc, &socket_medians, &samples, "socket "));
+    }
     let doc = json!({
         "scenario": sc.name,
         "about": sc.about,
         "machine": machine,
-        "counted_at": "receiver interface rx_packets (veth)",
+        "counted_at": "receiver interface rx_packets (veth); socket_* from the server's own -J report where it gives one",
         "receive_cpu": sc.receive_cpu,
         "window_s": cfg.window.as_secs_f64(),
         "runs": cfg.runs,
         "samples": samples,
+        "median_socket_datagrams_per_s": socket_medians.iter().map(|(n, p, _)| (n.to_string(), json!(p))).collect::<serde_json::Map<_, _>>(),
         "median_rx_pps": medians.iter().map(|(n, p, _)| (n.to_string(), json!(p))).collect::<serde_json::Map<_, _>>(),
         "median_sender_cpu_ms_per_mpkt": sc.contenders.iter().map(|c| (c.name.to_string(), json!(median_of(c.name, |s| s.cpu_ms_per_mpkt)))).collect::<serde_json::Map<_, _>>(),
         "median_rx_bps_l2": medians.iter().map(|(n, _, b)| (n.to_string(), json!(b))).collect::<serde_json::Map<_, _>>(),
-        "ratios": ratios,
+        "ratios": all_ratios,
     });
     std::fs::create_dir_all(&cfg.out_dir)?;
     let stamp = doc["machine"]["date_utc"]
@@ -315,7 +502,9 @@ fn print_header(sc: &Scenario, cfg: &Config, rig: &Rig, machine: &serde_json::Va
     );
     match sc.receive_cpu {
         Some(cpu) => {
-            println!("receiver: threaded NAPI + GRO on its veth, NAPI thread pinned to CPU{cpu}")
+            println!(
+                "receiver: threaded NAPI + GRO (and rx-udp-gro-forwarding, so socket UDP takes it) on its veth, NAPI thread pinned to CPU{cpu}; TCP and AF_XDP/AF_PACKET frames are still received on the sender's CPU"
+            )
         }
         None => println!("receiver: default veth (receive work runs on the sending CPU)"),
     }
@@ -326,7 +515,13 @@ fn collect(rig: &Rig, sc: &Scenario, cfg: &Config) -> Result<Vec<Sample>> {
     let mut samples = Vec::new();
     for run in 0..cfg.runs {
         for c in &sc.contenders {
-            let (pkts, bytes, secs, cpu) = measure_once(rig, sc, c, cfg)?;
+            let m = measure_once(rig, sc, c, cfg)?;
+            let (pkts, bytes, secs, cpu) = (m.pkts, m.bytes, m.secs, m.cpu);
+            let per_s = |x: u64, k: f64| {
+                m.socket
+                    .filter(|s| s.seconds > 0.0)
+                    .map(|s| x as f64 * k / s.seconds)
+            };
             let s = Sample {
                 contender: c.name,
                 run,
@@ -341,6 +536,13 @@ fn collect(rig: &Rig, sc: &Scenario, cfg: &Config) -> Result<Vec<Sample>> {
                 } else {
                     0.0
                 },
+                rx_dropped: m.rx_dropped,
+                ring_dropped: m.ring_dropped,
+                udp_rcvbuf_errors: m.rcvbuf_errors,
+                udp_in_errors: m.udp_in_errors,
+                socket: m.socket,
+                socket_pps: per_s(m.socket.map_or(0, |s| s.datagrams), 1.0),
+                socket_bps: per_s(m.socket.map_or(0, |s| s.bytes), 8.0),
             };
             println!(
                 "  run {run} {:<28} received {:>12} pkts in {:.2} s = {:>12.0} pps {:>10.1} Mbit/s L2, sender CPU {:.2} s = {:.0} ms per million",
@@ -352,6 +554,19 @@ fn collect(rig: &Rig, sc: &Scenario, cfg: &Config) -> Result<Vec<Sample>> {
                 s.sender_cpu_s,
                 s.cpu_ms_per_mpkt
             );
+            if let (Some(sock), Some(pps), Some(bps)) = (s.socket, s.socket_pps, s.socket_bps) {
+                println!(
+                    "        at the server's socket (its report, {:.0} s): {:>12.0} datagrams/s {:>10.1} Mbit/s payload, lost {} (sequence gaps); in the window: receive ring full {} (sender veth tx drops), interface drops {}, socket buffer drops {} (UDP RcvbufErrors: one per GRO batch), UDP InErrors {}",
+                    sock.seconds,
+                    pps,
+                    bps / 1e6,
+                    sock.lost,
+                    s.ring_dropped,
+                    s.rx_dropped,
+                    s.udp_rcvbuf_errors,
+                    s.udp_in_errors
+                );
+            }
             samples.push(s);
         }
     }
@@ -360,10 +575,13 @@ fn collect(rig: &Rig, sc: &Scenario, cfg: &Config) -> Result<Vec<Sample>> {
 
 /// Every linerate contender against every peer tool (or, in a scenario of
 /// peers only, each against the last), printed and returned.
+/// `at` names where the figures were counted ("" = the interface); it
+/// prefixes the printed line and the key.
 fn ratios(
     sc: &Scenario,
     medians: &[(&str, f64, f64)],
     samples: &[Sample],
+    at: &str,
 ) -> serde_json::Map<String, serde_json::Value> {
     let is_ours = |n: &str| n.starts_with("linerate");
     let (ours, peers): (Vec<_>, Vec<_>) = if medians.iter().any(|m| is_ours(m.0)) {
@@ -398,8 +616,8 @@ fn ratios(
                     )
                 }
             };
-            println!("ratio {name} / {} ({what}): {r:.2}", base.0);
-            ratios.insert(format!("{name}/{}", base.0), json!(r));
+            println!("{at}ratio {name} / {} ({what}): {r:.2}", base.0);
+            ratios.insert(format!("{at}{name}/{}", base.0), json!(r));
         }
     }
     ratios
@@ -407,7 +625,40 @@ fn ratios(
 
 #[cfg(test)]
 mod tests {
-    use super::median;
+    use super::{SocketCount, median, parse_udp_errors, socket_count};
+    use serde_json::json;
+
+    #[test]
+    fn the_socket_count_is_the_inner_intervals_of_the_servers_report() {
+        let iv = |b: u64, s: f64, lost: u64| json!({"sum": {"bytes": b, "seconds": s, "lost_packets": lost}});
+        let report = json!({"intervals": [iv(1800, 1.0, 9), iv(18_000, 1.0, 1), iv(36_000, 1.5, 2), iv(180, 0.2, 7)]});
+        assert_eq!(
+            socket_count(&report, 18),
+            Some(SocketCount {
+                bytes: 54_000,
+                datagrams: 3_000,
+                seconds: 2.5,
+                lost: 3
+            })
+        );
+        // TCP: no datagrams, no loss field.
+        let tcp = json!({"intervals": [{"sum": {"bytes": 1, "seconds": 1.0}}, {"sum": {"bytes": 5, "seconds": 1.0}}, {"sum": {"bytes": 1, "seconds": 1.0}}]});
+        assert_eq!(
+            socket_count(&tcp, 0).map(|c| (c.bytes, c.datagrams, c.lost)),
+            Some((5, 0, 0))
+        );
+        // Too short to leave out both ends, or not a report.
+        let short = json!({"intervals": [iv(1, 1.0, 0), iv(1, 1.0, 0)]});
+        assert_eq!(socket_count(&short, 18), None);
+        assert_eq!(socket_count(&json!({"error": "x"}), 18), None);
+    }
+
+    #[test]
+    fn udp_errors_are_read_by_name() {
+        let snmp = "Ip: Forwarding DefaultTTL\nIp: 1 64\nUdp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors\nUdp: 10 0 7 3 5 0\nUdpLite: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors\nUdpLite: 0 0 0 0 0 0\n";
+        assert_eq!(parse_udp_errors(snmp), Some((5, 7)));
+        assert_eq!(parse_udp_errors("Ip: 1\n"), None);
+    }
 
     #[test]
     fn medians() {

@@ -62,6 +62,7 @@ fn linerate_at(rig: &Rig, run_for: Duration, backend: &str, rate: Option<&str>) 
         child,
         helpers: vec![],
         restore: vec![],
+        report: None,
     })
 }
 

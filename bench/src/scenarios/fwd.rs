@@ -83,6 +83,7 @@ fn linerate(rig: &Rig, run_for: Duration, backend: &str) -> Result<Running> {
         child,
         helpers: vec![],
         restore: vec![],
+        report: None,
     };
     with_load(rig, run_for, fwd)
 }

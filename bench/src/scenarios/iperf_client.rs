@@ -1,12 +1,17 @@
-//! linerate client vs iperf3 clients on the rig: TCP one stream, TCP -P 2,
-//! UDP 64-byte frames at -b 0, UDP 1470-byte datagrams at -b 0. The
+//! linerate vs iperf3, client and server, on the rig: TCP one stream, TCP -P 2,
+//! UDP 64-byte frames at -b 0 (one stream and -P 2), UDP 1470-byte
+//! datagrams at -b 0. The
 //! contenders: linerate, Debian's iperf3 3.12, the newest iperf3 3.21
 //! (multi-threaded streams) and, for UDP, iperf3 3.21 with `--gsro` (UDP
-//! GSO/GRO); each 3.21 client talks to a 3.21 server, the others to 3.12's.
-//! Sender pinned to CPU0; server and receive path on CPU1.
+//! GSO/GRO); each tool end to end: linerate's client to linerate's server,
+//! 3.12's to 3.12's, 3.21's to 3.21's (with `--gsro` the server turns UDP
+//! GRO on for the test too).
+//! Sender pinned to CPU0; server and receive path on CPU1. Counted twice:
+//! at the server's interface (frames) and at its socket (the server's own
+//! `-J` report, inner intervals: what the receiving program read).
 
-use super::tools::{linerate_bin, need, spawn_pinned};
-use crate::harness::{Contender, Metric, Running, Scenario};
+use super::tools::{linerate_bin, need, spawn_pinned, spawn_pinned_out};
+use crate::harness::{Contender, Metric, Running, Scenario, ServerReport};
 use anyhow::{Result, bail};
 use linerate_rig::Rig;
 use std::time::Duration;
@@ -16,6 +21,17 @@ const RECEIVER: usize = 1;
 
 fn run(rig: &Rig, run_for: Duration, program: &str, extra: &[&str]) -> Result<Running> {
     run_with(rig, run_for, "iperf3", program, extra)
+}
+
+/// The datagram length of a UDP test's arguments (`-u ... -l N`), 0 for TCP.
+fn datagram_len(args: &[&str]) -> usize {
+    if !args.contains(&"-u") {
+        return 0;
+    }
+    args.windows(2)
+        .find(|w| w[0] == "-l")
+        .and_then(|w| w[1].parse().ok())
+        .unwrap_or(0)
 }
 
 /// The newest iperf3 (static binary; `$LINERATE_IPERF3_321`).
@@ -33,11 +49,20 @@ fn run_with(
     extra: &[&str],
 ) -> Result<Running> {
     let server_ip = rig.host(RECEIVER).ipv4.to_string();
-    let server = spawn_pinned(
+    static RUN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let path = std::env::temp_dir().join(format!(
+        "linerate-bench-server-{}-{}.json",
+        std::process::id(),
+        RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    let out = std::fs::File::create(&path)?;
+    // -J: the server's report is the count at its socket.
+    let server = spawn_pinned_out(
         rig,
         RECEIVER,
         1,
-        &[server_program, "-s", "-1", "-B", &server_ip],
+        &[server_program, "-s", "-1", "-J", "-B", &server_ip],
+        out,
     )?;
     super::tools::wait_tcp_listen(rig, RECEIVER, 5201)?;
     let secs = run_for.as_secs().max(1).to_string();
@@ -48,6 +73,10 @@ fn run_with(
         child,
         helpers: vec![server],
         restore: vec![],
+        report: Some(ServerReport {
+            path,
+            datagram_len: datagram_len(extra),
+        }),
     })
 }
 
@@ -72,7 +101,8 @@ macro_rules! case {
     ($fn_lr:ident, $fn_i3:ident, $fn_321:ident, $fn_gsro:ident, $args:expr) => {
         fn $fn_lr(rig: &Rig, d: Duration) -> Result<Running> {
             let bin = linerate_bin()?;
-            run(rig, d, &bin.to_string_lossy(), $args)
+            let bin = bin.to_string_lossy();
+            run_with(rig, d, &bin, &bin, $args)
         }
         fn $fn_i3(rig: &Rig, d: Duration) -> Result<Running> {
             run(rig, d, "iperf3", $args)
@@ -100,6 +130,13 @@ case!(
     &["-u", "-b", "0", "-l", "18"]
 );
 case!(
+    udp64p2_lr,
+    udp64p2_i3,
+    udp64p2_321,
+    udp64p2_gsro,
+    &["-u", "-b", "0", "-l", "18", "-P", "2"]
+);
+case!(
     udp1470_lr,
     udp1470_i3,
     udp1470_321,
@@ -120,21 +157,21 @@ fn scenario(
 ) -> Scenario {
     let mut contenders = vec![
         Contender {
-            name: "linerate client",
+            name: "linerate",
             start: lr,
         },
         Contender {
-            name: "iperf3 3.12 client",
+            name: "iperf3 3.12",
             start: i3,
         },
         Contender {
-            name: "iperf3 3.21 client",
+            name: "iperf3 3.21",
             start: v321,
         },
     ];
     if let Some(g) = gsro {
         contenders.push(Contender {
-            name: "iperf3 3.21 --gsro client",
+            name: "iperf3 3.21 --gsro",
             start: g,
         });
     }
@@ -157,7 +194,7 @@ fn scenario(
 pub fn tcp1() -> Scenario {
     scenario(
         "iperf-tcp1",
-        "TCP, 1 stream: linerate client vs iperf3 3.12 and 3.21 clients",
+        "TCP, 1 stream: linerate vs iperf3 3.12 and 3.21, each tool client and server",
         Metric::Bits,
         tcp1_lr,
         tcp1_i3,
@@ -169,7 +206,7 @@ pub fn tcp1() -> Scenario {
 pub fn tcp2() -> Scenario {
     scenario(
         "iperf-tcp2",
-        "TCP, -P 2: linerate client vs iperf3 3.12 and 3.21 clients",
+        "TCP, -P 2: linerate vs iperf3 3.12 and 3.21, each tool client and server",
         Metric::Bits,
         tcp2_lr,
         tcp2_i3,
@@ -181,7 +218,7 @@ pub fn tcp2() -> Scenario {
 pub fn udp64() -> Scenario {
     scenario(
         "iperf-udp64",
-        "UDP -b 0 -l 18 (64-byte frames): linerate client vs iperf3 3.12, 3.21 and 3.21 --gsro clients",
+        "UDP -b 0 -l 18 (64-byte frames): linerate vs iperf3 3.12, 3.21 and 3.21 --gsro, each tool client and server",
         Metric::Packets,
         udp64_lr,
         udp64_i3,
@@ -190,14 +227,39 @@ pub fn udp64() -> Scenario {
     )
 }
 
+pub fn udp64_p2() -> Scenario {
+    scenario(
+        "iperf-udp64-p2",
+        "UDP -b 0 -l 18 -P 2 (64-byte frames, two streams): linerate vs iperf3 3.12, 3.21 and 3.21 --gsro, each tool client and server",
+        Metric::Packets,
+        udp64p2_lr,
+        udp64p2_i3,
+        udp64p2_321,
+        Some(udp64p2_gsro),
+    )
+}
+
 pub fn udp1470() -> Scenario {
     scenario(
         "iperf-udp1470",
-        "UDP -b 0 -l 1470: linerate client vs iperf3 3.12, 3.21 and 3.21 --gsro clients",
+        "UDP -b 0 -l 1470: linerate vs iperf3 3.12, 3.21 and 3.21 --gsro, each tool client and server",
         Metric::Bits,
         udp1470_lr,
         udp1470_i3,
         udp1470_321,
         Some(udp1470_gsro),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::datagram_len;
+
+    #[test]
+    fn the_datagram_length_comes_from_a_udp_tests_arguments() {
+        assert_eq!(datagram_len(&["-u", "-b", "0", "-l", "18", "-P", "2"]), 18);
+        assert_eq!(datagram_len(&["-u", "-l", "1470"]), 1470);
+        assert_eq!(datagram_len(&["-l", "128K"]), 0, "TCP");
+        assert_eq!(datagram_len(&["-P", "2"]), 0);
+    }
 }

@@ -43,6 +43,10 @@ pub fn all() -> Vec<Entry> {
             build: iperf_client::udp64,
         },
         Entry {
+            name: "iperf-udp64-p2",
+            build: iperf_client::udp64_p2,
+        },
+        Entry {
             name: "iperf-udp1470",
             build: iperf_client::udp1470,
         },
@@ -72,7 +76,13 @@ pub fn all() -> Vec<Entry> {
 /// Named groups of scenarios.
 pub fn group(name: &str) -> Option<&'static [&'static str]> {
     match name {
-        "iperf" => Some(&["iperf-tcp1", "iperf-tcp2", "iperf-udp64", "iperf-udp1470"]),
+        "iperf" => Some(&[
+            "iperf-tcp1",
+            "iperf-tcp2",
+            "iperf-udp64",
+            "iperf-udp64-p2",
+            "iperf-udp1470",
+        ]),
         "rr" => Some(&["rr-pingpong", "rr-load"]),
         "fwd" => Some(&["fwd-macswap", "fwd-macswap-onecore"]),
         _ => None,

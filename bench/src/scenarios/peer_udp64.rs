@@ -61,6 +61,7 @@ pub fn trafgen_at(rig: &Rig, run_for: Duration, pps: Option<u64>) -> Result<Runn
         child,
         helpers: vec![],
         restore,
+        report: None,
     })
 }
 
@@ -100,6 +101,7 @@ pub fn iperf3_at(rig: &Rig, run_for: Duration, rate: Option<&str>) -> Result<Run
         child,
         helpers: vec![server],
         restore: vec![],
+        report: None,
     })
 }
 

@@ -104,6 +104,7 @@ fn rr_pair(
         child,
         helpers: vec![server],
         restore: vec![],
+        report: None,
     })
 }
 
@@ -132,6 +133,7 @@ fn sockperf(rig: &Rig, run_for: Duration, mode: &[&str]) -> Result<Running> {
         child,
         helpers: vec![server],
         restore: vec![],
+        report: None,
     })
 }
 

@@ -111,6 +111,7 @@ pub fn run(
         restore: vec![Box::new(move || {
             let _ = std::fs::remove_dir_all(format!("/var/run/dpdk/{prefix}"));
         })],
+        report: None,
     })
 }
 

@@ -14,6 +14,22 @@ pub fn spawn_pinned(rig: &Rig, host: usize, cpu: usize, argv: &[&str]) -> Result
     Ok(cmd.spawn()?)
 }
 
+/// As [`spawn_pinned`], with standard output written to `out`.
+pub fn spawn_pinned_out(
+    rig: &Rig,
+    host: usize,
+    cpu: usize,
+    argv: &[&str],
+    out: std::fs::File,
+) -> Result<Child> {
+    let mut cmd = rig.command(host, "taskset");
+    cmd.arg("-c").arg(cpu.to_string()).args(argv);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::from(out))
+        .stderr(Stdio::piped());
+    Ok(cmd.spawn()?)
+}
+
 /// Starts `argv` in `host`'s namespace, free to run on every CPU (it
 /// pins its own workers).
 pub fn spawn(rig: &Rig, host: usize, argv: &[&str]) -> Result<Child> {

@@ -357,12 +357,28 @@ impl Rig {
     /// Makes host `i`'s receive path run in its own kernel thread (threaded
     /// NAPI, which veth enables with GRO) pinned to `cpu`, so receive cost
     /// lands on that CPU instead of on the sender's, as on two real hosts.
+    ///
+    /// A veth hands a frame to its peer's NAPI only if the frame may be
+    /// aggregated: when the sending veth has TSO on (the default), only
+    /// datagrams of local UDP sockets, and only if the receiving veth has
+    /// `rx-udp-gro-forwarding` (or `rx-gro-list`) on. Everything else is
+    /// received through the backlog on the sending CPU. So this also turns
+    /// `rx-udp-gro-forwarding` on: UDP from sockets then takes the
+    /// receiver's NAPI and GRO as on a NIC (coalesced only for sockets that
+    /// ask for UDP_GRO; forwarded UDP, which the rig does not route, would
+    /// be coalesced too). TCP (a TSO super-packet passes whole) and frames
+    /// sent by AF_XDP / AF_PACKET are still received on the sender's CPU.
     pub fn pin_receive_path(&self, host: usize, cpu: usize) -> Result<(), RigError> {
         let h = &self.hosts[host];
         let before = napi_threads();
-        run(self
-            .command(host, "ethtool")
-            .args(["-K", &h.iface, "gro", "on"]))?;
+        run(self.command(host, "ethtool").args([
+            "-K",
+            &h.iface,
+            "gro",
+            "on",
+            "rx-udp-gro-forwarding",
+            "on",
+        ]))?;
         run(self.command(host, "sh").args([
             "-c",
             &format!("echo 1 > /sys/class/net/{}/threaded", h.iface),

@@ -141,12 +141,61 @@ fn receive_path_moves_to_its_own_cpu() {
         return;
     }
     let rig = Rig::pair().unwrap();
+    let before = napi_threads();
     rig.pin_receive_path(1, 1).unwrap();
+    let fresh: Vec<u32> = napi_threads()
+        .into_iter()
+        .filter(|p| !before.contains(p))
+        .collect();
+    assert!(!fresh.is_empty(), "no NAPI thread appeared");
     let threaded = rig
         .command(1, "cat")
         .arg("/sys/class/net/veth0/threaded")
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&threaded.stdout).trim(), "1");
+    // Without it the veth receives socket UDP on the sender's CPU.
+    let features = rig
+        .command(1, "ethtool")
+        .args(["-k", "veth0"])
+        .output()
+        .unwrap();
+    let features = String::from_utf8_lossy(&features.stdout);
+    assert!(features.contains("rx-udp-gro-forwarding: on"), "{features}");
     assert_eq!(send_one(&rig, 0, 1, false), b"across the rig");
+    // Socket UDP is received by the NAPI thread: it wakes for datagrams
+    // sent a millisecond apart (on the sender's backlog it would not run).
+    let switches = || -> u64 {
+        fresh
+            .iter()
+            .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/status")).ok())
+            .flat_map(|s| {
+                s.lines()
+                    .filter(|l| l.contains("ctxt_switches"))
+                    .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                    .collect::<Vec<_>>()
+            })
+            .sum()
+    };
+    let woken0 = switches();
+    for _ in 0..40 {
+        assert_eq!(send_one(&rig, 0, 1, false), b"across the rig");
+    }
+    let woken = switches() - woken0;
+    assert!(
+        woken >= 20,
+        "the NAPI thread ran {woken} times for 40 datagrams"
+    );
+}
+
+/// PIDs of the kernel's NAPI threads.
+fn napi_threads() -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| {
+            let pid: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+            comm.starts_with("napi/").then_some(pid)
+        })
+        .collect()
 }
