@@ -445,11 +445,15 @@ pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {
             "\nmedians, counted at the server's socket (the server's own report, payload bits):"
         );
         for (name, pps, bps) in &socket_medians {
-            println!(
-                "  {name:<28} {:>10.3} M datagrams/s {:>10.1} Mbit/s payload",
-                pps / 1e6,
-                bps / 1e6
-            );
+            if sc.metric == Metric::Packets {
+                println!(
+                    "  {name:<28} {:>10.3} M datagrams/s {:>10.1} Mbit/s payload",
+                    pps / 1e6,
+                    bps / 1e6
+                );
+            } else {
+                println!("  {name:<28} {:>10.1} Mbit/s payload", bps / 1e6);
+            }
         }
         all_ratios.extend(ratios(&sc, &socket_medians, &samples, "socket "));
     }

@@ -383,6 +383,19 @@ pub fn set_busy_poll(sock: &impl AsRawFd, us: u32) -> io::Result<()> {
     )
 }
 
+/// SO_RCVLOWAT: a blocking receive returns (and the reader is woken) only
+/// once `bytes` are queued, or its timeout passes, or the peer ends the
+/// stream (then with what there is).
+pub fn set_rcvlowat(sock: &impl AsRawFd, bytes: u32) -> io::Result<()> {
+    let v = i32::try_from(bytes).unwrap_or(i32::MAX);
+    setsockopt_raw(
+        sock.as_raw_fd(),
+        libc::SOL_SOCKET,
+        libc::SO_RCVLOWAT,
+        &v.to_ne_bytes(),
+    )
+}
+
 /// The socket's SO_BUSY_POLL, microseconds.
 pub fn busy_poll(sock: &impl AsRawFd) -> io::Result<u32> {
     let mut v = 0u32;
