@@ -507,7 +507,7 @@ fn print_header(sc: &Scenario, cfg: &Config, rig: &Rig, machine: &serde_json::Va
     match sc.receive_cpu {
         Some(cpu) => {
             println!(
-                "receiver: threaded NAPI + GRO (and rx-udp-gro-forwarding, so socket UDP takes it) on its veth, NAPI thread pinned to CPU{cpu}; TCP and AF_XDP/AF_PACKET frames are still received on the sender's CPU"
+                "receiver: threaded NAPI + GRO on its veth, NAPI thread pinned to CPU{cpu}; it takes socket UDP only where the scenario turns rx-udp-gro-forwarding on (the iperf ones), else the veth receives on the sender's CPU; TCP and AF_XDP/AF_PACKET frames always on the sender's CPU"
             )
         }
         None => println!("receiver: default veth (receive work runs on the sending CPU)"),

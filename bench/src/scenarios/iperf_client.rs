@@ -82,8 +82,12 @@ fn run_with(
 
 /// A veth passes UDP GSO super-packets through whole, which no physical
 /// link does: make the sender's veth segment them (as a NIC without USO
-/// would) so the receiver's interface counts real frames.
+/// would) so the receiver's interface counts real frames. And make the
+/// receiver take socket UDP in its own NAPI thread (on CPU1, as the
+/// harness pins it), with GRO, as a NIC's receive queue would: without
+/// it the veth receives every datagram on the sender's CPU.
 fn segment_before_the_wire(rig: &Rig) -> Result<Box<dyn std::any::Any>> {
+    rig.udp_through_napi(RECEIVER)?;
     let out = rig
         .command(SENDER, "ethtool")
         .args(["-K", &rig.host(SENDER).iface, "tx-udp-segmentation", "off"])

@@ -1,6 +1,9 @@
 //! UDP request/response on the rig: linerate rr (server and client) vs
 //! sockperf (server and client), 64-byte requests and responses, client
-//! pinned to CPU0, server and its receive path on CPU1. The figure is
+//! pinned to CPU0, server on CPU1 (its veth's NAPI thread is pinned there
+//! too, but a veth receives socket UDP on the sending CPU unless
+//! `rx-udp-gro-forwarding` is on, which these scenarios leave off: requests
+//! are received on CPU0, replies on CPU1). The figure is
 //! requests arriving at the server's interface per second (the receiver's
 //! count); with each request answered before (ping-pong) or while (load)
 //! the next go out, that is the transaction rate.

@@ -358,27 +358,19 @@ impl Rig {
     /// NAPI, which veth enables with GRO) pinned to `cpu`, so receive cost
     /// lands on that CPU instead of on the sender's, as on two real hosts.
     ///
-    /// A veth hands a frame to its peer's NAPI only if the frame may be
+    /// But a veth hands a frame to its peer's NAPI only if the frame may be
     /// aggregated: when the sending veth has TSO on (the default), only
     /// datagrams of local UDP sockets, and only if the receiving veth has
-    /// `rx-udp-gro-forwarding` (or `rx-gro-list`) on. Everything else is
-    /// received through the backlog on the sending CPU. So this also turns
-    /// `rx-udp-gro-forwarding` on: UDP from sockets then takes the
-    /// receiver's NAPI and GRO as on a NIC (coalesced only for sockets that
-    /// ask for UDP_GRO; forwarded UDP, which the rig does not route, would
-    /// be coalesced too). TCP (a TSO super-packet passes whole) and frames
-    /// sent by AF_XDP / AF_PACKET are still received on the sender's CPU.
+    /// `rx-udp-gro-forwarding` (or `rx-gro-list`) on (see
+    /// [`udp_through_napi`](Self::udp_through_napi)). Everything else (TCP,
+    /// whose TSO super-packets pass whole, frames sent by AF_XDP or
+    /// AF_PACKET) is received through the backlog on the sending CPU.
     pub fn pin_receive_path(&self, host: usize, cpu: usize) -> Result<(), RigError> {
         let h = &self.hosts[host];
         let before = napi_threads();
-        run(self.command(host, "ethtool").args([
-            "-K",
-            &h.iface,
-            "gro",
-            "on",
-            "rx-udp-gro-forwarding",
-            "on",
-        ]))?;
+        run(self
+            .command(host, "ethtool")
+            .args(["-K", &h.iface, "gro", "on"]))?;
         run(self.command(host, "sh").args([
             "-c",
             &format!("echo 1 > /sys/class/net/{}/threaded", h.iface),
@@ -404,6 +396,20 @@ impl Rig {
                 }
             })?;
         }
+        Ok(())
+    }
+
+    /// Turns `rx-udp-gro-forwarding` on for host `i`'s veth: UDP datagrams
+    /// from sockets then take its NAPI thread (see
+    /// [`pin_receive_path`](Self::pin_receive_path)) and GRO, as on a NIC:
+    /// coalesced only for sockets that ask for UDP_GRO (and forwarded UDP,
+    /// which the rig does not route). Without it they are received on the
+    /// sender's CPU.
+    pub fn udp_through_napi(&self, host: usize) -> Result<(), RigError> {
+        let h = &self.hosts[host];
+        run(self
+            .command(host, "ethtool")
+            .args(["-K", &h.iface, "rx-udp-gro-forwarding", "on"]))?;
         Ok(())
     }
 

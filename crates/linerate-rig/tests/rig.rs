@@ -155,6 +155,7 @@ fn receive_path_moves_to_its_own_cpu() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&threaded.stdout).trim(), "1");
     // Without it the veth receives socket UDP on the sender's CPU.
+    rig.udp_through_napi(1).unwrap();
     let features = rig
         .command(1, "ethtool")
         .args(["-k", "veth0"])
