@@ -282,6 +282,7 @@ impl Tx {
                 "udp_datagrams": u.datagrams,
                 "udp_messages": u.messages,
                 "udp_gso_messages": u.gso_messages,
+                "udp_buffers": u.slots(),
             })),
             Tx::Socket(..) => Some(serde_json::json!({ "socket_mode": "raw" })),
             Tx::Ring(_) => None,

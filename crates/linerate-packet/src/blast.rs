@@ -452,7 +452,13 @@ fn open_workers(
             macs_given: cfg.macs_given,
             gso: cfg.gso,
         };
-        let (sock, n) = open_tx(cfg.backend, &cfg.iface, max_frame, w as u32, &traffic)?;
+        let (mut sock, n) = open_tx(cfg.backend, &cfg.iface, max_frame, w as u32, &traffic)?;
+        if let Tx::Udp(u) = &mut sock {
+            // A worker's frames repeat every flows x sizes frames (its
+            // flows are every workers-th, a divisor of that period).
+            let flows = usize::try_from(cfg.flows.count()).unwrap_or(usize::MAX);
+            u.keep_flows(flows.saturating_mul(cfg.sizes.cycle().len()));
+        }
         note = note.or(n);
         socks.push(sock);
     }

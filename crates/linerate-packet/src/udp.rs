@@ -138,7 +138,12 @@ pub struct UdpTx {
     lens: Vec<u16>,
     built: Vec<(u16, u16)>,
     sorted: Vec<(u16, u16)>,
+    /// The slot the next call starts at (the slots are used in turn).
+    next_slot: usize,
 }
+
+/// Most bytes of buffers [`UdpTx::keep_flows`] gives a sender.
+const KEPT_SLOTS_BYTES_MAX: usize = 32 << 20;
 
 /// Sends `order` (slot, length) on `sock` until the kernel took it all
 /// (a blocking socket takes at least one message per call), falling back
@@ -298,7 +303,30 @@ impl UdpTx {
             lens: vec![0; TX_BATCH_MAX],
             built: Vec::with_capacity(TX_BATCH_MAX),
             sorted: Vec::with_capacity(TX_BATCH_MAX),
+            next_slot: 0,
         })
+    }
+
+    /// The frames a [`PayloadSource`] makes repeat their flow and size
+    /// every `period` frames (flows x sizes): with a multiple of that many
+    /// buffers, used in turn, each buffer keeps one flow and size, and a
+    /// frame's destination and flow fields are written once instead of per
+    /// frame (4,096 flows over 256 buffers changed every buffer's flow every
+    /// frame). Keeps the buffers as they are when the batch is already a
+    /// multiple of the period, or more would take over 32 MiB.
+    pub fn keep_flows(&mut self, period: usize) {
+        let batch = TX_BATCH_MAX;
+        if period <= 1 || batch.is_multiple_of(period) {
+            return;
+        }
+        let slots = period.saturating_mul(batch.div_ceil(period));
+        let len = self.slots.buf_len();
+        if slots > usize::from(u16::MAX) || slots.saturating_mul(len) > KEPT_SLOTS_BYTES_MAX {
+            return;
+        }
+        self.slots = UdpSlots::new(slots, len, self.spec.ipv6);
+        self.slot_sock = vec![0; slots];
+        self.next_slot = 0;
     }
 
     /// Buffers [`send_built`](Self::send_built) hands out, and their bytes.
@@ -320,23 +348,31 @@ impl UdpTx {
         n: usize,
         src: &mut P,
     ) -> io::Result<(usize, u64)> {
-        let n = n.min(self.slots.slots()).min(self.lens.len());
+        // The slots are used in turn, a call's run never wrapping.
+        let first = self.next_slot;
+        let n = n.min(self.slots.slots() - first).min(self.lens.len());
         let mut bytes = 0u64;
-        for i in 0..n {
+        for k in 0..n {
+            let i = first + k;
             let (len, wire, ends) = src.payload(self.slots.buf_mut(i), i);
             if let Some(e) = ends {
                 self.new_flow(i, &e)?;
             }
             bytes += wire as u64;
-            self.lens[i] = len as u16;
+            self.lens[k] = len as u16;
         }
+        self.next_slot = if first + n == self.slots.slots() {
+            0
+        } else {
+            first + n
+        };
         if self.socks.len() == 1 && !self.gso {
             // Slot k's message to slot k's destination, made once.
             let mut done = 0;
             while done < n {
                 match self
                     .slots
-                    .send_in_order(&self.socks[0], done, &self.lens[done..n])
+                    .send_in_order(&self.socks[0], first + done, &self.lens[done..n])
                 {
                     Ok(0) => {
                         return Err(io::Error::new(
@@ -356,7 +392,7 @@ impl UdpTx {
             return Ok((n, bytes));
         }
         self.built.clear();
-        self.built.extend((0..n).map(|i| (i as u16, self.lens[i])));
+        (self.built).extend((0..n).map(|k| ((first + k) as u16, self.lens[k])));
         if self.socks.len() == 1 {
             send_run(
                 &mut self.slots,
