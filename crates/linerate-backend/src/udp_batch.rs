@@ -276,15 +276,19 @@ impl GroBatch {
 
     /// Like [`Batch::recv`]; `segs[i]` gets the datagram size inside
     /// buffer i (equal to `lens[i]` when the kernel did not coalesce).
-    pub fn recv(
+    /// The buffers are anything that lends its bytes (`&mut [u8]`,
+    /// `Vec<u8>`), so a caller keeps them across calls without a list of
+    /// borrows made per call.
+    pub fn recv<B: AsMut<[u8]>>(
         &mut self,
         sock: &impl AsRawFd,
-        bufs: &mut [&mut [u8]],
+        bufs: &mut [B],
         lens: &mut [usize],
         segs: &mut [usize],
     ) -> io::Result<usize> {
         let n = bufs.len().min(BATCH_MAX).min(lens.len()).min(segs.len());
         for (i, b) in bufs[..n].iter_mut().enumerate() {
+            let b = b.as_mut();
             self.inner.iov[i] = libc::iovec {
                 iov_base: b.as_mut_ptr().cast(),
                 iov_len: b.len(),

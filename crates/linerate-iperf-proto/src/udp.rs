@@ -17,6 +17,7 @@ pub fn write_header(buf: &mut [u8], sec: u32, usec: u32, seq: u64, counters_64bi
 }
 
 /// Reads `(sec, usec, seq)`; `None` if the datagram is shorter than the header.
+#[inline]
 pub fn read_header(buf: &[u8], counters_64bit: bool) -> Option<(u32, u32, u64)> {
     let h = buf.get(..header_len(counters_64bit))?;
     let sec = u32::from_be_bytes([h[0], h[1], h[2], h[3]]);
@@ -56,6 +57,7 @@ pub struct UdpReceiver {
 impl UdpReceiver {
     /// Accounts one datagram of `len` bytes with sequence `seq`, sent at
     /// `sent_s` and received at `arrival_s` (seconds, any common epoch per side).
+    #[inline]
     pub fn on_datagram(&mut self, seq: u64, len: usize, sent_s: f64, arrival_s: f64) {
         let expected = self.packet_count + 1;
         if seq >= expected {

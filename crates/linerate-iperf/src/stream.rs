@@ -736,8 +736,7 @@ pub fn udp_recv(s: UdpSocket, sh: Arc<StreamShared>, len: usize, c64: bool, skip
         if sh.drained(false) {
             break;
         }
-        let mut bufs: Vec<&mut [u8]> = store.iter_mut().map(Vec::as_mut_slice).collect();
-        match batch.recv(&s, &mut bufs, &mut lens, &mut segs) {
+        match batch.recv(&s, &mut store, &mut lens, &mut segs) {
             Ok(n) => {
                 if sh.omit_over.swap(false, Ordering::Relaxed) {
                     rx.reset_after_omit();
