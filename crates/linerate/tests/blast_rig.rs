@@ -1065,71 +1065,46 @@ fn socket_backend_sends_through_udp_sockets_where_it_can() {
     // More flows (300) than the UDP path's batch (256): it keeps a buffer
     // per flow and size (300 x IMIX's 12 = 3,600 buffers, used in turn, so
     // a call's run stops at the wrap) and writes each one's destination
-    // once: every flow whole, every size as sent.
-    let (v, out) = with_sink(&rig, 6000, || {
-        blast_stack(
-            &rig,
-            &[
-                "--backend",
-                "socket:udp",
-                "--dst-ip",
-                &dst,
-                "--dst-port",
-                "2000-2299",
-                "--imix",
-                "--count",
-                "6000",
-                "--pps",
-                "50k",
-            ],
-        )
-    });
-    let b = succeeded(&out);
-    assert_eq!(b["backend_stats"][0]["socket_mode"], "udp", "{b}");
-    assert_eq!(b["backend_stats"][0]["udp_buffers"], 3600, "{b}");
-    assert_eq!(v["packets"], 6000, "{v}");
-    assert_eq!(
-        (v["lost"].as_u64(), v["duplicates"].as_u64()),
-        (Some(0), Some(0)),
-        "{v}"
-    );
-    let flows = v["flows"].as_array().unwrap();
-    assert_eq!(flows.len(), 300, "{v}");
-    assert!(flows.iter().all(|f| f["packets"] == 20), "{v}");
-    assert_eq!(v["bytes"], b["bytes"], "receiver's bytes = sender's: {b}");
-    // 3,000 flows x IMIX would take 36,000 buffers (over 32 MiB): the 256
-    // buffers change flow and size from frame to frame (payloads written
-    // in place, destinations rewritten), and every flow is still whole.
-    let (v, out) = with_sink(&rig, 30000, || {
-        blast_stack(
-            &rig,
-            &[
-                "--backend",
-                "socket:udp",
-                "--dst-ip",
-                &dst,
-                "--dst-port",
-                "2000-4999",
-                "--imix",
-                "--count",
-                "30000",
-                "--pps",
-                "100k",
-            ],
-        )
-    });
-    let b = succeeded(&out);
-    assert_eq!(b["backend_stats"][0]["udp_buffers"], 256, "{b}");
-    assert_eq!(v["packets"], 30000, "{v}");
-    assert_eq!(
-        (v["lost"].as_u64(), v["duplicates"].as_u64()),
-        (Some(0), Some(0)),
-        "{v}"
-    );
-    let flows = v["flows"].as_array().unwrap();
-    assert_eq!(flows.len(), 3000, "{v}");
-    assert!(flows.iter().all(|f| f["packets"] == 10), "{v}");
-    assert_eq!(v["bytes"], b["bytes"], "receiver's bytes = sender's: {b}");
+    // once. 3,000 flows x IMIX would take 36,000 buffers (over 32 MiB): the
+    // 256 buffers then change flow and size from frame to frame (payloads
+    // written in place, destinations rewritten). Either way every flow is
+    // whole and every size as sent.
+    for (ports, count, pps, buffers, per_flow) in [
+        ("2000-2299", 6000u64, "50k", 3600, 20),
+        ("2000-4999", 30000, "100k", 256, 10),
+    ] {
+        let (v, out) = with_sink(&rig, count, || {
+            blast_stack(
+                &rig,
+                &[
+                    "--backend",
+                    "socket:udp",
+                    "--dst-ip",
+                    &dst,
+                    "--dst-port",
+                    ports,
+                    "--imix",
+                    "--count",
+                    &count.to_string(),
+                    "--pps",
+                    pps,
+                ],
+            )
+        });
+        let b = succeeded(&out);
+        assert_eq!(b["backend_stats"][0]["socket_mode"], "udp", "{b}");
+        assert_eq!(b["backend_stats"][0]["udp_buffers"], buffers, "{b}");
+        assert_eq!(v["packets"], count, "{v}");
+        assert_eq!(
+            (v["lost"].as_u64(), v["duplicates"].as_u64()),
+            (Some(0), Some(0)),
+            "{v}"
+        );
+        let flows = v["flows"].as_array().unwrap();
+        assert_eq!(flows.len() as u64, count / per_flow, "{v}");
+        assert!(flows.iter().all(|f| f["packets"] == per_flow), "{v}");
+        assert_eq!(v["bytes"], b["bytes"], "receiver's bytes = sender's: {b}");
+    }
     let exact = |v: &serde_json::Value, n: u64| {
         assert_eq!(v["packets"], n, "{v}");
         assert_eq!(
