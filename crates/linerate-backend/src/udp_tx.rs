@@ -236,16 +236,7 @@ impl UdpSender {
                     let seg = u16::try_from(segs[0].len()).map_err(|_| {
                         io::Error::new(io::ErrorKind::InvalidInput, "GSO segment over 65535 bytes")
                     })?;
-                    let space = libc::CMSG_SPACE(2) as usize;
-                    debug_assert!(space <= CMSG_WORDS * 8);
-                    self.cmsgs[i] = [0; CMSG_WORDS];
-                    h.msg_hdr.msg_control = self.cmsgs[i].as_mut_ptr().cast();
-                    h.msg_hdr.msg_controllen = space;
-                    let c = libc::CMSG_FIRSTHDR(&h.msg_hdr);
-                    (*c).cmsg_level = libc::SOL_UDP;
-                    (*c).cmsg_type = libc::UDP_SEGMENT;
-                    (*c).cmsg_len = libc::CMSG_LEN(2) as usize;
-                    libc::CMSG_DATA(c).cast::<u16>().write_unaligned(seg);
+                    set_segment(&mut h.msg_hdr, &mut self.cmsgs[i], seg);
                 }
             }
             used += segs.len();
@@ -257,6 +248,27 @@ impl UdpSender {
         // hdrs[..take] point into `bufs`, `names`, `cmsgs` and `iov`, all
         // alive and unmoved for the call.
         crate::udp_batch::send_prepared(sock.as_raw_fd(), &mut self.hdrs[..take])
+    }
+}
+
+/// Points `h` at `ctl` holding one UDP_SEGMENT control message: the
+/// message's datagrams are `seg` bytes each (the last may be shorter), sent
+/// as one GSO batch. `ctl` must outlive the send that uses `h`.
+fn set_segment(h: &mut libc::msghdr, ctl: &mut [u64; CMSG_WORDS], seg: u16) {
+    // SAFETY: CMSG_SPACE only computes a size.
+    let space = unsafe { libc::CMSG_SPACE(2) } as usize;
+    debug_assert!(space <= CMSG_WORDS * 8);
+    *ctl = [0; CMSG_WORDS];
+    h.msg_control = ctl.as_mut_ptr().cast();
+    h.msg_controllen = space;
+    // SAFETY: the control buffer holds CMSG_SPACE(2) bytes, zeroed, and
+    // msg_control/msg_controllen describe it, so CMSG_FIRSTHDR is inside.
+    unsafe {
+        let c = libc::CMSG_FIRSTHDR(h);
+        (*c).cmsg_level = libc::SOL_UDP;
+        (*c).cmsg_type = libc::UDP_SEGMENT;
+        (*c).cmsg_len = libc::CMSG_LEN(2) as usize;
+        libc::CMSG_DATA(c).cast::<u16>().write_unaligned(seg);
     }
 }
 
@@ -464,20 +476,7 @@ impl UdpSlots {
             h.msg_iov = unsafe { self.iov.as_mut_ptr().add(k) };
             h.msg_iovlen = end - k;
             if end - k > 1 {
-                // SAFETY: CMSG_SPACE only computes a size.
-                let space = unsafe { libc::CMSG_SPACE(2) } as usize;
-                debug_assert!(space <= CMSG_WORDS * 8);
-                self.cmsgs[msgs] = [0; CMSG_WORDS];
-                h.msg_control = self.cmsgs[msgs].as_mut_ptr().cast();
-                h.msg_controllen = space;
-                // SAFETY: the control buffer holds CMSG_SPACE(2) bytes.
-                unsafe {
-                    let c = libc::CMSG_FIRSTHDR(h);
-                    (*c).cmsg_level = libc::SOL_UDP;
-                    (*c).cmsg_type = libc::UDP_SEGMENT;
-                    (*c).cmsg_len = libc::CMSG_LEN(2) as usize;
-                    libc::CMSG_DATA(c).cast::<u16>().write_unaligned(len);
-                }
+                set_segment(h, &mut self.cmsgs[msgs], len);
             } else {
                 h.msg_control = std::ptr::null_mut();
                 h.msg_controllen = 0;

@@ -155,27 +155,38 @@ fn send_run(
     (gso, gso_note): (&mut bool, &mut Option<String>),
     (messages, gso_messages): (&mut u64, &mut u64),
 ) -> io::Result<()> {
-    let mut done = 0;
-    while done < order.len() {
-        match slots.send(sock, &order[done..], *gso) {
-            Ok((0, _, _)) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::WriteZero,
-                    "sendmmsg took no message",
-                ));
-            }
-            Ok((d, m, g)) => {
-                done += d;
-                *messages += m as u64;
-                *gso_messages += g as u64;
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+    send_all(order.len(), |done| {
+        let (d, m, g) = match slots.send(sock, &order[done..], *gso) {
             // No checksum offload under the socket: the kernel refuses GSO
             // (EIO). Single datagrams from here on.
             Err(e) if e.raw_os_error() == Some(nix::errno::Errno::EIO as i32) && *gso => {
                 *gso = false;
                 *gso_note = Some(format!("GSO refused by the kernel ({e}); off"));
+                slots.send(sock, &order[done..], false)?
             }
+            r => r?,
+        };
+        *messages += m as u64;
+        *gso_messages += g as u64;
+        Ok(d)
+    })
+}
+
+/// Calls `send(done)` until it has taken `total` datagrams: it returns how
+/// many it took (a blocking socket takes at least one per call, so none is
+/// an error); an interrupted call is made again.
+fn send_all(total: usize, mut send: impl FnMut(usize) -> io::Result<usize>) -> io::Result<()> {
+    let mut done = 0;
+    while done < total {
+        match send(done) {
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WriteZero,
+                    "sendmmsg took no message",
+                ));
+            }
+            Ok(k) => done += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
@@ -368,26 +379,13 @@ impl UdpTx {
         };
         if self.socks.len() == 1 && !self.gso {
             // Slot k's message to slot k's destination, made once.
-            let mut done = 0;
-            while done < n {
-                match self
-                    .slots
-                    .send_in_order(&self.socks[0], first + done, &self.lens[done..n])
-                {
-                    Ok(0) => {
-                        return Err(io::Error::new(
-                            io::ErrorKind::WriteZero,
-                            "sendmmsg took no message",
-                        ));
-                    }
-                    Ok(k) => {
-                        done += k;
-                        self.messages += k as u64;
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(e),
-                }
-            }
+            let (slots, sock, lens) = (&mut self.slots, &self.socks[0], &self.lens[..n]);
+            let messages = &mut self.messages;
+            send_all(n, |done| {
+                let k = slots.send_in_order(sock, first + done, &lens[done..])?;
+                *messages += k as u64;
+                Ok(k)
+            })?;
             self.datagrams += n as u64;
             return Ok((n, bytes));
         }
