@@ -168,9 +168,51 @@ fn pair(n: &Names) -> Result<String> {
     }
     let bmac = mac(b, "veth0");
     Ok(format!(
-        "lab up: pair\n  {a} veth0 198.18.0.1 2001:db8::1 {}\n  {b} veth0 198.18.0.2 2001:db8::2 {bmac}\n\ntry:\n  ip netns exec {b} linerate sink --iface veth0 --duration 10 &\n  ip netns exec {a} linerate blast --iface veth0 --dst-ip 198.18.0.2 --count 100000 --pps 50k --end-marker\n  ip netns exec {b} linerate -s -1 &\n  ip netns exec {a} linerate -c 198.18.0.2 -t 3\n",
-        mac(a, "veth0")
+        "lab up: pair\n  {a} veth0 198.18.0.1 2001:db8::1 {}\n  {b} veth0 198.18.0.2 2001:db8::2 {bmac}\n\n{}",
+        mac(a, "veth0"),
+        render_try(&pair_try(a, b))
     ))
+}
+
+/// A command `lab up` suggests: the namespace, linerate's arguments, and
+/// whether it runs in the background.
+type Try<'a> = (&'a str, &'static str, bool);
+
+fn pair_try<'a>(a: &'a str, b: &'a str) -> Vec<Try<'a>> {
+    vec![
+        (b, "sink --iface veth0 --duration 10", true),
+        (
+            a,
+            "blast --iface veth0 --dst-ip 198.18.0.2 --count 100000 --pps 50k",
+            false,
+        ),
+        (b, "-s -1", true),
+        (a, "-c 198.18.0.2 -t 3", false),
+    ]
+}
+
+fn dut_try(g: &str) -> Vec<Try<'_>> {
+    vec![
+        (
+            g,
+            "rfc2544 --tx-iface ga --rx-iface gb --dut-ip 198.18.0.2 --src-ip 198.18.0.1 --dst-ip 198.18.1.2 --max-rate 100M --sizes 64,1518 --trial-time 2",
+            false,
+        ),
+        (
+            g,
+            "blast --iface ga --rx-iface gb --dst-ip 198.18.1.2 --pps 20k --count 20000 --repeat 3",
+            false,
+        ),
+    ]
+}
+
+fn render_try(cmds: &[Try]) -> String {
+    let mut s = String::from("try:\n");
+    for (ns, args, background) in cmds {
+        let amp = if *background { " &" } else { "" };
+        s += &format!("  ip netns exec {ns} linerate {args}{amp}\n");
+    }
+    s
 }
 
 /// How the dut topology's device forwards.
@@ -242,12 +284,13 @@ fn dut(n: &Names, dev: &Device<'_>) -> Result<String> {
         "the kernel routes 198.18.0.0/24 <-> 198.18.1.0/24".to_string()
     };
     Ok(format!(
-        "lab up: dut ({}{shaped})\n  {g} ga 198.18.0.1 {} -> {d} da 198.18.0.2 {}\n  {d} db 198.18.1.1 {} -> {g} gb 198.18.1.2 {}\n  {how}\n\ntry:\n  ip netns exec {g} linerate rfc2544 --tx-iface ga --rx-iface gb --dut-ip 198.18.0.2 --src-ip 198.18.0.1 --dst-ip 198.18.1.2 --max-rate 100M --sizes 64,1518 --trial-time 2\n  ip netns exec {g} linerate blast --iface ga --rx-iface gb --dst-ip 198.18.1.2 --pps 20k --count 20000 --repeat 3\n",
+        "lab up: dut ({}{shaped})\n  {g} ga 198.18.0.1 {} -> {d} da 198.18.0.2 {}\n  {d} db 198.18.1.1 {} -> {g} gb 198.18.1.2 {}\n  {how}\n\n{}",
         if dev.fwd { "linerate fwd" } else { "routing" },
         mac(g, "ga"),
         mac(d, "da"),
         mac(d, "db"),
-        mac(g, "gb")
+        mac(g, "gb"),
+        render_try(&dut_try(g))
     ))
 }
 
@@ -443,5 +486,33 @@ pub fn run(a: &LabArgs) -> Result<u8> {
             }
             Ok(0)
         }
+    }
+}
+
+#[cfg(test)]
+mod try_tests {
+    use super::*;
+    use clap::{CommandFactory, FromArgMatches};
+
+    /// Every command `lab up` suggests is one linerate takes (a suggestion
+    /// once named a flag that did not exist).
+    #[test]
+    fn every_suggested_command_parses() {
+        let cmds: Vec<Try> = pair_try("a", "b").into_iter().chain(dut_try("g")).collect();
+        for (_, args, _) in cmds {
+            let argv: Vec<std::ffi::OsString> = std::iter::once("linerate")
+                .chain(args.split_whitespace())
+                .map(Into::into)
+                .collect();
+            if crate::iperf3_form(&argv) {
+                let r = <crate::IperfArgs as clap::Parser>::try_parse_from(&argv);
+                assert!(r.is_ok(), "{args}: {:?}", r.err());
+            } else {
+                let m = crate::Cli::command().try_get_matches_from(&argv);
+                let cli = m.and_then(|m| crate::Cli::from_arg_matches(&m));
+                assert!(cli.is_ok(), "{args}: {:?}", cli.err());
+            }
+        }
+        assert!(render_try(&pair_try("a", "b")).contains("ip netns exec b linerate -s -1 &\n"));
     }
 }
