@@ -307,7 +307,11 @@ fn measure(rig: &Rig, c: &Case, frames: u64, toggle: bool, dir: &Path) -> Result
                 .stderr(Stdio::null())
                 .spawn()
                 .context("server")?;
-            std::thread::sleep(Duration::from_millis(500));
+            // Listening (asked of `ss`, bounded), not a fixed pause.
+            if let Err(e) = crate::scenarios::tools::wait_tcp_listen(rig, 1, 5201) {
+                crate::harness::stop_child(&mut server);
+                return Err(e);
+            }
             let args: Vec<String> = vec![
                 bin.clone(),
                 "-c".into(),
