@@ -396,6 +396,16 @@ pub fn set_rcvlowat(sock: &impl AsRawFd, bytes: u32) -> io::Result<()> {
     )
 }
 
+/// Asks for a receive buffer of `bytes`: SO_RCVBUFFORCE (CAP_NET_ADMIN,
+/// past `net.core.rmem_max`), else SO_RCVBUF (capped by rmem_max). The
+/// kernel doubles the figure for its bookkeeping.
+pub fn set_rcvbuf_force(sock: &impl AsRawFd, bytes: u32) -> io::Result<()> {
+    let v = i32::try_from(bytes).unwrap_or(i32::MAX).to_ne_bytes();
+    let fd = sock.as_raw_fd();
+    setsockopt_raw(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &v)
+        .or_else(|_| setsockopt_raw(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, &v))
+}
+
 /// The socket's SO_BUSY_POLL, microseconds.
 pub fn busy_poll(sock: &impl AsRawFd) -> io::Result<u32> {
     let mut v = 0u32;

@@ -264,21 +264,44 @@ pub fn apply_tcp(t: &TcpStream, p: &Params, sending: bool) -> io::Result<()> {
     }
 }
 
+/// Receive buffer a UDP receiving stream asks for without -w (4 MiB).
+pub const UDP_RCVBUF_DEFAULT: u32 = 4 << 20;
+
 /// Options for a connected UDP data stream.
 pub fn apply_udp(u: &UdpSocket, p: &Params, sending: bool) -> io::Result<()> {
     let s = socket2::SockRef::from(u);
-    let want = (p.window as usize).max(p.len as usize + 1024);
-    if p.window > 0 || s.send_buffer_size()? < want {
+    if p.window > 0 {
+        // -w: the buffers are what it says (iperf3 sets both to it).
+        s.set_send_buffer_size(p.window as usize)?;
+        s.set_recv_buffer_size(p.window as usize)?;
+        return udp_options(u, &s, p, sending);
+    }
+    // A datagram must fit.
+    let want = p.len as usize + 1024;
+    if s.send_buffer_size()? < want {
         s.set_send_buffer_size(want.max(4 << 20))?;
     }
-    if p.window > 0 || s.recv_buffer_size()? < want {
+    if s.recv_buffer_size()? < want {
         s.set_recv_buffer_size(want.max(4 << 20))?;
     }
+    if !sending {
+        // The default buffer (208 KiB) is a few milliseconds of small
+        // datagrams at Mpps rates: a receiver that is scheduled out for
+        // longer (it shares its CPU with the kernel's receive work) loses
+        // the rest in the socket buffer. Ask for UDP_RCVBUF_DEFAULT; -w
+        // sets it instead.
+        let _ = sockopt::set_rcvbuf_force(u, UDP_RCVBUF_DEFAULT);
+    }
+    udp_options(u, &s, p, sending)
+}
+
+/// A UDP stream's options other than its buffers.
+fn udp_options(u: &UdpSocket, s: &socket2::SockRef, p: &Params, sending: bool) -> io::Result<()> {
     if sending && p.fq_rate_bps > 0 {
         sockopt::set_max_pacing_rate(u, p.fq_rate_bps / 8)?;
     }
     let v6 = u.peer_addr().is_ok_and(|a| a.is_ipv6());
-    set_tos(&s, p.tos, v6)?;
+    set_tos(s, p.tos, v6)?;
     if p.dont_fragment && !v6 {
         sockopt::set_dont_fragment(u)?;
     }
@@ -437,6 +460,40 @@ mod tests {
     /// Client stream sockets bound to port 0 each get a port of their own
     /// (with SO_REUSEADDR, 256 binds drew the same port twice, and a -P 64
     /// --bidir UDP test lost a stream's hello to another stream).
+    /// A receiving UDP stream asks for 4 MiB (granted past rmem_max to
+    /// root, the kernel doubling it); -w sets the buffer instead; a
+    /// sending stream keeps the default receive buffer.
+    #[test]
+    fn a_receiving_udp_stream_gets_a_large_buffer_unless_w_says() {
+        // Effective uid 0 (the second figure of /proc's Uid line).
+        let root = std::fs::read_to_string("/proc/self/status")
+            .unwrap()
+            .lines()
+            .find(|l| l.starts_with("Uid:"))
+            .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
+            .unwrap();
+        let sock = || UdpSocket::bind("127.0.0.1:0").unwrap();
+        let rcvbuf = |u: &UdpSocket| socket2::SockRef::from(u).recv_buffer_size().unwrap();
+        let default = rcvbuf(&sock());
+        let r = sock();
+        apply_udp(&r, &Params::default(), false).unwrap();
+        if root {
+            assert_eq!(rcvbuf(&r), 2 * UDP_RCVBUF_DEFAULT as usize);
+        } else {
+            assert!(rcvbuf(&r) >= default);
+        }
+        let s = sock();
+        apply_udp(&s, &Params::default(), true).unwrap();
+        assert_eq!(rcvbuf(&s), default, "a sender's receive buffer is left");
+        let w = sock();
+        let p = Params {
+            window: 64 * 1024,
+            ..Params::default()
+        };
+        apply_udp(&w, &p, false).unwrap();
+        assert!(rcvbuf(&w) < 2 * UDP_RCVBUF_DEFAULT as usize, "-w wins");
+    }
+
     #[test]
     fn ephemeral_udp_binds_never_share_a_port() {
         let any = SocketAddr::from(([0, 0, 0, 0], 0));
