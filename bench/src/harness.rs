@@ -202,15 +202,16 @@ fn stop(child: &mut Child) {
             nix::sys::signal::Signal::SIGINT,
         );
     }
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while Instant::now() < deadline {
-        if matches!(child.try_wait(), Ok(Some(_))) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    if !wait_exit(child, Duration::from_secs(3)) {
+        let _ = child.kill();
+        let _ = child.wait();
     }
-    let _ = child.kill();
-    let _ = child.wait();
+}
+
+/// Whether a contender is linerate's (its failures are errors, and ratios
+/// are taken against the others).
+fn is_ours(name: &str) -> bool {
+    name.starts_with("linerate")
 }
 
 /// CPU time (user + system, seconds) of `pid` and all its descendants.
@@ -290,6 +291,7 @@ fn measure_once(rig: &Rig, sc: &Scenario, c: &Contender, cfg: &Config) -> Result
         let pid = running.child.id();
         let cpu0 = tree_cpu_s(pid);
         let before = rig.stats(sc.receiver)?;
+        // The rig is a pair: the other host sends.
         let sender0 = rig.stats(1 - sc.receiver)?;
         let udp0 = udp_errors(rig, sc.receiver);
         let t0 = Instant::now();
@@ -330,7 +332,7 @@ fn measure_once(rig: &Rig, sc: &Scenario, c: &Contender, cfg: &Config) -> Result
                 Some(_) => Ok(m),
                 // linerate's own server must report; a peer's missing
                 // report is a hole in its column.
-                None if c.name.starts_with("linerate") => Err(anyhow::anyhow!(
+                None if is_ours(c.name) => Err(anyhow::anyhow!(
                     "{}: no usable server report ({} bytes of output)",
                     c.name,
                     text.len()
@@ -364,7 +366,7 @@ fn measure_once(rig: &Rig, sc: &Scenario, c: &Contender, cfg: &Config) -> Result
     match result {
         // A peer tool that fails is a hole in its column, not the end of
         // the run; linerate failing is an error.
-        Err(e) if !c.name.starts_with("linerate") => {
+        Err(e) if !is_ours(c.name) => {
             eprintln!("  warning: {e:#}; counted as 0 for this run");
             Ok(Measured {
                 secs: cfg.window.as_secs_f64(),
@@ -597,7 +599,6 @@ fn ratios(
     samples: &[Sample],
     at: &str,
 ) -> serde_json::Map<String, serde_json::Value> {
-    let is_ours = |n: &str| n.starts_with("linerate");
     let (ours, peers): (Vec<_>, Vec<_>) = if medians.iter().any(|m| is_ours(m.0)) {
         (
             medians.iter().filter(|m| is_ours(m.0)).collect(),
