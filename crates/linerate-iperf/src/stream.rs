@@ -450,8 +450,7 @@ pub fn tcp_recv(
             draining = true;
             let _ = s.set_read_timeout(Some(DRAIN_IDLE));
             // Whatever is left is read as it comes.
-            if lowat.on {
-                lowat.on = false;
+            if lowat.stop() {
                 let _ = linerate_backend::sockopt::set_rcvlowat(&s, 1);
             }
         }
@@ -462,10 +461,8 @@ pub fn tcp_recv(
         } else {
             s.read(&mut buf[..want])
         };
-        if !draining
-            && let Some(on) =
-                lowat.after_read(*got.as_ref().unwrap_or(&0) as u64, clock::monotonic_ns())
-        {
+        let now = clock::monotonic_ns();
+        if !draining && let Some(on) = lowat.after_read(*got.as_ref().unwrap_or(&0) as u64, now) {
             let mark = if on { LOWAT_BYTES as u32 } else { 1 };
             let _ = linerate_backend::sockopt::set_rcvlowat(&s, mark);
         }
@@ -480,8 +477,7 @@ pub fn tcp_recv(
                 }
                 StreamShared::add(&sh.bytes, n as u64);
                 StreamShared::add(&sh.blocks, 1);
-                sh.last_rx_ns
-                    .store(clock::monotonic_ns(), Ordering::Relaxed);
+                sh.last_rx_ns.store(now, Ordering::Relaxed);
                 if sh.drained(false) {
                     break;
                 }
@@ -532,6 +528,11 @@ impl Lowat {
             since_ns: now_ns,
             bytes: 0,
         }
+    }
+
+    /// Turns the mark off for good (the end of the test); whether it was on.
+    fn stop(&mut self) -> bool {
+        std::mem::replace(&mut self.on, false)
     }
 
     /// After a read of `n` bytes: `Some(on)` when the mark should change.
@@ -867,6 +868,10 @@ mod tests {
         assert_eq!(l.after_read(LOWAT_FROM / 4 - 1, 3 * P), Some(false));
         assert_eq!(l.after_read(LOWAT_FROM - 1, 4 * P), None);
         assert!(!l.on);
+        // The end of the test turns it off, once.
+        assert_eq!(l.after_read(LOWAT_FROM, 5 * P), Some(true));
+        assert!(l.stop());
+        assert!(!l.stop());
     }
 
     #[test]
