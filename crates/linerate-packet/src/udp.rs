@@ -390,7 +390,9 @@ impl UdpTx {
             return Ok((n, bytes));
         }
         self.built.clear();
-        (self.built).extend((0..n).map(|k| ((first + k) as u16, self.lens[k])));
+        let lens = &self.lens[..n];
+        self.built
+            .extend((first..).zip(lens).map(|(i, &l)| (i as u16, l)));
         if self.socks.len() == 1 {
             send_run(
                 &mut self.slots,
