@@ -13,7 +13,7 @@
 mod netns;
 mod skip;
 
-pub use netns::{Host, IfaceStats, Rig, RigConfig, RigError, ip_text};
+pub use netns::{Host, IfaceStats, Rig, RigConfig, RigError, ip_text, napi_threads};
 pub use skip::{
     Requirement, iperf3_321, require_iperf3_321, require_program, require_root, should_skip, strict,
 };

@@ -420,7 +420,7 @@ impl Rig {
 }
 
 /// PIDs of the kernel's NAPI threads (`napi/<iface>-<id>`).
-fn napi_threads() -> Vec<i32> {
+pub fn napi_threads() -> Vec<i32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };

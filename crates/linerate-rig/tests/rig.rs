@@ -1,6 +1,6 @@
 //! The rig for real: needs root and iproute2.
 
-use linerate_rig::{Rig, RigConfig, require_program, require_root, should_skip};
+use linerate_rig::{Rig, RigConfig, napi_threads, require_program, require_root, should_skip};
 use std::net::{SocketAddr, UdpSocket};
 use std::process::Command;
 use std::time::Duration;
@@ -143,7 +143,7 @@ fn receive_path_moves_to_its_own_cpu() {
     let rig = Rig::pair().unwrap();
     let before = napi_threads();
     rig.pin_receive_path(1, 1).unwrap();
-    let fresh: Vec<u32> = napi_threads()
+    let fresh: Vec<i32> = napi_threads()
         .into_iter()
         .filter(|p| !before.contains(p))
         .collect();
@@ -187,16 +187,4 @@ fn receive_path_moves_to_its_own_cpu() {
         woken >= 20,
         "the NAPI thread ran {woken} times for 40 datagrams"
     );
-}
-
-/// PIDs of the kernel's NAPI threads.
-fn napi_threads() -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| {
-            let pid: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
-            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
-            comm.starts_with("napi/").then_some(pid)
-        })
-        .collect()
 }
