@@ -482,7 +482,13 @@ pub fn run(small: u64, large: u64, only: &[String], out_dir: &Path) -> Result<()
     let path = out_dir.join(format!("instr-{stamp}.json"));
     std::fs::write(&path, serde_json::to_string_pretty(&result)?)?;
     println!("raw results: {}", path.display());
-    let _ = std::fs::remove_dir_all(&dir);
+    // LINERATE_INSTR_KEEP=1 keeps callgrind's own outputs (for
+    // callgrind_annotate: where in the worker the instructions go).
+    if std::env::var_os("LINERATE_INSTR_KEEP").is_some() {
+        println!("callgrind outputs kept in {}", dir.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
     Ok(())
 }
 

@@ -267,20 +267,24 @@ macro_rules! step {
     };
 }
 
-step!(r_off, &["--no-reuseport", "--no-pin", "--batch", "1"]);
+step!(
+    r_off,
+    &["--no-reuseport", "--no-pin", "--batch", "1", "--no-gso"]
+);
 step!(
     r_reuseport,
-    &["--steering", "hash", "--no-pin", "--batch", "1"]
+    &["--steering", "hash", "--no-pin", "--batch", "1", "--no-gso"]
 );
-step!(r_steering, &["--no-pin", "--batch", "1"]);
-step!(r_pin, &["--batch", "1"]);
-step!(r_batch, &[]);
+step!(r_steering, &["--no-pin", "--batch", "1", "--no-gso"]);
+step!(r_pin, &["--batch", "1", "--no-gso"]);
+step!(r_batch, &["--no-gso"]);
+step!(r_gso, &[]);
 step!(r_busy, &["--busy-poll", "50"]);
 
 pub fn recipe_scenario() -> Scenario {
     Scenario {
         name: "rr-recipe",
-        about: "the rr server's recipe switch by switch, cumulative: all off (one shared socket, unpinned, 1 datagram per call) -> SO_REUSEPORT (hash) -> CPU steering -> pinning -> batches of 64 -> busy polling 50 us (requests/s at the server's veth, closed loop)",
+        about: "the rr server's recipe switch by switch, cumulative: all off (one shared socket, unpinned, 1 datagram per call) -> SO_REUSEPORT (hash) -> CPU steering -> pinning -> batches of 64 -> answers to one client as one UDP GSO message -> busy polling 50 us (requests/s at the server's veth, closed loop)",
         receiver: SERVER,
         receive_cpu: None,
         metric: Metric::Packets,
@@ -305,6 +309,10 @@ pub fn recipe_scenario() -> Scenario {
             Contender {
                 name: "+ batches of 64",
                 start: r_batch,
+            },
+            Contender {
+                name: "+ GSO answers",
+                start: r_gso,
             },
             Contender {
                 name: "+ busy poll 50 us",

@@ -3,7 +3,8 @@
 //! of the CPU it arrived on, and a reflector batch that receives requests
 //! with their senders' addresses (`recvmmsg(2)`) and answers them from the
 //! same buffers (`sendmmsg(2)`), with no copy and no allocation per
-//! datagram.
+//! datagram; answers of one length to one sender leave as one UDP GSO
+//! message (the kernel, or a NIC with USO, cuts it into datagrams).
 
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
@@ -122,6 +123,16 @@ pub fn attach_cpu_select(sock: &impl AsRawFd, cpus: &[usize]) -> io::Result<()> 
     }
 }
 
+/// Most datagrams in one GSO answer (the kernel's UDP_MAX_SEGMENTS is 64
+/// or, since 6.5, 128).
+const GSO_SEGS_MAX: usize = 64;
+/// Longest answer sent in a GSO group: each datagram must fit the path's
+/// MTU (1,500-byte Ethernet less IPv6 and UDP headers); longer ones go
+/// alone.
+const GSO_SEG_MAX: usize = 1452;
+/// Most bytes of payload in one GSO message (one UDP datagram's worth).
+const GSO_BYTES_MAX: usize = 65_000;
+
 /// Buffers and descriptors to receive up to `batch` datagrams with their
 /// senders' addresses and send answers back from the same buffers.
 pub struct Reflector {
@@ -132,13 +143,32 @@ pub struct Reflector {
     rx: Vec<libc::mmsghdr>,
     tx: Vec<libc::mmsghdr>,
     tx_iov: Vec<libc::iovec>,
+    /// Answers of one length to one sender go as one GSO message.
+    gso: bool,
+    /// Each message's UDP_SEGMENT control message.
+    ctl: Vec<[u64; crate::udp_tx::CMSG_WORDS]>,
+    /// How many answers each message of the last send carried.
+    groups: Vec<usize>,
+    /// Scratch: (destination, length, position) of each answer, to group them.
+    keys: Vec<(AnswerKey, usize)>,
+    /// Scratch: the answers in grouped order.
+    grouped: Vec<(usize, usize)>,
+    /// Scratch: each group's (first position, start, end in `keys`).
+    runs: Vec<(usize, usize, usize)>,
+    /// Messages the kernel took, since the start.
+    messages: u64,
 }
+
+/// An answer's destination and length: answers with equal keys can share
+/// a GSO message.
+type AnswerKey = (u128, u32, u32, usize);
 
 impl std::fmt::Debug for Reflector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Reflector")
             .field("batch", &self.rx.len())
             .field("slot", &self.slot)
+            .field("gso", &self.gso)
             .finish()
     }
 }
@@ -172,6 +202,13 @@ impl Reflector {
             rx,
             tx,
             tx_iov: vec![empty; batch],
+            gso: false,
+            ctl: vec![[0; crate::udp_tx::CMSG_WORDS]; batch],
+            groups: Vec::with_capacity(batch),
+            keys: Vec::with_capacity(batch),
+            grouped: Vec::with_capacity(batch),
+            runs: Vec::with_capacity(batch),
+            messages: 0,
         };
         // The receive headers point at heap buffers that never move: set
         // them up once; each receive only resets what the kernel writes.
@@ -192,6 +229,97 @@ impl Reflector {
     /// How many datagrams one call can take.
     pub fn capacity(&self) -> usize {
         self.rx.len()
+    }
+
+    /// Sends answers of one length to one sender as one UDP GSO message
+    /// (`on`), or each as its own message.
+    pub fn set_gso(&mut self, on: bool) {
+        self.gso = on;
+    }
+
+    /// Whether answers are grouped into GSO messages (turned off by itself
+    /// when the kernel refuses one).
+    pub fn gso(&self) -> bool {
+        self.gso
+    }
+
+    /// How many messages the kernel took since the start (a GSO message
+    /// carries several answers).
+    pub fn messages(&self) -> u64 {
+        self.messages
+    }
+
+    /// The grouping key of the answer in slot `i` with `len` bytes.
+    fn key(&self, i: usize, len: usize) -> AnswerKey {
+        let s = &self.names[i];
+        match i32::from(s.ss_family) {
+            libc::AF_INET => {
+                // SAFETY: the family says the storage holds a sockaddr_in.
+                let a =
+                    unsafe { &*(s as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+                (u128::from(a.sin_addr.s_addr), u32::from(a.sin_port), 0, len)
+            }
+            libc::AF_INET6 => {
+                // SAFETY: the family says the storage holds a sockaddr_in6.
+                let a =
+                    unsafe { &*(s as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
+                (
+                    u128::from_ne_bytes(a.sin6_addr.s6_addr),
+                    u32::from(a.sin6_port) | 1 << 16,
+                    a.sin6_scope_id,
+                    len,
+                )
+            }
+            // never grouped: a key no other answer has
+            _ => (u128::MAX, u32::MAX, i as u32, usize::MAX),
+        }
+    }
+
+    /// Puts answers that can share a GSO message next to each other (in
+    /// their order within a group; groups in the order of their first
+    /// answer) and records each group's size in `groups`.
+    fn group(&mut self, answers: &mut [(usize, usize)]) {
+        self.groups.clear();
+        if !self.gso || answers.len() < 2 {
+            self.groups.extend(std::iter::repeat_n(1, answers.len()));
+            return;
+        }
+        let mut keys = std::mem::take(&mut self.keys);
+        keys.clear();
+        keys.extend(answers.iter().enumerate().map(|(p, &(i, len))| {
+            if len == 0 || len > GSO_SEG_MAX {
+                ((u128::MAX, u32::MAX, i as u32, usize::MAX), p)
+            } else {
+                (self.key(i, len), p)
+            }
+        }));
+        // (key, position): equal keys together, in their order
+        keys.sort_unstable();
+        // groups ordered by their first answer's position
+        self.grouped.clear();
+        let mut runs = std::mem::take(&mut self.runs);
+        runs.clear();
+        let mut s = 0;
+        while s < keys.len() {
+            let (k, _) = keys[s];
+            let len = answers[keys[s].1].1;
+            let cap = GSO_SEGS_MAX.min((GSO_BYTES_MAX / len.max(1)).max(1));
+            let mut e = s + 1;
+            while e < keys.len() && keys[e].0 == k && e - s < cap {
+                e += 1;
+            }
+            runs.push((keys[s].1, s, e));
+            s = e;
+        }
+        runs.sort_unstable();
+        for &(_, s, e) in &runs {
+            self.grouped
+                .extend(keys[s..e].iter().map(|&(_, p)| answers[p]));
+            self.groups.push(e - s);
+        }
+        answers.copy_from_slice(&self.grouped);
+        self.keys = keys;
+        self.runs = runs;
     }
 
     /// Receives up to the batch size; waits for the first datagram as the
@@ -253,15 +381,27 @@ impl Reflector {
     }
 
     /// Sends answers with one `sendmmsg(2)`: for each `(i, len)`, the first
-    /// `len` bytes of slot `i` back to datagram `i`'s sender. Returns how
-    /// many the kernel took (a prefix).
-    pub fn reply(&mut self, sock: &impl AsRawFd, answers: &[(usize, usize)]) -> io::Result<usize> {
+    /// `len` bytes of slot `i` back to datagram `i`'s sender. With GSO on,
+    /// `answers` is first reordered so that answers of one length to one
+    /// sender are next to each other (each sender's in their order), and
+    /// each such run goes as one message. Returns how many answers the
+    /// kernel took: a prefix of the (reordered) `answers`. If the kernel
+    /// refuses a GSO message (a path whose MTU is smaller than an answer,
+    /// no checksum offload), GSO is turned off and the answers are sent
+    /// one per message.
+    pub fn reply(
+        &mut self,
+        sock: &impl AsRawFd,
+        answers: &mut [(usize, usize)],
+    ) -> io::Result<usize> {
         let n = answers.len().min(self.tx.len());
         if n == 0 {
             return Ok(0);
         }
+        let answers = &mut answers[..n];
+        self.group(answers);
         let base = self.data.as_mut_ptr();
-        for (k, &(i, len)) in answers[..n].iter().enumerate() {
+        for (k, &(i, len)) in answers.iter().enumerate() {
             assert!(
                 i < self.rx.len() && len <= self.slot,
                 "answer outside its slot"
@@ -271,17 +411,44 @@ impl Reflector {
                 iov_base: base.wrapping_add(i * self.slot).cast(),
                 iov_len: len,
             };
-            // SAFETY: a zeroed header is valid; it is pointed at this
-            // answer's iovec and at the address the request came from.
-            self.tx[k] = unsafe { std::mem::zeroed() };
-            self.tx[k].msg_hdr.msg_iov = &mut self.tx_iov[k];
-            self.tx[k].msg_hdr.msg_iovlen = 1;
-            self.tx[k].msg_hdr.msg_name =
-                (&mut self.names[i] as *mut libc::sockaddr_storage).cast();
-            self.tx[k].msg_hdr.msg_namelen = self.rx[i].msg_hdr.msg_namelen;
         }
-        // tx[..n] point at live iovecs, buffers and addresses.
-        crate::udp_batch::send_prepared(sock.as_raw_fd(), &mut self.tx[..n])
+        let mut first = 0;
+        for (m, &g) in self.groups.iter().enumerate() {
+            let (i, len) = answers[first];
+            // SAFETY: a zeroed header is valid; it is pointed at this
+            // group's iovecs and at the address its requests came from.
+            self.tx[m] = unsafe { std::mem::zeroed() };
+            let h = &mut self.tx[m].msg_hdr;
+            h.msg_iov = &mut self.tx_iov[first];
+            h.msg_iovlen = g;
+            h.msg_name = (&mut self.names[i] as *mut libc::sockaddr_storage).cast();
+            h.msg_namelen = self.rx[i].msg_hdr.msg_namelen;
+            if g > 1 {
+                // every answer in a group has this length (<= GSO_SEG_MAX)
+                crate::udp_tx::set_segment(h, &mut self.ctl[m], len as u16);
+            }
+            first += g;
+        }
+        let msgs = self.groups.len();
+        // tx[..msgs] point at live iovecs, buffers, control messages and
+        // addresses.
+        match crate::udp_batch::send_prepared(sock.as_raw_fd(), &mut self.tx[..msgs]) {
+            Ok(sent) => {
+                self.messages += sent as u64;
+                Ok(self.groups[..sent].iter().sum())
+            }
+            Err(e)
+                if self.groups[0] > 1
+                    && matches!(
+                        e.raw_os_error(),
+                        Some(libc::EINVAL | libc::EIO | libc::EMSGSIZE | libc::ENOPROTOOPT)
+                    ) =>
+            {
+                self.gso = false;
+                self.reply(sock, answers)
+            }
+            Err(e) => Err(e),
+        }
     }
 }
 
@@ -343,7 +510,7 @@ mod tests {
                 r.slot_mut(i)[..12].fill(first + 100);
                 answers.push((i, 12));
             }
-            assert_eq!(r.reply(&server, &answers).unwrap(), answers.len());
+            assert_eq!(r.reply(&server, &mut answers).unwrap(), answers.len());
             got += answers.len();
             answers.clear();
         }
@@ -352,5 +519,94 @@ mod tests {
             let n = c.recv(&mut b).unwrap();
             assert_eq!(&b[..n], &[k as u8 + 100; 12]);
         }
+    }
+
+    /// Three clients' requests, interleaved, answered in one batch with
+    /// GSO on (`no_check`: the server socket sends without UDP checksums,
+    /// which the kernel refuses for GSO): every client gets each of its
+    /// answers once, in its order; with GSO working, one message per
+    /// client (and one more for an answer of another length).
+    fn grouped_answers(no_check: bool) {
+        let server = UdpSocket::bind("127.0.0.1:0").unwrap();
+        if no_check {
+            crate::sockopt::setsockopt_raw(
+                server.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_NO_CHECK,
+                &1i32.to_ne_bytes(),
+            )
+            .unwrap();
+        }
+        server
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .unwrap();
+        let to = server.local_addr().unwrap();
+        let clients: Vec<UdpSocket> = (0..3)
+            .map(|_| {
+                let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+                c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+                c
+            })
+            .collect();
+        // 4 rounds: client k sends [k, round]; client 2's last is longer
+        for round in 0..4u8 {
+            for (k, c) in clients.iter().enumerate() {
+                let len = if k == 2 && round == 3 { 20 } else { 10 };
+                let mut d = vec![k as u8; len];
+                d[1] = round;
+                c.send_to(&d, to).unwrap();
+            }
+        }
+        let mut r = Reflector::new(16, 32);
+        r.set_gso(true);
+        let mut got = 0;
+        while got < 12 {
+            got += r.recv(&server).unwrap();
+        }
+        assert_eq!(got, 12, "one batch");
+        let mut answers: Vec<(usize, usize)> = (0..12).map(|i| (i, r.datagram(i).len())).collect();
+        for &(i, len) in &answers {
+            // the answer: the request with 100 added to every byte
+            let d: Vec<u8> = r.datagram(i).iter().map(|b| b + 100).collect();
+            r.slot_mut(i)[..len].copy_from_slice(&d);
+        }
+        assert_eq!(r.reply(&server, &mut answers).unwrap(), 12);
+        let mut sorted = answers.clone();
+        sorted.sort_unstable();
+        assert_eq!(
+            sorted,
+            (0..12)
+                .map(|i| (i, if i == 11 { 20 } else { 10 }))
+                .collect::<Vec<_>>()
+        );
+        if no_check {
+            assert!(!r.gso(), "the kernel refused GSO: turned off");
+            assert_eq!(r.messages(), 12);
+        } else {
+            assert!(r.gso());
+            assert_eq!(r.messages(), 4, "one per client, one for the longer answer");
+        }
+        for (k, c) in clients.iter().enumerate() {
+            for round in 0..4u8 {
+                let mut b = [0u8; 64];
+                let n = c.recv(&mut b).unwrap();
+                let len = if k == 2 && round == 3 { 20 } else { 10 };
+                assert_eq!(n, len, "client {k} round {round}");
+                assert_eq!(b[0], k as u8 + 100);
+                assert_eq!(b[1], round + 100, "client {k}: answers in order");
+            }
+            c.set_nonblocking(true).unwrap();
+            assert!(c.recv(&mut [0u8; 64]).is_err(), "client {k}: nothing more");
+        }
+    }
+
+    #[test]
+    fn answers_to_one_client_share_a_gso_message() {
+        grouped_answers(false);
+    }
+
+    #[test]
+    fn a_refused_gso_message_falls_back_to_one_per_answer() {
+        grouped_answers(true);
     }
 }

@@ -116,7 +116,7 @@ fn family_err() -> io::Error {
 }
 
 /// `CMSG_SPACE(sizeof(u16))` rounded up to whole u64s.
-const CMSG_WORDS: usize = 4;
+pub(crate) const CMSG_WORDS: usize = 4;
 
 /// Reusable `sendmmsg(2)` descriptors for [`OutMsg`] batches.
 pub struct UdpSender {
@@ -254,7 +254,7 @@ impl UdpSender {
 /// Points `h` at `ctl` holding one UDP_SEGMENT control message: the
 /// message's datagrams are `seg` bytes each (the last may be shorter), sent
 /// as one GSO batch. `ctl` must outlive the send that uses `h`.
-fn set_segment(h: &mut libc::msghdr, ctl: &mut [u64; CMSG_WORDS], seg: u16) {
+pub(crate) fn set_segment(h: &mut libc::msghdr, ctl: &mut [u64; CMSG_WORDS], seg: u16) {
     // SAFETY: CMSG_SPACE only computes a size.
     let space = unsafe { libc::CMSG_SPACE(2) } as usize;
     debug_assert!(space <= CMSG_WORDS * 8);

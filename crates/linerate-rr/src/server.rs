@@ -48,11 +48,13 @@ pub struct ServerConfig {
     pub allow: Vec<Prefix>,
     /// The recipe's switches, to measure each part: SO_REUSEPORT (false:
     /// every worker on one shared socket, the naive multi-threaded
-    /// server), pinning workers to `cores`, and SO_BUSY_POLL microseconds
-    /// (0: off).
+    /// server), pinning workers to `cores`, SO_BUSY_POLL microseconds
+    /// (0: off), and answers of one length to one client sent as one UDP
+    /// GSO message (`gso`).
     pub reuseport: bool,
     pub pin: bool,
     pub busy_poll_us: u32,
+    pub gso: bool,
 }
 
 /// An address prefix (`198.18.0.0/15`, `2001:db8::/32`, or one address).
@@ -135,6 +137,9 @@ pub struct ServerCounts {
     pub bytes_out: u64,
     /// Receive calls that returned datagrams.
     pub batches: u64,
+    /// Messages the responses left in (fewer than `answered` when answers
+    /// to one client shared a UDP GSO message).
+    pub reply_messages: u64,
 }
 
 impl ServerCounts {
@@ -151,6 +156,7 @@ impl ServerCounts {
         self.bytes_in += o.bytes_in;
         self.bytes_out += o.bytes_out;
         self.batches += o.batches;
+        self.reply_messages += o.reply_messages;
     }
 }
 
@@ -192,6 +198,7 @@ impl ServerReport {
                 "pinned": self.config.pin && !self.config.cores.is_empty(),
                 "batch": self.config.batch,
                 "busy_poll_us": self.config.busy_poll_us,
+                "gso": self.config.gso,
             },
             "steering_note": self.steering_note,
             "warnings": self.warnings,
@@ -339,14 +346,20 @@ impl Server {
                 let cpu = cfg.cores.get(i).copied();
                 let end_flag = &end_flag;
                 let warnings = &warnings;
-                let batch = cfg.batch;
+                let batch = (cfg.batch, cfg.gso);
                 let max_response = cfg.max_response;
                 let allow = cfg.allow.clone();
                 s.spawn(move || {
                     if let Some(c) = cpu.filter(|_| cfg.pin) {
                         pin(c, warnings);
                     }
-                    serve(sock, &sh, batch, (max_response, &allow), end_flag);
+                    serve(
+                        sock,
+                        &sh,
+                        batch,
+                        (max_response, &allow),
+                        (end_flag, warnings),
+                    );
                 });
             }
             let tick = cfg.interval.unwrap_or(Duration::from_secs(3600));
@@ -414,6 +427,7 @@ fn diff(a: &ServerCounts, b: &ServerCounts) -> ServerCounts {
         bytes_in: a.bytes_in - b.bytes_in,
         bytes_out: a.bytes_out - b.bytes_out,
         batches: a.batches - b.batches,
+        reply_messages: a.reply_messages - b.reply_messages,
     }
 }
 
@@ -478,11 +492,12 @@ pub fn decide(
 fn serve(
     sock: &UdpSocket,
     sh: &Shared,
-    batch: usize,
+    (batch, mut gso): (usize, bool),
     (max_response, allow): (usize, &[Prefix]),
-    end: &AtomicBool,
+    (end, warnings): (&AtomicBool, &std::sync::Mutex<Vec<String>>),
 ) {
     let mut r = Reflector::new(batch, DATAGRAM_MAX + 1);
+    r.set_gso(gso);
     let mut answers = Vec::with_capacity(r.capacity());
     let mut c = ServerCounts::default();
     while !end.load(Ordering::Relaxed) {
@@ -516,7 +531,7 @@ fn serve(
         }
         let mut done = 0;
         while done < answers.len() {
-            match r.reply(sock, &answers[done..]) {
+            match r.reply(sock, &mut answers[done..]) {
                 Ok(0) => break,
                 Ok(m) => {
                     c.answered += m as u64;
@@ -525,6 +540,7 @@ fn serve(
                         .map(|a| a.1 as u64)
                         .sum::<u64>();
                     done += m;
+                    c.reply_messages = r.messages();
                 }
                 Err(_) => {
                     // the first message of the rest was refused: skip it
@@ -532,6 +548,14 @@ fn serve(
                     done += 1;
                 }
             }
+        }
+        if gso && !r.gso() {
+            gso = false;
+            warnings.lock().unwrap_or_else(|e| e.into_inner()).push(
+                "the kernel refused a UDP GSO answer (path MTU below the answer, or no \
+                 checksum offload): this worker answers one datagram per message"
+                    .into(),
+            );
         }
         publish(sh, &c);
     }

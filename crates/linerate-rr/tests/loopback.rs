@@ -26,6 +26,7 @@ fn server_cfg(cores: Vec<usize>, steering: Steering) -> ServerConfig {
         reuseport: true,
         pin: true,
         busy_poll_us: 0,
+        gso: true,
     }
 }
 

@@ -359,7 +359,9 @@ fn thread_cpus(pid: i32) -> Vec<String> {
 /// The recipe's switches take effect: --no-reuseport opens one socket
 /// shared by the workers (SO_REUSEPORT: one per worker), --no-pin leaves
 /// every worker thread free to run anywhere (pinned: one CPU each),
-/// --busy-poll is set on the sockets; transactions complete either way.
+/// --busy-poll is set on the sockets, --no-gso sends one message per
+/// answer (by default a closed loop's answers to one flow share UDP GSO
+/// messages); transactions complete either way.
 #[test]
 fn rr_server_recipe_switches_take_effect() {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -371,7 +373,7 @@ fn rr_server_recipe_switches_take_effect() {
     for (switches, sockets, pinned) in [
         (&[][..], 2, true),
         (&["--no-reuseport"][..], 1, true),
-        (&["--no-pin", "--busy-poll", "50"][..], 2, false),
+        (&["--no-pin", "--busy-poll", "50", "--no-gso"][..], 2, false),
     ] {
         let port = support::free_port();
         let p = port.to_string();
@@ -396,7 +398,31 @@ fn rr_server_recipe_switches_take_effect() {
                 .args(["--flows", "4", "--pps", "4k"]),
         );
         assert_eq!(u(&c, "counts.lost"), 0, "{switches:?}");
+        // closed loop, 2 flows x 16 in flight: batches hold several
+        // requests of one flow
+        let closed = support::json_ok(
+            linerate()
+                .args(["rr", "client", "127.0.0.1", "-p", &p, "-t", "0.5", "-J"])
+                .args(["--flows", "2", "--outstanding", "16"]),
+        );
+        assert_eq!(u(&closed, "counts.lost"), 0, "{switches:?}");
         let s = json(&server.wait(Duration::from_secs(10)).stdout);
+        let gso = !switches.contains(&"--no-gso");
+        assert_eq!(s["recipe"]["gso"], gso, "{}", s["recipe"]);
+        let (answered, messages) = (u(&s, "counts.answered"), u(&s, "counts.reply_messages"));
+        assert_eq!(
+            answered,
+            u(&c, "counts.sent") + u(&closed, "counts.sent"),
+            "{switches:?}"
+        );
+        if gso {
+            assert!(
+                messages < answered,
+                "{switches:?}: {messages} messages for {answered} answers"
+            );
+        } else {
+            assert_eq!(messages, answered, "{switches:?}");
+        }
         let recipe = &s["recipe"];
         assert_eq!(recipe["reuseport"], sockets == 2, "{recipe}");
         assert_eq!(recipe["pinned"], pinned, "{recipe}");
@@ -406,11 +432,7 @@ fn rr_server_recipe_switches_take_effect() {
             0
         };
         assert_eq!(recipe["busy_poll_us"], busy, "{recipe}");
-        assert_eq!(
-            u(&s, "counts.requests"),
-            u(&c, "counts.sent"),
-            "{switches:?}"
-        );
+        assert_eq!(u(&s, "counts.requests"), answered, "{switches:?}");
         if sockets == 1 {
             assert!(
                 s["steering"].as_str().unwrap().starts_with("none"),

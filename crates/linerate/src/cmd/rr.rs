@@ -72,6 +72,11 @@ pub struct ServerArgs {
     /// for up to US microseconds before sleeping (costs CPU for latency).
     #[arg(long, value_name = "US", default_value_t = 0)]
     busy_poll: u32,
+    /// Send every answer as its own datagram message. By default answers
+    /// of one length to one client in a batch leave as one UDP GSO message
+    /// (one trip down the stack; the kernel or a NIC with USO cuts it).
+    #[arg(long)]
+    no_gso: bool,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -185,6 +190,7 @@ fn server(a: &ServerArgs) -> Result<u8> {
         reuseport: !a.no_reuseport,
         pin: !a.no_pin,
         busy_poll_us: a.busy_poll,
+        gso: !a.no_gso,
     };
     if a.busy_poll > 100_000 {
         bail!("--busy-poll is at most 100000 microseconds");
@@ -218,6 +224,7 @@ fn server(a: &ServerArgs) -> Result<u8> {
         "reuseport": !a.no_reuseport,
         "pin": !a.no_pin,
         "busy_poll_us": a.busy_poll,
+        "gso": !a.no_gso,
     });
     let mut run = Run::start(&a.out, Mode::RrServer, config, Some(doc.clone()))?;
     let r = server.run(stop.flag(), |iv: &ServerInterval| {
