@@ -160,6 +160,12 @@ struct Sample {
     sender_cpu_s: f64,
     /// Sender CPU milliseconds per million packets the receiver counted.
     cpu_ms_per_mpkt: f64,
+    /// CPU seconds of the helper processes (servers, peers' receivers) in
+    /// the window, and per million received packets: each side's own
+    /// work plus the kernel's receive work of the other side's packets
+    /// where a veth runs it in the sender's context.
+    helper_cpu_s: f64,
+    helper_cpu_ms_per_mpkt: f64,
     /// Drops the receiver's interface counted in the window.
     rx_dropped: u64,
     /// Frames the sending veth dropped because the receiver's ring was
@@ -256,6 +262,8 @@ struct Measured {
     bytes: u64,
     secs: f64,
     cpu: f64,
+    /// CPU of the helper processes (the servers) in the window.
+    helper_cpu: f64,
     /// Receiver interface drops in the window.
     rx_dropped: u64,
     /// The sending veth's tx drops: its peer's ring was full (the
@@ -289,7 +297,9 @@ fn measure_once(rig: &Rig, sc: &Scenario, c: &Contender, cfg: &Config) -> Result
             anyhow::bail!("{} exited early ({status})", c.name);
         }
         let pid = running.child.id();
+        let helpers_cpu = || -> f64 { running.helpers.iter().map(|h| tree_cpu_s(h.id())).sum() };
         let cpu0 = tree_cpu_s(pid);
+        let helper0 = helpers_cpu();
         let before = rig.stats(sc.receiver)?;
         // The rig is a pair: the other host sends.
         let sender0 = rig.stats(1 - sc.receiver)?;
@@ -301,11 +311,13 @@ fn measure_once(rig: &Rig, sc: &Scenario, c: &Contender, cfg: &Config) -> Result
         let udp1 = udp_errors(rig, sc.receiver);
         let secs = t0.elapsed().as_secs_f64();
         let cpu = tree_cpu_s(pid) - cpu0;
+        let helper_cpu = helpers_cpu() - helper0;
         Ok(Measured {
             pkts: after.rx_packets - before.rx_packets,
             bytes: after.rx_bytes - before.rx_bytes,
             secs,
             cpu,
+            helper_cpu,
             rx_dropped: after.rx_dropped.saturating_sub(before.rx_dropped),
             ring_dropped: sender1.tx_dropped.saturating_sub(sender0.tx_dropped),
             rcvbuf_errors: udp1.0.saturating_sub(udp0.0),
@@ -429,10 +441,17 @@ pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {
     println!("\nmedians, counted at the receiver's interface (L2 = frames without FCS):");
     for (name, pps, bps) in &medians {
         println!(
-            "  {name:<28} {:>10.3} Mpps  {:>10.1} Mbit/s L2  sender CPU {:>7.0} ms per million packets",
+            "  {name:<28} {:>10.3} Mpps  {:>10.1} Mbit/s L2  sender CPU {:>7.0} ms per million packets{}",
             pps / 1e6,
             bps / 1e6,
-            median_of(name, |s| s.cpu_ms_per_mpkt)
+            median_of(name, |s| s.cpu_ms_per_mpkt),
+            match median_of(name, |s| s.helper_cpu_s) {
+                h if h > 0.0 => format!(
+                    ", server/helper CPU {:.0}",
+                    median_of(name, |s| s.helper_cpu_ms_per_mpkt)
+                ),
+                _ => String::new(),
+            }
         );
     }
     let mut all_ratios = ratios(&sc, &medians, &samples, "");
@@ -480,6 +499,7 @@ pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {
         "samples": samples,
         "median_socket_datagrams_per_s": socket_medians.iter().map(|(n, p, _)| (n.to_string(), json!(p))).collect::<serde_json::Map<_, _>>(),
         "median_rx_pps": medians.iter().map(|(n, p, _)| (n.to_string(), json!(p))).collect::<serde_json::Map<_, _>>(),
+        "median_helper_cpu_ms_per_mpkt": sc.contenders.iter().map(|c| (c.name.to_string(), json!(median_of(c.name, |s| s.helper_cpu_ms_per_mpkt)))).collect::<serde_json::Map<_, _>>(),
         "median_sender_cpu_ms_per_mpkt": sc.contenders.iter().map(|c| (c.name.to_string(), json!(median_of(c.name, |s| s.cpu_ms_per_mpkt)))).collect::<serde_json::Map<_, _>>(),
         "median_rx_bps_l2": medians.iter().map(|(n, _, b)| (n.to_string(), json!(b))).collect::<serde_json::Map<_, _>>(),
         "ratios": all_ratios,
@@ -549,6 +569,12 @@ fn collect(rig: &Rig, sc: &Scenario, cfg: &Config) -> Result<Vec<Sample>> {
                 sender_cpu_s: cpu,
                 cpu_ms_per_mpkt: if pkts > 0 {
                     cpu * 1e3 / (pkts as f64 / 1e6)
+                } else {
+                    0.0
+                },
+                helper_cpu_s: m.helper_cpu,
+                helper_cpu_ms_per_mpkt: if pkts > 0 {
+                    m.helper_cpu * 1e3 / (pkts as f64 / 1e6)
                 } else {
                     0.0
                 },
