@@ -149,19 +149,21 @@ pub struct Reflector {
     ctl: Vec<[u64; crate::udp_tx::CMSG_WORDS]>,
     /// How many answers each message of the last send carried.
     groups: Vec<usize>,
-    /// Scratch: (destination, length, position) of each answer, to group them.
-    keys: Vec<(AnswerKey, usize)>,
+    /// Scratch: each open group's (key, first answer's slot, room left).
+    heads: Vec<(Option<u64>, usize, usize)>,
+    /// Scratch: each answer's group.
+    gid: Vec<usize>,
+    /// Scratch: where each group goes in the grouped order.
+    start: Vec<usize>,
     /// Scratch: the answers in grouped order.
     grouped: Vec<(usize, usize)>,
-    /// Scratch: each group's (first position, start, end in `keys`).
-    runs: Vec<(usize, usize, usize)>,
     /// Messages the kernel took, since the start.
     messages: u64,
 }
 
-/// An answer's destination and length: answers with equal keys can share
-/// a GSO message.
-type AnswerKey = (u128, u32, u32, usize);
+/// How many of the groups opened last an answer may join (bounds the work
+/// per answer when a batch holds many clients).
+const OPEN_GROUPS: usize = 16;
 
 impl std::fmt::Debug for Reflector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -205,9 +207,10 @@ impl Reflector {
             gso: false,
             ctl: vec![[0; crate::udp_tx::CMSG_WORDS]; batch],
             groups: Vec::with_capacity(batch),
-            keys: Vec::with_capacity(batch),
+            heads: Vec::with_capacity(batch),
+            gid: Vec::with_capacity(batch),
+            start: Vec::with_capacity(batch),
             grouped: Vec::with_capacity(batch),
-            runs: Vec::with_capacity(batch),
             messages: 0,
         };
         // The receive headers point at heap buffers that never move: set
@@ -249,77 +252,120 @@ impl Reflector {
         self.messages
     }
 
-    /// The grouping key of the answer in slot `i` with `len` bytes.
-    fn key(&self, i: usize, len: usize) -> AnswerKey {
+    /// A 64-bit key of where the answer in slot `i` goes and its length
+    /// (`len`, at most [`GSO_SEG_MAX`]): exact for IPv4, a fold of the
+    /// address for IPv6 (confirmed by [`same_dest`](Self::same_dest)).
+    /// None: never grouped.
+    #[inline]
+    fn key(&self, i: usize, len: usize) -> Option<u64> {
+        if len == 0 || len > GSO_SEG_MAX {
+            return None;
+        }
         let s = &self.names[i];
         match i32::from(s.ss_family) {
             libc::AF_INET => {
                 // SAFETY: the family says the storage holds a sockaddr_in.
                 let a =
                     unsafe { &*(s as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
-                (u128::from(a.sin_addr.s_addr), u32::from(a.sin_port), 0, len)
+                Some(u64::from(a.sin_addr.s_addr) << 32 | u64::from(a.sin_port) << 16 | len as u64)
             }
             libc::AF_INET6 => {
                 // SAFETY: the family says the storage holds a sockaddr_in6.
                 let a =
                     unsafe { &*(s as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
-                (
-                    u128::from_ne_bytes(a.sin6_addr.s6_addr),
-                    u32::from(a.sin6_port) | 1 << 16,
-                    a.sin6_scope_id,
-                    len,
-                )
+                let x = u128::from_ne_bytes(a.sin6_addr.s6_addr);
+                let fold = (x as u64) ^ ((x >> 64) as u64).rotate_left(17);
+                Some(fold ^ (u64::from(a.sin6_port) << 16 | len as u64) ^ 1)
             }
-            // never grouped: a key no other answer has
-            _ => (u128::MAX, u32::MAX, i as u32, usize::MAX),
+            _ => None,
         }
+    }
+
+    /// Whether slots `a` and `b` came from the same IPv6 address, port and
+    /// scope (IPv4 keys are exact and need no check).
+    fn same_dest(&self, a: usize, b: usize) -> bool {
+        let (x, y) = (&self.names[a], &self.names[b]);
+        if i32::from(x.ss_family) != libc::AF_INET6 {
+            return true;
+        }
+        // SAFETY: both hold a sockaddr_in6 (equal keys: the same family).
+        let (x, y) = unsafe {
+            (
+                &*(x as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>(),
+                &*(y as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>(),
+            )
+        };
+        x.sin6_addr.s6_addr == y.sin6_addr.s6_addr
+            && x.sin6_port == y.sin6_port
+            && x.sin6_scope_id == y.sin6_scope_id
     }
 
     /// Puts answers that can share a GSO message next to each other (in
     /// their order within a group; groups in the order of their first
-    /// answer) and records each group's size in `groups`.
+    /// answer) and records each group's size in `groups`. An answer joins
+    /// one of the last [`OPEN_GROUPS`] groups opened, so the work per
+    /// answer is bounded whatever the batch holds.
     fn group(&mut self, answers: &mut [(usize, usize)]) {
         self.groups.clear();
         if !self.gso || answers.len() < 2 {
             self.groups.extend(std::iter::repeat_n(1, answers.len()));
             return;
         }
-        let mut keys = std::mem::take(&mut self.keys);
-        keys.clear();
-        keys.extend(answers.iter().enumerate().map(|(p, &(i, len))| {
-            if len == 0 || len > GSO_SEG_MAX {
-                ((u128::MAX, u32::MAX, i as u32, usize::MAX), p)
+        // each group's (key, first slot, room left); each answer's group
+        let mut heads = std::mem::take(&mut self.heads);
+        heads.clear();
+        self.gid.clear();
+        let mut in_order = true;
+        // the previous answer's group: most often this one's too
+        let mut prev = usize::MAX;
+        for &(i, len) in answers.iter() {
+            let key = self.key(i, len);
+            let fits = |&(hk, first, room): &(Option<u64>, usize, usize)| {
+                key.is_some() && hk == key && room > 0 && self.same_dest(first, i)
+            };
+            let found = if heads.get(prev).is_some_and(fits) {
+                Some(prev)
             } else {
-                (self.key(i, len), p)
-            }
-        }));
-        // (key, position): equal keys together, in their order
-        keys.sort_unstable();
-        // groups ordered by their first answer's position
-        self.grouped.clear();
-        let mut runs = std::mem::take(&mut self.runs);
-        runs.clear();
-        let mut s = 0;
-        while s < keys.len() {
-            let (k, _) = keys[s];
-            let len = answers[keys[s].1].1;
-            let cap = GSO_SEGS_MAX.min((GSO_BYTES_MAX / len.max(1)).max(1));
-            let mut e = s + 1;
-            while e < keys.len() && keys[e].0 == k && e - s < cap {
-                e += 1;
-            }
-            runs.push((keys[s].1, s, e));
-            s = e;
+                let lo = heads.len().saturating_sub(OPEN_GROUPS);
+                heads[lo..].iter().rposition(fits).map(|g| g + lo)
+            };
+            let g = match found {
+                Some(g) => {
+                    heads[g].2 -= 1;
+                    self.groups[g] += 1;
+                    g
+                }
+                None => {
+                    let cap = GSO_SEGS_MAX.min((GSO_BYTES_MAX / len.max(1)).max(1));
+                    heads.push((key, i, cap - 1));
+                    self.groups.push(1);
+                    heads.len() - 1
+                }
+            };
+            in_order &= prev == usize::MAX || g >= prev;
+            prev = g;
+            self.gid.push(g);
         }
-        runs.sort_unstable();
-        for &(_, s, e) in &runs {
-            self.grouped
-                .extend(keys[s..e].iter().map(|&(_, p)| answers[p]));
-            self.groups.push(e - s);
+        self.heads = heads;
+        if in_order {
+            return;
+        }
+        // counting sort by group, stable
+        let mut start = std::mem::take(&mut self.start);
+        start.clear();
+        let mut at = 0;
+        for &n in &self.groups {
+            start.push(at);
+            at += n;
+        }
+        self.grouped.clear();
+        self.grouped.resize(answers.len(), (0, 0));
+        for (&a, &g) in answers.iter().zip(&self.gid) {
+            self.grouped[start[g]] = a;
+            start[g] += 1;
         }
         answers.copy_from_slice(&self.grouped);
-        self.keys = keys;
-        self.runs = runs;
+        self.start = start;
     }
 
     /// Receives up to the batch size; waits for the first datagram as the
@@ -526,8 +572,8 @@ mod tests {
     /// which the kernel refuses for GSO): every client gets each of its
     /// answers once, in its order; with GSO working, one message per
     /// client (and one more for an answer of another length).
-    fn grouped_answers(no_check: bool) {
-        let server = UdpSocket::bind("127.0.0.1:0").unwrap();
+    fn grouped_answers(no_check: bool, local: &str) {
+        let server = UdpSocket::bind(local).unwrap();
         if no_check {
             crate::sockopt::setsockopt_raw(
                 server.as_raw_fd(),
@@ -543,7 +589,7 @@ mod tests {
         let to = server.local_addr().unwrap();
         let clients: Vec<UdpSocket> = (0..3)
             .map(|_| {
-                let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+                let c = UdpSocket::bind(local).unwrap();
                 c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
                 c
             })
@@ -602,11 +648,65 @@ mod tests {
 
     #[test]
     fn answers_to_one_client_share_a_gso_message() {
-        grouped_answers(false);
+        grouped_answers(false, "127.0.0.1:0");
+        if UdpSocket::bind("[::1]:0").is_ok() {
+            grouped_answers(false, "[::1]:0");
+        } else {
+            eprintln!("no IPv6 loopback: the IPv6 grouping is not checked");
+        }
     }
 
     #[test]
     fn a_refused_gso_message_falls_back_to_one_per_answer() {
-        grouped_answers(true);
+        grouped_answers(true, "127.0.0.1:0");
+    }
+
+    /// Clients' requests interleaved in one batch, three each: with fewer
+    /// clients than the groups an answer may join, one message per
+    /// client; with more, each answer's group is out of reach and every
+    /// answer goes alone. Either way each goes once, to its client, in
+    /// its client's order.
+    #[test]
+    fn many_clients_in_one_batch() {
+        interleaved_clients(10, 10);
+        interleaved_clients(40, 120);
+    }
+
+    fn interleaved_clients(n: usize, messages: u64) {
+        let server = UdpSocket::bind("127.0.0.1:0").unwrap();
+        server
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .unwrap();
+        let to = server.local_addr().unwrap();
+        let clients: Vec<UdpSocket> = (0..n)
+            .map(|_| {
+                let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+                c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+                c
+            })
+            .collect();
+        for round in 0..3u8 {
+            for (k, c) in clients.iter().enumerate() {
+                c.send_to(&[k as u8, round, 0, 0], to).unwrap();
+            }
+        }
+        let mut r = Reflector::new(128, 16);
+        r.set_gso(true);
+        let mut got = 0;
+        while got < 3 * n {
+            got += r.recv(&server).unwrap();
+        }
+        assert_eq!(got, 3 * n);
+        let mut answers: Vec<(usize, usize)> = (0..3 * n).map(|i| (i, 4)).collect();
+        assert_eq!(r.reply(&server, &mut answers).unwrap(), 3 * n);
+        assert!(r.gso());
+        assert_eq!(r.messages(), messages, "{n} clients");
+        for (k, c) in clients.iter().enumerate() {
+            for round in 0..3u8 {
+                let mut b = [0u8; 16];
+                let n = c.recv(&mut b).unwrap();
+                assert_eq!(&b[..n], &[k as u8, round, 0, 0], "client {k}");
+            }
+        }
     }
 }
