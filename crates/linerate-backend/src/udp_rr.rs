@@ -526,20 +526,22 @@ mod tests {
         attach_cpu_select(&s, &[0, 1]).unwrap();
     }
 
+    /// A server socket on `local`, its address, and `n` client sockets on
+    /// the same loopback, every one with a 2 s receive timeout.
+    fn server_and_clients(local: &str, n: usize) -> (UdpSocket, SocketAddr, Vec<UdpSocket>) {
+        let bind = || {
+            let s = UdpSocket::bind(local).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            s
+        };
+        let server = bind();
+        let to = server.local_addr().unwrap();
+        (server, to, (0..n).map(|_| bind()).collect())
+    }
+
     #[test]
     fn reflector_answers_each_sender_from_its_own_buffer() {
-        let server = UdpSocket::bind("127.0.0.1:0").unwrap();
-        server
-            .set_read_timeout(Some(Duration::from_secs(2)))
-            .unwrap();
-        let to = server.local_addr().unwrap();
-        let clients: Vec<UdpSocket> = (0..3)
-            .map(|_| {
-                let c = UdpSocket::bind("127.0.0.1:0").unwrap();
-                c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-                c
-            })
-            .collect();
+        let (server, to, clients) = server_and_clients("127.0.0.1:0", 3);
         for (k, c) in clients.iter().enumerate() {
             c.send_to(&[k as u8; 10], to).unwrap();
         }
@@ -573,7 +575,7 @@ mod tests {
     /// answers once, in its order; with GSO working, one message per
     /// client (and one more for an answer of another length).
     fn grouped_answers(no_check: bool, local: &str) {
-        let server = UdpSocket::bind(local).unwrap();
+        let (server, to, clients) = server_and_clients(local, 3);
         if no_check {
             crate::sockopt::setsockopt_raw(
                 server.as_raw_fd(),
@@ -583,17 +585,6 @@ mod tests {
             )
             .unwrap();
         }
-        server
-            .set_read_timeout(Some(Duration::from_secs(2)))
-            .unwrap();
-        let to = server.local_addr().unwrap();
-        let clients: Vec<UdpSocket> = (0..3)
-            .map(|_| {
-                let c = UdpSocket::bind(local).unwrap();
-                c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-                c
-            })
-            .collect();
         // 4 rounds: client k sends [k, round]; client 2's last is longer
         for round in 0..4u8 {
             for (k, c) in clients.iter().enumerate() {
@@ -673,18 +664,7 @@ mod tests {
     }
 
     fn interleaved_clients(n: usize, messages: u64) {
-        let server = UdpSocket::bind("127.0.0.1:0").unwrap();
-        server
-            .set_read_timeout(Some(Duration::from_secs(2)))
-            .unwrap();
-        let to = server.local_addr().unwrap();
-        let clients: Vec<UdpSocket> = (0..n)
-            .map(|_| {
-                let c = UdpSocket::bind("127.0.0.1:0").unwrap();
-                c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-                c
-            })
-            .collect();
+        let (server, to, clients) = server_and_clients("127.0.0.1:0", n);
         for round in 0..3u8 {
             for (k, c) in clients.iter().enumerate() {
                 c.send_to(&[k as u8, round, 0, 0], to).unwrap();
