@@ -38,6 +38,13 @@ struct Case {
     flows: u32,
     /// `--size 64` or `--imix`.
     imix: bool,
+    /// Sink and fwd: the measured side and the sender both pinned to this
+    /// CPU. The sender then fills the receive ring while the measured side
+    /// waits for the CPU, and the measured side takes full batches, as
+    /// under a load it cannot keep up with (the kernel drops the rest,
+    /// which costs it nothing). Unpinned, the two run side by side and a
+    /// measured side that keeps up wakes for every frame or two.
+    one_cpu: Option<usize>,
 }
 
 fn cases() -> Vec<Case> {
@@ -50,6 +57,7 @@ fn cases() -> Vec<Case> {
                 backend,
                 flows,
                 imix: false,
+                one_cpu: None,
             });
         }
     }
@@ -62,6 +70,7 @@ fn cases() -> Vec<Case> {
         backend: "af_xdp",
         flows: 1000,
         imix: false,
+        one_cpu: None,
     });
     v.push(Case {
         name: "blast af_xdp, 1 flow, IMIX".into(),
@@ -69,6 +78,7 @@ fn cases() -> Vec<Case> {
         backend: "af_xdp",
         flows: 1,
         imix: true,
+        one_cpu: None,
     });
     for backend in ["af_xdp", "af_packet"] {
         for flows in [1, 4096] {
@@ -78,6 +88,15 @@ fn cases() -> Vec<Case> {
                 backend,
                 flows,
                 imix: false,
+                one_cpu: None,
+            });
+            v.push(Case {
+                name: format!("sink {backend}, {flows} flow(s), 64 B, full batches (one CPU)"),
+                side: Side::Sink,
+                backend,
+                flows,
+                imix: false,
+                one_cpu: Some(1),
             });
         }
     }
@@ -87,6 +106,7 @@ fn cases() -> Vec<Case> {
         backend: "af_xdp",
         flows: 1,
         imix: false,
+        one_cpu: None,
     });
     v.push(Case {
         name: "rr server, 64 B requests (per transaction)".into(),
@@ -94,6 +114,7 @@ fn cases() -> Vec<Case> {
         backend: "socket",
         flows: 1,
         imix: false,
+        one_cpu: None,
     });
     v.push(Case {
         name: "iperf3 UDP sender, 64 B (per datagram)".into(),
@@ -101,6 +122,7 @@ fn cases() -> Vec<Case> {
         backend: "socket",
         flows: 1,
         imix: false,
+        one_cpu: None,
     });
     v
 }
@@ -150,9 +172,10 @@ fn callgrind_start(
     args: &[String],
     toggle: Option<&str>,
     out: &Path,
+    cpu: Option<usize>,
 ) -> Result<(std::process::Child, PathBuf)> {
     let err = out.with_extension("stderr");
-    let mut c = rig.command(host, "valgrind");
+    let mut c = pinned(rig, host, "valgrind", cpu);
     c.args(["--tool=callgrind", "--quiet"])
         .arg(format!("--callgrind-out-file={}", out.display()));
     if let Some(t) = toggle {
@@ -171,6 +194,18 @@ fn callgrind_start(
         .spawn()
         .context("valgrind")?;
     Ok((child, err))
+}
+
+/// `program` on a rig host, held to `cpu` by taskset if one is given.
+fn pinned(rig: &Rig, host: usize, program: &str, cpu: Option<usize>) -> std::process::Command {
+    match cpu {
+        Some(n) => {
+            let mut c = rig.command(host, "taskset");
+            c.args(["-c", &n.to_string(), program]);
+            c
+        }
+        None => rig.command(host, program),
+    }
 }
 
 /// Waits (bounded) for the callgrind run to end; its instruction total
@@ -271,7 +306,7 @@ fn measure(rig: &Rig, c: &Case, frames: u64, toggle: bool, dir: &Path) -> Result
             let args: Vec<String> = [&bin, "rr", "server", "-t", MEASURED_SECS, "-i", "0", "-J"]
                 .map(String::from)
                 .to_vec();
-            let (child, err) = callgrind_start(rig, 1, &args, t, &out)?;
+            let (child, err) = callgrind_start(rig, 1, &args, t, &out, c.one_cpu)?;
             wait_ready(&err, "rr", &c.name)?;
             let secs = (frames as f64 / 100_000.0).max(0.2);
             let client = rig
@@ -325,7 +360,7 @@ fn measure(rig: &Rig, c: &Case, frames: u64, toggle: bool, dir: &Path) -> Result
                 (frames * 64).to_string(),
                 "-J".into(),
             ];
-            let r = callgrind_start(rig, 0, &args, t, &out).and_then(|(child, err)| {
+            let r = callgrind_start(rig, 0, &args, t, &out, None).and_then(|(child, err)| {
                 callgrind_finish(child, &err, &out, Duration::from_secs(300))
             });
             crate::harness::stop_child(&mut server);
@@ -335,7 +370,7 @@ fn measure(rig: &Rig, c: &Case, frames: u64, toggle: bool, dir: &Path) -> Result
         }
         Side::Blast => {
             let (child, err) =
-                callgrind_start(rig, 0, &blast_args(frames, c.backend, None), t, &out)?;
+                callgrind_start(rig, 0, &blast_args(frames, c.backend, None), t, &out, None)?;
             let (ir, stdout) = callgrind_finish(child, &err, &out, Duration::from_secs(300))?;
             let v: Value = serde_json::from_slice(&stdout).context("blast -J")?;
             Ok((ir, v["packets"].as_u64().unwrap_or(0)))
@@ -363,7 +398,7 @@ fn measure(rig: &Rig, c: &Case, frames: u64, toggle: bool, dir: &Path) -> Result
                 ]
                 .map(String::from),
             );
-            let (child, err) = callgrind_start(rig, 1, &args, t, &out)?;
+            let (child, err) = callgrind_start(rig, 1, &args, t, &out, c.one_cpu)?;
             wait_ready(&err, "receiving on|forwarding", &c.name)?;
             // Every flow's first frame, slowly: what the measured side does
             // once per flow (its table entry, its histogram) is done before
@@ -379,8 +414,7 @@ fn measure(rig: &Rig, c: &Case, frames: u64, toggle: bool, dir: &Path) -> Result
                     bail!("blast: {}", String::from_utf8_lossy(&warm.stderr));
                 }
             }
-            let sent = rig
-                .command(0, &bin)
+            let sent = pinned(rig, 0, &bin, c.one_cpu)
                 .args(&blast_args(frames, SEND_BACKEND, SEND_PPS)[1..])
                 .output()
                 .context("blast")?;
