@@ -159,6 +159,9 @@ pub struct Reflector {
     grouped: Vec<(usize, usize)>,
     /// Messages the kernel took, since the start.
     messages: u64,
+    /// How many receive headers the kernel may have written since they
+    /// were last reset.
+    dirty: usize,
 }
 
 /// How many of the groups opened last an answer may join (bounds the work
@@ -212,6 +215,7 @@ impl Reflector {
             start: Vec::with_capacity(batch),
             grouped: Vec::with_capacity(batch),
             messages: 0,
+            dirty: batch,
         };
         // The receive headers point at heap buffers that never move: set
         // them up once; each receive only resets what the kernel writes.
@@ -372,14 +376,18 @@ impl Reflector {
     /// socket's timeout (or O_NONBLOCK) allows. A datagram longer than the
     /// slot is cut to it; [`Reflector::truncated`] says so.
     pub fn recv(&mut self, sock: &impl AsRawFd) -> io::Result<usize> {
-        for h in &mut self.rx {
+        // Only the headers the kernel wrote last time need resetting.
+        for h in &mut self.rx[..self.dirty] {
             h.msg_hdr.msg_namelen =
                 std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
             h.msg_hdr.msg_flags = 0;
             h.msg_len = 0;
         }
         // The headers point at this struct's slots, iovecs and addresses.
-        crate::udp_batch::recv_each(sock.as_raw_fd(), &mut self.rx)
+        let r = crate::udp_batch::recv_each(sock.as_raw_fd(), &mut self.rx);
+        // after an error, assume the worst
+        self.dirty = *r.as_ref().unwrap_or(&self.rx.len());
+        r
     }
 
     /// Datagram `i` of the last receive, as received.
