@@ -123,6 +123,8 @@ pub struct Scenario {
     /// CPU that runs the receiver's NAPI thread (threaded NAPI + GRO on its
     /// veth), so that receive work does not land on the sender's CPU.
     pub receive_cpu: Option<usize>,
+    /// TX and RX queues of the rig's veths (1: single queue).
+    pub queues: u16,
     /// What the ratio compares: packets (small frames) or bytes (bulk).
     pub metric: Metric,
     /// Extra rig set-up (offloads, an XDP drop sink) run once after the
@@ -407,7 +409,11 @@ fn stderr_tail(child: &mut Child) -> String {
 pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {
     (sc.check)()?;
     let machine = machine::describe();
-    let rig = Rig::pair().context("bringing the rig up (needs root and iproute2)")?;
+    let rig = Rig::new(&linerate_rig::RigConfig {
+        queues: sc.queues,
+        ..Default::default()
+    })
+    .context("bringing the rig up (needs root and iproute2)")?;
     let _setup_guard = match sc.setup {
         Some(setup) => Some(setup(&rig).context("scenario set-up")?),
         None => None,

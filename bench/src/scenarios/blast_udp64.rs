@@ -138,6 +138,7 @@ pub fn build() -> Scenario {
         about: "linerate blast (af_xdp copy mode; af_packet TX ring; socket) vs dpdk-testpmd txonly (net_af_xdp, net_af_packet), iperf3 -u and trafgen, 64-byte frames, sender pinned to CPU0, XDP UDP sink on the receiver",
         receiver: RECEIVER,
         receive_cpu: Some(1),
+        queues: 1,
         metric: Metric::Packets,
         setup: Some(xdp_udp_sink),
         contenders: vec![
@@ -220,6 +221,7 @@ pub fn build_cpu() -> Scenario {
         about: "sender CPU per million received 64-byte frames at 300k pps: linerate blast backends vs trafgen and iperf3 -u at the same rate, and dpdk-testpmd (no rate limit in txonly: it polls a whole core, measured at its own maximum), XDP UDP sink on the receiver",
         receiver: RECEIVER,
         receive_cpu: Some(1),
+        queues: 1,
         metric: Metric::CpuPerPacket,
         setup: Some(xdp_udp_sink),
         contenders: vec![

@@ -157,6 +157,7 @@ fn scenario(name: &'static str, about: &'static str, setup: crate::harness::Setu
         about,
         receiver: GEN,
         receive_cpu: None,
+        queues: 1,
         metric: Metric::Packets,
         setup: Some(setup),
         contenders: vec![

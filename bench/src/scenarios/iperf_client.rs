@@ -184,6 +184,7 @@ fn scenario(
         about,
         receiver: RECEIVER,
         receive_cpu: Some(1),
+        queues: 1,
         metric,
         setup: Some(segment_before_the_wire),
         contenders,

@@ -70,6 +70,10 @@ pub fn all() -> Vec<Entry> {
             name: "rr-recipe",
             build: rr::recipe_scenario,
         },
+        Entry {
+            name: "rr-recipe-rss",
+            build: rr::recipe_rss_scenario,
+        },
     ]
 }
 

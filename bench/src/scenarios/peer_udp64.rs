@@ -111,6 +111,7 @@ pub fn build() -> Scenario {
         about: ABOUT,
         receiver: RECEIVER,
         receive_cpu: Some(1),
+        queues: 1,
         metric: Metric::Packets,
         setup: None,
         contenders: vec![

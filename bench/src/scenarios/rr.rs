@@ -207,6 +207,7 @@ fn scenario(
         about,
         receiver: SERVER,
         receive_cpu: Some(1),
+        queues: 1,
         metric: Metric::Packets,
         setup: Some(requests_through_napi),
         contenders: vec![
@@ -290,12 +291,34 @@ step!(r_batch, &["--no-gso"]);
 step!(r_gso, &[]);
 step!(r_busy, &["--busy-poll", "50"]);
 
+/// The server's veth as a two-queue NIC with RSS (`rr-recipe-rss`): each
+/// receive queue's NAPI thread pinned to one of the two CPUs the server's
+/// workers are on, requests spread over the queues by their flow's hash.
+fn rss_queues(rig: &Rig) -> Result<Box<dyn std::any::Any>> {
+    let placed = rig.spread_receive_queues(SERVER, &[0, 1])?;
+    println!("receive queues: NAPI threads (pid, CPU) {placed:?}");
+    Ok(Box::new(()))
+}
+
+/// The same steps on a two-queue veth whose receive queues are processed
+/// by NAPI threads pinned to CPUs 0 and 1 (RSS on a NIC).
+pub fn recipe_rss_scenario() -> Scenario {
+    Scenario {
+        name: "rr-recipe-rss",
+        about: "rr-recipe on a two-queue veth: requests spread over the queues by flow hash and received in each queue's NAPI thread, pinned to CPU0 and CPU1 (a NIC's RSS queues and their interrupts); the server's workers on the same CPUs",
+        queues: 2,
+        setup: Some(rss_queues),
+        ..recipe_scenario()
+    }
+}
+
 pub fn recipe_scenario() -> Scenario {
     Scenario {
         name: "rr-recipe",
         about: "the rr server's recipe switch by switch, cumulative: all off (one shared socket, unpinned, 1 datagram per call) -> SO_REUSEPORT (hash) -> CPU steering -> pinning -> batches of 64 -> answers to one client as one UDP GSO message -> busy polling 50 us (requests/s at the server's veth, closed loop)",
         receiver: SERVER,
         receive_cpu: None,
+        queues: 1,
         metric: Metric::Packets,
         setup: None,
         contenders: vec![

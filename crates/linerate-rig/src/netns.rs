@@ -75,6 +75,8 @@ pub struct Rig {
     hosts: Vec<Host>,
     /// Every namespace this rig created, switch included.
     namespaces: Vec<String>,
+    /// TX and RX queues of every veth.
+    queues: u16,
 }
 
 /// Prefix of every namespace a rig makes: `lrt-<pid>-<n>-<role>`.
@@ -158,6 +160,7 @@ impl Rig {
         let mut rig = Rig {
             hosts: Vec::new(),
             namespaces: Vec::new(),
+            queues: cfg.queues,
         };
         // From here on, an error drops `rig`, which deletes what was made.
         rig.build(&id, cfg)?;
@@ -411,6 +414,66 @@ impl Rig {
             .command(host, "ethtool")
             .args(["-K", &h.iface, "rx-udp-gro-forwarding", "on"]))?;
         Ok(())
+    }
+
+    /// Host `host`'s veth as a multi-queue NIC with RSS: one threaded NAPI
+    /// per receive queue, with GRO and socket UDP through it (see
+    /// [`udp_through_napi`](Self::udp_through_napi)), the threads pinned
+    /// in turn to `cpus`, as each queue's interrupt would be. A veth
+    /// receives on the queue its peer sent on, which the peer picks by the
+    /// flow's hash: flows spread over the queues as RSS spreads them.
+    /// Returns each NAPI thread and its CPU.
+    pub fn spread_receive_queues(
+        &self,
+        host: usize,
+        cpus: &[usize],
+    ) -> Result<Vec<(i32, usize)>, RigError> {
+        if cpus.is_empty() {
+            return Err(RigError::Config("no CPU to spread the queues over".into()));
+        }
+        let h = &self.hosts[host];
+        let before = napi_threads();
+        run(self.command(host, "ethtool").args([
+            "-K",
+            &h.iface,
+            "gro",
+            "on",
+            "rx-udp-gro-forwarding",
+            "on",
+        ]))?;
+        run(self.command(host, "sh").args([
+            "-c",
+            &format!("echo 1 > /sys/class/net/{}/threaded", h.iface),
+        ]))?;
+        let mut fresh: Vec<i32> = napi_threads()
+            .into_iter()
+            .filter(|p| !before.contains(p))
+            .collect();
+        fresh.sort_unstable();
+        if fresh.len() != usize::from(self.queues) {
+            return Err(RigError::Config(format!(
+                "{} NAPI threads appeared for {} in {}, not one per queue ({})",
+                fresh.len(),
+                h.iface,
+                h.netns,
+                self.queues
+            )));
+        }
+        let mut placed = Vec::new();
+        for (k, pid) in fresh.into_iter().enumerate() {
+            let cpu = cpus[k % cpus.len()];
+            let mut set = nix::sched::CpuSet::new();
+            set.set(cpu)
+                .map_err(|e| RigError::Config(format!("CPU {cpu}: {e}")))?;
+            nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(pid), &set).map_err(|e| {
+                RigError::Netns {
+                    ns: h.netns.clone(),
+                    source: e.into(),
+                }
+            })?;
+            placed.push((pid, cpu));
+        }
+        Ok(placed)
     }
 
     /// Names of the namespaces this rig made (hosts and switch).
