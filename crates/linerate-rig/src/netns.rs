@@ -84,6 +84,11 @@ const PREFIX: &str = "lrt-";
 
 static NEXT_RIG: AtomicU32 = AtomicU32::new(0);
 
+/// Held while a rig turns threaded NAPI on and tells its new NAPI threads
+/// from the ones before: the threads are found by that difference, so two
+/// rigs of one process must not do it at once.
+static NAPI_SETUP: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn run(cmd: &mut Command) -> Result<Output, RigError> {
     let text = format!("{cmd:?}").replace('"', "");
     let out = cmd.output().map_err(|source| RigError::Spawn {
@@ -370,6 +375,7 @@ impl Rig {
     /// AF_PACKET) is received through the backlog on the sending CPU.
     pub fn pin_receive_path(&self, host: usize, cpu: usize) -> Result<(), RigError> {
         let h = &self.hosts[host];
+        let _one_at_a_time = NAPI_SETUP.lock().unwrap_or_else(|e| e.into_inner());
         let before = napi_threads();
         run(self
             .command(host, "ethtool")
@@ -432,6 +438,7 @@ impl Rig {
             return Err(RigError::Config("no CPU to spread the queues over".into()));
         }
         let h = &self.hosts[host];
+        let _one_at_a_time = NAPI_SETUP.lock().unwrap_or_else(|e| e.into_inner());
         let before = napi_threads();
         run(self.command(host, "ethtool").args([
             "-K",

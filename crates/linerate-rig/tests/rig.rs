@@ -188,3 +188,62 @@ fn receive_path_moves_to_its_own_cpu() {
         "the NAPI thread ran {woken} times for 40 datagrams"
     );
 }
+
+/// A two-queue rig's receiving veth as a NIC with RSS: one NAPI thread per
+/// queue, each pinned to its own CPU, and datagrams of many flows (each
+/// from its own source port) received by both.
+#[test]
+fn receive_queues_spread_over_cpus() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let two = if cpus >= 2 {
+        Ok(())
+    } else {
+        Err("needs 2 CPUs".to_string())
+    };
+    if should_skip(
+        "receive_queues_spread_over_cpus",
+        &[
+            require_root(),
+            require_program("ip"),
+            require_program("ethtool"),
+            two,
+        ],
+    ) {
+        return;
+    }
+    let rig = Rig::new(&RigConfig {
+        queues: 2,
+        ..Default::default()
+    })
+    .unwrap();
+    let placed = rig.spread_receive_queues(1, &[0, 1]).unwrap();
+    assert_eq!(placed.len(), 2, "{placed:?}");
+    for &(pid, cpu) in &placed {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let allowed = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .unwrap()
+            .trim();
+        assert_eq!(allowed, cpu.to_string(), "NAPI thread {pid}");
+    }
+    let switches = |pid: i32| -> u64 {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("ctxt_switches"))
+            .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .sum()
+    };
+    let before: Vec<u64> = placed.iter().map(|&(p, _)| switches(p)).collect();
+    for _ in 0..64 {
+        assert_eq!(send_one(&rig, 0, 1, false), b"across the rig");
+    }
+    for (k, &(pid, cpu)) in placed.iter().enumerate() {
+        let woken = switches(pid) - before[k];
+        assert!(
+            woken >= 4,
+            "the NAPI thread on CPU{cpu} ran {woken} times for 64 flows"
+        );
+    }
+}
