@@ -285,14 +285,18 @@ impl Reflector {
         }
     }
 
-    /// Whether slots `a` and `b` came from the same IPv6 address, port and
-    /// scope (IPv4 keys are exact and need no check).
+    /// Whether slots `a` and `b`, whose keys are equal, came from the same
+    /// address: the same family, and for IPv6 the same address, port and
+    /// scope (IPv4 keys are exact).
     fn same_dest(&self, a: usize, b: usize) -> bool {
         let (x, y) = (&self.names[a], &self.names[b]);
+        if x.ss_family != y.ss_family {
+            return false;
+        }
         if i32::from(x.ss_family) != libc::AF_INET6 {
             return true;
         }
-        // SAFETY: both hold a sockaddr_in6 (equal keys: the same family).
+        // SAFETY: both hold a sockaddr_in6 (the family says so).
         let (x, y) = unsafe {
             (
                 &*(x as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>(),
