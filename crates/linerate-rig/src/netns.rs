@@ -85,8 +85,8 @@ const PREFIX: &str = "lrt-";
 static NEXT_RIG: AtomicU32 = AtomicU32::new(0);
 
 /// Held while a rig turns threaded NAPI on and tells its new NAPI threads
-/// from the ones before: the threads are found by that difference, so two
-/// rigs of one process must not do it at once.
+/// from the ones before ([`Rig::threaded_napi`]): the threads are found by
+/// that difference, so two rigs of one process must not do it at once.
 static NAPI_SETUP: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn run(cmd: &mut Command) -> Result<Output, RigError> {
@@ -374,6 +374,24 @@ impl Rig {
     /// whose TSO super-packets pass whole, frames sent by AF_XDP or
     /// AF_PACKET) is received through the backlog on the sending CPU.
     pub fn pin_receive_path(&self, host: usize, cpu: usize) -> Result<(), RigError> {
+        let fresh = self.threaded_napi(host)?;
+        if fresh.is_empty() {
+            let h = &self.hosts[host];
+            return Err(RigError::Config(format!(
+                "no NAPI thread appeared for {} in {}",
+                h.iface, h.netns
+            )));
+        }
+        for pid in fresh {
+            self.pin_thread(host, pid, cpu)?;
+        }
+        Ok(())
+    }
+
+    /// Turns GRO and threaded NAPI on for host `host`'s veth; the NAPI
+    /// threads that appeared, in pid order. They are found by difference,
+    /// so rigs of one process do this one at a time.
+    fn threaded_napi(&self, host: usize) -> Result<Vec<i32>, RigError> {
         let h = &self.hosts[host];
         let _one_at_a_time = NAPI_SETUP.lock().unwrap_or_else(|e| e.into_inner());
         let before = napi_threads();
@@ -384,28 +402,25 @@ impl Rig {
             "-c",
             &format!("echo 1 > /sys/class/net/{}/threaded", h.iface),
         ]))?;
-        let mut set = nix::sched::CpuSet::new();
-        set.set(cpu)
-            .map_err(|e| RigError::Config(format!("CPU {cpu}: {e}")))?;
-        let fresh: Vec<i32> = napi_threads()
+        let mut fresh: Vec<i32> = napi_threads()
             .into_iter()
             .filter(|p| !before.contains(p))
             .collect();
-        if fresh.is_empty() {
-            return Err(RigError::Config(format!(
-                "no NAPI thread appeared for {} in {}",
-                h.iface, h.netns
-            )));
-        }
-        for pid in fresh {
-            nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(pid), &set).map_err(|e| {
-                RigError::Netns {
-                    ns: h.netns.clone(),
-                    source: e.into(),
-                }
-            })?;
-        }
-        Ok(())
+        fresh.sort_unstable();
+        Ok(fresh)
+    }
+
+    /// Holds kernel thread `pid` (of host `host`'s veth) to `cpu`.
+    fn pin_thread(&self, host: usize, pid: i32, cpu: usize) -> Result<(), RigError> {
+        let mut set = nix::sched::CpuSet::new();
+        set.set(cpu)
+            .map_err(|e| RigError::Config(format!("CPU {cpu}: {e}")))?;
+        nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(pid), &set).map_err(|e| {
+            RigError::Netns {
+                ns: self.hosts[host].netns.clone(),
+                source: e.into(),
+            }
+        })
     }
 
     /// Turns `rx-udp-gro-forwarding` on for host `i`'s veth: UDP datagrams
@@ -437,27 +452,10 @@ impl Rig {
         if cpus.is_empty() {
             return Err(RigError::Config("no CPU to spread the queues over".into()));
         }
-        let h = &self.hosts[host];
-        let _one_at_a_time = NAPI_SETUP.lock().unwrap_or_else(|e| e.into_inner());
-        let before = napi_threads();
-        run(self.command(host, "ethtool").args([
-            "-K",
-            &h.iface,
-            "gro",
-            "on",
-            "rx-udp-gro-forwarding",
-            "on",
-        ]))?;
-        run(self.command(host, "sh").args([
-            "-c",
-            &format!("echo 1 > /sys/class/net/{}/threaded", h.iface),
-        ]))?;
-        let mut fresh: Vec<i32> = napi_threads()
-            .into_iter()
-            .filter(|p| !before.contains(p))
-            .collect();
-        fresh.sort_unstable();
+        self.udp_through_napi(host)?;
+        let fresh = self.threaded_napi(host)?;
         if fresh.len() != usize::from(self.queues) {
+            let h = &self.hosts[host];
             return Err(RigError::Config(format!(
                 "{} NAPI threads appeared for {} in {}, not one per queue ({})",
                 fresh.len(),
@@ -466,19 +464,13 @@ impl Rig {
                 self.queues
             )));
         }
-        let mut placed = Vec::new();
-        for (k, pid) in fresh.into_iter().enumerate() {
-            let cpu = cpus[k % cpus.len()];
-            let mut set = nix::sched::CpuSet::new();
-            set.set(cpu)
-                .map_err(|e| RigError::Config(format!("CPU {cpu}: {e}")))?;
-            nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(pid), &set).map_err(|e| {
-                RigError::Netns {
-                    ns: h.netns.clone(),
-                    source: e.into(),
-                }
-            })?;
-            placed.push((pid, cpu));
+        let placed: Vec<(i32, usize)> = fresh
+            .into_iter()
+            .zip(cpus.iter().cycle())
+            .map(|(pid, &cpu)| (pid, cpu))
+            .collect();
+        for &(pid, cpu) in &placed {
+            self.pin_thread(host, pid, cpu)?;
         }
         Ok(placed)
     }
