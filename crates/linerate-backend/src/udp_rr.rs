@@ -149,8 +149,8 @@ pub struct Reflector {
     ctl: Vec<[u64; crate::udp_tx::CMSG_WORDS]>,
     /// How many answers each message of the last send carried.
     groups: Vec<usize>,
-    /// Scratch: each open group's (key, first answer's slot, room left).
-    heads: Vec<(Option<u64>, usize, usize)>,
+    /// Scratch: the groups of the answers being sent.
+    heads: Vec<Group>,
     /// Scratch: each answer's group.
     gid: Vec<usize>,
     /// Scratch: where each group goes in the grouped order.
@@ -167,6 +167,18 @@ pub struct Reflector {
 /// How many of the groups opened last an answer may join (bounds the work
 /// per answer when a batch holds many clients).
 const OPEN_GROUPS: usize = 16;
+
+/// Answers that go as one message.
+#[derive(Debug, Clone, Copy)]
+struct Group {
+    /// Where they go and their length ([`Reflector::key`]); None: alone.
+    key: Option<u64>,
+    /// The slot of the first, whose address the message is sent to.
+    first: usize,
+    count: usize,
+    /// Most answers the group may take.
+    cap: usize,
+}
 
 impl std::fmt::Debug for Reflector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -319,7 +331,7 @@ impl Reflector {
             self.groups.extend(std::iter::repeat_n(1, answers.len()));
             return;
         }
-        // each group's (key, first slot, room left); each answer's group
+        // each answer's group
         let mut heads = std::mem::take(&mut self.heads);
         heads.clear();
         self.gid.clear();
@@ -328,8 +340,8 @@ impl Reflector {
         let mut prev = usize::MAX;
         for &(i, len) in answers.iter() {
             let key = self.key(i, len);
-            let fits = |&(hk, first, room): &(Option<u64>, usize, usize)| {
-                key.is_some() && hk == key && room > 0 && self.same_dest(first, i)
+            let fits = |h: &Group| {
+                key.is_some() && h.key == key && h.count < h.cap && self.same_dest(h.first, i)
             };
             let found = if heads.get(prev).is_some_and(fits) {
                 Some(prev)
@@ -339,14 +351,16 @@ impl Reflector {
             };
             let g = match found {
                 Some(g) => {
-                    heads[g].2 -= 1;
-                    self.groups[g] += 1;
+                    heads[g].count += 1;
                     g
                 }
                 None => {
-                    let cap = GSO_SEGS_MAX.min((GSO_BYTES_MAX / len.max(1)).max(1));
-                    heads.push((key, i, cap - 1));
-                    self.groups.push(1);
+                    heads.push(Group {
+                        key,
+                        first: i,
+                        count: 1,
+                        cap: GSO_SEGS_MAX.min((GSO_BYTES_MAX / len.max(1)).max(1)),
+                    });
                     heads.len() - 1
                 }
             };
@@ -354,6 +368,7 @@ impl Reflector {
             prev = g;
             self.gid.push(g);
         }
+        self.groups.extend(heads.iter().map(|h| h.count));
         self.heads = heads;
         if in_order {
             return;
@@ -608,11 +623,7 @@ mod tests {
         }
         let mut r = Reflector::new(16, 32);
         r.set_gso(true);
-        let mut got = 0;
-        while got < 12 {
-            got += r.recv(&server).unwrap();
-        }
-        assert_eq!(got, 12, "one batch");
+        assert_eq!(r.recv(&server).unwrap(), 12, "one batch");
         let mut answers: Vec<(usize, usize)> = (0..12).map(|i| (i, r.datagram(i).len())).collect();
         for &(i, len) in &answers {
             // the answer: the request with 100 added to every byte
@@ -684,11 +695,7 @@ mod tests {
         }
         let mut r = Reflector::new(128, 16);
         r.set_gso(true);
-        let mut got = 0;
-        while got < 3 * n {
-            got += r.recv(&server).unwrap();
-        }
-        assert_eq!(got, 3 * n);
+        assert_eq!(r.recv(&server).unwrap(), 3 * n, "one batch");
         let mut answers: Vec<(usize, usize)> = (0..3 * n).map(|i| (i, 4)).collect();
         assert_eq!(r.reply(&server, &mut answers).unwrap(), 3 * n);
         assert!(r.gso());
