@@ -444,7 +444,9 @@ pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {
             )
         })
         .collect();
-    println!("\nmedians, counted at the receiver's interface (L2 = frames without FCS):");
+    println!(
+        "\nmedians, counted at the receiver's interface (L2 = frames without FCS); CPU: user + system time of each process tree from /proc (kernel threads such as NAPI not included):"
+    );
     for (name, pps, bps) in &medians {
         println!(
             "  {name:<28} {:>10.3} Mpps  {:>10.1} Mbit/s L2  sender CPU {:>7.0} ms per million packets{}",
@@ -453,7 +455,7 @@ pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {
             median_of(name, |s| s.cpu_ms_per_mpkt),
             match median_of(name, |s| s.helper_cpu_s) {
                 h if h > 0.0 => format!(
-                    ", server/helper CPU {:.0}",
+                    ", server processes' CPU {:.0} ms per million",
                     median_of(name, |s| s.helper_cpu_ms_per_mpkt)
                 ),
                 _ => String::new(),
@@ -552,6 +554,15 @@ fn print_header(sc: &Scenario, cfg: &Config, rig: &Rig, machine: &serde_json::Va
     }
 }
 
+/// CPU milliseconds per million packets (0 with no packets).
+fn ms_per_million(cpu_s: f64, pkts: u64) -> f64 {
+    if pkts > 0 {
+        cpu_s * 1e3 / (pkts as f64 / 1e6)
+    } else {
+        0.0
+    }
+}
+
 /// Why a window cannot be trusted: its processes used more CPU time than
 /// the machine had in it (the VM was paused, or its clocks jumped).
 fn implausible(m: &Measured) -> Option<String> {
@@ -595,17 +606,9 @@ fn collect(rig: &Rig, sc: &Scenario, cfg: &Config) -> Result<Vec<Sample>> {
                 rx_pps: pkts as f64 / secs,
                 rx_bps_l2: bytes as f64 * 8.0 / secs,
                 sender_cpu_s: cpu,
-                cpu_ms_per_mpkt: if pkts > 0 {
-                    cpu * 1e3 / (pkts as f64 / 1e6)
-                } else {
-                    0.0
-                },
+                cpu_ms_per_mpkt: ms_per_million(cpu, pkts),
                 helper_cpu_s: m.helper_cpu,
-                helper_cpu_ms_per_mpkt: if pkts > 0 {
-                    m.helper_cpu * 1e3 / (pkts as f64 / 1e6)
-                } else {
-                    0.0
-                },
+                helper_cpu_ms_per_mpkt: ms_per_million(m.helper_cpu, pkts),
                 rx_dropped: m.rx_dropped,
                 ring_dropped: m.ring_dropped,
                 udp_rcvbuf_errors: m.rcvbuf_errors,
