@@ -341,6 +341,7 @@ impl Server {
         let warnings = std::sync::Mutex::new(Vec::new());
         let mut intervals = Vec::new();
         std::thread::scope(|s| {
+            let mut handles = Vec::with_capacity(self.socks.len());
             for (i, sock) in self.socks.iter().enumerate() {
                 let sh = shared[i].clone();
                 let cpu = cfg.cores.get(i).copied();
@@ -349,7 +350,7 @@ impl Server {
                 let batch = (cfg.batch, cfg.gso);
                 let max_response = cfg.max_response;
                 let allow = cfg.allow.clone();
-                s.spawn(move || {
+                handles.push(s.spawn(move || {
                     if let Some(c) = cpu.filter(|_| cfg.pin) {
                         pin(c, warnings);
                     }
@@ -360,7 +361,7 @@ impl Server {
                         (max_response, &allow),
                         (end_flag, warnings),
                     );
-                });
+                }));
             }
             let tick = cfg.interval.unwrap_or(Duration::from_secs(3600));
             let mut last = ServerCounts::default();
@@ -370,6 +371,15 @@ impl Server {
                 std::thread::sleep(Duration::from_millis(20));
                 let el = start.elapsed();
                 let done = stop.load(Ordering::Relaxed) || cfg.duration.is_some_and(|d| el >= d);
+                if done {
+                    // Workers stop first, so the last interval holds every
+                    // request they answered and the intervals add up to the
+                    // totals read below.
+                    end_flag.store(true, Ordering::Relaxed);
+                    for h in std::mem::take(&mut handles) {
+                        h.join().expect("rr server worker panicked");
+                    }
+                }
                 if cfg.interval.is_some() && (el >= next || (done && el > next - tick)) {
                     let per: Vec<ServerCounts> =
                         shared.iter().map(|s| ServerCounts::read(s)).collect();
@@ -392,7 +402,6 @@ impl Server {
                     next += tick;
                 }
                 if done {
-                    end_flag.store(true, Ordering::Relaxed);
                     break;
                 }
             }

@@ -9,7 +9,7 @@ use linerate_rr::{
 use linerate_wire::{RrHeader, RrKind};
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 fn server_cfg(cores: Vec<usize>, steering: Steering) -> ServerConfig {
     ServerConfig {
@@ -255,6 +255,119 @@ fn loss_duplicates_and_garbage_are_counted_exactly() {
     );
     assert_eq!(t.malformed, 1, "{t:?}");
     assert_eq!(t.unknown + t.late, 0, "{t:?}");
+}
+
+/// A responder that holds every request 40 ms before answering it and
+/// never answers sequence numbers ending in 3.
+fn slow_responder(sock: UdpSocket, stop: &AtomicBool) {
+    sock.set_read_timeout(Some(Duration::from_millis(2)))
+        .unwrap();
+    let mut held = std::collections::VecDeque::new();
+    let mut buf = [0u8; 2048];
+    while !stop.load(Ordering::Relaxed) {
+        if let Ok((n, from)) = sock.recv_from(&mut buf) {
+            let h = RrHeader::parse(&buf[..n]).unwrap();
+            if h.seq % 10 != 3 {
+                let mut out = vec![0u8; h.reply_len as usize];
+                RrHeader {
+                    kind: RrKind::Response,
+                    ..h
+                }
+                .emit(&mut out)
+                .unwrap();
+                held.push_back((Instant::now() + Duration::from_millis(40), out, from));
+            }
+        }
+        while held
+            .front()
+            .is_some_and(|(due, _, _)| *due <= Instant::now())
+        {
+            let (_, out, from) = held.pop_front().unwrap();
+            sock.send_to(&out, from).unwrap();
+        }
+    }
+}
+
+#[test]
+fn the_intervals_add_up_to_the_totals_with_answers_and_losses_of_the_drain() {
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = sock.local_addr().unwrap();
+    let stop = AtomicBool::new(false);
+    let c = std::thread::scope(|s| {
+        s.spawn(|| slow_responder(sock, &stop));
+        let c = run(&ClientConfig {
+            flows: 2,
+            load: Load::Closed { outstanding: 8 },
+            duration: Duration::from_millis(400),
+            timeout: Duration::from_millis(150),
+            interval: Some(Duration::from_millis(100)),
+            ..client_cfg(addr)
+        });
+        stop.store(true, Ordering::Relaxed);
+        c
+    });
+    let t = &c.total;
+    assert_eq!(t.sent, t.completed + t.lost, "{t:?}");
+    // 16 requests were in flight when sending stopped: their answers (and
+    // the losses among them, expired at the end) come after the test's end.
+    assert!(t.lost > 0 && t.completed > 16, "{t:?}");
+    let completed: u64 = c.intervals.iter().map(|iv| iv.completed).sum();
+    let lost: u64 = c.intervals.iter().map(|iv| iv.lost).sum();
+    assert_eq!(
+        (completed, lost),
+        (t.completed, t.lost),
+        "{:?}",
+        c.intervals
+    );
+    let ends: Vec<Duration> = c.intervals.iter().map(|iv| iv.end).collect();
+    assert_eq!(
+        ends,
+        [100, 200, 300, 400].map(Duration::from_millis),
+        "{:?}",
+        c.intervals
+    );
+}
+
+#[test]
+fn a_server_stopped_under_load_reports_intervals_that_add_up() {
+    let cfg = ServerConfig {
+        interval: Some(Duration::from_millis(100)),
+        ..server_cfg(vec![], Steering::Hash)
+    };
+    let server = Server::bind(&cfg).unwrap();
+    let addr = server.local_addr();
+    let stop = AtomicBool::new(false);
+    let client_stop = AtomicBool::new(false);
+    let report = std::thread::scope(|s| {
+        let h = s.spawn(|| server.run(&stop, |_| {}));
+        s.spawn(|| {
+            run_client(
+                &ClientConfig {
+                    duration: Duration::from_secs(3),
+                    timeout: Duration::from_millis(50),
+                    ..client_cfg(addr)
+                },
+                &client_stop,
+                |_| {},
+            )
+        });
+        // stopped mid-interval, while requests keep coming
+        std::thread::sleep(Duration::from_millis(350));
+        stop.store(true, Ordering::Relaxed);
+        let report = h.join().unwrap();
+        client_stop.store(true, Ordering::Relaxed);
+        report
+    });
+    let total = report.total.requests;
+    let summed: u64 = report.intervals.iter().map(|i| i.total.requests).sum();
+    assert!(total > 100, "{report:?}");
+    assert_eq!(summed, total, "{:?}", report.intervals);
+    let per: u64 = report
+        .intervals
+        .iter()
+        .flat_map(|i| i.per_worker.iter())
+        .sum();
+    assert_eq!(per, total);
 }
 
 #[test]

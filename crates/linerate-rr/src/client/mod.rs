@@ -89,7 +89,7 @@ pub fn run_client(
             let p = pending.entry(smp.index).or_insert_with(|| Pending {
                 iv: Interval {
                     start: d * smp.index as u32,
-                    end: (d * (smp.index as u32 + 1)).min(cfg.duration),
+                    end: d * smp.index as u32,
                     completed: 0,
                     lost: 0,
                     latency: None,
@@ -97,6 +97,14 @@ pub fn run_client(
                 hist: new_hist(),
                 reported: 0,
             });
+            // An interval ends at its boundary, or for a worker's last one
+            // when that worker stopped sending (the test's end, or earlier
+            // when stopped from outside); the latest of its workers' ends.
+            let end = match smp.until {
+                Some(until) => until,
+                None => d * (smp.index as u32 + 1),
+            };
+            p.iv.end = p.iv.end.max(end.min(cfg.duration));
             p.iv.completed += smp.completed;
             p.iv.lost += smp.lost;
             p.hist.add(&smp.hist).ok();

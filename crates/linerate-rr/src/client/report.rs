@@ -59,6 +59,8 @@ pub(super) struct Sample {
     pub(super) completed: u64,
     pub(super) lost: u64,
     pub(super) hist: Histogram<u64>,
+    /// For the last interval: how long this worker sent for.
+    pub(super) until: Option<Duration>,
 }
 
 /// One interval of all workers.

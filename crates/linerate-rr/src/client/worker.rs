@@ -240,16 +240,30 @@ impl<'a> Worker<'a> {
         }
     }
 
-    fn flush_interval(&mut self, index: usize) {
+    /// Sends the current interval's counts to the collector; `until` is
+    /// set for the last one (when this worker stopped sending).
+    fn flush_interval(&mut self, until: Option<Duration>) {
         let hist = std::mem::replace(&mut self.iv_hist, new_hist());
         self.tx
             .send(Sample {
-                index,
+                index: self.iv_index,
                 completed: std::mem::take(&mut self.iv_completed),
                 lost: std::mem::take(&mut self.iv_lost),
                 hist,
+                until,
             })
             .ok();
+        self.iv_index += 1;
+    }
+
+    /// The next interval boundary (monotonic ns) at which an interval is
+    /// flushed: none without intervals, and none when the test ends less
+    /// than a millisecond after it (that sliver joins the last interval,
+    /// which is flushed after the drain with every answer and loss in it).
+    fn next_boundary(&self, start: u64, end: u64) -> Option<u64> {
+        let iv = self.cfg.interval?.as_nanos() as u64;
+        let b = start + (self.iv_index as u64 + 1) * iv;
+        (b + 1_000_000 < end).then_some(b)
     }
 
     /// Sends for the test's duration, then waits for answers still due.
@@ -287,7 +301,6 @@ impl<'a> Worker<'a> {
     pub(super) fn run(&mut self, socks: &[UdpSocket], stop: &AtomicBool) -> Duration {
         let start = self.now_ns();
         let end = start + self.cfg.duration.as_nanos() as u64;
-        let iv_ns = self.cfg.interval.map(|d| d.as_nanos() as u64);
         if matches!(self.cfg.load, Load::Open { .. }) {
             // Wake for each departure within a microsecond, not the default 50.
             linerate_backend::clock::set_timer_slack_ns(1_000).ok();
@@ -329,12 +342,6 @@ impl<'a> Worker<'a> {
                 }
                 sending = false;
                 sent_for = Duration::from_nanos(now - start);
-                if let Some(iv) = iv_ns
-                    && now > start + self.iv_index as u64 * iv + 1_000_000
-                {
-                    // the last, partial interval
-                    self.flush_interval(self.iv_index);
-                }
             }
             if !sending {
                 let in_flight: usize = self.out.iter().map(Outstanding::in_flight).sum();
@@ -345,12 +352,8 @@ impl<'a> Worker<'a> {
                     break;
                 }
             }
-            if let Some(iv) = iv_ns
-                && sending
-                && now >= start + (self.iv_index as u64 + 1) * iv
-            {
-                self.flush_interval(self.iv_index);
-                self.iv_index += 1;
+            if sending && self.next_boundary(start, end).is_some_and(|b| now >= b) {
+                self.flush_interval(None);
             }
             if now.saturating_sub(last_expire) >= 1_000_000 {
                 self.expire(now);
@@ -366,11 +369,11 @@ impl<'a> Worker<'a> {
             }
             // Wait for answers until the next send, interval or expiry.
             let mut wake = next_due.min(last_expire + 1_000_000);
-            if let Some(iv) = iv_ns {
-                wake = wake.min(start + (self.iv_index as u64 + 1) * iv);
-            }
             if sending {
                 wake = wake.min(end);
+                if let Some(b) = self.next_boundary(start, end) {
+                    wake = wake.min(b);
+                }
             }
             if self.cfg.busy_poll {
                 // Spin: ask every flow's (non-blocking) socket again at once.
@@ -389,6 +392,12 @@ impl<'a> Worker<'a> {
             .map(Outstanding::expire_all)
             .sum::<u64>();
         self.counts.lost += lost;
+        if self.cfg.interval.is_some() {
+            // The last interval holds the answers and losses of the drain,
+            // so the intervals add up to the totals.
+            self.iv_lost += lost;
+            self.flush_interval(Some(sent_for));
+        }
         sent_for
     }
 }
