@@ -178,6 +178,11 @@ fn callgrind_start(
     let mut c = pinned(rig, host, "valgrind", cpu);
     c.args(["--tool=callgrind", "--quiet"])
         .arg(format!("--callgrind-out-file={}", out.display()));
+    if std::env::var_os("LINERATE_INSTR_KEEP").is_some() {
+        // Kept outputs are for reading: counts per instruction too (for
+        // `callgrind_annotate` with objdump beside it).
+        c.arg("--dump-instr=yes");
+    }
     if let Some(t) = toggle {
         c.arg(format!("--toggle-collect={t}"));
         // The link check every 100 ms is work per unit of time, not per
@@ -234,6 +239,9 @@ fn callgrind_finish(
         std::thread::sleep(Duration::from_millis(50));
     };
     let stdout = reader.join().unwrap_or_default();
+    if std::env::var_os("LINERATE_INSTR_KEEP").is_some() {
+        std::fs::write(out.with_extension("stdout"), &stdout)?;
+    }
     if !status.success() {
         bail!(
             "{status}: {}",

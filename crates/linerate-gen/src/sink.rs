@@ -11,19 +11,36 @@ use std::collections::BTreeMap;
 
 /// Latencies counted in a few instructions per value: HdrHistogram's
 /// bucket layout (2^SUB sub-buckets per power of two, 1 ns units), counts
-/// only, growing as larger values arrive. Read through
-/// [`to_hdr`](Self::to_hdr), an `hdrhistogram::Histogram` with the same
-/// buckets (so every statistic is HdrHistogram's own, unchanged). `SUB` is
-/// 11 for 3 significant digits ([`LatencyHist3`]), 8 for 2 ([`LatencyHist2`]).
-#[derive(Debug, Clone, Default)]
+/// only. Every bucket from 1 ns to [`LATENCY_MAX_NS`] is allocated at once,
+/// zeroed by the kernel page by page as it is first written (264 KiB of
+/// address space at 3 digits, a few pages resident for latencies within a
+/// power of two or two), so counting never allocates, copies or clears
+/// memory while frames arrive. Read through [`to_hdr`](Self::to_hdr), an
+/// `hdrhistogram::Histogram` with the same buckets (so every statistic is
+/// HdrHistogram's own, unchanged). `SUB` is 11 for 3 significant digits
+/// ([`LatencyHist3`]), 8 for 2.
+#[derive(Debug)]
 pub struct LatencyHist<const SUB: u32> {
-    counts: Vec<u64>,
+    counts: Box<[u64]>,
 }
 
-/// 3 significant digits (the sink's aggregate).
+impl<const SUB: u32> Clone for LatencyHist<SUB> {
+    /// A copy that, like the original, has memory only where it counted.
+    fn clone(&self) -> Self {
+        let mut c = Self::new();
+        c.add(self);
+        c
+    }
+}
+
+/// 3 significant digits (the sink's, per flow and in all).
 pub type LatencyHist3 = LatencyHist<11>;
-/// 2 significant digits (per flow).
-pub type LatencyHist2 = LatencyHist<8>;
+
+impl<const SUB: u32> Default for LatencyHist<SUB> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 impl<const SUB: u32> LatencyHist<SUB> {
     /// Values below this fall in bucket 0 at unit resolution.
@@ -37,27 +54,37 @@ impl<const SUB: u32> LatencyHist<SUB> {
         _ => panic!("LatencyHist: 8 (2 digits) or 11 (3 digits) sub-bucket bits"),
     };
 
+    /// Buckets held: up to [`LATENCY_MAX_NS`]'s.
+    const LEN: usize = Self::index(LATENCY_MAX_NS) + 1;
+
     pub fn new() -> Self {
-        Self { counts: Vec::new() }
+        // (zeroed allocation: calloc, fresh pages from the kernel)
+        Self {
+            counts: vec![0u64; Self::LEN].into_boxed_slice(),
+        }
+    }
+
+    /// The bucket index of `v` (0 shares bucket 0 with 1).
+    #[inline(always)]
+    const fn index(v: u64) -> usize {
+        let bucket = 63 - (v | Self::MASK).leading_zeros() - (SUB - 1);
+        ((bucket as usize) << (SUB - 1)) + (v >> bucket) as usize
     }
 
     /// Counts `v`, ns (0 is counted as 1, and a value above
-    /// [`LATENCY_MAX_NS`] as that, when read: [`to_hdr`](Self::to_hdr)).
+    /// [`LATENCY_MAX_NS`] as that).
     #[inline(always)]
     pub fn record(&mut self, v: u64) {
-        let bucket = 63 - (v | Self::MASK).leading_zeros() - (SUB - 1);
-        let idx = ((bucket as usize) << (SUB - 1)) + (v >> bucket) as usize;
-        match self.counts.get_mut(idx) {
+        match self.counts.get_mut(Self::index(v)) {
             Some(c) => *c += 1,
-            None => self.grow(idx),
+            None => self.record_above_max(),
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn grow(&mut self, idx: usize) {
-        self.counts.resize((idx + 1).next_power_of_two(), 0);
-        self.counts[idx] += 1;
+    fn record_above_max(&mut self) {
+        self.counts[Self::LEN - 1] += 1;
     }
 
     /// The lowest value of bucket index `idx`.
@@ -79,13 +106,13 @@ impl<const SUB: u32> LatencyHist<SUB> {
         self.counts.iter().sum()
     }
 
-    /// Adds another's counts (of the same precision).
+    /// Adds another's counts (of the same precision), writing only the
+    /// buckets it counted in (the others' pages stay unmapped).
     pub fn add(&mut self, other: &Self) {
-        if other.counts.len() > self.counts.len() {
-            self.counts.resize(other.counts.len(), 0);
-        }
-        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
-            *a += b;
+        for (a, &b) in self.counts.iter_mut().zip(&other.counts) {
+            if b != 0 {
+                *a += b;
+            }
         }
     }
 
@@ -215,9 +242,10 @@ impl std::ops::Index<&u16> for FlowTable {
 pub struct FlowCounts {
     pub seq: SeqTracker,
     pub bytes: u64,
-    /// One-way latency of this flow, ns (shared clocks; the first
-    /// [`FLOW_HISTOGRAMS_MAX`] flows seen have one).
-    pub latency_ns: Option<LatencyHist2>,
+    /// One-way latency of this flow, ns, 3 significant digits (shared
+    /// clocks; the first [`FLOW_HISTOGRAMS_MAX`] flows seen have one, the
+    /// others' latencies are counted in the aggregate only).
+    pub latency_ns: Option<LatencyHist3>,
     /// RFC 3550 interarrival jitter times 16, in ns, kept as RFC 3550's
     /// A.8 keeps it: J16 += |D| - (J16 + 8) / 16 over arrivals, D the
     /// change in transit time (valid with unshared clocks too: their
@@ -229,9 +257,11 @@ pub struct FlowCounts {
     pub sent_marker: Option<u64>,
 }
 
-/// Flows that get a latency histogram of their own, at most (each grows
-/// with the latencies it holds: a few KiB for microseconds).
-pub const FLOW_HISTOGRAMS_MAX: usize = 1024;
+/// Flows that get a latency histogram of their own, at most: 264 KiB of
+/// address space each, of which only the pages of buckets counted in are
+/// memory (8 KiB per power of two of ns the flow's latencies span), so at
+/// most 68 MiB per receive worker whatever arrives.
+pub const FLOW_HISTOGRAMS_MAX: usize = 256;
 
 const TS_MASK: u64 = (1 << 48) - 1;
 
@@ -252,7 +282,7 @@ impl FlowCounts {
     fn first(transit: u64, histogram: bool) -> Self {
         Self {
             last_transit: transit,
-            latency_ns: histogram.then(LatencyHist2::new),
+            latency_ns: histogram.then(LatencyHist3::new),
             ..Self::default()
         }
     }
@@ -298,8 +328,11 @@ pub struct SinkCounts {
     pub packets: u64,
     /// Frames without a probe (ARP, other traffic), not counted above.
     pub other: u64,
-    /// One-way latency, ns (only when clocks are shared).
-    pub latency_ns: LatencyHist3,
+    /// One-way latency, ns (only when clocks are shared), of the flows
+    /// without a histogram of their own: each frame's latency is counted
+    /// once, in its flow's histogram or here; [`latency_all`](Self::latency_all)
+    /// adds them up.
+    latency_rest: LatencyHist3,
     /// Probes whose timestamp was ahead of the receive time.
     pub clock_skew: u64,
     /// End-marker frames received (not counted as packets).
@@ -317,7 +350,7 @@ impl SinkCounts {
             flows: FlowTable::default(),
             packets: 0,
             other: 0,
-            latency_ns: LatencyHist3::new(),
+            latency_rest: LatencyHist3::new(),
             clock_skew: 0,
             markers: 0,
             clocks_shared,
@@ -361,10 +394,9 @@ impl SinkCounts {
             }
             // (0 and values above the histogram's range are clamped when
             // it is read.)
-            let lat = lat as u64;
-            self.latency_ns.record(lat);
-            if let Some(h) = f.latency_ns.as_mut() {
-                h.record(lat);
+            match f.latency_ns.as_mut() {
+                Some(h) => h.record(lat as u64),
+                None => self.latency_rest.record(lat as u64),
             }
         }
     }
@@ -432,7 +464,19 @@ impl SinkCounts {
         self.other += other.other;
         self.clock_skew += other.clock_skew;
         self.markers += other.markers;
-        self.latency_ns.add(&other.latency_ns);
+        self.latency_rest.add(&other.latency_rest);
+    }
+
+    /// One-way latency of every frame, ns: the flows' histograms and the
+    /// rest's, added up (at read time: each frame is counted once).
+    pub fn latency_all(&self) -> LatencyHist3 {
+        let mut all = self.latency_rest.clone();
+        for f in self.flows.values() {
+            if let Some(h) = &f.latency_ns {
+                all.add(h);
+            }
+        }
+        all
     }
 
     /// Bytes of the frames with a probe (L2, without FCS): the flows'
@@ -518,8 +562,9 @@ impl SinkCounts {
                     .map_err(std::io::Error::other)?;
             }
         }
-        if !self.latency_ns.is_empty() {
-            log.write_histogram(&self.latency_ns.to_hdr(), zero, span, Tag::new("all"))
+        let all = self.latency_all();
+        if !all.is_empty() {
+            log.write_histogram(&all.to_hdr(), zero, span, Tag::new("all"))
                 .map_err(std::io::Error::other)?;
         }
         Ok(())
@@ -527,8 +572,9 @@ impl SinkCounts {
 
     /// Latency percentiles in ns: (p50, p90, p99, p99.9, max), if measured.
     pub fn latency_percentiles(&self) -> Option<[u64; 5]> {
-        (self.clocks_shared && !self.latency_ns.is_empty()).then(|| {
-            let h = self.latency_ns.to_hdr();
+        let all = self.latency_all();
+        (self.clocks_shared && !all.is_empty()).then(|| {
+            let h = all.to_hdr();
             [
                 h.value_at_quantile(0.5),
                 h.value_at_quantile(0.9),
@@ -606,6 +652,33 @@ mod tests {
         }
     }
 
+    /// Every value lands where HdrHistogram puts it, at the edges too:
+    /// the last bucket is LATENCY_MAX_NS's, values past it count there;
+    /// histograms add up bucket by bucket.
+    #[test]
+    fn latency_hist_holds_every_bucket_to_the_maximum() {
+        // An hour is 3.6e12 ns, top bit 41: bucket 41 - 10, sub-bucket
+        // 3.6e12 >> 31 = 1676 (3 digits); 41 - 7 and >> 34 = 209 (2 digits).
+        assert_eq!(LatencyHist3::LEN, (31 << 10) + 1676 + 1);
+        assert_eq!(LatencyHist::<8>::LEN, (34 << 7) + 209 + 1);
+        let mut h = LatencyHist3::new();
+        let mut hdr = Histogram::<u64>::new_with_bounds(1, LATENCY_MAX_NS, 3).unwrap();
+        for v in [1, 2047, 2048, 70_000, LATENCY_MAX_NS - 1, LATENCY_MAX_NS] {
+            h.record(v);
+            hdr.record(v).unwrap();
+        }
+        h.record((1 << 48) - 1);
+        hdr.record(LATENCY_MAX_NS).unwrap();
+        let mut two = h.clone();
+        two.add(&h);
+        let r = h.to_hdr();
+        assert_eq!((r.len(), r.min(), r.max()), (7, hdr.min(), hdr.max()));
+        for q in [0.3, 0.5, 0.6, 0.9] {
+            assert_eq!(r.value_at_quantile(q), hdr.value_at_quantile(q));
+        }
+        assert_eq!((two.len(), two.to_hdr().max()), (14, hdr.max()));
+    }
+
     /// Flows are found by id, created once, and read in id order.
     #[test]
     fn flow_table_finds_by_id_and_reads_in_order() {
@@ -671,6 +744,57 @@ mod tests {
         c
     }
 
+    /// Each frame's latency is counted once: in its flow's histogram for
+    /// the first FLOW_HISTOGRAMS_MAX flows, in the rest's after; the
+    /// aggregate adds them up, from every flow and every worker.
+    #[test]
+    fn every_latency_is_counted_once_in_the_aggregate() {
+        let flows = FlowSpec::parse(
+            "02:00:00:00:00:0a",
+            "02:00:00:00:00:0b",
+            "198.18.0.1",
+            "198.18.1.1",
+            "9",
+            "1-300",
+        )
+        .unwrap();
+        let t = Template::new(64, &flows.flow(0), &Framing::default()).unwrap();
+        let (mut a, mut b) = (SinkCounts::new(true), SinkCounts::new(true));
+        // flow id = latency in us, 3 frames each; flows 0..150 to worker a
+        for id in 0..300u16 {
+            for k in 1..=3u64 {
+                let mut f = vec![0u8; t.len()];
+                let tx = 1_000_000 + k * 10_000_000;
+                t.write(&mut f, &flows.flow(u64::from(id)), id, k, tx);
+                let w = if id < 150 { &mut a } else { &mut b };
+                w.on_frame(&f, tx + (u64::from(id) + 1) * 1_000);
+            }
+        }
+        let own = |c: &SinkCounts| c.flows.values().filter(|f| f.latency_ns.is_some()).count();
+        assert_eq!((own(&a), own(&b)), (150, 150));
+        assert_eq!((a.latency_all().len(), b.latency_all().len()), (450, 450));
+        let mut one = SinkCounts::new(true);
+        one.absorb(&a);
+        one.absorb(&b);
+        assert_eq!(own(&one), 300, "absorbed flows keep their histograms");
+        assert_eq!(one.latency_all().len(), 900);
+        let h = one.latency_all().to_hdr();
+        assert_eq!((h.min(), h.max() / 1000), (1_000, 300), "{h:?}");
+        // One worker seeing all 300: the first 256 have their own.
+        let mut c = SinkCounts::new(true);
+        for id in 0..300u16 {
+            let mut f = vec![0u8; t.len()];
+            t.write(&mut f, &flows.flow(u64::from(id)), id, 1, 1_000_000);
+            c.on_frame(&f, 1_000_000 + (u64::from(id) + 1) * 1_000);
+        }
+        assert_eq!(own(&c), FLOW_HISTOGRAMS_MAX);
+        assert_eq!(c.latency_rest.len(), 300 - FLOW_HISTOGRAMS_MAX as u64);
+        let p = c.latency_percentiles().unwrap();
+        assert_eq!(p[4] / 1000, 300, "{p:?}");
+        // p50 of 1..=300 us is 150 us (3 significant digits)
+        assert!(p[0].abs_diff(150_000) <= 150, "{p:?}");
+    }
+
     #[test]
     fn per_flow_latency_and_rfc3550_jitter() {
         let c = timed();
@@ -695,9 +819,9 @@ mod tests {
             .values()
             .map(|f| f.latency_ns.as_ref().unwrap().len())
             .sum();
-        assert_eq!(n, c.latency_ns.len());
-        // Per-flow histograms keep 2 significant digits, the aggregate 3.
-        let (all, flow) = (c.latency_ns.to_hdr().max() as f64, f0[5]);
+        assert_eq!(n, c.latency_all().len());
+        // Per-flow histograms and the aggregate keep 3 significant digits.
+        let (all, flow) = (c.latency_all().to_hdr().max() as f64, f0[5]);
         assert!(near(all, flow), "{all} vs {flow}");
     }
 
@@ -726,7 +850,10 @@ mod tests {
             "{l:?}"
         );
         assert_eq!(f.latency_ns.as_ref().unwrap().len(), 10);
-        assert_eq!((c.packets, c.latency_ns.len(), c.clock_skew), (10, 10, 0));
+        assert_eq!(
+            (c.packets, c.latency_all().len(), c.clock_skew),
+            (10, 10, 0)
+        );
     }
 
     #[test]

@@ -671,7 +671,7 @@ impl TrialRunner for DeviceRunner {
             {
                 let (b, r) = (b?, r?);
                 let lat = r.counts.latency_percentiles().map(|p| {
-                    let h = r.counts.latency_ns.to_hdr();
+                    let h = r.counts.latency_all().to_hdr();
                     [
                         h.min() as f64,
                         h.mean(),

@@ -51,9 +51,23 @@ pub enum Arrival {
 }
 
 impl SeqTracker {
-    #[inline]
+    #[inline(always)]
     pub fn on_seq(&mut self, seq: u64) -> Arrival {
         self.received += 1;
+        // The common case inline: the next sequence number, nothing missed.
+        if seq == self.highest.wrapping_add(1) {
+            self.highest = seq;
+            // The slot held seq - WINDOW (set or not): now it is seq's.
+            let (w, bit) = slot(seq);
+            self.seen[w] |= bit;
+            return Arrival::Next { gap: 0 };
+        }
+        self.on_other_seq(seq)
+    }
+
+    /// A jump ahead, a late arrival or a duplicate (`received` counted).
+    #[inline(never)]
+    fn on_other_seq(&mut self, seq: u64) -> Arrival {
         let (w, bit) = slot(seq);
         if seq > self.highest {
             let gap = seq - self.highest - 1;
