@@ -363,61 +363,82 @@ impl SinkCounts {
     /// a frame off the fast layouts, a frame without a probe) out of line.
     #[inline(always)]
     pub fn on_frame(&mut self, frame: &[u8], rx_ns: u64) {
-        match fast_probe(frame) {
-            Some(p) if p.seq & linerate_wire::END_MARKER == 0 => {
-                self.count(p, frame.len() as u64, rx_ns)
-            }
-            _ => self.on_frame_slow(frame, rx_ns),
+        if let Some(p) = fast_probe(frame)
+            && p.seq & linerate_wire::END_MARKER == 0
+            && let Some(f) = self.flows.find(p.flow_id)
+        {
+            return Self::count(
+                f,
+                (&mut self.packets, &mut self.clock_skew),
+                &mut self.latency_rest,
+                self.clocks_shared,
+                (p, frame.len() as u64, rx_ns),
+            );
         }
+        // (the probe is found again there: nothing of it is kept for the
+        // call, so nothing of it is kept on the stack on the fast path)
+        self.on_frame_slow(frame, rx_ns)
     }
 
-    /// Counts a probe that is not an end marker.
+    /// Counts a probe that is not an end marker in its flow `f` and the
+    /// totals (fields of `self` passed apart, as `f` borrows its table).
     #[inline(always)]
-    fn count(&mut self, p: Probe, len: u64, rx_ns: u64) {
+    fn count(
+        f: &mut FlowCounts,
+        (packets, clock_skew): (&mut u64, &mut u64),
+        rest: &mut LatencyHist3,
+        shared: bool,
+        (p, len, rx_ns): (Probe, u64, u64),
+    ) {
         // Transit time modulo 2^48: latency (shared clocks) and jitter.
         let transit = rx_ns.wrapping_sub(p.tx_ns) & TS_MASK;
-        let shared = self.clocks_shared;
-        let Some(f) = self.flows.find(p.flow_id) else {
-            return self.first_of_flow(p, len, rx_ns, transit);
-        };
         f.seq.on_seq(p.seq);
         f.bytes += len;
         f.on_transit(transit);
-        self.packets += 1;
+        *packets += 1;
         if shared {
             // The nearest reading of the 48-bit stamp: more than half the
             // range (39 hours) ahead of the receiver is a clock behind.
             let lat = signed48(transit);
             if lat < 0 {
-                self.clock_skew += 1;
+                *clock_skew += 1;
                 return;
             }
             // (0 and values above the histogram's range are clamped when
             // it is read.)
             match f.latency_ns.as_mut() {
                 Some(h) => h.record(lat as u64),
-                None => self.latency_rest.record(lat as u64),
+                None => rest.record(lat as u64),
             }
         }
     }
 
-    /// The first probe of a flow: its entry made, then counted.
-    #[cold]
-    #[inline(never)]
-    fn first_of_flow(&mut self, p: Probe, len: u64, rx_ns: u64, transit: u64) {
-        let histogram = self.clocks_shared && self.flows.len() < FLOW_HISTOGRAMS_MAX;
-        // A flow whose end marker came first keeps the sender's count.
-        let sent_marker = self.flows.get(&p.flow_id).and_then(|f| f.sent_marker);
-        let f = FlowCounts {
-            sent_marker,
-            ..FlowCounts::first(transit, histogram)
-        };
-        self.flows.insert(p.flow_id, f);
-        self.count(p, len, rx_ns);
+    /// Counts a probe that is not an end marker, its flow's entry made if
+    /// this is its first.
+    fn count_probe(&mut self, p: Probe, len: u64, rx_ns: u64) {
+        if self.flows.find(p.flow_id).is_none() {
+            let histogram = self.clocks_shared && self.flows.len() < FLOW_HISTOGRAMS_MAX;
+            // A flow whose end marker came first keeps the sender's count.
+            let sent_marker = self.flows.get(&p.flow_id).and_then(|f| f.sent_marker);
+            let transit = rx_ns.wrapping_sub(p.tx_ns) & TS_MASK;
+            let f = FlowCounts {
+                sent_marker,
+                ..FlowCounts::first(transit, histogram)
+            };
+            self.flows.insert(p.flow_id, f);
+        }
+        let f = self.flows.find(p.flow_id).expect("made above");
+        Self::count(
+            f,
+            (&mut self.packets, &mut self.clock_skew),
+            &mut self.latency_rest,
+            self.clocks_shared,
+            (p, len, rx_ns),
+        );
     }
 
-    /// Frames off the fast path: end markers, probes behind options or
-    /// extension headers, frames without a probe.
+    /// Frames off the fast path: a flow's first, end markers, probes behind
+    /// options or extension headers, frames without a probe.
     #[cold]
     #[inline(never)]
     fn on_frame_slow(&mut self, frame: &[u8], rx_ns: u64) {
@@ -435,7 +456,7 @@ impl SinkCounts {
             f.sent_marker = Some(probe.seq & !linerate_wire::END_MARKER);
             return;
         }
-        self.count(probe, frame.len() as u64, rx_ns);
+        self.count_probe(probe, frame.len() as u64, rx_ns);
     }
 
     /// Takes in the counts of another receive worker of the same run.

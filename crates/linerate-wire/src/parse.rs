@@ -192,8 +192,20 @@ pub fn fast_probe(b: &[u8]) -> Option<Probe> {
     // total length, identification.
     let head = le64(b, 12);
     if head & 0xff_ffff == 0x45_0008 {
+        // Bytes 20..24: flags/fragment offset, TTL, protocol.
+        if le32(b, 20) & 0xff00_ff3f != 0x1100_0000 {
+            return None;
+        }
+        // Lengths that fill the frame exactly, as a probe frame's do: the
+        // IP total is the frame after Ethernet, UDP's the total after IP
+        // (both at least a probe's, as the frame is). A frame with bytes
+        // past the IP packet (Ethernet padding, a trailer) or a UDP length
+        // short of it is left to the careful path.
+        let total = usize::from(((head >> 32) as u16).swap_bytes());
+        if total + 14 != b.len() || usize::from(le16(b, 38).swap_bytes()) + 34 != b.len() {
+            return None;
+        }
         // The probe at a constant offset, inside the length checked above.
-        ipv4_udp(b, 14, head >> 32)?;
         read_probe(&b[42..PROBE_FRAME_MIN])
     } else {
         let l4 = slow_layouts(b)?;
