@@ -462,46 +462,58 @@ fn latency_rises_with_load_through_a_loaded_forwarder() {
             "--mem-mb 64 --reads 200",
         ],
     );
-    let v = lab.rfc2544(&[
-        "--sizes",
-        "64",
-        "--tests",
-        "throughput,latency",
-        "--trial-time",
-        "1",
-        "--max-rate",
-        "400kpps",
-        "--resolution",
-        "2%",
-        "--loss-ratio",
-        "0.1%",
-        "--latency-load",
-        "10%,100%",
-        "--latency-time",
-        "1",
-        "--drain",
-        "0.3",
-    ]);
-    let ndr = v["throughput"][0]["rate_fps"].as_f64().unwrap();
-    assert!(ndr > 1000.0, "the forwarder forwarded: {v}");
-    let lat = v["latency"].as_array().unwrap();
-    assert_eq!(lat.len(), 2);
-    let mean = |l: &serde_json::Value| l["trial"]["latency_ns"][1].as_f64().unwrap();
-    assert_eq!(
-        (lat[0]["load"].as_f64(), lat[1]["load"].as_f64()),
-        (Some(0.1), Some(1.0))
-    );
-    // The loads are shares of the throughput found (here the PDR: the
-    // least loss searched).
-    for l in lat {
-        let want = (ndr * l["load"].as_f64().unwrap()).round();
-        assert!((l["rate_fps"].as_f64().unwrap() - want).abs() <= 1.0, "{l}");
+    let run = || {
+        let v = lab.rfc2544(&[
+            "--sizes",
+            "64",
+            "--tests",
+            "throughput,latency",
+            "--trial-time",
+            "1",
+            "--max-rate",
+            "400kpps",
+            "--resolution",
+            "2%",
+            "--loss-ratio",
+            "0.1%",
+            "--latency-load",
+            "10%,100%",
+            "--latency-time",
+            "1",
+            "--drain",
+            "0.3",
+        ]);
+        let ndr = v["throughput"][0]["rate_fps"].as_f64().unwrap();
+        assert!(ndr > 1000.0, "the forwarder forwarded: {v}");
+        let lat = v["latency"].as_array().unwrap();
+        assert_eq!(lat.len(), 2);
+        let mean = |l: &serde_json::Value| l["trial"]["latency_ns"][1].as_f64().unwrap();
+        assert_eq!(
+            (lat[0]["load"].as_f64(), lat[1]["load"].as_f64()),
+            (Some(0.1), Some(1.0))
+        );
+        // The loads are shares of the throughput found (here the PDR: the
+        // least loss searched).
+        for l in lat {
+            let want = (ndr * l["load"].as_f64().unwrap()).round();
+            assert!((l["rate_fps"].as_f64().unwrap() - want).abs() <= 1.0, "{l}");
+        }
+        (ndr, mean(&lat[0]), mean(&lat[1]))
+    };
+    // Seen: 41-50 us at a tenth, 11-17 ms at the throughput found. On a
+    // shared VM the search can run while the host is slow and find a rate
+    // the forwarder then handles with room to spare (once in CI: 119 us
+    // against 241 us, the low-load figure itself 2.5 times its usual): the
+    // property is about the forwarder, so one such run is tried again.
+    let (mut ndr, mut low, mut high) = run();
+    if high <= 3.0 * low {
+        eprintln!(
+            "latency at {ndr:.0} fps {high:.0} ns vs {low:.0} ns at a tenth: the host was slow during the search? trying again"
+        );
+        (ndr, low, high) = run();
     }
-    // Seen: 41-50 us at a tenth, 11-17 ms at the throughput found.
     assert!(
-        mean(&lat[1]) > 3.0 * mean(&lat[0]),
-        "mean latency at {ndr:.0} fps ({:.0} ns) is not well above that at a tenth of it ({:.0} ns)",
-        mean(&lat[1]),
-        mean(&lat[0])
+        high > 3.0 * low,
+        "mean latency at {ndr:.0} fps ({high:.0} ns) is not well above that at a tenth of it ({low:.0} ns)"
     );
 }
