@@ -213,13 +213,7 @@ fn misbehaving_responder(sock: UdpSocket, stop: &AtomicBool) {
         if h.seq % 2 == 1 {
             continue;
         }
-        let mut out = vec![0u8; h.reply_len as usize];
-        RrHeader {
-            kind: RrKind::Response,
-            ..h
-        }
-        .emit(&mut out)
-        .unwrap();
+        let out = response_to(h);
         sock.send_to(&out, from).unwrap();
         if h.seq.is_multiple_of(4) {
             sock.send_to(&out, from).unwrap();
@@ -227,22 +221,43 @@ fn misbehaving_responder(sock: UdpSocket, stop: &AtomicBool) {
     }
 }
 
-#[test]
-fn loss_duplicates_and_garbage_are_counted_exactly() {
+/// The response to a request with header `h`.
+fn response_to(h: RrHeader) -> Vec<u8> {
+    let mut out = vec![0u8; h.reply_len as usize];
+    RrHeader {
+        kind: RrKind::Response,
+        ..h
+    }
+    .emit(&mut out)
+    .unwrap();
+    out
+}
+
+/// Runs the client (`cfg` given the responder's address) against a
+/// hand-made responder on loopback, stopped when the client ends.
+fn against(
+    responder: fn(UdpSocket, &AtomicBool),
+    cfg: impl FnOnce(SocketAddr) -> ClientConfig,
+) -> ClientReport {
     let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let addr = sock.local_addr().unwrap();
+    let cfg = cfg(sock.local_addr().unwrap());
     let stop = AtomicBool::new(false);
-    let c = std::thread::scope(|s| {
-        s.spawn(|| misbehaving_responder(sock, &stop));
-        let c = run(&ClientConfig {
-            flows: 1,
-            load: Load::Closed { outstanding: 8 },
-            duration: Duration::from_millis(500),
-            timeout: Duration::from_millis(50),
-            ..client_cfg(addr)
-        });
+    std::thread::scope(|s| {
+        s.spawn(|| responder(sock, &stop));
+        let c = run(&cfg);
         stop.store(true, Ordering::Relaxed);
         c
+    })
+}
+
+#[test]
+fn loss_duplicates_and_garbage_are_counted_exactly() {
+    let c = against(misbehaving_responder, |addr| ClientConfig {
+        flows: 1,
+        load: Load::Closed { outstanding: 8 },
+        duration: Duration::from_millis(500),
+        timeout: Duration::from_millis(50),
+        ..client_cfg(addr)
     });
     let t = &c.total;
     assert_eq!(t.sent, t.completed + t.lost, "{t:?}");
@@ -268,14 +283,8 @@ fn slow_responder(sock: UdpSocket, stop: &AtomicBool) {
         if let Ok((n, from)) = sock.recv_from(&mut buf) {
             let h = RrHeader::parse(&buf[..n]).unwrap();
             if h.seq % 10 != 3 {
-                let mut out = vec![0u8; h.reply_len as usize];
-                RrHeader {
-                    kind: RrKind::Response,
-                    ..h
-                }
-                .emit(&mut out)
-                .unwrap();
-                held.push_back((Instant::now() + Duration::from_millis(40), out, from));
+                let due = Instant::now() + Duration::from_millis(40);
+                held.push_back((due, response_to(h), from));
             }
         }
         while held
@@ -290,21 +299,13 @@ fn slow_responder(sock: UdpSocket, stop: &AtomicBool) {
 
 #[test]
 fn the_intervals_add_up_to_the_totals_with_answers_and_losses_of_the_drain() {
-    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let addr = sock.local_addr().unwrap();
-    let stop = AtomicBool::new(false);
-    let c = std::thread::scope(|s| {
-        s.spawn(|| slow_responder(sock, &stop));
-        let c = run(&ClientConfig {
-            flows: 2,
-            load: Load::Closed { outstanding: 8 },
-            duration: Duration::from_millis(400),
-            timeout: Duration::from_millis(150),
-            interval: Some(Duration::from_millis(100)),
-            ..client_cfg(addr)
-        });
-        stop.store(true, Ordering::Relaxed);
-        c
+    let c = against(slow_responder, |addr| ClientConfig {
+        flows: 2,
+        load: Load::Closed { outstanding: 8 },
+        duration: Duration::from_millis(400),
+        timeout: Duration::from_millis(150),
+        interval: Some(Duration::from_millis(100)),
+        ..client_cfg(addr)
     });
     let t = &c.total;
     assert_eq!(t.sent, t.completed + t.lost, "{t:?}");
