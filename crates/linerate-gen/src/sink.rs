@@ -340,6 +340,17 @@ pub struct SinkCounts {
     clocks_shared: bool,
 }
 
+/// (p50, p90, p99, p99.9, max) of `h`.
+pub fn percentiles(h: &Histogram<u64>) -> [u64; 5] {
+    [
+        h.value_at_quantile(0.5),
+        h.value_at_quantile(0.9),
+        h.value_at_quantile(0.99),
+        h.value_at_quantile(0.999),
+        h.max(),
+    ]
+}
+
 /// Latency above this (an hour) is recorded as this.
 pub const LATENCY_MAX_NS: u64 = 3_600_000_000_000;
 
@@ -591,19 +602,20 @@ impl SinkCounts {
         Ok(())
     }
 
+    /// Every frame's one-way latency (ns) as an HdrHistogram, if measured
+    /// (shared clocks, some latency counted): the flows' histograms merged
+    /// once per call.
+    pub fn latency_hdr(&self) -> Option<Histogram<u64>> {
+        if !self.clocks_shared {
+            return None;
+        }
+        let all = self.latency_all();
+        (!all.is_empty()).then(|| all.to_hdr())
+    }
+
     /// Latency percentiles in ns: (p50, p90, p99, p99.9, max), if measured.
     pub fn latency_percentiles(&self) -> Option<[u64; 5]> {
-        let all = self.latency_all();
-        (self.clocks_shared && !all.is_empty()).then(|| {
-            let h = all.to_hdr();
-            [
-                h.value_at_quantile(0.5),
-                h.value_at_quantile(0.9),
-                h.value_at_quantile(0.99),
-                h.value_at_quantile(0.999),
-                h.max(),
-            ]
-        })
+        self.latency_hdr().map(|h| percentiles(&h))
     }
 }
 
@@ -799,8 +811,13 @@ mod tests {
         one.absorb(&b);
         assert_eq!(own(&one), 300, "absorbed flows keep their histograms");
         assert_eq!(one.latency_all().len(), 900);
+        // HdrHistogram recording the same latencies itself: 1..=300 us
+        let mut want = Histogram::<u64>::new_with_bounds(1, LATENCY_MAX_NS, 3).unwrap();
+        for us in 1..=300u64 {
+            want.record_n(us * 1_000, 3).unwrap();
+        }
         let h = one.latency_all().to_hdr();
-        assert_eq!((h.min(), h.max() / 1000), (1_000, 300), "{h:?}");
+        assert_eq!((h.min(), h.max()), (want.min(), want.max()), "{h:?}");
         // One worker seeing all 300: the first 256 have their own.
         let mut c = SinkCounts::new(true);
         for id in 0..300u16 {
@@ -810,10 +827,8 @@ mod tests {
         }
         assert_eq!(own(&c), FLOW_HISTOGRAMS_MAX);
         assert_eq!(c.latency_rest.len(), 300 - FLOW_HISTOGRAMS_MAX as u64);
-        let p = c.latency_percentiles().unwrap();
-        assert_eq!(p[4] / 1000, 300, "{p:?}");
-        // p50 of 1..=300 us is 150 us (3 significant digits)
-        assert!(p[0].abs_diff(150_000) <= 150, "{p:?}");
+        // the same percentiles as HdrHistogram's own over 1..=300 us
+        assert_eq!(c.latency_percentiles(), Some(percentiles(&want)));
     }
 
     #[test]

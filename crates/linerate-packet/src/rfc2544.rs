@@ -670,8 +670,8 @@ impl TrialRunner for DeviceRunner {
                 sent.into_iter().zip(got).zip(legs.iter().zip(&rx_before))
             {
                 let (b, r) = (b?, r?);
-                let lat = r.counts.latency_percentiles().map(|p| {
-                    let h = r.counts.latency_all().to_hdr();
+                let lat = r.counts.latency_hdr().map(|h| {
+                    let p = linerate_gen::sink::percentiles(&h);
                     [
                         h.min() as f64,
                         h.mean(),

@@ -178,7 +178,8 @@ const PROBE_FRAME_MIN: usize = 14 + 20 + 8 + crate::PROBE_LEN;
 
 /// The probe of a frame on the fast path of [`probe_of`] (Ethernet with
 /// one VLAN tag or none, IPv4 without options or IPv6 without extension
-/// headers, UDP), `None` for every other frame. Where it finds a probe,
+/// headers, UDP; untagged IPv4 only where its lengths fill the frame, as a
+/// probe frame's do), `None` for every other frame. Where it finds a probe,
 /// [`parse_frame`] finds the same one; where it finds none, the frame may
 /// still hold one ([`probe_of`] asks the full parser then). Header fields
 /// are checked a word at a time.
