@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 /// only. Every bucket from 1 ns to [`LATENCY_MAX_NS`] is allocated at once,
 /// zeroed by the kernel page by page as it is first written (264 KiB of
 /// address space at 3 digits, a few pages resident for latencies within a
-/// power of two or two), so counting never allocates, copies or clears
-/// memory while frames arrive. Read through [`to_hdr`](Self::to_hdr), an
+/// power of two or two): made once (a flow's with its first frame),
+/// counting into it never allocates, copies or clears memory. Read through [`to_hdr`](Self::to_hdr), an
 /// `hdrhistogram::Histogram` with the same buckets (so every statistic is
 /// HdrHistogram's own, unchanged). `SUB` is 11 for 3 significant digits
 /// ([`LatencyHist3`]), 8 for 2.
