@@ -175,6 +175,10 @@ pub fn probe_of(bytes: &[u8]) -> Option<Probe> {
 
 /// The smallest frame a probe fits in: Ethernet, IPv4, UDP, probe.
 const PROBE_FRAME_MIN: usize = 14 + 20 + 8 + crate::PROBE_LEN;
+/// The longest frame on the fast path: an untagged IPv4 packet of the
+/// longest total length (longer frames, jumbo GRO aggregates, go through
+/// the careful path).
+const FAST_FRAME_MAX: usize = 14 + 0xffff;
 
 /// The probe of a frame on the fast path of [`probe_of`] (Ethernet with
 /// one VLAN tag or none, IPv4 without options or IPv6 without extension
@@ -185,8 +189,9 @@ const PROBE_FRAME_MIN: usize = 14 + 20 + 8 + crate::PROBE_LEN;
 /// are checked a word at a time.
 #[inline(always)]
 pub fn fast_probe(b: &[u8]) -> Option<Probe> {
-    if b.len() < PROBE_FRAME_MIN {
-        // Shorter than the smallest frame with a probe: the careful path.
+    // Shorter than the smallest frame with a probe, or longer than an IPv4
+    // packet's length field can say: the careful path. (In one compare.)
+    if b.len().wrapping_sub(PROBE_FRAME_MIN) > FAST_FRAME_MAX - PROBE_FRAME_MIN {
         return None;
     }
     // Bytes 12..20: EtherType, then (untagged IPv4) version/IHL, DSCP,
@@ -202,8 +207,11 @@ pub fn fast_probe(b: &[u8]) -> Option<Probe> {
         // (both at least a probe's, as the frame is). A frame with bytes
         // past the IP packet (Ethernet padding, a trailer) or a UDP length
         // short of it is left to the careful path.
-        let total = usize::from(((head >> 32) as u16).swap_bytes());
-        if total + 14 != b.len() || usize::from(le16(b, 38).swap_bytes()) + 34 != b.len() {
+        // (The frame's lengths fit in 16 bits, checked above: compared as
+        // loaded, big-endian.)
+        let ip_len = ((b.len() - 14) as u16).swap_bytes();
+        let udp_len = ((b.len() - 34) as u16).swap_bytes();
+        if (head >> 32) as u16 != ip_len || le16(b, 38) != udp_len {
             return None;
         }
         // The probe at a constant offset, inside the length checked above.

@@ -359,6 +359,21 @@ fn probe_frame(vlan: bool, v6: bool, extra: usize, seq: u64) -> Vec<u8> {
     out
 }
 
+/// A frame 65,536 B longer than its IPv4 packet: its lengths, taken
+/// modulo 2^16, would say it fills the frame. The fast path leaves frames
+/// longer than an IPv4 length can say to the parser, which finds the
+/// probe with the rest as trailer.
+#[test]
+fn a_frame_longer_than_ipv4_can_say_is_left_to_the_parser() {
+    let mut f = probe_frame(false, false, 0, 9);
+    assert!(linerate_wire::fast_probe(&f).is_some());
+    f.resize(f.len() + 0x1_0000, 0);
+    assert_eq!(linerate_wire::fast_probe(&f), None);
+    let want = parse_frame(&f).ok().and_then(|p| p.probe);
+    assert_eq!(want.map(|p| (p.flow_id, p.seq)), Some((7, 9)));
+    assert_eq!(linerate_wire::probe_of(&f), want);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(3000))]
 
