@@ -1,9 +1,12 @@
 //! Sequence-number accounting for a receiver: highest sequence seen, exact
 //! duplicates and late (reordered) arrivals within a 4096-packet window, and
 //! the gaps never filled. No allocation: the window is a fixed ring bitmap
-//! (sequence s at bit s mod 4096), so an in-order arrival costs the same
-//! whatever the window: clear and set one bit. A jump ahead clears the
-//! skipped sequences' bits a word at a time.
+//! (sequence s at bit s mod 4096). An in-order arrival only moves the
+//! highest up: the run of in-order arrivals since the bitmap was last
+//! brought up to date is known to be seen, and its bits are set a word at
+//! a time when anything else arrives (a jump ahead, which also clears the
+//! skipped sequences' bits, a late arrival, a duplicate) or when trackers
+//! merge. So the per-arrival cost does not depend on the window.
 
 /// How many recent sequence numbers are remembered.
 pub const WINDOW: u64 = 4096;
@@ -21,9 +24,12 @@ pub struct SeqTracker {
     /// First arrivals below the highest (reordered), within the window or
     /// older than it.
     pub late: u64,
-    /// Bit `s % WINDOW`: sequence s, for s in (highest - WINDOW, highest],
+    /// Bit `s % WINDOW`: sequence s, for s in (highest - WINDOW, marked],
     /// was seen.
     seen: [u64; WORDS],
+    /// Every sequence in (marked, highest] arrived (in order): their bits
+    /// are set when the bitmap is next needed ([`settle`](Self::settle)).
+    marked: u64,
 }
 
 impl Default for SeqTracker {
@@ -34,6 +40,7 @@ impl Default for SeqTracker {
             duplicates: 0,
             late: 0,
             seen: [0; WORDS],
+            marked: 0,
         }
     }
 }
@@ -55,11 +62,9 @@ impl SeqTracker {
     pub fn on_seq(&mut self, seq: u64) -> Arrival {
         self.received += 1;
         // The common case inline: the next sequence number, nothing missed.
+        // (Its bit is set with the rest of the run, by `settle`.)
         if seq == self.highest.wrapping_add(1) {
             self.highest = seq;
-            // The slot held seq - WINDOW (set or not): now it is seq's.
-            let (w, bit) = slot(seq);
-            self.seen[w] |= bit;
             return Arrival::Next { gap: 0 };
         }
         self.on_other_seq(seq)
@@ -68,13 +73,15 @@ impl SeqTracker {
     /// A jump ahead, a late arrival or a duplicate (`received` counted).
     #[inline(never)]
     fn on_other_seq(&mut self, seq: u64) -> Arrival {
+        self.settle();
         let (w, bit) = slot(seq);
         if seq > self.highest {
             let gap = seq - self.highest - 1;
             if gap > 0 {
-                self.clear(self.highest + 1, gap);
+                self.fill(self.highest + 1, gap, false);
             }
             self.highest = seq;
+            self.marked = seq;
             // The slot held seq - WINDOW (set or not): now it is seq's.
             self.seen[w] |= bit;
             return Arrival::Next { gap };
@@ -102,6 +109,8 @@ impl SeqTracker {
     /// between them, are not seen.
     pub fn absorb(&mut self, other: &SeqTracker) {
         let mut o = other.clone();
+        o.settle();
+        self.settle();
         // The lower tracker's slots past its highest hold sequences a
         // window older: cleared before the union.
         if o.highest > self.highest {
@@ -117,18 +126,29 @@ impl SeqTracker {
         self.late += other.late;
     }
 
-    /// Moves the highest up to `to` with nothing seen in between.
+    /// Moves the highest up to `to` with nothing seen in between (the
+    /// bitmap settled).
     fn advance(&mut self, to: u64) {
         if to > self.highest {
-            self.clear(self.highest + 1, to - self.highest);
+            self.fill(self.highest + 1, to - self.highest, false);
             self.highest = to;
+            self.marked = to;
         }
     }
 
-    /// Clears the slots of `n` sequences from `from` on, a word at a time.
-    fn clear(&mut self, from: u64, n: u64) {
+    /// Sets the bits of the in-order run (marked, highest].
+    fn settle(&mut self) {
+        if self.highest > self.marked {
+            self.fill(self.marked + 1, self.highest - self.marked, true);
+        }
+        self.marked = self.highest;
+    }
+
+    /// Sets (`seen`) or clears the slots of `n` sequences from `from` on,
+    /// a word at a time.
+    fn fill(&mut self, from: u64, n: u64, seen: bool) {
         if n >= WINDOW {
-            self.seen = [0; WORDS];
+            self.seen = [if seen { u64::MAX } else { 0 }; WORDS];
             return;
         }
         let (mut pos, mut left) = (from % WINDOW, n);
@@ -140,7 +160,11 @@ impl SeqTracker {
             } else {
                 ((1u64 << take) - 1) << b
             };
-            self.seen[w] &= !mask;
+            if seen {
+                self.seen[w] |= mask;
+            } else {
+                self.seen[w] &= !mask;
+            }
             pos = (pos + take) % WINDOW;
             left -= take;
         }
@@ -214,6 +238,49 @@ mod tests {
         );
         assert_eq!(t.on_seq(4999), Arrival::Late);
         assert_eq!(t.on_seq(4999), Arrival::Duplicate);
+    }
+
+    /// Two trackers of one flow, each given some of its arrivals (long
+    /// in-order runs among them), merged: the totals add up, and the merged
+    /// window knows every sequence either saw (a duplicate of each is seen
+    /// as one), and none other.
+    #[test]
+    fn merged_trackers_know_what_either_saw() {
+        use proptest::prelude::*;
+        let steps = proptest::collection::vec((0u8..5, 0u64..300, any::<bool>()), 1..300);
+        proptest!(ProptestConfig::with_cases(256), |(steps in steps)| {
+            let (mut a, mut b) = (SeqTracker::default(), SeqTracker::default());
+            let mut seen = std::collections::BTreeSet::new();
+            let mut next = 1u64;
+            for (kind, x, to_a) in steps {
+                let t = if to_a { &mut a } else { &mut b };
+                match kind {
+                    // A run in order, a gap, a late one.
+                    0 | 1 => for _ in 0..x % 150 {
+                        t.on_seq(next);
+                        seen.insert(next);
+                        next += 1;
+                    },
+                    2 => next += x * 20,
+                    _ => {
+                        let s = next.saturating_sub(x * 10).max(1);
+                        t.on_seq(s);
+                        seen.insert(s);
+                    }
+                }
+            }
+            let received = a.received + b.received;
+            let dups = a.duplicates + b.duplicates;
+            a.absorb(&b);
+            prop_assert_eq!((a.received, a.duplicates), (received, dups));
+            let highest = seen.last().copied().unwrap_or(0);
+            prop_assert_eq!(a.highest, highest);
+            for s in highest.saturating_sub(WINDOW - 1).max(1)..=highest {
+                let mut m = a.clone();
+                let want = if seen.contains(&s) { Arrival::Duplicate } else { Arrival::Late };
+                prop_assert_eq!(m.on_seq(s), want, "seq {} highest {}", s, highest);
+            }
+        });
     }
 
     /// The tracker against a model that remembers every sequence number:
