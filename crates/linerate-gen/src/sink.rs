@@ -251,8 +251,9 @@ pub struct FlowCounts {
     /// change in transit time (valid with unshared clocks too: their
     /// offset cancels). See [`jitter_ns`](Self::jitter_ns).
     jitter16: u64,
-    /// The last arrival's transit time, modulo 2^48 (the probe's width).
-    last_transit: u64,
+    /// The last arrival's transit time, its nearest reading modulo 2^48
+    /// (the probe's width): only differences of it are used.
+    last_transit: i64,
     /// The sender's count from the flow's end marker, if one arrived.
     pub sent_marker: Option<u64>,
 }
@@ -271,6 +272,16 @@ fn signed48(d: u64) -> i64 {
     ((d << 16) as i64) >> 16
 }
 
+/// A probe's transit time: receive time less its 48-bit stamp, modulo
+/// 2^48, read as the nearest signed number (more than half the range, 39
+/// hours, ahead of the receiver is a sender's clock behind). One-way
+/// latency where clocks are shared; with unshared clocks only its changes
+/// mean something.
+#[inline(always)]
+fn transit(rx_ns: u64, tx_ns: u64) -> i64 {
+    signed48(rx_ns.wrapping_sub(tx_ns))
+}
+
 impl FlowCounts {
     /// RFC 3550 interarrival jitter, ns.
     pub fn jitter_ns(&self) -> f64 {
@@ -279,7 +290,7 @@ impl FlowCounts {
 
     /// A flow's first probe: its counts start here (the transit time it
     /// came with is the base of the jitter estimate).
-    fn first(transit: u64, histogram: bool) -> Self {
+    fn first(transit: i64, histogram: bool) -> Self {
         Self {
             last_transit: transit,
             latency_ns: histogram.then(LatencyHist3::new),
@@ -287,11 +298,12 @@ impl FlowCounts {
         }
     }
 
-    /// One arrival with transit time `transit` (`rx - tx` modulo 2^48):
-    /// the change from the last arrival feeds the jitter estimate.
+    /// One arrival with transit time `transit` (`rx - tx`, read modulo
+    /// 2^48 as [`transit`] does): the change from the last arrival feeds
+    /// the jitter estimate.
     #[inline(always)]
-    fn on_transit(&mut self, transit: u64) {
-        let d = signed48(transit.wrapping_sub(self.last_transit)).unsigned_abs();
+    fn on_transit(&mut self, transit: i64) {
+        let d = signed48(transit.wrapping_sub(self.last_transit) as u64).unsigned_abs();
         self.last_transit = transit;
         // J16 - (J16 + 8) / 16 >= 0 for every J16: no underflow.
         self.jitter16 = self.jitter16 - ((self.jitter16 + 8) >> 4) + d;
@@ -401,16 +413,14 @@ impl SinkCounts {
         shared: bool,
         (p, len, rx_ns): (Probe, u64, u64),
     ) {
-        // Transit time modulo 2^48: latency (shared clocks) and jitter.
-        let transit = rx_ns.wrapping_sub(p.tx_ns) & TS_MASK;
+        // Transit time: latency (shared clocks) and jitter.
+        let transit = transit(rx_ns, p.tx_ns);
         f.seq.on_seq(p.seq);
         f.bytes += len;
         f.on_transit(transit);
         *packets += 1;
         if shared {
-            // The nearest reading of the 48-bit stamp: more than half the
-            // range (39 hours) ahead of the receiver is a clock behind.
-            let lat = signed48(transit);
+            let lat = transit;
             if lat < 0 {
                 *clock_skew += 1;
                 return;
@@ -431,10 +441,9 @@ impl SinkCounts {
             let histogram = self.clocks_shared && self.flows.len() < FLOW_HISTOGRAMS_MAX;
             // A flow whose end marker came first keeps the sender's count.
             let sent_marker = self.flows.get(&p.flow_id).and_then(|f| f.sent_marker);
-            let transit = rx_ns.wrapping_sub(p.tx_ns) & TS_MASK;
             let f = FlowCounts {
                 sent_marker,
-                ..FlowCounts::first(transit, histogram)
+                ..FlowCounts::first(transit(rx_ns, p.tx_ns), histogram)
             };
             self.flows.insert(p.flow_id, f);
         }
