@@ -135,7 +135,9 @@ impl<const SUB: u32> LatencyHist<SUB> {
 /// read in flow id order.
 #[derive(Debug, Clone)]
 pub struct FlowTable {
-    /// `slot[id]`: 1 + the flow's index in `flows`, 0 when not seen.
+    /// `slot[id]`: the flow's index in `flows` (with [`NOT_COUNTED`]
+    /// while it has an entry but no probe counted), [`NO_ENTRY`] when not
+    /// seen.
     slot: Box<[u32; 1 << 16]>,
     flows: Vec<(u16, FlowCounts)>,
 }
@@ -143,7 +145,7 @@ pub struct FlowTable {
 impl Default for FlowTable {
     fn default() -> Self {
         Self {
-            slot: vec![0u32; 1 << 16]
+            slot: vec![NO_ENTRY; 1 << 16]
                 .into_boxed_slice()
                 .try_into()
                 .expect("65536 entries"),
@@ -156,49 +158,58 @@ impl Default for FlowTable {
 /// probe frame counted yet, so its jitter and latency records are not
 /// started.
 const NOT_COUNTED: u32 = 1 << 31;
+/// A slot's value for a flow not seen. It and every NOT_COUNTED value
+/// index past the end of the (at most 65,536) flows.
+const NO_ENTRY: u32 = u32::MAX;
 
 impl FlowTable {
     /// The flow's counts, if one of its probe frames was counted.
     #[inline(always)]
     fn find(&mut self, id: u16) -> Option<&mut FlowCounts> {
-        // 0 (no entry) and NOT_COUNTED entries index past the end.
+        // NO_ENTRY and NOT_COUNTED entries index past the end.
         let s = self.slot[usize::from(id)] as usize;
-        self.flows.get_mut(s.wrapping_sub(1)).map(|(_, f)| f)
+        self.flows.get_mut(s).map(|(_, f)| f)
+    }
+
+    /// The index of the flow's entry, counted or not.
+    fn index(&self, id: u16) -> Option<usize> {
+        let s = self.slot[usize::from(id)];
+        (s != NO_ENTRY).then_some((s & !NOT_COUNTED) as usize)
     }
 
     /// The flow's entry, made when first asked for (not counted yet: see
     /// [`insert`](Self::insert)).
     pub fn entry(&mut self, id: u16) -> &mut FlowCounts {
-        let s = self.slot[usize::from(id)];
-        if s == 0 {
-            self.flows.push((id, FlowCounts::default()));
+        let Some(i) = self.index(id) else {
             self.slot[usize::from(id)] = self.flows.len() as u32 | NOT_COUNTED;
+            self.flows.push((id, FlowCounts::default()));
             return &mut self.flows.last_mut().expect("just pushed").1;
-        }
-        &mut self.flows[(s & !NOT_COUNTED) as usize - 1].1
+        };
+        &mut self.flows[i].1
     }
 
     /// Puts (or replaces) a flow's counts, counted from now on.
     pub fn insert(&mut self, id: u16, f: FlowCounts) -> &mut FlowCounts {
-        let s = self.slot[usize::from(id)] & !NOT_COUNTED;
-        if s != 0 {
-            self.slot[usize::from(id)] = s;
-            self.flows[s as usize - 1].1 = f;
-            return &mut self.flows[s as usize - 1].1;
-        }
-        self.flows.push((id, f));
-        self.slot[usize::from(id)] = self.flows.len() as u32;
-        &mut self.flows.last_mut().expect("just pushed").1
+        let i = match self.index(id) {
+            Some(i) => {
+                self.flows[i].1 = f;
+                i
+            }
+            None => {
+                self.flows.push((id, f));
+                self.flows.len() - 1
+            }
+        };
+        self.slot[usize::from(id)] = i as u32;
+        &mut self.flows[i].1
     }
 
     pub fn get(&self, id: &u16) -> Option<&FlowCounts> {
-        let s = (self.slot[usize::from(*id)] & !NOT_COUNTED) as usize;
-        (s != 0).then(|| &self.flows[s - 1].1)
+        self.index(*id).map(|i| &self.flows[i].1)
     }
 
     pub fn get_mut(&mut self, id: &u16) -> Option<&mut FlowCounts> {
-        let s = (self.slot[usize::from(*id)] & !NOT_COUNTED) as usize;
-        (s != 0).then(|| &mut self.flows[s - 1].1)
+        self.index(*id).map(|i| &mut self.flows[i].1)
     }
 
     pub fn len(&self) -> usize {
