@@ -9,7 +9,9 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+/// A UMEM chunk (a power of two: a chunk's start is an address masked).
 const FRAME_SIZE: usize = 2048;
+const _: () = assert!(FRAME_SIZE.is_power_of_two());
 
 /// Binds an AF_XDP socket to a queue. A queue a just-closed socket used
 /// may stay busy for a moment while the kernel tears it down: retry then.

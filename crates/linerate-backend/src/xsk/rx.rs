@@ -56,28 +56,27 @@ impl RxSocket {
         let cons = self.rx.consumer().load(Ordering::Relaxed);
         let n = (prod.wrapping_sub(cons) as usize).min(max);
         let fprod = self.fq.producer().load(Ordering::Relaxed);
+        // The rings' and UMEM's fields in locals: `f` runs between their
+        // uses, and they were read again through `self` for every frame.
+        let (rx_desc, rx_mask) = (self.rx.desc.cast::<libc::xdp_desc>(), self.rx.size - 1);
+        let (fq_desc, fq_mask) = (self.fq.desc.cast::<u64>(), self.fq.size - 1);
+        let (umem, umem_len) = (self.umem.ptr, self.umem.len);
         for k in 0..n {
-            let idx = (cons.wrapping_add(k as u32) & (self.rx.size - 1)) as usize;
+            let idx = (cons.wrapping_add(k as u32) & rx_mask) as usize;
             // SAFETY: idx is inside the RX ring; the descriptor's buffer lies
             // inside the UMEM (the kernel only hands back our chunks).
-            let d = unsafe { self.rx.desc.cast::<libc::xdp_desc>().add(idx).read() };
+            let d = unsafe { rx_desc.add(idx).read() };
             let (addr, len) = (d.addr as usize, d.len as usize);
-            if addr + len <= self.umem.len {
+            if addr + len <= umem_len {
                 // SAFETY: bounds checked just above.
                 f.frame(
-                    unsafe { std::slice::from_raw_parts(self.umem.ptr.add(addr), len) },
+                    unsafe { std::slice::from_raw_parts(umem.add(addr), len) },
                     None,
                 );
             }
-            let fidx = (fprod.wrapping_add(k as u32) & (self.fq.size - 1)) as usize;
+            let fidx = (fprod.wrapping_add(k as u32) & fq_mask) as usize;
             // SAFETY: fidx is inside the fill ring; the chunk start goes back.
-            unsafe {
-                self.fq
-                    .desc
-                    .cast::<u64>()
-                    .add(fidx)
-                    .write((d.addr / FRAME_SIZE as u64) * FRAME_SIZE as u64)
-            };
+            unsafe { fq_desc.add(fidx).write(d.addr & !(FRAME_SIZE as u64 - 1)) };
         }
         if n > 0 {
             self.rx
