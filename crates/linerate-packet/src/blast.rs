@@ -561,6 +561,9 @@ struct Filler<'a, const VLAN: bool, const V6: bool, const TCP: bool> {
     /// u16 indexes it without a bounds check).
     seq: Box<[u64; 1 << 16]>,
     stride: usize,
+    /// One size and one worker (the usual case): the next frame is the
+    /// cursor's next flow, told by one test per frame.
+    plain: bool,
     /// What each slot holds: size << 48 | flow index (`EMPTY`: nothing yet).
     held: Vec<u64>,
     /// The send time of the batch being built.
@@ -588,6 +591,7 @@ impl<'a, const VLAN: bool, const V6: bool, const TCP: bool> Filler<'a, VLAN, V6,
         for _ in 0..job.worker {
             cursor.advance();
         }
+        let cycle_len = cycle.len();
         Filler {
             cur: cycle[0],
             cycle,
@@ -598,6 +602,7 @@ impl<'a, const VLAN: bool, const V6: bool, const TCP: bool> Filler<'a, VLAN, V6,
                 .try_into()
                 .expect("65536 entries"),
             stride: job.workers,
+            plain: cycle_len == 1 && job.workers == 1,
             held: vec![EMPTY; slots],
             stamp: Stamp::new(0),
             payload_started: false,
@@ -643,6 +648,11 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool> Filler<'_, VLAN, V6, TCP
     /// Moves on to the next frame's size and flow.
     #[inline(always)]
     fn next_frame(&mut self) {
+        if self.plain {
+            // One flow: the cursor stands still (its first test says so).
+            self.cursor.advance();
+            return;
+        }
         if self.cycle.len() > 1 {
             self.pos = if self.pos + 1 == self.cycle.len() {
                 0
