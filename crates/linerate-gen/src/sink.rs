@@ -431,16 +431,14 @@ impl SinkCounts {
         f.on_transit(transit);
         *packets += 1;
         if shared {
-            let lat = transit;
-            if lat < 0 {
+            if transit < 0 {
                 *clock_skew += 1;
                 return;
             }
-            // (0 and values above the histogram's range are clamped when
-            // it is read.)
+            // (0 counts as 1 ns, above an hour as an hour: `record`.)
             match f.latency_ns.as_mut() {
-                Some(h) => h.record(lat as u64),
-                None => rest.record(lat as u64),
+                Some(h) => h.record(transit as u64),
+                None => rest.record(transit as u64),
             }
         }
     }
