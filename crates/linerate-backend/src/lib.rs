@@ -31,16 +31,30 @@ pub trait FrameSource {
 /// What takes received frames from a receiving backend's buffers (see
 /// `RxRing::recv`, `XskRx::recv`): a trait so the taker's method can be
 /// inlined into the backend's loop (mark it `#[inline(always)]`); any
-/// `FnMut(&[u8], Option<u64>)` closure is one too.
+/// `FnMut(&[u8], u64)` closure is one too (its handover time: a clock
+/// read per call).
 pub trait FrameSink {
-    /// One received frame, and the kernel's receive time for it
-    /// (CLOCK_MONOTONIC ns) where the backend has one.
-    fn frame(&mut self, frame: &[u8], at: Option<u64>);
+    /// One received frame and its arrival time (CLOCK_MONOTONIC ns): the
+    /// kernel's receive time where the backend has one, else the batch's
+    /// [`handover_time`](Self::handover_time).
+    fn frame(&mut self, frame: &[u8], at: u64);
+
+    /// The arrival time of frames without a kernel receive time (AF_XDP's,
+    /// a socket's without a stamp): asked by the backend after its wait,
+    /// before it hands the first of them over (once per batch where it
+    /// can: the taker may keep one reading per batch).
+    fn handover_time(&mut self) -> u64 {
+        clock::monotonic_ns()
+    }
+
+    /// How many of the frames just handed over carried the handover time
+    /// rather than a kernel receive time (told once per batch).
+    fn handed_over(&mut self, _frames: usize) {}
 }
 
-impl<F: FnMut(&[u8], Option<u64>)> FrameSink for F {
+impl<F: FnMut(&[u8], u64)> FrameSink for F {
     #[inline(always)]
-    fn frame(&mut self, frame: &[u8], at: Option<u64>) {
+    fn frame(&mut self, frame: &[u8], at: u64) {
         self(frame, at)
     }
 }

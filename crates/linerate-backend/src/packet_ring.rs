@@ -247,10 +247,17 @@ pub struct RxRing {
     block_size: usize,
     block_nr: usize,
     current: usize,
+    /// The kernel leaves out the frames this host sends
+    /// (PACKET_IGNORE_OUTGOING, Linux 4.20): no frame needs its packet
+    /// type looked at.
+    outgoing_filtered: bool,
 }
 
 // SAFETY: the mapping is owned by this value and only touched through &mut self.
 unsafe impl Send for RxRing {}
+
+/// linux/if_packet.h: the socket is not given the frames this host sends.
+const PACKET_IGNORE_OUTGOING: i32 = 23;
 
 /// The RX ring's frame size: the most of one frame it keeps.
 const RX_FRAME_SIZE: usize = 2048;
@@ -267,6 +274,61 @@ const MAC_OFF: usize = 24;
 /// sll_pkttype inside the sockaddr_ll that follows the aligned header.
 const PKTTYPE_OFF: usize = HDR_LEN + 10;
 
+/// Hands every frame of the block at `base` (`block_size` bytes, ours
+/// until handed back) to `f` with its kernel receive time on
+/// CLOCK_MONOTONIC (`offset`: CLOCK_REALTIME - CLOCK_MONOTONIC); frames
+/// this host sent are skipped (looked for only with `OUTGOING`: the
+/// kernel may have left them out already). Returns the frames handed over.
+///
+/// # Safety
+/// `base` points to a retired block of `block_size` readable bytes.
+#[inline(always)]
+unsafe fn walk_block<const OUTGOING: bool, F: crate::FrameSink + ?Sized>(
+    base: *mut u8,
+    block_size: usize,
+    offset: i64,
+    f: &mut F,
+) -> u32 {
+    // SAFETY: (for the whole body) the caller's block; every offset from
+    // the kernel is checked against it before it is read through.
+    unsafe {
+        let num = (base.add(BLOCK_NUM_PKTS_OFF) as *const u32).read();
+        let mut off = (base.add(BLOCK_FIRST_OFF) as *const u32).read() as usize;
+        // The last offset a frame's header (up to its packet type) fits at.
+        let header_last = block_size - (PKTTYPE_OFF + 1);
+        // Frames handed over: those walked less those skipped (counted
+        // apart, as they are rare: one counter less live in the loop).
+        let (mut left, mut skipped) = (num, 0u32);
+        while left > 0 {
+            left -= 1;
+            if off > header_last {
+                skipped += 1;
+                break;
+            }
+            let p = base.add(off);
+            // Every frame's header gives the next one's offset (the last
+            // one's is 0, and `num` ends the walk there).
+            let next = (p as *const u32).read() as usize;
+            let snaplen = (p.add(SNAPLEN_OFF) as *const u32).read() as usize;
+            let mac = (p.add(MAC_OFF) as *const u16).read() as usize;
+            let sec = (p.add(SEC_OFF) as *const u32).read();
+            let nsec = (p.add(NSEC_OFF) as *const u32).read();
+            // (A stamp before the monotonic clock's start cannot be:
+            // it would wrap to a time far ahead, counted as skew.)
+            let at = (i64::from(sec) * 1_000_000_000 + i64::from(nsec)).wrapping_sub(offset) as u64;
+            if off + mac + snaplen <= block_size
+                && (!OUTGOING || p.add(PKTTYPE_OFF).read() != libc::PACKET_OUTGOING)
+            {
+                f.frame(std::slice::from_raw_parts(p.add(mac), snaplen), at);
+            } else {
+                skipped += 1;
+            }
+            off += next;
+        }
+        num - left - skipped
+    }
+}
+
 impl RxRing {
     /// Largest frame a slot keeps whole (bytes without FCS).
     pub fn max_frame(&self) -> usize {
@@ -275,8 +337,23 @@ impl RxRing {
 
     /// Shares the interface's frames with the other sockets of fanout
     /// group `group`, by flow (PACKET_FANOUT_HASH).
-    pub fn join_fanout(&self, group: u16) -> io::Result<()> {
-        crate::raw::join_fanout(self.fd.as_raw_fd(), group)
+    pub fn join_fanout(&mut self, group: u16) -> io::Result<()> {
+        self.join(group)
+    }
+
+    /// Joins the group, which leaves out this host's frames where the
+    /// kernel can (the socket's own filter does not hold in a group);
+    /// where it cannot, this ring looks at every frame's type from then on.
+    fn join(&mut self, group: u16) -> io::Result<()> {
+        let fd = self.fd.as_raw_fd();
+        if self.outgoing_filtered {
+            let flag = crate::raw::PACKET_FANOUT_FLAG_IGNORE_OUTGOING;
+            if crate::raw::join_fanout_with(fd, group, flag).is_ok() {
+                return Ok(());
+            }
+            self.outgoing_filtered = false;
+        }
+        crate::raw::join_fanout(fd, group)
     }
 
     /// Joins fanout group `group` that other sockets already serve, without
@@ -294,7 +371,7 @@ impl RxRing {
                 break;
             }
         }
-        crate::raw::join_fanout(fd, group)?;
+        self.join(group)?;
         crate::raw::drop_all(fd, false)
     }
 
@@ -308,6 +385,14 @@ impl RxRing {
         let ifindex = crate::iface::index(iface)?;
         let fd = v3_socket(true)?;
         let raw = fd.as_raw_fd();
+        // (Older kernels refuse it: every frame's type is looked at then.)
+        let outgoing_filtered = crate::sockopt::setsockopt_raw(
+            raw,
+            libc::SOL_PACKET,
+            PACKET_IGNORE_OUTGOING,
+            &1i32.to_ne_bytes(),
+        )
+        .is_ok();
         let frame_size = RX_FRAME_SIZE as u32;
         let req = Req3 {
             block_size: block_size as u32,
@@ -335,6 +420,7 @@ impl RxRing {
             block_size,
             block_nr,
             current: 0,
+            outgoing_filtered,
         })
     }
 
@@ -370,48 +456,25 @@ impl RxRing {
         }
         // Wall-clock stamps (u32 seconds: good until 2106) to monotonic.
         let offset = i64::try_from(crate::clock::realtime_offset_ns()).unwrap_or(i64::MAX);
-        // SAFETY: the block is ours (TP_STATUS_USER) until we hand it back;
-        // every offset below comes from the kernel and is checked against the block.
+        // SAFETY: the block is ours (TP_STATUS_USER) until we hand it back.
         let handed = unsafe {
             let base = self.map.add(b * self.block_size);
-            let num = (base.add(BLOCK_NUM_PKTS_OFF) as *const u32).read();
-            let mut off = (base.add(BLOCK_FIRST_OFF) as *const u32).read() as usize;
-            // Frames handed over: those walked less those skipped (counted
-            // apart, as they are rare: one counter less live in the loop).
-            let (mut left, mut skipped) = (num, 0u32);
-            while left > 0 {
-                left -= 1;
-                if off + PKTTYPE_OFF + 1 > self.block_size {
-                    skipped += 1;
-                    break;
-                }
-                let p = base.add(off);
-                let next = (p as *const u32).read() as usize;
-                let snaplen = (p.add(SNAPLEN_OFF) as *const u32).read() as usize;
-                let mac = (p.add(MAC_OFF) as *const u16).read() as usize;
-                let pkttype = p.add(PKTTYPE_OFF).read();
-                let sec = (p.add(SEC_OFF) as *const u32).read();
-                let nsec = (p.add(NSEC_OFF) as *const u32).read();
-                // (A stamp before the monotonic clock's start cannot be:
-                // it would wrap to a time far ahead, counted as skew.)
-                let at =
-                    (i64::from(sec) * 1_000_000_000 + i64::from(nsec)).wrapping_sub(offset) as u64;
-                if off + mac + snaplen <= self.block_size && pkttype != libc::PACKET_OUTGOING {
-                    f.frame(std::slice::from_raw_parts(p.add(mac), snaplen), Some(at));
-                } else {
-                    skipped += 1;
-                }
-                if next == 0 {
-                    break;
-                }
-                off += next;
+            if self.outgoing_filtered {
+                walk_block::<false, F>(base, self.block_size, offset, f)
+            } else {
+                walk_block::<true, F>(base, self.block_size, offset, f)
             }
-            num - left - skipped
         };
         self.block_status(b)
             .store(TP_STATUS_KERNEL, Ordering::Release);
         self.current = (b + 1) % self.block_nr;
         Ok(handed as usize)
+    }
+
+    /// Whether the kernel leaves out this host's own frames
+    /// (PACKET_IGNORE_OUTGOING), rather than this ring skipping them.
+    pub fn outgoing_filtered(&self) -> bool {
+        self.outgoing_filtered
     }
 
     /// Frames the kernel dropped because the ring was full, since the last call.
@@ -462,6 +525,62 @@ mod tests {
             if n == 0 {
                 break;
             }
+        }
+    }
+
+    /// A block laid out as the kernel lays it out: frames handed over in
+    /// order with their stamps on the monotonic clock; this host's own
+    /// frames skipped where the ring looks at packet types; a frame
+    /// reaching past the block and a header past its end skipped, never
+    /// read through.
+    #[test]
+    fn a_block_walk_hands_over_what_the_kernel_put_there() {
+        const BLOCK: usize = 4096;
+        let mut block = vec![0u8; BLOCK];
+        let put32 = |b: &mut [u8], at: usize, v: u32| b[at..at + 4].copy_from_slice(&v.to_ne_bytes());
+        // (offset, snaplen, packet type, first data byte)
+        let frames: [(usize, u32, u8, u8); 5] = [
+            (64, 60, libc::PACKET_HOST, 1),
+            (256, 60, libc::PACKET_OUTGOING, 2),
+            (512, 4000, libc::PACKET_HOST, 3),
+            (1024, 1514, libc::PACKET_BROADCAST, 4),
+            (BLOCK - PKTTYPE_OFF, 60, libc::PACKET_HOST, 5),
+        ];
+        put32(&mut block, BLOCK_NUM_PKTS_OFF, frames.len() as u32);
+        put32(&mut block, BLOCK_FIRST_OFF, frames[0].0 as u32);
+        let mac = HDR_LEN as u16 + 32;
+        for (k, &(off, snaplen, pkttype, first)) in frames.iter().enumerate() {
+            if off + PKTTYPE_OFF >= BLOCK {
+                continue; // (only its offset exists)
+            }
+            let next = frames.get(k + 1).map_or(0, |n| n.0 - off);
+            put32(&mut block, off, next as u32);
+            put32(&mut block, off + SEC_OFF, 10 + k as u32);
+            put32(&mut block, off + NSEC_OFF, 500);
+            put32(&mut block, off + SNAPLEN_OFF, snaplen);
+            block[off + MAC_OFF..off + MAC_OFF + 2].copy_from_slice(&mac.to_ne_bytes());
+            block[off + PKTTYPE_OFF] = pkttype;
+            block[off + usize::from(mac)] = first;
+        }
+        for outgoing in [true, false] {
+            let mut got = Vec::new();
+            let mut take = |f: &[u8], at: u64| got.push((f[0], f.len(), at));
+            // SAFETY: a block of BLOCK bytes.
+            let n = unsafe {
+                if outgoing {
+                    walk_block::<true, _>(block.as_mut_ptr(), BLOCK, 3_000_000_000, &mut take)
+                } else {
+                    walk_block::<false, _>(block.as_mut_ptr(), BLOCK, 3_000_000_000, &mut take)
+                }
+            };
+            let at = |k: u64| (10 + k) * 1_000_000_000 + 500 - 3_000_000_000;
+            let mut want = vec![(1, 60, at(0))];
+            if !outgoing {
+                want.push((2, 60, at(1)));
+            }
+            want.push((4, 1514, at(3)));
+            assert_eq!(got, want, "looking at packet types: {outgoing}");
+            assert_eq!(n as usize, want.len());
         }
     }
 

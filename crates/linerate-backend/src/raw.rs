@@ -77,7 +77,18 @@ pub(crate) fn packet_statistics(fd: i32) -> io::Result<[u32; 3]> {
 /// mode: the kernel spreads frames over the group's sockets by flow, so
 /// each flow is read by one of them.
 pub(crate) fn join_fanout(fd: i32, group: u16) -> io::Result<()> {
-    let arg = u32::from(group) | (libc::PACKET_FANOUT_HASH << 16);
+    join_fanout_with(fd, group, 0)
+}
+
+/// linux/if_packet.h: the group's members are not given the frames this
+/// host sends (a socket's own PACKET_IGNORE_OUTGOING does not hold once
+/// it is in a group: the group's hook takes the frames).
+pub(crate) const PACKET_FANOUT_FLAG_IGNORE_OUTGOING: u32 = 0x4000;
+
+/// [`join_fanout`] with fanout flags (every member of a group must give
+/// the same).
+pub(crate) fn join_fanout_with(fd: i32, group: u16, flags: u32) -> io::Result<()> {
+    let arg = u32::from(group) | ((libc::PACKET_FANOUT_HASH | flags) << 16);
     setsockopt_int(fd, libc::SOL_PACKET, libc::PACKET_FANOUT, arg as i32)
         .map_err(|e| io::Error::new(e.kind(), format!("PACKET_FANOUT: {e}")))
 }

@@ -6,7 +6,7 @@
 //! (one host, as on the namespace rig); the report says which it assumed.
 
 use hdrhistogram::Histogram;
-use linerate_wire::{Probe, SeqTracker, fast_probe, probe_of};
+use linerate_wire::{FastLen, Probe, SeqTracker, fast_probe_upto, probe_of};
 use std::collections::BTreeMap;
 
 /// Latencies counted in a few instructions per value: HdrHistogram's
@@ -253,10 +253,12 @@ impl std::ops::Index<&u16> for FlowTable {
 pub struct FlowCounts {
     pub seq: SeqTracker,
     pub bytes: u64,
-    /// One-way latency of this flow, ns, 3 significant digits (shared
-    /// clocks; the first [`FLOW_HISTOGRAMS_MAX`] flows seen have one, the
-    /// others' latencies are counted in the aggregate only).
-    pub latency_ns: Option<LatencyHist3>,
+    /// Where this flow's latencies are counted in its receiver's
+    /// [`LatencyStore`]: the offset of its own histogram (shared clocks;
+    /// the first [`FLOW_HISTOGRAMS_MAX`] flows seen have one), or 0, the
+    /// rest's (the others' latencies are counted in the aggregate only).
+    /// Read through [`SinkCounts::latency_of`].
+    hist_at: usize,
     /// RFC 3550 interarrival jitter times 16, in ns, kept as RFC 3550's
     /// A.8 keeps it: J16 += |D| - (J16 + 8) / 16 over arrivals, D the
     /// change in transit time (valid with unshared clocks too: their
@@ -269,11 +271,101 @@ pub struct FlowCounts {
     pub sent_marker: Option<u64>,
 }
 
-/// Flows that get a latency histogram of their own, at most: 264 KiB of
+/// Flows that get a latency histogram of their own, at most: 304 KiB of
 /// address space each, of which only the pages of buckets counted in are
 /// memory (8 KiB per power of two of ns the flow's latencies span), so at
-/// most 68 MiB per receive worker whatever arrives.
+/// most 78 MiB per receive worker whatever arrives.
 pub const FLOW_HISTOGRAMS_MAX: usize = 256;
+
+/// A receiver's latency histograms in one zeroed allocation (its pages
+/// are memory only once counted in): slot 0 counts the flows without one
+/// of their own, slots 1..=[`FLOW_HISTOGRAMS_MAX`] a flow each. Buckets as
+/// [`LatencyHist3`]'s, but up to the longest transit time there is (2^47
+/// ns, 39 hours: [`transit`] reads no more), so every value falls inside
+/// its slot: a flow keeps its slot's offset and counting is one add, with
+/// one bounds check, and no test of which histogram.
+#[derive(Debug)]
+pub struct LatencyStore {
+    counts: Box<[u64]>,
+    /// Slots given to flows so far.
+    used: usize,
+}
+
+impl LatencyStore {
+    /// Buckets per slot: every transit time from 0 to 2^47 - 1 ns.
+    const SLOT: usize = LatencyHist3::index((1 << 47) - 1) + 1;
+
+    fn new() -> Self {
+        Self {
+            counts: vec![0u64; (FLOW_HISTOGRAMS_MAX + 1) * Self::SLOT].into_boxed_slice(),
+            used: 0,
+        }
+    }
+
+    /// A new flow's slot offset, if one is left of the
+    /// [`FLOW_HISTOGRAMS_MAX`] a receiver gives (else 0: the rest's).
+    fn take_slot(&mut self) -> usize {
+        if self.used >= FLOW_HISTOGRAMS_MAX {
+            return 0;
+        }
+        self.used += 1;
+        self.used * Self::SLOT
+    }
+
+    /// A slot for a flow that had its own histogram in another receiver
+    /// (merging workers' counts): made room for if none is left, so no
+    /// flow loses its histogram in the merge (at most
+    /// [`FLOW_HISTOGRAMS_MAX`] per worker merged).
+    fn take_slot_merging(&mut self) -> usize {
+        if (self.used + 2) * Self::SLOT > self.counts.len() {
+            // A larger zeroed allocation, the buckets counted in copied
+            // over (only their pages become memory).
+            let mut counts = vec![0u64; 2 * self.counts.len()].into_boxed_slice();
+            for (i, &c) in self.counts.iter().enumerate() {
+                if c != 0 {
+                    counts[i] = c;
+                }
+            }
+            self.counts = counts;
+        }
+        self.used += 1;
+        self.used * Self::SLOT
+    }
+
+    /// Counts transit time `v` (below 2^47 ns) in the slot at `at`.
+    #[inline(always)]
+    fn record(&mut self, at: usize, v: u64) {
+        debug_assert!(v < 1 << 47);
+        if let Some(c) = self.counts.get_mut(at + LatencyHist3::index(v)) {
+            *c += 1;
+        }
+    }
+
+    fn slot(&self, at: usize) -> &[u64] {
+        &self.counts[at..at + Self::SLOT]
+    }
+
+    /// Adds the counts of `from` (a slot of another store, or its rest)
+    /// into the slot at `at`, writing only the buckets counted in.
+    fn add_slot(&mut self, at: usize, from: &[u64]) {
+        for (a, &b) in self.counts[at..at + Self::SLOT].iter_mut().zip(from) {
+            if b != 0 {
+                *a += b;
+            }
+        }
+    }
+
+    /// The slot at `at` added into `h` (values above an hour as an hour,
+    /// as [`LatencyHist::record`] counts them).
+    fn add_to(&self, at: usize, h: &mut LatencyHist3) {
+        let last = LatencyHist3::LEN - 1;
+        for (i, &c) in self.slot(at).iter().enumerate() {
+            if c != 0 {
+                h.counts[i.min(last)] += c;
+            }
+        }
+    }
+}
 
 const TS_MASK: u64 = (1 << 48) - 1;
 
@@ -300,11 +392,12 @@ impl FlowCounts {
     }
 
     /// A flow's first probe: its counts start here (the transit time it
-    /// came with is the base of the jitter estimate).
-    fn first(transit: i64, histogram: bool) -> Self {
+    /// came with is the base of the jitter estimate), its latencies in
+    /// the histogram at `hist_at`.
+    fn first(transit: i64, hist_at: usize) -> Self {
         Self {
             last_transit: transit,
-            latency_ns: histogram.then(LatencyHist3::new),
+            hist_at,
             ..Self::default()
         }
     }
@@ -329,18 +422,20 @@ impl FlowCounts {
         }
     }
 
-    /// min, mean, p50, p99, p99.9, max of this flow's latency, ns.
-    pub fn latency_summary(&self) -> Option<[f64; 6]> {
-        let h = self.latency_ns.as_ref().filter(|h| !h.is_empty())?.to_hdr();
-        Some([
-            h.min() as f64,
-            h.mean(),
-            h.value_at_quantile(0.5) as f64,
-            h.value_at_quantile(0.99) as f64,
-            h.value_at_quantile(0.999) as f64,
-            h.max() as f64,
-        ])
-    }
+}
+
+/// min, mean, p50, p99, p99.9, max of a latency histogram, ns (none when
+/// it is empty).
+pub fn latency_summary(h: &LatencyHist3) -> Option<[f64; 6]> {
+    let h = Some(h).filter(|h| !h.is_empty())?.to_hdr();
+    Some([
+        h.min() as f64,
+        h.mean(),
+        h.value_at_quantile(0.5) as f64,
+        h.value_at_quantile(0.99) as f64,
+        h.value_at_quantile(0.999) as f64,
+        h.max() as f64,
+    ])
 }
 
 /// Totals and per-flow counts of what arrived.
@@ -351,15 +446,26 @@ pub struct SinkCounts {
     pub packets: u64,
     /// Frames without a probe (ARP, other traffic), not counted above.
     pub other: u64,
-    /// One-way latency, ns (only when clocks are shared), of the flows
-    /// without a histogram of their own: each frame's latency is counted
-    /// once, in its flow's histogram or here; [`latency_all`](Self::latency_all)
-    /// adds them up.
-    latency_rest: LatencyHist3,
-    /// Probes whose timestamp was ahead of the receive time.
+    /// One-way latency, ns: each frame's latency is counted once, in its
+    /// flow's histogram or the rest's (slot 0);
+    /// [`latency_all`](Self::latency_all) adds them up. With unshared
+    /// clocks every flow counts in the rest (what it counts is transit
+    /// time, the clocks' offset in it: never reported), so that counting
+    /// takes no test of the clocks per frame.
+    latency: LatencyStore,
+    /// Probes whose timestamp was ahead of the receive time (with shared
+    /// clocks: with unshared ones it says nothing).
     pub clock_skew: u64,
     /// End-marker frames received (not counted as packets).
     pub markers: u64,
+    /// Frames longer than one packet makes ([`with_frame_max`](Self::with_frame_max)):
+    /// GRO/GSO aggregates, counted (and their probe too) all the same.
+    pub oversized: u64,
+    frame_max: usize,
+    /// The lengths the fast path takes: up to `frame_max`, so that longer
+    /// frames are counted as oversized off it, in the compare it makes
+    /// anyway.
+    fast_len: FastLen,
     clocks_shared: bool,
 }
 
@@ -384,11 +490,22 @@ impl SinkCounts {
             flows: FlowTable::default(),
             packets: 0,
             other: 0,
-            latency_rest: LatencyHist3::new(),
+            latency: LatencyStore::new(),
             clock_skew: 0,
             markers: 0,
+            oversized: 0,
+            frame_max: usize::MAX,
+            fast_len: FastLen::ALL,
             clocks_shared,
         }
+    }
+
+    /// Counts frames longer than `max` bytes (the longest one packet makes
+    /// on the receiving interface) as [`oversized`](Self::oversized).
+    pub fn with_frame_max(mut self, max: usize) -> Self {
+        self.frame_max = max;
+        self.fast_len = FastLen::upto(max);
+        self
     }
 
     /// Accounts one received frame (without FCS) received at `rx_ns`
@@ -397,15 +514,14 @@ impl SinkCounts {
     /// a frame off the fast layouts, a frame without a probe) out of line.
     #[inline(always)]
     pub fn on_frame(&mut self, frame: &[u8], rx_ns: u64) {
-        if let Some(p) = fast_probe(frame)
+        if let Some(p) = fast_probe_upto(frame, self.fast_len)
             && p.seq & linerate_wire::END_MARKER == 0
             && let Some(f) = self.flows.find(p.flow_id)
         {
             return Self::count(
                 f,
                 (&mut self.packets, &mut self.clock_skew),
-                &mut self.latency_rest,
-                self.clocks_shared,
+                &mut self.latency,
                 (p, frame.len() as u64, rx_ns),
             );
         }
@@ -420,8 +536,7 @@ impl SinkCounts {
     fn count(
         f: &mut FlowCounts,
         (packets, clock_skew): (&mut u64, &mut u64),
-        rest: &mut LatencyHist3,
-        shared: bool,
+        latency: &mut LatencyStore,
         (p, len, rx_ns): (Probe, u64, u64),
     ) {
         // Transit time: latency (shared clocks) and jitter.
@@ -430,29 +545,29 @@ impl SinkCounts {
         f.bytes += len;
         f.on_transit(transit);
         *packets += 1;
-        if shared {
-            if transit < 0 {
-                *clock_skew += 1;
-                return;
-            }
-            // (0 counts as 1 ns, above an hour as an hour: `record`.)
-            match f.latency_ns.as_mut() {
-                Some(h) => h.record(transit as u64),
-                None => rest.record(transit as u64),
-            }
+        if transit < 0 {
+            *clock_skew += 1;
+            return;
         }
+        // (0 counts as 1 ns, above an hour as an hour when read. With
+        // unshared clocks flows have no histogram: the rest is never read.)
+        latency.record(f.hist_at, transit as u64);
     }
 
     /// Counts a probe that is not an end marker, its flow's entry made if
     /// this is its first.
     fn count_probe(&mut self, p: Probe, len: u64, rx_ns: u64) {
         if self.flows.find(p.flow_id).is_none() {
-            let histogram = self.clocks_shared && self.flows.len() < FLOW_HISTOGRAMS_MAX;
+            let hist_at = if self.clocks_shared {
+                self.latency.take_slot()
+            } else {
+                0
+            };
             // A flow whose end marker came first keeps the sender's count.
             let sent_marker = self.flows.get(&p.flow_id).and_then(|f| f.sent_marker);
             let f = FlowCounts {
                 sent_marker,
-                ..FlowCounts::first(transit(rx_ns, p.tx_ns), histogram)
+                ..FlowCounts::first(transit(rx_ns, p.tx_ns), hist_at)
             };
             self.flows.insert(p.flow_id, f);
         }
@@ -460,8 +575,7 @@ impl SinkCounts {
         Self::count(
             f,
             (&mut self.packets, &mut self.clock_skew),
-            &mut self.latency_rest,
-            self.clocks_shared,
+            &mut self.latency,
             (p, len, rx_ns),
         );
     }
@@ -471,6 +585,7 @@ impl SinkCounts {
     #[cold]
     #[inline(never)]
     fn on_frame_slow(&mut self, frame: &[u8], rx_ns: u64) {
+        self.oversized += u64::from(frame.len() > self.frame_max);
         let Some(mut probe) = probe_of(frame) else {
             self.other += 1;
             return;
@@ -491,40 +606,75 @@ impl SinkCounts {
     /// Takes in the counts of another receive worker of the same run.
     pub fn absorb(&mut self, other: &SinkCounts) {
         for (id, f) in &other.flows {
-            match self.flows.get_mut(id) {
+            let at = match self.flows.get_mut(id) {
                 Some(mine) => {
                     mine.seq.absorb(&f.seq);
                     mine.bytes += f.bytes;
-                    match (mine.latency_ns.as_mut(), f.latency_ns.as_ref()) {
-                        (Some(a), Some(b)) => a.add(b),
-                        (None, Some(b)) => mine.latency_ns = Some(b.clone()),
-                        _ => {}
+                    // A flow with a histogram there gets one here too (if
+                    // one is left: else its latencies go to the rest's).
+                    if f.hist_at != 0 && mine.hist_at == 0 {
+                        mine.hist_at = self.latency.take_slot_merging();
                     }
                     // Jitter is a running estimate per arrival order: a flow
                     // split over workers keeps the larger one.
                     mine.jitter16 = mine.jitter16.max(f.jitter16);
                     mine.sent_marker = mine.sent_marker.or(f.sent_marker);
+                    mine.hist_at
                 }
                 None => {
-                    self.flows.insert(*id, f.clone());
+                    let at = if f.hist_at != 0 {
+                        self.latency.take_slot_merging()
+                    } else {
+                        0
+                    };
+                    self.flows.insert(
+                        *id,
+                        FlowCounts {
+                            hist_at: at,
+                            ..f.clone()
+                        },
+                    );
+                    at
                 }
+            };
+            if f.hist_at != 0 {
+                self.latency.add_slot(at, other.latency.slot(f.hist_at));
             }
         }
         self.packets += other.packets;
         self.other += other.other;
         self.clock_skew += other.clock_skew;
         self.markers += other.markers;
-        self.latency_rest.add(&other.latency_rest);
+        self.oversized += other.oversized;
+        self.latency.add_slot(0, other.latency.slot(0));
+    }
+
+    /// A flow's own latency histogram, ns, if it has one (shared clocks,
+    /// one of the first [`FLOW_HISTOGRAMS_MAX`] flows).
+    pub fn latency_of(&self, f: &FlowCounts) -> Option<LatencyHist3> {
+        (self.clocks_shared && f.hist_at != 0).then(|| {
+            let mut h = LatencyHist3::new();
+            self.latency.add_to(f.hist_at, &mut h);
+            h
+        })
+    }
+
+    /// min, mean, p50, p99, p99.9, max of a flow's latency, ns, if it has
+    /// a histogram of its own with something in it.
+    pub fn latency_summary(&self, f: &FlowCounts) -> Option<[f64; 6]> {
+        latency_summary(&self.latency_of(f)?)
     }
 
     /// One-way latency of every frame, ns: the flows' histograms and the
-    /// rest's, added up (at read time: each frame is counted once).
+    /// rest's, added up (at read time: each frame is counted once). Empty
+    /// with unshared clocks (latency is not measured).
     pub fn latency_all(&self) -> LatencyHist3 {
-        let mut all = self.latency_rest.clone();
-        for f in self.flows.values() {
-            if let Some(h) = &f.latency_ns {
-                all.add(h);
-            }
+        if !self.clocks_shared {
+            return LatencyHist3::new();
+        }
+        let mut all = LatencyHist3::new();
+        for slot in 0..=self.latency.used {
+            self.latency.add_to(slot * LatencyStore::SLOT, &mut all);
         }
         all
     }
@@ -605,7 +755,7 @@ impl SinkCounts {
         let span = std::time::Duration::from_secs_f64(duration_s.max(0.0));
         let zero = std::time::Duration::ZERO;
         for (id, f) in &self.flows {
-            if let Some(h) = f.latency_ns.as_ref().filter(|h| !h.is_empty()) {
+            if let Some(h) = self.latency_of(f).filter(|h| !h.is_empty()) {
                 let name = format!("flow={id}");
                 let tag = Tag::new(&name).ok_or_else(|| std::io::Error::other("bad tag"))?;
                 log.write_histogram(&h.to_hdr(), zero, span, Some(tag))
@@ -640,6 +790,37 @@ impl SinkCounts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A store's slots: every transit time (0 to 2^47 - 1 ns) lands in its
+    /// own slot, never the next; read back, the buckets are
+    /// `LatencyHist3`'s, values above an hour counted as an hour.
+    #[test]
+    fn latency_store_slots_hold_every_transit_time() {
+        let mut s = LatencyStore::new();
+        let (a, b) = (s.take_slot(), s.take_slot());
+        assert_eq!((a, b), (LatencyStore::SLOT, 2 * LatencyStore::SLOT));
+        let values = [0, 1, 2_047, 2_048, 1_000_000, LATENCY_MAX_NS, LATENCY_MAX_NS + 1, (1 << 47) - 1];
+        for v in values {
+            s.record(a, v);
+        }
+        assert!(s.slot(0).iter().all(|&c| c == 0), "nothing in the rest");
+        assert!(s.slot(b).iter().all(|&c| c == 0), "nothing in the next slot");
+        assert_eq!(s.slot(a).iter().sum::<u64>(), values.len() as u64);
+        let mut h = LatencyHist3::new();
+        s.add_to(a, &mut h);
+        let mut want = LatencyHist3::new();
+        for v in values {
+            want.record(v);
+        }
+        assert_eq!(h.counts, want.counts);
+        assert_eq!(h.to_hdr().max(), want.to_hdr().max());
+        // Slots run out: then the rest's.
+        for _ in 2..FLOW_HISTOGRAMS_MAX {
+            assert_ne!(s.take_slot(), 0);
+        }
+        assert_eq!(s.take_slot(), 0);
+        assert_eq!(s.counts.len(), (FLOW_HISTOGRAMS_MAX + 1) * LatencyStore::SLOT);
+    }
 
     /// The fast histogram read through `to_hdr` gives what HdrHistogram
     /// recording every value itself gives: count, min, max, mean and
@@ -821,7 +1002,7 @@ mod tests {
                 w.on_frame(&f, tx + (u64::from(id) + 1) * 1_000);
             }
         }
-        let own = |c: &SinkCounts| c.flows.values().filter(|f| f.latency_ns.is_some()).count();
+        let own = |c: &SinkCounts| c.flows.values().filter(|f| c.latency_of(f).is_some()).count();
         assert_eq!((own(&a), own(&b)), (150, 150));
         assert_eq!((a.latency_all().len(), b.latency_all().len()), (450, 450));
         let mut one = SinkCounts::new(true);
@@ -844,7 +1025,9 @@ mod tests {
             c.on_frame(&f, 1_000_000 + (u64::from(id) + 1) * 1_000);
         }
         assert_eq!(own(&c), FLOW_HISTOGRAMS_MAX);
-        assert_eq!(c.latency_rest.len(), 300 - FLOW_HISTOGRAMS_MAX as u64);
+        let mut rest = LatencyHist3::new();
+        c.latency.add_to(0, &mut rest);
+        assert_eq!(rest.len(), 300 - FLOW_HISTOGRAMS_MAX as u64);
         // the same percentiles as HdrHistogram's own over 1..=300 us
         assert_eq!(c.latency_percentiles(), Some(percentiles(&want)));
     }
@@ -853,10 +1036,10 @@ mod tests {
     fn per_flow_latency_and_rfc3550_jitter() {
         let c = timed();
         let near = |a: f64, b: f64| (a - b).abs() <= b * 0.01;
-        let f0 = c.flows[&0].latency_summary().unwrap();
+        let f0 = c.latency_summary(&c.flows[&0]).unwrap();
         assert!(near(f0[0], 5_000.0) && near(f0[5], 7_000.0), "{f0:?}");
         assert!(near(f0[1], 6_000.0), "mean {}", f0[1]);
-        let f1 = c.flows[&1].latency_summary().unwrap();
+        let f1 = c.latency_summary(&c.flows[&1]).unwrap();
         assert!(near(f1[0], 3_000.0) && near(f1[5], 3_000.0), "{f1:?}");
         // J_n = 2000 (1 - (15/16)^(n-1)) after n arrivals of |D| = 2000,
         // to within RFC 3550's integer rounding (half a unit of J16/16).
@@ -871,7 +1054,7 @@ mod tests {
         let n: u64 = c
             .flows
             .values()
-            .map(|f| f.latency_ns.as_ref().unwrap().len())
+            .map(|f| c.latency_of(f).unwrap().len())
             .sum();
         assert_eq!(n, c.latency_all().len());
         // Per-flow histograms and the aggregate keep 3 significant digits.
@@ -898,12 +1081,12 @@ mod tests {
         let f = &c.flows[&0];
         assert_eq!((f.seq.received, f.lost(), f.sent_marker), (10, 0, Some(10)));
         assert_eq!(f.jitter_ns(), 0.0);
-        let l = f.latency_summary().unwrap();
+        let l = c.latency_summary(f).unwrap();
         assert!(
             (l[0] - 3_000.0).abs() < 30.0 && (l[5] - 3_000.0).abs() < 30.0,
             "{l:?}"
         );
-        assert_eq!(f.latency_ns.as_ref().unwrap().len(), 10);
+        assert_eq!(c.latency_of(f).unwrap().len(), 10);
         assert_eq!(
             (c.packets, c.latency_all().len(), c.clock_skew),
             (10, 10, 0)
@@ -930,9 +1113,10 @@ mod tests {
             c.flows[&0].jitter_ns()
         );
         assert!(
-            c.flows[&0].latency_ns.is_none(),
+            c.latency_of(&c.flows[&0]).is_none() && c.latency_all().is_empty(),
             "no latency without a shared clock"
         );
+        assert_eq!(c.latency_percentiles(), None);
     }
 
     #[test]

@@ -447,13 +447,24 @@ impl Rx {
                 // The kernel's receive stamps are on the wall clock; probes
                 // carry the monotonic one.
                 let offset = linerate_backend::clock::realtime_offset_ns();
+                let mut unstamped = 0;
                 for ((b, &l), &st) in store.iter().zip(&lens).zip(&stamps).take(n) {
                     if l > 0 {
-                        let at = (st > 0)
+                        let at = match (st > 0)
                             .then(|| u64::try_from(i128::from(st) - offset).ok())
-                            .flatten();
+                            .flatten()
+                        {
+                            Some(at) => at,
+                            None => {
+                                unstamped += 1;
+                                f.handover_time()
+                            }
+                        };
                         f.frame(&b[..l], at);
                     }
+                }
+                if unstamped > 0 {
+                    f.handed_over(unstamped);
                 }
                 Ok(n)
             }
@@ -538,7 +549,7 @@ pub fn open_rx_workers(
                 .into_iter()
                 .map(Rx::Xdp),
         ),
-        Rx::Ring(r, _) => {
+        Rx::Ring(mut r, _) => {
             r.join_fanout(group).map_err(open_err(iface))?;
             out.push(Rx::Ring(r, 0));
             for _ in 1..workers {

@@ -103,7 +103,6 @@ impl WorkerOut {
             all.error = all.error.or(o.error);
             all.stamped += o.stamped;
             all.handover += o.handover;
-            all.oversized += o.oversized;
             all.drops += o.drops;
         }
         all
@@ -196,7 +195,7 @@ impl SinkReport {
                 "sent_by_marker": f.sent_marker,
                 "reordered": f.seq.late, "duplicates": f.seq.duplicates,
                 "jitter_ns": f.jitter_ns(),
-                "latency_ns": f.latency_summary().map(|l| serde_json::json!({
+                "latency_ns": c.latency_summary(f).map(|l| serde_json::json!({
                     "min": l[0], "mean": l[1], "p50": l[2], "p99": l[3], "p999": l[4], "max": l[5],
                 })),
             })).collect::<Vec<_>>();
@@ -261,7 +260,6 @@ struct WorkerOut {
     error: Option<String>,
     stamped: u64,
     handover: u64,
-    oversized: u64,
     drops: u64,
 }
 
@@ -348,6 +346,7 @@ pub fn sink(
         let error = w.finish();
         (c.path.display().to_string(), w.written, c.snaplen, error)
     });
+    let oversized = all.counts.oversized;
     Ok(SinkReport {
         backend,
         note,
@@ -358,7 +357,7 @@ pub fn sink(
         error: all.error,
         arrival_stamped: all.stamped,
         arrival_handover: all.handover,
-        oversized: all.oversized,
+        oversized,
         capabilities,
         workers,
         intervals,
@@ -369,12 +368,11 @@ pub fn sink(
 /// times it, counts it and (with `--write`) captures it. A `FrameSink`
 /// whose method is inlined into the backend's receive loop.
 struct Taker<'a> {
+    /// (Frames longer than one packet makes, GRO batches, are counted
+    /// there too, as `oversized`.)
     counts: SinkCounts,
-    /// Longest frame one packet makes (longer: a GSO/GRO batch).
-    frame_max: usize,
     /// Frames without a kernel receive time (the rest had one).
     handover: u64,
-    oversized: u64,
     /// This batch's handover time, read when its first unstamped frame
     /// is handed over (0: not read yet).
     handed: u64,
@@ -386,8 +384,16 @@ struct Taker<'a> {
 
 impl FrameSink for Taker<'_> {
     #[inline(always)]
-    fn frame(&mut self, frame: &[u8], at: Option<u64>) {
-        self.take(frame, at);
+    fn frame(&mut self, frame: &[u8], at: u64) {
+        self.counts.on_frame(frame, at);
+    }
+
+    fn handover_time(&mut self) -> u64 {
+        self.handover_time()
+    }
+
+    fn handed_over(&mut self, frames: usize) {
+        self.handover += frames as u64;
     }
 }
 
@@ -396,35 +402,30 @@ struct Capturing<'t, 'a>(&'t mut Taker<'a>);
 
 impl FrameSink for Capturing<'_, '_> {
     #[inline(always)]
-    fn frame(&mut self, frame: &[u8], at: Option<u64>) {
-        let t = self.0.take(frame, at);
-        self.0.write(frame, t);
+    fn frame(&mut self, frame: &[u8], at: u64) {
+        self.0.counts.on_frame(frame, at);
+        self.0.write(frame, at);
+    }
+
+    fn handover_time(&mut self) -> u64 {
+        self.0.handover_time()
+    }
+
+    fn handed_over(&mut self, frames: usize) {
+        self.0.handover += frames as u64;
     }
 }
 
 impl Taker<'_> {
-    /// Times and counts one frame; its arrival time.
-    #[inline(always)]
-    fn take(&mut self, frame: &[u8], at: Option<u64>) -> u64 {
-        self.oversized += u64::from(frame.len() > self.frame_max);
-        // Arrival time: the kernel's receive time where the backend has
-        // one (af_packet ring, raw socket); otherwise read once per batch,
-        // when its first frame is handed over (after the wait, not before
-        // it), so latency is not shortened by the time recv spent blocked.
-        let t = match at {
-            Some(t) => t,
-            None => {
-                if self.handed == 0 {
-                    self.handed = clock::monotonic_ns();
-                }
-                self.handed
-            }
-        };
-        self.counts.on_frame(frame, t);
-        // (Counted after the frame: next to `oversized` the two sums were
-        // made one vector add of 7 instructions.)
-        self.handover += u64::from(at.is_none());
-        t
+    /// The arrival time of frames the kernel did not stamp (AF_XDP's, a
+    /// socket's without a stamp): read once per batch, when the backend
+    /// first asks (after its wait, not before it, so latency is not
+    /// shortened by the time recv spent blocked).
+    fn handover_time(&mut self) -> u64 {
+        if self.handed == 0 {
+            self.handed = clock::monotonic_ns();
+        }
+        self.handed
     }
 
     /// Frames handed over so far (each is counted once: probe, marker or other).
@@ -459,10 +460,8 @@ fn receive(
 ) -> WorkerOut {
     let mut published = 0u64;
     let mut t = Taker {
-        counts: SinkCounts::new(cfg.clocks_shared),
-        frame_max,
+        counts: SinkCounts::new(cfg.clocks_shared).with_frame_max(frame_max),
         handover: 0,
-        oversized: 0,
         handed: 0,
         capture,
         wall_offset: 0,
@@ -544,7 +543,7 @@ fn receive(
         error,
         stamped,
         handover: t.handover,
-        oversized: t.oversized,
+
         // The kernel keeps counting until asked: one read after the run.
         drops: rx.drops(),
     }

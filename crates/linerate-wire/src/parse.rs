@@ -189,9 +189,48 @@ const FAST_FRAME_MAX: usize = 14 + 0xffff;
 /// are checked a word at a time.
 #[inline(always)]
 pub fn fast_probe(b: &[u8]) -> Option<Probe> {
-    // Shorter than the smallest frame with a probe, or longer than an IPv4
-    // packet's length field can say: the careful path. (In one compare.)
-    if b.len().wrapping_sub(PROBE_FRAME_MIN) > FAST_FRAME_MAX - PROBE_FRAME_MIN {
+    fast_probe_upto(b, FastLen::ALL)
+}
+
+/// The frame lengths [`fast_probe_upto`] takes: from the smallest frame a
+/// probe fits in up to a bound (at most the longest an IPv4 length field
+/// can say), kept as the span above the smallest so that a length is
+/// checked against both ends in one compare. (A `u16`: the compiler then
+/// knows a length that passes is at least the smallest probe frame, and
+/// checks none of the fixed offsets read after.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FastLen(u16);
+
+const _: () = assert!(FAST_FRAME_MAX - PROBE_FRAME_MIN <= u16::MAX as usize);
+
+impl FastLen {
+    /// Every length the fast path can take.
+    pub const ALL: FastLen = FastLen((FAST_FRAME_MAX - PROBE_FRAME_MIN) as u16);
+
+    /// Frames up to `max` bytes (past the fast path's longest: that;
+    /// below the smallest probe frame: that one length).
+    pub const fn upto(max: usize) -> Self {
+        let max = if max < FAST_FRAME_MAX { max } else { FAST_FRAME_MAX };
+        FastLen(max.saturating_sub(PROBE_FRAME_MIN) as u16)
+    }
+
+    /// Whether a frame of `len` bytes is inside the bounds.
+    #[inline(always)]
+    pub const fn holds(self, len: usize) -> bool {
+        len.wrapping_sub(PROBE_FRAME_MIN) <= self.0 as usize
+    }
+}
+
+/// [`fast_probe`] for frames whose length `within` holds; `None` for the
+/// others (whose probe, if any, [`parse_frame`] still finds): a receiver
+/// that treats long frames apart (GRO aggregates) bounds the fast path in
+/// the compare it makes anyway.
+#[inline(always)]
+pub fn fast_probe_upto(b: &[u8], within: FastLen) -> Option<Probe> {
+    // Shorter than the smallest frame with a probe, or longer than the
+    // bound (at most what an IPv4 packet's length field can say): the
+    // careful path. (In one compare.)
+    if !within.holds(b.len()) {
         return None;
     }
     // Bytes 12..20: EtherType, then (untagged IPv4) version/IHL, DSCP,

@@ -374,6 +374,27 @@ fn a_frame_longer_than_ipv4_can_say_is_left_to_the_parser() {
     assert_eq!(linerate_wire::probe_of(&f), want);
 }
 
+/// A bounded fast path takes frames up to its bound, exactly, and leaves
+/// longer ones (and every frame shorter than the smallest probe frame) to
+/// the careful path.
+#[test]
+fn the_bounded_fast_path_stops_at_its_bound() {
+    use linerate_wire::{FastLen, fast_probe_upto};
+    let f = probe_frame(false, false, 0, 9);
+    let len = f.len();
+    assert!(fast_probe_upto(&f, FastLen::upto(len)).is_some());
+    assert!(fast_probe_upto(&f, FastLen::upto(len + 1)).is_some());
+    assert_eq!(fast_probe_upto(&f, FastLen::upto(len - 1)), None);
+    assert_eq!(fast_probe_upto(&f, FastLen::upto(0)), None);
+    assert_eq!(fast_probe_upto(&f, FastLen::upto(usize::MAX)), linerate_wire::fast_probe(&f));
+    assert_eq!(FastLen::upto(usize::MAX), FastLen::ALL);
+    // The smallest probe frame (60 B) and one byte less.
+    let min = probe_frame(false, false, 0, 9);
+    assert!(FastLen::upto(1518).holds(60) && !FastLen::upto(1518).holds(59));
+    assert!(FastLen::upto(1518).holds(1518) && !FastLen::upto(1518).holds(1519));
+    assert!(fast_probe_upto(&min[..min.len() - 1], FastLen::ALL).is_none());
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(3000))]
 

@@ -58,27 +58,50 @@ impl RxSocket {
         let fprod = self.fq.producer().load(Ordering::Relaxed);
         // The rings' and UMEM's fields in locals: `f` runs between their
         // uses, and they were read again through `self` for every frame.
-        let (rx_desc, rx_mask) = (self.rx.desc.cast::<libc::xdp_desc>(), self.rx.size - 1);
-        let (fq_desc, fq_mask) = (self.fq.desc.cast::<u64>(), self.fq.size - 1);
+        let (rx_desc, rx_size) = (self.rx.desc.cast::<libc::xdp_desc>(), self.rx.size);
+        let (fq_desc, fq_size) = (self.fq.desc.cast::<u64>(), self.fq.size);
         let (umem, umem_len) = (self.umem.ptr, self.umem.len);
-        for k in 0..n {
-            let idx = (cons.wrapping_add(k as u32) & rx_mask) as usize;
-            // SAFETY: idx is inside the RX ring; the descriptor's buffer lies
-            // inside the UMEM (the kernel only hands back our chunks).
-            let d = unsafe { rx_desc.add(idx).read() };
-            let (addr, len) = (d.addr as usize, d.len as usize);
-            if addr + len <= umem_len {
-                // SAFETY: bounds checked just above.
-                f.frame(
-                    unsafe { std::slice::from_raw_parts(umem.add(addr), len) },
-                    None,
-                );
+        // AF_XDP frames carry no receive time: the batch's handover time.
+        let at = if n > 0 { f.handover_time() } else { 0 };
+        let mut skipped = 0;
+        // The batch in runs that wrap neither ring (one run, or two or
+        // three at a wrap): each run walks both rings by pointer.
+        let mut done = 0u32;
+        while (done as usize) < n {
+            let ri = cons.wrapping_add(done) & (rx_size - 1);
+            let fi = fprod.wrapping_add(done) & (fq_size - 1);
+            let run = (n - done as usize)
+                .min((rx_size - ri) as usize)
+                .min((fq_size - fi) as usize);
+            // SAFETY: `run` descriptors from `ri` lie inside the RX ring,
+            // between its consumer and producer: ours until the consumer
+            // moves past them; `run` fill slots from `fi` lie inside the
+            // fill ring, past its producer: ours until it moves.
+            let (descs, fills) = unsafe {
+                (
+                    std::slice::from_raw_parts(rx_desc.add(ri as usize), run),
+                    std::slice::from_raw_parts_mut(fq_desc.add(fi as usize), run),
+                )
+            };
+            for (d, fill) in descs.iter().zip(fills) {
+                let (addr, len) = (d.addr as usize, d.len as usize);
+                if addr + len <= umem_len {
+                    // SAFETY: inside the UMEM (checked just above; the
+                    // kernel only hands back our chunks).
+                    f.frame(
+                        unsafe { std::slice::from_raw_parts(umem.add(addr), len) },
+                        at,
+                    );
+                } else {
+                    skipped += 1;
+                }
+                // The chunk goes back to the kernel.
+                *fill = d.addr & !(FRAME_SIZE as u64 - 1);
             }
-            let fidx = (fprod.wrapping_add(k as u32) & fq_mask) as usize;
-            // SAFETY: fidx is inside the fill ring; the chunk start goes back.
-            unsafe { fq_desc.add(fidx).write(d.addr & !(FRAME_SIZE as u64 - 1)) };
+            done += run as u32;
         }
         if n > 0 {
+            f.handed_over(n - skipped);
             self.rx
                 .consumer()
                 .store(cons.wrapping_add(n as u32), Ordering::Release);

@@ -755,7 +755,7 @@ fn sink_text(
     // Per flow, for a readable number of flows (all of them are in -J).
     if (2..=16).contains(&r.counts.flows.len()) {
         for (id, f) in &r.counts.flows {
-            let lat = f.latency_summary().map_or(String::new(), |l| {
+            let lat = r.counts.latency_summary(f).map_or(String::new(), |l| {
                 format!(
                     ", latency min {:.0} / p50 {:.0} / p99 {:.0} / max {:.0} ns",
                     l[0], l[2], l[3], l[5]
