@@ -537,7 +537,8 @@ mod tests {
     fn a_block_walk_hands_over_what_the_kernel_put_there() {
         const BLOCK: usize = 4096;
         let mut block = vec![0u8; BLOCK];
-        let put32 = |b: &mut [u8], at: usize, v: u32| b[at..at + 4].copy_from_slice(&v.to_ne_bytes());
+        let put32 =
+            |b: &mut [u8], at: usize, v: u32| b[at..at + 4].copy_from_slice(&v.to_ne_bytes());
         // (offset, snaplen, packet type, first data byte)
         let frames: [(usize, u32, u8, u8); 5] = [
             (64, 60, libc::PACKET_HOST, 1),

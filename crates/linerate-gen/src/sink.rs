@@ -421,7 +421,6 @@ impl FlowCounts {
             None => self.seq.lost(),
         }
     }
-
 }
 
 /// min, mean, p50, p99, p99.9, max of a latency histogram, ns (none when
@@ -799,12 +798,24 @@ mod tests {
         let mut s = LatencyStore::new();
         let (a, b) = (s.take_slot(), s.take_slot());
         assert_eq!((a, b), (LatencyStore::SLOT, 2 * LatencyStore::SLOT));
-        let values = [0, 1, 2_047, 2_048, 1_000_000, LATENCY_MAX_NS, LATENCY_MAX_NS + 1, (1 << 47) - 1];
+        let values = [
+            0,
+            1,
+            2_047,
+            2_048,
+            1_000_000,
+            LATENCY_MAX_NS,
+            LATENCY_MAX_NS + 1,
+            (1 << 47) - 1,
+        ];
         for v in values {
             s.record(a, v);
         }
         assert!(s.slot(0).iter().all(|&c| c == 0), "nothing in the rest");
-        assert!(s.slot(b).iter().all(|&c| c == 0), "nothing in the next slot");
+        assert!(
+            s.slot(b).iter().all(|&c| c == 0),
+            "nothing in the next slot"
+        );
         assert_eq!(s.slot(a).iter().sum::<u64>(), values.len() as u64);
         let mut h = LatencyHist3::new();
         s.add_to(a, &mut h);
@@ -819,7 +830,10 @@ mod tests {
             assert_ne!(s.take_slot(), 0);
         }
         assert_eq!(s.take_slot(), 0);
-        assert_eq!(s.counts.len(), (FLOW_HISTOGRAMS_MAX + 1) * LatencyStore::SLOT);
+        assert_eq!(
+            s.counts.len(),
+            (FLOW_HISTOGRAMS_MAX + 1) * LatencyStore::SLOT
+        );
     }
 
     /// The fast histogram read through `to_hdr` gives what HdrHistogram
@@ -1002,7 +1016,12 @@ mod tests {
                 w.on_frame(&f, tx + (u64::from(id) + 1) * 1_000);
             }
         }
-        let own = |c: &SinkCounts| c.flows.values().filter(|f| c.latency_of(f).is_some()).count();
+        let own = |c: &SinkCounts| {
+            c.flows
+                .values()
+                .filter(|f| c.latency_of(f).is_some())
+                .count()
+        };
         assert_eq!((own(&a), own(&b)), (150, 150));
         assert_eq!((a.latency_all().len(), b.latency_all().len()), (450, 450));
         let mut one = SinkCounts::new(true);

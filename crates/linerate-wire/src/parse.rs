@@ -210,7 +210,11 @@ impl FastLen {
     /// Frames up to `max` bytes (past the fast path's longest: that;
     /// below the smallest probe frame: that one length).
     pub const fn upto(max: usize) -> Self {
-        let max = if max < FAST_FRAME_MAX { max } else { FAST_FRAME_MAX };
+        let max = if max < FAST_FRAME_MAX {
+            max
+        } else {
+            FAST_FRAME_MAX
+        };
         FastLen(max.saturating_sub(PROBE_FRAME_MIN) as u16)
     }
 

@@ -386,7 +386,10 @@ fn the_bounded_fast_path_stops_at_its_bound() {
     assert!(fast_probe_upto(&f, FastLen::upto(len + 1)).is_some());
     assert_eq!(fast_probe_upto(&f, FastLen::upto(len - 1)), None);
     assert_eq!(fast_probe_upto(&f, FastLen::upto(0)), None);
-    assert_eq!(fast_probe_upto(&f, FastLen::upto(usize::MAX)), linerate_wire::fast_probe(&f));
+    assert_eq!(
+        fast_probe_upto(&f, FastLen::upto(usize::MAX)),
+        linerate_wire::fast_probe(&f)
+    );
     assert_eq!(FastLen::upto(usize::MAX), FastLen::ALL);
     // The smallest probe frame (60 B) and one byte less.
     let min = probe_frame(false, false, 0, 9);
