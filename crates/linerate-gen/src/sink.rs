@@ -271,19 +271,23 @@ pub struct FlowCounts {
     pub sent_marker: Option<u64>,
 }
 
-/// Flows that get a latency histogram of their own, at most: 304 KiB of
+/// Flows that get a latency histogram of their own, at most: 440 KiB of
 /// address space each, of which only the pages of buckets counted in are
-/// memory (8 KiB per power of two of ns the flow's latencies span), so at
-/// most 78 MiB per receive worker whatever arrives.
+/// memory (8 KiB per power of two of ns the flow's latencies span, and one
+/// page for clock skew), so at most 110 MiB per receive worker whatever
+/// arrives.
 pub const FLOW_HISTOGRAMS_MAX: usize = 256;
 
 /// A receiver's latency histograms in one zeroed allocation (its pages
 /// are memory only once counted in): slot 0 counts the flows without one
 /// of their own, slots 1..=[`FLOW_HISTOGRAMS_MAX`] a flow each. Buckets as
-/// [`LatencyHist3`]'s, but up to the longest transit time there is (2^47
-/// ns, 39 hours: [`transit`] reads no more), so every value falls inside
-/// its slot: a flow keeps its slot's offset and counting is one add, with
-/// one bounds check, and no test of which histogram.
+/// [`LatencyHist3`]'s, but over every 64-bit value, so every transit time
+/// falls inside its slot: a flow keeps its slot's offset and counting is
+/// one add, with one bounds check, and no test of which histogram nor of
+/// the sign. A transit time below 0 (the sender's stamp ahead of the
+/// receive time: clock skew), read as unsigned, is at least 2^64 - 2^47,
+/// all of which share the slot's last bucket ([`SKEW`](Self::SKEW)); the
+/// buckets between 2^47 and that are never counted in.
 #[derive(Debug)]
 pub struct LatencyStore {
     counts: Box<[u64]>,
@@ -292,8 +296,13 @@ pub struct LatencyStore {
 }
 
 impl LatencyStore {
-    /// Buckets per slot: every transit time from 0 to 2^47 - 1 ns.
-    const SLOT: usize = LatencyHist3::index((1 << 47) - 1) + 1;
+    /// Buckets per slot: every 64-bit value's.
+    const SLOT: usize = LatencyHist3::index(u64::MAX) + 1;
+    /// The bucket (in each slot) of every negative transit time.
+    const SKEW: usize = LatencyHist3::index(u64::MAX - (1 << 47) + 1);
+    /// The first bucket past every non-negative transit time (below
+    /// 2^47 ns).
+    const TRANSIT_END: usize = LatencyHist3::index((1 << 47) - 1) + 1;
 
     fn new() -> Self {
         Self {
@@ -332,13 +341,20 @@ impl LatencyStore {
         self.used * Self::SLOT
     }
 
-    /// Counts transit time `v` (below 2^47 ns) in the slot at `at`.
+    /// Counts transit time `t` (ns, from -2^47 to 2^47 - 1) in the slot
+    /// at `at`: a negative one as clock skew.
     #[inline(always)]
-    fn record(&mut self, at: usize, v: u64) {
-        debug_assert!(v < 1 << 47);
-        if let Some(c) = self.counts.get_mut(at + LatencyHist3::index(v)) {
+    fn record(&mut self, at: usize, t: i64) {
+        if let Some(c) = self.counts.get_mut(at + LatencyHist3::index(t as u64)) {
             *c += 1;
         }
+    }
+
+    /// Transit times below 0 counted, in every slot.
+    fn skew(&self) -> u64 {
+        (0..=self.used)
+            .map(|s| self.counts[s * Self::SLOT + Self::SKEW])
+            .sum()
     }
 
     fn slot(&self, at: usize) -> &[u64] {
@@ -355,11 +371,12 @@ impl LatencyStore {
         }
     }
 
-    /// The slot at `at` added into `h` (values above an hour as an hour,
-    /// as [`LatencyHist::record`] counts them).
+    /// The slot's latencies at `at` added into `h` (values above an hour
+    /// as an hour, as [`LatencyHist::record`] counts them; clock skew
+    /// not).
     fn add_to(&self, at: usize, h: &mut LatencyHist3) {
         let last = LatencyHist3::LEN - 1;
-        for (i, &c) in self.slot(at).iter().enumerate() {
+        for (i, &c) in self.slot(at)[..Self::TRANSIT_END].iter().enumerate() {
             if c != 0 {
                 h.counts[i.min(last)] += c;
             }
@@ -452,9 +469,6 @@ pub struct SinkCounts {
     /// time, the clocks' offset in it: never reported), so that counting
     /// takes no test of the clocks per frame.
     latency: LatencyStore,
-    /// Probes whose timestamp was ahead of the receive time (with shared
-    /// clocks: with unshared ones it says nothing).
-    pub clock_skew: u64,
     /// End-marker frames received (not counted as packets).
     pub markers: u64,
     /// Frames longer than one packet makes ([`with_frame_max`](Self::with_frame_max)):
@@ -490,7 +504,6 @@ impl SinkCounts {
             packets: 0,
             other: 0,
             latency: LatencyStore::new(),
-            clock_skew: 0,
             markers: 0,
             oversized: 0,
             frame_max: usize::MAX,
@@ -519,7 +532,7 @@ impl SinkCounts {
         {
             return Self::count(
                 f,
-                (&mut self.packets, &mut self.clock_skew),
+                &mut self.packets,
                 &mut self.latency,
                 (p, frame.len() as u64, rx_ns),
             );
@@ -534,7 +547,7 @@ impl SinkCounts {
     #[inline(always)]
     fn count(
         f: &mut FlowCounts,
-        (packets, clock_skew): (&mut u64, &mut u64),
+        packets: &mut u64,
         latency: &mut LatencyStore,
         (p, len, rx_ns): (Probe, u64, u64),
     ) {
@@ -544,13 +557,10 @@ impl SinkCounts {
         f.bytes += len;
         f.on_transit(transit);
         *packets += 1;
-        if transit < 0 {
-            *clock_skew += 1;
-            return;
-        }
-        // (0 counts as 1 ns, above an hour as an hour when read. With
-        // unshared clocks flows have no histogram: the rest is never read.)
-        latency.record(f.hist_at, transit as u64);
+        // (0 counts as 1 ns, above an hour as an hour when read; below 0 as
+        // clock skew. With unshared clocks flows have no histogram: the
+        // rest is never read.)
+        latency.record(f.hist_at, transit);
     }
 
     /// Counts a probe that is not an end marker, its flow's entry made if
@@ -571,12 +581,7 @@ impl SinkCounts {
             self.flows.insert(p.flow_id, f);
         }
         let f = self.flows.find(p.flow_id).expect("made above");
-        Self::count(
-            f,
-            (&mut self.packets, &mut self.clock_skew),
-            &mut self.latency,
-            (p, len, rx_ns),
-        );
+        Self::count(f, &mut self.packets, &mut self.latency, (p, len, rx_ns));
     }
 
     /// Frames off the fast path: a flow's first, end markers, probes behind
@@ -642,10 +647,15 @@ impl SinkCounts {
         }
         self.packets += other.packets;
         self.other += other.other;
-        self.clock_skew += other.clock_skew;
         self.markers += other.markers;
         self.oversized += other.oversized;
         self.latency.add_slot(0, other.latency.slot(0));
+    }
+
+    /// Probes whose timestamp was ahead of the receive time (with shared
+    /// clocks: with unshared ones it says nothing).
+    pub fn clock_skew(&self) -> u64 {
+        self.latency.skew()
     }
 
     /// A flow's own latency histogram, ns, if it has one (shared clocks,
@@ -809,14 +819,23 @@ mod tests {
             (1 << 47) - 1,
         ];
         for v in values {
-            s.record(a, v);
+            s.record(a, v as i64);
         }
+        // Clock skew: counted apart, in the slot's last bucket.
+        for t in [-1, -1_000_000, -(1 << 47)] {
+            s.record(a, t);
+        }
+        s.record(b, -5);
+        assert_eq!(s.skew(), 4);
+        assert_eq!(s.slot(a)[LatencyStore::SKEW], 3);
+        assert_eq!(LatencyStore::SKEW, LatencyStore::SLOT - 1);
+        s.counts[b + LatencyStore::SKEW] = 0;
         assert!(s.slot(0).iter().all(|&c| c == 0), "nothing in the rest");
         assert!(
             s.slot(b).iter().all(|&c| c == 0),
             "nothing in the next slot"
         );
-        assert_eq!(s.slot(a).iter().sum::<u64>(), values.len() as u64);
+        assert_eq!(s.slot(a).iter().sum::<u64>(), values.len() as u64 + 3);
         let mut h = LatencyHist3::new();
         s.add_to(a, &mut h);
         let mut want = LatencyHist3::new();
@@ -1107,7 +1126,7 @@ mod tests {
         );
         assert_eq!(c.latency_of(f).unwrap().len(), 10);
         assert_eq!(
-            (c.packets, c.latency_all().len(), c.clock_skew),
+            (c.packets, c.latency_all().len(), c.clock_skew()),
             (10, 10, 0)
         );
     }

@@ -380,8 +380,10 @@ fn a_frame_longer_than_ipv4_can_say_is_left_to_the_parser() {
 #[test]
 fn the_bounded_fast_path_stops_at_its_bound() {
     use linerate_wire::{FastLen, fast_probe_upto};
-    let f = probe_frame(false, false, 0, 9);
+    // 10 B past the smallest probe frame.
+    let f = probe_frame(false, false, 10, 9);
     let len = f.len();
+    assert_eq!(len, 70);
     assert!(fast_probe_upto(&f, FastLen::upto(len)).is_some());
     assert!(fast_probe_upto(&f, FastLen::upto(len + 1)).is_some());
     assert_eq!(fast_probe_upto(&f, FastLen::upto(len - 1)), None);
