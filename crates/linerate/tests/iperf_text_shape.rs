@@ -95,13 +95,17 @@ const CASES: [&[&str]; 6] = [
     &["-t", "1", "--bidir", "-P", "2"],
 ];
 
-/// Client output: iperf3's client and linerate's against iperf3's server.
+/// Client output: iperf3's client and linerate's against iperf3's server
+/// (a server of its own for each client: one server serving both in turn
+/// could still be ending the first test when the second client came, and
+/// answer it "busy" or close on it).
 fn client_shape(iperf3: &Path) {
     for args in CASES {
-        let port = free_port();
-        let _srv = Proc::spawn(Command::new(iperf3).args(["-s", "-p", &port.to_string()]));
-        wait_listening(port);
         let run = |c: &mut Command| {
+            let port = free_port();
+            let _srv =
+                Proc::spawn(Command::new(iperf3).args(["-s", "-1", "-p", &port.to_string()]));
+            wait_listening(port);
             let out = c
                 .args(["-c", "127.0.0.1", "-p", &port.to_string()])
                 .args(args)
