@@ -298,12 +298,10 @@ unsafe fn walk_block<const OUTGOING: bool, F: crate::FrameSink + ?Sized>(
         let header_last = block_size - (PKTTYPE_OFF + 1);
         // Frames handed over: those walked less those skipped (counted
         // apart, as they are rare: one counter less live in the loop).
-        let (mut left, mut skipped) = (num, 0u32);
-        while left > 0 {
-            left -= 1;
+        let mut skipped = 0u32;
+        for walked in 0..num {
             if off > header_last {
-                skipped += 1;
-                break;
+                return walked - skipped;
             }
             let p = base.add(off);
             // Every frame's header gives the next one's offset (the last
@@ -325,7 +323,7 @@ unsafe fn walk_block<const OUTGOING: bool, F: crate::FrameSink + ?Sized>(
             }
             off += next;
         }
-        num - left - skipped
+        num - skipped
     }
 }
 

@@ -434,7 +434,7 @@ impl FlowCounts {
     /// (the tail included); without, the gaps below the highest sequence.
     pub fn lost(&self) -> u64 {
         match self.sent_marker {
-            Some(sent) => sent.saturating_sub(self.seq.received - self.seq.duplicates),
+            Some(sent) => sent.saturating_sub(self.seq.received() - self.seq.duplicates),
             None => self.seq.lost(),
         }
     }
@@ -457,10 +457,10 @@ pub fn latency_summary(h: &LatencyHist3) -> Option<[f64; 6]> {
 /// Totals and per-flow counts of what arrived.
 #[derive(Debug)]
 pub struct SinkCounts {
+    /// Per flow; the frames with a linerate probe are their
+    /// [`packets`](Self::packets).
     pub flows: FlowTable,
-    /// Frames with a linerate probe.
-    pub packets: u64,
-    /// Frames without a probe (ARP, other traffic), not counted above.
+    /// Frames without a probe (ARP, other traffic), not counted as packets.
     pub other: u64,
     /// One-way latency, ns: each frame's latency is counted once, in its
     /// flow's histogram or the rest's (slot 0);
@@ -501,7 +501,6 @@ impl SinkCounts {
     pub fn new(clocks_shared: bool) -> Self {
         Self {
             flows: FlowTable::default(),
-            packets: 0,
             other: 0,
             latency: LatencyStore::new(),
             markers: 0,
@@ -530,12 +529,7 @@ impl SinkCounts {
             && p.seq & linerate_wire::END_MARKER == 0
             && let Some(f) = self.flows.find(p.flow_id)
         {
-            return Self::count(
-                f,
-                &mut self.packets,
-                &mut self.latency,
-                (p, frame.len() as u64, rx_ns),
-            );
+            return Self::count(f, &mut self.latency, (p, frame.len() as u64, rx_ns));
         }
         // (the probe is found again there: nothing of it is kept for the
         // call, so nothing of it is kept on the stack on the fast path)
@@ -545,18 +539,12 @@ impl SinkCounts {
     /// Counts a probe that is not an end marker in its flow `f` and the
     /// totals (fields of `self` passed apart, as `f` borrows its table).
     #[inline(always)]
-    fn count(
-        f: &mut FlowCounts,
-        packets: &mut u64,
-        latency: &mut LatencyStore,
-        (p, len, rx_ns): (Probe, u64, u64),
-    ) {
+    fn count(f: &mut FlowCounts, latency: &mut LatencyStore, (p, len, rx_ns): (Probe, u64, u64)) {
         // Transit time: latency (shared clocks) and jitter.
         let transit = transit(rx_ns, p.tx_ns);
         f.seq.on_seq(p.seq);
         f.bytes += len;
         f.on_transit(transit);
-        *packets += 1;
         // (0 counts as 1 ns, above an hour as an hour when read; below 0 as
         // clock skew. With unshared clocks flows have no histogram: the
         // rest is never read.)
@@ -581,7 +569,7 @@ impl SinkCounts {
             self.flows.insert(p.flow_id, f);
         }
         let f = self.flows.find(p.flow_id).expect("made above");
-        Self::count(f, &mut self.packets, &mut self.latency, (p, len, rx_ns));
+        Self::count(f, &mut self.latency, (p, len, rx_ns));
     }
 
     /// Frames off the fast path: a flow's first, end markers, probes behind
@@ -645,11 +633,16 @@ impl SinkCounts {
                 self.latency.add_slot(at, other.latency.slot(f.hist_at));
             }
         }
-        self.packets += other.packets;
         self.other += other.other;
         self.markers += other.markers;
         self.oversized += other.oversized;
         self.latency.add_slot(0, other.latency.slot(0));
+    }
+
+    /// Frames with a linerate probe (not end markers): the flows'
+    /// received frames added up (counted once per frame, by the flow).
+    pub fn packets(&self) -> u64 {
+        self.flows.values().map(|f| f.seq.received()).sum()
     }
 
     /// Probes whose timestamp was ahead of the receive time (with shared
@@ -731,7 +724,7 @@ impl SinkCounts {
                 let got = self
                     .flows
                     .get(&id)
-                    .map_or(0, |f| f.seq.received - f.seq.duplicates);
+                    .map_or(0, |f| f.seq.received() - f.seq.duplicates);
                 (id, n, got, n.saturating_sub(got))
             })
             .collect()
@@ -1117,7 +1110,10 @@ mod tests {
             c.on_frame(&b, tx + 3_000);
         }
         let f = &c.flows[&0];
-        assert_eq!((f.seq.received, f.lost(), f.sent_marker), (10, 0, Some(10)));
+        assert_eq!(
+            (f.seq.received(), f.lost(), f.sent_marker),
+            (10, 0, Some(10))
+        );
         assert_eq!(f.jitter_ns(), 0.0);
         let l = c.latency_summary(f).unwrap();
         assert!(
@@ -1126,7 +1122,7 @@ mod tests {
         );
         assert_eq!(c.latency_of(f).unwrap().len(), 10);
         assert_eq!(
-            (c.packets, c.latency_all().len(), c.clock_skew()),
+            (c.packets(), c.latency_all().len(), c.clock_skew()),
             (10, 10, 0)
         );
     }
@@ -1223,7 +1219,7 @@ mod tests {
             (sink.lost(), sink.reordered(), sink.duplicates()),
             (2, 1, 1)
         );
-        assert_eq!(sink.packets, 399);
+        assert_eq!(sink.packets(), 399);
         let sent: BTreeMap<u16, u64> = (0..4).map(|id| (id, 100)).collect();
         for (id, n, got, lost) in sink.reconcile(&sent) {
             assert_eq!(n, got + lost, "flow {id}: sent = received + lost");
@@ -1240,7 +1236,7 @@ mod tests {
         for (f, _, _) in frames(10, &flows, &t) {
             sink.on_frame(&f, 5);
         }
-        assert_eq!(sink.packets, 10);
+        assert_eq!(sink.packets(), 10);
         assert!(sink.latency_percentiles().is_none());
     }
 }

@@ -416,10 +416,12 @@ impl Rx {
     }
 
     /// Hands each received frame (without FCS) to `f`; waits up to 50 ms
-    /// for the first. Frames this host sent itself are skipped.
-    /// Hands received frames to `f`, each with the kernel's receive time
-    /// (CLOCK_MONOTONIC ns) where the backend has one (the af_packet ring,
-    /// the raw socket's SO_TIMESTAMPNS; AF_XDP frames carry none).
+    /// for the first. Frames this host sent itself are skipped. Each
+    /// comes with its arrival time: the kernel's receive time where the
+    /// backend has one (the af_packet ring, the raw socket's
+    /// SO_TIMESTAMPNS), else the batch's handover time (AF_XDP). Returns
+    /// exactly the frames handed to `f` (the sink counts its probes per
+    /// batch from it).
     #[inline]
     pub fn recv<F: FrameSink + ?Sized>(&mut self, f: &mut F) -> io::Result<usize> {
         self.recv_within(std::time::Duration::from_millis(50), f)
@@ -466,7 +468,8 @@ impl Rx {
                 if unstamped > 0 {
                     f.handed_over(unstamped);
                 }
-                Ok(n)
+                // The frames handed over (this host's own are not).
+                Ok(lens[..n].iter().filter(|&&l| l > 0).count())
             }
             Rx::Xdp(x) => x.recv(256, wait, f),
             Rx::Ring(r, _) => r.recv(wait.as_millis().min(1000) as i32, f),

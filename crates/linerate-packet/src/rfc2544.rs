@@ -694,10 +694,10 @@ impl TrialRunner for DeviceRunner {
                     .map(|(a, b)| b.saturating_sub(a));
                 counts.push(TrialCounts {
                     sent: b.packets,
-                    received: r.counts.packets,
+                    received: r.counts.packets(),
                     sent_bytes: b.bytes,
                     // The sink counts bytes without FCS.
-                    received_bytes: r.counts.bytes() + 4 * r.counts.packets,
+                    received_bytes: r.counts.bytes() + 4 * r.counts.packets(),
                     secs,
                     latency_ns: lat,
                     rx_iface_packets,

@@ -24,8 +24,8 @@ pub fn flow_rows(counts: &SinkCounts) -> Vec<Row> {
     let mut folded: BTreeMap<u16, Counts> = BTreeMap::new();
     for (&id, f) in &counts.flows {
         let c = Counts {
-            packets: Some(f.seq.received),
-            bytes: Some(f.bytes + 4 * f.seq.received),
+            packets: Some(f.seq.received()),
+            bytes: Some(f.bytes + 4 * f.seq.received()),
             lost: Some(f.lost()),
             reordered: Some(f.seq.late),
             duplicates: Some(f.seq.duplicates),
@@ -189,9 +189,10 @@ impl SinkReport {
         let c = &self.counts;
         let d = self.duration_s.max(1e-9);
         // Bytes counted without FCS; add it back for L2, and 20 B per frame for L1.
-        let l2 = (c.bytes() + 4 * c.packets) as f64 * 8.0;
+        let packets = c.packets();
+        let l2 = (c.bytes() + 4 * packets) as f64 * 8.0;
         let flows_json: Vec<serde_json::Value> = c.flows.iter().map(|(id, f)| serde_json::json!({
-                "flow": id, "packets": f.seq.received, "bytes": f.bytes, "lost": f.lost(),
+                "flow": id, "packets": f.seq.received(), "bytes": f.bytes, "lost": f.lost(),
                 "sent_by_marker": f.sent_marker,
                 "reordered": f.seq.late, "duplicates": f.seq.duplicates,
                 "jitter_ns": f.jitter_ns(),
@@ -212,12 +213,12 @@ impl SinkReport {
             "backend": self.backend,
             "backend_note": self.note,
             "counted_by": "receiver: frames with a linerate probe that reached the socket",
-            "packets": c.packets,
-            "bytes": c.bytes() + 4 * c.packets,
+            "packets": packets,
+            "bytes": c.bytes() + 4 * packets,
             "duration_s": self.duration_s,
-            "pps": c.packets as f64 / d,
+            "pps": packets as f64 / d,
             "bps_l2": l2 / d,
-            "bps_l1": l2 / d + (20 * 8 * c.packets) as f64 / d,
+            "bps_l1": l2 / d + (20 * 8 * packets) as f64 / d,
             "lost": c.lost(),
             "end_markers": markers,
             "reordered": c.reordered(),
@@ -428,9 +429,10 @@ impl Taker<'_> {
         self.handed
     }
 
-    /// Frames handed over so far (each is counted once: probe, marker or other).
-    fn frames(&self) -> u64 {
-        self.counts.packets + self.counts.markers + self.counts.other
+    /// Frames counted but not as probes (markers and others): what a
+    /// batch handed over less these is its probe frames.
+    fn not_probes(&self) -> u64 {
+        self.counts.markers + self.counts.other
     }
 
     fn write(&mut self, frame: &[u8], t: u64) {
@@ -478,6 +480,8 @@ fn receive(
     // look at it a few times a second so every backend ends the same way.
     let mut next_link_check = start;
     let mut count_reached: Option<u64> = None;
+    // Frames the backend handed over.
+    let mut frames = 0u64;
     while !stop.load(Ordering::Relaxed) && now < end {
         live.answer(want, &mut published, &t.counts);
         if now >= next_link_check {
@@ -501,7 +505,7 @@ fn receive(
             }
         }
         t.handed = 0;
-        let before = t.counts.packets;
+        let before = t.not_probes();
         let r = if t.capture.as_ref().is_some_and(|c| c.wants_more()) {
             t.wall_offset = clock::realtime_offset_ns();
             rx.recv(&mut Capturing(&mut t))
@@ -515,14 +519,21 @@ fn receive(
             clock::monotonic_ns()
         };
         match r {
-            // Rates cover the span over which probe frames arrived; other
-            // frames (neighbour discovery, multicast reports) do not open it.
-            Ok(_) if t.counts.packets > before => {
-                total.fetch_add(t.counts.packets - before, Ordering::Relaxed);
-                last = now;
-                first.get_or_insert(last);
+            Ok(n) => {
+                // Every frame handed over is counted once: a probe, a
+                // marker or another (so the probes are counted per batch,
+                // not per frame).
+                frames += n as u64;
+                let probes = (n as u64).saturating_sub(t.not_probes() - before);
+                // Rates cover the span over which probe frames arrived;
+                // other frames (neighbour discovery, multicast reports) do
+                // not open it.
+                if probes > 0 {
+                    total.fetch_add(probes, Ordering::Relaxed);
+                    last = now;
+                    first.get_or_insert(last);
+                }
             }
-            Ok(_) => {}
             Err(e)
                 if matches!(
                     e.kind(),
@@ -535,7 +546,10 @@ fn receive(
             }
         }
     }
-    let stamped = t.frames() - t.handover;
+    // (Each frame handed over was counted once: the backends return
+    // exactly the frames they handed over.)
+    debug_assert_eq!(frames, t.counts.packets() + t.not_probes());
+    let stamped = frames.saturating_sub(t.handover);
     WorkerOut {
         counts: t.counts,
         first,

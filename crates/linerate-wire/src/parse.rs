@@ -238,7 +238,7 @@ pub fn fast_probe_upto(b: &[u8], within: FastLen) -> Option<Probe> {
         return None;
     }
     // Bytes 12..15: EtherType, then (untagged IPv4) version/IHL.
-    if le32(b, 12) & 0xff_ffff == 0x45_0008 {
+    if le16(b, 12) == 0x0008 && b[14] == 0x45 {
         // Lengths that fill the frame exactly, as a probe frame's do: the
         // IP total is the frame after Ethernet, UDP's the total after IP
         // (both at least a probe's, as the frame is). A frame with bytes
@@ -248,13 +248,14 @@ pub fn fast_probe_upto(b: &[u8], within: FastLen) -> Option<Probe> {
         // loaded, big-endian.)
         let ip_len = ((b.len() - 14) as u16).swap_bytes();
         let udp_len = ((b.len() - 34) as u16).swap_bytes();
-        // Bytes 16..24 in one compare: total length (the frame's),
-        // identification (any), flags/fragment offset (DF at most), TTL
-        // (any), protocol (UDP).
-        if le64(b, 16) & 0xff00_ff3f_0000_ffff != (0x11 << 56) | u64::from(ip_len) {
-            return None;
-        }
-        if le16(b, 38) != udp_len {
+        // Bytes 16..24: total length (the frame's), identification (any),
+        // flags/fragment offset (DF at most), TTL (any), protocol (UDP);
+        // then UDP's length. (Each a compare against memory.)
+        if le16(b, 16) != ip_len
+            || le16(b, 20) & 0xff3f != 0
+            || b[23] != 17
+            || le16(b, 38) != udp_len
+        {
             return None;
         }
         // The probe at a constant offset, inside the length checked above.

@@ -17,8 +17,10 @@ const WORDS: usize = (WINDOW / 64) as usize;
 pub struct SeqTracker {
     /// Highest sequence number seen.
     pub highest: u64,
-    /// Packets received, duplicates included.
-    pub received: u64,
+    /// Packets received, duplicates included, but for the in-order run
+    /// (marked, highest] (see [`received`](Self::received)): an in-order
+    /// arrival counts by moving the highest only.
+    counted: u64,
     /// A sequence number seen again within the window.
     pub duplicates: u64,
     /// First arrivals below the highest (reordered), within the window or
@@ -36,7 +38,7 @@ impl Default for SeqTracker {
     fn default() -> Self {
         Self {
             highest: 0,
-            received: 0,
+            counted: 0,
             duplicates: 0,
             late: 0,
             seen: [0; WORDS],
@@ -60,9 +62,9 @@ pub enum Arrival {
 impl SeqTracker {
     #[inline(always)]
     pub fn on_seq(&mut self, seq: u64) -> Arrival {
-        self.received += 1;
         // The common case inline: the next sequence number, nothing missed.
-        // (Its bit is set with the rest of the run, by `settle`.)
+        // (Its bit is set, and it is counted, with the rest of the run, by
+        // `settle`.)
         if seq == self.highest.wrapping_add(1) {
             self.highest = seq;
             return Arrival::Next { gap: 0 };
@@ -70,10 +72,11 @@ impl SeqTracker {
         self.on_other_seq(seq)
     }
 
-    /// A jump ahead, a late arrival or a duplicate (`received` counted).
+    /// A jump ahead, a late arrival or a duplicate.
     #[inline(never)]
     fn on_other_seq(&mut self, seq: u64) -> Arrival {
         self.settle();
+        self.counted += 1;
         let (w, bit) = slot(seq);
         if seq > self.highest {
             let gap = seq - self.highest - 1;
@@ -97,9 +100,17 @@ impl SeqTracker {
         Arrival::Late
     }
 
+    /// Packets received, duplicates included: those counted, and the
+    /// in-order run not settled yet (each of its sequence numbers arrived
+    /// once).
+    pub fn received(&self) -> u64 {
+        self.counted + (self.highest - self.marked)
+    }
+
     /// Sequence numbers up to the highest that never arrived.
     pub fn lost(&self) -> u64 {
-        self.highest.saturating_sub(self.received - self.duplicates)
+        self.highest
+            .saturating_sub(self.received() - self.duplicates)
     }
 
     /// Takes in another tracker's arrivals of the same flow, counted apart
@@ -121,7 +132,8 @@ impl SeqTracker {
         for (a, b) in self.seen.iter_mut().zip(o.seen) {
             *a |= b;
         }
-        self.received += other.received;
+        // (Both settled: their runs are in their counts.)
+        self.counted += o.counted;
         self.duplicates += other.duplicates;
         self.late += other.late;
     }
@@ -136,10 +148,11 @@ impl SeqTracker {
         }
     }
 
-    /// Sets the bits of the in-order run (marked, highest].
+    /// Sets the bits of the in-order run (marked, highest] and counts it.
     fn settle(&mut self) {
         if self.highest > self.marked {
             self.fill(self.marked + 1, self.highest - self.marked, true);
+            self.counted += self.highest - self.marked;
         }
         self.marked = self.highest;
     }
@@ -192,7 +205,7 @@ mod tests {
         assert_eq!(arrivals[5], Arrival::Duplicate);
         assert_eq!(arrivals[6], Arrival::Next { gap: 2 });
         assert_eq!(
-            (t.highest, t.received, t.late, t.duplicates, t.lost()),
+            (t.highest, t.received(), t.late, t.duplicates, t.lost()),
             (8, 7, 1, 1, 2)
         );
     }
@@ -214,7 +227,7 @@ mod tests {
         );
         a.absorb(&b);
         assert_eq!(
-            (a.highest, a.received, a.lost(), a.duplicates),
+            (a.highest, a.received(), a.lost(), a.duplicates),
             (10, 9, 1, 0)
         );
         // The union window still spots a duplicate of either side.
@@ -269,10 +282,10 @@ mod tests {
                     }
                 }
             }
-            let received = a.received + b.received;
+            let received = a.received() + b.received();
             let dups = a.duplicates + b.duplicates;
             a.absorb(&b);
-            prop_assert_eq!((a.received, a.duplicates), (received, dups));
+            prop_assert_eq!((a.received(), a.duplicates), (received, dups));
             let highest = seen.last().copied().unwrap_or(0);
             prop_assert_eq!(a.highest, highest);
             for s in highest.saturating_sub(WINDOW - 1).max(1)..=highest {
@@ -293,6 +306,7 @@ mod tests {
             let mut t = SeqTracker::default();
             let mut seen = std::collections::BTreeSet::new();
             let mut highest = 0u64;
+            let arrivals = steps.len() as u64;
             for (kind, x) in steps {
                 // Next, a jump ahead, an old one, or one far back.
                 let seq = match kind {
@@ -313,7 +327,9 @@ mod tests {
                 highest = highest.max(seq);
             }
             prop_assert_eq!(t.highest, highest);
-            let distinct = t.received - t.duplicates;
+            // Every arrival received once, settled or in the run.
+            prop_assert_eq!(t.received(), arrivals);
+            let distinct = t.received() - t.duplicates;
             prop_assert_eq!(t.lost(), highest - distinct.min(highest));
         });
     }

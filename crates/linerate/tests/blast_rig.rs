@@ -472,12 +472,26 @@ fn one_socket_per_queue(rig: &Rig, sink_backend: &str, cores: &str) {
     // af_xdp reads both RX queues with a socket each; af_packet reads every
     // queue through one socket and stamps each frame.
     let caps = &v["backend_capabilities"];
+    // Every frame handed over has one arrival time, counted exactly once
+    // (the workers count per batch what their backend handed over).
+    let frames = ["packets", "other_frames"]
+        .iter()
+        .map(|k| v[k].as_u64().unwrap())
+        .sum::<u64>()
+        + v["end_markers"]["frames"].as_u64().unwrap();
+    let arrival = &v["latency_arrival"];
+    let (stamped, handover) = (
+        arrival["kernel_receive_stamp"].as_u64().unwrap(),
+        arrival["batch_handover"].as_u64().unwrap(),
+    );
     if sink_backend == "af_xdp" {
         assert_eq!(caps["queues"], 2, "{v}");
         assert_eq!(caps["kernel_receive_stamps"], false, "{v}");
+        assert_eq!((stamped, handover), (0, frames), "{v}");
     } else {
         assert!(caps["queues"].is_null(), "{v}");
         assert_eq!(caps["kernel_receive_stamps"], true, "{v}");
+        assert_eq!((stamped, handover), (frames, 0), "{v}");
     }
 }
 

@@ -49,7 +49,9 @@ impl RxSocket {
         self.rx.producer().load(Ordering::Acquire) != self.rx.consumer().load(Ordering::Relaxed)
     }
 
-    /// Hands up to `max` received frames to `f` and gives their buffers back.
+    /// Hands up to `max` received frames to `f` and gives their buffers
+    /// back. Returns the frames handed over (a descriptor outside the UMEM
+    /// is taken off the ring but not handed over).
     #[inline]
     fn drain<F: crate::FrameSink + ?Sized>(&mut self, max: usize, f: &mut F) -> usize {
         let prod = self.rx.producer().load(Ordering::Acquire);
@@ -122,7 +124,7 @@ impl RxSocket {
                 )
             };
         }
-        n
+        n - skipped
     }
 }
 
@@ -177,7 +179,7 @@ impl XskRx {
 
     /// Hands received frames (up to `max`, from every queue) to `f`, then
     /// gives the buffers back to the kernel. Waits up to `timeout` for the
-    /// first.
+    /// first. Returns the frames handed over.
     #[inline]
     pub fn recv<F: crate::FrameSink + ?Sized>(
         &mut self,

@@ -531,7 +531,7 @@ fn blast_run(a: &BlastArgs, cfg: &BlastConfig) -> Result<u8> {
         sv["iface"] = serde_json::json!(iface);
         // Frames the sender counted that never reached the receiver: the
         // difference of the two counts, beside the per-flow sequence loss.
-        sv["not_received"] = serde_json::json!(r.packets.saturating_sub(s.counts.packets));
+        sv["not_received"] = serde_json::json!(r.packets.saturating_sub(s.counts.packets()));
         text += &sink_text(s, &sv, iface, Some(r.packets));
         rows.extend(linerate_packet::flow_rows(&s.counts));
         error = s
@@ -732,7 +732,7 @@ fn sink_text(
         let _ = writeln!(
             t,
             "not received: {} of {sent} frames sent (the sender's count less the receiver's, the tail included)",
-            sent.saturating_sub(r.counts.packets)
+            sent.saturating_sub(r.counts.packets())
         );
     } else if flows > 0 {
         let _ = if seen == flows {
@@ -764,7 +764,7 @@ fn sink_text(
             let _ = writeln!(
                 t,
                 "  flow {id}: {} packets, lost {}, jitter {:.0} ns (RFC 3550){lat}",
-                f.seq.received,
+                f.seq.received(),
                 f.lost(),
                 f.jitter_ns()
             );
