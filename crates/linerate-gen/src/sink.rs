@@ -158,6 +158,14 @@ impl Default for FlowTable {
 /// probe frame counted yet, so its jitter and latency records are not
 /// started.
 const NOT_COUNTED: u32 = 1 << 31;
+/// Where a flow id's slot is: the id with its bytes swapped, as the probe
+/// holds it big-endian, so that the probe's two bytes index the table as
+/// loaded (the compiler folds the two swaps away on the fast path).
+#[inline(always)]
+fn slot_of(id: u16) -> usize {
+    usize::from(id.swap_bytes())
+}
+
 /// A slot's value for a flow not seen. It and every NOT_COUNTED value
 /// index past the end of the (at most 65,536) flows.
 const NO_ENTRY: u32 = u32::MAX;
@@ -167,13 +175,13 @@ impl FlowTable {
     #[inline(always)]
     fn find(&mut self, id: u16) -> Option<&mut FlowCounts> {
         // NO_ENTRY and NOT_COUNTED entries index past the end.
-        let s = self.slot[usize::from(id)] as usize;
+        let s = self.slot[slot_of(id)] as usize;
         self.flows.get_mut(s).map(|(_, f)| f)
     }
 
     /// The index of the flow's entry, counted or not.
     fn index(&self, id: u16) -> Option<usize> {
-        let s = self.slot[usize::from(id)];
+        let s = self.slot[slot_of(id)];
         (s != NO_ENTRY).then_some((s & !NOT_COUNTED) as usize)
     }
 
@@ -181,7 +189,7 @@ impl FlowTable {
     /// [`insert`](Self::insert)).
     pub fn entry(&mut self, id: u16) -> &mut FlowCounts {
         let Some(i) = self.index(id) else {
-            self.slot[usize::from(id)] = self.flows.len() as u32 | NOT_COUNTED;
+            self.slot[slot_of(id)] = self.flows.len() as u32 | NOT_COUNTED;
             self.flows.push((id, FlowCounts::default()));
             return &mut self.flows.last_mut().expect("just pushed").1;
         };
@@ -200,7 +208,7 @@ impl FlowTable {
                 self.flows.len() - 1
             }
         };
-        self.slot[usize::from(id)] = i as u32;
+        self.slot[slot_of(id)] = i as u32;
         &mut self.flows[i].1
     }
 

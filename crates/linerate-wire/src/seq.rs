@@ -72,7 +72,9 @@ impl SeqTracker {
         self.on_other_seq(seq)
     }
 
-    /// A jump ahead, a late arrival or a duplicate.
+    /// A jump ahead, a late arrival or a duplicate (out of line, and laid
+    /// out away from the in-order path).
+    #[cold]
     #[inline(never)]
     fn on_other_seq(&mut self, seq: u64) -> Arrival {
         self.settle();
