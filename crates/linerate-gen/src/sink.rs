@@ -6,7 +6,7 @@
 //! (one host, as on the namespace rig); the report says which it assumed.
 
 use hdrhistogram::Histogram;
-use linerate_wire::{FastLen, Probe, SeqTracker, fast_probe_upto, probe_of};
+use linerate_wire::{FastLen, Probe, SeqTracker, fast_probe_ipv4, fast_probe_upto, probe_of};
 use std::collections::BTreeMap;
 
 /// Latencies counted in a few instructions per value: HdrHistogram's
@@ -529,11 +529,13 @@ impl SinkCounts {
 
     /// Accounts one received frame (without FCS) received at `rx_ns`
     /// (CLOCK_MONOTONIC of the receiver). A probe frame of a flow already
-    /// seen is counted inline; everything else (a new flow, an end marker,
-    /// a frame off the fast layouts, a frame without a probe) out of line.
+    /// seen is counted inline when it is untagged IPv4; on the other fast
+    /// layouts (VLAN, IPv6) in a call; everything else (a new flow, an end
+    /// marker, a frame off the fast layouts, a frame without a probe) out
+    /// of line.
     #[inline(always)]
     pub fn on_frame(&mut self, frame: &[u8], rx_ns: u64) {
-        if let Some(p) = fast_probe_upto(frame, self.fast_len)
+        if let Some(p) = fast_probe_ipv4(frame, self.fast_len)
             && p.seq & linerate_wire::END_MARKER == 0
             && let Some(f) = self.flows.find(p.flow_id)
         {
@@ -541,6 +543,20 @@ impl SinkCounts {
         }
         // (the probe is found again there: nothing of it is kept for the
         // call, so nothing of it is kept on the stack on the fast path)
+        self.on_frame_other(frame, rx_ns)
+    }
+
+    /// Frames off the untagged IPv4 path: a probe frame of a flow already
+    /// seen on another fast layout (VLAN-tagged, IPv6) is counted here;
+    /// the rest go on to the slow path.
+    #[inline(never)]
+    fn on_frame_other(&mut self, frame: &[u8], rx_ns: u64) {
+        if let Some(p) = fast_probe_upto(frame, self.fast_len)
+            && p.seq & linerate_wire::END_MARKER == 0
+            && let Some(f) = self.flows.find(p.flow_id)
+        {
+            return Self::count(f, &mut self.latency, (p, frame.len() as u64, rx_ns));
+        }
         self.on_frame_slow(frame, rx_ns)
     }
 
@@ -991,6 +1007,58 @@ mod tests {
         .unwrap();
         let t = Template::new(64, &flows.flow(0), &Framing::default()).unwrap();
         (flows, t)
+    }
+
+    /// Every fast layout (untagged IPv4 inline, VLAN-tagged and IPv6 in
+    /// the call beside it) counts the same: packets, bytes, loss, reorder,
+    /// latency; a frame longer than the receiver's frame_max is counted
+    /// and also as oversized, whichever layout.
+    #[test]
+    fn every_fast_layout_counts_the_same() {
+        for (src, dst) in [("198.18.0.1", "198.18.1.1"), ("2001:db8::1", "2001:db8::2")] {
+            for vlan in [None, Some((5, 0))] {
+                let flows =
+                    FlowSpec::parse("02:00:00:00:00:0a", "02:00:00:00:00:0b", src, dst, "9", "9")
+                        .unwrap();
+                let framing = Framing {
+                    vlan,
+                    ..Framing::default()
+                };
+                let t = Template::new(128, &flows.flow(0), &framing).unwrap();
+                let mut c = SinkCounts::new(true).with_frame_max(t.len() - 1);
+                // Sequences 1..=10 but 4 (lost) and 7 before 6 (late).
+                for (k, seq) in [1u64, 2, 3, 5, 7, 6, 8, 9, 10].into_iter().enumerate() {
+                    let mut b = vec![0u8; t.len()];
+                    let tx = 1_000_000 + k as u64 * 10_000;
+                    t.write(&mut b, &flows.flow(0), 3, seq, tx);
+                    c.on_frame(&b, tx + 4_000);
+                }
+                let what = format!("{src} vlan {vlan:?}");
+                let f = &c.flows[&3];
+                assert_eq!(
+                    (c.packets(), c.bytes(), f.lost(), f.seq.late, c.other),
+                    (9, 9 * t.len() as u64, 1, 1, 0),
+                    "{what}"
+                );
+                assert_eq!(c.oversized, 9, "{what}");
+                let l = c.latency_summary(f).unwrap();
+                assert!(
+                    (l[0] - 4_000.0).abs() < 10.0 && (l[5] - 4_000.0).abs() < 10.0,
+                    "{what}: {l:?}"
+                );
+                // Within frame_max: not oversized.
+                let mut c = SinkCounts::new(true).with_frame_max(t.len());
+                let mut b = vec![0u8; t.len()];
+                t.write(&mut b, &flows.flow(0), 3, 1, 5);
+                c.on_frame(&b, 10);
+                c.on_frame(&b, 10);
+                assert_eq!(
+                    (c.packets(), c.oversized, c.duplicates()),
+                    (2, 0, 1),
+                    "{what}"
+                );
+            }
+        }
     }
 
     /// Two flows with known send and arrival times: flow 0's latency

@@ -416,8 +416,12 @@ proptest! {
         let mut f = probe_frame(vlan, v6, extra, seq);
         let clean = linerate_wire::probe_of(&f);
         prop_assert_eq!(clean.map(|p| (p.flow_id, p.seq)), Some((7, seq)));
-        // Every fast layout is found on the fast path, not by the parser.
+        // Every fast layout is found on the fast path, not by the parser;
+        // untagged IPv4 on its own path too.
         prop_assert_eq!(linerate_wire::fast_probe(&f), clean);
+        let all = linerate_wire::FastLen::ALL;
+        let v4 = if vlan || v6 { None } else { clean };
+        prop_assert_eq!(linerate_wire::fast_probe_ipv4(&f, all), v4);
         for (at, v) in edits {
             if at < f.len() {
                 f[at] = v;
@@ -429,6 +433,8 @@ proptest! {
         // The word-at-a-time locator alone: the same probe or none.
         let fast = linerate_wire::fast_probe(&f);
         prop_assert!(fast.is_none() || fast == want, "{:?} vs {:?}", fast, want);
+        let v4 = linerate_wire::fast_probe_ipv4(&f, all);
+        prop_assert!(v4.is_none() || v4 == fast, "{:?} vs {:?}", v4, fast);
     }
 
     /// Random bytes too.
