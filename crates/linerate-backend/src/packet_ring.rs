@@ -469,12 +469,6 @@ impl RxRing {
         Ok(handed as usize)
     }
 
-    /// Whether the kernel leaves out this host's own frames
-    /// (PACKET_IGNORE_OUTGOING), rather than this ring skipping them.
-    pub fn outgoing_filtered(&self) -> bool {
-        self.outgoing_filtered
-    }
-
     /// Frames the kernel dropped because the ring was full, since the last call.
     pub fn drops(&self) -> io::Result<u32> {
         Ok(crate::raw::packet_statistics(self.fd.as_raw_fd())?[1])

@@ -480,7 +480,9 @@ pub struct SinkCounts {
     /// End-marker frames received (not counted as packets).
     pub markers: u64,
     /// Frames longer than one packet makes ([`with_frame_max`](Self::with_frame_max)):
-    /// GRO/GSO aggregates, counted (and their probe too) all the same.
+    /// GSO/GRO batches handed over whole (e.g. by a veth whose sender left
+    /// tx-udp-segmentation on), counted all the same: only their first
+    /// datagram's probe.
     pub oversized: u64,
     frame_max: usize,
     /// The lengths the fast path takes: up to `frame_max`, so that longer
@@ -535,15 +537,11 @@ impl SinkCounts {
     /// of line.
     #[inline(always)]
     pub fn on_frame(&mut self, frame: &[u8], rx_ns: u64) {
-        if let Some(p) = fast_probe_ipv4(frame, self.fast_len)
-            && p.seq & linerate_wire::END_MARKER == 0
-            && let Some(f) = self.flows.find(p.flow_id)
-        {
-            return Self::count(f, &mut self.latency, (p, frame.len() as u64, rx_ns));
+        // (the probe is found again off this path: nothing of it is kept
+        // for the call, so nothing of it is kept on the stack here)
+        if !self.count_seen(fast_probe_ipv4(frame, self.fast_len), frame, rx_ns) {
+            self.on_frame_other(frame, rx_ns)
         }
-        // (the probe is found again there: nothing of it is kept for the
-        // call, so nothing of it is kept on the stack on the fast path)
-        self.on_frame_other(frame, rx_ns)
     }
 
     /// Frames off the untagged IPv4 path: a probe frame of a flow already
@@ -551,17 +549,27 @@ impl SinkCounts {
     /// the rest go on to the slow path.
     #[inline(never)]
     fn on_frame_other(&mut self, frame: &[u8], rx_ns: u64) {
-        if let Some(p) = fast_probe_upto(frame, self.fast_len)
+        if !self.count_seen(fast_probe_upto(frame, self.fast_len), frame, rx_ns) {
+            self.on_frame_slow(frame, rx_ns)
+        }
+    }
+
+    /// Counts `probe`, found in `frame`, if it is a frame (not an end
+    /// marker) of a flow already seen; whether it did.
+    #[inline(always)]
+    fn count_seen(&mut self, probe: Option<Probe>, frame: &[u8], rx_ns: u64) -> bool {
+        if let Some(p) = probe
             && p.seq & linerate_wire::END_MARKER == 0
             && let Some(f) = self.flows.find(p.flow_id)
         {
-            return Self::count(f, &mut self.latency, (p, frame.len() as u64, rx_ns));
+            Self::count(f, &mut self.latency, (p, frame.len() as u64, rx_ns));
+            return true;
         }
-        self.on_frame_slow(frame, rx_ns)
+        false
     }
 
-    /// Counts a probe that is not an end marker in its flow `f` and the
-    /// totals (fields of `self` passed apart, as `f` borrows its table).
+    /// Counts a probe that is not an end marker in its flow `f` (and its
+    /// latency in `latency`, passed apart as `f` borrows the flow table).
     #[inline(always)]
     fn count(f: &mut FlowCounts, latency: &mut LatencyStore, (p, len, rx_ns): (Probe, u64, u64)) {
         // Transit time: latency (shared clocks) and jitter.

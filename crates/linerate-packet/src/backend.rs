@@ -449,9 +449,11 @@ impl Rx {
                 // The kernel's receive stamps are on the wall clock; probes
                 // carry the monotonic one.
                 let offset = linerate_backend::clock::realtime_offset_ns();
-                let mut unstamped = 0;
+                let (mut handed, mut unstamped) = (0, 0);
                 for ((b, &l), &st) in store.iter().zip(&lens).zip(&stamps).take(n) {
+                    // (0: a frame this host sent, not handed over.)
                     if l > 0 {
+                        handed += 1;
                         let at = match (st > 0)
                             .then(|| u64::try_from(i128::from(st) - offset).ok())
                             .flatten()
@@ -468,8 +470,7 @@ impl Rx {
                 if unstamped > 0 {
                     f.handed_over(unstamped);
                 }
-                // The frames handed over (this host's own are not).
-                Ok(lens[..n].iter().filter(|&&l| l > 0).count())
+                Ok(handed)
             }
             Rx::Xdp(x) => x.recv(256, wait, f),
             Rx::Ring(r, _) => r.recv(wait.as_millis().min(1000) as i32, f),

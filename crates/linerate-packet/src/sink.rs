@@ -172,10 +172,6 @@ pub struct SinkReport {
     /// timed when their batch was handed over (AF_XDP, or no stamp).
     pub arrival_stamped: u64,
     pub arrival_handover: u64,
-    /// Frames longer than the interface's MTU allows: GSO/GRO batches
-    /// handed over whole (e.g. by a veth whose sender left
-    /// tx-udp-segmentation on). Only their first datagram is counted.
-    pub oversized: u64,
     /// What the receiving backend can do here.
     pub capabilities: RxCapabilities,
     /// Receive workers (threads, one backend socket or queue set each).
@@ -224,7 +220,7 @@ impl SinkReport {
             "reordered": c.reordered(),
             "duplicates": c.duplicates(),
             "other_frames": c.other,
-            "oversized_frames": self.oversized,
+            "oversized_frames": c.oversized,
             "backend_capabilities": self.capabilities,
             "workers": self.workers,
             "kernel_drops": self.kernel_drops,
@@ -347,7 +343,6 @@ pub fn sink(
         let error = w.finish();
         (c.path.display().to_string(), w.written, c.snaplen, error)
     });
-    let oversized = all.counts.oversized;
     Ok(SinkReport {
         backend,
         note,
@@ -358,7 +353,6 @@ pub fn sink(
         error: all.error,
         arrival_stamped: all.stamped,
         arrival_handover: all.handover,
-        oversized,
         capabilities,
         workers,
         intervals,
@@ -409,11 +403,11 @@ impl FrameSink for Capturing<'_, '_> {
     }
 
     fn handover_time(&mut self) -> u64 {
-        self.0.handover_time()
+        FrameSink::handover_time(self.0)
     }
 
     fn handed_over(&mut self, frames: usize) {
-        self.0.handover += frames as u64;
+        FrameSink::handed_over(self.0, frames)
     }
 }
 
@@ -557,7 +551,6 @@ fn receive(
         error,
         stamped,
         handover: t.handover,
-
         // The kernel keeps counting until asked: one read after the run.
         drops: rx.drops(),
     }

@@ -770,11 +770,11 @@ fn sink_text(
             );
         }
     }
-    if r.oversized > 0 {
+    if r.counts.oversized > 0 {
         let _ = writeln!(
             t,
             "{} frames were longer than {iface}'s MTU allows: GSO/GRO batches handed over whole, of which only the first datagram counts (a veth sender: `ethtool -K IF tx-udp-segmentation off`)",
-            r.oversized
+            r.counts.oversized
         );
     }
     if let Some((path, frames, snaplen, error)) = &r.capture {
