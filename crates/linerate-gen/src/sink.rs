@@ -109,11 +109,7 @@ impl<const SUB: u32> LatencyHist<SUB> {
     /// Adds another's counts (of the same precision), writing only the
     /// buckets it counted in (the others' pages stay unmapped).
     pub fn add(&mut self, other: &Self) {
-        for (a, &b) in self.counts.iter_mut().zip(&other.counts) {
-            if b != 0 {
-                *a += b;
-            }
-        }
+        add_counts(&mut self.counts, &other.counts);
     }
 
     /// The same counts as an `hdrhistogram::Histogram` (1 ns ..=
@@ -128,6 +124,16 @@ impl<const SUB: u32> LatencyHist<SUB> {
             }
         }
         h
+    }
+}
+
+/// Adds `from` into `to` bucket by bucket, writing only the buckets
+/// counted in (the others' zeroed pages stay unmapped).
+fn add_counts(to: &mut [u64], from: &[u64]) {
+    for (a, &b) in to.iter_mut().zip(from) {
+        if b != 0 {
+            *a += b;
+        }
     }
 }
 
@@ -338,11 +344,7 @@ impl LatencyStore {
             // A larger zeroed allocation, the buckets counted in copied
             // over (only their pages become memory).
             let mut counts = vec![0u64; 2 * self.counts.len()].into_boxed_slice();
-            for (i, &c) in self.counts.iter().enumerate() {
-                if c != 0 {
-                    counts[i] = c;
-                }
-            }
+            add_counts(&mut counts, &self.counts);
             self.counts = counts;
         }
         self.used += 1;
@@ -372,11 +374,7 @@ impl LatencyStore {
     /// Adds the counts of `from` (a slot of another store, or its rest)
     /// into the slot at `at`, writing only the buckets counted in.
     fn add_slot(&mut self, at: usize, from: &[u64]) {
-        for (a, &b) in self.counts[at..at + Self::SLOT].iter_mut().zip(from) {
-            if b != 0 {
-                *a += b;
-            }
-        }
+        add_counts(&mut self.counts[at..at + Self::SLOT], from);
     }
 
     /// The slot's latencies at `at` added into `h` (values above an hour
