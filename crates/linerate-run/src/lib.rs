@@ -8,11 +8,10 @@
 //! handle stops it from outside. Modes publish running totals; a [`Sampler`]
 //! turns them into intervals that add up exactly to the totals.
 //!
-//! Reporters ([`report`]) are written once and fed by the events: human
-//! text, the final JSON document, JSON lines and CSV.
+//! Reporters take the events ([`Reporter`]); the writers (human text, the
+//! final JSON document, JSON lines, CSV, metrics) are in `linerate-report`.
 
 pub mod event;
-pub mod metrics;
 pub mod report;
 pub mod sample;
 pub mod stats;
@@ -20,6 +19,5 @@ pub mod stats;
 pub use event::{
     CountedBy, Counts, End, Event, Gauges, Host, Interval, Mode, Row, Scope, Start, sums,
 };
-pub use metrics::{Endpoint, Metrics, MetricsReporter};
-pub use report::{Csv, Document, Fanout, JsonLines, Reporter, Shared, SharedReporter, Text};
+pub use report::{Fanout, Reporter, Shared, SharedReporter};
 pub use sample::{Cancel, Sampler};

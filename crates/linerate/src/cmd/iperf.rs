@@ -716,7 +716,7 @@ fn events(args: &IperfArgs) -> Result<Option<linerate_run::SharedReporter>> {
             bail!("--csv needs a file here: standard output carries iperf3's own output");
         }
         let file = std::fs::File::create(p).with_context(|| format!("--csv {}", p.display()))?;
-        f.push(Box::new(linerate_run::Csv::new(file)));
+        f.push(Box::new(linerate_report::Csv::new(file)));
     }
     if let Some(addr) = &args.metrics {
         f.push(Box::new(super::out::metrics_reporter(addr)?));

@@ -4,10 +4,8 @@
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use linerate_run::{
-    Csv, Document, End, Event, Fanout, Host, Interval, JsonLines, Mode, Reporter, Row, Start, Text,
-    sums,
-};
+use linerate_report::{Csv, Document, JsonLines, Text};
+use linerate_run::{End, Event, Fanout, Host, Interval, Mode, Reporter, Row, Start, sums};
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -320,13 +318,13 @@ impl RepeatArgs {
 
 /// The process's metrics endpoint (started once, on the first run that
 /// asks for it) and a reporter feeding it.
-pub fn metrics_reporter(addr: &str) -> Result<linerate_run::MetricsReporter> {
-    static ENDPOINT: std::sync::OnceLock<(linerate_run::Metrics, linerate_run::Endpoint)> =
+pub fn metrics_reporter(addr: &str) -> Result<linerate_report::MetricsReporter> {
+    static ENDPOINT: std::sync::OnceLock<(linerate_report::Metrics, linerate_report::Endpoint)> =
         std::sync::OnceLock::new();
     if let Some((m, _)) = ENDPOINT.get() {
         return Ok(m.reporter());
     }
-    let m = linerate_run::Metrics::new();
+    let m = linerate_report::Metrics::new();
     let ep = m.serve(addr)?;
     let (m, _) = ENDPOINT.get_or_init(|| (m, ep));
     Ok(m.reporter())

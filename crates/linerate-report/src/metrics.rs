@@ -10,8 +10,7 @@
 //! keeps its sums and the first flows; `linerate_metrics_dropped_label_sets_total`
 //! says how many were left out).
 
-use crate::event::{Event, Row};
-use crate::report::Reporter;
+use linerate_run::{Event, Reporter, Row};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -591,7 +590,7 @@ mod tests {
     }
 
     use super::*;
-    use crate::event::{CountedBy, Counts, Host, Interval, Mode, Scope, Start};
+    use linerate_run::{CountedBy, Counts, Host, Interval, Mode, Scope, Start};
 
     fn row(id: &str, bytes: u64) -> Row {
         Row::new(Scope::Flow, id, "rx", CountedBy::Receiver).with_counts(Counts {
