@@ -1,31 +1,98 @@
-//! The README's packet-mode examples run as written against `linerate lab
-//! up`: each code block marked `<!-- example: lab up ARGS -->` gets a lab
-//! of its own (`lab up --prefix P ARGS`; the commands' `lr-a`, `lr-b`,
-//! `lr-gen`, `lr-dut` become `P-a` … and nothing else changes), then every
-//! `$ ` line of the block runs in order through bash with this build's
-//! `linerate` first on PATH (`\` continues a line; a trailing `&` runs it in
-//! the background, the next line starting once it says it is ready), and
-//! every command must succeed. The lab is deleted after each block, also
-//! when it fails.
+//! The packet-mode examples in README.md and in every .md file under docs/
+//! run as written against `linerate lab up`: each code block marked
+//! `<!-- example: lab up ARGS -->` gets a lab of its own (`lab up --prefix P
+//! ARGS`; the commands' `lr-a`, `lr-b`, `lr-gen`, `lr-dut` become `P-a` …
+//! and nothing else changes), then every `$ ` line of the block runs in
+//! order through bash with this build's `linerate` first on PATH (`\`
+//! continues a line; a trailing `&` runs it in the background, the next line
+//! starting once it says it is ready), and every command must succeed. The
+//! lab is deleted after each block, also when it fails. A failing example is
+//! reported as `FILE line N`.
 
 use linerate_rig::{require_program, require_root, should_skip};
 use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_linerate");
 
-/// One marked block: the lab's arguments and its commands.
+/// One marked block: where it is, the lab's arguments and its commands.
 #[derive(Debug)]
 struct Example {
+    /// The file, relative to the repository's root (`README.md`,
+    /// `docs/rr.md`).
+    file: String,
     line: usize,
     lab: Vec<String>,
     commands: Vec<String>,
 }
 
-fn examples(readme: &str) -> Vec<Example> {
+impl Example {
+    /// `FILE line N`.
+    fn at(&self) -> String {
+        format!("{} line {}", self.file, self.line)
+    }
+}
+
+/// The repository's root.
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Every .md file under `dir`, recursively (none if it does not exist).
+fn md_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            md_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "md") {
+            out.push(path);
+        }
+    }
+}
+
+/// The files whose marked examples run, relative to the root: README.md,
+/// then every .md file under docs/, sorted.
+fn example_files() -> Vec<String> {
+    let root = root();
+    let mut docs = Vec::new();
+    md_files(&root.join("docs"), &mut docs);
+    let mut docs: Vec<String> = docs
+        .iter()
+        .map(|p| {
+            let rel = p.strip_prefix(&root).unwrap();
+            rel.components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join("/")
+        })
+        .collect();
+    docs.sort();
+    let mut files = vec!["README.md".to_string()];
+    files.extend(docs);
+    files
+}
+
+/// The marked examples of README.md and docs/, in file order.
+fn all_examples() -> Vec<Example> {
+    let root = root();
+    let mut all = Vec::new();
+    for file in example_files() {
+        let text =
+            std::fs::read_to_string(root.join(&file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        all.extend(examples(&file, &text));
+    }
+    all
+}
+
+/// The marked examples of one Markdown file's text.
+fn examples(file: &str, text: &str) -> Vec<Example> {
     let mut out = Vec::new();
-    let lines: Vec<&str> = readme.lines().collect();
+    let lines: Vec<&str> = text.lines().collect();
     let mut i = 0;
     while i < lines.len() {
         let l = lines[i].trim();
@@ -40,7 +107,7 @@ fn examples(readme: &str) -> Vec<Example> {
         i += 1;
         assert!(
             lines.get(i).is_some_and(|l| l.starts_with("```")),
-            "README line {line}: the marker must be followed by a code block"
+            "{file} line {line}: the marker must be followed by a code block"
         );
         i += 1;
         let mut commands = Vec::new();
@@ -61,6 +128,7 @@ fn examples(readme: &str) -> Vec<Example> {
             i += 1;
         }
         out.push(Example {
+            file: file.to_string(),
             line,
             lab: args.split_whitespace().map(str::to_string).collect(),
             commands,
@@ -244,18 +312,12 @@ fn readme_packet_examples_run_against_the_lab() {
     ) {
         return;
     }
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
-    let all = examples(&readme);
+    let all = all_examples();
     // blast/sink (3), fwd, rr, rfc2544 at least.
     assert!(all.len() >= 6, "{} marked examples", all.len());
     let show = std::env::var_os("LINERATE_README_SHOW").is_some();
     for (i, ex) in all.iter().enumerate() {
-        assert!(
-            !ex.commands.is_empty(),
-            "README line {}: no commands",
-            ex.line
-        );
+        assert!(!ex.commands.is_empty(), "{}: no commands", ex.at());
         let prefix = format!("lrt-{}-r{i}", std::process::id());
         match run_example(ex, &prefix) {
             Ok(outs) => {
@@ -265,7 +327,7 @@ fn readme_packet_examples_run_against_the_lab() {
                     }
                 }
             }
-            Err(e) => panic!("README example at line {}: {e}", ex.line),
+            Err(e) => panic!("example at {}: {e}", ex.at()),
         }
     }
 }
@@ -273,8 +335,9 @@ fn readme_packet_examples_run_against_the_lab() {
 #[test]
 fn examples_are_found_and_renamed_as_words() {
     let md = "text\n<!-- example: lab up --topology dut -->\n```\n$ ip netns exec lr-gen linerate blast --iface ga \\\n      --count 5 &\noutput line\n$ # a comment\n$ lr-ab lr-a\n```\n";
-    let ex = examples(md);
+    let ex = examples("x.md", md);
     assert_eq!(ex.len(), 1);
+    assert_eq!(ex[0].at(), "x.md line 2");
     assert_eq!(ex[0].lab, ["--topology", "dut"]);
     assert_eq!(
         ex[0].commands,
@@ -285,4 +348,27 @@ fn examples_are_found_and_renamed_as_words() {
     );
     assert_eq!(rename(&ex[0].commands[1], "lrt-1-r0"), "lr-ab lrt-1-r0-a");
     assert_eq!(rename("lr-gen x", "p"), "p-gen x");
+}
+
+/// Moving documentation must not drop the examples CI runs: README.md and
+/// docs/ hold at least 6 marked examples between them (blast/sink, fwd, rr,
+/// rfc2544), each with commands. No root needed.
+#[test]
+fn marked_examples_are_found_in_readme_and_docs() {
+    let files = example_files();
+    assert_eq!(files[0], "README.md");
+    assert!(
+        files.iter().any(|f| f.starts_with("docs/")),
+        "no .md file under docs/: {files:?}"
+    );
+    let all = all_examples();
+    assert!(all.len() >= 6, "{} marked examples in {files:?}", all.len());
+    for ex in &all {
+        assert!(!ex.commands.is_empty(), "{}: no commands", ex.at());
+        assert!(
+            ex.commands.iter().any(|c| c.contains("linerate ")),
+            "{}: no linerate command",
+            ex.at()
+        );
+    }
 }
