@@ -181,12 +181,22 @@ pub struct SinkReport {
 }
 
 impl SinkReport {
+    /// Probe frames received per second (receiver's count).
+    pub fn pps(&self) -> f64 {
+        self.counts.packets() as f64 / self.duration_s.max(1e-9)
+    }
+
+    /// L2 bit/s received: frames with their FCS, which the count leaves out.
+    pub fn bps_l2(&self) -> f64 {
+        let packets = self.counts.packets();
+        (self.counts.bytes() + 4 * packets) as f64 * 8.0 / self.duration_s.max(1e-9)
+    }
+
     pub fn json(&self) -> serde_json::Value {
         let c = &self.counts;
         let d = self.duration_s.max(1e-9);
         // Bytes counted without FCS; add it back for L2, and 20 B per frame for L1.
         let packets = c.packets();
-        let l2 = (c.bytes() + 4 * packets) as f64 * 8.0;
         let flows_json: Vec<serde_json::Value> = c.flows.iter().map(|(id, f)| serde_json::json!({
                 "flow": id, "packets": f.seq.received(), "bytes": f.bytes, "lost": f.lost(),
                 "sent_by_marker": f.sent_marker,
@@ -212,9 +222,9 @@ impl SinkReport {
             "packets": packets,
             "bytes": c.bytes() + 4 * packets,
             "duration_s": self.duration_s,
-            "pps": packets as f64 / d,
-            "bps_l2": l2 / d,
-            "bps_l1": l2 / d + (20 * 8 * packets) as f64 / d,
+            "pps": self.pps(),
+            "bps_l2": self.bps_l2(),
+            "bps_l1": self.bps_l2() + (20 * 8 * packets) as f64 / d,
             "lost": c.lost(),
             "end_markers": markers,
             "reordered": c.reordered(),

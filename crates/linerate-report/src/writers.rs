@@ -37,7 +37,7 @@ pub struct Document<W: Write + Send>(pub W);
 impl<W: Write + Send> Reporter for Document<W> {
     fn report(&mut self, ev: &Event) -> io::Result<()> {
         if let Event::End(e) = ev {
-            serde_json::to_writer_pretty(&mut self.0, &e.result)?;
+            serde_json::to_writer_pretty(&mut self.0, &e.outcome.document())?;
             self.0.write_all(b"\n")?;
             self.0.flush()?;
         }
@@ -276,7 +276,7 @@ impl<W: Write + Send> Reporter for Text<W> {
                 if self.header {
                     writeln!(self.w, "- - - - - - - - - - - - - - - - - - - - - - - - -")?;
                 }
-                self.w.write_all(e.text.as_bytes())?;
+                self.w.write_all(e.outcome.text().as_bytes())?;
             }
         }
         self.w.flush()
@@ -321,8 +321,11 @@ mod tests {
                 duration_s: 2.0,
                 sums: sums(&total),
                 rows: total,
-                result: json!({"packets": 42}),
-                text: "received 42\n".into(),
+                outcome: std::sync::Arc::new(linerate_run::Written {
+                    document: json!({"packets": 42}),
+                    text: "received 42\n".into(),
+                    figure: None,
+                }),
                 exit_code: 0,
             })),
         ]

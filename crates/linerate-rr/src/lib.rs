@@ -43,7 +43,7 @@ pub enum RrError {
         sent: u64,
         refused: u64,
         /// What was measured anyway.
-        report: Box<Value>,
+        report: Box<client::ClientReport>,
     },
 }
 

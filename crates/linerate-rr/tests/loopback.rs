@@ -449,8 +449,8 @@ fn no_server_is_a_typed_error_that_keeps_what_was_measured() {
             ..
         } => {
             assert!(refused > 0, "ICMP errors counted");
-            assert_eq!(report["counts"]["sent"], sent);
-            assert_eq!(report["counts"]["lost"], sent);
+            assert_eq!(report.total.sent, sent);
+            assert_eq!(report.total.lost, sent);
         }
         other => panic!("{other}"),
     }

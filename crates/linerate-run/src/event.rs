@@ -324,17 +324,15 @@ impl Interval {
     }
 }
 
-/// A run's end: the totals, and the mode's whole result document.
+/// A run's end: the totals, and the mode's typed outcome (its `-J`
+/// document and human summary are the outcome's to write).
 #[derive(Debug, Clone)]
 pub struct End {
     pub duration_s: f64,
     pub rows: Vec<Row>,
     pub sums: Vec<Row>,
-    /// The final JSON document (`-J`), as the mode writes it.
-    pub result: Value,
-    /// The mode's human summary (the layout its users know), printed by
-    /// the text reporter after the interval lines.
-    pub text: String,
+    /// What the run measured, as the mode types it.
+    pub outcome: crate::outcome::SharedOutcome,
     /// The process exit code this result calls for (0 ok, 1 the run
     /// failed part-way but measured something).
     pub exit_code: u8,
@@ -347,7 +345,7 @@ impl End {
             "duration_s": s,
             "rows": self.rows.iter().map(|r| r.json(s)).collect::<Vec<_>>(),
             "sums": self.sums.iter().map(|r| r.json(s)).collect::<Vec<_>>(),
-            "result": self.result,
+            "result": self.outcome.document(),
         })
     }
 }

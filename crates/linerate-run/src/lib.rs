@@ -11,13 +11,17 @@
 //! Reporters take the events ([`Reporter`]); the writers (human text, the
 //! final JSON document, JSON lines, CSV, metrics) are in `linerate-report`.
 
+pub mod drive;
 pub mod event;
+pub mod outcome;
 pub mod report;
 pub mod sample;
 pub mod stats;
 
+pub use drive::{Ended, Measured, Repetition, Run, drive, repeat};
 pub use event::{
     CountedBy, Counts, End, Event, Gauges, Host, Interval, Mode, Row, Scope, Start, sums,
 };
+pub use outcome::{Failed, Figure, Outcome, SharedOutcome, Written};
 pub use report::{Fanout, Reporter, Shared, SharedReporter};
 pub use sample::{Cancel, Sampler};

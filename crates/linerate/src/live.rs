@@ -231,13 +231,13 @@ impl Reporter for Live {
                         e.duration_s
                     ));
                 }
-                self.last_text = Some(e.text.clone());
+                self.last_text = Some(e.outcome.text());
             }
             Event::End(e) => {
                 self.close();
                 if self.end_text {
                     let mut out = io::stdout();
-                    out.write_all(e.text.as_bytes())?;
+                    out.write_all(e.outcome.text().as_bytes())?;
                     out.flush()?;
                 }
             }

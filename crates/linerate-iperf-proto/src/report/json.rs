@@ -87,7 +87,7 @@ impl Report {
         finals: &[StreamFinal],
         cpu: Cpu,
         peer: Option<&PeerResults>,
-    ) -> Value {
+    ) -> (Value, f64) {
         let p = &self.info.params;
         let udp = p.protocol == Protocol::Udp;
         let mut streams = Vec::new();
@@ -115,6 +115,13 @@ impl Report {
         let mut end = Map::new();
         end.insert("streams".into(), json!(streams));
         let this_sends_fwd = self.info.role == Role::Client;
+        // The receiver's rate (both directions with --bidir): what a
+        // repetition measures, as `sum_received` (+ `_bidir_reverse`) say.
+        let received_bps = match (rev.n > 0, p.mode == TestMode::Bidir) {
+            (true, true) => bps(fwd.recv, fwd.recv_s) + bps(rev.recv, rev.recv_s),
+            (true, false) => bps(rev.recv, rev.recv_s),
+            (false, _) => bps(fwd.recv, fwd.recv_s),
+        };
         if fwd.n > 0 || rev.n == 0 {
             let (s, r, l) = sums_json(&fwd, this_sends_fwd, udp);
             if udp {
@@ -149,7 +156,7 @@ impl Report {
         if !udp {
             congestion_json(&mut end, finals, peer);
         }
-        Value::Object(end)
+        (Value::Object(end), received_bps)
     }
 }
 

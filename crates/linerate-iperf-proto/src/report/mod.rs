@@ -534,7 +534,7 @@ impl Report {
         peer: Option<&PeerResults>,
         extra: &[(&str, Value)],
     ) -> String {
-        let end = self.end_json(finals, cpu, peer);
+        let (end, received_bps) = self.end_json(finals, cpu, peer);
         let linerate = json!({
             "version": env!("CARGO_PKG_VERSION"),
             "figures": "sender figures are what the kernel accepted; receiver figures are what arrived",
@@ -603,8 +603,15 @@ impl Report {
                 duration_s: finals.iter().map(|f| f.seconds).fold(0.0, f64::max),
                 sums: linerate_run::sums(&rows),
                 rows,
-                result: doc.clone(),
-                text: human.clone(),
+                outcome: std::sync::Arc::new(linerate_run::Written {
+                    document: doc.clone(),
+                    text: human.clone(),
+                    figure: Some(linerate_run::Figure {
+                        name: "receiver bits_per_second",
+                        unit: "receiver bit/s",
+                        value: received_bps,
+                    }),
+                }),
                 exit_code: u8::from(self.error.is_some()),
             })));
         if self.mode.json_stream {

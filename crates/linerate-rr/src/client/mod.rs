@@ -155,7 +155,7 @@ pub fn run_client(
             server: cfg.server,
             sent: report.total.sent,
             refused: report.total.refused,
-            report: Box::new(report.json()),
+            report: Box::new(report),
         });
     }
     Ok(report)

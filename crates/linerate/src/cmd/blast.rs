@@ -1,6 +1,7 @@
 //! `linerate blast` and `linerate sink`.
 
-use super::out::{OutputArgs, Run};
+use super::out::{Ended, Measured, OutputArgs, Run, drive};
+use super::packet_outcome::{BlastOutcome, SinkOutcome};
 use super::stop_flag;
 use anyhow::{Context, Result, bail};
 use clap::Args;
@@ -9,6 +10,7 @@ use linerate_gen::template::Framing;
 use linerate_gen::{FlowSpec, SizeSequence};
 use linerate_packet::{BackendKind, BlastConfig, CaptureConfig, Gso, Rate, SinkConfig};
 use linerate_run::Mode;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Send crafted UDP frames (with linerate's probe) as fast as asked.
@@ -308,32 +310,16 @@ fn replay_config(a: &BlastArgs, path: &std::path::Path) -> Result<linerate_packe
     })
 }
 
-/// The figure a repeated blast measures: with --rx-iface the receiver's
-/// frames per second, else the sender's.
-fn blast_figure(d: &serde_json::Value) -> Option<f64> {
-    match d.get("receiver") {
-        Some(r) => r["pps"].as_f64(),
-        None => d["pps"].as_f64(),
-    }
-}
-
 pub fn run_blast(a: &BlastArgs) -> Result<u8> {
     if a.repeat.asked() {
-        let name = if a.rx_iface.is_some() {
-            "receiver pps"
-        } else {
-            "sender pps"
-        };
-        return a.repeat.run(
-            (&a.out).into(),
-            (name, "frames/s", &blast_figure),
-            &mut || run_blast_once(a),
-        );
+        return a
+            .repeat
+            .run((&a.out).into(), &mut |hold| run_blast_once(a, hold));
     }
-    run_blast_once(a)
+    Ok(run_blast_once(a, false)?.exit_code)
 }
 
-fn run_blast_once(a: &BlastArgs) -> Result<u8> {
+fn run_blast_once(a: &BlastArgs, hold: bool) -> Result<Ended> {
     if let Some(path) = &a.pcap {
         let cfg = BlastConfig {
             iface: a.iface.clone(),
@@ -359,7 +345,7 @@ fn run_blast_once(a: &BlastArgs) -> Result<u8> {
             interval: a.out.interval()?,
             end_markers: false,
         };
-        return blast_run(a, &cfg);
+        return blast_run(a, &cfg, hold);
     }
     let dst_ip = a.dst_ip.clone().context("--dst-ip is required")?;
     let v6 = dst_ip.contains(':');
@@ -443,7 +429,7 @@ fn run_blast_once(a: &BlastArgs) -> Result<u8> {
         interval: a.out.interval()?,
         end_markers: !a.no_end_marker,
     };
-    blast_run(a, &cfg)
+    blast_run(a, &cfg, hold)
 }
 
 /// Without --dst-mac, frames go to the next hop's MAC from the kernel's
@@ -473,7 +459,7 @@ pub(crate) fn next_hop_mac(iface: &str, dst_ip: &str) -> Result<String> {
 }
 
 /// Runs blast through the shared run model.
-fn blast_run(a: &BlastArgs, cfg: &BlastConfig) -> Result<u8> {
+fn blast_run(a: &BlastArgs, cfg: &BlastConfig, hold: bool) -> Result<Ended> {
     let stop = stop_flag()?;
     let doc = doctor(&a.iface, &cfg.cores);
     let config = serde_json::json!({
@@ -488,59 +474,48 @@ fn blast_run(a: &BlastArgs, cfg: &BlastConfig) -> Result<u8> {
         "backend": a.backend,
         "cores": cfg.cores,
     });
-    let mut run = Run::start(&a.out, Mode::Blast, config, Some(doc.clone()))?;
-    let (r, rx) = match &a.rx_iface {
-        None => match linerate_packet::blast(cfg, stop.flag(), &mut |iv| run.interval(iv)) {
-            Ok(r) => (r, None),
-            Err(e) => return Err(run.fail(e.into())),
+    drive(
+        &a.out,
+        hold,
+        Mode::Blast,
+        config,
+        Some(doc.clone()),
+        |run| {
+            let (r, rx) = match &a.rx_iface {
+                None => (
+                    linerate_packet::blast(cfg, stop.flag(), &mut |iv| run.interval(iv))?,
+                    None,
+                ),
+                Some(rx) => {
+                    let (r, s) = blast_and_count(a, rx, cfg, stop.flag(), run)?;
+                    (r, Some((rx.clone(), s)))
+                }
+            };
+            for n in [&r.note, &r.end_marker_note].into_iter().flatten() {
+                if a.out.human() {
+                    eprintln!("linerate: {n}");
+                }
+            }
+            let mut rows = r.worker_rows.clone();
+            let mut error = None;
+            if let Some((iface, s)) = &rx {
+                rows.extend(linerate_packet::flow_rows(&s.counts));
+                error = s.error.as_ref().map(|e| {
+                    format!("receiving on {iface}: {e} (the counts are what arrived before it)")
+                });
+            }
+            Ok(Measured {
+                duration_s: r.duration_s,
+                rows,
+                error,
+                outcome: Arc::new(BlastOutcome {
+                    report: r,
+                    doctor: doc,
+                    receiver: rx,
+                }),
+            })
         },
-        Some(rx) => match blast_and_count(a, rx, cfg, stop.flag(), &mut run) {
-            Ok((r, s)) => (r, Some(s)),
-            Err(e) => return Err(run.fail(e)),
-        },
-    };
-    if let Some(n) = &r.note
-        && a.out.human()
-    {
-        eprintln!("linerate: {n}");
-    }
-    if let Some(n) = &r.end_marker_note
-        && a.out.human()
-    {
-        eprintln!("linerate: {n}");
-    }
-    let mut v = r.json();
-    v["doctor"] = doc;
-    let mut text = format!(
-        "sent {} frames ({} bytes) in {:.3} s: {:.0} pps, {} L1, {} L2 (sender's count: frames the kernel accepted; backend {}; {} flows; {} send calls, {} refused and retried)\n",
-        r.packets,
-        r.bytes,
-        r.duration_s,
-        r.pps(),
-        linerate_calc::format_bps(r.bps_l1()),
-        linerate_calc::format_bps(r.bps_l2()),
-        r.backend,
-        r.flows,
-        r.send_calls,
-        r.send_errors
-    );
-    let mut rows = r.worker_rows.clone();
-    let mut error = None;
-    if let (Some(s), Some(iface)) = (&rx, &a.rx_iface) {
-        let mut sv = s.json();
-        sv["iface"] = serde_json::json!(iface);
-        // Frames the sender counted that never reached the receiver: the
-        // difference of the two counts, beside the per-flow sequence loss.
-        sv["not_received"] = serde_json::json!(r.packets.saturating_sub(s.counts.packets()));
-        text += &sink_text(s, &sv, iface, Some(r.packets));
-        rows.extend(linerate_packet::flow_rows(&s.counts));
-        error = s
-            .error
-            .as_ref()
-            .map(|e| format!("receiving on {iface}: {e} (the counts are what arrived before it)"));
-        v["receiver"] = sv;
-    }
-    Ok(run.end(r.duration_s, rows, v, text, error.as_deref()))
+    )
 }
 
 /// blast with a receiver on another interface of this host: the sink is
@@ -648,140 +623,66 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
         "cores": pinned,
         "write": a.write,
     });
-    let mut run = Run::start(&a.out, Mode::Sink, config, Some(doc.clone()))?;
     // On stderr, so scripts (and tests) can start their traffic once the
     // sink counts it.
     let ready = |backend: &str| eprintln!("linerate: sink receiving on {} ({backend})", a.iface);
-    let r = match linerate_packet::sink(&cfg, stop.flag(), &mut { ready }, &mut |iv| {
-        run.interval(iv)
-    }) {
-        Ok(r) => r,
-        Err(e) => return Err(run.fail(e.into())),
-    };
-    let mut v = r.json();
-    v["doctor"] = doc;
-    if let Some(path) = &a.hist {
-        let started = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64())
-            - r.duration_s;
-        let written = std::fs::File::create(path).and_then(|f| {
+    let ended = drive(
+        &a.out,
+        false,
+        Mode::Sink,
+        config,
+        Some(doc.clone()),
+        |run| {
+            let r = linerate_packet::sink(&cfg, stop.flag(), &mut { ready }, &mut |iv| {
+                run.interval(iv)
+            })?;
+            let hist = a
+                .hist
+                .as_ref()
+                .map(|path| (path.clone(), write_hist(&r, path)));
+            let rows = linerate_packet::flow_rows(&r.counts);
+            // A capture that could not be written fails the run (the counts stand).
+            let capture_error = r.capture.as_ref().and_then(|(_, frames, _, e)| {
+                e.as_ref().map(|e| {
+                    format!("capture failed after {frames} frames: {e} (the counts are complete)")
+                })
+            });
+            let error = r
+                .error
+                .as_ref()
+                .map(|e| format!("{e} (the counts are what arrived before it)"))
+                .or(capture_error);
+            Ok(Measured {
+                duration_s: r.duration_s,
+                rows,
+                error,
+                outcome: Arc::new(SinkOutcome {
+                    report: r,
+                    doctor: doc,
+                    iface: a.iface.clone(),
+                    hist,
+                }),
+            })
+        },
+    )?;
+    if let Some(e) = &ended.error {
+        eprintln!("linerate: error: {e}");
+    }
+    Ok(ended.exit_code)
+}
+
+/// `sink --hist`: the latency histogram log, written whole.
+fn write_hist(r: &linerate_packet::SinkReport, path: &std::path::Path) -> Result<(), String> {
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+        - r.duration_s;
+    std::fs::File::create(path)
+        .and_then(|f| {
             let mut w = std::io::BufWriter::new(f);
             r.counts
                 .write_histogram_log(&mut w, started, r.duration_s)?;
             std::io::Write::flush(&mut w)
-        });
-        v["hist"] = match written {
-            Ok(()) => {
-                serde_json::json!({"path": path, "format": "HdrHistogram interval log V2, ns"})
-            }
-            Err(e) => serde_json::json!({"path": path, "error": e.to_string()}),
-        };
-    }
-    let text = sink_text(&r, &v, &a.iface, None);
-    let rows = linerate_packet::flow_rows(&r.counts);
-    // A capture that could not be written fails the run (the counts stand).
-    let capture_error = r.capture.as_ref().and_then(|(_, frames, _, e)| {
-        e.as_ref()
-            .map(|e| format!("capture failed after {frames} frames: {e} (the counts are complete)"))
-    });
-    let error = r
-        .error
-        .as_ref()
-        .map(|e| format!("{e} (the counts are what arrived before it)"))
-        .or(capture_error);
-    let code = run.end(r.duration_s, rows, v, text, error.as_deref());
-    if let Some(e) = &error {
-        eprintln!("linerate: error: {e}");
-    }
-    Ok(code)
-}
-
-/// The sink's summary lines; `sent`: the sender's count, when the sender
-/// ran in this process (blast --rx-iface).
-fn sink_text(
-    r: &linerate_packet::SinkReport,
-    j: &serde_json::Value,
-    iface: &str,
-    sent: Option<u64>,
-) -> String {
-    use std::fmt::Write;
-    let mut t = String::new();
-    let _ = writeln!(
-        t,
-        "received {} probe frames in {:.3} s: {:.0} pps, {} L2 (receiver's count, backend {}); lost {}, reordered {}, duplicates {}, kernel drops {}",
-        j["packets"],
-        r.duration_s,
-        j["pps"].as_f64().unwrap_or(0.0),
-        linerate_calc::format_bps(j["bps_l2"].as_f64().unwrap_or(0.0)),
-        r.backend,
-        j["lost"],
-        j["reordered"],
-        j["duplicates"],
-        j["kernel_drops"]
-    );
-    if let Some(p) = r.counts.latency_percentiles() {
-        let _ = writeln!(
-            t,
-            "one-way latency (same-host clock): p50 {} ns, p99 {} ns, max {} ns",
-            p[0], p[2], p[4]
-        );
-    }
-    let (seen, flows) = r.counts.markers_seen();
-    if let Some(sent) = sent {
-        let _ = writeln!(
-            t,
-            "not received: {} of {sent} frames sent (the sender's count less the receiver's, the tail included)",
-            sent.saturating_sub(r.counts.packets())
-        );
-    } else if flows > 0 {
-        let _ = if seen == flows {
-            writeln!(
-                t,
-                "end markers from the sender for all {flows} flow(s): loss includes frames lost after each flow's last arrival"
-            )
-        } else if seen == 0 {
-            writeln!(
-                t,
-                "no end marker from the sender (blast --no-end-marker, or its UDP socket path): frames lost after each flow's last arrival are not counted"
-            )
-        } else {
-            writeln!(
-                t,
-                "end markers for {seen} of {flows} flows: the others' tail loss is not counted"
-            )
-        };
-    }
-    // Per flow, for a readable number of flows (all of them are in -J).
-    if (2..=16).contains(&r.counts.flows.len()) {
-        for (id, f) in &r.counts.flows {
-            let lat = r.counts.latency_summary(f).map_or(String::new(), |l| {
-                format!(
-                    ", latency min {:.0} / p50 {:.0} / p99 {:.0} / max {:.0} ns",
-                    l[0], l[2], l[3], l[5]
-                )
-            });
-            let _ = writeln!(
-                t,
-                "  flow {id}: {} packets, lost {}, jitter {:.0} ns (RFC 3550){lat}",
-                f.seq.received(),
-                f.lost(),
-                f.jitter_ns()
-            );
-        }
-    }
-    if r.counts.oversized > 0 {
-        let _ = writeln!(
-            t,
-            "{} frames were longer than {iface}'s MTU allows: GSO/GRO batches handed over whole, of which only the first datagram counts (a veth sender: `ethtool -K IF tx-udp-segmentation off`)",
-            r.counts.oversized
-        );
-    }
-    if let Some((path, frames, snaplen, error)) = &r.capture {
-        let _ = match error {
-            None => writeln!(t, "wrote {frames} frames to {path} (snaplen {snaplen})"),
-            Some(e) => writeln!(t, "capture stopped after {frames} frames: {e}"),
-        };
-    }
-    t
+        })
+        .map_err(|e| e.to_string())
 }

@@ -698,7 +698,10 @@ impl IperfArgs {
 }
 
 /// The run-model reporters `--live`, `--csv` and `--metrics` ask for.
-fn events(args: &IperfArgs) -> Result<Option<linerate_run::SharedReporter>> {
+fn events(
+    args: &IperfArgs,
+    keep: Option<&super::out::Keep>,
+) -> Result<Option<linerate_run::SharedReporter>> {
     let mut f = linerate_run::Fanout::new();
     if live_view(args) {
         // The text is held back while the view is up. A client's view
@@ -721,8 +724,8 @@ fn events(args: &IperfArgs) -> Result<Option<linerate_run::SharedReporter>> {
     if let Some(addr) = &args.metrics {
         f.push(Box::new(super::out::metrics_reporter(addr)?));
     }
-    if let Some((k, _)) = super::out::keep_reporter() {
-        f.push(k);
+    if let Some(k) = keep {
+        f.push(Box::new(k.clone()));
     }
     Ok((!f.is_empty()).then(|| linerate_run::SharedReporter::new(f)))
 }
@@ -878,7 +881,7 @@ fn run_server(args: &IperfArgs) -> Result<u8> {
         },
         udp_gso: !args.no_gso,
         affinity: args.stream_cpus()?,
-        events: events(args)?,
+        events: events(args, None)?,
         auth: server_auth(args)?,
         mptcp: args.mptcp,
         debug: args.debug.unwrap_or(0),
@@ -969,18 +972,6 @@ fn client_auth(args: &IperfArgs) -> Result<Option<ClientAuth>> {
     }))
 }
 
-/// The receiver's rate of a client's result, bit/s (both directions
-/// with --bidir).
-fn received_bps(doc: &serde_json::Value) -> Option<f64> {
-    let end = &doc["end"];
-    let a = end["sum_received"]["bits_per_second"].as_f64()?;
-    Some(
-        a + end["sum_received_bidir_reverse"]["bits_per_second"]
-            .as_f64()
-            .unwrap_or(0.0),
-    )
-}
-
 fn run_client(args: &IperfArgs, host: &str) -> Result<u8> {
     if args.repeat.asked() {
         let shown = super::out::Shown {
@@ -988,18 +979,24 @@ fn run_client(args: &IperfArgs, host: &str) -> Result<u8> {
             json_stream: args.json_stream,
             live: args.live,
         };
-        return args.repeat.run(
-            shown,
-            ("receiver bits_per_second", "receiver bit/s", &received_bps),
-            &mut || run_client_once(args, host),
-        );
+        return args.repeat.run(shown, &mut |hold| {
+            let keep = super::out::Keep::default();
+            let code = run_client_once(args, host, Some(&keep), hold)?;
+            Ok(keep.ended(code))
+        });
     }
-    run_client_once(args, host)
+    run_client_once(args, host, None, false)
 }
 
-fn run_client_once(args: &IperfArgs, host: &str) -> Result<u8> {
-    // Repeated with -J: one document for all runs, printed at the end.
-    let quiet = super::out::keep_reporter().is_some_and(|(_, json)| json);
+/// One client test; `keep`: repeated, the test's outcome is kept there,
+/// and with `quiet` its own output is held back (-J: one document for
+/// all runs, printed at the end).
+fn run_client_once(
+    args: &IperfArgs,
+    host: &str,
+    keep: Option<&super::out::Keep>,
+    quiet: bool,
+) -> Result<u8> {
     let (params, bandwidth_given) = args.params()?;
     let opts = ClientOptions {
         host: host.to_string(),
@@ -1021,7 +1018,7 @@ fn run_client_once(args: &IperfArgs, host: &str) -> Result<u8> {
         udp_gso: !args.no_gso,
         affinity: args.stream_cpus()?,
         zerocopy: args.zerocopy,
-        events: events(args)?,
+        events: events(args, keep)?,
         cntl_ka: args.cntl_ka,
         rcv_timeout: Duration::from_millis(args.rcv_timeout.max(1)),
         snd_timeout: args

@@ -7,8 +7,10 @@ pub mod fwd;
 pub mod iperf;
 pub mod lab;
 pub mod out;
+pub mod packet_outcome;
 pub mod plot;
 pub mod rfc2544;
+pub mod rfc2544_outcome;
 pub mod rr;
 pub mod selftest;
 

@@ -5,7 +5,8 @@
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use linerate_report::{Csv, Document, JsonLines, Text};
-use linerate_run::{End, Event, Fanout, Host, Interval, Mode, Reporter, Row, Start, sums};
+pub use linerate_run::{Ended, Measured, Run};
+use linerate_run::{Event, Fanout, Mode, Reporter};
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -58,8 +59,9 @@ impl OutputArgs {
         self.csv.as_deref() == Some(Path::new("-"))
     }
 
-    /// The reporters these flags ask for.
-    pub fn reporters(&self) -> Result<Fanout> {
+    /// The reporters these flags ask for; `hold_document`: a repetition
+    /// prints one `-J` document for all its runs, so a run's own is held.
+    pub fn reporters(&self, hold_document: bool) -> Result<Fanout> {
         let main: Box<dyn Write + Send> = match &self.logfile {
             Some(p) => Box::new(
                 std::fs::OpenOptions::new()
@@ -71,11 +73,6 @@ impl OutputArgs {
             None => Box::new(std::io::stdout()),
         };
         let mut f = Fanout::new();
-        let mut quiet_doc = false;
-        if let Some((k, json)) = keep_reporter() {
-            f.push(k);
-            quiet_doc = json;
-        }
         // First: it gives the terminal back at the end before any other
         // reporter prints.
         let live = self.live && self.logfile.is_none() && crate::live::available();
@@ -105,7 +102,7 @@ impl OutputArgs {
         if self.json_stream {
             f.push(Box::new(JsonLines(main)));
         } else if self.json {
-            if !quiet_doc {
+            if !hold_document {
                 f.push(Box::new(Document(main)));
             }
         } else if !live {
@@ -181,31 +178,33 @@ impl From<&OutputArgs> for Shown {
     }
 }
 
-/// While repeating: a reporter that keeps the run's result, and whether
-/// the run's own -J document is held back.
-pub fn keep_reporter() -> Option<(Box<dyn Reporter>, bool)> {
-    let k = KEEP.lock().ok().and_then(|k| k.clone())?;
-    Some((Box::new(Keep(k.0)), k.1))
+/// While repeating a run whose outcome arrives through its reporters
+/// (the iperf3 client's engine): keeps the outcome of its `End`.
+#[derive(Debug, Clone, Default)]
+pub struct Keep(std::sync::Arc<std::sync::Mutex<Option<linerate_run::SharedOutcome>>>);
+
+impl Keep {
+    /// The run's end as the repetition takes it.
+    pub fn ended(&self, exit_code: u8) -> Ended {
+        let outcome = self.0.lock().ok().and_then(|mut k| k.take());
+        Ended {
+            exit_code,
+            error: None,
+            outcome: outcome.unwrap_or_else(|| {
+                std::sync::Arc::new(linerate_run::Failed {
+                    error: "the run ended without a result".into(),
+                })
+            }),
+        }
+    }
 }
-
-/// While repeating: each run's result is kept here (and with -J its own
-/// document is not printed: one document for all runs follows).
-type Kept = std::sync::Arc<std::sync::Mutex<Option<Value>>>;
-
-/// A repeated run's measured figure: its name, unit, and how to read it
-/// from the run's result.
-pub type Figure<'a> = (&'a str, &'a str, &'a dyn Fn(&Value) -> Option<f64>);
-
-static KEEP: std::sync::Mutex<Option<(Kept, bool)>> = std::sync::Mutex::new(None);
-
-struct Keep(Kept);
 
 impl Reporter for Keep {
     fn report(&mut self, ev: &Event) -> std::io::Result<()> {
         if let Event::End(e) = ev
             && let Ok(mut k) = self.0.lock()
         {
-            *k = Some(e.result.clone());
+            *k = Some(e.outcome.clone());
         }
         Ok(())
     }
@@ -227,92 +226,61 @@ impl RepeatArgs {
         }
     }
 
-    /// Runs `once` until the policy stops; `figure` reads the measured
-    /// value from a run's result. Prints the summary (text, or with -J
-    /// one document: `runs` and `repeat`).
-    pub fn run(
-        &self,
-        out: Shown,
-        figure: Figure<'_>,
-        once: &mut dyn FnMut() -> Result<u8>,
-    ) -> Result<u8> {
+    /// Runs `once` until the policy stops, each run's figure read from its
+    /// typed outcome; `once(hold)` runs the mode once, holding its own `-J`
+    /// document back when `hold`. Prints the summary (text, or with -J one
+    /// document: `runs` and `repeat`).
+    pub fn run(&self, out: Shown, once: &mut dyn FnMut(bool) -> Result<Ended>) -> Result<u8> {
         use linerate_run::stats::{Stop, line};
         if out.live || out.json_stream {
             bail!(
                 "--repeat/--ci-target print a summary over the runs: not with --live or --json-stream"
             );
         }
-        let (name, unit, read) = figure;
         let policy = self.policy();
-        let (mut values, mut docs) = (Vec::new(), Vec::new());
-        let stop = loop {
-            let n = values.len() + 1;
+        let rep = linerate_run::repeat(&policy, |n| {
             if out.human() {
-                println!(
-                    "run {n}{}:",
-                    if n <= self.warmup_runs {
-                        " (warm-up)"
-                    } else {
-                        ""
-                    }
-                );
+                let warm = if n <= self.warmup_runs {
+                    " (warm-up)"
+                } else {
+                    ""
+                };
+                println!("run {n}{warm}:");
             }
-            let keep = std::sync::Arc::new(std::sync::Mutex::new(None));
-            if let Ok(mut k) = KEEP.lock() {
-                *k = Some((keep.clone(), out.json));
-            }
-            let code = once();
-            if let Ok(mut k) = KEEP.lock() {
-                *k = None;
-            }
-            let doc = keep
-                .lock()
-                .ok()
-                .and_then(|mut k| k.take())
-                .unwrap_or_default();
-            let v = read(&doc);
-            docs.push(doc);
-            match (code?, v) {
-                (0, Some(v)) => values.push(v),
-                _ => {
-                    eprintln!(
-                        "linerate: run {n} failed: the repetition stops (the runs before it stand)"
-                    );
-                    break None;
-                }
-            }
-            if let Some(s) = policy.stop(&values) {
-                break Some(s);
-            }
-        };
-        let stopped = stop.unwrap_or(Stop::Count);
+            once(out.json)
+        })?;
+        if rep.stop.is_none() {
+            eprintln!(
+                "linerate: run {} failed: the repetition stops (the runs before it stand)",
+                rep.outcomes.len()
+            );
+        }
+        let stopped = rep.stop.unwrap_or(Stop::Count);
+        let (name, unit) = rep.figure.unwrap_or(("", ""));
         if out.json {
-            let mut rep = policy.report(&values, stopped, name);
-            if stop.is_none() {
-                rep["stop"] = serde_json::json!("a run failed");
+            let mut summary = policy.report(&rep.values, stopped, name);
+            if rep.stop.is_none() {
+                summary["stop"] = serde_json::json!("a run failed");
             }
+            let docs: Vec<Value> = rep.outcomes.iter().map(|o| o.document()).collect();
             println!(
                 "{}",
-                serde_json::to_string_pretty(&serde_json::json!({"runs": docs, "repeat": rep}))
+                serde_json::to_string_pretty(&serde_json::json!({"runs": docs, "repeat": summary}))
                     .unwrap_or_default()
             );
         } else {
             println!(
                 "\n{}",
-                line(
-                    &values,
-                    &policy,
-                    stopped,
-                    unit,
-                    &|v| if unit.ends_with("bit/s") {
+                line(&rep.values, &policy, stopped, unit, &|v| {
+                    if unit.ends_with("bit/s") {
                         linerate_run::report::format_rate(v, "bit/s")
                     } else {
                         format!("{v:.1}")
                     }
-                )
+                })
             );
         }
-        Ok(u8::from(stop.is_none()))
+        Ok(u8::from(rep.stop.is_none()))
     }
 }
 
@@ -341,85 +309,21 @@ pub fn interval(s: f64) -> Result<Option<Duration>> {
     Ok(Some(Duration::from_secs_f64(s)))
 }
 
-/// One run on its way through the reporters.
-pub struct Run {
-    rep: Fanout,
-    warned: bool,
-}
-
-impl Run {
-    /// Reports the start.
-    pub fn start(
-        out: &OutputArgs,
-        mode: Mode,
-        config: Value,
-        doctor: Option<Value>,
-    ) -> Result<Self> {
-        let mut r = Run {
-            rep: out.reporters()?,
-            warned: false,
-        };
-        r.emit(&Event::Start(Box::new(Start {
-            mode,
-            config,
-            doctor,
-            host: Host::here(),
-        })));
-        Ok(r)
-    }
-
-    fn emit(&mut self, ev: &Event) {
-        if let Err(e) = self.rep.report(ev)
-            && !self.warned
-        {
-            // The run goes on: what it measures still reaches the others.
-            eprintln!("linerate: warning: writing the report: {e}");
-            self.warned = true;
-        }
-    }
-
-    /// Reports an interval as it ends.
-    pub fn interval(&mut self, iv: &Interval) {
-        self.emit(&Event::Interval(iv.clone()));
-    }
-
-    /// Reports the end; returns the exit code.
-    pub fn end(
-        mut self,
-        duration_s: f64,
-        rows: Vec<Row>,
-        result: Value,
-        text: String,
-        error: Option<&str>,
-    ) -> u8 {
-        if let Some(e) = error {
-            self.emit(&Event::Error(e.to_string()));
-        }
-        let exit_code = u8::from(error.is_some());
-        self.emit(&Event::End(Box::new(End {
-            duration_s,
-            sums: sums(&rows),
-            rows,
-            result,
-            text,
-            exit_code,
-        })));
-        exit_code
-    }
-
-    /// The run failed before it measured anything worth keeping: an error
-    /// event and an empty end, then the error for the caller to print.
-    pub fn fail(mut self, e: anyhow::Error) -> anyhow::Error {
-        let msg = format!("{e:#}");
-        self.emit(&Event::Error(msg.clone()));
-        self.emit(&Event::End(Box::new(End {
-            duration_s: 0.0,
-            rows: Vec::new(),
-            sums: Vec::new(),
-            result: serde_json::json!({ "error": msg }),
-            text: String::new(),
-            exit_code: 2,
-        })));
-        e
-    }
+/// Runs a mode through the run model (`linerate_run::drive`) with the
+/// reporters `out` asks for; returns the run's end.
+pub fn drive(
+    out: &OutputArgs,
+    hold_document: bool,
+    mode: Mode,
+    config: Value,
+    doctor: Option<Value>,
+    body: impl FnOnce(&mut Run) -> Result<Measured>,
+) -> Result<Ended> {
+    linerate_run::drive(
+        Box::new(out.reporters(hold_document)?),
+        mode,
+        config,
+        doctor,
+        body,
+    )
 }

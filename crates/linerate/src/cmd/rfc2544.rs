@@ -4,13 +4,14 @@
 //! model (rows: sent by the tx port, received by the rx port), so
 //! `--json-stream`, `--csv`, `--metrics` and `--live` follow it.
 
-use super::out::{OutputArgs, Run};
+use super::out::{Measured, OutputArgs, Run, drive};
+use super::rfc2544_outcome::{RepeatedRate, Rfc2544Outcome};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use linerate_gen::FlowSpec;
 use linerate_packet::rfc2544::{self, DeviceRunner, FrameSize, MaxRate, Settings, Trial};
 use linerate_run::{CountedBy, Counts, Interval, Mode, Row, Scope};
-use std::fmt::Write as _;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Args)]
@@ -250,7 +251,7 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
         resolution: a.resolution.max(1e-4),
         offered_min: a.offered_min,
     };
-    let mut runner = DeviceRunner {
+    let runner = DeviceRunner {
         tx_iface: a.tx_iface.clone(),
         rx_iface: a.rx_iface.clone(),
         flows,
@@ -268,270 +269,185 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
         "loss_ratio": a.loss_ratio, "trial_time_s": a.trial_time, "max_rate": a.max_rate,
         "resolution": a.resolution, "backend": a.backend, "bidir": a.bidir,
     });
-    let mut run = Run::start(&a.out, Mode::Rfc2544, config.clone(), None)?;
     let t0 = Instant::now();
-    let mut n = 0usize;
-    let mut last_end = 0.0f64;
-    let human = a.out.human();
-    let mut log = |t: &Trial, run: &mut Run| {
-        n += 1;
-        let end = t0.elapsed().as_secs_f64();
-        run.interval(&Interval::new(last_end, end, trial_rows(n, t)));
-        last_end = end;
-        if human {
-            eprintln!("linerate: trial {n}: {}", trial_line(t));
-        }
+    let mut session = Session {
+        a,
+        runner,
+        settings,
+        log: TrialLog {
+            n: 0,
+            last_end: 0.0,
+            t0,
+            human: a.out.human(),
+        },
     };
-    let want = |name: &str| a.tests.iter().any(|t| t == name);
-    let mut doc = serde_json::json!({"config": config});
-    let mut text = String::new();
-    let mut throughput: Vec<rfc2544::Throughput> = Vec::new();
-    let mut repeats: Vec<(FrameSize, f64, serde_json::Value)> = Vec::new();
-    let outcome: Result<(), String> = (|| {
-        if want("throughput") {
-            for size in &a.sizes {
-                for &ratio in &a.loss_ratio {
-                    let mut r =
-                        rfc2544::throughput(&mut runner, size, ratio, &settings, &mut |t| {
-                            log(t, &mut run)
-                        })?;
-                    if a.repeat.asked() {
-                        // The search again until the policy stops: the rate is
-                        // the mean of the runs', with its confidence interval.
-                        let policy = a.repeat.policy();
-                        let mut rates = vec![r.rate_fps];
-                        let stop = loop {
-                            if let Some(s) = policy.stop(&rates) {
-                                break s;
-                            }
-                            let again = rfc2544::throughput(
-                                &mut runner,
-                                size,
-                                ratio,
-                                &settings,
-                                &mut |t| log(t, &mut run),
-                            )?;
-                            rates.push(again.rate_fps);
-                            r.trials.extend(again.trials);
-                        };
-                        let kept = &rates[policy.warmup_runs.min(rates.len())..];
-                        if !kept.is_empty() {
-                            r.rate_fps = kept.iter().sum::<f64>() / kept.len() as f64;
-                            let (l1, l2) = rfc2544::bits(r.rate_fps, size);
-                            (r.rate_l1_bps, r.rate_l2_bps) = (l1, l2);
-                            r.of_max = r.rate_fps / settings.max_fps(size);
+    let ended = drive(&a.out, false, Mode::Rfc2544, config.clone(), None, |run| {
+        let mut o = Rfc2544Outcome {
+            config,
+            trial_time_s: a.trial_time,
+            bidir: a.bidir,
+            policy: a.repeat.asked().then(|| a.repeat.policy()),
+            throughput: Vec::new(),
+            repeats: Vec::new(),
+            latency: None,
+            frame_loss: None,
+            back_to_back: None,
+            error: None,
+        };
+        o.error = session.all(run, &mut o).err();
+        Ok(Measured {
+            duration_s: t0.elapsed().as_secs_f64(),
+            rows: Vec::new(),
+            error: o.error.clone(),
+            outcome: Arc::new(o),
+        })
+    })?;
+    Ok(ended.exit_code)
+}
+
+/// Each trial as an interval of the run (and a line on stderr for people).
+struct TrialLog {
+    n: usize,
+    last_end: f64,
+    t0: Instant,
+    human: bool,
+}
+
+impl TrialLog {
+    fn log(&mut self, t: &Trial, run: &mut Run) {
+        self.n += 1;
+        let end = self.t0.elapsed().as_secs_f64();
+        run.interval(&Interval::new(self.last_end, end, trial_rows(self.n, t)));
+        self.last_end = end;
+        if self.human {
+            eprintln!("linerate: trial {}: {}", self.n, trial_line(t));
+        }
+    }
+}
+
+/// The tests asked for, run against the device one after the other.
+struct Session<'a> {
+    a: &'a Rfc2544Args,
+    runner: DeviceRunner,
+    settings: Settings,
+    log: TrialLog,
+}
+
+impl Session<'_> {
+    fn want(&self, name: &str) -> bool {
+        self.a.tests.iter().any(|t| t == name)
+    }
+
+    /// Every test asked for; the first error stops them (what ran stands).
+    fn all(&mut self, run: &mut Run, o: &mut Rfc2544Outcome) -> Result<(), String> {
+        if self.want("throughput") {
+            self.throughput(run, o)?;
+        }
+        if self.want("latency") {
+            o.latency = Some(Vec::new());
+            self.latency(run, o)?;
+        }
+        if self.want("loss") {
+            let mut out = Vec::new();
+            for size in &self.a.sizes {
+                let (runner, settings, log) = (&mut self.runner, &self.settings, &mut self.log);
+                out.extend(rfc2544::frame_loss(runner, size, settings, &mut |t| {
+                    log.log(t, run)
+                })?);
+            }
+            o.frame_loss = Some(out);
+        }
+        if self.want("back-to-back") {
+            let mut out = Vec::new();
+            for size in &self.a.sizes {
+                let max_burst = (self.settings.max_fps(size) * self.a.b2b_max)
+                    .round()
+                    .max(1.0) as u64;
+                let (runner, settings, log) = (&mut self.runner, &self.settings, &mut self.log);
+                out.push(rfc2544::back_to_back(
+                    runner,
+                    size,
+                    max_burst,
+                    self.a.b2b_repeats,
+                    settings,
+                    &mut |t| log.log(t, run),
+                )?);
+            }
+            o.back_to_back = Some(out);
+        }
+        Ok(())
+    }
+
+    /// One search per frame size and loss ratio; with --repeat the search
+    /// again until the policy stops: the rate is the mean of the runs',
+    /// with its confidence interval.
+    fn throughput(&mut self, run: &mut Run, o: &mut Rfc2544Outcome) -> Result<(), String> {
+        for size in &self.a.sizes {
+            for &ratio in &self.a.loss_ratio {
+                let (runner, settings, log) = (&mut self.runner, &self.settings, &mut self.log);
+                let mut search =
+                    || rfc2544::throughput(runner, size, ratio, settings, &mut |t| log.log(t, run));
+                let mut r = search()?;
+                if let Some(policy) = &o.policy {
+                    let mut rates = vec![r.rate_fps];
+                    let stop = loop {
+                        if let Some(s) = policy.stop(&rates) {
+                            break s;
                         }
-                        repeats.push((
-                            size.clone(),
-                            ratio,
-                            policy.report(&rates, stop, "rate_fps"),
-                        ));
+                        let again = search()?;
+                        rates.push(again.rate_fps);
+                        r.trials.extend(again.trials);
+                    };
+                    let kept = &rates[policy.warmup_runs.min(rates.len())..];
+                    if !kept.is_empty() {
+                        r.rate_fps = kept.iter().sum::<f64>() / kept.len() as f64;
+                        (r.rate_l1_bps, r.rate_l2_bps) = rfc2544::bits(r.rate_fps, size);
+                        r.of_max = r.rate_fps / self.settings.max_fps(size);
                     }
-                    throughput.push(r);
+                    o.repeats.push(RepeatedRate {
+                        frame_size: size.clone(),
+                        loss_allowed: ratio,
+                        rates,
+                        stop,
+                    });
                 }
+                o.throughput.push(r);
             }
         }
-        if want("latency") {
-            let mut out = Vec::new();
-            for size in &a.sizes {
-                // The throughput found with the least loss allowed (the
-                // NDR when searched), else the maximum rate.
-                let base = throughput
-                    .iter()
-                    .filter(|t| &t.frame_size == size)
-                    .min_by(|a, b| a.loss_allowed.total_cmp(&b.loss_allowed))
-                    .map_or_else(|| settings.max_fps(size), |t| t.rate_fps);
-                for &load in &a.latency_load {
-                    let rate = (base * load).round().max(1.0);
-                    let spec = rfc2544::TrialSpec {
-                        frame_size: size.clone(),
-                        rate_fps: rate,
-                        duration: Duration::from_secs_f64(a.latency_time.max(0.1)),
-                        frames: None,
-                    };
-                    let t = rfc2544::trial(&mut runner, &spec, 1.0, settings.offered_min)?;
-                    log(&t, &mut run);
-                    out.push(rfc2544::Latency {
+        Ok(())
+    }
+
+    /// At each load of the throughput found with the least loss allowed
+    /// (the NDR when searched), else of the maximum rate.
+    fn latency(&mut self, run: &mut Run, o: &mut Rfc2544Outcome) -> Result<(), String> {
+        for size in &self.a.sizes {
+            let base = o
+                .throughput
+                .iter()
+                .filter(|t| &t.frame_size == size)
+                .min_by(|a, b| a.loss_allowed.total_cmp(&b.loss_allowed))
+                .map_or_else(|| self.settings.max_fps(size), |t| t.rate_fps);
+            for &load in &self.a.latency_load {
+                let rate = (base * load).round().max(1.0);
+                let spec = rfc2544::TrialSpec {
+                    frame_size: size.clone(),
+                    rate_fps: rate,
+                    duration: Duration::from_secs_f64(self.a.latency_time.max(0.1)),
+                    frames: None,
+                };
+                let t = rfc2544::trial(&mut self.runner, &spec, 1.0, self.settings.offered_min)?;
+                self.log.log(&t, run);
+                o.latency
+                    .get_or_insert_with(Vec::new)
+                    .push(rfc2544::Latency {
                         frame_size: size.clone(),
                         load,
                         rate_fps: rate,
                         trial: t,
                     });
-                }
             }
-            doc["latency"] = serde_json::to_value(&out).unwrap_or_default();
-            let _ = writeln!(
-                text,
-                "\nLatency (one-way, same-host clock{})\n{:>7} {:>6} {:>14} {:>10} {:>10} {:>10} {:>10} {:>10}",
-                if a.bidir { "; tx->rx direction" } else { "" },
-                "size",
-                "load",
-                "rate fps",
-                "min us",
-                "mean us",
-                "p50 us",
-                "p99 us",
-                "max us"
-            );
-            for l in &out {
-                let v = l.trial.latency_ns.unwrap_or([f64::NAN; 5]);
-                let _ = writeln!(
-                    text,
-                    "{:>7} {:>5.0}% {:>14.0} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
-                    size_label(&l.frame_size),
-                    l.load * 100.0,
-                    l.rate_fps,
-                    v[0] / 1e3,
-                    v[1] / 1e3,
-                    v[2] / 1e3,
-                    v[3] / 1e3,
-                    v[4] / 1e3
-                );
-            }
-        }
-        if want("loss") {
-            let mut out = Vec::new();
-            for size in &a.sizes {
-                out.extend(rfc2544::frame_loss(
-                    &mut runner,
-                    size,
-                    &settings,
-                    &mut |t| log(t, &mut run),
-                )?);
-            }
-            let _ = writeln!(
-                text,
-                "\nFrame loss rate\n{:>7} {:>6} {:>14} {:>12}",
-                "size", "load", "rate fps", "loss %"
-            );
-            for s in &out {
-                let _ = writeln!(
-                    text,
-                    "{:>7} {:>5.0}% {:>14.0} {:>12.6}",
-                    size_label(&s.frame_size),
-                    s.load * 100.0,
-                    s.rate_fps,
-                    s.loss_ratio * 100.0
-                );
-            }
-            doc["frame_loss"] = serde_json::to_value(&out).unwrap_or_default();
-        }
-        if want("back-to-back") {
-            let mut out = Vec::new();
-            for size in &a.sizes {
-                let max_burst = (settings.max_fps(size) * a.b2b_max).round().max(1.0) as u64;
-                out.push(rfc2544::back_to_back(
-                    &mut runner,
-                    size,
-                    max_burst,
-                    a.b2b_repeats,
-                    &settings,
-                    &mut |t| log(t, &mut run),
-                )?);
-            }
-            let _ = writeln!(
-                text,
-                "\nBack-to-back (at the maximum rate)\n{:>7} {:>14} {:>14} bursts",
-                "size", "rate fps", "mean burst"
-            );
-            for b in &out {
-                let _ = writeln!(
-                    text,
-                    "{:>7} {:>14.0} {:>14.1} {:?}",
-                    size_label(&b.frame_size),
-                    b.rate_fps,
-                    b.mean_burst,
-                    b.bursts
-                );
-            }
-            doc["back_to_back"] = serde_json::to_value(&out).unwrap_or_default();
         }
         Ok(())
-    })();
-    if !throughput.is_empty() {
-        let mut t = format!(
-            "Throughput ({} s trials; rates as offered and received without loss above the allowed ratio{})\n{:>7} {:>9} {:>14} {:>14} {:>14} {:>9} {:>12} {:>7}\n",
-            a.trial_time,
-            if a.bidir {
-                "; per direction, both ways at once"
-            } else {
-                ""
-            },
-            "size",
-            "loss ok",
-            "rate fps",
-            "L1 Mbit/s",
-            "L2 Mbit/s",
-            "% of max",
-            "loss %",
-            "trials"
-        );
-        for r in &throughput {
-            let _ = writeln!(
-                t,
-                "{:>7} {:>8}% {:>14.0} {:>14.2} {:>14.2} {:>8.1}% {:>12.6} {:>7}",
-                size_label(&r.frame_size),
-                r.loss_allowed * 100.0,
-                r.rate_fps,
-                r.rate_l1_bps / 1e6,
-                r.rate_l2_bps / 1e6,
-                r.of_max * 100.0,
-                r.loss_ratio * 100.0,
-                r.trials.len()
-            );
-        }
-        for (size, ratio, rep) in &repeats {
-            let s = &rep["statistics"];
-            let _ = writeln!(
-                t,
-                "{:>7} {:>8}% repeated: {} runs, mean {:.0} fps, stdev {:.0}, {:.0}% CI ±{:.0} fps, stopped: {}",
-                size_label(size),
-                ratio * 100.0,
-                rep["values"].as_array().map_or(0, Vec::len),
-                s["mean"].as_f64().unwrap_or(f64::NAN),
-                s["stdev"].as_f64().unwrap_or(f64::NAN),
-                rep["confidence"].as_f64().unwrap_or(0.0) * 100.0,
-                s["half_width"].as_f64().unwrap_or(f64::NAN),
-                rep["stop"].as_str().unwrap_or("")
-            );
-        }
-        text = t + &text;
-        let mut tp = serde_json::to_value(&throughput).unwrap_or_default();
-        if let Some(arr) = tp.as_array_mut() {
-            for e in arr.iter_mut() {
-                let key = (&e["frame_size"], e["loss_allowed"].as_f64());
-                if let Some((_, _, rep)) = repeats.iter().find(|(s, r, _)| {
-                    (&serde_json::to_value(s).unwrap_or_default(), Some(*r)) == key
-                }) {
-                    e["repeat"] = rep.clone();
-                }
-            }
-        }
-        doc["throughput"] = tp;
-    }
-    let error = outcome.err();
-    if let Some(e) = &error {
-        doc["error"] = serde_json::json!(e);
-        let _ = writeln!(
-            text,
-            "linerate: rfc2544 stopped: {e} (the results above stand)"
-        );
-    }
-    let code = run.end(
-        t0.elapsed().as_secs_f64(),
-        Vec::new(),
-        doc,
-        text,
-        error.as_deref(),
-    );
-    Ok(code)
-}
-
-/// A frame size for the tables: `64`, `imix`.
-fn size_label(s: &FrameSize) -> String {
-    match s {
-        FrameSize::Fixed(n) => n.to_string(),
-        FrameSize::Mix { name, .. } => name.clone(),
     }
 }
 

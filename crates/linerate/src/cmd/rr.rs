@@ -1,7 +1,7 @@
 //! `linerate rr server` and `linerate rr client`: UDP request/response
 //! transactions.
 
-use super::out::{OutputArgs, Run};
+use super::out::{Ended, Measured, OutputArgs, drive};
 use super::stop_flag;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
@@ -10,7 +10,9 @@ use linerate_rr::{
     run_client,
 };
 use linerate_run::{CountedBy, Counts, Gauges, Mode, Row, Scope};
+use linerate_run::{Figure, Outcome};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The rr port when none is given.
@@ -143,14 +145,9 @@ pub fn run(a: &RrArgs) -> Result<u8> {
     match &a.command {
         RrCommand::Server(s) => server(s),
         RrCommand::Client(c) if c.repeat.asked() => {
-            let read = |d: &serde_json::Value| d["transactions_per_s"].as_f64();
-            c.repeat.run(
-                (&c.out).into(),
-                ("transactions_per_s", "transactions/s", &read),
-                &mut || client(c),
-            )
+            c.repeat.run((&c.out).into(), &mut |hold| client(c, hold))
         }
-        RrCommand::Client(c) => client(c),
+        RrCommand::Client(c) => Ok(client(c, false)?.exit_code),
     }
 }
 
@@ -226,40 +223,85 @@ fn server(a: &ServerArgs) -> Result<u8> {
         "busy_poll_us": a.busy_poll,
         "gso": !a.no_gso,
     });
-    let mut run = Run::start(&a.out, Mode::RrServer, config, Some(doc.clone()))?;
-    let r = server.run(stop.flag(), |iv: &ServerInterval| {
-        let rows: Vec<Row> = (iv.per_worker.iter().enumerate())
-            .map(|(w, n)| server_row(w, Some(*n), None))
-            .collect();
-        run.interval(&linerate_run::Interval::new(
-            iv.start.as_secs_f64(),
-            iv.end.as_secs_f64(),
-            rows,
-        ));
-    });
-    let mut v = r.json();
-    v["doctor"] = doc;
-    let t = &r.total;
-    let mut text = format!(
-        "total: {} requests in {:.2} s = {:.0}/s, {} answered, {} malformed, {} over --max-response, {} reply errors (server count)\n",
-        t.requests,
-        r.elapsed.as_secs_f64(),
-        t.requests as f64 / r.elapsed.as_secs_f64().max(1e-9),
-        t.answered,
-        t.malformed,
-        t.too_large,
-        t.reply_errors
-    );
-    if let Some(n) = &r.steering_note {
-        text += &format!("note: {n}\n");
+    let ended = drive(
+        &a.out,
+        false,
+        Mode::RrServer,
+        config,
+        Some(doc.clone()),
+        |run| {
+            let r = server.run(stop.flag(), |iv: &ServerInterval| {
+                let rows: Vec<Row> = (iv.per_worker.iter().enumerate())
+                    .map(|(w, n)| server_row(w, Some(*n), None))
+                    .collect();
+                run.interval(&linerate_run::Interval::new(
+                    iv.start.as_secs_f64(),
+                    iv.end.as_secs_f64(),
+                    rows,
+                ));
+            });
+            let rows = (r.workers.iter().enumerate())
+                .map(|(w, (_, c))| server_row(w, Some(c.requests), Some(c)))
+                .collect();
+            Ok(Measured {
+                duration_s: r.elapsed.as_secs_f64(),
+                rows,
+                error: None,
+                outcome: Arc::new(RrServerOutcome {
+                    report: r,
+                    doctor: doc,
+                }),
+            })
+        },
+    )?;
+    Ok(ended.exit_code)
+}
+
+/// An rr server run.
+#[derive(Debug)]
+pub struct RrServerOutcome {
+    pub report: linerate_rr::ServerReport,
+    pub doctor: serde_json::Value,
+}
+
+impl Outcome for RrServerOutcome {
+    fn document(&self) -> serde_json::Value {
+        let mut v = self.report.json();
+        v["doctor"] = self.doctor.clone();
+        v
     }
-    for w in &r.warnings {
-        text += &format!("warning: {w}\n");
+
+    fn text(&self) -> String {
+        let r = &self.report;
+        let t = &r.total;
+        let mut text = format!(
+            "total: {} requests in {:.2} s = {:.0}/s, {} answered, {} malformed, {} over --max-response, {} reply errors (server count)\n",
+            t.requests,
+            r.elapsed.as_secs_f64(),
+            self.figure().map_or(0.0, |f| f.value),
+            t.answered,
+            t.malformed,
+            t.too_large,
+            t.reply_errors
+        );
+        if let Some(n) = &r.steering_note {
+            text += &format!("note: {n}\n");
+        }
+        for w in &r.warnings {
+            text += &format!("warning: {w}\n");
+        }
+        text
     }
-    let rows = (r.workers.iter().enumerate())
-        .map(|(w, (_, c))| server_row(w, Some(c.requests), Some(c)))
-        .collect();
-    Ok(run.end(r.elapsed.as_secs_f64(), rows, v, text, None))
+
+    /// Requests received per second (server's count).
+    fn figure(&self) -> Option<Figure> {
+        let r = &self.report;
+        Some(Figure {
+            name: "requests_per_s",
+            unit: "requests/s",
+            value: r.total.requests as f64 / r.elapsed.as_secs_f64().max(1e-9),
+        })
+    }
 }
 
 /// An rr server worker's row: requests it received (server's count).
@@ -311,7 +353,7 @@ fn parse_tps(s: &str, unit_required: bool) -> Result<f64> {
     Ok(v as f64)
 }
 
-fn client(a: &ClientArgs) -> Result<u8> {
+fn client(a: &ClientArgs, hold: bool) -> Result<Ended> {
     let server = (a.host.as_str(), a.port)
         .to_socket_addrs()
         .with_context(|| format!("cannot resolve '{}'", a.host))?
@@ -385,42 +427,102 @@ fn client(a: &ClientArgs) -> Result<u8> {
         "time_s": a.time,
         "timeout_ms": a.timeout_ms,
     });
-    let mut run = Run::start(&a.out, Mode::RrClient, config, None)?;
-    let result = run_client(&cfg, stop.flag(), |iv: &Interval| {
-        let rows = vec![client_row(
-            "all",
-            iv.completed,
-            iv.lost,
-            iv.latency.as_ref(),
-        )];
-        run.interval(&linerate_run::Interval::new(
-            iv.start.as_secs_f64(),
-            iv.end.as_secs_f64(),
-            rows,
-        ));
-    });
-    let pinned = cfg.cores.clone();
-    let r = match result {
-        Ok(r) => r,
-        Err(e @ RrError::NoAnswer { .. }) => {
-            // What was measured is reported with the error.
-            let msg = e.to_string();
-            let RrError::NoAnswer { report, .. } = e else {
-                unreachable!()
-            };
-            run.end(0.0, Vec::new(), *report, String::new(), Some(&msg));
-            eprintln!("linerate: error: {msg}");
-            return Ok(2);
+    let ended = drive(&a.out, hold, Mode::RrClient, config, None, |run| {
+        let result = run_client(&cfg, stop.flag(), |iv: &Interval| {
+            let rows = vec![client_row(
+                "all",
+                iv.completed,
+                iv.lost,
+                iv.latency.as_ref(),
+            )];
+            run.interval(&linerate_run::Interval::new(
+                iv.start.as_secs_f64(),
+                iv.end.as_secs_f64(),
+                rows,
+            ));
+        });
+        let pinned = cfg.cores.clone();
+        Ok(match result {
+            Ok(r) => Measured {
+                duration_s: r.elapsed.as_secs_f64(),
+                rows: (r.workers.iter().enumerate())
+                    .map(|(w, wr)| {
+                        client_row(&w.to_string(), wr.counts.completed, wr.counts.lost, None)
+                    })
+                    .collect(),
+                error: None,
+                outcome: Arc::new(RrClientOutcome {
+                    doctor: Some(linerate_iperf::net::doctor_summary(r.local_ip(), &pinned)),
+                    report: r,
+                    load,
+                    timeout_ms: a.timeout_ms,
+                }),
+            },
+            // No answer: what was measured is reported with the error.
+            Err(e) => {
+                let msg = e.to_string();
+                let RrError::NoAnswer { report, .. } = e else {
+                    return Err(e.into());
+                };
+                Measured {
+                    duration_s: 0.0,
+                    rows: Vec::new(),
+                    error: Some(msg),
+                    outcome: Arc::new(RrClientOutcome {
+                        report: *report,
+                        doctor: None,
+                        load,
+                        timeout_ms: a.timeout_ms,
+                    }),
+                }
+            }
+        })
+    })?;
+    if let Some(e) = &ended.error {
+        // No answer at all: the run could not do what was asked.
+        eprintln!("linerate: error: {e}");
+        return Ok(Ended {
+            exit_code: 2,
+            ..ended
+        });
+    }
+    Ok(ended)
+}
+
+/// An rr client run.
+#[derive(Debug)]
+pub struct RrClientOutcome {
+    pub report: linerate_rr::ClientReport,
+    /// The doctor's summary (none when no answer came).
+    pub doctor: Option<serde_json::Value>,
+    pub load: Load,
+    pub timeout_ms: f64,
+}
+
+impl Outcome for RrClientOutcome {
+    fn document(&self) -> serde_json::Value {
+        let mut v = self.report.json();
+        if let Some(d) = &self.doctor {
+            v["doctor"] = d.clone();
         }
-        Err(e) => return Err(run.fail(e.into())),
-    };
-    let mut v = r.json();
-    v["doctor"] = linerate_iperf::net::doctor_summary(r.local_ip(), &pinned);
-    let text = client_text(&r, load, a.timeout_ms);
-    let rows = (r.workers.iter().enumerate())
-        .map(|(w, wr)| client_row(&w.to_string(), wr.counts.completed, wr.counts.lost, None))
-        .collect();
-    Ok(run.end(r.elapsed.as_secs_f64(), rows, v, text, None))
+        v
+    }
+
+    fn text(&self) -> String {
+        match self.doctor {
+            Some(_) => client_text(&self.report, self.load, self.timeout_ms),
+            None => String::new(),
+        }
+    }
+
+    /// Transactions completed per second (client's count).
+    fn figure(&self) -> Option<Figure> {
+        Some(Figure {
+            name: "transactions_per_s",
+            unit: "transactions/s",
+            value: self.report.tps(),
+        })
+    }
 }
 
 /// The rr client's summary lines.

@@ -1,0 +1,274 @@
+//! The one way every mode runs: `Start`, the mode's body (which reports
+//! each interval as it ends), then `End` with the body's typed outcome, or
+//! an error and an empty end when the body fails before it measured
+//! anything; and the repetition of a run until the policy stops it.
+
+use crate::event::{End, Event, Host, Interval, Mode, Row, Start, sums};
+use crate::outcome::{Failed, Figure, SharedOutcome};
+use crate::report::Reporter;
+use crate::stats::{Policy, Stop};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// One run on its way through the reporters.
+pub struct Run {
+    rep: Box<dyn Reporter>,
+    warned: bool,
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Run")
+    }
+}
+
+/// What a mode's body measured: the totals' rows, its outcome, and the
+/// error that stopped it part-way, if one did (what it measured stands).
+#[derive(Debug, Clone)]
+pub struct Measured {
+    pub duration_s: f64,
+    pub rows: Vec<Row>,
+    pub outcome: SharedOutcome,
+    pub error: Option<String>,
+}
+
+/// How a run ended: the exit code it calls for (0 ok, 1 failed part-way,
+/// 2 could not run) and its outcome.
+#[derive(Debug, Clone)]
+pub struct Ended {
+    pub exit_code: u8,
+    pub outcome: SharedOutcome,
+    /// The error that stopped the run part-way, if one did.
+    pub error: Option<String>,
+}
+
+impl Ended {
+    /// The figure a repetition measures, from an ended run that succeeded.
+    pub fn figure(&self) -> Option<Figure> {
+        (self.exit_code == 0)
+            .then(|| self.outcome.figure())
+            .flatten()
+    }
+}
+
+impl Run {
+    /// Reports the start.
+    pub fn start(rep: Box<dyn Reporter>, mode: Mode, config: Value, doctor: Option<Value>) -> Self {
+        let mut r = Run { rep, warned: false };
+        r.emit(&Event::Start(Box::new(Start {
+            mode,
+            config,
+            doctor,
+            host: Host::here(),
+        })));
+        r
+    }
+
+    fn emit(&mut self, ev: &Event) {
+        if let Err(e) = self.rep.report(ev)
+            && !self.warned
+        {
+            // The run goes on: what it measures still reaches the others.
+            eprintln!("linerate: warning: writing the report: {e}");
+            self.warned = true;
+        }
+    }
+
+    /// Reports an interval as it ends.
+    pub fn interval(&mut self, iv: &Interval) {
+        self.emit(&Event::Interval(iv.clone()));
+    }
+
+    /// Reports the end (after the error, if the body stopped on one).
+    pub fn end(mut self, m: Measured) -> Ended {
+        if let Some(e) = &m.error {
+            self.emit(&Event::Error(e.clone()));
+        }
+        let exit_code = u8::from(m.error.is_some());
+        self.emit(&Event::End(Box::new(End {
+            duration_s: m.duration_s,
+            sums: sums(&m.rows),
+            rows: m.rows,
+            outcome: m.outcome.clone(),
+            exit_code,
+        })));
+        Ended {
+            exit_code,
+            outcome: m.outcome,
+            error: m.error,
+        }
+    }
+
+    /// The run failed before it measured anything worth keeping: an error
+    /// event and an empty end.
+    pub fn fail(mut self, error: &str) {
+        self.emit(&Event::Error(error.to_string()));
+        self.emit(&Event::End(Box::new(End {
+            duration_s: 0.0,
+            rows: Vec::new(),
+            sums: Vec::new(),
+            outcome: Arc::new(Failed {
+                error: error.to_string(),
+            }),
+            exit_code: 2,
+        })));
+    }
+}
+
+/// Runs a mode: `Start`, then `body` (which reports intervals through the
+/// run it is given), then `End` with what it measured. A body that fails
+/// is reported as an error and an empty end, and its error returned.
+pub fn drive<E: std::fmt::Display>(
+    rep: Box<dyn Reporter>,
+    mode: Mode,
+    config: Value,
+    doctor: Option<Value>,
+    body: impl FnOnce(&mut Run) -> Result<Measured, E>,
+) -> Result<Ended, E> {
+    let mut run = Run::start(rep, mode, config, doctor);
+    match body(&mut run) {
+        Ok(m) => Ok(run.end(m)),
+        Err(e) => {
+            run.fail(&format!("{e:#}"));
+            Err(e)
+        }
+    }
+}
+
+/// A finished repetition: the figure of every run (warm-up runs first),
+/// every run's outcome, and why it stopped (`None`: a run failed or did not
+/// measure its figure, and the runs before it stand).
+#[derive(Debug, Clone)]
+pub struct Repetition {
+    pub values: Vec<f64>,
+    pub outcomes: Vec<SharedOutcome>,
+    pub stop: Option<Stop>,
+    /// The measured figure's name and unit (from the first run that had one).
+    pub figure: Option<(&'static str, &'static str)>,
+}
+
+/// Runs `once(n)` (n from 1) until `policy` stops, each run's figure read
+/// from its typed outcome.
+pub fn repeat<E>(
+    policy: &Policy,
+    mut once: impl FnMut(usize) -> Result<Ended, E>,
+) -> Result<Repetition, E> {
+    let mut rep = Repetition {
+        values: Vec::new(),
+        outcomes: Vec::new(),
+        stop: None,
+        figure: None,
+    };
+    loop {
+        let ended = once(rep.values.len() + 1)?;
+        let figure = ended.figure();
+        rep.outcomes.push(ended.outcome);
+        let Some(f) = figure else {
+            return Ok(rep);
+        };
+        rep.figure.get_or_insert((f.name, f.unit));
+        rep.values.push(f.value);
+        if let Some(s) = policy.stop(&rep.values) {
+            rep.stop = Some(s);
+            return Ok(rep);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outcome::Written;
+    use std::sync::Mutex;
+
+    #[derive(Default, Clone)]
+    struct Seen(Arc<Mutex<Vec<&'static str>>>);
+
+    impl Reporter for Seen {
+        fn report(&mut self, ev: &Event) -> std::io::Result<()> {
+            self.0.lock().unwrap().push(ev.name());
+            Ok(())
+        }
+    }
+
+    fn outcome(v: f64) -> SharedOutcome {
+        Arc::new(Written {
+            document: serde_json::json!({ "v": v }),
+            text: format!("{v}\n"),
+            figure: Some(Figure {
+                name: "v",
+                unit: "u",
+                value: v,
+            }),
+        })
+    }
+
+    #[test]
+    fn drive_reports_start_intervals_and_end_or_error_and_empty_end() {
+        let seen = Seen::default();
+        let ended = drive::<String>(
+            Box::new(seen.clone()),
+            Mode::Sink,
+            Value::Null,
+            None,
+            |run| {
+                run.interval(&Interval::new(0.0, 1.0, Vec::new()));
+                Ok(Measured {
+                    duration_s: 1.0,
+                    rows: Vec::new(),
+                    outcome: outcome(7.0),
+                    error: Some("link down".into()),
+                })
+            },
+        )
+        .unwrap();
+        assert_eq!(ended.exit_code, 1);
+        // a run that failed part-way measured something, but no figure
+        assert_eq!(ended.figure(), None);
+        assert_eq!(ended.outcome.text(), "7\n");
+        assert_eq!(
+            *seen.0.lock().unwrap(),
+            ["start", "interval", "error", "end"]
+        );
+        let seen = Seen::default();
+        let e = drive(
+            Box::new(seen.clone()),
+            Mode::Sink,
+            Value::Null,
+            None,
+            |_| Err::<Measured, _>("no such interface"),
+        );
+        assert_eq!(e.unwrap_err(), "no such interface");
+        assert_eq!(*seen.0.lock().unwrap(), ["start", "error", "end"]);
+    }
+
+    #[test]
+    fn repeat_reads_each_runs_typed_figure_and_stops_on_a_failed_run() {
+        let policy = Policy {
+            runs: Some(3),
+            confidence: 0.95,
+            ci_target: None,
+            max_runs: 20,
+            warmup_runs: 1,
+        };
+        let r = repeat::<()>(&policy, |n| {
+            Ok(Ended {
+                exit_code: 0,
+                outcome: outcome(n as f64),
+                error: None,
+            })
+        })
+        .unwrap();
+        assert_eq!(r.values, [1.0, 2.0, 3.0, 4.0]);
+        assert_eq!((r.stop, r.figure), (Some(Stop::Count), Some(("v", "u"))));
+        let r = repeat::<()>(&policy, |n| {
+            Ok(Ended {
+                exit_code: u8::from(n == 3),
+                outcome: outcome(n as f64),
+                error: None,
+            })
+        })
+        .unwrap();
+        assert_eq!((r.values.len(), r.outcomes.len(), r.stop), (2, 3, None));
+    }
+}

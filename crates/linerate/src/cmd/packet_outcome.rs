@@ -1,0 +1,194 @@
+//! blast's and sink's typed outcomes: the reports as the packet crate
+//! counted them, their `-J` documents and summaries written from the
+//! typed figures, and the figure a repetition measures.
+
+use linerate_packet::{BlastReport, SinkReport};
+use linerate_run::{Figure, Outcome};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+
+/// A blast run: the sender's report and, with `--rx-iface`, the receiver's
+/// on the other port.
+#[derive(Debug)]
+pub struct BlastOutcome {
+    pub report: BlastReport,
+    pub doctor: Value,
+    /// (the receiving interface, the sink's report)
+    pub receiver: Option<(String, SinkReport)>,
+}
+
+impl Outcome for BlastOutcome {
+    fn document(&self) -> Value {
+        let r = &self.report;
+        let mut v = r.json();
+        v["doctor"] = self.doctor.clone();
+        if let Some((iface, s)) = &self.receiver {
+            let mut sv = s.json();
+            sv["iface"] = json!(iface);
+            // Frames the sender counted that never reached the receiver: the
+            // difference of the two counts, beside the per-flow sequence loss.
+            sv["not_received"] = json!(r.packets.saturating_sub(s.counts.packets()));
+            v["receiver"] = sv;
+        }
+        v
+    }
+
+    fn text(&self) -> String {
+        let r = &self.report;
+        let mut text = format!(
+            "sent {} frames ({} bytes) in {:.3} s: {:.0} pps, {} L1, {} L2 (sender's count: frames the kernel accepted; backend {}; {} flows; {} send calls, {} refused and retried)\n",
+            r.packets,
+            r.bytes,
+            r.duration_s,
+            r.pps(),
+            linerate_calc::format_bps(r.bps_l1()),
+            linerate_calc::format_bps(r.bps_l2()),
+            r.backend,
+            r.flows,
+            r.send_calls,
+            r.send_errors
+        );
+        if let Some((iface, s)) = &self.receiver {
+            text += &sink_text(s, iface, Some(r.packets));
+        }
+        text
+    }
+
+    /// With `--rx-iface` the receiver's frames per second, else the sender's.
+    fn figure(&self) -> Option<Figure> {
+        Some(match &self.receiver {
+            Some((_, s)) => Figure {
+                name: "receiver pps",
+                unit: "frames/s",
+                value: s.pps(),
+            },
+            None => Figure {
+                name: "sender pps",
+                unit: "frames/s",
+                value: self.report.pps(),
+            },
+        })
+    }
+}
+
+/// Where `sink --hist` went: the path and, if writing failed, why.
+pub type HistWritten = (PathBuf, Result<(), String>);
+
+/// A sink run.
+#[derive(Debug)]
+pub struct SinkOutcome {
+    pub report: SinkReport,
+    pub doctor: Value,
+    pub iface: String,
+    pub hist: Option<HistWritten>,
+}
+
+impl Outcome for SinkOutcome {
+    fn document(&self) -> Value {
+        let mut v = self.report.json();
+        v["doctor"] = self.doctor.clone();
+        if let Some((path, written)) = &self.hist {
+            v["hist"] = match written {
+                Ok(()) => json!({"path": path, "format": "HdrHistogram interval log V2, ns"}),
+                Err(e) => json!({"path": path, "error": e}),
+            };
+        }
+        v
+    }
+
+    fn text(&self) -> String {
+        sink_text(&self.report, &self.iface, None)
+    }
+
+    fn figure(&self) -> Option<Figure> {
+        Some(Figure {
+            name: "receiver pps",
+            unit: "frames/s",
+            value: self.report.pps(),
+        })
+    }
+}
+
+/// The sink's summary lines; `sent`: the sender's count, when the sender
+/// ran in this process (blast --rx-iface).
+fn sink_text(r: &SinkReport, iface: &str, sent: Option<u64>) -> String {
+    use std::fmt::Write;
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "received {} probe frames in {:.3} s: {:.0} pps, {} L2 (receiver's count, backend {}); lost {}, reordered {}, duplicates {}, kernel drops {}",
+        r.counts.packets(),
+        r.duration_s,
+        r.pps(),
+        linerate_calc::format_bps(r.bps_l2()),
+        r.backend,
+        r.counts.lost(),
+        r.counts.reordered(),
+        r.counts.duplicates(),
+        r.kernel_drops
+    );
+    if let Some(p) = r.counts.latency_percentiles() {
+        let _ = writeln!(
+            t,
+            "one-way latency (same-host clock): p50 {} ns, p99 {} ns, max {} ns",
+            p[0], p[2], p[4]
+        );
+    }
+    let (seen, flows) = r.counts.markers_seen();
+    if let Some(sent) = sent {
+        let _ = writeln!(
+            t,
+            "not received: {} of {sent} frames sent (the sender's count less the receiver's, the tail included)",
+            sent.saturating_sub(r.counts.packets())
+        );
+    } else if flows > 0 {
+        let _ = if seen == flows {
+            writeln!(
+                t,
+                "end markers from the sender for all {flows} flow(s): loss includes frames lost after each flow's last arrival"
+            )
+        } else if seen == 0 {
+            writeln!(
+                t,
+                "no end marker from the sender (blast --no-end-marker, or its UDP socket path): frames lost after each flow's last arrival are not counted"
+            )
+        } else {
+            writeln!(
+                t,
+                "end markers for {seen} of {flows} flows: the others' tail loss is not counted"
+            )
+        };
+    }
+    // Per flow, for a readable number of flows (all of them are in -J).
+    if (2..=16).contains(&r.counts.flows.len()) {
+        for (id, f) in &r.counts.flows {
+            let lat = r.counts.latency_summary(f).map_or(String::new(), |l| {
+                format!(
+                    ", latency min {:.0} / p50 {:.0} / p99 {:.0} / max {:.0} ns",
+                    l[0], l[2], l[3], l[5]
+                )
+            });
+            let _ = writeln!(
+                t,
+                "  flow {id}: {} packets, lost {}, jitter {:.0} ns (RFC 3550){lat}",
+                f.seq.received(),
+                f.lost(),
+                f.jitter_ns()
+            );
+        }
+    }
+    if r.counts.oversized > 0 {
+        let _ = writeln!(
+            t,
+            "{} frames were longer than {iface}'s MTU allows: GSO/GRO batches handed over whole, of which only the first datagram counts (a veth sender: `ethtool -K IF tx-udp-segmentation off`)",
+            r.counts.oversized
+        );
+    }
+    if let Some((path, frames, snaplen, error)) = &r.capture {
+        let _ = match error {
+            None => writeln!(t, "wrote {frames} frames to {path} (snaplen {snaplen})"),
+            Some(e) => writeln!(t, "capture stopped after {frames} frames: {e}"),
+        };
+    }
+    t
+}

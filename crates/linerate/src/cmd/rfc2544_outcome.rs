@@ -1,0 +1,297 @@
+//! rfc2544's typed outcome: every test's results as the searches typed
+//! them, the `-J` document and the tables written from them.
+
+use linerate_packet::rfc2544::{BackToBack, FrameLossStep, FrameSize, Latency, Throughput};
+use linerate_run::Outcome;
+use linerate_run::stats::{Policy, Stop, summarize};
+use serde_json::{Value, json};
+use std::fmt::Write as _;
+
+/// A throughput search repeated until the policy stopped.
+#[derive(Debug, Clone)]
+pub struct RepeatedRate {
+    pub frame_size: FrameSize,
+    pub loss_allowed: f64,
+    /// Each search's rate, frames/s (warm-up runs first).
+    pub rates: Vec<f64>,
+    pub stop: Stop,
+}
+
+/// An rfc2544 run: the results of each test asked for (None: not asked).
+#[derive(Debug, Clone)]
+pub struct Rfc2544Outcome {
+    pub config: Value,
+    pub trial_time_s: f64,
+    pub bidir: bool,
+    /// `--repeat`/`--ci-target` for the throughput searches.
+    pub policy: Option<Policy>,
+    pub throughput: Vec<Throughput>,
+    pub repeats: Vec<RepeatedRate>,
+    pub latency: Option<Vec<Latency>>,
+    pub frame_loss: Option<Vec<FrameLossStep>>,
+    pub back_to_back: Option<Vec<BackToBack>>,
+    /// What stopped the tests, if anything did (the results before it stand).
+    pub error: Option<String>,
+}
+
+impl Rfc2544Outcome {
+    /// The repetition of the search for `t`, if repeated.
+    fn repeat_of(&self, t: &Throughput) -> Option<(&RepeatedRate, &Policy)> {
+        let p = self.policy.as_ref()?;
+        self.repeats
+            .iter()
+            .find(|r| r.frame_size == t.frame_size && r.loss_allowed == t.loss_allowed)
+            .map(|r| (r, p))
+    }
+
+    fn throughput_text(&self, t: &mut String) {
+        let _ = writeln!(
+            t,
+            "Throughput ({} s trials; rates as offered and received without loss above the allowed ratio{})\n{:>7} {:>9} {:>14} {:>14} {:>14} {:>9} {:>12} {:>7}",
+            self.trial_time_s,
+            if self.bidir {
+                "; per direction, both ways at once"
+            } else {
+                ""
+            },
+            "size",
+            "loss ok",
+            "rate fps",
+            "L1 Mbit/s",
+            "L2 Mbit/s",
+            "% of max",
+            "loss %",
+            "trials"
+        );
+        for r in &self.throughput {
+            let _ = writeln!(
+                t,
+                "{:>7} {:>8}% {:>14.0} {:>14.2} {:>14.2} {:>8.1}% {:>12.6} {:>7}",
+                size_label(&r.frame_size),
+                r.loss_allowed * 100.0,
+                r.rate_fps,
+                r.rate_l1_bps / 1e6,
+                r.rate_l2_bps / 1e6,
+                r.of_max * 100.0,
+                r.loss_ratio * 100.0,
+                r.trials.len()
+            );
+        }
+        let Some(policy) = &self.policy else { return };
+        for r in &self.repeats {
+            let kept = &r.rates[policy.warmup_runs.min(r.rates.len())..];
+            let s = summarize(kept, policy.confidence);
+            let f = |g: fn(&linerate_run::stats::Summary) -> f64| s.as_ref().map_or(f64::NAN, g);
+            let _ = writeln!(
+                t,
+                "{:>7} {:>8}% repeated: {} runs, mean {:.0} fps, stdev {:.0}, {:.0}% CI ±{:.0} fps, stopped: {}",
+                size_label(&r.frame_size),
+                r.loss_allowed * 100.0,
+                kept.len(),
+                f(|s| s.mean),
+                f(|s| s.stdev),
+                policy.confidence * 100.0,
+                f(|s| s.half_width),
+                stop_name(r.stop)
+            );
+        }
+    }
+
+    fn latency_text(&self, text: &mut String, out: &[Latency]) {
+        let _ = writeln!(
+            text,
+            "\nLatency (one-way, same-host clock{})\n{:>7} {:>6} {:>14} {:>10} {:>10} {:>10} {:>10} {:>10}",
+            if self.bidir { "; tx->rx direction" } else { "" },
+            "size",
+            "load",
+            "rate fps",
+            "min us",
+            "mean us",
+            "p50 us",
+            "p99 us",
+            "max us"
+        );
+        for l in out {
+            let v = l.trial.latency_ns.unwrap_or([f64::NAN; 5]);
+            let _ = writeln!(
+                text,
+                "{:>7} {:>5.0}% {:>14.0} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
+                size_label(&l.frame_size),
+                l.load * 100.0,
+                l.rate_fps,
+                v[0] / 1e3,
+                v[1] / 1e3,
+                v[2] / 1e3,
+                v[3] / 1e3,
+                v[4] / 1e3
+            );
+        }
+    }
+}
+
+/// The stop reason as the repetition's report names it.
+fn stop_name(s: Stop) -> &'static str {
+    match s {
+        Stop::Count => "count",
+        Stop::Confident => "confident",
+        Stop::MaxRuns => "max_runs",
+    }
+}
+
+impl Outcome for Rfc2544Outcome {
+    fn document(&self) -> Value {
+        let mut doc = json!({ "config": self.config });
+        if let Some(l) = &self.latency {
+            doc["latency"] = json!(l);
+        }
+        if let Some(l) = &self.frame_loss {
+            doc["frame_loss"] = json!(l);
+        }
+        if let Some(b) = &self.back_to_back {
+            doc["back_to_back"] = json!(b);
+        }
+        if !self.throughput.is_empty() {
+            let tp: Vec<Value> = self
+                .throughput
+                .iter()
+                .map(|t| {
+                    let mut e = json!(t);
+                    if let Some((r, p)) = self.repeat_of(t) {
+                        e["repeat"] = p.report(&r.rates, r.stop, "rate_fps");
+                    }
+                    e
+                })
+                .collect();
+            doc["throughput"] = json!(tp);
+        }
+        if let Some(e) = &self.error {
+            doc["error"] = json!(e);
+        }
+        doc
+    }
+
+    fn text(&self) -> String {
+        let mut text = String::new();
+        if !self.throughput.is_empty() {
+            self.throughput_text(&mut text);
+        }
+        if let Some(l) = &self.latency {
+            self.latency_text(&mut text, l);
+        }
+        if let Some(out) = &self.frame_loss {
+            let _ = writeln!(
+                text,
+                "\nFrame loss rate\n{:>7} {:>6} {:>14} {:>12}",
+                "size", "load", "rate fps", "loss %"
+            );
+            for s in out {
+                let _ = writeln!(
+                    text,
+                    "{:>7} {:>5.0}% {:>14.0} {:>12.6}",
+                    size_label(&s.frame_size),
+                    s.load * 100.0,
+                    s.rate_fps,
+                    s.loss_ratio * 100.0
+                );
+            }
+        }
+        if let Some(out) = &self.back_to_back {
+            let _ = writeln!(
+                text,
+                "\nBack-to-back (at the maximum rate)\n{:>7} {:>14} {:>14} bursts",
+                "size", "rate fps", "mean burst"
+            );
+            for b in out {
+                let _ = writeln!(
+                    text,
+                    "{:>7} {:>14.0} {:>14.1} {:?}",
+                    size_label(&b.frame_size),
+                    b.rate_fps,
+                    b.mean_burst,
+                    b.bursts
+                );
+            }
+        }
+        if let Some(e) = &self.error {
+            let _ = writeln!(
+                text,
+                "linerate: rfc2544 stopped: {e} (the results above stand)"
+            );
+        }
+        text
+    }
+}
+
+/// A frame size for the tables: `64`, `imix`.
+pub fn size_label(s: &FrameSize) -> String {
+    match s {
+        FrameSize::Fixed(n) => n.to_string(),
+        FrameSize::Mix { name, .. } => name.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linerate_packet::rfc2544;
+
+    #[test]
+    fn the_document_and_tables_come_from_the_typed_results() {
+        let t = Throughput {
+            frame_size: FrameSize::Fixed(64),
+            mean_frame_size: 64.0,
+            bidirectional: false,
+            loss_allowed: 0.0,
+            rate_fps: 1000.0,
+            rate_l1_bps: rfc2544::bits(1000.0, &FrameSize::Fixed(64)).0,
+            rate_l2_bps: rfc2544::bits(1000.0, &FrameSize::Fixed(64)).1,
+            loss_ratio: 0.0,
+            of_max: 0.5,
+            trials: Vec::new(),
+        };
+        let policy = Policy {
+            runs: Some(2),
+            confidence: 0.95,
+            ci_target: None,
+            max_runs: 20,
+            warmup_runs: 0,
+        };
+        let o = Rfc2544Outcome {
+            config: json!({"sizes": [64]}),
+            trial_time_s: 2.0,
+            bidir: false,
+            policy: Some(policy),
+            throughput: vec![t],
+            repeats: vec![RepeatedRate {
+                frame_size: FrameSize::Fixed(64),
+                loss_allowed: 0.0,
+                rates: vec![900.0, 1100.0],
+                stop: Stop::Count,
+            }],
+            latency: None,
+            frame_loss: None,
+            back_to_back: None,
+            error: Some("the link went down".into()),
+        };
+        let d = o.document();
+        assert_eq!(d["throughput"][0]["rate_fps"], 1000.0);
+        assert_eq!(
+            d["throughput"][0]["repeat"]["values"],
+            json!([900.0, 1100.0])
+        );
+        assert_eq!(d["throughput"][0]["repeat"]["statistics"]["mean"], 1000.0);
+        assert_eq!(d["error"], "the link went down");
+        assert!(d.get("latency").is_none());
+        let text = o.text();
+        assert!(text.contains("     64        0%           1000"), "{text}");
+        assert!(
+            text.contains(
+                "repeated: 2 runs, mean 1000 fps, stdev 141, 95% CI ±1271 fps, stopped: count"
+            ),
+            "{text}"
+        );
+        assert!(text.ends_with(
+            "linerate: rfc2544 stopped: the link went down (the results above stand)\n"
+        ));
+    }
+}
