@@ -7,6 +7,7 @@ pub mod clock;
 pub mod cpu;
 pub mod ethtool;
 pub mod iface;
+pub mod loopback;
 pub mod neigh;
 pub mod packet_ring;
 pub mod raw;

@@ -3,6 +3,7 @@
 use crate::udp::{PayloadSource, Traffic, UdpTx};
 use linerate_backend::FrameSink;
 use linerate_backend::FrameSource;
+use linerate_backend::loopback::{self, LoopRx, LoopTx};
 use linerate_backend::packet_ring::{RxRing, TxRing};
 use linerate_backend::raw::{RawSocket, RawTx};
 pub use linerate_backend::xdp::RxFilter;
@@ -21,6 +22,9 @@ pub enum BackendKind {
     Raw,
     AfPacket,
     AfXdp,
+    /// An in-memory port of this process (`linerate_backend::loopback`),
+    /// with fault injection: blast, sink, fwd and rfc2544 in unit tests.
+    Loopback,
 }
 
 impl BackendKind {
@@ -32,6 +36,7 @@ impl BackendKind {
             "socket:raw" | "raw" => Self::Raw,
             "af_packet" => Self::AfPacket,
             "af_xdp" => Self::AfXdp,
+            "loopback" => Self::Loopback,
             _ => return None,
         })
     }
@@ -114,12 +119,32 @@ const RX_BLOCKS: usize = 256;
 /// down or away. (Rings just go quiet when that happens, so the loops look
 /// a few times a second and every backend ends the same way.)
 pub(crate) fn link_lost(iface: &str) -> Option<String> {
-    let why = match linerate_backend::iface::is_up(iface) {
+    let up = match loopback::lookup(iface) {
+        Some(w) => Ok(w.is_up()),
+        None => linerate_backend::iface::is_up(iface),
+    };
+    let why = match up {
         Ok(true) => return None,
         Ok(false) => "the interface went down".to_string(),
         Err(e) => format!("the interface is gone ({e})"),
     };
     Some(format!("receiving on {iface}: {why}"))
+}
+
+/// A port's MTU: a loopback port's, else the kernel interface's.
+pub fn port_mtu(iface: &str) -> io::Result<usize> {
+    match loopback::lookup(iface) {
+        Some(w) => Ok(w.mtu()),
+        None => linerate_backend::iface::mtu(iface),
+    }
+}
+
+/// A port's MAC: a loopback port's, else the kernel interface's.
+pub fn port_mac(iface: &str) -> io::Result<[u8; 6]> {
+    match loopback::lookup(iface) {
+        Some(w) => Ok(w.mac()),
+        None => linerate_backend::iface::mac(iface),
+    }
 }
 
 /// Where blast's frames go.
@@ -133,6 +158,8 @@ pub enum Tx {
     Ring(TxRing),
     /// AF_XDP socket on the worker's TX queue, copy or zero-copy.
     Xdp(XskTx),
+    /// An in-memory loopback port.
+    Loop(LoopTx),
 }
 
 impl Tx {
@@ -147,6 +174,7 @@ impl Tx {
             Tx::Socket(..) | Tx::Udp(..) => "socket",
             Tx::Ring(_) => "af_packet",
             Tx::Xdp(_) => "af_xdp",
+            Tx::Loop(_) => "loopback",
         }
     }
 
@@ -158,12 +186,13 @@ impl Tx {
             // One kick of the ring sends every queued slot.
             Tx::Ring(r) => r.capacity().min(TX_BATCH_MAX),
             Tx::Xdp(x) => x.capacity().min(TX_BATCH_MAX),
+            Tx::Loop(l) => l.slots(),
         }
     }
 
     /// What this backend can do here.
     pub fn capabilities(&self, iface: &str) -> Capabilities {
-        let stack_max = linerate_backend::iface::mtu(iface).map_or(1500, |m| m) + 18;
+        let stack_max = port_mtu(iface).map_or(1500, |m| m) + 18;
         let mut c = Capabilities {
             batch: self.batch(),
             max_frame: stack_max,
@@ -189,6 +218,7 @@ impl Tx {
                 c.per_queue = true;
                 c.qdisc_bypass = true;
             }
+            Tx::Loop(l) => c.max_frame = l.slot_len(),
         }
         c
     }
@@ -212,6 +242,10 @@ impl Tx {
             Tx::Udp(u) => u.send(frames),
             Tx::Ring(r) => r.send_with(frames.len(), &mut fits()?).map(|(n, _)| n),
             Tx::Xdp(x) => x.send_with(frames.len(), &mut fits()?).map(|(n, _)| n),
+            Tx::Loop(l) => {
+                fits()?;
+                l.send(frames)
+            }
         }
     }
 
@@ -237,6 +271,7 @@ impl Tx {
             Tx::Ring(r) => r.send_with(n, fill),
             Tx::Socket(s) => s.send_with(n, fill),
             Tx::Udp(u) => u.send_built(n, fill),
+            Tx::Loop(l) => l.send_with(n, fill),
         }
     }
 
@@ -248,6 +283,7 @@ impl Tx {
             Tx::Ring(r) => r.max_frame(),
             Tx::Socket(s) => s.slot_len(),
             Tx::Udp(u) => u.slot_len(),
+            Tx::Loop(l) => l.slot_len(),
         }
     }
 
@@ -258,6 +294,7 @@ impl Tx {
             Tx::Ring(r) => r.slots(),
             Tx::Socket(s) => s.slots(),
             Tx::Udp(u) => u.slots(),
+            Tx::Loop(l) => l.slots(),
         }
     }
 
@@ -286,13 +323,21 @@ impl Tx {
             })),
             Tx::Socket(..) => Some(serde_json::json!({ "socket_mode": "raw" })),
             Tx::Ring(_) => None,
+            Tx::Loop(l) => {
+                let c = l.wire().counts();
+                Some(serde_json::json!({
+                    "loopback_port": l.wire().name(),
+                    "wire_offered": c.offered, "wire_dropped": c.dropped,
+                    "wire_duplicated": c.duplicated, "wire_reordered": c.reordered,
+                }))
+            }
         }
     }
 
     /// Waits until everything handed over is sent.
     pub fn finish(&mut self) -> io::Result<()> {
         match self {
-            Tx::Socket(..) | Tx::Udp(..) => Ok(()),
+            Tx::Socket(..) | Tx::Udp(..) | Tx::Loop(_) => Ok(()),
             Tx::Ring(r) => r.flush(),
             Tx::Xdp(x) => x.flush(),
         }
@@ -337,6 +382,10 @@ pub fn open_tx(
     let ring = || TxRing::open(iface, max_frame, 4096).map(Tx::Ring);
     let xsk = || XskTx::open(iface, queue, 4096).map(Tx::Xdp);
     match kind {
+        BackendKind::Loopback => Ok((
+            Tx::Loop(LoopTx::open(iface, max_frame, TX_BATCH_MAX).map_err(open_err(iface))?),
+            None,
+        )),
         BackendKind::AfXdp => Ok((xsk().map_err(open_err(iface))?, None)),
         BackendKind::Socket => socket().map(|(t, n)| (t, Some(n))),
         BackendKind::Udp => {
@@ -377,6 +426,8 @@ pub enum Rx {
     Xdp(XskRx),
     /// AF_PACKET TPACKET_V3 RX ring (and the kernel's drop count so far).
     Ring(RxRing, u64),
+    /// An in-memory loopback port.
+    Loop(LoopRx),
 }
 
 impl Rx {
@@ -385,6 +436,7 @@ impl Rx {
             Rx::Socket(..) => "socket",
             Rx::Xdp(_) => "af_xdp",
             Rx::Ring(..) => "af_packet",
+            Rx::Loop(_) => "loopback",
         }
     }
 
@@ -411,6 +463,13 @@ impl Rx {
                 queues: None,
                 zero_copy: false,
                 kernel_receive_stamps: true,
+            },
+            Rx::Loop(l) => RxCapabilities {
+                batch: LOOP_RX_BATCH,
+                max_frame: l.wire().mtu() + 18,
+                queues: None,
+                zero_copy: false,
+                kernel_receive_stamps: false,
             },
         }
     }
@@ -474,6 +533,7 @@ impl Rx {
             }
             Rx::Xdp(x) => x.recv(256, wait, f),
             Rx::Ring(r, _) => r.recv(wait.as_millis().min(1000) as i32, f),
+            Rx::Loop(l) => Ok(l.recv(LOOP_RX_BATCH, wait, f)),
         }
     }
 
@@ -490,9 +550,14 @@ impl Rx {
                 *acc += u64::from(r.drops().unwrap_or(0));
                 *acc
             }
+            // The wire's own drops are faults injected, not the receiver's.
+            Rx::Loop(_) => 0,
         }
     }
 }
+
+/// Frames a loopback receiver takes per call at most.
+const LOOP_RX_BATCH: usize = 256;
 
 /// How long the raw socket receiver waits (its SO_RCVTIMEO as opened).
 const SOCKET_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
@@ -547,6 +612,13 @@ pub fn open_rx_workers(
     let group = (std::process::id() & 0xffff) as u16;
     let mut out = Vec::with_capacity(workers);
     match first {
+        // Every receiver of a loopback port takes from the one wire.
+        Rx::Loop(l) => {
+            out.push(Rx::Loop(l));
+            for _ in 1..workers {
+                out.push(Rx::Loop(LoopRx::open(iface).map_err(open_err(iface))?));
+            }
+        }
         Rx::Xdp(x) => out.extend(
             x.split(workers)
                 .map_err(open_err(iface))?
@@ -587,6 +659,10 @@ pub fn open_rx(
     let ring = || RxRing::open(iface, RX_BLOCK, RX_BLOCKS);
     let socket = || socket_rx(iface);
     match kind {
+        BackendKind::Loopback => Ok((
+            Rx::Loop(LoopRx::open(iface).map_err(open_err(iface))?),
+            None,
+        )),
         BackendKind::AfXdp => Ok((
             Rx::Xdp(XskRx::open(iface, 4096, filter).map_err(open_err(iface))?),
             None,

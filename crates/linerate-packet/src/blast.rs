@@ -353,6 +353,9 @@ pub fn blast(
     Ok(report)
 }
 
+/// Sends frames built elsewhere; returns how many were taken.
+type SendFrames = dyn FnMut(&[&[u8]]) -> std::io::Result<usize>;
+
 /// Flows with an end marker, at most (a sink keeps a count per flow id).
 const END_MARKER_FLOWS_MAX: usize = 65_536;
 
@@ -369,7 +372,15 @@ fn send_end_markers(
     };
     let size = *cfg.sizes.cycle().first().unwrap_or(&64);
     let t = &templates[&size];
-    let mut sock = linerate_backend::raw::RawSocket::open(&cfg.iface).map_err(send_err)?;
+    // On the port blast sent on: a raw socket, or the loopback port itself.
+    let mut sock: Box<SendFrames> = if cfg.backend == BackendKind::Loopback {
+        let mut l =
+            linerate_backend::loopback::LoopTx::open(&cfg.iface, t.len(), 64).map_err(send_err)?;
+        Box::new(move |f| l.send(f))
+    } else {
+        let mut r = linerate_backend::raw::RawSocket::open(&cfg.iface).map_err(send_err)?;
+        Box::new(move |f| r.send(f))
+    };
     let frames: Vec<Vec<u8>> = per_flow
         .iter()
         .take(END_MARKER_FLOWS_MAX)
@@ -396,7 +407,7 @@ fn send_end_markers(
             let mut done = 0;
             let give_up = Instant::now() + Duration::from_secs(1);
             while done < refs.len() && Instant::now() < give_up {
-                match sock.send(&refs[done..]) {
+                match sock(&refs[done..]) {
                     Ok(k) => {
                         done += k;
                         sent += k as u64;
@@ -418,7 +429,7 @@ fn send_end_markers(
 /// Every frame size's template, built (and checked against the MTU) before
 /// anything is sent.
 fn templates(cfg: &BlastConfig) -> Result<(HashMap<u16, Template>, Framing), BlastError> {
-    let mtu = linerate_backend::iface::mtu(&cfg.iface).ok();
+    let mtu = crate::backend::port_mtu(&cfg.iface).ok();
     let framing = Framing {
         mtu: cfg.framing.mtu.or(mtu),
         ..cfg.framing

@@ -298,7 +298,7 @@ pub fn sink(
         *q = rxs.iter().filter_map(|r| r.capabilities().queues).sum();
     }
     // Ethernet header, one VLAN tag; a larger frame is several packets in one.
-    let frame_max = linerate_backend::iface::mtu(&cfg.iface).map_or(usize::MAX, |m| m + 18);
+    let frame_max = crate::backend::port_mtu(&cfg.iface).map_or(usize::MAX, |m| m + 18);
     let total = AtomicU64::new(0);
     let live: Vec<Live> = (0..workers).map(|_| Live::default()).collect();
     let want = AtomicU64::new(0);

@@ -1,0 +1,235 @@
+//! blast, sink and fwd on the in-memory loopback port: no root, no
+//! namespaces, and faults the wire injects at exactly the frames it names,
+//! so every figure the receiver counts is checked exactly.
+
+use linerate_backend::loopback::{Faults, Port};
+use linerate_gen::template::Framing;
+use linerate_gen::{FlowSpec, SizeSequence};
+use linerate_packet::{
+    BackendKind, BlastConfig, BlastReport, FwdConfig, FwdMode, Gso, Noisy, Rate, RxFilter,
+    SinkConfig, SinkReport,
+};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+fn blast_cfg(port: &str, src_ports: &str, count: u64) -> BlastConfig {
+    BlastConfig {
+        iface: port.into(),
+        flows: FlowSpec::parse(
+            "02:00:00:00:00:01",
+            "02:00:00:00:00:02",
+            "198.18.0.1",
+            "198.18.0.2",
+            src_ports,
+            "9",
+        )
+        .unwrap(),
+        sizes: SizeSequence::list(&[64]),
+        framing: Framing {
+            ttl: 64,
+            ..Framing::default()
+        },
+        count: Some(count),
+        duration: Duration::from_secs(10),
+        rate: Rate::Pps(200_000),
+        burst: 1,
+        backend: BackendKind::Loopback,
+        cores: Vec::new(),
+        replay: None,
+        macs_given: true,
+        gso: Gso::Off,
+        interval: None,
+        end_markers: true,
+    }
+}
+
+fn sink_cfg(port: &str) -> SinkConfig {
+    SinkConfig {
+        iface: port.into(),
+        duration: Duration::from_secs(20),
+        backend: BackendKind::Loopback,
+        clocks_shared: true,
+        until_packets: None,
+        capture: None,
+        cores: Vec::new(),
+        interval: None,
+        take: RxFilter::Udp(None),
+    }
+}
+
+/// Runs `send` while a sink counts on `rx`; the sink stops 200 ms after.
+fn counted<T: Send>(rx: &str, send: impl FnOnce() -> T + Send) -> (T, SinkReport) {
+    let stop = AtomicBool::new(false);
+    let cfg = sink_cfg(rx);
+    std::thread::scope(|s| {
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let h = s.spawn(|| {
+            linerate_packet::sink(
+                &cfg,
+                &stop,
+                &mut move |_| {
+                    let _ = ready_tx.send(());
+                },
+                &mut |_| {},
+            )
+        });
+        ready_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("sink ready");
+        let out = send();
+        std::thread::sleep(Duration::from_millis(200));
+        stop.store(true, Ordering::Relaxed);
+        (out, h.join().unwrap().expect("sink"))
+    })
+}
+
+fn blast(cfg: &BlastConfig) -> BlastReport {
+    linerate_packet::blast(cfg, &AtomicBool::new(false), &mut |_| {}).expect("blast")
+}
+
+#[test]
+fn blast_to_sink_counts_exactly_what_the_wire_did() {
+    // 1003 frames: the end markers (frames 1004-1006 on the wire) are
+    // multiples of none of the faults.
+    let port = Port::create(
+        "lp-exact",
+        1500,
+        Faults {
+            drop_every: 10,
+            duplicate_every: 7,
+            reorder_every: 13,
+            ..Faults::default()
+        },
+    )
+    .unwrap();
+    let (b, s) = counted("lp-exact", || blast(&blast_cfg("lp-exact", "1000", 1003)));
+    let wire = port.wire().counts();
+    assert_eq!(b.packets, 1003, "sender's count");
+    assert_eq!(b.end_marker_frames, 3);
+    assert_eq!(wire.offered, 1006);
+    // Multiples of 10 dropped: 100. Multiples of 7 twice unless dropped or
+    // held back (7 x 10 and 7 x 13 multiples): 143 - 14 - 11 + 1 = 119.
+    // Multiples of 13 held back unless dropped: 77 - 7 = 70.
+    assert_eq!(
+        (wire.dropped, wire.duplicated, wire.reordered),
+        (100, 119, 70)
+    );
+    let c = &s.counts;
+    // The receiver counts every probe frame that arrived, duplicates too.
+    assert_eq!(c.packets(), 1003 - 100 + 119, "receiver's count");
+    assert_eq!(c.lost(), 100, "the end marker makes the tail count");
+    assert_eq!(c.duplicates(), 119);
+    assert_eq!(c.reordered(), 70);
+    assert_eq!(c.markers_seen(), (1, 1));
+    assert_eq!(s.backend, "loopback");
+}
+
+#[test]
+fn blast_to_sink_many_flows_clean_wire_loses_nothing() {
+    let _port = Port::create("lp-flows", 1500, Faults::default()).unwrap();
+    let (b, s) = counted("lp-flows", || {
+        blast(&blast_cfg("lp-flows", "1000-1099", 5_000))
+    });
+    assert_eq!(b.packets, 5_000);
+    assert_eq!(b.flows, 100);
+    let c = &s.counts;
+    assert_eq!(
+        (c.packets(), c.lost(), c.duplicates(), c.reordered()),
+        (5_000, 0, 0, 0)
+    );
+    assert_eq!(c.flows.len(), 100);
+    assert_eq!(c.markers_seen(), (100, 100));
+    assert_eq!(
+        s.counts.bytes() + 4 * 5_000,
+        5_000 * 64,
+        "64 B frames with FCS"
+    );
+}
+
+#[test]
+fn fwd_macswap_between_two_ports_forwards_every_frame() {
+    let _a = Port::create("lp-fwd-a", 1500, Faults::default()).unwrap();
+    let _b = Port::create("lp-fwd-b", 1500, Faults::default()).unwrap();
+    let cfg = FwdConfig {
+        rx_iface: "lp-fwd-a".into(),
+        tx_iface: Some("lp-fwd-b".into()),
+        mode: FwdMode::MacSwap,
+        backend: BackendKind::Loopback,
+        duration: Duration::from_secs(20),
+        count: None,
+        noisy: Noisy::default(),
+        cores: Vec::new(),
+        interval: None,
+        take: RxFilter::Udp(None),
+    };
+    let fwd_stop = AtomicBool::new(false);
+    let (f, s) = std::thread::scope(|sc| {
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let h = sc.spawn(|| {
+            linerate_packet::fwd(
+                &cfg,
+                &fwd_stop,
+                &mut move |_, _| {
+                    let _ = ready_tx.send(());
+                },
+                &mut |_| {},
+            )
+        });
+        ready_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("fwd ready");
+        let (_, s) = counted("lp-fwd-b", || {
+            blast(&blast_cfg("lp-fwd-a", "1000-1003", 2_000))
+        });
+        fwd_stop.store(true, Ordering::Relaxed);
+        (h.join().unwrap().expect("fwd"), s)
+    });
+    // 2,000 probes and 4 flows x 3 end markers, forwarded one for one
+    assert_eq!(
+        (f.counts.rx, f.counts.tx, f.counts.tx_dropped),
+        (2_012, 2_012, 0)
+    );
+    let c = &s.counts;
+    assert_eq!((c.packets(), c.lost(), c.duplicates()), (2_000, 0, 0));
+    assert_eq!(c.markers_seen(), (4, 4));
+}
+
+#[test]
+fn a_port_that_goes_down_ends_the_sink_with_what_it_counted() {
+    let port = Port::create("lp-down", 1500, Faults::default()).unwrap();
+    let stop = AtomicBool::new(false);
+    let cfg = sink_cfg("lp-down");
+    let s = std::thread::scope(|sc| {
+        let h = sc.spawn(|| linerate_packet::sink(&cfg, &stop, &mut |_| {}, &mut |_| {}));
+        std::thread::sleep(Duration::from_millis(300));
+        let b = blast(&blast_cfg("lp-down", "7", 100));
+        assert_eq!(b.packets, 100);
+        std::thread::sleep(Duration::from_millis(200));
+        port.wire().set_up(false);
+        // The sink stops by itself; the stop flag is a bound on the test.
+        let t = std::time::Instant::now();
+        while !h.is_finished() && t.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        stop.store(true, Ordering::Relaxed);
+        h.join().unwrap().expect("sink")
+    });
+    assert_eq!(s.counts.packets(), 100);
+    let e = s.error.expect("the link loss is reported");
+    assert!(e.contains("went down"), "{e}");
+}
+
+#[test]
+fn an_unknown_loopback_port_is_a_clear_error() {
+    let e = linerate_packet::sink(
+        &sink_cfg("lp-nosuch"),
+        &AtomicBool::new(false),
+        &mut |_| {},
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("no loopback port named lp-nosuch"),
+        "{e}"
+    );
+}
