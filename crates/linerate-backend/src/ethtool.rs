@@ -31,7 +31,7 @@ struct IfReq {
 
 /// Runs one SIOCETHTOOL request; `buf` starts with the command word.
 fn ioctl(iface: &str, buf: &mut [u32]) -> io::Result<()> {
-    let (sock, name) = crate::raw::ioctl_target(iface)?;
+    let (sock, name) = crate::iface::ioctl_target(iface)?;
     let mut req = IfReq {
         name,
         data: buf.as_mut_ptr().cast(),

@@ -53,7 +53,7 @@ pub fn mtu(iface: &str) -> io::Result<usize> {
 /// calling thread's network namespace (SIOCGIFFLAGS); an error when it
 /// does not exist (any more).
 pub fn is_up(iface: &str) -> io::Result<bool> {
-    let (sock, name) = crate::raw::ioctl_target(iface)?;
+    let (sock, name) = ioctl_target(iface)?;
     // SAFETY: an all-zero ifreq is valid; we fill in the name.
     let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
     req.ifr_name = name;
@@ -111,6 +111,27 @@ pub fn format_mac(m: [u8; 6]) -> String {
         .map(|b| format!("{b:02x}"))
         .collect::<Vec<_>>()
         .join(":")
+}
+
+/// A throwaway socket for interface ioctls (of the calling thread's
+/// network namespace) and `iface` as an ifreq name; a clear error for a
+/// name the kernel could not hold.
+pub(crate) fn ioctl_target(
+    iface: &str,
+) -> io::Result<(std::net::UdpSocket, [libc::c_char; libc::IFNAMSIZ])> {
+    if iface.is_empty() || iface.len() >= libc::IFNAMSIZ {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "bad interface name",
+        ));
+    }
+    let sock =
+        std::net::UdpSocket::bind("0.0.0.0:0").or_else(|_| std::net::UdpSocket::bind("[::]:0"))?;
+    let mut name = [0 as libc::c_char; libc::IFNAMSIZ];
+    for (d, s) in name.iter_mut().zip(iface.bytes()) {
+        *d = s as libc::c_char;
+    }
+    Ok((sock, name))
 }
 
 #[cfg(test)]

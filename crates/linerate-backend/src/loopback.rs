@@ -32,6 +32,10 @@ pub struct Faults {
     /// Frames the wire holds at most; a send into a full wire takes none
     /// (the sender retries, as with a full ring).
     pub capacity: usize,
+    /// A policer, as a device that passes a known rate: frames/s (0: none)
+    /// from a bucket of `police_burst` frames; frames over it are dropped.
+    pub police_fps: u64,
+    pub police_burst: u64,
 }
 
 impl Default for Faults {
@@ -42,6 +46,8 @@ impl Default for Faults {
             reorder_every: 0,
             delay: Duration::ZERO,
             capacity: 1 << 16,
+            police_fps: 0,
+            police_burst: 0,
         }
     }
 }
@@ -54,6 +60,8 @@ pub struct WireCounts {
     pub dropped: u64,
     pub duplicated: u64,
     pub reordered: u64,
+    /// Dropped by the policer (not in `dropped`).
+    pub policed: u64,
     /// Frames handed to receivers.
     pub delivered: u64,
 }
@@ -65,6 +73,29 @@ struct Queue {
     /// A frame held back to go after the next one (reorder).
     held: Option<(Vec<u8>, Instant)>,
     counts: WireCounts,
+    /// The policer's bucket: frames it may still pass, when last filled.
+    tokens: f64,
+    filled: Option<Instant>,
+}
+
+impl Queue {
+    /// Whether the policer passes one more frame now.
+    fn police(&mut self, fps: u64, burst: u64) -> bool {
+        let now = Instant::now();
+        let cap = burst.max(1) as f64;
+        let since = self.filled.map_or(Duration::ZERO, |t| now - t);
+        if self.filled.is_none() {
+            self.tokens = cap;
+        }
+        self.tokens = (self.tokens + since.as_secs_f64() * fps as f64).min(cap);
+        self.filled = Some(now);
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
 }
 
 /// One in-memory wire: what is sent into it comes out of it.
@@ -195,6 +226,10 @@ impl Wire {
             let n = q.counts.offered;
             if every(n, f.drop_every) {
                 q.counts.dropped += 1;
+                continue;
+            }
+            if f.police_fps > 0 && !q.police(f.police_fps, f.police_burst) {
+                q.counts.policed += 1;
                 continue;
             }
             if every(n, f.reorder_every) && q.held.is_none() {

@@ -488,27 +488,6 @@ impl RawSocket {
     }
 }
 
-/// A throwaway socket for interface ioctls (of the calling thread's
-/// network namespace) and `iface` as an ifreq name; a clear error for a
-/// name the kernel could not hold.
-pub(crate) fn ioctl_target(
-    iface: &str,
-) -> io::Result<(std::net::UdpSocket, [libc::c_char; libc::IFNAMSIZ])> {
-    if iface.is_empty() || iface.len() >= libc::IFNAMSIZ {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "bad interface name",
-        ));
-    }
-    let sock =
-        std::net::UdpSocket::bind("0.0.0.0:0").or_else(|_| std::net::UdpSocket::bind("[::]:0"))?;
-    let mut name = [0 as libc::c_char; libc::IFNAMSIZ];
-    for (d, s) in name.iter_mut().zip(iface.bytes()) {
-        *d = s as libc::c_char;
-    }
-    Ok((sock, name))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

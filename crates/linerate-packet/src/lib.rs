@@ -15,6 +15,7 @@ mod backend;
 mod blast;
 mod fwd;
 mod replay;
+mod send;
 mod sink;
 mod udp;
 
@@ -22,9 +23,10 @@ pub use backend::{
     BackendError, BackendKind, Capabilities, Rx, RxCapabilities, RxFilter, Tx, open_rx,
     open_rx_workers, open_tx,
 };
-pub use blast::{BlastConfig, BlastError, BlastReport, Rate, blast};
+pub use blast::blast;
 pub use fwd::{FwdConfig, FwdCounts, FwdError, FwdMode, FwdReport, Noisy, apply, fwd};
-pub use replay::{Replay, Timing};
+pub use send::{BlastConfig, BlastError, BlastReport, Rate};
+pub use send::{Replay, Timing};
 pub use sink::{CaptureConfig, FLOW_ROWS_MAX, SinkConfig, SinkReport, flow_rows, sink};
 pub use udp::{Gso, Traffic, UDP_SOCKETS_MAX};
 pub mod rfc2544;

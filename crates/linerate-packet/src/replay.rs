@@ -3,7 +3,9 @@
 //! rate allows.
 
 use crate::backend::{TX_BATCH_MAX, open_tx};
-use crate::blast::{BlastConfig, BlastError, BlastReport, SPIN, target_pps, worker_row};
+use crate::send::{
+    BlastConfig, BlastError, BlastReport, Replay, SPIN, Timing, target_pps, worker_row,
+};
 use crate::udp::Traffic;
 use linerate_gen::pacing::wait_until;
 use linerate_run::{Interval, Sampler};
@@ -11,25 +13,6 @@ use std::collections::BTreeMap;
 use std::io::ErrorKind;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-/// How a trace is replayed.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Timing {
-    /// As fast as allowed (or at `--rate`).
-    Fast,
-    /// The capture's own gaps, divided by this factor (1.0 = original).
-    Scaled(f64),
-}
-
-/// A pcap/pcapng trace to send instead of generated frames.
-#[derive(Debug, Clone)]
-pub struct Replay {
-    pub trace: linerate_gen::pcap::Trace,
-    pub rewrite: linerate_gen::pcap::Rewrite,
-    /// Times through the trace (0 = until the duration or count ends).
-    pub loops: u64,
-    pub timing: Timing,
-}
 
 /// The trace's frames with the rewrite applied, each checked against the
 /// MTU before anything is sent.

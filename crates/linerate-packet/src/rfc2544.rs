@@ -9,7 +9,8 @@
 //! port and sink on the other (and, with `reverse`, the same the other
 //! way at once: RFC 2544's bidirectional test).
 
-use crate::blast::{BlastConfig, Rate, blast};
+use crate::blast::blast;
+use crate::send::{BlastConfig, Rate};
 use crate::sink::{SinkConfig, sink};
 use linerate_calc::Imix;
 use linerate_gen::{FlowSpec, SizeSequence};

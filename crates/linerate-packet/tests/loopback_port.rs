@@ -233,3 +233,56 @@ fn an_unknown_loopback_port_is_a_clear_error() {
         "{e}"
     );
 }
+
+#[test]
+fn rfc2544_finds_the_rate_a_policing_device_passes() {
+    use linerate_packet::rfc2544::{self, DeviceRunner, FrameSize, MaxRate, Settings};
+    // The device: a wire that passes 10,000 frames/s (a 200-frame bucket).
+    let port = Port::create(
+        "lp-dut",
+        1500,
+        Faults {
+            police_fps: 10_000,
+            police_burst: 200,
+            ..Faults::default()
+        },
+    )
+    .unwrap();
+    let mut runner = DeviceRunner {
+        tx_iface: "lp-dut".into(),
+        rx_iface: "lp-dut".into(),
+        flows: blast_cfg("lp-dut", "1000", 1).flows,
+        reverse: None,
+        backend: BackendKind::Loopback,
+        drain: Duration::from_millis(100),
+        clocks_shared: true,
+        stop: std::sync::Arc::new(AtomicBool::new(false)),
+        warmup: Duration::ZERO,
+    };
+    let settings = Settings {
+        max_rate: MaxRate::Fps(40_000.0),
+        trial_time: Duration::from_secs(1),
+        resolution: 0.005,
+        offered_min: 0.99,
+    };
+    let mut trials = 0;
+    let r = rfc2544::throughput(
+        &mut runner,
+        &FrameSize::Fixed(64),
+        0.0,
+        &settings,
+        &mut |_| trials += 1,
+    )
+    .expect("search");
+    assert!(
+        (9_500.0..=10_500.0).contains(&r.rate_fps),
+        "found {} fps after {trials} trials ({:?})",
+        r.rate_fps,
+        port.wire().counts()
+    );
+    assert_eq!(r.trials.len(), trials);
+    assert!(
+        port.wire().counts().policed > 0,
+        "trials above the rate were policed"
+    );
+}
