@@ -1,4 +1,4 @@
-//! `linerate lab up|down|status`: the namespace topologies the README's
+//! `linerate lab up|down|status`: the namespace topologies the docs'
 //! examples and the tests use, on one machine, with addresses from
 //! 198.18.0.0/15 and 2001:db8::/32 only.
 //!
@@ -156,7 +156,7 @@ fn pair(n: &Names) -> Result<String> {
     let (a, b) = (n.a.as_str(), n.b.as_str());
     ipx(&["netns", "add", a])?;
     ipx(&["netns", "add", b])?;
-    // Fixed, locally administered MACs: the README's examples name them.
+    // Fixed, locally administered MACs: the examples in docs/ name them.
     ipx(&[
         "link", "add", "veth0", "netns", a, "address", MAC_A, "type", "veth", "peer", "name",
         "veth0", "netns", b, "address", MAC_B,
