@@ -12,7 +12,7 @@
 use crate::{FrameSink, FrameSource};
 use std::collections::{HashMap, VecDeque};
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -108,8 +108,6 @@ pub struct Wire {
     up: AtomicBool,
     queue: Mutex<Queue>,
     arrived: Condvar,
-    /// Receivers open on it (frames go to one of them).
-    receivers: AtomicU64,
 }
 
 fn ports() -> MutexGuard<'static, HashMap<String, Arc<Wire>>> {
@@ -135,11 +133,14 @@ impl Port {
                 format!("loopback port {name} exists"),
             ));
         }
-        let n = p.len() as u8;
+        // A MAC of its own for each port made (wraps after 255).
+        static MADE: AtomicU8 = AtomicU8::new(0);
+        let n = MADE.fetch_add(1, Ordering::Relaxed);
         let w = Arc::new(Wire {
             name: name.to_string(),
             faults: Faults {
-                capacity: faults.capacity.max(1),
+                // A frame, its duplicate and a held frame may go in at once.
+                capacity: faults.capacity.max(3),
                 ..faults
             },
             mtu,
@@ -147,7 +148,6 @@ impl Port {
             up: AtomicBool::new(true),
             queue: Mutex::new(Queue::default()),
             arrived: Condvar::new(),
-            receivers: AtomicU64::new(0),
         });
         p.insert(name.to_string(), w.clone());
         Ok(Port(w))
@@ -169,13 +169,16 @@ pub fn lookup(name: &str) -> Option<Arc<Wire>> {
     ports().get(name).cloned()
 }
 
-fn not_found(name: &str) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::NotFound,
-        format!(
-            "no loopback port named {name} (loopback ports exist inside the process that made them)"
-        ),
-    )
+/// The port of that name, or an error that says why there is none.
+pub fn open(name: &str) -> io::Result<Arc<Wire>> {
+    lookup(name).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            format!(
+                "no loopback port named {name} (loopback ports exist inside the process that made them)"
+            ),
+        )
+    })
 }
 
 impl Wire {
@@ -218,12 +221,14 @@ impl Wire {
         let mut q = self.lock();
         let mut taken = 0;
         for frame in frames {
-            if q.frames.len() + 2 > f.capacity {
+            // Never over capacity: the frame, its duplicate, a held frame.
+            let n = q.counts.offered + 1;
+            let adds = 1 + usize::from(every(n, f.duplicate_every)) + usize::from(q.held.is_some());
+            if q.frames.len() + adds > f.capacity {
                 break;
             }
             taken += 1;
-            q.counts.offered += 1;
-            let n = q.counts.offered;
+            q.counts.offered = n;
             if every(n, f.drop_every) {
                 q.counts.dropped += 1;
                 continue;
@@ -317,7 +322,7 @@ pub struct LoopTx {
 impl LoopTx {
     /// Opens port `name` for sending: `slots` buffers of `max_frame` bytes.
     pub fn open(name: &str, max_frame: usize, slots: usize) -> io::Result<LoopTx> {
-        let wire = lookup(name).ok_or_else(|| not_found(name))?;
+        let wire = self::open(name)?;
         let len = max_frame.min(wire.mtu + 18).max(64);
         Ok(LoopTx {
             wire,
@@ -400,9 +405,9 @@ pub struct LoopRx {
 
 impl LoopRx {
     pub fn open(name: &str) -> io::Result<LoopRx> {
-        let wire = lookup(name).ok_or_else(|| not_found(name))?;
-        wire.receivers.fetch_add(1, Ordering::Relaxed);
-        Ok(LoopRx { wire })
+        Ok(LoopRx {
+            wire: self::open(name)?,
+        })
     }
 
     pub fn wire(&self) -> &Arc<Wire> {
@@ -418,12 +423,6 @@ impl LoopRx {
         sink: &mut S,
     ) -> usize {
         self.wire.take(max, wait, sink)
-    }
-}
-
-impl Drop for LoopRx {
-    fn drop(&mut self) {
-        self.wire.receivers.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -474,7 +473,7 @@ mod tests {
             "lt-full",
             1500,
             Faults {
-                capacity: 4,
+                capacity: 3,
                 delay: Duration::from_millis(30),
                 ..Faults::default()
             },
@@ -526,5 +525,26 @@ mod tests {
         drop(p);
         assert!(lookup("lt-full").is_none());
         assert!(LoopRx::open("lt-full").is_err());
+    }
+
+    #[test]
+    fn a_wire_never_holds_more_than_its_capacity_duplicates_included() {
+        let _p = Port::create(
+            "lt-cap",
+            1500,
+            Faults {
+                capacity: 3,
+                duplicate_every: 1,
+                ..Faults::default()
+            },
+        )
+        .unwrap();
+        let mut tx = LoopTx::open("lt-cap", 2048, 8).unwrap();
+        let mut rx = LoopRx::open("lt-cap").unwrap();
+        // the first frame and its duplicate fill 2 of 3 places: no room
+        // for the second and its duplicate
+        assert_eq!(tx.send(&[&[1u8; 60], &[2u8; 60]]).unwrap(), 1);
+        assert_eq!(received(&mut rx).len(), 2);
+        assert_eq!(rx.wire().counts().duplicated, 1);
     }
 }

@@ -118,10 +118,10 @@ const RX_BLOCKS: usize = 256;
 /// Why receiving on `iface` cannot go on, if it cannot: the interface went
 /// down or away. (Rings just go quiet when that happens, so the loops look
 /// a few times a second and every backend ends the same way.)
-pub(crate) fn link_lost(iface: &str) -> Option<String> {
-    let up = match loopback::lookup(iface) {
-        Some(w) => Ok(w.is_up()),
-        None => linerate_backend::iface::is_up(iface),
+pub(crate) fn link_lost(kind: BackendKind, iface: &str) -> Option<String> {
+    let up = match kind {
+        BackendKind::Loopback => loopback::open(iface).map(|w| w.is_up()),
+        _ => linerate_backend::iface::is_up(iface),
     };
     let why = match up {
         Ok(true) => return None,
@@ -131,19 +131,20 @@ pub(crate) fn link_lost(iface: &str) -> Option<String> {
     Some(format!("receiving on {iface}: {why}"))
 }
 
-/// A port's MTU: a loopback port's, else the kernel interface's.
-pub fn port_mtu(iface: &str) -> io::Result<usize> {
-    match loopback::lookup(iface) {
-        Some(w) => Ok(w.mtu()),
-        None => linerate_backend::iface::mtu(iface),
+/// The MTU of port `iface` as `kind` opens it: a loopback port's, else
+/// the kernel interface's.
+pub fn port_mtu(kind: BackendKind, iface: &str) -> io::Result<usize> {
+    match kind {
+        BackendKind::Loopback => loopback::open(iface).map(|w| w.mtu()),
+        _ => linerate_backend::iface::mtu(iface),
     }
 }
 
-/// A port's MAC: a loopback port's, else the kernel interface's.
-pub fn port_mac(iface: &str) -> io::Result<[u8; 6]> {
-    match loopback::lookup(iface) {
-        Some(w) => Ok(w.mac()),
-        None => linerate_backend::iface::mac(iface),
+/// The MAC of port `iface` as `kind` opens it.
+pub fn port_mac(kind: BackendKind, iface: &str) -> io::Result<[u8; 6]> {
+    match kind {
+        BackendKind::Loopback => loopback::open(iface).map(|w| w.mac()),
+        _ => linerate_backend::iface::mac(iface),
     }
 }
 
@@ -192,7 +193,7 @@ impl Tx {
 
     /// What this backend can do here.
     pub fn capabilities(&self, iface: &str) -> Capabilities {
-        let stack_max = port_mtu(iface).map_or(1500, |m| m) + 18;
+        let stack_max = linerate_backend::iface::mtu(iface).map_or(1500, |m| m) + 18;
         let mut c = Capabilities {
             batch: self.batch(),
             max_frame: stack_max,

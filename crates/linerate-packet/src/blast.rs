@@ -244,7 +244,7 @@ fn send_end_markers(
 /// Every frame size's template, built (and checked against the MTU) before
 /// anything is sent.
 fn templates(cfg: &BlastConfig) -> Result<(HashMap<u16, Template>, Framing), BlastError> {
-    let mtu = crate::backend::port_mtu(&cfg.iface).ok();
+    let mtu = crate::backend::port_mtu(cfg.backend, &cfg.iface).ok();
     let framing = Framing {
         mtu: cfg.framing.mtu.or(mtu),
         ..cfg.framing

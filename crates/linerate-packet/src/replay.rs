@@ -20,7 +20,7 @@ fn rewritten(cfg: &BlastConfig, r: &Replay) -> Result<Vec<Vec<u8>>, BlastError> 
     let mtu = cfg
         .framing
         .mtu
-        .or_else(|| crate::backend::port_mtu(&cfg.iface).ok())
+        .or_else(|| crate::backend::port_mtu(cfg.backend, &cfg.iface).ok())
         .unwrap_or(1500);
     let frames: Vec<Vec<u8>> = r
         .trace

@@ -298,7 +298,8 @@ pub fn sink(
         *q = rxs.iter().filter_map(|r| r.capabilities().queues).sum();
     }
     // Ethernet header, one VLAN tag; a larger frame is several packets in one.
-    let frame_max = crate::backend::port_mtu(&cfg.iface).map_or(usize::MAX, |m| m + 18);
+    let frame_max =
+        crate::backend::port_mtu(cfg.backend, &cfg.iface).map_or(usize::MAX, |m| m + 18);
     let total = AtomicU64::new(0);
     let live: Vec<Live> = (0..workers).map(|_| Live::default()).collect();
     let want = AtomicU64::new(0);
@@ -490,7 +491,7 @@ fn receive(
         live.answer(want, &mut published, &t.counts);
         if now >= next_link_check {
             next_link_check = now + LINK_CHECK.as_nanos() as u64;
-            if let Some(why) = crate::backend::link_lost(&cfg.iface) {
+            if let Some(why) = crate::backend::link_lost(cfg.backend, &cfg.iface) {
                 error = Some(why);
                 break;
             }

@@ -251,8 +251,8 @@ pub fn fwd(
         let iface = iface.to_string();
         move |source| FwdError::Iface { iface, source }
     };
-    let src_mac = crate::backend::port_mac(&tx_iface).map_err(iface_err(&tx_iface))?;
-    let mtu = crate::backend::port_mtu(&tx_iface).map_err(iface_err(&tx_iface))?;
+    let src_mac = crate::backend::port_mac(cfg.backend, &tx_iface).map_err(iface_err(&tx_iface))?;
+    let mtu = crate::backend::port_mtu(cfg.backend, &tx_iface).map_err(iface_err(&tx_iface))?;
     // Ethernet header and two VLAN tags on top of the MTU.
     let frame_max = mtu + 14 + 8;
     let one_iface = tx_iface == cfg.rx_iface;

@@ -27,7 +27,7 @@ pub(super) fn should_stop(job: &Job<'_>, next_link_check: &mut Instant) -> Optio
     }
     if now >= *next_link_check {
         *next_link_check = now + Duration::from_millis(100);
-        if let Some(why) = crate::backend::link_lost(&cfg.rx_iface) {
+        if let Some(why) = crate::backend::link_lost(cfg.backend, &cfg.rx_iface) {
             return Some(Some(why));
         }
     }
