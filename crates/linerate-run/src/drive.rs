@@ -161,13 +161,16 @@ pub fn repeat<E>(
     };
     loop {
         let ended = once(rep.values.len() + 1)?;
-        let figure = ended.figure();
+        // A run that failed part-way still names what was measured.
+        if let Some(f) = ended.outcome.figure() {
+            rep.figure.get_or_insert((f.name, f.unit));
+        }
+        let value = ended.figure().map(|f| f.value);
         rep.outcomes.push(ended.outcome);
-        let Some(f) = figure else {
+        let Some(v) = value else {
             return Ok(rep);
         };
-        rep.figure.get_or_insert((f.name, f.unit));
-        rep.values.push(f.value);
+        rep.values.push(v);
         if let Some(s) = policy.stop(&rep.values) {
             rep.stop = Some(s);
             return Ok(rep);
@@ -270,5 +273,15 @@ mod tests {
         })
         .unwrap();
         assert_eq!((r.values.len(), r.outcomes.len(), r.stop), (2, 3, None));
+        // a first run that fails still names the figure
+        let r = repeat::<()>(&policy, |n| {
+            Ok(Ended {
+                exit_code: 1,
+                outcome: outcome(n as f64),
+                error: Some("link down".into()),
+            })
+        })
+        .unwrap();
+        assert_eq!((r.values.len(), r.figure), (0, Some(("v", "u"))));
     }
 }

@@ -186,6 +186,17 @@ pub enum Stop {
     MaxRuns,
 }
 
+impl Stop {
+    /// Its name in a repetition's report (`stop`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Stop::Count => "count",
+            Stop::Confident => "confident",
+            Stop::MaxRuns => "max_runs",
+        }
+    }
+}
+
 impl Policy {
     /// Whether to stop after these runs (warm-up runs included in `all`).
     pub fn stop(&self, all: &[f64]) -> Option<Stop> {
@@ -259,6 +270,13 @@ pub fn line(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stops_name_is_the_reports() {
+        for s in [Stop::Count, Stop::Confident, Stop::MaxRuns] {
+            assert_eq!(serde_json::json!(s), s.name());
+        }
+    }
 
     #[test]
     fn t_quantiles_match_the_tables() {

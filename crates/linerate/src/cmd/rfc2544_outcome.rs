@@ -92,7 +92,7 @@ impl Rfc2544Outcome {
                 f(|s| s.stdev),
                 policy.confidence * 100.0,
                 f(|s| s.half_width),
-                stop_name(r.stop)
+                r.stop.name()
             );
         }
     }
@@ -126,15 +126,6 @@ impl Rfc2544Outcome {
                 v[4] / 1e3
             );
         }
-    }
-}
-
-/// The stop reason as the repetition's report names it.
-fn stop_name(s: Stop) -> &'static str {
-    match s {
-        Stop::Count => "count",
-        Stop::Confident => "confident",
-        Stop::MaxRuns => "max_runs",
     }
 }
 
