@@ -278,7 +278,7 @@ impl Outcome for RrServerOutcome {
             "total: {} requests in {:.2} s = {:.0}/s, {} answered, {} malformed, {} over --max-response, {} reply errors (server count)\n",
             t.requests,
             r.elapsed.as_secs_f64(),
-            self.figure().map_or(0.0, |f| f.value),
+            self.requests_per_s(),
             t.answered,
             t.malformed,
             t.too_large,
@@ -293,14 +293,20 @@ impl Outcome for RrServerOutcome {
         text
     }
 
-    /// Requests received per second (server's count).
     fn figure(&self) -> Option<Figure> {
-        let r = &self.report;
         Some(Figure {
             name: "requests_per_s",
             unit: "requests/s",
-            value: r.total.requests as f64 / r.elapsed.as_secs_f64().max(1e-9),
+            value: self.requests_per_s(),
         })
+    }
+}
+
+impl RrServerOutcome {
+    /// Requests received per second (server's count).
+    fn requests_per_s(&self) -> f64 {
+        let r = &self.report;
+        r.total.requests as f64 / r.elapsed.as_secs_f64().max(1e-9)
     }
 }
 
@@ -390,27 +396,7 @@ fn client(a: &ClientArgs, hold: bool) -> Result<Ended> {
     };
     let stop = stop_flag()?;
     if a.out.human() {
-        println!(
-            "rr client to {server}: {} worker(s) x {} flow(s), {}, {} B requests, {} B responses{}",
-            if cfg.cores.is_empty() {
-                cfg.threads
-            } else {
-                cfg.cores.len()
-            },
-            cfg.flows,
-            match load {
-                Load::Closed { outstanding } =>
-                    format!("closed loop, {outstanding} in flight per flow"),
-                Load::Open { tps } => format!("open loop at {tps:.0} transactions/s"),
-            },
-            cfg.request_size,
-            cfg.response_size,
-            if cfg.busy_poll {
-                ", busy polling (a core spins per worker)"
-            } else {
-                ""
-            }
-        );
+        println!("{}", client_banner(&cfg));
     }
     let config = serde_json::json!({
         "server": server.to_string(),
@@ -441,42 +427,7 @@ fn client(a: &ClientArgs, hold: bool) -> Result<Ended> {
                 rows,
             ));
         });
-        let pinned = cfg.cores.clone();
-        Ok(match result {
-            Ok(r) => Measured {
-                duration_s: r.elapsed.as_secs_f64(),
-                rows: (r.workers.iter().enumerate())
-                    .map(|(w, wr)| {
-                        client_row(&w.to_string(), wr.counts.completed, wr.counts.lost, None)
-                    })
-                    .collect(),
-                error: None,
-                outcome: Arc::new(RrClientOutcome {
-                    doctor: Some(linerate_iperf::net::doctor_summary(r.local_ip(), &pinned)),
-                    report: r,
-                    load,
-                    timeout_ms: a.timeout_ms,
-                }),
-            },
-            // No answer: what was measured is reported with the error.
-            Err(e) => {
-                let msg = e.to_string();
-                let RrError::NoAnswer { report, .. } = e else {
-                    return Err(e.into());
-                };
-                Measured {
-                    duration_s: 0.0,
-                    rows: Vec::new(),
-                    error: Some(msg),
-                    outcome: Arc::new(RrClientOutcome {
-                        report: *report,
-                        doctor: None,
-                        load,
-                        timeout_ms: a.timeout_ms,
-                    }),
-                }
-            }
-        })
+        client_measured(result, &cfg, a.timeout_ms)
     })?;
     if let Some(e) = &ended.error {
         // No answer at all: the run could not do what was asked.
@@ -487,6 +438,79 @@ fn client(a: &ClientArgs, hold: bool) -> Result<Ended> {
         });
     }
     Ok(ended)
+}
+
+/// The rr client's first line for people: what it is about to do.
+fn client_banner(cfg: &ClientConfig) -> String {
+    format!(
+        "rr client to {}: {} worker(s) x {} flow(s), {}, {} B requests, {} B responses{}",
+        cfg.server,
+        if cfg.cores.is_empty() {
+            cfg.threads
+        } else {
+            cfg.cores.len()
+        },
+        cfg.flows,
+        match cfg.load {
+            Load::Closed { outstanding } =>
+                format!("closed loop, {outstanding} in flight per flow"),
+            Load::Open { tps } => format!("open loop at {tps:.0} transactions/s"),
+        },
+        cfg.request_size,
+        cfg.response_size,
+        if cfg.busy_poll {
+            ", busy polling (a core spins per worker)"
+        } else {
+            ""
+        }
+    )
+}
+
+/// What an rr client run measured: its report, or with no answer at all
+/// what was measured before the error.
+fn client_measured(
+    result: Result<linerate_rr::ClientReport, RrError>,
+    cfg: &ClientConfig,
+    timeout_ms: f64,
+) -> Result<Measured> {
+    let load = cfg.load;
+    Ok(match result {
+        Ok(r) => Measured {
+            duration_s: r.elapsed.as_secs_f64(),
+            rows: (r.workers.iter().enumerate())
+                .map(|(w, wr)| {
+                    client_row(&w.to_string(), wr.counts.completed, wr.counts.lost, None)
+                })
+                .collect(),
+            error: None,
+            outcome: Arc::new(RrClientOutcome {
+                doctor: Some(linerate_iperf::net::doctor_summary(
+                    r.local_ip(),
+                    &cfg.cores,
+                )),
+                report: r,
+                load,
+                timeout_ms,
+            }),
+        },
+        Err(e) => {
+            let msg = e.to_string();
+            let RrError::NoAnswer { report, .. } = e else {
+                return Err(e.into());
+            };
+            Measured {
+                duration_s: 0.0,
+                rows: Vec::new(),
+                error: Some(msg),
+                outcome: Arc::new(RrClientOutcome {
+                    report: *report,
+                    doctor: None,
+                    load,
+                    timeout_ms,
+                }),
+            }
+        }
+    })
 }
 
 /// An rr client run.
