@@ -10,6 +10,7 @@ pub mod iface;
 pub mod loopback;
 pub mod neigh;
 pub mod packet_ring;
+pub mod port;
 pub mod raw;
 pub mod sockopt;
 pub mod term;

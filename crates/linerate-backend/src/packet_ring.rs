@@ -207,11 +207,7 @@ impl TxRing {
             unsafe { libc::send(self.fd.as_raw_fd(), std::ptr::null(), 0, libc::MSG_DONTWAIT) };
         if rc < 0 {
             let e = io::Error::last_os_error();
-            if !matches!(
-                e.kind(),
-                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-            ) && e.raw_os_error() != Some(libc::ENOBUFS)
-            {
+            if !crate::port::send_refused(&e) {
                 return Err(e);
             }
         }

@@ -1,10 +1,10 @@
 //! Sending crafted frames: templates patched per packet, batched sends,
 //! pacing to a packet or bit rate, exact per-flow counts.
 
-use crate::backend::{BackendKind, Tx, open_tx};
 use crate::send::{BlastConfig, BlastError, BlastReport, SPIN, target_pps, worker_row};
-use crate::udp::{Endpoints, PayloadSource, Traffic};
 use linerate_backend::clock;
+use linerate_backend::port::{BackendKind, Tx, open_tx, send_refused};
+use linerate_backend::port::{Endpoints, PayloadSource};
 use linerate_gen::pacing::{Departures, wait_until};
 
 use linerate_backend::FrameSource;
@@ -14,7 +14,6 @@ use linerate_gen::{Stamp, Template, WireCursor};
 use linerate_run::{Interval, Row, Sampler};
 use linerate_wire::PROBE_LEN;
 use std::collections::{BTreeMap, HashMap};
-use std::io::ErrorKind;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 /// Sends as `cfg` asks until the count, the duration or `stop`; calls
@@ -227,12 +226,7 @@ fn send_end_markers(
                         done += k;
                         sent += k as u64;
                     }
-                    Err(e)
-                        if e.kind() == std::io::ErrorKind::WouldBlock
-                            || e.raw_os_error() == Some(105) =>
-                    {
-                        std::thread::yield_now()
-                    }
+                    Err(e) if send_refused(&e) => std::thread::yield_now(),
                     Err(e) => return Err(send_err(e)),
                 }
             }
@@ -244,7 +238,7 @@ fn send_end_markers(
 /// Every frame size's template, built (and checked against the MTU) before
 /// anything is sent.
 fn templates(cfg: &BlastConfig) -> Result<(HashMap<u16, Template>, Framing), BlastError> {
-    let mtu = crate::backend::port_mtu(cfg.backend, &cfg.iface).ok();
+    let mtu = linerate_backend::port::port_mtu(cfg.backend, &cfg.iface).ok();
     let framing = Framing {
         mtu: cfg.framing.mtu.or(mtu),
         ..cfg.framing
@@ -272,12 +266,7 @@ fn open_workers(
     let mut socks = Vec::with_capacity(workers);
     let mut note = None;
     for w in 0..workers {
-        let traffic = Traffic {
-            flows: Some(&cfg.flows),
-            framing,
-            macs_given: cfg.macs_given,
-            gso: cfg.gso,
-        };
+        let traffic = crate::send::traffic(&cfg.flows, &framing, cfg.macs_given, cfg.gso);
         let (mut sock, n) = open_tx(cfg.backend, &cfg.iface, max_frame, w as u32, &traffic)?;
         if let Tx::Udp(u) = &mut sock {
             // A worker's frames repeat every flows x sizes frames (its
@@ -362,7 +351,7 @@ struct WorkerOut {
     calls: u64,
     errors: u64,
     per_flow: Vec<(u16, u64)>,
-    backend_stats: Option<serde_json::Value>,
+    backend_stats: Option<linerate_backend::port::TxStats>,
     departures: Departures,
 }
 
@@ -568,10 +557,7 @@ fn due_now(job: &Job, start: Instant, deadline: Instant, packets: u64, batch: u6
 fn refused(r: &std::io::Result<(usize, u64)>) -> bool {
     match r {
         Ok((0, _)) => true,
-        Err(e) => {
-            matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted)
-                || e.raw_os_error() == Some(105)
-        }
+        Err(e) => send_refused(e),
         Ok(_) => false,
     }
 }

@@ -11,22 +11,19 @@
 //! stamps) and `socket` (recvmmsg, SO_TIMESTAMPNS). `auto` takes the fastest
 //! that opens and says what it chose and why.
 
-mod backend;
 mod blast;
 mod fwd;
 mod replay;
 mod send;
 mod sink;
-mod udp;
 
-pub use backend::{
-    BackendError, BackendKind, Capabilities, Rx, RxCapabilities, RxFilter, Tx, open_rx,
-    open_rx_workers, open_tx,
-};
 pub use blast::blast;
 pub use fwd::{FwdConfig, FwdCounts, FwdError, FwdMode, FwdReport, Noisy, apply, fwd};
-pub use send::{BlastConfig, BlastError, BlastReport, Rate};
+pub use linerate_backend::port::{
+    BackendError, BackendKind, Capabilities, Gso, Rx, RxCapabilities, RxFilter, Traffic, Tx,
+    UDP_SOCKETS_MAX, open_rx, open_rx_workers, open_tx,
+};
+pub use send::{BlastConfig, BlastError, BlastReport, Rate, traffic};
 pub use send::{Replay, Timing};
-pub use sink::{CaptureConfig, FLOW_ROWS_MAX, SinkConfig, SinkReport, flow_rows, sink};
-pub use udp::{Gso, Traffic, UDP_SOCKETS_MAX};
+pub use sink::{CaptureConfig, FLOW_ROWS_MAX, SinkConfig, SinkError, SinkReport, flow_rows, sink};
 pub mod rfc2544;

@@ -2,15 +2,14 @@
 //! order, looping, with the capture's timing (scaled) or as fast as the
 //! rate allows.
 
-use crate::backend::{TX_BATCH_MAX, open_tx};
 use crate::send::{
     BlastConfig, BlastError, BlastReport, Replay, SPIN, Timing, target_pps, worker_row,
 };
-use crate::udp::Traffic;
+use linerate_backend::port::Traffic;
+use linerate_backend::port::{TX_BATCH_MAX, open_tx, send_refused};
 use linerate_gen::pacing::wait_until;
 use linerate_run::{Interval, Sampler};
 use std::collections::BTreeMap;
-use std::io::ErrorKind;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -20,7 +19,7 @@ fn rewritten(cfg: &BlastConfig, r: &Replay) -> Result<Vec<Vec<u8>>, BlastError> 
     let mtu = cfg
         .framing
         .mtu
-        .or_else(|| crate::backend::port_mtu(cfg.backend, &cfg.iface).ok())
+        .or_else(|| linerate_backend::port::port_mtu(cfg.backend, &cfg.iface).ok())
         .unwrap_or(1500);
     let frames: Vec<Vec<u8>> = r
         .trace
@@ -86,7 +85,7 @@ struct Sent {
 /// Hands `frames` to the backend (retrying while it is full, until `stop`);
 /// returns how many went.
 fn send_run(
-    sock: &mut crate::backend::Tx,
+    sock: &mut linerate_backend::port::Tx,
     frames: &[Vec<u8>],
     stop: &AtomicBool,
     c: &mut Sent,
@@ -108,10 +107,7 @@ fn send_run(
                 c.bytes += refs[..k].iter().map(|f| f.len() as u64 + 4).sum::<u64>();
                 sent += k;
             }
-            Err(e)
-                if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted)
-                    || e.raw_os_error() == Some(105) =>
-            {
+            Err(e) if send_refused(&e) => {
                 c.errors += 1;
                 std::thread::yield_now();
             }
@@ -139,12 +135,7 @@ pub(crate) fn replay(
     let frames = rewritten(cfg, r)?;
     let max_frame = frames.iter().map(Vec::len).max().unwrap_or(64);
     // No flow spec: a replay's frames go as captured (raw).
-    let traffic = Traffic {
-        flows: None,
-        framing: cfg.framing,
-        macs_given: cfg.macs_given,
-        gso: cfg.gso,
-    };
+    let traffic = Traffic::raw("a pcap replay sends the captured frames as they are");
     let (mut sock, note) = open_tx(cfg.backend, &cfg.iface, max_frame, 0, &traffic)?;
     let (backend, capabilities, batch) = (sock.name(), sock.capabilities(&cfg.iface), sock.batch());
     let avg = frames.iter().map(|f| (f.len() + 4) as f64).sum::<f64>() / frames.len() as f64;

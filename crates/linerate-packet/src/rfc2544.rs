@@ -495,7 +495,7 @@ pub struct DeviceRunner {
     /// Bidirectional: the flows sent from `rx_iface` back through the
     /// device to `tx_iface`.
     pub reverse: Option<FlowSpec>,
-    pub backend: crate::backend::BackendKind,
+    pub backend: linerate_backend::port::BackendKind,
     pub drain: Duration,
     /// Sender and receiver on one host: latency is measured.
     pub clocks_shared: bool,
@@ -551,7 +551,7 @@ impl DeviceRunner {
             cores: Vec::new(),
             replay: None,
             macs_given: true,
-            gso: crate::udp::Gso::Off,
+            gso: linerate_backend::port::Gso::Off,
             interval: None,
             end_markers: false,
         }
@@ -600,7 +600,7 @@ impl TrialRunner for DeviceRunner {
                 capture: None,
                 cores: Vec::new(),
                 interval: None,
-                take: crate::backend::RxFilter::Udp(None),
+                take: linerate_backend::port::RxFilter::Udp(None),
             })
             .collect();
         let blasts: Vec<BlastConfig> = legs

@@ -2,8 +2,9 @@
 //! the configuration, the report and errors, the pacing margin, worker
 //! rows. Both senders depend on this module and neither on the other's.
 
-use crate::backend::{BackendError, BackendKind, Capabilities};
-use crate::udp::Gso;
+use linerate_backend::port::{
+    BackendError, BackendKind, Capabilities, Gso, Span, Traffic, TxStats, UdpFlows,
+};
 use linerate_gen::pacing::Departures;
 use linerate_gen::template::Framing;
 use linerate_gen::{FlowSpec, SizeSequence, TemplateError};
@@ -24,6 +25,39 @@ pub(crate) fn worker_row(w: usize, packets: u64, bytes: u64, refused: u64) -> Ro
         errors: Some(refused),
         ..Counts::default()
     })
+}
+
+/// What generated traffic needs from a port: UDP sockets send it when
+/// the kernel can build its frames (no chosen MACs, tags or TCP flags),
+/// raw frames otherwise, and the reason says why.
+pub fn traffic(flows: &FlowSpec, framing: &Framing, macs_given: bool, gso: Gso) -> Traffic {
+    let crafted = if framing.tcp_flags.is_some() {
+        Some("TCP-flagged frames are crafted")
+    } else if framing.vlan.is_some() {
+        Some("802.1Q tags are crafted")
+    } else if macs_given {
+        Some("--src-mac/--dst-mac choose the Ethernet addresses")
+    } else {
+        None
+    };
+    let span = |r: &linerate_gen::flows::Range| Span {
+        first: r.first,
+        step: r.step,
+        count: r.count,
+    };
+    Traffic {
+        udp: match crafted {
+            Some(why) => Err(why.to_string()),
+            None => Ok(UdpFlows {
+                src_ip: span(&flows.src_ip),
+                src_port: span(&flows.src_port),
+                v6: flows.ipv6,
+                tos: framing.dscp << 2,
+                ttl: framing.ttl,
+            }),
+        },
+        gso,
+    }
 }
 
 /// A target rate.
@@ -114,7 +148,7 @@ pub struct BlastReport {
     /// Each worker's totals (the run's end rows).
     pub worker_rows: Vec<Row>,
     /// Each worker's backend counters (af_xdp: TX ring completions).
-    pub backend_stats: Vec<serde_json::Value>,
+    pub backend_stats: Vec<TxStats>,
     /// What the (first worker's) backend can do here.
     pub capabilities: Capabilities,
     /// Paced runs: each worker's measured gaps between send calls, and the
@@ -213,4 +247,54 @@ pub struct Replay {
     /// Times through the trace (0 = until the duration or count ends).
     pub loops: u64,
     pub timing: Timing,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(src_ip: &str, src_port: &str) -> FlowSpec {
+        FlowSpec::parse(
+            "02:00:00:00:00:01",
+            "02:00:00:00:00:02",
+            src_ip,
+            "198.18.0.2",
+            src_port,
+            "9",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn traffic_names_what_needs_raw_frames() {
+        let s = spec("198.18.0.1", "9");
+        let plain = Framing::default();
+        let t = traffic(&s, &plain, false, Gso::Auto);
+        assert_eq!(t.udp_refusal(), None);
+        let f = t.udp.unwrap();
+        assert_eq!((f.src_ip.first, f.src_ip.count), (0xc612_0001, 1));
+        assert_eq!((f.src_port.first, f.tos, f.v6), (9, 0, false));
+        let why = |framing: &Framing, macs| traffic(&s, framing, macs, Gso::Auto).udp_refusal();
+        assert!(why(&plain, true).unwrap().contains("--dst-mac"));
+        let tagged = Framing {
+            vlan: Some((5, 0)),
+            ..Framing::default()
+        };
+        assert!(why(&tagged, false).unwrap().contains("802.1Q"));
+        let syn = Framing {
+            tcp_flags: Some(2),
+            ..Framing::default()
+        };
+        assert!(why(&syn, false).unwrap().contains("TCP"));
+        let dscp = Framing {
+            dscp: 46,
+            ..Framing::default()
+        };
+        assert_eq!(traffic(&s, &dscp, false, Gso::Auto).udp.unwrap().tos, 184);
+        let wide = spec("198.18.0.1-198.18.0.4", "1000-1256");
+        let refusal = traffic(&wide, &plain, false, Gso::Auto)
+            .udp_refusal()
+            .unwrap();
+        assert!(refusal.contains("1028 source endpoints"), "{refusal}");
+    }
 }

@@ -1,14 +1,15 @@
 //! Receiving and counting: every frame with a linerate probe is accounted
 //! per flow (loss, reordering, duplicates) and its latency recorded.
 
-use crate::backend::{BackendError, BackendKind, Rx, RxCapabilities, open_rx_workers};
 use crate::blast::pin;
+use linerate_backend::port::{
+    BackendError, BackendKind, Rx, RxCapabilities, open_rx_workers, recv_idle,
+};
 use linerate_backend::{FrameSink, clock};
 use linerate_gen::SinkCounts;
 use linerate_gen::pcap::CaptureWriter;
 use linerate_run::{CountedBy, Counts, Interval, Row, Sampler, Scope};
 use std::collections::BTreeMap;
-use std::io::ErrorKind;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -142,7 +143,7 @@ pub struct SinkConfig {
     pub interval: Option<Duration>,
     /// With AF_XDP, the frames taken from the kernel (default: UDP only, so
     /// ARP, ping and TCP keep working on the interface).
-    pub take: crate::backend::RxFilter,
+    pub take: linerate_backend::port::RxFilter,
 }
 
 /// `sink --write`: every frame that reaches the socket (probe or not), cut
@@ -154,6 +155,19 @@ pub struct CaptureConfig {
     pub overwrite: bool,
     pub snaplen: u32,
     pub max_frames: u64,
+}
+
+/// Why the sink could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum SinkError {
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    #[error("capture file: {0}")]
+    Capture(#[from] linerate_gen::pcap::TraceError),
+    #[error(
+        "--write keeps one capture file in arrival order: it takes one receive worker (drop --cores)"
+    )]
+    CaptureWorkers,
 }
 
 #[derive(Debug)]
@@ -279,12 +293,10 @@ pub fn sink(
     stop: &AtomicBool,
     on_ready: &mut dyn FnMut(&str),
     on_interval: &mut dyn FnMut(&Interval),
-) -> Result<SinkReport, BackendError> {
+) -> Result<SinkReport, SinkError> {
     let workers = cfg.cores.len().max(1);
     if workers > 1 && cfg.capture.is_some() {
-        return Err(BackendError::Unsupported(
-            "--write keeps one capture file in arrival order: it takes one receive worker (drop --cores)".into(),
-        ));
+        return Err(SinkError::CaptureWorkers);
     }
     let mut capture = cfg
         .capture
@@ -299,7 +311,7 @@ pub fn sink(
     }
     // Ethernet header, one VLAN tag; a larger frame is several packets in one.
     let frame_max =
-        crate::backend::port_mtu(cfg.backend, &cfg.iface).map_or(usize::MAX, |m| m + 18);
+        linerate_backend::port::port_mtu(cfg.backend, &cfg.iface).map_or(usize::MAX, |m| m + 18);
     let total = AtomicU64::new(0);
     let live: Vec<Live> = (0..workers).map(|_| Live::default()).collect();
     let want = AtomicU64::new(0);
@@ -491,7 +503,7 @@ fn receive(
         live.answer(want, &mut published, &t.counts);
         if now >= next_link_check {
             next_link_check = now + LINK_CHECK.as_nanos() as u64;
-            if let Some(why) = crate::backend::link_lost(cfg.backend, &cfg.iface) {
+            if let Some(why) = linerate_backend::port::link_lost(cfg.backend, &cfg.iface) {
                 error = Some(why);
                 break;
             }
@@ -539,11 +551,7 @@ fn receive(
                     first.get_or_insert(last);
                 }
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                ) => {}
+            Err(e) if recv_idle(&e) => {}
             Err(e) => {
                 // Keep what was counted: report it with the error.
                 error = Some(format!("receiving on {}: {e}", cfg.iface));

@@ -2,8 +2,7 @@
 //! and random memory reads and writes per frame (testpmd's noisy VNF).
 
 use super::Noisy;
-use crate::backend::Tx;
-use std::io;
+use linerate_backend::port::{Tx, send_refused};
 
 /// Per-frame memory work: random reads, writes and read-modify-writes in
 /// an area touched once at set-up.
@@ -136,13 +135,7 @@ fn send_all(tx: &mut Tx, frames: &[&[u8]]) -> (u64, u64) {
                 std::thread::yield_now();
             }
             Ok(n) => done += n,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-                ) || e.raw_os_error() == Some(105) =>
-            {
-                // ENOBUFS (105): the device queue is full
+            Err(e) if send_refused(&e) => {
                 tries += 1;
                 std::thread::yield_now();
             }

@@ -17,11 +17,10 @@ mod worker;
 
 pub use modes::apply;
 
-use crate::backend::{BackendError, BackendKind, Rx, Tx, open_rx_workers, open_tx};
 use crate::blast::pin;
-use crate::udp::{Gso, Traffic};
+use linerate_backend::port::Traffic;
+use linerate_backend::port::{BackendError, BackendKind, Rx, Tx, open_rx_workers, open_tx};
 use linerate_backend::xsk::XskFwd;
-use linerate_gen::template::Framing;
 use linerate_run::{CountedBy, Counts, Interval, Row, Sampler, Scope};
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -86,7 +85,7 @@ pub struct FwdConfig {
     pub interval: Option<Duration>,
     /// With AF_XDP, the frames taken from the kernel to forward (default:
     /// UDP only, so ARP, ping and TCP to this host keep working).
-    pub take: crate::backend::RxFilter,
+    pub take: linerate_backend::port::RxFilter,
 }
 
 #[derive(Debug, Error)]
@@ -251,8 +250,10 @@ pub fn fwd(
         let iface = iface.to_string();
         move |source| FwdError::Iface { iface, source }
     };
-    let src_mac = crate::backend::port_mac(cfg.backend, &tx_iface).map_err(iface_err(&tx_iface))?;
-    let mtu = crate::backend::port_mtu(cfg.backend, &tx_iface).map_err(iface_err(&tx_iface))?;
+    let src_mac =
+        linerate_backend::port::port_mac(cfg.backend, &tx_iface).map_err(iface_err(&tx_iface))?;
+    let mtu =
+        linerate_backend::port::port_mtu(cfg.backend, &tx_iface).map_err(iface_err(&tx_iface))?;
     // Ethernet header and two VLAN tags on top of the MTU.
     let frame_max = mtu + 14 + 8;
     let one_iface = tx_iface == cfg.rx_iface;
@@ -378,12 +379,7 @@ fn open_senders(
         }
         k => k,
     };
-    let traffic = Traffic {
-        flows: None,
-        framing: Framing::default(),
-        macs_given: true,
-        gso: Gso::Off,
-    };
+    let traffic = Traffic::raw("fwd sends the frames it received");
     let workers = cfg.cores.len().max(1);
     let mut txs = Vec::with_capacity(workers);
     for queue in 0..workers {

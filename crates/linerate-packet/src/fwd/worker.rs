@@ -3,10 +3,9 @@
 
 use super::load::{BATCH, Fifo, MemLoad};
 use super::{FwdConfig, FwdCounts, FwdMode, Live, modes::apply};
-use crate::backend::{Rx, Tx};
 use linerate_backend::clock;
+use linerate_backend::port::{Rx, Tx, recv_idle};
 use linerate_backend::xsk::XskFwd;
-use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -27,7 +26,7 @@ pub(super) fn should_stop(job: &Job<'_>, next_link_check: &mut Instant) -> Optio
     }
     if now >= *next_link_check {
         *next_link_check = now + Duration::from_millis(100);
-        if let Some(why) = crate::backend::link_lost(cfg.backend, &cfg.rx_iface) {
+        if let Some(why) = linerate_backend::port::link_lost(cfg.backend, &cfg.rx_iface) {
             return Some(Some(why));
         }
     }
@@ -197,10 +196,7 @@ pub(super) fn forward(job: &Job<'_>, w: usize, mut rx: Rx, mut tx: Tx) -> Worker
             c.fifo_peak = c.fifo_peak.max(fifo.len as u64);
         });
         if let Err(e) = r
-            && !matches!(
-                e.kind(),
-                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
-            )
+            && !recv_idle(&e)
         {
             error = Some(format!("receiving on {}: {e}", cfg.rx_iface));
             break;

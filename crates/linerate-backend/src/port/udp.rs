@@ -7,10 +7,9 @@
 //! Only traffic the kernel can build this way takes this path; the rest
 //! (chosen MACs, VLAN tags, TCP flags, replayed frames) goes raw.
 
-use linerate_backend::udp_tx::{
+use crate::udp_tx::{
     GSO_BYTES_MAX, GSO_SEGMENTS_MAX, OutMsg, UdpSender, UdpSlots, UdpTxOptions, open_bound,
 };
-use linerate_gen::{FlowSpec, Framing};
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 
@@ -32,33 +31,59 @@ pub enum Gso {
     Off,
 }
 
+/// A range of addresses or ports: `count` values from `first`, `step`
+/// apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub first: u128,
+    pub step: u128,
+    pub count: u64,
+}
+
+impl Span {
+    fn at(&self, i: u64) -> u128 {
+        self.first + u128::from(i) * self.step
+    }
+}
+
+/// Traffic as UDP sockets send it: the source endpoints (source IPs x
+/// source ports, one socket each) and the IP header fields a socket sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpFlows {
+    pub src_ip: Span,
+    pub src_port: Span,
+    pub v6: bool,
+    /// The IP TOS / traffic class byte.
+    pub tos: u8,
+    /// The IP TTL / hop limit (0: 64).
+    pub ttl: u8,
+}
+
 /// What the traffic needs from a backend, for choosing UDP sockets or raw
 /// frames.
-#[derive(Debug, Clone, Copy)]
-pub struct Traffic<'a> {
-    /// None for a pcap replay (frames go as captured).
-    pub flows: Option<&'a FlowSpec>,
-    pub framing: Framing,
-    /// --src-mac or --dst-mac was given: frames must carry those MACs.
-    pub macs_given: bool,
+#[derive(Debug, Clone)]
+pub struct Traffic {
+    /// The traffic as UDP sockets would send it, or why they cannot (the
+    /// frames are crafted: chosen MACs, tags, TCP flags, a replay).
+    pub udp: Result<UdpFlows, String>,
     pub gso: Gso,
 }
 
-impl Traffic<'_> {
+impl Traffic {
+    /// Traffic that only goes raw (fwd's frames, a replay): `why` says so.
+    pub fn raw(why: &str) -> Self {
+        Self {
+            udp: Err(why.to_string()),
+            gso: Gso::Off,
+        }
+    }
+
     /// Why UDP sockets cannot send this traffic, if they cannot.
     pub fn udp_refusal(&self) -> Option<String> {
-        let Some(flows) = self.flows else {
-            return Some("a pcap replay sends the captured frames as they are".into());
+        let flows = match &self.udp {
+            Ok(f) => f,
+            Err(why) => return Some(why.clone()),
         };
-        if self.framing.tcp_flags.is_some() {
-            return Some("TCP-flagged frames are crafted".into());
-        }
-        if self.framing.vlan.is_some() {
-            return Some("802.1Q tags are crafted".into());
-        }
-        if self.macs_given {
-            return Some("--src-mac/--dst-mac choose the Ethernet addresses".into());
-        }
         let endpoints = flows.src_ip.count.saturating_mul(flows.src_port.count);
         if endpoints > UDP_SOCKETS_MAX {
             return Some(format!(
@@ -118,7 +143,7 @@ pub trait PayloadSource {
 #[derive(Debug)]
 pub struct UdpTx {
     socks: Vec<UdpSocket>,
-    spec: FlowSpec,
+    flows: UdpFlows,
     sender: UdpSender,
     pub gso: bool,
     /// Why GSO is off (auto on veth, refused by the kernel), if it is.
@@ -237,23 +262,22 @@ impl UdpTx {
         if let Some(why) = traffic.udp_refusal() {
             return Err(unsupported(why));
         }
-        let spec = traffic.flows.expect("udp_refusal checked").clone();
-        let framing = traffic.framing;
+        let spec = *traffic.udp.as_ref().expect("udp_refusal checked");
         let opt = UdpTxOptions {
-            tos: framing.dscp << 2,
-            ttl: if framing.ttl == 0 { 64 } else { framing.ttl },
+            tos: spec.tos,
+            ttl: if spec.ttl == 0 { 64 } else { spec.ttl },
             sndbuf: 4 << 20,
         };
         let mut socks = Vec::new();
         for i in 0..spec.src_ip.count {
-            let ip = spec.src_ip.first + u128::from(i) * spec.src_ip.step;
-            let ip = if spec.ipv6 {
+            let ip = spec.src_ip.at(i);
+            let ip = if spec.v6 {
                 IpAddr::V6(Ipv6Addr::from(ip))
             } else {
                 IpAddr::V4(Ipv4Addr::from(ip as u32))
             };
             for j in 0..spec.src_port.count {
-                let port = (spec.src_port.first + u128::from(j) * spec.src_port.step) as u16;
+                let port = spec.src_port.at(j) as u16;
                 let ep = SocketAddr::new(ip, port);
                 let s = open_bound(iface, ep, &opt).map_err(|e| {
                     use nix::errno::Errno;
@@ -272,13 +296,13 @@ impl UdpTx {
                 socks.push(s);
             }
         }
-        let driver = linerate_backend::ethtool::drvinfo(iface)
+        let driver = crate::ethtool::drvinfo(iface)
             .map(|d| d.driver)
             .unwrap_or_default();
         // A veth that segments in software (tx-udp-segmentation off) hands
         // its peer real datagrams.
         let veth_splits = driver == "veth"
-            && linerate_backend::ethtool::feature(iface, "tx-udp-segmentation")
+            && crate::ethtool::feature(iface, "tx-udp-segmentation")
                 .ok()
                 .flatten()
                 == Some(false);
@@ -295,10 +319,10 @@ impl UdpTx {
             Gso::Auto => (true, None),
         };
         let n = socks.len();
-        let v6 = spec.ipv6;
+        let v6 = spec.v6;
         Ok(Self {
             socks,
-            spec,
+            flows: spec,
             sender: UdpSender::new(TX_BATCH_MAX, TX_BATCH_MAX),
             gso,
             gso_note,
@@ -335,7 +359,7 @@ impl UdpTx {
         if slots > usize::from(u16::MAX) || slots.saturating_mul(len) > KEPT_SLOTS_BYTES_MAX {
             return;
         }
-        self.slots = UdpSlots::new(slots, len, self.spec.ipv6);
+        self.slots = UdpSlots::new(slots, len, self.flows.v6);
         self.slot_sock = vec![0; slots];
         self.next_slot = 0;
     }
@@ -456,7 +480,7 @@ impl UdpTx {
 
     /// The socket of a frame's source endpoint.
     fn socket_of(&self, src: IpAddr, port: u16) -> Option<usize> {
-        let (ip, ports) = (&self.spec.src_ip, &self.spec.src_port);
+        let (ip, ports) = (&self.flows.src_ip, &self.flows.src_port);
         // (Steps of 1, the usual ranges, need no 128-bit division.)
         let div = |d: u128, step: u128| if step == 1 { d } else { d / step };
         let i = div(ip_u128(src).checked_sub(ip.first)?, ip.step) as u64;
@@ -480,7 +504,7 @@ impl UdpTx {
         // Counting sort by socket: stable, so each endpoint's order is kept.
         self.starts.iter_mut().for_each(|s| *s = 0);
         for (slot, f) in parsed.iter_mut().zip(&frames[..n]) {
-            let (src, sport, dst, payload) = parse(f, self.spec.ipv6).ok_or_else(bad)?;
+            let (src, sport, dst, payload) = parse(f, self.flows.v6).ok_or_else(bad)?;
             let s = self.socket_of(src, sport).ok_or_else(bad)?;
             *slot = (s as u16, dst, payload);
             self.starts[s + 1] += 1;
@@ -594,64 +618,54 @@ impl UdpTx {
 mod tests {
     use super::*;
 
-    fn spec(src_ip: &str, src_port: &str) -> FlowSpec {
-        FlowSpec::parse(
-            "02:00:00:00:00:01",
-            "02:00:00:00:00:02",
-            src_ip,
-            "198.18.0.2",
-            src_port,
-            "9",
-        )
-        .unwrap()
-    }
-
-    fn traffic(flows: Option<&FlowSpec>) -> Traffic<'_> {
+    fn flows(ips: u64, ports: u64) -> Traffic {
+        let span = |first, count| Span {
+            first,
+            step: 1,
+            count,
+        };
         Traffic {
-            flows,
-            framing: Framing::default(),
-            macs_given: false,
+            udp: Ok(UdpFlows {
+                src_ip: span(0xc612_0001, ips),
+                src_port: span(1000, ports),
+                v6: false,
+                tos: 0,
+                ttl: 0,
+            }),
             gso: Gso::Auto,
         }
     }
 
     #[test]
-    fn refusals_name_what_needs_raw_frames() {
-        let s = spec("198.18.0.1", "9");
-        assert_eq!(traffic(Some(&s)).udp_refusal(), None);
-        assert!(traffic(None).udp_refusal().unwrap().contains("pcap"));
-        let mut t = traffic(Some(&s));
-        t.macs_given = true;
-        assert!(t.udp_refusal().unwrap().contains("--dst-mac"));
-        let mut t = traffic(Some(&s));
-        t.framing.vlan = Some((5, 0));
-        assert!(t.udp_refusal().unwrap().contains("802.1Q"));
-        let mut t = traffic(Some(&s));
-        t.framing.tcp_flags = Some(2);
-        assert!(t.udp_refusal().unwrap().contains("TCP"));
-        let wide = spec("198.18.0.1-198.18.0.4", "1000-1256");
-        assert!(
-            traffic(Some(&wide))
-                .udp_refusal()
-                .unwrap()
-                .contains("1028 source endpoints")
-        );
+    fn refusals_say_why_sockets_cannot_send() {
+        assert_eq!(flows(4, 256).udp_refusal(), None);
+        let wide = flows(4, 257).udp_refusal().unwrap();
+        assert!(wide.contains("1028 source endpoints"), "{wide}");
+        let raw = Traffic::raw("a pcap replay sends the captured frames as they are");
+        assert!(raw.udp_refusal().unwrap().contains("pcap"));
     }
 
     #[test]
     fn frames_parse_to_endpoint_destination_and_payload() {
-        let s = spec("198.18.0.1", "7");
-        let flow = s.flow(0);
-        let t = linerate_gen::Template::new(100, &flow, &Framing::default()).unwrap();
-        let mut buf = vec![0u8; t.len()];
-        t.write(&mut buf, &flow, 3, 42, 0);
-        let (src, sport, dst, payload) = parse(&buf, false).unwrap();
+        // Ethernet + IPv4 198.18.0.1 -> 198.18.0.2 + UDP 7 -> 9, 54-byte
+        // payload: a 96-byte frame without FCS.
+        let mut f = vec![0u8; 96];
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        f[14] = 0x45;
+        f[26..30].copy_from_slice(&[198, 18, 0, 1]);
+        f[30..34].copy_from_slice(&[198, 18, 0, 2]);
+        f[34..36].copy_from_slice(&7u16.to_be_bytes());
+        f[36..38].copy_from_slice(&9u16.to_be_bytes());
+        f[38..40].copy_from_slice(&62u16.to_be_bytes());
+        for (i, b) in f[42..].iter_mut().enumerate() {
+            *b = i as u8;
+        }
+        let (src, sport, dst, payload) = parse(&f, false).unwrap();
         assert_eq!(src, "198.18.0.1".parse::<IpAddr>().unwrap());
         assert_eq!(sport, 7);
         assert_eq!(dst, "198.18.0.2:9".parse().unwrap());
-        // 100-byte frame without FCS is 96: 96 - 14 - 20 - 8 = 54 bytes of payload.
         assert_eq!(payload.len(), 54);
-        assert_eq!(payload, &buf[42..96]);
-        assert!(parse(&buf[..40], false).is_none(), "truncated");
+        assert_eq!(payload, &f[42..96]);
+        assert!(parse(&f[..40], false).is_none(), "truncated");
     }
 }
