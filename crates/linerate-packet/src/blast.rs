@@ -1,6 +1,7 @@
 //! Sending crafted frames: templates patched per packet, batched sends,
 //! pacing to a packet or bit rate, exact per-flow counts.
 
+use crate::pool::{Watch, run_pinned};
 use crate::send::{BlastConfig, BlastError, BlastReport, SPIN, target_pps, worker_row};
 use linerate_backend::clock;
 use linerate_backend::port::{BackendKind, Tx, open_tx, send_refused};
@@ -65,68 +66,39 @@ pub fn blast(
     let start = Instant::now();
     let mut sampler = Sampler::new(start, cfg.interval);
     let mut intervals = Vec::new();
-    let results: Vec<Result<WorkerOut, BlastError>> = std::thread::scope(|s| {
-        let handles: Vec<_> = socks
-            .into_iter()
-            .enumerate()
-            .map(|(w, sock)| {
-                let job = Job {
-                    cfg,
-                    templates: &templates,
-                    worker: w,
-                    workers,
-                    count: cfg
-                        .count
-                        .map(|c| c / workers as u64 + u64::from((w as u64) < c % workers as u64)),
-                    interval_ns,
-                    counters: &counters[w],
-                };
-                let cpu = cfg.cores.get(w).copied();
-                s.spawn(move || {
-                    if let Some(c) = cpu {
-                        pin(c).map_err(BlastError::Pin)?;
-                    }
-                    // One worker per frame layout: every frame of a run
-                    // has the same, and its offsets become constants.
-                    match layout {
-                        Some((false, false, false)) | None => {
-                            run_worker::<false, false, false>(job, sock, stop)
-                        }
-                        Some((false, false, true)) => {
-                            run_worker::<false, false, true>(job, sock, stop)
-                        }
-                        Some((false, true, false)) => {
-                            run_worker::<false, true, false>(job, sock, stop)
-                        }
-                        Some((false, true, true)) => {
-                            run_worker::<false, true, true>(job, sock, stop)
-                        }
-                        Some((true, false, false)) => {
-                            run_worker::<true, false, false>(job, sock, stop)
-                        }
-                        Some((true, false, true)) => {
-                            run_worker::<true, false, true>(job, sock, stop)
-                        }
-                        Some((true, true, false)) => {
-                            run_worker::<true, true, false>(job, sock, stop)
-                        }
-                        Some((true, true, true)) => run_worker::<true, true, true>(job, sock, stop),
-                    }
-                })
-            })
-            .collect();
+    let jobs: Vec<(Job<'_>, Tx)> = socks
+        .into_iter()
+        .enumerate()
+        .map(|(w, sock)| {
+            let job = Job {
+                cfg,
+                templates: &templates,
+                worker: w,
+                workers,
+                count: cfg
+                    .count
+                    .map(|c| c / workers as u64 + u64::from((w as u64) < c % workers as u64)),
+                interval_ns,
+                counters: &counters[w],
+            };
+            (job, sock)
+        })
+        .collect();
+    let results = run_pinned(
+        &cfg.cores,
+        jobs,
+        |_, (job, sock), pinned| {
+            pinned.map_err(BlastError::Pin)?;
+            run_layout(layout, job, sock, stop)
+        },
         // Each interval: what every worker did (netblast's per-second report).
-        sampler.watch(
-            || handles.iter().any(|h| !h.is_finished()),
-            || live_rows(&counters),
+        Watch {
+            sampler: &mut sampler,
+            rows: &mut |_| live_rows(&counters),
             on_interval,
-            &mut intervals,
-        );
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or(Err(BlastError::Worker)))
-            .collect()
-    });
+            kept: &mut intervals,
+        },
+    );
     let end = Instant::now();
     let duration_s = end.duration_since(start).as_secs_f64();
     let mut report = BlastReport {
@@ -149,7 +121,7 @@ pub fn blast(
         end_marker_note: None,
     };
     for (i, r) in results.into_iter().enumerate() {
-        report.absorb(i, r?, interval_ns);
+        report.absorb(i, r.ok_or(BlastError::Worker)??, interval_ns);
     }
     if cfg.end_markers {
         if kernel_addressed {
@@ -165,6 +137,27 @@ pub fn blast(
         report.intervals.push(iv);
     }
     Ok(report)
+}
+
+/// Runs a worker built for the run's frame layout: every frame of a run
+/// has the same (VLAN tag, family, transport), and its offsets become
+/// constants.
+fn run_layout(
+    layout: Option<(bool, bool, bool)>,
+    job: Job<'_>,
+    sock: Tx,
+    stop: &AtomicBool,
+) -> Result<WorkerOut, BlastError> {
+    match layout {
+        Some((false, false, false)) | None => run_worker::<false, false, false>(job, sock, stop),
+        Some((false, false, true)) => run_worker::<false, false, true>(job, sock, stop),
+        Some((false, true, false)) => run_worker::<false, true, false>(job, sock, stop),
+        Some((false, true, true)) => run_worker::<false, true, true>(job, sock, stop),
+        Some((true, false, false)) => run_worker::<true, false, false>(job, sock, stop),
+        Some((true, false, true)) => run_worker::<true, false, true>(job, sock, stop),
+        Some((true, true, false)) => run_worker::<true, true, false>(job, sock, stop),
+        Some((true, true, true)) => run_worker::<true, true, true>(job, sock, stop),
+    }
 }
 
 /// Sends frames built elsewhere; returns how many were taken.
@@ -354,9 +347,6 @@ struct WorkerOut {
     backend_stats: Option<linerate_backend::port::TxStats>,
     departures: Departures,
 }
-
-/// Pins the calling worker to `cpu` (the error names the CPU).
-pub(crate) use linerate_backend::cpu::pin_worker as pin;
 
 /// Builds the frames of one worker's flows in turn, in the backend's own
 /// buffers: flow fields, probe (flow id, sequence, send time) and size

@@ -13,6 +13,7 @@
 
 mod blast;
 mod fwd;
+mod pool;
 mod replay;
 mod send;
 mod sink;

@@ -1,7 +1,7 @@
 //! Receiving and counting: every frame with a linerate probe is accounted
 //! per flow (loss, reordering, duplicates) and its latency recorded.
 
-use crate::blast::pin;
+use crate::pool::{Watch, run_pinned};
 use linerate_backend::port::{
     BackendError, BackendKind, Rx, RxCapabilities, open_rx_workers, recv_idle,
 };
@@ -319,39 +319,32 @@ pub fn sink(
     let start = Instant::now();
     let mut sampler = Sampler::new(start, cfg.interval);
     let mut intervals = Vec::new();
-    let outs: Vec<WorkerOut> = std::thread::scope(|s| {
-        let mut capture = capture.as_mut();
-        let handles: Vec<_> = rxs
-            .iter_mut()
-            .zip(&live)
-            .enumerate()
-            .map(|(w, (rx, live))| {
-                let total = &total;
-                let want = &want;
-                let cpu = cfg.cores.get(w).copied();
-                let capture = capture.take();
-                s.spawn(move || {
-                    let pinned = cpu.map_or(Ok(()), pin);
-                    let mut out = receive(rx, cfg, stop, total, capture, frame_max, (want, live));
-                    if let Err(e) = pinned {
-                        out.error = out.error.or(Some(e));
-                    }
-                    out
-                })
-            })
-            .collect();
-        let running = || handles.iter().any(|h| !h.is_finished());
-        sampler.watch(
-            running,
-            || ask_live(&want, &live, running),
+    // The capture file goes to the one worker there is with --write.
+    let mut file = capture.as_mut();
+    let items: Vec<_> = (rxs.iter_mut().zip(&live))
+        .map(|(rx, live)| (rx, live, file.take()))
+        .collect();
+    let outs = run_pinned(
+        &cfg.cores,
+        items,
+        |_, (rx, live, capture), pinned| {
+            let mut out = receive(rx, cfg, stop, &total, capture, frame_max, (&want, live));
+            if let Err(e) = pinned {
+                out.error = out.error.or(Some(e));
+            }
+            out
+        },
+        Watch {
+            sampler: &mut sampler,
+            rows: &mut |running| ask_live(&want, &live, running),
             on_interval,
-            &mut intervals,
-        );
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("a receive worker panicked"))
-            .collect()
-    });
+            kept: &mut intervals,
+        },
+    );
+    let outs: Vec<WorkerOut> = outs
+        .into_iter()
+        .map(|o| o.expect("a receive worker panicked"))
+        .collect();
     let end = Instant::now();
     let all = WorkerOut::merge(outs);
     // Rates over the time traffic was arriving, not the time spent waiting.

@@ -26,6 +26,12 @@ impl Rx {
         }
     }
 
+    /// The receiver is bound to its interface's queues (AF_XDP), so a
+    /// sender on the same interface cannot bind them too.
+    pub fn holds_queue(&self) -> bool {
+        matches!(self, Rx::Xdp(_))
+    }
+
     /// What this receiving backend can do here.
     pub fn capabilities(&self) -> RxCapabilities {
         match self {

@@ -17,7 +17,7 @@ mod worker;
 
 pub use modes::apply;
 
-use crate::blast::pin;
+use crate::pool::{Watch, run_pinned};
 use linerate_backend::port::Traffic;
 use linerate_backend::port::{BackendError, BackendKind, Rx, Tx, open_rx_workers, open_tx};
 use linerate_backend::xsk::XskFwd;
@@ -314,7 +314,7 @@ pub fn fwd(
     }
     let (rxs, mut notes) = open_rx_workers(cfg.backend, &cfg.rx_iface, workers, cfg.take)
         .map(|(r, n)| (r, fallback_note.into_iter().chain(n).collect::<Vec<_>>()))?;
-    let txs = open_senders(cfg, rxs[0].name(), &tx_iface, frame_max, &mut notes)?;
+    let txs = open_senders(cfg, rxs[0].holds_queue(), &tx_iface, frame_max, &mut notes)?;
     let rx_name = rxs[0].name();
     let tx_name = txs[0].name();
     let pairs: Vec<(Rx, Tx)> = rxs.into_iter().zip(txs).collect();
@@ -366,7 +366,7 @@ fn check(cfg: &FwdConfig, one_iface: bool) -> Result<(), FwdError> {
 /// added to `notes`.
 fn open_senders(
     cfg: &FwdConfig,
-    rx_name: &str,
+    rx_holds_queue: bool,
     tx_iface: &str,
     frame_max: usize,
     notes: &mut Vec<String>,
@@ -374,9 +374,7 @@ fn open_senders(
     let tx_kind = match cfg.backend {
         BackendKind::Socket => BackendKind::Raw,
         // The receiving AF_XDP socket holds the queue: send with a ring.
-        BackendKind::Auto if rx_name == "af_xdp" && tx_iface == cfg.rx_iface => {
-            BackendKind::AfPacket
-        }
+        BackendKind::Auto if rx_holds_queue && tx_iface == cfg.rx_iface => BackendKind::AfPacket,
         k => k,
     };
     let traffic = Traffic::raw("fwd sends the frames it received");
@@ -403,37 +401,31 @@ fn run_workers<T: Send>(
     let cfg = job.cfg;
     let mut sampler = Sampler::new(job.start, cfg.interval);
     let mut intervals = Vec::new();
-    let outs: Vec<WorkerOut> = std::thread::scope(|s| {
-        let work = &work;
-        let handles: Vec<_> = items
-            .into_iter()
-            .enumerate()
-            .map(|(i, item)| {
-                s.spawn(move || {
-                    let pinned = cfg.cores.get(i).map_or(Ok(()), |&c| pin(c));
-                    let mut out = work(job, i, item);
-                    if let Err(e) = pinned {
-                        out.error = out.error.or(Some(e));
-                    }
-                    out
-                })
-            })
-            .collect();
-        sampler.watch(
-            || handles.iter().any(|h| !h.is_finished()),
-            || {
+    let outs = run_pinned(
+        &cfg.cores,
+        items,
+        |i, item, pinned| {
+            let mut out = work(job, i, item);
+            if let Err(e) = pinned {
+                out.error = out.error.or(Some(e));
+            }
+            out
+        },
+        Watch {
+            sampler: &mut sampler,
+            rows: &mut |_| {
                 (job.live.iter().enumerate())
                     .flat_map(|(w, l)| worker_rows(w, &l.counts()))
                     .collect()
             },
             on_interval,
-            &mut intervals,
-        );
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("fwd worker panicked"))
-            .collect()
-    });
+            kept: &mut intervals,
+        },
+    );
+    let outs: Vec<WorkerOut> = outs
+        .into_iter()
+        .map(|o| o.expect("fwd worker panicked"))
+        .collect();
     let rows = (outs.iter().enumerate())
         .flat_map(|(w, o)| worker_rows(w, &o.counts))
         .collect();
