@@ -117,6 +117,9 @@ pub struct Direction {
     pub sent: u64,
     pub received: u64,
     pub offered_fps: f64,
+    /// The rate frames came out of the device: received over the time
+    /// they arrived in (the offered rate where unknown).
+    pub forwarded_fps: f64,
     pub loss_ratio: f64,
 }
 
@@ -128,6 +131,10 @@ pub struct Trial {
     pub asked_fps: f64,
     /// The rate actually offered: frames sent / the time sending took.
     pub offered_fps: f64,
+    /// The rate the device forwarded: frames received / the time they
+    /// arrived in, first to last (a device that queues what it cannot
+    /// forward spreads them over more time than they were sent in).
+    pub forwarded_fps: f64,
     /// Frames sent (sender's count) and received (the receiving port's
     /// count of probe frames), both directions together when
     /// bidirectional; bytes likewise (L2, FCS included).
@@ -138,9 +145,17 @@ pub struct Trial {
     /// The loss ratio judged: the worse direction's when bidirectional.
     pub loss_ratio: f64,
     pub passed: bool,
-    /// Why it failed: "loss", "offered load not reached".
+    /// Why it failed: "loss", or for a back-to-back burst "offered load
+    /// not reached" (the burst was not sent whole).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The sender offered, or the device forwarded, less than asked
+    /// (below `offered_min` of it): the device, or a shaper or paused link
+    /// on the way, took frames no faster (or queued what it could not
+    /// forward), or this host could not send faster. A pass is judged at
+    /// the lower of the two rates: without loss the device passed that.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub held_back: bool,
     /// min, mean, p50, p99, max one-way latency (ns), where measured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_ns: Option<[f64; 5]>,
@@ -176,6 +191,8 @@ pub struct TrialCounts {
     pub received_bytes: u64,
     /// The time the sending took, s.
     pub secs: f64,
+    /// The time the frames arrived in, first to last, s (0: unknown).
+    pub rx_secs: f64,
     /// min, mean, p50, p99, max one-way latency (ns), where measured.
     pub latency_ns: Option<[f64; 5]>,
     /// The receiving interface's own count over the trial.
@@ -195,12 +212,15 @@ pub struct Settings {
     /// The highest rate tried (line rate, or --max-rate).
     pub max_rate: MaxRate,
     pub trial_time: Duration,
-    /// Stop when the search interval is narrower than this share of the
-    /// maximum rate.
+    /// Stop when the search interval is narrower than this share of its
+    /// upper bound (of the rate found, as the search closes in).
     pub resolution: f64,
     /// A trial whose offered rate is below this share of the asked rate
-    /// fails ("offered load not reached").
+    /// was held back ([`Trial::held_back`]): judged at what it offered.
     pub offered_min: f64,
+    /// Most trials one throughput search runs (it reports whether it
+    /// closed in on the rate before).
+    pub max_trials: usize,
 }
 
 impl Settings {
@@ -229,10 +249,16 @@ pub fn trial(
         } else {
             1.0
         };
+        let forwarded_fps = if c.rx_secs > 0.0 && c.received > 1 {
+            c.received as f64 / c.rx_secs
+        } else {
+            offered_fps
+        };
         Direction {
             sent: c.sent,
             received: c.received,
             offered_fps,
+            forwarded_fps,
             loss_ratio,
         }
     };
@@ -241,12 +267,19 @@ pub fn trial(
     let both: Vec<Direction> = std::iter::once(fwd).chain(rev).collect();
     // Judged by the weaker direction: the lower offered rate, the higher loss.
     let offered_fps = both.iter().map(|d| d.offered_fps).fold(f64::MAX, f64::min);
+    let forwarded_fps = both
+        .iter()
+        .map(|d| d.forwarded_fps)
+        .fold(f64::MAX, f64::min);
     let loss_ratio = both.iter().map(|d| d.loss_ratio).fold(0.0, f64::max);
     let expected = spec
         .frames
         .unwrap_or_else(|| (spec.rate_fps * spec.duration.as_secs_f64()).round() as u64);
     let short = both.iter().any(|d| d.sent < expected);
-    let reason = if short || offered_fps < spec.rate_fps * offered_min {
+    let held_back = short || offered_fps.min(forwarded_fps) < spec.rate_fps * offered_min;
+    let reason = if spec.frames.is_some() && short {
+        // A back-to-back burst is its length: one not sent whole says
+        // nothing of the device.
         Some("offered load not reached".to_string())
     } else if loss_ratio > loss_allowed {
         Some("loss".to_string())
@@ -258,6 +291,7 @@ pub fn trial(
         frame_size: spec.frame_size.clone(),
         asked_fps: spec.rate_fps,
         offered_fps,
+        forwarded_fps,
         sent: both.iter().map(|d| d.sent).sum(),
         received: both.iter().map(|d| d.received).sum(),
         sent_bytes: c.sent_bytes + r.map_or(0, |r| r.sent_bytes),
@@ -265,6 +299,7 @@ pub fn trial(
         loss_ratio,
         passed: reason.is_none(),
         reason,
+        held_back,
         latency_ns: c.latency_ns,
         rx_iface_packets: c
             .rx_iface_packets
@@ -291,6 +326,13 @@ pub struct Throughput {
     pub loss_ratio: f64,
     /// Share of the maximum rate searched.
     pub of_max: f64,
+    /// A trial above the rate found was held back without loss: the
+    /// device (or a shaper, a paused link, this host) took frames no
+    /// faster, and the rate found is what it passed.
+    pub held_back: bool,
+    /// The search closed in on the rate (its interval within the
+    /// resolution) before `max_trials`.
+    pub converged: bool,
     pub trials: Vec<Trial>,
 }
 
@@ -301,9 +343,71 @@ pub fn bits(fps: f64, size: &FrameSize) -> (f64, f64) {
     (fps * (m + 20.0) * 8.0, fps * m * 8.0)
 }
 
+impl Trial {
+    /// The rate this trial tested the device at: the lowest of the rates
+    /// asked, offered and forwarded (within `offered_min` of the asked
+    /// one unless it was held back).
+    pub fn tested_fps(&self) -> f64 {
+        self.offered_fps.min(self.forwarded_fps).min(self.asked_fps)
+    }
+}
+
+/// The search's bounds: the highest rate the device passed and the lowest
+/// it failed at (or the sender could not offer).
+#[derive(Debug, Clone, Copy)]
+struct Bounds {
+    lo: f64,
+    hi: f64,
+}
+
+impl Bounds {
+    /// Takes a trial asked at `asked`. A trial offered as asked tests the
+    /// device at the asked rate; one held back tests it at what it
+    /// offered, and tells that the asked rate cannot be offered through
+    /// this path (the search asks no higher). Returns whether it passed at
+    /// a rate above the best so far.
+    fn take(&mut self, t: &Trial, asked: f64) -> bool {
+        if t.passed {
+            let at = if t.held_back { t.tested_fps() } else { asked };
+            if t.held_back {
+                self.hi = self.hi.min(asked);
+            }
+            let better = at > self.lo;
+            self.lo = self.lo.max(at);
+            better
+        } else {
+            // Lost frames at what it was offered (what came out says
+            // nothing of a rate the device fails at). A failure below an
+            // earlier pass (a noisy device): the search ends at that pass.
+            self.hi = self.hi.min(t.offered_fps.min(asked)).max(self.lo);
+            false
+        }
+    }
+
+    /// The interval is within `resolution` of its upper bound.
+    fn closed(&self, resolution: f64) -> bool {
+        self.hi - self.lo <= resolution * self.hi || self.hi < 1.0
+    }
+
+    /// The next rate to ask: halfway; after a held-back pass just above
+    /// what was offered (asking far above it would be held back again).
+    fn next(&self, held_back_pass: bool, resolution: f64) -> f64 {
+        let mid = (self.lo + self.hi) / 2.0;
+        let rate = if held_back_pass {
+            mid.min(self.lo * (1.0 + 4.0 * resolution))
+        } else {
+            mid
+        };
+        rate.round().max(1.0)
+    }
+}
+
 /// RFC 2544 26.1, binary search: the first trial at the maximum; then
 /// halving between the highest pass and the lowest failure until they are
-/// closer than the resolution. `on_trial` sees each trial as it ends.
+/// within the resolution of the rate (relative to it, not to the
+/// maximum), in at most `max_trials`. A trial the device held back
+/// without loss passes at the rate it offered. `on_trial` sees each trial
+/// as it ends.
 pub fn throughput(
     runner: &mut dyn TrialRunner,
     size: &FrameSize,
@@ -313,12 +417,12 @@ pub fn throughput(
 ) -> Result<Throughput, String> {
     let max = s.max_fps(size);
     let mut bidirectional = false;
-    let step = (max * s.resolution).max(1.0);
-    let (mut lo, mut hi) = (0.0f64, max);
+    let mut bounds = Bounds { lo: 0.0, hi: max };
     let mut best: Option<Trial> = None;
     let mut trials = Vec::new();
-    let mut rate = max;
-    loop {
+    let mut held_back = false;
+    let mut rate = max.round().max(1.0);
+    let converged = loop {
         let t = trial(
             runner,
             &TrialSpec {
@@ -332,21 +436,21 @@ pub fn throughput(
         )?;
         on_trial(&t);
         bidirectional |= t.directions.is_some();
-        if t.passed {
-            lo = rate;
+        if bounds.take(&t, rate) {
             best = Some(t.clone());
-        } else {
-            hi = rate;
         }
+        let held_back_pass = t.passed && t.held_back;
+        held_back |= held_back_pass;
         trials.push(t);
-        if lo >= max || hi - lo <= step {
-            break;
+        if bounds.closed(s.resolution) {
+            break true;
         }
-        rate = ((lo + hi) / 2.0).round();
-    }
-    let rate_fps = best
-        .as_ref()
-        .map_or(0.0, |b| b.offered_fps.min(b.asked_fps));
+        if trials.len() >= s.max_trials.max(1) {
+            break false;
+        }
+        rate = bounds.next(held_back_pass, s.resolution);
+    };
+    let rate_fps = best.as_ref().map_or(0.0, Trial::tested_fps);
     let (l1, l2) = bits(rate_fps, size);
     Ok(Throughput {
         frame_size: size.clone(),
@@ -358,6 +462,8 @@ pub fn throughput(
         rate_l2_bps: l2,
         loss_ratio: best.as_ref().map_or(1.0, |b| b.loss_ratio),
         of_max: rate_fps / max,
+        held_back,
+        converged,
         trials,
     })
 }
@@ -505,6 +611,17 @@ pub struct DeviceRunner {
     pub warmup: Duration,
 }
 
+/// How long a trial's sender may take: a throughput trial its time and a
+/// tenth (its count is due at the trial time; a sender held back stops
+/// there and is judged at what it offered), a back-to-back burst its
+/// length twice and a second (it is judged whole or not at all).
+fn send_limit(spec: &TrialSpec) -> Duration {
+    match spec.frames {
+        None => spec.duration + (spec.duration / 10).min(Duration::from_secs(1)),
+        Some(_) => spec.duration * 2 + Duration::from_secs(1),
+    }
+}
+
 fn rx_packets(iface: &str) -> Option<u64> {
     std::fs::read_to_string(format!("/sys/class/net/{iface}/statistics/rx_packets"))
         .ok()?
@@ -544,7 +661,7 @@ impl DeviceRunner {
             sizes: spec.frame_size.sequence(),
             framing: linerate_gen::Framing::default(),
             count: Some(count),
-            duration: spec.duration + Duration::from_secs(30),
+            duration: send_limit(spec),
             rate: Rate::Pps(spec.rate_fps.round().max(1.0) as u64),
             burst: 1,
             backend: self.backend,
@@ -700,6 +817,7 @@ impl TrialRunner for DeviceRunner {
                     // The sink counts bytes without FCS.
                     received_bytes: r.counts.bytes() + 4 * r.counts.packets(),
                     secs,
+                    rx_secs: r.duration_s,
                     latency_ns: lat,
                     rx_iface_packets,
                     reverse: None,
@@ -736,6 +854,11 @@ mod tests {
             let offered = s.rate_fps.min(self.gen_max);
             let took = want as f64 / offered;
             let passed_through = (self.capacity * took + self.queue).min(want as f64);
+            // Above its capacity the device forwards at its capacity, the
+            // queue drained after the sender stops.
+            let rx_secs = |cap: f64, through: f64| {
+                if offered <= cap { took } else { through / cap }
+            };
             let reverse = self.reverse.map(|cap| {
                 let through = (cap * took + self.queue).min(want as f64) as u64;
                 Box::new(TrialCounts {
@@ -744,6 +867,7 @@ mod tests {
                     sent_bytes: want * 64,
                     received_bytes: through * 64,
                     secs: took,
+                    rx_secs: rx_secs(cap, through as f64),
                     latency_ns: None,
                     rx_iface_packets: None,
                     reverse: None,
@@ -755,6 +879,7 @@ mod tests {
                 sent_bytes: want * 64,
                 received_bytes: passed_through as u64 * 64,
                 secs: took,
+                rx_secs: rx_secs(self.capacity, passed_through),
                 latency_ns: None,
                 rx_iface_packets: None,
                 reverse,
@@ -768,6 +893,7 @@ mod tests {
             trial_time: Duration::from_secs(1),
             resolution: 0.01,
             offered_min: 0.99,
+            max_trials: 40,
         }
     }
 
@@ -822,8 +948,10 @@ mod tests {
     }
 
     #[test]
-    fn a_generator_short_of_the_rate_fails_the_trial() {
-        // The device takes everything; the generator reaches 30k fps only.
+    fn a_sender_held_back_without_loss_passes_at_what_it_offered() {
+        // The device takes everything it is offered, but no faster than
+        // 30k fps (a shaper that back-pressures, or the generator's own
+        // limit): every trial above is held back to 30k, without loss.
         let mut sim = Sim {
             capacity: 1e9,
             queue: 0.0,
@@ -832,17 +960,94 @@ mod tests {
             reverse: None,
         };
         let r = throughput(&mut sim, &64.into(), 0.0, &settings(100_000.0), &mut |_| {}).unwrap();
+        assert!(r.held_back && r.converged, "{r:?}");
         assert!(
-            r.rate_fps <= 30_000.0 && r.rate_fps > 28_000.0,
+            r.rate_fps <= 30_000.0 && r.rate_fps > 29_700.0,
             "{}",
             r.rate_fps
         );
-        let failed = r.trials.iter().find(|t| !t.passed).unwrap();
-        assert_eq!(failed.reason.as_deref(), Some("offered load not reached"));
-        assert_eq!(
-            failed.loss_ratio, 0.0,
-            "it failed for its offered load, not loss"
+        let first = &r.trials[0];
+        assert!(first.passed && first.held_back && first.reason.is_none());
+        assert_eq!(first.loss_ratio, 0.0);
+        assert!(r.trials.len() <= 5, "{} trials", r.trials.len());
+    }
+
+    #[test]
+    fn a_device_far_below_the_maximum_is_found_to_the_resolution_of_its_rate() {
+        // 64 B through 50 Mbit/s (104,167 fps) from a 10 Gbit/s port
+        // (14.88 M fps): the resolution is 0.5% of the rate found, not of
+        // the port's maximum (74k fps, more than half the answer).
+        for (capacity, gen_max) in [(104_167.0, 1e9), (104_167.0, 104_167.0)] {
+            let mut sim = Sim {
+                capacity,
+                queue: 0.0,
+                gen_max,
+                trials: 0,
+                reverse: None,
+            };
+            let s = Settings {
+                resolution: 0.005,
+                ..settings(14_880_952.0)
+            };
+            let r = throughput(&mut sim, &64.into(), 0.0, &s, &mut |_| {}).unwrap();
+            let err = (capacity - r.rate_fps) / capacity;
+            assert!((0.0..=0.01).contains(&err), "{} ({err})", r.rate_fps);
+            assert!(
+                r.converged && r.trials.len() <= 20,
+                "{} trials",
+                r.trials.len()
+            );
+            assert_eq!(r.held_back, gen_max < 1e9);
+        }
+    }
+
+    #[test]
+    fn a_device_that_queues_what_it_cannot_forward_is_found_at_its_rate() {
+        // 20 Mbit/s TBF with `latency 50ms`: 2,083 frames of queue, 5% of
+        // a 1 s trial at 41,666 fps. Judged by what was offered only, a
+        // trial 5% above the rate loses nothing; what came out of the
+        // device came out at its rate, over a longer time.
+        let mut sim = Sim {
+            capacity: 41_666.0,
+            queue: 2_083.0,
+            gen_max: 1e9,
+            trials: 0,
+            reverse: None,
+        };
+        let s = Settings {
+            resolution: 0.005,
+            ..settings(14_880_952.0)
+        };
+        let r = throughput(&mut sim, &64.into(), 0.0, &s, &mut |_| {}).unwrap();
+        // Within the resolution and the 1% a trial may fall short of its
+        // rate and still count as offered (`offered_min`).
+        let err = (r.rate_fps - 41_666.0).abs() / 41_666.0;
+        assert!(err <= 0.015, "{} ({err})", r.rate_fps);
+        assert!(
+            r.converged && r.trials.len() <= 25,
+            "{} trials",
+            r.trials.len()
         );
+        let queued = r.trials.iter().find(|t| t.passed && t.held_back).unwrap();
+        assert!(queued.offered_fps > 41_666.0 * 1.01, "{queued:?}");
+        assert!((queued.forwarded_fps - 41_666.0).abs() < 1.0, "{queued:?}");
+    }
+
+    #[test]
+    fn the_search_stops_at_its_trial_limit_and_says_so() {
+        let mut sim = Sim {
+            capacity: 1.0,
+            queue: 0.0,
+            gen_max: 1e9,
+            trials: 0,
+            reverse: None,
+        };
+        let s = Settings {
+            max_trials: 6,
+            ..settings(14_880_952.0)
+        };
+        let r = throughput(&mut sim, &64.into(), 0.0, &s, &mut |_| {}).unwrap();
+        assert_eq!((r.trials.len(), r.converged, r.rate_fps), (6, false, 0.0));
     }
 
     #[test]

@@ -264,6 +264,7 @@ fn rfc2544_finds_the_rate_a_policing_device_passes() {
         trial_time: Duration::from_secs(1),
         resolution: 0.005,
         offered_min: 0.99,
+        max_trials: 30,
     };
     let mut trials = 0;
     let r = rfc2544::throughput(

@@ -191,6 +191,103 @@ fn throughput_finds_the_tbf_rate() {
     }
 }
 
+/// Devices shaped as users shape them (`tc qdisc add dev db root tbf
+/// ...` with ordinary buckets and queues, no `--max-rate`: the search
+/// starts at the veth's 10 Gbit/s): the NDR within 5% of the rate TBF
+/// enforces, in a bounded number of trials. Trials above the rate are
+/// held back by the device (back-pressure) or lose frames; a queue that
+/// absorbs a 1 s trial's excess shows in the rate frames came out at.
+#[test]
+fn throughput_finds_the_rate_of_ordinarily_configured_tbf_devices() {
+    let _one = serial();
+    if skip("throughput_finds_the_rate_of_ordinarily_configured_tbf_devices") {
+        return;
+    }
+    let cases = [
+        (
+            "o1",
+            "rate 50mbit burst 32kbit limit 100000",
+            50e6,
+            "64,1518",
+        ),
+        (
+            "o2",
+            "rate 20mbit burst 16kbit latency 50ms",
+            20e6,
+            "64,imix",
+        ),
+        ("o3", "rate 100mbit burst 64kb limit 200000", 100e6, "1518"),
+    ];
+    for (tag, tbf, rate, sizes) in cases {
+        let lab = DutLab::up(tag, &[]);
+        let mut tc = Command::new("ip");
+        tc.args([
+            "netns",
+            "exec",
+            &lab.dut_ns,
+            "tc",
+            "qdisc",
+            "add",
+            "dev",
+            "db",
+        ])
+        .args(["root", "tbf"])
+        .args(tbf.split(' '));
+        assert!(tc.status().unwrap().success(), "tc {tbf}");
+        let v = lab.rfc2544(&[
+            "--sizes",
+            sizes,
+            "--tests",
+            "throughput",
+            "--trial-time",
+            "1",
+        ]);
+        let results = v["throughput"].as_array().unwrap();
+        assert_eq!(results.len(), sizes.split(',').count(), "{v}");
+        for r in results {
+            // TBF counts L2 bytes without FCS.
+            let mean = r["mean_frame_size"].as_f64().unwrap();
+            let expected = rate / (8.0 * (mean - 4.0));
+            let found = r["rate_fps"].as_f64().unwrap();
+            let err = (found - expected).abs() / expected;
+            let trials = r["trials"].as_array().unwrap();
+            let log: Vec<String> = trials
+                .iter()
+                .map(|t| {
+                    format!(
+                        "asked {:.0} offered {:.0} forwarded {:.0} sent {} received {} passed {}",
+                        t["asked_fps"].as_f64().unwrap(),
+                        t["offered_fps"].as_f64().unwrap(),
+                        t["forwarded_fps"].as_f64().unwrap(),
+                        t["sent"],
+                        t["received"],
+                        t["passed"]
+                    )
+                })
+                .collect();
+            assert!(
+                err <= 0.05,
+                "tbf {tbf}, {} B: NDR {found:.0} fps, TBF allows {expected:.0} ({:.1}% off)\n{}",
+                r["frame_size"],
+                err * 100.0,
+                log.join("\n")
+            );
+            assert_eq!(r["loss_ratio"], 0.0, "{r}");
+            assert_eq!(r["converged"], true, "{}", log.join("\n"));
+            assert!(
+                trials.len() <= 24,
+                "{} trials:\n{}",
+                trials.len(),
+                log.join("\n")
+            );
+            // The first trial asked the port's speed (a veth's 10 Gbit/s, L1).
+            let first = trials[0]["asked_fps"].as_f64().unwrap();
+            let line = 10e9 / (8.0 * (mean + 20.0));
+            assert!((first - line).abs() <= 1.0, "{first} vs {line}");
+        }
+    }
+}
+
 /// Latency at the NDR, the frame loss rate curve (monotone, ending with
 /// two clean steps) and back-to-back bursts on the TBF device.
 #[test]

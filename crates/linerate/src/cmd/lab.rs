@@ -50,8 +50,12 @@ enum LabCmd {
         #[arg(long)]
         dut_rate: Option<String>,
         /// TBF's queue (limit), bytes.
-        #[arg(long, default_value_t = 15000, requires = "dut_rate")]
+        #[arg(long, default_value_t = 100_000, requires = "dut_rate")]
         dut_limit: u32,
+        /// TBF's bucket (burst), tc's units (32kbit, 10kb): what it lets
+        /// through at once above its rate.
+        #[arg(long, default_value = "32kbit", requires = "dut_rate")]
+        dut_burst: String,
         /// --dut fwd: more options for `linerate fwd` (the loaded-server
         /// simulation: "--fifo 64 --flush-us 200 --mem-mb 64 --reads 50").
         #[arg(long, allow_hyphen_values = true, default_value = "")]
@@ -220,6 +224,7 @@ struct Device<'a> {
     fwd: bool,
     rate: Option<&'a str>,
     limit: u32,
+    burst: &'a str,
     fwd_args: &'a str,
     fwd_time: f64,
 }
@@ -258,7 +263,7 @@ fn dut(n: &Names, dev: &Device<'_>) -> Result<String> {
         let limit = dev.limit.to_string();
         ipx(&[
             "netns", "exec", d, "tc", "qdisc", "add", "dev", "db", "root", "tbf", "rate", r,
-            "burst", "15000", "limit", &limit,
+            "burst", dev.burst, "limit", &limit,
         ])
         .with_context(|| format!("TBF at {r}"))?;
     }
@@ -392,6 +397,7 @@ pub fn run(a: &LabArgs) -> Result<u8> {
             dut: device,
             dut_rate,
             dut_limit,
+            dut_burst,
             fwd_args,
             fwd_time,
             p,
@@ -424,6 +430,7 @@ pub fn run(a: &LabArgs) -> Result<u8> {
                         fwd,
                         rate: dut_rate.as_deref(),
                         limit: *dut_limit,
+                        burst: dut_burst,
                         fwd_args,
                         fwd_time: *fwd_time,
                     },

@@ -75,13 +75,19 @@ pub struct Rfc2544Args {
     #[arg(long)]
     max_rate: Option<String>,
     /// Stop the search when its interval is narrower than this share of
-    /// the maximum rate.
+    /// the rate it closes in on.
     #[arg(long, default_value = "0.5%", value_parser = super::out::ratio)]
     resolution: f64,
     /// A trial whose offered rate is below this share of the asked rate
-    /// fails as "offered load not reached".
+    /// was held back (a shaper or a paused link back-pressured the
+    /// sender, or this host could not send faster): it is judged at the
+    /// rate it offered, and without loss the device passed that.
     #[arg(long, default_value = "99%", value_parser = super::out::ratio)]
     offered_min: f64,
+    /// Most trials of one throughput search (per frame size and loss
+    /// ratio); the result says whether it closed in on the rate first.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u16).range(1..))]
+    max_trials: u16,
     /// Latency test: seconds (RFC 2544 asks 120) and the loads as shares of
     /// the throughput found (or of the maximum rate): 100%, or 10%,50%,90%.
     #[arg(long, default_value_t = 10.0)]
@@ -250,6 +256,7 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
         trial_time: Duration::from_secs_f64(a.trial_time.max(0.1)),
         resolution: a.resolution.max(1e-4),
         offered_min: a.offered_min,
+        max_trials: usize::from(a.max_trials),
     };
     let runner = DeviceRunner {
         tx_iface: a.tx_iface.clone(),

@@ -77,6 +77,23 @@ impl Rfc2544Outcome {
                 r.trials.len()
             );
         }
+        for r in &self.throughput {
+            let label = size_label(&r.frame_size);
+            if r.held_back {
+                let _ = writeln!(
+                    t,
+                    "{label:>7}: the sender was held back above {:.0} fps without loss (a shaper or paused link back-pressured it, or this host sends no faster): the device passed what was offered",
+                    r.rate_fps
+                );
+            }
+            if !r.converged {
+                let _ = writeln!(
+                    t,
+                    "{label:>7}: the search stopped at --max-trials ({}) before closing in to --resolution",
+                    r.trials.len()
+                );
+            }
+        }
         let Some(policy) = &self.policy else { return };
         for r in &self.repeats {
             let kept = &r.rates[policy.warmup_runs.min(r.rates.len())..];
@@ -238,6 +255,8 @@ mod tests {
             rate_l2_bps: rfc2544::bits(1000.0, &FrameSize::Fixed(64)).1,
             loss_ratio: 0.0,
             of_max: 0.5,
+            held_back: true,
+            converged: false,
             trials: Vec::new(),
         };
         let policy = Policy {
@@ -275,6 +294,16 @@ mod tests {
         assert!(d.get("latency").is_none());
         let text = o.text();
         assert!(text.contains("     64        0%           1000"), "{text}");
+        assert!(
+            text.contains("     64: the sender was held back above 1000 fps without loss"),
+            "{text}"
+        );
+        assert!(
+            text.contains("     64: the search stopped at --max-trials (0)"),
+            "{text}"
+        );
+        assert_eq!(d["throughput"][0]["held_back"], true);
+        assert_eq!(d["throughput"][0]["converged"], false);
         assert!(
             text.contains(
                 "repeated: 2 runs, mean 1000 fps, stdev 141, 95% CI ±1271 fps, stopped: count"
