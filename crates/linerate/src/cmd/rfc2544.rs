@@ -179,10 +179,14 @@ fn trial_line(t: &Trial) -> String {
         t.sent,
         t.received,
         t.loss_ratio * 100.0,
-        if t.passed {
-            "pass".to_string()
-        } else {
-            format!("fail ({})", t.reason.as_deref().unwrap_or(""))
+        match (t.passed, t.held_back) {
+            (true, false) => "pass".to_string(),
+            (true, true) => format!(
+                "pass at {:.0} fps (held back: forwarded {:.0} fps)",
+                t.tested_fps(),
+                t.forwarded_fps
+            ),
+            (false, _) => format!("fail ({})", t.reason.as_deref().unwrap_or("")),
         }
     )
 }
@@ -468,6 +472,7 @@ mod tests {
             frame_size: FrameSize::Fixed(64),
             asked_fps: 1000.0,
             offered_fps: 999.0,
+            forwarded_fps: 990.0,
             sent: 1000,
             received: 990,
             sent_bytes: 64_000,
@@ -475,6 +480,7 @@ mod tests {
             loss_ratio: 0.01,
             passed: false,
             reason: Some("loss".into()),
+            held_back: false,
             latency_ns: None,
             rx_iface_packets: None,
             directions: None,
@@ -487,8 +493,19 @@ mod tests {
             sent: 500,
             received: 495,
             offered_fps: 999.0,
+            forwarded_fps: 990.0,
             loss_ratio: 0.01,
         };
+        let (mut held, mut asked_more) = (t.clone(), t.clone());
+        (held.passed, held.held_back, held.reason) = (true, true, None);
+        held.offered_fps = 900.0;
+        assert!(
+            trial_line(&held).ends_with("pass at 900 fps (held back: forwarded 990 fps)"),
+            "{}",
+            trial_line(&held)
+        );
+        (asked_more.passed, asked_more.reason) = (true, None);
+        assert!(trial_line(&asked_more).ends_with("loss 1.000000%  pass"));
         t.directions = Some([d, d]);
         assert!(
             trial_line(&t).starts_with("   64 B  asked         1000 fps each way  offered "),
