@@ -82,7 +82,7 @@ impl Rfc2544Outcome {
             if r.held_back {
                 let _ = writeln!(
                     t,
-                    "{label:>7}: the sender was held back above {:.0} fps without loss (a shaper or paused link back-pressured it, or this host sends no faster): the device passed what was offered",
+                    "{label:>7}: trials asked above {:.0} fps were held back without loss (the device took or forwarded frames no faster: a shaper's back-pressure or queue, a paused link, or this host sending no faster); judged at the rate they reached",
                     r.rate_fps
                 );
             }
@@ -295,7 +295,7 @@ mod tests {
         let text = o.text();
         assert!(text.contains("     64        0%           1000"), "{text}");
         assert!(
-            text.contains("     64: the sender was held back above 1000 fps without loss"),
+            text.contains("     64: trials asked above 1000 fps were held back without loss"),
             "{text}"
         );
         assert!(
