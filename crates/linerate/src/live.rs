@@ -148,7 +148,7 @@ impl Drop for Live {
         let was_open = self.thread.is_some();
         self.close();
         if was_open && let Some(t) = self.last_text.take() {
-            print!("{t}");
+            crate::say_raw!("{t}");
             let _ = io::stdout().flush();
         }
     }

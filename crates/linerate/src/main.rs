@@ -6,6 +6,7 @@
 
 mod cmd;
 mod live;
+mod output;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use cmd::iperf::IperfArgs;
@@ -96,7 +97,7 @@ fn main() -> ExitCode {
         }
     };
     match result {
-        Ok(code) => ExitCode::from(code),
+        Ok(code) => ExitCode::from(output::finish(code)),
         Err(e) => {
             // The chain, without causes a message already spells out
             // (typed errors often embed their source in their text).
@@ -108,7 +109,7 @@ fn main() -> ExitCode {
                 }
             }
             eprintln!("linerate: error: {msg}");
-            ExitCode::from(2)
+            ExitCode::from(output::finish(2))
         }
     }
 }

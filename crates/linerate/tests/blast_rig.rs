@@ -1566,6 +1566,26 @@ fn sink_write_refuses_files_and_links_and_fails_loudly_when_writing_fails() {
             .contains("File too large"),
         "{v}"
     );
+    // --hist: an existing file is refused before the run; one that cannot
+    // be written fails it after the counts are reported.
+    let out = rig
+        .command(1, BIN)
+        .args(["sink", "--iface", "veth0", "--duration", "1", "--hist"])
+        .arg(&old)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(std::fs::read(&old).unwrap(), b"someone's capture");
+    let out = rig
+        .command(1, BIN)
+        .args(["sink", "--iface", "veth0", "--duration", "1", "--json"])
+        .args(["--hist", "/dev/full"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("the histograms were not saved"), "{err}");
+    assert_eq!(support::json(&out.stdout)["packets"], 0);
 }
 
 /// Without --dst-mac, blast addresses the next hop's MAC from the kernel's

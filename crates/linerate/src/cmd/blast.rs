@@ -172,10 +172,6 @@ pub struct SinkArgs {
     /// Bytes kept of each written frame.
     #[arg(long, default_value_t = 65535, value_parser = clap::value_parser!(u32).range(64..=262144))]
     snaplen: u32,
-    /// Let --write replace an existing file (a symbolic link or anything
-    /// but a regular file is refused all the same).
-    #[arg(long, requires = "write")]
-    force: bool,
     /// Most frames written to --write (the count goes on after it).
     #[arg(long, default_value_t = 1_000_000)]
     write_count: u64,
@@ -604,7 +600,7 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
         until_packets: a.count,
         capture: a.write.as_ref().map(|path| CaptureConfig {
             path: path.clone(),
-            overwrite: a.force,
+            overwrite: a.out.force,
             snaplen: a.snaplen,
             max_frames: a.write_count,
         }),
@@ -613,6 +609,10 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
         take: super::rx_filter(a.take_queue, a.udp_ports),
     };
     let stop = stop_flag()?;
+    // Created now, written at the end: refused before the run, not after.
+    let mut hist_file = (a.hist.as_ref())
+        .map(|p| crate::output::create_new(p, a.out.force, "--hist"))
+        .transpose()?;
     let pinned = a.cores.clone().map(|c| c.0).unwrap_or_default();
     let doc = doctor(&a.iface, &pinned);
     let config = serde_json::json!({
@@ -636,10 +636,16 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
             let r = linerate_packet::sink(&cfg, stop.flag(), &mut { ready }, &mut |iv| {
                 run.interval(iv)
             })?;
-            let hist = a
-                .hist
-                .as_ref()
-                .map(|path| (path.clone(), write_hist(&r, path)));
+            let hist = (a.hist.as_ref().zip(hist_file.take()))
+                .map(|(path, f)| (path.clone(), write_hist(&r, f)));
+            let hist_error = hist.as_ref().and_then(|(p, w)| {
+                w.as_ref().err().map(|e| {
+                    format!(
+                        "--hist {}: {e} (the histograms were not saved)",
+                        p.display()
+                    )
+                })
+            });
             let rows = linerate_packet::flow_rows(&r.counts);
             // A capture that could not be written fails the run (the counts stand).
             let capture_error = r.capture.as_ref().and_then(|(_, frames, _, e)| {
@@ -651,7 +657,8 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
                 .error
                 .as_ref()
                 .map(|e| format!("{e} (the counts are what arrived before it)"))
-                .or(capture_error);
+                .or(capture_error)
+                .or(hist_error);
             Ok(Measured {
                 duration_s: r.duration_s,
                 rows,
@@ -672,17 +679,15 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
 }
 
 /// `sink --hist`: the latency histogram log, written whole.
-fn write_hist(r: &linerate_packet::SinkReport, path: &std::path::Path) -> Result<(), String> {
+fn write_hist(r: &linerate_packet::SinkReport, f: std::fs::File) -> Result<(), String> {
     let started = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
         - r.duration_s;
-    std::fs::File::create(path)
-        .and_then(|f| {
-            let mut w = std::io::BufWriter::new(f);
-            r.counts
-                .write_histogram_log(&mut w, started, r.duration_s)?;
-            std::io::Write::flush(&mut w)
-        })
+    let mut w = std::io::BufWriter::new(f);
+    r.counts
+        .write_histogram_log(&mut w, started, r.duration_s)
+        .and_then(|()| std::io::Write::flush(&mut w))
+        .and_then(|()| w.get_ref().sync_all())
         .map_err(|e| e.to_string())
 }

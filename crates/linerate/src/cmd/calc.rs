@@ -165,7 +165,7 @@ pub fn run(args: &CalcArgs) -> Result<()> {
     }
     let mix = build_mix(args)?;
     let text = report(args, &mix);
-    print!("{text}");
+    crate::say_raw!("{text}");
     Ok(())
 }
 

@@ -36,9 +36,9 @@ pub fn run(a: &DoctorArgs) -> Result<u8> {
     let cpus = a.cpus.as_ref().map_or(&[][..], |c| &c.0[..]);
     let report = linerate_doctor::run_for(src, a.iface.as_deref(), cpus);
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        crate::say!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print!("{}", report.text());
+        crate::say_raw!("{}", report.text());
     }
     Ok(report.exit_code())
 }

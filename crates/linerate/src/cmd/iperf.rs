@@ -227,6 +227,10 @@ pub struct IperfArgs {
     /// Write the process ID to FILE (removed at exit).
     #[arg(short = 'I', long, value_name = "FILE")]
     pub pidfile: Option<std::path::PathBuf>,
+    /// Replace a --csv file that exists (a symbolic link or anything but a
+    /// regular file is refused all the same).
+    #[arg(long)]
+    pub force: bool,
     /// Flush output at every line (linerate always does; accepted as iperf3's).
     #[arg(long)]
     pub forceflush: bool,
@@ -718,8 +722,10 @@ fn events(
         if p.as_os_str() == "-" {
             bail!("--csv needs a file here: standard output carries iperf3's own output");
         }
-        let file = std::fs::File::create(p).with_context(|| format!("--csv {}", p.display()))?;
-        f.push(Box::new(linerate_report::Csv::new(file)));
+        let file = crate::output::create_new(p, args.force, "--csv")?;
+        f.push(Box::new(linerate_report::Csv::new(
+            crate::output::Checked::new(file, format!("--csv {}", p.display())),
+        )));
     }
     if let Some(addr) = &args.metrics {
         f.push(Box::new(super::out::metrics_reporter(addr)?));
@@ -740,14 +746,11 @@ fn output_sink(args: &IperfArgs) -> Result<Arc<Mutex<dyn Write + Send>>> {
         return Ok(Arc::new(Mutex::new(std::io::sink())));
     }
     let inner: Box<dyn Write + Send> = match &args.logfile {
-        Some(p) => Box::new(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(p)
-                .with_context(|| format!("--logfile {}", p.display()))?,
-        ),
-        None => Box::new(std::io::stdout()),
+        Some(p) => Box::new(crate::output::Checked::new(
+            crate::output::append_log(p, "--logfile")?,
+            format!("--logfile {}", p.display()),
+        )),
+        None => Box::new(crate::output::stdout()),
     };
     Ok(match &args.timestamps {
         Some(format) => Arc::new(Mutex::new(Stamped {
@@ -784,20 +787,56 @@ impl Write for Stamped {
     }
 }
 
-/// `-I FILE`: this process's ID in FILE while it runs, removed at exit.
-struct PidFile(std::path::PathBuf);
+/// `-I FILE`: this process's ID in FILE while it runs, removed at exit
+/// if it is still the file this process created. A file that is there is
+/// replaced only when it names a process that is gone (as iperf3 does); a
+/// link, a live process's pidfile or any other file is refused.
+struct PidFile {
+    path: std::path::PathBuf,
+    /// The created file's device and inode.
+    id: (u64, u64),
+}
 
 impl PidFile {
     fn write(path: &std::path::Path) -> Result<Self> {
-        std::fs::write(path, format!("{}\n", std::process::id()))
-            .with_context(|| format!("--pidfile {}", path.display()))?;
-        Ok(Self(path.to_path_buf()))
+        use std::os::unix::fs::MetadataExt;
+        let shown = path.display();
+        if let Ok(m) = std::fs::symlink_metadata(path) {
+            if !m.file_type().is_file() {
+                bail!("--pidfile {shown} exists and is not a regular file");
+            }
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            match text.trim().parse::<u32>() {
+                Ok(pid) if std::path::Path::new(&format!("/proc/{pid}")).exists() => {
+                    bail!("--pidfile {shown}: process {pid} is running and holds it")
+                }
+                Ok(_) => std::fs::remove_file(path)
+                    .with_context(|| format!("--pidfile {shown}: removing a stale one"))?,
+                Err(_) => bail!("--pidfile {shown} exists and holds no process ID: not replaced"),
+            }
+        }
+        let mut f = crate::output::create_new(path, false, "--pidfile")?;
+        f.write_all(format!("{}\n", std::process::id()).as_bytes())
+            .with_context(|| format!("--pidfile {shown}"))?;
+        let m = f.metadata()?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            id: (m.dev(), m.ino()),
+        })
     }
 }
 
 impl Drop for PidFile {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        use std::os::unix::fs::MetadataExt;
+        // Only the file this process made, still holding its ID.
+        let ours = std::fs::symlink_metadata(&self.path)
+            .is_ok_and(|m| m.file_type().is_file() && (m.dev(), m.ino()) == self.id)
+            && std::fs::read_to_string(&self.path)
+                .is_ok_and(|t| t.trim() == std::process::id().to_string());
+        if ours {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
 
@@ -825,7 +864,7 @@ fn terminate_flag() -> Result<Arc<AtomicBool>> {
 /// Runs iperf3-style arguments; returns the process exit code.
 pub fn run(args: &IperfArgs) -> Result<u8> {
     if args.version {
-        println!(
+        crate::say!(
             "linerate {} (iperf 3.12 compatible)",
             env!("CARGO_PKG_VERSION")
         );

@@ -438,7 +438,7 @@ pub fn run(a: &LabArgs) -> Result<u8> {
             };
             match made {
                 Ok(text) => {
-                    print!("{text}");
+                    crate::say_raw!("{text}");
                     Ok(0)
                 }
                 Err(e) => {
@@ -463,7 +463,7 @@ pub fn run(a: &LabArgs) -> Result<u8> {
                     gone.push(x.to_string());
                 }
             }
-            println!(
+            crate::say!(
                 "lab down: {}",
                 if gone.is_empty() {
                     "nothing to delete".into()
@@ -479,17 +479,17 @@ pub fn run(a: &LabArgs) -> Result<u8> {
             for x in n.all() {
                 if exists(x) {
                     any = true;
-                    println!("{x}:");
+                    crate::say!("{x}:");
                     for l in ipx(&["-n", x, "-br", "addr"])?
                         .lines()
                         .filter(|l| !l.starts_with("lo "))
                     {
-                        println!("  {l}");
+                        crate::say!("  {l}");
                     }
                 }
             }
             if !any {
-                println!("no lab: `linerate lab up --topology pair|dut`");
+                crate::say!("no lab: `linerate lab up --topology pair|dut`");
             }
             Ok(0)
         }

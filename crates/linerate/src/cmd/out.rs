@@ -2,7 +2,7 @@
 //! reporters: `Start`, intervals as they end, then `End` (also after an
 //! error, with what was measured).
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::Args;
 use linerate_report::{Csv, Document, JsonLines, Text};
 pub use linerate_run::{Ended, Measured, Run};
@@ -42,6 +42,11 @@ pub struct OutputArgs {
     /// Seconds between interval reports (0: none).
     #[arg(short = 'i', long, default_value_t = 1.0, value_name = "SECONDS")]
     pub interval: f64,
+    /// Replace result files that exist (--csv, and the sink's --write and
+    /// --hist); a symbolic link or anything but a regular file is refused
+    /// all the same.
+    #[arg(long)]
+    pub force: bool,
 }
 
 impl OutputArgs {
@@ -63,14 +68,11 @@ impl OutputArgs {
     /// prints one `-J` document for all its runs, so a run's own is held.
     pub fn reporters(&self, hold_document: bool) -> Result<Fanout> {
         let main: Box<dyn Write + Send> = match &self.logfile {
-            Some(p) => Box::new(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(p)
-                    .with_context(|| format!("--logfile {}", p.display()))?,
-            ),
-            None => Box::new(std::io::stdout()),
+            Some(p) => Box::new(crate::output::Checked::new(
+                crate::output::append_log(p, "--logfile")?,
+                format!("--logfile {}", p.display()),
+            )),
+            None => Box::new(crate::output::stdout()),
         };
         let mut f = Fanout::new();
         // First: it gives the terminal back at the end before any other
@@ -94,9 +96,10 @@ impl OutputArgs {
                 f.push(Box::new(Csv::new(main)));
                 return Ok(f);
             }
-            Some(p) => f.push(Box::new(Csv::new(
-                std::fs::File::create(p).with_context(|| format!("--csv {}", p.display()))?,
-            ))),
+            Some(p) => f.push(Box::new(Csv::new(crate::output::Checked::new(
+                crate::output::create_new(p, self.force, "--csv")?,
+                format!("--csv {}", p.display()),
+            )))),
             None => {}
         }
         if self.json_stream {
@@ -245,7 +248,7 @@ impl RepeatArgs {
                 } else {
                     ""
                 };
-                println!("run {n}{warm}:");
+                crate::say!("run {n}{warm}:");
             }
             once(out.json)
         })?;
@@ -263,13 +266,13 @@ impl RepeatArgs {
                 summary["stop"] = serde_json::json!("a run failed");
             }
             let docs: Vec<Value> = rep.outcomes.iter().map(|o| o.document()).collect();
-            println!(
+            crate::say!(
                 "{}",
                 serde_json::to_string_pretty(&serde_json::json!({"runs": docs, "repeat": summary}))
                     .unwrap_or_default()
             );
         } else {
-            println!(
+            crate::say!(
                 "\n{}",
                 line(&rep.values, &policy, stopped, unit, &|v| {
                     if unit.ends_with("bit/s") {

@@ -198,7 +198,7 @@ fn server(a: &ServerArgs) -> Result<u8> {
     let server = linerate_rr::Server::bind(&cfg)?;
     let stop = stop_flag()?;
     if a.out.human() {
-        println!(
+        crate::say!(
             "rr server listening on {} (UDP), {} workers on CPUs {:?}",
             server.local_addr(),
             cores.len(),
@@ -396,7 +396,7 @@ fn client(a: &ClientArgs, hold: bool) -> Result<Ended> {
     };
     let stop = stop_flag()?;
     if a.out.human() {
-        println!("{}", client_banner(&cfg));
+        crate::say!("{}", client_banner(&cfg));
     }
     let config = serde_json::json!({
         "server": server.to_string(),

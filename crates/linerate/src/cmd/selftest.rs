@@ -67,7 +67,7 @@ pub fn run(a: &SelftestArgs) -> Result<u8> {
         })
     };
     if !a.json {
-        println!(
+        crate::say!(
             "linerate selftest: {} {}s to an in-process iperf3-compatible server on 127.0.0.1:{port} \
              (receiver = the server; figures below are iperf3's: sender = bytes the kernel accepted, receiver = bytes that arrived)",
             if a.udp { "UDP" } else { "TCP" },
@@ -109,7 +109,7 @@ pub fn run(a: &SelftestArgs) -> Result<u8> {
         affinity: vec![],
         zerocopy: false,
     };
-    let out: Arc<Mutex<dyn Write + Send>> = Arc::new(Mutex::new(std::io::stdout()));
+    let out: Arc<Mutex<dyn Write + Send>> = Arc::new(Mutex::new(crate::output::stdout()));
     let interrupted = AtomicBool::new(false);
     let result = linerate_iperf::client::run(&opts, &mut LockedWriter(out), &interrupted);
     stop.store(true, Ordering::Relaxed);

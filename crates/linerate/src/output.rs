@@ -1,0 +1,236 @@
+//! Where the binary's output goes, and what happens when it cannot be
+//! written. Every byte for standard output, `--logfile`, `--csv` and the
+//! other result files passes through a [`Checked`] writer: the first
+//! failure is kept with where it went, what follows to that target is
+//! dropped (the run goes on to its end and the other outputs still get
+//! everything), and [`finish`] turns it into the exit code: a result that
+//! was not saved fails the run with one line on stderr; a closed pipe
+//! (`| head -1`) ends it quietly with 141, as a shell reports SIGPIPE.
+//! Result files are created new ([`create_new`]): never through a link,
+//! never over a file that is there unless asked to.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::Path;
+use std::sync::Mutex;
+
+/// The first output that failed: the kind of error (said on stderr with
+/// where it went when it happened).
+#[derive(Debug, Clone)]
+struct Failure {
+    kind: io::ErrorKind,
+}
+
+/// Process-wide: any writer's failure decides the exit code at the end.
+static FAILURE: Mutex<Option<Failure>> = Mutex::new(None);
+
+fn record(target: &str, e: &io::Error) {
+    if let Ok(mut f) = FAILURE.lock()
+        && f.is_none()
+    {
+        *f = Some(Failure { kind: e.kind() });
+        // Said when it happens (a server goes on serving); a reader that
+        // went away needs no word.
+        if e.kind() != io::ErrorKind::BrokenPipe {
+            eprintln!(
+                "linerate: error: the output to {target} could not be written ({e}): the result is not saved"
+            );
+        }
+    }
+}
+
+/// A writer whose failures are kept for the exit code (see the module).
+#[derive(Debug)]
+pub struct Checked<W> {
+    inner: W,
+    target: String,
+    failed: bool,
+}
+
+impl<W: Write> Checked<W> {
+    pub fn new(inner: W, target: impl Into<String>) -> Self {
+        Checked {
+            inner,
+            target: target.into(),
+            failed: false,
+        }
+    }
+
+    fn check<T>(&mut self, r: io::Result<T>, ok: T) -> io::Result<T> {
+        match r {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Err(e),
+            Err(e) => {
+                record(&self.target, &e);
+                self.failed = true;
+                Ok(ok)
+            }
+            r => r,
+        }
+    }
+}
+
+impl<W: Write> Write for Checked<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.failed {
+            return Ok(buf.len());
+        }
+        let r = self.inner.write(buf);
+        self.check(r, buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.failed {
+            return Ok(());
+        }
+        let r = self.inner.flush();
+        self.check(r, ())
+    }
+}
+
+/// Standard output, checked.
+pub fn stdout() -> Checked<io::Stdout> {
+    Checked::new(io::stdout(), "standard output")
+}
+
+/// Writes a line to standard output (checked: never panics).
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!($crate::output::stdout(), $($arg)*);
+    }};
+}
+
+/// Writes to standard output without a newline (checked).
+#[macro_export]
+macro_rules! say_raw {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!($crate::output::stdout(), $($arg)*);
+    }};
+}
+
+/// The exit code once the command returned `code`: standard output is
+/// flushed, and an output that failed (said on stderr when it did) makes
+/// a successful run fail (1), or ends it with 141 for a closed pipe.
+pub fn finish(code: u8) -> u8 {
+    let _ = stdout().flush();
+    let Some(f) = FAILURE.lock().ok().and_then(|f| f.clone()) else {
+        return code;
+    };
+    if f.kind == io::ErrorKind::BrokenPipe {
+        return code.max(141);
+    }
+    code.max(1)
+}
+
+/// Creates a result file that is not there yet: never through a symbolic
+/// link to a file, never over an existing file unless `overwrite` (then an
+/// existing regular file is replaced; a link or a directory is refused
+/// either way). A pipe or a character device is written to as it is.
+/// `what` names the flag in the error.
+pub fn create_new(path: &Path, overwrite: bool, what: &str) -> anyhow::Result<File> {
+    use std::os::unix::fs::FileTypeExt;
+    let shown = path.display();
+    // A pipe or a device (/dev/stdout, a process substitution's
+    // /dev/fd/N, /dev/null): written to, nothing stored is replaced.
+    if std::fs::metadata(path)
+        .is_ok_and(|m| m.file_type().is_fifo() || m.file_type().is_char_device())
+    {
+        return OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| anyhow::anyhow!("{what} {shown}: {e}"));
+    }
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            anyhow::bail!("{what} {shown} is a symbolic link: not written through")
+        }
+        Ok(m) if !m.file_type().is_file() => {
+            anyhow::bail!("{what} {shown} exists and is not a regular file")
+        }
+        Ok(_) if !overwrite => anyhow::bail!(
+            "{what} {shown} exists: not overwritten (--force replaces it, or name a new file)"
+        ),
+        Ok(_) => std::fs::remove_file(path)
+            .map_err(|e| anyhow::anyhow!("{what} {shown}: replacing it: {e}"))?,
+        Err(_) => {}
+    }
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| anyhow::anyhow!("{what} {shown}: {e}"))
+}
+
+/// Opens a log to append to (iperf3's `--logfile`): created if missing,
+/// never through a symbolic link.
+pub fn append_log(path: &Path, what: &str) -> anyhow::Result<File> {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        anyhow::bail!(
+            "{what} {} is a symbolic link: not written through",
+            path.display()
+        );
+    }
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| anyhow::anyhow!("{what} {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Full;
+
+    impl Write for Full {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::Error::from_raw_os_error(28))
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn files_are_created_new_never_through_links_or_over_files() {
+        let dir = std::env::temp_dir().join(format!("lr-out-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let target = dir.join("target");
+        std::fs::write(&target, "keep").unwrap();
+        let link = dir.join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        for overwrite in [false, true] {
+            let e = create_new(&link, overwrite, "--csv")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("symbolic link"), "{e}");
+        }
+        let e = create_new(&target, false, "--csv").unwrap_err().to_string();
+        assert!(e.contains("exists: not overwritten"), "{e}");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+        let mut f = create_new(&target, true, "--csv").unwrap();
+        f.write_all(b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
+        assert!(create_new(&dir, true, "--csv").is_err(), "a directory");
+        create_new(Path::new("/dev/null"), false, "--csv").expect("a device is written to");
+        let fresh = dir.join("fresh");
+        create_new(&fresh, false, "--csv").unwrap();
+        assert!(append_log(&link, "--logfile").is_err());
+        append_log(&fresh, "--logfile").unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_failed_write_is_kept_and_what_follows_is_dropped() {
+        let mut w = Checked::new(Full, "test target");
+        assert_eq!(w.write(b"abc").unwrap(), 3);
+        assert!(w.failed);
+        assert_eq!(w.write(b"more").unwrap(), 4);
+        let f = FAILURE.lock().unwrap().clone().unwrap();
+        assert_eq!(f.kind, io::ErrorKind::StorageFull);
+    }
+}
