@@ -446,6 +446,11 @@ impl FlowCounts {
     }
 }
 
+/// A total that stays at u64::MAX rather than wrapping past it.
+fn saturating_sum(it: impl Iterator<Item = u64>) -> u64 {
+    it.fold(0, u64::saturating_add)
+}
+
 /// min, mean, p50, p99, p99.9, max of a latency histogram, ns (none when
 /// it is empty).
 pub fn latency_summary(h: &LatencyHist3) -> Option<[f64; 6]> {
@@ -477,6 +482,9 @@ pub struct SinkCounts {
     latency: LatencyStore,
     /// End-marker frames received (not counted as packets).
     pub markers: u64,
+    /// Probe frames left out of their flow: a sequence jump no flow could
+    /// have (forged or corrupt; see `SeqTracker::anomalies`).
+    pub anomalous: u64,
     /// Frames longer than one packet makes ([`with_frame_max`](Self::with_frame_max)):
     /// GSO/GRO batches handed over whole (e.g. by a veth whose sender left
     /// tx-udp-segmentation on), counted all the same: only their first
@@ -512,6 +520,7 @@ impl SinkCounts {
             other: 0,
             latency: LatencyStore::new(),
             markers: 0,
+            anomalous: 0,
             oversized: 0,
             frame_max: usize::MAX,
             fast_len: FastLen::ALL,
@@ -560,25 +569,34 @@ impl SinkCounts {
             && p.seq & linerate_wire::END_MARKER == 0
             && let Some(f) = self.flows.find(p.flow_id)
         {
-            Self::count(f, &mut self.latency, (p, frame.len() as u64, rx_ns));
+            let counted = Self::count(f, &mut self.latency, (p, frame.len() as u64, rx_ns));
+            self.anomalous += u64::from(!counted);
             return true;
         }
         false
     }
 
     /// Counts a probe that is not an end marker in its flow `f` (and its
-    /// latency in `latency`, passed apart as `f` borrows the flow table).
+    /// latency in `latency`, passed apart as `f` borrows the flow table);
+    /// false for an anomaly, left out.
     #[inline(always)]
-    fn count(f: &mut FlowCounts, latency: &mut LatencyStore, (p, len, rx_ns): (Probe, u64, u64)) {
+    fn count(
+        f: &mut FlowCounts,
+        latency: &mut LatencyStore,
+        (p, len, rx_ns): (Probe, u64, u64),
+    ) -> bool {
         // Transit time: latency (shared clocks) and jitter.
         let transit = transit(rx_ns, p.tx_ns);
-        f.seq.on_seq(p.seq);
+        if f.seq.on_seq(p.seq) == linerate_wire::Arrival::Anomaly {
+            return false;
+        }
         f.bytes += len;
         f.on_transit(transit);
         // (0 counts as 1 ns, above an hour as an hour when read; below 0 as
         // clock skew. With unshared clocks flows have no histogram: the
         // rest is never read.)
         latency.record(f.hist_at, transit);
+        true
     }
 
     /// Counts a probe that is not an end marker, its flow's entry made if
@@ -599,7 +617,8 @@ impl SinkCounts {
             self.flows.insert(p.flow_id, f);
         }
         let f = self.flows.find(p.flow_id).expect("made above");
-        Self::count(f, &mut self.latency, (p, len, rx_ns));
+        let counted = Self::count(f, &mut self.latency, (p, len, rx_ns));
+        self.anomalous += u64::from(!counted);
     }
 
     /// Frames off the fast path: a flow's first, end markers, probes behind
@@ -619,7 +638,14 @@ impl SinkCounts {
             // frame's).
             self.markers += 1;
             let f = self.flows.entry(probe.flow_id);
-            f.sent_marker = Some(probe.seq & !linerate_wire::END_MARKER);
+            let sent = probe.seq & !linerate_wire::END_MARKER;
+            // A count the flow could not have (forged, corrupt) is an
+            // anomaly, not a tail of losses.
+            if f.seq.plausible_sent(sent) {
+                f.sent_marker = Some(sent);
+            } else {
+                f.seq.anomalies += 1;
+            }
             return;
         }
         self.count_probe(probe, frame.len() as u64, rx_ns);
@@ -665,6 +691,7 @@ impl SinkCounts {
         }
         self.other += other.other;
         self.markers += other.markers;
+        self.anomalous += other.anomalous;
         self.oversized += other.oversized;
         self.latency.add_slot(0, other.latency.slot(0));
     }
@@ -672,7 +699,13 @@ impl SinkCounts {
     /// Frames with a linerate probe (not end markers): the flows'
     /// received frames added up (counted once per frame, by the flow).
     pub fn packets(&self) -> u64 {
-        self.flows.values().map(|f| f.seq.received()).sum()
+        saturating_sum(self.flows.values().map(|f| f.seq.received()))
+    }
+
+    /// Probes and end markers left out of the flows' counts: sequence
+    /// jumps or senders' counts no flow could have (forged or corrupt).
+    pub fn anomalies(&self) -> u64 {
+        saturating_sum(self.flows.values().map(|f| f.seq.anomalies))
     }
 
     /// Probes whose timestamp was ahead of the receive time (with shared
@@ -714,7 +747,7 @@ impl SinkCounts {
     /// Bytes of the frames with a probe (L2, without FCS): the flows'
     /// bytes added up.
     pub fn bytes(&self) -> u64 {
-        self.flows.values().map(|f| f.bytes).sum()
+        saturating_sum(self.flows.values().map(|f| f.bytes))
     }
 
     pub fn clocks_shared(&self) -> bool {
@@ -725,7 +758,7 @@ impl SinkCounts {
     /// highest (loss after a flow's last arrival needs the sender's count:
     /// see [`reconcile`](Self::reconcile)).
     pub fn lost(&self) -> u64 {
-        self.flows.values().map(FlowCounts::lost).sum()
+        saturating_sum(self.flows.values().map(FlowCounts::lost))
     }
 
     /// Flows whose end marker arrived, of all flows.
@@ -739,11 +772,11 @@ impl SinkCounts {
     }
 
     pub fn reordered(&self) -> u64 {
-        self.flows.values().map(|f| f.seq.late).sum()
+        saturating_sum(self.flows.values().map(|f| f.seq.late))
     }
 
     pub fn duplicates(&self) -> u64 {
-        self.flows.values().map(|f| f.seq.duplicates).sum()
+        saturating_sum(self.flows.values().map(|f| f.seq.duplicates))
     }
 
     /// With the sender's per-flow counts: `(flow, sent, received, lost)`,

@@ -215,6 +215,7 @@ impl SinkReport {
                 "flow": id, "packets": f.seq.received(), "bytes": f.bytes, "lost": f.lost(),
                 "sent_by_marker": f.sent_marker,
                 "reordered": f.seq.late, "duplicates": f.seq.duplicates,
+                "anomalies": f.seq.anomalies,
                 "jitter_ns": f.jitter_ns(),
                 "latency_ns": c.latency_summary(f).map(|l| serde_json::json!({
                     "min": l[0], "mean": l[1], "p50": l[2], "p99": l[3], "p999": l[4], "max": l[5],
@@ -243,6 +244,7 @@ impl SinkReport {
             "end_markers": markers,
             "reordered": c.reordered(),
             "duplicates": c.duplicates(),
+            "anomalies": c.anomalies(),
             "other_frames": c.other,
             "oversized_frames": c.oversized,
             "backend_capabilities": self.capabilities,
@@ -442,7 +444,7 @@ impl Taker<'_> {
     /// Frames counted but not as probes (markers and others): what a
     /// batch handed over less these is its probe frames.
     fn not_probes(&self) -> u64 {
-        self.counts.markers + self.counts.other
+        self.counts.markers + self.counts.other + self.counts.anomalous
     }
 
     fn write(&mut self, frame: &[u8], t: u64) {

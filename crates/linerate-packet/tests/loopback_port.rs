@@ -287,3 +287,74 @@ fn rfc2544_finds_the_rate_a_policing_device_passes() {
         "trials above the rate were policed"
     );
 }
+
+/// Probes a hostile sender crafts, straight onto the wire: `(flow id,
+/// sequence)` each.
+fn forge(port: &str, probes: &[(u16, u64)]) {
+    let spec = FlowSpec::parse(
+        "02:00:00:00:00:01",
+        "02:00:00:00:00:02",
+        "198.18.0.1",
+        "198.18.0.2",
+        "2000",
+        "9",
+    )
+    .unwrap();
+    let flow = spec.flow(0);
+    let t = linerate_gen::Template::new(64, &flow, &Framing::default()).unwrap();
+    let frames: Vec<Vec<u8>> = probes
+        .iter()
+        .map(|&(id, seq)| {
+            let mut b = vec![0u8; t.len()];
+            t.write(
+                &mut b,
+                &flow,
+                id,
+                seq,
+                linerate_backend::clock::monotonic_ns(),
+            );
+            b
+        })
+        .collect();
+    let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+    let mut tx = linerate_backend::loopback::LoopTx::open(port, 128, 64).unwrap();
+    let mut done = 0;
+    while done < refs.len() {
+        done += tx.send(&refs[done..]).unwrap();
+    }
+}
+
+#[test]
+fn forged_probes_are_anomalies_not_losses() {
+    let _port = Port::create("lp-forged", 1500, Faults::default()).unwrap();
+    let huge = 1u64 << 62;
+    let marker = linerate_wire::END_MARKER;
+    let (b, s) = counted("lp-forged", || {
+        let b = blast(&blast_cfg("lp-forged", "1000", 500));
+        // Five flows opened by a sequence of 2^62 (each alone was
+        // 4.6e18 losses and their sum wrapped), a forged sender's count
+        // for them and for the real flow, and a flow counting from 0.
+        let mut probes: Vec<(u16, u64)> = (100..105).map(|id| (id, huge)).collect();
+        probes.extend((100..106).map(|id| (id, marker | huge)));
+        probes.extend([(200, 0), (200, 1), (200, 2)]);
+        forge("lp-forged", &probes);
+        b
+    });
+    let c = &s.counts;
+    assert_eq!(b.packets, 500);
+    // The real flow and the zero-based one count as sent; nothing lost.
+    assert_eq!(
+        c.packets(),
+        503,
+        "the forged probes are not received frames"
+    );
+    assert_eq!(c.lost(), 0);
+    assert_eq!(c.reordered(), 0, "sequence 0 first is in order");
+    assert_eq!(c.duplicates(), 0);
+    // 5 jumps, 6 implausible counts (5 on the forged flows, 1 on flow
+    // 105, which never sent a probe).
+    assert_eq!(c.anomalies(), 11);
+    let j = s.json();
+    assert_eq!(j["anomalies"], 11);
+    assert_eq!(j["lost"], 0);
+}

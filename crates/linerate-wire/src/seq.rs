@@ -10,6 +10,12 @@
 
 /// How many recent sequence numbers are remembered.
 pub const WINDOW: u64 = 4096;
+
+/// The largest jump ahead one arrival may make at any time (16.7 M
+/// sequence numbers: over a second of total loss at 14.88 M frames/s);
+/// past it, a jump may be as large as 64 times what the flow received.
+/// Beyond that an arrival is an anomaly (forged or corrupt), not losses.
+pub const JUMP_MIN: u64 = 1 << 24;
 const WORDS: usize = (WINDOW / 64) as usize;
 
 /// Per-stream (or per-flow) sequence state. Sequences start at 1.
@@ -26,6 +32,22 @@ pub struct SeqTracker {
     /// First arrivals below the highest (reordered), within the window or
     /// older than it.
     pub late: u64,
+    /// Arrivals whose sequence jumped further ahead than the flow could
+    /// have lost ([`jump_max`](Self::jump_max)): forged or corrupt, left
+    /// out of the sequence (neither received nor a gap).
+    pub anomalies: u64,
+    /// Sequence 0 arrived (a sender counting from 0): it is received, and
+    /// expected, not late.
+    zero: bool,
+    /// The last anomaly's sequence: the next arrival continuing it (one
+    /// above) shows a real stream, not a forgery (a receiver started long
+    /// after its sender), and the count starts again from it.
+    suspect: u64,
+    /// Sequences at or below this are not expected (a new start).
+    base: u64,
+    /// Losses and distinct arrivals counted before the new start.
+    carried_lost: u64,
+    carried_unique: u64,
     /// Bit `s % WINDOW`: sequence s, for s in (highest - WINDOW, marked],
     /// was seen.
     seen: [u64; WORDS],
@@ -41,6 +63,12 @@ impl Default for SeqTracker {
             counted: 0,
             duplicates: 0,
             late: 0,
+            anomalies: 0,
+            zero: false,
+            suspect: 0,
+            base: 0,
+            carried_lost: 0,
+            carried_unique: 0,
             seen: [0; WORDS],
             marked: 0,
         }
@@ -57,6 +85,8 @@ pub enum Arrival {
     /// Below the highest, first time seen.
     Late,
     Duplicate,
+    /// A jump ahead beyond what the flow could have lost: not counted.
+    Anomaly,
 }
 
 impl SeqTracker {
@@ -78,8 +108,26 @@ impl SeqTracker {
     #[inline(never)]
     fn on_other_seq(&mut self, seq: u64) -> Arrival {
         self.settle();
+        if seq > self.highest && seq - self.highest - 1 > self.jump_max() {
+            if self.suspect != 0 && seq == self.suspect.wrapping_add(1) {
+                return self.start_again(seq);
+            }
+            self.suspect = seq;
+            self.anomalies += 1;
+            return Arrival::Anomaly;
+        }
         self.counted += 1;
         let (w, bit) = slot(seq);
+        if seq == 0 && !self.zero && self.highest < WINDOW {
+            // A sender that counts from 0: its first sequence number.
+            self.zero = true;
+            self.seen[w] |= bit;
+            if self.highest == 0 {
+                return Arrival::Next { gap: 0 };
+            }
+            self.late += 1;
+            return Arrival::Late;
+        }
         if seq > self.highest {
             let gap = seq - self.highest - 1;
             if gap > 0 {
@@ -109,10 +157,47 @@ impl SeqTracker {
         self.counted + (self.highest - self.marked)
     }
 
-    /// Sequence numbers up to the highest that never arrived.
+    /// Sequence numbers up to the highest that never arrived (from 0 when
+    /// sequence 0 arrived, else from 1; after a new start, from it).
     pub fn lost(&self) -> u64 {
-        self.highest
-            .saturating_sub(self.received() - self.duplicates)
+        let unique = self.received() - self.duplicates - self.carried_unique;
+        let expected = (self.highest + u64::from(self.zero)).saturating_sub(self.base);
+        self.carried_lost
+            .saturating_add(expected.saturating_sub(unique))
+    }
+
+    /// The stream goes on from the last anomaly (`seq` is one above it):
+    /// what was counted stands, and the count starts again at the anomaly,
+    /// which was a real arrival after all.
+    #[cold]
+    fn start_again(&mut self, seq: u64) -> Arrival {
+        let first = self.suspect;
+        self.carried_lost = self.lost();
+        self.anomalies -= 1;
+        self.counted += 1;
+        self.carried_unique = self.received() - self.duplicates - 1;
+        self.zero = false;
+        self.base = first - 1;
+        self.suspect = 0;
+        self.seen = [0; WORDS];
+        self.highest = first;
+        self.marked = first;
+        let (w, bit) = slot(first);
+        self.seen[w] |= bit;
+        self.on_other_seq(seq)
+    }
+
+    /// The largest gap one arrival may open: [`JUMP_MIN`], or 64 times
+    /// what the flow received when that is more.
+    pub fn jump_max(&self) -> u64 {
+        JUMP_MIN.max(self.received().saturating_mul(64))
+    }
+
+    /// Whether a sender's count for the flow (its end marker) is one the
+    /// flow could have: within [`jump_max`](Self::jump_max) of the highest
+    /// sequence seen.
+    pub fn plausible_sent(&self, sent: u64) -> bool {
+        sent <= self.highest.saturating_add(self.jump_max())
     }
 
     /// Takes in another tracker's arrivals of the same flow, counted apart
@@ -138,6 +223,12 @@ impl SeqTracker {
         self.counted += o.counted;
         self.duplicates += other.duplicates;
         self.late += other.late;
+        self.anomalies += other.anomalies;
+        self.zero |= other.zero;
+        // (A new start on either side: the later one holds for both.)
+        self.base = self.base.max(other.base);
+        self.carried_lost += other.carried_lost;
+        self.carried_unique += other.carried_unique;
     }
 
     /// Moves the highest up to `to` with nothing seen in between (the
@@ -210,6 +301,72 @@ mod tests {
             (t.highest, t.received(), t.late, t.duplicates, t.lost()),
             (8, 7, 1, 1, 2)
         );
+    }
+
+    #[test]
+    fn a_forged_jump_is_an_anomaly_not_losses() {
+        let mut t = SeqTracker::default();
+        for s in 1..=10 {
+            t.on_seq(s);
+        }
+        assert_eq!(t.on_seq(1 << 62), Arrival::Anomaly);
+        assert_eq!(t.on_seq(u64::MAX), Arrival::Anomaly);
+        assert_eq!(
+            (t.highest, t.received(), t.lost(), t.anomalies),
+            (10, 10, 0, 2)
+        );
+        // A real gap within the bound is losses.
+        assert_eq!(t.on_seq(11 + JUMP_MIN), Arrival::Next { gap: JUMP_MIN });
+        assert_eq!(t.lost(), JUMP_MIN);
+        assert!(t.plausible_sent(t.highest + JUMP_MIN));
+        assert!(!t.plausible_sent(1 << 62));
+        // The bound grows with what the flow received.
+        let mut big = SeqTracker::default();
+        for s in 1..=1_000_000 {
+            big.on_seq(s);
+        }
+        assert_eq!(big.jump_max(), 64_000_000);
+        assert_eq!(
+            big.on_seq(1_000_001 + 50_000_000),
+            Arrival::Next { gap: 50_000_000 }
+        );
+    }
+
+    #[test]
+    fn a_stream_that_goes_on_after_a_jump_starts_the_count_again() {
+        // A receiver started long after its sender: the first arrival is
+        // far ahead, and the next continues it.
+        let mut t = SeqTracker::default();
+        let first = 40_000_000;
+        assert_eq!(t.on_seq(first), Arrival::Anomaly);
+        assert_eq!(t.on_seq(first + 1), Arrival::Next { gap: 0 });
+        for s in first + 2..first + 100 {
+            t.on_seq(s);
+        }
+        t.on_seq(first + 101);
+        assert_eq!(
+            (t.received(), t.lost(), t.anomalies, t.late),
+            (101, 1, 0, 0)
+        );
+        // Forgeries between real arrivals stay anomalies.
+        assert_eq!(t.on_seq(1 << 62), Arrival::Anomaly);
+        assert_eq!(t.on_seq(first + 102), Arrival::Next { gap: 0 });
+        assert_eq!((t.received(), t.lost(), t.anomalies), (102, 1, 1));
+    }
+
+    #[test]
+    fn a_sender_counting_from_zero_is_in_order() {
+        let mut t = SeqTracker::default();
+        for s in [0, 1, 2, 4] {
+            assert!(matches!(t.on_seq(s), Arrival::Next { .. }), "{s}");
+        }
+        assert_eq!((t.received(), t.late, t.lost()), (4, 0, 1));
+        assert_eq!(t.on_seq(0), Arrival::Duplicate);
+        // Zero after one: it was reordered.
+        let mut r = SeqTracker::default();
+        r.on_seq(1);
+        assert_eq!(r.on_seq(0), Arrival::Late);
+        assert_eq!((r.received(), r.late, r.lost()), (2, 1, 0));
     }
 
     #[test]

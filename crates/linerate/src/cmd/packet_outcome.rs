@@ -127,6 +127,13 @@ fn sink_text(r: &SinkReport, iface: &str, sent: Option<u64>) -> String {
         r.counts.duplicates(),
         r.kernel_drops
     );
+    let anomalies = r.counts.anomalies();
+    if anomalies > 0 {
+        let _ = writeln!(
+            t,
+            "anomalies: {anomalies} probe(s) with a sequence jump or sender's count no flow could have (forged or corrupt): left out of the counts above"
+        );
+    }
     if let Some(p) = r.counts.latency_percentiles() {
         let _ = writeln!(
             t,
