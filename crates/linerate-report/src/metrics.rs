@@ -300,7 +300,11 @@ impl Metrics {
     }
 
     /// Serves the series on `addr` (`GET /metrics`; anything else 404) on a
-    /// thread of its own until the handle is dropped.
+    /// thread of its own until the handle is dropped. One thread serves
+    /// every connection, none blocking: a scraper that connects and sends
+    /// nothing costs a slot until its deadline, not a thread, and when the
+    /// slots are full the oldest connection is shed for the newest, so a
+    /// real scrape is answered while hundreds of idle ones sit there.
     pub fn serve(&self, addr: &str) -> io::Result<Endpoint> {
         let listener = std::net::TcpListener::bind(addr)
             .map_err(|e| io::Error::new(e.kind(), format!("--metrics {addr}: {e}")))?;
@@ -309,39 +313,30 @@ impl Metrics {
         let stop = Arc::new(AtomicBool::new(false));
         let (me, st) = (self.clone(), stop.clone());
         let thread = std::thread::spawn(move || {
-            let busy = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let mut conns: std::collections::VecDeque<Conn> = std::collections::VecDeque::new();
             while !st.load(Ordering::Relaxed) {
-                let conn = match listener.accept() {
-                    Ok((c, _)) => c,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                        std::thread::sleep(Duration::from_millis(20));
+                let mut progressed = false;
+                while let Ok((c, _)) = listener.accept() {
+                    if c.set_nonblocking(true).is_err() {
                         continue;
                     }
-                    Err(_) => {
-                        std::thread::sleep(Duration::from_millis(20));
-                        continue;
+                    if conns.len() >= MAX_CONNECTIONS {
+                        conns.pop_front();
                     }
-                };
-                // At most MAX_CONNECTIONS at once, each with a deadline:
-                // a scraper that never sends, or never reads, holds one
-                // thread for at most CONN_DEADLINE x 2; past the bound, new
-                // connections are closed at once.
-                if busy.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
-                    drop(conn);
-                    continue;
+                    conns.push_back(Conn::new(c));
+                    progressed = true;
                 }
-                busy.fetch_add(1, Ordering::Relaxed);
-                let (me, held) = (me.clone(), busy.clone());
-                let spawned = std::thread::Builder::new()
-                    .name("metrics-conn".into())
-                    .spawn(move || {
-                        let _ = me.answer(conn);
-                        held.fetch_sub(1, Ordering::Relaxed);
-                    });
-                if spawned.is_err() {
-                    // No thread for it: the connection went with the
-                    // closure, and so did its place.
-                    busy.fetch_sub(1, Ordering::Relaxed);
+                let now = std::time::Instant::now();
+                conns.retain_mut(|c| match c.step(&me, now) {
+                    Step::Idle => true,
+                    Step::Progress => {
+                        progressed = true;
+                        true
+                    }
+                    Step::Done => false,
+                });
+                if !progressed {
+                    std::thread::sleep(Duration::from_millis(10));
                 }
             }
         });
@@ -352,33 +347,9 @@ impl Metrics {
         })
     }
 
-    /// One HTTP/1.x exchange: the request head within CONN_DEADLINE, the
-    /// whole response written within CONN_DEADLINE, then close.
-    fn answer(&self, mut conn: std::net::TcpStream) -> io::Result<()> {
-        use std::io::Read;
-        conn.set_nonblocking(false)?;
-        let until = std::time::Instant::now() + CONN_DEADLINE;
-        let left = || {
-            until
-                .checked_duration_since(std::time::Instant::now())
-                .filter(|d| !d.is_zero())
-                .ok_or_else(|| io::Error::new(io::ErrorKind::TimedOut, "deadline"))
-        };
-        let mut head = Vec::with_capacity(1024);
-        let mut buf = [0u8; 1024];
-        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-            if head.len() > MAX_HEAD {
-                let r = response(431, "text/plain", "linerate: request head too large\n");
-                return write_all_by(&mut conn, &r, until);
-            }
-            conn.set_read_timeout(Some(left()?))?;
-            let n = conn.read(&mut buf)?;
-            if n == 0 {
-                return Ok(());
-            }
-            head.extend_from_slice(&buf[..n]);
-        }
-        let text = String::from_utf8_lossy(&head);
+    /// The response to a complete request head.
+    fn respond(&self, head: &[u8]) -> Vec<u8> {
+        let text = String::from_utf8_lossy(head);
         let mut lines = text.split("\r\n");
         let mut first = lines.next().unwrap_or("").split(' ');
         let (method, target) = (first.next().unwrap_or(""), first.next().unwrap_or(""));
@@ -391,7 +362,7 @@ impl Metrics {
                     && v.contains("application/openmetrics-text")
             })
         });
-        let resp = if method == "GET" && path == "/metrics" {
+        if method == "GET" && path == "/metrics" {
             if openmetrics {
                 response(
                     200,
@@ -407,15 +378,105 @@ impl Metrics {
             }
         } else {
             response(404, "text/plain", "linerate: GET /metrics\n")
-        };
-        write_all_by(&mut conn, &resp, until)?;
-        let _ = conn.shutdown(std::net::Shutdown::Both);
-        Ok(())
+        }
     }
 }
 
-/// Connections served at once, at most.
-const MAX_CONNECTIONS: usize = 32;
+/// What one turn of the serving loop did with a connection.
+enum Step {
+    Idle,
+    Progress,
+    Done,
+}
+
+/// One HTTP/1.x exchange, non-blocking: the request head within
+/// CONN_DEADLINE, then the whole response within CONN_DEADLINE, then
+/// close.
+struct Conn {
+    stream: std::net::TcpStream,
+    head: Vec<u8>,
+    /// The response and how much of it went out.
+    out: Option<(Vec<u8>, usize)>,
+    until: std::time::Instant,
+}
+
+impl Conn {
+    fn new(stream: std::net::TcpStream) -> Self {
+        Conn {
+            stream,
+            head: Vec::new(),
+            out: None,
+            until: std::time::Instant::now() + CONN_DEADLINE,
+        }
+    }
+
+    fn step(&mut self, m: &Metrics, now: std::time::Instant) -> Step {
+        use std::io::{Read, Write};
+        if now >= self.until {
+            return Step::Done;
+        }
+        let mut progressed = false;
+        if self.out.is_none() {
+            let mut buf = [0u8; 2048];
+            loop {
+                match self.stream.read(&mut buf) {
+                    Ok(0) => return Step::Done,
+                    Ok(n) => {
+                        progressed = true;
+                        self.head.extend_from_slice(&buf[..n]);
+                        if self.head.len() > MAX_HEAD {
+                            let r =
+                                response(431, "text/plain", "linerate: request head too large\n");
+                            self.out = Some((r, 0));
+                            break;
+                        }
+                        if self.head.windows(4).any(|w| w == b"\r\n\r\n") {
+                            self.out = Some((m.respond(&self.head), 0));
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => return Step::Done,
+                }
+            }
+            if self.out.is_none() {
+                return if progressed {
+                    Step::Progress
+                } else {
+                    Step::Idle
+                };
+            }
+            self.until = now + CONN_DEADLINE;
+        }
+        let Some((data, sent)) = self.out.as_mut() else {
+            return Step::Idle;
+        };
+        while *sent < data.len() {
+            match self.stream.write(&data[*sent..]) {
+                Ok(0) => return Step::Done,
+                Ok(n) => {
+                    *sent += n;
+                    progressed = true;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    return if progressed {
+                        Step::Progress
+                    } else {
+                        Step::Idle
+                    };
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return Step::Done,
+            }
+        }
+        let _ = self.stream.shutdown(std::net::Shutdown::Write);
+        Step::Done
+    }
+}
+
+/// Connections held at once, at most (the oldest is shed for a new one).
+const MAX_CONNECTIONS: usize = 256;
 /// Time a connection has for its request head, and again for the response.
 const CONN_DEADLINE: Duration = Duration::from_secs(2);
 /// The longest request head taken.
@@ -434,30 +495,6 @@ fn response(status: u16, content_type: &str, body: &str) -> Vec<u8> {
     .into_bytes();
     r.extend_from_slice(body.as_bytes());
     r
-}
-
-/// Writes all of `data` before `until` (a peer that does not read gets
-/// the connection closed at the deadline, not a thread held forever).
-fn write_all_by(
-    conn: &mut std::net::TcpStream,
-    mut data: &[u8],
-    until: std::time::Instant,
-) -> io::Result<()> {
-    use std::io::Write;
-    let until = until + CONN_DEADLINE;
-    while !data.is_empty() {
-        let left = until
-            .checked_duration_since(std::time::Instant::now())
-            .filter(|d| !d.is_zero())
-            .ok_or_else(|| io::Error::new(io::ErrorKind::TimedOut, "write deadline"))?;
-        conn.set_write_timeout(Some(left))?;
-        let n = conn.write(data)?;
-        if n == 0 {
-            return Err(io::ErrorKind::WriteZero.into());
-        }
-        data = &data[n..];
-    }
-    Ok(())
 }
 
 /// The running endpoint; dropping it stops the thread.
@@ -541,42 +578,44 @@ impl Reporter for MetricsReporter {
 
 #[cfg(test)]
 mod tests {
-    /// Scrapers that connect and send nothing hold a thread each, for at
-    /// most the deadline; a real scrape is answered at once meanwhile, and
-    /// connections past the bound are closed straight away.
+    /// Scrapers that connect and send nothing sit there (hundreds, more
+    /// than the slots): a real scrape is answered at once all the same,
+    /// idle ones are closed at their deadline, and a head too large gets
+    /// 431.
     #[test]
     fn idle_and_excess_connections_do_not_stall_a_scrape() {
         use std::io::{Read, Write};
         let m = Metrics::new();
         let ep = m.serve("127.0.0.1:0").unwrap();
-        let idle: Vec<std::net::TcpStream> = (0..MAX_CONNECTIONS)
+        let scrape = || {
+            let t0 = std::time::Instant::now();
+            let mut c = std::net::TcpStream::connect(ep.addr).unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            c.write_all(
+                b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: application/openmetrics-text\r\n\r\n",
+            )
+            .unwrap();
+            let mut r = String::new();
+            c.read_to_string(&mut r).unwrap();
+            assert!(r.starts_with("HTTP/1.1 200 OK\r\n"), "{r}");
+            assert!(r.contains("application/openmetrics-text"), "{r}");
+            assert!(r.trim_end().ends_with("# EOF"), "{r}");
+            t0.elapsed()
+        };
+        let idle: Vec<std::net::TcpStream> = (0..40)
+            .map(|_| std::net::TcpStream::connect(ep.addr).unwrap())
+            .collect();
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(scrape() < Duration::from_millis(500), "40 idle connections");
+        // More idle connections than slots: the oldest are shed.
+        let more: Vec<std::net::TcpStream> = (0..MAX_CONNECTIONS + 50)
             .map(|_| std::net::TcpStream::connect(ep.addr).unwrap())
             .collect();
         std::thread::sleep(Duration::from_millis(200));
-        // Past the bound: closed without an answer.
-        let mut extra = std::net::TcpStream::connect(ep.addr).unwrap();
-        extra
-            .set_read_timeout(Some(Duration::from_secs(1)))
-            .unwrap();
-        let mut b = Vec::new();
-        assert_eq!(extra.read_to_end(&mut b).unwrap_or(0), 0, "closed at once");
-        // Once the idle ones' deadline passes, a scrape is answered.
+        assert!(scrape() < Duration::from_millis(500), "a full table");
+        // The idle connections are closed by the server at their deadline.
         std::thread::sleep(CONN_DEADLINE + Duration::from_millis(300));
-        let t0 = std::time::Instant::now();
-        let mut c = std::net::TcpStream::connect(ep.addr).unwrap();
-        c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-        c.write_all(
-            b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: application/openmetrics-text\r\n\r\n",
-        )
-        .unwrap();
-        let mut r = String::new();
-        c.read_to_string(&mut r).unwrap();
-        assert!(r.starts_with("HTTP/1.1 200 OK\r\n"), "{r}");
-        assert!(r.contains("application/openmetrics-text"), "{r}");
-        assert!(r.trim_end().ends_with("# EOF"), "{r}");
-        assert!(t0.elapsed() < Duration::from_secs(1));
-        // The idle connections were closed by the server.
-        for mut i in idle {
+        for mut i in idle.into_iter().chain(more) {
             i.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
             let mut b = Vec::new();
             assert_eq!(i.read_to_end(&mut b).unwrap_or(0), 0);
