@@ -256,6 +256,10 @@ pub fn tcp_send_group(
         calls: u64,
         full: bool,
         done: bool,
+        /// Bytes of the block taken from the budget not written yet: a
+        /// stream writes whole blocks (an iperf3 3.17+ receiver reads
+        /// whole blocks and waits for the rest of a short one).
+        owed: usize,
     }
     let start = Instant::now();
     let mut ss: Vec<S> = streams
@@ -272,6 +276,7 @@ pub fn tcp_send_group(
                 calls: 0,
                 full: false,
                 done: false,
+                owed: 0,
             }
         })
         .collect();
@@ -289,25 +294,26 @@ pub fn tcp_send_group(
                 next_due = Some(next_due.map_or(t, |n: Instant| n.min(t)));
                 continue;
             }
-            let allowed = pacing.budget.take(buf.len() as u64) as usize;
-            if allowed == 0 {
-                // This side has sent its -n / -k amount.
-                s.done = true;
-                continue;
+            if s.owed == 0 {
+                s.owed = pacing.budget.take(buf.len() as u64) as usize;
+                if s.owed == 0 {
+                    // This side has sent its -n / -k amount.
+                    s.done = true;
+                    continue;
+                }
             }
             let r = if s.zc {
                 s.calls += 1;
                 if s.calls.is_multiple_of(64) {
                     linerate_backend::zerocopy::drain_completions(&s.sock);
                 }
-                linerate_backend::zerocopy::send(&s.sock, &buf[..allowed])
+                linerate_backend::zerocopy::send(&s.sock, &buf[..s.owed])
             } else {
-                (&s.sock).write(&buf[..allowed])
+                (&s.sock).write(&buf[..s.owed])
             };
-            let written = r.as_ref().map_or(0, |n| *n);
-            pacing.budget.give_back((allowed - written) as u64);
             match r {
                 Ok(n) => {
+                    s.owed -= n;
                     wrote = true;
                     s.full = false;
                     s.sent += n as u64;
@@ -326,6 +332,8 @@ pub fn tcp_send_group(
                     if !s.sh.stopped() {
                         s.sh.fail(format!("unable to write to stream socket: {e}"));
                     }
+                    pacing.budget.give_back(s.owed as u64);
+                    s.owed = 0;
                     s.done = true;
                 }
             }

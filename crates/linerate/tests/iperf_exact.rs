@@ -154,3 +154,44 @@ fn n_bytes_exactly_with_iperf3_3_21() {
     }
     against_iperf3(&iperf3_321().unwrap());
 }
+
+/// iperf3 3.21's client reads whole blocks on blocking sockets: a
+/// reverse `-n`/`-k` split over 2 or 3 streams must give each stream whole
+/// blocks, or its last read waits forever (it hung in about 85% of runs).
+/// Several runs of each, every one ending within its deadline with the
+/// exact total.
+#[test]
+fn reverse_amounts_over_parallel_streams_end_with_iperf3_3_21() {
+    if should_skip(
+        "reverse_amounts_over_parallel_streams_end_with_iperf3_3_21",
+        &[require_iperf3_321()],
+    ) {
+        return;
+    }
+    let iperf3 = iperf3_321().unwrap();
+    let port = free_port();
+    let _srv = Proc::spawn(linerate().args(["-s", "-p", &port.to_string()]));
+    wait_listening(port);
+    for amount in [["-n", "10M"], ["-k", "80"]] {
+        for p in ["2", "3"] {
+            for _ in 0..4 {
+                let c = Proc::spawn(Command::new(&iperf3).args([
+                    "-c",
+                    "127.0.0.1",
+                    "-p",
+                    &port.to_string(),
+                    "-J",
+                    "-R",
+                    "-P",
+                    p,
+                    amount[0],
+                    amount[1],
+                ]))
+                .wait(Duration::from_secs(15));
+                assert!(c.status.success(), "{amount:?} -P {p}");
+                let v = json(&c.stdout);
+                assert_eq!(sum(&v, "sum_received"), 80 * 131_072, "{amount:?} -P {p}");
+            }
+        }
+    }
+}
