@@ -27,6 +27,10 @@ pub enum ClientError {
     ServerErrorCut(usize),
     #[error("timed out waiting for the server ({0} ms for one control message)")]
     Timeout(u128),
+    #[error(
+        "the server did not finish {phase} within {ms} ms (--control-timeout), whatever it sent meanwhile"
+    )]
+    Overdue { phase: &'static str, ms: u128 },
 }
 
 fn errno_text(errno: i32) -> String {
@@ -245,6 +249,15 @@ impl ClientSession {
         } else {
             self.fail(ClientError::Timeout(waited.as_millis()));
         }
+    }
+
+    /// A phase the server leads (setting up, ending) went on past its
+    /// bound, however many messages came meanwhile.
+    pub fn overdue(&mut self, phase: &'static str, waited: std::time::Duration) {
+        self.fail(ClientError::Overdue {
+            phase,
+            ms: waited.as_millis(),
+        });
     }
 
     /// True while a SERVER_ERROR's payload is being received.

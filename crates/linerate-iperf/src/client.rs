@@ -208,6 +208,10 @@ struct ClientTest<'a> {
     finals: Vec<StreamFinal>,
     /// When the current wait for the server began.
     wait_since: Instant,
+    /// When the client began (the setup phase's bound runs from here) and
+    /// when it ended the test (the end phase's).
+    begun: Instant,
+    finals_at: Option<Instant>,
     /// Bytes received so far and when that last changed (--rcv-timeout).
     last_rx: (u64, Instant),
     /// The session's progress count when last looked at.
@@ -283,6 +287,8 @@ impl<'a> ClientTest<'a> {
             server_results: None,
             finals: Vec::new(),
             wait_since: Instant::now(),
+            begun: Instant::now(),
+            finals_at: None,
             last_rx: (0, Instant::now()),
             progress_seen: 0,
             test_len,
@@ -491,6 +497,7 @@ impl<'a> ClientTest<'a> {
                 self.interval(&last);
             }
             self.finals = f;
+            self.finals_at.get_or_insert_with(Instant::now);
             self.meter = Some(m);
         }
         self.session.local_results(peer_results(
@@ -577,6 +584,7 @@ impl<'a> ClientTest<'a> {
                 self.interval(&last);
             }
             self.finals = f;
+            self.finals_at = Some(end_at);
         }
         self.meter = Some(m);
         Ok(())
@@ -627,6 +635,22 @@ impl<'a> ClientTest<'a> {
         let waited = self.wait_since.elapsed();
         if waiting_for_server && !self.session.is_closed() && waited > limit {
             self.session.timed_out(waited);
+        }
+        // Each phase the server leads has a bound of its own, whatever it
+        // sends: setting up (until the test runs) and ending (from our end
+        // of the test to the results): so a client ends within -t + omit
+        // + twice --control-timeout (and the streams' connect) at most.
+        let phase = match (&self.meter, self.finals_at) {
+            (None, _) => Some(("setting up the test", self.begun)),
+            (Some(_), Some(at)) => Some(("ending the test", at)),
+            (Some(_), None) => None,
+        };
+        if let Some((name, since)) = phase
+            && !self.session.is_closed()
+            && !self.session.awaiting_error_payload()
+            && since.elapsed() > self.opts.control_timeout
+        {
+            self.session.overdue(name, since.elapsed());
         }
     }
 

@@ -364,6 +364,8 @@ struct FakeServer {
     listener: std::net::TcpListener,
     ctrl: Option<TcpStream>,
     port: u16,
+    /// The results the client sent (`run_until_results`).
+    client_results: Option<serde_json::Value>,
 }
 
 impl FakeServer {
@@ -374,6 +376,7 @@ impl FakeServer {
             listener,
             ctrl: None,
             port,
+            client_results: None,
         }
     }
 
@@ -433,7 +436,7 @@ impl FakeServer {
         }
         self.ctrl().set_nonblocking(false).unwrap();
         self.ctrl().write_all(&[state::EXCHANGE_RESULTS]).unwrap();
-        let _client_results = self.read_json();
+        self.client_results = Some(self.read_json());
         s
     }
 }
@@ -550,7 +553,11 @@ fn a_trickling_server_does_not_hold_the_client() {
     let (out, _) = client.join().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("timed out waiting for the server"), "{err}");
+    assert!(
+        err.contains("timed out waiting for the server")
+            || err.contains("did not finish ending the test"),
+        "{err}"
+    );
     assert!(
         ended.elapsed() < Duration::from_secs(4),
         "{:?}",
@@ -654,4 +661,53 @@ fn snd_timeout_is_applied_and_the_test_runs() {
     );
     let v = json(&out.stdout);
     assert!(v.get("error").is_none(), "{}", v["error"]);
+}
+
+/// Issue 28, item 2: state bytes count as progress, so a server that sends
+/// one now and then (here every 300 ms, in the end phase and in the set-up)
+/// held a `-t 1` client for as long as it liked. Each phase the server
+/// leads has its own bound: the client ends within --control-timeout of
+/// it, whatever arrives.
+#[test]
+fn a_server_sending_state_bytes_forever_does_not_hold_the_client() {
+    for phase in ["ending", "setting up"] {
+        let mut srv = FakeServer::new();
+        let port = srv.port;
+        let client = std::thread::spawn(move || {
+            client_run(
+                port,
+                &["-t", "1", "--control-timeout", "1500"],
+                Duration::from_secs(40),
+            )
+        });
+        srv.run_until_create_streams();
+        let _s = (phase == "ending").then(|| srv.run_until_results());
+        if phase == "ending" {
+            // Its results (the client's own, as plausible as can be), then
+            // no DISPLAY_RESULTS: only state bytes.
+            let r = serde_json::to_vec(srv.client_results.as_ref().unwrap()).unwrap();
+            let len = (r.len() as u32).to_be_bytes();
+            srv.ctrl().write_all(&len).unwrap();
+            srv.ctrl().write_all(&r).unwrap();
+        }
+        let from = Instant::now();
+        // Bytes a client takes in that phase without complaint.
+        let byte = if phase == "ending" {
+            state::IPERF_DONE
+        } else {
+            state::TEST_START
+        };
+        while from.elapsed() < Duration::from_secs(20) && !client.is_finished() {
+            let _ = srv.ctrl().write_all(&[byte]);
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        let (out, _) = client.join().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{phase}: {err}");
+        assert!(
+            from.elapsed() < Duration::from_secs(5),
+            "{phase}: held {:?}: {err}",
+            from.elapsed()
+        );
+    }
 }
