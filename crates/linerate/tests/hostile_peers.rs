@@ -253,6 +253,57 @@ fn idle_connections_from_one_host_do_not_lock_out_others() {
     drop(idle);
 }
 
+/// Issue 28, item 1: idle connections from many sources, a few each (17
+/// sources x 4, more than the 64 waiting slots; and 8 x 8 at default
+/// flags), locked every honest client out even with per-source limits.
+/// The busiest source's oldest waiting connection is shed for a newcomer:
+/// every honest test gets through at its first try.
+#[test]
+fn idle_connections_from_many_sources_do_not_lock_out_others() {
+    if skip("idle_connections_from_many_sources_do_not_lock_out_others") {
+        return;
+    }
+    for (sources, each, extra) in [
+        (
+            17,
+            4,
+            &[
+                "--max-tests-per-source",
+                "1",
+                "--max-pending-per-source",
+                "4",
+            ][..],
+        ),
+        (8, 8, &[][..]),
+    ] {
+        let mut args = vec!["--control-timeout", "30000"];
+        args.extend_from_slice(extra);
+        let (_srv, port) = server(&args);
+        let idle: Vec<TcpStream> = (0..sources)
+            .flat_map(|i| (0..each).map(move |_| i))
+            .filter_map(|i| {
+                let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+                    .ok()?;
+                let src: SocketAddr = format!("127.0.0.{}:0", i + 2).parse().unwrap();
+                s.bind(&src.into()).ok()?;
+                let to: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+                s.connect(&to.into()).ok()?;
+                Some(s.into())
+            })
+            .collect();
+        assert_eq!(idle.len(), sources * each);
+        std::thread::sleep(Duration::from_millis(300));
+        for _ in 0..4 {
+            let took = a_real_test_gets_through(port, &[], Duration::from_millis(100));
+            assert!(
+                took < Duration::from_secs(5),
+                "{sources} x {each}: {took:?}"
+            );
+        }
+        drop(idle);
+    }
+}
+
 /// Fault 3b: a client that sends its parameters and never opens its stream
 /// held the only slot for a hard-coded 30 s, ignoring --control-timeout.
 #[test]

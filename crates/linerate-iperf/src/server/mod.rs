@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -199,9 +199,9 @@ struct Acceptor<'a> {
     human: bool,
     cookie_tx: mpsc::Sender<CookieRead>,
     active: Vec<Active>,
-    pending: Arc<AtomicUsize>,
-    /// Unread cookies per source address.
-    pending_by_source: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    /// Connections whose cookie is still being read, oldest first.
+    pending: Arc<Mutex<Vec<Pending>>>,
+    next_pending: u64,
     udp_setup: Arc<Mutex<()>>,
     test_no: usize,
 }
@@ -220,45 +220,82 @@ impl Acceptor<'_> {
     }
 
     /// A new connection: its cookie is read on a thread of its own, with a
-    /// deadline; beyond PENDING_MAX unread cookies newcomers are refused at
-    /// once instead of each holding a thread.
-    fn on_connection(&self, mut s: TcpStream, peer: SocketAddr) {
+    /// deadline. Waiting connections are bounded (PENDING_MAX, and
+    /// --max-pending-per-source for one source) by shedding, not by
+    /// refusing newcomers: a source at its share loses its own oldest
+    /// waiting connection, and when all slots are taken the source holding
+    /// the most loses its oldest. So idle connections from many sources
+    /// cannot lock honest clients out; only a newcomer whose own source
+    /// holds as many as any other is refused.
+    fn on_connection(&mut self, mut s: TcpStream, peer: SocketAddr) {
         let source = peer.ip().to_canonical();
         let per_source = self.opts.limits.max_pending_per_source.max(1);
-        let admitted = self.pending.load(Ordering::Acquire) < PENDING_MAX
-            && self.pending_by_source.lock().is_ok_and(|mut m| {
-                let n = m.entry(source).or_insert(0);
-                *n += 1;
-                if *n > per_source {
-                    *n -= 1;
-                    false
-                } else {
-                    true
-                }
-            });
-        if !admitted {
-            let _ = s.set_nonblocking(false);
-            let _ = s.set_write_timeout(Some(Duration::from_millis(100)));
-            let _ = s.write_all(&[state::ACCESS_DENIED]);
+        let Ok(mut list) = self.pending.lock() else {
             return;
+        };
+        let mine = list.iter().filter(|p| p.source == source).count();
+        let shed_from = if mine >= per_source {
+            Some(source)
+        } else if list.len() >= PENDING_MAX {
+            let mut counts: HashMap<IpAddr, usize> = HashMap::new();
+            for p in list.iter() {
+                *counts.entry(p.source).or_default() += 1;
+            }
+            let (top, n) = counts
+                .into_iter()
+                .max_by_key(|&(_, n)| n)
+                .expect("the list is full");
+            if n <= mine + 1 {
+                drop(list);
+                let _ = s.set_nonblocking(false);
+                let _ = s.set_write_timeout(Some(Duration::from_millis(100)));
+                let _ = s.write_all(&[state::ACCESS_DENIED]);
+                say(
+                    &self.out,
+                    &format!(
+                        "linerate: refused {peer}: {PENDING_MAX} connections wait for their cookie and its source holds as many as any\n"
+                    ),
+                );
+                return;
+            }
+            Some(top)
+        } else {
+            None
+        };
+        if let Some(from) = shed_from
+            && let Some(at) = list.iter().position(|p| p.source == from)
+        {
+            let old = list.remove(at);
+            old.shed.store(true, Ordering::Release);
+            let _ = old.stream.shutdown(std::net::Shutdown::Both);
         }
+        let Ok(clone) = s.try_clone() else {
+            return;
+        };
+        let (id, shed) = (self.next_pending, Arc::new(AtomicBool::new(false)));
+        self.next_pending += 1;
+        list.push(Pending {
+            id,
+            source,
+            stream: clone,
+            shed: shed.clone(),
+        });
+        drop(list);
         let tx = self.cookie_tx.clone();
         let timeout = self.opts.control_timeout;
         let pending = self.pending.clone();
-        let by_source = self.pending_by_source.clone();
-        pending.fetch_add(1, Ordering::AcqRel);
         std::thread::spawn(move || {
             let mut s = s;
             let _ = s.set_nonblocking(false);
-            let r = read_cookie(&mut s, timeout);
-            pending.fetch_sub(1, Ordering::AcqRel);
-            if let Ok(mut m) = by_source.lock()
-                && let Some(n) = m.get_mut(&source)
-            {
-                *n -= 1;
-                if *n == 0 {
-                    m.remove(&source);
-                }
+            let mut r = read_cookie(&mut s, timeout);
+            if let Ok(mut l) = pending.lock() {
+                l.retain(|p| p.id != id);
+            }
+            if r.is_err() && shed.load(Ordering::Acquire) {
+                r = Err(std::io::Error::new(
+                    ErrorKind::ConnectionAborted,
+                    "shed for a newer connection: its source held the most connections waiting",
+                ));
             }
             let _ = tx.send((s, peer, r));
         });
@@ -269,6 +306,15 @@ impl Acceptor<'_> {
     fn on_cookie(&mut self, (mut s, peer, cookie): CookieRead) {
         let cookie = match cookie {
             Ok(c) => c,
+            Err(e) if e.kind() == ErrorKind::ConnectionAborted => {
+                if self.human {
+                    say(
+                        &self.out,
+                        &format!("linerate: closed {peer} before its cookie: {e}\n"),
+                    );
+                }
+                return;
+            }
             Err(e) => {
                 // iperf3 3.21: SERVER_ERROR + IERECVCOOKIE to a silent peer.
                 let mut msg = vec![state::SERVER_ERROR];
@@ -395,8 +441,8 @@ pub fn serve(
         shutdown,
         cookie_tx,
         active: Vec::new(),
-        pending: Arc::new(AtomicUsize::new(0)),
-        pending_by_source: Arc::new(Mutex::new(HashMap::new())),
+        pending: Arc::new(Mutex::new(Vec::new())),
+        next_pending: 0,
         udp_setup: Arc::new(Mutex::new(())),
         test_no: 1,
     };
@@ -408,7 +454,7 @@ pub fn serve(
             acc.join_all();
             return Ok(());
         }
-        if !acc.active.is_empty() || acc.pending.load(Ordering::Acquire) > 0 {
+        if !acc.active.is_empty() || acc.pending.lock().is_ok_and(|l| !l.is_empty()) {
             idle_since = Instant::now();
         } else if let Some(limit) = opts.idle_timeout
             && idle_since.elapsed() >= limit
@@ -452,6 +498,15 @@ pub fn serve(
 
 /// Connections whose cookie is still being read, at most.
 const PENDING_MAX: usize = 64;
+
+/// A connection whose cookie is still being read: its source, and a handle
+/// to shut it when it is shed.
+struct Pending {
+    id: u64,
+    source: IpAddr,
+    stream: TcpStream,
+    shed: Arc<AtomicBool>,
+}
 
 /// Reads a cookie within `limit` for all of it (a peer trickling a byte at
 /// a time gains nothing).
