@@ -294,6 +294,11 @@ fn fwd_refuses_what_cannot_work() {
         ),
         (&["--iface", "lo", "--reads", "4"], "need a memory area"),
         (&["--iface", "no-such-if0"], "no-such-if0"),
+        // Checked before anything opens (it ran 29 s, then failed).
+        (
+            &["--iface", "lo", "--cores", "0-99", "-t", "2"],
+            "are not online or not allowed",
+        ),
         (
             &["--iface", "lo", "--backend", "dpdk"],
             "unknown backend 'dpdk'",

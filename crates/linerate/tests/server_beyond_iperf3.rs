@@ -306,3 +306,35 @@ fn pacing_is_smooth_and_measured() {
         "mostly one datagram per send: {p}"
     );
 }
+
+/// Issue 28: limits of 0 were accepted and then refused every client.
+/// A count of 0 is refused at start; a duration or rate limit of 0 is no
+/// limit, as iperf3 defines it.
+#[test]
+fn limits_of_zero_are_refused_or_mean_no_limit() {
+    for flag in [
+        "--server-max-streams",
+        "--control-timeout",
+        "--max-tests",
+        "--max-tests-per-source",
+        "--max-pending-per-source",
+    ] {
+        let out = Proc::spawn(linerate().args(["-s", "-p", &free_port().to_string(), flag, "0"]))
+            .wait(Duration::from_secs(10));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag} 0: {err}");
+        assert!(err.contains(flag), "{flag} 0: {err}");
+    }
+    let (_srv, port) = server(&["--server-max-duration", "0", "--server-bitrate-limit", "0"]);
+    let c = linerate()
+        .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1", "-J"])
+        .output()
+        .unwrap();
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stdout));
+    assert!(
+        json(&c.stdout)["end"]["sum_received"]["bytes"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+}

@@ -285,7 +285,21 @@ pub fn open_tx(
         }
         BackendKind::Raw => Ok((raw()?, None)),
         BackendKind::AfPacket => Ok((ring().map_err(open_err(iface))?, None)),
-        BackendKind::Auto => match xsk() {
+        // AF_XDP only when its frames carry the largest asked for (a
+        // 9000-byte frame on a jumbo link goes by af_packet).
+        BackendKind::Auto => match xsk().and_then(|x| {
+            if x.slot_len() + 4 >= max_frame {
+                Ok(x)
+            } else {
+                Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "its {}-byte frames do not carry {max_frame}-byte ones",
+                        x.slot_len()
+                    ),
+                ))
+            }
+        }) {
             Ok(x) => Ok((x, Some(format!("af_xdp on {iface} queue {queue}")))),
             Err(xe) => match ring() {
                 Ok(r) => Ok((

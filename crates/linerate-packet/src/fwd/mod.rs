@@ -333,6 +333,12 @@ pub fn fwd(
 
 /// Refuses what cannot work before anything is opened.
 fn check(cfg: &FwdConfig, one_iface: bool) -> Result<(), FwdError> {
+    let off = linerate_backend::cpu::not_allowed(&cfg.cores);
+    if !off.is_empty() {
+        return Err(FwdError::Config(format!(
+            "CPU(s) {off:?} in --cores are not online or not allowed for this process"
+        )));
+    }
     if cfg.noisy.fifo > 1 << 20 {
         return Err(FwdError::Config(format!(
             "a FIFO of {} frames is more than 1048576",

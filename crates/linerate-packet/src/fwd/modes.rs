@@ -3,11 +3,22 @@
 
 use super::FwdMode;
 
+/// Swaps the frame's MACs; a frame sent to a group address (broadcast,
+/// multicast) goes back from `own` (the port's MAC): a group address is
+/// never a source.
+#[inline(always)]
+pub fn swap_macs_unicast(f: &mut [u8], own: [u8; 6]) {
+    linerate_gen::rewrite::swap_macs(f);
+    if f.len() >= 12 && f[6] & 1 != 0 {
+        f[6..12].copy_from_slice(&own);
+    }
+}
+
 /// Rewrites one frame in place (through linerate-gen's frame rewriter).
 /// Returns false when `5tswap` found no IP header (its MACs are swapped all
 /// the same).
 pub fn apply(mode: FwdMode, src_mac: [u8; 6], f: &mut [u8]) -> bool {
-    use linerate_gen::rewrite::{swap_addresses_and_ports, swap_macs};
+    use linerate_gen::rewrite::swap_addresses_and_ports;
     if f.len() < 14 {
         return true;
     }
@@ -19,11 +30,11 @@ pub fn apply(mode: FwdMode, src_mac: [u8; 6], f: &mut [u8]) -> bool {
             true
         }
         FwdMode::MacSwap => {
-            swap_macs(f);
+            swap_macs_unicast(f, src_mac);
             true
         }
         FwdMode::FiveTupleSwap => {
-            swap_macs(f);
+            swap_macs_unicast(f, src_mac);
             swap_addresses_and_ports(f)
         }
     }
@@ -78,6 +89,20 @@ mod tests {
         // twice is the identity
         apply(FwdMode::FiveTupleSwap, me, &mut f);
         assert_eq!(f, orig);
+        // A broadcast or multicast goes back from the port's own MAC.
+        for group in [
+            [0xff; 6],
+            [0x01, 0x00, 0x5e, 0, 0, 1],
+            [0x33, 0x33, 0, 0, 0, 1],
+        ] {
+            for mode in [FwdMode::MacSwap, FwdMode::FiveTupleSwap] {
+                let mut f = orig.clone();
+                f[0..6].copy_from_slice(&group);
+                apply(mode, me, &mut f);
+                assert_eq!(&f[0..6], &orig[6..12], "{group:?}");
+                assert_eq!(&f[6..12], &me, "{group:?}: never a group source");
+            }
+        }
     }
 
     #[test]

@@ -55,8 +55,8 @@ pub(super) fn forward_in_place(job: &Job<'_>, w: usize, x: XskFwd) -> WorkerOut 
 fn by_mode(job: &Job<'_>, w: usize, x: XskFwd, load: impl FnMut()) -> WorkerOut {
     let src_mac = job.src_mac;
     match job.cfg.mode {
-        FwdMode::MacSwap => forward_with(job, w, x, load, |f: &mut [u8]| {
-            linerate_gen::rewrite::swap_macs(f);
+        FwdMode::MacSwap => forward_with(job, w, x, load, move |f: &mut [u8]| {
+            super::modes::swap_macs_unicast(f, src_mac);
             true
         }),
         FwdMode::Io => forward_with(job, w, x, load, |_: &mut [u8]| true),

@@ -97,18 +97,19 @@ pub struct IperfArgs {
     /// stream fails (TCP_USER_TIMEOUT; default: the system's).
     #[arg(long, value_name = "MS")]
     pub snd_timeout: Option<u32>,
-    /// Server: longest test accepted (duration + omit), seconds.
+    /// Server: longest test accepted (duration + omit), seconds (0: no
+    /// limit, as iperf3).
     #[arg(long, value_name = "SECONDS")]
     pub server_max_duration: Option<u32>,
     /// How long (ms) the peer may take over one control message: a server
     /// drops a client that takes longer to send its cookie, parameters or
     /// results, or to read what the server sends; a client gives up on a
     /// server (default for a client: 30000).
-    #[arg(long, default_value_t = 10_000, value_name = "MS")]
+    #[arg(long, default_value_t = 10_000, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
     pub control_timeout: u64,
     /// Server: highest total rate per test, bit/s (K/M/G suffixes): a test
     /// asking more (or no limit) is refused, and one whose streams move more,
-    /// averaged over SECONDS (default 5), is ended.
+    /// averaged over SECONDS (default 5), is ended (0: no limit, as iperf3).
     #[arg(long, value_name = "RATE[/SECONDS]", value_parser = parse_rate_window)]
     pub server_bitrate_limit: Option<(u64, u64)>,
     /// Server: seconds a test may run past its asked time (+ omit) before
@@ -117,17 +118,17 @@ pub struct IperfArgs {
     #[arg(long, default_value_t = 40, value_name = "SECONDS")]
     pub server_grace: u64,
     /// Server: tests served at once (1, as iperf3; more for many clients).
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = at_least_one)]
     pub max_tests: usize,
     /// Server: tests one source address may run at once (default: --max-tests).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = at_least_one)]
     pub max_tests_per_source: Option<usize>,
     /// Server: connections one source address may have open before they
-    /// send their cookie (the rest are refused at once).
-    #[arg(long, default_value_t = 8, value_name = "N")]
+    /// send their cookie (past it, its oldest is closed).
+    #[arg(long, default_value_t = 8, value_name = "N", value_parser = at_least_one)]
     pub max_pending_per_source: usize,
     /// Server: most streams per test (P, or 2P with --bidir).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub server_max_streams: Option<u32>,
     /// UDP instead of TCP.
     #[arg(short = 'u', long)]
@@ -336,6 +337,14 @@ fn parse_bind(s: &str) -> Result<(IpAddr, Option<String>), String> {
 
 fn parse_rate(s: &str) -> Result<u64, String> {
     parse_suffixed(s, 1000).ok_or_else(|| format!("'{s}' is not a rate (e.g. 10M)"))
+}
+
+/// A count of 1 or more (a limit of 0 would refuse every client).
+fn at_least_one(s: &str) -> Result<usize, String> {
+    s.parse::<usize>()
+        .ok()
+        .filter(|n| *n >= 1)
+        .ok_or_else(|| format!("'{s}' is not a count of 1 or more (0 would refuse every client)"))
 }
 
 /// `RATE[/SECONDS]` (iperf3's `--server-bitrate-limit`).
@@ -910,9 +919,10 @@ fn run_server(args: &IperfArgs) -> Result<u8> {
         control_timeout: Duration::from_millis(args.control_timeout.max(1)),
         limits: Limits {
             max_tests: args.max_tests.max(1),
-            max_duration_s: args.server_max_duration,
+            // 0: no limit, as iperf3.
+            max_duration_s: args.server_max_duration.filter(|&d| d > 0),
             max_streams: args.server_max_streams,
-            max_rate_bps: args.server_bitrate_limit.map(|(r, _)| r),
+            max_rate_bps: args.server_bitrate_limit.map(|(r, _)| r).filter(|&r| r > 0),
             rate_window: Duration::from_secs(args.server_bitrate_limit.map_or(5, |(_, w)| w)),
             max_pending_per_source: args.max_pending_per_source.max(1),
             max_tests_per_source: args.max_tests_per_source.unwrap_or(args.max_tests).max(1),

@@ -74,13 +74,19 @@ pub fn run(a: &SelftestArgs) -> Result<u8> {
             a.time
         );
     }
+    // Ctrl-C (or SIGTERM) ends the test early with its results, as if its
+    // time ran out: what ran is reported.
+    let early = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, early.clone()).context("installing signal handlers")?;
+    }
     let opts = ClientOptions {
         events: None,
         bind_dev: None,
         auth: None,
         debug: 0,
         file: None,
-        finish_early: None,
+        finish_early: Some(early),
         cntl_ka: None,
         rcv_timeout: Duration::from_secs(120),
         snd_timeout: None,
