@@ -846,6 +846,20 @@ mod tests {
         reverse: Option<f64>,
     }
 
+    impl Sim {
+        /// One direction of `capacity` fps with a `queue` of frames, from a
+        /// generator that reaches `gen_max` fps.
+        fn new(capacity: f64, queue: f64, gen_max: f64) -> Sim {
+            Sim {
+                capacity,
+                queue,
+                gen_max,
+                trials: 0,
+                reverse: None,
+            }
+        }
+    }
+
     impl TrialRunner for Sim {
         fn run(&mut self, s: &TrialSpec) -> Result<TrialCounts, String> {
             self.trials += 1;
@@ -899,13 +913,7 @@ mod tests {
 
     #[test]
     fn the_search_finds_capacity_with_monotone_bounds_in_few_trials() {
-        let mut sim = Sim {
-            capacity: 41_666.0,
-            queue: 0.0,
-            gen_max: 1e9,
-            trials: 0,
-            reverse: None,
-        };
+        let mut sim = Sim::new(41_666.0, 0.0, 1e9);
         let s = settings(100_000.0);
         let r = throughput(&mut sim, &64.into(), 0.0, &s, &mut |_| {}).unwrap();
         assert!((r.rate_fps - 41_666.0).abs() <= 1_000.0, "{}", r.rate_fps);
@@ -952,13 +960,7 @@ mod tests {
         // The device takes everything it is offered, but no faster than
         // 30k fps (a shaper that back-pressures, or the generator's own
         // limit): every trial above is held back to 30k, without loss.
-        let mut sim = Sim {
-            capacity: 1e9,
-            queue: 0.0,
-            gen_max: 30_000.0,
-            trials: 0,
-            reverse: None,
-        };
+        let mut sim = Sim::new(1e9, 0.0, 30_000.0);
         let r = throughput(&mut sim, &64.into(), 0.0, &settings(100_000.0), &mut |_| {}).unwrap();
         assert!(r.held_back && r.converged, "{r:?}");
         assert!(
@@ -978,13 +980,7 @@ mod tests {
         // (14.88 M fps): the resolution is 0.5% of the rate found, not of
         // the port's maximum (74k fps, more than half the answer).
         for (capacity, gen_max) in [(104_167.0, 1e9), (104_167.0, 104_167.0)] {
-            let mut sim = Sim {
-                capacity,
-                queue: 0.0,
-                gen_max,
-                trials: 0,
-                reverse: None,
-            };
+            let mut sim = Sim::new(capacity, 0.0, gen_max);
             let s = Settings {
                 resolution: 0.005,
                 ..settings(14_880_952.0)
@@ -1007,13 +1003,7 @@ mod tests {
         // a 1 s trial at 41,666 fps. Judged by what was offered only, a
         // trial 5% above the rate loses nothing; what came out of the
         // device came out at its rate, over a longer time.
-        let mut sim = Sim {
-            capacity: 41_666.0,
-            queue: 2_083.0,
-            gen_max: 1e9,
-            trials: 0,
-            reverse: None,
-        };
+        let mut sim = Sim::new(41_666.0, 2_083.0, 1e9);
         let s = Settings {
             resolution: 0.005,
             ..settings(14_880_952.0)
@@ -1035,13 +1025,7 @@ mod tests {
 
     #[test]
     fn the_search_stops_at_its_trial_limit_and_says_so() {
-        let mut sim = Sim {
-            capacity: 1.0,
-            queue: 0.0,
-            gen_max: 1e9,
-            trials: 0,
-            reverse: None,
-        };
+        let mut sim = Sim::new(1.0, 0.0, 1e9);
         let s = Settings {
             max_trials: 6,
             ..settings(14_880_952.0)
@@ -1052,13 +1036,7 @@ mod tests {
 
     #[test]
     fn frame_loss_steps_down_until_two_clean_steps_and_is_monotone() {
-        let mut sim = Sim {
-            capacity: 55_000.0,
-            queue: 0.0,
-            gen_max: 1e9,
-            trials: 0,
-            reverse: None,
-        };
+        let mut sim = Sim::new(55_000.0, 0.0, 1e9);
         let steps = frame_loss(&mut sim, &64.into(), &settings(100_000.0), &mut |_| {}).unwrap();
         let loads: Vec<f64> = steps.iter().map(|s| s.load).collect();
         assert_eq!(loads, [1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4]);
@@ -1070,13 +1048,7 @@ mod tests {
     fn back_to_back_finds_the_queue_depth() {
         // At 100k fps into 10k fps capacity, a burst of n frames takes
         // n/100k s; the device passes 10k * that + a 500-frame queue.
-        let mut sim = Sim {
-            capacity: 10_000.0,
-            queue: 500.0,
-            gen_max: 1e9,
-            trials: 0,
-            reverse: None,
-        };
+        let mut sim = Sim::new(10_000.0, 500.0, 1e9);
         let b = back_to_back(
             &mut sim,
             &64.into(),

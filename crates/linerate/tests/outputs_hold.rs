@@ -183,6 +183,15 @@ fn result_files_are_created_new_and_never_through_a_link() {
     );
 }
 
+/// Waits up to 5 s for `done`.
+fn within_5s(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !done() {
+        assert!(Instant::now() < deadline, "no {what} within 5 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn a_pidfile_is_made_new_and_only_this_process_removes_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -220,14 +229,10 @@ fn a_pidfile_is_made_new_and_only_this_process_removes_it() {
             .arg(&stale),
     );
     support::wait_listening(port);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while std::fs::read_to_string(&stale).unwrap_or_default().trim() != srv.pid().to_string() {
-        assert!(
-            Instant::now() < deadline,
-            "the stale pidfile was not replaced"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let pid = srv.pid().to_string();
+    within_5s("the stale pidfile replaced", || {
+        std::fs::read_to_string(&stale).unwrap_or_default().trim() == pid
+    });
     let c = linerate()
         .args(["client", "127.0.0.1", "-p", &port.to_string(), "-t", "1"])
         .output()
@@ -244,11 +249,7 @@ fn a_pidfile_is_made_new_and_only_this_process_removes_it() {
             .arg(&taken),
     );
     support::wait_listening(port);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !taken.exists() {
-        assert!(Instant::now() < deadline, "no pidfile");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    within_5s("a pidfile", || taken.exists());
     std::fs::remove_file(&taken).unwrap();
     std::fs::write(&taken, "someone else's\n").unwrap();
     let c = linerate()
