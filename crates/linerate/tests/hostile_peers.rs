@@ -366,6 +366,68 @@ fn the_server_enforces_its_rate_limit_on_what_arrives() {
     assert!(srv.is_running());
 }
 
+/// Issue 28, item 7: a client that announces 1 Mbit/s and sends as fast as
+/// it can was cut only after a whole window (5 s: hundreds of MB), and its
+/// next test started at once. The bytes are judged against a window's
+/// allowance as they arrive (cut within a fraction of the window), and its
+/// source waits out a cool-down; other sources are served meanwhile.
+#[test]
+fn a_rate_cheat_is_cut_early_and_cools_down() {
+    if skip("a_rate_cheat_is_cut_early_and_cools_down") {
+        return;
+    }
+    let (mut srv, port) = server(&["--server-bitrate-limit", "50M/5", "--max-tests", "2"]);
+    let mut f = Fake::connect(port, "127.0.0.1", None);
+    let mut p = tcp_params(10, 1);
+    p["bandwidth"] = 1_000_000.into();
+    f.params(p);
+    f.open_streams(1);
+    let (code, after) = f
+        .until_server_error(Duration::from_secs(10), true)
+        .expect("the server never ended the test");
+    assert_eq!(code, 27, "iperf3's IETOTALRATE");
+    assert!(
+        after < Duration::from_millis(1500),
+        "{after:?} of a 5 s window"
+    );
+    drop(f);
+    std::thread::sleep(Duration::from_millis(300));
+    // The same source: refused for its cool-down, with iperf3's error.
+    let c = support::linerate()
+        .args([
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-t",
+            "1",
+            "-b",
+            "1M",
+            "-J",
+        ])
+        .output()
+        .unwrap();
+    let v = json(&c.stdout);
+    let e = v["error"].as_str().unwrap_or_default();
+    assert!(e.contains("larger than server limit"), "{v}");
+    // Another source is served.
+    let c = support::linerate()
+        .args([
+            "-c",
+            "127.0.0.1",
+            "-B",
+            "127.0.0.2",
+            "-p",
+            &port.to_string(),
+        ])
+        .args(["-t", "1", "-b", "1M", "-J"])
+        .output()
+        .unwrap();
+    let v = json(&c.stdout);
+    assert!(v.get("error").is_none(), "{v}");
+    assert!(srv.is_running());
+}
+
 /// Fault 4: a client that never sends TEST_END is ended at its asked time
 /// plus the grace (it ran 40 s longer).
 #[test]

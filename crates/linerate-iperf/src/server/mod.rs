@@ -78,6 +78,12 @@ impl Limits {
         };
         asked + self.grace
     }
+
+    /// How long a source whose test was cut for its rate waits for its
+    /// next: twice the rate window, at least 10 s.
+    pub fn rate_cooldown(&self) -> Duration {
+        (self.rate_window * 2).max(Duration::from_secs(10))
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -177,6 +183,8 @@ struct Active {
     /// Set when the test was refused for its credentials: with `-1` that
     /// does not use up the one test (iperf3's rule).
     refused: Arc<AtomicBool>,
+    /// Set when the test was cut for moving more than the rate limit.
+    rate_cut: Arc<AtomicBool>,
     handle: std::thread::JoinHandle<()>,
 }
 
@@ -201,6 +209,9 @@ struct Acceptor<'a> {
     active: Vec<Active>,
     /// Connections whose cookie is still being read, oldest first.
     pending: Arc<Mutex<Vec<Pending>>>,
+    /// Sources whose last test was cut for its rate, and until when their
+    /// next is refused.
+    cooling: HashMap<IpAddr, Instant>,
     next_pending: u64,
     udp_setup: Arc<Mutex<()>>,
     test_no: usize,
@@ -329,12 +340,29 @@ impl Acceptor<'_> {
             }
         };
         let max_tests = self.opts.limits.max_tests.max(1);
+        let source = peer.ip().to_canonical();
+        let now = Instant::now();
+        self.cooling.retain(|_, until| *until > now);
+        let cooling = self.cooling.get(&source).map(|u| u.duration_since(now));
         if let Some(a) = self.active.iter().find(|a| a.cookie == cookie) {
             if a.accepting.load(Ordering::Acquire) {
                 let _ = a.data.send(s);
             } else {
                 let _ = s.write_all(&[state::ACCESS_DENIED]);
             }
+        } else if let Some(left) = cooling {
+            // Its last test was cut for moving more than the rate limit.
+            let mut msg = vec![state::SERVER_ERROR];
+            msg.extend_from_slice(&IErr::TOTAL_RATE.0.to_be_bytes());
+            msg.extend_from_slice(&0i32.to_be_bytes());
+            let _ = s.write_all(&msg);
+            say(
+                &self.out,
+                &format!(
+                    "linerate: refused {peer}: its last test moved more than --server-bitrate-limit; {:.1} s of its cool-down left\n",
+                    left.as_secs_f64()
+                ),
+            );
         } else if self.active.len() >= max_tests
             || self
                 .active
@@ -366,6 +394,8 @@ impl Acceptor<'_> {
         let done = Arc::new(AtomicBool::new(false));
         let refused = Arc::new(AtomicBool::new(false));
         let rf = refused.clone();
+        let rate_cut = Arc::new(AtomicBool::new(false));
+        let rc = rate_cut.clone();
         let (o, acc, dn, sd, op, us, port) = (
             self.out.clone(),
             accepting.clone(),
@@ -381,6 +411,7 @@ impl Acceptor<'_> {
                 shutdown: &sd,
                 udp_setup: &us,
                 refused: &rf,
+                rate_cut: &rc,
             };
             serve_test(s, peer, cookie, port, &data_rx, &op, &o, &shared);
             acc.store(false, Ordering::Release);
@@ -393,6 +424,7 @@ impl Acceptor<'_> {
             accepting,
             done,
             refused,
+            rate_cut,
             handle,
         });
     }
@@ -406,6 +438,10 @@ impl Acceptor<'_> {
             if self.active[i].done.load(Ordering::Acquire) {
                 let a = self.active.swap_remove(i);
                 let _ = a.handle.join();
+                if a.rate_cut.load(Ordering::Acquire) {
+                    let until = Instant::now() + self.opts.limits.rate_cooldown();
+                    self.cooling.insert(a.source, until);
+                }
                 if !a.refused.load(Ordering::Acquire) {
                     finished += 1;
                 }
@@ -443,6 +479,7 @@ pub fn serve(
         active: Vec::new(),
         pending: Arc::new(Mutex::new(Vec::new())),
         next_pending: 0,
+        cooling: HashMap::new(),
         udp_setup: Arc::new(Mutex::new(())),
         test_no: 1,
     };

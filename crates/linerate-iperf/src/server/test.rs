@@ -40,6 +40,7 @@ pub(super) fn serve_test(
             shutdown: shared.shutdown,
             udp_setup: shared.udp_setup,
             refused: shared.refused,
+            rate_cut: shared.rate_cut,
         },
         session: ServerSession::new(),
         cpu: CpuMeter::start(),
@@ -72,6 +73,9 @@ struct TestEnv<'a> {
     udp_setup: &'a Mutex<()>,
     /// Set when the client's credentials were refused.
     refused: &'a AtomicBool,
+    /// Set when the test was ended for moving more than the rate limit
+    /// (its source then cools down).
+    rate_cut: &'a AtomicBool,
 }
 
 /// What the accept loop shares with a test's thread.
@@ -80,6 +84,7 @@ pub(super) struct Shared<'a> {
     pub shutdown: &'a AtomicBool,
     pub udp_setup: &'a Mutex<()>,
     pub refused: &'a AtomicBool,
+    pub rate_cut: &'a AtomicBool,
 }
 
 /// One test on one control connection: the protocol session (sans-IO) and
@@ -574,10 +579,12 @@ impl TestServer<'_> {
         }
     }
 
-    /// The rate the streams moved (both directions, bit/s) over the last
-    /// rate window, once the test has run that long; `None` before, and
-    /// without a rate limit.
-    fn moved_rate(&mut self, total: u64) -> Option<f64> {
+    /// The bytes the streams moved (both directions) over the last rate
+    /// window (or since the test began, when it is younger) and the span
+    /// they were moved in; `None` without a rate limit. Judged against a
+    /// window's allowance as they arrive: a client far above the limit is
+    /// cut within a fraction of the window, not after a whole one.
+    fn moved(&mut self, total: u64) -> Option<(u64, Duration)> {
         let window = self
             .env
             .opts
@@ -597,8 +604,7 @@ impl TestServer<'_> {
             self.moved.pop_front();
         }
         let (t0, b0) = *self.moved.front()?;
-        let span = now.duration_since(t0);
-        (span >= window).then(|| (total - b0) as f64 * 8.0 / span.as_secs_f64())
+        Some((total - b0, now.duration_since(t0)))
     }
 
     /// Intervals, the idle receive timeout, the grace timer, and waits for
@@ -638,16 +644,19 @@ impl TestServer<'_> {
                 self.session.fail(IErr::SERVER_DURATION_EXPIRED);
                 return Next::Again;
             }
-            if let Some(rate) = self.moved_rate(total)
+            let window = opts.limits.rate_window.max(Duration::from_millis(100));
+            if let Some((bytes, span)) = self.moved(total)
                 && let Some(max) = opts.limits.max_rate_bps
-                && rate > max as f64
+                && bytes as f64 * 8.0 > max as f64 * window.as_secs_f64()
             {
                 self.say(&format!(
-                    "linerate: test from {} moved {:.0} bit/s over the last {:.1} s, above --server-bitrate-limit {max}; ended\n",
+                    "linerate: test from {} moved {bytes} bytes in {:.2} s, more than --server-bitrate-limit {max} allows in {:.1} s; ended (its source waits {} s for its next test)\n",
                     net::host_of(&self.peer),
-                    rate,
-                    opts.limits.rate_window.as_secs_f64()
+                    span.as_secs_f64(),
+                    window.as_secs_f64(),
+                    opts.limits.rate_cooldown().as_secs()
                 ));
+                self.env.rate_cut.store(true, Ordering::Release);
                 self.session.fail(IErr::TOTAL_RATE);
                 return Next::Again;
             }
