@@ -13,6 +13,7 @@
 
 mod blast;
 mod fwd;
+pub mod pair;
 mod pool;
 mod replay;
 mod send;

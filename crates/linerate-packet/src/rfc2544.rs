@@ -11,7 +11,7 @@
 
 use crate::blast::blast;
 use crate::send::{BlastConfig, Rate};
-use crate::sink::{SinkConfig, sink};
+use crate::sink::{SinkConfig, SinkReport};
 use linerate_calc::Imix;
 use linerate_gen::{FlowSpec, SizeSequence};
 use serde::{Serialize, Serializer};
@@ -738,96 +738,57 @@ impl TrialRunner for DeviceRunner {
             }
             std::thread::sleep(self.drain);
         }
-        let sink_stop = AtomicBool::new(false);
         let rx_before: Vec<Option<u64>> = legs.iter().map(|l| rx_packets(l.rx)).collect();
-        std::thread::scope(|sc| {
-            let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-            let sink_stop = &sink_stop;
-            let hs: Vec<_> = sinks
-                .iter()
-                .map(|scfg| {
-                    let ready_tx = ready_tx.clone();
-                    sc.spawn(move || {
-                        sink(
-                            scfg,
-                            sink_stop,
-                            &mut |_| {
-                                let _ = ready_tx.send(());
-                            },
-                            &mut |_| {},
-                        )
-                    })
-                })
-                .collect();
-            for scfg in &sinks {
-                if ready_rx.recv_timeout(Duration::from_secs(10)).is_err() {
-                    sink_stop.store(true, Ordering::Relaxed);
-                    let why = hs
-                        .into_iter()
-                        .find_map(|h| match h.join() {
-                            Ok(Err(e)) => Some(e.to_string()),
-                            _ => None,
-                        })
-                        .unwrap_or_else(|| "not ready in 10 s".into());
-                    return Err(format!("receiving on {}: {why}", scfg.iface));
-                }
-            }
-            let sent = self.send_all(&blasts);
-            std::thread::sleep(self.drain);
-            sink_stop.store(true, Ordering::Relaxed);
-            let got: Vec<_> = hs
-                .into_iter()
-                .zip(&sinks)
-                .map(|(h, c)| match h.join() {
-                    Ok(r) => r.map_err(|e| format!("receiving on {}: {e}", c.iface)),
-                    Err(_) => Err("the receiving thread failed".to_string()),
-                })
-                .collect();
-            let mut counts = Vec::new();
-            for ((b, r), (leg, before)) in
-                sent.into_iter().zip(got).zip(legs.iter().zip(&rx_before))
-            {
-                let (b, r) = (b?, r?);
-                let lat = r.counts.latency_hdr().map(|h| {
-                    let p = linerate_gen::sink::percentiles(&h);
-                    [
-                        h.min() as f64,
-                        h.mean(),
-                        p[0] as f64,
-                        p[2] as f64,
-                        p[4] as f64,
-                    ]
-                });
-                // The time sending took, from the pacer's own record of
-                // its send calls (gaps x calls): the worker's set-up
-                // before the first frame is not time at the asked rate.
-                let secs = b
-                    .pacing
-                    .iter()
-                    .map(|(d, _)| d.mean_gap_ns * d.calls as f64 / 1e9)
-                    .fold(0.0, f64::max);
-                let secs = if secs > 0.0 { secs } else { b.duration_s };
-                let rx_iface_packets = before
-                    .zip(rx_packets(leg.rx))
-                    .map(|(a, b)| b.saturating_sub(a));
-                counts.push(TrialCounts {
-                    sent: b.packets,
-                    received: r.counts.packets(),
-                    sent_bytes: b.bytes,
-                    // The sink counts bytes without FCS.
-                    received_bytes: r.counts.bytes() + 4 * r.counts.packets(),
-                    secs,
-                    rx_secs: r.duration_s,
-                    latency_ns: lat,
-                    rx_iface_packets,
-                    reverse: None,
-                });
-            }
-            let mut it = counts.into_iter();
-            let mut fwd = it.next().ok_or("no direction")?;
-            fwd.reverse = it.next().map(Box::new);
-            Ok(fwd)
-        })
+        let (sent, got) =
+            crate::pair::while_counting(&sinks, self.drain, || self.send_all(&blasts), |_| true)?;
+        let mut counts = Vec::new();
+        for ((b, r), (leg, before)) in sent.into_iter().zip(got).zip(legs.iter().zip(&rx_before)) {
+            let rx_iface_packets = before
+                .zip(rx_packets(leg.rx))
+                .map(|(a, b)| b.saturating_sub(a));
+            counts.push(TrialCounts::of(&b?, &r?, rx_iface_packets));
+        }
+        let mut it = counts.into_iter();
+        let mut fwd = it.next().ok_or("no direction")?;
+        fwd.reverse = it.next().map(Box::new);
+        Ok(fwd)
+    }
+}
+
+impl TrialCounts {
+    /// One direction's counts: what blast sent and the sink received.
+    fn of(b: &crate::BlastReport, r: &SinkReport, rx_iface_packets: Option<u64>) -> Self {
+        let lat = r.counts.latency_hdr().map(|h| {
+            let p = linerate_gen::sink::percentiles(&h);
+            [
+                h.min() as f64,
+                h.mean(),
+                p[0] as f64,
+                p[2] as f64,
+                p[4] as f64,
+            ]
+        });
+        // The time sending took, from the pacer's own record of its send
+        // calls (gaps x calls): the worker's set-up before the first frame
+        // is not time at the asked rate.
+        let secs = b
+            .pacing
+            .iter()
+            .map(|(d, _)| d.mean_gap_ns * d.calls as f64 / 1e9)
+            .fold(0.0, f64::max);
+        let secs = if secs > 0.0 { secs } else { b.duration_s };
+        TrialCounts {
+            sent: b.packets,
+            received: r.counts.packets(),
+            sent_bytes: b.bytes,
+            // The sink counts bytes without FCS.
+            received_bytes: r.counts.bytes() + 4 * r.counts.packets(),
+            secs,
+            rx_secs: r.duration_s,
+            latency_ns: lat,
+            rx_iface_packets,
+            reverse: None,
+        }
     }
 }
 

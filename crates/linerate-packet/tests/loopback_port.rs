@@ -59,28 +59,14 @@ fn sink_cfg(port: &str) -> SinkConfig {
 
 /// Runs `send` while a sink counts on `rx`; the sink stops 200 ms after.
 fn counted<T: Send>(rx: &str, send: impl FnOnce() -> T + Send) -> (T, SinkReport) {
-    let stop = AtomicBool::new(false);
-    let cfg = sink_cfg(rx);
-    std::thread::scope(|s| {
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let h = s.spawn(|| {
-            linerate_packet::sink(
-                &cfg,
-                &stop,
-                &mut move |_| {
-                    let _ = ready_tx.send(());
-                },
-                &mut |_| {},
-            )
-        });
-        ready_rx
-            .recv_timeout(Duration::from_secs(10))
-            .expect("sink ready");
-        let out = send();
-        std::thread::sleep(Duration::from_millis(200));
-        stop.store(true, Ordering::Relaxed);
-        (out, h.join().unwrap().expect("sink"))
-    })
+    let (out, mut got) = linerate_packet::pair::while_counting(
+        &[sink_cfg(rx)],
+        Duration::from_millis(200),
+        send,
+        |_| true,
+    )
+    .expect("sink ready");
+    (out, got.remove(0).expect("sink"))
 }
 
 fn blast(cfg: &BlastConfig) -> BlastReport {

@@ -524,7 +524,6 @@ fn blast_and_count(
     stop: &std::sync::atomic::AtomicBool,
     run: &mut Run,
 ) -> Result<(linerate_packet::BlastReport, linerate_packet::SinkReport)> {
-    use std::sync::atomic::{AtomicBool, Ordering};
     if rx == a.iface {
         bail!(
             "--rx-iface must be another interface than --iface (the sink of the same port is `linerate sink`)"
@@ -546,39 +545,16 @@ fn blast_and_count(
         interval: None,
         take: linerate_packet::RxFilter::Udp(None),
     };
-    let sink_stop = AtomicBool::new(false);
-    std::thread::scope(|sc| {
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let (scfg, sink_stop) = (&scfg, &sink_stop);
-        let h = sc.spawn(move || {
-            linerate_packet::sink(
-                scfg,
-                sink_stop,
-                &mut |_| {
-                    let _ = ready_tx.send(());
-                },
-                &mut |_| {},
-            )
-        });
-        if ready_rx.recv_timeout(Duration::from_secs(10)).is_err() {
-            sink_stop.store(true, Ordering::Relaxed);
-            return Err(match h.join() {
-                Ok(Err(e)) => anyhow::anyhow!("receiving on {rx}: {e}"),
-                _ => anyhow::anyhow!("receiving on {rx}: not ready in 10 s"),
-            });
-        }
-        let sent = linerate_packet::blast(cfg, stop, &mut |iv| run.interval(iv));
-        if sent.is_ok() {
-            std::thread::sleep(drain);
-        }
-        sink_stop.store(true, Ordering::Relaxed);
-        let got = h
-            .join()
-            .map_err(|_| anyhow::anyhow!("the receiving thread failed"))?;
-        let b = sent?;
-        let s = got.with_context(|| format!("receiving on {rx}"))?;
-        Ok((b, s))
-    })
+    let (sent, mut got) = linerate_packet::pair::while_counting(
+        std::slice::from_ref(&scfg),
+        drain,
+        || linerate_packet::blast(cfg, stop, &mut |iv| run.interval(iv)),
+        Result::is_ok,
+    )
+    .map_err(anyhow::Error::msg)?;
+    let b = sent?;
+    let s = got.remove(0).map_err(anyhow::Error::msg)?;
+    Ok((b, s))
 }
 
 /// The doctor's short summary for the interface a test used and the CPUs
