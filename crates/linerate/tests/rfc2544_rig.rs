@@ -36,7 +36,17 @@ impl DutLab {
     /// full frames, so the sender's pacing jitter is not taken for the
     /// device's limit.
     fn new(tag: &str, rate: &str) -> DutLab {
-        Self::up(tag, &["--dut-rate", rate, "--dut-limit", "3000"])
+        Self::up(
+            tag,
+            &[
+                "--dut-rate",
+                rate,
+                "--dut-limit",
+                "3000",
+                "--dut-burst",
+                "15000",
+            ],
+        )
     }
 
     fn up(tag: &str, extra: &[&str]) -> DutLab {
