@@ -196,6 +196,11 @@ pub enum RxFilter {
     /// untagged or with one 802.1Q tag, to a destination port in the range
     /// (`None`: any port); every other frame goes on to the kernel.
     Udp(Option<(u16, u16)>),
+    /// Such UDP (any port) whose payload starts with linerate's probe
+    /// (magic 0xA9, version 1): only linerate's own test traffic, so a UDP
+    /// service on the interface (DNS, NTP …) still gets its datagrams. The
+    /// default of sink and fwd.
+    Probes,
 }
 
 impl RxFilter {
@@ -204,7 +209,10 @@ impl RxFilter {
     pub fn program(&self, xskmap_fd: i32) -> Vec<Insn> {
         match self {
             RxFilter::All => redirect_to_xsk_program(xskmap_fd).to_vec(),
-            RxFilter::Udp(ports) => udp_filter_program(*ports, &redirect_to_xsk_program(xskmap_fd)),
+            RxFilter::Udp(ports) => {
+                udp_filter_program(*ports, false, &redirect_to_xsk_program(xskmap_fd))
+            }
+            RxFilter::Probes => udp_filter_program(None, true, &redirect_to_xsk_program(xskmap_fd)),
         }
     }
 
@@ -216,13 +224,18 @@ impl RxFilter {
             RxFilter::Udp(Some((lo, hi))) => {
                 format!("UDP to ports {lo}-{hi} (everything else goes to the kernel)")
             }
+            RxFilter::Probes => {
+                "linerate's probe frames (every other frame, UDP too, goes to the kernel)".into()
+            }
         }
     }
 }
 
 /// Runs `on_match` (which finds the context in r1) for the UDP frames
-/// [`RxFilter::Udp`] describes; returns XDP_PASS for every other frame.
-pub fn udp_filter_program(ports: Option<(u16, u16)>, on_match: &[Insn]) -> Vec<Insn> {
+/// [`RxFilter::Udp`] describes (with `probes`, only those whose payload
+/// starts with linerate's probe: [`RxFilter::Probes`]); returns XDP_PASS
+/// for every other frame.
+pub fn udp_filter_program(ports: Option<(u16, u16)>, probes: bool, on_match: &[Insn]) -> Vec<Insn> {
     use asm::*;
     #[derive(Clone, Copy, PartialEq)]
     enum L {
@@ -281,6 +294,17 @@ pub fn udp_filter_program(ports: Option<(u16, u16)>, on_match: &[Insn]) -> Vec<I
             (be16(R5), None, None),
             (jlt_imm(R5, i32::from(lo), 0), Some(L::Pass), None),
             (jgt_imm(R5, i32::from(hi), 0), Some(L::Pass), None),
+        ]);
+    }
+    if probes {
+        // The probe's first two bytes after the UDP header: magic 0xA9,
+        // version 1 (loaded as a little-endian u16: 0x01A9).
+        code.extend([
+            (mov(R4, R6), None, None),
+            (add_imm(R4, 10), None, None),
+            (jgt(R4, R3, 0), Some(L::Pass), None),
+            (ldx_h(R5, R6, 8), None, None),
+            (jne_imm(R5, 0x01A9, 0), Some(L::Pass), None),
         ]);
     }
     code.extend([
@@ -751,8 +775,13 @@ mod tests {
         }
         // XDP_DROP stands for "taken" (the real program redirects).
         let taken = verdict_program(XDP_DROP);
-        let any = load(&udp_filter_program(None, &taken), "lr_f_any").unwrap();
-        let ports = load(&udp_filter_program(Some((9, 20)), &taken), "lr_f_ports").unwrap();
+        let any = load(&udp_filter_program(None, false, &taken), "lr_f_any").unwrap();
+        let ports = load(
+            &udp_filter_program(Some((9, 20)), false, &taken),
+            "lr_f_ports",
+        )
+        .unwrap();
+        let probes = load(&udp_filter_program(None, true, &taken), "lr_f_probes").unwrap();
         let run = |p: &OwnedFd, f: &[u8]| test_run(p, f).unwrap() as i32;
         let with_port = |mut f: Vec<u8>, v6: bool, port: u16| {
             let at = 14 + if v6 { 40 } else { 20 } + 2;
@@ -770,6 +799,24 @@ mod tests {
             let mut short = frame(v6, 17, 18);
             short.truncate(14 + if v6 { 40 } else { 20 } + 4);
             assert_eq!(run(&any, &short), XDP_PASS, "v6={v6} truncated UDP header");
+            // Probes only: a UDP payload that starts with the probe's
+            // magic and version; a DNS query or any other datagram passes.
+            let at = 14 + if v6 { 40 } else { 20 } + 8;
+            let mut probe = frame(v6, 17, 18);
+            probe[at..at + 2].copy_from_slice(&[0xA9, 1]);
+            assert_eq!(run(&probes, &probe), XDP_DROP, "v6={v6} probe");
+            assert_eq!(
+                run(&probes, &frame(v6, 17, 18)),
+                XDP_PASS,
+                "v6={v6} other UDP"
+            );
+            let mut other_version = probe.clone();
+            other_version[at + 1] = 2;
+            assert_eq!(run(&probes, &other_version), XDP_PASS, "v6={v6} version 2");
+            let mut cut = probe.clone();
+            cut.truncate(at + 1);
+            assert_eq!(run(&probes, &cut), XDP_PASS, "v6={v6} truncated probe");
+            assert_eq!(run(&probes, &frame(v6, 6, 18)), XDP_PASS, "v6={v6} TCP");
         }
         // IPv4 options move the UDP header: the port is read after them.
         let mut opt = frame(false, 17, 18);
@@ -793,6 +840,7 @@ mod tests {
             RxFilter::All,
             RxFilter::Udp(None),
             RxFilter::Udp(Some((9, 9))),
+            RxFilter::Probes,
         ] {
             let p = load(&f.program(map.fd()), "lr_f_redirect").unwrap();
             // No socket in the map: everything passes.

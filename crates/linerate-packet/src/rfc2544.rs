@@ -717,7 +717,7 @@ impl TrialRunner for DeviceRunner {
                 capture: None,
                 cores: Vec::new(),
                 interval: None,
-                take: linerate_backend::port::RxFilter::Udp(None),
+                take: linerate_backend::port::RxFilter::Probes,
             })
             .collect();
         let blasts: Vec<BlastConfig> = legs

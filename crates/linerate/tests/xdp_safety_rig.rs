@@ -20,6 +20,7 @@ fn skip(test: &str) -> bool {
             require_root(),
             require_program("ip"),
             require_program("ping"),
+            require_program("python3"),
         ],
     )
 }
@@ -92,6 +93,33 @@ fn tcp_test_passes(rig: &Rig) -> bool {
     out.status.success() && v.get("error").is_none()
 }
 
+/// A UDP echo service on host 1 (port 5353, python3), for as long as the
+/// returned child lives.
+fn udp_service(rig: &Rig) -> support::Proc {
+    let script = "import socket\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\ns.bind(('0.0.0.0',5353))\nwhile True:\n d,a=s.recvfrom(2048)\n s.sendto(d,a)\n";
+    let p = support::Proc::spawn(rig.command(1, "python3").args(["-c", script]));
+    std::thread::sleep(Duration::from_millis(500));
+    p
+}
+
+/// Sends `n` queries to host 1's UDP service from host 0, 100 ms apart;
+/// how many were answered.
+fn udp_queries_answered(rig: &Rig, n: u32) -> u32 {
+    let script = format!(
+        "import socket\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\ns.settimeout(0.3)\nok=0\nfor i in range({n}):\n s.sendto(b'query %d' % i,('{}',5353))\n try:\n  d,_=s.recvfrom(2048)\n  ok+=d==b'query %d' % i\n except OSError:\n  pass\nprint(ok)\n",
+        rig.host(1).ipv4
+    );
+    let out = rig
+        .command(0, "python3")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)))
+}
+
 fn finish(child: Child) -> Output {
     child.wait_with_output().unwrap()
 }
@@ -102,7 +130,10 @@ fn ping_and_tcp_survive_an_af_xdp_sink_and_fwd() {
         return;
     }
     let rig = Rig::pair().unwrap();
-    // Sink: ping and TCP pass to the kernel, the probes are counted.
+    let _service = udp_service(&rig);
+    assert_eq!(udp_queries_answered(&rig, 10), 10, "the UDP service alone");
+    // Sink: ping, TCP and other UDP pass to the kernel, the probes are
+    // counted.
     let sink = start(
         rig.command(1, BIN)
             .args(["sink", "--iface", "veth0", "--backend", "af_xdp", "--json"])
@@ -110,6 +141,11 @@ fn ping_and_tcp_survive_an_af_xdp_sink_and_fwd() {
         Some("linerate: sink receiving on"),
     );
     assert_eq!(pings_answered(&rig, 20), 20, "pings during an af_xdp sink");
+    assert_eq!(
+        udp_queries_answered(&rig, 10),
+        10,
+        "a UDP service during an af_xdp sink"
+    );
     assert!(tcp_test_passes(&rig), "TCP during an af_xdp sink");
     let blast = rig
         .command(0, BIN)
@@ -140,6 +176,11 @@ fn ping_and_tcp_survive_an_af_xdp_sink_and_fwd() {
         None,
     );
     assert_eq!(pings_answered(&rig, 20), 20, "pings during an af_xdp fwd");
+    assert_eq!(
+        udp_queries_answered(&rig, 10),
+        10,
+        "a UDP service during an af_xdp fwd"
+    );
     assert!(tcp_test_passes(&rig), "TCP during an af_xdp fwd");
     let f = finish(fwd);
     assert!(

@@ -176,7 +176,9 @@ pub struct SinkArgs {
     #[arg(long, default_value_t = 1_000_000)]
     write_count: u64,
     /// AF_XDP: take every frame of the interface's queues from the kernel
-    /// (ARP, ping, SSH and all); by default only UDP frames are taken.
+    /// (ARP, ping, SSH and all); by default only linerate's probe frames
+    /// are taken (other UDP goes to the kernel: --udp-ports takes UDP to
+    /// those ports, whatever it carries).
     #[arg(long)]
     take_queue: bool,
     /// Write the latency histograms (per flow, tag flow=ID, and all) to
@@ -543,7 +545,7 @@ fn blast_and_count(
         capture: None,
         cores: Vec::new(),
         interval: None,
-        take: linerate_packet::RxFilter::Udp(None),
+        take: linerate_packet::RxFilter::Probes,
     };
     let (sent, mut got) = linerate_packet::pair::while_counting(
         std::slice::from_ref(&scfg),

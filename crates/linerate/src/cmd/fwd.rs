@@ -19,7 +19,9 @@ pub struct FwdArgs {
     #[arg(long)]
     out_iface: Option<String>,
     /// AF_XDP: take every frame of the interface's queues from the kernel
-    /// (ARP, ping, SSH and all); by default only UDP frames are taken.
+    /// (ARP, ping, SSH and all); by default only linerate's probe frames
+    /// are taken (other UDP goes to the kernel: --udp-ports takes UDP to
+    /// those ports, whatever it carries).
     #[arg(long)]
     take_queue: bool,
     /// AF_XDP: take only UDP to these destination ports (9, or 1000-1999).

@@ -72,13 +72,14 @@ pub fn port_range(s: &str) -> Result<(u16, u16), String> {
     Ok((lo, hi))
 }
 
-/// What an AF_XDP receiver takes from the kernel: `--take-queue`, or UDP
-/// (to `--udp-ports` if given).
+/// What an AF_XDP receiver takes from the kernel: `--take-queue` every
+/// frame, `--udp-ports` UDP to those ports, by default only linerate's
+/// probe frames (a UDP service on the interface keeps its datagrams).
 pub fn rx_filter(take_queue: bool, udp_ports: Option<(u16, u16)>) -> linerate_packet::RxFilter {
     use linerate_packet::RxFilter;
-    if take_queue {
-        RxFilter::All
-    } else {
-        RxFilter::Udp(udp_ports)
+    match (take_queue, udp_ports) {
+        (true, _) => RxFilter::All,
+        (false, Some(p)) => RxFilter::Udp(Some(p)),
+        (false, None) => RxFilter::Probes,
     }
 }
