@@ -4,8 +4,8 @@
 use crate::pool::{Watch, run_pinned};
 use crate::send::{BlastConfig, BlastError, BlastReport, SPIN, target_pps, worker_row};
 use linerate_backend::clock;
-use linerate_backend::port::{BackendKind, Tx, open_tx, send_refused};
 use linerate_backend::port::{Endpoints, PayloadSource};
+use linerate_backend::port::{Traffic, Tx, open_tx, send_refused};
 use linerate_gen::pacing::{Departures, wait_until};
 
 use linerate_backend::FrameSource;
@@ -160,9 +160,6 @@ fn run_layout(
     }
 }
 
-/// Sends frames built elsewhere; returns how many were taken.
-type SendFrames = dyn FnMut(&[&[u8]]) -> std::io::Result<usize>;
-
 /// Flows with an end marker, at most (a sink keeps a count per flow id).
 const END_MARKER_FLOWS_MAX: usize = 65_536;
 
@@ -180,14 +177,13 @@ fn send_end_markers(
     let size = *cfg.sizes.cycle().first().unwrap_or(&64);
     let t = &templates[&size];
     // On the port blast sent on: a raw socket, or the loopback port itself.
-    let mut sock: Box<SendFrames> = if cfg.backend == BackendKind::Loopback {
-        let mut l =
-            linerate_backend::loopback::LoopTx::open(&cfg.iface, t.len(), 64).map_err(send_err)?;
-        Box::new(move |f| l.send(f))
-    } else {
-        let mut r = linerate_backend::raw::RawSocket::open(&cfg.iface).map_err(send_err)?;
-        Box::new(move |f| r.send(f))
-    };
+    let (mut sock, _) = open_tx(
+        cfg.backend.crafted_sender(),
+        &cfg.iface,
+        t.len() + 4,
+        0,
+        &Traffic::raw("end markers are crafted frames"),
+    )?;
     let frames: Vec<Vec<u8>> = per_flow
         .iter()
         .take(END_MARKER_FLOWS_MAX)
@@ -214,7 +210,7 @@ fn send_end_markers(
             let mut done = 0;
             let give_up = Instant::now() + Duration::from_secs(1);
             while done < refs.len() && Instant::now() < give_up {
-                match sock(&refs[done..]) {
+                match sock.send(&refs[done..]) {
                     Ok(k) => {
                         done += k;
                         sent += k as u64;

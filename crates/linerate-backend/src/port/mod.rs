@@ -74,6 +74,16 @@ impl BackendKind {
             _ => return None,
         })
     }
+
+    /// The kind that sends a few crafted frames on the same port whatever
+    /// carried the traffic (blast's end markers): a loopback port's own
+    /// wire, else a raw AF_PACKET socket.
+    pub fn crafted_sender(self) -> Self {
+        match self {
+            Self::Loopback => Self::Loopback,
+            _ => Self::Raw,
+        }
+    }
 }
 
 #[derive(Debug, Error)]
