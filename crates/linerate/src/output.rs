@@ -14,24 +14,19 @@ use std::io::{self, Write};
 use std::path::Path;
 use std::sync::Mutex;
 
-/// The first output that failed: the kind of error (said on stderr with
-/// where it went when it happened).
-#[derive(Debug, Clone)]
-struct Failure {
-    kind: io::ErrorKind,
-}
-
-/// Process-wide: any writer's failure decides the exit code at the end.
-static FAILURE: Mutex<Option<Failure>> = Mutex::new(None);
+/// Process-wide: the outputs that failed (each said once, when it
+/// failed) and whether each was a closed pipe; they decide the exit code.
+static FAILED: Mutex<Vec<(String, bool)>> = Mutex::new(Vec::new());
 
 fn record(target: &str, e: &io::Error) {
-    if let Ok(mut f) = FAILURE.lock()
-        && f.is_none()
+    let pipe = e.kind() == io::ErrorKind::BrokenPipe;
+    if let Ok(mut failed) = FAILED.lock()
+        && !failed.iter().any(|(t, _)| t == target)
     {
-        *f = Some(Failure { kind: e.kind() });
+        failed.push((target.to_string(), pipe));
         // Said when it happens (a server goes on serving); a reader that
         // went away needs no word.
-        if e.kind() != io::ErrorKind::BrokenPipe {
+        if !pipe {
             eprintln!(
                 "linerate: error: the output to {target} could not be written ({e}): the result is not saved"
             );
@@ -112,16 +107,17 @@ macro_rules! say_raw {
 
 /// The exit code once the command returned `code`: standard output is
 /// flushed, and an output that failed (said on stderr when it did) makes
-/// a successful run fail (1), or ends it with 141 for a closed pipe.
+/// a successful run fail (1); only closed pipes end it with 141.
 pub fn finish(code: u8) -> u8 {
     let _ = stdout().flush();
-    let Some(f) = FAILURE.lock().ok().and_then(|f| f.clone()) else {
-        return code;
-    };
-    if f.kind == io::ErrorKind::BrokenPipe {
-        return code.max(141);
+    let failed = FAILED.lock().map(|f| f.clone()).unwrap_or_default();
+    if failed.iter().any(|(_, pipe)| !pipe) {
+        code.max(1)
+    } else if failed.is_empty() {
+        code
+    } else {
+        code.max(141)
     }
-    code.max(1)
 }
 
 /// Creates a result file that is not there yet: never through a symbolic
@@ -230,7 +226,8 @@ mod tests {
         assert_eq!(w.write(b"abc").unwrap(), 3);
         assert!(w.failed);
         assert_eq!(w.write(b"more").unwrap(), 4);
-        let f = FAILURE.lock().unwrap().clone().unwrap();
-        assert_eq!(f.kind, io::ErrorKind::StorageFull);
+        let failed = FAILED.lock().unwrap().clone();
+        assert_eq!(failed, [("test target".to_string(), false)]);
+        assert_eq!(finish(0), 1, "a result not saved fails the run");
     }
 }

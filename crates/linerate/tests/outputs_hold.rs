@@ -60,6 +60,23 @@ fn a_closed_pipe_ends_every_mode_quietly_without_a_panic() {
         (Some(141), false),
         "{err}"
     );
+    // A closed pipe and a result file that cannot be written: the lost
+    // result decides (1), and it is said.
+    let (code, err, _) = first_line_only(linerate().args([
+        "client",
+        "127.0.0.1",
+        "-p",
+        &p,
+        "-t",
+        "1",
+        "--csv",
+        "/dev/full",
+    ]));
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("--csv /dev/full could not be written"),
+        "{err}"
+    );
 
     let rr_port = support::free_port().to_string();
     let _rr = Proc::spawn(linerate().args([
