@@ -554,6 +554,15 @@ impl FakeServer {
     }
 }
 
+/// [`client_run`] on a thread of its own, while the test plays the server.
+fn client_thread(
+    port: u16,
+    args: &'static [&'static str],
+    limit: Duration,
+) -> std::thread::JoinHandle<(std::process::Output, Duration)> {
+    std::thread::spawn(move || client_run(port, args, limit))
+}
+
 /// Runs a linerate client against `port`; its output and how long it took.
 fn client_run(port: u16, args: &[&str], limit: Duration) -> (std::process::Output, Duration) {
     let t0 = Instant::now();
@@ -573,13 +582,11 @@ fn the_client_bounds_its_udp_set_up() {
     let mut srv = FakeServer::new();
     let port = srv.port;
     let udp = std::net::UdpSocket::bind(("127.0.0.1", port)).unwrap();
-    let client = std::thread::spawn(move || {
-        client_run(
-            port,
-            &["-u", "-t", "1", "--control-timeout", "1500"],
-            Duration::from_secs(20),
-        )
-    });
+    let client = client_thread(
+        port,
+        &["-u", "-t", "1", "--control-timeout", "1500"],
+        Duration::from_secs(20),
+    );
     srv.run_until_create_streams();
     udp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut b = [0u8; 64];
@@ -603,13 +610,11 @@ fn a_lost_udp_hello_is_sent_again() {
     let mut srv = FakeServer::new();
     let port = srv.port;
     let udp = std::net::UdpSocket::bind(("127.0.0.1", port)).unwrap();
-    let client = std::thread::spawn(move || {
-        client_run(
-            port,
-            &["-u", "-t", "1", "-b", "1M", "--control-timeout", "5000"],
-            Duration::from_secs(20),
-        )
-    });
+    let client = client_thread(
+        port,
+        &["-u", "-t", "1", "-b", "1M", "--control-timeout", "5000"],
+        Duration::from_secs(20),
+    );
     srv.run_until_create_streams();
     udp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut b = [0u8; 2048];
@@ -648,13 +653,11 @@ fn a_lost_udp_hello_is_sent_again() {
 fn a_trickling_server_does_not_hold_the_client() {
     let mut srv = FakeServer::new();
     let port = srv.port;
-    let client = std::thread::spawn(move || {
-        client_run(
-            port,
-            &["-t", "1", "--control-timeout", "1500"],
-            Duration::from_secs(30),
-        )
-    });
+    let client = client_thread(
+        port,
+        &["-t", "1", "--control-timeout", "1500"],
+        Duration::from_secs(30),
+    );
     srv.run_until_create_streams();
     let _s = srv.run_until_results();
     let ended = Instant::now();
@@ -733,13 +736,11 @@ fn absurd_server_results_are_refused() {
 fn the_client_gives_up_on_a_silent_sender() {
     let mut srv = FakeServer::new();
     let port = srv.port;
-    let client = std::thread::spawn(move || {
-        client_run(
-            port,
-            &["-R", "-t", "30", "--rcv-timeout", "1000"],
-            Duration::from_secs(20),
-        )
-    });
+    let client = client_thread(
+        port,
+        &["-R", "-t", "30", "--rcv-timeout", "1000"],
+        Duration::from_secs(20),
+    );
     srv.run_until_create_streams();
     let (mut s, _) = srv.listener.accept().unwrap();
     let mut cookie = [0u8; 37];
@@ -786,13 +787,11 @@ fn a_server_sending_state_bytes_forever_does_not_hold_the_client() {
     for phase in ["ending", "setting up"] {
         let mut srv = FakeServer::new();
         let port = srv.port;
-        let client = std::thread::spawn(move || {
-            client_run(
-                port,
-                &["-t", "1", "--control-timeout", "1500"],
-                Duration::from_secs(40),
-            )
-        });
+        let client = client_thread(
+            port,
+            &["-t", "1", "--control-timeout", "1500"],
+            Duration::from_secs(40),
+        );
         srv.run_until_create_streams();
         let _s = (phase == "ending").then(|| srv.run_until_results());
         if phase == "ending" {

@@ -200,6 +200,25 @@ fn result_files_are_created_new_and_never_through_a_link() {
     );
 }
 
+/// A one-off server with `-I pidfile`: `during(its PID)` once it
+/// listens, then one client test, and the server's exit.
+fn one_test_with_pidfile(pidfile: &std::path::Path, during: impl FnOnce(i32)) {
+    let port = support::free_port();
+    let srv = Proc::spawn(
+        linerate()
+            .args(["-s", "-1", "-p", &port.to_string(), "-I"])
+            .arg(pidfile),
+    );
+    support::wait_listening(port);
+    during(srv.pid());
+    let c = linerate()
+        .args(["client", "127.0.0.1", "-p", &port.to_string(), "-t", "1"])
+        .output()
+        .unwrap();
+    assert!(c.status.success());
+    srv.wait(Duration::from_secs(20));
+}
+
 /// Waits up to 5 s for `done`.
 fn within_5s(what: &str, done: impl Fn() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -239,41 +258,18 @@ fn a_pidfile_is_made_new_and_only_this_process_removes_it() {
     // A stale one is replaced; at exit the server removes its own.
     let stale = dir.path().join("stale.pid");
     std::fs::write(&stale, "4194304\n").unwrap();
-    let port = support::free_port();
-    let srv = Proc::spawn(
-        linerate()
-            .args(["-s", "-1", "-p", &port.to_string(), "-I"])
-            .arg(&stale),
-    );
-    support::wait_listening(port);
-    let pid = srv.pid().to_string();
-    within_5s("the stale pidfile replaced", || {
-        std::fs::read_to_string(&stale).unwrap_or_default().trim() == pid
+    one_test_with_pidfile(&stale, |pid| {
+        within_5s("the stale pidfile replaced", || {
+            std::fs::read_to_string(&stale).unwrap_or_default().trim() == pid.to_string()
+        });
     });
-    let c = linerate()
-        .args(["client", "127.0.0.1", "-p", &port.to_string(), "-t", "1"])
-        .output()
-        .unwrap();
-    assert!(c.status.success());
-    srv.wait(Duration::from_secs(20));
     assert!(!stale.exists(), "removed at exit");
     // One replaced by someone else while it ran is left alone.
-    let port = support::free_port();
     let taken = dir.path().join("taken.pid");
-    let srv = Proc::spawn(
-        linerate()
-            .args(["-s", "-1", "-p", &port.to_string(), "-I"])
-            .arg(&taken),
-    );
-    support::wait_listening(port);
-    within_5s("a pidfile", || taken.exists());
-    std::fs::remove_file(&taken).unwrap();
-    std::fs::write(&taken, "someone else's\n").unwrap();
-    let c = linerate()
-        .args(["client", "127.0.0.1", "-p", &port.to_string(), "-t", "1"])
-        .output()
-        .unwrap();
-    assert!(c.status.success());
-    srv.wait(Duration::from_secs(20));
+    one_test_with_pidfile(&taken, |_| {
+        within_5s("a pidfile", || taken.exists());
+        std::fs::remove_file(&taken).unwrap();
+        std::fs::write(&taken, "someone else's\n").unwrap();
+    });
     assert_eq!(std::fs::read_to_string(&taken).unwrap(), "someone else's\n");
 }
