@@ -316,7 +316,12 @@ impl Metrics {
             let mut conns: std::collections::VecDeque<Conn> = std::collections::VecDeque::new();
             while !st.load(Ordering::Relaxed) {
                 let mut progressed = false;
-                while let Ok((c, _)) = listener.accept() {
+                // A bounded number of newcomers per turn: a flood of them
+                // does not keep the loop from the connections it holds.
+                for _ in 0..ACCEPTS_PER_TURN {
+                    let Ok((c, _)) = listener.accept() else {
+                        break;
+                    };
                     if c.set_nonblocking(true).is_err() {
                         continue;
                     }
@@ -475,6 +480,8 @@ impl Conn {
     }
 }
 
+/// Connections accepted per turn of the serving loop, at most.
+const ACCEPTS_PER_TURN: usize = 64;
 /// Connections held at once, at most (the oldest is shed for a new one).
 const MAX_CONNECTIONS: usize = 256;
 /// Time a connection has for its request head, and again for the response.
