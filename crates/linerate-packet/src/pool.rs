@@ -64,6 +64,15 @@ mod tests {
         let mut sampler = Sampler::new(start, Some(Duration::from_millis(50)));
         let mut kept = Vec::new();
         let mut seen = 0;
+        let totals = || {
+            let packets = done.iter().map(|d| d.load(Ordering::Relaxed)).sum();
+            vec![
+                Row::new(Scope::Sum, "all", "tx", CountedBy::Sender).with_counts(Counts {
+                    packets: Some(packets),
+                    ..Counts::default()
+                }),
+            ]
+        };
         let out = run_pinned(
             &[],
             vec![10u64, 20, 30],
@@ -77,15 +86,7 @@ mod tests {
             },
             Watch {
                 sampler: &mut sampler,
-                rows: &mut |_running| {
-                    let packets = done.iter().map(|d| d.load(Ordering::Relaxed)).sum();
-                    vec![
-                        Row::new(Scope::Sum, "all", "tx", CountedBy::Sender).with_counts(Counts {
-                            packets: Some(packets),
-                            ..Counts::default()
-                        }),
-                    ]
-                },
+                rows: &mut |_running| totals(),
                 on_interval: &mut |_| seen += 1,
                 kept: &mut kept,
             },
@@ -93,11 +94,14 @@ mod tests {
         assert_eq!(out, vec![Some((0, 20)), Some((1, 40)), Some((2, 60))]);
         assert_eq!(seen, kept.len());
         assert!(!kept.is_empty(), "150 ms of work at 50 ms intervals");
+        // With the last interval closed on the final totals, the
+        // intervals add up to exactly what the workers did.
+        kept.extend(sampler.finish(Instant::now(), totals()));
         let counted: u64 = kept
             .iter()
             .map(|iv| iv.rows[0].counts.packets.unwrap())
             .sum();
-        assert!(counted <= 60, "intervals count what was done: {counted}");
+        assert_eq!(counted, 60, "intervals count what was done");
     }
 
     #[test]
