@@ -236,6 +236,75 @@ pub fn tcp_send(s: TcpStream, sh: Arc<StreamShared>, buf: Vec<u8>, pacing: Pacin
     tcp_send_group(vec![(s, sh)], buf, pacing, zerocopy);
 }
 
+/// One TCP stream of a sending group.
+struct TcpSender {
+    sock: TcpStream,
+    sh: Arc<StreamShared>,
+    sent: u64,
+    dep: Departures,
+    zc: bool,
+    calls: u64,
+    full: bool,
+    done: bool,
+    /// Bytes of the block taken from the budget not written yet: a stream
+    /// writes whole blocks (an iperf3 3.17+ receiver reads whole blocks and
+    /// waits for the rest of a short one).
+    owed: usize,
+}
+
+impl TcpSender {
+    /// Takes a block from the budget when the last one is written, and
+    /// writes what it can of it; whether anything was written.
+    #[inline]
+    fn write_owed(&mut self, buf: &[u8], pacing: &Pacing) -> bool {
+        if self.owed == 0 {
+            self.owed = pacing.budget.take(buf.len() as u64) as usize;
+            if self.owed == 0 {
+                // This side has sent its -n / -k amount.
+                self.done = true;
+                return false;
+            }
+        }
+        let r = if self.zc {
+            self.calls += 1;
+            if self.calls.is_multiple_of(64) {
+                linerate_backend::zerocopy::drain_completions(&self.sock);
+            }
+            linerate_backend::zerocopy::send(&self.sock, &buf[..self.owed])
+        } else {
+            (&self.sock).write(&buf[..self.owed])
+        };
+        match r {
+            Ok(n) => {
+                self.owed -= n;
+                self.full = false;
+                self.sent += n as u64;
+                if pacing.rate_bps > 0 {
+                    self.dep.record(Instant::now(), 1);
+                }
+                StreamShared::add(&self.sh.bytes, n as u64);
+                StreamShared::add(&self.sh.blocks, 1);
+                return true;
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => self.full = true,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if self.zc && e.raw_os_error() == Some(nix::errno::Errno::ENOBUFS as i32) => {
+                linerate_backend::zerocopy::drain_completions(&self.sock);
+            }
+            Err(e) => {
+                if !self.sh.stopped() {
+                    self.sh
+                        .fail(format!("unable to write to stream socket: {e}"));
+                }
+                pacing.budget.give_back(self.owed as u64);
+                self.owed = 0;
+                self.done = true;
+            }
+        }
+        false
+    }
+}
+
 /// TCP senders on one worker thread (one stream, or streams that share a
 /// CPU): non-blocking writes round-robin, poll() when every socket is full,
 /// as iperf3's single loop does, instead of threads taking turns on a core.
@@ -247,27 +316,13 @@ pub fn tcp_send_group(
 ) {
     use nix::poll::{PollFd, PollFlags, poll};
     use std::os::fd::AsFd;
-    struct S {
-        sock: TcpStream,
-        sh: Arc<StreamShared>,
-        sent: u64,
-        dep: Departures,
-        zc: bool,
-        calls: u64,
-        full: bool,
-        done: bool,
-        /// Bytes of the block taken from the budget not written yet: a
-        /// stream writes whole blocks (an iperf3 3.17+ receiver reads
-        /// whole blocks and waits for the rest of a short one).
-        owed: usize,
-    }
     let start = Instant::now();
-    let mut ss: Vec<S> = streams
+    let mut ss: Vec<TcpSender> = streams
         .into_iter()
         .map(|(sock, sh)| {
             let _ = sock.set_nonblocking(true);
             let zc = zerocopy && linerate_backend::zerocopy::enable(&sock).is_ok();
-            S {
+            TcpSender {
                 sock,
                 sh,
                 sent: 0,
@@ -294,49 +349,7 @@ pub fn tcp_send_group(
                 next_due = Some(next_due.map_or(t, |n: Instant| n.min(t)));
                 continue;
             }
-            if s.owed == 0 {
-                s.owed = pacing.budget.take(buf.len() as u64) as usize;
-                if s.owed == 0 {
-                    // This side has sent its -n / -k amount.
-                    s.done = true;
-                    continue;
-                }
-            }
-            let r = if s.zc {
-                s.calls += 1;
-                if s.calls.is_multiple_of(64) {
-                    linerate_backend::zerocopy::drain_completions(&s.sock);
-                }
-                linerate_backend::zerocopy::send(&s.sock, &buf[..s.owed])
-            } else {
-                (&s.sock).write(&buf[..s.owed])
-            };
-            match r {
-                Ok(n) => {
-                    s.owed -= n;
-                    wrote = true;
-                    s.full = false;
-                    s.sent += n as u64;
-                    if pacing.rate_bps > 0 {
-                        s.dep.record(Instant::now(), 1);
-                    }
-                    StreamShared::add(&s.sh.bytes, n as u64);
-                    StreamShared::add(&s.sh.blocks, 1);
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => s.full = true,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) if s.zc && e.raw_os_error() == Some(nix::errno::Errno::ENOBUFS as i32) => {
-                    linerate_backend::zerocopy::drain_completions(&s.sock);
-                }
-                Err(e) => {
-                    if !s.sh.stopped() {
-                        s.sh.fail(format!("unable to write to stream socket: {e}"));
-                    }
-                    pacing.budget.give_back(s.owed as u64);
-                    s.owed = 0;
-                    s.done = true;
-                }
-            }
+            wrote |= s.write_owed(&buf, &pacing);
         }
         if wrote {
             continue;
@@ -345,15 +358,15 @@ pub fn tcp_send_group(
         let wait = next_due.map_or(POLL, |t| {
             t.saturating_duration_since(Instant::now()).min(POLL)
         });
-        let full: Vec<&S> = ss.iter().filter(|s| !s.done && s.full).collect();
-        if full.is_empty() {
+        let mut fds: Vec<PollFd> = ss
+            .iter()
+            .filter(|s| !s.done && s.full)
+            .map(|s| PollFd::new(s.sock.as_fd(), PollFlags::POLLOUT))
+            .collect();
+        if fds.is_empty() {
             std::thread::sleep(wait);
             continue;
         }
-        let mut fds: Vec<PollFd> = full
-            .iter()
-            .map(|s| PollFd::new(s.sock.as_fd(), PollFlags::POLLOUT))
-            .collect();
         let ms = u16::try_from(wait.as_millis().max(1)).unwrap_or(50);
         let _ = poll(&mut fds, ms);
     }
