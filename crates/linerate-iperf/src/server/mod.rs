@@ -49,8 +49,9 @@ pub struct Limits {
 }
 
 /// The longest a test that ends by amount (`-n`/`-k`, no `-t`) may run on
-/// a server without `--server-max-duration`.
-pub const AMOUNT_TEST_MAX: Duration = Duration::from_secs(3600);
+/// a server without `--server-max-duration`: ten minutes (a client that
+/// needs longer asks for it with `-t`, or the operator raises the limit).
+pub const AMOUNT_TEST_MAX: Duration = Duration::from_secs(600);
 
 impl Default for Limits {
     fn default() -> Self {
@@ -596,4 +597,33 @@ fn check_limits(p: &Params, l: &Limits) -> Result<(), IErr> {
         return Err(IErr::TOTAL_RATE);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(time_s: u32, omit_s: u32) -> Params {
+        Params {
+            time_s,
+            omit_s,
+            ..Params::default()
+        }
+    }
+
+    #[test]
+    fn a_timed_test_lives_its_time_omit_and_grace() {
+        let l = Limits::default();
+        assert_eq!(l.life(&params(10, 2)), Duration::from_secs(52));
+    }
+
+    #[test]
+    fn an_amount_test_is_bounded_by_default() {
+        let mut l = Limits::default();
+        // -n/-k with no -t: ten minutes plus the grace, not an hour.
+        assert_eq!(l.life(&params(0, 0)), Duration::from_secs(640));
+        l.max_duration_s = Some(30);
+        l.grace = Duration::from_secs(1);
+        assert_eq!(l.life(&params(0, 0)), Duration::from_secs(31));
+    }
 }

@@ -114,7 +114,7 @@ pub struct IperfArgs {
     pub server_bitrate_limit: Option<(u64, u64)>,
     /// Server: seconds a test may run past its asked time (+ omit) before
     /// the server ends it (iperf3's 40; tests that end by -n/-k: past
-    /// --server-max-duration, or one hour).
+    /// --server-max-duration, or 600 s).
     #[arg(long, default_value_t = 40, value_name = "SECONDS")]
     pub server_grace: u64,
     /// Server: tests served at once (1, as iperf3; more for many clients).
