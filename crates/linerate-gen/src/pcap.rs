@@ -111,8 +111,23 @@ fn parse(bytes: &[u8], p: &str) -> Result<Trace, TraceError> {
                     linktype: u32::from(r.header().datalink),
                 });
             }
-            while let Some(pkt) = r.next_packet() {
-                let pkt = pkt.map_err(|e| corrupt(t.frames.len(), e))?;
+            // Raw records: pcap-file's packet reader refuses a record whose
+            // original length exceeds the header's snaplen, which is what a
+            // frame cut by that snaplen is (`push` names it so). A record
+            // holding more than the snaplen is corrupt.
+            let header = r.header();
+            while let Some(raw) = r.next_raw_packet() {
+                let frames = t.frames.len();
+                let raw = raw.map_err(|e| corrupt(frames, e))?;
+                if raw.incl_len > header.snaplen {
+                    return Err(corrupt(
+                        frames,
+                        pcap_file::PcapError::InvalidField("PacketHeader incl_len > snap_len"),
+                    ));
+                }
+                let pkt = raw
+                    .try_into_pcap_packet(header.ts_resolution, u32::MAX)
+                    .map_err(|e| corrupt(frames, e))?;
                 push(&mut t, pkt.timestamp, &pkt.data, pkt.orig_len as usize)?;
             }
         }
@@ -218,11 +233,13 @@ impl CaptureWriter {
                 }
                 _ => io_err(e),
             })?;
-        // The header says 262144 (tcpdump's default) and frames are cut to
-        // `snaplen` here: some readers (pcap-file among them) refuse a frame
-        // whose original length exceeds the header's snaplen.
+        // The header says the snaplen frames are cut at. A record whose
+        // original length exceeds it is what a snaplen means (tcpdump and
+        // libpcap read it so); pcap-file's packet reader refuses one, so
+        // `parse` reads raw records.
+        let snaplen = snaplen.max(64);
         let header = pcap_file::pcap::PcapHeader {
-            snaplen: 262_144,
+            snaplen,
             datalink: DataLink::ETHERNET,
             ts_resolution: pcap_file::TsResolution::NanoSecond,
             endianness: pcap_file::Endianness::native(),
@@ -234,7 +251,7 @@ impl CaptureWriter {
         Ok(Self {
             path: p,
             writer: Some(writer),
-            snaplen: snaplen.max(64),
+            snaplen,
             max_frames,
             written: 0,
             error: None,
@@ -304,9 +321,15 @@ mod tests {
         assert!(!w.wants_more());
         assert_eq!((w.written, w.finish()), (3, None));
         let mut r = pcap_file::pcap::PcapReader::new(std::fs::File::open(&path).unwrap()).unwrap();
+        assert_eq!(r.header().snaplen, 100);
         let mut got = Vec::new();
-        while let Some(p) = r.next_packet() {
-            let p = p.unwrap();
+        // Raw records: pcap-file's packet reader refuses an original length
+        // above the header's snaplen.
+        while let Some(p) = r.next_raw_packet() {
+            let p = p
+                .unwrap()
+                .try_into_pcap_packet(pcap_file::TsResolution::NanoSecond, u32::MAX)
+                .unwrap();
             got.push((p.timestamp, p.orig_len, p.data.to_vec()));
         }
         let _ = std::fs::remove_file(&path);
@@ -321,6 +344,62 @@ mod tests {
         let e =
             CaptureWriter::create(Path::new("/nonexistent-dir/x.pcap"), 100, 1, false).unwrap_err();
         assert!(e.to_string().contains("/nonexistent-dir/x.pcap"), "{e}");
+    }
+
+    /// The file header's snaplen is the one in effect (`--snaplen N`, at
+    /// least 64), not a fixed 262144; records are cut at it with their
+    /// original length kept, and our own trace loader reads the file back
+    /// (a cut frame is refused as cut, not as a corrupt file).
+    #[test]
+    fn capture_header_says_the_snaplen_records_are_cut_at() {
+        let dir = std::env::temp_dir().join(format!("lr-snap-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (asked, in_effect) in [(96u32, 96u32), (200, 200), (10, 64), (262_144, 262_144)] {
+            let path = dir.join(format!("s{asked}.pcap"));
+            let mut w = CaptureWriter::create(&path, asked, 10, false).unwrap();
+            w.write(1_700_000_000_000_000_000, &udp_frame(1)); // 60 bytes
+            let big: Vec<u8> = (0..300u32).map(|i| i as u8).collect();
+            w.write(1_700_000_000_000_001_000, &big);
+            assert_eq!(w.finish(), None);
+            let b = std::fs::read(&path).unwrap();
+            let le = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+            // Native endianness is little here (x86-64, aarch64): the
+            // nanosecond magic, then the snaplen at 16..20, Ethernet at 20.
+            assert_eq!(le(0), 0xa1b2_3c4d);
+            assert_eq!(le(16), in_effect, "header snaplen for --snaplen {asked}");
+            assert_eq!(le(20), 1);
+            // First record at 24: incl_len at +8, orig_len at +12.
+            assert_eq!((le(24 + 8), le(24 + 12)), (60, 60));
+            let second = 24 + 16 + 60;
+            let cut = 300.min(in_effect);
+            assert_eq!((le(second + 8), le(second + 12)), (cut, 300));
+            assert_eq!(&b[second + 16..], &big[..cut as usize]);
+            // pcap-file's raw reader agrees on the header and the records.
+            let mut r = pcap_file::pcap::PcapReader::new(&b[..]).unwrap();
+            assert_eq!(r.header().snaplen, in_effect);
+            let mut lens = Vec::new();
+            while let Some(p) = r.next_raw_packet() {
+                let p = p.unwrap();
+                lens.push((p.incl_len, p.orig_len));
+            }
+            assert_eq!(lens, [(60, 60), (cut, 300)]);
+            // The loader: a cut frame is a cut frame (not "corrupt").
+            match parse(&b, "s.pcap") {
+                Ok(t) => {
+                    assert!(cut == 300, "loaded a cut capture");
+                    assert_eq!(t.frames[1], big);
+                }
+                Err(TraceError::Snapped {
+                    index: 1,
+                    caplen,
+                    len: 300,
+                    ..
+                }) => assert_eq!(caplen as u32, cut),
+                Err(e) => panic!("--snaplen {asked}: {e}"),
+            }
+            let _ = std::fs::remove_file(&path);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
