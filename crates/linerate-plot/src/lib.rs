@@ -1,13 +1,18 @@
 //! `linerate plot`: figures from any mode's result.
 //!
 //! Inputs (detected): an iperf3-style `-J` document (client or server), a
-//! packet mode's `-J` document with run-model `intervals` (sink), or a
-//! `--json-stream` file (run-model events of blast, sink, fwd, rr; iperf3's
-//! events of client and server). Figures: rate over time (per stream / flow
-//! and the total per direction), loss over time, latency over time (p50/p99
-//! where the mode measures it; TCP RTT of iperf senders), and the latency
-//! CDF from the result's percentiles. SVG or PNG by the output's extension,
-//! drawn with `plotters` and a bundled DejaVu Sans (no system fonts).
+//! packet mode's `-J` document with run-model `intervals` (blast, sink),
+//! the rr client's `-J` document, a `--repeat`/`--ci-target` `-J` document
+//! (`runs` and `repeat`: each run's document and the figure over the runs),
+//! an RFC 2544 campaign, or a `--json-stream` file (run-model events of
+//! blast, sink, fwd, rr; iperf3's events of client and server). Figures:
+//! rate over time (per stream / flow and the total per direction; one line
+//! per run of a repetition), loss over time, latency over time (p50/p99
+//! where the mode measures it; TCP RTT of iperf senders), the latency CDF
+//! from the result's percentiles, and a repetition's figure run by run.
+//! A line of one point (a one-interval result) is drawn as a marker. SVG or
+//! PNG by the output's extension, drawn with `plotters` and a bundled
+//! DejaVu Sans (no system fonts).
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -21,6 +26,9 @@ pub enum Figure {
     Loss,
     Latency,
     Cdf,
+    /// A repetition's figure, run by run, with its mean and confidence
+    /// interval.
+    Runs,
 }
 
 impl Figure {
@@ -30,6 +38,7 @@ impl Figure {
             "loss" => Some(Figure::Loss),
             "latency" => Some(Figure::Latency),
             "cdf" => Some(Figure::Cdf),
+            "runs" => Some(Figure::Runs),
             _ => None,
         }
     }
@@ -40,6 +49,7 @@ impl Figure {
             Figure::Loss => "loss",
             Figure::Latency => "latency",
             Figure::Cdf => "cdf",
+            Figure::Runs => "runs",
         }
     }
 }
@@ -50,6 +60,8 @@ pub enum PlotError {
     Input(String),
     #[error("this result has no {0} figures")]
     NoData(&'static str),
+    #[error("this result is not a --repeat/--ci-target result (it has no runs)")]
+    NotRepeated,
     #[error("drawing failed: {0}")]
     Draw(String),
     #[error("the output must end in .svg or .png: {0}")]
@@ -63,6 +75,15 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
     /// A total: drawn thicker.
     pub total: bool,
+    /// Each point marked (a line of one point always is).
+    pub marks: bool,
+}
+
+impl Series {
+    /// Whether its points are drawn as markers: asked, or a lone point.
+    pub fn marked(&self) -> bool {
+        self.marks || self.points.len() == 1
+    }
 }
 
 /// A chart: axes and lines.
@@ -72,11 +93,13 @@ pub struct Chart {
     pub x_label: String,
     pub y_label: String,
     pub series: Vec<Series>,
-    /// Rows left out (only the largest are drawn).
+    /// Lines left out (only the largest rows, the first runs are drawn).
     pub left_out: usize,
     pub log_x: bool,
     /// The y axis's top, where it is fixed (a CDF's 1.05).
     pub y_max: Option<f64>,
+    /// The x axis counts (runs): whole numbers only on it.
+    pub x_whole: bool,
 }
 
 /// One row of one interval, normalized.
@@ -92,15 +115,41 @@ struct Rec {
     rtt_us: Option<f64>,
 }
 
-/// A result, normalized: per interval, its end (s) and rows.
+/// A result, normalized: per interval, its end (s) and rows. A
+/// repetition's runs are laid over each other: each run's intervals (from
+/// its own start), its rows named after the run ("run 2", "run 2: stream 5").
 #[derive(Debug, Default)]
 pub struct Input {
     intervals: Vec<(f64, Vec<Rec>)>,
-    /// Latency percentiles of the whole run: (fraction, microseconds).
-    percentiles: Vec<(f64, f64)>,
+    /// Latency percentiles of the whole run, or of each run of a
+    /// repetition: the line's name ("" for the run's mode) and
+    /// (fraction, microseconds).
+    percentiles: Vec<(String, Vec<(f64, f64)>)>,
     mode: String,
     /// An RFC 2544 campaign's result (`throughput`, `latency` arrays).
     campaign: Option<Value>,
+    /// A `--repeat`/`--ci-target` document's summary.
+    repeat: Option<Repeat>,
+}
+
+/// A repetition's figure over the runs.
+#[derive(Debug, Default)]
+struct Repeat {
+    figure: String,
+    /// The warm-up runs' values, then the others'.
+    warmup: Vec<f64>,
+    values: Vec<f64>,
+    confidence: f64,
+    /// (mean, low, high) of the values after the warm-up.
+    stats: Option<(f64, f64, f64)>,
+}
+
+/// One result document, normalized.
+#[derive(Debug, Default)]
+struct Run {
+    intervals: Vec<(f64, Vec<Rec>)>,
+    percentiles: Vec<(f64, f64)>,
+    mode: String,
 }
 
 fn f(v: &Value, k: &str) -> Option<f64> {
@@ -172,6 +221,58 @@ fn run_interval(iv: &Value) -> (f64, Vec<Rec>) {
     (end, recs)
 }
 
+/// The rr client's `-J` interval (`end`, `transactions_per_s`, `lost`,
+/// `latency_us`): the total transactions, named as its run-model row.
+fn rr_interval(iv: &Value) -> (f64, Vec<Rec>) {
+    let lat = &iv["latency_us"];
+    (
+        f(iv, "end").unwrap_or(0.0),
+        vec![Rec {
+            name: "total transactions".into(),
+            total: true,
+            pps: f(iv, "transactions_per_s"),
+            lost: f(iv, "lost"),
+            p50_us: f(lat, "p50"),
+            p99_us: f(lat, "p99"),
+            ..Rec::default()
+        }],
+    )
+}
+
+/// One result document (a client's, a mode's, one run of a repetition).
+fn read_run(doc: &Value) -> Result<Run, PlotError> {
+    let intervals = doc["intervals"]
+        .as_array()
+        .ok_or_else(|| PlotError::Input("a JSON document without \"intervals\"".into()))?;
+    let iperf = doc["start"].get("connected").is_some();
+    let bidir = doc["start"]["test_start"]["bidir"].as_i64() == Some(1);
+    let rr = doc.get("transactions_per_s").is_some();
+    let intervals = intervals
+        .iter()
+        .map(|iv| {
+            if iperf {
+                iperf_interval(iv, bidir)
+            } else if rr && iv.get("rows").is_none() {
+                rr_interval(iv)
+            } else {
+                run_interval(iv)
+            }
+        })
+        .collect();
+    let mode = if iperf {
+        "iperf3".into()
+    } else if rr {
+        "rr_client".into()
+    } else {
+        doc["role"].as_str().unwrap_or("").into()
+    };
+    Ok(Run {
+        intervals,
+        percentiles: percentiles(doc),
+        mode,
+    })
+}
+
 /// Latency percentiles in a mode's result document, where it has them:
 /// (fraction, µs). The sink's `latency_ns`, rr's `latency_us`.
 fn percentiles(doc: &Value) -> Vec<(f64, f64)> {
@@ -226,7 +327,7 @@ impl Input {
                         input.intervals.push(iperf_interval(data, bidir));
                     }
                     Some("end") => {
-                        input.percentiles = percentiles(&data["result"]);
+                        input.percentiles = vec![(String::new(), percentiles(&data["result"]))];
                         if data["result"]
                             .get("throughput")
                             .is_some_and(Value::is_array)
@@ -238,6 +339,7 @@ impl Input {
                 }
             }
         }
+        input.percentiles.retain(|(_, p)| !p.is_empty());
         if input.intervals.is_empty() && input.percentiles.is_empty() && input.campaign.is_none() {
             return Err(PlotError::Input(
                 "no intervals and no latency figures in it".into(),
@@ -254,30 +356,77 @@ impl Input {
             self.mode = "rfc2544".into();
             return Ok(());
         }
-        let intervals = doc["intervals"]
-            .as_array()
-            .ok_or_else(|| PlotError::Input("a JSON document without \"intervals\"".into()))?;
-        let iperf = doc["start"].get("connected").is_some();
-        let bidir = doc["start"]["test_start"]["bidir"].as_i64() == Some(1);
-        for iv in intervals {
-            self.intervals.push(if iperf {
-                iperf_interval(iv, bidir)
-            } else {
-                run_interval(iv)
-            });
+        if let (Some(runs), Some(summary)) = (
+            doc.get("runs").and_then(Value::as_array),
+            doc.get("repeat").filter(|r| r.is_object()),
+        ) {
+            return self.read_repetition(runs, summary);
         }
-        self.mode = if iperf {
-            "iperf3".into()
-        } else {
-            doc["role"].as_str().unwrap_or("").into()
+        let run = read_run(doc)?;
+        self.intervals = run.intervals;
+        self.mode = run.mode;
+        self.percentiles = vec![(String::new(), run.percentiles)];
+        Ok(())
+    }
+
+    /// A `--repeat`/`--ci-target` document: `runs` (each run's document,
+    /// the warm-up runs first; a failed run's is only its error) and
+    /// `repeat` (the figure, its values, the statistics).
+    fn read_repetition(&mut self, runs: &[Value], summary: &Value) -> Result<(), PlotError> {
+        let values = |k: &str| -> Vec<f64> {
+            summary[k]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_f64)
+                .collect()
         };
-        self.percentiles = percentiles(doc);
+        let st = &summary["statistics"];
+        let rep = Repeat {
+            figure: summary["figure"].as_str().unwrap_or("").to_string(),
+            warmup: values("warmup_values"),
+            values: values("values"),
+            confidence: f(summary, "confidence").unwrap_or(0.95),
+            stats: match (f(st, "mean"), f(st, "low"), f(st, "high")) {
+                (Some(m), Some(l), Some(h)) => Some((m, l, h)),
+                _ => None,
+            },
+        };
+        for (i, doc) in runs.iter().enumerate() {
+            let label = format!(
+                "run {}{}",
+                i + 1,
+                if i < rep.warmup.len() {
+                    " (warm-up)"
+                } else {
+                    ""
+                }
+            );
+            // A failed run ("error" only) has nothing to draw.
+            let Ok(run) = read_run(doc) else { continue };
+            for (end, mut recs) in run.intervals {
+                for r in &mut recs {
+                    r.name = match r.name.strip_prefix("total") {
+                        Some(rest) if r.total => format!("{label}{rest}"),
+                        _ => format!("{label}: {}", r.name),
+                    };
+                }
+                self.intervals.push((end, recs));
+            }
+            self.percentiles
+                .push((format!("{label} latency"), run.percentiles));
+            if self.mode.is_empty() {
+                self.mode = run.mode;
+            }
+        }
+        self.repeat = Some(rep);
         Ok(())
     }
 
     /// The chart of `fig` from this result.
     pub fn chart(&self, fig: Figure) -> Result<Chart, PlotError> {
-        if let Some(c) = &self.campaign {
+        // An RFC 2544 campaign's document is not a repetition's.
+        if let Some(c) = self.campaign.as_ref().filter(|_| fig != Figure::Runs) {
             return campaign_chart(c, fig);
         }
         match fig {
@@ -302,6 +451,7 @@ impl Input {
             ),
             Figure::Latency => self.latency(),
             Figure::Cdf => self.cdf(),
+            Figure::Runs => self.runs(),
         }
     }
 
@@ -312,7 +462,8 @@ impl Input {
     }
 
     /// One line per row name over the intervals; totals kept, the largest
-    /// rows kept up to 12.
+    /// rows kept up to 12. A repetition: each run's totals (its rows where
+    /// an interval has no total), the first 20 runs.
     fn over_time(
         &self,
         title: &str,
@@ -322,7 +473,11 @@ impl Input {
     ) -> Result<Chart, PlotError> {
         let mut series: Vec<(Series, f64)> = Vec::new();
         for (end, recs) in &self.intervals {
+            let have_total = recs.iter().any(|r| r.total && value(r).is_some());
             for r in recs {
+                if self.repeat.is_some() && r.total != have_total {
+                    continue;
+                }
                 let Some(v) = value(r) else { continue };
                 match series.iter_mut().find(|(s, _)| s.name == r.name) {
                     Some((s, sum)) => {
@@ -334,6 +489,7 @@ impl Input {
                             name: r.name.clone(),
                             points: vec![(*end, v)],
                             total: r.total,
+                            marks: false,
                         },
                         v,
                     )),
@@ -348,12 +504,17 @@ impl Input {
             .flat_map(|(s, _)| s.points.iter().map(|p| p.1))
             .fold(0.0, f64::max);
         let (label, scale) = unit(max);
-        let (totals, mut rows): (Vec<_>, Vec<_>) = series.into_iter().partition(|(s, _)| s.total);
+        let (mut totals, mut rows): (Vec<_>, Vec<_>) =
+            series.into_iter().partition(|(s, _)| s.total);
         // A lone row and its total are the same line: keep the row.
         rows.sort_by(|a, b| b.1.total_cmp(&a.1));
         const ROWS_MAX: usize = 12;
-        let left_out = rows.len().saturating_sub(ROWS_MAX);
+        // A repetition's runs, in order.
+        const TOTALS_MAX: usize = 20;
+        let left_out =
+            rows.len().saturating_sub(ROWS_MAX) + totals.len().saturating_sub(TOTALS_MAX);
         rows.truncate(ROWS_MAX);
+        totals.truncate(TOTALS_MAX);
         let mut out: Vec<Series> = rows.into_iter().chain(totals).map(|(s, _)| s).collect();
         for s in &mut out {
             for p in &mut s.points {
@@ -361,14 +522,23 @@ impl Input {
             }
         }
         Ok(Chart {
-            title: title.into(),
+            title: self.titled(title),
             x_label: "time (s)".into(),
             y_label: label,
             series: out,
             left_out,
             log_x: false,
             y_max: None,
+            x_whole: false,
         })
+    }
+
+    /// A title, said to be run by run for a repetition.
+    fn titled(&self, title: &str) -> String {
+        match &self.repeat {
+            Some(_) => format!("{title}, run by run"),
+            None => title.into(),
+        }
     }
 
     fn latency(&self) -> Result<Chart, PlotError> {
@@ -381,6 +551,7 @@ impl Input {
                     name,
                     points: vec![(t, v)],
                     total,
+                    marks: false,
                 }),
             }
         };
@@ -407,53 +578,200 @@ impl Input {
         let left_out = series.len().saturating_sub(12);
         series.truncate(12);
         Ok(Chart {
-            title: "Latency over time".into(),
+            title: self.titled("Latency over time"),
             x_label: "time (s)".into(),
             y_label: "latency (µs)".into(),
             series,
             left_out,
             log_x: false,
             y_max: None,
+            x_whole: false,
         })
     }
 
+    /// One line per result (per run of a repetition) through its
+    /// percentiles.
     fn cdf(&self) -> Result<Chart, PlotError> {
         if self.percentiles.is_empty() {
             return Err(PlotError::NoData("latency percentile"));
         }
-        let mut points: Vec<(f64, f64)> = vec![(0.0, 0.0)];
-        points.extend(self.percentiles.iter().map(|&(q, us)| (us, q)));
-        // A min percentile (fraction 0) makes the (0, 0) start redundant.
-        if self.percentiles.first().is_some_and(|p| p.0 == 0.0) {
-            points.remove(0);
-        }
-        let min = self.percentiles.first().map_or(1.0, |p| p.1.max(1e-3));
-        let max = self.percentiles.last().map_or(1.0, |p| p.1);
+        let min = self
+            .percentiles
+            .iter()
+            .filter_map(|(_, p)| p.first())
+            .map(|p| p.1.max(1e-3))
+            .fold(f64::MAX, f64::min);
+        let max = self
+            .percentiles
+            .iter()
+            .filter_map(|(_, p)| p.last())
+            .map(|p| p.1)
+            .fold(0.0, f64::max);
         let log_x = max / min > 20.0;
-        if log_x {
-            points.retain(|p| p.0 > 0.0);
-        }
-        Ok(Chart {
-            title: "Latency CDF (the result's percentiles)".into(),
-            x_label: "latency (µs)".into(),
-            y_label: "fraction of packets".into(),
-            series: vec![Series {
-                name: format!(
+        let mut series = Vec::new();
+        for (name, pct) in &self.percentiles {
+            let mut points: Vec<(f64, f64)> = vec![(0.0, 0.0)];
+            points.extend(pct.iter().map(|&(q, us)| (us, q)));
+            // A min percentile (fraction 0) makes the (0, 0) start redundant.
+            if pct.first().is_some_and(|p| p.0 == 0.0) {
+                points.remove(0);
+            }
+            if log_x {
+                points.retain(|p| p.0 > 0.0);
+            }
+            let name = if name.is_empty() {
+                format!(
                     "{} latency",
                     if self.mode.is_empty() {
                         "run"
                     } else {
                         &self.mode
                     }
-                ),
+                )
+            } else {
+                name.clone()
+            };
+            series.push(Series {
+                name,
                 points,
                 total: true,
-            }],
-            left_out: 0,
+                marks: false,
+            });
+        }
+        const RUNS_MAX: usize = 20;
+        let left_out = series.len().saturating_sub(RUNS_MAX);
+        series.truncate(RUNS_MAX);
+        Ok(Chart {
+            title: self.titled("Latency CDF (the result's percentiles)"),
+            x_label: "latency (µs)".into(),
+            y_label: "fraction of packets".into(),
+            series,
+            left_out,
             log_x,
             y_max: Some(1.05),
+            x_whole: false,
         })
     }
+
+    /// A repetition's figure run by run (warm-up runs apart), with the
+    /// mean and the confidence interval of the runs after the warm-up.
+    fn runs(&self) -> Result<Chart, PlotError> {
+        let Some(rep) = &self.repeat else {
+            return Err(PlotError::NotRepeated);
+        };
+        if rep.warmup.is_empty() && rep.values.is_empty() {
+            return Err(PlotError::NoData("run"));
+        }
+        let max = rep
+            .warmup
+            .iter()
+            .chain(&rep.values)
+            .fold(0.0, |a, &v| f64::max(a, v));
+        let (unit, scale) = figure_unit(&rep.figure, max);
+        let first = rep.warmup.len() as f64 + 1.0;
+        let mut series = Vec::new();
+        let mark = |name: String, total: bool, points: Vec<(f64, f64)>| Series {
+            name,
+            points,
+            total,
+            marks: true,
+        };
+        if !rep.warmup.is_empty() {
+            series.push(mark(
+                "warm-up runs (left out)".into(),
+                false,
+                (1..)
+                    .map(f64::from)
+                    .zip(rep.warmup.iter().map(|v| v / scale))
+                    .collect(),
+            ));
+        }
+        if !rep.values.is_empty() {
+            let figure = if rep.figure.is_empty() {
+                "value".to_string()
+            } else {
+                rep.figure.clone()
+            };
+            series.push(mark(
+                figure,
+                true,
+                (0..)
+                    .map(|i| first + f64::from(i))
+                    .zip(rep.values.iter().map(|v| v / scale))
+                    .collect(),
+            ));
+        }
+        if let Some((mean, low, high)) = rep.stats {
+            // Across the runs counted (a lone run: a short level line).
+            let last = first + rep.values.len().saturating_sub(1) as f64;
+            let (a, b) = if last > first {
+                (first, last)
+            } else {
+                (first - 0.25, first + 0.25)
+            };
+            let level = |name: String, v: f64| Series {
+                name,
+                points: vec![(a, v / scale), (b, v / scale)],
+                total: false,
+                marks: false,
+            };
+            series.push(level("mean".into(), mean));
+            let pct = (rep.confidence * 100.0).round();
+            series.push(level(format!("{pct}% CI high"), high));
+            series.push(level(format!("{pct}% CI low"), low));
+        }
+        Ok(Chart {
+            title: format!(
+                "{} over the runs",
+                if rep.figure.is_empty() {
+                    "The figure"
+                } else {
+                    &rep.figure
+                }
+            ),
+            x_label: "run".into(),
+            y_label: if unit.is_empty() {
+                rep.figure.clone()
+            } else {
+                format!("{} ({unit})", rep.figure)
+            },
+            series,
+            left_out: 0,
+            log_x: false,
+            y_max: None,
+            x_whole: true,
+        })
+    }
+}
+
+/// The unit of a repetition's figure ("receiver bits_per_second",
+/// "sender pps", "transactions_per_s") for values up to `max`: the unit
+/// with its SI prefix and the divisor; none known: ("", 1).
+fn figure_unit(figure: &str, max: f64) -> (String, f64) {
+    let unit = if figure.ends_with("bits_per_second") {
+        "bit/s"
+    } else if figure.ends_with("pps") {
+        "packets/s"
+    } else if let Some(what) = figure.strip_suffix("_per_s") {
+        return si(max, &format!("{what}/s"));
+    } else {
+        return (String::new(), 1.0);
+    };
+    si(max, unit)
+}
+
+/// `unit` with the SI prefix for values up to `max`, and the divisor.
+fn si(max: f64, unit: &str) -> (String, f64) {
+    let (prefix, scale) = if max >= 1e9 {
+        ("G", 1e9)
+    } else if max >= 1e6 {
+        ("M", 1e6)
+    } else if max >= 1e3 {
+        ("k", 1e3)
+    } else {
+        ("", 1.0)
+    };
+    (format!("{prefix}{unit}"), scale)
 }
 
 /// An RFC 2544 campaign: throughput (L1 Mbit/s per loss ratio allowed)
@@ -469,6 +787,7 @@ fn campaign_chart(doc: &Value, fig: Figure) -> Result<Chart, PlotError> {
             name,
             points: vec![(x, y)],
             total,
+            marks: false,
         }),
     };
     let (title, y_label) = match fig {
@@ -537,20 +856,13 @@ fn campaign_chart(doc: &Value, fig: Figure) -> Result<Chart, PlotError> {
         left_out: 0,
         log_x: false,
         y_max: None,
+        x_whole: false,
     })
 }
 
 /// A bit-rate axis unit for values up to `max` bit/s: label and divisor.
 fn rate_unit(max: f64) -> (String, f64) {
-    let (name, scale) = if max >= 1e9 {
-        ("Gbit/s", 1e9)
-    } else if max >= 1e6 {
-        ("Mbit/s", 1e6)
-    } else if max >= 1e3 {
-        ("kbit/s", 1e3)
-    } else {
-        ("bit/s", 1.0)
-    };
+    let (name, scale) = si(max, "bit/s");
     (format!("rate ({name})"), scale)
 }
 
@@ -591,10 +903,31 @@ where
     if x1 <= x0 {
         x1 = x0 + 1.0;
     }
+    // Markers at the last x stay inside the plotting area.
+    if c.series.iter().any(Series::marked) {
+        if c.log_x {
+            x1 *= 1.1;
+        } else {
+            x1 += (x1 - x0) * 0.05;
+        }
+    }
     let title = if c.left_out > 0 {
-        format!("{} ({} smaller rows not drawn)", c.title, c.left_out)
+        format!("{} ({} more lines not drawn)", c.title, c.left_out)
     } else {
         c.title.clone()
+    };
+    // A count on the x axis: a tick per whole number (up to 10).
+    let x_labels = if c.x_whole {
+        ((x1 - x0).floor() as usize + 1).clamp(2, 10)
+    } else {
+        8
+    };
+    let x_format = |v: &f64| {
+        if c.x_whole && v.fract() != 0.0 {
+            String::new()
+        } else {
+            axis_number(*v)
+        }
     };
     let mut b = ChartBuilder::on(root);
     b.caption(title, ("sans-serif", 22))
@@ -613,8 +946,8 @@ where
         ($ch:expr) => {{
             let mut ch = $ch;
             ch.configure_mesh()
-                .x_labels(8)
-                .x_label_formatter(&|v| axis_number(*v))
+                .x_labels(x_labels)
+                .x_label_formatter(&x_format)
                 .y_label_formatter(&|v| axis_number(*v))
                 .x_desc(c.x_label.as_str())
                 .y_desc(c.y_label.as_str())
@@ -633,6 +966,11 @@ where
                     .map_err(|e| e.to_string())?
                     .label(s.name.as_str())
                     .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], st));
+                // A line of one point draws nothing: its point is marked.
+                if s.marked() {
+                    ch.draw_series(s.points.iter().map(|&p| Circle::new(p, 4, st.filled())))
+                        .map_err(|e| e.to_string())?;
+                }
             }
             ch.configure_series_labels()
                 .position(SeriesLabelPosition::UpperRight)
@@ -836,6 +1174,201 @@ mod tests {
             input.chart(Figure::Cdf),
             Err(PlotError::NoData(_))
         ));
+    }
+
+    /// An iperf3 client's document of `rates` (one stream and the sum a
+    /// second each).
+    fn iperf_run(rates: &[f64]) -> Value {
+        let ivs: Vec<Value> = rates
+            .iter()
+            .enumerate()
+            .map(|(i, &r)| {
+                let t = i as f64 + 1.0;
+                serde_json::json!({
+                    "streams": [{"socket": 5, "end": t, "bits_per_second": r, "rtt": 40, "sender": true}],
+                    "sum": {"end": t, "bits_per_second": r, "sender": true}
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "start": {"connected": [], "test_start": {"bidir": 0}},
+            "intervals": ivs,
+            "end": {}
+        })
+    }
+
+    /// The `<circle>` centres' x of an SVG.
+    fn circles_x(svg: &str) -> Vec<f64> {
+        svg.split("<circle")
+            .skip(1)
+            .filter_map(|c| c.split(" cx=\"").nth(1)?.split('"').next()?.parse().ok())
+            .collect()
+    }
+
+    #[test]
+    fn a_one_interval_result_is_drawn_as_marked_points_inside_the_axes() {
+        let input = Input::parse(&iperf_run(&[2e9]).to_string()).unwrap();
+        let c = input.chart(Figure::Rate).unwrap();
+        assert_eq!(c.series.len(), 2);
+        assert!(
+            c.series
+                .iter()
+                .all(|s| s.points == [(1.0, 2.0)] && s.marked())
+        );
+        let svg = svg(&c).unwrap();
+        // One marker per line, left of the plotting area's right edge (the
+        // x axis ends at 943 in a 960-wide SVG; a point at the range's end
+        // would sit on it).
+        let xs = circles_x(&svg);
+        assert_eq!(xs.len(), 2, "{svg}");
+        assert!(xs.iter().all(|&x| x > 100.0 && x < 930.0), "{xs:?}");
+        // A longer line is not marked.
+        let c = Input::parse(&iperf_doc())
+            .unwrap()
+            .chart(Figure::Rate)
+            .unwrap();
+        assert!(c.series.iter().all(|s| !s.marked()));
+        assert!(circles_x(&super::svg(&c).unwrap()).is_empty());
+    }
+
+    /// A `--repeat 2 --warmup-runs 1` document, its third run failed.
+    fn repeat_doc() -> String {
+        serde_json::json!({
+            "runs": [iperf_run(&[1e9, 1e9]), iperf_run(&[2e9, 3e9]), iperf_run(&[4e9]),
+                     {"error": "connection refused"}],
+            "repeat": {
+                "figure": "receiver bits_per_second",
+                "warmup_values": [1e9],
+                "values": [2.5e9, 4e9],
+                "statistics": {"mean": 3.25e9, "low": 2.0e9, "high": 4.5e9, "n": 2},
+                "confidence": 0.95,
+                "stop": "a run failed"
+            }
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn a_repetition_has_a_line_per_run_and_its_figure_over_the_runs() {
+        let input = Input::parse(&repeat_doc()).unwrap();
+        let c = input.chart(Figure::Rate).unwrap();
+        assert_eq!(c.title, "Rate over time, run by run");
+        let lines: Vec<(&str, &[(f64, f64)])> = c
+            .series
+            .iter()
+            .map(|s| (s.name.as_str(), &s.points[..]))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                ("run 1 (warm-up)", &[(1.0, 1.0), (2.0, 1.0)][..]),
+                ("run 2", &[(1.0, 2.0), (2.0, 3.0)][..]),
+                ("run 3", &[(1.0, 4.0)][..]),
+            ]
+        );
+        // The streams' RTT, a line per run.
+        let lat = input.chart(Figure::Latency).unwrap();
+        let names: Vec<&str> = lat.series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "run 1 (warm-up): stream 5 RTT (sender's TCP_INFO)",
+                "run 2: stream 5 RTT (sender's TCP_INFO)",
+                "run 3: stream 5 RTT (sender's TCP_INFO)"
+            ]
+        );
+        let r = input.chart(Figure::Runs).unwrap();
+        assert_eq!(r.title, "receiver bits_per_second over the runs");
+        assert_eq!(r.y_label, "receiver bits_per_second (Gbit/s)");
+        assert!(r.x_whole);
+        let by_name = |n: &str| {
+            r.series
+                .iter()
+                .find(|s| s.name == n)
+                .unwrap_or_else(|| panic!("no {n}: {:?}", r.series))
+                .points
+                .clone()
+        };
+        assert_eq!(by_name("warm-up runs (left out)"), [(1.0, 1.0)]);
+        assert_eq!(
+            by_name("receiver bits_per_second"),
+            [(2.0, 2.5), (3.0, 4.0)]
+        );
+        assert_eq!(by_name("mean"), [(2.0, 3.25), (3.0, 3.25)]);
+        assert_eq!(by_name("95% CI low"), [(2.0, 2.0), (3.0, 2.0)]);
+        assert_eq!(by_name("95% CI high"), [(2.0, 4.5), (3.0, 4.5)]);
+        let svg = svg(&r).unwrap();
+        // The three runs marked, in order; whole run numbers on the axis.
+        let xs = circles_x(&svg);
+        assert_eq!(xs.len(), 3, "{xs:?}");
+        assert!(xs.windows(2).all(|w| w[0] < w[1]), "{xs:?}");
+        let t = texts(&svg);
+        for n in ["1", "2", "3"] {
+            assert!(t.iter().any(|x| x == n), "{t:?}");
+        }
+        assert!(!t.iter().any(|x| x == "1.5"), "{t:?}");
+        // Not a repetition: no runs figure.
+        for doc in [
+            iperf_doc(),
+            serde_json::json!({"throughput": []}).to_string(),
+        ] {
+            assert!(matches!(
+                Input::parse(&doc).unwrap().chart(Figure::Runs),
+                Err(PlotError::NotRepeated)
+            ));
+        }
+    }
+
+    #[test]
+    fn the_rr_client_document_plots_and_repeats() {
+        let rr = |tps: [f64; 2]| {
+            serde_json::json!({
+                "mode": "closed loop",
+                "transactions_per_s": tps[0] + tps[1] / 2.0,
+                "latency_us": {"min": 10.0, "p50": 20.0, "p99": 40.0, "max": 900.0},
+                "intervals": [
+                    {"end": 1.0, "transactions_per_s": tps[0], "lost": 0,
+                     "latency_us": {"p50": 20.0, "p99": 40.0}},
+                    {"end": 2.0, "transactions_per_s": tps[1], "lost": 2,
+                     "latency_us": {"p50": 21.0, "p99": 45.0}}
+                ]
+            })
+        };
+        let one = Input::parse(&rr([48e3, 50e3]).to_string()).unwrap();
+        let rate = one.chart(Figure::Rate).unwrap();
+        assert_eq!(rate.series[0].name, "total transactions");
+        assert_eq!(rate.series[0].points, [(1.0, 48.0), (2.0, 50.0)]);
+        let lat = one.chart(Figure::Latency).unwrap();
+        let p99 = lat
+            .series
+            .iter()
+            .find(|s| s.name == "total transactions p99")
+            .unwrap();
+        assert_eq!(p99.points, [(1.0, 40.0), (2.0, 45.0)]);
+        let loss = one.chart(Figure::Loss).unwrap();
+        assert_eq!(loss.series[0].points, [(1.0, 0.0), (2.0, 2.0)]);
+        let cdf = one.chart(Figure::Cdf).unwrap();
+        assert_eq!(cdf.series[0].name, "rr_client latency");
+        // Repeated: a line per run, a CDF per run, transactions per run.
+        let doc = serde_json::json!({
+            "runs": [rr([48e3, 50e3]), rr([47e3, 49e3])],
+            "repeat": {"figure": "transactions_per_s", "warmup_values": [],
+                       "values": [49e3, 48e3], "statistics": null, "confidence": 0.95}
+        });
+        let rep = Input::parse(&doc.to_string()).unwrap();
+        let names = |c: Chart| c.series.into_iter().map(|s| s.name).collect::<Vec<_>>();
+        assert_eq!(
+            names(rep.chart(Figure::Rate).unwrap()),
+            ["run 1 transactions", "run 2 transactions"]
+        );
+        assert_eq!(
+            names(rep.chart(Figure::Cdf).unwrap()),
+            ["run 1 latency", "run 2 latency"]
+        );
+        let runs = rep.chart(Figure::Runs).unwrap();
+        assert_eq!(runs.y_label, "transactions_per_s (ktransactions/s)");
+        // No statistics (the repetition stopped early): the values only.
+        assert_eq!(names(runs), ["transactions_per_s"]);
     }
 
     #[test]

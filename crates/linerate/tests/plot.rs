@@ -1,7 +1,8 @@
 //! `linerate plot` on real results: an iperf3-mode client's -J (rate,
 //! latency from TCP RTT), a receiving UDP client's -J (loss), rr's
-//! --json-stream (latency over time and CDF); SVG checked element by
-//! element, PNG by its header.
+//! --json-stream (latency over time and CDF), a one-interval result, several
+//! figures of which some are not in the result, a `--repeat -J` document;
+//! SVG checked element by element, PNG by its header.
 
 mod support;
 
@@ -183,4 +184,191 @@ fn plots_of_real_results() {
         t.iter().any(|x| x == "fraction of packets") && t.iter().any(|x| x == "rr_client latency"),
         "{t:?}"
     );
+}
+
+/// The `<circle>` centres of an SVG (markers): (cx, cy).
+fn circles(svg: &str) -> Vec<(f64, f64)> {
+    let attr = |e: &str, k: &str| -> Option<f64> {
+        e.split(&format!(" {k}=\""))
+            .nth(1)?
+            .split('"')
+            .next()?
+            .parse()
+            .ok()
+    };
+    svg.split("<circle")
+        .skip(1)
+        .filter_map(|c| {
+            let e = c.split('>').next()?;
+            Some((attr(e, "cx")?, attr(e, "cy")?))
+        })
+        .collect()
+}
+
+/// The plotting area's x range: the widest horizontal black line (the
+/// x axis).
+fn x_axis(svg: &str) -> (f64, f64) {
+    svg.split("<polyline")
+        .skip(1)
+        .filter(|p| p.contains("stroke=\"#000000\" stroke-width=\"1\""))
+        .filter_map(|p| {
+            let pts: Vec<(f64, f64)> = p
+                .split("points=\"")
+                .nth(1)?
+                .split('"')
+                .next()?
+                .split_whitespace()
+                .filter_map(|xy| {
+                    let (x, y) = xy.split_once(',')?;
+                    Some((x.parse().ok()?, y.parse().ok()?))
+                })
+                .collect();
+            match pts[..] {
+                [a, b] if a.1 == b.1 => Some((a.0.min(b.0), a.0.max(b.0))),
+                _ => None,
+            }
+        })
+        .max_by(|a, b| (a.1 - a.0).total_cmp(&(b.1 - b.0)))
+        .unwrap()
+}
+
+fn client_json(port: u16, args: &[&str]) -> Vec<u8> {
+    let out = linerate()
+        .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-J"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// A TCP client's -J of one interval (-t 1, -i 1), written in `dir`.
+fn one_interval(dir: &std::path::Path, port: u16) -> std::path::PathBuf {
+    let one = dir.join("one.json");
+    std::fs::write(&one, client_json(port, &["-t", "1"])).unwrap();
+    assert_eq!(
+        json(&std::fs::read(&one).unwrap())["intervals"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    one
+}
+
+/// Issue 26 item 6: a one-interval result draws its point visibly (a
+/// marker inside the plotting area, not a one-point line on its edge).
+#[test]
+fn a_one_interval_result_draws_its_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_srv, port) = support::server(&[]);
+    let one = one_interval(dir.path(), port);
+    let svg = dir.path().join("one.svg");
+    let o = plot(&one, &svg, "rate");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s = std::fs::read_to_string(&svg).unwrap();
+    let (left, right) = x_axis(&s);
+    // The stream and the total: one point each, each with its marker,
+    // inside the plotting area (not on its right edge).
+    let data: Vec<usize> = polylines(&s).into_iter().filter(|&k| k == 1).collect();
+    assert_eq!(data.len(), 2, "{:?}", polylines(&s));
+    let marks = circles(&s);
+    assert_eq!(marks.len(), 2, "{marks:?}");
+    for (cx, _) in &marks {
+        assert!(
+            *cx > left + 1.0 && *cx < right - 5.0,
+            "{cx} in {left}..{right}"
+        );
+    }
+}
+
+/// Issue 26 item 6: of several figures asked, those the result has are
+/// drawn and each one it has not is said on a line of its own, naming it
+/// and why (exit 1; exit 2 when none was drawn).
+#[test]
+fn several_figures_draw_all_the_result_has() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_srv, port) = support::server(&[]);
+    let one = one_interval(dir.path(), port);
+    // A TCP sender: rate and latency (RTT) drawn, loss and cdf not.
+    let o = plot(&one, &dir.path().join("many.svg"), "loss,rate,cdf,latency");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    for fig in ["rate", "latency"] {
+        let f = dir.path().join(format!("many.{fig}.svg"));
+        assert!(f.exists(), "{fig} not drawn: {err}");
+        assert!(
+            err.lines()
+                .any(|l| l.contains(&format!("{fig} figure written to"))),
+            "{err}"
+        );
+    }
+    for (fig, why) in [
+        ("loss", "no loss figures"),
+        ("cdf", "no latency percentile"),
+    ] {
+        assert!(!dir.path().join(format!("many.{fig}.svg")).exists());
+        let lines: Vec<&str> = err
+            .lines()
+            .filter(|l| l.contains(&format!("{fig} figure not drawn")))
+            .collect();
+        assert_eq!(lines.len(), 1, "{err}");
+        assert!(lines[0].contains(why), "{err}");
+    }
+    // None of the figures asked: exit 2, each said.
+    let o = plot(&one, &dir.path().join("none.svg"), "loss,cdf");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("loss figure not drawn") && err.contains("cdf figure not drawn"));
+}
+
+/// Issue 26 item 6: a `--repeat -J` document plots one series per run
+/// and the figure over the runs.
+#[test]
+fn a_repeat_document_plots_each_run_and_the_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_srv, port) = support::server(&[]);
+
+    // --repeat 2 -J, four intervals a run: a series per run (a point per
+    // interval each) and the runs' figure with its mean.
+    let rep = dir.path().join("rep.json");
+    std::fs::write(
+        &rep,
+        client_json(port, &["--repeat", "2", "-t", "1", "-i", "0.25"]),
+    )
+    .unwrap();
+    let doc = json(&std::fs::read(&rep).unwrap());
+    assert_eq!(doc["runs"].as_array().unwrap().len(), 2, "{doc}");
+    let o = plot(&rep, &dir.path().join("rep.svg"), "rate,runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s = std::fs::read_to_string(dir.path().join("rep.rate.svg")).unwrap();
+    let t = texts(&s);
+    for want in ["run 1", "run 2"] {
+        assert!(t.iter().any(|x| x == want), "{want:?} not in {t:?}");
+    }
+    assert!(!t.iter().any(|x| x.starts_with("stream")), "{t:?}");
+    // Data lines: more than the 2 points of the axis ticks and legend marks.
+    let mut per_run: Vec<usize> = (0..2)
+        .map(|i| doc["runs"][i]["intervals"].as_array().unwrap().len())
+        .collect();
+    per_run.sort_unstable();
+    assert!(per_run[0] >= 3, "{per_run:?}");
+    let mut lines: Vec<usize> = polylines(&s).into_iter().filter(|&k| k >= 3).collect();
+    lines.sort_unstable();
+    assert_eq!(lines, per_run, "{:?}", polylines(&s));
+    let s = std::fs::read_to_string(dir.path().join("rep.runs.svg")).unwrap();
+    let t = texts(&s);
+    let figure = doc["repeat"]["figure"].as_str().unwrap();
+    assert!(
+        t.iter().any(|x| x.contains(figure)) && t.iter().any(|x| x == "mean"),
+        "{t:?}"
+    );
+    // A marker per run, the runs in order along the x axis.
+    let marks = circles(&s);
+    assert_eq!(marks.len(), 2, "{marks:?}");
+    assert!(marks[0].0 < marks[1].0, "{marks:?}");
 }

@@ -1,5 +1,8 @@
 //! `linerate plot RESULT -o FILE.svg|FILE.png`: figures from any mode's
-//! result (`-J` document or `--json-stream` file).
+//! result (`-J` document, a `--repeat` `-J` document, or a `--json-stream`
+//! file). Of several figures asked, each one the result has is drawn; each
+//! one it has not is said on a line of its own (exit 1, or 2 when none
+//! was drawn).
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -8,21 +11,25 @@ use std::path::PathBuf;
 
 #[derive(Debug, Args)]
 pub struct PlotArgs {
-    /// A result: a `-J` document or a `--json-stream` file ("-": standard input).
+    /// A result: a `-J` document (a --repeat/--ci-target one too) or a
+    /// `--json-stream` file ("-": standard input).
     pub result: PathBuf,
     /// Where to draw: .svg or .png. With several --figure values, each
     /// figure's name is put before the extension (run.rate.svg, …).
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: PathBuf,
-    /// rate (over time, per stream/flow and total), loss (over time),
-    /// latency (p50/p99 over time; TCP RTT for iperf senders), cdf (latency
-    /// CDF from the result's percentiles); several comma-separated.
+    /// rate (over time, per stream/flow and total; a line per run of a
+    /// --repeat result), loss (over time), latency (p50/p99 over time; TCP
+    /// RTT for iperf senders), cdf (latency CDF from the result's
+    /// percentiles), runs (a --repeat result's figure run by run, with its
+    /// mean and confidence interval); several comma-separated: those the
+    /// result has are drawn, the others said (exit 1).
     #[arg(short = 'f', long, default_value = "rate", value_delimiter = ',', value_parser = parse_figure)]
     pub figure: Vec<Figure>,
 }
 
 fn parse_figure(s: &str) -> Result<Figure, String> {
-    Figure::parse(s).ok_or_else(|| format!("{s:?}: one of rate, loss, latency, cdf"))
+    Figure::parse(s).ok_or_else(|| format!("{s:?}: one of rate, loss, latency, cdf, runs"))
 }
 
 pub fn run(args: &PlotArgs) -> Result<u8> {
@@ -33,8 +40,23 @@ pub fn run(args: &PlotArgs) -> Result<u8> {
             .with_context(|| format!("reading {}", args.result.display()))?
     };
     let input = Input::parse(&text).with_context(|| args.result.display().to_string())?;
-    for &fig in &args.figure {
-        let out = if args.figure.len() == 1 {
+    // The same extension for every figure: refused once, before drawing.
+    if !matches!(
+        args.output.extension().and_then(|e| e.to_str()),
+        Some("svg" | "png")
+    ) {
+        return Err(linerate_plot::PlotError::Format(args.output.display().to_string()).into());
+    }
+    // Each figure once (`-f rate,rate` draws one file).
+    let mut figures: Vec<Figure> = Vec::new();
+    for &f in &args.figure {
+        if !figures.contains(&f) {
+            figures.push(f);
+        }
+    }
+    let mut drawn = 0;
+    for &fig in &figures {
+        let out = if figures.len() == 1 {
             args.output.clone()
         } else {
             let stem = args
@@ -50,13 +72,27 @@ pub fn run(args: &PlotArgs) -> Result<u8> {
             args.output
                 .with_file_name(format!("{stem}.{}.{ext}", fig.name()))
         };
-        let chart = input.chart(fig)?;
-        linerate_plot::render(&chart, &out)?;
-        eprintln!(
-            "linerate: {} figure written to {}",
-            fig.name(),
-            out.display()
-        );
+        // A figure this result has not (latency of a TCP receiver, loss of
+        // a sender) does not keep the others from being drawn.
+        match input
+            .chart(fig)
+            .and_then(|chart| linerate_plot::render(&chart, &out))
+        {
+            Ok(()) => {
+                drawn += 1;
+                eprintln!(
+                    "linerate: {} figure written to {}",
+                    fig.name(),
+                    out.display()
+                );
+            }
+            Err(e) => eprintln!("linerate: {} figure not drawn: {e}", fig.name()),
+        }
     }
-    Ok(0)
+    // 0: all drawn; 1: some; 2: none (nothing could be done).
+    Ok(match figures.len() - drawn {
+        0 => 0,
+        _ if drawn > 0 => 1,
+        _ => 2,
+    })
 }
