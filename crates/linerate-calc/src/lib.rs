@@ -19,7 +19,9 @@ mod units;
 pub use frame::{Frame, FrameError, FrameSpec, Header, Payload};
 pub use imix::{Imix, ImixEntry, ImixError};
 pub use rate::{LineRate, RateReport, line_rate, rate_at_pps};
-pub use units::{UnitError, format_bps, format_count, parse_bps, parse_pps};
+pub use units::{
+    UnitError, UnitRate, format_bps, format_count, parse_bps, parse_pps, parse_rate_with_unit,
+};
 
 /// Preamble (7) + start-of-frame delimiter (1) + inter-frame gap (12).
 pub const L1_OVERHEAD_BYTES: u64 = 20;

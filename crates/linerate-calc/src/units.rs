@@ -113,6 +113,44 @@ pub fn parse_pps(input: &str) -> Result<u64, UnitError> {
     to_integer(value * mult, input)
 }
 
+/// A rate written with its unit (see [`parse_rate_with_unit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnitRate {
+    /// Packets, frames or transactions per second.
+    PerSecond(u64),
+    /// Bits per second.
+    Bits(u64),
+}
+
+/// linerate's one rule for rates: an option named for one kind of rate
+/// (`--pps`, `--bitrate`/`-b`, iperf3's `-b`) takes a bare number with a
+/// decimal prefix (`10M`); an option that takes either kind (`--rate`,
+/// `--max-rate`) needs the unit written (`10Mpps`, `10Mbps`, `10Mbit`),
+/// since a packet rate and a bit rate are never guessed. `option` names
+/// the option in the message.
+pub fn parse_rate_with_unit(option: &str, input: &str) -> Result<UnitRate, String> {
+    let t = input.trim();
+    let lower = t.to_ascii_lowercase();
+    let per_second = ["pps", "fps", "tps", "p/s"];
+    if let Some(u) = per_second.iter().find(|u| lower.ends_with(*u)) {
+        let n = &t[..t.len() - u.len()];
+        return parse_pps(n)
+            .map(UnitRate::PerSecond)
+            .map_err(|e| format!("{option} {input}: {e}"));
+    }
+    if ["bps", "bit", "bits", "b/s"]
+        .iter()
+        .any(|u| lower.ends_with(u))
+    {
+        return parse_bps(t)
+            .map(UnitRate::Bits)
+            .map_err(|e| format!("{option} {input}: {e}"));
+    }
+    Err(format!(
+        "{option} {input} is ambiguous: write the unit ({option} {input}pps for packets/s, {option} {input}bps for bits/s)"
+    ))
+}
+
 /// `14880952` → `14,880,952`.
 pub fn format_count(n: u64) -> String {
     let digits = n.to_string();
@@ -145,6 +183,31 @@ pub fn format_bps(bps: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rate_that_can_be_either_kind_needs_its_unit() {
+        assert_eq!(
+            parse_rate_with_unit("--max-rate", "100kpps"),
+            Ok(UnitRate::PerSecond(100_000))
+        );
+        assert_eq!(
+            parse_rate_with_unit("--rate", "14.88Mfps"),
+            Ok(UnitRate::PerSecond(14_880_000))
+        );
+        assert_eq!(
+            parse_rate_with_unit("--max-rate", "2.5Gbps"),
+            Ok(UnitRate::Bits(2_500_000_000))
+        );
+        assert_eq!(
+            parse_rate_with_unit("--max-rate", "100Mbit"),
+            Ok(UnitRate::Bits(100_000_000))
+        );
+        assert_eq!(
+            parse_rate_with_unit("--max-rate", "100M"),
+            Err("--max-rate 100M is ambiguous: write the unit (--max-rate 100Mpps for packets/s, --max-rate 100Mbps for bits/s)".into())
+        );
+        assert!(parse_rate_with_unit("--rate", "xpps").is_err());
+    }
 
     #[test]
     fn speeds_as_typed() {

@@ -24,6 +24,10 @@ pub struct ClientOptions {
     /// Test parameters; `len` 0 means iperf3's default for the protocol,
     /// `bandwidth_bps` `None` means iperf3's default (1 Mbit/s for UDP).
     pub params: Params,
+    /// The test's time when `-t` has a fraction: iperf3's parameters carry
+    /// whole seconds (they say it rounded up, and the server bounds the
+    /// test by that), and this client ends the test at this time.
+    pub time: Option<Duration>,
     pub bandwidth_given: bool,
     pub bind: Option<IpAddr>,
     pub cport: Option<u16>,
@@ -113,6 +117,18 @@ pub enum ClientFailure {
     Timeout,
     #[error("{0}")]
     Data(String),
+    /// The test never started (no connection, refused, authentication
+    /// failed, set-up failed): nothing was measured.
+    #[error(transparent)]
+    NotRun(Box<ClientFailure>),
+}
+
+impl ClientFailure {
+    /// Whether the test ran (data moved) before it failed: a run that
+    /// could not start exits 2, one that failed part-way 1.
+    pub fn ran(&self) -> bool {
+        !matches!(self, ClientFailure::NotRun(_))
+    }
 }
 
 /// Runs one test and writes its output to `out`. Returns the exit status
@@ -174,12 +190,15 @@ fn run_inner(
             if !opts.output.human() {
                 let _ = writeln!(out, "{}", error_document(opts, &e));
             }
-            return Err(e);
+            return Err(ClientFailure::NotRun(Box::new(e)));
         }
     };
     let result = t.drive(interrupt);
     t.conclude(&result);
-    result
+    match result {
+        Err(e) if t.start_at.is_none() => Err(ClientFailure::NotRun(Box::new(e))),
+        r => r,
+    }
 }
 
 /// One test from the client's side: the sans-IO session plus the I/O
@@ -266,7 +285,10 @@ impl<'a> ClientTest<'a> {
         ctrl.set_read_timeout(Some(Duration::from_millis(20)))
             .map_err(ClientFailure::Io)?;
         let cookie = make_cookie(net::random_bytes());
-        let test_len = Duration::from_secs(u64::from(params.time_s) + u64::from(params.omit_s));
+        let test_len = opts
+            .time
+            .unwrap_or(Duration::from_secs(u64::from(params.time_s)))
+            + Duration::from_secs(u64::from(params.omit_s));
         Ok(ClientTest {
             opts,
             out,
@@ -470,10 +492,13 @@ impl<'a> ClientTest<'a> {
         };
         r.go((self.params.time_s > 0).then(|| started + self.test_len));
         self.last_rx = (0, Instant::now());
-        self.meter = Some(
+        let mut meter =
             Meter::for_test(r.streams.clone(), &self.params, self.opts.interval, started)
-                .with_budget(r.budget.clone()),
-        );
+                .with_budget(r.budget.clone());
+        if self.opts.time.is_some() && self.params.time_s > 0 {
+            meter = meter.ending_at(started + self.test_len);
+        }
+        self.meter = Some(meter);
     }
 
     /// Prints an interval and hands its events on.

@@ -125,6 +125,13 @@ impl Meter {
         self
     }
 
+    /// The test's data ends at `end` (a client's `-t` with a fraction,
+    /// which the parameters carry rounded up).
+    pub fn ending_at(mut self, end: Instant) -> Self {
+        self.end = Some(end);
+        self
+    }
+
     /// The meter of a test with parameters `p`: UDP or TCP figures, omit,
     /// and the per-stream target rate for pacing figures.
     pub fn for_test(

@@ -176,6 +176,7 @@ pub struct Text<W: Write + Send> {
     w: W,
     header: bool,
     said_many: bool,
+    echo_errors: bool,
 }
 
 impl<W: Write + Send> Text<W> {
@@ -188,7 +189,16 @@ impl<W: Write + Send> Text<W> {
             w,
             header: false,
             said_many: false,
+            echo_errors: true,
         }
+    }
+
+    /// Whether the run's error is written here too (on by default, so a
+    /// saved text report says why it stopped); off when this stream and
+    /// stderr are one terminal, which shows the error once.
+    pub fn echo_errors(mut self, yes: bool) -> Self {
+        self.echo_errors = yes;
+        self
     }
 
     fn line(&mut self, span: (f64, f64), r: &Row) -> io::Result<()> {
@@ -270,7 +280,9 @@ impl<W: Write + Send> Reporter for Text<W> {
             Event::Error(e) => {
                 // The error goes to stderr from the binary; keep the text
                 // stream readable on its own too.
-                writeln!(self.w, "error: {e}")?;
+                if self.echo_errors {
+                    writeln!(self.w, "error: {e}")?;
+                }
             }
             Event::End(e) => {
                 if self.header {

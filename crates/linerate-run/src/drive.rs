@@ -115,6 +115,22 @@ impl Run {
     }
 }
 
+/// An error chain (`outer: cause: cause`) without the causes a message
+/// already spells out: typed errors often put their source in their own
+/// text, and the chain would say it twice.
+pub fn without_repeats(chain: &str) -> String {
+    let mut out = String::new();
+    for part in chain.split(": ") {
+        if out.is_empty() {
+            out.push_str(part);
+        } else if part.len() < 4 || !out.contains(part) {
+            out.push_str(": ");
+            out.push_str(part);
+        }
+    }
+    out
+}
+
 /// Runs a mode: `Start`, then `body` (which reports intervals through the
 /// run it is given), then `End` with what it measured. A body that fails
 /// is reported as an error and an empty end, and its error returned.
@@ -129,7 +145,7 @@ pub fn drive<E: std::fmt::Display>(
     match body(&mut run) {
         Ok(m) => Ok(run.end(m)),
         Err(e) => {
-            run.fail(&format!("{e:#}"));
+            run.fail(&without_repeats(&format!("{e:#}")));
             Err(e)
         }
     }
@@ -181,6 +197,21 @@ pub fn repeat<E>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_chain_says_each_cause_once() {
+        assert_eq!(
+            without_repeats(
+                "interface nosuch0: no interface named nosuch0: no interface named nosuch0"
+            ),
+            "interface nosuch0: no interface named nosuch0"
+        );
+        assert_eq!(
+            without_repeats("bind: Address in use: 0: 0"),
+            "bind: Address in use: 0: 0"
+        );
+        assert_eq!(without_repeats("one"), "one");
+    }
     use crate::outcome::Written;
     use std::sync::Mutex;
 

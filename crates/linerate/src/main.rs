@@ -68,8 +68,28 @@ fn iperf3_form(argv: &[OsString]) -> bool {
         .is_some_and(|a| a.starts_with('-') && !matches!(a, "-h" | "--help" | "--version"))
 }
 
+/// The command line with iperf3's long-option abbreviations written out
+/// (for the iperf3 forms and `server`/`client`); an ambiguous one ends
+/// the run as a usage error.
+fn expand_iperf3_options(argv: Vec<OsString>) -> Vec<OsString> {
+    let skip = if iperf3_form(&argv) {
+        1
+    } else if argv.get(1).is_some_and(|a| a == "server" || a == "client") {
+        2
+    } else {
+        return argv;
+    };
+    match cmd::getopt::expand(&argv[skip.min(argv.len())..], &IperfArgs::command()) {
+        Ok(rest) => argv.iter().take(skip).cloned().chain(rest).collect(),
+        Err(e) => {
+            eprintln!("linerate: error: {e}");
+            std::process::exit(2);
+        }
+    }
+}
+
 fn main() -> ExitCode {
-    let argv: Vec<OsString> = std::env::args_os().collect();
+    let argv = expand_iperf3_options(std::env::args_os().collect());
     let result = if iperf3_form(&argv) {
         cmd::iperf::run(&IperfArgs::parse_from(argv))
     } else {
@@ -101,13 +121,7 @@ fn main() -> ExitCode {
         Err(e) => {
             // The chain, without causes a message already spells out
             // (typed errors often embed their source in their text).
-            let mut msg = e.to_string();
-            for cause in e.chain().skip(1) {
-                let c = cause.to_string();
-                if !msg.contains(&c) {
-                    msg = format!("{msg}: {c}");
-                }
-            }
+            let msg = linerate_run::without_repeats(&format!("{e:#}"));
             eprintln!("linerate: error: {msg}");
             ExitCode::from(output::finish(2))
         }

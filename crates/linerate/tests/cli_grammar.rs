@@ -220,3 +220,88 @@ fn errors_exit_2_with_one_prefix() {
     );
     fails(&["blast", "--iface", "lo"], "--dst-ip");
 }
+
+/// A mistyped interface is said as such, once, in every mode (not as a
+/// missing address, a missing file, or a clean doctor report).
+#[test]
+fn a_mistyped_interface_is_named_once_everywhere() {
+    let cases: [&[&str]; 6] = [
+        &["doctor", "--iface", "nosuch0"],
+        &["sink", "--iface", "nosuch0", "-t", "1"],
+        &[
+            "blast",
+            "--iface",
+            "nosuch0",
+            "--dst-ip",
+            "198.18.0.2",
+            "-t",
+            "1",
+        ],
+        &["fwd", "--iface", "nosuch0", "-t", "1"],
+        &["fwd", "--iface", "lo", "--out-iface", "nosuch0", "-t", "1"],
+        &[
+            "rfc2544",
+            "--tx-iface",
+            "nosuch0",
+            "--rx-iface",
+            "lo",
+            "--dst-ip",
+            "198.18.0.2",
+            "--src-ip",
+            "198.18.0.1",
+        ],
+    ];
+    for args in cases {
+        let out = linerate().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(
+            err.matches("no interface named nosuch0").count(),
+            1,
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// A test that could not run exits 2 (README: could not run), with the
+/// cause said once: a refused connection here; a server that refuses
+/// the test (busy, authentication) in iperf3_errors.rs and iperf_auth.rs.
+#[test]
+fn a_client_that_cannot_connect_exits_2() {
+    let port = support::free_port().to_string();
+    for json in [false, true] {
+        let mut c = linerate();
+        c.args(["-c", "127.0.0.1", "-p", &port, "-t", "1"]);
+        if json {
+            c.arg("-J");
+        }
+        let out = c.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "-J {json}: {err}");
+        if !json {
+            assert_eq!(err.matches("Connection refused").count(), 1, "{err}");
+        }
+    }
+}
+
+/// One rule for rates: an option that takes either kind (`--rate`,
+/// `--max-rate`) needs the unit; `--pps` and `-b` take a bare number.
+#[test]
+fn a_rate_of_either_kind_needs_its_unit_everywhere() {
+    fails(
+        &[
+            "rfc2544",
+            "--tx-iface",
+            "lo",
+            "--rx-iface",
+            "lo",
+            "--dst-ip",
+            "198.18.0.2",
+            "--src-ip",
+            "198.18.0.1",
+            "--max-rate",
+            "100M",
+        ],
+        "--max-rate 100M is ambiguous: write the unit",
+    );
+}

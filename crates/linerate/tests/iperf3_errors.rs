@@ -161,7 +161,11 @@ fn busy_server_denies_a_second_client() {
         .args(["-c", "127.0.0.1", "-p", &p, "-t", "1"])
         .output()
         .unwrap();
-    assert_eq!(ours.status.code(), Some(1));
+    assert_eq!(
+        ours.status.code(),
+        Some(2),
+        "a refused test could not run: exit 2"
+    );
     assert!(
         String::from_utf8_lossy(&ours.stderr).contains("busy"),
         "{}",

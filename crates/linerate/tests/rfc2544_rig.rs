@@ -159,7 +159,7 @@ fn throughput_finds_the_tbf_rate() {
     for (tag, rate_mbit) in [("10", 10.0), ("20", 20.0)] {
         let lab = DutLab::new(tag, &format!("{rate_mbit}mbit"));
         // The search's ceiling: twice the TBF rate, on the wire.
-        let max = format!("{}", rate_mbit * 2e6);
+        let max = format!("{}bps", rate_mbit * 2e6);
         let v = lab.rfc2544(&[
             "--sizes",
             "64,1518",
@@ -315,7 +315,7 @@ fn latency_loss_curve_and_back_to_back_on_the_tbf_device() {
         "--trial-time",
         "1",
         "--max-rate",
-        "20000000",
+        "20Mbps",
         "--latency-time",
         "1",
         "--latency-load",
@@ -518,7 +518,7 @@ fn bidirectional_imix_throughput_finds_the_shaped_direction() {
             "--trial-time",
             "1",
             "--max-rate",
-            "40000000",
+            "40Mbps",
             "--resolution",
             "0.5%",
             "--drain",

@@ -309,6 +309,7 @@ fn replay_config(a: &BlastArgs, path: &std::path::Path) -> Result<linerate_packe
 }
 
 pub fn run_blast(a: &BlastArgs) -> Result<u8> {
+    super::iface_exists(&a.iface)?;
     if a.repeat.asked() {
         return a
             .repeat
@@ -570,6 +571,7 @@ fn doctor(iface: &str, pinned: &[usize]) -> serde_json::Value {
 }
 
 pub fn run_sink(a: &SinkArgs) -> Result<u8> {
+    super::iface_exists(&a.iface)?;
     let cfg = SinkConfig {
         iface: a.iface.clone(),
         duration: duration(a.duration)?,

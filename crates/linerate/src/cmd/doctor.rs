@@ -31,7 +31,12 @@ pub fn run(a: &DoctorArgs) -> Result<u8> {
             fixture = Fixture { root: root.clone() };
             &fixture
         }
-        None => &Live,
+        None => {
+            if let Some(i) = &a.iface {
+                super::iface_exists(i)?;
+            }
+            &Live
+        }
     };
     let cpus = a.cpus.as_ref().map_or(&[][..], |c| &c.0[..]);
     let report = linerate_doctor::run_for(src, a.iface.as_deref(), cpus);

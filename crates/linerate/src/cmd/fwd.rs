@@ -78,6 +78,10 @@ pub struct FwdArgs {
 }
 
 pub fn run(a: &FwdArgs) -> Result<u8> {
+    super::iface_exists(&a.iface)?;
+    if let Some(o) = &a.out_iface {
+        super::iface_exists(o)?;
+    }
     let mode = match a.mode.as_str() {
         "io" => FwdMode::Io,
         "mac" => {

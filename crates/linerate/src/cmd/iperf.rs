@@ -16,11 +16,16 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// iperf3's command line.
+/// `--rcv-timeout`'s default, ms (iperf3's).
+const RCV_TIMEOUT_MS: u64 = 120_000;
+
+/// iperf3's command line (a repeated option's last value wins, as with
+/// getopt).
 #[derive(Debug, Parser, Clone, Default)]
 #[command(
     name = "linerate",
     disable_version_flag = true,
+    args_override_self = true,
     about = "iperf3-compatible network throughput test (server or client)"
 )]
 pub struct IperfArgs {
@@ -90,9 +95,10 @@ pub struct IperfArgs {
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     pub idle_timeout: Option<u64>,
     /// Idle time (ms) with no data after which a receiving test fails
-    /// (server and client, as iperf3 3.21).
-    #[arg(long, default_value_t = 120_000, value_name = "MS")]
-    pub rcv_timeout: u64,
+    /// (server, and a receiving client, as iperf3 3.21; 100 to 86400000,
+    /// default 120000).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(100..=86_400_000))]
+    pub rcv_timeout: Option<u64>,
     /// Client: unacknowledged TCP data may wait this long (ms) before the
     /// stream fails (TCP_USER_TIMEOUT; default: the system's).
     #[arg(long, value_name = "MS")]
@@ -139,9 +145,11 @@ pub struct IperfArgs {
     /// Kernel pacing rate per stream (SO_MAX_PACING_RATE), bit/s.
     #[arg(long, value_parser = parse_rate)]
     pub fq_rate: Option<u64>,
-    /// Seconds to transmit.
-    #[arg(short = 't', long)]
-    pub time: Option<u32>,
+    /// Seconds to transmit (default 10; fractions as everywhere in
+    /// linerate: iperf3's parameters carry whole seconds, so a server is
+    /// told the time rounded up, and this client ends the test on time).
+    #[arg(short = 't', long, value_name = "SECONDS", value_parser = parse_test_time)]
+    pub time: Option<f64>,
     /// Bytes to transmit (instead of -t), K/M/G suffixes.
     #[arg(short = 'n', long, value_parser = parse_size)]
     pub bytes: Option<u64>,
@@ -188,7 +196,7 @@ pub struct IperfArgs {
     #[arg(long)]
     pub extra_data: Option<String>,
     /// TCP congestion control algorithm.
-    #[arg(short = 'C', long = "congestion")]
+    #[arg(short = 'C', long = "congestion", alias = "linux-congestion")]
     pub congestion: Option<String>,
     /// Get the server's output with the results.
     #[arg(long)]
@@ -235,6 +243,9 @@ pub struct IperfArgs {
     /// Flush output at every line (linerate always does; accepted as iperf3's).
     #[arg(long)]
     pub forceflush: bool,
+    /// iperf3's deprecated flag: warns, and turns --fq-rate off.
+    #[arg(long, hide = true)]
+    pub no_fq_socket_pacing: bool,
     /// Prefix every output line with the local time, strftime FORMAT
     /// (default "%c ").
     #[arg(long, value_name = "FORMAT", num_args = 0..=1, default_missing_value = "%c ", require_equals = true)]
@@ -362,6 +373,20 @@ fn parse_rate_window(s: &str) -> Result<(u64, u64), String> {
     Ok((parse_rate(rate)?, secs))
 }
 
+/// `-t`: seconds from 0 to 86400 (iperf3's range), fractions allowed.
+fn parse_test_time(s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|t| (0.0..=86400.0).contains(t))
+        .ok_or_else(|| format!("'{s}': test duration valid values are 0 to 86400 seconds"))
+}
+
+/// The client's own test time when `-t` has a fraction.
+fn fractional_time(t: Option<f64>) -> Option<Duration> {
+    t.filter(|t| t.fract() != 0.0).map(Duration::from_secs_f64)
+}
+
 fn parse_size(s: &str) -> Result<u64, String> {
     parse_suffixed(s, 1024).ok_or_else(|| format!("'{s}' is not a size (e.g. 128K)"))
 }
@@ -411,6 +436,7 @@ pub const CLIENT_ONLY: &[&str] = &[
     "udp",
     "bitrate",
     "fq_rate",
+    "no_fq_socket_pacing",
     "time",
     "bytes",
     "blockcount",
@@ -524,6 +550,7 @@ impl IperfArgs {
             ("--extra-data", self.extra_data.is_some()),
             ("--dont-fragment", self.dont_fragment),
             ("--fq-rate", self.fq_rate.is_some()),
+            ("--no-fq-socket-pacing", self.no_fq_socket_pacing),
             ("-S/--tos", self.tos.is_some()),
             ("--dscp", self.dscp.is_some()),
             ("-Z/--zerocopy", self.zerocopy),
@@ -548,20 +575,42 @@ impl IperfArgs {
         IperfArgs::try_parse_from(["linerate", "-s"]).expect("the defaults parse")
     }
 
-    /// `-A n[,m]` split into this side's CPU and the server's.
+    /// `-A n[,m]` split into this side's CPU and the server's, read as
+    /// iperf3 3.21 reads it: `n` a C integer (decimal, 0x hex, 0 octal)
+    /// from 0 to 1024 followed by anything, then `m` after the first comma
+    /// if there is one (`-A 2/3` is CPU 2: iperf3 ignores the `/3`, and
+    /// linerate says so).
     fn affinity_pair(&self) -> Result<(Option<usize>, Option<usize>)> {
         let Some(a) = &self.affinity else {
             return Ok((None, None));
         };
-        let (n, m) = match a.split_once(',') {
-            Some((n, m)) => (n, Some(m)),
-            None => (a.as_str(), None),
+        let (n, _) = c_integer_prefix(a);
+        let n = n
+            .filter(|n| (0..=1024).contains(n))
+            .with_context(|| format!("-A {a}: unable to set CPU affinity (a CPU number 0-1024)"))?;
+        let m = match a.split_once(',') {
+            Some((_, m)) => {
+                let (m, _) = c_integer_prefix(m);
+                Some(m.filter(|m| (0..=1024).contains(m)).with_context(|| {
+                    format!("-A {a}: unable to set CPU affinity (server CPU after the comma)")
+                })?)
+            }
+            None => None,
         };
-        let n: usize = n.trim().parse().context("-A: CPU number")?;
-        let m = m
-            .map(|m| m.trim().parse::<usize>().context("-A: server CPU number"))
-            .transpose()?;
-        Ok((Some(n), m))
+        Ok((Some(n as usize), m.map(|m| m as usize)))
+    }
+
+    /// What of `-A` iperf3 would ignore (`-A 2/3`: the `/3`), said once.
+    fn warn_ignored_affinity(&self) {
+        if let Some(a) = &self.affinity
+            && !a.contains(',')
+            && let (Some(n), rest) = c_integer_prefix(a)
+            && !rest.is_empty()
+        {
+            eprintln!(
+                "linerate: warning: -A {a}: '{rest}' ignored (iperf3 reads -A n or -A n,m; for the server's CPU write -A {n},M)"
+            );
+        }
     }
 
     /// CPUs for this side's stream threads.
@@ -624,6 +673,11 @@ impl IperfArgs {
         if self.reverse && self.bidir {
             bail!("cannot be both reverse and bidirectional");
         }
+        if self.rcv_timeout.is_some() && !self.reverse && !self.bidir {
+            bail!(
+                "parameter error - client receive timeout is valid only in receiving mode (-R or --bidir)"
+            );
+        }
         if !(1..=128).contains(&self.parallel) {
             bail!("invalid number of parallel streams (min = 1, max = 128)");
         }
@@ -641,16 +695,21 @@ impl IperfArgs {
                 .filter(|&n| n > 0),
             _ => None,
         };
+        let ends = [
+            self.time.is_some(),
+            self.bytes.is_some(),
+            self.blockcount.is_some(),
+        ];
+        if ends.iter().filter(|e| **e).count() > 1 {
+            bail!("parameter error - only one test end condition (-t, -n, -k) may be specified");
+        }
         let ends_by_amount =
             self.bytes.is_some() || self.blockcount.is_some() || file_bytes.is_some();
         let time = match (self.time, ends_by_amount) {
-            (Some(t), _) => t,
+            (Some(t), _) => t.ceil() as u32,
             (None, true) => 0,
             (None, false) => 10,
         };
-        if time > 86400 {
-            bail!("test duration valid values are 0 to 86400 seconds");
-        }
         let protocol = if self.udp {
             Protocol::Udp
         } else {
@@ -689,7 +748,11 @@ impl IperfArgs {
                 mss: self.mss.unwrap_or(0),
                 nodelay: self.nodelay,
                 tos,
-                fq_rate_bps: self.fq_rate.unwrap_or(0),
+                fq_rate_bps: if self.no_fq_socket_pacing {
+                    0
+                } else {
+                    self.fq_rate.unwrap_or(0)
+                },
                 congestion: self.congestion.clone(),
                 title: self.title.clone(),
                 extra_data: self.extra_data.clone(),
@@ -769,6 +832,52 @@ fn output_sink(args: &IperfArgs) -> Result<Arc<Mutex<dyn Write + Send>>> {
         })),
         None => Arc::new(Mutex::new(inner)),
     })
+}
+
+/// `-v`: iperf3's three lines, its version line first (tools such as
+/// pScheduler read the version from it: linerate speaks iperf3 3.21's
+/// protocol, OAEP credentials included), then linerate's own.
+pub fn version_text() -> String {
+    format!(
+        "iperf 3.21 (linerate {v})\n{sys}\nOptional features available: CPU affinity setting, \
+         IPv6 flow label, TCP congestion algorithm setting, sendfile / zerocopy, socket pacing, \
+         authentication, bind to device, support IPv4 don't fragment, POSIX threads, \
+         GSO/GRO support\nlinerate {v}: an iperf3-compatible server and client",
+        v = env!("CARGO_PKG_VERSION"),
+        sys = linerate_iperf::net::system_info(),
+    )
+}
+
+/// A C `strtol(s, &end, 0)`: the integer at the start of `s` (decimal,
+/// `0x` hex or `0` octal, optional sign) and what follows it.
+fn c_integer_prefix(s: &str) -> (Option<i64>, &str) {
+    let t = s.trim_start();
+    let (neg, body) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let (radix, digits) =
+        if let Some(h) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+            (16, h)
+        } else if body.len() > 1 && body.starts_with('0') {
+            (8, &body[1..])
+        } else {
+            (10, body)
+        };
+    let end = digits
+        .char_indices()
+        .find(|(_, c)| !c.is_digit(radix))
+        .map_or(digits.len(), |(i, _)| i);
+    if end == 0 {
+        // "0" alone, or "0x" with no hex digit: the 0 is the number.
+        return match body.strip_prefix('0') {
+            Some(rest) => (Some(0), rest),
+            None => (None, s),
+        };
+    }
+    let v = i64::from_str_radix(&digits[..end], radix).ok();
+    (v.map(|v| if neg { -v } else { v }), &digits[end..])
 }
 
 /// `--timestamps`: the local time (strftime format) before every line.
@@ -873,11 +982,14 @@ fn terminate_flag() -> Result<Arc<AtomicBool>> {
 /// Runs iperf3-style arguments; returns the process exit code.
 pub fn run(args: &IperfArgs) -> Result<u8> {
     if args.version {
-        crate::say!(
-            "linerate {} (iperf 3.12 compatible)",
-            env!("CARGO_PKG_VERSION")
-        );
+        crate::say!("{}", version_text());
         return Ok(0);
+    }
+    args.warn_ignored_affinity();
+    if args.no_fq_socket_pacing {
+        eprintln!(
+            "linerate: warning: --no-fq-socket-pacing is deprecated (as in iperf3 3.21): use --fq-rate 0"
+        );
     }
     match (&args.client, args.server) {
         (Some(_), true) => bail!("cannot be both server and client"),
@@ -915,7 +1027,7 @@ fn run_server(args: &IperfArgs) -> Result<u8> {
         idle_timeout: args.idle_timeout.map(Duration::from_secs),
         interval: args.interval()?,
         output: args.output(),
-        rcv_timeout: Duration::from_millis(args.rcv_timeout.max(1)),
+        rcv_timeout: Duration::from_millis(args.rcv_timeout.unwrap_or(RCV_TIMEOUT_MS)),
         control_timeout: Duration::from_millis(args.control_timeout.max(1)),
         limits: Limits {
             max_tests: args.max_tests.max(1),
@@ -1051,6 +1163,7 @@ fn run_client_once(
         host: host.to_string(),
         port: args.port,
         params,
+        time: fractional_time(args.time),
         bandwidth_given,
         bind: args.bind.as_ref().map(|(ip, _)| *ip),
         bind_dev: args.bind_device(),
@@ -1069,7 +1182,7 @@ fn run_client_once(
         zerocopy: args.zerocopy,
         events: events(args, keep)?,
         cntl_ka: args.cntl_ka,
-        rcv_timeout: Duration::from_millis(args.rcv_timeout.max(1)),
+        rcv_timeout: Duration::from_millis(args.rcv_timeout.unwrap_or(RCV_TIMEOUT_MS)),
         snd_timeout: args
             .snd_timeout
             .map(|ms| Duration::from_millis(u64::from(ms))),
@@ -1110,7 +1223,9 @@ fn run_client_once(
             if !args.json && !args.json_stream {
                 eprintln!("linerate: error - {e}");
             }
-            Ok(1)
+            // 2: it could not run (refused, unreachable, authentication);
+            // 1: it failed part-way, after printing what it measured.
+            Ok(if e.ran() { 1 } else { 2 })
         }
     }
 }
@@ -1213,7 +1328,19 @@ mod tests {
         assert!(args(&["-c", "h", "-P", "200"]).params().is_err());
         assert!(args(&["-c", "h", "-u", "-l", "8"]).params().is_err());
         assert!(args(&["-c", "h", "-b", "1M/0"]).params().is_err());
-        assert!(args(&["-c", "h", "-t", "90000"]).params().is_err());
+        assert!(IperfArgs::try_parse_from(["linerate", "-c", "h", "-t", "90000"]).is_err());
+        assert!(IperfArgs::try_parse_from(["linerate", "-c", "h", "-t", "-1"]).is_err());
+        assert!(args(&["-c", "h", "-t", "1", "-n", "1M"]).params().is_err());
+        assert!(
+            args(&["-c", "h", "--rcv-timeout", "1000"])
+                .params()
+                .is_err()
+        );
+        assert!(
+            args(&["-c", "h", "-R", "--rcv-timeout", "1000"])
+                .params()
+                .is_ok()
+        );
         assert!(IperfArgs::try_parse_from(["linerate", "-c", "h", "-S", "300"]).is_err());
         assert!(IperfArgs::try_parse_from(["linerate", "-c", "h", "--dscp", "af51"]).is_err());
     }

@@ -199,7 +199,7 @@ fn dut_try(g: &str) -> Vec<Try<'_>> {
     vec![
         (
             g,
-            "rfc2544 --tx-iface ga --rx-iface gb --dut-ip 198.18.0.2 --src-ip 198.18.0.1 --dst-ip 198.18.1.2 --max-rate 100M --sizes 64,1518 --trial-time 2",
+            "rfc2544 --tx-iface ga --rx-iface gb --dut-ip 198.18.0.2 --src-ip 198.18.0.1 --dst-ip 198.18.1.2 --max-rate 100Mbps --sizes 64,1518 --trial-time 2",
             false,
         ),
         (

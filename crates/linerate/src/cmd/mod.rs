@@ -4,6 +4,7 @@ pub mod blast;
 pub mod calc;
 pub mod doctor;
 pub mod fwd;
+pub mod getopt;
 pub mod iperf;
 pub mod lab;
 pub mod out;
@@ -82,4 +83,12 @@ pub fn rx_filter(take_queue: bool, udp_ports: Option<(u16, u16)>) -> linerate_pa
         (false, Some(p)) => RxFilter::Udp(Some(p)),
         (false, None) => RxFilter::Probes,
     }
+}
+
+/// `--iface NAME` checked before anything else is asked of it, so a
+/// mistyped name is said as such (not as a missing address or MAC).
+pub fn iface_exists(name: &str) -> anyhow::Result<()> {
+    linerate_backend::iface::index(name)
+        .map(|_| ())
+        .map_err(|_| anyhow::anyhow!("no interface named {name} (`ip link` lists them)"))
 }

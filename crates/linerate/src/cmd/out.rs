@@ -109,7 +109,10 @@ impl OutputArgs {
                 f.push(Box::new(Document(main)));
             }
         } else if !live {
-            f.push(Box::new(Text::new(main)));
+            use std::io::IsTerminal;
+            // On one terminal the error is shown once, from stderr.
+            let one_terminal = std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
+            f.push(Box::new(Text::new(main).echo_errors(!one_terminal)));
         }
         Ok(f)
     }

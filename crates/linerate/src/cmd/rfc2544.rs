@@ -70,9 +70,9 @@ pub struct Rfc2544Args {
     /// Seconds per trial (RFC 2544 asks 60 for throughput).
     #[arg(long, default_value_t = 10.0)]
     trial_time: f64,
-    /// The highest rate tried: frames/s (100kpps) or L1 bit/s (1G); the
-    /// port's speed when the kernel knows it.
-    #[arg(long)]
+    /// The highest rate tried, with its unit: frames/s (100kpps) or L1
+    /// bit/s (1Gbps); the port's speed when the kernel knows it.
+    #[arg(long, value_parser = checked_max_rate)]
     max_rate: Option<String>,
     /// Stop the search when its interval is narrower than this share of
     /// the rate it closes in on.
@@ -119,25 +119,19 @@ pub struct Rfc2544Args {
     out: OutputArgs,
 }
 
-/// `--max-rate`: frames/s as given (100kpps), bit/s as L1 (1G).
+/// `--max-rate`: frames/s (100kpps) or L1 bit/s (1Gbps), unit written as
+/// every rate that can be either kind (a bare 100M is refused).
 fn max_rate(spec: &str) -> Result<MaxRate> {
-    let s = spec.trim().to_ascii_lowercase();
-    let rate = if let Some(p) = s.strip_suffix("pps") {
-        MaxRate::Fps(
-            linerate_iperf_proto::units::parse_suffixed(p, 1000)
-                .with_context(|| format!("--max-rate {spec}"))? as f64,
-        )
-    } else {
-        MaxRate::L1Bps(
-            linerate_iperf_proto::units::parse_suffixed(s.trim_end_matches("bps"), 1000)
-                .with_context(|| format!("--max-rate {spec}: frames/s (100kpps) or bit/s (1G)"))?
-                as f64,
-        )
-    };
-    match rate {
-        MaxRate::Fps(f) | MaxRate::L1Bps(f) if f > 0.0 => Ok(rate),
-        _ => bail!("--max-rate {spec}: above zero"),
+    use linerate_calc::UnitRate;
+    match linerate_calc::parse_rate_with_unit("--max-rate", spec).map_err(anyhow::Error::msg)? {
+        UnitRate::PerSecond(f) => Ok(MaxRate::Fps(f as f64)),
+        UnitRate::Bits(b) => Ok(MaxRate::L1Bps(b as f64)),
     }
+}
+
+/// `--max-rate` checked as the command line is read.
+fn checked_max_rate(spec: &str) -> Result<String, String> {
+    linerate_calc::parse_rate_with_unit("--max-rate", spec).map(|_| spec.to_string())
 }
 
 fn port_speed_bps(iface: &str) -> Option<f64> {
@@ -192,6 +186,8 @@ fn trial_line(t: &Trial) -> String {
 }
 
 pub fn run(a: &Rfc2544Args) -> Result<u8> {
+    super::iface_exists(&a.tx_iface)?;
+    super::iface_exists(&a.rx_iface)?;
     for t in &a.tests {
         if !["throughput", "latency", "loss", "back-to-back"].contains(&t.as_str()) {
             bail!("--tests: '{t}' is not one of throughput, latency, loss, back-to-back");

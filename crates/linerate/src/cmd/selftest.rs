@@ -81,6 +81,7 @@ pub fn run(a: &SelftestArgs) -> Result<u8> {
         signal_hook::flag::register(sig, early.clone()).context("installing signal handlers")?;
     }
     let opts = ClientOptions {
+        time: None,
         events: None,
         bind_dev: None,
         auth: None,
