@@ -47,11 +47,12 @@ fn first_difference(theirs: &Value, ours: &Value, path: &str) -> Option<String> 
     }
     match (theirs, ours) {
         (Value::Object(t), Value::Object(o)) => {
-            let top = path.is_empty();
+            // linerate's own figures, under their top-level key.
+            let extension = |k: &str| path.is_empty() && k == "linerate";
             let only_theirs: Vec<&String> = t.keys().filter(|k| !o.contains_key(*k)).collect();
             let only_ours: Vec<&String> = o
                 .keys()
-                .filter(|k| !t.contains_key(*k) && !(top && *k == "linerate"))
+                .filter(|k| !t.contains_key(*k) && !extension(k))
                 .collect();
             if !only_theirs.is_empty() || !only_ours.is_empty() {
                 return Some(format!(
