@@ -52,6 +52,10 @@ pub struct Live {
     /// text is printed when it closes.
     persistent: bool,
     last_text: Option<String>,
+    /// Standard error held back while the view is up (a notice written
+    /// under it would tear the screen): shown in the view's last line,
+    /// printed whole when the view closes.
+    stderr: Option<linerate_backend::term::StderrCapture>,
 }
 
 impl std::fmt::Debug for Live {
@@ -85,6 +89,7 @@ impl Live {
             end_text,
             persistent: false,
             last_text: None,
+            stderr: None,
         }
     }
 
@@ -109,11 +114,19 @@ impl Live {
         enable_raw_mode()?;
         crossterm::execute!(io::stdout(), EnterAlternateScreen)?;
         let mut term = Terminal::new(CrosstermBackend::new(io::stdout()))?;
+        // Only a terminal needs it: stderr sent to a file tears nothing.
+        if io::stderr().is_terminal() {
+            self.stderr = linerate_backend::term::StderrCapture::start().ok();
+        }
+        let notices = self.stderr.as_ref().map(|c| c.shared());
         let (state, done) = (self.state.clone(), self.done.clone());
         self.thread = Some(std::thread::spawn(move || {
             while !done.load(Ordering::Relaxed) {
+                let notice = notices
+                    .as_ref()
+                    .and_then(|n| n.lock().ok().and_then(|l| l.lines.back().cloned()));
                 if let Ok(s) = state.lock() {
-                    let _ = term.draw(|f| draw(f, &s));
+                    let _ = term.draw(|f| draw(f, &s, notice.as_deref()));
                 }
                 // Keys: q, Esc or Ctrl-C stop the run the way SIGINT does.
                 if crossterm::event::poll(Duration::from_millis(200)).unwrap_or(false)
@@ -139,6 +152,19 @@ impl Live {
             use crossterm::terminal::{LeaveAlternateScreen, disable_raw_mode};
             let _ = crossterm::execute!(io::stdout(), LeaveAlternateScreen);
             let _ = disable_raw_mode();
+        }
+        // What was written to stderr under the view, now on the terminal.
+        if let Some(c) = self.stderr.take() {
+            let kept = c.finish();
+            if kept.dropped > 0 {
+                eprintln!(
+                    "linerate: ({} earlier lines of stderr not kept)",
+                    kept.dropped
+                );
+            }
+            for l in kept.lines {
+                eprintln!("{l}");
+            }
         }
     }
 }
@@ -283,13 +309,13 @@ fn table_row(r: &Row, secs: f64, bold: bool) -> TRow<'static> {
     }
 }
 
-fn draw(f: &mut ratatui::Frame, s: &State) {
+fn draw(f: &mut ratatui::Frame, s: &State, notice: Option<&str>) {
     let area = f.area();
     let [head, table, spark, foot] = Layout::vertical([
         Constraint::Length(4),
         Constraint::Min(5),
         Constraint::Length(5),
-        Constraint::Length(1),
+        Constraint::Length(2),
     ])
     .areas(area);
     let elapsed = s.started.map_or(0.0, |t| t.elapsed().as_secs_f64());
@@ -371,6 +397,11 @@ fn draw(f: &mut ratatui::Frame, s: &State) {
         (None, Some(n)) => format!("{n}   —   q or Ctrl-C: stop the server"),
         (None, None) => "q or Ctrl-C: stop the run (the end report follows)".into(),
     };
+    let [notice_area, foot] =
+        Layout::vertical([Constraint::Length(1), Constraint::Length(1)]).areas(foot);
+    if let Some(n) = notice {
+        f.render_widget(Paragraph::new(format!("stderr: {n}")), notice_area);
+    }
     f.render_widget(Paragraph::new(footer), foot);
 }
 

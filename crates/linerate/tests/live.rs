@@ -169,6 +169,19 @@ fn live_sink_on_the_rig_changes_stops_on_q_and_reports() {
     ));
     let up = t.wait_for("linerate sink", Duration::from_secs(15));
     assert!(up.contains("linerate sink"), "{up}");
+    // The sink's notice, written to stderr under the view, is shown on
+    // the view's own line, not over the screen.
+    let up = t.wait_for("stderr: linerate: sink receiving", Duration::from_secs(5));
+    for l in up.lines().filter(|l| l.contains("sink receiving on")) {
+        assert!(
+            l.starts_with("stderr: linerate: sink receiving on veth0"),
+            "torn:\n{up}"
+        );
+    }
+    assert!(
+        up.starts_with('┌'),
+        "the view's first line is its box:\n{up}"
+    );
     // Traffic while the view is up: 12 s at 1 kpps.
     let mac = rig.host(1).mac.clone();
     let blaster = std::thread::spawn(move || {
@@ -199,6 +212,12 @@ fn live_sink_on_the_rig_changes_stops_on_q_and_reports() {
         Duration::from_secs(25),
     );
     assert!(last.contains("received "), "{last}");
+    // Given back to the terminal when the view closed.
+    assert!(
+        last.lines()
+            .any(|l| l.starts_with("linerate: sink receiving on veth0")),
+        "{last}"
+    );
     let _rig = blaster.join().unwrap();
 }
 
