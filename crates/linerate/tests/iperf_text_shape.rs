@@ -164,3 +164,90 @@ fn output_has_iperf3_3_21_shape() {
     client_shape(&p);
     server_shape(&p);
 }
+
+/// iperf3's `-V` lines that scripts read, in the order printed.
+fn verbose_lines(text: &str) -> Vec<&'static str> {
+    const KINDS: [&str; 11] = [
+        "iperf 3.",
+        "Linux ",
+        "Time: ",
+        "      Cookie: ",
+        "      TCP MSS: ",
+        "      Target Bitrate: ",
+        "Starting Test: ",
+        "Test Complete. Summary Results:",
+        "CPU Utilization: local/",
+        "snd_tcp_congestion ",
+        "rcv_tcp_congestion ",
+    ];
+    text.lines()
+        .filter_map(|l| KINDS.iter().find(|k| l.starts_with(*k)).copied())
+        .collect()
+}
+
+/// `-V`: the verbose lines iperf3 3.21 prints (version, time, cookie,
+/// MSS, target rate, "Starting Test", "Test Complete", "CPU Utilization",
+/// the congestion algorithms) come from linerate in the same order, on
+/// the client (against 3.21's server) and on the server (under 3.21's
+/// client). The "Starting Test" and CPU lines are checked word for word
+/// but for their numbers.
+#[test]
+fn verbose_output_has_iperf3_3_21s_lines() {
+    if should_skip(
+        "verbose_output_has_iperf3_3_21s_lines",
+        &[require_iperf3_321()],
+    ) {
+        return;
+    }
+    let iperf3 = iperf3_321().unwrap();
+    let cases: [&[&str]; 3] = [
+        &["-t", "1", "-V"],
+        &["-t", "1", "-V", "-u", "-b", "10M"],
+        &["-t", "1", "-V", "-R", "-P", "2"],
+    ];
+    for args in cases {
+        let client = |prog: &mut Command| {
+            let port = free_port();
+            let _srv =
+                Proc::spawn(Command::new(&iperf3).args(["-s", "-1", "-p", &port.to_string()]));
+            wait_listening(port);
+            let out = prog
+                .args(["-c", "127.0.0.1", "-p", &port.to_string()])
+                .args(args)
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let (theirs, ours) = (client(&mut Command::new(&iperf3)), client(&mut linerate()));
+        assert_eq!(
+            verbose_lines(&theirs),
+            verbose_lines(&ours),
+            "client {args:?}\n--- iperf3:\n{theirs}\n--- linerate:\n{ours}"
+        );
+        let starting = |t: &str| {
+            t.lines()
+                .filter(|l| l.starts_with("Starting Test") || l.starts_with("CPU Utilization"))
+                .map(|l| l.replace(|c: char| c.is_ascii_digit(), ""))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(starting(&theirs), starting(&ours), "client {args:?}");
+        let server = |prog: &mut Command| {
+            let port = free_port();
+            let srv = Proc::spawn(prog.args(["-s", "-1", "-V", "-p", &port.to_string()]));
+            wait_listening(port);
+            let c = Command::new(&iperf3)
+                .args(["-c", "127.0.0.1", "-p", &port.to_string()])
+                .args(args.iter().filter(|a| **a != "-V"))
+                .output()
+                .unwrap();
+            assert!(c.status.success(), "{args:?}");
+            String::from_utf8_lossy(&srv.wait(Duration::from_secs(15)).stdout).into_owned()
+        };
+        let (theirs, ours) = (server(&mut Command::new(&iperf3)), server(&mut linerate()));
+        assert_eq!(
+            verbose_lines(&theirs),
+            verbose_lines(&ours),
+            "server {args:?}\n--- iperf3:\n{theirs}\n--- linerate:\n{ours}"
+        );
+    }
+}

@@ -31,6 +31,9 @@ pub struct OutputMode {
     pub json_stream_full: bool,
     /// `-f`: fixed unit letter.
     pub format: Option<char>,
+    /// `-V`: iperf3's verbose lines (cookie, MSS, "Starting Test", "Test
+    /// Complete", "CPU Utilization", the congestion algorithms).
+    pub verbose: bool,
 }
 
 impl OutputMode {
@@ -377,7 +380,7 @@ impl Report {
         if self.mode.json_stream {
             return format!("{}\n", json!({"event": "start", "data": self.start}));
         }
-        let mut out = String::new();
+        let mut out = self.verbose_start();
         for s in &self.info.streams {
             let _ = writeln!(
                 out,
@@ -389,8 +392,60 @@ impl Report {
                 s.remote.port()
             );
         }
+        if self.mode.verbose {
+            out.push_str(&self.starting_test());
+        }
         self.text.push_str(&out);
         if self.human() { out } else { String::new() }
+    }
+
+    /// `-V`, before the streams: (a server's time,) the cookie, the MSS
+    /// (TCP) and the target rate, as iperf3 3.21 prints them.
+    fn verbose_start(&self) -> String {
+        let mut out = String::new();
+        if !self.mode.verbose {
+            return out;
+        }
+        let p = &self.info.params;
+        if self.info.role == Role::Server {
+            let _ = writeln!(out, "Time: {}", http_date(self.info.timestamp_secs));
+        }
+        let _ = writeln!(out, "      Cookie: {}", self.info.cookie);
+        if p.protocol == Protocol::Tcp {
+            if p.mss > 0 {
+                let _ = writeln!(out, "      TCP MSS: {}", p.mss);
+            } else {
+                let _ = writeln!(
+                    out,
+                    "      TCP MSS: {} (default)",
+                    self.info.tcp_mss_default
+                );
+            }
+        }
+        if p.bandwidth_bps > 0 {
+            let _ = writeln!(out, "      Target Bitrate: {}", p.bandwidth_bps);
+        }
+        out
+    }
+
+    /// `-V`: iperf3's "Starting Test" line.
+    fn starting_test(&self) -> String {
+        let p = &self.info.params;
+        let proto = match p.protocol {
+            Protocol::Tcp => "TCP",
+            Protocol::Udp => "UDP",
+        };
+        let end = if p.num_bytes > 0 {
+            format!("{} bytes to send", p.num_bytes)
+        } else if p.block_count > 0 {
+            format!("{} blocks to send", p.block_count)
+        } else {
+            format!("{} second test", p.time_s)
+        };
+        format!(
+            "Starting Test: protocol: {proto}, {} streams, {} byte blocks, omitting {} seconds, {end}, tos {}\n",
+            p.parallel, p.len, p.omit_s, p.tos
+        )
     }
 
     /// Whether a stream carries data client → server.
@@ -578,7 +633,7 @@ impl Report {
         if let Some(e) = &self.error {
             doc["error"] = json!(e);
         }
-        let human = self.end_text(finals, peer);
+        let human = self.end_text(finals, peer, cpu);
         self.text.push_str(&human);
         if let Some(e) = &self.error {
             self.run_events

@@ -78,7 +78,12 @@ impl Report {
         }
     }
 
-    pub(super) fn end_text(&self, finals: &[StreamFinal], peer: Option<&PeerResults>) -> String {
+    pub(super) fn end_text(
+        &self,
+        finals: &[StreamFinal],
+        peer: Option<&PeerResults>,
+        cpu: Cpu,
+    ) -> String {
         let udp = self.info.params.protocol == Protocol::Udp;
         // With -P > 1 (or --bidir) the last interval already ended with the
         // separator; iperf3 prints it once.
@@ -87,6 +92,9 @@ impl Report {
         } else {
             String::from("- - - - - - - - - - - - - - - - - - - - - - - - -\n")
         };
+        if self.mode.verbose {
+            out.push_str("Test Complete. Summary Results:\n");
+        }
         out.push_str(if udp {
             "[ ID] Interval           Transfer     Bitrate         Jitter    Lost/Total Datagrams\n"
         } else if self.info.role == Role::Client
@@ -128,8 +136,56 @@ impl Report {
                 out.push_str(&self.end_lines("SUM", &EndRow::sum(&all), udp));
             }
         }
+        if self.mode.verbose {
+            out.push_str(&self.verbose_end(finals, peer, cpu));
+        }
         if let Some(e) = &self.error {
             let _ = writeln!(out, "linerate: error: {e}");
+        }
+        out
+    }
+
+    /// `-V` after the summary, as iperf3 3.21: the CPU line from a side
+    /// that sends (two with --bidir), then (TCP) the sender's and the
+    /// receiver's congestion control algorithm where known.
+    fn verbose_end(&self, finals: &[StreamFinal], peer: Option<&PeerResults>, cpu: Cpu) -> String {
+        let mut out = String::new();
+        let bidir = self.info.params.mode == TestMode::Bidir;
+        let sends = match self.info.role {
+            Role::Client => self.info.params.mode != TestMode::Reverse,
+            Role::Server => self.info.params.mode != TestMode::Forward,
+        };
+        let remote = peer.map_or(Cpu::default(), |p| Cpu {
+            total: p.cpu_util_total,
+            user: p.cpu_util_user,
+            system: p.cpu_util_system,
+        });
+        let line = |mine: &str, theirs: &str| {
+            format!(
+                "CPU Utilization: local/{mine} {:.1}% ({:.1}%u/{:.1}%s), remote/{theirs} {:.1}% ({:.1}%u/{:.1}%s)\n",
+                cpu.total, cpu.user, cpu.system, remote.total, remote.user, remote.system
+            )
+        };
+        if sends {
+            out.push_str(&line("sender", "receiver"));
+            if bidir {
+                out.push_str(&line("receiver", "sender"));
+            }
+        }
+        if self.info.params.protocol == Protocol::Tcp {
+            let local = finals.iter().find_map(|f| f.congestion.clone());
+            let theirs = peer.and_then(|p| p.congestion_used.clone());
+            let (snd, rcv) = if sends {
+                (local, theirs)
+            } else {
+                (theirs, local)
+            };
+            if let Some(c) = snd {
+                let _ = writeln!(out, "snd_tcp_congestion {c}");
+            }
+            if let Some(c) = rcv {
+                let _ = writeln!(out, "rcv_tcp_congestion {c}");
+            }
         }
         out
     }

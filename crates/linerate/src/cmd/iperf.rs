@@ -226,7 +226,9 @@ pub struct IperfArgs {
     /// Control connection timeout, ms.
     #[arg(long, default_value_t = 10_000, value_name = "MS")]
     pub connect_timeout: u64,
-    /// Verbose (accepted for compatibility).
+    /// More detail, as iperf3's -V: the version, the cookie, MSS, "Starting
+    /// Test", "Test Complete", "CPU Utilization" and the congestion
+    /// algorithms.
     #[arg(short = 'V', long)]
     pub verbose: bool,
     /// Server: run in the background (fork, new session, cwd /, standard
@@ -636,7 +638,31 @@ impl IperfArgs {
             json_stream: self.json_stream,
             json_stream_full: self.json_stream_full_output,
             format: self.format,
+            verbose: self.verbose,
         }
+    }
+
+    /// `-V`'s first lines, as iperf3 3.21 prints them (a client's with
+    /// the time): nothing without -V or in JSON.
+    fn verbose_banner(&self, with_time: bool) -> String {
+        if !self.verbose || self.json || self.json_stream {
+            return String::new();
+        }
+        let mut s = format!(
+            "iperf 3.21 (linerate {})\n{}\n",
+            env!("CARGO_PKG_VERSION"),
+            linerate_iperf::net::system_info()
+        );
+        if with_time {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            s.push_str(&format!(
+                "Time: {}\n",
+                linerate_iperf_proto::report::http_date(now)
+            ));
+        }
+        s
     }
 
     fn interval(&self) -> Result<Duration> {
@@ -1064,6 +1090,9 @@ fn run_server(args: &IperfArgs) -> Result<u8> {
     }
     let _pid = pidfile.as_deref().map(PidFile::write).transpose()?;
     let stop = terminate_flag()?;
+    if let Ok(mut o) = out.lock() {
+        o.write_all(args.verbose_banner(false).as_bytes())?;
+    }
     linerate_iperf::server::serve(listener, &opts, out, stop)
         .with_context(|| format!("server on port {}", args.port))?;
     Ok(0)
@@ -1216,7 +1245,9 @@ fn run_client_once(
     } else {
         (terminate_flag()?, opts)
     };
-    let result = linerate_iperf::client::run(&opts, &mut LockedWriter(out), &stop);
+    let mut out = LockedWriter(out);
+    out.write_all(args.verbose_banner(true).as_bytes())?;
+    let result = linerate_iperf::client::run(&opts, &mut out, &stop);
     match result {
         Ok(()) => Ok(0),
         Err(e) => {
