@@ -14,12 +14,15 @@ const BIN: &str = env!("CARGO_BIN_EXE_linerate");
 /// A tmux server of this test's own, killed at the end.
 struct Tmux {
     socket: String,
+    /// Every screen looked at, in order.
+    history: std::cell::RefCell<Vec<String>>,
 }
 
 impl Tmux {
     fn new(name: &str) -> Tmux {
         Tmux {
             socket: format!("linerate-{name}-{}", std::process::id()),
+            history: std::cell::RefCell::new(Vec::new()),
         }
     }
 
@@ -47,7 +50,9 @@ impl Tmux {
             .args(["capture-pane", "-p", "-t", "t"])
             .output()
             .unwrap();
-        String::from_utf8_lossy(&o.stdout).to_string()
+        let s = String::from_utf8_lossy(&o.stdout).to_string();
+        self.history.borrow_mut().push(s.clone());
+        s
     }
 
     fn keys(&self, k: &str) {
@@ -122,6 +127,30 @@ fn a_live_client_changes_stops_on_q_and_reports() {
     );
     // The end report is the client's own summary.
     assert!(last.contains("sender"), "{last}");
+    // The view named the streams as the report does ([  5] is stream 5).
+    let seen: std::collections::BTreeSet<String> = t
+        .history
+        .borrow()
+        .iter()
+        .flat_map(|s| s.lines().map(str::to_string).collect::<Vec<_>>())
+        .filter_map(|l| {
+            let rest = l.split("stream ").nth(1)?;
+            Some(rest.split_whitespace().next()?.to_string())
+        })
+        .collect();
+    let reported: std::collections::BTreeSet<String> = last
+        .lines()
+        .filter(|l| l.contains("sender") || l.contains("receiver"))
+        .filter_map(|l| {
+            l.strip_prefix('[')?
+                .split(']')
+                .next()
+                .map(|i| i.trim().to_string())
+        })
+        .filter(|i| i.parse::<u32>().is_ok())
+        .collect();
+    assert!(!seen.is_empty(), "no stream rows seen in the view");
+    assert_eq!(seen, reported, "ids in the view vs the report:\n{last}");
 }
 
 #[test]

@@ -236,9 +236,11 @@ pub struct Report {
     run_events: std::collections::VecDeque<linerate_run::Event>,
 }
 
-/// A stream's row: who counted it follows from its direction.
+/// A stream's row, named by its socket number as iperf3's report names
+/// it (`[  5]`), so a live view, CSV and the report agree: who counted it
+/// follows from its direction.
 fn stream_row(
-    id: u32,
+    id: i32,
     sender: bool,
     bytes: u64,
     packets: Option<u64>,
@@ -473,7 +475,7 @@ impl Report {
                 .map(|s| {
                     let packets = s.udp_tx_packets.or(s.udp_rx.map(|r| r.packets));
                     let mut r = stream_row(
-                        s.id,
+                        s.socket,
                         s.sender,
                         s.bytes,
                         packets,
@@ -644,7 +646,7 @@ impl Report {
             .map(|f| {
                 let udp = self.info.params.protocol == Protocol::Udp;
                 stream_row(
-                    f.id,
+                    f.socket,
                     f.sender,
                     f.bytes,
                     udp.then(|| f.packets.saturating_sub(f.omitted_packets)),
