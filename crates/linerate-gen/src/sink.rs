@@ -390,6 +390,70 @@ impl LatencyStore {
     }
 }
 
+/// Each flow's latency over the last interval (shared clocks): its
+/// histogram now less its histogram at the last call, kept as the buckets
+/// counted in. Read off the data path, once an interval, for at most
+/// [`IntervalLatency::FLOWS_MAX`] flows (each read walks a flow's transit
+/// buckets, 330 KiB): counting a frame costs nothing more.
+#[derive(Debug, Default)]
+pub struct IntervalLatency {
+    last: BTreeMap<u16, Vec<(u32, u64)>>,
+}
+
+impl IntervalLatency {
+    /// Flows (the lowest ids with a histogram of their own) read per
+    /// interval; the others' rows show no interval latency.
+    pub const FLOWS_MAX: usize = 8;
+
+    /// (flow, p50, p99) in ns over what arrived since the last call, for
+    /// the flows that had arrivals with a latency.
+    pub fn take(&mut self, counts: &SinkCounts) -> Vec<(u16, u64, u64)> {
+        let mut out = Vec::new();
+        if !counts.clocks_shared {
+            return out;
+        }
+        let mut ids: Vec<u16> = counts
+            .flows
+            .iter()
+            .filter(|(_, f)| f.hist_at != 0)
+            .map(|(id, _)| *id)
+            .collect();
+        ids.sort_unstable();
+        for id in ids.into_iter().take(Self::FLOWS_MAX) {
+            let at = counts.flows[&id].hist_at;
+            let now: Vec<(u32, u64)> = counts.latency.slot(at)[..LatencyStore::TRANSIT_END]
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| **c != 0)
+                .map(|(i, c)| (i as u32, *c))
+                .collect();
+            let before = self.last.get(&id).map_or(&[][..], Vec::as_slice);
+            if let Some((p50, p99)) = delta_percentiles(&now, before) {
+                out.push((id, p50, p99));
+            }
+            self.last.insert(id, now);
+        }
+        out
+    }
+}
+
+/// p50 and p99 (HdrHistogram's, ns) of the counts in `now` less those in
+/// `before` (both ascending by bucket), `None` if nothing was added.
+fn delta_percentiles(now: &[(u32, u64)], before: &[(u32, u64)]) -> Option<(u64, u64)> {
+    let mut h = Histogram::<u64>::new_with_bounds(1, LATENCY_MAX_NS, LatencyHist3::SIGFIG)
+        .expect("constant bounds are valid");
+    let mut b = before.iter().peekable();
+    for &(i, c) in now {
+        while b.next_if(|(j, _)| *j < i).is_some() {}
+        let was = b.next_if(|(j, _)| *j == i).map_or(0, |(_, c)| *c);
+        if c > was {
+            let v = LatencyHist3::value_of(i as usize).clamp(1, LATENCY_MAX_NS);
+            let _ = h.record_n(v, c - was);
+        }
+    }
+    (!h.is_empty()).then(|| (h.value_at_quantile(0.5), h.value_at_quantile(0.99)))
+}
+
 const TS_MASK: u64 = (1 << 48) - 1;
 
 /// A 48-bit difference (modulo 2^48) as a signed number.
@@ -855,6 +919,40 @@ impl SinkCounts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The interval latency is of the arrivals since the last read only:
+    /// 1,000 frames at 10 µs, then 1,000 at 50 µs, read after each.
+    #[test]
+    fn interval_latency_is_of_the_last_interval_only() {
+        let mut c = SinkCounts::new(true);
+        let mut il = IntervalLatency::default();
+        let probe = |seq: u64, tx_ns: u64| linerate_wire::Probe {
+            flow_id: 3,
+            seq,
+            tx_ns,
+        };
+        let base = 1_000_000_000u64;
+        for i in 0..1000 {
+            c.count_probe(probe(i, base), 100, base + 10_000);
+        }
+        let first = il.take(&c);
+        assert_eq!(first.len(), 1);
+        let (id, p50, p99) = first[0];
+        assert_eq!(id, 3);
+        assert!((9_990..=10_010).contains(&p50), "{p50}");
+        assert!((9_990..=10_010).contains(&p99), "{p99}");
+        for i in 1000..2000 {
+            c.count_probe(probe(i, base), 100, base + 50_000);
+        }
+        let (_, p50, p99) = il.take(&c)[0];
+        assert!(
+            (49_950..=50_050).contains(&p50),
+            "the second interval's only: {p50}"
+        );
+        assert!((49_950..=50_050).contains(&p99), "{p99}");
+        // Nothing new: no figure.
+        assert!(il.take(&c).is_empty());
+    }
 
     /// A store's slots: every transit time (0 to 2^47 - 1 ns) lands in its
     /// own slot, never the next; read back, the buckets are

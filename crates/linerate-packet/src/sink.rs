@@ -8,6 +8,7 @@ use linerate_backend::port::{
 use linerate_backend::{FrameSink, clock};
 use linerate_gen::SinkCounts;
 use linerate_gen::pcap::CaptureWriter;
+use linerate_gen::sink::IntervalLatency;
 use linerate_run::{CountedBy, Counts, Interval, Row, Sampler, Scope};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -58,11 +59,25 @@ struct Live {
 impl Live {
     /// Publishes this worker's running totals if the reporter asked for
     /// them (a new generation in `want`).
-    fn answer(&self, want: &AtomicU64, published: &mut u64, counts: &SinkCounts) {
+    fn answer(
+        &self,
+        want: &AtomicU64,
+        published: &mut u64,
+        counts: &SinkCounts,
+        latency: &mut IntervalLatency,
+    ) {
         let g = want.load(Ordering::Relaxed);
         if g != *published {
+            let mut rows = flow_rows(counts);
+            // Each flow's latency over the interval (its first few flows).
+            for (id, p50, p99) in latency.take(counts) {
+                if let Some(r) = rows.iter_mut().find(|r| r.id == id.to_string()) {
+                    r.gauges.latency_p50_ns = Some(p50);
+                    r.gauges.latency_p99_ns = Some(p99);
+                }
+            }
             if let Ok(mut l) = self.rows.lock() {
-                *l = flow_rows(counts);
+                *l = rows;
             }
             self.generation.store(g, Ordering::Release);
             *published = g;
@@ -473,6 +488,7 @@ fn receive(
     (want, live): (&AtomicU64, &Live),
 ) -> WorkerOut {
     let mut published = 0u64;
+    let mut interval_latency = IntervalLatency::default();
     let mut t = Taker {
         counts: SinkCounts::new(cfg.clocks_shared).with_frame_max(frame_max),
         handover: 0,
@@ -495,7 +511,7 @@ fn receive(
     // Frames the backend handed over.
     let mut frames = 0u64;
     while !stop.load(Ordering::Relaxed) && now < end {
-        live.answer(want, &mut published, &t.counts);
+        live.answer(want, &mut published, &t.counts, &mut interval_latency);
         if now >= next_link_check {
             next_link_check = now + LINK_CHECK.as_nanos() as u64;
             if let Some(why) = linerate_backend::port::link_lost(cfg.backend, &cfg.iface) {

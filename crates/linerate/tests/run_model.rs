@@ -254,6 +254,22 @@ fn blast_and_sink_stream_intervals_that_add_up() {
             .map(|r| r["id"].as_str())
             .collect();
         assert_eq!(flows.len(), 4, "{flows:?}");
+        // Each flow's rows carry the interval's latency (same host: one
+        // clock), a figure of microseconds on a veth, not of the run.
+        let with_latency: Vec<u64> = (sink.csv.iter())
+            .filter(|r| r["scope"] == "flow" && r["event"] == "interval")
+            .filter_map(|r| r["latency_p50_ns"].parse().ok())
+            .collect();
+        assert!(
+            !with_latency.is_empty(),
+            "no interval latency in the sink's rows"
+        );
+        assert!(
+            with_latency
+                .iter()
+                .all(|ns| (1..1_000_000_000).contains(ns)),
+            "{with_latency:?}"
+        );
         assert_eq!(sink.end_total("rx", "lost"), 0);
     });
 }
