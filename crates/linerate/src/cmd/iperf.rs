@@ -672,30 +672,32 @@ impl IperfArgs {
         Ok(Duration::from_secs_f64(self.interval))
     }
 
-    /// The parameters a client sends, from the flags.
-    pub fn params(&self) -> Result<(Params, bool)> {
-        let (rate, burst, rate_given) = match &self.bitrate {
-            None => (0, 0, false),
-            Some(b) => {
-                let (r, n) = match b.split_once('/') {
-                    Some((r, n)) => (
-                        r,
-                        Some(
-                            n.parse::<u32>()
-                                .context("burst after '/' must be a number")?,
-                        ),
-                    ),
-                    None => (b.as_str(), None),
-                };
-                let rate = parse_rate(r).map_err(anyhow::Error::msg)?;
-                if let Some(n) = n
-                    && !(1..=1000).contains(&n)
-                {
-                    bail!("invalid burst count (maximum = 1000)");
-                }
-                (rate, n.unwrap_or(0), true)
-            }
+    /// `-b RATE[/BURST]`: the rate, the burst (0: none) and whether given.
+    fn rate_and_burst(&self) -> Result<(u64, u32, bool)> {
+        let Some(b) = &self.bitrate else {
+            return Ok((0, 0, false));
         };
+        let (r, n) = match b.split_once('/') {
+            Some((r, n)) => (
+                r,
+                Some(
+                    n.parse::<u32>()
+                        .context("burst after '/' must be a number")?,
+                ),
+            ),
+            None => (b.as_str(), None),
+        };
+        let rate = parse_rate(r).map_err(anyhow::Error::msg)?;
+        if let Some(n) = n
+            && !(1..=1000).contains(&n)
+        {
+            bail!("invalid burst count (maximum = 1000)");
+        }
+        Ok((rate, n.unwrap_or(0), true))
+    }
+
+    /// The client flags iperf3 3.21 refuses together.
+    fn check_combinations(&self) -> Result<()> {
         if self.reverse && self.bidir {
             bail!("cannot be both reverse and bidirectional");
         }
@@ -713,14 +715,6 @@ impl IperfArgs {
         if self.file.is_some() && self.skip_rx_copy {
             bail!("-F writes what arrives to the file: it cannot be used with --skip-rx-copy");
         }
-        // iperf3: -F with no -t/-n/-k sends the file's size.
-        let file_bytes = match (&self.file, self.time, self.bytes, self.blockcount) {
-            (Some(f), None, None, None) => std::fs::metadata(f)
-                .ok()
-                .map(|m| m.len())
-                .filter(|&n| n > 0),
-            _ => None,
-        };
         let ends = [
             self.time.is_some(),
             self.bytes.is_some(),
@@ -729,6 +723,21 @@ impl IperfArgs {
         if ends.iter().filter(|e| **e).count() > 1 {
             bail!("parameter error - only one test end condition (-t, -n, -k) may be specified");
         }
+        Ok(())
+    }
+
+    /// The parameters a client sends, from the flags.
+    pub fn params(&self) -> Result<(Params, bool)> {
+        let (rate, burst, rate_given) = self.rate_and_burst()?;
+        self.check_combinations()?;
+        // iperf3: -F with no -t/-n/-k sends the file's size.
+        let file_bytes = match (&self.file, self.time, self.bytes, self.blockcount) {
+            (Some(f), None, None, None) => std::fs::metadata(f)
+                .ok()
+                .map(|m| m.len())
+                .filter(|&n| n > 0),
+            _ => None,
+        };
         let ends_by_amount =
             self.bytes.is_some() || self.blockcount.is_some() || file_bytes.is_some();
         let time = match (self.time, ends_by_amount) {
