@@ -51,6 +51,8 @@ enum Command {
     Lab(cmd::lab::LabArgs),
     /// Figures from a result: rate, loss, latency over time, latency CDF (SVG or PNG).
     Plot(cmd::plot::PlotArgs),
+    /// perfSONAR pScheduler tool methods (enumerate, can-run, duration, participant-data, run, merged-results): JSON in, JSON out.
+    Pscheduler(cmd::pscheduler::PschedulerArgs),
 }
 
 /// Whether the command line is iperf3's (`-s`, `-c HOST`, or argv[0] iperf3).
@@ -98,6 +100,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Calc(args) => cmd::calc::run(&args).map(|()| 0),
             Command::Plot(args) => cmd::plot::run(&args),
+            Command::Pscheduler(args) => cmd::pscheduler::run(&args),
             Command::Lab(args) => cmd::lab::run(&args),
             Command::Rfc2544(args) => cmd::rfc2544::run(&args),
             Command::Selftest(args) => cmd::selftest::run(&args),

@@ -10,6 +10,7 @@ pub mod lab;
 pub mod out;
 pub mod packet_outcome;
 pub mod plot;
+pub mod pscheduler;
 pub mod rfc2544;
 pub mod rfc2544_outcome;
 pub mod rr;
