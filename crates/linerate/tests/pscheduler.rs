@@ -611,6 +611,37 @@ fn throughput_loopback_runs_both_ends() {
     );
 }
 
+#[test]
+fn throughput_server_without_a_client_says_so() {
+    // Participant 1 alone: its server gives up after the client's wait
+    // (3 s) and the set-up (1 s for a link-rtt of 50 ms), not at the kill.
+    let mut input = fixture("run-throughput.json");
+    input["schedule"]["start"] = json!(iso_utc(SystemTime::now()));
+    input["participant"] = json!(1);
+    input["participant-data"][1]["server_port"] = json!(free_port());
+    input["test"]["spec"]["link-rtt"] = json!("PT0.05S");
+    let began = Instant::now();
+    let r = ok("run", &input);
+    assert!(
+        began.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        began.elapsed()
+    );
+    assert_eq!(
+        (&r["succeeded"], &r["error"]),
+        (
+            &json!(false),
+            &json!(
+                "no client came to the server before its --idle-timeout (is participant 0 running?)"
+            )
+        )
+    );
+    assert!(
+        r["diags"].as_str().unwrap().contains(" -s -1 -J -p "),
+        "{r}"
+    );
+}
+
 /// Whether something is bound to UDP `port` on this host (/proc/net/udp).
 fn udp_bound(port: u16) -> bool {
     let hex = format!(":{port:04X} ");

@@ -1006,7 +1006,7 @@ fn run_client(s: &ThroughputSpec, port: u16) -> Value {
         .map_err(|e| e.to_string())
         .and_then(|limit| run_child(&client_args(s, port)?, limit));
     match run {
-        Ok(run) => throughput_outcome(&run),
+        Ok(run) => throughput_outcome(&run, "linerate printed no JSON document"),
         Err(e) => failed(e, ""),
     }
 }
@@ -1017,7 +1017,11 @@ fn run_server(s: &ThroughputSpec, port: u16) -> Value {
         .map_err(|e| e.to_string())
         .and_then(|limit| run_child(&server_args(s, port)?, limit));
     match run {
-        Ok(run) => throughput_outcome(&run),
+        // A one-test server that saw no client exits quietly.
+        Ok(run) => throughput_outcome(
+            &run,
+            "no client came to the server before its --idle-timeout (is participant 0 running?)",
+        ),
         Err(e) => failed(e, ""),
     }
 }
@@ -1058,8 +1062,9 @@ fn run_loopback(start: &str, s: &ThroughputSpec, port: u16) -> Result<Value, PsE
 
 /// A throughput participant's result from its linerate's run: the -J
 /// document mapped, and in diags the command line and the document
-/// (system_info redacted, as the iperf3 tool does).
-fn throughput_outcome(run: &ChildRun) -> Value {
+/// (system_info redacted, as the iperf3 tool does). `no_doc` says why a
+/// run that ended well printed no document.
+fn throughput_outcome(run: &ChildRun, no_doc: &str) -> Value {
     let mut doc = child_doc(run);
     if let Some(info) = doc
         .as_mut()
@@ -1076,7 +1081,7 @@ fn throughput_outcome(run: &ChildRun) -> Value {
         return failed(e, diags);
     }
     let Some(doc) = doc else {
-        return failed("linerate printed no JSON document", diags);
+        return failed(no_doc, diags);
     };
     match throughput_result(&doc) {
         Ok(mut v) => {
