@@ -194,6 +194,13 @@ fn can_run_says_why_not() {
         json!({ "can-run": false, "reasons": ["Missing test type"] })
     );
     assert_eq!(
+        ok(
+            "can-run",
+            &json!({ "type": "rtt", "spec": { "dest": "x", "schema": "2" } })
+        ),
+        json!({ "can-run": false, "reasons": ["schema must be a whole number above 0, not \"2\""] })
+    );
+    assert_eq!(
         ok("can-run", &json!({ "type": "rtt" })),
         json!({ "can-run": false, "reasons": ["Missing test specification"] })
     );

@@ -294,18 +294,16 @@ fn kind_problem(field: &str, kind: Kind, v: &Value) -> Option<String> {
 
 /// The spec's schema against the highest understood (pScheduler's
 /// json_check_schema wording), then each field: unknown ones and ones of
-/// the wrong kind.
+/// the wrong kind (a schema that is not a number among them).
 fn field_problems(spec: &Map<String, Value>, fields: &[(&str, Kind)], max: u64) -> Vec<String> {
     let mut out = Vec::new();
-    match spec.get("schema") {
-        None => {}
-        Some(v) => match v.as_u64() {
-            Some(n) if n > max => out.push(format!(
-                "Schema version {n} is not supported (highest is {max})"
-            )),
-            Some(_) => {}
-            None => out.push("Schema value must be an integer".into()),
-        },
+    // Its kind is checked with the other fields'.
+    if let Some(n) = spec.get("schema").and_then(Value::as_u64)
+        && n > max
+    {
+        out.push(format!(
+            "Schema version {n} is not supported (highest is {max})"
+        ));
     }
     for (k, v) in spec {
         match fields.iter().find(|(f, _)| f == k) {
