@@ -83,6 +83,45 @@ fn fix_checksums(frame: &mut [u8], ip: &IpOffsets, old: u32, new: u32) {
     }
 }
 
+/// Where a frame's linerate probe is, as a sink finds it: the probe's
+/// offset, and the transport checksum that covers it (with whether 0
+/// means "none", UDP over IPv4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProbeSpot {
+    pub at: usize,
+    pub checksum: Option<(usize, bool)>,
+}
+
+/// The probe of a frame (UDP, TCP or ICMP echo payload, past VLAN tags and
+/// IPv6 extension headers), if it carries one.
+pub fn probe_spot(frame: &[u8]) -> Option<ProbeSpot> {
+    let parsed = linerate_wire::parse_frame(frame).ok()?;
+    parsed.probe?;
+    let at = (parsed.payload.as_ptr() as usize).checked_sub(frame.as_ptr() as usize)?;
+    let ip = locate(frame)?;
+    let checksum = ip.l4_checksum().or(match ip.l4 {
+        // ICMPv4's checksum covers its message, not the addresses.
+        Some((linerate_wire::ip_proto::ICMP, l4)) if !ip.v6 => Some((l4 + 2, false)),
+        _ => None,
+    });
+    (at + linerate_wire::PROBE_LEN <= frame.len()).then_some(ProbeSpot { at, checksum })
+}
+
+/// Writes `tx_ns` as the send time of the probe at `spot` (its sequence
+/// and flow kept), with the transport checksum updated incrementally: a
+/// replayed probe says when it was sent, not when it was captured.
+pub fn restamp(frame: &mut [u8], spot: ProbeSpot, tx_ns: u64) {
+    let Some(b) = frame.get_mut(spot.at..spot.at + linerate_wire::PROBE_LEN) else {
+        return;
+    };
+    let mut probe = linerate_wire::ProbeView::new_unchecked(b);
+    let seq = probe.seq();
+    let (old, new) = probe.patch(seq, tx_ns);
+    if let Some((at, zero_means_none)) = spot.checksum {
+        fix(frame, at, zero_means_none, old, new);
+    }
+}
+
 /// fwd's 5tswap past the MACs: swaps the IP addresses and, where the frame
 /// holds the transport header, the UDP/TCP ports. Checksums stay valid
 /// unchanged (a swap keeps every sum). Returns false when the frame has no
@@ -194,5 +233,122 @@ mod tests {
         let mut arp = vec![0u8; 60];
         arp[12..14].copy_from_slice(&[0x08, 0x06]);
         assert!(!swap_addresses_and_ports(&mut arp));
+    }
+
+    /// A probe payload: flow 7, sequence 42, sent at `tx_ns`, padded.
+    fn probe_payload(tx_ns: u64) -> Vec<u8> {
+        let mut p = vec![0x33u8; 30];
+        linerate_wire::Probe {
+            flow_id: 7,
+            seq: 42,
+            tx_ns,
+        }
+        .emit(&mut p)
+        .unwrap();
+        p
+    }
+
+    fn sent_at(f: &[u8]) -> linerate_wire::Probe {
+        linerate_wire::parse_frame(f).unwrap().probe.unwrap()
+    }
+
+    /// Checks the transport checksum of an IPv4 UDP or TCP frame.
+    fn v4_checksum_ok(f: &[u8]) -> bool {
+        let p = SlicedPacket::from_ethernet(f).unwrap();
+        let Some(NetSlice::Ipv4(ip)) = &p.net else {
+            panic!("not IPv4: {p:?}");
+        };
+        let h = ip.header().to_header();
+        match p.transport {
+            Some(TransportSlice::Udp(u)) => {
+                u.to_header().calc_checksum_ipv4(&h, u.payload()).unwrap() == u.checksum()
+            }
+            Some(TransportSlice::Tcp(t)) => {
+                t.to_header().calc_checksum_ipv4(&h, t.payload()).unwrap() == t.checksum()
+            }
+            other => panic!("no UDP/TCP: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_replayed_probe_is_stamped_with_its_send_time_and_its_checksums_stay_valid() {
+        // Captured a minute before it is replayed.
+        let captured = 1_000_000_000_000u64;
+        let now = captured + 56_000_000_000;
+        let b = || PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]);
+        let mut udp = Vec::new();
+        b().ipv4([198, 18, 0, 1], [198, 18, 0, 2], 64)
+            .udp(9, 9)
+            .write(&mut udp, &probe_payload(captured))
+            .unwrap();
+        let mut tcp = Vec::new();
+        b().ipv4([198, 18, 0, 1], [198, 18, 0, 2], 64)
+            .tcp(9, 9, 1, 1000)
+            .write(&mut tcp, &probe_payload(captured))
+            .unwrap();
+        let mut tagged = Vec::new();
+        b().single_vlan(5.try_into().unwrap())
+            .ipv4([198, 18, 0, 1], [198, 18, 0, 2], 64)
+            .udp(9, 9)
+            .write(&mut tagged, &probe_payload(captured))
+            .unwrap();
+        let mut v6 = v6_ext_udp();
+        let at = v6.len() - 21;
+        v6.truncate(at);
+        v6.extend_from_slice(&probe_payload(captured)[..21]);
+        // Payload changed: put the checksum right before restamping.
+        let plen = (v6.len() - 54) as u16;
+        v6[18..20].copy_from_slice(&plen.to_be_bytes());
+        let ulen = (v6.len() - 70) as u16;
+        v6[74..76].copy_from_slice(&ulen.to_be_bytes());
+        v6[76..78].copy_from_slice(&[0, 0]);
+        let c = {
+            let p = SlicedPacket::from_ethernet(&v6).unwrap();
+            let Some(NetSlice::Ipv6(ip)) = &p.net else {
+                panic!()
+            };
+            let Some(TransportSlice::Udp(u)) = p.transport else {
+                panic!()
+            };
+            u.to_header()
+                .calc_checksum_ipv6(&ip.header().to_header(), u.payload())
+                .unwrap()
+        };
+        v6[76..78].copy_from_slice(&c.to_be_bytes());
+        assert!(udp_checksum_ok(&v6));
+        for (name, f) in [
+            ("udp", &mut udp),
+            ("tcp", &mut tcp),
+            ("vlan", &mut tagged),
+            ("v6", &mut v6),
+        ] {
+            assert_eq!(sent_at(f).tx_ns, captured, "{name}");
+            let spot = probe_spot(f).unwrap_or_else(|| panic!("{name}: no probe found"));
+            restamp(f, spot, now);
+            let p = sent_at(f);
+            assert_eq!(
+                (p.flow_id, p.seq, p.tx_ns),
+                (7, 42, now & ((1 << 48) - 1)),
+                "{name}: the send time is the replay's, flow and sequence kept"
+            );
+            if name == "v6" {
+                assert!(udp_checksum_ok(f), "{name}");
+            } else {
+                assert!(v4_checksum_ok(f), "{name}: checksum after restamping");
+            }
+        }
+    }
+
+    #[test]
+    fn frames_without_a_probe_are_not_restamped() {
+        let mut f = Vec::new();
+        PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
+            .ipv4([198, 18, 0, 1], [198, 18, 0, 2], 64)
+            .udp(9, 9)
+            .write(&mut f, &[0x5a; 30])
+            .unwrap();
+        assert_eq!(probe_spot(&f), None);
+        assert_eq!(probe_spot(&v6_ext_udp()), None);
+        assert_eq!(probe_spot(&[0u8; 10]), None);
     }
 }

@@ -80,6 +80,9 @@ struct Sent {
     bytes: u64,
     calls: u64,
     errors: u64,
+    /// When the first send call began and the last that sent returned
+    /// (monotonic ns).
+    span: Option<(u64, u64)>,
 }
 
 /// Hands `frames` to the backend (retrying while it is full, until `stop`);
@@ -98,6 +101,7 @@ fn send_run(
         }
         let n = frames.len() - sent;
         c.calls += 1;
+        let before = linerate_backend::clock::monotonic_ns();
         match sock.send(&refs[..n]) {
             Ok(0) => {
                 c.errors += 1;
@@ -106,6 +110,8 @@ fn send_run(
             Ok(k) => {
                 c.bytes += refs[..k].iter().map(|f| f.len() as u64 + 4).sum::<u64>();
                 sent += k;
+                let after = linerate_backend::clock::monotonic_ns();
+                c.span = Some((c.span.map_or(before, |(f, _)| f), after));
             }
             Err(e) if send_refused(&e) => {
                 c.errors += 1;
@@ -132,7 +138,15 @@ pub(crate) fn replay(
         iface: cfg.iface.clone(),
         source,
     };
-    let frames = rewritten(cfg, r)?;
+    let mut frames = rewritten(cfg, r)?;
+    // Frames that carry a linerate probe get their send time written into
+    // it as they go: a capture's own stamps are its age at the receiver
+    // (a sink read a 56 s latency off a trace captured a minute before).
+    let probes: Vec<Option<linerate_gen::rewrite::ProbeSpot>> = frames
+        .iter()
+        .map(|f| linerate_gen::rewrite::probe_spot(f))
+        .collect();
+    let restamp = probes.iter().any(Option::is_some);
     let max_frame = frames.iter().map(Vec::len).max().unwrap_or(64);
     // No flow spec: a replay's frames go as captured (raw).
     let traffic = Traffic::raw("a pcap replay sends the captured frames as they are");
@@ -172,6 +186,15 @@ pub(crate) fn replay(
         {
             n += 1;
         }
+        if restamp {
+            // One send time per batch, as blast's frames carry.
+            let now = linerate_backend::clock::monotonic_ns();
+            for (f, p) in frames[i..i + n].iter_mut().zip(&probes[i..i + n]) {
+                if let Some(p) = p {
+                    linerate_gen::rewrite::restamp(f, *p, now);
+                }
+            }
+        }
         c.packets += send_run(&mut sock, &frames[i..i + n], stop, &mut c).map_err(send_err)? as u64;
         let now = Instant::now();
         if sampler.due(now)
@@ -194,7 +217,11 @@ pub(crate) fn replay(
         note,
         packets: c.packets,
         bytes: c.bytes,
-        duration_s: end.duration_since(start).as_secs_f64(),
+        // Over the sending span, first frame to last (as blast's).
+        duration_s: c.span.map_or_else(
+            || end.duration_since(start).as_secs_f64(),
+            |(f, l)| l.saturating_sub(f) as f64 / 1e9,
+        ),
         send_calls: c.calls,
         send_errors: c.errors,
         flows: 0,

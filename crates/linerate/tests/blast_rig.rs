@@ -1963,3 +1963,62 @@ fn auto_backend_carries_jumbo_frames() {
     assert!(note.contains("do not carry 9000-byte ones"), "{b}");
     assert_eq!(sink["packets"], 500, "{sink}");
 }
+
+/// A capture of linerate probes, stamped a minute before they are replayed
+/// (issue 26 item 8): the replay writes each probe's send time as it sends
+/// it, so a sink reads the path's latency, not the capture's age (it read
+/// 56 s off a trace captured 56 s before).
+#[test]
+fn replayed_probes_carry_their_send_time() {
+    if skip("replayed_probes_carry_their_send_time") {
+        return;
+    }
+    let rig = Rig::pair().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("probes.pcap");
+    let captured = linerate_backend::clock::monotonic_ns() - 56_000_000_000;
+    let frames: Vec<Vec<u8>> = (1..=200u64)
+        .map(|seq| {
+            let mut payload = vec![0x5a; 32];
+            linerate_wire::Probe {
+                flow_id: 3,
+                seq,
+                tx_ns: captured,
+            }
+            .emit(&mut payload)
+            .unwrap();
+            let mut f = Vec::new();
+            etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 0x99], [2, 0, 0, 0, 0, 0x98])
+                .ipv4([198, 18, 0, 1], [198, 18, 0, 2], 64)
+                .udp(5000, 9)
+                .write(&mut f, &payload)
+                .unwrap();
+            f
+        })
+        .collect();
+    write_pcap(&frames, &path);
+    let dst_mac = rig.host(1).mac.clone();
+    let (v, out) = with_sink(&rig, 200, || {
+        rig.command(0, BIN)
+            .args(["blast", "--iface", "veth0", "-J", "--pcap"])
+            .arg(&path)
+            .args([
+                "--pcap-timing",
+                "fast",
+                "--pps",
+                "20k",
+                "--dst-mac",
+                &dst_mac,
+            ])
+            .output()
+            .unwrap()
+    });
+    assert_eq!(succeeded(&out)["packets"], 200);
+    assert_eq!(v["packets"], 200, "{v}");
+    let p50 = v["latency_ns"]["p50"].as_u64().unwrap();
+    let max = v["latency_ns"]["max"].as_u64().unwrap();
+    assert!(
+        p50 > 0 && max < 1_000_000_000,
+        "latency p50 {p50} ns, max {max} ns: the capture's age, not the path's: {v}"
+    );
+}
