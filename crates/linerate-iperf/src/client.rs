@@ -268,6 +268,12 @@ impl<'a> ClientTest<'a> {
                 let _ = writeln!(out, "Reverse mode, remote host {} is sending", opts.host);
             }
         }
+        // The cookie goes out first, as iperf3's does: the UDP block size
+        // below is the control connection's MSS read after it (on loopback
+        // 32768 then, 32741 before any data), as iperf3 3.21 reads it.
+        let cookie = make_cookie(net::random_bytes());
+        let mut ctrl = ctrl;
+        net::write_within(&mut ctrl, &cookie, opts.control_timeout).map_err(ClientFailure::Io)?;
         let mut params = opts.params.clone();
         if params.len == 0 {
             params.len = match params.protocol {
@@ -288,7 +294,6 @@ impl<'a> ClientTest<'a> {
         }
         ctrl.set_read_timeout(Some(Duration::from_millis(20)))
             .map_err(ClientFailure::Io)?;
-        let cookie = make_cookie(net::random_bytes());
         let test_len = opts
             .time
             .unwrap_or(Duration::from_secs(u64::from(params.time_s)))
@@ -298,7 +303,12 @@ impl<'a> ClientTest<'a> {
             out,
             peer,
             ctrl,
-            session: ClientSession::new(&cookie, params.clone()),
+            session: {
+                let mut s = ClientSession::new(&cookie, params.clone());
+                // The cookie is already out.
+                let _ = s.poll_transmit();
+                s
+            },
             params,
             cookie,
             cpu: CpuMeter::start(),
