@@ -598,7 +598,7 @@ fn the_client_bounds_its_udp_set_up() {
     }
     let (out, took) = client.join().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("no UDP connect reply"), "{err}");
     assert!(took < Duration::from_secs(5), "{took:?}");
 }
@@ -695,7 +695,7 @@ fn a_cut_server_error_is_reported_as_an_error() {
     c.write_all(&[state::SERVER_ERROR, 0]).unwrap();
     let (out, took) = client.join().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("sent only 1 of its 8 bytes"), "{err}");
     assert!(took < Duration::from_secs(5), "{took:?}");
     drop(c);

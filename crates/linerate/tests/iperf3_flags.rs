@@ -420,7 +420,7 @@ fn flowlabel_is_on_the_wire() {
         ])
         .output()
         .unwrap();
-    assert_eq!(v4.status.code(), Some(1));
+    assert_eq!(v4.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&v4.stderr).contains("not IPv6"),
         "{}",
