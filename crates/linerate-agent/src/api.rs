@@ -1,0 +1,472 @@
+//! The API's routes without I/O: a request (method, path, body) in, a
+//! status and a JSON document out, as the models' responses are shaped
+//! (`Warning`, `Error`, `MetricsResponse`, `Version`; 64-bit counters as
+//! strings of digits).
+
+use crate::campaign::{Campaign, FlowCounts, lock};
+use crate::json::{Invalid, Obj, invalid};
+use crate::model;
+use crate::plan::{self, Options, Plan};
+use serde_json::{Value, json};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// The OTG models' version this agent follows (snappi's).
+pub const API_SPEC_VERSION: &str = "1.62.0";
+
+/// A response: HTTP status and body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    pub status: u16,
+    pub body: Value,
+}
+
+impl Reply {
+    fn ok(body: Value) -> Self {
+        Self { status: 200, body }
+    }
+
+    /// The models' `Error`: a code, a kind and messages.
+    pub fn error(status: u16, what: impl Into<String>) -> Self {
+        Self {
+            status,
+            body: json!({
+                "code": status,
+                "kind": if status >= 500 { "internal" } else { "validation" },
+                "errors": [what.into()],
+            }),
+        }
+    }
+
+    fn invalid(e: Invalid) -> Self {
+        Self::error(400, e.to_string())
+    }
+
+    fn warnings(w: Vec<String>) -> Self {
+        Self::ok(json!({ "warnings": w }))
+    }
+}
+
+/// The agent: its options, the configuration in force and its flows.
+#[derive(Debug)]
+pub struct Agent {
+    opts: Options,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// The last configuration taken, as it came.
+    config: Option<Value>,
+    campaign: Option<Campaign>,
+}
+
+impl Agent {
+    pub fn new(opts: Options) -> Self {
+        Self {
+            opts,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    pub fn options(&self) -> &Options {
+        &self.opts
+    }
+
+    /// Answers one request.
+    pub fn handle(&self, method: &str, path: &str, body: &[u8]) -> Reply {
+        let route = match (method, path) {
+            ("POST", "/config") => Route::SetConfig,
+            ("GET", "/config") => Route::GetConfig,
+            ("POST", "/control/state") => Route::ControlState,
+            ("POST", "/monitor/metrics") => Route::Metrics,
+            ("GET", "/capabilities/version") => return self.version(),
+            (_, "/config" | "/control/state" | "/monitor/metrics" | "/capabilities/version") => {
+                return Reply::error(405, format!("{method} is not a method of {path}"));
+            }
+            _ => {
+                return Reply::error(
+                    404,
+                    format!(
+                        "{path}: not a path of the agent (it serves /config, /control/state, /monitor/metrics and /capabilities/version)"
+                    ),
+                );
+            }
+        };
+        if route == Route::GetConfig {
+            let s = lock(&self.state);
+            return Reply::ok(s.config.clone().unwrap_or_else(|| json!({})));
+        }
+        let doc: Value = match serde_json::from_slice(body) {
+            Ok(v) => v,
+            Err(e) => return Reply::error(400, format!("the body is not JSON: {e}")),
+        };
+        let r = match route {
+            Route::SetConfig => self.set_config(doc),
+            Route::ControlState => self.control_state(&doc),
+            _ => self.metrics(&doc),
+        };
+        r.unwrap_or_else(|e| e)
+    }
+
+    fn version(&self) -> Reply {
+        Reply::ok(json!({
+            "api_spec_version": API_SPEC_VERSION,
+            "sdk_version": "",
+            "app_version": format!("linerate {}", env!("CARGO_PKG_VERSION")),
+        }))
+    }
+
+    fn set_config(&self, doc: Value) -> Result<Reply, Reply> {
+        let cfg = model::config(&doc).map_err(Reply::invalid)?;
+        let plan = plan::plan(&cfg, &self.opts).map_err(Reply::invalid)?;
+        let warnings = warnings(&cfg, &plan);
+        let mut s = lock(&self.state);
+        if s.campaign.as_ref().is_some_and(Campaign::any_running) {
+            return Err(Reply::error(
+                409,
+                "traffic is running: stop it first (/control/state, flow_transmit stop)",
+            ));
+        }
+        s.campaign = Some(Campaign::new(plan));
+        s.config = Some(doc);
+        Ok(Reply::warnings(warnings))
+    }
+
+    fn control_state(&self, doc: &Value) -> Result<Reply, Reply> {
+        let o = Obj::new("", doc).map_err(Reply::invalid)?;
+        let c = o.str("choice").map_err(Reply::invalid)?.unwrap_or("");
+        if c != "traffic" {
+            return Err(Reply::invalid(invalid(
+                "choice",
+                format!("'{c}': the agent controls traffic only"),
+            )));
+        }
+        let t = o
+            .obj("traffic")
+            .map_err(Reply::invalid)?
+            .ok_or_else(|| Reply::invalid(invalid("traffic", "required")))?;
+        let tc = t.str("choice").map_err(Reply::invalid)?.unwrap_or("");
+        if tc != "flow_transmit" {
+            return Err(Reply::invalid(invalid(
+                "traffic.choice",
+                format!("'{tc}': the agent takes flow_transmit only"),
+            )));
+        }
+        let ft = t
+            .obj("flow_transmit")
+            .map_err(Reply::invalid)?
+            .ok_or_else(|| Reply::invalid(invalid("traffic.flow_transmit", "required")))?;
+        let state = ft.str("state").map_err(Reply::invalid)?.unwrap_or("");
+        let names = ft
+            .strs("flow_names", model::FLOWS_MAX)
+            .map_err(Reply::invalid)?
+            .unwrap_or_default();
+        ft.done().map_err(Reply::invalid)?;
+        t.done().map_err(Reply::invalid)?;
+        o.done().map_err(Reply::invalid)?;
+        match state {
+            "start" => self.start(&names),
+            "stop" => self.stop(&names),
+            "pause" | "resume" => Err(Reply::invalid(invalid(
+                "traffic.flow_transmit.state",
+                format!("'{state}' is not supported by linerate agent (start and stop are)"),
+            ))),
+            s => Err(Reply::invalid(invalid(
+                "traffic.flow_transmit.state",
+                format!("'{s}' is not a state (start, stop)"),
+            ))),
+        }
+    }
+
+    /// The flows named (every flow when none is), by index.
+    fn chosen(plan: &Plan, names: &[&str]) -> Result<Vec<usize>, Reply> {
+        if names.is_empty() {
+            return Ok((0..plan.flows.len()).collect());
+        }
+        names
+            .iter()
+            .map(|n| {
+                plan.flows.iter().position(|f| f.name == *n).ok_or_else(|| {
+                    Reply::invalid(invalid("flow_names", format!("no flow is named '{n}'")))
+                })
+            })
+            .collect()
+    }
+
+    fn start(&self, names: &[&str]) -> Result<Reply, Reply> {
+        let s = lock(&self.state);
+        let camp = s
+            .campaign
+            .as_ref()
+            .ok_or_else(|| Reply::error(409, "no configuration: POST /config first"))?;
+        let which = Self::chosen(&camp.plan, names)?;
+        if which.is_empty() {
+            return Err(Reply::error(409, "the configuration has no flows"));
+        }
+        if let Some(&i) = which.iter().find(|&&i| camp.flows[i].running()) {
+            return Err(Reply::error(
+                409,
+                format!(
+                    "flow '{}' is transmitting: stop it first",
+                    camp.plan.flows[i].name
+                ),
+            ));
+        }
+        for &i in &which {
+            camp.flows[i]
+                .start(camp.plan.flows[i].clone())
+                .map_err(|e| {
+                    Reply::error(
+                        500,
+                        format!("starting flow '{}': {e}", camp.plan.flows[i].name),
+                    )
+                })?;
+        }
+        Ok(Reply::warnings(Vec::new()))
+    }
+
+    fn stop(&self, names: &[&str]) -> Result<Reply, Reply> {
+        // The flows are asked to stop under the lock, waited for outside
+        // it: metrics stay answered meanwhile.
+        let (flows, wait) = {
+            let s = lock(&self.state);
+            let Some(camp) = s.campaign.as_ref() else {
+                return Ok(Reply::warnings(Vec::new()));
+            };
+            let which = Self::chosen(&camp.plan, names)?;
+            let flows: Vec<_> = which.iter().map(|&i| camp.flows[i].clone()).collect();
+            for f in &flows {
+                f.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            (flows, self.opts.drain + STOP_SLACK)
+        };
+        let end = std::time::Instant::now() + wait;
+        let all = flows
+            .iter()
+            .all(|f| f.stop_within(end.saturating_duration_since(std::time::Instant::now())));
+        if all {
+            Ok(Reply::warnings(Vec::new()))
+        } else {
+            Ok(Reply::warnings(vec![format!(
+                "some flows had not ended {} s after the stop: their counts are still running",
+                wait.as_secs()
+            )]))
+        }
+    }
+
+    fn metrics(&self, doc: &Value) -> Result<Reply, Reply> {
+        let o = Obj::new("", doc).map_err(Reply::invalid)?;
+        let c = o.str("choice").map_err(Reply::invalid)?.unwrap_or("port");
+        let s = lock(&self.state);
+        let empty = Campaign::new(Plan {
+            ports: Vec::new(),
+            flows: Vec::new(),
+        });
+        let camp = s.campaign.as_ref().unwrap_or(&empty);
+        let snaps: Vec<FlowCounts> = camp.flows.iter().map(|f| f.snapshot()).collect();
+        match c {
+            "flow" => {
+                let req = o.obj("flow").map_err(Reply::invalid)?;
+                let names = match &req {
+                    Some(r) => {
+                        r.strs("metric_names", 32).map_err(Reply::invalid)?;
+                        r.raw("tagged_metrics");
+                        let n = r
+                            .strs("flow_names", model::FLOWS_MAX)
+                            .map_err(Reply::invalid)?;
+                        r.done().map_err(Reply::invalid)?;
+                        n.unwrap_or_default()
+                    }
+                    None => Vec::new(),
+                };
+                o.done().map_err(Reply::invalid)?;
+                let which = Self::chosen(&camp.plan, &names)?;
+                let rows: Vec<Value> = which
+                    .iter()
+                    .map(|&i| flow_metric(&camp.plan, i, &snaps[i]))
+                    .collect();
+                Ok(Reply::ok(
+                    json!({"choice": "flow_metrics", "flow_metrics": rows}),
+                ))
+            }
+            "port" => {
+                let req = o.obj("port").map_err(Reply::invalid)?;
+                let names = match &req {
+                    Some(r) => {
+                        r.strs("column_names", 32).map_err(Reply::invalid)?;
+                        let n = r
+                            .strs("port_names", model::PORTS_MAX)
+                            .map_err(Reply::invalid)?;
+                        r.done().map_err(Reply::invalid)?;
+                        n.unwrap_or_default()
+                    }
+                    None => Vec::new(),
+                };
+                o.done().map_err(Reply::invalid)?;
+                let which: Vec<usize> = if names.is_empty() {
+                    (0..camp.plan.ports.len()).collect()
+                } else {
+                    names
+                        .iter()
+                        .map(|n| {
+                            camp.plan
+                                .ports
+                                .iter()
+                                .position(|p| p.name == *n)
+                                .ok_or_else(|| {
+                                    Reply::invalid(invalid(
+                                        "port.port_names",
+                                        format!("no port is named '{n}'"),
+                                    ))
+                                })
+                        })
+                        .collect::<Result<_, _>>()?
+                };
+                let rows: Vec<Value> = which
+                    .iter()
+                    .map(|&p| port_metric(&camp.plan, p, &snaps))
+                    .collect();
+                Ok(Reply::ok(
+                    json!({"choice": "port_metrics", "port_metrics": rows}),
+                ))
+            }
+            other => Err(Reply::invalid(invalid(
+                "choice",
+                format!("'{other}': the agent reports port and flow metrics only"),
+            ))),
+        }
+    }
+}
+
+/// Beyond the drain, how long a stop waits for flows to end.
+const STOP_SLACK: Duration = Duration::from_secs(15);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    SetConfig,
+    GetConfig,
+    ControlState,
+    Metrics,
+}
+
+/// What the client should know about how its flows will be sent.
+fn warnings(cfg: &model::Config, plan: &Plan) -> Vec<String> {
+    let mut w = Vec::new();
+    for (f, p) in cfg.flows.iter().zip(&plan.flows) {
+        let h = &f.headers;
+        let ranged = [h.eth_src, h.ip_src, h.ip_dst, h.src_port, h.dst_port]
+            .iter()
+            .filter(|r| r.count > 1)
+            .count()
+            + usize::from(matches!(h.eth_dst, model::Field::Range(r) if r.count > 1));
+        if ranged > 1 {
+            w.push(format!(
+                "flow '{}': {} fields take several values: linerate sends every combination ({} in turn), not the fields stepping together",
+                f.name,
+                ranged,
+                p.blast.flows.count()
+            ));
+        }
+        if f.rx.is_empty() {
+            w.push(format!(
+                "flow '{}': no receive port: frames_rx stays 0",
+                f.name
+            ));
+        }
+    }
+    w
+}
+
+fn n(v: u64) -> Value {
+    Value::String(v.to_string())
+}
+
+fn flow_metric(plan: &Plan, i: usize, c: &FlowCounts) -> Value {
+    let f = &plan.flows[i];
+    let (rx_p, rx_b) = (c.rx_packets(), c.rx_bytes());
+    let rx_pps: f64 = c.rx_pps.iter().sum();
+    let rx_bps: f64 = c.rx_bps.iter().sum();
+    let loss = if c.tx_packets > 0 {
+        c.tx_packets.saturating_sub(rx_p) as f64 * 100.0 / c.tx_packets as f64
+    } else {
+        0.0
+    };
+    let mut m = json!({
+        "name": f.name,
+        "port_tx": plan.ports[f.tx].name,
+        "port_rx": f.rx.first().map(|&r| plan.ports[r].name.clone()).unwrap_or_default(),
+        "transmit": if c.running { "started" } else { "stopped" },
+        "frames_tx": n(c.tx_packets),
+        "frames_rx": n(rx_p),
+        "bytes_tx": n(c.tx_bytes),
+        "bytes_rx": n(rx_b),
+        "frames_tx_rate": c.tx_pps,
+        "frames_rx_rate": rx_pps,
+        "loss": loss,
+        "tx_rate_bps": c.tx_bps,
+        "rx_rate_bps": rx_bps,
+        "tx_rate_bytes": c.tx_bps / 8.0,
+        "rx_rate_bytes": rx_bps / 8.0,
+        "tx_rate_kbps": c.tx_bps / 1e3,
+        "rx_rate_kbps": rx_bps / 1e3,
+        "tx_rate_mbps": c.tx_bps / 1e6,
+        "rx_rate_mbps": rx_bps / 1e6,
+        "tx_l1_rate_bps": c.tx_bps + c.tx_pps * 160.0,
+        "rx_l1_rate_bps": rx_bps + rx_pps * 160.0,
+    });
+    if f.latency
+        && let Some((min, max, avg)) = c.latency
+    {
+        m["latency"] = json!({"minimum_ns": min, "maximum_ns": max, "average_ns": avg});
+    }
+    m
+}
+
+fn port_metric(plan: &Plan, p: usize, snaps: &[FlowCounts]) -> Value {
+    let port = &plan.ports[p];
+    let (mut tx_p, mut tx_b, mut rx_p, mut rx_b) = (0u64, 0u64, 0u64, 0u64);
+    let (mut tx_pps, mut tx_bps, mut rx_pps, mut rx_bps) = (0f64, 0f64, 0f64, 0f64);
+    let mut transmitting = false;
+    for (f, c) in plan.flows.iter().zip(snaps) {
+        if f.tx == p {
+            tx_p += c.tx_packets;
+            tx_b += c.tx_bytes;
+            tx_pps += c.tx_pps;
+            tx_bps += c.tx_bps;
+            transmitting |= c.running;
+        }
+        for (k, &r) in f.rx.iter().enumerate() {
+            if r == p {
+                rx_p += c.rx.get(k).map_or(0, |x| x.0);
+                rx_b += c.rx.get(k).map_or(0, |x| x.1);
+                rx_pps += c.rx_pps.get(k).copied().unwrap_or(0.0);
+                rx_bps += c.rx_bps.get(k).copied().unwrap_or(0.0);
+            }
+        }
+    }
+    let link = linerate_backend::iface::is_up(&port.iface).unwrap_or(false);
+    json!({
+        "name": port.name,
+        "location": port.iface,
+        "link": if link { "up" } else { "down" },
+        "capture": "stopped",
+        "frames_tx": n(tx_p),
+        "frames_rx": n(rx_p),
+        "bytes_tx": n(tx_b),
+        "bytes_rx": n(rx_b),
+        "frames_tx_rate": tx_pps,
+        "frames_rx_rate": rx_pps,
+        "bytes_tx_rate": tx_bps / 8.0,
+        "bytes_rx_rate": rx_bps / 8.0,
+        "transmit": if transmitting { "started" } else { "stopped" },
+    })
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        if let Some(c) = lock(&self.state).campaign.as_ref() {
+            c.stop_all(self.opts.drain + STOP_SLACK);
+        }
+    }
+}
