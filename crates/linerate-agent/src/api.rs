@@ -470,3 +470,275 @@ impl Drop for Agent {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linerate_packet::BackendKind;
+
+    fn agent() -> Agent {
+        Agent::new(Options {
+            allow: vec!["wire0".into(), "wire1".into()],
+            // Loopback ports: nothing here touches an interface.
+            tx_backend: BackendKind::Loopback,
+            rx_backend: BackendKind::Loopback,
+            drain: Duration::from_millis(10),
+            run_max: Duration::from_secs(5),
+            interval: Duration::from_millis(50),
+        })
+    }
+
+    fn good() -> Value {
+        json!({
+            "ports": [{"name": "tx", "location": "wire0"}, {"name": "rx", "location": "wire1"}],
+            "flows": [{
+                "name": "f1",
+                "tx_rx": {"choice": "port", "port": {"tx_name": "tx", "rx_names": ["rx"]}},
+                "packet": [
+                    {"choice": "ethernet", "ethernet": {"src": {"choice": "value", "value": "02:00:00:00:00:01"}}},
+                    {"choice": "vlan", "vlan": {"id": {"choice": "value", "value": 10}}},
+                    {"choice": "ipv4", "ipv4": {"dst": {"choice": "increment", "increment": {"start": "198.18.0.2", "step": "0.0.0.1", "count": 4}}}},
+                    {"choice": "udp", "udp": {"src_port": {"choice": "values", "values": ["1000", "1002", "1004"]}}}
+                ],
+                "size": {"choice": "weight_pairs", "weight_pairs": {"choice": "custom", "custom": [{"size": 128, "weight": 7}, {"size": 1518, "weight": 1}]}},
+                "rate": {"choice": "pps", "pps": "1000"},
+                "duration": {"choice": "fixed_packets", "fixed_packets": {"packets": "10", "gap": 12}},
+                "metrics": {"enable": true, "latency": {"enable": true, "mode": "store_forward"}}
+            }]
+        })
+    }
+
+    /// Sets the value at a JSON pointer, adding the last key if missing.
+    fn set(doc: &mut Value, ptr: &str, v: Value) {
+        let (parent, key) = ptr.rsplit_once('/').unwrap();
+        let p = if parent.is_empty() {
+            doc
+        } else {
+            doc.pointer_mut(parent).unwrap()
+        };
+        match p {
+            Value::Object(m) => {
+                m.insert(key.into(), v);
+            }
+            Value::Array(l) => l[key.parse::<usize>().unwrap()] = v,
+            _ => panic!("{ptr}"),
+        }
+    }
+
+    fn post(a: &Agent, path: &str, v: &Value) -> Reply {
+        a.handle("POST", path, v.to_string().as_bytes())
+    }
+
+    #[test]
+    fn a_config_gets_the_models_defaults() {
+        let a = agent();
+        let r = post(&a, "/config", &good());
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert!(
+            r.body["warnings"][0]
+                .as_str()
+                .unwrap()
+                .contains("every combination"),
+            "{}",
+            r.body
+        );
+        let s = lock(&a.state);
+        let f = &s.campaign.as_ref().unwrap().plan.flows[0];
+        assert_eq!(f.blast.flows.count(), 12);
+        assert_eq!(f.blast.count, Some(10));
+        assert_eq!(f.blast.framing.vlan, Some((10, 0)));
+        assert_eq!(f.blast.framing.ttl, 64, "the model's default TTL");
+        assert_eq!(f.blast.sizes.cycle().len(), 8, "7:1");
+        assert_eq!(f.ids.span(), 16, "12 tuples: a block of 16 ids");
+        // Nothing given: ethernet/ipv4/udp at their defaults, 64 bytes,
+        // 1000 pps, continuous.
+        let bare = json!({"ports": [{"name": "a", "location": "wire0"}],
+            "flows": [{"name": "x", "tx_rx": {"port": {"tx_name": "a"}},
+                "packet": [{"choice": "ethernet"}, {"choice": "ipv4"}, {"choice": "udp"}]}]});
+        drop(s);
+        let r = post(&a, "/config", &bare);
+        assert_eq!(r.status, 200, "{}", r.body);
+        let s = lock(&a.state);
+        let f = &s.campaign.as_ref().unwrap().plan.flows[0];
+        assert_eq!(
+            (f.blast.count, f.blast.duration),
+            (None, Duration::from_secs(5))
+        );
+        assert_eq!(f.blast.rate, linerate_packet::Rate::Pps(1000));
+        assert_eq!(f.blast.sizes.cycle(), &[64]);
+    }
+
+    #[test]
+    fn what_linerate_would_not_honour_is_refused_by_path() {
+        let a = agent();
+        let cases: Vec<(&str, Value, &str)> = vec![
+            (
+                "/flows/0/packet/2/ipv4/src",
+                json!({"choice": "random"}),
+                "flows[0].packet[2].ipv4.src.choice",
+            ),
+            (
+                "/flows/0/packet/3/udp/src_port",
+                json!({"choice": "values", "values": [1, 5, 6]}),
+                "evenly spaced",
+            ),
+            (
+                "/flows/0/packet/3/udp/dst_port",
+                json!({"choice": "value", "value": 70000}),
+                "above 65535",
+            ),
+            (
+                "/flows/0/rate",
+                json!({"choice": "pps", "pps": "0"}),
+                "flows[0].rate.pps",
+            ),
+            (
+                "/flows/0/size",
+                json!({"choice": "fixed", "fixed": 40}),
+                "64 to 9216",
+            ),
+            (
+                "/flows/0/duration",
+                json!({"choice": "fixed_seconds", "fixed_seconds": {"seconds": 10}}),
+                "longest run",
+            ),
+            (
+                "/flows/0/tx_rx/port/rx_names",
+                json!(["tx"]),
+                "both sends and receives",
+            ),
+            (
+                "/flows/0/egress_packet",
+                json!([{"choice": "ethernet"}]),
+                "flows[0].egress_packet: not supported",
+            ),
+            ("/ports/1/location", json!("eth0"), "allow-list"),
+            ("/devices", json!([{"name": "d"}]), "devices"),
+            (
+                "/flows/0/packet/2/ipv4/time_to_live",
+                json!({"choice": "increment", "increment": {"start": 1, "count": 3}}),
+                "one value",
+            ),
+        ];
+        for (ptr, v, want) in cases {
+            let mut doc = good();
+            set(&mut doc, ptr, v);
+            let r = post(&a, "/config", &doc);
+            assert_eq!(r.status, 400, "{ptr}: {}", r.body);
+            let msg = r.body["errors"][0].as_str().unwrap();
+            assert!(msg.contains(want), "{ptr}: '{msg}' lacks '{want}'");
+        }
+    }
+
+    #[test]
+    fn routes_answer_with_the_models_shapes() {
+        let a = agent();
+        assert_eq!(
+            a.handle("GET", "/capabilities/version", b"").body["api_spec_version"],
+            API_SPEC_VERSION
+        );
+        assert_eq!(a.handle("GET", "/nope", b"").status, 404);
+        assert_eq!(a.handle("DELETE", "/config", b"").status, 405);
+        assert_eq!(a.handle("POST", "/config", b"{").status, 400);
+        let start = json!({"choice": "traffic", "traffic": {"choice": "flow_transmit", "flow_transmit": {"state": "start"}}});
+        assert_eq!(
+            post(&a, "/control/state", &start).status,
+            409,
+            "no configuration yet"
+        );
+        let m = post(
+            &a,
+            "/monitor/metrics",
+            &json!({"choice": "flow", "flow": {"flow_names": []}}),
+        );
+        assert_eq!(
+            m.body,
+            json!({"choice": "flow_metrics", "flow_metrics": []})
+        );
+        let pause = json!({"choice": "traffic", "traffic": {"choice": "flow_transmit", "flow_transmit": {"state": "pause"}}});
+        assert_eq!(post(&a, "/control/state", &pause).status, 400);
+        post(&a, "/config", &good());
+        let m = post(
+            &a,
+            "/monitor/metrics",
+            &json!({"choice": "flow", "flow": {"flow_names": ["nope"]}}),
+        );
+        assert_eq!(m.status, 400);
+        let m = post(&a, "/monitor/metrics", &json!({"choice": "port"}));
+        assert_eq!(
+            m.body["port_metrics"][0]["frames_tx"], "0",
+            "64-bit counters as strings"
+        );
+    }
+
+    /// Mutated configurations (any node replaced by hostile values) and
+    /// random bytes never panic the agent: each is an answer.
+    #[test]
+    fn hostile_documents_are_answered_never_panicked_on() {
+        let a = agent();
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let hostile = [
+            json!(null),
+            json!(-1),
+            json!(1e308),
+            json!("18446744073709551616"),
+            json!(u64::MAX),
+            json!(""),
+            json!("x".repeat(300)),
+            json!([]),
+            json!({}),
+            json!([[[[]]]]),
+            json!(true),
+            json!({"choice": "increment", "increment": {"start": "255.255.255.255", "step": "0.0.0.1", "count": "4294967295"}}),
+            json!({"choice": "decrement", "decrement": {"start": 0, "step": 1, "count": 2}}),
+            json!({"choice": "values", "values": []}),
+            json!("ff:ff:ff:ff:ff:ff"),
+            json!("::"),
+        ];
+        fn nodes(v: &Value, at: String, out: &mut Vec<String>) {
+            out.push(at.clone());
+            match v {
+                Value::Object(m) => m
+                    .iter()
+                    .for_each(|(k, x)| nodes(x, format!("{at}/{k}"), out)),
+                Value::Array(l) => l
+                    .iter()
+                    .enumerate()
+                    .for_each(|(i, x)| nodes(x, format!("{at}/{i}"), out)),
+                _ => {}
+            }
+        }
+        let mut paths = Vec::new();
+        nodes(&good(), String::new(), &mut paths);
+        for _ in 0..3000 {
+            let mut doc = good();
+            for _ in 0..1 + rnd() % 3 {
+                let p = &paths[(rnd() % paths.len() as u64) as usize];
+                if let Some(x) = doc.pointer_mut(p) {
+                    *x = hostile[(rnd() % hostile.len() as u64) as usize].clone();
+                }
+            }
+            let r = post(&a, "/config", &doc);
+            assert!(
+                r.status == 200 || r.status == 400,
+                "{}: {}",
+                r.status,
+                r.body
+            );
+            let r = post(&a, "/monitor/metrics", &doc);
+            assert!(r.status == 200 || r.status == 400, "{}", r.body);
+        }
+        for _ in 0..500 {
+            let bytes: Vec<u8> = (0..rnd() % 200).map(|_| rnd() as u8).collect();
+            for path in ["/config", "/control/state", "/monitor/metrics"] {
+                assert_eq!(a.handle("POST", path, &bytes).status, 400);
+            }
+        }
+    }
+}
