@@ -52,6 +52,8 @@ impl Reply {
 pub struct Agent {
     opts: Options,
     state: Mutex<State>,
+    /// Receivers run for peer agents (their flows' receive ports here).
+    receivers: crate::peer::Receivers,
 }
 
 #[derive(Debug, Default)]
@@ -66,6 +68,7 @@ impl Agent {
         Self {
             opts,
             state: Mutex::new(State::default()),
+            receivers: crate::peer::Receivers::default(),
         }
     }
 
@@ -81,6 +84,15 @@ impl Agent {
             ("POST", "/control/state") => Route::ControlState,
             ("POST", "/monitor/metrics") => Route::Metrics,
             ("GET", "/capabilities/version") => return self.version(),
+            (
+                "POST",
+                "/linerate/port"
+                | "/linerate/rx/start"
+                | "/linerate/rx/counts"
+                | "/linerate/rx/stop",
+            ) => {
+                return self.peer_route(path, body);
+            }
             (_, "/config" | "/control/state" | "/monitor/metrics" | "/capabilities/version") => {
                 return Reply::error(405, format!("{method} is not a method of {path}"));
             }
@@ -107,6 +119,41 @@ impl Agent {
             _ => self.metrics(&doc),
         };
         r.unwrap_or_else(|e| e)
+    }
+
+    /// The routes a peer agent calls (`crate::peer`).
+    fn peer_route(&self, path: &str, body: &[u8]) -> Reply {
+        let doc: Value = match serde_json::from_slice(body) {
+            Ok(v) => v,
+            Err(e) => return Reply::error(400, format!("the body is not JSON: {e}")),
+        };
+        let r = Obj::new("", &doc).and_then(|o| match path {
+            "/linerate/port" => {
+                let iface = o.str("iface")?.unwrap_or("").to_string();
+                o.done()?;
+                if !self.opts.allow.contains(&iface) {
+                    return Err(invalid(
+                        "iface",
+                        format!("'{iface}' is not an interface this agent may use"),
+                    ));
+                }
+                let mac = linerate_backend::iface::mac(&iface)
+                    .map_err(|e| invalid("iface", format!("{iface}: {e}")))?;
+                Ok(json!({
+                    "mac": linerate_backend::iface::format_mac(mac),
+                    "up": linerate_backend::iface::is_up(&iface).unwrap_or(false),
+                }))
+            }
+            "/linerate/rx/start" => self.receivers.start(
+                &o,
+                &self.opts.allow,
+                self.opts.rx_backend,
+                self.opts.run_max,
+            ),
+            "/linerate/rx/counts" => self.receivers.counts(&o),
+            _ => self.receivers.stop(&o),
+        });
+        r.map_or_else(Reply::invalid, Reply::ok)
     }
 
     fn version(&self) -> Reply {
@@ -445,11 +492,9 @@ fn port_metric(plan: &Plan, p: usize, snaps: &[FlowCounts]) -> Value {
             }
         }
     }
-    let link = linerate_backend::iface::is_up(&port.iface).unwrap_or(false);
-    json!({
+    let mut m = json!({
         "name": port.name,
-        "location": port.iface,
-        "link": if link { "up" } else { "down" },
+        "location": port.location,
         "capture": "stopped",
         "frames_tx": n(tx_p),
         "frames_rx": n(rx_p),
@@ -460,11 +505,18 @@ fn port_metric(plan: &Plan, p: usize, snaps: &[FlowCounts]) -> Value {
         "bytes_tx_rate": tx_bps / 8.0,
         "bytes_rx_rate": rx_bps / 8.0,
         "transmit": if transmitting { "started" } else { "stopped" },
-    })
+    });
+    // A port of a peer: its link is the peer's to tell.
+    if port.remote.is_none() {
+        let up = linerate_backend::iface::is_up(&port.iface).unwrap_or(false);
+        m["link"] = json!(if up { "up" } else { "down" });
+    }
+    m
 }
 
 impl Drop for Agent {
     fn drop(&mut self) {
+        self.receivers.stop_all();
         if let Some(c) = lock(&self.state).campaign.as_ref() {
             c.stop_all(self.opts.drain + STOP_SLACK);
         }
@@ -485,6 +537,7 @@ mod tests {
             drain: Duration::from_millis(10),
             run_max: Duration::from_secs(5),
             interval: Duration::from_millis(50),
+            peers: None,
         })
     }
 
@@ -669,6 +722,41 @@ mod tests {
             m.body["port_metrics"][0]["frames_tx"], "0",
             "64-bit counters as strings"
         );
+        // A peer's routes take only allowed interfaces and known receivers.
+        for (path, body, want) in [
+            (
+                "/linerate/port",
+                json!({"iface": "eth0"}),
+                "not an interface",
+            ),
+            (
+                "/linerate/rx/start",
+                json!({"iface": "eth0", "ids": {"base": 0, "span": 4}, "seconds": 1}),
+                "not an interface",
+            ),
+            (
+                "/linerate/rx/start",
+                json!({"iface": "wire0", "ids": {"base": 0, "span": 3}, "seconds": 1}),
+                "power-of-two",
+            ),
+            (
+                "/linerate/rx/start",
+                json!({"iface": "wire0", "ids": {"base": 0, "span": 4}, "seconds": 1e9}),
+                "seconds",
+            ),
+            ("/linerate/rx/counts", json!({"id": 7}), "no receiver 7"),
+            ("/linerate/rx/stop", json!({"id": "x"}), "unsigned integer"),
+            (
+                "/linerate/rx/stop",
+                json!({"id": 1, "more": 1}),
+                "more: not supported",
+            ),
+        ] {
+            let r = post(&a, path, &body);
+            assert_eq!(r.status, 400, "{path} {body}");
+            let msg = r.body["errors"][0].as_str().unwrap();
+            assert!(msg.contains(want), "{path}: '{msg}' lacks '{want}'");
+        }
     }
 
     /// Mutated configurations (any node replaced by hostile values) and

@@ -3,6 +3,7 @@
 //! its last (`linerate_packet::pair`), running counts taken from their
 //! intervals, and the exact counts of the reports once the flow ends.
 
+use crate::peer::RxCounts;
 use crate::plan::{Plan, PlanFlow};
 use linerate_gen::sink::LatencyHist3;
 use linerate_packet::{BlastReport, SinkReport};
@@ -130,7 +131,7 @@ impl FlowRun {
         };
         let mut c = lock(&self.counts);
         match result {
-            Ok((sent, got)) => settle(&mut c, flow, &sent, &got),
+            Ok(o) => settle(&mut c, flow, &o),
             Err(e) => c.error = Some(e),
         }
         c.tx_pps = 0.0;
@@ -140,11 +141,106 @@ impl FlowRun {
         c.running = false;
     }
 
-    fn send_and_count(
+    fn send_and_count(&self, flow: &PlanFlow) -> Result<Outcome, String> {
+        // Receivers on peers first: each ready before the first frame.
+        let remote = self.start_remote(flow)?;
+        let done = AtomicBool::new(false);
+        let result = std::thread::scope(|sc| {
+            if !remote.is_empty() {
+                sc.spawn(|| self.poll_remote(flow, &remote, &done));
+            }
+            let r = self.send_local(flow);
+            done.store(true, Ordering::Relaxed);
+            r
+        });
+        // Stopped whatever happened to the send (they end by their
+        // seconds in any case).
+        let finals = self.stop_remote(flow, &remote);
+        let (sent, got) = result?;
+        Ok(Outcome {
+            sent,
+            got,
+            remote: finals,
+        })
+    }
+
+    /// Starts a receiver on each of the flow's peer ports: (place in
+    /// `rx`, peer, receiver id).
+    fn start_remote(&self, flow: &PlanFlow) -> Result<Vec<(usize, String, u64)>, String> {
+        let mut started = Vec::new();
+        let Some(peers) = &flow.peers else {
+            return Ok(started);
+        };
+        let seconds = (flow.delay + flow.blast.duration + flow.drain).as_secs_f64() + 60.0;
+        for (k, base, iface) in &flow.remote_rx {
+            let body = serde_json::json!({
+                "iface": iface,
+                "ids": {"base": flow.ids.base, "span": flow.ids.span()},
+                "seconds": seconds,
+                "clocks_shared": flow.latency && peers.clock_shared,
+            });
+            match peers.call(base, "/linerate/rx/start", &body, PEER_START_WITHIN) {
+                Ok(v) => started.push((*k, base.clone(), v["id"].as_u64().unwrap_or(u64::MAX))),
+                Err(e) => {
+                    self.stop_remote(flow, &started);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(started)
+    }
+
+    /// The peers' running counts, every interval, until `done`.
+    fn poll_remote(&self, flow: &PlanFlow, remote: &[(usize, String, u64)], done: &AtomicBool) {
+        let Some(peers) = &flow.peers else { return };
+        while !done.load(Ordering::Relaxed) {
+            for (k, base, id) in remote {
+                let body = serde_json::json!({ "id": id });
+                if let Ok(v) = peers.call(base, "/linerate/rx/counts", &body, PEER_CALL_WITHIN) {
+                    let r = RxCounts::from_json(&v);
+                    let mut c = lock(&self.counts);
+                    if !done.load(Ordering::Relaxed) {
+                        c.rx[*k] = (r.frames, r.bytes);
+                        c.rx_pps[*k] = r.pps;
+                        c.rx_bps[*k] = r.bps;
+                    }
+                }
+            }
+            let until = Instant::now() + Duration::from_millis(200);
+            while Instant::now() < until && !done.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+
+    /// Stops the flow's peer receivers: each one's final counts, or why
+    /// there are none.
+    fn stop_remote(
+        &self,
+        flow: &PlanFlow,
+        remote: &[(usize, String, u64)],
+    ) -> Vec<(usize, Result<RxCounts, String>)> {
+        let Some(peers) = &flow.peers else {
+            return Vec::new();
+        };
+        remote
+            .iter()
+            .map(|(k, base, id)| {
+                let body = serde_json::json!({ "id": id });
+                let r = peers.call(base, "/linerate/rx/stop", &body, PEER_CALL_WITHIN);
+                (*k, r.map(|v| RxCounts::from_json(&v)))
+            })
+            .collect()
+    }
+
+    fn send_local(
         &self,
         flow: &PlanFlow,
     ) -> Result<(BlastReport, Vec<Result<SinkReport, String>>), String> {
         let on_sink = |i: usize, iv: &Interval| {
+            let Some(&i) = flow.sink_rx.get(i) else {
+                return;
+            };
             let (mut p, mut b) = (0u64, 0u64);
             for r in iv.rows.iter().filter(|r| r.scope == Scope::Flow) {
                 if r.id.parse::<u16>().is_ok_and(|id| flow.ids.contains(id)) {
@@ -191,16 +287,12 @@ impl FlowRun {
 }
 
 /// The reports' exact counts in place of the running ones.
-fn settle(
-    c: &mut FlowCounts,
-    flow: &PlanFlow,
-    sent: &BlastReport,
-    got: &[Result<SinkReport, String>],
-) {
-    c.tx_packets = sent.packets;
-    c.tx_bytes = sent.bytes;
+fn settle(c: &mut FlowCounts, flow: &PlanFlow, o: &Outcome) {
+    c.tx_packets = o.sent.packets;
+    c.tx_bytes = o.sent.bytes;
     let mut hist = LatencyHist3::new();
-    for (i, r) in got.iter().enumerate() {
+    for (j, r) in o.got.iter().enumerate() {
+        let i = flow.sink_rx[j];
         match r {
             Ok(s) => {
                 let (mut p, mut b) = (0u64, 0u64);
@@ -218,7 +310,7 @@ fn settle(
                 c.rx[i] = (p, b);
                 if let Some(e) = &s.error {
                     c.error.get_or_insert_with(|| {
-                        format!("receiving on {}: {e}", flow.sinks[i].iface)
+                        format!("receiving on {}: {e}", flow.sinks[j].iface)
                     });
                 }
             }
@@ -227,8 +319,52 @@ fn settle(
             }
         }
     }
-    c.latency = linerate_gen::sink::latency_summary(&hist).map(|l| (l[0], l[5], l[1]));
+    // Local latency from the histograms; the peers' min, max and mean
+    // folded in (the mean weighted by frames).
+    let local_n = hist.len();
+    let mut lat =
+        linerate_gen::sink::latency_summary(&hist).map(|l| (l[0], l[5], l[1], local_n as f64));
+    for (k, r) in &o.remote {
+        match r {
+            Ok(r) => {
+                c.rx[*k] = (r.frames, r.bytes);
+                if let Some(e) = &r.error {
+                    c.error
+                        .get_or_insert_with(|| format!("receiving on a peer: {e}"));
+                }
+                if let Some((min, max, avg)) = r.latency {
+                    let n = r.frames as f64;
+                    lat = Some(match lat {
+                        None => (min, max, avg, n),
+                        Some((a, b, m, w)) => (
+                            a.min(min),
+                            b.max(max),
+                            (m * w + avg * n) / (w + n).max(1.0),
+                            w + n,
+                        ),
+                    });
+                }
+            }
+            Err(e) => {
+                c.error.get_or_insert_with(|| e.clone());
+            }
+        }
+    }
+    c.latency = lat.map(|(a, b, m, _)| (a, b, m));
 }
+
+/// What a flow's run gave: blast's report, each local sink's, each peer
+/// receiver's final counts.
+struct Outcome {
+    sent: BlastReport,
+    got: Vec<Result<SinkReport, String>>,
+    remote: Vec<(usize, Result<RxCounts, String>)>,
+}
+
+/// How long a peer may take to have a receiver ready, and to answer
+/// anything else.
+const PEER_START_WITHIN: Duration = Duration::from_secs(15);
+const PEER_CALL_WITHIN: Duration = Duration::from_secs(10);
 
 /// The plan in force and its flows' states.
 #[derive(Debug)]

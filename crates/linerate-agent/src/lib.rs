@@ -10,6 +10,8 @@
 //!   blast and sink configurations), all refusals before anything is sent.
 //! - `campaign`: running flows and their counts.
 //! - `api`: the routes, without I/O.
+//! - `peer`: ports on other agents (a campaign across hosts): the
+//!   receivers run for a peer and the calls to one.
 //! - `http`, `tls`, `server`: bounded HTTP/1.1 over rustls.
 
 pub mod api;
@@ -17,11 +19,13 @@ pub mod campaign;
 pub mod http;
 pub mod json;
 pub mod model;
+pub mod peer;
 pub mod plan;
 pub mod server;
 pub mod tls;
 
 pub use api::{API_SPEC_VERSION, Agent, Reply};
+pub use peer::Peers;
 pub use plan::Options;
 pub use server::{TOKEN_MIN, serve};
 pub use tls::{Identity, Tls, TlsError};

@@ -6,12 +6,14 @@
 
 use crate::json::{Invalid, invalid};
 use crate::model::{self, Config, Delay, Field, Rate, Size, Stop};
+use crate::peer::Peers;
 use linerate_calc::{Imix, ImixEntry};
 use linerate_gen::flows::Range;
 use linerate_gen::template::Framing;
 use linerate_gen::{FlowSpec, ProbeIds, SizeSequence, Template};
 use linerate_packet::{BackendKind, BlastConfig, Gso, RxFilter, SinkConfig};
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Probe ids a flow takes at most (a receiver keeps a latency histogram
@@ -35,6 +37,8 @@ pub struct Options {
     pub run_max: Duration,
     /// How often running counts are taken (the rates' interval).
     pub interval: Duration,
+    /// Other agents whose ports a configuration may use.
+    pub peers: Option<Arc<Peers>>,
 }
 
 #[derive(Debug, Clone)]
@@ -46,7 +50,12 @@ pub struct Plan {
 #[derive(Debug, Clone)]
 pub struct PlanPort {
     pub name: String,
+    /// The interface (on the peer, for a remote port).
     pub iface: String,
+    /// The peer agent the port is on (`https://IP:PORT`), if not this one.
+    pub remote: Option<String>,
+    /// The location as the client gave it.
+    pub location: String,
 }
 
 #[derive(Debug, Clone)]
@@ -55,8 +64,13 @@ pub struct PlanFlow {
     pub tx: usize,
     pub rx: Vec<usize>,
     pub blast: BlastConfig,
-    /// One per receive port, in `rx`'s order.
+    /// One per receive port on this agent; `sink_rx[i]` is sink i's place
+    /// in `rx`.
     pub sinks: Vec<SinkConfig>,
+    pub sink_rx: Vec<usize>,
+    /// Receive ports on peers: (place in `rx`, peer, interface).
+    pub remote_rx: Vec<(usize, String, String)>,
+    pub peers: Option<Arc<Peers>>,
     pub ids: ProbeIds,
     pub delay: Duration,
     /// After the last frame, how long the receivers still count.
@@ -69,11 +83,28 @@ pub fn plan(cfg: &Config, opts: &Options) -> Result<Plan, Invalid> {
     let mut ports = Vec::new();
     for (i, p) in cfg.ports.iter().enumerate() {
         let path = format!("ports[{i}].location");
+        if let Some(peers) = &opts.peers
+            && let Some((base, iface)) = peers.split(&p.location)
+        {
+            ports.push(PlanPort {
+                name: p.name.clone(),
+                iface: iface.to_string(),
+                remote: Some(base.to_string()),
+                location: p.location.clone(),
+            });
+            continue;
+        }
         if !opts.allow.contains(&p.location) {
+            let peers = opts.peers.as_ref().map_or(String::new(), |p| {
+                format!(
+                    "; ports of its peers: https://IP:PORT/IFACE of {}",
+                    p.urls.join(", ")
+                )
+            });
             return Err(invalid(
                 &path,
                 format!(
-                    "'{}' is not an interface this agent may use (its allow-list: {})",
+                    "'{}' is not an interface this agent may use (its allow-list: {}{peers})",
                     p.location,
                     opts.allow.join(", ")
                 ),
@@ -90,6 +121,8 @@ pub fn plan(cfg: &Config, opts: &Options) -> Result<Plan, Invalid> {
         ports.push(PlanPort {
             name: p.name.clone(),
             iface: p.location.clone(),
+            remote: None,
+            location: p.location.clone(),
         });
     }
     let index = |n: &str| {
@@ -104,11 +137,17 @@ pub fn plan(cfg: &Config, opts: &Options) -> Result<Plan, Invalid> {
         let path = format!("flows[{i}]");
         let tx = index(&f.tx);
         let rx: Vec<usize> = f.rx.iter().map(|r| index(r)).collect();
+        if ports[tx].remote.is_some() {
+            return Err(invalid(
+                &format!("{path}.tx_rx.port.tx_name"),
+                "a flow's transmit port must be on this agent (the one the client talks to); its receive ports may be on peers",
+            ));
+        }
         let spec = flow_spec(
             &path,
             f,
             &ports[tx].iface,
-            rx.first().map(|&r| ports[r].iface.as_str()),
+            rx.first().map(|&r| &ports[r]),
             opts,
         )?;
         let span = spec
@@ -127,9 +166,15 @@ pub fn plan(cfg: &Config, opts: &Options) -> Result<Plan, Invalid> {
         next_id += span;
         let spec = FlowSpec { ids, ..spec };
         let blast = blast_config(&path, f, spec, &ports[tx].iface, opts)?;
-        let sinks = rx
+        let local: Vec<(usize, usize)> = rx
             .iter()
-            .map(|&r| SinkConfig {
+            .enumerate()
+            .filter(|(_, r)| ports[**r].remote.is_none())
+            .map(|(k, r)| (k, *r))
+            .collect();
+        let sinks = local
+            .iter()
+            .map(|&(_, r)| SinkConfig {
                 iface: ports[r].iface.clone(),
                 // Bounded whatever happens: the send, the drain, slack.
                 duration: blast.duration + opts.drain + Duration::from_secs(30),
@@ -141,6 +186,12 @@ pub fn plan(cfg: &Config, opts: &Options) -> Result<Plan, Invalid> {
                 interval: Some(opts.interval),
                 take: RxFilter::Probes,
             })
+            .collect();
+        let sink_rx = local.iter().map(|&(k, _)| k).collect();
+        let remote_rx = rx
+            .iter()
+            .enumerate()
+            .filter_map(|(k, &r)| Some((k, ports[r].remote.clone()?, ports[r].iface.clone())))
             .collect();
         let delay = match f.duration.delay {
             Delay::None => Duration::ZERO,
@@ -170,6 +221,9 @@ pub fn plan(cfg: &Config, opts: &Options) -> Result<Plan, Invalid> {
             rx,
             blast,
             sinks,
+            sink_rx,
+            remote_rx,
+            peers: opts.peers.clone(),
             ids,
             delay,
             drain: opts.drain,
@@ -197,14 +251,14 @@ fn flow_spec(
     path: &str,
     f: &model::Flow,
     tx_iface: &str,
-    rx_iface: Option<&str>,
+    rx: Option<&PlanPort>,
     opts: &Options,
 ) -> Result<FlowSpec, Invalid> {
     let h = &f.headers;
     let dst_mac = match h.eth_dst {
         Field::Range(r) => r,
         Field::Auto => Range::single(u128::from(
-            auto_mac(h, tx_iface, rx_iface, opts)
+            auto_mac(h, tx_iface, rx, opts)
                 .map_err(|e| invalid(&format!("{path}.packet[0].ethernet.dst"), e))?,
         )),
     };
@@ -244,14 +298,49 @@ fn flow_spec(
 /// when it is on this agent (a cable between the ports), else the next
 /// hop's from the transmit port's neighbour table (resolved by the kernel
 /// within 1 s).
-fn auto_mac(h: &model::Headers, tx: &str, rx: Option<&str>, opts: &Options) -> Result<u64, String> {
+fn auto_mac(
+    h: &model::Headers,
+    tx: &str,
+    rx: Option<&PlanPort>,
+    opts: &Options,
+) -> Result<u64, String> {
     if opts.tx_backend == BackendKind::Loopback {
         return Ok(0);
     }
-    if let Some(rx) = rx {
-        return linerate_backend::iface::mac(rx)
-            .map(|m| linerate_wire::MacAddr(m).to_u64())
-            .map_err(|e| format!("auto: the receive port {rx}'s MAC: {e}"));
+    match (rx, &opts.peers) {
+        (
+            Some(PlanPort {
+                remote: Some(base),
+                iface,
+                ..
+            }),
+            Some(peers),
+        ) => {
+            let v = peers.call(
+                base,
+                "/linerate/port",
+                &serde_json::json!({ "iface": iface }),
+                Duration::from_secs(10),
+            )?;
+            return v["mac"]
+                .as_str()
+                .and_then(linerate_wire::MacAddr::parse)
+                .map(|m| m.to_u64())
+                .ok_or_else(|| format!("auto: peer {base} gave no MAC for {iface}"));
+        }
+        (
+            Some(PlanPort {
+                remote: None,
+                iface,
+                ..
+            }),
+            _,
+        ) => {
+            return linerate_backend::iface::mac(iface)
+                .map(|m| linerate_wire::MacAddr(m).to_u64())
+                .map_err(|e| format!("auto: the receive port {iface}'s MAC: {e}"));
+        }
+        _ => {}
     }
     let ip = if h.ipv6 {
         IpAddr::V6(h.ip_dst.first.into())

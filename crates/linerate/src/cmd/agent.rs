@@ -52,6 +52,22 @@ pub struct AgentArgs {
     /// The longest a flow sends, seconds (continuous flows stop there).
     #[arg(long, default_value_t = 3600)]
     max_run: u64,
+    /// Another agent (https://IP:PORT) whose ports a configuration may
+    /// use as https://IP:PORT/IFACE (a flow's receive ports on other
+    /// hosts); repeat or comma-separate. No other agent is ever called.
+    #[arg(long = "peer", value_delimiter = ',', requires = "peer_cert")]
+    peers: Vec<String>,
+    /// PEM file of the peers' certificates, pinned: a peer must present
+    /// one of them (their --write-cert).
+    #[arg(long)]
+    peer_cert: Option<PathBuf>,
+    /// File with the token the peers take (default: this agent's own).
+    #[arg(long)]
+    peer_token_file: Option<PathBuf>,
+    /// The peers read this host's clock (namespaces of one machine, or
+    /// PTP): their receivers report one-way latency too.
+    #[arg(long)]
+    peer_clock_shared: bool,
 }
 
 fn backend(s: &str, what: &str) -> Result<BackendKind> {
@@ -66,9 +82,13 @@ fn backend(s: &str, what: &str) -> Result<BackendKind> {
 }
 
 fn token(a: &AgentArgs) -> Result<(String, bool)> {
-    let Some(path) = &a.token_file else {
-        return Ok((linerate_agent::random_token(), true));
-    };
+    match &a.token_file {
+        None => Ok((linerate_agent::random_token(), true)),
+        Some(path) => read_token(path).map(|t| (t, false)),
+    }
+}
+
+fn read_token(path: &std::path::Path) -> Result<String> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("--token-file {}", path.display()))?;
     let t = text.lines().next().unwrap_or("").trim().to_string();
@@ -78,7 +98,7 @@ fn token(a: &AgentArgs) -> Result<(String, bool)> {
             path.display()
         );
     }
-    Ok((t, false))
+    Ok(t)
 }
 
 pub fn run(a: &AgentArgs) -> Result<u8> {
@@ -96,6 +116,23 @@ pub fn run(a: &AgentArgs) -> Result<u8> {
         }
     }
     let (token, made) = token(a)?;
+    let peers = match &a.peer_cert {
+        None if a.peers.is_empty() => None,
+        None => bail!("--peer needs --peer-cert"),
+        Some(cert) => {
+            if a.peers.is_empty() {
+                bail!("--peer-cert without --peer");
+            }
+            let peer_token = match &a.peer_token_file {
+                Some(p) => read_token(p)?,
+                None => token.clone(),
+            };
+            Some(Arc::new(
+                linerate_agent::Peers::new(a.peers.clone(), cert, peer_token, a.peer_clock_shared)
+                    .map_err(anyhow::Error::msg)?,
+            ))
+        }
+    };
     let identity = match (&a.cert, &a.key) {
         (Some(cert), Some(key)) => Identity::Files {
             cert: cert.clone(),
@@ -130,10 +167,17 @@ pub fn run(a: &AgentArgs) -> Result<u8> {
         drain: Duration::from_secs_f64(a.drain),
         run_max: Duration::from_secs(a.max_run),
         interval: Duration::from_millis(200),
+        peers: peers.clone(),
     }));
     crate::say!("linerate agent: listening on https://{addr}");
     crate::say!("linerate agent: certificate sha256 {}", tls.fingerprint);
     crate::say!("linerate agent: ports may be {}", a.allow_iface.join(", "));
+    if !a.peers.is_empty() {
+        crate::say!(
+            "linerate agent: and ports of its peers {} (https://IP:PORT/IFACE)",
+            a.peers.join(", ")
+        );
+    }
     if made {
         crate::say!("linerate agent: token {token}");
     }
