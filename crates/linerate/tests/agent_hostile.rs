@@ -220,6 +220,40 @@ fn bad_command_lines_exit_2_with_the_reason() {
             vec!["agent", "--allow-iface", "lo", "--max-run", "0"],
             "--max-run",
         ),
+        (
+            vec![
+                "agent",
+                "--allow-iface",
+                "lo",
+                "--peer",
+                "https://198.18.0.2:8443",
+            ],
+            "--peer-cert",
+        ),
+        (
+            vec![
+                "agent",
+                "--allow-iface",
+                "lo",
+                "--peer",
+                "peer.example:8443",
+                "--peer-cert",
+                short.to_str().unwrap(),
+            ],
+            "not https://IP:PORT",
+        ),
+        (
+            vec![
+                "agent",
+                "--allow-iface",
+                "lo",
+                "--peer",
+                "https://198.18.0.2:8443",
+                "--peer-cert",
+                short.to_str().unwrap(),
+            ],
+            "no CERTIFICATE",
+        ),
     ];
     for (args, want) in cases {
         let out = linerate().args(&args).output().unwrap();

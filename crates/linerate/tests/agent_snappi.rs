@@ -172,55 +172,9 @@ fn flow<'a>(doc: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no metrics for {name}: {doc}"))
 }
 
-/// One agent with both ports: the rig's veth pair, host 1's end moved
-/// into host 0's namespace (as `veth1`), so frames leave one port and
-/// arrive on the other.
-#[test]
-fn snappi_drives_one_agent_and_flow_metrics_equal_what_arrived() {
-    let test = "snappi_drives_one_agent_and_flow_metrics_equal_what_arrived";
-    if should_skip(
-        test,
-        &[require_root(), require_program("ip"), require_snappi()],
-    ) {
-        return;
-    }
-    let python = snappi_python().unwrap();
-    let rig = Rig::pair().unwrap();
-    let (ns0, ns1) = (rig.host(0).netns.clone(), rig.host(1).netns.clone());
-    for args in [
-        vec!["-n", &ns1, "link", "set", "dev", "veth0", "name", "veth1"],
-        vec!["-n", &ns1, "link", "set", "dev", "veth1", "netns", &ns0],
-        vec!["-n", &ns0, "link", "set", "dev", "veth1", "up"],
-    ] {
-        linerate_rig::ip_text(&args).unwrap();
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let token = "snappi-test-token-0123456789";
-    let token_file = dir.path().join("token");
-    std::fs::write(&token_file, format!("{token}\n")).unwrap();
-    let mut agent = Proc::spawn(rig.command(0, BIN).args([
-        "agent",
-        "--listen",
-        &format!("127.0.0.1:{PORT}"),
-        "--allow-iface",
-        "veth0,veth1",
-        "--token-file",
-        token_file.to_str().unwrap(),
-    ]));
-    wait_agent(&rig, 0, PORT, &mut agent);
-    let (seen, out) = count_while(&rig, 0, "veth1", || {
-        rig.command(0, python.to_str().unwrap())
-            .arg(script("agent_flows.py"))
-            .args([
-                "--location",
-                &format!("https://127.0.0.1:{PORT}"),
-                "--token",
-                token,
-            ])
-            .args(["--tx", "veth0", "--rx", "veth1"])
-            .output()
-            .unwrap()
-    });
+/// What snappi reported (the script's output) against what this test
+/// counted on the receive port.
+fn check(out: &std::process::Output, seen: &BTreeMap<u16, Seen>, rx_location: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
@@ -335,5 +289,141 @@ fn snappi_drives_one_agent_and_flow_metrics_equal_what_arrived() {
             &Value::from("stopped")
         )
     );
+    assert_eq!(rx["location"], rx_location);
+}
+
+/// One agent with both ports: the rig's veth pair, host 1's end moved
+/// into host 0's namespace (as `veth1`), so frames leave one port and
+/// arrive on the other.
+#[test]
+fn snappi_drives_one_agent_and_flow_metrics_equal_what_arrived() {
+    let test = "snappi_drives_one_agent_and_flow_metrics_equal_what_arrived";
+    if should_skip(
+        test,
+        &[require_root(), require_program("ip"), require_snappi()],
+    ) {
+        return;
+    }
+    let python = snappi_python().unwrap();
+    let rig = Rig::pair().unwrap();
+    let (ns0, ns1) = (rig.host(0).netns.clone(), rig.host(1).netns.clone());
+    for args in [
+        vec!["-n", &ns1, "link", "set", "dev", "veth0", "name", "veth1"],
+        vec!["-n", &ns1, "link", "set", "dev", "veth1", "netns", &ns0],
+        vec!["-n", &ns0, "link", "set", "dev", "veth1", "up"],
+    ] {
+        linerate_rig::ip_text(&args).unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let token = "snappi-test-token-0123456789";
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, format!("{token}\n")).unwrap();
+    let mut agent = Proc::spawn(rig.command(0, BIN).args([
+        "agent",
+        "--listen",
+        &format!("127.0.0.1:{PORT}"),
+        "--allow-iface",
+        "veth0,veth1",
+        "--token-file",
+        token_file.to_str().unwrap(),
+    ]));
+    wait_agent(&rig, 0, PORT, &mut agent);
+    let (seen, out) = count_while(&rig, 0, "veth1", || {
+        rig.command(0, python.to_str().unwrap())
+            .arg(script("agent_flows.py"))
+            .args([
+                "--location",
+                &format!("https://127.0.0.1:{PORT}"),
+                "--token",
+                token,
+            ])
+            .args(["--tx", "veth0", "--rx", "veth1"])
+            .output()
+            .unwrap()
+    });
+    check(&out, &seen, "veth1");
     drop(agent);
+}
+
+/// Two agents, two processes in two namespaces: the client talks to the
+/// agent of host 0 (the transmit port); the receive port is host 1's
+/// interface, on the agent of host 1 (a peer, its certificate pinned).
+/// Flow metrics are the peer's counts, equal to what arrived there.
+#[test]
+fn snappi_drives_two_agents_with_tx_and_rx_on_different_hosts() {
+    let test = "snappi_drives_two_agents_with_tx_and_rx_on_different_hosts";
+    if should_skip(
+        test,
+        &[require_root(), require_program("ip"), require_snappi()],
+    ) {
+        return;
+    }
+    let python = snappi_python().unwrap();
+    let rig = Rig::pair().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let token = "snappi-test-token-0123456789";
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, format!("{token}\n")).unwrap();
+    let cert = dir.path().join("peer.pem");
+    let peer = format!("https://{}:{PORT}", rig.host(1).ipv4);
+    let mut rx_agent = Proc::spawn(rig.command(1, BIN).args([
+        "agent",
+        "--listen",
+        &format!("{}:{PORT}", rig.host(1).ipv4),
+        "--allow-iface",
+        "veth0",
+        "--token-file",
+        token_file.to_str().unwrap(),
+        "--write-cert",
+        cert.to_str().unwrap(),
+    ]));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !rig
+        .run_in(1, || TcpStream::connect((rig.host(1).ipv4, PORT)).is_ok())
+        .unwrap()
+    {
+        assert!(
+            rx_agent.is_running() && Instant::now() < deadline,
+            "the peer agent did not listen"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut tx_agent = Proc::spawn(rig.command(0, BIN).args([
+        "agent",
+        "--listen",
+        &format!("127.0.0.1:{PORT}"),
+        "--allow-iface",
+        "veth0",
+        "--token-file",
+        token_file.to_str().unwrap(),
+        "--peer",
+        &peer,
+        "--peer-cert",
+        cert.to_str().unwrap(),
+        "--peer-clock-shared",
+    ]));
+    wait_agent(&rig, 0, PORT, &mut tx_agent);
+    let rx_location = format!("{peer}/veth0");
+    let (seen, out) = count_while(&rig, 1, "veth0", || {
+        rig.command(0, python.to_str().unwrap())
+            .arg(script("agent_flows.py"))
+            .args([
+                "--location",
+                &format!("https://127.0.0.1:{PORT}"),
+                "--token",
+                token,
+            ])
+            .args([
+                "--tx",
+                "veth0",
+                "--rx",
+                "veth0",
+                "--rx-location",
+                &rx_location,
+            ])
+            .output()
+            .unwrap()
+    });
+    check(&out, &seen, &rx_location);
+    drop((tx_agent, rx_agent));
 }
