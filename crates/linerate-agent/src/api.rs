@@ -282,8 +282,11 @@ impl Agent {
                 return Ok(Reply::warnings(Vec::new()));
             };
             let which = Self::chosen(&camp.plan, names)?;
-            let flows: Vec<_> = which.iter().map(|&i| camp.flows[i].clone()).collect();
-            for f in &flows {
+            let flows: Vec<_> = which
+                .iter()
+                .map(|&i| (camp.plan.flows[i].name.clone(), camp.flows[i].clone()))
+                .collect();
+            for (_, f) in &flows {
                 f.stop.store(true, std::sync::atomic::Ordering::Relaxed);
             }
             (flows, self.opts.drain + STOP_SLACK)
@@ -291,15 +294,21 @@ impl Agent {
         let end = std::time::Instant::now() + wait;
         let all = flows
             .iter()
-            .all(|f| f.stop_within(end.saturating_duration_since(std::time::Instant::now())));
-        if all {
-            Ok(Reply::warnings(Vec::new()))
-        } else {
-            Ok(Reply::warnings(vec![format!(
+            .all(|(_, f)| f.stop_within(end.saturating_duration_since(std::time::Instant::now())));
+        let mut w = Vec::new();
+        if !all {
+            w.push(format!(
                 "some flows had not ended {} s after the stop: their counts are still running",
                 wait.as_secs()
-            )]))
+            ));
         }
+        // What failed a flow (the metrics have no field for it).
+        for (name, f) in &flows {
+            if let Some(e) = f.snapshot().error {
+                w.push(format!("flow '{name}': {e}"));
+            }
+        }
+        Ok(Reply::warnings(w))
     }
 
     fn metrics(&self, doc: &Value) -> Result<Reply, Reply> {
@@ -757,6 +766,29 @@ mod tests {
             let msg = r.body["errors"][0].as_str().unwrap();
             assert!(msg.contains(want), "{path}: '{msg}' lacks '{want}'");
         }
+    }
+
+    /// A flow that cannot send (here: a loopback port nobody made) reads
+    /// stopped, and the next stop says why.
+    #[test]
+    fn a_failed_flow_stops_and_its_reason_comes_back_on_stop() {
+        let a = agent();
+        let mut doc = good();
+        // No receive port: the send fails at once.
+        set(&mut doc, "/flows/0/tx_rx/port/rx_names", json!([]));
+        assert_eq!(post(&a, "/config", &doc).status, 200);
+        let ctl = |state: &str| json!({"choice": "traffic", "traffic": {"choice": "flow_transmit", "flow_transmit": {"state": state}}});
+        assert_eq!(post(&a, "/control/state", &ctl("start")).status, 200);
+        let req = json!({"choice": "flow", "flow": {"flow_names": ["f1"]}});
+        let end = std::time::Instant::now() + Duration::from_secs(20);
+        while post(&a, "/monitor/metrics", &req).body["flow_metrics"][0]["transmit"] != "stopped" {
+            assert!(std::time::Instant::now() < end, "the flow did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let r = post(&a, "/control/state", &ctl("stop"));
+        assert_eq!(r.status, 200);
+        let w = r.body["warnings"][0].as_str().unwrap_or("");
+        assert!(w.starts_with("flow 'f1': "), "{}", r.body);
     }
 
     /// Mutated configurations (any node replaced by hostile values) and
