@@ -157,6 +157,54 @@ pub struct FlowSpec {
     pub ipv6: bool,
     pub src_port: Range,
     pub dst_port: Range,
+    /// Which probe flow ids the flows take (default: the flow index mod
+    /// 65536).
+    pub ids: ProbeIds,
+}
+
+/// The probe flow ids a spec's flows carry: flow `i` takes `base + (i &
+/// mask)` (wrapping), so several senders onto one receiver can each keep
+/// a block of ids of their own (`linerate agent`'s flows). `mask` is a
+/// power of two less one, so the id costs a mask and an add per frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProbeIds {
+    pub base: u16,
+    pub mask: u16,
+}
+
+impl Default for ProbeIds {
+    fn default() -> Self {
+        Self {
+            base: 0,
+            mask: u16::MAX,
+        }
+    }
+}
+
+impl ProbeIds {
+    /// A block of `span` ids from `base` (`span` a power of two, 1..=65536).
+    pub fn block(base: u16, span: u32) -> Option<Self> {
+        (span.is_power_of_two() && span <= 1 << 16).then(|| Self {
+            base,
+            mask: (span - 1) as u16,
+        })
+    }
+
+    /// The id of flow index `i`.
+    #[inline(always)]
+    pub fn of(&self, i: u64) -> u16 {
+        (i as u16 & self.mask).wrapping_add(self.base)
+    }
+
+    /// How many ids the block holds.
+    pub fn span(&self) -> u32 {
+        u32::from(self.mask) + 1
+    }
+
+    /// Whether `id` is one of the block's.
+    pub fn contains(&self, id: u16) -> bool {
+        id.wrapping_sub(self.base) <= self.mask
+    }
 }
 
 /// Most flows a spec may describe.
@@ -185,6 +233,7 @@ impl FlowSpec {
             ipv6: s6,
             src_port: stepped(src_port, port_range)?,
             dst_port: stepped(dst_port, port_range)?,
+            ids: ProbeIds::default(),
         };
         let n = spec.count_u128();
         if n > FLOWS_MAX {
@@ -310,6 +359,7 @@ pub struct WireCursor {
     ipv6: bool,
     index: u64,
     count: u64,
+    ids: ProbeIds,
     /// The fastest field that moves (a range of more than one value).
     lo: usize,
     /// When that field is a port: steps it takes before it carries, and
@@ -331,6 +381,7 @@ impl WireCursor {
             ipv6: spec.ipv6,
             index: 0,
             count: spec.count(),
+            ids: spec.ids,
             lo: 0,
             fast_left: 0,
             port_step: 0,
@@ -355,10 +406,11 @@ impl WireCursor {
         self.index
     }
 
-    /// The current flow's probe flow id (the index mod 65536).
+    /// The current flow's probe flow id (by default the index mod
+    /// 65536; see [`ProbeIds`]).
     #[inline]
     pub fn flow_id(&self) -> u16 {
-        self.index as u16
+        self.ids.of(self.index)
     }
 
     /// The current flow's wire fields.
@@ -445,6 +497,26 @@ mod tests {
 
     fn spec(sip: &str, dip: &str, sp: &str, dp: &str) -> Result<FlowSpec, FlowError> {
         FlowSpec::parse("02:00:00:00:00:0a", "02:00:00:00:00:0b", sip, dip, sp, dp)
+    }
+
+    #[test]
+    fn probe_ids_take_their_block() {
+        let mut s = spec("198.18.0.1", "198.18.1.1", "1000-1009", "9").unwrap();
+        let mut c = WireCursor::new(&s);
+        let ids: Vec<u16> = (0..12).map(|_| (c.flow_id(), c.advance()).0).collect();
+        assert_eq!(
+            ids,
+            [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1],
+            "default: the index"
+        );
+        s.ids = ProbeIds::block(65534, 4).unwrap();
+        let mut c = WireCursor::new(&s);
+        let ids: Vec<u16> = (0..6).map(|_| (c.flow_id(), c.advance()).0).collect();
+        assert_eq!(ids, [65534, 65535, 0, 1, 65534, 65535], "a block wraps");
+        assert!(s.ids.contains(1) && s.ids.contains(65534) && !s.ids.contains(2));
+        assert_eq!(s.ids.span(), 4);
+        assert_eq!(ProbeIds::block(0, 3), None);
+        assert_eq!(ProbeIds::block(0, 1 << 16), Some(ProbeIds::default()));
     }
 
     #[test]

@@ -12,7 +12,7 @@ pub mod sink;
 pub mod sizes;
 pub mod template;
 
-pub use flows::{FlowCursor, FlowError, FlowFields, FlowSpec, WireCursor};
+pub use flows::{FlowCursor, FlowError, FlowFields, FlowSpec, ProbeIds, WireCursor};
 pub use sink::SinkCounts;
 pub use sizes::SizeSequence;
 pub use template::{Framing, Stamp, Template, TemplateError, WireFlow};

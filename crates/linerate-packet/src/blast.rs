@@ -201,7 +201,9 @@ fn send_end_markers(
             let now = linerate_backend::clock::monotonic_ns();
             t.write(
                 &mut b,
-                &cfg.flows.flow(u64::from(id)),
+                // A tuple of the flows that carried the id.
+                &cfg.flows
+                    .flow(u64::from(id.wrapping_sub(cfg.flows.ids.base))),
                 id,
                 linerate_wire::END_MARKER | n,
                 now,

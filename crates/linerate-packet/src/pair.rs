@@ -5,6 +5,7 @@
 //! device still holds, then the sinks stopped and their counts taken.
 
 use crate::sink::{SinkConfig, SinkReport, sink};
+use linerate_run::Interval;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -22,19 +23,33 @@ pub fn while_counting<T: Send>(
     send: impl FnOnce() -> T + Send,
     drained: impl FnOnce(&T) -> bool,
 ) -> Result<(T, Vec<Result<SinkReport, String>>), String> {
+    while_counting_live(sinks, drain, send, drained, &|_, _| {})
+}
+
+/// [`while_counting`], handing each sink's intervals to `on_interval`
+/// (with the sink's place in `sinks`) as they end: what arrived so far,
+/// for a caller that reports while the send goes on.
+pub fn while_counting_live<T: Send>(
+    sinks: &[SinkConfig],
+    drain: Duration,
+    send: impl FnOnce() -> T + Send,
+    drained: impl FnOnce(&T) -> bool,
+    on_interval: &(dyn Fn(usize, &Interval) + Sync),
+) -> Result<(T, Vec<Result<SinkReport, String>>), String> {
     let stop = AtomicBool::new(false);
     std::thread::scope(|sc| {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let stop = &stop;
         let handles: Vec<_> = sinks
             .iter()
-            .map(|cfg| {
+            .enumerate()
+            .map(|(i, cfg)| {
                 let ready_tx = ready_tx.clone();
                 sc.spawn(move || {
                     let ready = &mut |_: &str| {
                         let _ = ready_tx.send(());
                     };
-                    sink(cfg, stop, ready, &mut |_| {})
+                    sink(cfg, stop, ready, &mut |iv| on_interval(i, iv))
                 })
             })
             .collect();

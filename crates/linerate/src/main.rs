@@ -53,6 +53,8 @@ enum Command {
     Plot(cmd::plot::PlotArgs),
     /// perfSONAR pScheduler tool methods (enumerate, can-run, duration, participant-data, run, merged-results): JSON in, JSON out.
     Pscheduler(cmd::pscheduler::PschedulerArgs),
+    /// Open Traffic Generator API (the subset snappi drives) over HTTPS: flows run as blast and sink on allowed interfaces.
+    Agent(Box<cmd::agent::AgentArgs>),
 }
 
 /// Whether the command line is iperf3's (`-s`, `-c HOST`, or argv[0] iperf3).
@@ -101,6 +103,7 @@ fn main() -> ExitCode {
             Command::Calc(args) => cmd::calc::run(&args).map(|()| 0),
             Command::Plot(args) => cmd::plot::run(&args),
             Command::Pscheduler(args) => cmd::pscheduler::run(&args),
+            Command::Agent(args) => cmd::agent::run(&args),
             Command::Lab(args) => cmd::lab::run(&args),
             Command::Rfc2544(args) => cmd::rfc2544::run(&args),
             Command::Selftest(args) => cmd::selftest::run(&args),

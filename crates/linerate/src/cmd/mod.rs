@@ -1,5 +1,6 @@
 //! One module per subcommand: each turns its parsed arguments into work and output.
 
+pub mod agent;
 pub mod blast;
 pub mod calc;
 pub mod doctor;

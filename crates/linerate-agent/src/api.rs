@@ -1,0 +1,864 @@
+//! The API's routes without I/O: a request (method, path, body) in, a
+//! status and a JSON document out, as the models' responses are shaped
+//! (`Warning`, `Error`, `MetricsResponse`, `Version`; 64-bit counters as
+//! strings of digits).
+
+use crate::campaign::{Campaign, FlowCounts, lock};
+use crate::json::{Invalid, Obj, invalid};
+use crate::model;
+use crate::plan::{self, Options, Plan};
+use serde_json::{Value, json};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// The OTG models' version this agent follows (snappi's).
+pub const API_SPEC_VERSION: &str = "1.62.0";
+
+/// A response: HTTP status and body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    pub status: u16,
+    pub body: Value,
+}
+
+impl Reply {
+    fn ok(body: Value) -> Self {
+        Self { status: 200, body }
+    }
+
+    /// The models' `Error`: a code, a kind and messages.
+    pub fn error(status: u16, what: impl Into<String>) -> Self {
+        Self {
+            status,
+            body: json!({
+                "code": status,
+                "kind": if status >= 500 { "internal" } else { "validation" },
+                "errors": [what.into()],
+            }),
+        }
+    }
+
+    fn invalid(e: Invalid) -> Self {
+        Self::error(400, e.to_string())
+    }
+
+    fn warnings(w: Vec<String>) -> Self {
+        Self::ok(json!({ "warnings": w }))
+    }
+}
+
+/// The agent: its options, the configuration in force and its flows.
+#[derive(Debug)]
+pub struct Agent {
+    opts: Options,
+    state: Mutex<State>,
+    /// Receivers run for peer agents (their flows' receive ports here).
+    receivers: crate::peer::Receivers,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// The last configuration taken, as it came.
+    config: Option<Value>,
+    campaign: Option<Campaign>,
+}
+
+impl Agent {
+    pub fn new(opts: Options) -> Self {
+        Self {
+            opts,
+            state: Mutex::new(State::default()),
+            receivers: crate::peer::Receivers::default(),
+        }
+    }
+
+    pub fn options(&self) -> &Options {
+        &self.opts
+    }
+
+    /// Answers one request.
+    pub fn handle(&self, method: &str, path: &str, body: &[u8]) -> Reply {
+        let route = match (method, path) {
+            ("POST", "/config") => Route::SetConfig,
+            ("GET", "/config") => Route::GetConfig,
+            ("POST", "/control/state") => Route::ControlState,
+            ("POST", "/monitor/metrics") => Route::Metrics,
+            ("GET", "/capabilities/version") => return self.version(),
+            (
+                "POST",
+                "/linerate/port"
+                | "/linerate/rx/start"
+                | "/linerate/rx/counts"
+                | "/linerate/rx/stop",
+            ) => {
+                return self.peer_route(path, body);
+            }
+            (_, "/config" | "/control/state" | "/monitor/metrics" | "/capabilities/version") => {
+                return Reply::error(405, format!("{method} is not a method of {path}"));
+            }
+            _ => {
+                return Reply::error(
+                    404,
+                    format!(
+                        "{path}: not a path of the agent (it serves /config, /control/state, /monitor/metrics and /capabilities/version)"
+                    ),
+                );
+            }
+        };
+        if route == Route::GetConfig {
+            let s = lock(&self.state);
+            return Reply::ok(s.config.clone().unwrap_or_else(|| json!({})));
+        }
+        let doc: Value = match serde_json::from_slice(body) {
+            Ok(v) => v,
+            Err(e) => return Reply::error(400, format!("the body is not JSON: {e}")),
+        };
+        let r = match route {
+            Route::SetConfig => self.set_config(doc),
+            Route::ControlState => self.control_state(&doc),
+            _ => self.metrics(&doc),
+        };
+        r.unwrap_or_else(|e| e)
+    }
+
+    /// The routes a peer agent calls (`crate::peer`).
+    fn peer_route(&self, path: &str, body: &[u8]) -> Reply {
+        let doc: Value = match serde_json::from_slice(body) {
+            Ok(v) => v,
+            Err(e) => return Reply::error(400, format!("the body is not JSON: {e}")),
+        };
+        let r = Obj::new("", &doc).and_then(|o| match path {
+            "/linerate/port" => {
+                let iface = o.str("iface")?.unwrap_or("").to_string();
+                o.done()?;
+                if !self.opts.allow.contains(&iface) {
+                    return Err(invalid(
+                        "iface",
+                        format!("'{iface}' is not an interface this agent may use"),
+                    ));
+                }
+                let mac = linerate_backend::iface::mac(&iface)
+                    .map_err(|e| invalid("iface", format!("{iface}: {e}")))?;
+                Ok(json!({
+                    "mac": linerate_backend::iface::format_mac(mac),
+                    "up": linerate_backend::iface::is_up(&iface).unwrap_or(false),
+                }))
+            }
+            "/linerate/rx/start" => self.receivers.start(
+                &o,
+                &self.opts.allow,
+                self.opts.rx_backend,
+                self.opts.run_max,
+            ),
+            "/linerate/rx/counts" => self.receivers.counts(&o),
+            _ => self.receivers.stop(&o),
+        });
+        r.map_or_else(Reply::invalid, Reply::ok)
+    }
+
+    fn version(&self) -> Reply {
+        Reply::ok(json!({
+            "api_spec_version": API_SPEC_VERSION,
+            "sdk_version": "",
+            "app_version": format!("linerate {}", env!("CARGO_PKG_VERSION")),
+        }))
+    }
+
+    fn set_config(&self, doc: Value) -> Result<Reply, Reply> {
+        let cfg = model::config(&doc).map_err(Reply::invalid)?;
+        let plan = plan::plan(&cfg, &self.opts).map_err(Reply::invalid)?;
+        let warnings = warnings(&cfg, &plan);
+        let mut s = lock(&self.state);
+        if s.campaign.as_ref().is_some_and(Campaign::any_running) {
+            return Err(Reply::error(
+                409,
+                "traffic is running: stop it first (/control/state, flow_transmit stop)",
+            ));
+        }
+        s.campaign = Some(Campaign::new(plan));
+        s.config = Some(doc);
+        Ok(Reply::warnings(warnings))
+    }
+
+    fn control_state(&self, doc: &Value) -> Result<Reply, Reply> {
+        let o = Obj::new("", doc).map_err(Reply::invalid)?;
+        let c = o.str("choice").map_err(Reply::invalid)?.unwrap_or("");
+        if c != "traffic" {
+            return Err(Reply::invalid(invalid(
+                "choice",
+                format!("'{c}': the agent controls traffic only"),
+            )));
+        }
+        let t = o
+            .obj("traffic")
+            .map_err(Reply::invalid)?
+            .ok_or_else(|| Reply::invalid(invalid("traffic", "required")))?;
+        let tc = t.str("choice").map_err(Reply::invalid)?.unwrap_or("");
+        if tc != "flow_transmit" {
+            return Err(Reply::invalid(invalid(
+                "traffic.choice",
+                format!("'{tc}': the agent takes flow_transmit only"),
+            )));
+        }
+        let ft = t
+            .obj("flow_transmit")
+            .map_err(Reply::invalid)?
+            .ok_or_else(|| Reply::invalid(invalid("traffic.flow_transmit", "required")))?;
+        let state = ft.str("state").map_err(Reply::invalid)?.unwrap_or("");
+        let names = ft
+            .strs("flow_names", model::FLOWS_MAX)
+            .map_err(Reply::invalid)?
+            .unwrap_or_default();
+        ft.done().map_err(Reply::invalid)?;
+        t.done().map_err(Reply::invalid)?;
+        o.done().map_err(Reply::invalid)?;
+        match state {
+            "start" => self.start(&names),
+            "stop" => self.stop(&names),
+            "pause" | "resume" => Err(Reply::invalid(invalid(
+                "traffic.flow_transmit.state",
+                format!("'{state}' is not supported by linerate agent (start and stop are)"),
+            ))),
+            s => Err(Reply::invalid(invalid(
+                "traffic.flow_transmit.state",
+                format!("'{s}' is not a state (start, stop)"),
+            ))),
+        }
+    }
+
+    /// The flows named (every flow when none is), by index.
+    fn chosen(plan: &Plan, names: &[&str]) -> Result<Vec<usize>, Reply> {
+        if names.is_empty() {
+            return Ok((0..plan.flows.len()).collect());
+        }
+        names
+            .iter()
+            .map(|n| {
+                plan.flows.iter().position(|f| f.name == *n).ok_or_else(|| {
+                    Reply::invalid(invalid("flow_names", format!("no flow is named '{n}'")))
+                })
+            })
+            .collect()
+    }
+
+    fn start(&self, names: &[&str]) -> Result<Reply, Reply> {
+        let s = lock(&self.state);
+        let camp = s
+            .campaign
+            .as_ref()
+            .ok_or_else(|| Reply::error(409, "no configuration: POST /config first"))?;
+        let which = Self::chosen(&camp.plan, names)?;
+        if which.is_empty() {
+            return Err(Reply::error(409, "the configuration has no flows"));
+        }
+        if let Some(&i) = which.iter().find(|&&i| camp.flows[i].running()) {
+            return Err(Reply::error(
+                409,
+                format!(
+                    "flow '{}' is transmitting: stop it first",
+                    camp.plan.flows[i].name
+                ),
+            ));
+        }
+        for &i in &which {
+            camp.flows[i]
+                .start(camp.plan.flows[i].clone())
+                .map_err(|e| {
+                    Reply::error(
+                        500,
+                        format!("starting flow '{}': {e}", camp.plan.flows[i].name),
+                    )
+                })?;
+        }
+        Ok(Reply::warnings(Vec::new()))
+    }
+
+    fn stop(&self, names: &[&str]) -> Result<Reply, Reply> {
+        // The flows are asked to stop under the lock, waited for outside
+        // it: metrics stay answered meanwhile.
+        let (flows, wait) = {
+            let s = lock(&self.state);
+            let Some(camp) = s.campaign.as_ref() else {
+                return Ok(Reply::warnings(Vec::new()));
+            };
+            let which = Self::chosen(&camp.plan, names)?;
+            let flows: Vec<_> = which
+                .iter()
+                .map(|&i| (camp.plan.flows[i].name.clone(), camp.flows[i].clone()))
+                .collect();
+            for (_, f) in &flows {
+                f.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            (flows, self.opts.drain + STOP_SLACK)
+        };
+        let end = std::time::Instant::now() + wait;
+        let all = flows
+            .iter()
+            .all(|(_, f)| f.stop_within(end.saturating_duration_since(std::time::Instant::now())));
+        let mut w = Vec::new();
+        if !all {
+            w.push(format!(
+                "some flows had not ended {} s after the stop: their counts are still running",
+                wait.as_secs()
+            ));
+        }
+        // What failed a flow (the metrics have no field for it).
+        for (name, f) in &flows {
+            if let Some(e) = f.snapshot().error {
+                w.push(format!("flow '{name}': {e}"));
+            }
+        }
+        Ok(Reply::warnings(w))
+    }
+
+    fn metrics(&self, doc: &Value) -> Result<Reply, Reply> {
+        let o = Obj::new("", doc).map_err(Reply::invalid)?;
+        let c = o.str("choice").map_err(Reply::invalid)?.unwrap_or("port");
+        let s = lock(&self.state);
+        let empty = Campaign::new(Plan {
+            ports: Vec::new(),
+            flows: Vec::new(),
+        });
+        let camp = s.campaign.as_ref().unwrap_or(&empty);
+        let snaps: Vec<FlowCounts> = camp.flows.iter().map(|f| f.snapshot()).collect();
+        match c {
+            "flow" => {
+                let req = o.obj("flow").map_err(Reply::invalid)?;
+                let names = match &req {
+                    Some(r) => {
+                        r.strs("metric_names", 32).map_err(Reply::invalid)?;
+                        r.raw("tagged_metrics");
+                        let n = r
+                            .strs("flow_names", model::FLOWS_MAX)
+                            .map_err(Reply::invalid)?;
+                        r.done().map_err(Reply::invalid)?;
+                        n.unwrap_or_default()
+                    }
+                    None => Vec::new(),
+                };
+                o.done().map_err(Reply::invalid)?;
+                let which = Self::chosen(&camp.plan, &names)?;
+                let rows: Vec<Value> = which
+                    .iter()
+                    .map(|&i| flow_metric(&camp.plan, i, &snaps[i]))
+                    .collect();
+                Ok(Reply::ok(
+                    json!({"choice": "flow_metrics", "flow_metrics": rows}),
+                ))
+            }
+            "port" => {
+                let req = o.obj("port").map_err(Reply::invalid)?;
+                let names = match &req {
+                    Some(r) => {
+                        r.strs("column_names", 32).map_err(Reply::invalid)?;
+                        let n = r
+                            .strs("port_names", model::PORTS_MAX)
+                            .map_err(Reply::invalid)?;
+                        r.done().map_err(Reply::invalid)?;
+                        n.unwrap_or_default()
+                    }
+                    None => Vec::new(),
+                };
+                o.done().map_err(Reply::invalid)?;
+                let which: Vec<usize> = if names.is_empty() {
+                    (0..camp.plan.ports.len()).collect()
+                } else {
+                    names
+                        .iter()
+                        .map(|n| {
+                            camp.plan
+                                .ports
+                                .iter()
+                                .position(|p| p.name == *n)
+                                .ok_or_else(|| {
+                                    Reply::invalid(invalid(
+                                        "port.port_names",
+                                        format!("no port is named '{n}'"),
+                                    ))
+                                })
+                        })
+                        .collect::<Result<_, _>>()?
+                };
+                let rows: Vec<Value> = which
+                    .iter()
+                    .map(|&p| port_metric(&camp.plan, p, &snaps))
+                    .collect();
+                Ok(Reply::ok(
+                    json!({"choice": "port_metrics", "port_metrics": rows}),
+                ))
+            }
+            other => Err(Reply::invalid(invalid(
+                "choice",
+                format!("'{other}': the agent reports port and flow metrics only"),
+            ))),
+        }
+    }
+}
+
+/// Beyond the drain, how long a stop waits for flows to end.
+const STOP_SLACK: Duration = Duration::from_secs(15);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    SetConfig,
+    GetConfig,
+    ControlState,
+    Metrics,
+}
+
+/// What the client should know about how its flows will be sent.
+fn warnings(cfg: &model::Config, plan: &Plan) -> Vec<String> {
+    let mut w = Vec::new();
+    for (f, p) in cfg.flows.iter().zip(&plan.flows) {
+        let h = &f.headers;
+        let ranged = [h.eth_src, h.ip_src, h.ip_dst, h.src_port, h.dst_port]
+            .iter()
+            .filter(|r| r.count > 1)
+            .count()
+            + usize::from(matches!(h.eth_dst, model::Field::Range(r) if r.count > 1));
+        if ranged > 1 {
+            w.push(format!(
+                "flow '{}': {} fields take several values: linerate sends every combination ({} in turn), not the fields stepping together",
+                f.name,
+                ranged,
+                p.blast.flows.count()
+            ));
+        }
+        if f.rx.is_empty() {
+            w.push(format!(
+                "flow '{}': no receive port: frames_rx stays 0",
+                f.name
+            ));
+        }
+    }
+    w
+}
+
+fn n(v: u64) -> Value {
+    Value::String(v.to_string())
+}
+
+fn flow_metric(plan: &Plan, i: usize, c: &FlowCounts) -> Value {
+    let f = &plan.flows[i];
+    let (rx_p, rx_b) = (c.rx_packets(), c.rx_bytes());
+    let rx_pps: f64 = c.rx_pps.iter().sum();
+    let rx_bps: f64 = c.rx_bps.iter().sum();
+    let loss = if c.tx_packets > 0 {
+        c.tx_packets.saturating_sub(rx_p) as f64 * 100.0 / c.tx_packets as f64
+    } else {
+        0.0
+    };
+    let mut m = json!({
+        "name": f.name,
+        "port_tx": plan.ports[f.tx].name,
+        "port_rx": f.rx.first().map(|&r| plan.ports[r].name.clone()).unwrap_or_default(),
+        "transmit": if c.running { "started" } else { "stopped" },
+        "frames_tx": n(c.tx_packets),
+        "frames_rx": n(rx_p),
+        "bytes_tx": n(c.tx_bytes),
+        "bytes_rx": n(rx_b),
+        "frames_tx_rate": c.tx_pps,
+        "frames_rx_rate": rx_pps,
+        "loss": loss,
+        "tx_rate_bps": c.tx_bps,
+        "rx_rate_bps": rx_bps,
+        "tx_rate_bytes": c.tx_bps / 8.0,
+        "rx_rate_bytes": rx_bps / 8.0,
+        "tx_rate_kbps": c.tx_bps / 1e3,
+        "rx_rate_kbps": rx_bps / 1e3,
+        "tx_rate_mbps": c.tx_bps / 1e6,
+        "rx_rate_mbps": rx_bps / 1e6,
+        "tx_l1_rate_bps": c.tx_bps + c.tx_pps * 160.0,
+        "rx_l1_rate_bps": rx_bps + rx_pps * 160.0,
+    });
+    if f.latency
+        && let Some((min, max, avg)) = c.latency
+    {
+        m["latency"] = json!({"minimum_ns": min, "maximum_ns": max, "average_ns": avg});
+    }
+    m
+}
+
+fn port_metric(plan: &Plan, p: usize, snaps: &[FlowCounts]) -> Value {
+    let port = &plan.ports[p];
+    let (mut tx_p, mut tx_b, mut rx_p, mut rx_b) = (0u64, 0u64, 0u64, 0u64);
+    let (mut tx_pps, mut tx_bps, mut rx_pps, mut rx_bps) = (0f64, 0f64, 0f64, 0f64);
+    let mut transmitting = false;
+    for (f, c) in plan.flows.iter().zip(snaps) {
+        if f.tx == p {
+            tx_p += c.tx_packets;
+            tx_b += c.tx_bytes;
+            tx_pps += c.tx_pps;
+            tx_bps += c.tx_bps;
+            transmitting |= c.running;
+        }
+        for (k, &r) in f.rx.iter().enumerate() {
+            if r == p {
+                rx_p += c.rx.get(k).map_or(0, |x| x.0);
+                rx_b += c.rx.get(k).map_or(0, |x| x.1);
+                rx_pps += c.rx_pps.get(k).copied().unwrap_or(0.0);
+                rx_bps += c.rx_bps.get(k).copied().unwrap_or(0.0);
+            }
+        }
+    }
+    let mut m = json!({
+        "name": port.name,
+        "location": port.location,
+        "capture": "stopped",
+        "frames_tx": n(tx_p),
+        "frames_rx": n(rx_p),
+        "bytes_tx": n(tx_b),
+        "bytes_rx": n(rx_b),
+        "frames_tx_rate": tx_pps,
+        "frames_rx_rate": rx_pps,
+        "bytes_tx_rate": tx_bps / 8.0,
+        "bytes_rx_rate": rx_bps / 8.0,
+        "transmit": if transmitting { "started" } else { "stopped" },
+    });
+    // A port of a peer: its link is the peer's to tell.
+    if port.remote.is_none() {
+        let up = linerate_backend::iface::is_up(&port.iface).unwrap_or(false);
+        m["link"] = json!(if up { "up" } else { "down" });
+    }
+    m
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        self.receivers.stop_all();
+        if let Some(c) = lock(&self.state).campaign.as_ref() {
+            c.stop_all(self.opts.drain + STOP_SLACK);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linerate_packet::BackendKind;
+
+    fn agent() -> Agent {
+        Agent::new(Options {
+            allow: vec!["wire0".into(), "wire1".into()],
+            // Loopback ports: nothing here touches an interface.
+            tx_backend: BackendKind::Loopback,
+            rx_backend: BackendKind::Loopback,
+            drain: Duration::from_millis(10),
+            run_max: Duration::from_secs(5),
+            interval: Duration::from_millis(50),
+            peers: None,
+        })
+    }
+
+    fn good() -> Value {
+        json!({
+            "ports": [{"name": "tx", "location": "wire0"}, {"name": "rx", "location": "wire1"}],
+            "flows": [{
+                "name": "f1",
+                "tx_rx": {"choice": "port", "port": {"tx_name": "tx", "rx_names": ["rx"]}},
+                "packet": [
+                    {"choice": "ethernet", "ethernet": {"src": {"choice": "value", "value": "02:00:00:00:00:01"}}},
+                    {"choice": "vlan", "vlan": {"id": {"choice": "value", "value": 10}}},
+                    {"choice": "ipv4", "ipv4": {"dst": {"choice": "increment", "increment": {"start": "198.18.0.2", "step": "0.0.0.1", "count": 4}}}},
+                    {"choice": "udp", "udp": {"src_port": {"choice": "values", "values": ["1000", "1002", "1004"]}}}
+                ],
+                "size": {"choice": "weight_pairs", "weight_pairs": {"choice": "custom", "custom": [{"size": 128, "weight": 7}, {"size": 1518, "weight": 1}]}},
+                "rate": {"choice": "pps", "pps": "1000"},
+                "duration": {"choice": "fixed_packets", "fixed_packets": {"packets": "10", "gap": 12}},
+                "metrics": {"enable": true, "latency": {"enable": true, "mode": "store_forward"}}
+            }]
+        })
+    }
+
+    /// Sets the value at a JSON pointer, adding the last key if missing.
+    fn set(doc: &mut Value, ptr: &str, v: Value) {
+        let (parent, key) = ptr.rsplit_once('/').unwrap();
+        let p = if parent.is_empty() {
+            doc
+        } else {
+            doc.pointer_mut(parent).unwrap()
+        };
+        match p {
+            Value::Object(m) => {
+                m.insert(key.into(), v);
+            }
+            Value::Array(l) => l[key.parse::<usize>().unwrap()] = v,
+            _ => panic!("{ptr}"),
+        }
+    }
+
+    fn post(a: &Agent, path: &str, v: &Value) -> Reply {
+        a.handle("POST", path, v.to_string().as_bytes())
+    }
+
+    #[test]
+    fn a_config_gets_the_models_defaults() {
+        let a = agent();
+        let r = post(&a, "/config", &good());
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert!(
+            r.body["warnings"][0]
+                .as_str()
+                .unwrap()
+                .contains("every combination"),
+            "{}",
+            r.body
+        );
+        let s = lock(&a.state);
+        let f = &s.campaign.as_ref().unwrap().plan.flows[0];
+        assert_eq!(f.blast.flows.count(), 12);
+        assert_eq!(f.blast.count, Some(10));
+        assert_eq!(f.blast.framing.vlan, Some((10, 0)));
+        assert_eq!(f.blast.framing.ttl, 64, "the model's default TTL");
+        assert_eq!(f.blast.sizes.cycle().len(), 8, "7:1");
+        assert_eq!(f.ids.span(), 16, "12 tuples: a block of 16 ids");
+        // Nothing given: ethernet/ipv4/udp at their defaults, 64 bytes,
+        // 1000 pps, continuous.
+        let bare = json!({"ports": [{"name": "a", "location": "wire0"}],
+            "flows": [{"name": "x", "tx_rx": {"port": {"tx_name": "a"}},
+                "packet": [{"choice": "ethernet"}, {"choice": "ipv4"}, {"choice": "udp"}]}]});
+        drop(s);
+        let r = post(&a, "/config", &bare);
+        assert_eq!(r.status, 200, "{}", r.body);
+        let s = lock(&a.state);
+        let f = &s.campaign.as_ref().unwrap().plan.flows[0];
+        assert_eq!(
+            (f.blast.count, f.blast.duration),
+            (None, Duration::from_secs(5))
+        );
+        assert_eq!(f.blast.rate, linerate_packet::Rate::Pps(1000));
+        assert_eq!(f.blast.sizes.cycle(), &[64]);
+    }
+
+    #[test]
+    fn what_linerate_would_not_honour_is_refused_by_path() {
+        let a = agent();
+        let cases: Vec<(&str, Value, &str)> = vec![
+            (
+                "/flows/0/packet/2/ipv4/src",
+                json!({"choice": "random"}),
+                "flows[0].packet[2].ipv4.src.choice",
+            ),
+            (
+                "/flows/0/packet/3/udp/src_port",
+                json!({"choice": "values", "values": [1, 5, 6]}),
+                "evenly spaced",
+            ),
+            (
+                "/flows/0/packet/3/udp/dst_port",
+                json!({"choice": "value", "value": 70000}),
+                "above 65535",
+            ),
+            (
+                "/flows/0/rate",
+                json!({"choice": "pps", "pps": "0"}),
+                "flows[0].rate.pps",
+            ),
+            (
+                "/flows/0/size",
+                json!({"choice": "fixed", "fixed": 40}),
+                "64 to 9216",
+            ),
+            (
+                "/flows/0/duration",
+                json!({"choice": "fixed_seconds", "fixed_seconds": {"seconds": 10}}),
+                "longest run",
+            ),
+            (
+                "/flows/0/tx_rx/port/rx_names",
+                json!(["tx"]),
+                "both sends and receives",
+            ),
+            (
+                "/flows/0/egress_packet",
+                json!([{"choice": "ethernet"}]),
+                "flows[0].egress_packet: not supported",
+            ),
+            ("/ports/1/location", json!("eth0"), "allow-list"),
+            ("/devices", json!([{"name": "d"}]), "devices"),
+            (
+                "/flows/0/packet/2/ipv4/time_to_live",
+                json!({"choice": "increment", "increment": {"start": 1, "count": 3}}),
+                "one value",
+            ),
+        ];
+        for (ptr, v, want) in cases {
+            let mut doc = good();
+            set(&mut doc, ptr, v);
+            let r = post(&a, "/config", &doc);
+            assert_eq!(r.status, 400, "{ptr}: {}", r.body);
+            let msg = r.body["errors"][0].as_str().unwrap();
+            assert!(msg.contains(want), "{ptr}: '{msg}' lacks '{want}'");
+        }
+    }
+
+    #[test]
+    fn routes_answer_with_the_models_shapes() {
+        let a = agent();
+        assert_eq!(
+            a.handle("GET", "/capabilities/version", b"").body["api_spec_version"],
+            API_SPEC_VERSION
+        );
+        assert_eq!(a.handle("GET", "/nope", b"").status, 404);
+        assert_eq!(a.handle("DELETE", "/config", b"").status, 405);
+        assert_eq!(a.handle("POST", "/config", b"{").status, 400);
+        let start = json!({"choice": "traffic", "traffic": {"choice": "flow_transmit", "flow_transmit": {"state": "start"}}});
+        assert_eq!(
+            post(&a, "/control/state", &start).status,
+            409,
+            "no configuration yet"
+        );
+        let m = post(
+            &a,
+            "/monitor/metrics",
+            &json!({"choice": "flow", "flow": {"flow_names": []}}),
+        );
+        assert_eq!(
+            m.body,
+            json!({"choice": "flow_metrics", "flow_metrics": []})
+        );
+        let pause = json!({"choice": "traffic", "traffic": {"choice": "flow_transmit", "flow_transmit": {"state": "pause"}}});
+        assert_eq!(post(&a, "/control/state", &pause).status, 400);
+        post(&a, "/config", &good());
+        let m = post(
+            &a,
+            "/monitor/metrics",
+            &json!({"choice": "flow", "flow": {"flow_names": ["nope"]}}),
+        );
+        assert_eq!(m.status, 400);
+        let m = post(&a, "/monitor/metrics", &json!({"choice": "port"}));
+        assert_eq!(
+            m.body["port_metrics"][0]["frames_tx"], "0",
+            "64-bit counters as strings"
+        );
+        // A peer's routes take only allowed interfaces and known receivers.
+        for (path, body, want) in [
+            (
+                "/linerate/port",
+                json!({"iface": "eth0"}),
+                "not an interface",
+            ),
+            (
+                "/linerate/rx/start",
+                json!({"iface": "eth0", "ids": {"base": 0, "span": 4}, "seconds": 1}),
+                "not an interface",
+            ),
+            (
+                "/linerate/rx/start",
+                json!({"iface": "wire0", "ids": {"base": 0, "span": 3}, "seconds": 1}),
+                "power-of-two",
+            ),
+            (
+                "/linerate/rx/start",
+                json!({"iface": "wire0", "ids": {"base": 0, "span": 4}, "seconds": 1e9}),
+                "seconds",
+            ),
+            ("/linerate/rx/counts", json!({"id": 7}), "no receiver 7"),
+            ("/linerate/rx/stop", json!({"id": "x"}), "unsigned integer"),
+            (
+                "/linerate/rx/stop",
+                json!({"id": 1, "more": 1}),
+                "more: not supported",
+            ),
+        ] {
+            let r = post(&a, path, &body);
+            assert_eq!(r.status, 400, "{path} {body}");
+            let msg = r.body["errors"][0].as_str().unwrap();
+            assert!(msg.contains(want), "{path}: '{msg}' lacks '{want}'");
+        }
+    }
+
+    /// A flow that cannot send (here: a loopback port nobody made) reads
+    /// stopped, and the next stop says why.
+    #[test]
+    fn a_failed_flow_stops_and_its_reason_comes_back_on_stop() {
+        let a = agent();
+        let mut doc = good();
+        // No receive port: the send fails at once.
+        set(&mut doc, "/flows/0/tx_rx/port/rx_names", json!([]));
+        assert_eq!(post(&a, "/config", &doc).status, 200);
+        let ctl = |state: &str| json!({"choice": "traffic", "traffic": {"choice": "flow_transmit", "flow_transmit": {"state": state}}});
+        assert_eq!(post(&a, "/control/state", &ctl("start")).status, 200);
+        let req = json!({"choice": "flow", "flow": {"flow_names": ["f1"]}});
+        let end = std::time::Instant::now() + Duration::from_secs(20);
+        while post(&a, "/monitor/metrics", &req).body["flow_metrics"][0]["transmit"] != "stopped" {
+            assert!(std::time::Instant::now() < end, "the flow did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let r = post(&a, "/control/state", &ctl("stop"));
+        assert_eq!(r.status, 200);
+        let w = r.body["warnings"][0].as_str().unwrap_or("");
+        assert!(w.starts_with("flow 'f1': "), "{}", r.body);
+    }
+
+    /// Mutated configurations (any node replaced by hostile values) and
+    /// random bytes never panic the agent: each is an answer.
+    #[test]
+    fn hostile_documents_are_answered_never_panicked_on() {
+        let a = agent();
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let hostile = [
+            json!(null),
+            json!(-1),
+            json!(1e308),
+            json!("18446744073709551616"),
+            json!(u64::MAX),
+            json!(""),
+            json!("x".repeat(300)),
+            json!([]),
+            json!({}),
+            json!([[[[]]]]),
+            json!(true),
+            json!({"choice": "increment", "increment": {"start": "255.255.255.255", "step": "0.0.0.1", "count": "4294967295"}}),
+            json!({"choice": "decrement", "decrement": {"start": 0, "step": 1, "count": 2}}),
+            json!({"choice": "values", "values": []}),
+            json!("ff:ff:ff:ff:ff:ff"),
+            json!("::"),
+        ];
+        fn nodes(v: &Value, at: String, out: &mut Vec<String>) {
+            out.push(at.clone());
+            match v {
+                Value::Object(m) => m
+                    .iter()
+                    .for_each(|(k, x)| nodes(x, format!("{at}/{k}"), out)),
+                Value::Array(l) => l
+                    .iter()
+                    .enumerate()
+                    .for_each(|(i, x)| nodes(x, format!("{at}/{i}"), out)),
+                _ => {}
+            }
+        }
+        let mut paths = Vec::new();
+        nodes(&good(), String::new(), &mut paths);
+        for _ in 0..3000 {
+            let mut doc = good();
+            for _ in 0..1 + rnd() % 3 {
+                let p = &paths[(rnd() % paths.len() as u64) as usize];
+                if let Some(x) = doc.pointer_mut(p) {
+                    *x = hostile[(rnd() % hostile.len() as u64) as usize].clone();
+                }
+            }
+            let r = post(&a, "/config", &doc);
+            assert!(
+                r.status == 200 || r.status == 400,
+                "{}: {}",
+                r.status,
+                r.body
+            );
+            let r = post(&a, "/monitor/metrics", &doc);
+            assert!(r.status == 200 || r.status == 400, "{}", r.body);
+        }
+        for _ in 0..500 {
+            let bytes: Vec<u8> = (0..rnd() % 200).map(|_| rnd() as u8).collect();
+            for path in ["/config", "/control/state", "/monitor/metrics"] {
+                assert_eq!(a.handle("POST", path, &bytes).status, 400);
+            }
+        }
+    }
+}

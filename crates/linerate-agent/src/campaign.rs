@@ -1,0 +1,406 @@
+//! Running a plan's flows: each flow on a thread of its own, its sinks
+//! counting on its receive ports before its first frame and a drain after
+//! its last (`linerate_packet::pair`), running counts taken from their
+//! intervals, and the exact counts of the reports once the flow ends.
+
+use crate::peer::RxCounts;
+use crate::plan::{Plan, PlanFlow};
+use linerate_gen::sink::LatencyHist3;
+use linerate_packet::{BlastReport, SinkReport};
+use linerate_run::{Interval, Scope};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// What a flow has done so far: running counts while it sends, the
+/// reports' counts once it ended.
+#[derive(Debug, Clone, Default)]
+pub struct FlowCounts {
+    pub running: bool,
+    /// It ran at least once since the configuration.
+    pub ran: bool,
+    pub tx_packets: u64,
+    /// Frame bytes, FCS included.
+    pub tx_bytes: u64,
+    /// Per receive port (in the flow's `rx` order).
+    pub rx: Vec<(u64, u64)>,
+    /// The last interval's rates (0 once ended).
+    pub tx_pps: f64,
+    pub tx_bps: f64,
+    pub rx_pps: Vec<f64>,
+    pub rx_bps: Vec<f64>,
+    /// min, max, mean one-way latency, ns (when measured).
+    pub latency: Option<(f64, f64, f64)>,
+    pub error: Option<String>,
+}
+
+impl FlowCounts {
+    pub fn rx_packets(&self) -> u64 {
+        self.rx.iter().map(|r| r.0).sum()
+    }
+
+    pub fn rx_bytes(&self) -> u64 {
+        self.rx.iter().map(|r| r.1).sum()
+    }
+}
+
+/// One flow's state, shared by its thread and the API.
+#[derive(Debug)]
+pub struct FlowRun {
+    pub stop: AtomicBool,
+    pub counts: Mutex<FlowCounts>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl FlowRun {
+    pub fn new(rx_ports: usize) -> Self {
+        Self {
+            stop: AtomicBool::new(false),
+            counts: Mutex::new(FlowCounts {
+                rx: vec![(0, 0); rx_ports],
+                rx_pps: vec![0.0; rx_ports],
+                rx_bps: vec![0.0; rx_ports],
+                ..FlowCounts::default()
+            }),
+            thread: Mutex::new(None),
+        }
+    }
+
+    pub fn snapshot(&self) -> FlowCounts {
+        lock(&self.counts).clone()
+    }
+
+    pub fn running(&self) -> bool {
+        lock(&self.counts).running
+    }
+
+    /// Starts the flow: counts reset, its thread spawned.
+    pub fn start(self: &Arc<Self>, flow: PlanFlow) -> std::io::Result<()> {
+        let mut slot = lock(&self.thread);
+        if let Some(old) = slot.take() {
+            // Ended (the caller checked it is not running): reaped.
+            let _ = old.join();
+        }
+        self.stop.store(false, Ordering::Relaxed);
+        {
+            let mut c = lock(&self.counts);
+            let n = flow.rx.len();
+            *c = FlowCounts {
+                running: true,
+                ran: true,
+                rx: vec![(0, 0); n],
+                rx_pps: vec![0.0; n],
+                rx_bps: vec![0.0; n],
+                ..FlowCounts::default()
+            };
+        }
+        let me = Arc::clone(self);
+        let h = std::thread::Builder::new()
+            .name(format!("agent-flow-{}", flow.ids.base))
+            .spawn(move || me.run(&flow))
+            .inspect_err(|_| lock(&self.counts).running = false)?;
+        *slot = Some(h);
+        Ok(())
+    }
+
+    /// Asks the flow to stop and waits for its end (its drain included),
+    /// at most `within`.
+    pub fn stop_within(&self, within: Duration) -> bool {
+        self.stop.store(true, Ordering::Relaxed);
+        let end = Instant::now() + within;
+        while self.running() {
+            if Instant::now() >= end {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        true
+    }
+
+    fn run(&self, flow: &PlanFlow) {
+        // The start delay, cut short by a stop.
+        let start_at = Instant::now() + flow.delay;
+        while Instant::now() < start_at && !self.stop.load(Ordering::Relaxed) {
+            std::thread::sleep((start_at - Instant::now()).min(Duration::from_millis(10)));
+        }
+        let result = if self.stop.load(Ordering::Relaxed) {
+            Err("stopped before its start delay ended".to_string())
+        } else {
+            self.send_and_count(flow)
+        };
+        let mut c = lock(&self.counts);
+        match result {
+            Ok(o) => settle(&mut c, flow, &o),
+            Err(e) => c.error = Some(e),
+        }
+        c.tx_pps = 0.0;
+        c.tx_bps = 0.0;
+        c.rx_pps.iter_mut().for_each(|r| *r = 0.0);
+        c.rx_bps.iter_mut().for_each(|r| *r = 0.0);
+        c.running = false;
+    }
+
+    fn send_and_count(&self, flow: &PlanFlow) -> Result<Outcome, String> {
+        // Receivers on peers first: each ready before the first frame.
+        let remote = self.start_remote(flow)?;
+        let done = AtomicBool::new(false);
+        let result = std::thread::scope(|sc| {
+            if !remote.is_empty() {
+                sc.spawn(|| self.poll_remote(flow, &remote, &done));
+            }
+            let r = self.send_local(flow);
+            done.store(true, Ordering::Relaxed);
+            r
+        });
+        // Stopped whatever happened to the send (they end by their
+        // seconds in any case).
+        let finals = self.stop_remote(flow, &remote);
+        let (sent, got) = result?;
+        Ok(Outcome {
+            sent,
+            got,
+            remote: finals,
+        })
+    }
+
+    /// Starts a receiver on each of the flow's peer ports: (place in
+    /// `rx`, peer, receiver id).
+    fn start_remote(&self, flow: &PlanFlow) -> Result<Vec<(usize, String, u64)>, String> {
+        let mut started = Vec::new();
+        let Some(peers) = &flow.peers else {
+            return Ok(started);
+        };
+        let seconds = (flow.delay + flow.blast.duration + flow.drain).as_secs_f64() + 60.0;
+        for (k, base, iface) in &flow.remote_rx {
+            let body = serde_json::json!({
+                "iface": iface,
+                "ids": {"base": flow.ids.base, "span": flow.ids.span()},
+                "seconds": seconds,
+                "clocks_shared": flow.latency && peers.clock_shared,
+            });
+            match peers.call(base, "/linerate/rx/start", &body, PEER_START_WITHIN) {
+                Ok(v) => started.push((*k, base.clone(), v["id"].as_u64().unwrap_or(u64::MAX))),
+                Err(e) => {
+                    self.stop_remote(flow, &started);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(started)
+    }
+
+    /// The peers' running counts, every interval, until `done`.
+    fn poll_remote(&self, flow: &PlanFlow, remote: &[(usize, String, u64)], done: &AtomicBool) {
+        let Some(peers) = &flow.peers else { return };
+        while !done.load(Ordering::Relaxed) {
+            for (k, base, id) in remote {
+                let body = serde_json::json!({ "id": id });
+                if let Ok(v) = peers.call(base, "/linerate/rx/counts", &body, PEER_CALL_WITHIN) {
+                    let r = RxCounts::from_json(&v);
+                    let mut c = lock(&self.counts);
+                    if !done.load(Ordering::Relaxed) {
+                        c.rx[*k] = (r.frames, r.bytes);
+                        c.rx_pps[*k] = r.pps;
+                        c.rx_bps[*k] = r.bps;
+                    }
+                }
+            }
+            let until = Instant::now() + Duration::from_millis(200);
+            while Instant::now() < until && !done.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+
+    /// Stops the flow's peer receivers: each one's final counts, or why
+    /// there are none.
+    fn stop_remote(
+        &self,
+        flow: &PlanFlow,
+        remote: &[(usize, String, u64)],
+    ) -> Vec<(usize, Result<RxCounts, String>)> {
+        let Some(peers) = &flow.peers else {
+            return Vec::new();
+        };
+        remote
+            .iter()
+            .map(|(k, base, id)| {
+                let body = serde_json::json!({ "id": id });
+                let r = peers.call(base, "/linerate/rx/stop", &body, PEER_CALL_WITHIN);
+                (*k, r.map(|v| RxCounts::from_json(&v)))
+            })
+            .collect()
+    }
+
+    fn send_local(
+        &self,
+        flow: &PlanFlow,
+    ) -> Result<(BlastReport, Vec<Result<SinkReport, String>>), String> {
+        let on_sink = |i: usize, iv: &Interval| {
+            let Some(&i) = flow.sink_rx.get(i) else {
+                return;
+            };
+            let (mut p, mut b) = (0u64, 0u64);
+            for r in iv.rows.iter().filter(|r| r.scope == Scope::Flow) {
+                if r.id.parse::<u16>().is_ok_and(|id| flow.ids.contains(id)) {
+                    p += r.counts.packets.unwrap_or(0);
+                    b += r.counts.bytes.unwrap_or(0);
+                }
+            }
+            let secs = (iv.end_s - iv.start_s).max(1e-3);
+            let mut c = lock(&self.counts);
+            if let Some(slot) = c.rx.get_mut(i) {
+                slot.0 += p;
+                slot.1 += b;
+            }
+            if let Some(r) = c.rx_pps.get_mut(i) {
+                *r = p as f64 / secs;
+            }
+            if let Some(r) = c.rx_bps.get_mut(i) {
+                *r = b as f64 * 8.0 / secs;
+            }
+        };
+        let on_tx = &mut |iv: &Interval| {
+            let (mut p, mut b) = (0u64, 0u64);
+            for r in iv.rows.iter().filter(|r| r.scope == Scope::Worker) {
+                p += r.counts.packets.unwrap_or(0);
+                b += r.counts.bytes.unwrap_or(0);
+            }
+            let secs = (iv.end_s - iv.start_s).max(1e-3);
+            let mut c = lock(&self.counts);
+            c.tx_packets += p;
+            c.tx_bytes += b;
+            c.tx_pps = p as f64 / secs;
+            c.tx_bps = b as f64 * 8.0 / secs;
+        };
+        let (sent, got) = linerate_packet::pair::while_counting_live(
+            &flow.sinks,
+            flow.drain,
+            || linerate_packet::blast(&flow.blast, &self.stop, on_tx),
+            Result::is_ok,
+            &on_sink,
+        )?;
+        let sent = sent.map_err(|e| format!("sending on {}: {e}", flow.blast.iface))?;
+        Ok((sent, got))
+    }
+}
+
+/// The reports' exact counts in place of the running ones.
+fn settle(c: &mut FlowCounts, flow: &PlanFlow, o: &Outcome) {
+    c.tx_packets = o.sent.packets;
+    c.tx_bytes = o.sent.bytes;
+    let mut hist = LatencyHist3::new();
+    for (j, r) in o.got.iter().enumerate() {
+        let i = flow.sink_rx[j];
+        match r {
+            Ok(s) => {
+                let (mut p, mut b) = (0u64, 0u64);
+                for (id, f) in s.counts.flows.iter() {
+                    if flow.ids.contains(*id) {
+                        let n = f.seq.received();
+                        p += n;
+                        // The sink counts bytes without the FCS.
+                        b += f.bytes + 4 * n;
+                        if let Some(h) = s.counts.latency_of(f) {
+                            hist.add(&h);
+                        }
+                    }
+                }
+                c.rx[i] = (p, b);
+                if let Some(e) = &s.error {
+                    c.error.get_or_insert_with(|| {
+                        format!("receiving on {}: {e}", flow.sinks[j].iface)
+                    });
+                }
+            }
+            Err(e) => {
+                c.error.get_or_insert_with(|| e.clone());
+            }
+        }
+    }
+    // Local latency from the histograms; the peers' min, max and mean
+    // folded in (the mean weighted by frames).
+    let local_n = hist.len();
+    let mut lat =
+        linerate_gen::sink::latency_summary(&hist).map(|l| (l[0], l[5], l[1], local_n as f64));
+    for (k, r) in &o.remote {
+        match r {
+            Ok(r) => {
+                c.rx[*k] = (r.frames, r.bytes);
+                if let Some(e) = &r.error {
+                    c.error
+                        .get_or_insert_with(|| format!("receiving on a peer: {e}"));
+                }
+                if let Some((min, max, avg)) = r.latency {
+                    let n = r.frames as f64;
+                    lat = Some(match lat {
+                        None => (min, max, avg, n),
+                        Some((a, b, m, w)) => (
+                            a.min(min),
+                            b.max(max),
+                            (m * w + avg * n) / (w + n).max(1.0),
+                            w + n,
+                        ),
+                    });
+                }
+            }
+            Err(e) => {
+                c.error.get_or_insert_with(|| e.clone());
+            }
+        }
+    }
+    c.latency = lat.map(|(a, b, m, _)| (a, b, m));
+}
+
+/// What a flow's run gave: blast's report, each local sink's, each peer
+/// receiver's final counts.
+struct Outcome {
+    sent: BlastReport,
+    got: Vec<Result<SinkReport, String>>,
+    remote: Vec<(usize, Result<RxCounts, String>)>,
+}
+
+/// How long a peer may take to have a receiver ready, and to answer
+/// anything else.
+const PEER_START_WITHIN: Duration = Duration::from_secs(15);
+const PEER_CALL_WITHIN: Duration = Duration::from_secs(10);
+
+/// The plan in force and its flows' states.
+#[derive(Debug)]
+pub struct Campaign {
+    pub plan: Plan,
+    pub flows: Vec<Arc<FlowRun>>,
+}
+
+impl Campaign {
+    pub fn new(plan: Plan) -> Self {
+        let flows = plan
+            .flows
+            .iter()
+            .map(|f| Arc::new(FlowRun::new(f.rx.len())))
+            .collect();
+        Self { plan, flows }
+    }
+
+    pub fn any_running(&self) -> bool {
+        self.flows.iter().any(|f| f.running())
+    }
+
+    /// Stops every flow; waits for each at most `within` (all together).
+    pub fn stop_all(&self, within: Duration) -> bool {
+        for f in &self.flows {
+            f.stop.store(true, Ordering::Relaxed);
+        }
+        let end = Instant::now() + within;
+        self.flows
+            .iter()
+            .all(|f| f.stop_within(end.saturating_duration_since(Instant::now())))
+    }
+}
+
+/// A lock that a panicked holder does not poison for the rest (counts
+/// are plain numbers: a half-written update is still numbers).
+pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

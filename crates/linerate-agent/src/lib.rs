@@ -1,0 +1,38 @@
+//! `linerate agent`: a daemon serving the Open Traffic Generator API's
+//! subset the snappi SDK drives (`/config`, `/control/state`,
+//! `/monitor/metrics`, `/capabilities/version`) over HTTPS with a bearer
+//! token, running each flow as a blast on its transmit port and sinks on
+//! its receive ports (`linerate-packet`).
+//!
+//! - `json`: reading a document field by field, paths in every error.
+//! - `model`: the models' subset, defaults filled in, the rest refused.
+//! - `plan`: a configuration made runnable (allow-list, probe ids,
+//!   blast and sink configurations), all refusals before anything is sent.
+//! - `campaign`: running flows and their counts.
+//! - `api`: the routes, without I/O.
+//! - `peer`: ports on other agents (a campaign across hosts): the
+//!   receivers run for a peer and the calls to one.
+//! - `http`, `tls`, `server`: bounded HTTP/1.1 over rustls.
+
+pub mod api;
+pub mod campaign;
+pub mod http;
+pub mod json;
+pub mod model;
+pub mod peer;
+pub mod plan;
+pub mod server;
+pub mod tls;
+
+pub use api::{API_SPEC_VERSION, Agent, Reply};
+pub use peer::Peers;
+pub use plan::Options;
+pub use server::{TOKEN_MIN, serve};
+pub use tls::{Identity, Tls, TlsError};
+
+/// A random bearer token: 32 bytes from the OS, hex.
+pub fn random_token() -> String {
+    let mut b = [0u8; 32];
+    rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut b);
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}

@@ -1,0 +1,1063 @@
+//! The Open Traffic Generator model's subset the agent runs (models and
+//! snappi 1.62): a `/config` document read into typed ports and flows,
+//! every field the client left out given the model's default, every field
+//! it set that linerate would not honour refused by its path.
+//!
+//! Patterns (a header field's values) become linerate ranges: `value`,
+//! `values` (evenly spaced), `increment` and `decrement`; `auto` where the
+//! model has it. linerate walks every combination of a flow's ranges (an
+//! odometer), where the model steps each field on its own.
+
+use crate::json::{Invalid, Obj, as_u64, invalid, short};
+use linerate_gen::flows::Range;
+use serde_json::Value;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// Most ports and flows one configuration may hold, and receive ports per
+/// flow.
+pub const PORTS_MAX: usize = 16;
+pub const FLOWS_MAX: usize = 64;
+/// Most values in a pattern's `values` or a size increment.
+pub const VALUES_MAX: usize = 4096;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub ports: Vec<Port>,
+    pub flows: Vec<Flow>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Port {
+    pub name: String,
+    /// The interface (or `https://agent:port/iface` on another agent).
+    pub location: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Flow {
+    pub name: String,
+    pub tx: String,
+    pub rx: Vec<String>,
+    pub headers: Headers,
+    pub size: Size,
+    pub rate: Rate,
+    pub duration: Duration,
+    pub latency: bool,
+}
+
+/// A header field: a range of values, or the model's `auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    Auto,
+    Range(Range),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Headers {
+    pub eth_src: Range,
+    /// `Auto`: the receive port's MAC, or the next hop's.
+    pub eth_dst: Field,
+    /// 802.1Q: VLAN id and priority.
+    pub vlan: Option<(u16, u8)>,
+    pub ipv6: bool,
+    pub ip_src: Range,
+    pub ip_dst: Range,
+    pub ttl: u8,
+    pub dscp: u8,
+    /// TCP with these flags, or UDP.
+    pub tcp_flags: Option<u8>,
+    pub src_port: Range,
+    pub dst_port: Range,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Size {
+    Fixed(u16),
+    /// Each size in turn, `start..=end` by `step`.
+    Increment {
+        start: u16,
+        end: u16,
+        step: u16,
+    },
+    /// Sizes and weights (IMIX).
+    Weights(Vec<(u16, f64)>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Rate {
+    Pps(u64),
+    /// Bits per second on the wire (preamble and gap counted: the model's
+    /// minimum of 672 is a 64-byte frame's 84 bytes).
+    BpsL1(u64),
+    /// Percent of the port's line rate.
+    Percentage(f64),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Stop {
+    Packets(u64),
+    Seconds(f64),
+    Continuous,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Delay {
+    None,
+    Nanoseconds(f64),
+    /// Bytes at the port's line rate.
+    Bytes(f64),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Duration {
+    pub stop: Stop,
+    pub delay: Delay,
+}
+
+/// Reads a `/config` document.
+pub fn config(v: &Value) -> Result<Config, Invalid> {
+    let o = Obj::new("", v)?;
+    let mut ports = Vec::new();
+    for (i, p) in o
+        .list("ports", PORTS_MAX)?
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+    {
+        let p = Obj::new(&format!("ports[{i}]"), p)?;
+        let name = name(&p)?;
+        let location = p
+            .str("location")?
+            .ok_or_else(|| invalid(&p.at("location"), "required: the interface the port is"))?
+            .to_string();
+        p.done()?;
+        if ports.iter().any(|q: &Port| q.name == name) {
+            return Err(invalid(&p.at("name"), format!("'{name}' names two ports")));
+        }
+        ports.push(Port { name, location });
+    }
+    let mut flows = Vec::new();
+    for (i, f) in o
+        .list("flows", FLOWS_MAX)?
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+    {
+        let f = flow(&Obj::new(&format!("flows[{i}]"), f)?, &ports)?;
+        if flows.iter().any(|g: &Flow| g.name == f.name) {
+            return Err(invalid(
+                &format!("flows[{i}].name"),
+                format!("'{}' names two flows", f.name),
+            ));
+        }
+        flows.push(f);
+    }
+    // Empty sections are the same as none.
+    for key in [
+        "lags",
+        "layer1",
+        "captures",
+        "devices",
+        "lldp",
+        "egress_only_tracking",
+    ] {
+        if o.list(key, usize::MAX)
+            .ok()
+            .flatten()
+            .is_some_and(|l| l.is_empty())
+        {
+            continue;
+        }
+        if o.raw(key).is_some() {
+            return Err(invalid(
+                key,
+                "not supported by linerate agent (ports and flows only)",
+            ));
+        }
+    }
+    o.done()?;
+    Ok(Config { ports, flows })
+}
+
+fn name(o: &Obj) -> Result<String, Invalid> {
+    let n = o
+        .str("name")?
+        .ok_or_else(|| invalid(&o.at("name"), "required"))?;
+    if n.is_empty() || n.len() > 128 || n.chars().any(char::is_control) {
+        return Err(invalid(
+            &o.at("name"),
+            "a name is 1 to 128 characters, none of them control characters",
+        ));
+    }
+    Ok(n.to_string())
+}
+
+fn port_ref(path: &str, n: &str, ports: &[Port]) -> Result<String, Invalid> {
+    if ports.iter().any(|p| p.name == n) {
+        Ok(n.to_string())
+    } else {
+        Err(invalid(path, format!("no port is named '{n}'")))
+    }
+}
+
+fn flow(f: &Obj, ports: &[Port]) -> Result<Flow, Invalid> {
+    let name = name(f)?;
+    let txrx = f
+        .obj("tx_rx")?
+        .ok_or_else(|| invalid(&f.at("tx_rx"), "required: the flow's ports"))?;
+    txrx.choice(&["port"], "port")?;
+    let p = txrx
+        .obj("port")?
+        .ok_or_else(|| invalid(&txrx.at("port"), "required"))?;
+    let tx = p
+        .str("tx_name")?
+        .ok_or_else(|| invalid(&p.at("tx_name"), "required"))?;
+    let tx = port_ref(&p.at("tx_name"), tx, ports)?;
+    let mut rx = Vec::new();
+    if let Some(r) = p.str("rx_name")? {
+        rx.push(port_ref(&p.at("rx_name"), r, ports)?);
+    }
+    for (i, r) in p
+        .strs("rx_names", PORTS_MAX)?
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+    {
+        let r = port_ref(&format!("{}[{i}]", p.at("rx_names")), r, ports)?;
+        if !rx.contains(&r) {
+            rx.push(r);
+        }
+    }
+    if rx.contains(&tx) {
+        return Err(invalid(
+            &p.at("rx_names"),
+            format!(
+                "'{tx}' both sends and receives the flow: a port's own frames do not come back to it"
+            ),
+        ));
+    }
+    p.done()?;
+    txrx.done()?;
+    let headers = headers(f)?;
+    let size = size(f.obj("size")?)?;
+    let rate = rate(f.obj("rate")?)?;
+    let duration = duration(f.obj("duration")?)?;
+    let latency = metrics(f.obj("metrics")?)?;
+    f.done()?;
+    Ok(Flow {
+        name,
+        tx,
+        rx,
+        headers,
+        size,
+        rate,
+        duration,
+        latency,
+    })
+}
+
+fn metrics(m: Option<Obj>) -> Result<bool, Invalid> {
+    let Some(m) = m else { return Ok(false) };
+    // enable, loss and timestamps: the agent measures whatever they say.
+    m.bool("enable")?;
+    m.bool("loss")?;
+    m.bool("timestamps")?;
+    let mut latency = false;
+    if let Some(l) = m.obj("latency")? {
+        latency = l.bool("enable")?.unwrap_or(false);
+        let mode = l.str("mode")?.unwrap_or("store_forward");
+        if !["store_forward", "cut_through"].contains(&mode) {
+            return Err(invalid(
+                &l.at("mode"),
+                format!("'{mode}' is not a latency mode"),
+            ));
+        }
+        l.done()?;
+    }
+    m.done()?;
+    Ok(latency)
+}
+
+fn size(s: Option<Obj>) -> Result<Size, Invalid> {
+    let Some(s) = s else {
+        return Ok(Size::Fixed(64));
+    };
+    let frame = |path: String, v: u64| -> Result<u16, Invalid> {
+        u16::try_from(v)
+            .ok()
+            .filter(|v| (64..=9216).contains(v))
+            .ok_or_else(|| {
+                invalid(
+                    &path,
+                    format!("{v} bytes: linerate's frames are 64 to 9216 bytes (FCS included, the probe needs its 18 bytes)"),
+                )
+            })
+    };
+    let out = match s.choice(&["fixed", "increment", "weight_pairs"], "fixed")? {
+        "fixed" => Size::Fixed(frame(s.at("fixed"), s.u64("fixed")?.unwrap_or(64))?),
+        "increment" => {
+            let i = s.obj("increment")?;
+            let get = |k: &'static str, d: u64| -> Result<u64, Invalid> {
+                Ok(match &i {
+                    Some(i) => i.u64(k)?.unwrap_or(d),
+                    None => d,
+                })
+            };
+            let path = s.at("increment");
+            let start = frame(format!("{path}.start"), get("start", 64)?)?;
+            let end = frame(format!("{path}.end"), get("end", 1518)?)?;
+            let step = get("step", 1)?;
+            if end < start {
+                return Err(invalid(&path, format!("end {end} is below start {start}")));
+            }
+            let step = u16::try_from(step)
+                .ok()
+                .filter(|&s| s > 0)
+                .ok_or_else(|| invalid(&format!("{path}.step"), "a step of 1 to 65535 bytes"))?;
+            if let Some(i) = &i {
+                i.done()?;
+            }
+            Size::Increment { start, end, step }
+        }
+        _ => {
+            let w = s.obj("weight_pairs")?;
+            let pairs = match &w {
+                None => imix("imix").expect("the model's default mix"),
+                Some(w) => weight_pairs(w, &frame)?,
+            };
+            if let Some(w) = &w {
+                w.done()?;
+            }
+            for (size, _) in &pairs {
+                frame(s.at("weight_pairs"), u64::from(*size))?;
+            }
+            Size::Weights(pairs)
+        }
+    };
+    s.done()?;
+    Ok(out)
+}
+
+fn weight_pairs(
+    w: &Obj,
+    frame: &dyn Fn(String, u64) -> Result<u16, Invalid>,
+) -> Result<Vec<(u16, f64)>, Invalid> {
+    if w.choice(&["predefined", "custom"], "predefined")? == "predefined" {
+        let p = w.str("predefined")?.unwrap_or("imix");
+        return imix(p).ok_or_else(|| {
+            invalid(
+                &w.at("predefined"),
+                format!("'{p}' is not a predefined mix"),
+            )
+        });
+    }
+    let list = w.list("custom", 64)?.unwrap_or_default();
+    let mut pairs = Vec::new();
+    for (i, c) in list.iter().enumerate() {
+        let c = Obj::new(&format!("{}[{i}]", w.at("custom")), c)?;
+        let size = frame(c.at("size"), c.u64("size")?.unwrap_or(64))?;
+        let weight = c.f64("weight")?.unwrap_or(1.0);
+        if !(weight > 0.0 && weight <= 1e6) {
+            return Err(invalid(&c.at("weight"), "a weight above 0 (at most 1e6)"));
+        }
+        c.done()?;
+        pairs.push((size, weight));
+    }
+    if pairs.is_empty() {
+        return Err(invalid(&w.at("custom"), "at least one size and weight"));
+    }
+    Ok(pairs)
+}
+
+/// The model's predefined mixes (sizes with FCS, weights as it gives
+/// them).
+fn imix(name: &str) -> Option<Vec<(u16, f64)>> {
+    Some(match name {
+        "imix" => vec![(64, 7.0), (570, 4.0), (1518, 1.0)],
+        "ipsec_imix" => vec![(90, 58.67), (92, 2.0), (594, 23.66), (1418, 15.67)],
+        "ipv6_imix" => vec![(60, 58.67), (496, 2.0), (594, 23.66), (1518, 15.67)],
+        "standard_imix" => vec![(58, 58.67), (62, 2.0), (594, 23.66), (1518, 15.67)],
+        "tcp_imix" => vec![(90, 58.67), (92, 2.0), (594, 23.66), (1518, 15.67)],
+        _ => return None,
+    })
+}
+
+fn rate(r: Option<Obj>) -> Result<Rate, Invalid> {
+    let Some(r) = r else {
+        return Ok(Rate::Pps(1000));
+    };
+    let c = r.choice(&["pps", "bps", "kbps", "mbps", "gbps", "percentage"], "pps")?;
+    let positive = |k: &'static str, d: u64, min: u64| -> Result<u64, Invalid> {
+        let v = r.u64(k)?.unwrap_or(d);
+        if v < min {
+            return Err(invalid(&r.at(k), format!("at least {min}")));
+        }
+        Ok(v)
+    };
+    let scaled = |k: &'static str, d: u64, unit: u64| -> Result<u64, Invalid> {
+        positive(k, d, 1)?
+            .checked_mul(unit)
+            .filter(|&b| b <= 1_000_000_000_000)
+            .ok_or_else(|| invalid(&r.at(k), "above 1 Tbit/s"))
+    };
+    let out = match c {
+        "pps" => Rate::Pps(positive("pps", 1000, 1)?),
+        "bps" => Rate::BpsL1(scaled("bps", 1_000_000_000, 1).and_then(|b| {
+            if b < 672 {
+                Err(invalid(
+                    &r.at("bps"),
+                    "at least 672 (one 64-byte frame a second on the wire)",
+                ))
+            } else {
+                Ok(b)
+            }
+        })?),
+        "kbps" => Rate::BpsL1(scaled("kbps", 1_000_000, 1_000)?),
+        "mbps" => Rate::BpsL1(scaled("mbps", 1000, 1_000_000)?),
+        "gbps" => Rate::BpsL1(scaled("gbps", 1, 1_000_000_000)?),
+        _ => {
+            let p = r.f64("percentage")?.unwrap_or(100.0);
+            if !(p > 0.0 && p <= 100.0) {
+                return Err(invalid(&r.at("percentage"), "above 0 and at most 100"));
+            }
+            Rate::Percentage(p)
+        }
+    };
+    r.done()?;
+    Ok(out)
+}
+
+/// Longest fixed_seconds or delay the agent takes (a day).
+pub const SECONDS_MAX: f64 = 86_400.0;
+
+fn duration(d: Option<Obj>) -> Result<Duration, Invalid> {
+    let Some(d) = d else {
+        return Ok(Duration {
+            stop: Stop::Continuous,
+            delay: Delay::None,
+        });
+    };
+    let c = d.choice(
+        &["fixed_packets", "fixed_seconds", "continuous"],
+        "continuous",
+    )?;
+    let sub = d.obj(match c {
+        "fixed_packets" => "fixed_packets",
+        "fixed_seconds" => "fixed_seconds",
+        _ => "continuous",
+    })?;
+    let mut delay = Delay::None;
+    let stop = match (c, &sub) {
+        ("fixed_packets", Some(s)) => Stop::Packets(s.u64("packets")?.unwrap_or(1)),
+        ("fixed_packets", None) => Stop::Packets(1),
+        ("fixed_seconds", Some(s)) => Stop::Seconds(s.f64("seconds")?.unwrap_or(1.0)),
+        ("fixed_seconds", None) => Stop::Seconds(1.0),
+        _ => Stop::Continuous,
+    };
+    match stop {
+        Stop::Packets(0) => {
+            return Err(invalid(&d.at("fixed_packets.packets"), "at least 1 packet"));
+        }
+        Stop::Seconds(s) if !(s > 0.0 && s <= SECONDS_MAX) => {
+            return Err(invalid(
+                &d.at("fixed_seconds.seconds"),
+                format!("above 0 and at most {SECONDS_MAX} s"),
+            ));
+        }
+        _ => {}
+    }
+    if let Some(s) = &sub {
+        // The minimum inter-frame gap: linerate paces by rate, the wire
+        // keeps its own 12 bytes.
+        if let Some(g) = s.u64("gap")?
+            && g != 12
+        {
+            return Err(invalid(
+                &s.at("gap"),
+                format!(
+                    "{g} bytes: linerate leaves the gap to the wire (12 bytes); only 12 is taken"
+                ),
+            ));
+        }
+        if let Some(dl) = s.obj("delay")? {
+            delay = match dl.choice(&["bytes", "nanoseconds", "microseconds"], "bytes")? {
+                "bytes" => Delay::Bytes(dl.f64("bytes")?.unwrap_or(0.0)),
+                "nanoseconds" => Delay::Nanoseconds(dl.f64("nanoseconds")?.unwrap_or(0.0)),
+                _ => Delay::Nanoseconds(dl.f64("microseconds")?.unwrap_or(0.0) * 1e3),
+            };
+            let (Delay::Bytes(v) | Delay::Nanoseconds(v)) = delay else {
+                unreachable!()
+            };
+            if !(0.0..=SECONDS_MAX * 1e9).contains(&v) {
+                return Err(invalid(&dl.path, "a delay of 0 to a day"));
+            }
+            if v == 0.0 {
+                delay = Delay::None;
+            }
+            dl.done()?;
+        }
+        s.done()?;
+    }
+    d.done()?;
+    Ok(Duration { stop, delay })
+}
+
+/// What a pattern's values are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Mac,
+    V4,
+    V6,
+    /// An integer of this many bits.
+    Bits(u32),
+}
+
+impl Kind {
+    fn max(self) -> u128 {
+        match self {
+            Kind::Mac => (1 << 48) - 1,
+            Kind::V4 => u128::from(u32::MAX),
+            Kind::V6 => u128::MAX,
+            Kind::Bits(b) => (1u128 << b) - 1,
+        }
+    }
+
+    fn parse(self, path: &str, v: &Value) -> Result<u128, Invalid> {
+        let bad = |what: &str| invalid(path, format!("expected {what}, got {}", short(v)));
+        match self {
+            Kind::Mac => v
+                .as_str()
+                .and_then(linerate_wire::MacAddr::parse)
+                .map(|m| u128::from(m.to_u64()))
+                .ok_or_else(|| bad("a MAC address")),
+            Kind::V4 => v
+                .as_str()
+                .and_then(|s| s.parse::<Ipv4Addr>().ok())
+                .map(|a| u128::from(u32::from(a)))
+                .ok_or_else(|| bad("an IPv4 address")),
+            Kind::V6 => v
+                .as_str()
+                .and_then(|s| s.parse::<Ipv6Addr>().ok())
+                .map(u128::from)
+                .ok_or_else(|| bad("an IPv6 address")),
+            Kind::Bits(_) => {
+                let n = u128::from(as_u64(path, v)?);
+                if n > self.max() {
+                    return Err(invalid(path, format!("{n} is above {}", self.max())));
+                }
+                Ok(n)
+            }
+        }
+    }
+}
+
+/// A pattern object (`value`, `values`, `increment`, `decrement`, `auto`)
+/// as a field; `default` is the model's value when it is absent,
+/// `auto_default` whether the model's default choice is `auto`.
+fn pattern(
+    parent: &Obj,
+    key: &'static str,
+    kind: Kind,
+    default: u128,
+    auto_default: bool,
+) -> Result<Field, Invalid> {
+    let Some(p) = parent.obj(key)? else {
+        return Ok(if auto_default {
+            Field::Auto
+        } else {
+            Field::Range(Range::single(default))
+        });
+    };
+    let mut choices = vec!["value", "values", "increment", "decrement"];
+    if auto_default {
+        choices.push("auto");
+    }
+    let c = p.choice(&choices, if auto_default { "auto" } else { "value" })?;
+    // The other choices' values may come along (snappi sends only the
+    // chosen one; others are read and checked, not used).
+    let value = p
+        .raw("value")
+        .map(|v| kind.parse(&p.at("value"), v))
+        .transpose()?;
+    let values = p.list("values", VALUES_MAX)?;
+    let counter = |k: &'static str| -> Result<Option<(u128, u128, u64)>, Invalid> {
+        let Some(o) = p.obj(k)? else { return Ok(None) };
+        let start = o
+            .raw("start")
+            .map(|v| kind.parse(&o.at("start"), v))
+            .transpose()?
+            .unwrap_or(default);
+        let step = o
+            .raw("step")
+            .map(|v| kind.parse(&o.at("step"), v))
+            .transpose()?
+            .unwrap_or(1);
+        let count = o.u64("count")?.unwrap_or(1);
+        o.raw("metric_tags");
+        o.done()?;
+        if count == 0 {
+            return Err(invalid(&o.at("count"), "at least 1"));
+        }
+        Ok(Some((start, step, count)))
+    };
+    let inc = counter("increment")?;
+    let dec = counter("decrement")?;
+    if let Some(tags) = p.list("metric_tags", 16)?
+        && !tags.is_empty()
+    {
+        return Err(invalid(
+            &p.at("metric_tags"),
+            "not supported by linerate agent",
+        ));
+    }
+    if p.raw("auto").is_some() && !auto_default {
+        return Err(invalid(&p.at("auto"), "this field has no auto"));
+    }
+    p.done()?;
+    let range = |start: u128, step: u128, count: u64, up: bool| -> Result<Range, Invalid> {
+        let path = p.at(if up { "increment" } else { "decrement" });
+        if count > 1 && step == 0 {
+            return Err(invalid(
+                &format!("{path}.step"),
+                "a step of 0 repeats one value: use value",
+            ));
+        }
+        let span = step
+            .checked_mul(u128::from(count - 1))
+            .ok_or_else(|| invalid(&path, "the values run past the field"))?;
+        let first = if up {
+            start
+                .checked_add(span)
+                .filter(|&last| last <= kind.max())
+                .ok_or_else(|| invalid(&path, "the values run past the field's largest"))?;
+            start
+        } else {
+            start
+                .checked_sub(span)
+                .ok_or_else(|| invalid(&path, "the values run below 0"))?
+        };
+        Ok(Range {
+            first,
+            count,
+            step: if count == 1 { 1 } else { step },
+        })
+    };
+    Ok(match c {
+        "auto" => Field::Auto,
+        "value" => Field::Range(Range::single(value.unwrap_or(default))),
+        "values" => {
+            let path = p.at("values");
+            let list = values.ok_or_else(|| invalid(&path, "required by choice values"))?;
+            let mut v = list
+                .iter()
+                .enumerate()
+                .map(|(i, x)| kind.parse(&format!("{path}[{i}]"), x))
+                .collect::<Result<Vec<_>, _>>()?;
+            v.sort_unstable();
+            if v.is_empty() {
+                return Err(invalid(&path, "at least one value"));
+            }
+            if v.windows(2).any(|w| w[0] == w[1]) {
+                return Err(invalid(&path, "a value given twice"));
+            }
+            let step = v.get(1).map_or(1, |b| b - v[0]);
+            if v.windows(2).any(|w| w[1] - w[0] != step) {
+                return Err(invalid(
+                    &path,
+                    "values must be evenly spaced: linerate walks a range (first, step, count)",
+                ));
+            }
+            Field::Range(Range {
+                first: v[0],
+                count: v.len() as u64,
+                step,
+            })
+        }
+        "increment" => {
+            let (s, st, n) = inc.unwrap_or((default, 1, 1));
+            Field::Range(range(s, st, n, true)?)
+        }
+        _ => {
+            let (s, st, n) = dec.unwrap_or((default, 1, 1));
+            Field::Range(range(s, st, n, false)?)
+        }
+    })
+}
+
+/// A pattern that must be a range (the model has no auto for it).
+fn ranged(parent: &Obj, key: &'static str, kind: Kind, default: u128) -> Result<Range, Invalid> {
+    match pattern(parent, key, kind, default, false)? {
+        Field::Range(r) => Ok(r),
+        Field::Auto => unreachable!("no auto without auto_default"),
+    }
+}
+
+/// A pattern linerate writes one value of: it must be that value (or the
+/// model's auto, when `auto` is).
+fn single(
+    parent: &Obj,
+    key: &'static str,
+    kind: Kind,
+    default: u128,
+    auto: bool,
+) -> Result<Option<u128>, Invalid> {
+    match pattern(parent, key, kind, default, auto)? {
+        Field::Auto => Ok(None),
+        Field::Range(r) if r.count == 1 => Ok(Some(r.first)),
+        Field::Range(_) => Err(invalid(
+            &parent.at(key),
+            "linerate sends one value of this field: give value",
+        )),
+    }
+}
+
+/// A field linerate writes as `fixed`: any other value is refused.
+fn fixed(
+    parent: &Obj,
+    key: &'static str,
+    kind: Kind,
+    default: u128,
+    auto: bool,
+    fixed: u128,
+    what: &str,
+) -> Result<(), Invalid> {
+    match single(parent, key, kind, default, auto)? {
+        Some(v) if v != fixed => Err(invalid(
+            &parent.at(key),
+            format!("linerate's frames carry {what}; {v} is not sent"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A header's own object (`ethernet`, `ipv4` …), an empty one when the
+/// client sent none: every field at its default.
+fn body<'a>((c, o): &(&str, Obj<'a>)) -> Result<Obj<'a>, Invalid> {
+    static EMPTY: std::sync::LazyLock<Value> =
+        std::sync::LazyLock::new(|| Value::Object(Default::default()));
+    let key = match *c {
+        "ethernet" => "ethernet",
+        "vlan" => "vlan",
+        "ipv4" => "ipv4",
+        "ipv6" => "ipv6",
+        "udp" => "udp",
+        _ => "tcp",
+    };
+    let b = o.obj(key)?;
+    o.done()?;
+    Ok(match b {
+        Some(b) => b,
+        None => Obj::new(&o.at(key), &EMPTY)?,
+    })
+}
+
+fn headers(f: &Obj) -> Result<Headers, Invalid> {
+    let path = f.at("packet");
+    let list = f.list("packet", 8)?.unwrap_or_default();
+    let mut hs = Vec::new();
+    for (i, h) in list.iter().enumerate() {
+        let o = Obj::new(&format!("{path}[{i}]"), h)?;
+        let c = o.choice(
+            &["ethernet", "vlan", "ipv4", "ipv6", "udp", "tcp"],
+            "ethernet",
+        )?;
+        hs.push((c, o));
+    }
+    let names: Vec<&str> = hs.iter().map(|(c, _)| *c).collect();
+    let shape_ok = matches!(
+        names.as_slice(),
+        ["ethernet", "ipv4" | "ipv6", "udp" | "tcp"]
+            | ["ethernet", "vlan", "ipv4" | "ipv6", "udp" | "tcp"]
+    );
+    if !shape_ok {
+        return Err(invalid(
+            &path,
+            format!(
+                "headers [{}]: linerate sends ethernet, an optional vlan, ipv4 or ipv6, then udp or tcp (its probe rides in the payload)",
+                names.join(", ")
+            ),
+        ));
+    }
+    let mut it = hs.iter();
+    let eth_h = it.next().expect("shape checked");
+    let eth = body(eth_h)?;
+    let vlan_h = (names[1] == "vlan").then(|| it.next().expect("shape checked"));
+    let ip_h = it.next().expect("shape checked");
+    let l4_h = it.next().expect("shape checked");
+    let ipv6 = ip_h.0 == "ipv6";
+    let tcp = l4_h.0 == "tcp";
+
+    let eth_src = ranged(&eth, "src", Kind::Mac, 0)?;
+    let eth_dst = pattern(&eth, "dst", Kind::Mac, 0, true)?;
+    let ether_type = match (vlan_h.is_some(), ipv6) {
+        (true, _) => 0x8100,
+        (false, false) => 0x0800,
+        (false, true) => 0x86dd,
+    };
+    fixed(
+        &eth,
+        "ether_type",
+        Kind::Bits(16),
+        65535,
+        true,
+        ether_type,
+        &format!("ether type {ether_type:#06x} (auto)"),
+    )?;
+    fixed(
+        &eth,
+        "pfc_queue",
+        Kind::Bits(8),
+        0,
+        false,
+        0,
+        "no PFC queue",
+    )?;
+    eth.done()?;
+
+    let vlan = match vlan_h {
+        None => None,
+        Some(h) => {
+            let v = body(h)?;
+            let id = single(&v, "id", Kind::Bits(12), 0, false)?.unwrap_or(0) as u16;
+            let prio = single(&v, "priority", Kind::Bits(3), 0, false)?.unwrap_or(0) as u8;
+            fixed(&v, "cfi", Kind::Bits(1), 0, false, 0, "CFI 0")?;
+            match single(&v, "tpid", Kind::Bits(16), 65535, false)? {
+                Some(0x8100 | 65535) | None => {}
+                Some(t) => {
+                    return Err(invalid(
+                        &v.at("tpid"),
+                        format!("linerate tags with 0x8100; {t:#06x} is not sent"),
+                    ));
+                }
+            }
+            v.done()?;
+            if id > 4094 {
+                return Err(invalid(&v.at("id"), "a VLAN id of 0 to 4094"));
+            }
+            Some((id, prio))
+        }
+    };
+
+    let ipo = body(ip_h)?;
+    let (ip_src, ip_dst, ttl, dscp);
+    if ipv6 {
+        ip_src = ranged(&ipo, "src", Kind::V6, 0)?;
+        ip_dst = ranged(&ipo, "dst", Kind::V6, 0)?;
+        ttl = single(&ipo, "hop_limit", Kind::Bits(8), 64, false)?.unwrap_or(64) as u8;
+        let tc = single(&ipo, "traffic_class", Kind::Bits(8), 0, false)?.unwrap_or(0) as u8;
+        if tc & 3 != 0 {
+            return Err(invalid(
+                &ipo.at("traffic_class"),
+                "linerate's frames carry ECN 0: the low two bits must be 0",
+            ));
+        }
+        dscp = tc >> 2;
+        fixed(&ipo, "version", Kind::Bits(4), 6, false, 6, "version 6")?;
+        fixed(
+            &ipo,
+            "flow_label",
+            Kind::Bits(20),
+            0,
+            false,
+            0,
+            "flow label 0",
+        )?;
+        single(&ipo, "payload_length", Kind::Bits(16), 0, true)?.map_or(Ok(()), |_| {
+            Err(invalid(
+                &ipo.at("payload_length"),
+                "linerate writes the length (auto)",
+            ))
+        })?;
+        let proto = if tcp { 6 } else { 17 };
+        fixed(
+            &ipo,
+            "next_header",
+            Kind::Bits(8),
+            59,
+            true,
+            proto,
+            &format!("next header {proto} (auto)"),
+        )?;
+    } else {
+        ip_src = ranged(&ipo, "src", Kind::V4, 0)?;
+        ip_dst = ranged(&ipo, "dst", Kind::V4, 0)?;
+        ttl = single(&ipo, "time_to_live", Kind::Bits(8), 64, false)?.unwrap_or(64) as u8;
+        dscp = ipv4_dscp(&ipo)?;
+        fixed(&ipo, "version", Kind::Bits(4), 4, false, 4, "version 4")?;
+        fixed(
+            &ipo,
+            "header_length",
+            Kind::Bits(4),
+            5,
+            true,
+            5,
+            "a 20-byte header (auto)",
+        )?;
+        single(&ipo, "total_length", Kind::Bits(16), 46, true)?.map_or(Ok(()), |_| {
+            Err(invalid(
+                &ipo.at("total_length"),
+                "linerate writes the length (auto)",
+            ))
+        })?;
+        // linerate's IPv4 headers carry identification 0 and DF: the
+        // model's defaults (0, 0) are taken as they come, other values
+        // of these are refused.
+        fixed(
+            &ipo,
+            "identification",
+            Kind::Bits(16),
+            0,
+            false,
+            0,
+            "identification 0",
+        )?;
+        for k in ["reserved", "more_fragments", "fragment_offset"] {
+            fixed(&ipo, k, Kind::Bits(13), 0, false, 0, "no fragments")?;
+        }
+        single(&ipo, "dont_fragment", Kind::Bits(1), 0, false)?;
+        let proto = if tcp { 6 } else { 17 };
+        fixed(
+            &ipo,
+            "protocol",
+            Kind::Bits(8),
+            61,
+            true,
+            proto,
+            &format!("protocol {proto} (auto)"),
+        )?;
+        if let Some(c) = ipo.obj("header_checksum")? {
+            if c.str("choice")?.unwrap_or("generated") != "generated"
+                || c.str("generated")?.unwrap_or("good") != "good"
+            {
+                return Err(invalid(&c.path, "linerate writes good checksums"));
+            }
+            c.done()?;
+        }
+    }
+    ipo.done()?;
+
+    let l4 = body(l4_h)?;
+    let src_port = ranged(&l4, "src_port", Kind::Bits(16), 0)?;
+    let dst_port = ranged(&l4, "dst_port", Kind::Bits(16), 0)?;
+    let tcp_flags = if tcp {
+        let mut flags = 0u8;
+        for (k, bit) in [
+            ("ctl_fin", 0x01),
+            ("ctl_syn", 0x02),
+            ("ctl_rst", 0x04),
+            ("ctl_psh", 0x08),
+            ("ctl_ack", 0x10),
+            ("ctl_urg", 0x20),
+            ("ecn_echo", 0x40),
+            ("ecn_cwr", 0x80),
+        ] {
+            if single(&l4, k, Kind::Bits(1), 0, false)? == Some(1) {
+                flags |= bit;
+            }
+        }
+        fixed(&l4, "ecn_ns", Kind::Bits(1), 0, false, 0, "NS 0")?;
+        fixed(
+            &l4,
+            "data_offset",
+            Kind::Bits(4),
+            5,
+            false,
+            5,
+            "a 20-byte header",
+        )?;
+        // Sequence 1, acknowledgement 0, window 65535 in linerate's
+        // segments: other values of these are refused.
+        match single(&l4, "seq_num", Kind::Bits(32), 0, false)? {
+            None | Some(0 | 1) => {}
+            Some(v) => {
+                return Err(invalid(
+                    &l4.at("seq_num"),
+                    format!("linerate's segments carry sequence 1; {v} is not sent"),
+                ));
+            }
+        }
+        fixed(
+            &l4,
+            "ack_num",
+            Kind::Bits(32),
+            0,
+            false,
+            0,
+            "acknowledgement 0",
+        )?;
+        single(&l4, "window", Kind::Bits(16), 0, false)?;
+        Some(flags)
+    } else {
+        single(&l4, "length", Kind::Bits(16), 0, false)?
+            .filter(|&l| l != 0)
+            .map_or(Ok(()), |_| {
+                Err(invalid(&l4.at("length"), "linerate writes the length"))
+            })?;
+        None
+    };
+    if let Some(c) = l4.obj("checksum")? {
+        if c.str("choice")?.unwrap_or("generated") != "generated"
+            || c.str("generated")?.unwrap_or("good") != "good"
+        {
+            return Err(invalid(&c.path, "linerate writes good checksums"));
+        }
+        c.done()?;
+    }
+    l4.done()?;
+    Ok(Headers {
+        eth_src,
+        eth_dst,
+        vlan,
+        ipv6,
+        ip_src,
+        ip_dst,
+        ttl,
+        dscp,
+        tcp_flags,
+        src_port,
+        dst_port,
+    })
+}
+
+/// IPv4's DSCP from `priority` (dscp's phb, or raw; ECN 0).
+fn ipv4_dscp(ipo: &Obj) -> Result<u8, Invalid> {
+    let Some(p) = ipo.obj("priority")? else {
+        return Ok(0);
+    };
+    let dscp = match p.choice(&["dscp", "raw"], "dscp")? {
+        "raw" => {
+            let raw = single(&p, "raw", Kind::Bits(8), 0, false)?.unwrap_or(0) as u8;
+            if raw & 3 != 0 {
+                return Err(invalid(
+                    &p.at("raw"),
+                    "linerate's frames carry ECN 0: the low two bits must be 0",
+                ));
+            }
+            raw >> 2
+        }
+        _ => match p.obj("dscp")? {
+            None => 0,
+            Some(d) => {
+                let phb = single(&d, "phb", Kind::Bits(6), 0, false)?.unwrap_or(0) as u8;
+                fixed(&d, "ecn", Kind::Bits(2), 0, false, 0, "ECN 0")?;
+                d.done()?;
+                phb
+            }
+        },
+    };
+    p.done()?;
+    Ok(dscp)
+}
+
+/// A rate's frames a second for frames of `mean_bytes` (FCS included) on
+/// a port of `speed_bps`.
+pub fn l1_bps(rate: Rate, speed_bps: Option<u64>) -> Result<Option<u64>, String> {
+    Ok(match rate {
+        Rate::Pps(_) => None,
+        Rate::BpsL1(b) => Some(b),
+        Rate::Percentage(p) => {
+            let s = speed_bps.ok_or("a percentage rate needs the port's speed, which its interface does not report: give pps or bps")?;
+            Some(((s as f64) * p / 100.0).round().max(1.0) as u64)
+        }
+    })
+}

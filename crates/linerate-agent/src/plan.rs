@@ -1,0 +1,463 @@
+//! A configuration made runnable: each port an interface of the
+//! allow-list, each flow a blast on its transmit port and a sink on each
+//! of its receive ports, with a block of probe flow ids of its own so the
+//! receivers tell the flows apart. Everything that can be refused is
+//! refused here, before anything is sent.
+
+use crate::json::{Invalid, invalid};
+use crate::model::{self, Config, Delay, Field, Rate, Size, Stop};
+use crate::peer::Peers;
+use linerate_calc::{Imix, ImixEntry};
+use linerate_gen::flows::Range;
+use linerate_gen::template::Framing;
+use linerate_gen::{FlowSpec, ProbeIds, SizeSequence, Template};
+use linerate_packet::{BackendKind, BlastConfig, Gso, RxFilter, SinkConfig};
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Probe ids a flow takes at most (a receiver keeps a latency histogram
+/// for its first 256 ids), and all flows together (each below the sink's
+/// 4096 rows of its own).
+pub const IDS_PER_FLOW_MAX: u32 = 256;
+pub const IDS_MAX: u32 = linerate_packet::FLOW_ROWS_MAX as u32;
+/// The longest cycle an IMIX's weights may make, frames.
+const MIX_CYCLE_MAX: u64 = 100_000;
+
+/// How the agent runs what it is given.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The interfaces a port may be: nothing else is sent on or read.
+    pub allow: Vec<String>,
+    pub tx_backend: BackendKind,
+    pub rx_backend: BackendKind,
+    /// After a flow's last frame, how long its receivers still count.
+    pub drain: Duration,
+    /// The longest a flow sends (continuous ones stop there).
+    pub run_max: Duration,
+    /// How often running counts are taken (the rates' interval).
+    pub interval: Duration,
+    /// Other agents whose ports a configuration may use.
+    pub peers: Option<Arc<Peers>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub ports: Vec<PlanPort>,
+    pub flows: Vec<PlanFlow>,
+}
+
+#[derive(Debug, Clone)]
+pub struct PlanPort {
+    pub name: String,
+    /// The interface (on the peer, for a remote port).
+    pub iface: String,
+    /// The peer agent the port is on (`https://IP:PORT`), if not this one.
+    pub remote: Option<String>,
+    /// The location as the client gave it.
+    pub location: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct PlanFlow {
+    pub name: String,
+    pub tx: usize,
+    pub rx: Vec<usize>,
+    pub blast: BlastConfig,
+    /// One per receive port on this agent; `sink_rx[i]` is sink i's place
+    /// in `rx`.
+    pub sinks: Vec<SinkConfig>,
+    pub sink_rx: Vec<usize>,
+    /// Receive ports on peers: (place in `rx`, peer, interface).
+    pub remote_rx: Vec<(usize, String, String)>,
+    pub peers: Option<Arc<Peers>>,
+    pub ids: ProbeIds,
+    pub delay: Duration,
+    /// After the last frame, how long the receivers still count.
+    pub drain: Duration,
+    pub latency: bool,
+}
+
+/// Makes `cfg` runnable under `opts`.
+pub fn plan(cfg: &Config, opts: &Options) -> Result<Plan, Invalid> {
+    let mut ports = Vec::new();
+    for (i, p) in cfg.ports.iter().enumerate() {
+        let path = format!("ports[{i}].location");
+        if let Some(peers) = &opts.peers
+            && let Some((base, iface)) = peers.split(&p.location)
+        {
+            ports.push(PlanPort {
+                name: p.name.clone(),
+                iface: iface.to_string(),
+                remote: Some(base.to_string()),
+                location: p.location.clone(),
+            });
+            continue;
+        }
+        if !opts.allow.contains(&p.location) {
+            let peers = opts.peers.as_ref().map_or(String::new(), |p| {
+                format!(
+                    "; ports of its peers: https://IP:PORT/IFACE of {}",
+                    p.urls.join(", ")
+                )
+            });
+            return Err(invalid(
+                &path,
+                format!(
+                    "'{}' is not an interface this agent may use (its allow-list: {}{peers})",
+                    p.location,
+                    opts.allow.join(", ")
+                ),
+            ));
+        }
+        if opts.tx_backend != BackendKind::Loopback
+            && linerate_backend::iface::index(&p.location).is_err()
+        {
+            return Err(invalid(
+                &path,
+                format!("interface '{}' does not exist on this host", p.location),
+            ));
+        }
+        ports.push(PlanPort {
+            name: p.name.clone(),
+            iface: p.location.clone(),
+            remote: None,
+            location: p.location.clone(),
+        });
+    }
+    let index = |n: &str| {
+        ports
+            .iter()
+            .position(|p| p.name == n)
+            .expect("checked by the model")
+    };
+    let mut flows = Vec::new();
+    let mut next_id: u32 = 0;
+    for (i, f) in cfg.flows.iter().enumerate() {
+        let path = format!("flows[{i}]");
+        let tx = index(&f.tx);
+        let rx: Vec<usize> = f.rx.iter().map(|r| index(r)).collect();
+        if ports[tx].remote.is_some() {
+            return Err(invalid(
+                &format!("{path}.tx_rx.port.tx_name"),
+                "a flow's transmit port must be on this agent (the one the client talks to); its receive ports may be on peers",
+            ));
+        }
+        let spec = flow_spec(
+            &path,
+            f,
+            &ports[tx].iface,
+            rx.first().map(|&r| &ports[r]),
+            opts,
+        )?;
+        let span = spec
+            .count()
+            .clamp(1, u64::from(IDS_PER_FLOW_MAX))
+            .next_power_of_two() as u32;
+        if next_id + span > IDS_MAX {
+            return Err(invalid(
+                &path,
+                format!(
+                    "the flows need more than {IDS_MAX} probe ids together (each flow takes its tuples' count, to the next power of two, at most {IDS_PER_FLOW_MAX})"
+                ),
+            ));
+        }
+        let ids = ProbeIds::block(next_id as u16, span).expect("a power of two");
+        next_id += span;
+        let spec = FlowSpec { ids, ..spec };
+        let blast = blast_config(&path, f, spec, &ports[tx].iface, opts)?;
+        let local: Vec<(usize, usize)> = rx
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| ports[**r].remote.is_none())
+            .map(|(k, r)| (k, *r))
+            .collect();
+        let sinks = local
+            .iter()
+            .map(|&(_, r)| SinkConfig {
+                iface: ports[r].iface.clone(),
+                // Bounded whatever happens: the send, the drain, slack.
+                duration: blast.duration + opts.drain + Duration::from_secs(30),
+                backend: opts.rx_backend,
+                clocks_shared: true,
+                until_packets: None,
+                capture: None,
+                cores: Vec::new(),
+                interval: Some(opts.interval),
+                take: RxFilter::Probes,
+            })
+            .collect();
+        let sink_rx = local.iter().map(|&(k, _)| k).collect();
+        let remote_rx = rx
+            .iter()
+            .enumerate()
+            .filter_map(|(k, &r)| Some((k, ports[r].remote.clone()?, ports[r].iface.clone())))
+            .collect();
+        let delay = match f.duration.delay {
+            Delay::None => Duration::ZERO,
+            Delay::Nanoseconds(ns) => Duration::from_secs_f64(ns / 1e9),
+            Delay::Bytes(b) => {
+                let bps = speed_bps(&ports[tx].iface).ok_or_else(|| {
+                    invalid(
+                        &format!("{path}.duration"),
+                        "a delay in bytes needs the port's speed, which its interface does not report: give nanoseconds",
+                    )
+                })?;
+                Duration::from_secs_f64(b * 8.0 / bps as f64)
+            }
+        };
+        if delay > opts.run_max {
+            return Err(invalid(
+                &format!("{path}.duration"),
+                format!(
+                    "a delay above the agent's longest run ({} s)",
+                    opts.run_max.as_secs()
+                ),
+            ));
+        }
+        flows.push(PlanFlow {
+            name: f.name.clone(),
+            tx,
+            rx,
+            blast,
+            sinks,
+            sink_rx,
+            remote_rx,
+            peers: opts.peers.clone(),
+            ids,
+            delay,
+            drain: opts.drain,
+            latency: f.latency,
+        });
+    }
+    Ok(Plan { ports, flows })
+}
+
+/// A port's line rate from sysfs (Mb/s there), bits per second.
+pub fn speed_bps(iface: &str) -> Option<u64> {
+    if iface.contains('/') || iface.starts_with('.') {
+        return None;
+    }
+    std::fs::read_to_string(format!("/sys/class/net/{iface}/speed"))
+        .ok()?
+        .trim()
+        .parse::<i64>()
+        .ok()
+        .filter(|&m| m > 0)
+        .map(|m| m as u64 * 1_000_000)
+}
+
+fn flow_spec(
+    path: &str,
+    f: &model::Flow,
+    tx_iface: &str,
+    rx: Option<&PlanPort>,
+    opts: &Options,
+) -> Result<FlowSpec, Invalid> {
+    let h = &f.headers;
+    let dst_mac = match h.eth_dst {
+        Field::Range(r) => r,
+        Field::Auto => Range::single(u128::from(
+            auto_mac(h, tx_iface, rx, opts)
+                .map_err(|e| invalid(&format!("{path}.packet[0].ethernet.dst"), e))?,
+        )),
+    };
+    let spec = FlowSpec {
+        src_mac: h.eth_src,
+        dst_mac,
+        src_ip: h.ip_src,
+        dst_ip: h.ip_dst,
+        ipv6: h.ipv6,
+        src_port: h.src_port,
+        dst_port: h.dst_port,
+        ids: ProbeIds::default(),
+    };
+    let n: u128 = [
+        spec.src_mac,
+        spec.dst_mac,
+        spec.src_ip,
+        spec.dst_ip,
+        spec.src_port,
+        spec.dst_port,
+    ]
+    .iter()
+    .map(|r| u128::from(r.count))
+    .product();
+    if n > 1 << 32 {
+        return Err(invalid(
+            &format!("{path}.packet"),
+            format!(
+                "{n} combinations of the fields' values: linerate walks at most 2^32 in a flow"
+            ),
+        ));
+    }
+    Ok(spec)
+}
+
+/// The model's `auto` destination MAC: the receive port's own address
+/// when it is on this agent (a cable between the ports), else the next
+/// hop's from the transmit port's neighbour table (resolved by the kernel
+/// within 1 s).
+fn auto_mac(
+    h: &model::Headers,
+    tx: &str,
+    rx: Option<&PlanPort>,
+    opts: &Options,
+) -> Result<u64, String> {
+    if opts.tx_backend == BackendKind::Loopback {
+        return Ok(0);
+    }
+    match (rx, &opts.peers) {
+        (
+            Some(PlanPort {
+                remote: Some(base),
+                iface,
+                ..
+            }),
+            Some(peers),
+        ) => {
+            let v = peers.call(
+                base,
+                "/linerate/port",
+                &serde_json::json!({ "iface": iface }),
+                Duration::from_secs(10),
+            )?;
+            return v["mac"]
+                .as_str()
+                .and_then(linerate_wire::MacAddr::parse)
+                .map(|m| m.to_u64())
+                .ok_or_else(|| format!("auto: peer {base} gave no MAC for {iface}"));
+        }
+        (
+            Some(PlanPort {
+                remote: None,
+                iface,
+                ..
+            }),
+            _,
+        ) => {
+            return linerate_backend::iface::mac(iface)
+                .map(|m| linerate_wire::MacAddr(m).to_u64())
+                .map_err(|e| format!("auto: the receive port {iface}'s MAC: {e}"));
+        }
+        _ => {}
+    }
+    let ip = if h.ipv6 {
+        IpAddr::V6(h.ip_dst.first.into())
+    } else {
+        IpAddr::V4((h.ip_dst.first as u32).into())
+    };
+    linerate_backend::neigh::resolve(tx, ip, Duration::from_secs(1))
+        .map(|m| linerate_wire::MacAddr(m).to_u64())
+        .map_err(|e| format!("auto: no MAC for {ip} on {tx} ({e}): give a value"))
+}
+
+fn blast_config(
+    path: &str,
+    f: &model::Flow,
+    flows: FlowSpec,
+    iface: &str,
+    opts: &Options,
+) -> Result<BlastConfig, Invalid> {
+    let h = &f.headers;
+    let sizes = sizes(&format!("{path}.size"), &f.size)?;
+    let rate = match f.rate {
+        Rate::Pps(p) => linerate_packet::Rate::Pps(p),
+        r => linerate_packet::Rate::BpsL1(
+            model::l1_bps(r, speed_bps(iface))
+                .map_err(|e| invalid(&format!("{path}.rate"), e))?
+                .expect("a bit rate"),
+        ),
+    };
+    let (count, duration) = match f.duration.stop {
+        Stop::Packets(n) => (Some(n), opts.run_max),
+        Stop::Seconds(s) => {
+            let d = Duration::from_secs_f64(s);
+            if d > opts.run_max {
+                return Err(invalid(
+                    &format!("{path}.duration.fixed_seconds.seconds"),
+                    format!(
+                        "above the agent's longest run ({} s, --max-run)",
+                        opts.run_max.as_secs()
+                    ),
+                ));
+            }
+            (None, d)
+        }
+        Stop::Continuous => (None, opts.run_max),
+    };
+    let framing = Framing {
+        vlan: h.vlan,
+        dscp: h.dscp,
+        ttl: h.ttl,
+        mtu: (opts.tx_backend != BackendKind::Loopback)
+            .then(|| linerate_backend::iface::mtu(iface).ok())
+            .flatten(),
+        tcp_flags: h.tcp_flags,
+    };
+    // Every size's frame built now: one that cannot be is said here.
+    let flow0 = flows.flow(0);
+    for &size in sizes.cycle() {
+        Template::new(usize::from(size), &flow0, &framing)
+            .map_err(|e| invalid(&format!("{path}.size"), format!("{e}")))?;
+    }
+    Ok(BlastConfig {
+        iface: iface.to_string(),
+        flows,
+        sizes,
+        framing,
+        count,
+        duration,
+        rate,
+        burst: 1,
+        backend: opts.tx_backend,
+        cores: Vec::new(),
+        replay: None,
+        macs_given: true,
+        gso: Gso::Auto,
+        interval: Some(opts.interval),
+        end_markers: true,
+    })
+}
+
+fn sizes(path: &str, s: &Size) -> Result<SizeSequence, Invalid> {
+    Ok(match s {
+        Size::Fixed(n) => SizeSequence::list(&[*n]),
+        Size::Increment { start, end, step } => {
+            let v: Vec<u16> = (*start..=*end).step_by(usize::from(*step)).collect();
+            SizeSequence::list(&v)
+        }
+        Size::Weights(pairs) => {
+            // Weights to integers: hundredths, then divided by their
+            // greatest common divisor (7:4:1 stays 7:4:1).
+            let w: Vec<u64> = pairs
+                .iter()
+                .map(|(_, w)| (w * 100.0).round().max(1.0) as u64)
+                .collect();
+            let g = w.iter().copied().fold(0, gcd).max(1);
+            let entries: Vec<ImixEntry> = pairs
+                .iter()
+                .zip(&w)
+                .map(|((size, _), w)| ImixEntry {
+                    frame_bytes: u64::from(*size),
+                    weight: w / g,
+                })
+                .collect();
+            let total: u64 = entries.iter().map(|e| e.weight).sum();
+            if total > MIX_CYCLE_MAX {
+                return Err(invalid(
+                    path,
+                    format!(
+                        "the weights make a cycle of {total} frames: at most {MIX_CYCLE_MAX} (weights to 0.01)"
+                    ),
+                ));
+            }
+            let mix = Imix::new(entries).map_err(|e| invalid(path, e.to_string()))?;
+            SizeSequence::from_mix(&mix)
+        }
+    })
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}

@@ -1,0 +1,189 @@
+//! `linerate agent`: the Open Traffic Generator API (the subset snappi
+//! drives) over HTTPS with a bearer token, ports limited to an allow-list
+//! of interfaces (`linerate-agent`).
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use linerate_agent::{Agent, Identity, Options, TOKEN_MIN};
+use linerate_packet::BackendKind;
+use std::io::Write as _;
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    /// Address and port to serve HTTPS on (port 0: any free port, printed).
+    #[arg(long, default_value = "127.0.0.1:8443")]
+    listen: SocketAddr,
+    /// An interface a configuration's port may be (its location); repeat
+    /// or comma-separate. Nothing else is sent on or read. Required.
+    #[arg(long = "allow-iface", value_delimiter = ',', required = true)]
+    allow_iface: Vec<String>,
+    /// File whose first line is the bearer token every request must carry
+    /// (at least 16 characters); without it a random token is made and
+    /// printed.
+    #[arg(long)]
+    token_file: Option<PathBuf>,
+    /// PEM certificate (chain) to serve; without --cert/--key a self-signed
+    /// one is made at start and its SHA-256 fingerprint printed.
+    #[arg(long, requires = "key")]
+    cert: Option<PathBuf>,
+    /// PEM private key of --cert.
+    #[arg(long, requires = "cert")]
+    key: Option<PathBuf>,
+    /// Write the certificate served (PEM) to this file, new (a client's
+    /// CA bundle for a self-signed one).
+    #[arg(long)]
+    write_cert: Option<PathBuf>,
+    /// Names the self-signed certificate is for (DNS names or addresses).
+    #[arg(long, value_delimiter = ',', default_value = "localhost,127.0.0.1,::1")]
+    cert_names: Vec<String>,
+    /// Backend that sends (af_packet, socket:raw, af_xdp).
+    #[arg(long, default_value = "af_packet")]
+    backend: String,
+    /// Backend that receives (af_packet, socket, af_xdp).
+    #[arg(long, default_value = "af_packet")]
+    rx_backend: String,
+    /// Seconds a flow's receivers go on counting after its last frame.
+    #[arg(long, default_value_t = 0.5)]
+    drain: f64,
+    /// The longest a flow sends, seconds (continuous flows stop there).
+    #[arg(long, default_value_t = 3600)]
+    max_run: u64,
+    /// Another agent (https://IP:PORT) whose ports a configuration may
+    /// use as https://IP:PORT/IFACE (a flow's receive ports on other
+    /// hosts); repeat or comma-separate. No other agent is ever called.
+    #[arg(long = "peer", value_delimiter = ',', requires = "peer_cert")]
+    peers: Vec<String>,
+    /// PEM file of the peers' certificates, pinned: a peer must present
+    /// one of them (their --write-cert).
+    #[arg(long)]
+    peer_cert: Option<PathBuf>,
+    /// File with the token the peers take (default: this agent's own).
+    #[arg(long)]
+    peer_token_file: Option<PathBuf>,
+    /// The peers read this host's clock (namespaces of one machine, or
+    /// PTP): their receivers report one-way latency too.
+    #[arg(long)]
+    peer_clock_shared: bool,
+}
+
+fn backend(s: &str, what: &str) -> Result<BackendKind> {
+    match BackendKind::parse(s) {
+        // UDP sockets cannot carry the model's MACs, tags or TCP flags.
+        Some(BackendKind::Udp | BackendKind::Socket | BackendKind::Auto) if what == "--backend" => {
+            bail!("--backend {s}: the agent sends crafted frames: af_packet, socket:raw or af_xdp")
+        }
+        Some(k) => Ok(k),
+        None => bail!("{what} {s}: not a backend (af_packet, socket, socket:raw, af_xdp)"),
+    }
+}
+
+fn token(a: &AgentArgs) -> Result<(String, bool)> {
+    match &a.token_file {
+        None => Ok((linerate_agent::random_token(), true)),
+        Some(path) => read_token(path).map(|t| (t, false)),
+    }
+}
+
+fn read_token(path: &std::path::Path) -> Result<String> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("--token-file {}", path.display()))?;
+    let t = text.lines().next().unwrap_or("").trim().to_string();
+    if t.len() < TOKEN_MIN || !t.bytes().all(|b| b.is_ascii_graphic()) {
+        bail!(
+            "--token-file {}: its first line must be a token of at least {TOKEN_MIN} printable characters, no spaces",
+            path.display()
+        );
+    }
+    Ok(t)
+}
+
+pub fn run(a: &AgentArgs) -> Result<u8> {
+    let tx_backend = backend(&a.backend, "--backend")?;
+    let rx_backend = backend(&a.rx_backend, "--rx-backend")?;
+    if !(0.0..=60.0).contains(&a.drain) {
+        bail!("--drain must be between 0 and 60 seconds");
+    }
+    if !(1..=86_400).contains(&a.max_run) {
+        bail!("--max-run must be between 1 and 86400 seconds");
+    }
+    for i in &a.allow_iface {
+        if i.is_empty() || i.len() > 15 || i.contains(['/', ' ']) || i == "." || i == ".." {
+            bail!("--allow-iface '{i}' is not an interface name");
+        }
+    }
+    let (token, made) = token(a)?;
+    let peers = match &a.peer_cert {
+        None if a.peers.is_empty() => None,
+        None => bail!("--peer needs --peer-cert"),
+        Some(cert) => {
+            if a.peers.is_empty() {
+                bail!("--peer-cert without --peer");
+            }
+            let peer_token = match &a.peer_token_file {
+                Some(p) => read_token(p)?,
+                None => token.clone(),
+            };
+            Some(Arc::new(
+                linerate_agent::Peers::new(a.peers.clone(), cert, peer_token, a.peer_clock_shared)
+                    .map_err(anyhow::Error::msg)?,
+            ))
+        }
+    };
+    let identity = match (&a.cert, &a.key) {
+        (Some(cert), Some(key)) => Identity::Files {
+            cert: cert.clone(),
+            key: key.clone(),
+        },
+        _ => Identity::SelfSigned {
+            names: a.cert_names.clone(),
+        },
+    };
+    let tls = linerate_agent::tls::server(&identity)?;
+    if let Some(p) = &a.write_cert {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(p)
+            .and_then(|mut f| f.write_all(tls.cert_pem.as_bytes()))
+            .with_context(|| {
+                format!(
+                    "--write-cert {} (written new, never over a file)",
+                    p.display()
+                )
+            })?;
+    }
+    let listener =
+        TcpListener::bind(a.listen).with_context(|| format!("listening on {}", a.listen))?;
+    let addr = listener.local_addr()?;
+    let stop = super::stop_flag()?;
+    let agent = Arc::new(Agent::new(Options {
+        allow: a.allow_iface.clone(),
+        tx_backend,
+        rx_backend,
+        drain: Duration::from_secs_f64(a.drain),
+        run_max: Duration::from_secs(a.max_run),
+        interval: Duration::from_millis(200),
+        peers: peers.clone(),
+    }));
+    crate::say!("linerate agent: listening on https://{addr}");
+    crate::say!("linerate agent: certificate sha256 {}", tls.fingerprint);
+    crate::say!("linerate agent: ports may be {}", a.allow_iface.join(", "));
+    if !a.peers.is_empty() {
+        crate::say!(
+            "linerate agent: and ports of its peers {} (https://IP:PORT/IFACE)",
+            a.peers.join(", ")
+        );
+    }
+    if made {
+        crate::say!("linerate agent: token {token}");
+    }
+    let _ = crate::output::stdout().flush();
+    linerate_agent::serve(listener, tls.config, agent, Arc::new(token), stop.flag())
+        .context("serving")?;
+    crate::say!("linerate agent: stopped");
+    Ok(0)
+}

@@ -1,0 +1,361 @@
+//! `linerate agent` against bad command lines (exit 2, the reason said)
+//! and hostile API clients (no TLS, no token, a wrong one, oversized and
+//! malformed requests, slow and idle connections, random bodies): each is
+//! answered or dropped, and the agent still serves a good request after
+//! them all. Nothing here starts traffic; no root needed (the agent's
+//! only port is `lo`).
+
+mod support;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, SignatureScheme, StreamOwned};
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use support::{Proc, free_port, linerate, wait_listening};
+
+const TOKEN: &str = "hostile-test-token-0123456789";
+
+/// Trusts exactly the agent's certificate (as `--write-cert` wrote it).
+#[derive(Debug)]
+struct Pinned(CertificateDer<'static>, Arc<CryptoProvider>);
+
+impl ServerCertVerifier for Pinned {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        if end_entity.as_ref() == self.0.as_ref() {
+            Ok(ServerCertVerified::assertion())
+        } else {
+            Err(rustls::Error::General("not the agent's certificate".into()))
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(m, c, d, &self.1.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(m, c, d, &self.1.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.1.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+struct Agent {
+    _proc: Proc,
+    port: u16,
+    tls: Arc<ClientConfig>,
+    _dir: tempfile::TempDir,
+}
+
+fn start() -> Agent {
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, TOKEN).unwrap();
+    let cert = dir.path().join("cert.pem");
+    let port = free_port();
+    let proc = Proc::spawn(linerate().args([
+        "agent",
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--allow-iface",
+        "lo",
+        "--token-file",
+        token.to_str().unwrap(),
+        "--write-cert",
+        cert.to_str().unwrap(),
+    ]));
+    wait_listening(port);
+    let provider = Arc::new(rustls_rustcrypto::provider());
+    let pinned = CertificateDer::from_pem_file(&cert).unwrap();
+    let tls = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(Pinned(pinned, provider)))
+        .with_no_client_auth();
+    Agent {
+        _proc: proc,
+        port,
+        tls: Arc::new(tls),
+        _dir: dir,
+    }
+}
+
+impl Agent {
+    /// Sends `raw` (a whole HTTP request) over TLS; the status and body
+    /// of the answer (status 0 when the connection ended without one).
+    fn raw(&self, raw: &[u8]) -> (u16, Value) {
+        let sock = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        sock.set_read_timeout(Some(Duration::from_secs(15)))
+            .unwrap();
+        let conn =
+            ClientConnection::new(self.tls.clone(), "localhost".try_into().unwrap()).unwrap();
+        let mut s = StreamOwned::new(conn, sock);
+        if s.write_all(raw).and_then(|()| s.flush()).is_err() {
+            return (0, Value::Null);
+        }
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        let text = String::from_utf8_lossy(&out);
+        let Some((head, body)) = text.split_once("\r\n\r\n") else {
+            return (0, Value::Null);
+        };
+        let status = head
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        (status, serde_json::from_str(body).unwrap_or(Value::Null))
+    }
+
+    fn request(&self, method: &str, path: &str, token: Option<&str>, body: &[u8]) -> (u16, Value) {
+        let mut raw = format!(
+            "{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n",
+            body.len()
+        );
+        if let Some(t) = token {
+            raw.push_str(&format!("Authorization: Bearer {t}\r\n"));
+        }
+        raw.push_str("\r\n");
+        let mut raw = raw.into_bytes();
+        raw.extend_from_slice(body);
+        self.raw(&raw)
+    }
+
+    fn serves(&self) -> bool {
+        let (s, v) = self.request("GET", "/capabilities/version", Some(TOKEN), b"");
+        s == 200 && v["api_spec_version"] == "1.62.0"
+    }
+}
+
+#[test]
+fn bad_command_lines_exit_2_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let short = dir.path().join("short");
+    std::fs::write(&short, "abc\n").unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["agent"], "--allow-iface"),
+        (
+            vec![
+                "agent",
+                "--allow-iface",
+                "lo",
+                "--token-file",
+                short.to_str().unwrap(),
+            ],
+            "at least 16",
+        ),
+        (
+            vec![
+                "agent",
+                "--allow-iface",
+                "lo",
+                "--token-file",
+                "/nonexistent/t",
+            ],
+            "/nonexistent/t",
+        ),
+        (
+            vec!["agent", "--allow-iface", "lo", "--drain", "100"],
+            "--drain",
+        ),
+        (
+            vec!["agent", "--allow-iface", "lo", "--backend", "udp"],
+            "crafted frames",
+        ),
+        (
+            vec!["agent", "--allow-iface", "lo", "--rx-backend", "nope"],
+            "not a backend",
+        ),
+        (
+            vec!["agent", "--allow-iface", "../etc"],
+            "not an interface name",
+        ),
+        (
+            vec!["agent", "--allow-iface", "lo", "--cert", "/nonexistent/c"],
+            "--key",
+        ),
+        (
+            vec![
+                "agent",
+                "--allow-iface",
+                "lo",
+                "--cert",
+                "/nonexistent/c",
+                "--key",
+                "/nonexistent/k",
+            ],
+            "/nonexistent/c",
+        ),
+        (
+            vec!["agent", "--allow-iface", "lo", "--listen", "nonsense"],
+            "nonsense",
+        ),
+        (
+            vec!["agent", "--allow-iface", "lo", "--max-run", "0"],
+            "--max-run",
+        ),
+        (
+            vec![
+                "agent",
+                "--allow-iface",
+                "lo",
+                "--peer",
+                "https://198.18.0.2:8443",
+            ],
+            "--peer-cert",
+        ),
+        (
+            vec![
+                "agent",
+                "--allow-iface",
+                "lo",
+                "--peer",
+                "peer.example:8443",
+                "--peer-cert",
+                short.to_str().unwrap(),
+            ],
+            "not https://IP:PORT",
+        ),
+        (
+            vec![
+                "agent",
+                "--allow-iface",
+                "lo",
+                "--peer",
+                "https://198.18.0.2:8443",
+                "--peer-cert",
+                short.to_str().unwrap(),
+            ],
+            "no CERTIFICATE",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = linerate().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: '{err}' lacks '{want}'");
+    }
+}
+
+#[test]
+fn hostile_clients_are_answered_and_the_agent_serves_on() {
+    let a = start();
+    assert!(a.serves());
+
+    // No TLS at all: bytes in the clear, then nothing.
+    for junk in [
+        &b"GET / HTTP/1.1\r\n\r\n"[..],
+        &[0u8; 600],
+        &[0x16, 3, 1, 0xff, 0xff],
+    ] {
+        let mut s = TcpStream::connect(("127.0.0.1", a.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+        let _ = s.write_all(junk);
+        let mut sink = Vec::new();
+        let _ = s.read_to_end(&mut sink);
+    }
+    // Tokens: none, wrong, wrong length, another scheme.
+    for t in [
+        None,
+        Some("nope"),
+        Some(&TOKEN[..TOKEN.len() - 1]),
+        Some("hostile-test-token-0123456780"),
+    ] {
+        let (s, v) = a.request("GET", "/config", t, b"");
+        assert_eq!(s, 401, "{t:?}: {v}");
+        assert_eq!(v["code"], 401);
+    }
+    let (s, _) =
+        a.raw(format!("GET /config HTTP/1.1\r\nAuthorization: Basic {TOKEN}\r\n\r\n").as_bytes());
+    assert_eq!(s, 401);
+    // Malformed and oversized requests.
+    let big = format!(
+        "POST /config HTTP/1.1\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 2000000\r\n\r\n"
+    );
+    assert_eq!(a.raw(big.as_bytes()).0, 413);
+    let chunked = format!(
+        "POST /config HTTP/1.1\r\nAuthorization: Bearer {TOKEN}\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+    );
+    assert_eq!(a.raw(chunked.as_bytes()).0, 411);
+    let mut long = b"GET /config HTTP/1.1\r\nX: ".to_vec();
+    long.extend(std::iter::repeat_n(b'a', 40_000));
+    assert_eq!(a.raw(&long).0, 431);
+    assert_eq!(a.raw(b"\x00\x01\x02 / HTTP/1.1\r\n\r\n").0, 400);
+    // Bodies that are not what a route takes: 400 with the reason.
+    let mut seed = 7u64;
+    for i in 0..200 {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let body: Vec<u8> = (0..(seed >> 56))
+            .map(|k| (seed >> (k % 56)) as u8)
+            .collect();
+        let path = ["/config", "/control/state", "/monitor/metrics"][i % 3];
+        let (s, v) = a.request("POST", path, Some(TOKEN), &body);
+        assert_eq!(s, 400, "{path}: {v}");
+    }
+    for (path, body) in [
+        (
+            "/config",
+            json!({"ports": [{"name": "p", "location": "eth0"}]}),
+        ),
+        (
+            "/config",
+            json!({"ports": [{"name": "p", "location": "lo"}], "flows": [{"name": "f", "tx_rx": {"port": {"tx_name": "q"}}}]}),
+        ),
+        ("/control/state", json!({"choice": "port", "port": {}})),
+        (
+            "/control/state",
+            json!({"choice": "traffic", "traffic": {"choice": "flow_transmit", "flow_transmit": {"state": "start"}}}),
+        ),
+        ("/monitor/metrics", json!({"choice": "bgpv4"})),
+    ] {
+        let (s, v) = a.request("POST", path, Some(TOKEN), body.to_string().as_bytes());
+        assert!(s == 400 || s == 409, "{path} {body}: {s} {v}");
+        assert!(!v["errors"][0].as_str().unwrap_or("").is_empty(), "{v}");
+    }
+    // Idle connections beyond the bound: the agent holds 32 at most, each
+    // for 10 s at most; a good request gets through once they are gone.
+    let idle: Vec<TcpStream> = (0..40)
+        .map(|_| TcpStream::connect(("127.0.0.1", a.port)).unwrap())
+        .collect();
+    let t0 = Instant::now();
+    let mut served = a.serves();
+    while !served && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(200));
+        served = a.serves();
+    }
+    assert!(
+        served,
+        "the agent serves again after its idle connections' deadline"
+    );
+    drop(idle);
+    assert!(a.serves());
+    assert!(Path::new(&a._dir.path().join("cert.pem")).exists());
+}
