@@ -273,6 +273,12 @@ impl<'a> ClientTest<'a> {
         // 32768 then, 32741 before any data), as iperf3 3.21 reads it.
         let cookie = make_cookie(net::random_bytes());
         let mut ctrl = ctrl;
+        if opts.debug > 0 {
+            eprintln!(
+                "debug: sent {}",
+                linerate_iperf_proto::describe_message(&cookie)
+            );
+        }
         net::write_within(&mut ctrl, &cookie, opts.control_timeout).map_err(ClientFailure::Io)?;
         let mut params = opts.params.clone();
         if params.len == 0 {
