@@ -23,8 +23,16 @@ fn against_linerate(args: &[&str]) -> (Value, Value) {
         .args(args)
         .output()
         .unwrap();
-    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
     let s = server.wait(Duration::from_secs(20));
+    assert!(
+        c.status.success(),
+        "{args:?}: exit {:?}\n{}{}\nserver: {}{}",
+        c.status.code(),
+        String::from_utf8_lossy(&c.stderr),
+        String::from_utf8_lossy(&c.stdout),
+        String::from_utf8_lossy(&s.stderr),
+        String::from_utf8_lossy(&s.stdout),
+    );
     (json(&c.stdout), json(&s.stdout))
 }
 
