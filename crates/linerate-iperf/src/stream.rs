@@ -18,12 +18,12 @@ use std::time::{Duration, Instant};
 /// How often a blocked worker looks at its stop flag.
 pub const POLL: Duration = Duration::from_millis(50);
 /// A draining receiver stops after this long without data (timed by
-/// poll(2) to the millisecond): what the peer sent before TEST_END comes
-/// back to back on any path that is moving data, and each millisecond
-/// more here is a millisecond more of every test against a client that
-/// does not close its streams at the end (iperf3's; 20 ms, rounded up to
-/// the kernel's tick, were 24 ms of each test).
-const DRAIN_IDLE: Duration = Duration::from_millis(5);
+/// poll(2) to the millisecond). Each millisecond here is a millisecond
+/// more of every test against a client that does not close its streams
+/// at the end (iperf3's), but what the peer sent before TEST_END can sit
+/// in the kernel's backlog behind a busy CPU: at 5 ms a loaded CI host
+/// counted a UDP datagram of a concurrent test as lost. 20 ms, as before.
+const DRAIN_IDLE: Duration = Duration::from_millis(20);
 /// Longest drain, for a peer that keeps sending after TEST_END.
 pub const DRAIN_MAX: Duration = Duration::from_secs(1);
 
