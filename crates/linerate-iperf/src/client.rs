@@ -236,11 +236,9 @@ struct ClientTest<'a> {
     /// The session's progress count when last looked at.
     progress_seen: u64,
     test_len: Duration,
-    /// linerate doctor's summary for the report (streams not pinned),
-    /// taken on a thread of its own while the test is set up (it reads a
-    /// few hundred files: 14 ms after the end of every test when it was
-    /// taken there; taken while the streams ran, it cost an overloaded
-    /// host's control loop its time).
+    /// linerate doctor's summary for the report, taken on a thread of its
+    /// own while the test runs (it reads a few hundred files: 14 ms after
+    /// the end of every test when it was taken there).
     doctor: Option<std::thread::JoinHandle<serde_json::Value>>,
 }
 
@@ -306,11 +304,6 @@ impl<'a> ClientTest<'a> {
             .time
             .unwrap_or(Duration::from_secs(u64::from(params.time_s)))
             + Duration::from_secs(u64::from(params.omit_s));
-        let local = ctrl.local_addr().ok().map(|a| a.ip());
-        let doctor = std::thread::Builder::new()
-            .name("doctor".into())
-            .spawn(move || net::doctor_summary(local, &[]))
-            .ok();
         Ok(ClientTest {
             opts,
             out,
@@ -341,7 +334,7 @@ impl<'a> ClientTest<'a> {
             last_rx: (0, Instant::now()),
             progress_seen: 0,
             test_len,
-            doctor,
+            doctor: None,
         })
     }
 
@@ -479,11 +472,14 @@ impl<'a> ClientTest<'a> {
             zerocopy: self.opts.zerocopy,
             file: self.opts.file.clone(),
         };
-        self.running = Some(spawn_streams(
-            std::mem::take(&mut self.conns),
-            &self.params,
-            &so,
-        ));
+        let running = spawn_streams(std::mem::take(&mut self.conns), &self.params, &so);
+        let local = self.ctrl.local_addr().ok().map(|a| a.ip());
+        let pinned = running.cpus.clone();
+        self.doctor = std::thread::Builder::new()
+            .name("doctor".into())
+            .spawn(move || net::doctor_summary(local, &pinned))
+            .ok();
+        self.running = Some(running);
         self.wait_since = Instant::now();
         Ok(())
     }
@@ -728,11 +724,12 @@ impl<'a> ClientTest<'a> {
             {
                 self.finals = m.finish(Instant::now()).1;
             }
-            let pinned = self.running.as_ref().map_or(&[][..], |r| &r.cpus[..]);
-            let early = self.doctor.take().map(std::thread::JoinHandle::join);
-            let doctor = match early {
-                Some(Ok(d)) if pinned.is_empty() => d,
-                _ => net::doctor_summary(self.ctrl.local_addr().ok().map(|a| a.ip()), pinned),
+            let doctor = match self.doctor.take().map(std::thread::JoinHandle::join) {
+                Some(Ok(d)) => d,
+                _ => {
+                    let pinned = self.running.as_ref().map_or(&[][..], |r| &r.cpus[..]);
+                    net::doctor_summary(self.ctrl.local_addr().ok().map(|a| a.ip()), pinned)
+                }
             };
             if let Some(rep) = self.report.as_mut() {
                 if let Err(e) = result {

@@ -17,8 +17,6 @@ use std::time::{Duration, Instant};
 
 /// How often a blocked worker looks at its stop flag.
 pub const POLL: Duration = Duration::from_millis(50);
-/// How often a receiver looks at its flags from the test's scheduled end on.
-const END_LOOK: Duration = Duration::from_millis(2);
 /// A draining receiver stops after this long without data (timed by
 /// poll(2) to the millisecond). Each millisecond here is a millisecond
 /// more of every test against a client that does not close its streams
@@ -62,9 +60,6 @@ pub struct StreamShared {
     pub drain_until_ns: AtomicU64,
     /// A sender's scheduled end (monotonic ns; 0: none, it ends when told).
     pub end_ns: AtomicU64,
-    /// A receiver: the test's scheduled end (monotonic ns; 0: none), from
-    /// which on it looks at its flags every [`END_LOOK`].
-    pub expected_end_ns: AtomicU64,
     /// A receiver: when it last took data (monotonic ns; 0: never).
     pub last_rx_ns: AtomicU64,
     pub finished: AtomicBool,
@@ -100,21 +95,10 @@ impl Wake {
     }
 }
 
-/// What a receiver's wait for data ended with.
-#[derive(Debug, PartialEq, Eq)]
-enum Waited {
-    /// The socket is readable (past its receive low-water mark).
-    Data,
-    /// The wake fired.
-    Woken,
-    /// Neither, within the wait.
-    Nothing,
-}
-
 /// Waits up to `d` for `sock` to be readable (honouring its receive
-/// low-water mark), or for `wake` to fire. Without `wake`, a plain wait
-/// for the socket.
-fn wait_data(sock: &impl std::os::fd::AsFd, wake: Option<&Wake>, d: Duration) -> Waited {
+/// low-water mark), or for `wake` to fire; true when woken by the socket.
+/// Without `wake`, a plain wait for the socket.
+fn wait_data(sock: &impl std::os::fd::AsFd, wake: Option<&Wake>, d: Duration) -> bool {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     use std::os::fd::AsFd;
     let ms = u16::try_from(d.as_millis().max(1)).unwrap_or(u16::MAX);
@@ -122,16 +106,8 @@ fn wait_data(sock: &impl std::os::fd::AsFd, wake: Option<&Wake>, d: Duration) ->
     if let Some(w) = wake {
         fds.push(PollFd::new(w.rx.as_fd(), PollFlags::POLLIN));
     }
-    match poll(&mut fds, PollTimeout::from(ms)) {
-        Ok(n) if n > 0 => {
-            if fds[0].revents().is_some_and(|r| !r.is_empty()) {
-                Waited::Data
-            } else {
-                Waited::Woken
-            }
-        }
-        _ => Waited::Nothing,
-    }
+    matches!(poll(&mut fds, PollTimeout::from(ms)), Ok(n) if n > 0)
+        && fds[0].revents().is_some_and(|r| !r.is_empty())
 }
 
 impl StreamShared {
@@ -148,7 +124,6 @@ impl StreamShared {
             stop: AtomicBool::new(false),
             drain_until_ns: AtomicU64::new(0),
             end_ns: AtomicU64::new(0),
-            expected_end_ns: AtomicU64::new(0),
             last_rx_ns: AtomicU64::new(0),
             finished: AtomicBool::new(false),
             error: Mutex::new(None),
@@ -191,20 +166,6 @@ impl StreamShared {
         let now = Instant::now();
         let ns = clock::monotonic_ns() + end.saturating_duration_since(now).as_nanos() as u64;
         self.end_ns.store(ns.max(1), Ordering::Relaxed);
-    }
-
-    /// A receiver: the test is scheduled to end at `end`.
-    pub(crate) fn expect_end(&self, end: Instant) {
-        let now = Instant::now();
-        let ns = clock::monotonic_ns() + end.saturating_duration_since(now).as_nanos() as u64;
-        self.expected_end_ns.store(ns.max(1), Ordering::Relaxed);
-    }
-
-    /// Whether a receiver's next read of [`POLL`] would end past the
-    /// scheduled end.
-    fn near_expected_end(&self) -> bool {
-        let end = self.expected_end_ns.load(Ordering::Relaxed);
-        end != 0 && clock::monotonic_ns() + POLL.as_nanos() as u64 >= end
     }
 
     /// How long a sender waiting for its next due time may sleep: until
@@ -582,23 +543,10 @@ pub fn tcp_recv(
         }
         // Wait for data (up to the mark) or for the test's end to wake us;
         // a draining receiver ends after DRAIN_IDLE without data.
-        if !draining {
-            match wait_data(&s, sh.wake.as_deref(), POLL) {
-                Waited::Data => {}
-                Waited::Woken => continue,
-                Waited::Nothing => {
-                    // Less than the mark came in a whole wait (the end of
-                    // a -k/-n amount): the mark goes off, what is queued
-                    // is read now (a wait honours the mark, a read at its
-                    // timeout did not).
-                    if lowat.stop() {
-                        let _ = linerate_backend::sockopt::set_rcvlowat(&s, 1);
-                    }
-                    continue;
-                }
-            }
+        if !draining && !wait_data(&s, sh.wake.as_deref(), POLL) {
+            continue;
         }
-        if draining && wait_data(&s, None, DRAIN_IDLE) != Waited::Data {
+        if draining && !wait_data(&s, None, DRAIN_IDLE) {
             break;
         }
         // With the mark on, reads take up to the mark's worth at once.
@@ -677,8 +625,7 @@ impl Lowat {
         }
     }
 
-    /// Turns the mark off (for good at the end of the test; a stream that
-    /// is fast again turns it on again); whether it was on.
+    /// Turns the mark off for good (the end of the test); whether it was on.
     fn stop(&mut self) -> bool {
         std::mem::replace(&mut self.on, false)
     }
@@ -884,27 +831,18 @@ pub fn udp_recv(s: UdpSocket, sh: Arc<StreamShared>, len: usize, c64: bool, skip
     };
     let mut rx = UdpReceiver::default();
     let mut draining = false;
-    let mut near_end = false;
     while !sh.stopped() {
         if !draining && sh.drain_until_ns.load(Ordering::Relaxed) != 0 {
             draining = true;
-        }
-        // From the scheduled end on, the wait for data ends soon to look
-        // at the flags (a read of POLL kept the end of the test waiting
-        // for it), and a draining receiver ends after DRAIN_IDLE without
-        // data, both timed by poll(2) to the millisecond (a read's timeout
-        // goes by the kernel's tick); before the end, reads block as long
-        // as POLL (a wait on a wake as well cost the overloaded host its
-        // control loop's time).
-        near_end = near_end || sh.near_expected_end();
-        if draining {
-            if wait_data(&s, None, DRAIN_IDLE) != Waited::Data {
-                break;
-            }
-        } else if near_end && wait_data(&s, None, END_LOOK) != Waited::Data {
-            continue;
+            let _ = s.set_read_timeout(Some(DRAIN_IDLE));
         }
         if sh.drained(false) {
+            break;
+        }
+        if !draining && !wait_data(&s, sh.wake.as_deref(), POLL) {
+            continue;
+        }
+        if draining && !wait_data(&s, None, DRAIN_IDLE) {
             break;
         }
         match batch.recv(&s, &mut store, &mut lens, &mut segs) {

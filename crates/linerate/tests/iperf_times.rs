@@ -244,19 +244,17 @@ fn wall_times(port: u16, extra: &[&str], runs: usize) -> (Vec<u128>, u128) {
 
 /// A `-t 1` test takes one second and little more, as iperf3's does (issue
 /// 26 item 8). Measured on this 2-CPU VM, process wall time, medians of
-/// 10 runs (release builds): iperf3 3.21 against itself 1008 ms (TCP),
-/// 1010 ms (UDP); linerate against itself 1161 ms (TCP) and 1335 ms (UDP)
-/// before, 1009 and 1016 ms after; the debug builds these tests run took
-/// 1170 and 1140 ms before, 1018 and 1024 ms after. The time went to waits
-/// on timeouts that nothing woke: each control message an event queued
-/// waited for the next turn of a 20 ms control read, a data connection
-/// for the server's next 20 ms control read and its accept loop's 5 ms
-/// look, a sender that reached its end slept a 50 ms poll, a receiver sat
-/// in a 50 ms read before it saw TEST_END and drained for 20 ms more, a
-/// paced UDP sender slept to its next block (250 ms), and the doctor's
-/// summary (14 ms) was taken after the end on each side. The bound: the
-/// second plus 60 ms for set-up and teardown, over the median of 5 runs so
-/// that one slow run on a shared VM does not decide.
+/// 10: iperf3 3.21 against itself 1007-1009 ms; linerate against itself
+/// 1161 ms (TCP) and 1277-1335 ms (UDP) before, 1012-1015 ms after (debug
+/// builds, which these tests run: 1170 and 1140 ms before, 1018 and 1024
+/// ms after). The time went to waits on timeouts that nothing woke: each
+/// control message an event queued waited for the next turn of a 20 ms
+/// control read, a sender that reached its end slept a 50 ms poll, a
+/// receiver sat in a 50 ms read before it saw TEST_END and drained for
+/// 20 ms more, a paced UDP sender slept to its next block (250 ms), and
+/// the doctor's summary (14 ms) was taken after the end on each side. The
+/// bound: the second plus 60 ms for set-up and teardown, over the median
+/// of 5 runs so that one slow run on a shared VM does not decide.
 #[test]
 fn a_one_second_test_takes_one_second() {
     let _one = serial();

@@ -115,10 +115,9 @@ struct TestServer<'a> {
     moved: std::collections::VecDeque<(Instant, u64)>,
     /// Streams connected when the stream wait last looked.
     streams_seen: usize,
-    /// linerate doctor's summary for the report (streams not pinned),
-    /// taken on a thread of its own while the test is set up (14 ms
-    /// between TEST_END and our results when it was taken there; taken
-    /// while the streams ran, it cost an overloaded host its time).
+    /// linerate doctor's summary for the report, taken on a thread of its
+    /// own while the test runs (14 ms between TEST_END and our results
+    /// when it was taken there).
     doctor: Option<std::thread::JoinHandle<serde_json::Value>>,
 }
 
@@ -319,11 +318,6 @@ impl TestServer<'_> {
             }
         }
         self.params = Some(p);
-        let local = self.local_ip;
-        self.doctor = std::thread::Builder::new()
-            .name("doctor".into())
-            .spawn(move || net::doctor_summary(local, &[]))
-            .ok();
         self.env.accepting.store(true, Ordering::Release);
         self.phase_start = Instant::now();
         self.session.ready_for_streams();
@@ -388,6 +382,11 @@ impl TestServer<'_> {
             file: opts.file.clone(),
         };
         let r = spawn_streams(std::mem::take(&mut self.conns), &p, &so);
+        let (local, pinned) = (self.local_ip, r.cpus.clone());
+        self.doctor = std::thread::Builder::new()
+            .name("doctor".into())
+            .spawn(move || net::doctor_summary(local, &pinned))
+            .ok();
         // Our senders (-R, --bidir) stop at the asked time, as the client's
         // do; TEST_END then finds them done.
         r.go((p.time_s > 0)
@@ -454,11 +453,12 @@ impl TestServer<'_> {
             if let Some(e) = err {
                 rep.set_error(&e);
             }
-            let pinned = self.running.as_ref().map_or(&[][..], |r| &r.cpus[..]);
-            let early = self.doctor.take().map(std::thread::JoinHandle::join);
-            let doctor = match early {
-                Some(Ok(d)) if pinned.is_empty() => d,
-                _ => net::doctor_summary(self.local_ip, pinned),
+            let doctor = match self.doctor.take().map(std::thread::JoinHandle::join) {
+                Some(Ok(d)) => d,
+                _ => {
+                    let pinned = self.running.as_ref().map_or(&[][..], |r| &r.cpus[..]);
+                    net::doctor_summary(self.local_ip, pinned)
+                }
             };
             text.push_str(&rep.finish(&f, self.cpu.read(), None, &[("doctor", doctor)]));
             forward_events(rep, self.env.opts.events.as_ref());
