@@ -236,10 +236,6 @@ struct ClientTest<'a> {
     /// The session's progress count when last looked at.
     progress_seen: u64,
     test_len: Duration,
-    /// linerate doctor's summary for the report, taken on a thread of its
-    /// own while the test runs (it reads a few hundred files: 14 ms after
-    /// the end of every test when it was taken there).
-    doctor: Option<std::thread::JoinHandle<serde_json::Value>>,
 }
 
 /// How long the rest of a SERVER_ERROR message is waited for.
@@ -334,7 +330,6 @@ impl<'a> ClientTest<'a> {
             last_rx: (0, Instant::now()),
             progress_seen: 0,
             test_len,
-            doctor: None,
         })
     }
 
@@ -360,13 +355,6 @@ impl<'a> ClientTest<'a> {
                     ClientEvent::Done => return Ok(()),
                     ClientEvent::Failed(e) => return Err(ClientFailure::Protocol(e)),
                 }
-            }
-            // What the events queued (our results, IPERF_DONE) goes out
-            // now, not after the wait for the server below.
-            if let Err(e) = self.send_queued()
-                && !self.session.is_closed()
-            {
-                return Err(e);
             }
             if self.session.is_closed() {
                 return Ok(());
@@ -472,14 +460,11 @@ impl<'a> ClientTest<'a> {
             zerocopy: self.opts.zerocopy,
             file: self.opts.file.clone(),
         };
-        let running = spawn_streams(std::mem::take(&mut self.conns), &self.params, &so);
-        let local = self.ctrl.local_addr().ok().map(|a| a.ip());
-        let pinned = running.cpus.clone();
-        self.doctor = std::thread::Builder::new()
-            .name("doctor".into())
-            .spawn(move || net::doctor_summary(local, &pinned))
-            .ok();
-        self.running = Some(running);
+        self.running = Some(spawn_streams(
+            std::mem::take(&mut self.conns),
+            &self.params,
+            &so,
+        ));
         self.wait_since = Instant::now();
         Ok(())
     }
@@ -724,13 +709,8 @@ impl<'a> ClientTest<'a> {
             {
                 self.finals = m.finish(Instant::now()).1;
             }
-            let doctor = match self.doctor.take().map(std::thread::JoinHandle::join) {
-                Some(Ok(d)) => d,
-                _ => {
-                    let pinned = self.running.as_ref().map_or(&[][..], |r| &r.cpus[..]);
-                    net::doctor_summary(self.ctrl.local_addr().ok().map(|a| a.ip()), pinned)
-                }
-            };
+            let pinned = self.running.as_ref().map_or(&[][..], |r| &r.cpus[..]);
+            let doctor = net::doctor_summary(self.ctrl.local_addr().ok().map(|a| a.ip()), pinned);
             if let Some(rep) = self.report.as_mut() {
                 if let Err(e) = result {
                     rep.set_error(&e.to_string());

@@ -31,8 +31,6 @@ pub(crate) struct Running {
     pub(crate) budget: Arc<stream::Budget>,
     /// The threads wait here until [`Running::go`].
     gate: Arc<Gate>,
-    /// Wakes waiting receivers when they are told to drain or stop.
-    wake: Option<Arc<stream::Wake>>,
 }
 
 impl Running {
@@ -78,18 +76,6 @@ impl Running {
             }
         }
         self.gate.open();
-        // Receivers waiting for data see their flag now, not at their next
-        // timeout; a sender blocked on a full socket is woken by shutting
-        // its sending side (what it had queued still goes, then the FIN,
-        // which ends the peer's drain as soon as all the data is in).
-        if !senders_only && let Some(w) = &self.wake {
-            w.fire();
-        }
-        for s in self.streams.iter().filter(|s| s.sender) {
-            if let Some(t) = &s.tcp {
-                let _ = t.shutdown(std::net::Shutdown::Write);
-            }
-        }
         for (h, s) in self.handles.iter_mut().zip(&self.streams) {
             if (!senders_only || s.sender)
                 && let Some(h) = h.take()
@@ -146,13 +132,7 @@ fn pin(cpu: usize, sh: &StreamShared) -> bool {
 
 /// A stream's shared figures, with its socket options applied (a failure
 /// fails the stream, as iperf3 fails the test).
-fn shared(
-    c: &Conn,
-    d: &StreamDesc,
-    p: &Params,
-    sending: bool,
-    wake: Option<&Arc<stream::Wake>>,
-) -> Arc<StreamShared> {
+fn shared(c: &Conn, d: &StreamDesc, p: &Params, sending: bool) -> Arc<StreamShared> {
     let (applied, tcp) = match c {
         Conn::Tcp(t) => (net::apply_tcp(t, p, sending), t.try_clone().ok()),
         Conn::Udp(u) => {
@@ -161,9 +141,7 @@ fn shared(
             (Ok(()), None)
         }
     };
-    let mut sh = StreamShared::new(d.id, d.sender, d.socket, tcp);
-    sh.wake = wake.cloned();
-    let sh = Arc::new(sh);
+    let sh = Arc::new(StreamShared::new(d.id, d.sender, d.socket, tcp));
     if let Err(e) = applied {
         sh.fail(e.to_string());
     }
@@ -280,8 +258,6 @@ pub(crate) fn spawn_streams(
     let mut group_slot: std::collections::BTreeMap<usize, usize> = Default::default();
     let mut pinned = std::collections::BTreeSet::new();
     let gate = Arc::new(Gate::default());
-    // Without it (no descriptors left) receivers wake at their timeouts.
-    let wake = stream::Wake::new().ok().map(Arc::new);
     for (i, (c, d)) in conns.into_iter().enumerate() {
         let cpu = if !so.affinity.is_empty() {
             Some(so.affinity[i % so.affinity.len()])
@@ -291,7 +267,7 @@ pub(crate) fn spawn_streams(
             None
         };
         pinned.extend(cpu);
-        let sh = shared(&c, &d, p, d.sender, wake.as_ref());
+        let sh = shared(&c, &d, p, d.sender);
         match (c, cpu) {
             (Conn::Tcp(t), Some(cpu)) if d.sender && senders > 1 && so.file.is_none() => {
                 groups.entry(cpu).or_default().push((t, sh.clone()));
@@ -334,6 +310,5 @@ pub(crate) fn spawn_streams(
         cpus: pinned.into_iter().collect(),
         budget,
         gate,
-        wake,
     }
 }

@@ -17,12 +17,7 @@ use std::time::{Duration, Instant};
 
 /// How often a blocked worker looks at its stop flag.
 pub const POLL: Duration = Duration::from_millis(50);
-/// A draining receiver stops after this long without data (timed by
-/// poll(2) to the millisecond). Each millisecond here is a millisecond
-/// more of every test against a client that does not close its streams
-/// at the end (iperf3's), but what the peer sent before TEST_END can sit
-/// in the kernel's backlog behind a busy CPU: at 5 ms a loaded CI host
-/// counted a UDP datagram of a concurrent test as lost. 20 ms, as before.
+/// A draining receiver stops after this long without data.
 const DRAIN_IDLE: Duration = Duration::from_millis(20);
 /// Longest drain, for a peer that keeps sending after TEST_END.
 pub const DRAIN_MAX: Duration = Duration::from_secs(1);
@@ -68,46 +63,6 @@ pub struct StreamShared {
     pub departures: Mutex<Option<Departures>>,
     /// A handle on the TCP socket for TCP_INFO.
     pub tcp: Option<TcpStream>,
-    /// Fired when receivers are told to drain or stop: a receiver waiting
-    /// for data wakes at once (a read timeout kept the end of the test
-    /// waiting up to [`POLL`]).
-    pub wake: Option<Arc<Wake>>,
-}
-
-/// Wakes the receivers of a test that wait for their socket: fired once,
-/// it stays fired (the read end of a pair whose other end was shut is
-/// readable for ever), so every receiver sees it, however late it looks.
-#[derive(Debug)]
-pub struct Wake {
-    rx: std::os::unix::net::UnixStream,
-    tx: std::os::unix::net::UnixStream,
-}
-
-impl Wake {
-    pub fn new() -> std::io::Result<Self> {
-        let (rx, tx) = std::os::unix::net::UnixStream::pair()?;
-        Ok(Self { rx, tx })
-    }
-
-    /// Every receiver waiting on this (or that waits later) wakes.
-    pub fn fire(&self) {
-        let _ = self.tx.shutdown(std::net::Shutdown::Both);
-    }
-}
-
-/// Waits up to `d` for `sock` to be readable (honouring its receive
-/// low-water mark), or for `wake` to fire; true when woken by the socket.
-/// Without `wake`, a plain wait for the socket.
-fn wait_data(sock: &impl std::os::fd::AsFd, wake: Option<&Wake>, d: Duration) -> bool {
-    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-    use std::os::fd::AsFd;
-    let ms = u16::try_from(d.as_millis().max(1)).unwrap_or(u16::MAX);
-    let mut fds = vec![PollFd::new(sock.as_fd(), PollFlags::POLLIN)];
-    if let Some(w) = wake {
-        fds.push(PollFd::new(w.rx.as_fd(), PollFlags::POLLIN));
-    }
-    matches!(poll(&mut fds, PollTimeout::from(ms)), Ok(n) if n > 0)
-        && fds[0].revents().is_some_and(|r| !r.is_empty())
 }
 
 impl StreamShared {
@@ -129,7 +84,6 @@ impl StreamShared {
             error: Mutex::new(None),
             departures: Mutex::new(None),
             tcp,
-            wake: None,
         }
     }
 
@@ -166,20 +120,6 @@ impl StreamShared {
         let now = Instant::now();
         let ns = clock::monotonic_ns() + end.saturating_duration_since(now).as_nanos() as u64;
         self.end_ns.store(ns.max(1), Ordering::Relaxed);
-    }
-
-    /// How long a sender waiting for its next due time may sleep: until
-    /// its scheduled end, and [`POLL`] at most (a paced sender slept to its
-    /// next block, 250 ms at UDP's default rate, and the end of the test
-    /// waited for it).
-    fn nap(&self, want: Duration) -> Duration {
-        let end = self.end_ns.load(Ordering::Relaxed);
-        let to_end = if end == 0 {
-            POLL
-        } else {
-            Duration::from_nanos(end.saturating_sub(clock::monotonic_ns()))
-        };
-        want.min(POLL).min(to_end)
     }
 
     /// A receiver told to drain ends at the first read that finds nothing
@@ -411,19 +351,13 @@ pub fn tcp_send_group(
             }
             wrote |= s.write_owed(&buf, &pacing);
         }
-        // Every stream ended (its scheduled end came): out at once (this
-        // slept a whole POLL first, and the end of every test waited on it).
-        if wrote || ss.iter().all(|s| s.done) {
+        if wrote {
             continue;
         }
         // Nothing could be written: wait for space or for the next due time.
-        let wait = next_due.map_or(POLL, |t| t.saturating_duration_since(Instant::now()));
-        let wait = ss
-            .iter()
-            .filter(|s| !s.done)
-            .map(|s| s.sh.nap(wait))
-            .min()
-            .unwrap_or(wait);
+        let wait = next_due.map_or(POLL, |t| {
+            t.saturating_duration_since(Instant::now()).min(POLL)
+        });
         let mut fds: Vec<PollFd> = ss
             .iter()
             .filter(|s| !s.done && s.full)
@@ -494,7 +428,7 @@ pub fn tcp_send_file(
         if let Some(t) = due(start, sent, &pacing) {
             let now = Instant::now();
             if t > now {
-                std::thread::sleep(sh.nap(t - now));
+                std::thread::sleep((t - now).min(POLL));
                 continue;
             }
         }
@@ -540,14 +474,6 @@ pub fn tcp_recv(
             if lowat.stop() {
                 let _ = linerate_backend::sockopt::set_rcvlowat(&s, 1);
             }
-        }
-        // Wait for data (up to the mark) or for the test's end to wake us;
-        // a draining receiver ends after DRAIN_IDLE without data.
-        if !draining && !wait_data(&s, sh.wake.as_deref(), POLL) {
-            continue;
-        }
-        if draining && !wait_data(&s, None, DRAIN_IDLE) {
-            break;
         }
         // With the mark on, reads take up to the mark's worth at once.
         let want = if lowat.on { buf.len() } else { len };
@@ -727,14 +653,7 @@ pub fn udp_send(
             let allowed = (pacing.rate_bps as f64 * start.elapsed().as_secs_f64() / 8.0) as u64;
             if allowed < sent_bytes + len as u64 {
                 if let Some(t) = due(start, sent_bytes, &pacing) {
-                    // Not past the scheduled end, and the stop flag is
-                    // looked at every POLL.
-                    let now = Instant::now();
-                    let by = now + sh.nap(t.saturating_duration_since(now));
-                    wait_until(by, Duration::from_micros(100));
-                    if by < t {
-                        continue;
-                    }
+                    wait_until(t, Duration::from_micros(100));
                 }
                 burst.min(cap)
             } else {
@@ -837,12 +756,6 @@ pub fn udp_recv(s: UdpSocket, sh: Arc<StreamShared>, len: usize, c64: bool, skip
             let _ = s.set_read_timeout(Some(DRAIN_IDLE));
         }
         if sh.drained(false) {
-            break;
-        }
-        if !draining && !wait_data(&s, sh.wake.as_deref(), POLL) {
-            continue;
-        }
-        if draining && !wait_data(&s, None, DRAIN_IDLE) {
             break;
         }
         match batch.recv(&s, &mut store, &mut lens, &mut segs) {

@@ -56,7 +56,6 @@ pub(super) fn serve_test(
         last_rx: (0, Instant::now()),
         moved: Default::default(),
         streams_seen: 0,
-        doctor: None,
     }
     .run();
 }
@@ -115,10 +114,6 @@ struct TestServer<'a> {
     moved: std::collections::VecDeque<(Instant, u64)>,
     /// Streams connected when the stream wait last looked.
     streams_seen: usize,
-    /// linerate doctor's summary for the report, taken on a thread of its
-    /// own while the test runs (14 ms between TEST_END and our results
-    /// when it was taken there).
-    doctor: Option<std::thread::JoinHandle<serde_json::Value>>,
 }
 
 /// What the loop does after a step.
@@ -142,33 +137,18 @@ impl TestServer<'_> {
             if self.handle_events() == Next::End || self.session.is_closed() {
                 break;
             }
-            // What the events queued (CREATE_STREAMS, TEST_START, our
-            // results) goes out now, not after the wait below: each step
-            // of the exchange waited up to a wake-up (20 ms) for it.
-            if self.flush_control() == Next::End {
-                break;
-            }
             if self.env.shutdown.load(Ordering::Relaxed) {
                 self.terminate(&mut buf);
                 break;
             }
-            if self.session.accepting_streams()
-                && (self.accept_streams() == Next::Again || !self.session.accepting_streams())
-            {
-                // A failure to tell, or every stream is in: TEST_START goes
-                // out now.
+            if self.session.accepting_streams() && self.accept_streams() == Next::Again {
                 continue;
             }
             if self.watch() == Next::Again {
                 continue;
             }
             let wake = until_due(self.meter.as_ref());
-            let got = if self.session.accepting_streams() {
-                self.wait_for_streams(&mut buf, wake)
-            } else {
-                net::read_within(&mut self.ctrl, &mut buf, wake)
-            };
-            match got {
+            match net::read_within(&mut self.ctrl, &mut buf, wake) {
                 Ok(0) => self.session.handle_eof(),
                 Ok(n) => self.session.handle_bytes(&buf[..n]),
                 Err(e)
@@ -382,11 +362,6 @@ impl TestServer<'_> {
             file: opts.file.clone(),
         };
         let r = spawn_streams(std::mem::take(&mut self.conns), &p, &so);
-        let (local, pinned) = (self.local_ip, r.cpus.clone());
-        self.doctor = std::thread::Builder::new()
-            .name("doctor".into())
-            .spawn(move || net::doctor_summary(local, &pinned))
-            .ok();
         // Our senders (-R, --bidir) stop at the asked time, as the client's
         // do; TEST_END then finds them done.
         r.go((p.time_s > 0)
@@ -453,13 +428,8 @@ impl TestServer<'_> {
             if let Some(e) = err {
                 rep.set_error(&e);
             }
-            let doctor = match self.doctor.take().map(std::thread::JoinHandle::join) {
-                Some(Ok(d)) => d,
-                _ => {
-                    let pinned = self.running.as_ref().map_or(&[][..], |r| &r.cpus[..]);
-                    net::doctor_summary(self.local_ip, pinned)
-                }
-            };
+            let pinned = self.running.as_ref().map_or(&[][..], |r| &r.cpus[..]);
+            let doctor = net::doctor_summary(self.local_ip, pinned);
             text.push_str(&rep.finish(&f, self.cpu.read(), None, &[("doctor", doctor)]));
             forward_events(rep, self.env.opts.events.as_ref());
             finals = f;
@@ -522,71 +492,6 @@ impl TestServer<'_> {
         self.say(&text);
     }
 
-    /// While streams connect: waits up to `wake` for the next one (a TCP
-    /// stream through the accept loop, a UDP stream's first datagram on the
-    /// test port) or for control bytes, whichever comes first, and reads
-    /// the control connection if it has bytes. A stream that connected is
-    /// taken at the next turn at once (each waited for the control
-    /// connection's read timeout, 20 ms, before).
-    fn wait_for_streams(&mut self, buf: &mut [u8], wake: Duration) -> std::io::Result<usize> {
-        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-        use std::os::fd::AsFd;
-        let tcp = self
-            .params
-            .as_ref()
-            .is_none_or(|p| p.protocol == Protocol::Tcp);
-        let ready = |fd: std::os::fd::BorrowedFd<'_>, ms: u16| {
-            let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
-            matches!(poll(&mut fds, PollTimeout::from(ms)), Ok(n) if n > 0)
-        };
-        if tcp {
-            match self.env.data_rx.recv_timeout(wake) {
-                Ok(s) => self.take_tcp_stream(s),
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                // The accept loop is gone (the server is stopping).
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    return net::read_within(&mut self.ctrl, buf, wake);
-                }
-            }
-            if ready(self.ctrl.as_fd(), 0) {
-                return self.ctrl.read(buf);
-            }
-            return Err(ErrorKind::TimedOut.into());
-        }
-        let ms = u16::try_from(wake.as_millis().max(1)).unwrap_or(u16::MAX);
-        let ctrl_ready = match self.udp_listener.as_ref() {
-            Some(u) => {
-                let mut fds = [
-                    PollFd::new(self.ctrl.as_fd(), PollFlags::POLLIN),
-                    PollFd::new(u.as_fd(), PollFlags::POLLIN),
-                ];
-                matches!(poll(&mut fds, PollTimeout::from(ms)), Ok(n) if n > 0)
-                    && fds[0].revents().is_some_and(|r| !r.is_empty())
-            }
-            None => ready(self.ctrl.as_fd(), ms),
-        };
-        if ctrl_ready {
-            self.ctrl.read(buf)
-        } else {
-            Err(ErrorKind::TimedOut.into())
-        }
-    }
-
-    /// A TCP data connection whose cookie is this test's.
-    fn take_tcp_stream(&mut self, s: TcpStream) {
-        if let Some((id, sends)) = self.session.stream_connected() {
-            let desc = StreamDesc {
-                id,
-                socket: s.as_raw_fd(),
-                sender: sends,
-                local: s.local_addr().unwrap_or(self.peer),
-                remote: s.peer_addr().unwrap_or(self.peer),
-            };
-            let _ = s.set_nonblocking(false);
-            self.conns.push((Conn::Tcp(s), desc));
-        }
-    }
-
     /// Takes the streams that connected since the last look.
     fn accept_streams(&mut self) -> Next {
         // The wait is for the next stream: a client that connects none
@@ -606,7 +511,17 @@ impl TestServer<'_> {
             .is_none_or(|p| p.protocol == Protocol::Tcp);
         if tcp {
             while let Ok(s) = self.env.data_rx.try_recv() {
-                self.take_tcp_stream(s);
+                if let Some((id, sends)) = self.session.stream_connected() {
+                    let desc = StreamDesc {
+                        id,
+                        socket: s.as_raw_fd(),
+                        sender: sends,
+                        local: s.local_addr().unwrap_or(self.peer),
+                        remote: s.peer_addr().unwrap_or(self.peer),
+                    };
+                    let _ = s.set_nonblocking(false);
+                    self.conns.push((Conn::Tcp(s), desc));
+                }
             }
         } else {
             self.accept_udp();
@@ -623,15 +538,7 @@ impl TestServer<'_> {
         // stream, seconds for -P 128.
         let want = self.params.as_ref().map_or(0, Params::stream_count);
         while self.conns.len() < want && self.session.accepting_streams() {
-            // Only a datagram that is there: the wait is the control
-            // loop's, on this socket and the control connection at once.
-            let knocking = self.udp_listener.as_ref().is_some_and(|u| {
-                use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-                use std::os::fd::AsFd;
-                let mut fds = [PollFd::new(u.as_fd(), PollFlags::POLLIN)];
-                matches!(poll(&mut fds, PollTimeout::ZERO), Ok(n) if n > 0)
-            });
-            if !knocking || !self.accept_one_udp() {
+            if !self.accept_one_udp() {
                 break;
             }
         }
