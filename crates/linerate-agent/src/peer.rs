@@ -102,6 +102,19 @@ pub fn peer_addr(url: &str) -> Option<SocketAddr> {
     url.strip_prefix("https://")?.parse().ok()
 }
 
+/// A TLS client that trusts exactly the certificates `pinned` (an
+/// agent's, as `--write-cert` wrote them), whatever names they carry.
+pub fn pinned_client(pinned: Vec<CertificateDer<'static>>) -> Result<Arc<ClientConfig>, String> {
+    let provider = Arc::new(rustls_rustcrypto::provider());
+    let tls = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(Pinned(pinned, provider)))
+        .with_no_client_auth();
+    Ok(Arc::new(tls))
+}
+
 impl Peers {
     /// Peers at `urls` (each `https://IP:PORT`), their certificates pinned
     /// from `certs` (PEM), called with `token`.
@@ -126,16 +139,9 @@ impl Peers {
                 certs.display()
             ));
         }
-        let provider = Arc::new(rustls_rustcrypto::provider());
-        let tls = ClientConfig::builder_with_provider(provider.clone())
-            .with_safe_default_protocol_versions()
-            .map_err(|e| e.to_string())?
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(Pinned(pinned, provider)))
-            .with_no_client_auth();
         Ok(Self {
             urls,
-            tls: Arc::new(tls),
+            tls: pinned_client(pinned)?,
             token,
             clock_shared,
         })

@@ -7,11 +7,9 @@
 
 mod support;
 
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::CryptoProvider;
+use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, SignatureScheme, StreamOwned};
+use rustls::{ClientConfig, ClientConnection, StreamOwned};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -21,49 +19,6 @@ use std::time::{Duration, Instant};
 use support::{Proc, free_port, linerate, wait_listening};
 
 const TOKEN: &str = "hostile-test-token-0123456789";
-
-/// Trusts exactly the agent's certificate (as `--write-cert` wrote it).
-#[derive(Debug)]
-struct Pinned(CertificateDer<'static>, Arc<CryptoProvider>);
-
-impl ServerCertVerifier for Pinned {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        if end_entity.as_ref() == self.0.as_ref() {
-            Ok(ServerCertVerified::assertion())
-        } else {
-            Err(rustls::Error::General("not the agent's certificate".into()))
-        }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(m, c, d, &self.1.signature_verification_algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(m, c, d, &self.1.signature_verification_algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.1.signature_verification_algorithms.supported_schemes()
-    }
-}
 
 struct Agent {
     _proc: Proc,
@@ -90,18 +45,11 @@ fn start() -> Agent {
         cert.to_str().unwrap(),
     ]));
     wait_listening(port);
-    let provider = Arc::new(rustls_rustcrypto::provider());
     let pinned = CertificateDer::from_pem_file(&cert).unwrap();
-    let tls = ClientConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(Pinned(pinned, provider)))
-        .with_no_client_auth();
     Agent {
         _proc: proc,
         port,
-        tls: Arc::new(tls),
+        tls: linerate_agent::peer::pinned_client(vec![pinned]).unwrap(),
         _dir: dir,
     }
 }
