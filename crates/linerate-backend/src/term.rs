@@ -35,7 +35,8 @@ pub fn read_password(prompt: &str) -> std::io::Result<String> {
 pub struct StderrCapture {
     saved: Option<std::os::fd::OwnedFd>,
     lines: std::sync::Arc<std::sync::Mutex<CapturedLines>>,
-    reader: Option<std::thread::JoinHandle<()>>,
+    /// Says when the reader reached EOF.
+    reader_done: Option<std::sync::mpsc::Receiver<()>>,
 }
 
 /// The lines written while captured: the last [`CapturedLines::KEEP`]
@@ -59,6 +60,9 @@ impl CapturedLines {
     }
 }
 
+/// Longest wait for the capture's reader to take the last lines.
+const READER_DRAIN_MAX: std::time::Duration = std::time::Duration::from_millis(500);
+
 impl StderrCapture {
     /// Sends fd 2 into a pipe until dropped.
     pub fn start() -> std::io::Result<StderrCapture> {
@@ -66,7 +70,8 @@ impl StderrCapture {
         let (read, write) = nix::unistd::pipe()?;
         let lines = std::sync::Arc::new(std::sync::Mutex::new(CapturedLines::default()));
         let keep = lines.clone();
-        let reader = std::thread::Builder::new()
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
             .name("stderr-capture".into())
             .spawn(move || {
                 // Ends at EOF: when fd 2 is given back and `write` closed.
@@ -76,13 +81,14 @@ impl StderrCapture {
                         l.push(line);
                     }
                 }
+                let _ = done_tx.send(());
             })?;
         nix::unistd::dup2_stderr(&write)?;
         drop(write);
         Ok(StderrCapture {
             saved: Some(saved),
             lines,
-            reader: Some(reader),
+            reader_done: Some(done_rx),
         })
     }
 
@@ -107,9 +113,11 @@ impl StderrCapture {
             let _ = nix::unistd::dup2_stderr(&saved);
         }
         // fd 2 no longer holds the pipe: the reader sees EOF once what was
-        // written is read (a thread still writing holds no copy of it).
-        if let Some(r) = self.reader.take() {
-            let _ = r.join();
+        // written is read. A child process started meanwhile may hold a
+        // copy of the pipe and keep it open: the wait is bounded, and the
+        // reader is left to end with that copy.
+        if let Some(done) = self.reader_done.take() {
+            let _ = done.recv_timeout(READER_DRAIN_MAX);
         }
     }
 }
@@ -117,5 +125,41 @@ impl StderrCapture {
 impl Drop for StderrCapture {
     fn drop(&mut self) {
         self.restore();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::os::fd::FromRawFd;
+
+    /// Writes to fd 2 itself (what a library's eprintln! reaches).
+    fn write_fd2(text: &str) {
+        let fd = nix::unistd::dup(std::io::stderr().as_fd()).unwrap();
+        // SAFETY: `fd` is a fresh duplicate this File then owns.
+        let mut f = unsafe { std::fs::File::from_raw_fd(std::os::fd::IntoRawFd::into_raw_fd(fd)) };
+        f.write_all(text.as_bytes()).unwrap();
+    }
+
+    /// What is written under the capture is kept, line by line, and a
+    /// child that still holds the pipe does not hold the restore: it is
+    /// given back within the drain bound.
+    #[test]
+    fn captured_lines_are_kept_and_a_child_cannot_hold_the_restore() {
+        let c = StderrCapture::start().unwrap();
+        write_fd2("first line\nsecond line\n");
+        let mut child = std::process::Command::new("sleep")
+            .arg("3")
+            .spawn()
+            .unwrap();
+        let t0 = std::time::Instant::now();
+        let kept = c.finish();
+        let took = t0.elapsed();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(kept.lines, ["first line", "second line"]);
+        assert_eq!(kept.dropped, 0);
+        assert!(took < std::time::Duration::from_secs(2), "{took:?}");
     }
 }
