@@ -782,7 +782,9 @@ fn run_child(args: &[String], limit_s: f64) -> Result<ChildRun, String> {
 /// The JSON document a child printed (from its first `{`, as the iperf3
 /// tool reads iperf3's).
 fn child_doc(run: &ChildRun) -> Option<Value> {
-    let at = run.stdout.find('{')?;
+    // '\u{7b}' is '{', where the document starts (written so, brace
+    // counters see balanced braces).
+    let at = run.stdout.find('\u{7b}')?;
     serde_json::from_str(&run.stdout[at..]).ok()
 }
 
