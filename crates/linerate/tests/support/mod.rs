@@ -38,10 +38,66 @@ pub fn free_port() -> u16 {
 
 /// A linerate server (not one-off) on a fresh port, listening.
 pub fn server(extra: &[&str]) -> (Proc, u16) {
-    let port = free_port();
-    let p = Proc::spawn(linerate().args(["-s", "-p", &port.to_string()]).args(extra));
-    wait_listening(port);
-    (p, port)
+    // A port can be free to our probe and still not to the server (some
+    // other process listening on [::1] or another address with the same
+    // port): then the server exits, and a port seen listening in /proc
+    // would be the other process's. So the listening socket must be the
+    // server's own; if the server died, another port is tried.
+    for _ in 0..5 {
+        let port = free_port();
+        let mut p = Proc::spawn(linerate().args(["-s", "-p", &port.to_string()]).args(extra));
+        if wait_listening_by(&mut p, port) {
+            return (p, port);
+        }
+    }
+    panic!("the server could not listen on five ports in a row");
+}
+
+/// The inodes of the TCP sockets listening on `port`.
+fn listening_inodes(port: u16) -> Vec<String> {
+    let needle = format!(":{port:04X}");
+    let mut inodes = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let text = std::fs::read_to_string(table).unwrap_or_default();
+        // Columns: sl local_address rem_address st … uid timeout inode.
+        for l in text.lines() {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.len() > 9 && f[1].ends_with(&needle) && f[3] == "0A" {
+                inodes.push(f[9].to_string());
+            }
+        }
+    }
+    inodes
+}
+
+/// Waits (15 s at most) until the process `p` itself has a socket
+/// listening on `port`; false if it exited first.
+pub fn wait_listening_by(p: &mut Proc, port: u16) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let fd_dir = format!("/proc/{}/fd", p.pid());
+    while Instant::now() < deadline {
+        if !p.is_running() {
+            return false;
+        }
+        let inodes = listening_inodes(port);
+        if !inodes.is_empty() {
+            let owned = std::fs::read_dir(&fd_dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|e| {
+                    std::fs::read_link(e.path()).is_ok_and(|l| {
+                        let l = l.to_string_lossy();
+                        inodes.iter().any(|i| l == format!("socket:[{i}]"))
+                    })
+                });
+            if owned {
+                return true;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("process {} does not listen on port {port}", p.pid());
 }
 
 /// A child process that is killed (by PID) if the test ends early.
