@@ -11,5 +11,5 @@ mod report;
 mod source;
 
 pub use finding::{Finding, Outcome, Severity, Unchecked};
-pub use report::{Report, run, run_for, summary};
+pub use report::{Report, run, run_for, summary, test_summary, test_summary_at};
 pub use source::{Channels, Fixture, Live, Offloads, Rings, Source};

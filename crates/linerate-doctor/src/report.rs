@@ -144,6 +144,20 @@ impl Report {
     }
 }
 
+/// The short form every mode attaches to its results (`doctor` in `-J`):
+/// this host checked for the interface a test used and the CPUs its
+/// workers were pinned to.
+pub fn test_summary(iface: Option<&str>, workers: &[usize]) -> Value {
+    summary(&run_for(&crate::Live, iface, workers))
+}
+
+/// [`test_summary`] for the interface that holds a local address (the
+/// socket modes know their address, not their interface).
+pub fn test_summary_at(local: Option<std::net::IpAddr>, workers: &[usize]) -> Value {
+    let iface = local.and_then(linerate_backend::iface::of_addr);
+    test_summary(iface.as_deref(), workers)
+}
+
 /// The short form attached to test results: warnings and limits by id,
 /// plus what could not be checked.
 pub fn summary(r: &Report) -> Value {

@@ -710,7 +710,10 @@ impl<'a> ClientTest<'a> {
                 self.finals = m.finish(Instant::now()).1;
             }
             let pinned = self.running.as_ref().map_or(&[][..], |r| &r.cpus[..]);
-            let doctor = net::doctor_summary(self.ctrl.local_addr().ok().map(|a| a.ip()), pinned);
+            let doctor = linerate_doctor::test_summary_at(
+                self.ctrl.local_addr().ok().map(|a| a.ip()),
+                pinned,
+            );
             if let Some(rep) = self.report.as_mut() {
                 if let Err(e) = result {
                     rep.set_error(&e.to_string());

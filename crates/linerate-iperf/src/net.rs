@@ -383,14 +383,6 @@ impl CpuMeter {
     }
 }
 
-/// linerate doctor's short summary for the interface a test used and the
-/// CPUs its streams were pinned to.
-pub fn doctor_summary(local: Option<IpAddr>, pinned: &[usize]) -> serde_json::Value {
-    let iface = local.and_then(linerate_backend::iface::of_addr);
-    let report = linerate_doctor::run_for(&linerate_doctor::Live, iface.as_deref(), pinned);
-    linerate_doctor::summary(&report)
-}
-
 /// Reads from a control connection, waiting at most `wake` (to the
 /// millisecond, see [`wait_readable`]); a wait that ends with nothing to
 /// read is `TimedOut`. SO_RCVTIMEO is set too, as a backstop.

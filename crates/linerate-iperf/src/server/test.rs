@@ -429,7 +429,7 @@ impl TestServer<'_> {
                 rep.set_error(&e);
             }
             let pinned = self.running.as_ref().map_or(&[][..], |r| &r.cpus[..]);
-            let doctor = net::doctor_summary(self.local_ip, pinned);
+            let doctor = linerate_doctor::test_summary_at(self.local_ip, pinned);
             text.push_str(&rep.finish(&f, self.cpu.read(), None, &[("doctor", doctor)]));
             forward_events(rep, self.env.opts.events.as_ref());
             finals = f;

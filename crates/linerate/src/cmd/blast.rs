@@ -563,11 +563,7 @@ fn blast_and_count(
 /// The doctor's short summary for the interface a test used and the CPUs
 /// its workers were pinned to.
 fn doctor(iface: &str, pinned: &[usize]) -> serde_json::Value {
-    linerate_doctor::summary(&linerate_doctor::run_for(
-        &linerate_doctor::Live,
-        Some(iface),
-        pinned,
-    ))
+    linerate_doctor::test_summary(Some(iface), pinned)
 }
 
 pub fn run_sink(a: &SinkArgs) -> Result<u8> {

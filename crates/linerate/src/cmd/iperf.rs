@@ -808,35 +808,27 @@ impl IperfArgs {
     }
 }
 
-/// The run-model reporters `--live`, `--csv` and `--metrics` ask for.
+/// The run-model reporters `--live`, `--csv` and `--metrics` ask for (set
+/// up as every mode's, `out::side_reporters`; iperf3's own text or document
+/// is the main output), and the repetition's keeper.
 fn events(
     args: &IperfArgs,
     keep: Option<&super::out::Keep>,
 ) -> Result<Option<linerate_run::SharedReporter>> {
-    let mut f = linerate_run::Fanout::new();
-    if live_view(args) {
-        // The text is held back while the view is up. A client's view
-        // prints its end report when it closes; a server's stays up from
-        // test to test until the server stops (q), then prints the last
-        // test's report.
-        f.push(Box::new(if args.server {
-            crate::live::Live::persistent()
-        } else {
-            crate::live::Live::new(true)
-        }));
+    use super::out::View;
+    // The text is held back while the view is up. A client's view prints
+    // its end report when it closes; a server's stays up from test to test
+    // until the server stops (q), then prints the last test's report.
+    let view = match (live_view(args), args.server) {
+        (false, _) => View::None,
+        (true, true) => View::Live(crate::live::Live::persistent()),
+        (true, false) => View::Live(crate::live::Live::new(true)),
+    };
+    if args.csv.as_deref() == Some(std::path::Path::new("-")) {
+        bail!("--csv needs a file here: standard output carries iperf3's own output");
     }
-    if let Some(p) = &args.csv {
-        if p.as_os_str() == "-" {
-            bail!("--csv needs a file here: standard output carries iperf3's own output");
-        }
-        let file = crate::output::create_new(p, args.force, "--csv")?;
-        f.push(Box::new(linerate_report::Csv::new(
-            crate::output::Checked::new(file, format!("--csv {}", p.display())),
-        )));
-    }
-    if let Some(addr) = &args.metrics {
-        f.push(Box::new(super::out::metrics_reporter(addr)?));
-    }
+    let csv = args.csv.as_deref().map(|p| (p, args.force));
+    let mut f = super::out::side_reporters(view, false, args.metrics.as_deref(), csv)?;
     if let Some(k) = keep {
         f.push(Box::new(k.clone()));
     }

@@ -60,6 +60,12 @@ impl OutputArgs {
         !self.json && !self.json_stream && !self.csv_to_stdout()
     }
 
+    /// Whether the run draws the live view (asked, on a terminal, and the
+    /// output not going to a log file).
+    fn live_view(&self) -> bool {
+        self.live && self.logfile.is_none() && crate::live::available()
+    }
+
     fn csv_to_stdout(&self) -> bool {
         self.csv.as_deref() == Some(Path::new("-"))
     }
@@ -74,18 +80,13 @@ impl OutputArgs {
             )),
             None => Box::new(crate::output::stdout()),
         };
-        let mut f = Fanout::new();
-        // First: it gives the terminal back at the end before any other
-        // reporter prints.
-        let live = self.live && self.logfile.is_none() && crate::live::available();
-        if live {
-            f.push(Box::new(crate::live::Live::new(self.human())));
-        } else if crate::live::Progress::wanted(self.human()) {
-            f.push(Box::new(crate::live::Progress::default()));
-        }
-        if let Some(addr) = &self.metrics {
-            f.push(Box::new(metrics_reporter(addr)?));
-        }
+        let live = self.live_view();
+        let view = if live {
+            View::Live(crate::live::Live::new(self.human()))
+        } else {
+            View::Progress
+        };
+        let mut f = side_reporters(view, self.human(), self.metrics.as_deref(), None)?;
         match &self.csv {
             Some(p) if p == Path::new("-") => {
                 if self.json || self.json_stream {
@@ -96,10 +97,7 @@ impl OutputArgs {
                 f.push(Box::new(Csv::new(main)));
                 return Ok(f);
             }
-            Some(p) => f.push(Box::new(Csv::new(crate::output::Checked::new(
-                crate::output::create_new(p, self.force, "--csv")?,
-                format!("--csv {}", p.display()),
-            )))),
+            Some(p) => f.push(csv_file(p, self.force)?),
             None => {}
         }
         if self.json_stream {
@@ -116,6 +114,53 @@ impl OutputArgs {
         }
         Ok(f)
     }
+}
+
+/// What a run shows on the terminal beside its main output.
+pub enum View {
+    /// The live view (`--live` on a terminal).
+    Live(crate::live::Live),
+    /// The one-line progress on stderr, when the run prints text to a
+    /// terminal.
+    Progress,
+    /// Nothing.
+    None,
+}
+
+/// The reporters beside a run's main output (its text or document), set up
+/// the same way for every mode: the view first (it gives the terminal back
+/// at the end before any other reporter prints), `--metrics`, `--csv` to a
+/// file.
+pub fn side_reporters(
+    view: View,
+    human: bool,
+    metrics: Option<&str>,
+    csv_file_at: Option<(&Path, bool)>,
+) -> Result<Fanout> {
+    let mut f = Fanout::new();
+    match view {
+        View::Live(l) => f.push(Box::new(l)),
+        View::Progress if crate::live::Progress::wanted(human) => {
+            f.push(Box::new(crate::live::Progress::default()));
+        }
+        View::Progress | View::None => {}
+    }
+    if let Some(addr) = metrics {
+        f.push(Box::new(metrics_reporter(addr)?));
+    }
+    if let Some((p, force)) = csv_file_at {
+        f.push(csv_file(p, force)?);
+    }
+    Ok(f)
+}
+
+/// `--csv FILE`: a CSV reporter writing to a new file (`--force` replaces
+/// a regular file).
+fn csv_file(p: &Path, force: bool) -> Result<Box<dyn Reporter>> {
+    Ok(Box::new(Csv::new(crate::output::Checked::new(
+        crate::output::create_new(p, force, "--csv")?,
+        format!("--csv {}", p.display()),
+    ))))
 }
 
 /// Repeat until confident (`--repeat`, `--ci-target`): for the modes that

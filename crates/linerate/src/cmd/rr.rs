@@ -210,7 +210,7 @@ fn server(a: &ServerArgs) -> Result<u8> {
         eprintln!("linerate: rr server listening on {}", server.local_addr());
     }
     let doc =
-        linerate_iperf::net::doctor_summary((!a.bind.is_unspecified()).then_some(a.bind), &cores);
+        linerate_doctor::test_summary_at((!a.bind.is_unspecified()).then_some(a.bind), &cores);
     let config = serde_json::json!({
         "listen": server.local_addr().to_string(),
         "cores": cores,
@@ -484,10 +484,7 @@ fn client_measured(
                 .collect(),
             error: None,
             outcome: Arc::new(RrClientOutcome {
-                doctor: Some(linerate_iperf::net::doctor_summary(
-                    r.local_ip(),
-                    &cfg.cores,
-                )),
+                doctor: Some(linerate_doctor::test_summary_at(r.local_ip(), &cfg.cores)),
                 report: r,
                 load,
                 timeout_ms,
