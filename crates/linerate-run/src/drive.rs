@@ -8,12 +8,70 @@ use crate::outcome::{Failed, Figure, SharedOutcome};
 use crate::report::Reporter;
 use crate::stats::{Policy, Stop};
 use serde_json::Value;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// One run on its way through the reporters.
 pub struct Run {
-    rep: Box<dyn Reporter>,
+    rep: Arc<Mutex<Box<dyn Reporter>>>,
     warned: bool,
+}
+
+/// The end an engine reported through [`Run::engine`], kept for the body
+/// to return as what it measured.
+#[derive(Debug, Clone, Default)]
+pub struct EngineEnd(Arc<Mutex<EngineKept>>);
+
+#[derive(Debug, Default)]
+struct EngineKept {
+    end: Option<End>,
+    error: Option<String>,
+}
+
+impl EngineEnd {
+    /// What the engine measured: its end's rows and outcome, and the error
+    /// it reported (`None`: it never reached its end).
+    pub fn measured(&self) -> Option<Measured> {
+        let k = self.0.lock().ok()?;
+        let end = k.end.as_ref()?;
+        Some(Measured {
+            duration_s: end.duration_s,
+            rows: end.rows.clone(),
+            outcome: end.outcome.clone(),
+            error: k.error.clone(),
+        })
+    }
+}
+
+/// The reporter an engine is given: its intervals go to the run's
+/// reporters as it reports them; its start is the run's (already said), its
+/// error and end are kept for the run's end.
+struct Engine {
+    rep: Arc<Mutex<Box<dyn Reporter>>>,
+    kept: EngineEnd,
+}
+
+impl Reporter for Engine {
+    fn report(&mut self, ev: &Event) -> std::io::Result<()> {
+        match ev {
+            Event::Start(_) => Ok(()),
+            Event::Interval(_) => match self.rep.lock() {
+                Ok(mut r) => r.report(ev),
+                Err(_) => Ok(()),
+            },
+            Event::Error(e) => {
+                if let Ok(mut k) = self.kept.0.lock() {
+                    k.error = Some(e.clone());
+                }
+                Ok(())
+            }
+            Event::End(end) => {
+                if let Ok(mut k) = self.kept.0.lock() {
+                    k.end = Some((**end).clone());
+                }
+                Ok(())
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for Run {
@@ -54,7 +112,10 @@ impl Ended {
 impl Run {
     /// Reports the start.
     pub fn start(rep: Box<dyn Reporter>, mode: Mode, config: Value, doctor: Option<Value>) -> Self {
-        let mut r = Run { rep, warned: false };
+        let mut r = Run {
+            rep: Arc::new(Mutex::new(rep)),
+            warned: false,
+        };
         r.emit(&Event::Start(Box::new(Start {
             mode,
             config,
@@ -64,8 +125,27 @@ impl Run {
         r
     }
 
+    /// For an engine that reports its own events from threads of its own
+    /// (the iperf3 client: its sans-IO report makes a test's events): the
+    /// reporter to give it, through which its intervals reach this run's
+    /// reporters as they end, and where its error and end are kept for the
+    /// body to return ([`EngineEnd::measured`]). The run's own start and
+    /// end stand for the engine's.
+    pub fn engine(&mut self) -> (crate::SharedReporter, EngineEnd) {
+        let kept = EngineEnd::default();
+        let engine = Engine {
+            rep: self.rep.clone(),
+            kept: kept.clone(),
+        };
+        (crate::SharedReporter::new(engine), kept)
+    }
+
     fn emit(&mut self, ev: &Event) {
-        if let Err(e) = self.rep.report(ev)
+        let written = match self.rep.lock() {
+            Ok(mut r) => r.report(ev),
+            Err(_) => Ok(()),
+        };
+        if let Err(e) = written
             && !self.warned
         {
             // The run goes on: what it measures still reaches the others.
@@ -213,7 +293,6 @@ mod tests {
         assert_eq!(without_repeats("one"), "one");
     }
     use crate::outcome::Written;
-    use std::sync::Mutex;
 
     #[derive(Default, Clone)]
     struct Seen(Arc<Mutex<Vec<&'static str>>>);
@@ -235,6 +314,53 @@ mod tests {
                 value: v,
             }),
         })
+    }
+
+    #[test]
+    fn an_engines_events_reach_the_run_and_its_end_is_what_the_body_measured() {
+        let seen = Seen::default();
+        let ended = drive::<String>(
+            Box::new(seen.clone()),
+            Mode::Client,
+            Value::Null,
+            None,
+            |run| {
+                let (engine, end) = run.engine();
+                // From another thread, as the iperf3 engine reports.
+                std::thread::spawn(move || {
+                    engine.report(&Event::Start(Box::new(Start {
+                        mode: Mode::Client,
+                        config: Value::Null,
+                        doctor: None,
+                        host: Host::here(),
+                    })));
+                    engine.report(&Event::Interval(Interval::new(0.0, 1.0, Vec::new())));
+                    engine.report(&Event::Error("peer gone".into()));
+                    engine.report(&Event::End(Box::new(End {
+                        duration_s: 1.5,
+                        rows: Vec::new(),
+                        sums: Vec::new(),
+                        outcome: outcome(3.0),
+                        exit_code: 1,
+                    })));
+                })
+                .join()
+                .unwrap();
+                Ok(end.measured().expect("the engine's end was kept"))
+            },
+        )
+        .unwrap();
+        // One start (the run's), the engine's interval, its error once, one end.
+        assert_eq!(
+            *seen.0.lock().unwrap(),
+            ["start", "interval", "error", "end"]
+        );
+        assert_eq!(ended.exit_code, 1);
+        assert_eq!(ended.error.as_deref(), Some("peer gone"));
+        assert_eq!(ended.outcome.text(), "3\n");
+        // An engine that never reached its end measured nothing.
+        let mut run = Run::start(Box::new(Seen::default()), Mode::Client, Value::Null, None);
+        assert!(run.engine().1.measured().is_none());
     }
 
     #[test]

@@ -276,6 +276,20 @@ fn addr_host(a: &SocketAddr) -> String {
     }
 }
 
+/// iperf3's `test_start` object: the test as the parameters set it (also
+/// the run model's start configuration of the client and server).
+pub fn test_start(p: &Params, interval_s: f64, gso: bool, gro: bool) -> Value {
+    json!({
+        "protocol": if p.protocol == Protocol::Tcp { "TCP" } else { "UDP" },
+        "num_streams": p.parallel, "blksize": p.len, "omit": p.omit_s, "duration": p.time_s,
+        "bytes": p.num_bytes, "blocks": p.block_count,
+        "reverse": u8::from(p.mode == TestMode::Reverse), "tos": p.tos,
+        "target_bitrate": p.bandwidth_bps, "bidir": u8::from(p.mode == TestMode::Bidir),
+        "fqrate": p.fq_rate_bps, "interval": interval_s,
+        "gso": u8::from(gso), "gro": u8::from(gro),
+    })
+}
+
 impl Report {
     pub fn new(info: StartInfo, mode: OutputMode) -> Self {
         let p = &info.params;
@@ -327,15 +341,7 @@ impl Report {
         start.insert("rcvbuf_actual".into(), json!(info.rcvbuf_actual));
         start.insert(
             "test_start".into(),
-            json!({
-                "protocol": if p.protocol == Protocol::Tcp { "TCP" } else { "UDP" },
-                "num_streams": p.parallel, "blksize": p.len, "omit": p.omit_s, "duration": p.time_s,
-                "bytes": p.num_bytes, "blocks": p.block_count,
-                "reverse": u8::from(p.mode == TestMode::Reverse), "tos": p.tos,
-                "target_bitrate": p.bandwidth_bps, "bidir": u8::from(p.mode == TestMode::Bidir),
-                "fqrate": p.fq_rate_bps, "interval": info.interval_s,
-                "gso": u8::from(info.gso), "gro": u8::from(info.gro),
-            }),
+            test_start(p, info.interval_s, info.gso, info.gro),
         );
         Self {
             info,

@@ -808,13 +808,10 @@ impl IperfArgs {
     }
 }
 
-/// The run-model reporters `--live`, `--csv` and `--metrics` ask for (set
-/// up as every mode's, `out::side_reporters`; iperf3's own text or document
-/// is the main output), and the repetition's keeper.
-fn events(
-    args: &IperfArgs,
-    keep: Option<&super::out::Keep>,
-) -> Result<Option<linerate_run::SharedReporter>> {
+/// The run-model reporters `--live`, `--csv` and `--metrics` ask for, set
+/// up as every mode's (`out::side_reporters`; iperf3's own text or
+/// document is the main output).
+fn reporters(args: &IperfArgs) -> Result<linerate_run::Fanout> {
     use super::out::View;
     // The text is held back while the view is up. A client's view prints
     // its end report when it closes; a server's stays up from test to test
@@ -828,10 +825,14 @@ fn events(
         bail!("--csv needs a file here: standard output carries iperf3's own output");
     }
     let csv = args.csv.as_deref().map(|p| (p, args.force));
-    let mut f = super::out::side_reporters(view, false, args.metrics.as_deref(), csv)?;
-    if let Some(k) = keep {
-        f.push(Box::new(k.clone()));
-    }
+    super::out::side_reporters(view, false, args.metrics.as_deref(), csv)
+}
+
+/// The server's reporters: its engine reports each test's events (start,
+/// intervals, end) from the test's own threads, tests one after another or
+/// side by side (`--max-tests`).
+fn server_events(args: &IperfArgs) -> Result<Option<linerate_run::SharedReporter>> {
+    let f = reporters(args)?;
     Ok((!f.is_empty()).then(|| linerate_run::SharedReporter::new(f)))
 }
 
@@ -1069,7 +1070,7 @@ fn run_server(args: &IperfArgs) -> Result<u8> {
         },
         udp_gso: !args.no_gso,
         affinity: args.stream_cpus()?,
-        events: events(args, None)?,
+        events: server_events(args)?,
         auth: server_auth(args)?,
         mptcp: args.mptcp,
         debug: args.debug.unwrap_or(0),
@@ -1170,26 +1171,26 @@ fn run_client(args: &IperfArgs, host: &str) -> Result<u8> {
             json_stream: args.json_stream,
             live: args.live,
         };
-        return args.repeat.run(shown, &mut |hold| {
-            let keep = super::out::Keep::default();
-            let code = run_client_once(args, host, Some(&keep), hold)?;
-            Ok(keep.ended(code))
-        });
+        return args
+            .repeat
+            .run(shown, &mut |hold| run_client_once(args, host, hold));
     }
-    run_client_once(args, host, None, false)
+    Ok(run_client_once(args, host, false)?.exit_code)
 }
 
-/// One client test; `keep`: repeated, the test's outcome is kept there,
-/// and with `quiet` its own output is held back (-J: one document for
-/// all runs, printed at the end).
-fn run_client_once(
-    args: &IperfArgs,
-    host: &str,
-    keep: Option<&super::out::Keep>,
-    quiet: bool,
-) -> Result<u8> {
+/// One client test through the run model (`drive`): the engine's intervals
+/// reach the reporters as they end, its end is the run's. With `quiet`
+/// (repeated with -J: one document for all runs, printed at the end) its
+/// own output is held back.
+fn run_client_once(args: &IperfArgs, host: &str, quiet: bool) -> Result<linerate_run::Ended> {
     let (params, bandwidth_given) = args.params()?;
-    let opts = ClientOptions {
+    let config = linerate_iperf_proto::report::test_start(
+        &params,
+        args.interval()?.as_secs_f64(),
+        !args.no_gso,
+        false,
+    );
+    let mut opts = ClientOptions {
         host: host.to_string(),
         port: args.port,
         params,
@@ -1210,7 +1211,7 @@ fn run_client_once(
         udp_gso: !args.no_gso,
         affinity: args.stream_cpus()?,
         zerocopy: args.zerocopy,
-        events: events(args, keep)?,
+        events: None,
         cntl_ka: args.cntl_ka,
         rcv_timeout: Duration::from_millis(args.rcv_timeout.unwrap_or(RCV_TIMEOUT_MS)),
         snd_timeout: args
@@ -1233,32 +1234,68 @@ fn run_client_once(
         .transpose()?;
     // With --live, q (SIGINT) ends the test early with its results, as
     // if its time ran out; SIGTERM still terminates it.
-    let (stop, opts) = if live_view(args) {
+    let stop = if live_view(args) {
         let finish = Arc::new(AtomicBool::new(false));
         signal_hook::flag::register(signal_hook::consts::SIGINT, finish.clone())
             .context("installing signal handlers")?;
         let stop = Arc::new(AtomicBool::new(false));
         signal_hook::flag::register(signal_hook::consts::SIGTERM, stop.clone())
             .context("installing signal handlers")?;
-        let mut o = opts;
-        o.finish_early = Some(finish);
-        (stop, o)
+        opts.finish_early = Some(finish);
+        stop
     } else {
-        (terminate_flag()?, opts)
+        terminate_flag()?
     };
     let mut out = LockedWriter(out);
     out.write_all(args.verbose_banner(true).as_bytes())?;
-    let result = linerate_iperf::client::run(&opts, &mut out, &stop);
-    match result {
-        Ok(()) => Ok(0),
+    let reporters = Box::new(reporters(args)?);
+    let ended = linerate_run::drive(reporters, linerate_run::Mode::Client, config, None, |run| {
+        let (events, end) = run.engine();
+        opts.events = Some(events);
+        match linerate_iperf::client::run(&opts, &mut out, &stop) {
+            Ok(()) => Ok(end
+                .measured()
+                .unwrap_or_else(|| ended_without_result("the test ended without a result".into()))),
+            // It failed part-way, after printing what it measured.
+            Err(e) if e.ran() => {
+                let error = e.to_string();
+                if !args.json && !args.json_stream {
+                    eprintln!("linerate: error - {error}");
+                }
+                let mut m = end
+                    .measured()
+                    .unwrap_or_else(|| ended_without_result(error.clone()));
+                m.error = Some(error);
+                Ok(m)
+            }
+            Err(e) => Err(e),
+        }
+    });
+    match ended {
+        Ok(e) => Ok(e),
+        // It could not run (refused, unreachable, authentication): 2.
         Err(e) => {
             if !args.json && !args.json_stream {
                 eprintln!("linerate: error - {e}");
             }
-            // 2: it could not run (refused, unreachable, authentication);
-            // 1: it failed part-way, after printing what it measured.
-            Ok(if e.ran() { 1 } else { 2 })
+            Ok(linerate_run::Ended {
+                exit_code: 2,
+                error: Some(e.to_string()),
+                outcome: Arc::new(linerate_run::Failed {
+                    error: e.to_string(),
+                }),
+            })
         }
+    }
+}
+
+/// What a test that ended without its results measured: nothing.
+fn ended_without_result(error: String) -> linerate_run::Measured {
+    linerate_run::Measured {
+        duration_s: 0.0,
+        rows: Vec::new(),
+        outcome: Arc::new(linerate_run::Failed { error }),
+        error: None,
     }
 }
 

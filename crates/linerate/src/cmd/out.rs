@@ -6,7 +6,7 @@ use anyhow::{Result, bail};
 use clap::Args;
 use linerate_report::{Csv, Document, JsonLines, Text};
 pub use linerate_run::{Ended, Measured, Run};
-use linerate_run::{Event, Fanout, Mode, Reporter};
+use linerate_run::{Fanout, Mode, Reporter};
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -226,38 +226,6 @@ impl From<&OutputArgs> for Shown {
             json_stream: o.json_stream,
             live: o.live,
         }
-    }
-}
-
-/// While repeating a run whose outcome arrives through its reporters
-/// (the iperf3 client's engine): keeps the outcome of its `End`.
-#[derive(Debug, Clone, Default)]
-pub struct Keep(std::sync::Arc<std::sync::Mutex<Option<linerate_run::SharedOutcome>>>);
-
-impl Keep {
-    /// The run's end as the repetition takes it.
-    pub fn ended(&self, exit_code: u8) -> Ended {
-        let outcome = self.0.lock().ok().and_then(|mut k| k.take());
-        Ended {
-            exit_code,
-            error: None,
-            outcome: outcome.unwrap_or_else(|| {
-                std::sync::Arc::new(linerate_run::Failed {
-                    error: "the run ended without a result".into(),
-                })
-            }),
-        }
-    }
-}
-
-impl Reporter for Keep {
-    fn report(&mut self, ev: &Event) -> std::io::Result<()> {
-        if let Event::End(e) = ev
-            && let Ok(mut k) = self.0.lock()
-        {
-            *k = Some(e.outcome.clone());
-        }
-        Ok(())
     }
 }
 
