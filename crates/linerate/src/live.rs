@@ -42,7 +42,7 @@ struct State {
 
 /// The live view: a reporter that draws on the terminal from a thread of
 /// its own (so elapsed time moves between intervals and keys are read).
-pub struct Live {
+pub struct LiveView {
     state: Arc<Mutex<State>>,
     done: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -58,9 +58,9 @@ pub struct Live {
     stderr: Option<linerate_backend::term::StderrCapture>,
 }
 
-impl std::fmt::Debug for Live {
+impl std::fmt::Debug for LiveView {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Live")
+        f.write_str("LiveView")
     }
 }
 
@@ -78,11 +78,11 @@ pub fn available() -> bool {
     false
 }
 
-impl Live {
+impl LiveView {
     /// `end_text`: print the mode's human end report when the view closes
     /// (the text reporter is not in use while the view is up).
     pub fn new(end_text: bool) -> Self {
-        Live {
+        LiveView {
             state: Arc::new(Mutex::new(State::default())),
             done: Arc::new(AtomicBool::new(false)),
             thread: None,
@@ -95,7 +95,7 @@ impl Live {
 
     /// A view that stays up across runs (a server's tests) until dropped.
     pub fn persistent() -> Self {
-        let mut l = Live::new(true);
+        let mut l = LiveView::new(true);
         l.persistent = true;
         if let Ok(mut st) = l.state.lock() {
             st.mode = "server".into();
@@ -169,7 +169,7 @@ impl Live {
     }
 }
 
-impl Drop for Live {
+impl Drop for LiveView {
     fn drop(&mut self) {
         let was_open = self.thread.is_some();
         self.close();
@@ -203,7 +203,7 @@ fn settings(config: &serde_json::Value) -> String {
         .join("  ")
 }
 
-impl Reporter for Live {
+impl Reporter for LiveView {
     fn report(&mut self, ev: &Event) -> io::Result<()> {
         match ev {
             Event::Start(s) => {

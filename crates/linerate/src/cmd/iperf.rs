@@ -818,8 +818,8 @@ fn reporters(args: &IperfArgs) -> Result<linerate_run::Fanout> {
     // until the server stops (q), then prints the last test's report.
     let view = match (live_view(args), args.server) {
         (false, _) => View::None,
-        (true, true) => View::Live(crate::live::Live::persistent()),
-        (true, false) => View::Live(crate::live::Live::new(true)),
+        (true, true) => View::Live(crate::live::LiveView::persistent()),
+        (true, false) => View::Live(crate::live::LiveView::new(true)),
     };
     if args.csv.as_deref() == Some(std::path::Path::new("-")) {
         bail!("--csv needs a file here: standard output carries iperf3's own output");

@@ -82,7 +82,7 @@ impl OutputArgs {
         };
         let live = self.live_view();
         let view = if live {
-            View::Live(crate::live::Live::new(self.human()))
+            View::Live(crate::live::LiveView::new(self.human()))
         } else {
             View::Progress
         };
@@ -119,7 +119,7 @@ impl OutputArgs {
 /// What a run shows on the terminal beside its main output.
 pub enum View {
     /// The live view (`--live` on a terminal).
-    Live(crate::live::Live),
+    Live(crate::live::LiveView),
     /// The one-line progress on stderr, when the run prints text to a
     /// terminal.
     Progress,
