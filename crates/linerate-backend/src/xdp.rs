@@ -8,6 +8,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 const BPF_MAP_CREATE: i64 = 0;
 const BPF_MAP_UPDATE_ELEM: i64 = 2;
 const BPF_PROG_LOAD: i64 = 5;
+/// BPF_PROG_LOAD flag: the XDP program takes multi-buffer frames.
+const BPF_F_XDP_HAS_FRAGS: u32 = 1 << 5;
 const BPF_PROG_TEST_RUN: i64 = 10;
 const BPF_MAP_TYPE_XSKMAP: u32 = 17;
 const BPF_LINK_CREATE: i64 = 28;
@@ -609,6 +611,16 @@ pub fn load(insns: &[Insn], name: &str) -> io::Result<OwnedFd> {
     for (d, s) in attr.prog_name.iter_mut().zip(name.bytes().take(15)) {
         *d = s;
     }
+    // Frames in several buffers (a jumbo MTU: veth refuses a program that
+    // cannot take them): the programs read headers in the first buffer
+    // only, so they can. A kernel without the flag (before 5.18) refuses
+    // it: loaded without then.
+    attr.prog_flags = BPF_F_XDP_HAS_FRAGS;
+    if let Ok(fd) = bpf(BPF_PROG_LOAD, &mut attr) {
+        return Ok(fd);
+    }
+    attr.prog_flags = 0;
+    log.fill(0);
     bpf(BPF_PROG_LOAD, &mut attr).map_err(|e| {
         let text = String::from_utf8_lossy(&log);
         io::Error::new(

@@ -267,7 +267,13 @@ pub fn open_tx(
         }
     };
     let ring = || TxRing::open(iface, max_frame, 4096).map(Tx::Ring);
-    let xsk = || XskTx::open(iface, queue, 4096).map(Tx::Xdp);
+    // Frames over one 2048-byte chunk span several (multi-buffer), with
+    // fewer buffers so the UMEM stays within 64 MiB.
+    let xsk = || {
+        let built = max_frame.saturating_sub(4);
+        let frames = ((64 << 20) / built.max(2048).next_power_of_two()).min(4096);
+        XskTx::open(iface, queue, frames, built).map(Tx::Xdp)
+    };
     match kind {
         BackendKind::Loopback => Ok((
             Tx::Loop(LoopTx::open(iface, max_frame, TX_BATCH_MAX).map_err(open_err(iface))?),
@@ -285,8 +291,9 @@ pub fn open_tx(
         }
         BackendKind::Raw => Ok((raw()?, None)),
         BackendKind::AfPacket => Ok((ring().map_err(open_err(iface))?, None)),
-        // AF_XDP only when its frames carry the largest asked for (a
-        // 9000-byte frame on a jumbo link goes by af_packet).
+        // AF_XDP only when its frames carry the largest asked for (over
+        // 2048 bytes only where the kernel takes multi-buffer frames; if
+        // not, a 9000-byte frame on a jumbo link goes by af_packet).
         BackendKind::Auto => match xsk().and_then(|x| {
             if x.slot_len() + 4 >= max_frame {
                 Ok(x)

@@ -55,7 +55,7 @@ impl FwdSocket {
         let fq = Ring::map(raw, &off.fr, n, 8, libc::XDP_UMEM_PGOFF_FILL_RING)?;
         let cq = Ring::map(raw, &off.cr, n, 8, libc::XDP_UMEM_PGOFF_COMPLETION_RING)?;
         post_every_buffer(&fq, n);
-        let zero_copy = bind_any(raw, ifindex, queue)?;
+        let zero_copy = bind_any(raw, ifindex, queue, false)?;
         Ok(Self {
             fd,
             umem,

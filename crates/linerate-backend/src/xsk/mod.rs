@@ -225,13 +225,17 @@ fn xsk_socket(
     Ok((fd, umem, off))
 }
 
-/// Binds zero-copy if the driver can, copy mode otherwise (veth: copy only).
-fn bind_any(raw: i32, ifindex: i32, queue: u32) -> io::Result<bool> {
+/// Binds zero-copy if the driver can, copy mode otherwise (veth: copy
+/// only). `sg`: frames may span several UMEM chunks (AF_XDP multi-buffer,
+/// `XDP_USE_SG`, Linux 6.6+); a kernel or driver without it is a clear
+/// error, never a socket that drops the long frames.
+fn bind_any(raw: i32, ifindex: i32, queue: u32, sg: bool) -> io::Result<bool> {
+    let sg_flag = if sg { libc::XDP_USE_SG } else { 0 };
     if bind_xsk(
         raw,
         ifindex,
         queue,
-        libc::XDP_ZEROCOPY | libc::XDP_USE_NEED_WAKEUP,
+        libc::XDP_ZEROCOPY | libc::XDP_USE_NEED_WAKEUP | sg_flag,
     )
     .is_ok()
     {
@@ -241,10 +245,43 @@ fn bind_any(raw: i32, ifindex: i32, queue: u32) -> io::Result<bool> {
         raw,
         ifindex,
         queue,
-        libc::XDP_COPY | libc::XDP_USE_NEED_WAKEUP,
+        libc::XDP_COPY | libc::XDP_USE_NEED_WAKEUP | sg_flag,
     )
     .map(|()| false)
+    .map_err(|e| {
+        if sg {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "AF_XDP multi-buffer (frames over {FRAME_SIZE} bytes in several \
+                     buffers, XDP_USE_SG: Linux 6.6 or later and the driver's support): {e}"
+                ),
+            )
+        } else {
+            e
+        }
+    })
 }
+
+/// The UMEM chunks a frame buffer takes to hold `max_frame` bytes: 1, or
+/// a power of two up to [`MAX_CHUNKS`] (multi-buffer).
+fn chunks_for(max_frame: usize) -> io::Result<usize> {
+    let chunks = max_frame.div_ceil(FRAME_SIZE).max(1).next_power_of_two();
+    if chunks > MAX_CHUNKS {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "AF_XDP frames hold at most {} bytes here, not {max_frame}",
+                MAX_CHUNKS * FRAME_SIZE
+            ),
+        ));
+    }
+    Ok(chunks)
+}
+
+/// Most UMEM chunks one frame may span (the kernel takes up to 18
+/// descriptors a packet: MAX_SKB_FRAGS + 1).
+const MAX_CHUNKS: usize = 16;
 
 /// Puts every one of the UMEM's `n` buffers on a new socket's fill ring.
 fn post_every_buffer(fq: &Ring, n: u32) {
@@ -428,3 +465,21 @@ mod tx;
 pub use fwd::XskFwd;
 pub use rx::XskRx;
 pub use tx::XskTx;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_frame_takes_as_many_chunks_as_it_needs_in_a_power_of_two() {
+        assert_eq!(chunks_for(0).unwrap(), 1);
+        assert_eq!(chunks_for(2048).unwrap(), 1);
+        assert_eq!(chunks_for(2049).unwrap(), 2);
+        assert_eq!(chunks_for(4096).unwrap(), 2);
+        assert_eq!(chunks_for(4097).unwrap(), 4);
+        assert_eq!(chunks_for(9014).unwrap(), 8);
+        assert_eq!(chunks_for(32768).unwrap(), 16);
+        let e = chunks_for(32769).unwrap_err();
+        assert!(e.to_string().contains("at most 32768 bytes"), "{e}");
+    }
+}

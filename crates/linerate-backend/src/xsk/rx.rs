@@ -12,7 +12,18 @@ struct RxSocket {
     fq: Ring,
     _cq: Ring,
     zero_copy: bool,
+    /// Bound with XDP_USE_SG: a frame longer than a chunk comes as several
+    /// descriptors, all but the last marked XDP_PKT_CONTD.
+    sg: bool,
+    /// The pieces of a multi-buffer frame so far (empty between frames).
+    partial: Vec<u8>,
+    /// The frame being put together is longer than [`MAX_SG_FRAME`].
+    too_long: bool,
 }
+
+/// Longest multi-buffer frame put together (longer: dropped, counted as
+/// not handed over).
+const MAX_SG_FRAME: usize = MAX_CHUNKS * FRAME_SIZE;
 
 impl RxSocket {
     fn open(ifindex: i32, queue: u32, frames: usize) -> io::Result<Self> {
@@ -34,7 +45,12 @@ impl RxSocket {
         let fq = Ring::map(raw, &off.fr, n, 8, libc::XDP_UMEM_PGOFF_FILL_RING)?;
         let cq = Ring::map(raw, &off.cr, 64, 8, libc::XDP_UMEM_PGOFF_COMPLETION_RING)?;
         post_every_buffer(&fq, n);
-        let zero_copy = bind_any(raw, ifindex, queue)?;
+        // Multi-buffer where the kernel and driver take it (frames over a
+        // chunk: a jumbo MTU), single-buffer otherwise.
+        let (zero_copy, sg) = match bind_any(raw, ifindex, queue, true) {
+            Ok(z) => (z, true),
+            Err(_) => (bind_any(raw, ifindex, queue, false)?, false),
+        };
         Ok(Self {
             fd,
             umem,
@@ -42,6 +58,9 @@ impl RxSocket {
             fq,
             _cq: cq,
             zero_copy,
+            sg,
+            partial: Vec::new(),
+            too_long: false,
         })
     }
 
@@ -87,15 +106,33 @@ impl RxSocket {
             };
             for (d, fill) in descs.iter().zip(fills) {
                 let (addr, len) = (d.addr as usize, d.len as usize);
-                if addr + len <= umem_len {
+                if addr + len > umem_len {
+                    skipped += 1;
+                } else {
                     // SAFETY: inside the UMEM (checked just above; the
                     // kernel only hands back our chunks).
-                    f.frame(
-                        unsafe { std::slice::from_raw_parts(umem.add(addr), len) },
-                        at,
-                    );
-                } else {
-                    skipped += 1;
+                    let piece = unsafe { std::slice::from_raw_parts(umem.add(addr), len) };
+                    if d.options & libc::XDP_PKT_CONTD == 0 && self.partial.is_empty() {
+                        f.frame(piece, at);
+                    } else {
+                        // A piece of a multi-buffer frame: handed over
+                        // whole at its last piece (each piece is a
+                        // descriptor; the frame counts once).
+                        skipped += 1;
+                        if self.partial.len() + len <= MAX_SG_FRAME {
+                            self.partial.extend_from_slice(piece);
+                        } else {
+                            self.too_long = true;
+                        }
+                        if d.options & libc::XDP_PKT_CONTD == 0 {
+                            if !self.too_long {
+                                f.frame(&self.partial, at);
+                                skipped -= 1;
+                            }
+                            self.partial.clear();
+                            self.too_long = false;
+                        }
+                    }
                 }
                 // The chunk goes back to the kernel.
                 *fill = d.addr & !(FRAME_SIZE as u64 - 1);
@@ -146,6 +183,10 @@ impl XskRx {
     /// `frames` buffers each, and attaches the program that redirects the
     /// frames `filter` takes (the rest go on to the kernel).
     pub fn open(iface: &str, frames: usize, filter: crate::xdp::RxFilter) -> io::Result<Self> {
+        // A link whose frames span several chunks (jumbo MTU) gets as many
+        // more chunks, so as many frames wait in the rings (at most 64 MiB).
+        let per_frame = crate::iface::mtu(iface).map_or(1, |m| (m + 18).div_ceil(FRAME_SIZE));
+        let frames = (frames * per_frame).min((64 << 20) / FRAME_SIZE);
         let q = Queues::open(iface, frames, "lr_xsk_redir", filter)?;
         Ok(Self {
             zero_copy: q.zero_copy,
@@ -172,9 +213,19 @@ impl XskRx {
         self.q.socks.len()
     }
 
-    /// Largest frame a UMEM buffer holds (bytes without FCS).
+    /// Largest frame received whole (bytes without FCS): a chunk, or with
+    /// multi-buffer on every queue, the longest put together.
     pub fn max_frame(&self) -> usize {
-        FRAME_SIZE
+        if self.q.socks.iter().all(|s| s.sg) {
+            MAX_SG_FRAME
+        } else {
+            FRAME_SIZE
+        }
+    }
+
+    /// Whether every queue takes multi-buffer frames.
+    pub fn multi_buffer(&self) -> bool {
+        self.q.socks.iter().all(|s| s.sg)
     }
 
     /// Hands received frames (up to `max`, from every queue) to `f`, then
