@@ -144,12 +144,13 @@ fn can_run_says_why_not() {
     // wording of the first as pscheduler-tool-iperf3/iperf3/can-run's.
     assert_eq!(
         reasons("can-run-throughput-fields.json"),
+        // (In the order the spec gives its fields.)
         json!([
             "linerate does not support the bandwidth-strict option",
-            "duration must be an ISO 8601 duration (PT10S), not \"10 seconds\"",
-            "ip-version must be 4 or 6, not 5",
+            "linerate does not support the reverse-connections option",
             "parallel must be a whole number above 0, not 0",
-            "linerate does not support the reverse-connections option"
+            "ip-version must be 4 or 6, not 5",
+            "duration must be an ISO 8601 duration (PT10S), not \"10 seconds\""
         ])
     );
     assert_eq!(
@@ -176,11 +177,11 @@ fn can_run_says_why_not() {
     assert_eq!(
         reasons("can-run-rtt-refused.json"),
         json!([
+            "linerate does not support the ttl option",
+            "linerate does not support the ip-tos option",
             "linerate does not support the flow-label option",
             "linerate does not support the fragment option",
-            "linerate does not support the ip-tos option",
-            "linerate does not support the suppress-loopback option",
-            "linerate does not support the ttl option"
+            "linerate does not support the suppress-loopback option"
         ])
     );
     assert_eq!(

@@ -9,8 +9,11 @@
 //! - how many `intervals` there are (3.21 may add a sliver of a last
 //!   interval, linerate does not): every interval of either document is
 //!   compared with 3.21's first;
-//! - key order (linerate writes each object's keys sorted) and 3.21's
-//!   duplicated `start.target_bitrate`: a parsed document shows neither.
+//! - 3.21's duplicated `start.target_bitrate`: a parsed document does not
+//!   show it.
+//!
+//! Keys come in 3.21's order (serde_json's `preserve_order` keeps the
+//! order written, in linerate and in this test's parsing).
 
 mod support;
 
@@ -57,6 +60,14 @@ fn first_difference(theirs: &Value, ours: &Value, path: &str) -> Option<String> 
             if !only_theirs.is_empty() || !only_ours.is_empty() {
                 return Some(format!(
                     "{path}: keys only 3.21 writes {only_theirs:?}, keys only linerate writes {only_ours:?}"
+                ));
+            }
+            // In 3.21's order (linerate's own figures last).
+            let ours_in_order: Vec<&String> = o.keys().filter(|k| !extension(k)).collect();
+            if !t.keys().eq(ours_in_order.iter().copied()) {
+                return Some(format!(
+                    "{path}: keys in another order: 3.21 {:?}, linerate {ours_in_order:?}",
+                    t.keys().collect::<Vec<_>>()
                 ));
             }
             t.iter().find_map(|(k, tv)| {
@@ -180,6 +191,66 @@ fn same_keys_as_3_21(name: &str, args: &[&str]) {
     }
 }
 
+/// A 3.21 server on a fresh port driven by `client -J -t 1 args`: the
+/// client's document.
+fn client_document(client: Command, i321: &std::path::Path, args: &[&str]) -> Value {
+    let mut client = client;
+    let port = free_port();
+    let p = port.to_string();
+    let srv = Proc::spawn(Command::new(i321).args(["-s", "-1", "-p", &p]));
+    wait_listening(port);
+    let c = Proc::spawn(
+        client
+            .args(["-c", "127.0.0.1", "-p", &p, "-J", "-t", "1"])
+            .args(args),
+    )
+    .wait(Duration::from_secs(30));
+    srv.wait(Duration::from_secs(20));
+    let cj = json(&c.stdout);
+    assert!(
+        c.status.success() && cj.get("error").is_none(),
+        "{client:?} {args:?}: the client failed: {cj}"
+    );
+    cj
+}
+
+/// The client's document against 3.21's client's, both driving a 3.21
+/// server: the same key tree, keys in the same order.
+fn client_keys_as_3_21(name: &str, args: &[&str]) {
+    if linerate_rig::should_skip(name, &[linerate_rig::require_iperf3_321()]) {
+        return;
+    }
+    let i321 = linerate_rig::iperf3_321().unwrap();
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let theirs = client_document(Command::new(&i321), &i321, args);
+    let ours = client_document(linerate(), &i321, args);
+    if let Some(d) = first_difference(&theirs, &ours, "") {
+        panic!(
+            "{args:?}: linerate's client document differs from 3.21's at {d}\n3.21: {theirs}\nlinerate: {ours}"
+        );
+    }
+}
+
+#[test]
+fn tcp_client_document_has_3_21s_keys_in_order() {
+    client_keys_as_3_21("tcp_client_document_has_3_21s_keys_in_order", &[]);
+}
+
+#[test]
+fn udp_client_document_has_3_21s_keys_in_order() {
+    client_keys_as_3_21(
+        "udp_client_document_has_3_21s_keys_in_order",
+        &["-u", "-b", "20M"],
+    );
+}
+
+#[test]
+fn reverse_client_document_has_3_21s_keys_in_order() {
+    client_keys_as_3_21("reverse_client_document_has_3_21s_keys_in_order", &["-R"]);
+}
+
 #[test]
 fn tcp_server_document_has_3_21s_keys() {
     same_keys_as_3_21("tcp_server_document_has_3_21s_keys", &[]);
@@ -221,6 +292,14 @@ fn the_key_tree_comparison_finds_differences() {
     assert!(
         d.starts_with(".end.streams[0].sender:") && d.contains("max_rtt"),
         "{d}"
+    );
+    let reordered = json!({"end": {"streams": [{"sender": {"rtt": 1}}]},
+                           "start": {"a": 1}, "intervals": [{"s": [{"x": 1}]}]});
+    assert!(
+        first_difference(&theirs, &reordered, "")
+            .unwrap()
+            .contains("another order"),
+        "key order is compared"
     );
     let typed = json!({"start": {"a": "1"}, "intervals": [{"s": [{"x": 1}]}],
                        "end": {"streams": [{"sender": {"rtt": 1}}]}});

@@ -470,8 +470,12 @@ mod tests {
         "mean_rtt",
     ];
 
+    /// An object's keys, sorted (the documents keep iperf3's order; these
+    /// tests check which keys there are).
     fn keys(v: &Value) -> Vec<&str> {
-        v.as_object().unwrap().keys().map(String::as_str).collect()
+        let mut k: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        k.sort_unstable();
+        k
     }
 
     /// A server's document (no results from the client yet): the peer's

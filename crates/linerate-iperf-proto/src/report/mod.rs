@@ -311,6 +311,22 @@ impl Report {
             )),
         );
         start.insert("system_info".into(), json!(info.system_info));
+        // Keys in iperf3 3.21's order (serde_json keeps insertion order):
+        // a TCP server writes its buffer sizes here, the others after
+        // fq_rate; a UDP server writes target_bitrate here (and again
+        // below, which a map keeps once, here).
+        let buffers = [
+            ("sock_bufsize", json!(p.window)),
+            ("sndbuf_actual", json!(info.sndbuf_actual)),
+            ("rcvbuf_actual", json!(info.rcvbuf_actual)),
+        ];
+        let buffers_early = info.role == Role::Server && p.protocol == Protocol::Tcp;
+        if buffers_early {
+            start.extend(buffers.clone().map(|(k, v)| (k.to_string(), v)));
+        }
+        if info.role == Role::Server && p.protocol == Protocol::Udp {
+            start.insert("target_bitrate".into(), json!(p.bandwidth_bps));
+        }
         start.insert(
             "timestamp".into(),
             json!({"time": http_date(info.timestamp_secs), "timesecs": info.timestamp_secs,
@@ -336,9 +352,9 @@ impl Report {
         }
         start.insert("target_bitrate".into(), json!(p.bandwidth_bps));
         start.insert("fq_rate".into(), json!(p.fq_rate_bps));
-        start.insert("sock_bufsize".into(), json!(p.window));
-        start.insert("sndbuf_actual".into(), json!(info.sndbuf_actual));
-        start.insert("rcvbuf_actual".into(), json!(info.rcvbuf_actual));
+        if !buffers_early {
+            start.extend(buffers.map(|(k, v)| (k.to_string(), v)));
+        }
         start.insert(
             "test_start".into(),
             test_start(p, info.interval_s, info.gso, info.gro),
