@@ -776,7 +776,7 @@ fn error_document(opts: &ClientOptions, e: &ClientFailure) -> String {
     let doc = serde_json::json!({
         "start": {
             "connected": [],
-            "version": format!("linerate {} (iperf 3.12 compatible)", env!("CARGO_PKG_VERSION")),
+            "version": format!("iperf 3.21 (linerate {})", env!("CARGO_PKG_VERSION")),
             "system_info": net::system_info(),
         },
         "intervals": [],

@@ -33,7 +33,7 @@ enum Command {
         #[command(flatten)]
         args: Box<IperfArgs>,
     },
-    /// Send crafted frames with linerate's probe (raw socket backend today).
+    /// Send crafted frames with linerate's probe (AF_XDP, AF_PACKET or sockets), paced, from ranges, IMIX or a pcap.
     Blast(Box<cmd::blast::BlastArgs>),
     /// Count what arrives: per-flow loss, reordering, duplicates, latency.
     Sink(cmd::blast::SinkArgs),

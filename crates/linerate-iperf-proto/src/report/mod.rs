@@ -306,7 +306,7 @@ impl Report {
         start.insert(
             "version".into(),
             json!(format!(
-                "linerate {} (iperf 3.12 compatible)",
+                "iperf 3.21 (linerate {})",
                 env!("CARGO_PKG_VERSION")
             )),
         );
