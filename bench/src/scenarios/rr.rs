@@ -112,14 +112,17 @@ fn rr_pair(
 }
 
 fn sockperf(rig: &Rig, run_for: Duration, mode: &[&str]) -> Result<Running> {
+    sockperf_with(rig, run_for, mode, &[])
+}
+
+/// sockperf with `extra` flags on both sides (`--nonblocked`: both spin on
+/// non-blocking sockets, its fastest ping-pong).
+fn sockperf_with(rig: &Rig, run_for: Duration, mode: &[&str], extra: &[&str]) -> Result<Running> {
     let ip = rig.host(SERVER).ipv4.to_string();
     let port = SOCKPERF_PORT.to_string();
-    let server = spawn_pinned(
-        rig,
-        SERVER,
-        1,
-        &["sockperf", "server", "-i", &ip, "-p", &port],
-    )?;
+    let mut server_argv = vec!["sockperf", "server", "-i", &ip, "-p", &port];
+    server_argv.extend_from_slice(extra);
+    let server = spawn_pinned(rig, SERVER, 1, &server_argv)?;
     wait_udp_listen(rig, SERVER, SOCKPERF_PORT)?;
     // sockperf spends seconds starting (more the longer its -t: it sizes
     // its records by it) and 0.4 s warming up before its test: return once
@@ -128,6 +131,7 @@ fn sockperf(rig: &Rig, run_for: Duration, mode: &[&str]) -> Result<Running> {
     let mut argv = vec!["sockperf"];
     argv.extend_from_slice(mode);
     argv.extend_from_slice(&["-i", &ip, "-p", &port, "-m", SIZE, "-t", &secs]);
+    argv.extend_from_slice(extra);
     let child = spawn_pinned(rig, CLIENT, 0, &argv)?;
     wait_for_traffic(rig, SOCKPERF_LEAD)?;
     // past its own warm-up
@@ -171,8 +175,19 @@ fn pingpong_lr_busy(rig: &Rig, d: Duration) -> Result<Running> {
     )
 }
 
+/// Both sides spinning on non-blocking sockets: the client's
+/// --busy-poll, the server's --spin (as sockperf --nonblocked).
+fn pingpong_lr_spin(rig: &Rig, d: Duration) -> Result<Running> {
+    linerate_with(rig, d, &["--outstanding", "1", "--busy-poll"], &["--spin"])
+}
+
 fn pingpong_sockperf(rig: &Rig, d: Duration) -> Result<Running> {
     sockperf(rig, d, &["ping-pong"])
+}
+
+/// sockperf at its best for ping-pong: both sides --nonblocked.
+fn pingpong_sockperf_nonblocked(rig: &Rig, d: Duration) -> Result<Running> {
+    sockperf_with(rig, d, &["ping-pong"], &["--nonblocked"])
 }
 
 fn load_lr(rig: &Rig, d: Duration) -> Result<Running> {
@@ -230,7 +245,7 @@ fn scenario(
 pub fn pingpong() -> Scenario {
     let mut sc = scenario(
         "rr-pingpong",
-        "UDP 64 B request/response, 1 flow, 1 in flight: linerate rr (busy polling, and sleeping) vs sockperf ping-pong (requests/s at the server's veth = 1/RTT)",
+        "UDP 64 B request/response, 1 flow, 1 in flight: linerate rr (spinning on both sides, busy polling, and sleeping) vs sockperf ping-pong (--nonblocked on both sides: spinning, its best; and sleeping) (requests/s at the server's veth = 1/RTT)",
         pingpong_lr,
         pingpong_sockperf,
     );
@@ -241,6 +256,17 @@ pub fn pingpong() -> Scenario {
             start: pingpong_lr_busy,
         },
     );
+    sc.contenders.insert(
+        0,
+        Contender {
+            name: "linerate rr spinning (client --busy-poll, server --spin)",
+            start: pingpong_lr_spin,
+        },
+    );
+    sc.contenders.push(Contender {
+        name: "sockperf --nonblocked",
+        start: pingpong_sockperf_nonblocked,
+    });
     sc
 }
 

@@ -27,6 +27,7 @@ fn server_cfg(cores: Vec<usize>, steering: Steering) -> ServerConfig {
         pin: true,
         busy_poll_us: 0,
         gso: true,
+        spin: false,
     }
 }
 
@@ -131,6 +132,32 @@ fn closed_loop_accounts_for_every_request_on_both_sides() {
     assert_eq!(j["mode"], "closed loop");
     assert!(c.send_lag.is_none() && j["send_lag_us"].is_null());
     assert!(j["latency_us"]["p99.9"].as_f64().unwrap() > 0.0);
+}
+
+/// A spinning server (non-blocking sockets, never asleep) with a spinning
+/// client: every request answered, counted alike on both sides, and the
+/// server stops when told although it never blocks.
+#[test]
+fn a_spinning_server_answers_every_request_and_stops_when_told() {
+    let cfg = ServerConfig {
+        spin: true,
+        ..server_cfg(vec![], Steering::Hash)
+    };
+    let t0 = Instant::now();
+    let (c, s) = with_server(&cfg, |addr| {
+        run(&ClientConfig {
+            busy_poll: true,
+            ..client_cfg(addr)
+        })
+    });
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    let t = &c.total;
+    assert!(t.completed > 100, "{t:?}");
+    assert_eq!(t.lost + t.late + t.duplicate + t.unknown, 0, "{t:?}");
+    assert_eq!(s.total.requests, t.sent);
+    assert_eq!(s.total.answered, t.sent);
+    assert_eq!(s.total.bytes_out, t.sent * 200);
+    assert_eq!(s.json()["recipe"]["spin"], true);
 }
 
 #[test]

@@ -74,6 +74,12 @@ pub struct ServerArgs {
     /// for up to US microseconds before sleeping (costs CPU for latency).
     #[arg(long, value_name = "US", default_value_t = 0)]
     busy_poll: u32,
+    /// Workers spin on non-blocking sockets instead of sleeping in the
+    /// kernel between requests: the lowest latency, a core kept busy per
+    /// worker (as sockperf's --nonblocked; with the client's --busy-poll
+    /// for ping-pong latency).
+    #[arg(long)]
+    spin: bool,
     /// Send every answer as its own datagram message. By default answers
     /// of one length to one client in a batch leave as one UDP GSO message
     /// (one trip down the stack; the kernel or a NIC with USO cuts it).
@@ -188,6 +194,7 @@ fn server(a: &ServerArgs) -> Result<u8> {
         pin: !a.no_pin,
         busy_poll_us: a.busy_poll,
         gso: !a.no_gso,
+        spin: a.spin,
     };
     if a.busy_poll > 100_000 {
         bail!("--busy-poll is at most 100000 microseconds");
@@ -222,6 +229,7 @@ fn server(a: &ServerArgs) -> Result<u8> {
         "pin": !a.no_pin,
         "busy_poll_us": a.busy_poll,
         "gso": !a.no_gso,
+        "spin": a.spin,
     });
     let ended = drive(
         &a.out,
