@@ -6,13 +6,13 @@ use crate::send::{BlastConfig, BlastError, BlastReport, SPIN, target_pps, worker
 use linerate_backend::clock;
 use linerate_backend::port::{Endpoints, PayloadSource};
 use linerate_backend::port::{Traffic, Tx, open_tx, send_refused};
-use linerate_gen::pacing::{Departures, wait_until};
+use linerate_traffic::pacing::{Departures, wait_until};
 
 use linerate_backend::FrameSource;
-use linerate_gen::template::Framing;
-use linerate_gen::template::WireFlow;
-use linerate_gen::{Stamp, Template, WireCursor};
 use linerate_run::{Interval, Row, Sampler};
+use linerate_traffic::template::Framing;
+use linerate_traffic::template::WireFlow;
+use linerate_traffic::{Stamp, Template, WireCursor};
 use linerate_wire::PROBE_LEN;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,5 +1,5 @@
 //! `linerate blast`, `linerate sink` and `linerate fwd`: the runners around
-//! the generator's data plane (`linerate-gen`) and a backend
+//! the generator's data plane (`linerate-traffic`) and a backend
 //! (`linerate-backend`).
 //!
 //! Backends today: for sending `af_xdp` (UMEM + TX ring, copy or

@@ -7,8 +7,8 @@ use crate::send::{
 };
 use linerate_backend::port::Traffic;
 use linerate_backend::port::{TX_BATCH_MAX, open_tx, send_refused};
-use linerate_gen::pacing::wait_until;
 use linerate_run::{Interval, Sampler};
+use linerate_traffic::pacing::wait_until;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -27,7 +27,7 @@ fn rewritten(cfg: &BlastConfig, r: &Replay) -> Result<Vec<Vec<u8>>, BlastError> 
         .iter()
         .map(|f| {
             let mut f = f.clone();
-            linerate_gen::pcap::rewrite(&mut f, &r.rewrite);
+            linerate_traffic::pcap::rewrite(&mut f, &r.rewrite);
             f
         })
         .collect();
@@ -142,9 +142,9 @@ pub(crate) fn replay(
     // Frames that carry a linerate probe get their send time written into
     // it as they go: a capture's own stamps are its age at the receiver
     // (a sink read a 56 s latency off a trace captured a minute before).
-    let probes: Vec<Option<linerate_gen::rewrite::ProbeSpot>> = frames
+    let probes: Vec<Option<linerate_traffic::rewrite::ProbeSpot>> = frames
         .iter()
-        .map(|f| linerate_gen::rewrite::probe_spot(f))
+        .map(|f| linerate_traffic::rewrite::probe_spot(f))
         .collect();
     let restamp = probes.iter().any(Option::is_some);
     let max_frame = frames.iter().map(Vec::len).max().unwrap_or(64);
@@ -191,7 +191,7 @@ pub(crate) fn replay(
             let now = linerate_backend::clock::monotonic_ns();
             for (f, p) in frames[i..i + n].iter_mut().zip(&probes[i..i + n]) {
                 if let Some(p) = p {
-                    linerate_gen::rewrite::restamp(f, *p, now);
+                    linerate_traffic::rewrite::restamp(f, *p, now);
                 }
             }
         }

@@ -6,10 +6,10 @@ use linerate_backend::port::{
     BackendError, BackendKind, Rx, RxCapabilities, open_rx_workers, recv_idle,
 };
 use linerate_backend::{FrameSink, clock};
-use linerate_gen::SinkCounts;
-use linerate_gen::pcap::CaptureWriter;
-use linerate_gen::sink::IntervalLatency;
 use linerate_run::{CountedBy, Counts, Interval, Row, Sampler, Scope};
+use linerate_traffic::SinkCounts;
+use linerate_traffic::accounting::IntervalLatency;
+use linerate_traffic::pcap::CaptureWriter;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -178,7 +178,7 @@ pub enum SinkError {
     #[error(transparent)]
     Backend(#[from] BackendError),
     #[error("capture file: {0}")]
-    Capture(#[from] linerate_gen::pcap::TraceError),
+    Capture(#[from] linerate_traffic::pcap::TraceError),
     #[error(
         "--write keeps one capture file in arrival order: it takes one receive worker (drop --cores)"
     )]

@@ -699,7 +699,7 @@ fn pcap_replay_arrives_packet_for_packet_after_rewriting() {
             ],
             80,
         );
-        let rw = linerate_gen::pcap::Rewrite {
+        let rw = linerate_traffic::pcap::Rewrite {
             dst_mac: linerate_wire::MacAddr::parse(&dst_mac),
             src_ip: Some("198.18.0.1".parse().unwrap()),
             dst_ip: Some("198.18.0.2".parse().unwrap()),
@@ -707,7 +707,7 @@ fn pcap_replay_arrives_packet_for_packet_after_rewriting() {
         };
         let mut expected: Vec<Vec<u8>> = frames.iter().chain(frames.iter()).cloned().collect();
         for f in &mut expected {
-            linerate_gen::pcap::rewrite(f, &rw);
+            linerate_traffic::pcap::rewrite(f, &rw);
         }
         // Short frames are padded to 60 bytes on the wire.
         let got: Vec<Vec<u8>> = got
