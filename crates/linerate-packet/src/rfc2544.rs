@@ -9,9 +9,9 @@
 //! port and sink on the other (and, with `reverse`, the same the other
 //! way at once: RFC 2544's bidirectional test).
 
-use crate::blast::blast;
-use crate::send::{BlastConfig, Rate};
-use crate::sink::{SinkConfig, SinkReport};
+use crate::blast;
+use crate::{BlastConfig, Rate};
+use crate::{SinkConfig, SinkReport};
 use linerate_calc::Imix;
 use linerate_traffic::{FlowSpec, SizeSequence};
 use serde::{Serialize, Serializer};

@@ -1,8 +1,8 @@
 //! Sending crafted frames: templates patched per packet, batched sends,
 //! pacing to a packet or bit rate, exact per-flow counts.
 
+use super::send::{BlastConfig, BlastError, BlastReport, SPIN, target_pps, worker_row};
 use crate::pool::{Watch, run_pinned};
-use crate::send::{BlastConfig, BlastError, BlastReport, SPIN, target_pps, worker_row};
 use linerate_backend::clock;
 use linerate_backend::port::{Endpoints, PayloadSource};
 use linerate_backend::port::{Traffic, Tx, open_tx, send_refused};
@@ -26,7 +26,7 @@ pub fn blast(
     on_interval: &mut dyn FnMut(&Interval),
 ) -> Result<BlastReport, BlastError> {
     if let Some(r) = &cfg.replay {
-        return crate::replay::replay(cfg, r, stop, on_interval);
+        return super::replay::replay(cfg, r, stop, on_interval);
     }
     let (templates, framing) = templates(cfg)?;
     let layout = templates.values().next().map(Template::layout);
@@ -266,7 +266,7 @@ fn open_workers(
     let mut socks = Vec::with_capacity(workers);
     let mut note = None;
     for w in 0..workers {
-        let traffic = crate::send::traffic(&cfg.flows, &framing, cfg.macs_given, cfg.gso);
+        let traffic = super::send::traffic(&cfg.flows, &framing, cfg.macs_given, cfg.gso);
         let (mut sock, n) = open_tx(cfg.backend, &cfg.iface, max_frame, w as u32, &traffic)?;
         if let Tx::Udp(u) = &mut sock {
             // A worker's frames repeat every flows x sizes frames (its

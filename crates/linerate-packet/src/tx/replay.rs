@@ -2,7 +2,7 @@
 //! order, looping, with the capture's timing (scaled) or as fast as the
 //! rate allows.
 
-use crate::send::{
+use super::send::{
     BlastConfig, BlastError, BlastReport, Replay, SPIN, Timing, target_pps, worker_row,
 };
 use linerate_backend::port::Traffic;
