@@ -5,7 +5,8 @@
 mod support;
 
 use linerate_backend::raw::RawSocket;
-use linerate_rig::{Rig, require_program, require_root, should_skip};
+use linerate_lab::Rig;
+use linerate_testkit::{require_program, require_root, should_skip};
 use linerate_wire::{L3, L4, parse_frame};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -366,7 +367,7 @@ fn af_xdp_one_socket_per_queue_with_cores() {
     if skip("af_xdp_one_socket_per_queue_with_cores") {
         return;
     }
-    let rig = Rig::new(&linerate_rig::RigConfig {
+    let rig = Rig::new(&linerate_lab::RigConfig {
         queues: 2,
         ..Default::default()
     })

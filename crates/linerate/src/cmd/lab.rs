@@ -15,7 +15,7 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
-use linerate_rig::ip_text;
+use linerate_lab::ip_text;
 use std::path::PathBuf;
 use std::process::Command;
 

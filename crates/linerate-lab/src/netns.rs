@@ -587,7 +587,7 @@ impl Drop for Rig {
         // Deleting a namespace destroys the veth ends inside it.
         for ns in self.namespaces.iter().rev() {
             if let Err(e) = ip(&["netns", "del", ns]) {
-                eprintln!("linerate-rig: could not delete namespace {ns}: {e}");
+                eprintln!("linerate-lab: could not delete namespace {ns}: {e}");
             }
         }
     }
@@ -619,7 +619,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(
-            run(&mut Command::new("/nonexistent/linerate-rig-test")),
+            run(&mut Command::new("/nonexistent/linerate-lab-test")),
             Err(RigError::Spawn { .. })
         ));
     }
