@@ -2,7 +2,7 @@
 
 use crate::machine;
 use anyhow::{Context, Result};
-use linerate_rig::Rig;
+use linerate_lab::Rig;
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::Child;
@@ -409,7 +409,7 @@ fn stderr_tail(child: &mut Child) -> String {
 pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {
     (sc.check)()?;
     let machine = machine::describe();
-    let rig = Rig::new(&linerate_rig::RigConfig {
+    let rig = Rig::new(&linerate_lab::RigConfig {
         queues: sc.queues,
         ..Default::default()
     })

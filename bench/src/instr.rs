@@ -13,7 +13,7 @@
 use crate::machine;
 use crate::scenarios::tools::linerate_bin;
 use anyhow::{Context, Result, bail};
-use linerate_rig::Rig;
+use linerate_lab::Rig;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

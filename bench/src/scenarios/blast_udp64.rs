@@ -4,7 +4,7 @@
 use super::tools::{need, spawn_pinned};
 use crate::harness::{Contender, Metric, Running, Scenario};
 use anyhow::{Result, bail};
-use linerate_rig::Rig;
+use linerate_lab::Rig;
 use std::time::Duration;
 
 pub const NAME: &str = "blast-udp64";

@@ -12,7 +12,7 @@ use super::testpmd::{Lcores, Pmd};
 use super::tools::{linerate_bin, need, spawn_pinned};
 use crate::harness::{Contender, Metric, Running, Scenario};
 use anyhow::Result;
-use linerate_rig::Rig;
+use linerate_lab::Rig;
 use std::time::Duration;
 
 const GEN: usize = 0;

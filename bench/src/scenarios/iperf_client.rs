@@ -13,7 +13,7 @@
 use super::tools::{linerate_bin, need, spawn_pinned, spawn_pinned_out};
 use crate::harness::{Contender, Metric, Running, Scenario, ServerReport};
 use anyhow::{Result, bail};
-use linerate_rig::Rig;
+use linerate_lab::Rig;
 use std::time::Duration;
 
 const SENDER: usize = 0;
@@ -36,7 +36,7 @@ fn datagram_len(args: &[&str]) -> usize {
 
 /// The newest iperf3 (static binary; `$LINERATE_IPERF3_321`).
 fn i321() -> Result<String> {
-    linerate_rig::iperf3_321()
+    linerate_testkit::iperf3_321()
         .map(|p| p.to_string_lossy().into_owned())
         .map_err(anyhow::Error::msg)
 }

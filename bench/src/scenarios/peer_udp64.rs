@@ -4,7 +4,7 @@
 use super::tools::{need, raise_sysctl, spawn_pinned};
 use crate::harness::{Contender, Metric, Running, Scenario};
 use anyhow::Result;
-use linerate_rig::Rig;
+use linerate_lab::Rig;
 use std::time::Duration;
 
 pub const NAME: &str = "peer-udp64";

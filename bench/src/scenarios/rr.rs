@@ -18,7 +18,7 @@
 use super::tools::{linerate_bin, need, spawn_pinned, wait_udp_listen};
 use crate::harness::{Contender, Metric, Running, Scenario};
 use anyhow::Result;
-use linerate_rig::Rig;
+use linerate_lab::Rig;
 use std::time::Duration;
 
 const CLIENT: usize = 0;

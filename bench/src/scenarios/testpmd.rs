@@ -5,7 +5,7 @@
 use super::tools::spawn_pinned;
 use crate::harness::Running;
 use anyhow::Result;
-use linerate_rig::Rig;
+use linerate_lab::Rig;
 use std::time::Duration;
 
 const SENDER: usize = 0;

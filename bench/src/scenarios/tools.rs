@@ -1,7 +1,8 @@
 //! Starting peer tools on the rig, pinned to a CPU.
 
 use anyhow::{Result, bail};
-use linerate_rig::{Rig, require_program};
+use linerate_lab::Rig;
+use linerate_testkit::require_program;
 use std::process::{Child, Stdio};
 
 /// `ip netns exec <host> taskset -c <cpu> <argv…>`, output discarded.

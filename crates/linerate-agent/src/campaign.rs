@@ -5,9 +5,9 @@
 
 use crate::peer::RxCounts;
 use crate::plan::{Plan, PlanFlow};
-use linerate_gen::sink::LatencyHist3;
 use linerate_packet::{BlastReport, SinkReport};
 use linerate_run::{Interval, Scope};
+use linerate_traffic::accounting::LatencyHist3;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -322,8 +322,8 @@ fn settle(c: &mut FlowCounts, flow: &PlanFlow, o: &Outcome) {
     // Local latency from the histograms; the peers' min, max and mean
     // folded in (the mean weighted by frames).
     let local_n = hist.len();
-    let mut lat =
-        linerate_gen::sink::latency_summary(&hist).map(|l| (l[0], l[5], l[1], local_n as f64));
+    let mut lat = linerate_traffic::accounting::latency_summary(&hist)
+        .map(|l| (l[0], l[5], l[1], local_n as f64));
     for (k, r) in &o.remote {
         match r {
             Ok(r) => {

@@ -9,7 +9,7 @@
 //! odometer), where the model steps each field on its own.
 
 use crate::json::{Invalid, Obj, as_u64, invalid, short};
-use linerate_gen::flows::Range;
+use linerate_traffic::flows::Range;
 use serde_json::Value;
 use std::net::{Ipv4Addr, Ipv6Addr};
 

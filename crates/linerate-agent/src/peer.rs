@@ -18,10 +18,10 @@
 
 use crate::campaign::lock;
 use crate::json::{Invalid, Obj, invalid};
-use linerate_gen::ProbeIds;
-use linerate_gen::sink::LatencyHist3;
 use linerate_packet::{BackendKind, RxFilter, SinkConfig};
 use linerate_run::{Interval, Scope};
+use linerate_traffic::ProbeIds;
+use linerate_traffic::accounting::LatencyHist3;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
@@ -460,7 +460,8 @@ fn receive(r: &Receiver, cfg: &SinkConfig, ids: ProbeIds, ready: std::sync::mpsc
             }
             c.frames = p;
             c.bytes = b;
-            c.latency = linerate_gen::sink::latency_summary(&hist).map(|l| (l[0], l[5], l[1]));
+            c.latency =
+                linerate_traffic::accounting::latency_summary(&hist).map(|l| (l[0], l[5], l[1]));
             c.error = s.error;
         }
         Err(e) => c.error = Some(e.to_string()),

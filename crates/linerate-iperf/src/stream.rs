@@ -7,8 +7,8 @@
 
 use linerate_backend::udp_batch::{BATCH_MAX, Batch, GRO_BUF_BYTES, GroBatch};
 use linerate_backend::{clock, sockopt};
-use linerate_gen::pacing::{Departures, wait_until};
 use linerate_iperf_proto::udp::{self, UdpReceiver};
+use linerate_traffic::pacing::{Departures, wait_until};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

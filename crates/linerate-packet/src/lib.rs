@@ -1,6 +1,9 @@
-//! `linerate blast`, `linerate sink` and `linerate fwd`: the runners around
-//! the generator's data plane (`linerate-gen`) and a backend
-//! (`linerate-backend`).
+//! The data plane: `linerate blast`, `linerate sink` and `linerate fwd`,
+//! the runners between the traffic (`linerate-traffic`: flows, templates,
+//! sizes, traces, accounting) and a backend (`linerate-backend`). Sending
+//! in `tx` (blast, replay), receiving in `rx` (sink), forwarding in `fwd`;
+//! `pair` runs a sender against counting receivers, `rfc2544` the
+//! benchmark's trials on that.
 //!
 //! Backends today: for sending `af_xdp` (UMEM + TX ring, copy or
 //! zero-copy), `af_packet` (TPACKET_V3 TX ring, qdisc bypass) and `socket`
@@ -11,21 +14,17 @@
 //! stamps) and `socket` (recvmmsg, SO_TIMESTAMPNS). `auto` takes the fastest
 //! that opens and says what it chose and why.
 
-mod blast;
 mod fwd;
 pub mod pair;
 mod pool;
-mod replay;
-mod send;
-mod sink;
+pub mod rfc2544;
+mod rx;
+mod tx;
 
-pub use blast::blast;
 pub use fwd::{FwdConfig, FwdCounts, FwdError, FwdMode, FwdReport, Noisy, apply, fwd};
 pub use linerate_backend::port::{
     BackendError, BackendKind, Capabilities, Gso, Rx, RxCapabilities, RxFilter, Traffic, Tx,
     UDP_SOCKETS_MAX, open_rx, open_rx_workers, open_tx,
 };
-pub use send::{BlastConfig, BlastError, BlastReport, Rate, traffic};
-pub use send::{Replay, Timing};
-pub use sink::{CaptureConfig, FLOW_ROWS_MAX, SinkConfig, SinkError, SinkReport, flow_rows, sink};
-pub mod rfc2544;
+pub use rx::{CaptureConfig, FLOW_ROWS_MAX, SinkConfig, SinkError, SinkReport, flow_rows, sink};
+pub use tx::{BlastConfig, BlastError, BlastReport, Rate, Replay, Timing, blast, traffic};

@@ -4,7 +4,7 @@
 //! ready before the first frame, a drain after the last for what the
 //! device still holds, then the sinks stopped and their counts taken.
 
-use crate::sink::{SinkConfig, SinkReport, sink};
+use crate::{SinkConfig, SinkReport, sink};
 use linerate_run::Interval;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;

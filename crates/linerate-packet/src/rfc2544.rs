@@ -9,11 +9,11 @@
 //! port and sink on the other (and, with `reverse`, the same the other
 //! way at once: RFC 2544's bidirectional test).
 
-use crate::blast::blast;
-use crate::send::{BlastConfig, Rate};
-use crate::sink::{SinkConfig, SinkReport};
+use crate::blast;
+use crate::{BlastConfig, Rate};
+use crate::{SinkConfig, SinkReport};
 use linerate_calc::Imix;
-use linerate_gen::{FlowSpec, SizeSequence};
+use linerate_traffic::{FlowSpec, SizeSequence};
 use serde::{Serialize, Serializer};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -659,7 +659,7 @@ impl DeviceRunner {
             iface: leg.tx.to_string(),
             flows: leg.flows.clone(),
             sizes: spec.frame_size.sequence(),
-            framing: linerate_gen::Framing::default(),
+            framing: linerate_traffic::Framing::default(),
             count: Some(count),
             duration: send_limit(spec),
             rate: Rate::Pps(spec.rate_fps.round().max(1.0) as u64),
@@ -759,7 +759,7 @@ impl TrialCounts {
     /// One direction's counts: what blast sent and the sink received.
     fn of(b: &crate::BlastReport, r: &SinkReport, rx_iface_packets: Option<u64>) -> Self {
         let lat = r.counts.latency_hdr().map(|h| {
-            let p = linerate_gen::sink::percentiles(&h);
+            let p = linerate_traffic::accounting::percentiles(&h);
             [
                 h.min() as f64,
                 h.mean(),

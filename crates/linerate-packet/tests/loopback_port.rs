@@ -3,12 +3,12 @@
 //! so every figure the receiver counts is checked exactly.
 
 use linerate_backend::loopback::{Faults, Port};
-use linerate_gen::template::Framing;
-use linerate_gen::{FlowSpec, SizeSequence};
 use linerate_packet::{
     BackendKind, BlastConfig, BlastReport, FwdConfig, FwdMode, Gso, Noisy, Rate, RxFilter,
     SinkConfig, SinkReport,
 };
+use linerate_traffic::template::Framing;
+use linerate_traffic::{FlowSpec, SizeSequence};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -287,7 +287,7 @@ fn forge(port: &str, probes: &[(u16, u64)]) {
     )
     .unwrap();
     let flow = spec.flow(0);
-    let t = linerate_gen::Template::new(64, &flow, &Framing::default()).unwrap();
+    let t = linerate_traffic::Template::new(64, &flow, &Framing::default()).unwrap();
     let frames: Vec<Vec<u8>> = probes
         .iter()
         .map(|&(id, seq)| {

@@ -191,7 +191,7 @@ fn cpu_steering_hands_each_request_to_the_worker_on_its_cpu() {
     } else {
         Err("needs 2 CPUs".to_string())
     };
-    if linerate_rig::should_skip("rr CPU steering", &[two]) {
+    if linerate_testkit::should_skip("rr CPU steering", &[two]) {
         return;
     }
     for client_cpu in [0usize, 1] {

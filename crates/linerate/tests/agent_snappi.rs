@@ -10,7 +10,8 @@
 mod support;
 
 use linerate_backend::raw::RawSocket;
-use linerate_rig::{Requirement, Rig, require_program, require_root, should_skip};
+use linerate_lab::Rig;
+use linerate_testkit::{Requirement, require_program, require_root, should_skip};
 use linerate_wire::{L3, L4, parse_frame};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -312,7 +313,7 @@ fn snappi_drives_one_agent_and_flow_metrics_equal_what_arrived() {
         vec!["-n", &ns1, "link", "set", "dev", "veth1", "netns", &ns0],
         vec!["-n", &ns0, "link", "set", "dev", "veth1", "up"],
     ] {
-        linerate_rig::ip_text(&args).unwrap();
+        linerate_lab::ip_text(&args).unwrap();
     }
     let dir = tempfile::tempdir().unwrap();
     let token = "snappi-test-token-0123456789";

@@ -5,7 +5,8 @@
 mod support;
 
 use linerate_backend::raw::RawSocket;
-use linerate_rig::{Rig, require_program, require_root, should_skip};
+use linerate_lab::Rig;
+use linerate_testkit::{require_program, require_root, should_skip};
 use linerate_wire::{L3, L4, parse_frame};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -366,7 +367,7 @@ fn af_xdp_one_socket_per_queue_with_cores() {
     if skip("af_xdp_one_socket_per_queue_with_cores") {
         return;
     }
-    let rig = Rig::new(&linerate_rig::RigConfig {
+    let rig = Rig::new(&linerate_lab::RigConfig {
         queues: 2,
         ..Default::default()
     })
@@ -699,7 +700,7 @@ fn pcap_replay_arrives_packet_for_packet_after_rewriting() {
             ],
             80,
         );
-        let rw = linerate_gen::pcap::Rewrite {
+        let rw = linerate_traffic::pcap::Rewrite {
             dst_mac: linerate_wire::MacAddr::parse(&dst_mac),
             src_ip: Some("198.18.0.1".parse().unwrap()),
             dst_ip: Some("198.18.0.2".parse().unwrap()),
@@ -707,7 +708,7 @@ fn pcap_replay_arrives_packet_for_packet_after_rewriting() {
         };
         let mut expected: Vec<Vec<u8>> = frames.iter().chain(frames.iter()).cloned().collect();
         for f in &mut expected {
-            linerate_gen::pcap::rewrite(f, &rw);
+            linerate_traffic::pcap::rewrite(f, &rw);
         }
         // Short frames are padded to 60 bytes on the wire.
         let got: Vec<Vec<u8>> = got

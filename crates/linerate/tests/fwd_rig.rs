@@ -4,7 +4,8 @@
 
 mod support;
 
-use linerate_rig::{Rig, require_program, require_root, should_skip};
+use linerate_lab::Rig;
+use linerate_testkit::{require_program, require_root, should_skip};
 use serde_json::Value;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -122,7 +123,7 @@ fn fwd_with_two_workers_shares_the_frames_and_loses_none() {
     if skip("fwd_with_two_workers_shares_the_frames_and_loses_none") {
         return;
     }
-    let rig = Rig::new(&linerate_rig::RigConfig {
+    let rig = Rig::new(&linerate_lab::RigConfig {
         queues: 2,
         ..Default::default()
     })

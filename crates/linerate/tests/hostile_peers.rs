@@ -4,7 +4,7 @@
 
 mod support;
 
-use linerate_rig::{require_program, should_skip};
+use linerate_testkit::{require_program, should_skip};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};

@@ -4,7 +4,7 @@
 
 mod support;
 
-use linerate_rig::{require_program, should_skip};
+use linerate_testkit::{require_program, should_skip};
 use std::process::Command;
 use std::time::{Duration, Instant};
 use support::{Proc, free_port, json, linerate, wait_listening};
@@ -224,7 +224,7 @@ fn cntl_ka_keeps_the_control_connection_alive() {
 fn skip_rx_copy_receivers_count_exactly() {
     if should_skip(
         "skip_rx_copy_receivers_count_exactly",
-        &[linerate_rig::require_iperf3_321()],
+        &[linerate_testkit::require_iperf3_321()],
     ) {
         return;
     }
@@ -266,7 +266,7 @@ fn skip_rx_copy_receivers_count_exactly() {
         (5000 - lost) * 1400
     );
     // iperf3 3.21 asks it of our server.
-    let i321 = linerate_rig::iperf3_321().unwrap();
+    let i321 = linerate_testkit::iperf3_321().unwrap();
     let v = run(&mut Command::new(i321), &["-n", "10M"]);
     assert_eq!(support::u(&v, "end.sum_received.bytes"), 10 << 20);
 }
@@ -300,7 +300,7 @@ fn mptcp_streams_are_multipath_or_say_they_fell_back() {
         });
     if should_skip(
         "mptcp_streams_are_multipath_or_say_they_fell_back",
-        &[enabled, linerate_rig::require_iperf3_321()],
+        &[enabled, linerate_testkit::require_iperf3_321()],
     ) {
         return;
     }
@@ -325,7 +325,7 @@ fn mptcp_streams_are_multipath_or_say_they_fell_back() {
     drop(srv);
     // iperf3 3.21's server.
     let port = free_port();
-    let _i = Proc::spawn(Command::new(linerate_rig::iperf3_321().unwrap()).args([
+    let _i = Proc::spawn(Command::new(linerate_testkit::iperf3_321().unwrap()).args([
         "-s",
         "-p",
         &port.to_string(),
@@ -354,7 +354,7 @@ fn mptcp_streams_are_multipath_or_say_they_fell_back() {
 fn flowlabel_is_on_the_wire() {
     if should_skip(
         "flowlabel_is_on_the_wire",
-        &[linerate_rig::require_root(), require_program("tcpdump")],
+        &[linerate_testkit::require_root(), require_program("tcpdump")],
     ) {
         return;
     }
@@ -474,7 +474,7 @@ fn idle_timeout_restarts_or_ends_an_idle_server() {
 fn file_transfer_sends_and_writes_the_file() {
     if should_skip(
         "file_transfer_sends_and_writes_the_file",
-        &[linerate_rig::require_iperf3_321()],
+        &[linerate_testkit::require_iperf3_321()],
     ) {
         return;
     }
@@ -488,7 +488,7 @@ fn file_transfer_sends_and_writes_the_file() {
     // Byte for byte into a server's -F file: linerate's, then iperf3 3.21's.
     for (i, server) in [
         linerate(),
-        Command::new(linerate_rig::iperf3_321().unwrap()),
+        Command::new(linerate_testkit::iperf3_321().unwrap()),
     ]
     .into_iter()
     .enumerate()

@@ -5,7 +5,7 @@
 
 mod support;
 
-use linerate_rig::{require_program, should_skip};
+use linerate_testkit::{require_program, should_skip};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::process::Command;
@@ -209,13 +209,13 @@ fn linerate_client_against_iperf3_server() {
 /// by default where it has them).
 #[test]
 fn iperf3_3_21_both_ways() {
-    if linerate_rig::should_skip(
+    if linerate_testkit::should_skip(
         "iperf3_3_21_both_ways",
-        &[linerate_rig::require_iperf3_321()],
+        &[linerate_testkit::require_iperf3_321()],
     ) {
         return;
     }
-    let i321 = linerate_rig::iperf3_321().unwrap();
+    let i321 = linerate_testkit::iperf3_321().unwrap();
     // One block per stream: each of 3.21's sending threads may leave its
     // last block out of one count (-P 4 showed two blocks).
     let streams = |args: &[&str]| {
@@ -504,13 +504,13 @@ fn logfile_and_human_output() {
 /// has, against the same 3.21 server: TCP, UDP, -R, --bidir.
 #[test]
 fn client_json_has_every_key_iperf3_3_21_has() {
-    if linerate_rig::should_skip(
+    if linerate_testkit::should_skip(
         "client_json_has_every_key_iperf3_3_21_has",
-        &[linerate_rig::require_iperf3_321()],
+        &[linerate_testkit::require_iperf3_321()],
     ) {
         return;
     }
-    let i321 = linerate_rig::iperf3_321().unwrap();
+    let i321 = linerate_testkit::iperf3_321().unwrap();
     for args in [
         &["-t", "1"][..],
         &["-u", "-t", "1", "-b", "5M"],
@@ -569,13 +569,13 @@ fn an_unreachable_server_gets_iperf3s_error_document() {
 /// then the whole document with every key 3.21's has.
 #[test]
 fn json_stream_events_match_iperf3_3_21() {
-    if linerate_rig::should_skip(
+    if linerate_testkit::should_skip(
         "json_stream_events_match_iperf3_3_21",
-        &[linerate_rig::require_iperf3_321()],
+        &[linerate_testkit::require_iperf3_321()],
     ) {
         return;
     }
-    let i321 = linerate_rig::iperf3_321().unwrap();
+    let i321 = linerate_testkit::iperf3_321().unwrap();
     // (event names, events, the document after them)
     let run = |client: &mut Command, args: &[&str]| -> (Vec<String>, Vec<Value>, Value) {
         let port = free_port().to_string();

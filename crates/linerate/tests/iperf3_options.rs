@@ -6,7 +6,7 @@
 
 mod support;
 
-use linerate_rig::{iperf3_321, require_iperf3_321, should_skip};
+use linerate_testkit::{iperf3_321, require_iperf3_321, should_skip};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;

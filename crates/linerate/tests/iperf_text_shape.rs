@@ -5,7 +5,7 @@
 
 mod support;
 
-use linerate_rig::{iperf3_321, require_iperf3_321, require_program, should_skip};
+use linerate_testkit::{iperf3_321, require_iperf3_321, require_program, should_skip};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 
 mod support;
 
-use linerate_rig::{iperf3_321, require_iperf3_321, require_program, should_skip};
+use linerate_testkit::{iperf3_321, require_iperf3_321, require_program, should_skip};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;

@@ -4,7 +4,8 @@
 
 mod support;
 
-use linerate_rig::{Rig, require_program, require_root, should_skip};
+use linerate_lab::Rig;
+use linerate_testkit::{require_program, require_root, should_skip};
 use std::process::Command;
 use std::time::{Duration, Instant};
 use support::{Proc, free_port, linerate};

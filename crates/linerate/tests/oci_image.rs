@@ -6,7 +6,7 @@
 //! root, podman, runc, catatonit and python3-yaml (scripts/test installs
 //! them); skips without, fails without under LINERATE_STRICT=1.
 
-use linerate_rig::{Requirement, require_program, require_root, should_skip};
+use linerate_testkit::{Requirement, require_program, require_root, should_skip};
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::Path;

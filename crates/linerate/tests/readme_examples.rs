@@ -9,7 +9,7 @@
 //! lab is deleted after each block, also when it fails. A failing example is
 //! reported as `FILE line N`.
 
-use linerate_rig::{require_program, require_root, should_skip};
+use linerate_testkit::{require_program, require_root, should_skip};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

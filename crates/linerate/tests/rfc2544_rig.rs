@@ -5,7 +5,7 @@
 
 mod support;
 
-use linerate_rig::{require_program, require_root, should_skip};
+use linerate_testkit::{require_program, require_root, should_skip};
 use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_linerate");

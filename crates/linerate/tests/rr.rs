@@ -4,7 +4,8 @@
 
 mod support;
 
-use linerate_rig::{Rig, require_program, require_root, should_skip};
+use linerate_lab::Rig;
+use linerate_testkit::{require_program, require_root, should_skip};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 use support::{Proc, json, linerate, u};
@@ -367,7 +368,7 @@ fn rr_server_recipe_switches_take_effect() {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cpus < 2 {
         eprintln!("SKIP rr_server_recipe_switches_take_effect: needs 2 CPUs");
-        assert!(!linerate_rig::strict(), "needs 2 CPUs");
+        assert!(!linerate_testkit::strict(), "needs 2 CPUs");
         return;
     }
     for (switches, sockets, pinned) in [

@@ -6,7 +6,8 @@
 
 mod support;
 
-use linerate_rig::{Rig, require_program, require_root, should_skip};
+use linerate_lab::Rig;
+use linerate_testkit::{require_program, require_root, should_skip};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};

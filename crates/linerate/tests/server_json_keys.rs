@@ -170,10 +170,10 @@ fn server_document(server: Command, i321: &std::path::Path, args: &[&str]) -> Va
 }
 
 fn same_keys_as_3_21(name: &str, args: &[&str]) {
-    if linerate_rig::should_skip(name, &[linerate_rig::require_iperf3_321()]) {
+    if linerate_testkit::should_skip(name, &[linerate_testkit::require_iperf3_321()]) {
         return;
     }
-    let i321 = linerate_rig::iperf3_321().unwrap();
+    let i321 = linerate_testkit::iperf3_321().unwrap();
     let _one = ONE_AT_A_TIME
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -217,10 +217,10 @@ fn client_document(client: Command, i321: &std::path::Path, args: &[&str]) -> Va
 /// The client's document against 3.21's client's, both driving a 3.21
 /// server: the same key tree, keys in the same order.
 fn client_keys_as_3_21(name: &str, args: &[&str]) {
-    if linerate_rig::should_skip(name, &[linerate_rig::require_iperf3_321()]) {
+    if linerate_testkit::should_skip(name, &[linerate_testkit::require_iperf3_321()]) {
         return;
     }
-    let i321 = linerate_rig::iperf3_321().unwrap();
+    let i321 = linerate_testkit::iperf3_321().unwrap();
     let _one = ONE_AT_A_TIME
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);

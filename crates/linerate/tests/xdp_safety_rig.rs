@@ -6,7 +6,8 @@
 
 mod support;
 
-use linerate_rig::{Rig, require_program, require_root, should_skip};
+use linerate_lab::Rig;
+use linerate_testkit::{require_program, require_root, should_skip};
 use std::io::BufRead;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;

@@ -1,5 +1,5 @@
 //! The forwarding modes: how each frame is rewritten (io, mac, macswap,
-//! 5tswap), through linerate-gen's frame rewriter.
+//! 5tswap), through linerate-traffic's frame rewriter.
 
 use super::FwdMode;
 
@@ -8,17 +8,17 @@ use super::FwdMode;
 /// never a source.
 #[inline(always)]
 pub fn swap_macs_unicast(f: &mut [u8], own: [u8; 6]) {
-    linerate_gen::rewrite::swap_macs(f);
+    linerate_traffic::rewrite::swap_macs(f);
     if f.len() >= 12 && f[6] & 1 != 0 {
         f[6..12].copy_from_slice(&own);
     }
 }
 
-/// Rewrites one frame in place (through linerate-gen's frame rewriter).
+/// Rewrites one frame in place (through linerate-traffic's frame rewriter).
 /// Returns false when `5tswap` found no IP header (its MACs are swapped all
 /// the same).
 pub fn apply(mode: FwdMode, src_mac: [u8; 6], f: &mut [u8]) -> bool {
-    use linerate_gen::rewrite::swap_addresses_and_ports;
+    use linerate_traffic::rewrite::swap_addresses_and_ports;
     if f.len() < 14 {
         return true;
     }

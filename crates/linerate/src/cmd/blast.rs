@@ -6,10 +6,10 @@ use super::stop_flag;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use linerate_calc::{Imix, parse_bps, parse_pps};
-use linerate_gen::template::Framing;
-use linerate_gen::{FlowSpec, SizeSequence};
 use linerate_packet::{BackendKind, BlastConfig, CaptureConfig, Gso, Rate, SinkConfig};
 use linerate_run::Mode;
+use linerate_traffic::template::Framing;
+use linerate_traffic::{FlowSpec, SizeSequence};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -269,7 +269,7 @@ fn rate(a: &BlastArgs) -> Result<Rate> {
 }
 
 fn replay_config(a: &BlastArgs, path: &std::path::Path) -> Result<linerate_packet::Replay> {
-    use linerate_gen::pcap::{Rewrite, Trace};
+    use linerate_traffic::pcap::{Rewrite, Trace};
     let mac = |m: &Option<String>| -> Result<Option<linerate_wire::MacAddr>> {
         m.as_deref()
             .map(|s| {

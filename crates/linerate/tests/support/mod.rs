@@ -204,7 +204,7 @@ pub fn u(v: &serde_json::Value, path: &str) -> u64 {
 }
 
 /// `ip link set veth0 up|down` inside rig host `host`'s namespace.
-pub fn set_link(rig: &linerate_rig::Rig, host: usize, state: &str) {
+pub fn set_link(rig: &linerate_lab::Rig, host: usize, state: &str) {
     let st = rig
         .command(host, "ip")
         .args(["link", "set", "veth0", state])

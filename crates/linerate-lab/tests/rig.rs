@@ -1,6 +1,7 @@
 //! The rig for real: needs root and iproute2.
 
-use linerate_rig::{Rig, RigConfig, napi_threads, require_program, require_root, should_skip};
+use linerate_lab::{Rig, RigConfig, napi_threads};
+use linerate_testkit::{require_program, require_root, should_skip};
 use std::net::{SocketAddr, UdpSocket};
 use std::process::Command;
 use std::time::Duration;

@@ -6,10 +6,10 @@ use linerate_backend::port::{
     BackendError, BackendKind, Rx, RxCapabilities, open_rx_workers, recv_idle,
 };
 use linerate_backend::{FrameSink, clock};
-use linerate_gen::SinkCounts;
-use linerate_gen::pcap::CaptureWriter;
-use linerate_gen::sink::IntervalLatency;
 use linerate_run::{CountedBy, Counts, Interval, Row, Sampler, Scope};
+use linerate_traffic::SinkCounts;
+use linerate_traffic::accounting::IntervalLatency;
+use linerate_traffic::pcap::CaptureWriter;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -178,7 +178,7 @@ pub enum SinkError {
     #[error(transparent)]
     Backend(#[from] BackendError),
     #[error("capture file: {0}")]
-    Capture(#[from] linerate_gen::pcap::TraceError),
+    Capture(#[from] linerate_traffic::pcap::TraceError),
     #[error(
         "--write keeps one capture file in arrival order: it takes one receive worker (drop --cores)"
     )]
@@ -445,6 +445,26 @@ impl FrameSink for Capturing<'_, '_> {
 }
 
 impl Taker<'_> {
+    /// Takes one batch from `rx` (writing it to the capture file while
+    /// that wants more); returns the receive's result and the batch's
+    /// time: its handover time if it was read, else a fresh one.
+    #[inline(always)]
+    fn take_batch(&mut self, rx: &mut Rx) -> (std::io::Result<usize>, u64) {
+        self.handed = 0;
+        let r = if self.capture.as_ref().is_some_and(|c| c.wants_more()) {
+            self.wall_offset = clock::realtime_offset_ns();
+            rx.recv(&mut Capturing(self))
+        } else {
+            rx.recv(self)
+        };
+        let now = if self.handed != 0 {
+            self.handed
+        } else {
+            clock::monotonic_ns()
+        };
+        (r, now)
+    }
+
     /// The arrival time of frames the kernel did not stamp (AF_XDP's, a
     /// socket's without a stamp): read once per batch, when the backend
     /// first asks (after its wait, not before it, so latency is not
@@ -470,6 +490,57 @@ impl Taker<'_> {
                 frame,
             );
         }
+    }
+}
+
+/// Why a receive loop ends before its duration (or `stop`).
+enum End {
+    /// The interface went down (or away).
+    LinkLost(String),
+    /// `--count` reached, and the end markers seen or given up on.
+    Counted,
+}
+
+/// A receive loop's checks of whether it ends early.
+struct Ends {
+    /// Rings (af_packet, af_xdp) just go quiet when the interface goes
+    /// down: it is looked at a few times a second so every backend ends
+    /// the same way.
+    next_link_check: u64,
+    /// When the count was reached.
+    count_reached: Option<u64>,
+}
+
+impl Ends {
+    /// At `now`, before the next batch: whether the loop ends.
+    #[inline(always)]
+    fn check(
+        &mut self,
+        now: u64,
+        cfg: &SinkConfig,
+        total: &AtomicU64,
+        counts: &SinkCounts,
+    ) -> Option<End> {
+        if now >= self.next_link_check {
+            self.next_link_check = now + LINK_CHECK.as_nanos() as u64;
+            if let Some(why) = linerate_backend::port::link_lost(cfg.backend, &cfg.iface) {
+                return Some(End::LinkLost(why));
+            }
+        }
+        if cfg
+            .until_packets
+            .is_some_and(|n| total.load(Ordering::Relaxed) >= n)
+        {
+            // The count is reached: the flows' end markers follow their
+            // last frames within a few ms; wait a moment for them, so the
+            // report can say the tail was counted.
+            let since = *self.count_reached.get_or_insert(now);
+            let (seen, flows) = counts.markers_seen();
+            if seen == flows || now - since >= MARKER_GRACE.as_nanos() as u64 {
+                return Some(End::Counted);
+            }
+        }
+        None
     }
 }
 
@@ -504,48 +575,25 @@ fn receive(
     let mut now = start;
     let mut first: Option<u64> = None;
     let mut last = start;
-    // Rings (af_packet, af_xdp) just go quiet when the interface goes down:
-    // look at it a few times a second so every backend ends the same way.
-    let mut next_link_check = start;
-    let mut count_reached: Option<u64> = None;
+    let mut ends = Ends {
+        next_link_check: start,
+        count_reached: None,
+    };
     // Frames the backend handed over.
     let mut frames = 0u64;
     while !stop.load(Ordering::Relaxed) && now < end {
         live.answer(want, &mut published, &t.counts, &mut interval_latency);
-        if now >= next_link_check {
-            next_link_check = now + LINK_CHECK.as_nanos() as u64;
-            if let Some(why) = linerate_backend::port::link_lost(cfg.backend, &cfg.iface) {
+        match ends.check(now, cfg, total, &t.counts) {
+            Some(End::LinkLost(why)) => {
                 error = Some(why);
                 break;
             }
+            Some(End::Counted) => break,
+            None => {}
         }
-        if cfg
-            .until_packets
-            .is_some_and(|n| total.load(Ordering::Relaxed) >= n)
-        {
-            // The count is reached: the flows' end markers follow their
-            // last frames within a few ms; wait a moment for them, so the
-            // report can say the tail was counted.
-            let since = *count_reached.get_or_insert(now);
-            let (seen, flows) = t.counts.markers_seen();
-            if seen == flows || now - since >= MARKER_GRACE.as_nanos() as u64 {
-                break;
-            }
-        }
-        t.handed = 0;
         let before = t.not_probes();
-        let r = if t.capture.as_ref().is_some_and(|c| c.wants_more()) {
-            t.wall_offset = clock::realtime_offset_ns();
-            rx.recv(&mut Capturing(&mut t))
-        } else {
-            rx.recv(&mut t)
-        };
-        // The batch's handover time if it was read, else a fresh one.
-        now = if t.handed != 0 {
-            t.handed
-        } else {
-            clock::monotonic_ns()
-        };
+        let r;
+        (r, now) = t.take_batch(rx);
         match r {
             Ok(n) => {
                 // Every frame handed over is counted once: a probe, a

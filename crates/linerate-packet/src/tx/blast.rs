@@ -1,18 +1,18 @@
 //! Sending crafted frames: templates patched per packet, batched sends,
 //! pacing to a packet or bit rate, exact per-flow counts.
 
+use super::send::{BlastConfig, BlastError, BlastReport, SPIN, target_pps, worker_row};
 use crate::pool::{Watch, run_pinned};
-use crate::send::{BlastConfig, BlastError, BlastReport, SPIN, target_pps, worker_row};
 use linerate_backend::clock;
 use linerate_backend::port::{Endpoints, PayloadSource};
 use linerate_backend::port::{Traffic, Tx, open_tx, send_refused};
-use linerate_gen::pacing::{Departures, wait_until};
+use linerate_traffic::pacing::{Departures, wait_until};
 
 use linerate_backend::FrameSource;
-use linerate_gen::template::Framing;
-use linerate_gen::template::WireFlow;
-use linerate_gen::{Stamp, Template, WireCursor};
 use linerate_run::{Interval, Row, Sampler};
+use linerate_traffic::template::Framing;
+use linerate_traffic::template::WireFlow;
+use linerate_traffic::{Stamp, Template, WireCursor};
 use linerate_wire::PROBE_LEN;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,37 +26,17 @@ pub fn blast(
     on_interval: &mut dyn FnMut(&Interval),
 ) -> Result<BlastReport, BlastError> {
     if let Some(r) = &cfg.replay {
-        return crate::replay::replay(cfg, r, stop, on_interval);
+        return super::replay::replay(cfg, r, stop, on_interval);
     }
     let (templates, framing) = templates(cfg)?;
     let layout = templates.values().next().map(Template::layout);
     let workers = cfg.cores.len().max(1);
     let flows = cfg.flows.count();
-    if workers > 1 && (flows < workers as u64 || (flows > 1 << 16 && !workers.is_power_of_two())) {
-        return Err(BlastError::Cores { workers, flows });
-    }
-    let bad = linerate_backend::cpu::not_allowed(&cfg.cores);
-    if !bad.is_empty() {
-        return Err(BlastError::CpusNotAllowed(bad));
-    }
+    check_workers(cfg, workers, flows)?;
     let max_frame = cfg.sizes.cycle().iter().copied().max().unwrap_or(64) as usize;
     let (socks, note) = open_workers(cfg, framing, max_frame, workers)?;
+    check_room(cfg, &socks[0], max_frame)?;
     let backend = socks[0].name();
-    // Frames are built in the backend's own buffers: a size that does not
-    // fit one is refused before anything is sent.
-    let room = socks[0].slot_len();
-    if max_frame - 4 > room {
-        return Err(BlastError::Send {
-            iface: cfg.iface.clone(),
-            source: std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!(
-                    "a {max_frame}-byte frame does not fit the {backend} backend's {}-byte buffers (FCS excluded)",
-                    room
-                ),
-            ),
-        });
-    }
     let kernel_addressed = socks[0].kernel_addressed();
     let capabilities = socks[0].capabilities(&cfg.iface);
     let avg = cfg.sizes.cycle().iter().map(|&s| f64::from(s)).sum::<f64>()
@@ -66,24 +46,7 @@ pub fn blast(
     let start = Instant::now();
     let mut sampler = Sampler::new(start, cfg.interval);
     let mut intervals = Vec::new();
-    let jobs: Vec<(Job<'_>, Tx)> = socks
-        .into_iter()
-        .enumerate()
-        .map(|(w, sock)| {
-            let job = Job {
-                cfg,
-                templates: &templates,
-                worker: w,
-                workers,
-                count: cfg
-                    .count
-                    .map(|c| c / workers as u64 + u64::from((w as u64) < c % workers as u64)),
-                interval_ns,
-                counters: &counters[w],
-            };
-            (job, sock)
-        })
-        .collect();
+    let jobs = jobs(cfg, &templates, socks, interval_ns, &counters);
     let results = run_pinned(
         &cfg.cores,
         jobs,
@@ -132,20 +95,96 @@ pub fn blast(
     for (i, o) in outs.into_iter().enumerate() {
         report.absorb(i, o, interval_ns);
     }
+    end_markers(cfg, &templates, kernel_addressed, &mut report)?;
+    for iv in sampler.finish(end, report.worker_rows.clone()) {
+        on_interval(&iv);
+        report.intervals.push(iv);
+    }
+    Ok(report)
+}
+
+/// Refuses more workers than flows to split among them (and, past 65536
+/// flows, a worker count that does not divide the flow space), and CPUs
+/// this process may not run on.
+fn check_workers(cfg: &BlastConfig, workers: usize, flows: u64) -> Result<(), BlastError> {
+    if workers > 1 && (flows < workers as u64 || (flows > 1 << 16 && !workers.is_power_of_two())) {
+        return Err(BlastError::Cores { workers, flows });
+    }
+    let bad = linerate_backend::cpu::not_allowed(&cfg.cores);
+    if !bad.is_empty() {
+        return Err(BlastError::CpusNotAllowed(bad));
+    }
+    Ok(())
+}
+
+/// Frames are built in the backend's own buffers: a size that does not
+/// fit one is refused before anything is sent.
+fn check_room(cfg: &BlastConfig, sock: &Tx, max_frame: usize) -> Result<(), BlastError> {
+    let room = sock.slot_len();
+    if max_frame - 4 > room {
+        return Err(BlastError::Send {
+            iface: cfg.iface.clone(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "a {max_frame}-byte frame does not fit the {} backend's {}-byte buffers (FCS excluded)",
+                    sock.name(),
+                    room
+                ),
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Each worker's job with its port: its share of the count (the
+/// remainder to the first workers) and its counters.
+fn jobs<'a>(
+    cfg: &'a BlastConfig,
+    templates: &'a HashMap<u16, Template>,
+    socks: Vec<Tx>,
+    interval_ns: Option<f64>,
+    counters: &'a [Counters],
+) -> Vec<(Job<'a>, Tx)> {
+    let workers = socks.len();
+    socks
+        .into_iter()
+        .enumerate()
+        .map(|(w, sock)| {
+            let job = Job {
+                cfg,
+                templates,
+                worker: w,
+                workers,
+                count: cfg
+                    .count
+                    .map(|c| c / workers as u64 + u64::from((w as u64) < c % workers as u64)),
+                interval_ns,
+                counters: &counters[w],
+            };
+            (job, sock)
+        })
+        .collect()
+}
+
+/// Sends the end markers `cfg` asks for, or notes why a backend whose
+/// frames the kernel addresses cannot.
+fn end_markers(
+    cfg: &BlastConfig,
+    templates: &HashMap<u16, Template>,
+    kernel_addressed: bool,
+    report: &mut BlastReport,
+) -> Result<(), BlastError> {
     if cfg.end_markers {
         if kernel_addressed {
             report.end_marker_note = Some(
                 "end markers not sent: the kernel addresses the UDP sockets' frames and a marker is a crafted frame (socket:raw, af_packet and af_xdp send them)".into(),
             );
         } else {
-            report.end_marker_frames = send_end_markers(cfg, &templates, &report.per_flow)?;
+            report.end_marker_frames = send_end_markers(cfg, templates, &report.per_flow)?;
         }
     }
-    for iv in sampler.finish(end, report.worker_rows.clone()) {
-        on_interval(&iv);
-        report.intervals.push(iv);
-    }
-    Ok(report)
+    Ok(())
 }
 
 /// Runs a worker built for the run's frame layout: every frame of a run
@@ -266,7 +305,7 @@ fn open_workers(
     let mut socks = Vec::with_capacity(workers);
     let mut note = None;
     for w in 0..workers {
-        let traffic = crate::send::traffic(&cfg.flows, &framing, cfg.macs_given, cfg.gso);
+        let traffic = super::send::traffic(&cfg.flows, &framing, cfg.macs_given, cfg.gso);
         let (mut sock, n) = open_tx(cfg.backend, &cfg.iface, max_frame, w as u32, &traffic)?;
         if let Tx::Udp(u) = &mut sock {
             // A worker's frames repeat every flows x sizes frames (its

@@ -1,4 +1,8 @@
-//! Skipping tests whose prerequisites are missing, loudly, and never in CI.
+//! Skipping tests whose prerequisites are missing, loudly, and never in CI:
+//! a test that needs root or a peer program calls [`should_skip`], which
+//! skips with a printed reason, unless `LINERATE_STRICT=1` (CI) where a skip
+//! is a failure. For tests and `bench/` only (dev-dependencies); the
+//! linerate binary does not link it.
 
 use std::path::Path;
 
@@ -66,7 +70,7 @@ fn is_executable(p: &Path) -> bool {
 /// (skipped, with the reason printed). Panics under `LINERATE_STRICT=1`.
 ///
 /// ```text
-/// if linerate_rig::should_skip("udp across rig", &[require_root(), require_program("ip")]) {
+/// if linerate_testkit::should_skip("udp across rig", &[require_root(), require_program("ip")]) {
 ///     return;
 /// }
 /// ```

@@ -208,6 +208,59 @@ fn sweep_stale() {
     }
 }
 
+/// The hosts of rig `id`: names, MACs and addresses (host i has
+/// 198.18.0.(i+1) and 2001:db8::(i+1)).
+fn hosts(id: &str, cfg: &RigConfig) -> Result<Vec<Host>, RigError> {
+    (0..cfg.hosts)
+        .map(|i| {
+            let host_no = u8::try_from(i + 1)
+                .map_err(|_| RigError::Config(format!("host {i}: at most 200 hosts")))?;
+            Ok(Host {
+                netns: format!("{id}-h{i}"),
+                iface: "veth0".into(),
+                mac: format!("02:00:00:00:00:{:02x}", 0x0a + i),
+                ipv4: Ipv4Addr::new(198, 18, 0, host_no),
+                ipv6: Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, u16::from(host_no)),
+            })
+        })
+        .collect()
+}
+
+/// A veth pair `a` (in `a_ns`) to `b` (in `b_ns`) with the rig's queues
+/// and MTU.
+fn veth(cfg: &RigConfig, a_ns: &str, a: &str, b_ns: &str, b: &str) -> Result<(), RigError> {
+    let q = cfg.queues.to_string();
+    let mtu = cfg.mtu.to_string();
+    ip(&[
+        "link",
+        "add",
+        "name",
+        a,
+        "netns",
+        a_ns,
+        "numtxqueues",
+        &q,
+        "numrxqueues",
+        &q,
+        "mtu",
+        &mtu,
+        "type",
+        "veth",
+        "peer",
+        "name",
+        b,
+        "netns",
+        b_ns,
+        "numtxqueues",
+        &q,
+        "numrxqueues",
+        &q,
+        "mtu",
+        &mtu,
+    ])?;
+    Ok(())
+}
+
 impl Rig {
     /// Two hosts on one veth pair, single queue, MTU 1500.
     pub fn pair() -> Result<Self, RigError> {
@@ -254,109 +307,87 @@ impl Rig {
     }
 
     fn build(&mut self, id: &str, cfg: &RigConfig) -> Result<(), RigError> {
-        let q = cfg.queues.to_string();
-        let mtu = cfg.mtu.to_string();
-        for i in 0..cfg.hosts {
-            let host_no = u8::try_from(i + 1)
-                .map_err(|_| RigError::Config(format!("host {i}: at most 200 hosts")))?;
-            self.hosts.push(Host {
-                netns: format!("{id}-h{i}"),
-                iface: "veth0".into(),
-                mac: format!("02:00:00:00:00:{:02x}", 0x0a + i),
-                ipv4: Ipv4Addr::new(198, 18, 0, host_no),
-                ipv6: Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, u16::from(host_no)),
-            });
-        }
+        self.hosts = hosts(id, cfg)?;
         for h in self.hosts.clone() {
             self.add_netns(h.netns.clone())?;
         }
-        let veth = |a_ns: &str, a: &str, b_ns: &str, b: &str| {
-            ip(&[
-                "link",
-                "add",
-                "name",
-                a,
-                "netns",
-                a_ns,
-                "numtxqueues",
-                &q,
-                "numrxqueues",
-                &q,
-                "mtu",
-                &mtu,
-                "type",
-                "veth",
-                "peer",
-                "name",
-                b,
-                "netns",
-                b_ns,
-                "numtxqueues",
-                &q,
-                "numrxqueues",
-                &q,
-                "mtu",
-                &mtu,
-            ])
-        };
+        self.link(id, cfg)?;
+        for h in &self.hosts {
+            self.address(h)?;
+        }
+        self.neighbours()
+    }
+
+    /// Joins the hosts: two by one veth pair, more through a bridge in a
+    /// "switch" namespace, each by a veth pair of its own.
+    fn link(&mut self, id: &str, cfg: &RigConfig) -> Result<(), RigError> {
         if cfg.hosts == 2 {
             let (a, b) = (&self.hosts[0], &self.hosts[1]);
-            veth(&a.netns, &a.iface, &b.netns, &b.iface)?;
-        } else {
-            let sw = format!("{id}-sw");
-            self.add_netns(sw.clone())?;
-            ip(&["-n", &sw, "link", "add", "br0", "type", "bridge"])?;
-            ip(&["-n", &sw, "link", "set", "br0", "up"])?;
-            for (i, h) in self.hosts.iter().enumerate() {
-                let port = format!("p{i}");
-                veth(&h.netns, &h.iface, &sw, &port)?;
-                ip(&["-n", &sw, "link", "set", &port, "master", "br0"])?;
-                ip(&["-n", &sw, "link", "set", &port, "up"])?;
-            }
+            return veth(cfg, &a.netns, &a.iface, &b.netns, &b.iface);
         }
-        for h in &self.hosts {
-            self.run_in_netns(&h.netns, || -> std::io::Result<()> {
-                for knob in ["all", "default", "veth0"] {
-                    for (k, v) in [
-                        ("accept_dad", "0"),
-                        ("accept_ra", "0"),
-                        ("router_solicitations", "0"),
-                    ] {
-                        let path = format!("/proc/sys/net/ipv6/conf/{knob}/{k}");
-                        if std::path::Path::new(&path).exists() {
-                            std::fs::write(path, v)?;
-                        }
+        let sw = format!("{id}-sw");
+        self.add_netns(sw.clone())?;
+        ip(&["-n", &sw, "link", "add", "br0", "type", "bridge"])?;
+        ip(&["-n", &sw, "link", "set", "br0", "up"])?;
+        for (i, h) in self.hosts.iter().enumerate() {
+            let port = format!("p{i}");
+            veth(cfg, &h.netns, &h.iface, &sw, &port)?;
+            ip(&["-n", &sw, "link", "set", &port, "master", "br0"])?;
+            ip(&["-n", &sw, "link", "set", &port, "up"])?;
+        }
+        Ok(())
+    }
+
+    /// A host's interface: IPv6 without duplicate address detection or
+    /// router discovery (nothing but the test's traffic), its MAC, its
+    /// addresses, up.
+    fn address(&self, h: &Host) -> Result<(), RigError> {
+        self.run_in_netns(&h.netns, || -> std::io::Result<()> {
+            for knob in ["all", "default", "veth0"] {
+                for (k, v) in [
+                    ("accept_dad", "0"),
+                    ("accept_ra", "0"),
+                    ("router_solicitations", "0"),
+                ] {
+                    let path = format!("/proc/sys/net/ipv6/conf/{knob}/{k}");
+                    if std::path::Path::new(&path).exists() {
+                        std::fs::write(path, v)?;
                     }
                 }
-                Ok(())
-            })?
-            .map_err(|source| RigError::Netns {
-                ns: h.netns.clone(),
-                source,
-            })?;
-            let ns = h.netns.as_str();
-            ip(&["-n", ns, "link", "set", &h.iface, "address", &h.mac])?;
-            ip(&[
-                "-n",
-                ns,
-                "addr",
-                "add",
-                &format!("{}/24", h.ipv4),
-                "dev",
-                &h.iface,
-            ])?;
-            ip(&[
-                "-n",
-                ns,
-                "addr",
-                "add",
-                &format!("{}/64", h.ipv6),
-                "dev",
-                &h.iface,
-                "nodad",
-            ])?;
-            ip(&["-n", ns, "link", "set", &h.iface, "up"])?;
-        }
+            }
+            Ok(())
+        })?
+        .map_err(|source| RigError::Netns {
+            ns: h.netns.clone(),
+            source,
+        })?;
+        let ns = h.netns.as_str();
+        ip(&["-n", ns, "link", "set", &h.iface, "address", &h.mac])?;
+        ip(&[
+            "-n",
+            ns,
+            "addr",
+            "add",
+            &format!("{}/24", h.ipv4),
+            "dev",
+            &h.iface,
+        ])?;
+        ip(&[
+            "-n",
+            ns,
+            "addr",
+            "add",
+            &format!("{}/64", h.ipv6),
+            "dev",
+            &h.iface,
+            "nodad",
+        ])?;
+        ip(&["-n", ns, "link", "set", &h.iface, "up"])?;
+        Ok(())
+    }
+
+    /// Every host knows every other's MACs (static entries: no ARP/ND).
+    fn neighbours(&self) -> Result<(), RigError> {
         for h in &self.hosts {
             for peer in self.hosts.iter().filter(|p| p.netns != h.netns) {
                 for addr in [peer.ipv4.to_string(), peer.ipv6.to_string()] {
@@ -587,7 +618,7 @@ impl Drop for Rig {
         // Deleting a namespace destroys the veth ends inside it.
         for ns in self.namespaces.iter().rev() {
             if let Err(e) = ip(&["netns", "del", ns]) {
-                eprintln!("linerate-rig: could not delete namespace {ns}: {e}");
+                eprintln!("linerate-lab: could not delete namespace {ns}: {e}");
             }
         }
     }
@@ -619,7 +650,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(
-            run(&mut Command::new("/nonexistent/linerate-rig-test")),
+            run(&mut Command::new("/nonexistent/linerate-lab-test")),
             Err(RigError::Spawn { .. })
         ));
     }

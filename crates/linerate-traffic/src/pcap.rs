@@ -75,98 +75,21 @@ fn parse(bytes: &[u8], p: &str) -> Result<Trace, TraceError> {
     let magic = bytes
         .get(..4)
         .map(|m| u32::from_le_bytes([m[0], m[1], m[2], m[3]]));
-    let mut t = Trace::default();
-    let mut total = 0usize;
-    let mut push =
-        |t: &mut Trace, ts: Duration, data: &[u8], orig: usize| -> Result<(), TraceError> {
-            if data.len() < orig {
-                return Err(TraceError::Snapped {
-                    path: p.to_string(),
-                    index: t.frames.len(),
-                    caplen: data.len(),
-                    len: orig,
-                });
-            }
-            total += data.len();
-            if t.frames.len() >= TRACE_FRAMES_MAX || total > TRACE_BYTES_MAX {
-                return Err(TraceError::TooLarge {
-                    path: p.to_string(),
-                });
-            }
-            t.frames.push(data.to_vec());
-            t.times.push(ts);
-            Ok(())
-        };
-    let corrupt = |frames: usize, e: pcap_file::PcapError| TraceError::Corrupt {
-        path: p.to_string(),
-        frames,
-        what: e.to_string(),
+    let mut l = Loading {
+        path: p,
+        t: Trace::default(),
+        total: 0,
     };
     match magic {
-        Some(0xa1b2_c3d4 | 0xd4c3_b2a1 | 0xa1b2_3c4d | 0x4d3c_b2a1) => {
-            let mut r = PcapReader::new(bytes).map_err(|e| corrupt(0, e))?;
-            if r.header().datalink != DataLink::ETHERNET {
-                return Err(TraceError::NotEthernet {
-                    path: p.to_string(),
-                    linktype: u32::from(r.header().datalink),
-                });
-            }
-            // Raw records: pcap-file's packet reader refuses a record whose
-            // original length exceeds the header's snaplen, which is what a
-            // frame cut by that snaplen is (`push` names it so). A record
-            // holding more than the snaplen is corrupt.
-            let header = r.header();
-            while let Some(raw) = r.next_raw_packet() {
-                let frames = t.frames.len();
-                let raw = raw.map_err(|e| corrupt(frames, e))?;
-                if raw.incl_len > header.snaplen {
-                    return Err(corrupt(
-                        frames,
-                        pcap_file::PcapError::InvalidField("PacketHeader incl_len > snap_len"),
-                    ));
-                }
-                let pkt = raw
-                    .try_into_pcap_packet(header.ts_resolution, u32::MAX)
-                    .map_err(|e| corrupt(frames, e))?;
-                push(&mut t, pkt.timestamp, &pkt.data, pkt.orig_len as usize)?;
-            }
-        }
-        Some(0x0a0d_0d0a) => {
-            let mut r = PcapNgReader::new(bytes).map_err(|e| corrupt(0, e))?;
-            while let Some(block) = r.next_block() {
-                let block = block.map_err(|e| corrupt(t.frames.len(), e))?;
-                let (iface, ts, data, orig) = match block {
-                    Block::EnhancedPacket(b) => (
-                        Some(b.interface_id),
-                        b.timestamp,
-                        b.data.to_vec(),
-                        b.original_len as usize,
-                    ),
-                    Block::SimplePacket(b) => (
-                        Some(0),
-                        Duration::ZERO,
-                        b.data.to_vec(),
-                        b.original_len as usize,
-                    ),
-                    _ => (None, Duration::ZERO, Vec::new(), 0),
-                };
-                let Some(iface) = iface else { continue };
-                let link = r.interfaces().get(iface as usize).map(|i| i.linktype);
-                if link != Some(DataLink::ETHERNET) {
-                    return Err(TraceError::NotEthernet {
-                        path: p.to_string(),
-                        linktype: link.map_or(u32::MAX, u32::from),
-                    });
-                }
-                push(&mut t, ts, &data, orig)?;
-            }
-        }
+        Some(0xa1b2_c3d4 | 0xd4c3_b2a1 | 0xa1b2_3c4d | 0x4d3c_b2a1) => l.pcap(bytes)?,
+        Some(0x0a0d_0d0a) => l.pcapng(bytes)?,
         _ => {
             return Err(TraceError::NotPcap {
                 path: p.to_string(),
             });
         }
     }
+    let mut t = l.t;
     if t.frames.is_empty() {
         return Err(TraceError::Empty {
             path: p.to_string(),
@@ -177,6 +100,111 @@ fn parse(bytes: &[u8], p: &str) -> Result<Trace, TraceError> {
         *x = x.saturating_sub(first);
     }
     Ok(t)
+}
+
+/// A trace being read from the file at `path`, with its bytes so far.
+struct Loading<'p> {
+    path: &'p str,
+    t: Trace,
+    total: usize,
+}
+
+impl Loading<'_> {
+    /// Adds a frame: refused if it was cut short (`orig` is its length on
+    /// the wire) or the trace grows past its bounds.
+    fn push(&mut self, ts: Duration, data: &[u8], orig: usize) -> Result<(), TraceError> {
+        let t = &mut self.t;
+        if data.len() < orig {
+            return Err(TraceError::Snapped {
+                path: self.path.to_string(),
+                index: t.frames.len(),
+                caplen: data.len(),
+                len: orig,
+            });
+        }
+        self.total += data.len();
+        if t.frames.len() >= TRACE_FRAMES_MAX || self.total > TRACE_BYTES_MAX {
+            return Err(TraceError::TooLarge {
+                path: self.path.to_string(),
+            });
+        }
+        t.frames.push(data.to_vec());
+        t.times.push(ts);
+        Ok(())
+    }
+
+    fn corrupt(&self, frames: usize, e: pcap_file::PcapError) -> TraceError {
+        TraceError::Corrupt {
+            path: self.path.to_string(),
+            frames,
+            what: e.to_string(),
+        }
+    }
+
+    fn not_ethernet(&self, linktype: u32) -> TraceError {
+        TraceError::NotEthernet {
+            path: self.path.to_string(),
+            linktype,
+        }
+    }
+
+    /// A classic pcap file's frames.
+    fn pcap(&mut self, bytes: &[u8]) -> Result<(), TraceError> {
+        let mut r = PcapReader::new(bytes).map_err(|e| self.corrupt(0, e))?;
+        if r.header().datalink != DataLink::ETHERNET {
+            return Err(self.not_ethernet(u32::from(r.header().datalink)));
+        }
+        // Raw records: pcap-file's packet reader refuses a record whose
+        // original length exceeds the header's snaplen, which is what a
+        // frame cut by that snaplen is (`push` names it so). A record
+        // holding more than the snaplen is corrupt.
+        let header = r.header();
+        while let Some(raw) = r.next_raw_packet() {
+            let frames = self.t.frames.len();
+            let raw = raw.map_err(|e| self.corrupt(frames, e))?;
+            if raw.incl_len > header.snaplen {
+                return Err(self.corrupt(
+                    frames,
+                    pcap_file::PcapError::InvalidField("PacketHeader incl_len > snap_len"),
+                ));
+            }
+            let pkt = raw
+                .try_into_pcap_packet(header.ts_resolution, u32::MAX)
+                .map_err(|e| self.corrupt(frames, e))?;
+            self.push(pkt.timestamp, &pkt.data, pkt.orig_len as usize)?;
+        }
+        Ok(())
+    }
+
+    /// A pcapng file's packet blocks (the other blocks skipped).
+    fn pcapng(&mut self, bytes: &[u8]) -> Result<(), TraceError> {
+        let mut r = PcapNgReader::new(bytes).map_err(|e| self.corrupt(0, e))?;
+        while let Some(block) = r.next_block() {
+            let block = block.map_err(|e| self.corrupt(self.t.frames.len(), e))?;
+            let (iface, ts, data, orig) = match block {
+                Block::EnhancedPacket(b) => (
+                    Some(b.interface_id),
+                    b.timestamp,
+                    b.data.to_vec(),
+                    b.original_len as usize,
+                ),
+                Block::SimplePacket(b) => (
+                    Some(0),
+                    Duration::ZERO,
+                    b.data.to_vec(),
+                    b.original_len as usize,
+                ),
+                _ => (None, Duration::ZERO, Vec::new(), 0),
+            };
+            let Some(iface) = iface else { continue };
+            let link = r.interfaces().get(iface as usize).map(|i| i.linktype);
+            if link != Some(DataLink::ETHERNET) {
+                return Err(self.not_ethernet(link.map_or(u32::MAX, u32::from)));
+            }
+            self.push(ts, &data, orig)?;
+        }
+        Ok(())
+    }
 }
 
 pub use crate::rewrite::{Rewrite, rewrite};

@@ -5,10 +5,10 @@
 use linerate_backend::port::{
     BackendError, BackendKind, Capabilities, Gso, Span, Traffic, TxStats, UdpFlows,
 };
-use linerate_gen::pacing::Departures;
-use linerate_gen::template::Framing;
-use linerate_gen::{FlowSpec, SizeSequence, TemplateError};
 use linerate_run::{CountedBy, Counts, Interval, Row, Scope};
+use linerate_traffic::pacing::Departures;
+use linerate_traffic::template::Framing;
+use linerate_traffic::{FlowSpec, SizeSequence, TemplateError};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use thiserror::Error;
@@ -40,7 +40,7 @@ pub fn traffic(flows: &FlowSpec, framing: &Framing, macs_given: bool, gso: Gso) 
     } else {
         None
     };
-    let span = |r: &linerate_gen::flows::Range| Span {
+    let span = |r: &linerate_traffic::flows::Range| Span {
         first: r.first,
         step: r.step,
         count: r.count,
@@ -242,8 +242,8 @@ pub enum Timing {
 /// A pcap/pcapng trace to send instead of generated frames.
 #[derive(Debug, Clone)]
 pub struct Replay {
-    pub trace: linerate_gen::pcap::Trace,
-    pub rewrite: linerate_gen::pcap::Rewrite,
+    pub trace: linerate_traffic::pcap::Trace,
+    pub rewrite: linerate_traffic::pcap::Rewrite,
     /// Times through the trace (0 = until the duration or count ends).
     pub loops: u64,
     pub timing: Timing,

@@ -2,13 +2,13 @@
 //! order, looping, with the capture's timing (scaled) or as fast as the
 //! rate allows.
 
-use crate::send::{
+use super::send::{
     BlastConfig, BlastError, BlastReport, Replay, SPIN, Timing, target_pps, worker_row,
 };
 use linerate_backend::port::Traffic;
 use linerate_backend::port::{TX_BATCH_MAX, open_tx, send_refused};
-use linerate_gen::pacing::wait_until;
 use linerate_run::{Interval, Sampler};
+use linerate_traffic::pacing::wait_until;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -27,7 +27,7 @@ fn rewritten(cfg: &BlastConfig, r: &Replay) -> Result<Vec<Vec<u8>>, BlastError> 
         .iter()
         .map(|f| {
             let mut f = f.clone();
-            linerate_gen::pcap::rewrite(&mut f, &r.rewrite);
+            linerate_traffic::pcap::rewrite(&mut f, &r.rewrite);
             f
         })
         .collect();
@@ -69,6 +69,42 @@ impl Schedule<'_> {
                 Some(self.start + Duration::from_nanos((packets as f64 * ns) as u64))
             }
             (Timing::Fast, None) => None,
+        }
+    }
+
+    /// How many frames from number `packets` (index `i` of lap `lap`) go
+    /// in one call: those due now, at least one, at most `room` (a batch,
+    /// not past the end of the trace) and not past `total`.
+    fn due_now(&self, packets: u64, i: usize, lap: u64, room: usize, total: u64) -> usize {
+        let mut n = 1;
+        while n < room
+            && packets + (n as u64) < total
+            && self
+                .at(packets + n as u64, i + n, lap)
+                .is_none_or(|t| t <= Instant::now())
+        {
+            n += 1;
+        }
+        n
+    }
+}
+
+/// How many frames a replay sends: `loops` laps of the trace (0: no end),
+/// at most `count`.
+fn frames_to_send(loops: u64, count: Option<u64>, frames: usize) -> u64 {
+    match (loops, count) {
+        (0, c) => c.unwrap_or(u64::MAX),
+        (l, c) => (l * frames as u64).min(c.unwrap_or(u64::MAX)),
+    }
+}
+
+/// Writes one send time (now) into every probe of a batch, as blast's
+/// frames carry one per batch.
+fn stamp_batch(frames: &mut [Vec<u8>], probes: &[Option<linerate_traffic::rewrite::ProbeSpot>]) {
+    let now = linerate_backend::clock::monotonic_ns();
+    for (f, p) in frames.iter_mut().zip(probes) {
+        if let Some(p) = p {
+            linerate_traffic::rewrite::restamp(f, *p, now);
         }
     }
 }
@@ -142,9 +178,9 @@ pub(crate) fn replay(
     // Frames that carry a linerate probe get their send time written into
     // it as they go: a capture's own stamps are its age at the receiver
     // (a sink read a 56 s latency off a trace captured a minute before).
-    let probes: Vec<Option<linerate_gen::rewrite::ProbeSpot>> = frames
+    let probes: Vec<Option<linerate_traffic::rewrite::ProbeSpot>> = frames
         .iter()
-        .map(|f| linerate_gen::rewrite::probe_spot(f))
+        .map(|f| linerate_traffic::rewrite::probe_spot(f))
         .collect();
     let restamp = probes.iter().any(Option::is_some);
     let max_frame = frames.iter().map(Vec::len).max().unwrap_or(64);
@@ -153,10 +189,7 @@ pub(crate) fn replay(
     let (mut sock, note) = open_tx(cfg.backend, &cfg.iface, max_frame, 0, &traffic)?;
     let (backend, capabilities, batch) = (sock.name(), sock.capabilities(&cfg.iface), sock.batch());
     let avg = frames.iter().map(|f| (f.len() + 4) as f64).sum::<f64>() / frames.len() as f64;
-    let total = match (r.loops, cfg.count) {
-        (0, c) => c.unwrap_or(u64::MAX),
-        (l, c) => (l * frames.len() as u64).min(c.unwrap_or(u64::MAX)),
-    };
+    let total = frames_to_send(r.loops, cfg.count, frames.len());
     let start = Instant::now();
     let sched = Schedule {
         timing: r.timing,
@@ -175,25 +208,9 @@ pub(crate) fn replay(
         if let Some(t) = sched.at(c.packets, i, lap) {
             wait_until(t.min(deadline), SPIN);
         }
-        // Frames due now, up to a batch, not past the end of the trace.
-        let mut n = 1;
-        while n < batch
-            && (i + n) < frames.len()
-            && c.packets + (n as u64) < total
-            && sched
-                .at(c.packets + n as u64, i + n, lap)
-                .is_none_or(|t| t <= Instant::now())
-        {
-            n += 1;
-        }
+        let n = sched.due_now(c.packets, i, lap, batch.min(frames.len() - i), total);
         if restamp {
-            // One send time per batch, as blast's frames carry.
-            let now = linerate_backend::clock::monotonic_ns();
-            for (f, p) in frames[i..i + n].iter_mut().zip(&probes[i..i + n]) {
-                if let Some(p) = p {
-                    linerate_gen::rewrite::restamp(f, *p, now);
-                }
-            }
+            stamp_batch(&mut frames[i..i + n], &probes[i..i + n]);
         }
         c.packets += send_run(&mut sock, &frames[i..i + n], stop, &mut c).map_err(send_err)? as u64;
         let now = Instant::now();

@@ -1,0 +1,6 @@
+//! The receiving side: `sink`, pinned receive workers counting every flow
+//! with `linerate-traffic`'s accounting, and what they report.
+
+mod sink;
+
+pub use sink::{CaptureConfig, FLOW_ROWS_MAX, SinkConfig, SinkError, SinkReport, flow_rows, sink};
