@@ -37,6 +37,11 @@ fn a_short_paced_blast_reports_its_rate_over_the_sending_span() {
     let mut runs: Vec<(f64, f64, u64)> = (0..3)
         .map(|_| {
             let v = paced_blast();
+            // The document says what its duration spans.
+            assert_eq!(
+                v["duration_from"], "sending span: the first send call to the last",
+                "{v}"
+            );
             (
                 v["duration_s"].as_f64().unwrap(),
                 v["pps"].as_f64().unwrap(),

@@ -71,9 +71,15 @@ pub fn blast(
     // is over the arrivals: the set-up before (sockets, rings, threads,
     // pinning) and the backend's finish after are not sending time (they
     // made a short run's rate low: 9329 pps for --pps 10000 -t 0.3).
-    let duration_s = sending_span_s(outs.iter().map(|o| o.span))
-        .unwrap_or_else(|| end.duration_since(start).as_secs_f64());
+    let (duration_s, duration_from) = match sending_span_s(outs.iter().map(|o| o.span)) {
+        Some(s) => (s, crate::tx::send::SENDING_SPAN),
+        None => (
+            end.duration_since(start).as_secs_f64(),
+            crate::tx::send::WHOLE_RUN,
+        ),
+    };
     let mut report = BlastReport {
+        duration_from,
         backend,
         capabilities,
         note,

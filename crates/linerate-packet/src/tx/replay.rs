@@ -239,6 +239,11 @@ pub(crate) fn replay(
             || end.duration_since(start).as_secs_f64(),
             |(f, l)| l.saturating_sub(f) as f64 / 1e9,
         ),
+        duration_from: if c.span.is_some() {
+            crate::tx::send::SENDING_SPAN
+        } else {
+            crate::tx::send::WHOLE_RUN
+        },
         send_calls: c.calls,
         send_errors: c.errors,
         flows: 0,

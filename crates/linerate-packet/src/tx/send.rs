@@ -128,6 +128,12 @@ pub enum BlastError {
     },
 }
 
+/// What `duration_s` spans when frames were sent: from the first send
+/// call to the last one's return (set-up and the backend's finish left out).
+pub const SENDING_SPAN: &str = "sending span: the first send call to the last";
+/// What `duration_s` spans when nothing was sent: the whole run.
+pub const WHOLE_RUN: &str = "the whole run (nothing was sent)";
+
 /// What was sent (the sender's count: frames the kernel accepted).
 #[derive(Debug, Clone)]
 pub struct BlastReport {
@@ -137,6 +143,8 @@ pub struct BlastReport {
     /// Frame bytes, FCS included.
     pub bytes: u64,
     pub duration_s: f64,
+    /// What `duration_s` spans (the rates are over it).
+    pub duration_from: &'static str,
     pub send_calls: u64,
     /// Sends the kernel refused for lack of buffer or ring space, retried.
     pub send_errors: u64,
@@ -183,6 +191,7 @@ impl BlastReport {
             "packets": self.packets,
             "bytes": self.bytes,
             "duration_s": self.duration_s,
+            "duration_from": self.duration_from,
             "pps": self.pps(),
             "bps_l1": self.bps_l1(),
             "bps_l2": self.bps_l2(),
