@@ -580,28 +580,8 @@ fn pattern(
         .map(|v| kind.parse(&p.at("value"), v))
         .transpose()?;
     let values = p.list("values", VALUES_MAX)?;
-    let counter = |k: &'static str| -> Result<Option<(u128, u128, u64)>, Invalid> {
-        let Some(o) = p.obj(k)? else { return Ok(None) };
-        let start = o
-            .raw("start")
-            .map(|v| kind.parse(&o.at("start"), v))
-            .transpose()?
-            .unwrap_or(default);
-        let step = o
-            .raw("step")
-            .map(|v| kind.parse(&o.at("step"), v))
-            .transpose()?
-            .unwrap_or(1);
-        let count = o.u64("count")?.unwrap_or(1);
-        o.raw("metric_tags");
-        o.done()?;
-        if count == 0 {
-            return Err(invalid(&o.at("count"), "at least 1"));
-        }
-        Ok(Some((start, step, count)))
-    };
-    let inc = counter("increment")?;
-    let dec = counter("decrement")?;
+    let inc = counter(&p, "increment", kind, default)?;
+    let dec = counter(&p, "decrement", kind, default)?;
     if let Some(tags) = p.list("metric_tags", 16)?
         && !tags.is_empty()
     {
@@ -614,73 +594,113 @@ fn pattern(
         return Err(invalid(&p.at("auto"), "this field has no auto"));
     }
     p.done()?;
-    let range = |start: u128, step: u128, count: u64, up: bool| -> Result<Range, Invalid> {
-        let path = p.at(if up { "increment" } else { "decrement" });
-        if count > 1 && step == 0 {
-            return Err(invalid(
-                &format!("{path}.step"),
-                "a step of 0 repeats one value: use value",
-            ));
-        }
-        let span = step
-            .checked_mul(u128::from(count - 1))
-            .ok_or_else(|| invalid(&path, "the values run past the field"))?;
-        let first = if up {
-            start
-                .checked_add(span)
-                .filter(|&last| last <= kind.max())
-                .ok_or_else(|| invalid(&path, "the values run past the field's largest"))?;
-            start
-        } else {
-            start
-                .checked_sub(span)
-                .ok_or_else(|| invalid(&path, "the values run below 0"))?
-        };
-        Ok(Range {
-            first,
-            count,
-            step: if count == 1 { 1 } else { step },
-        })
-    };
     Ok(match c {
         "auto" => Field::Auto,
         "value" => Field::Range(Range::single(value.unwrap_or(default))),
-        "values" => {
-            let path = p.at("values");
-            let list = values.ok_or_else(|| invalid(&path, "required by choice values"))?;
-            let mut v = list
-                .iter()
-                .enumerate()
-                .map(|(i, x)| kind.parse(&format!("{path}[{i}]"), x))
-                .collect::<Result<Vec<_>, _>>()?;
-            v.sort_unstable();
-            if v.is_empty() {
-                return Err(invalid(&path, "at least one value"));
-            }
-            if v.windows(2).any(|w| w[0] == w[1]) {
-                return Err(invalid(&path, "a value given twice"));
-            }
-            let step = v.get(1).map_or(1, |b| b - v[0]);
-            if v.windows(2).any(|w| w[1] - w[0] != step) {
-                return Err(invalid(
-                    &path,
-                    "values must be evenly spaced: linerate walks a range (first, step, count)",
-                ));
-            }
-            Field::Range(Range {
-                first: v[0],
-                count: v.len() as u64,
-                step,
-            })
-        }
+        "values" => Field::Range(values_range(&p, kind, values)?),
         "increment" => {
             let (s, st, n) = inc.unwrap_or((default, 1, 1));
-            Field::Range(range(s, st, n, true)?)
+            Field::Range(counter_range(&p, kind, s, st, n, true)?)
         }
         _ => {
             let (s, st, n) = dec.unwrap_or((default, 1, 1));
-            Field::Range(range(s, st, n, false)?)
+            Field::Range(counter_range(&p, kind, s, st, n, false)?)
         }
+    })
+}
+
+/// A pattern's `increment` or `decrement` (key `k`): start, step, count.
+fn counter(
+    p: &Obj,
+    k: &'static str,
+    kind: Kind,
+    default: u128,
+) -> Result<Option<(u128, u128, u64)>, Invalid> {
+    let Some(o) = p.obj(k)? else { return Ok(None) };
+    let start = o
+        .raw("start")
+        .map(|v| kind.parse(&o.at("start"), v))
+        .transpose()?
+        .unwrap_or(default);
+    let step = o
+        .raw("step")
+        .map(|v| kind.parse(&o.at("step"), v))
+        .transpose()?
+        .unwrap_or(1);
+    let count = o.u64("count")?.unwrap_or(1);
+    o.raw("metric_tags");
+    o.done()?;
+    if count == 0 {
+        return Err(invalid(&o.at("count"), "at least 1"));
+    }
+    Ok(Some((start, step, count)))
+}
+
+/// The range an increment (`up`) or decrement of pattern `p` walks, if
+/// it stays within the field.
+fn counter_range(
+    p: &Obj,
+    kind: Kind,
+    start: u128,
+    step: u128,
+    count: u64,
+    up: bool,
+) -> Result<Range, Invalid> {
+    let path = p.at(if up { "increment" } else { "decrement" });
+    if count > 1 && step == 0 {
+        return Err(invalid(
+            &format!("{path}.step"),
+            "a step of 0 repeats one value: use value",
+        ));
+    }
+    let span = step
+        .checked_mul(u128::from(count - 1))
+        .ok_or_else(|| invalid(&path, "the values run past the field"))?;
+    let first = if up {
+        start
+            .checked_add(span)
+            .filter(|&last| last <= kind.max())
+            .ok_or_else(|| invalid(&path, "the values run past the field's largest"))?;
+        start
+    } else {
+        start
+            .checked_sub(span)
+            .ok_or_else(|| invalid(&path, "the values run below 0"))?
+    };
+    Ok(Range {
+        first,
+        count,
+        step: if count == 1 { 1 } else { step },
+    })
+}
+
+/// The range pattern `p`'s `values` make: they must be evenly spaced.
+fn values_range(p: &Obj, kind: Kind, values: Option<&[Value]>) -> Result<Range, Invalid> {
+    let path = p.at("values");
+    let list = values.ok_or_else(|| invalid(&path, "required by choice values"))?;
+    let mut v = list
+        .iter()
+        .enumerate()
+        .map(|(i, x)| kind.parse(&format!("{path}[{i}]"), x))
+        .collect::<Result<Vec<_>, _>>()?;
+    v.sort_unstable();
+    if v.is_empty() {
+        return Err(invalid(&path, "at least one value"));
+    }
+    if v.windows(2).any(|w| w[0] == w[1]) {
+        return Err(invalid(&path, "a value given twice"));
+    }
+    let step = v.get(1).map_or(1, |b| b - v[0]);
+    if v.windows(2).any(|w| w[1] - w[0] != step) {
+        return Err(invalid(
+            &path,
+            "values must be evenly spaced: linerate walks a range (first, step, count)",
+        ));
+    }
+    Ok(Range {
+        first: v[0],
+        count: v.len() as u64,
+        step,
     })
 }
 
@@ -751,6 +771,8 @@ fn body<'a>((c, o): &(&str, Obj<'a>)) -> Result<Obj<'a>, Invalid> {
     })
 }
 
+/// A flow's `packet`: its headers' kinds checked (ethernet, an optional
+/// vlan, ipv4 or ipv6, udp or tcp), then each header read in turn.
 fn headers(f: &Obj) -> Result<Headers, Invalid> {
     let path = f.at("packet");
     let list = f.list("packet", 8)?.unwrap_or_default();
@@ -787,15 +809,53 @@ fn headers(f: &Obj) -> Result<Headers, Invalid> {
     let ipv6 = ip_h.0 == "ipv6";
     let tcp = l4_h.0 == "tcp";
 
-    let eth_src = ranged(&eth, "src", Kind::Mac, 0)?;
-    let eth_dst = pattern(&eth, "dst", Kind::Mac, 0, true)?;
-    let ether_type = match (vlan_h.is_some(), ipv6) {
+    let (eth_src, eth_dst) = ethernet(&eth, vlan_h.is_some(), ipv6)?;
+    let vlan = vlan_h.map(|h| vlan_tag(&body(h)?)).transpose()?;
+    let ipo = body(ip_h)?;
+    let ip = if ipv6 {
+        ipv6_header(&ipo, tcp)?
+    } else {
+        ipv4_header(&ipo, tcp)?
+    };
+    ipo.done()?;
+    let l4 = body(l4_h)?;
+    let src_port = ranged(&l4, "src_port", Kind::Bits(16), 0)?;
+    let dst_port = ranged(&l4, "dst_port", Kind::Bits(16), 0)?;
+    let tcp_flags = if tcp {
+        Some(tcp_header(&l4)?)
+    } else {
+        udp_header(&l4)?;
+        None
+    };
+    good_checksum(&l4, "checksum")?;
+    l4.done()?;
+    Ok(Headers {
+        eth_src,
+        eth_dst,
+        vlan,
+        ipv6,
+        ip_src: ip.src,
+        ip_dst: ip.dst,
+        ttl: ip.ttl,
+        dscp: ip.dscp,
+        tcp_flags,
+        src_port,
+        dst_port,
+    })
+}
+
+/// The ethernet header's source and destination (its ether type the one
+/// a vlan tag or the IP version calls for), the header done.
+fn ethernet(eth: &Obj, vlan: bool, ipv6: bool) -> Result<(Range, Field), Invalid> {
+    let eth_src = ranged(eth, "src", Kind::Mac, 0)?;
+    let eth_dst = pattern(eth, "dst", Kind::Mac, 0, true)?;
+    let ether_type = match (vlan, ipv6) {
         (true, _) => 0x8100,
         (false, false) => 0x0800,
         (false, true) => 0x86dd,
     };
     fixed(
-        &eth,
+        eth,
         "ether_type",
         Kind::Bits(16),
         65535,
@@ -803,199 +863,50 @@ fn headers(f: &Obj) -> Result<Headers, Invalid> {
         ether_type,
         &format!("ether type {ether_type:#06x} (auto)"),
     )?;
-    fixed(
-        &eth,
-        "pfc_queue",
-        Kind::Bits(8),
-        0,
-        false,
-        0,
-        "no PFC queue",
-    )?;
+    fixed(eth, "pfc_queue", Kind::Bits(8), 0, false, 0, "no PFC queue")?;
     eth.done()?;
+    Ok((eth_src, eth_dst))
+}
 
-    let vlan = match vlan_h {
-        None => None,
-        Some(h) => {
-            let v = body(h)?;
-            let id = single(&v, "id", Kind::Bits(12), 0, false)?.unwrap_or(0) as u16;
-            let prio = single(&v, "priority", Kind::Bits(3), 0, false)?.unwrap_or(0) as u8;
-            fixed(&v, "cfi", Kind::Bits(1), 0, false, 0, "CFI 0")?;
-            match single(&v, "tpid", Kind::Bits(16), 65535, false)? {
-                Some(0x8100 | 65535) | None => {}
-                Some(t) => {
-                    return Err(invalid(
-                        &v.at("tpid"),
-                        format!("linerate tags with 0x8100; {t:#06x} is not sent"),
-                    ));
-                }
-            }
-            v.done()?;
-            if id > 4094 {
-                return Err(invalid(&v.at("id"), "a VLAN id of 0 to 4094"));
-            }
-            Some((id, prio))
-        }
-    };
-
-    let ipo = body(ip_h)?;
-    let (ip_src, ip_dst, ttl, dscp);
-    if ipv6 {
-        ip_src = ranged(&ipo, "src", Kind::V6, 0)?;
-        ip_dst = ranged(&ipo, "dst", Kind::V6, 0)?;
-        ttl = single(&ipo, "hop_limit", Kind::Bits(8), 64, false)?.unwrap_or(64) as u8;
-        let tc = single(&ipo, "traffic_class", Kind::Bits(8), 0, false)?.unwrap_or(0) as u8;
-        if tc & 3 != 0 {
+/// The vlan tag's id and priority, the header done.
+fn vlan_tag(v: &Obj) -> Result<(u16, u8), Invalid> {
+    let id = single(v, "id", Kind::Bits(12), 0, false)?.unwrap_or(0) as u16;
+    let prio = single(v, "priority", Kind::Bits(3), 0, false)?.unwrap_or(0) as u8;
+    fixed(v, "cfi", Kind::Bits(1), 0, false, 0, "CFI 0")?;
+    match single(v, "tpid", Kind::Bits(16), 65535, false)? {
+        Some(0x8100 | 65535) | None => {}
+        Some(t) => {
             return Err(invalid(
-                &ipo.at("traffic_class"),
-                "linerate's frames carry ECN 0: the low two bits must be 0",
+                &v.at("tpid"),
+                format!("linerate tags with 0x8100; {t:#06x} is not sent"),
             ));
         }
-        dscp = tc >> 2;
-        fixed(&ipo, "version", Kind::Bits(4), 6, false, 6, "version 6")?;
-        fixed(
-            &ipo,
-            "flow_label",
-            Kind::Bits(20),
-            0,
-            false,
-            0,
-            "flow label 0",
-        )?;
-        single(&ipo, "payload_length", Kind::Bits(16), 0, true)?.map_or(Ok(()), |_| {
-            Err(invalid(
-                &ipo.at("payload_length"),
-                "linerate writes the length (auto)",
-            ))
-        })?;
-        let proto = if tcp { 6 } else { 17 };
-        fixed(
-            &ipo,
-            "next_header",
-            Kind::Bits(8),
-            59,
-            true,
-            proto,
-            &format!("next header {proto} (auto)"),
-        )?;
-    } else {
-        ip_src = ranged(&ipo, "src", Kind::V4, 0)?;
-        ip_dst = ranged(&ipo, "dst", Kind::V4, 0)?;
-        ttl = single(&ipo, "time_to_live", Kind::Bits(8), 64, false)?.unwrap_or(64) as u8;
-        dscp = ipv4_dscp(&ipo)?;
-        fixed(&ipo, "version", Kind::Bits(4), 4, false, 4, "version 4")?;
-        fixed(
-            &ipo,
-            "header_length",
-            Kind::Bits(4),
-            5,
-            true,
-            5,
-            "a 20-byte header (auto)",
-        )?;
-        single(&ipo, "total_length", Kind::Bits(16), 46, true)?.map_or(Ok(()), |_| {
-            Err(invalid(
-                &ipo.at("total_length"),
-                "linerate writes the length (auto)",
-            ))
-        })?;
-        // linerate's IPv4 headers carry identification 0 and DF: the
-        // model's defaults (0, 0) are taken as they come, other values
-        // of these are refused.
-        fixed(
-            &ipo,
-            "identification",
-            Kind::Bits(16),
-            0,
-            false,
-            0,
-            "identification 0",
-        )?;
-        for k in ["reserved", "more_fragments", "fragment_offset"] {
-            fixed(&ipo, k, Kind::Bits(13), 0, false, 0, "no fragments")?;
-        }
-        single(&ipo, "dont_fragment", Kind::Bits(1), 0, false)?;
-        let proto = if tcp { 6 } else { 17 };
-        fixed(
-            &ipo,
-            "protocol",
-            Kind::Bits(8),
-            61,
-            true,
-            proto,
-            &format!("protocol {proto} (auto)"),
-        )?;
-        if let Some(c) = ipo.obj("header_checksum")? {
-            if c.str("choice")?.unwrap_or("generated") != "generated"
-                || c.str("generated")?.unwrap_or("good") != "good"
-            {
-                return Err(invalid(&c.path, "linerate writes good checksums"));
-            }
-            c.done()?;
-        }
     }
-    ipo.done()?;
+    v.done()?;
+    if id > 4094 {
+        return Err(invalid(&v.at("id"), "a VLAN id of 0 to 4094"));
+    }
+    Ok((id, prio))
+}
 
-    let l4 = body(l4_h)?;
-    let src_port = ranged(&l4, "src_port", Kind::Bits(16), 0)?;
-    let dst_port = ranged(&l4, "dst_port", Kind::Bits(16), 0)?;
-    let tcp_flags = if tcp {
-        let mut flags = 0u8;
-        for (k, bit) in [
-            ("ctl_fin", 0x01),
-            ("ctl_syn", 0x02),
-            ("ctl_rst", 0x04),
-            ("ctl_psh", 0x08),
-            ("ctl_ack", 0x10),
-            ("ctl_urg", 0x20),
-            ("ecn_echo", 0x40),
-            ("ecn_cwr", 0x80),
-        ] {
-            if single(&l4, k, Kind::Bits(1), 0, false)? == Some(1) {
-                flags |= bit;
-            }
-        }
-        fixed(&l4, "ecn_ns", Kind::Bits(1), 0, false, 0, "NS 0")?;
-        fixed(
-            &l4,
-            "data_offset",
-            Kind::Bits(4),
-            5,
-            false,
-            5,
-            "a 20-byte header",
-        )?;
-        // Sequence 1, acknowledgement 0, window 65535 in linerate's
-        // segments: other values of these are refused.
-        match single(&l4, "seq_num", Kind::Bits(32), 0, false)? {
-            None | Some(0 | 1) => {}
-            Some(v) => {
-                return Err(invalid(
-                    &l4.at("seq_num"),
-                    format!("linerate's segments carry sequence 1; {v} is not sent"),
-                ));
-            }
-        }
-        fixed(
-            &l4,
-            "ack_num",
-            Kind::Bits(32),
-            0,
-            false,
-            0,
-            "acknowledgement 0",
-        )?;
-        single(&l4, "window", Kind::Bits(16), 0, false)?;
-        Some(flags)
-    } else {
-        single(&l4, "length", Kind::Bits(16), 0, false)?
-            .filter(|&l| l != 0)
-            .map_or(Ok(()), |_| {
-                Err(invalid(&l4.at("length"), "linerate writes the length"))
-            })?;
-        None
-    };
-    if let Some(c) = l4.obj("checksum")? {
+/// What an IP header (either version) gives a flow.
+struct Ip {
+    src: Range,
+    dst: Range,
+    ttl: u8,
+    dscp: u8,
+}
+
+/// A length field linerate writes itself: only `auto` is taken.
+fn auto_length(o: &Obj, key: &'static str, default: u128) -> Result<(), Invalid> {
+    single(o, key, Kind::Bits(16), default, true)?.map_or(Ok(()), |_| {
+        Err(invalid(&o.at(key), "linerate writes the length (auto)"))
+    })
+}
+
+/// A checksum object: only generated good ones are taken.
+fn good_checksum(o: &Obj, key: &'static str) -> Result<(), Invalid> {
+    if let Some(c) = o.obj(key)? {
         if c.str("choice")?.unwrap_or("generated") != "generated"
             || c.str("generated")?.unwrap_or("good") != "good"
         {
@@ -1003,20 +914,161 @@ fn headers(f: &Obj) -> Result<Headers, Invalid> {
         }
         c.done()?;
     }
-    l4.done()?;
-    Ok(Headers {
-        eth_src,
-        eth_dst,
-        vlan,
-        ipv6,
-        ip_src,
-        ip_dst,
+    Ok(())
+}
+
+/// An IPv6 header's fields (carrying tcp or udp).
+fn ipv6_header(ipo: &Obj, tcp: bool) -> Result<Ip, Invalid> {
+    let src = ranged(ipo, "src", Kind::V6, 0)?;
+    let dst = ranged(ipo, "dst", Kind::V6, 0)?;
+    let ttl = single(ipo, "hop_limit", Kind::Bits(8), 64, false)?.unwrap_or(64) as u8;
+    let tc = single(ipo, "traffic_class", Kind::Bits(8), 0, false)?.unwrap_or(0) as u8;
+    if tc & 3 != 0 {
+        return Err(invalid(
+            &ipo.at("traffic_class"),
+            "linerate's frames carry ECN 0: the low two bits must be 0",
+        ));
+    }
+    let dscp = tc >> 2;
+    fixed(ipo, "version", Kind::Bits(4), 6, false, 6, "version 6")?;
+    fixed(
+        ipo,
+        "flow_label",
+        Kind::Bits(20),
+        0,
+        false,
+        0,
+        "flow label 0",
+    )?;
+    auto_length(ipo, "payload_length", 0)?;
+    let proto = if tcp { 6 } else { 17 };
+    fixed(
+        ipo,
+        "next_header",
+        Kind::Bits(8),
+        59,
+        true,
+        proto,
+        &format!("next header {proto} (auto)"),
+    )?;
+    Ok(Ip {
+        src,
+        dst,
         ttl,
         dscp,
-        tcp_flags,
-        src_port,
-        dst_port,
     })
+}
+
+/// An IPv4 header's fields (carrying tcp or udp).
+fn ipv4_header(ipo: &Obj, tcp: bool) -> Result<Ip, Invalid> {
+    let src = ranged(ipo, "src", Kind::V4, 0)?;
+    let dst = ranged(ipo, "dst", Kind::V4, 0)?;
+    let ttl = single(ipo, "time_to_live", Kind::Bits(8), 64, false)?.unwrap_or(64) as u8;
+    let dscp = ipv4_dscp(ipo)?;
+    fixed(ipo, "version", Kind::Bits(4), 4, false, 4, "version 4")?;
+    fixed(
+        ipo,
+        "header_length",
+        Kind::Bits(4),
+        5,
+        true,
+        5,
+        "a 20-byte header (auto)",
+    )?;
+    auto_length(ipo, "total_length", 46)?;
+    // linerate's IPv4 headers carry identification 0 and DF: the
+    // model's defaults (0, 0) are taken as they come, other values
+    // of these are refused.
+    fixed(
+        ipo,
+        "identification",
+        Kind::Bits(16),
+        0,
+        false,
+        0,
+        "identification 0",
+    )?;
+    for k in ["reserved", "more_fragments", "fragment_offset"] {
+        fixed(ipo, k, Kind::Bits(13), 0, false, 0, "no fragments")?;
+    }
+    single(ipo, "dont_fragment", Kind::Bits(1), 0, false)?;
+    let proto = if tcp { 6 } else { 17 };
+    fixed(
+        ipo,
+        "protocol",
+        Kind::Bits(8),
+        61,
+        true,
+        proto,
+        &format!("protocol {proto} (auto)"),
+    )?;
+    good_checksum(ipo, "header_checksum")?;
+    Ok(Ip {
+        src,
+        dst,
+        ttl,
+        dscp,
+    })
+}
+
+/// A TCP header's flags (its other fields checked against linerate's).
+fn tcp_header(l4: &Obj) -> Result<u8, Invalid> {
+    let mut flags = 0u8;
+    for (k, bit) in [
+        ("ctl_fin", 0x01),
+        ("ctl_syn", 0x02),
+        ("ctl_rst", 0x04),
+        ("ctl_psh", 0x08),
+        ("ctl_ack", 0x10),
+        ("ctl_urg", 0x20),
+        ("ecn_echo", 0x40),
+        ("ecn_cwr", 0x80),
+    ] {
+        if single(l4, k, Kind::Bits(1), 0, false)? == Some(1) {
+            flags |= bit;
+        }
+    }
+    fixed(l4, "ecn_ns", Kind::Bits(1), 0, false, 0, "NS 0")?;
+    fixed(
+        l4,
+        "data_offset",
+        Kind::Bits(4),
+        5,
+        false,
+        5,
+        "a 20-byte header",
+    )?;
+    // Sequence 1, acknowledgement 0, window 65535 in linerate's
+    // segments: other values of these are refused.
+    match single(l4, "seq_num", Kind::Bits(32), 0, false)? {
+        None | Some(0 | 1) => {}
+        Some(v) => {
+            return Err(invalid(
+                &l4.at("seq_num"),
+                format!("linerate's segments carry sequence 1; {v} is not sent"),
+            ));
+        }
+    }
+    fixed(
+        l4,
+        "ack_num",
+        Kind::Bits(32),
+        0,
+        false,
+        0,
+        "acknowledgement 0",
+    )?;
+    single(l4, "window", Kind::Bits(16), 0, false)?;
+    Ok(flags)
+}
+
+/// A UDP header's length: linerate writes it (0 or absent is taken).
+fn udp_header(l4: &Obj) -> Result<(), Invalid> {
+    single(l4, "length", Kind::Bits(16), 0, false)?
+        .filter(|&l| l != 0)
+        .map_or(Ok(()), |_| {
+            Err(invalid(&l4.at("length"), "linerate writes the length"))
+        })
 }
 
 /// IPv4's DSCP from `priority` (dscp's phb, or raw; ECN 0).

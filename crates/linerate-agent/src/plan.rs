@@ -80,157 +80,203 @@ pub struct PlanFlow {
 
 /// Makes `cfg` runnable under `opts`.
 pub fn plan(cfg: &Config, opts: &Options) -> Result<Plan, Invalid> {
-    let mut ports = Vec::new();
-    for (i, p) in cfg.ports.iter().enumerate() {
-        let path = format!("ports[{i}].location");
-        if let Some(peers) = &opts.peers
-            && let Some((base, iface)) = peers.split(&p.location)
-        {
-            ports.push(PlanPort {
-                name: p.name.clone(),
-                iface: iface.to_string(),
-                remote: Some(base.to_string()),
-                location: p.location.clone(),
-            });
-            continue;
-        }
-        if !opts.allow.contains(&p.location) {
-            let peers = opts.peers.as_ref().map_or(String::new(), |p| {
-                format!(
-                    "; ports of its peers: https://IP:PORT/IFACE of {}",
-                    p.urls.join(", ")
-                )
-            });
-            return Err(invalid(
-                &path,
-                format!(
-                    "'{}' is not an interface this agent may use (its allow-list: {}{peers})",
-                    p.location,
-                    opts.allow.join(", ")
-                ),
-            ));
-        }
-        if opts.tx_backend != BackendKind::Loopback
-            && linerate_backend::iface::index(&p.location).is_err()
-        {
-            return Err(invalid(
-                &path,
-                format!("interface '{}' does not exist on this host", p.location),
-            ));
-        }
-        ports.push(PlanPort {
+    let ports = cfg
+        .ports
+        .iter()
+        .enumerate()
+        .map(|(i, p)| plan_port(i, p, opts))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut flows = Vec::new();
+    let mut next_id: u32 = 0;
+    for (i, f) in cfg.flows.iter().enumerate() {
+        flows.push(plan_flow(
+            &format!("flows[{i}]"),
+            f,
+            &ports,
+            opts,
+            &mut next_id,
+        )?);
+    }
+    Ok(Plan { ports, flows })
+}
+
+/// Port `i`: on a peer, or an interface of the allow-list on this host.
+fn plan_port(i: usize, p: &model::Port, opts: &Options) -> Result<PlanPort, Invalid> {
+    let path = format!("ports[{i}].location");
+    if let Some(peers) = &opts.peers
+        && let Some((base, iface)) = peers.split(&p.location)
+    {
+        return Ok(PlanPort {
             name: p.name.clone(),
-            iface: p.location.clone(),
-            remote: None,
+            iface: iface.to_string(),
+            remote: Some(base.to_string()),
             location: p.location.clone(),
         });
     }
+    if !opts.allow.contains(&p.location) {
+        let peers = opts.peers.as_ref().map_or(String::new(), |p| {
+            format!(
+                "; ports of its peers: https://IP:PORT/IFACE of {}",
+                p.urls.join(", ")
+            )
+        });
+        return Err(invalid(
+            &path,
+            format!(
+                "'{}' is not an interface this agent may use (its allow-list: {}{peers})",
+                p.location,
+                opts.allow.join(", ")
+            ),
+        ));
+    }
+    if opts.tx_backend != BackendKind::Loopback
+        && linerate_backend::iface::index(&p.location).is_err()
+    {
+        return Err(invalid(
+            &path,
+            format!("interface '{}' does not exist on this host", p.location),
+        ));
+    }
+    Ok(PlanPort {
+        name: p.name.clone(),
+        iface: p.location.clone(),
+        remote: None,
+        location: p.location.clone(),
+    })
+}
+
+/// Flow `f` at `path` over `ports`, its probe ids the block from
+/// `next_id` on (moved past them).
+fn plan_flow(
+    path: &str,
+    f: &model::Flow,
+    ports: &[PlanPort],
+    opts: &Options,
+    next_id: &mut u32,
+) -> Result<PlanFlow, Invalid> {
     let index = |n: &str| {
         ports
             .iter()
             .position(|p| p.name == n)
             .expect("checked by the model")
     };
-    let mut flows = Vec::new();
-    let mut next_id: u32 = 0;
-    for (i, f) in cfg.flows.iter().enumerate() {
-        let path = format!("flows[{i}]");
-        let tx = index(&f.tx);
-        let rx: Vec<usize> = f.rx.iter().map(|r| index(r)).collect();
-        if ports[tx].remote.is_some() {
-            return Err(invalid(
-                &format!("{path}.tx_rx.port.tx_name"),
-                "a flow's transmit port must be on this agent (the one the client talks to); its receive ports may be on peers",
-            ));
-        }
-        let spec = flow_spec(
-            &path,
-            f,
-            &ports[tx].iface,
-            rx.first().map(|&r| &ports[r]),
-            opts,
-        )?;
-        let span = spec
-            .count()
-            .clamp(1, u64::from(IDS_PER_FLOW_MAX))
-            .next_power_of_two() as u32;
-        if next_id + span > IDS_MAX {
-            return Err(invalid(
-                &path,
-                format!(
-                    "the flows need more than {IDS_MAX} probe ids together (each flow takes its tuples' count, to the next power of two, at most {IDS_PER_FLOW_MAX})"
-                ),
-            ));
-        }
-        let ids = ProbeIds::block(next_id as u16, span).expect("a power of two");
-        next_id += span;
-        let spec = FlowSpec { ids, ..spec };
-        let blast = blast_config(&path, f, spec, &ports[tx].iface, opts)?;
-        let local: Vec<(usize, usize)> = rx
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| ports[**r].remote.is_none())
-            .map(|(k, r)| (k, *r))
-            .collect();
-        let sinks = local
-            .iter()
-            .map(|&(_, r)| SinkConfig {
-                iface: ports[r].iface.clone(),
-                // Bounded whatever happens: the send, the drain, slack.
-                duration: blast.duration + opts.drain + Duration::from_secs(30),
-                backend: opts.rx_backend,
-                clocks_shared: true,
-                until_packets: None,
-                capture: None,
-                cores: Vec::new(),
-                interval: Some(opts.interval),
-                take: RxFilter::Probes,
-            })
-            .collect();
-        let sink_rx = local.iter().map(|&(k, _)| k).collect();
-        let remote_rx = rx
-            .iter()
-            .enumerate()
-            .filter_map(|(k, &r)| Some((k, ports[r].remote.clone()?, ports[r].iface.clone())))
-            .collect();
-        let delay = match f.duration.delay {
-            Delay::None => Duration::ZERO,
-            Delay::Nanoseconds(ns) => Duration::from_secs_f64(ns / 1e9),
-            Delay::Bytes(b) => {
-                let bps = speed_bps(&ports[tx].iface).ok_or_else(|| {
-                    invalid(
-                        &format!("{path}.duration"),
-                        "a delay in bytes needs the port's speed, which its interface does not report: give nanoseconds",
-                    )
-                })?;
-                Duration::from_secs_f64(b * 8.0 / bps as f64)
-            }
-        };
-        if delay > opts.run_max {
-            return Err(invalid(
-                &format!("{path}.duration"),
-                format!(
-                    "a delay above the agent's longest run ({} s)",
-                    opts.run_max.as_secs()
-                ),
-            ));
-        }
-        flows.push(PlanFlow {
-            name: f.name.clone(),
-            tx,
-            rx,
-            blast,
-            sinks,
-            sink_rx,
-            remote_rx,
-            peers: opts.peers.clone(),
-            ids,
-            delay,
-            drain: opts.drain,
-            latency: f.latency,
-        });
+    let tx = index(&f.tx);
+    let rx: Vec<usize> = f.rx.iter().map(|r| index(r)).collect();
+    if ports[tx].remote.is_some() {
+        return Err(invalid(
+            &format!("{path}.tx_rx.port.tx_name"),
+            "a flow's transmit port must be on this agent (the one the client talks to); its receive ports may be on peers",
+        ));
     }
-    Ok(Plan { ports, flows })
+    let spec = flow_spec(
+        path,
+        f,
+        &ports[tx].iface,
+        rx.first().map(|&r| &ports[r]),
+        opts,
+    )?;
+    let ids = probe_ids(path, &spec, next_id)?;
+    let spec = FlowSpec { ids, ..spec };
+    let blast = blast_config(path, f, spec, &ports[tx].iface, opts)?;
+    let local: Vec<(usize, usize)> = rx
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| ports[**r].remote.is_none())
+        .map(|(k, r)| (k, *r))
+        .collect();
+    let sinks = local
+        .iter()
+        .map(|&(_, r)| sink_config(&ports[r].iface, &blast, opts))
+        .collect();
+    let sink_rx = local.iter().map(|&(k, _)| k).collect();
+    let remote_rx = rx
+        .iter()
+        .enumerate()
+        .filter_map(|(k, &r)| Some((k, ports[r].remote.clone()?, ports[r].iface.clone())))
+        .collect();
+    let delay = flow_delay(path, f, &ports[tx].iface, opts)?;
+    Ok(PlanFlow {
+        name: f.name.clone(),
+        tx,
+        rx,
+        blast,
+        sinks,
+        sink_rx,
+        remote_rx,
+        peers: opts.peers.clone(),
+        ids,
+        delay,
+        drain: opts.drain,
+        latency: f.latency,
+    })
+}
+
+/// The block of probe ids a flow of `spec`'s tuples takes from `next_id`
+/// on (moved past it).
+fn probe_ids(path: &str, spec: &FlowSpec, next_id: &mut u32) -> Result<ProbeIds, Invalid> {
+    let span = spec
+        .count()
+        .clamp(1, u64::from(IDS_PER_FLOW_MAX))
+        .next_power_of_two() as u32;
+    if *next_id + span > IDS_MAX {
+        return Err(invalid(
+            path,
+            format!(
+                "the flows need more than {IDS_MAX} probe ids together (each flow takes its tuples' count, to the next power of two, at most {IDS_PER_FLOW_MAX})"
+            ),
+        ));
+    }
+    let ids = ProbeIds::block(*next_id as u16, span).expect("a power of two");
+    *next_id += span;
+    Ok(ids)
+}
+
+/// The sink of a flow sent by `blast` on a receive port of this agent.
+fn sink_config(iface: &str, blast: &BlastConfig, opts: &Options) -> SinkConfig {
+    SinkConfig {
+        iface: iface.to_string(),
+        // Bounded whatever happens: the send, the drain, slack.
+        duration: blast.duration + opts.drain + Duration::from_secs(30),
+        backend: opts.rx_backend,
+        clocks_shared: true,
+        until_packets: None,
+        capture: None,
+        cores: Vec::new(),
+        interval: Some(opts.interval),
+        take: RxFilter::Probes,
+    }
+}
+
+/// How long flow `f` waits before its first frame (sent on `tx_iface`).
+fn flow_delay(
+    path: &str,
+    f: &model::Flow,
+    tx_iface: &str,
+    opts: &Options,
+) -> Result<Duration, Invalid> {
+    let delay = match f.duration.delay {
+        Delay::None => Duration::ZERO,
+        Delay::Nanoseconds(ns) => Duration::from_secs_f64(ns / 1e9),
+        Delay::Bytes(b) => {
+            let bps = speed_bps(tx_iface).ok_or_else(|| {
+                invalid(
+                    &format!("{path}.duration"),
+                    "a delay in bytes needs the port's speed, which its interface does not report: give nanoseconds",
+                )
+            })?;
+            Duration::from_secs_f64(b * 8.0 / bps as f64)
+        }
+    };
+    if delay > opts.run_max {
+        return Err(invalid(
+            &format!("{path}.duration"),
+            format!(
+                "a delay above the agent's longest run ({} s)",
+                opts.run_max.as_secs()
+            ),
+        ));
+    }
+    Ok(delay)
 }
 
 /// A port's line rate from sysfs (Mb/s there), bits per second.

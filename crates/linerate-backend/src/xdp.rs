@@ -238,64 +238,103 @@ impl RxFilter {
 /// starts with linerate's probe: [`RxFilter::Probes`]); returns XDP_PASS
 /// for every other frame.
 pub fn udp_filter_program(ports: Option<(u16, u16)>, probes: bool, on_match: &[Insn]) -> Vec<Insn> {
+    let mut code = Vec::new();
+    filter_link(&mut code);
+    filter_ipv6(&mut code);
+    filter_ipv4(&mut code);
+    filter_udp(&mut code, ports, probes);
+    resolve_labels(&code, on_match)
+}
+
+/// A place in the filter program jumps go to.
+#[derive(Clone, Copy, PartialEq)]
+enum Label {
+    NoVlan,
+    V4,
+    Udp,
+    Pass,
+    Match,
+}
+
+/// A filter instruction, the label it jumps to, the label it is at.
+type Line = (Insn, Option<Label>, Option<Label>);
+
+/// The filter's Ethernet section: the context's data pointers (r2, r3),
+/// an optional VLAN tag, the IP header's start in r6; IPv4 jumps to
+/// `V4`, IPv6 falls through, anything else passes.
+fn filter_link(code: &mut Vec<Line>) {
     use asm::*;
-    #[derive(Clone, Copy, PartialEq)]
-    enum L {
-        NoVlan,
-        V4,
-        Udp,
-        Pass,
-        Match,
-    }
     let be = |t: u16| i32::from(u16::from_le_bytes(t.to_be_bytes()));
     let (vlan, ipv4, ipv6) = (be(0x8100), be(0x0800), be(0x86dd));
-    let mut code: Vec<(Insn, Option<L>, Option<L>)> = vec![
+    code.extend([
         (ldx_w(R2, R1, 0), None, None), // data
         (ldx_w(R3, R1, 4), None, None), // data_end
         (mov(R4, R2), None, None),
         (add_imm(R4, 14), None, None),
-        (jgt(R4, R3, 0), Some(L::Pass), None),
+        (jgt(R4, R3, 0), Some(Label::Pass), None),
         (ldx_h(R5, R2, 12), None, None), // ethertype
         (mov(R6, R2), None, None),
         (add_imm(R6, 14), None, None), // r6: the IP header
-        (jne_imm(R5, vlan, 0), Some(L::NoVlan), None),
+        (jne_imm(R5, vlan, 0), Some(Label::NoVlan), None),
         (mov(R4, R2), None, None),
         (add_imm(R4, 18), None, None),
-        (jgt(R4, R3, 0), Some(L::Pass), None),
+        (jgt(R4, R3, 0), Some(Label::Pass), None),
         (ldx_h(R5, R2, 16), None, None),
         (add_imm(R6, 4), None, None),
-        (jeq_imm(R5, ipv4, 0), Some(L::V4), Some(L::NoVlan)),
-        (jne_imm(R5, ipv6, 0), Some(L::Pass), None),
-        // IPv6: UDP must be the first header.
+        (jeq_imm(R5, ipv4, 0), Some(Label::V4), Some(Label::NoVlan)),
+        (jne_imm(R5, ipv6, 0), Some(Label::Pass), None),
+    ]);
+}
+
+/// The filter's IPv6 section: UDP must be the first header; r6 moves to
+/// it.
+fn filter_ipv6(code: &mut Vec<Line>) {
+    use asm::*;
+    code.extend([
         (mov(R4, R6), None, None),
         (add_imm(R4, 40), None, None),
-        (jgt(R4, R3, 0), Some(L::Pass), None),
+        (jgt(R4, R3, 0), Some(Label::Pass), None),
         (ldx_b(R5, R6, 6), None, None),
-        (jne_imm(R5, 17, 0), Some(L::Pass), None),
+        (jne_imm(R5, 17, 0), Some(Label::Pass), None),
         (add_imm(R6, 40), None, None),
-        (ja(0), Some(L::Udp), None),
-        // IPv4: protocol, then the header's own length.
-        (mov(R4, R6), None, Some(L::V4)),
+        (ja(0), Some(Label::Udp), None),
+    ]);
+}
+
+/// The filter's IPv4 section (at `V4`): protocol, then the header's own
+/// length; r6 moves past it.
+fn filter_ipv4(code: &mut Vec<Line>) {
+    use asm::*;
+    code.extend([
+        (mov(R4, R6), None, Some(Label::V4)),
         (add_imm(R4, 20), None, None),
-        (jgt(R4, R3, 0), Some(L::Pass), None),
+        (jgt(R4, R3, 0), Some(Label::Pass), None),
         (ldx_b(R5, R6, 9), None, None),
-        (jne_imm(R5, 17, 0), Some(L::Pass), None),
+        (jne_imm(R5, 17, 0), Some(Label::Pass), None),
         (ldx_b(R5, R6, 0), None, None),
         (and_imm(R5, 0x0f), None, None),
         (lsh_imm(R5, 2), None, None),
-        (jlt_imm(R5, 20, 0), Some(L::Pass), None),
+        (jlt_imm(R5, 20, 0), Some(Label::Pass), None),
         (add(R6, R5), None, None),
-        // UDP header at r6.
-        (mov(R4, R6), None, Some(L::Udp)),
+    ]);
+}
+
+/// The filter's UDP section (at `Udp`, the header at r6): the
+/// destination port within `ports`, with `probes` a probe in the
+/// payload; then the jump to `Match` and the `Pass` exit.
+fn filter_udp(code: &mut Vec<Line>, ports: Option<(u16, u16)>, probes: bool) {
+    use asm::*;
+    code.extend([
+        (mov(R4, R6), None, Some(Label::Udp)),
         (add_imm(R4, 8), None, None),
-        (jgt(R4, R3, 0), Some(L::Pass), None),
-    ];
+        (jgt(R4, R3, 0), Some(Label::Pass), None),
+    ]);
     if let Some((lo, hi)) = ports {
         code.extend([
             (ldx_h(R5, R6, 2), None, None),
             (be16(R5), None, None),
-            (jlt_imm(R5, i32::from(lo), 0), Some(L::Pass), None),
-            (jgt_imm(R5, i32::from(hi), 0), Some(L::Pass), None),
+            (jlt_imm(R5, i32::from(lo), 0), Some(Label::Pass), None),
+            (jgt_imm(R5, i32::from(hi), 0), Some(Label::Pass), None),
         ]);
     }
     if probes {
@@ -304,19 +343,24 @@ pub fn udp_filter_program(ports: Option<(u16, u16)>, probes: bool, on_match: &[I
         code.extend([
             (mov(R4, R6), None, None),
             (add_imm(R4, 10), None, None),
-            (jgt(R4, R3, 0), Some(L::Pass), None),
+            (jgt(R4, R3, 0), Some(Label::Pass), None),
             (ldx_h(R5, R6, 8), None, None),
-            (jne_imm(R5, 0x01A9, 0), Some(L::Pass), None),
+            (jne_imm(R5, 0x01A9, 0), Some(Label::Pass), None),
         ]);
     }
     code.extend([
-        (ja(0), Some(L::Match), None),
-        (mov_imm(R0, XDP_PASS), None, Some(L::Pass)),
+        (ja(0), Some(Label::Match), None),
+        (mov_imm(R0, XDP_PASS), None, Some(Label::Pass)),
         (exit(), None, None),
     ]);
+}
+
+/// The program: `code` with its jumps' offsets set from their labels,
+/// then `on_match` (at `Match`).
+fn resolve_labels(code: &[Line], on_match: &[Insn]) -> Vec<Insn> {
     let match_at = code.len();
-    let at = |l: L| {
-        if l == L::Match {
+    let at = |l: Label| {
+        if l == Label::Match {
             return match_at;
         }
         code.iter()

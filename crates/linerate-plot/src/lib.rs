@@ -890,27 +890,7 @@ where
 {
     font();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
-    let pts = || c.series.iter().flat_map(|s| s.points.iter());
-    let (mut x0, mut x1) = pts().fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
-    // Headroom for the legend in the upper right.
-    let y1 = pts().fold(0.0f64, |a, p| a.max(p.1)) * 1.3;
-    let y1 = c.y_max.unwrap_or(if y1 > 0.0 { y1 } else { 1.0 });
-    if c.log_x {
-        x0 = x0.max(1e-3);
-    } else {
-        x0 = x0.min(0.0);
-    }
-    if x1 <= x0 {
-        x1 = x0 + 1.0;
-    }
-    // Markers at the last x stay inside the plotting area.
-    if c.series.iter().any(Series::marked) {
-        if c.log_x {
-            x1 *= 1.1;
-        } else {
-            x1 += (x1 - x0) * 0.05;
-        }
-    }
+    let (x0, x1, y1) = bounds(c);
     let title = if c.left_out > 0 {
         format!("{} ({} more lines not drawn)", c.title, c.left_out)
     } else {
@@ -934,14 +914,6 @@ where
         .margin(16)
         .x_label_area_size(48)
         .y_label_area_size(72);
-    let style = |i: usize, total: bool| {
-        let color = if total && i == 0 {
-            BLACK.to_rgba()
-        } else {
-            Palette99::pick(i).to_rgba()
-        };
-        color.stroke_width(if total { 3 } else { 1 })
-    };
     macro_rules! body {
         ($ch:expr) => {{
             let mut ch = $ch;
@@ -958,9 +930,9 @@ where
             for (i, s) in c.series.iter().enumerate() {
                 let st = if s.total {
                     totals += 1;
-                    style(totals - 1, true)
+                    line_style(totals - 1, true)
                 } else {
-                    style(i + 1, false)
+                    line_style(i + 1, false)
                 };
                 ch.draw_series(LineSeries::new(s.points.iter().copied(), st))
                     .map_err(|e| e.to_string())?
@@ -993,6 +965,42 @@ where
         );
     }
     root.present().map_err(|e| e.to_string())
+}
+
+/// The chart's axes: x from, x to, y to (y from 0).
+fn bounds(c: &Chart) -> (f64, f64, f64) {
+    let pts = || c.series.iter().flat_map(|s| s.points.iter());
+    let (mut x0, mut x1) = pts().fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
+    // Headroom for the legend in the upper right.
+    let y1 = pts().fold(0.0f64, |a, p| a.max(p.1)) * 1.3;
+    let y1 = c.y_max.unwrap_or(if y1 > 0.0 { y1 } else { 1.0 });
+    if c.log_x {
+        x0 = x0.max(1e-3);
+    } else {
+        x0 = x0.min(0.0);
+    }
+    if x1 <= x0 {
+        x1 = x0 + 1.0;
+    }
+    // Markers at the last x stay inside the plotting area.
+    if c.series.iter().any(Series::marked) {
+        if c.log_x {
+            x1 *= 1.1;
+        } else {
+            x1 += (x1 - x0) * 0.05;
+        }
+    }
+    (x0, x1, y1)
+}
+
+/// Line `i`'s style: totals thick (the first black), the others thin.
+fn line_style(i: usize, total: bool) -> ShapeStyle {
+    let color = if total && i == 0 {
+        BLACK.to_rgba()
+    } else {
+        Palette99::pick(i).to_rgba()
+    };
+    color.stroke_width(if total { 3 } else { 1 })
 }
 
 /// The chart as SVG text.

@@ -51,8 +51,41 @@ const IPV6_EXT_HEADERS_MAX: usize = 8;
 pub fn parse_frame(bytes: &[u8]) -> Result<ParsedFrame<'_>, Error> {
     let frame = EthernetFrame::new_checked(bytes)?;
     let eth = EthernetRepr::parse(&frame);
-    let mut ethertype = eth.ethertype;
-    let mut rest = &bytes[crate::ethernet::HEADER_LEN..];
+    let (vlans, ethertype, rest) =
+        parse_vlans(eth.ethertype, &bytes[crate::ethernet::HEADER_LEN..])?;
+    let mut out = ParsedFrame {
+        eth,
+        vlans,
+        l3: L3::Other(ethertype),
+        l4: L4::None,
+        payload: &[],
+        probe: None,
+        ip: None,
+    };
+    // Offsets come from the walk itself (no second pass over the headers).
+    let l3 = bytes.len() - rest.len();
+    let next = match ethertype {
+        EtherType::IPV4 => parse_ipv4(&mut out, bytes, rest, l3)?,
+        EtherType::IPV6 => parse_ipv6(&mut out, bytes, rest, l3)?,
+        _ => None,
+    };
+    let Some((proto, l4_bytes, icmp_version)) = next else {
+        return Ok(out);
+    };
+    parse_l4(&mut out, proto, l4_bytes, icmp_version)?;
+    out.probe = ProbeView::new_checked(out.payload)
+        .ok()
+        .map(|v| Probe::parse(&v));
+    Ok(out)
+}
+
+/// A frame's VLAN tags, outer first.
+type Vlans = [Option<VlanRepr>; 2];
+
+/// The VLAN tags (at most two) from `rest` on, while `ethertype` says a
+/// tag follows: the tags, the EtherType after them, the bytes after them.
+#[inline]
+fn parse_vlans(mut ethertype: u16, mut rest: &[u8]) -> Result<(Vlans, u16, &[u8]), Error> {
     let mut vlans = [None; 2];
     let mut tags = 0;
     while ethertype == EtherType::VLAN || ethertype == EtherType::QINQ {
@@ -69,67 +102,92 @@ pub fn parse_frame(bytes: &[u8]) -> Result<ParsedFrame<'_>, Error> {
         ethertype = repr.ethertype;
         rest = &rest[crate::vlan::TAG_LEN..];
     }
-    let mut out = ParsedFrame {
-        eth,
-        vlans,
-        l3: L3::Other(ethertype),
-        l4: L4::None,
-        payload: &[],
-        probe: None,
-        ip: None,
+    Ok((vlans, ethertype, rest))
+}
+
+/// Where `part` (a slice of `bytes`) starts in `bytes`.
+#[inline]
+fn offset_of(bytes: &[u8], part: &[u8]) -> usize {
+    part.as_ptr() as usize - bytes.as_ptr() as usize
+}
+
+/// A transport header to parse: its protocol, its bytes, which ICMP
+/// its IP version carries.
+type Transport<'a> = Option<(u8, &'a [u8], IcmpVersion)>;
+
+/// The IPv4 header at `rest` (`l3` into `bytes`) into `out`; its
+/// transport header, unless a fragment (whose `l4` it sets itself).
+#[inline]
+fn parse_ipv4<'a>(
+    out: &mut ParsedFrame<'a>,
+    bytes: &'a [u8],
+    rest: &'a [u8],
+    l3: usize,
+) -> Result<Transport<'a>, Error> {
+    let ip = Ipv4Packet::new_checked(rest)?;
+    let repr = Ipv4Repr::parse(&ip);
+    out.l3 = L3::Ipv4(repr);
+    let l4 = &rest[ip.header_len()..usize::from(ip.total_len())];
+    out.ip = Some(crate::offsets::IpOffsets {
+        v6: false,
+        l3,
+        src: l3 + 12,
+        addr_len: 4,
+        header_checksum: Some(l3 + 10),
+        // A first fragment carries the transport header too.
+        l4: (ip.frag_offset() == 0).then(|| (repr.protocol, offset_of(bytes, l4))),
+    });
+    if ip.frag_offset() != 0 || ip.more_frags() {
+        // A fragment is not a whole segment: its transport header
+        // (if any) describes bytes that are not all here.
+        out.l4 = L4::Other(repr.protocol);
+        return Ok(None);
+    }
+    Ok(Some((repr.protocol, l4, IcmpVersion::V4)))
+}
+
+/// The IPv6 header at `rest` (`l3` into `bytes`) into `out`; its
+/// transport header past the extension headers, if there is one.
+#[inline]
+fn parse_ipv6<'a>(
+    out: &mut ParsedFrame<'a>,
+    bytes: &'a [u8],
+    rest: &'a [u8],
+    l3: usize,
+) -> Result<Transport<'a>, Error> {
+    let ip = Ipv6Packet::new_checked(rest)?;
+    let repr = Ipv6Repr::parse(&ip);
+    out.l3 = L3::Ipv6(repr);
+    out.ip = Some(crate::offsets::IpOffsets {
+        v6: true,
+        l3,
+        src: l3 + 8,
+        addr_len: 16,
+        header_checksum: None,
+        l4: None,
+    });
+    let (proto, l4) = match skip_ipv6_extensions(repr.next_header, ip_payload(rest, &ip))? {
+        Some(x) => x,
+        None => return Ok(None),
     };
-    // Offsets come from the walk itself (no second pass over the headers).
-    let l3 = bytes.len() - rest.len();
-    let offset_of = |part: &[u8]| part.as_ptr() as usize - bytes.as_ptr() as usize;
-    let (proto, l4_bytes, icmp_version) = match ethertype {
-        EtherType::IPV4 => {
-            let ip = Ipv4Packet::new_checked(rest)?;
-            let repr = Ipv4Repr::parse(&ip);
-            out.l3 = L3::Ipv4(repr);
-            let l4 = &rest[ip.header_len()..usize::from(ip.total_len())];
-            out.ip = Some(crate::offsets::IpOffsets {
-                v6: false,
-                l3,
-                src: l3 + 12,
-                addr_len: 4,
-                header_checksum: Some(l3 + 10),
-                // A first fragment carries the transport header too.
-                l4: (ip.frag_offset() == 0).then(|| (repr.protocol, offset_of(l4))),
-            });
-            if ip.frag_offset() != 0 || ip.more_frags() {
-                // A fragment is not a whole segment: its transport header
-                // (if any) describes bytes that are not all here.
-                out.l4 = L4::Other(repr.protocol);
-                return Ok(out);
-            }
-            (repr.protocol, l4, IcmpVersion::V4)
-        }
-        EtherType::IPV6 => {
-            let ip = Ipv6Packet::new_checked(rest)?;
-            let repr = Ipv6Repr::parse(&ip);
-            out.l3 = L3::Ipv6(repr);
-            out.ip = Some(crate::offsets::IpOffsets {
-                v6: true,
-                l3,
-                src: l3 + 8,
-                addr_len: 16,
-                header_checksum: None,
-                l4: None,
-            });
-            let (proto, l4) = match skip_ipv6_extensions(repr.next_header, ip_payload(rest, &ip))? {
-                Some(x) => x,
-                None => return Ok(out),
-            };
-            if proto == NO_NEXT_HEADER {
-                return Ok(out);
-            }
-            if let Some(o) = out.ip.as_mut() {
-                o.l4 = Some((proto, offset_of(l4)));
-            }
-            (proto, l4, IcmpVersion::V6)
-        }
-        _ => return Ok(out),
-    };
+    if proto == NO_NEXT_HEADER {
+        return Ok(None);
+    }
+    if let Some(o) = out.ip.as_mut() {
+        o.l4 = Some((proto, offset_of(bytes, l4)));
+    }
+    Ok(Some((proto, l4, IcmpVersion::V6)))
+}
+
+/// The transport header `proto` at `l4_bytes` into `out`, with its
+/// payload.
+#[inline]
+fn parse_l4<'a>(
+    out: &mut ParsedFrame<'a>,
+    proto: u8,
+    l4_bytes: &'a [u8],
+    icmp_version: IcmpVersion,
+) -> Result<(), Error> {
     match proto {
         ip_proto::UDP => {
             let udp = UdpPacket::new_checked(l4_bytes)?;
@@ -154,10 +212,7 @@ pub fn parse_frame(bytes: &[u8]) -> Result<ParsedFrame<'_>, Error> {
         }
         other => out.l4 = L4::Other(other),
     }
-    out.probe = ProbeView::new_checked(out.payload)
-        .ok()
-        .map(|v| Probe::parse(&v));
-    Ok(out)
+    Ok(())
 }
 
 /// The probe of a frame, as [`parse_frame`] finds it, found in a few

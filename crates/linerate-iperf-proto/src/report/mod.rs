@@ -614,27 +614,27 @@ impl Report {
         extra: &[(&str, Value)],
     ) -> String {
         let (end, received_bps) = self.end_json(finals, cpu, peer);
-        let linerate = json!({
-            "version": env!("CARGO_PKG_VERSION"),
-            "figures": "sender figures are what the kernel accepted; receiver figures are what arrived",
-            "streams": finals.iter().map(|f| {
-                let mut m = json!({"id": f.id, "sender": f.sender, "send_errors": f.send_errors});
-                if let Some((dup, late, lost)) = f.exact {
-                    m["udp_exact"] = json!({"duplicates": dup, "late": late, "lost": lost});
-                }
-                if let Some(d) = f.departures {
-                    m["pacing"] = json!({
-                        "measured_by": "sender, gaps between send calls",
-                        "calls": d.calls, "units_per_call": d.units_per_call,
-                        "target_gap_us": d.target_gap_us, "mean_gap_us": d.mean_gap_us,
-                        "stddev_gap_us": d.stddev_gap_us, "min_gap_us": d.min_gap_us, "max_gap_us": d.max_gap_us,
-                        "p50_gap_us": d.gap_percentiles_us[0], "p99_gap_us": d.gap_percentiles_us[1],
-                        "p999_gap_us": d.gap_percentiles_us[2],
-                    });
-                }
-                m
-            }).collect::<Vec<_>>(),
-        });
+        let linerate = linerate_json(finals);
+        let doc = self.end_document(end, linerate, peer, extra);
+        let human = self.end_text(finals, peer, cpu);
+        self.text.push_str(&human);
+        if let Some(e) = &self.error {
+            self.run_events
+                .push_back(linerate_run::Event::Error(e.clone()));
+        }
+        self.push_end(finals, &doc, &human, received_bps);
+        self.render(&doc, human, peer)
+    }
+
+    /// The whole JSON document: start, intervals, end, what the peer
+    /// sent back, linerate's own section (with `extra`), the error.
+    fn end_document(
+        &self,
+        end: Value,
+        linerate: Value,
+        peer: Option<&PeerResults>,
+        extra: &[(&str, Value)],
+    ) -> Value {
         let mut doc = json!({"start": self.start, "intervals": self.intervals, "end": end});
         if let Some(t) = &self.info.params.title {
             doc["title"] = json!(t);
@@ -657,12 +657,12 @@ impl Report {
         if let Some(e) = &self.error {
             doc["error"] = json!(e);
         }
-        let human = self.end_text(finals, peer, cpu);
-        self.text.push_str(&human);
-        if let Some(e) = &self.error {
-            self.run_events
-                .push_back(linerate_run::Event::Error(e.clone()));
-        }
+        doc
+    }
+
+    /// The run model's end event: a row per stream, the document and the
+    /// text as written, the received rate as the figure.
+    fn push_end(&mut self, finals: &[StreamFinal], doc: &Value, human: &str, received_bps: f64) {
         let rows: Vec<linerate_run::Row> = finals
             .iter()
             .map(|f| {
@@ -684,7 +684,7 @@ impl Report {
                 rows,
                 outcome: std::sync::Arc::new(linerate_run::Written {
                     document: doc.clone(),
-                    text: human.clone(),
+                    text: human.to_string(),
                     figure: Some(linerate_run::Figure {
                         name: "receiver bits_per_second",
                         unit: "receiver bit/s",
@@ -693,6 +693,11 @@ impl Report {
                 }),
                 exit_code: u8::from(self.error.is_some()),
             })));
+    }
+
+    /// The end as the output mode writes it: JSON stream events, the
+    /// JSON document, or the text (with the server's, if it sent it).
+    fn render(&self, doc: &Value, human: String, peer: Option<&PeerResults>) -> String {
         if self.mode.json_stream {
             let mut out = String::new();
             if let Some(e) = &self.error {
@@ -706,11 +711,11 @@ impl Report {
             }
             let _ = writeln!(out, "{}", json!({"event": "end", "data": doc["end"]}));
             if self.mode.json_stream_full {
-                out.push_str(&(serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"));
+                out.push_str(&(serde_json::to_string_pretty(doc).unwrap_or_default() + "\n"));
             }
             out
         } else if self.mode.json {
-            serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+            serde_json::to_string_pretty(doc).unwrap_or_default() + "\n"
         } else {
             let mut out = human;
             if let Some(t) = peer.and_then(|p| p.server_output_text.as_ref()) {
@@ -725,4 +730,30 @@ impl Report {
     pub fn document(&self) -> Value {
         json!({"start": self.start, "intervals": self.intervals})
     }
+}
+
+/// linerate's own section of the document: per stream, send errors,
+/// exact UDP counts and the pacing measured, where there are.
+fn linerate_json(finals: &[StreamFinal]) -> Value {
+    json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "figures": "sender figures are what the kernel accepted; receiver figures are what arrived",
+        "streams": finals.iter().map(|f| {
+            let mut m = json!({"id": f.id, "sender": f.sender, "send_errors": f.send_errors});
+            if let Some((dup, late, lost)) = f.exact {
+                m["udp_exact"] = json!({"duplicates": dup, "late": late, "lost": lost});
+            }
+            if let Some(d) = f.departures {
+                m["pacing"] = json!({
+                    "measured_by": "sender, gaps between send calls",
+                    "calls": d.calls, "units_per_call": d.units_per_call,
+                    "target_gap_us": d.target_gap_us, "mean_gap_us": d.mean_gap_us,
+                    "stddev_gap_us": d.stddev_gap_us, "min_gap_us": d.min_gap_us, "max_gap_us": d.max_gap_us,
+                    "p50_gap_us": d.gap_percentiles_us[0], "p99_gap_us": d.gap_percentiles_us[1],
+                    "p999_gap_us": d.gap_percentiles_us[2],
+                });
+            }
+            m
+        }).collect::<Vec<_>>(),
+    })
 }

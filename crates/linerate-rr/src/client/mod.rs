@@ -37,6 +37,17 @@ struct Pending {
     reported: usize,
 }
 
+/// What a worker thread hands back: its counts, latency and send-lag
+/// histograms, its sockets' local addresses, its CPU, how long it sent.
+type WorkerResult = (
+    Counts,
+    Histogram<u64>,
+    Histogram<u64>,
+    Vec<SocketAddr>,
+    Option<usize>,
+    Duration,
+);
+
 /// Runs the client until the duration ends or `stop` is set; calls
 /// `on_interval` as each interval completes on every worker.
 pub fn run_client(
@@ -48,23 +59,11 @@ pub fn run_client(
     let workers = cfg.workers();
     // Sockets are opened here so that an unusable address fails before
     // any thread starts.
-    let mut sockets = Vec::with_capacity(workers);
-    for _ in 0..workers {
-        let mut flows = Vec::with_capacity(cfg.flows);
-        for _ in 0..cfg.flows {
-            flows.push(open_flow(cfg).map_err(|e| RrError::Socket {
-                what: format!("open a flow to {}", cfg.server),
-                source: e,
-            })?);
-        }
-        sockets.push(flows);
-    }
+    let sockets = open_sockets(cfg, workers)?;
     let epoch = Instant::now();
     let (tx, rx) = mpsc::channel::<Sample>();
-    let mut pending: std::collections::BTreeMap<usize, Pending> = Default::default();
-    let mut intervals = Vec::new();
     let warnings = std::sync::Mutex::new(Vec::new());
-    let results = std::thread::scope(|s| {
+    let (intervals, results) = std::thread::scope(|s| {
         let handles: Vec<_> = sockets
             .into_iter()
             .enumerate()
@@ -84,51 +83,14 @@ pub fn run_client(
             })
             .collect();
         drop(tx);
-        let d = cfg.interval.unwrap_or(Duration::MAX);
-        for smp in rx.iter() {
-            let p = pending.entry(smp.index).or_insert_with(|| Pending {
-                iv: Interval {
-                    start: d * smp.index as u32,
-                    end: d * smp.index as u32,
-                    completed: 0,
-                    lost: 0,
-                    latency: None,
-                },
-                hist: new_hist(),
-                reported: 0,
-            });
-            // An interval ends at its boundary, or for a worker's last one
-            // when that worker stopped sending (the test's end, or earlier
-            // when stopped from outside); the latest of its workers' ends.
-            let end = match smp.until {
-                Some(until) => until,
-                None => d * (smp.index as u32 + 1),
-            };
-            p.iv.end = p.iv.end.max(end.min(cfg.duration));
-            p.iv.completed += smp.completed;
-            p.iv.lost += smp.lost;
-            p.hist.add(&smp.hist).ok();
-            p.reported += 1;
-            if p.reported == workers {
-                let mut p = pending.remove(&smp.index).expect("just found");
-                p.iv.latency = Latency::of(&p.hist);
-                on_interval(&p.iv);
-                intervals.push(p.iv);
-            }
-        }
-        // Intervals not every worker reached (one stopped just before a
-        // boundary) are reported with what arrived.
-        for (_, mut p) in std::mem::take(&mut pending) {
-            p.iv.latency = Latency::of(&p.hist);
-            on_interval(&p.iv);
-            intervals.push(p.iv);
-        }
-        handles
+        let intervals = gather_intervals(cfg, workers, &rx, &mut on_interval);
+        let results = handles
             .into_iter()
             .map(|h| h.join().expect("rr worker panicked"))
-            .collect::<Vec<_>>()
+            .collect::<Vec<WorkerResult>>();
+        (intervals, results)
     });
-    let mut report = ClientReport {
+    let report = ClientReport {
         config: cfg.clone(),
         workers: Vec::new(),
         total: Counts::default(),
@@ -139,6 +101,89 @@ pub fn run_client(
         interrupted: stop.load(Ordering::Relaxed),
         warnings: warnings.into_inner().unwrap_or_default(),
     };
+    let report = absorb_workers(report, results);
+    if report.total.completed == 0 {
+        return Err(RrError::NoAnswer {
+            server: cfg.server,
+            sent: report.total.sent,
+            refused: report.total.refused,
+            report: Box::new(report),
+        });
+    }
+    Ok(report)
+}
+
+/// Each worker's `cfg.flows` sockets.
+fn open_sockets(cfg: &ClientConfig, workers: usize) -> Result<Vec<Vec<UdpSocket>>, RrError> {
+    let mut sockets = Vec::with_capacity(workers);
+    for _ in 0..workers {
+        let mut flows = Vec::with_capacity(cfg.flows);
+        for _ in 0..cfg.flows {
+            flows.push(open_flow(cfg).map_err(|e| RrError::Socket {
+                what: format!("open a flow to {}", cfg.server),
+                source: e,
+            })?);
+        }
+        sockets.push(flows);
+    }
+    Ok(sockets)
+}
+
+/// The workers' samples merged into intervals until every worker has
+/// hung up, each passed to `on_interval` as it completes.
+fn gather_intervals(
+    cfg: &ClientConfig,
+    workers: usize,
+    rx: &mpsc::Receiver<Sample>,
+    on_interval: &mut impl FnMut(&Interval),
+) -> Vec<Interval> {
+    let mut pending: std::collections::BTreeMap<usize, Pending> = Default::default();
+    let mut intervals = Vec::new();
+    let d = cfg.interval.unwrap_or(Duration::MAX);
+    for smp in rx.iter() {
+        let p = pending.entry(smp.index).or_insert_with(|| Pending {
+            iv: Interval {
+                start: d * smp.index as u32,
+                end: d * smp.index as u32,
+                completed: 0,
+                lost: 0,
+                latency: None,
+            },
+            hist: new_hist(),
+            reported: 0,
+        });
+        // An interval ends at its boundary, or for a worker's last one
+        // when that worker stopped sending (the test's end, or earlier
+        // when stopped from outside); the latest of its workers' ends.
+        let end = match smp.until {
+            Some(until) => until,
+            None => d * (smp.index as u32 + 1),
+        };
+        p.iv.end = p.iv.end.max(end.min(cfg.duration));
+        p.iv.completed += smp.completed;
+        p.iv.lost += smp.lost;
+        p.hist.add(&smp.hist).ok();
+        p.reported += 1;
+        if p.reported == workers {
+            let mut p = pending.remove(&smp.index).expect("just found");
+            p.iv.latency = Latency::of(&p.hist);
+            on_interval(&p.iv);
+            intervals.push(p.iv);
+        }
+    }
+    // Intervals not every worker reached (one stopped just before a
+    // boundary) are reported with what arrived.
+    for (_, mut p) in std::mem::take(&mut pending) {
+        p.iv.latency = Latency::of(&p.hist);
+        on_interval(&p.iv);
+        intervals.push(p.iv);
+    }
+    intervals
+}
+
+/// `report` with the workers' results added: totals, latency, send lag,
+/// elapsed, one row per worker.
+fn absorb_workers(mut report: ClientReport, results: Vec<WorkerResult>) -> ClientReport {
     let mut hist = new_hist();
     let mut lag = new_hist();
     for (counts, h, l, local, cpu, sent_for) in results {
@@ -150,15 +195,7 @@ pub fn run_client(
     }
     report.latency = Latency::of(&hist);
     report.send_lag = Latency::of(&lag);
-    if report.total.completed == 0 {
-        return Err(RrError::NoAnswer {
-            server: cfg.server,
-            sent: report.total.sent,
-            refused: report.total.refused,
-            report: Box::new(report),
-        });
-    }
-    Ok(report)
+    report
 }
 
 pub(super) fn new_hist() -> Histogram<u64> {

@@ -315,17 +315,7 @@ impl<'a> Worker<'a> {
             flow: 0,
         };
         let mut last_expire = start;
-        // One flow in closed loop with fewer than a batch in flight: wait
-        // in the receive call itself (a blocking socket with a 1 ms
-        // timeout, the expiry tick) rather than in ppoll and then receive:
-        // one system call fewer per transaction.
-        let blocking = !self.cfg.busy_poll
-            && socks.len() == 1
-            && matches!(self.cfg.load, Load::Closed { outstanding } if outstanding < BATCH_MAX)
-            && socks[0].set_nonblocking(false).is_ok()
-            && socks[0]
-                .set_read_timeout(Some(Duration::from_millis(1)))
-                .is_ok();
+        let blocking = self.receive_blocking(socks);
         let mut fds: Vec<PollFd> = socks
             .iter()
             .map(|s| PollFd::new(s.as_fd(), PollFlags::POLLIN))
@@ -343,14 +333,8 @@ impl<'a> Worker<'a> {
                 sending = false;
                 sent_for = Duration::from_nanos(now - start);
             }
-            if !sending {
-                let in_flight: usize = self.out.iter().map(Outstanding::in_flight).sum();
-                let drain_end = start
-                    + sent_for.as_nanos() as u64
-                    + self.cfg.timeout.min(DRAIN_MAX).as_nanos() as u64;
-                if in_flight == 0 || now >= drain_end {
-                    break;
-                }
+            if !sending && self.drained(start, sent_for, now) {
+                break;
             }
             if sending && self.next_boundary(start, end).is_some_and(|b| now >= b) {
                 self.flush_interval(None);
@@ -375,17 +359,61 @@ impl<'a> Worker<'a> {
                     wake = wake.min(b);
                 }
             }
-            if self.cfg.busy_poll {
-                // Spin: ask every flow's (non-blocking) socket again at once.
-                for (f, s) in socks.iter().enumerate() {
-                    self.receive(s, f);
-                }
-            } else if blocking {
-                self.receive(&socks[0], 0);
-            } else {
-                self.wait_and_receive(socks, &mut fds, wake);
-            }
+            self.await_answers(socks, &mut fds, blocking, wake);
         }
+        self.finish(sent_for);
+        sent_for
+    }
+
+    /// Whether to wait in the receive call itself: one flow in closed
+    /// loop with fewer than a batch in flight (a blocking socket with a
+    /// 1 ms timeout, the expiry tick) rather than in ppoll and then
+    /// receive: one system call fewer per transaction.
+    fn receive_blocking(&self, socks: &[UdpSocket]) -> bool {
+        !self.cfg.busy_poll
+            && socks.len() == 1
+            && matches!(self.cfg.load, Load::Closed { outstanding } if outstanding < BATCH_MAX)
+            && socks[0].set_nonblocking(false).is_ok()
+            && socks[0]
+                .set_read_timeout(Some(Duration::from_millis(1)))
+                .is_ok()
+    }
+
+    /// After sending stopped (`sent_for` after `start`): whether nothing
+    /// is in flight any more, or the drain is over.
+    #[inline]
+    fn drained(&self, start: u64, sent_for: Duration, now: u64) -> bool {
+        let in_flight: usize = self.out.iter().map(Outstanding::in_flight).sum();
+        let drain_end =
+            start + sent_for.as_nanos() as u64 + self.cfg.timeout.min(DRAIN_MAX).as_nanos() as u64;
+        in_flight == 0 || now >= drain_end
+    }
+
+    /// Takes the answers that came, waiting for them until `wake` unless busy
+    /// polling (or in the blocking receive's own timeout).
+    #[inline]
+    fn await_answers(
+        &mut self,
+        socks: &[UdpSocket],
+        fds: &mut [PollFd],
+        blocking: bool,
+        wake: u64,
+    ) {
+        if self.cfg.busy_poll {
+            // Spin: ask every flow's (non-blocking) socket again at once.
+            for (f, s) in socks.iter().enumerate() {
+                self.receive(s, f);
+            }
+        } else if blocking {
+            self.receive(&socks[0], 0);
+        } else {
+            self.wait_and_receive(socks, fds, wake);
+        }
+    }
+
+    /// Counts what is still unanswered as lost, and flushes the last
+    /// interval (sending lasted `sent_for`).
+    fn finish(&mut self, sent_for: Duration) {
         let lost = self
             .out
             .iter_mut()
@@ -398,6 +426,5 @@ impl<'a> Worker<'a> {
             self.iv_lost += lost;
             self.flush_interval(Some(sent_for));
         }
-        sent_for
     }
 }

@@ -320,52 +320,10 @@ pub fn run_blast(a: &BlastArgs) -> Result<u8> {
 
 fn run_blast_once(a: &BlastArgs, hold: bool) -> Result<Ended> {
     if let Some(path) = &a.pcap {
-        let cfg = BlastConfig {
-            iface: a.iface.clone(),
-            flows: FlowSpec::parse(
-                "00:00:00:00:00:00",
-                "00:00:00:00:00:00",
-                "0.0.0.0",
-                "0.0.0.0",
-                "0",
-                "0",
-            )?,
-            sizes: SizeSequence::list(&[64]),
-            framing: Framing::default(),
-            count: a.count,
-            duration: duration(a.duration)?,
-            rate: rate(a)?,
-            burst: a.burst,
-            backend: backend(&a.backend)?,
-            cores: vec![],
-            replay: Some(replay_config(a, path)?),
-            macs_given: true,
-            gso: gso(&a.gso)?,
-            interval: a.out.interval()?,
-            end_markers: false,
-        };
-        return blast_run(a, &cfg, hold);
+        return blast_run(a, &replay_blast_config(a, path)?, hold);
     }
     let dst_ip = a.dst_ip.clone().context("--dst-ip is required")?;
-    let v6 = dst_ip.contains(':');
-    let src_ip = match &a.src_ip {
-        Some(s) => s.clone(),
-        None => linerate_backend::iface::addr(&a.iface, v6)
-            .with_context(|| {
-                format!(
-                    "{} has no {} address: give --src-ip",
-                    a.iface,
-                    if v6 { "IPv6" } else { "IPv4" }
-                )
-            })?
-            .to_string(),
-    };
-    let src_mac = match &a.src_mac {
-        Some(m) => m.clone(),
-        None => linerate_backend::iface::mac(&a.iface)
-            .map(linerate_backend::iface::format_mac)
-            .with_context(|| format!("interface {} does not exist", a.iface))?,
-    };
+    let (src_ip, src_mac) = source_addrs(a, dst_ip.contains(':'))?;
     let kind = backend(&a.backend)?;
     // Flags are checked before the neighbour is looked up.
     let offered = rate(a)?;
@@ -399,23 +357,11 @@ fn run_blast_once(a: &BlastArgs, hold: bool) -> Result<Ended> {
     if sizes.cycle().is_empty() {
         bail!("--sizes needs at least one size");
     }
-    if a.dscp > 63 {
-        bail!("--dscp must be 0..63");
-    }
-    if a.vlan.is_some_and(|v| v > 4094) {
-        bail!("--vlan must be 0..4094");
-    }
     let cfg = BlastConfig {
         iface: a.iface.clone(),
         flows,
         sizes,
-        framing: Framing {
-            vlan: a.vlan.map(|v| (v, 0)),
-            dscp: a.dscp,
-            ttl: 64,
-            mtu: None,
-            tcp_flags: a.tcp_flags,
-        },
+        framing: framing(a)?,
         count: a.count,
         duration: duration(a.duration)?,
         rate: rate(a)?,
@@ -429,6 +375,76 @@ fn run_blast_once(a: &BlastArgs, hold: bool) -> Result<Ended> {
         end_markers: !a.no_end_marker,
     };
     blast_run(a, &cfg, hold)
+}
+
+/// The blast of `--pcap` `path`: its frames as they are, the flow flags
+/// unused.
+fn replay_blast_config(a: &BlastArgs, path: &std::path::Path) -> Result<BlastConfig> {
+    Ok(BlastConfig {
+        iface: a.iface.clone(),
+        flows: FlowSpec::parse(
+            "00:00:00:00:00:00",
+            "00:00:00:00:00:00",
+            "0.0.0.0",
+            "0.0.0.0",
+            "0",
+            "0",
+        )?,
+        sizes: SizeSequence::list(&[64]),
+        framing: Framing::default(),
+        count: a.count,
+        duration: duration(a.duration)?,
+        rate: rate(a)?,
+        burst: a.burst,
+        backend: backend(&a.backend)?,
+        cores: vec![],
+        replay: Some(replay_config(a, path)?),
+        macs_given: true,
+        gso: gso(&a.gso)?,
+        interval: a.out.interval()?,
+        end_markers: false,
+    })
+}
+
+/// The source address (of the IP version `v6` says) and MAC: given, or
+/// the interface's.
+fn source_addrs(a: &BlastArgs, v6: bool) -> Result<(String, String)> {
+    let src_ip = match &a.src_ip {
+        Some(s) => s.clone(),
+        None => linerate_backend::iface::addr(&a.iface, v6)
+            .with_context(|| {
+                format!(
+                    "{} has no {} address: give --src-ip",
+                    a.iface,
+                    if v6 { "IPv6" } else { "IPv4" }
+                )
+            })?
+            .to_string(),
+    };
+    let src_mac = match &a.src_mac {
+        Some(m) => m.clone(),
+        None => linerate_backend::iface::mac(&a.iface)
+            .map(linerate_backend::iface::format_mac)
+            .with_context(|| format!("interface {} does not exist", a.iface))?,
+    };
+    Ok((src_ip, src_mac))
+}
+
+/// The frames' VLAN tag, DSCP and TCP flags from the flags (checked).
+fn framing(a: &BlastArgs) -> Result<Framing> {
+    if a.dscp > 63 {
+        bail!("--dscp must be 0..63");
+    }
+    if a.vlan.is_some_and(|v| v > 4094) {
+        bail!("--vlan must be 0..4094");
+    }
+    Ok(Framing {
+        vlan: a.vlan.map(|v| (v, 0)),
+        dscp: a.dscp,
+        ttl: 64,
+        mtu: None,
+        tcp_flags: a.tcp_flags,
+    })
 }
 
 /// Without --dst-mac, frames go to the next hop's MAC from the kernel's

@@ -78,63 +78,7 @@ pub struct FwdArgs {
 }
 
 pub fn run(a: &FwdArgs) -> Result<u8> {
-    super::iface_exists(&a.iface)?;
-    if let Some(o) = &a.out_iface {
-        super::iface_exists(o)?;
-    }
-    let mode = match a.mode.as_str() {
-        "io" => FwdMode::Io,
-        "mac" => {
-            let s = a
-                .dst_mac
-                .as_deref()
-                .context("--mode mac needs --dst-mac (the next hop's MAC)")?;
-            let m = linerate_wire::MacAddr::parse(s)
-                .with_context(|| format!("'{s}' is not a MAC address"))?;
-            FwdMode::Mac { dst: m.0 }
-        }
-        "macswap" => FwdMode::MacSwap,
-        "5tswap" => FwdMode::FiveTupleSwap,
-        other => bail!("--mode is io, mac, macswap or 5tswap, not '{other}'"),
-    };
-    if a.dst_mac.is_some() && !matches!(mode, FwdMode::Mac { .. }) {
-        bail!("--dst-mac only goes with --mode mac");
-    }
-    let backend = BackendKind::parse(&a.backend).with_context(|| {
-        format!(
-            "unknown backend '{}' (auto, socket, af_packet, af_xdp)",
-            a.backend
-        )
-    })?;
-    if !(a.duration.is_finite() && a.duration > 0.0) {
-        bail!("--duration must be a number of seconds above zero");
-    }
-    let memory_work = a.reads + a.writes + a.read_writes > 0;
-    if memory_work && a.mem_mb == 0 {
-        bail!("--reads/--writes/--read-writes need a memory area (--mem-mb)");
-    }
-    if a.fifo > 0 && a.flush_us == 0 {
-        bail!("--fifo needs --flush-us (how long a frame may wait)");
-    }
-    let cfg = FwdConfig {
-        rx_iface: a.iface.clone(),
-        tx_iface: a.out_iface.clone(),
-        mode,
-        backend,
-        duration: Duration::from_secs_f64(a.duration),
-        count: a.count,
-        noisy: Noisy {
-            fifo: a.fifo,
-            flush: Duration::from_micros(a.flush_us),
-            mem_bytes: a.mem_mb << 20,
-            reads: a.reads,
-            writes: a.writes,
-            read_writes: a.read_writes,
-        },
-        cores: a.cores.clone().map(|c| c.0).unwrap_or_default(),
-        interval: a.out.interval()?,
-        take: super::rx_filter(a.take_queue, a.udp_ports),
-    };
+    let cfg = fwd_config(a)?;
     let stop = stop_flag()?;
     let doc = linerate_doctor::summary(&linerate_doctor::run_for(
         &linerate_doctor::Live,
@@ -182,6 +126,73 @@ pub fn run(a: &FwdArgs) -> Result<u8> {
         eprintln!("linerate: error: {e}");
     }
     Ok(ended.exit_code)
+}
+
+/// The forwarder the flags ask for (checked).
+fn fwd_config(a: &FwdArgs) -> Result<FwdConfig> {
+    super::iface_exists(&a.iface)?;
+    if let Some(o) = &a.out_iface {
+        super::iface_exists(o)?;
+    }
+    let mode = fwd_mode(a)?;
+    let backend = BackendKind::parse(&a.backend).with_context(|| {
+        format!(
+            "unknown backend '{}' (auto, socket, af_packet, af_xdp)",
+            a.backend
+        )
+    })?;
+    if !(a.duration.is_finite() && a.duration > 0.0) {
+        bail!("--duration must be a number of seconds above zero");
+    }
+    let memory_work = a.reads + a.writes + a.read_writes > 0;
+    if memory_work && a.mem_mb == 0 {
+        bail!("--reads/--writes/--read-writes need a memory area (--mem-mb)");
+    }
+    if a.fifo > 0 && a.flush_us == 0 {
+        bail!("--fifo needs --flush-us (how long a frame may wait)");
+    }
+    Ok(FwdConfig {
+        rx_iface: a.iface.clone(),
+        tx_iface: a.out_iface.clone(),
+        mode,
+        backend,
+        duration: Duration::from_secs_f64(a.duration),
+        count: a.count,
+        noisy: Noisy {
+            fifo: a.fifo,
+            flush: Duration::from_micros(a.flush_us),
+            mem_bytes: a.mem_mb << 20,
+            reads: a.reads,
+            writes: a.writes,
+            read_writes: a.read_writes,
+        },
+        cores: a.cores.clone().map(|c| c.0).unwrap_or_default(),
+        interval: a.out.interval()?,
+        take: super::rx_filter(a.take_queue, a.udp_ports),
+    })
+}
+
+/// `--mode` (with `--dst-mac` for mac, and only then).
+fn fwd_mode(a: &FwdArgs) -> Result<FwdMode> {
+    let mode = match a.mode.as_str() {
+        "io" => FwdMode::Io,
+        "mac" => {
+            let s = a
+                .dst_mac
+                .as_deref()
+                .context("--mode mac needs --dst-mac (the next hop's MAC)")?;
+            let m = linerate_wire::MacAddr::parse(s)
+                .with_context(|| format!("'{s}' is not a MAC address"))?;
+            FwdMode::Mac { dst: m.0 }
+        }
+        "macswap" => FwdMode::MacSwap,
+        "5tswap" => FwdMode::FiveTupleSwap,
+        other => bail!("--mode is io, mac, macswap or 5tswap, not '{other}'"),
+    };
+    if a.dst_mac.is_some() && !matches!(mode, FwdMode::Mac { .. }) {
+        bail!("--dst-mac only goes with --mode mac");
+    }
+    Ok(mode)
 }
 
 /// A fwd run: the forwarder's report.

@@ -186,31 +186,8 @@ fn trial_line(t: &Trial) -> String {
 }
 
 pub fn run(a: &Rfc2544Args) -> Result<u8> {
-    super::iface_exists(&a.tx_iface)?;
-    super::iface_exists(&a.rx_iface)?;
-    for t in &a.tests {
-        if !["throughput", "latency", "loss", "back-to-back"].contains(&t.as_str()) {
-            bail!("--tests: '{t}' is not one of throughput, latency, loss, back-to-back");
-        }
-    }
-    if a.tx_iface == a.rx_iface {
-        bail!("--tx-iface and --rx-iface must be two ports with the device between them");
-    }
-    let dst_mac = match (&a.dst_mac, a.dut_ip) {
-        (Some(m), _) => m.clone(),
-        (None, Some(ip)) => {
-            linerate_backend::neigh::resolve(&a.tx_iface, ip, Duration::from_secs(1))
-                .map(linerate_backend::iface::format_mac)
-                .with_context(|| format!("no MAC for --dut-ip {ip} on {}", a.tx_iface))?
-        }
-        (None, None) => super::blast::next_hop_mac(&a.tx_iface, &a.dst_ip)?,
-    };
-    let src_mac = match &a.src_mac {
-        Some(m) => m.clone(),
-        None => linerate_backend::iface::mac(&a.tx_iface)
-            .map(linerate_backend::iface::format_mac)
-            .with_context(|| format!("--tx-iface {}", a.tx_iface))?,
-    };
+    check_args(a)?;
+    let (src_mac, dst_mac) = forward_macs(a)?;
     let flows = FlowSpec::parse(
         &src_mac,
         &dst_mac,
@@ -219,29 +196,7 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
         &a.src_port,
         &a.dst_port,
     )?;
-    let reverse = if a.bidir {
-        let dst_mac = match &a.reverse_dst_mac {
-            Some(m) => m.clone(),
-            None => super::blast::next_hop_mac(&a.rx_iface, &a.src_ip)
-                .context("--bidir: the device's MAC on the rx side (--reverse-dst-mac)")?,
-        };
-        let src_mac = linerate_backend::iface::mac(&a.rx_iface)
-            .map(linerate_backend::iface::format_mac)
-            .with_context(|| format!("--rx-iface {}", a.rx_iface))?;
-        Some(FlowSpec::parse(
-            &src_mac,
-            &dst_mac,
-            &a.dst_ip,
-            &a.src_ip,
-            &a.dst_port,
-            &a.src_port,
-        )?)
-    } else {
-        if a.reverse_dst_mac.is_some() {
-            bail!("--reverse-dst-mac goes with --bidir");
-        }
-        None
-    };
+    let reverse = reverse_flows(a)?;
     let max = match (&a.max_rate, port_speed_bps(&a.tx_iface)) {
         (Some(m), _) => max_rate(m)?,
         (None, Some(bps)) => MaxRate::L1Bps(bps),
@@ -310,6 +265,68 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
         })
     })?;
     Ok(ended.exit_code)
+}
+
+/// The ports exist, are two, and the tests are known ones.
+fn check_args(a: &Rfc2544Args) -> Result<()> {
+    super::iface_exists(&a.tx_iface)?;
+    super::iface_exists(&a.rx_iface)?;
+    for t in &a.tests {
+        if !["throughput", "latency", "loss", "back-to-back"].contains(&t.as_str()) {
+            bail!("--tests: '{t}' is not one of throughput, latency, loss, back-to-back");
+        }
+    }
+    if a.tx_iface == a.rx_iface {
+        bail!("--tx-iface and --rx-iface must be two ports with the device between them");
+    }
+    Ok(())
+}
+
+/// The tx side's source and destination MACs (given, or learnt).
+fn forward_macs(a: &Rfc2544Args) -> Result<(String, String)> {
+    let dst_mac = match (&a.dst_mac, a.dut_ip) {
+        (Some(m), _) => m.clone(),
+        (None, Some(ip)) => {
+            linerate_backend::neigh::resolve(&a.tx_iface, ip, Duration::from_secs(1))
+                .map(linerate_backend::iface::format_mac)
+                .with_context(|| format!("no MAC for --dut-ip {ip} on {}", a.tx_iface))?
+        }
+        (None, None) => super::blast::next_hop_mac(&a.tx_iface, &a.dst_ip)?,
+    };
+    let src_mac = match &a.src_mac {
+        Some(m) => m.clone(),
+        None => linerate_backend::iface::mac(&a.tx_iface)
+            .map(linerate_backend::iface::format_mac)
+            .with_context(|| format!("--tx-iface {}", a.tx_iface))?,
+    };
+    Ok((src_mac, dst_mac))
+}
+
+/// With --bidir, the flows the rx port sends back (addresses and ports
+/// swapped).
+fn reverse_flows(a: &Rfc2544Args) -> Result<Option<FlowSpec>> {
+    if !a.bidir {
+        if a.reverse_dst_mac.is_some() {
+            bail!("--reverse-dst-mac goes with --bidir");
+        }
+        return Ok(None);
+    }
+    let dst_mac = match &a.reverse_dst_mac {
+        Some(m) => m.clone(),
+        None => super::blast::next_hop_mac(&a.rx_iface, &a.src_ip)
+            .context("--bidir: the device's MAC on the rx side (--reverse-dst-mac)")?,
+    };
+    let src_mac = linerate_backend::iface::mac(&a.rx_iface)
+        .map(linerate_backend::iface::format_mac)
+        .with_context(|| format!("--rx-iface {}", a.rx_iface))?;
+    Ok(Some(FlowSpec::parse(
+        &src_mac,
+        &dst_mac,
+        &a.dst_ip,
+        &a.src_ip,
+        &a.dst_port,
+        &a.src_port,
+    )?))
 }
 
 /// Each trial as an interval of the run (and a line on stderr for people).
