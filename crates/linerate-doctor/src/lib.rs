@@ -12,4 +12,4 @@ mod source;
 
 pub use finding::{Finding, Outcome, Severity, Unchecked};
 pub use report::{Report, run, run_for, summary, test_summary, test_summary_at};
-pub use source::{Channels, Fixture, Live, Offloads, Rings, Source};
+pub use source::{Channels, Fixture, Offloads, Rings, Source, ThisHost};

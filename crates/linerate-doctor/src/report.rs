@@ -148,7 +148,7 @@ impl Report {
 /// this host checked for the interface a test used and the CPUs its
 /// workers were pinned to.
 pub fn test_summary(iface: Option<&str>, workers: &[usize]) -> Value {
-    summary(&run_for(&crate::Live, iface, workers))
+    summary(&run_for(&crate::ThisHost, iface, workers))
 }
 
 /// [`test_summary`] for the interface that holds a local address (the

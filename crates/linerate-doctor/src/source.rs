@@ -45,14 +45,14 @@ pub trait Source {
 
 /// The live host.
 #[derive(Debug, Default)]
-pub struct Live;
+pub struct ThisHost;
 
 fn sorted(mut v: Vec<String>) -> Vec<String> {
     v.sort();
     v
 }
 
-impl Source for Live {
+impl Source for ThisHost {
     fn read(&self, path: &str) -> io::Result<String> {
         std::fs::read_to_string(path)
     }

@@ -209,14 +209,14 @@ fn worker_rows(w: usize, c: &FwdCounts) -> [Row; 2] {
 
 /// A worker's running totals, published as it goes (single writer).
 #[derive(Debug, Default)]
-pub(super) struct Live {
+pub(super) struct RunningTotals {
     rx: AtomicU64,
     tx: AtomicU64,
     tx_dropped: AtomicU64,
     too_long: AtomicU64,
 }
 
-impl Live {
+impl RunningTotals {
     pub(super) fn publish(&self, c: &FwdCounts) {
         self.rx.store(c.rx, Ordering::Relaxed);
         self.tx.store(c.tx, Ordering::Relaxed);
@@ -261,7 +261,7 @@ pub fn fwd(
     let workers = cfg.cores.len().max(1);
     let start = Instant::now();
     let total_tx = AtomicU64::new(0);
-    let live: Vec<Live> = (0..workers).map(|_| Live::default()).collect();
+    let live: Vec<RunningTotals> = (0..workers).map(|_| RunningTotals::default()).collect();
     let job = Job {
         cfg,
         src_mac,

@@ -2,7 +2,7 @@
 //! stop; its running totals published for the interval reports.
 
 use super::load::{BATCH, Fifo, MemLoad};
-use super::{FwdConfig, FwdCounts, FwdMode, Live, modes::apply};
+use super::{FwdConfig, FwdCounts, FwdMode, RunningTotals, modes::apply};
 use linerate_backend::clock;
 use linerate_backend::port::{Rx, Tx, recv_idle};
 use linerate_backend::xsk::XskFwd;
@@ -133,7 +133,7 @@ pub(super) struct Job<'a> {
     pub(super) total_tx: &'a AtomicU64,
     pub(super) start: Instant,
     /// Each worker's published totals.
-    pub(super) live: &'a [Live],
+    pub(super) live: &'a [RunningTotals],
 }
 
 pub(super) struct WorkerOut {

@@ -51,12 +51,12 @@ pub fn flow_rows(counts: &SinkCounts) -> Vec<Row> {
 /// A receive worker's running totals, published when the interval
 /// reporter asks (generation `want` reached).
 #[derive(Debug, Default)]
-struct Live {
+struct RunningTotals {
     rows: Mutex<Vec<Row>>,
     generation: AtomicU64,
 }
 
-impl Live {
+impl RunningTotals {
     /// Publishes this worker's running totals if the reporter asked for
     /// them (a new generation in `want`).
     fn answer(
@@ -87,7 +87,7 @@ impl Live {
 
 /// Asks every worker for its totals as of now (one blocked in a receive
 /// call answers within its wait, at most [`PUBLISH_WAIT`]) and merges them.
-fn ask_live(want: &AtomicU64, live: &[Live], running: impl Fn() -> bool) -> Vec<Row> {
+fn ask_live(want: &AtomicU64, live: &[RunningTotals], running: impl Fn() -> bool) -> Vec<Row> {
     let g = want.fetch_add(1, Ordering::Relaxed) + 1;
     let asked = Instant::now();
     while live
@@ -330,7 +330,7 @@ pub fn sink(
     let frame_max =
         linerate_backend::port::port_mtu(cfg.backend, &cfg.iface).map_or(usize::MAX, |m| m + 18);
     let total = AtomicU64::new(0);
-    let live: Vec<Live> = (0..workers).map(|_| Live::default()).collect();
+    let live: Vec<RunningTotals> = (0..workers).map(|_| RunningTotals::default()).collect();
     let want = AtomicU64::new(0);
     on_ready(backend);
     let start = Instant::now();
@@ -556,7 +556,7 @@ fn receive(
     total: &AtomicU64,
     capture: Option<&mut CaptureWriter>,
     frame_max: usize,
-    (want, live): (&AtomicU64, &Live),
+    (want, live): (&AtomicU64, &RunningTotals),
 ) -> WorkerOut {
     let mut published = 0u64;
     let mut interval_latency = IntervalLatency::default();

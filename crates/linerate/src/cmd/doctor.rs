@@ -3,7 +3,7 @@
 use super::{CpuList, cpu_list};
 use anyhow::Result;
 use clap::Args;
-use linerate_doctor::{Fixture, Live, Source};
+use linerate_doctor::{Fixture, Source, ThisHost};
 
 /// Inspect this host (and one interface) for what limits network throughput.
 #[derive(Debug, Args)]
@@ -35,7 +35,7 @@ pub fn run(a: &DoctorArgs) -> Result<u8> {
             if let Some(i) = &a.iface {
                 super::iface_exists(i)?;
             }
-            &Live
+            &ThisHost
         }
     };
     let cpus = a.cpus.as_ref().map_or(&[][..], |c| &c.0[..]);

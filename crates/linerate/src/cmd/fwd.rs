@@ -80,11 +80,7 @@ pub struct FwdArgs {
 pub fn run(a: &FwdArgs) -> Result<u8> {
     let cfg = fwd_config(a)?;
     let stop = stop_flag()?;
-    let doc = linerate_doctor::summary(&linerate_doctor::run_for(
-        &linerate_doctor::Live,
-        Some(&a.iface),
-        &cfg.cores,
-    ));
+    let doc = linerate_doctor::test_summary(Some(&a.iface), &cfg.cores);
     let config = serde_json::json!({
         "iface": a.iface,
         "out_iface": a.out_iface,

@@ -1183,45 +1183,13 @@ fn run_client(args: &IperfArgs, host: &str) -> Result<u8> {
 /// (repeated with -J: one document for all runs, printed at the end) its
 /// own output is held back.
 fn run_client_once(args: &IperfArgs, host: &str, quiet: bool) -> Result<linerate_run::Ended> {
-    let (params, bandwidth_given) = args.params()?;
+    let mut opts = client_options(args, host)?;
     let config = linerate_iperf_proto::report::test_start(
-        &params,
+        &opts.params,
         args.interval()?.as_secs_f64(),
         !args.no_gso,
         false,
     );
-    let mut opts = ClientOptions {
-        host: host.to_string(),
-        port: args.port,
-        params,
-        time: fractional_time(args.time),
-        bandwidth_given,
-        bind: args.bind.as_ref().map(|(ip, _)| *ip),
-        bind_dev: args.bind_device(),
-        cport: args.cport,
-        family: args.family(),
-        interval: args.interval()?,
-        output: args.output(),
-        connect_timeout: Duration::from_millis(args.connect_timeout.max(1)),
-        control_timeout: if args.control_timeout == IperfArgs::default_values().control_timeout {
-            Duration::from_secs(30)
-        } else {
-            Duration::from_millis(args.control_timeout.max(1))
-        },
-        udp_gso: !args.no_gso,
-        affinity: args.stream_cpus()?,
-        zerocopy: args.zerocopy,
-        events: None,
-        cntl_ka: args.cntl_ka,
-        rcv_timeout: Duration::from_millis(args.rcv_timeout.unwrap_or(RCV_TIMEOUT_MS)),
-        snd_timeout: args
-            .snd_timeout
-            .map(|ms| Duration::from_millis(u64::from(ms))),
-        auth: client_auth(args)?,
-        debug: args.debug.unwrap_or(0),
-        file: args.file.clone(),
-        finish_early: None,
-    };
     let out: Arc<Mutex<dyn Write + Send>> = if quiet {
         Arc::new(Mutex::new(std::io::sink()))
     } else {
@@ -1287,6 +1255,44 @@ fn run_client_once(args: &IperfArgs, host: &str, quiet: bool) -> Result<linerate
             })
         }
     }
+}
+
+/// The client's options from its flags (no reporters, no early finish:
+/// the run sets those).
+fn client_options(args: &IperfArgs, host: &str) -> Result<ClientOptions> {
+    let (params, bandwidth_given) = args.params()?;
+    Ok(ClientOptions {
+        host: host.to_string(),
+        port: args.port,
+        params,
+        time: fractional_time(args.time),
+        bandwidth_given,
+        bind: args.bind.as_ref().map(|(ip, _)| *ip),
+        bind_dev: args.bind_device(),
+        cport: args.cport,
+        family: args.family(),
+        interval: args.interval()?,
+        output: args.output(),
+        connect_timeout: Duration::from_millis(args.connect_timeout.max(1)),
+        control_timeout: if args.control_timeout == IperfArgs::default_values().control_timeout {
+            Duration::from_secs(30)
+        } else {
+            Duration::from_millis(args.control_timeout.max(1))
+        },
+        udp_gso: !args.no_gso,
+        affinity: args.stream_cpus()?,
+        zerocopy: args.zerocopy,
+        events: None,
+        cntl_ka: args.cntl_ka,
+        rcv_timeout: Duration::from_millis(args.rcv_timeout.unwrap_or(RCV_TIMEOUT_MS)),
+        snd_timeout: args
+            .snd_timeout
+            .map(|ms| Duration::from_millis(u64::from(ms))),
+        auth: client_auth(args)?,
+        debug: args.debug.unwrap_or(0),
+        file: args.file.clone(),
+        finish_early: None,
+    })
 }
 
 /// What a test that ended without its results measured: nothing.
