@@ -1923,6 +1923,15 @@ fn frames_built_in_place_are_valid_on_every_backend_and_layout() {
     }
 }
 
+/// A rig pair whose links have a 9000-byte MTU.
+fn jumbo_pair() -> Rig {
+    Rig::new(&linerate_lab::RigConfig {
+        mtu: 9000,
+        ..Default::default()
+    })
+    .unwrap()
+}
+
 /// Issue 28: `blast --size 9000` on a 9000-MTU link exited 2 with the auto
 /// backend (AF_XDP's frames were smaller). Issue 30: AF_XDP carries them in
 /// several buffers where the kernel can (Linux 6.6+; auto says so), and
@@ -1933,15 +1942,7 @@ fn auto_backend_carries_jumbo_frames() {
     if skip("auto_backend_carries_jumbo_frames") {
         return;
     }
-    let rig = Rig::pair().unwrap();
-    for host in 0..2 {
-        let ok = rig
-            .command(host, "ip")
-            .args(["link", "set", "veth0", "mtu", "9000"])
-            .status()
-            .unwrap();
-        assert!(ok.success());
-    }
+    let rig = jumbo_pair();
     let (sink, out) = with_sink(&rig, 500, || {
         blast(
             &rig,
@@ -1982,15 +1983,7 @@ fn af_xdp_carries_frames_over_a_chunk_in_several_buffers() {
     if skip("af_xdp_carries_frames_over_a_chunk_in_several_buffers") {
         return;
     }
-    let rig = Rig::pair().unwrap();
-    for host in 0..2 {
-        let ok = rig
-            .command(host, "ip")
-            .args(["link", "set", "veth0", "mtu", "9000"])
-            .status()
-            .unwrap();
-        assert!(ok.success());
-    }
+    let rig = jumbo_pair();
     let dst_mac = rig.host(1).mac.clone();
     for (size, count) in [
         (1500u64, 2000u64),

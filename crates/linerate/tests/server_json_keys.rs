@@ -169,21 +169,35 @@ fn server_document(server: Command, i321: &std::path::Path, args: &[&str]) -> Va
     sj
 }
 
-fn same_keys_as_3_21(name: &str, args: &[&str]) {
+/// 3.21's document and linerate's, made by `document` (one case at a time),
+/// compared key for key; `None` when the test skips.
+fn both_documents(
+    name: &str,
+    side: &str,
+    args: &[&str],
+    document: fn(Command, &std::path::Path, &[&str]) -> Value,
+) -> Option<(Value, Value)> {
     if linerate_testkit::should_skip(name, &[linerate_testkit::require_iperf3_321()]) {
-        return;
+        return None;
     }
     let i321 = linerate_testkit::iperf3_321().unwrap();
     let _one = ONE_AT_A_TIME
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let theirs = server_document(Command::new(&i321), &i321, args);
-    let ours = server_document(linerate(), &i321, args);
+    let theirs = document(Command::new(&i321), &i321, args);
+    let ours = document(linerate(), &i321, args);
     if let Some(d) = first_difference(&theirs, &ours, "") {
         panic!(
-            "{args:?}: linerate's server document differs from 3.21's at {d}\n3.21: {theirs}\nlinerate: {ours}"
+            "{args:?}: linerate's {side} document differs from 3.21's at {d}\n3.21: {theirs}\nlinerate: {ours}"
         );
     }
+    Some((theirs, ours))
+}
+
+fn same_keys_as_3_21(name: &str, args: &[&str]) {
+    let Some((theirs, ours)) = both_documents(name, "server", args, server_document) else {
+        return;
+    };
     for (who, doc) in [("3.21", &theirs), ("linerate", &ours)] {
         if let Some(d) = unreal_seconds(&doc["end"], ".end") {
             panic!("{args:?}: {who}'s server document: {d}\n{}", doc["end"]);
@@ -217,20 +231,7 @@ fn client_document(client: Command, i321: &std::path::Path, args: &[&str]) -> Va
 /// The client's document against 3.21's client's, both driving a 3.21
 /// server: the same key tree, keys in the same order.
 fn client_keys_as_3_21(name: &str, args: &[&str]) {
-    if linerate_testkit::should_skip(name, &[linerate_testkit::require_iperf3_321()]) {
-        return;
-    }
-    let i321 = linerate_testkit::iperf3_321().unwrap();
-    let _one = ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let theirs = client_document(Command::new(&i321), &i321, args);
-    let ours = client_document(linerate(), &i321, args);
-    if let Some(d) = first_difference(&theirs, &ours, "") {
-        panic!(
-            "{args:?}: linerate's client document differs from 3.21's at {d}\n3.21: {theirs}\nlinerate: {ours}"
-        );
-    }
+    both_documents(name, "client", args, client_document);
 }
 
 #[test]
