@@ -20,10 +20,14 @@ pub enum ServerEvent {
     Params(Params),
     /// Every stream is connected; TEST_START and TEST_RUNNING are queued.
     Start,
-    /// The client ended the test: stop the streams, close them, take final
-    /// figures and pass them to [`ServerSession::local_results`].
+    /// The client ended the test; EXCHANGE_RESULTS is queued. Stop the
+    /// streams (receivers may go on taking what was sent before), and pass
+    /// the final figures to [`ServerSession::local_results`], now or once
+    /// the client's results are in.
     TestEnd,
-    /// The client's results (ours are queued in reply).
+    /// The client's results: ours are queued in reply if they were given
+    /// already, else they go when [`ServerSession::local_results`] gives
+    /// them (a receiver can take what the client says it sent first).
     ClientResults(PeerResults),
     /// The client said IPERF_DONE: close the connection.
     Done,
@@ -39,10 +43,14 @@ pub enum ServerEvent {
 enum Phase {
     AwaitParams,
     Setup,
-    CreateStreams { expected: usize, connected: usize },
+    CreateStreams {
+        expected: usize,
+        connected: usize,
+    },
     Running,
-    Stopping,
     AwaitResults,
+    /// The client's results are in; ours are awaited.
+    Answering,
     AwaitDone,
     Closed,
 }
@@ -165,15 +173,28 @@ impl ServerSession {
         }
     }
 
-    /// The streams are stopped and these are the server's figures.
+    /// The streams are stopped and these are the server's figures: sent
+    /// in reply to the client's results (at once if those are in).
     pub fn local_results(&mut self, r: PeerResults) {
-        if self.phase != Phase::Stopping {
-            return;
+        match self.phase {
+            Phase::AwaitResults => self.local = Some(r),
+            Phase::Answering => self.answer(r),
+            _ => {}
         }
-        self.local = Some(r);
+    }
+
+    fn answer(&mut self, r: PeerResults) {
+        self.out.extend(frame_json(&r.to_json()));
+        self.out.push(state::DISPLAY_RESULTS);
+        self.phase = Phase::AwaitDone;
+        self.advance();
+    }
+
+    /// TEST_END: the exchange starts at once, while the streams stop.
+    fn test_ended(&mut self) {
         self.out.push(state::EXCHANGE_RESULTS);
         self.phase = Phase::AwaitResults;
-        self.advance();
+        self.events.push_back(ServerEvent::TestEnd);
     }
 
     pub fn handle_eof(&mut self) {
@@ -218,16 +239,16 @@ impl ServerSession {
                     Err(_) => return self.fail(IErr::RECV_RESULTS),
                     Ok(Some(v)) => match PeerResults::from_json(&v) {
                         Ok(r) => {
-                            let local = self.local.take().unwrap_or_default();
-                            self.out.extend(frame_json(&local.to_json()));
-                            self.out.push(state::DISPLAY_RESULTS);
-                            self.phase = Phase::AwaitDone;
+                            self.phase = Phase::Answering;
                             self.events.push_back(ServerEvent::ClientResults(r));
+                            if let Some(local) = self.local.take() {
+                                self.answer(local);
+                            }
                         }
                         Err(e) => return self.fail(e),
                     },
                 },
-                Phase::Closed => return,
+                Phase::Closed | Phase::Answering => return,
                 _ => {
                     let Some(b) = self.buf.take_byte() else {
                         return;
@@ -245,20 +266,14 @@ impl ServerSession {
                 self.phase = Phase::Closed;
                 self.events.push_back(ServerEvent::ClientTerminated);
             }
-            (state::TEST_END, Phase::Running) => {
-                self.phase = Phase::Stopping;
-                self.events.push_back(ServerEvent::TestEnd);
-            }
+            (state::TEST_END, Phase::Running) => self.test_ended(),
             (state::IPERF_DONE, Phase::AwaitDone) => {
                 self.phase = Phase::Closed;
                 self.events.push_back(ServerEvent::Done);
             }
             // A client that gives up early (e.g. -n reached before streams
             // were all up) may end the test in any phase after params.
-            (state::TEST_END, Phase::CreateStreams { .. } | Phase::Setup) => {
-                self.phase = Phase::Stopping;
-                self.events.push_back(ServerEvent::TestEnd);
-            }
+            (state::TEST_END, Phase::CreateStreams { .. } | Phase::Setup) => self.test_ended(),
             _ => self.fail(IErr::MESSAGE),
         }
     }
@@ -302,10 +317,8 @@ mod tests {
         assert_eq!(s.stream_connected(), None);
         s.handle_bytes(&[4]);
         assert_eq!(s.poll_event(), Some(ServerEvent::TestEnd));
-        s.local_results(PeerResults {
-            sender_has_retransmits: -1,
-            ..Default::default()
-        });
+        // The exchange starts at once; our figures can wait for the
+        // client's (what it says it sent).
         assert_eq!(s.poll_transmit(), Some(vec![13]));
         let mut tail = results_json();
         tail.push(16);
@@ -314,6 +327,11 @@ mod tests {
             s.poll_event(),
             Some(ServerEvent::ClientResults(_))
         ));
+        assert_eq!(s.poll_transmit(), None, "nothing before our results");
+        s.local_results(PeerResults {
+            sender_has_retransmits: -1,
+            ..Default::default()
+        });
         let out = s.poll_transmit().unwrap();
         assert_eq!(*out.last().unwrap(), 14);
         assert_eq!(s.poll_event(), Some(ServerEvent::Done));

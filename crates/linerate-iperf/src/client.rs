@@ -236,6 +236,12 @@ struct ClientTest<'a> {
     /// The session's progress count when last looked at.
     progress_seen: u64,
     test_len: Duration,
+    /// linerate doctor's summary for the report (streams not pinned),
+    /// taken on a thread of its own while the test is set up (it reads a
+    /// few hundred files: 14 ms after the end of every test when it was
+    /// taken there; taken while the streams ran, it cost an overloaded
+    /// host's control loop its time).
+    doctor: Option<std::thread::JoinHandle<serde_json::Value>>,
 }
 
 /// How long the rest of a SERVER_ERROR message is waited for.
@@ -300,6 +306,11 @@ impl<'a> ClientTest<'a> {
             .time
             .unwrap_or(Duration::from_secs(u64::from(params.time_s)))
             + Duration::from_secs(u64::from(params.omit_s));
+        let local = ctrl.local_addr().ok().map(|a| a.ip());
+        let doctor = std::thread::Builder::new()
+            .name("doctor".into())
+            .spawn(move || linerate_doctor::test_summary_at(local, &[]))
+            .ok();
         Ok(ClientTest {
             opts,
             out,
@@ -330,6 +341,7 @@ impl<'a> ClientTest<'a> {
             last_rx: (0, Instant::now()),
             progress_seen: 0,
             test_len,
+            doctor,
         })
     }
 
@@ -355,6 +367,13 @@ impl<'a> ClientTest<'a> {
                     ClientEvent::Done => return Ok(()),
                     ClientEvent::Failed(e) => return Err(ClientFailure::Protocol(e)),
                 }
+            }
+            // What the events queued (our results, IPERF_DONE) goes out
+            // now, not after the wait for the server below.
+            if let Err(e) = self.send_queued()
+                && !self.session.is_closed()
+            {
+                return Err(e);
             }
             if self.session.is_closed() {
                 return Ok(());
@@ -710,10 +729,14 @@ impl<'a> ClientTest<'a> {
                 self.finals = m.finish(Instant::now()).1;
             }
             let pinned = self.running.as_ref().map_or(&[][..], |r| &r.cpus[..]);
-            let doctor = linerate_doctor::test_summary_at(
-                self.ctrl.local_addr().ok().map(|a| a.ip()),
-                pinned,
-            );
+            let early = self.doctor.take().map(std::thread::JoinHandle::join);
+            let doctor = match early {
+                Some(Ok(d)) if pinned.is_empty() => d,
+                _ => linerate_doctor::test_summary_at(
+                    self.ctrl.local_addr().ok().map(|a| a.ip()),
+                    pinned,
+                ),
+            };
             if let Some(rep) = self.report.as_mut() {
                 if let Err(e) = result {
                     rep.set_error(&e.to_string());

@@ -31,6 +31,10 @@ pub(crate) struct Running {
     pub(crate) budget: Arc<stream::Budget>,
     /// The threads wait here until [`Running::go`].
     gate: Arc<Gate>,
+    /// Wakes waiting receivers when they are told to drain or stop.
+    wake: Option<Arc<stream::Wake>>,
+    /// Wakes draining receivers when they are told to stop.
+    stop_wake: Option<Arc<stream::Wake>>,
 }
 
 impl Running {
@@ -39,8 +43,12 @@ impl Running {
     /// (when the streams connect), so starting them costs nothing here.
     pub(crate) fn go(&self, end_at: Option<std::time::Instant>) {
         if let Some(end) = end_at {
-            for s in self.streams.iter().filter(|s| s.sender) {
-                s.stop_at(end);
+            for s in &self.streams {
+                if s.sender {
+                    s.stop_at(end);
+                } else {
+                    s.expect_end(end);
+                }
             }
         }
         self.gate.open();
@@ -58,24 +66,16 @@ impl Running {
         self.stop_with(false, true);
     }
 
+    /// Stops the senders and tells the receivers to take what was sent
+    /// (at most [`stream::DRAIN_MAX`]), without waiting for them: the
+    /// server's TEST_END, whose drain goes on while the results are
+    /// exchanged; [`Running::stop`] ends it.
+    pub(crate) fn begin_drain(&mut self) {
+        self.signal(false, true);
+    }
+
     fn stop_with(&mut self, senders_only: bool, drain: bool) {
-        // Threads that never started see their stop flag at once.
-        let gate_was_open = self.gate.is_open();
-        let until = linerate_backend::clock::monotonic_ns() + stream::DRAIN_MAX.as_nanos() as u64;
-        for s in &self.streams {
-            if drain && !s.sender {
-                s.drain_until_ns.store(until, Ordering::Relaxed);
-            } else if !senders_only || s.sender {
-                s.stop.store(true, Ordering::Relaxed);
-            }
-        }
-        if !gate_was_open {
-            // Stopped before it started: every thread ends (none moved data).
-            for s in &self.streams {
-                s.stop.store(true, Ordering::Relaxed);
-            }
-        }
-        self.gate.open();
+        self.signal(senders_only, drain);
         for (h, s) in self.handles.iter_mut().zip(&self.streams) {
             if (!senders_only || s.sender)
                 && let Some(h) = h.take()
@@ -94,6 +94,46 @@ impl Running {
                 && let Some(t) = &s.tcp
             {
                 let _ = t.shutdown(std::net::Shutdown::Both);
+            }
+        }
+    }
+
+    /// Sets the flags and wakes the workers that wait.
+    fn signal(&mut self, senders_only: bool, drain: bool) {
+        // Threads that never started see their stop flag at once.
+        let gate_was_open = self.gate.is_open();
+        let until = linerate_backend::clock::monotonic_ns() + stream::DRAIN_MAX.as_nanos() as u64;
+        for s in &self.streams {
+            if drain && !s.sender {
+                s.drain_until_ns.store(until, Ordering::Relaxed);
+            } else if !senders_only || s.sender {
+                s.stop.store(true, Ordering::Relaxed);
+            }
+        }
+        if !gate_was_open {
+            // Stopped before it started: every thread ends (none moved data).
+            for s in &self.streams {
+                s.stop.store(true, Ordering::Relaxed);
+            }
+        }
+        self.gate.open();
+        // Receivers waiting for data see their flag now, not at their next
+        // timeout; a sender blocked on a full socket is woken by shutting
+        // its sending side (what it had queued still goes, then the FIN,
+        // which ends the peer's drain as soon as all the data is in).
+        // A draining receiver is woken by the second wake when it is told
+        // to stop (its drain is over: the server has what the client sent).
+        if !senders_only {
+            if let Some(w) = &self.wake {
+                w.fire();
+            }
+            if !drain && let Some(w) = &self.stop_wake {
+                w.fire();
+            }
+        }
+        for s in self.streams.iter().filter(|s| s.sender) {
+            if let Some(t) = &s.tcp {
+                let _ = t.shutdown(std::net::Shutdown::Write);
             }
         }
     }
@@ -132,7 +172,14 @@ fn pin(cpu: usize, sh: &StreamShared) -> bool {
 
 /// A stream's shared figures, with its socket options applied (a failure
 /// fails the stream, as iperf3 fails the test).
-fn shared(c: &Conn, d: &StreamDesc, p: &Params, sending: bool) -> Arc<StreamShared> {
+fn shared(
+    c: &Conn,
+    d: &StreamDesc,
+    p: &Params,
+    sending: bool,
+    wake: Option<&Arc<stream::Wake>>,
+    stop_wake: Option<&Arc<stream::Wake>>,
+) -> Arc<StreamShared> {
     let (applied, tcp) = match c {
         Conn::Tcp(t) => (net::apply_tcp(t, p, sending), t.try_clone().ok()),
         Conn::Udp(u) => {
@@ -141,7 +188,10 @@ fn shared(c: &Conn, d: &StreamDesc, p: &Params, sending: bool) -> Arc<StreamShar
             (Ok(()), None)
         }
     };
-    let sh = Arc::new(StreamShared::new(d.id, d.sender, d.socket, tcp));
+    let mut sh = StreamShared::new(d.id, d.sender, d.socket, tcp);
+    sh.wake = wake.cloned();
+    sh.stop_wake = stop_wake.cloned();
+    let sh = Arc::new(sh);
     if let Err(e) = applied {
         sh.fail(e.to_string());
     }
@@ -258,6 +308,9 @@ pub(crate) fn spawn_streams(
     let mut group_slot: std::collections::BTreeMap<usize, usize> = Default::default();
     let mut pinned = std::collections::BTreeSet::new();
     let gate = Arc::new(Gate::default());
+    // Without it (no descriptors left) receivers wake at their timeouts.
+    let wake = stream::Wake::new().ok().map(Arc::new);
+    let stop_wake = stream::Wake::new().ok().map(Arc::new);
     for (i, (c, d)) in conns.into_iter().enumerate() {
         let cpu = if !so.affinity.is_empty() {
             Some(so.affinity[i % so.affinity.len()])
@@ -267,7 +320,7 @@ pub(crate) fn spawn_streams(
             None
         };
         pinned.extend(cpu);
-        let sh = shared(&c, &d, p, d.sender);
+        let sh = shared(&c, &d, p, d.sender, wake.as_ref(), stop_wake.as_ref());
         match (c, cpu) {
             (Conn::Tcp(t), Some(cpu)) if d.sender && senders > 1 && so.file.is_none() => {
                 groups.entry(cpu).or_default().push((t, sh.clone()));
@@ -310,5 +363,7 @@ pub(crate) fn spawn_streams(
         cpus: pinned.into_iter().collect(),
         budget,
         gate,
+        wake,
+        stop_wake,
     }
 }

@@ -17,7 +17,14 @@ use std::time::{Duration, Instant};
 
 /// How often a blocked worker looks at its stop flag.
 pub const POLL: Duration = Duration::from_millis(50);
-/// A draining receiver stops after this long without data.
+/// How often a receiver looks at its flags from the test's scheduled end on.
+const END_LOOK: Duration = Duration::from_millis(2);
+/// A draining receiver stops after this long without data (timed by
+/// poll(2) to the millisecond). Each millisecond here is a millisecond
+/// more of every test against a client that does not close its streams
+/// at the end (iperf3's), but what the peer sent before TEST_END can sit
+/// in the kernel's backlog behind a busy CPU: at 5 ms a loaded CI host
+/// counted a UDP datagram of a concurrent test as lost. 20 ms, as before.
 const DRAIN_IDLE: Duration = Duration::from_millis(20);
 /// Longest drain, for a peer that keeps sending after TEST_END.
 pub const DRAIN_MAX: Duration = Duration::from_secs(1);
@@ -55,6 +62,9 @@ pub struct StreamShared {
     pub drain_until_ns: AtomicU64,
     /// A sender's scheduled end (monotonic ns; 0: none, it ends when told).
     pub end_ns: AtomicU64,
+    /// A receiver: the test's scheduled end (monotonic ns; 0: none), from
+    /// which on it looks at its flags every [`END_LOOK`].
+    pub expected_end_ns: AtomicU64,
     /// A receiver: when it last took data (monotonic ns; 0: never).
     pub last_rx_ns: AtomicU64,
     pub finished: AtomicBool,
@@ -63,6 +73,67 @@ pub struct StreamShared {
     pub departures: Mutex<Option<Departures>>,
     /// A handle on the TCP socket for TCP_INFO.
     pub tcp: Option<TcpStream>,
+    /// Fired when receivers are told to drain or stop: a receiver waiting
+    /// for data wakes at once (a read timeout kept the end of the test
+    /// waiting up to [`POLL`]).
+    pub wake: Option<Arc<Wake>>,
+    /// Fired when draining receivers are told to stop.
+    pub stop_wake: Option<Arc<Wake>>,
+}
+
+/// Wakes the receivers of a test that wait for their socket: fired once,
+/// it stays fired (the read end of a pair whose other end was shut is
+/// readable for ever), so every receiver sees it, however late it looks.
+#[derive(Debug)]
+pub struct Wake {
+    rx: std::os::unix::net::UnixStream,
+    tx: std::os::unix::net::UnixStream,
+}
+
+impl Wake {
+    pub fn new() -> std::io::Result<Self> {
+        let (rx, tx) = std::os::unix::net::UnixStream::pair()?;
+        Ok(Self { rx, tx })
+    }
+
+    /// Every receiver waiting on this (or that waits later) wakes.
+    pub fn fire(&self) {
+        let _ = self.tx.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+/// What a receiver's wait for data ended with.
+#[derive(Debug, PartialEq, Eq)]
+enum Waited {
+    /// The socket is readable (past its receive low-water mark).
+    Data,
+    /// The wake fired.
+    Woken,
+    /// Neither, within the wait.
+    Nothing,
+}
+
+/// Waits up to `d` for `sock` to be readable (honouring its receive
+/// low-water mark), or for `wake` to fire. Without `wake`, a plain wait
+/// for the socket.
+fn wait_data(sock: &impl std::os::fd::AsFd, wake: Option<&Wake>, d: Duration) -> Waited {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    let ms = u16::try_from(d.as_millis().max(1)).unwrap_or(u16::MAX);
+    let mut fds = vec![PollFd::new(sock.as_fd(), PollFlags::POLLIN)];
+    if let Some(w) = wake {
+        fds.push(PollFd::new(w.rx.as_fd(), PollFlags::POLLIN));
+    }
+    match poll(&mut fds, PollTimeout::from(ms)) {
+        Ok(n) if n > 0 => {
+            if fds[0].revents().is_some_and(|r| !r.is_empty()) {
+                Waited::Data
+            } else {
+                Waited::Woken
+            }
+        }
+        _ => Waited::Nothing,
+    }
 }
 
 impl StreamShared {
@@ -79,11 +150,14 @@ impl StreamShared {
             stop: AtomicBool::new(false),
             drain_until_ns: AtomicU64::new(0),
             end_ns: AtomicU64::new(0),
+            expected_end_ns: AtomicU64::new(0),
             last_rx_ns: AtomicU64::new(0),
             finished: AtomicBool::new(false),
             error: Mutex::new(None),
             departures: Mutex::new(None),
             tcp,
+            wake: None,
+            stop_wake: None,
         }
     }
 
@@ -120,6 +194,34 @@ impl StreamShared {
         let now = Instant::now();
         let ns = clock::monotonic_ns() + end.saturating_duration_since(now).as_nanos() as u64;
         self.end_ns.store(ns.max(1), Ordering::Relaxed);
+    }
+
+    /// A receiver: the test is scheduled to end at `end`.
+    pub(crate) fn expect_end(&self, end: Instant) {
+        let now = Instant::now();
+        let ns = clock::monotonic_ns() + end.saturating_duration_since(now).as_nanos() as u64;
+        self.expected_end_ns.store(ns.max(1), Ordering::Relaxed);
+    }
+
+    /// Whether a receiver's next read of [`POLL`] would end past the
+    /// scheduled end.
+    fn near_expected_end(&self) -> bool {
+        let end = self.expected_end_ns.load(Ordering::Relaxed);
+        end != 0 && clock::monotonic_ns() + POLL.as_nanos() as u64 >= end
+    }
+
+    /// How long a sender waiting for its next due time may sleep: until
+    /// its scheduled end, and [`POLL`] at most (a paced sender slept to its
+    /// next block, 250 ms at UDP's default rate, and the end of the test
+    /// waited for it).
+    fn nap(&self, want: Duration) -> Duration {
+        let end = self.end_ns.load(Ordering::Relaxed);
+        let to_end = if end == 0 {
+            POLL
+        } else {
+            Duration::from_nanos(end.saturating_sub(clock::monotonic_ns()))
+        };
+        want.min(POLL).min(to_end)
     }
 
     /// A receiver told to drain ends at the first read that finds nothing
@@ -351,13 +453,19 @@ pub fn tcp_send_group(
             }
             wrote |= s.write_owed(&buf, &pacing);
         }
-        if wrote {
+        // Every stream ended (its scheduled end came): out at once (this
+        // slept a whole POLL first, and the end of every test waited on it).
+        if wrote || ss.iter().all(|s| s.done) {
             continue;
         }
         // Nothing could be written: wait for space or for the next due time.
-        let wait = next_due.map_or(POLL, |t| {
-            t.saturating_duration_since(Instant::now()).min(POLL)
-        });
+        let wait = next_due.map_or(POLL, |t| t.saturating_duration_since(Instant::now()));
+        let wait = ss
+            .iter()
+            .filter(|s| !s.done)
+            .map(|s| s.sh.nap(wait))
+            .min()
+            .unwrap_or(wait);
         let mut fds: Vec<PollFd> = ss
             .iter()
             .filter(|s| !s.done && s.full)
@@ -428,7 +536,7 @@ pub fn tcp_send_file(
         if let Some(t) = due(start, sent, &pacing) {
             let now = Instant::now();
             if t > now {
-                std::thread::sleep((t - now).min(POLL));
+                std::thread::sleep(sh.nap(t - now));
                 continue;
             }
         }
@@ -473,6 +581,31 @@ pub fn tcp_recv(
             // Whatever is left is read as it comes.
             if lowat.stop() {
                 let _ = linerate_backend::sockopt::set_rcvlowat(&s, 1);
+            }
+        }
+        // Wait for data (up to the mark) or for the test's end to wake us;
+        // a draining receiver ends after DRAIN_IDLE without data.
+        if !draining {
+            match wait_data(&s, sh.wake.as_deref(), POLL) {
+                Waited::Data => {}
+                Waited::Woken => continue,
+                Waited::Nothing => {
+                    // Less than the mark came in a whole wait (the end of
+                    // a -k/-n amount): the mark goes off, what is queued
+                    // is read now (a wait honours the mark, a read at its
+                    // timeout did not).
+                    if lowat.stop() {
+                        let _ = linerate_backend::sockopt::set_rcvlowat(&s, 1);
+                    }
+                    continue;
+                }
+            }
+        }
+        if draining {
+            match wait_data(&s, sh.stop_wake.as_deref(), DRAIN_IDLE) {
+                Waited::Data => {}
+                Waited::Woken => continue,
+                Waited::Nothing => break,
             }
         }
         // With the mark on, reads take up to the mark's worth at once.
@@ -551,7 +684,8 @@ impl Lowat {
         }
     }
 
-    /// Turns the mark off for good (the end of the test); whether it was on.
+    /// Turns the mark off (for good at the end of the test; a stream that
+    /// is fast again turns it on again); whether it was on.
     fn stop(&mut self) -> bool {
         std::mem::replace(&mut self.on, false)
     }
@@ -653,7 +787,14 @@ pub fn udp_send(
             let allowed = (pacing.rate_bps as f64 * start.elapsed().as_secs_f64() / 8.0) as u64;
             if allowed < sent_bytes + len as u64 {
                 if let Some(t) = due(start, sent_bytes, &pacing) {
-                    wait_until(t, Duration::from_micros(100));
+                    // Not past the scheduled end, and the stop flag is
+                    // looked at every POLL.
+                    let now = Instant::now();
+                    let by = now + sh.nap(t.saturating_duration_since(now));
+                    wait_until(by, Duration::from_micros(100));
+                    if by < t {
+                        continue;
+                    }
                 }
                 burst.min(cap)
             } else {
@@ -750,10 +891,27 @@ pub fn udp_recv(s: UdpSocket, sh: Arc<StreamShared>, len: usize, c64: bool, skip
     };
     let mut rx = UdpReceiver::default();
     let mut draining = false;
+    let mut near_end = false;
     while !sh.stopped() {
         if !draining && sh.drain_until_ns.load(Ordering::Relaxed) != 0 {
             draining = true;
-            let _ = s.set_read_timeout(Some(DRAIN_IDLE));
+        }
+        // From the scheduled end on, the wait for data ends soon to look
+        // at the flags (a read of POLL kept the end of the test waiting
+        // for it), and a draining receiver ends after DRAIN_IDLE without
+        // data, both timed by poll(2) to the millisecond (a read's timeout
+        // goes by the kernel's tick); before the end, reads block as long
+        // as POLL (a wait on a wake as well cost the overloaded host its
+        // control loop's time).
+        near_end = near_end || sh.near_expected_end();
+        if draining {
+            match wait_data(&s, sh.stop_wake.as_deref(), DRAIN_IDLE) {
+                Waited::Data => {}
+                Waited::Woken => continue,
+                Waited::Nothing => break,
+            }
+        } else if near_end && wait_data(&s, None, END_LOOK) != Waited::Data {
+            continue;
         }
         if sh.drained(false) {
             break;

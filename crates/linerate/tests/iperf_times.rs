@@ -216,3 +216,89 @@ fn an_overloaded_client_keeps_to_its_time() {
     assert!((2.0..=2.05).contains(&t), "sum_sent.seconds {t}");
     assert!(wall < Duration::from_millis(4500), "the test took {wall:?}");
 }
+
+/// The wall time of `-t 1` clients (`client` makes each) against one
+/// linerate server, each run's in milliseconds, and their median.
+fn wall_times(
+    client: impl Fn() -> Command,
+    port: u16,
+    extra: &[&str],
+    runs: usize,
+) -> (Vec<u128>, u128) {
+    let mut ms: Vec<u128> = (0..runs)
+        .map(|_| {
+            let t0 = Instant::now();
+            let c = client()
+                .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1"])
+                .args(extra)
+                .output()
+                .unwrap();
+            let took = t0.elapsed().as_millis();
+            assert!(
+                c.status.success(),
+                "{extra:?}: {}{}",
+                String::from_utf8_lossy(&c.stderr),
+                String::from_utf8_lossy(&c.stdout)
+            );
+            took
+        })
+        .collect();
+    let runs = ms.clone();
+    ms.sort_unstable();
+    (runs, ms[ms.len() / 2])
+}
+
+/// `-t 1` tests of `client` against a linerate server, TCP, UDP at
+/// 100 Mbit/s and `-R`: the median of 5 runs of each is under the second
+/// plus 60 ms.
+fn takes_one_second(client: impl Fn() -> Command) {
+    let port = free_port();
+    let _srv = Proc::spawn(linerate().args(["-s", "-p", &port.to_string()]));
+    wait_listening(port);
+    for extra in [&[][..], &["-u", "-b", "100M"], &["-R"]] {
+        let (runs, median) = wall_times(&client, port, extra, 5);
+        assert!(
+            median < 1060,
+            "{extra:?}: a -t 1 test took {median} ms (median; runs {runs:?}): more than 1 s + 60 ms"
+        );
+    }
+}
+
+/// A `-t 1` test takes one second and little more, as iperf3's does (issue
+/// 26 item 8). Measured on this 2-CPU VM (shared with other builds),
+/// process wall time, medians of 5 runs of the debug builds these tests
+/// run: iperf3 3.21 against itself 1007 ms (TCP), 1009 ms (UDP at
+/// 100 Mbit/s), 1006 ms (-R); linerate against itself 1178, 1141 and
+/// 1177 ms before, 1020, 1016 and 1017 ms after. The time went to waits
+/// on timeouts that nothing woke: each control message an event queued
+/// waited for the next turn of a 20 ms control read, a data connection
+/// for the server's next 20 ms control read and its accept loop's 5 ms
+/// look, a sender that reached its end slept a 50 ms poll, a receiver sat
+/// in a 50 ms read before it saw TEST_END and drained for 20 ms more
+/// before the results exchange began (it now overlaps the exchange), a
+/// paced UDP sender slept to its next block (250 ms at the default rate),
+/// and the doctor's summary (14 ms) was taken after the end on each side.
+/// The bound: the second plus 60 ms for set-up and teardown, over the
+/// median of 5 runs so that one slow run on a shared VM does not decide.
+#[test]
+fn a_one_second_test_takes_one_second() {
+    let _one = serial();
+    takes_one_second(linerate);
+}
+
+/// iperf3 3.21's client against a linerate server, the same bound (1172,
+/// 1164 and 1146 ms before, 1009, 1020 and 1016 ms after): the server's
+/// side of the end (its drain, its answer to the results) waits on no
+/// timeout either.
+#[test]
+fn an_iperf3_client_test_of_one_second_takes_one_second() {
+    let _one = serial();
+    if should_skip(
+        "an_iperf3_client_test_of_one_second_takes_one_second",
+        &[require_iperf3_321()],
+    ) {
+        return;
+    }
+    let iperf3 = iperf3_321().unwrap();
+    takes_one_second(|| Command::new(&iperf3));
+}

@@ -178,7 +178,7 @@ fn say(out: &Out, text: &str) {
 struct Active {
     cookie: Cookie,
     source: IpAddr,
-    data: Sender<TcpStream>,
+    data: Sender<DataConn>,
     accepting: Arc<AtomicBool>,
     done: Arc<AtomicBool>,
     /// Set when the test was refused for its credentials: with `-1` that
@@ -196,8 +196,15 @@ pub fn run(opts: &ServerOptions, out: Out, shutdown: Arc<AtomicBool>) -> std::io
     serve(listener, opts, out, shutdown)
 }
 
-/// A connection whose cookie was read (or not).
-type CookieRead = (TcpStream, SocketAddr, std::io::Result<Cookie>);
+/// A connection whose cookie was read (or not), with its place in the
+/// accept order.
+type CookieRead = (TcpStream, SocketAddr, std::io::Result<Cookie>, u64);
+
+/// A test's data connection and its place in the accept order: cookies are
+/// read on threads of their own and can come in any order, the streams'
+/// ids go by the order the client connected them (iperf3's server reads
+/// each cookie as it accepts).
+type DataConn = (u64, TcpStream);
 
 /// The accept loop's state: tests running, cookies being read.
 struct Acceptor<'a> {
@@ -207,6 +214,8 @@ struct Acceptor<'a> {
     port: u16,
     human: bool,
     cookie_tx: mpsc::Sender<CookieRead>,
+    /// Wakes the accept loop: a cookie was read, a test ended.
+    wake: Arc<Wake>,
     active: Vec<Active>,
     /// Connections whose cookie is still being read, oldest first.
     pending: Arc<Mutex<Vec<Pending>>>,
@@ -294,6 +303,7 @@ impl Acceptor<'_> {
         });
         drop(list);
         let tx = self.cookie_tx.clone();
+        let wake = self.wake.clone();
         let timeout = self.opts.control_timeout;
         let pending = self.pending.clone();
         std::thread::spawn(move || {
@@ -309,13 +319,14 @@ impl Acceptor<'_> {
                     "shed for a newer connection: its source held the most connections waiting",
                 ));
             }
-            let _ = tx.send((s, peer, r));
+            let _ = tx.send((s, peer, r, id));
+            wake.ring();
         });
     }
 
     /// A cookie arrived: a running test's data connection, a new test, or
     /// one too many.
-    fn on_cookie(&mut self, (mut s, peer, cookie): CookieRead) {
+    fn on_cookie(&mut self, (mut s, peer, cookie, order): CookieRead) {
         let cookie = match cookie {
             Ok(c) => c,
             Err(e) if e.kind() == ErrorKind::ConnectionAborted => {
@@ -347,7 +358,7 @@ impl Acceptor<'_> {
         let cooling = self.cooling.get(&source).map(|u| u.duration_since(now));
         if let Some(a) = self.active.iter().find(|a| a.cookie == cookie) {
             if a.accepting.load(Ordering::Acquire) {
-                let _ = a.data.send(s);
+                let _ = a.data.send((order, s));
             } else {
                 let _ = s.write_all(&[state::ACCESS_DENIED]);
             }
@@ -397,6 +408,7 @@ impl Acceptor<'_> {
         let rf = refused.clone();
         let rate_cut = Arc::new(AtomicBool::new(false));
         let rc = rate_cut.clone();
+        let wake = self.wake.clone();
         let (o, acc, dn, sd, op, us, port) = (
             self.out.clone(),
             accepting.clone(),
@@ -417,6 +429,7 @@ impl Acceptor<'_> {
             serve_test(s, peer, cookie, port, &data_rx, &op, &o, &shared);
             acc.store(false, Ordering::Release);
             dn.store(true, Ordering::Release);
+            wake.ring();
         });
         self.active.push(Active {
             cookie,
@@ -477,6 +490,7 @@ pub fn serve(
         out,
         shutdown,
         cookie_tx,
+        wake: Arc::new(Wake::new()?),
         active: Vec::new(),
         pending: Arc::new(Mutex::new(Vec::new())),
         next_pending: 0,
@@ -509,6 +523,11 @@ pub fn serve(
             idle_since = Instant::now();
             acc.banner();
         }
+        // A connection, a cookie read or a test that ended wakes the loop
+        // at once (it looked every 5 ms: up to 5 ms more for each of a
+        // test's connections); the 5 ms bound the looks at the shutdown
+        // flag and the idle timer.
+        acc.wake.wait(&listener, Duration::from_millis(5));
         match listener.accept() {
             Ok((s, peer)) => {
                 idle_since = Instant::now();
@@ -517,7 +536,7 @@ pub fn serve(
             Err(e) if e.kind() == ErrorKind::WouldBlock => {}
             Err(e) => say(&acc.out, &format!("linerate: accept failed: {e}\n")),
         }
-        if let Ok(c) = cookie_rx.recv_timeout(Duration::from_millis(5)) {
+        while let Ok(c) = cookie_rx.try_recv() {
             acc.on_cookie(c);
         }
         let finished = acc.reap();
@@ -536,6 +555,42 @@ pub fn serve(
 
 /// Connections whose cookie is still being read, at most.
 const PENDING_MAX: usize = 64;
+
+/// What wakes the accept loop besides a connection: a datagram on a pair
+/// of sockets, one rung by whoever has news for the loop.
+struct Wake {
+    rx: std::os::unix::net::UnixDatagram,
+    tx: std::os::unix::net::UnixDatagram,
+}
+
+impl Wake {
+    fn new() -> std::io::Result<Self> {
+        let (rx, tx) = std::os::unix::net::UnixDatagram::pair()?;
+        rx.set_nonblocking(true)?;
+        tx.set_nonblocking(true)?;
+        Ok(Self { rx, tx })
+    }
+
+    /// Wakes the loop (a full queue already will).
+    fn ring(&self) {
+        let _ = self.tx.send(&[0]);
+    }
+
+    /// Waits up to `d` for a connection on `listener` or a ring; takes the
+    /// rings.
+    fn wait(&self, listener: &TcpListener, d: Duration) {
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        use std::os::fd::AsFd;
+        let ms = u16::try_from(d.as_millis().max(1)).unwrap_or(u16::MAX);
+        let mut fds = [
+            PollFd::new(listener.as_fd(), PollFlags::POLLIN),
+            PollFd::new(self.rx.as_fd(), PollFlags::POLLIN),
+        ];
+        let _ = poll(&mut fds, PollTimeout::from(ms));
+        let mut b = [0u8; 64];
+        while self.rx.recv(&mut b).is_ok() {}
+    }
+}
 
 /// A connection whose cookie is still being read: its source, and a handle
 /// to shut it when it is shed.

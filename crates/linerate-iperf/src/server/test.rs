@@ -9,7 +9,7 @@ pub(super) fn serve_test(
     peer: SocketAddr,
     cookie: Cookie,
     port: u16,
-    data_rx: &Receiver<TcpStream>,
+    data_rx: &Receiver<DataConn>,
     opts: &ServerOptions,
     out: &Out,
     shared: &Shared<'_>,
@@ -48,6 +48,7 @@ pub(super) fn serve_test(
         udp_listener: None,
         udp_guard: None,
         conns: Vec::new(),
+        arrived: Vec::new(),
         running: None,
         meter: None,
         report: None,
@@ -56,6 +57,8 @@ pub(super) fn serve_test(
         last_rx: (0, Instant::now()),
         moved: Default::default(),
         streams_seen: 0,
+        doctor: None,
+        ended: None,
     }
     .run();
 }
@@ -63,7 +66,7 @@ pub(super) fn serve_test(
 /// What a test shares with the accept loop and the other tests.
 struct TestEnv<'a> {
     /// Data connections whose cookie is this test's.
-    data_rx: &'a Receiver<TcpStream>,
+    data_rx: &'a Receiver<DataConn>,
     /// Set while this test takes data connections.
     accepting: &'a AtomicBool,
     opts: &'a ServerOptions,
@@ -102,6 +105,8 @@ struct TestServer<'a> {
     udp_listener: Option<UdpSocket>,
     udp_guard: Option<std::sync::MutexGuard<'a, ()>>,
     conns: Vec<(Conn, StreamDesc)>,
+    /// TCP data connections in, not numbered yet (until all are).
+    arrived: Vec<DataConn>,
     running: Option<Running>,
     meter: Option<Meter>,
     report: Option<Report>,
@@ -114,6 +119,13 @@ struct TestServer<'a> {
     moved: std::collections::VecDeque<(Instant, u64)>,
     /// Streams connected when the stream wait last looked.
     streams_seen: usize,
+    /// linerate doctor's summary for the report (streams not pinned),
+    /// taken on a thread of its own while the test is set up (14 ms
+    /// between TEST_END and our results when it was taken there; taken
+    /// while the streams ran, it cost an overloaded host its time).
+    doctor: Option<std::thread::JoinHandle<serde_json::Value>>,
+    /// When TEST_END came (the test's seconds end there).
+    ended: Option<Instant>,
 }
 
 /// What the loop does after a step.
@@ -137,18 +149,37 @@ impl TestServer<'_> {
             if self.handle_events() == Next::End || self.session.is_closed() {
                 break;
             }
+            // What the events queued (CREATE_STREAMS, TEST_START, our
+            // results) goes out now, not after the wait below: each step
+            // of the exchange waited up to a wake-up (20 ms) for it.
+            if self.flush_control() == Next::End {
+                break;
+            }
             if self.env.shutdown.load(Ordering::Relaxed) {
                 self.terminate(&mut buf);
                 break;
             }
-            if self.session.accepting_streams() && self.accept_streams() == Next::Again {
+            if self.session.accepting_streams()
+                && (self.accept_streams() == Next::Again || !self.session.accepting_streams())
+            {
+                // A failure to tell, or every stream is in: TEST_START goes
+                // out now.
                 continue;
             }
             if self.watch() == Next::Again {
                 continue;
             }
-            let wake = until_due(self.meter.as_ref());
-            match net::read_within(&mut self.ctrl, &mut buf, wake) {
+            let wake = if self.ended.is_some() {
+                crate::meter::CONTROL_WAKE
+            } else {
+                until_due(self.meter.as_ref())
+            };
+            let got = if self.session.accepting_streams() {
+                self.wait_for_streams(&mut buf, wake)
+            } else {
+                net::read_within(&mut self.ctrl, &mut buf, wake)
+            };
+            match got {
                 Ok(0) => self.session.handle_eof(),
                 Ok(n) => self.session.handle_bytes(&buf[..n]),
                 Err(e)
@@ -213,7 +244,7 @@ impl TestServer<'_> {
                     }
                 }
                 ServerEvent::TestEnd => self.on_test_end(),
-                ServerEvent::ClientResults(_) => self.phase_start = Instant::now(),
+                ServerEvent::ClientResults(r) => self.on_client_results(&r),
                 ServerEvent::Done => return Next::End,
                 ServerEvent::ClientTerminated => {
                     self.end_with("the client has terminated");
@@ -298,6 +329,11 @@ impl TestServer<'_> {
             }
         }
         self.params = Some(p);
+        let local = self.local_ip;
+        self.doctor = std::thread::Builder::new()
+            .name("doctor".into())
+            .spawn(move || linerate_doctor::test_summary_at(local, &[]))
+            .ok();
         self.env.accepting.store(true, Ordering::Release);
         self.phase_start = Instant::now();
         self.session.ready_for_streams();
@@ -375,9 +411,49 @@ impl TestServer<'_> {
         Next::Go
     }
 
-    /// TEST_END: the streams stop (after draining), the final report is
-    /// printed and our results go to the client.
+    /// TEST_END: the senders stop and the receivers take what was sent,
+    /// while the results exchange starts (the drain used to come first:
+    /// 20 ms of every test against a client that does not close its
+    /// streams, iperf3's, and every UDP test).
     fn on_test_end(&mut self) {
+        let now = Instant::now();
+        self.ended = Some(now);
+        self.phase_start = now;
+        if let Some(r) = self.running.as_mut() {
+            r.begin_drain();
+        }
+    }
+
+    /// Waits until every receiving stream took what the client says it
+    /// sent on it (its bytes; with an omit period, whose figures the
+    /// client leaves out, until the stream's drain ends by itself), or
+    /// ended its drain (nothing more came for a while, or the peer closed
+    /// it), at most [`stream::DRAIN_MAX`].
+    fn wait_for_drain(&self, client: &linerate_iperf_proto::PeerResults) {
+        let Some(r) = self.running.as_ref() else {
+            return;
+        };
+        let exact = self.params.as_ref().is_some_and(|p| p.omit_s == 0);
+        let deadline = Instant::now() + crate::stream::DRAIN_MAX;
+        loop {
+            let done = r.streams.iter().filter(|s| !s.sender).all(|s| {
+                s.finished.load(Ordering::Acquire)
+                    || (exact
+                        && client
+                            .stream(s.id)
+                            .is_some_and(|c| s.bytes.load(Ordering::Relaxed) >= c.bytes))
+            });
+            if done || Instant::now() >= deadline {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// The client's results: once the receivers have what it sent, the
+    /// streams stop, the final report is printed and our results go out.
+    fn on_client_results(&mut self, client: &linerate_iperf_proto::PeerResults) {
+        self.wait_for_drain(client);
         let (finals, text) = self.finish(None);
         self.say(&text);
         let p = self.params.clone().unwrap_or_default();
@@ -406,12 +482,12 @@ impl TestServer<'_> {
         &mut self,
         err: Option<String>,
     ) -> (Vec<linerate_iperf_proto::report::StreamFinal>, String) {
-        // The test ended now (TEST_END, or the error): its seconds end
-        // here, and what the drain below takes in was sent before it (the
-        // time was taken after draining and joining: 2.03-2.08 s for -t 2).
-        let ended = Instant::now();
+        // The test ended at TEST_END (or now, at an error): its seconds end
+        // there, and what the drain takes in was sent before it (the time
+        // was taken after draining and joining: 2.03-2.08 s for -t 2).
+        let ended = self.ended.unwrap_or_else(Instant::now);
         if let Some(r) = self.running.as_mut() {
-            if err.is_none() {
+            if err.is_none() && self.ended.is_none() {
                 r.drain_and_stop();
             } else {
                 r.stop(false);
@@ -429,7 +505,11 @@ impl TestServer<'_> {
                 rep.set_error(&e);
             }
             let pinned = self.running.as_ref().map_or(&[][..], |r| &r.cpus[..]);
-            let doctor = linerate_doctor::test_summary_at(self.local_ip, pinned);
+            let early = self.doctor.take().map(std::thread::JoinHandle::join);
+            let doctor = match early {
+                Some(Ok(d)) if pinned.is_empty() => d,
+                _ => linerate_doctor::test_summary_at(self.local_ip, pinned),
+            };
             text.push_str(&rep.finish(&f, self.cpu.read(), None, &[("doctor", doctor)]));
             forward_events(rep, self.env.opts.events.as_ref());
             finals = f;
@@ -492,13 +572,93 @@ impl TestServer<'_> {
         self.say(&text);
     }
 
+    /// While streams connect: waits up to `wake` for the next one (a TCP
+    /// stream through the accept loop, a UDP stream's first datagram on the
+    /// test port) or for control bytes, whichever comes first, and reads
+    /// the control connection if it has bytes. A stream that connected is
+    /// taken at the next turn at once (each waited for the control
+    /// connection's read timeout, 20 ms, before).
+    fn wait_for_streams(&mut self, buf: &mut [u8], wake: Duration) -> std::io::Result<usize> {
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        use std::os::fd::AsFd;
+        let tcp = self
+            .params
+            .as_ref()
+            .is_none_or(|p| p.protocol == Protocol::Tcp);
+        let ready = |fd: std::os::fd::BorrowedFd<'_>, ms: u16| {
+            let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+            matches!(poll(&mut fds, PollTimeout::from(ms)), Ok(n) if n > 0)
+        };
+        if tcp {
+            match self.env.data_rx.recv_timeout(wake) {
+                Ok(s) => self.take_tcp_stream(s),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                // The accept loop is gone (the server is stopping).
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return net::read_within(&mut self.ctrl, buf, wake);
+                }
+            }
+            if ready(self.ctrl.as_fd(), 0) {
+                return self.ctrl.read(buf);
+            }
+            return Err(ErrorKind::TimedOut.into());
+        }
+        let ms = u16::try_from(wake.as_millis().max(1)).unwrap_or(u16::MAX);
+        let ctrl_ready = match self.udp_listener.as_ref() {
+            Some(u) => {
+                let mut fds = [
+                    PollFd::new(self.ctrl.as_fd(), PollFlags::POLLIN),
+                    PollFd::new(u.as_fd(), PollFlags::POLLIN),
+                ];
+                matches!(poll(&mut fds, PollTimeout::from(ms)), Ok(n) if n > 0)
+                    && fds[0].revents().is_some_and(|r| !r.is_empty())
+            }
+            None => ready(self.ctrl.as_fd(), ms),
+        };
+        if ctrl_ready {
+            self.ctrl.read(buf)
+        } else {
+            Err(ErrorKind::TimedOut.into())
+        }
+    }
+
+    /// A TCP data connection whose cookie is this test's. The streams are
+    /// numbered once all of them are in, in the order they were accepted
+    /// (the order the client connected them): their cookies are read on
+    /// threads of their own and came in any order, and a --bidir test
+    /// whose two streams were swapped sent on both ends of one connection
+    /// and read nothing from the other (it hung).
+    fn take_tcp_stream(&mut self, c: DataConn) {
+        self.arrived.push(c);
+        let want = self.params.as_ref().map_or(0, Params::stream_count);
+        if self.conns.len() + self.arrived.len() < want {
+            return;
+        }
+        self.arrived.sort_by_key(|(order, _)| *order);
+        for (_, s) in std::mem::take(&mut self.arrived) {
+            let Some((id, sends)) = self.session.stream_connected() else {
+                continue;
+            };
+            let desc = StreamDesc {
+                id,
+                socket: s.as_raw_fd(),
+                sender: sends,
+                local: s.local_addr().unwrap_or(self.peer),
+                remote: s.peer_addr().unwrap_or(self.peer),
+            };
+            let _ = s.set_nonblocking(false);
+            self.conns.push((Conn::Tcp(s), desc));
+        }
+    }
+
     /// Takes the streams that connected since the last look.
     fn accept_streams(&mut self) -> Next {
         // The wait is for the next stream: a client that connects none
         // within the control timeout is dropped, one that keeps connecting
         // (hundreds of UDP streams on a loaded host) is not.
-        if self.conns.len() != self.streams_seen {
-            self.streams_seen = self.conns.len();
+        let seen = self.conns.len() + self.arrived.len();
+        if seen != self.streams_seen {
+            self.streams_seen = seen;
             self.phase_start = Instant::now();
         }
         if self.phase_start.elapsed() > self.env.opts.control_timeout {
@@ -511,17 +671,7 @@ impl TestServer<'_> {
             .is_none_or(|p| p.protocol == Protocol::Tcp);
         if tcp {
             while let Ok(s) = self.env.data_rx.try_recv() {
-                if let Some((id, sends)) = self.session.stream_connected() {
-                    let desc = StreamDesc {
-                        id,
-                        socket: s.as_raw_fd(),
-                        sender: sends,
-                        local: s.local_addr().unwrap_or(self.peer),
-                        remote: s.peer_addr().unwrap_or(self.peer),
-                    };
-                    let _ = s.set_nonblocking(false);
-                    self.conns.push((Conn::Tcp(s), desc));
-                }
+                self.take_tcp_stream(s);
             }
         } else {
             self.accept_udp();
@@ -538,7 +688,15 @@ impl TestServer<'_> {
         // stream, seconds for -P 128.
         let want = self.params.as_ref().map_or(0, Params::stream_count);
         while self.conns.len() < want && self.session.accepting_streams() {
-            if !self.accept_one_udp() {
+            // Only a datagram that is there: the wait is the control
+            // loop's, on this socket and the control connection at once.
+            let knocking = self.udp_listener.as_ref().is_some_and(|u| {
+                use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+                use std::os::fd::AsFd;
+                let mut fds = [PollFd::new(u.as_fd(), PollFlags::POLLIN)];
+                matches!(poll(&mut fds, PollTimeout::ZERO), Ok(n) if n > 0)
+            });
+            if !knocking || !self.accept_one_udp() {
                 break;
             }
         }
@@ -611,7 +769,9 @@ impl TestServer<'_> {
     /// parameters or results that never come.
     fn watch(&mut self) -> Next {
         let opts = self.env.opts;
-        if let (Some(m), Some(rep)) = (self.meter.as_mut(), self.report.as_mut()) {
+        if self.ended.is_none()
+            && let (Some(m), Some(rep)) = (self.meter.as_mut(), self.report.as_mut())
+        {
             while let Some(samples) = m.tick(Instant::now()) {
                 say(self.env.out, &rep.interval(&samples));
                 forward_events(rep, opts.events.as_ref());
