@@ -883,61 +883,66 @@ fn create_stream(
             let u = net::udp_bound(bind, family, opts.bind_dev.as_deref())?;
             let peer = net::with_flow_label(&u, peer, p.flowlabel)?;
             u.connect(peer)?;
-            u.send(&udp_connect::CONNECT)?;
-            let mut reply = vec![0u8; 4 + 2 * p.len as usize];
-            // The whole wait is bounded: datagrams that are not a reply do
-            // not restart it. The hello is a datagram and may be lost: it is
-            // sent again after 1 s, 2 s, 4 s, ... without an answer (a
-            // server that took the first one ignores a repeat as a runt).
-            let deadline = Instant::now() + opts.control_timeout;
-            let mut gap = Duration::from_secs(1);
-            let mut again = Instant::now() + gap;
-            loop {
-                let now = Instant::now();
-                if now >= again {
-                    u.send(&udp_connect::CONNECT)?;
-                    gap *= 2;
-                    again = now + gap;
-                }
-                let left = deadline.saturating_duration_since(now).min(
-                    again
-                        .saturating_duration_since(now)
-                        .max(Duration::from_millis(1)),
-                );
-                if deadline <= now {
-                    return Err(std::io::Error::new(
-                        ErrorKind::TimedOut,
-                        format!(
-                            "no UDP connect reply from the server within {} ms",
-                            opts.control_timeout.as_millis()
-                        ),
-                    ));
-                }
-                u.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
-                let n = match u.recv(&mut reply) {
-                    Ok(n) => n,
-                    Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                        continue;
-                    }
-                    Err(e) => return Err(e),
-                };
-                if n == 4
-                    && udp_connect::REPLIES_ACCEPTED
-                        .iter()
-                        .any(|r| r[..] == reply[..4])
-                {
-                    break;
-                }
-                if n != 4 {
-                    // Data that raced ahead of the reply (reverse mode): keep waiting.
-                    continue;
-                }
-                return Err(std::io::Error::new(
-                    ErrorKind::InvalidData,
-                    "unexpected UDP connect reply",
-                ));
-            }
+            udp_hello(&u, p, opts.control_timeout)?;
             Ok(Conn::Udp(u))
         }
+    }
+}
+
+/// iperf3's UDP "connect": the hello sent, the server's reply awaited.
+/// The whole wait is bounded: datagrams that are not a reply do not
+/// restart it. The hello is a datagram and may be lost: it is sent again
+/// after 1 s, 2 s, 4 s, ... without an answer (a server that took the
+/// first one ignores a repeat as a runt).
+fn udp_hello(u: &std::net::UdpSocket, p: &Params, within: Duration) -> std::io::Result<()> {
+    u.send(&udp_connect::CONNECT)?;
+    let mut reply = vec![0u8; 4 + 2 * p.len as usize];
+    let deadline = Instant::now() + within;
+    let mut gap = Duration::from_secs(1);
+    let mut again = Instant::now() + gap;
+    loop {
+        let now = Instant::now();
+        if now >= again {
+            u.send(&udp_connect::CONNECT)?;
+            gap *= 2;
+            again = now + gap;
+        }
+        let left = deadline.saturating_duration_since(now).min(
+            again
+                .saturating_duration_since(now)
+                .max(Duration::from_millis(1)),
+        );
+        if deadline <= now {
+            return Err(std::io::Error::new(
+                ErrorKind::TimedOut,
+                format!(
+                    "no UDP connect reply from the server within {} ms",
+                    within.as_millis()
+                ),
+            ));
+        }
+        u.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
+        let n = match u.recv(&mut reply) {
+            Ok(n) => n,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        if n == 4
+            && udp_connect::REPLIES_ACCEPTED
+                .iter()
+                .any(|r| r[..] == reply[..4])
+        {
+            return Ok(());
+        }
+        if n != 4 {
+            // Data that raced ahead of the reply (reverse mode): keep waiting.
+            continue;
+        }
+        return Err(std::io::Error::new(
+            ErrorKind::InvalidData,
+            "unexpected UDP connect reply",
+        ));
     }
 }

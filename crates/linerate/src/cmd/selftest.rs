@@ -39,29 +39,7 @@ pub fn run(a: &SelftestArgs) -> Result<u8> {
     let listener =
         TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).context("binding a loopback port")?;
     let port = listener.local_addr()?.port();
-    let server_opts = ServerOptions {
-        events: None,
-        bind_dev: None,
-        auth: None,
-        debug: 0,
-        file: None,
-        mptcp: false,
-        port,
-        bind: Some(IpAddr::V4(Ipv4Addr::LOCALHOST)),
-        family: Family::V4,
-        one_off: true,
-        idle_timeout: None,
-        interval: Duration::from_secs(1),
-        output: OutputMode {
-            json: true,
-            ..OutputMode::default()
-        },
-        rcv_timeout: Duration::from_secs(10),
-        control_timeout: Duration::from_secs(10),
-        limits: Limits::default(),
-        udp_gso: true,
-        affinity: vec![],
-    };
+    let server_opts = server_options(port);
     let stop = Arc::new(AtomicBool::new(false));
     let server_out: Arc<Mutex<dyn Write + Send>> = Arc::new(Mutex::new(std::io::sink()));
     let server = {
@@ -84,7 +62,52 @@ pub fn run(a: &SelftestArgs) -> Result<u8> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, early.clone()).context("installing signal handlers")?;
     }
-    let opts = ClientOptions {
+    let opts = client_options(a, port, early);
+    let out: Arc<Mutex<dyn Write + Send>> = Arc::new(Mutex::new(crate::output::stdout()));
+    let interrupted = AtomicBool::new(false);
+    let result = linerate_iperf::client::run(&opts, &mut LockedWriter(out), &interrupted);
+    stop.store(true, Ordering::Relaxed);
+    let _ = server.join();
+    match result {
+        Ok(()) => Ok(0),
+        Err(e) => {
+            eprintln!("linerate: selftest failed: {e}");
+            Ok(1)
+        }
+    }
+}
+
+/// The in-process server: one test on 127.0.0.1:`port`, its output held.
+fn server_options(port: u16) -> ServerOptions {
+    ServerOptions {
+        events: None,
+        bind_dev: None,
+        auth: None,
+        debug: 0,
+        file: None,
+        mptcp: false,
+        port,
+        bind: Some(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+        family: Family::V4,
+        one_off: true,
+        idle_timeout: None,
+        interval: Duration::from_secs(1),
+        output: OutputMode {
+            json: true,
+            ..OutputMode::default()
+        },
+        rcv_timeout: Duration::from_secs(10),
+        control_timeout: Duration::from_secs(10),
+        limits: Limits::default(),
+        udp_gso: true,
+        affinity: vec![],
+    }
+}
+
+/// The selftest's client: `a`'s test against 127.0.0.1:`port`, ended early
+/// (with its results) when `early` is raised.
+fn client_options(a: &SelftestArgs, port: u16, early: Arc<AtomicBool>) -> ClientOptions {
+    ClientOptions {
         time: None,
         events: None,
         bind_dev: None,
@@ -125,17 +148,5 @@ pub fn run(a: &SelftestArgs) -> Result<u8> {
         udp_gso: true,
         affinity: vec![],
         zerocopy: false,
-    };
-    let out: Arc<Mutex<dyn Write + Send>> = Arc::new(Mutex::new(crate::output::stdout()));
-    let interrupted = AtomicBool::new(false);
-    let result = linerate_iperf::client::run(&opts, &mut LockedWriter(out), &interrupted);
-    stop.store(true, Ordering::Relaxed);
-    let _ = server.join();
-    match result {
-        Ok(()) => Ok(0),
-        Err(e) => {
-            eprintln!("linerate: selftest failed: {e}");
-            Ok(1)
-        }
     }
 }
