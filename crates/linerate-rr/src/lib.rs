@@ -14,7 +14,9 @@ pub mod server;
 pub mod tcp;
 pub mod track;
 
-pub use client::{ClientConfig, ClientReport, Interval, Load, run_client};
+pub use client::{
+    ClientConfig, ClientReport, Interval, Load, TcpClient, run_client, run_tcp_client,
+};
 pub use server::{
     Prefix, Server, ServerConfig, ServerCounts, ServerInterval, ServerReport, Steering,
 };

@@ -6,4 +6,5 @@ pub mod frame;
 pub mod server;
 
 pub use frame::{FrameError, FrameReader, LEN_PREFIX, TCP_MESSAGE_MAX};
+pub(crate) use server::raise_nofile;
 pub use server::{TcpServer, TcpServerConfig, TcpServerCounts, TcpServerReport};

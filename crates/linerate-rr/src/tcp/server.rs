@@ -98,7 +98,9 @@ pub struct TcpServerCounts {
     /// Requests asking for a response above what their source may get
     /// (not answered).
     pub too_large: u64,
-    /// rr message bytes received and written (length prefixes not counted).
+    /// rr message bytes received, and answered (queued; what never left
+    /// is also in `unsent_bytes`, with its length prefixes); the 4-byte
+    /// length prefixes not counted.
     pub bytes_in: u64,
     pub bytes_out: u64,
     /// Connections accepted, and closed (by either side, for any reason).
@@ -259,7 +261,7 @@ impl TcpServerReport {
 
 /// Raises the open-file limit to its hard limit; a warning when it still
 /// cannot hold `want` descriptors.
-fn raise_nofile(want: usize) -> Option<String> {
+pub(crate) fn raise_nofile(want: usize) -> Option<String> {
     use nix::sys::resource::{Resource, getrlimit, setrlimit};
     let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).ok()?;
     if soft < hard {
@@ -391,13 +393,12 @@ impl Conn {
     }
 
     /// Writes what the kernel takes; Err when the connection failed.
-    fn flush(&mut self, c: &mut TcpServerCounts, now: Instant) -> io::Result<()> {
+    fn flush(&mut self, now: Instant) -> io::Result<()> {
         while self.wpos < self.out.len() {
             match self.s.write(&self.out[self.wpos..]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => {
                     self.wpos += n;
-                    c.bytes_out += n as u64;
                     self.last = now;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -614,7 +615,7 @@ impl<'a> Worker<'a> {
             io::ErrorKind::UnexpectedEof => Close::Eof,
             _ => Close::Reset,
         };
-        conn.flush(&mut self.c, self.now).map_err(failed)?;
+        conn.flush(self.now).map_err(failed)?;
         let mut reads = 0;
         loop {
             self.answer_frames(conn)?;
@@ -626,7 +627,7 @@ impl<'a> Worker<'a> {
                 Ok(0) => {
                     // The peer is done sending: what it asked is answered
                     // as far as the kernel takes it now, then closed.
-                    conn.flush(&mut self.c, self.now).ok();
+                    conn.flush(self.now).ok();
                     return Err(Close::Eof);
                 }
                 Ok(_) => conn.last = self.now,
@@ -635,7 +636,7 @@ impl<'a> Worker<'a> {
                 Err(e) => return Err(failed(e)),
             }
         }
-        conn.flush(&mut self.c, self.now).map_err(failed)
+        conn.flush(self.now).map_err(failed)
     }
 
     /// Answers the whole frames buffered on `conn` while its output has room.
@@ -674,6 +675,7 @@ impl<'a> Worker<'a> {
             self.c.requests += 1;
             self.c.answered += 1;
             self.c.bytes_in += len as u64;
+            self.c.bytes_out += out as u64;
             put_len(&mut conn.out, out);
             conn.out.extend_from_slice(&msg[..len.min(out)]);
             conn.out.resize(conn.out.len() + out.saturating_sub(len), 0);
