@@ -7,6 +7,7 @@ mod fwd;
 mod iperf_client;
 mod peer_udp64;
 mod rr;
+mod rr_tcp;
 mod testpmd;
 pub mod tools;
 
@@ -65,6 +66,10 @@ pub fn all() -> Vec<Entry> {
         Entry {
             name: "rr-load",
             build: rr::load,
+        },
+        Entry {
+            name: "rr-tcp-pingpong",
+            build: rr_tcp::pingpong,
         },
         Entry {
             name: "rr-recipe",

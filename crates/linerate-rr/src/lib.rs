@@ -11,12 +11,16 @@
 
 pub mod client;
 pub mod server;
+pub mod tcp;
 pub mod track;
 
-pub use client::{ClientConfig, ClientReport, Interval, Load, run_client};
+pub use client::{
+    ClientConfig, ClientReport, Interval, Load, TcpClient, run_client, run_tcp_client,
+};
 pub use server::{
     Prefix, Server, ServerConfig, ServerCounts, ServerInterval, ServerReport, Steering,
 };
+pub use tcp::{TcpServer, TcpServerConfig, TcpServerCounts, TcpServerReport};
 
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};

@@ -148,7 +148,7 @@ pub struct ServerCounts {
 
 impl ServerCounts {
     fn read(s: &Shared) -> Self {
-        *s.lock().unwrap_or_else(|e| e.into_inner())
+        <Self as Tally>::read(s)
     }
 
     fn absorb(&mut self, o: &Self) {
@@ -166,10 +166,10 @@ impl ServerCounts {
 
 /// A server interval: totals over all workers and each worker's requests.
 #[derive(Debug, Clone)]
-pub struct ServerInterval {
+pub struct ServerInterval<C = ServerCounts> {
     pub start: Duration,
     pub end: Duration,
-    pub total: ServerCounts,
+    pub total: C,
     pub per_worker: Vec<u64>,
 }
 
@@ -373,48 +373,12 @@ impl Server {
                     );
                 }));
             }
-            let tick = cfg.interval.unwrap_or(Duration::from_secs(3600));
-            let mut last = ServerCounts::default();
-            let mut last_per: Vec<u64> = vec![0; shared.len()];
-            let mut next = tick;
-            loop {
-                std::thread::sleep(Duration::from_millis(20));
-                let el = start.elapsed();
-                let done = stop.load(Ordering::Relaxed) || cfg.duration.is_some_and(|d| el >= d);
-                if done {
-                    // Workers stop first, so the last interval holds every
-                    // request they answered and the intervals add up to the
-                    // totals read below.
-                    end_flag.store(true, Ordering::Relaxed);
-                    for h in std::mem::take(&mut handles) {
-                        h.join().expect("rr server worker panicked");
-                    }
-                }
-                if cfg.interval.is_some() && (el >= next || (done && el > next - tick)) {
-                    let per: Vec<ServerCounts> =
-                        shared.iter().map(|s| ServerCounts::read(s)).collect();
-                    let mut tot = ServerCounts::default();
-                    per.iter().for_each(|c| tot.absorb(c));
-                    let iv = ServerInterval {
-                        start: next - tick,
-                        end: el.min(next),
-                        total: diff(&tot, &last),
-                        per_worker: per
-                            .iter()
-                            .zip(&last_per)
-                            .map(|(c, l)| c.requests - l)
-                            .collect(),
-                    };
-                    on_interval(&iv);
-                    intervals.push(iv);
-                    last = tot;
-                    last_per = per.iter().map(|c| c.requests).collect();
-                    next += tick;
-                }
-                if done {
-                    break;
-                }
-            }
+            let clock = Clock {
+                start,
+                duration: cfg.duration,
+                interval: cfg.interval,
+            };
+            intervals = supervise(&clock, stop, &end_flag, handles, &shared, &mut on_interval);
         });
         let workers: Vec<(Option<usize>, ServerCounts)> = shared
             .iter()
@@ -432,6 +396,89 @@ impl Server {
             steering_note: self.steering_note,
             intervals,
             warnings: warnings.into_inner().unwrap_or_default(),
+        }
+    }
+}
+
+/// A server's counters, as the supervising thread adds them up.
+pub(crate) trait Tally: Copy + Default + Send {
+    fn read(s: &Mutex<Self>) -> Self {
+        *s.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    fn absorb(&mut self, o: &Self);
+    /// What was counted since `earlier`.
+    fn since(&self, earlier: &Self) -> Self;
+    fn requests(&self) -> u64;
+}
+
+impl Tally for ServerCounts {
+    fn absorb(&mut self, o: &Self) {
+        ServerCounts::absorb(self, o);
+    }
+    fn since(&self, earlier: &Self) -> Self {
+        diff(self, earlier)
+    }
+    fn requests(&self) -> u64 {
+        self.requests
+    }
+}
+
+/// When a server stops and reports.
+pub(crate) struct Clock {
+    pub(crate) start: Instant,
+    pub(crate) duration: Option<Duration>,
+    pub(crate) interval: Option<Duration>,
+}
+
+/// The supervising thread of a server: reports each interval from the
+/// workers' published counters until `stop` or the duration, then stops
+/// the workers (`end`) and joins them, so the last interval holds every
+/// request they answered and the intervals add up to the totals.
+pub(crate) fn supervise<C: Tally>(
+    clock: &Clock,
+    stop: &AtomicBool,
+    end: &AtomicBool,
+    mut handles: Vec<std::thread::ScopedJoinHandle<'_, ()>>,
+    shared: &[Arc<Mutex<C>>],
+    on_interval: &mut impl FnMut(&ServerInterval<C>),
+) -> Vec<ServerInterval<C>> {
+    let mut intervals = Vec::new();
+    let tick = clock.interval.unwrap_or(Duration::from_secs(3600));
+    let mut last = C::default();
+    let mut last_per: Vec<u64> = vec![0; shared.len()];
+    let mut next = tick;
+    loop {
+        std::thread::sleep(Duration::from_millis(20));
+        let el = clock.start.elapsed();
+        let done = stop.load(Ordering::Relaxed) || clock.duration.is_some_and(|d| el >= d);
+        if done {
+            end.store(true, Ordering::Relaxed);
+            for h in std::mem::take(&mut handles) {
+                h.join().expect("rr server worker panicked");
+            }
+        }
+        if clock.interval.is_some() && (el >= next || (done && el > next - tick)) {
+            let per: Vec<C> = shared.iter().map(|s| C::read(s)).collect();
+            let mut tot = C::default();
+            per.iter().for_each(|c| tot.absorb(c));
+            let iv = ServerInterval {
+                start: next - tick,
+                end: el.min(next),
+                total: tot.since(&last),
+                per_worker: per
+                    .iter()
+                    .zip(&last_per)
+                    .map(|(c, l)| c.requests() - l)
+                    .collect(),
+            };
+            on_interval(&iv);
+            intervals.push(iv);
+            last = tot;
+            last_per = per.iter().map(|c| c.requests()).collect();
+            next += tick;
+        }
+        if done {
+            return intervals;
         }
     }
 }

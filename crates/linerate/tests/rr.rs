@@ -498,3 +498,94 @@ fn rr_client_busy_poll_spins_and_completes() {
     );
     drop(server);
 }
+
+/// `rr client --tcp` and `--connect-per-transaction` against `rr server
+/// --tcp` on loopback: the `-J` keys of both sides, their counts agreeing.
+#[test]
+fn rr_over_tcp_json_keys_and_counts() {
+    let port = support::free_port().to_string();
+    let server = Proc::spawn(
+        linerate()
+            .args(["rr", "server", "--tcp", "-B", "127.0.0.1", "-p", &port])
+            .args(["-t", "2.5", "-J", "--max-per-source", "100"]),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let client = |extra: &[&str]| -> Value {
+        let out = linerate()
+            .args(["rr", "client", "127.0.0.1", "-p", &port, "--tcp"])
+            .args(["-t", "0.5", "-i", "0.25", "-J", "--flows", "4"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        json(&out.stdout)
+    };
+    let rr = client(&["--outstanding", "2"]);
+    let crr = client(&["--connect-per-transaction"]);
+    for (v, transport) in [(&rr, "tcp"), (&crr, "tcp, a connection per transaction")] {
+        let r = &v["end"]["outcome"];
+        let r = if r.is_null() { v } else { r };
+        assert_eq!(r["transport"], transport, "{v}");
+        let c = &r["counts"];
+        for k in [
+            "sent",
+            "completed",
+            "lost",
+            "connects",
+            "connect_errors",
+            "resets",
+        ] {
+            assert!(c[k].is_u64(), "counts.{k}: {v}");
+        }
+        assert_eq!(c["connect_errors"], 0, "{v}");
+        assert_eq!(c["resets"], 0, "{v}");
+        assert!(n(&c["completed"]) > 0);
+        assert!(r["latency_us"]["p50"].is_number(), "{v}");
+        assert!(r["transactions_per_s"].as_f64().unwrap() > 0.0);
+        assert_eq!(r["intervals"].as_array().unwrap().len(), 2, "{v}");
+    }
+    let s_out = server.wait(Duration::from_secs(10));
+    assert!(
+        s_out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&s_out.stderr)
+    );
+    let s: Value = json(&s_out.stdout);
+    let s = if s["end"]["outcome"].is_null() {
+        &s
+    } else {
+        &s["end"]["outcome"]
+    };
+    let sc = &s["counts"];
+    let both = |k: &str| n(&find(&rr, "counts")[k]) + n(&find(&crr, "counts")[k]);
+    assert_eq!(s["transport"], "tcp", "{s}");
+    assert_eq!(n(&sc["requests"]), both("sent"), "{s}");
+    assert_eq!(n(&sc["accepted"]), both("connects"), "{s}");
+    assert_eq!(sc["closed"], sc["accepted"], "{s}");
+    for k in [
+        "oversized",
+        "idle_closed",
+        "refused_total",
+        "refused_source",
+        "unsent_bytes",
+    ] {
+        assert_eq!(sc[k], 0, "counts.{k}: {s}");
+    }
+}
+
+/// `key` of the run's outcome, wherever the document keeps it.
+fn find<'a>(v: &'a Value, key: &str) -> &'a Value {
+    if v[key].is_null() {
+        &v["end"]["outcome"][key]
+    } else {
+        &v[key]
+    }
+}
+
+fn n(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}

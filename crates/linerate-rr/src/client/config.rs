@@ -17,6 +17,17 @@ pub enum Load {
     Open { tps: f64 },
 }
 
+/// The client over TCP.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TcpClient {
+    /// Each transaction connects, sends its request, reads the response
+    /// and closes (TCP_CRR); otherwise each flow is one persistent
+    /// connection (TCP_RR).
+    pub connect_per_transaction: bool,
+    /// A connection not made within this long is a connect error.
+    pub connect_timeout: Duration,
+}
+
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
     pub server: SocketAddr,
@@ -45,14 +56,20 @@ pub struct ClientConfig {
 impl ClientConfig {
     /// Checks what cannot work before any traffic.
     pub fn validate(&self) -> Result<(), RrError> {
+        self.validate_sizes(DATAGRAM_MAX, "a UDP datagram")
+    }
+
+    /// Checks everything, with messages of up to `max` bytes (`holder`
+    /// says what holds at most that).
+    pub(crate) fn validate_sizes(&self, max: usize, holder: &str) -> Result<(), RrError> {
         let bad = |what: String| Err(RrError::Config(what));
         for (name, v) in [
             ("request size", self.request_size),
             ("response size", self.response_size),
         ] {
-            if !(RR_HEADER_LEN..=DATAGRAM_MAX).contains(&v) {
+            if !(RR_HEADER_LEN..=max).contains(&v) {
                 return bad(format!(
-                    "{name} {v} is outside {RR_HEADER_LEN}..={DATAGRAM_MAX} bytes (the rr header is {RR_HEADER_LEN} bytes; a UDP datagram holds at most {DATAGRAM_MAX})"
+                    "{name} {v} is outside {RR_HEADER_LEN}..={max} bytes (the rr header is {RR_HEADER_LEN} bytes; {holder} holds at most {max})"
                 ));
             }
         }

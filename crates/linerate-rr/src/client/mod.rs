@@ -10,10 +10,12 @@
 //! (coordinated omission).
 
 mod config;
+mod crr;
+mod persistent;
 mod report;
 mod worker;
 
-pub use config::{ClientConfig, DATAGRAM_MAX, Load};
+pub use config::{ClientConfig, DATAGRAM_MAX, Load, TcpClient};
 use report::Sample;
 pub use report::{ClientReport, Counts, Interval, WorkerReport};
 use worker::Worker;
@@ -53,31 +55,71 @@ type WorkerResult = (
 pub fn run_client(
     cfg: &ClientConfig,
     stop: &AtomicBool,
-    mut on_interval: impl FnMut(&Interval),
+    on_interval: impl FnMut(&Interval),
 ) -> Result<ClientReport, RrError> {
     cfg.validate()?;
-    let workers = cfg.workers();
     // Sockets are opened here so that an unusable address fails before
     // any thread starts.
-    let sockets = open_sockets(cfg, workers)?;
+    let sockets = open_sockets(cfg, cfg.workers())?;
+    run_workers(cfg, None, sockets, stop, on_interval, |wk, socks| {
+        let local = socks.iter().filter_map(|s| s.local_addr().ok()).collect();
+        (local, wk.run(&socks, stop))
+    })
+}
+
+/// Runs the client over TCP: `cfg.flows` persistent connections per
+/// worker, or with `tcp.connect_per_transaction` a new connection for
+/// each transaction (`cfg.flows` at once per worker).
+pub fn run_tcp_client(
+    cfg: &ClientConfig,
+    tcp: &TcpClient,
+    stop: &AtomicBool,
+    on_interval: impl FnMut(&Interval),
+) -> Result<ClientReport, RrError> {
+    cfg.validate_sizes(crate::tcp::TCP_MESSAGE_MAX, "a TCP rr message")?;
+    if tcp.connect_timeout.is_zero() {
+        return Err(RrError::Config(
+            "the connect timeout must be above zero".into(),
+        ));
+    }
+    crate::tcp::raise_nofile(cfg.workers() * cfg.flows);
+    let slots = vec![(); cfg.workers()];
+    run_workers(cfg, Some(*tcp), slots, stop, on_interval, |wk, ()| {
+        if tcp.connect_per_transaction {
+            crr::run(wk, tcp, stop)
+        } else {
+            persistent::run(wk, tcp, stop)
+        }
+    })
+}
+
+/// Starts one pinned worker per item of `per_worker`, each running `body`
+/// (which says its flows' local addresses and how long it sent), gathers
+/// the intervals and the workers' results into the report.
+fn run_workers<T: Send>(
+    cfg: &ClientConfig,
+    tcp: Option<TcpClient>,
+    per_worker: Vec<T>,
+    stop: &AtomicBool,
+    mut on_interval: impl FnMut(&Interval),
+    body: impl Fn(&mut Worker<'_>, T) -> (Vec<SocketAddr>, Duration) + Sync,
+) -> Result<ClientReport, RrError> {
+    let workers = per_worker.len();
     let epoch = Instant::now();
     let (tx, rx) = mpsc::channel::<Sample>();
     let warnings = std::sync::Mutex::new(Vec::new());
     let (intervals, results) = std::thread::scope(|s| {
-        let handles: Vec<_> = sockets
-            .into_iter()
-            .enumerate()
-            .map(|(w, socks)| {
+        let handles: Vec<_> = (per_worker.into_iter().enumerate())
+            .map(|(w, item)| {
                 let tx = tx.clone();
                 let cpu = cfg.cores.get(w).copied();
-                let warnings = &warnings;
+                let (warnings, body) = (&warnings, &body);
                 s.spawn(move || {
                     if let Some(c) = cpu {
                         pin(c, warnings);
                     }
-                    let local = socks.iter().filter_map(|s| s.local_addr().ok()).collect();
-                    let mut wk = Worker::new(cfg, w, socks.len(), epoch, tx);
-                    let sent_for = wk.run(&socks, stop);
+                    let mut wk = Worker::new(cfg, w, cfg.flows, epoch, tx);
+                    let (local, sent_for) = body(&mut wk, item);
                     (wk.counts, wk.hist, wk.lag, local, cpu, sent_for)
                 })
             })
@@ -92,6 +134,7 @@ pub fn run_client(
     });
     let report = ClientReport {
         config: cfg.clone(),
+        tcp,
         workers: Vec::new(),
         total: Counts::default(),
         elapsed: Duration::ZERO,
@@ -106,7 +149,7 @@ pub fn run_client(
         return Err(RrError::NoAnswer {
             server: cfg.server,
             sent: report.total.sent,
-            refused: report.total.refused,
+            refused: report.total.refused + report.total.connect_errors,
             report: Box::new(report),
         });
     }

@@ -1,7 +1,7 @@
 //! What the rr client counted: per worker, per interval and in total, and
 //! its JSON.
 
-use super::config::{ClientConfig, Load};
+use super::config::{ClientConfig, Load, TcpClient};
 use crate::Latency;
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};
@@ -34,6 +34,13 @@ pub struct Counts {
     /// Open loop: most requests a worker found overdue at once, beyond the
     /// one just due (0: it kept to the schedule).
     pub behind_max: u64,
+    /// TCP: connections attempted (one per transaction with
+    /// --connect-per-transaction, one per flow otherwise).
+    pub connects: u64,
+    /// TCP: connections refused, failed or not made within the timeout.
+    pub connect_errors: u64,
+    /// TCP: connections reset or closed by the server while in use.
+    pub resets: u64,
 }
 
 impl Counts {
@@ -49,6 +56,9 @@ impl Counts {
         self.send_errors += o.send_errors;
         self.send_blocked += o.send_blocked;
         self.behind_max = self.behind_max.max(o.behind_max);
+        self.connects += o.connects;
+        self.connect_errors += o.connect_errors;
+        self.resets += o.resets;
     }
 }
 
@@ -100,6 +110,8 @@ pub struct WorkerReport {
 #[derive(Debug)]
 pub struct ClientReport {
     pub config: ClientConfig,
+    /// Over TCP: how (None: UDP).
+    pub tcp: Option<TcpClient>,
     pub workers: Vec<WorkerReport>,
     pub total: Counts,
     /// From the first request to the end of sending.
@@ -146,7 +158,16 @@ impl ClientReport {
             "flows": self.workers.iter().map(|w| w.local.len()).sum::<usize>(),
             "request_bytes": c.request_size,
             "response_bytes": c.response_size,
-            "bytes_are": "UDP payload (the 32-byte rr header included)",
+            "transport": match self.tcp {
+                None => "udp",
+                Some(TcpClient { connect_per_transaction: false, .. }) => "tcp",
+                Some(TcpClient { connect_per_transaction: true, .. }) => "tcp, a connection per transaction",
+            },
+            "connect_timeout_ms": self.tcp.map(|t| t.connect_timeout.as_secs_f64() * 1e3),
+            "bytes_are": match self.tcp {
+                None => "UDP payload (the 32-byte rr header included)",
+                Some(_) => "rr message (the 32-byte rr header included; the 4-byte TCP frame length not)",
+            },
             "duration_s": self.elapsed.as_secs_f64(),
             "interrupted": self.interrupted,
             "warnings": self.warnings,

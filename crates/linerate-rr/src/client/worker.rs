@@ -18,16 +18,16 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// One worker's open-loop schedule: request k is due at `start + k / tps`.
-struct OpenLoop {
-    start: u64,
-    tps: f64,
-    issued: u64,
+pub(super) struct OpenLoop {
+    pub(super) start: u64,
+    pub(super) tps: f64,
+    pub(super) issued: u64,
     /// The flow the next batch goes on (round robin).
-    flow: usize,
+    pub(super) flow: usize,
 }
 
 impl OpenLoop {
-    fn at(&self, k: u64) -> u64 {
+    pub(super) fn at(&self, k: u64) -> u64 {
         self.start + (k as f64 * 1e9 / self.tps) as u64
     }
 
@@ -121,7 +121,7 @@ impl<'a> Worker<'a> {
         }
     }
 
-    fn now_ns(&self) -> u64 {
+    pub(super) fn now_ns(&self) -> u64 {
         self.epoch.elapsed().as_nanos() as u64
     }
 
@@ -211,18 +211,8 @@ impl<'a> Worker<'a> {
                         continue;
                     }
                 };
-                match self.out[f].answer(h.seq, now) {
-                    Answer::Completed(ns) => {
-                        self.counts.completed += 1;
-                        self.iv_completed += 1;
-                        self.hist.saturating_record(ns.max(1));
-                        self.iv_hist.saturating_record(ns.max(1));
-                        self.owed[f] += 1;
-                    }
-                    Answer::Duplicate => self.counts.duplicate += 1,
-                    Answer::Late => self.counts.late += 1,
-                    Answer::Unknown => self.counts.unknown += 1,
-                }
+                let a = self.out[f].answer(h.seq, now);
+                self.record(f, a);
             }
             if n < BATCH_MAX {
                 return;
@@ -230,7 +220,28 @@ impl<'a> Worker<'a> {
         }
     }
 
-    fn expire(&mut self, now: u64) {
+    /// Counts what an answer on flow `f` turned out to be.
+    pub(super) fn record(&mut self, f: usize, a: Answer) {
+        match a {
+            Answer::Completed(ns) => {
+                self.completed(ns);
+                self.owed[f] += 1;
+            }
+            Answer::Duplicate => self.counts.duplicate += 1,
+            Answer::Late => self.counts.late += 1,
+            Answer::Unknown => self.counts.unknown += 1,
+        }
+    }
+
+    /// Counts a transaction completed after `ns`.
+    pub(super) fn completed(&mut self, ns: u64) {
+        self.counts.completed += 1;
+        self.iv_completed += 1;
+        self.hist.saturating_record(ns.max(1));
+        self.iv_hist.saturating_record(ns.max(1));
+    }
+
+    pub(super) fn expire(&mut self, now: u64) {
         let before = now.saturating_sub(self.cfg.timeout.as_nanos() as u64);
         for f in 0..self.out.len() {
             let lost = self.out[f].expire(before);
@@ -242,7 +253,7 @@ impl<'a> Worker<'a> {
 
     /// Sends the current interval's counts to the collector; `until` is
     /// set for the last one (when this worker stopped sending).
-    fn flush_interval(&mut self, until: Option<Duration>) {
+    pub(super) fn flush_interval(&mut self, until: Option<Duration>) {
         let hist = std::mem::replace(&mut self.iv_hist, new_hist());
         self.tx
             .send(Sample {
@@ -260,7 +271,7 @@ impl<'a> Worker<'a> {
     /// flushed: none without intervals, and none when the test ends less
     /// than a millisecond after it (that sliver joins the last interval,
     /// which is flushed after the drain with every answer and loss in it).
-    fn next_boundary(&self, start: u64, end: u64) -> Option<u64> {
+    pub(super) fn next_boundary(&self, start: u64, end: u64) -> Option<u64> {
         let iv = self.cfg.interval?.as_nanos() as u64;
         let b = start + (self.iv_index as u64 + 1) * iv;
         (b + 1_000_000 < end).then_some(b)
@@ -298,14 +309,13 @@ impl<'a> Worker<'a> {
         }
     }
 
-    pub(super) fn run(&mut self, socks: &[UdpSocket], stop: &AtomicBool) -> Duration {
-        let start = self.now_ns();
-        let end = start + self.cfg.duration.as_nanos() as u64;
+    /// This worker's open-loop schedule from `start` (and a timer slack
+    /// of a microsecond, to wake for each departure in time).
+    pub(super) fn open_loop(&self, start: u64) -> OpenLoop {
         if matches!(self.cfg.load, Load::Open { .. }) {
-            // Wake for each departure within a microsecond, not the default 50.
             linerate_backend::clock::set_timer_slack_ns(1_000).ok();
         }
-        let mut open = OpenLoop {
+        OpenLoop {
             start,
             tps: match self.cfg.load {
                 Load::Open { tps } => tps / self.cfg.workers() as f64,
@@ -313,7 +323,13 @@ impl<'a> Worker<'a> {
             },
             issued: 0,
             flow: 0,
-        };
+        }
+    }
+
+    pub(super) fn run(&mut self, socks: &[UdpSocket], stop: &AtomicBool) -> Duration {
+        let start = self.now_ns();
+        let end = start + self.cfg.duration.as_nanos() as u64;
+        let mut open = self.open_loop(start);
         let mut last_expire = start;
         let blocking = self.receive_blocking(socks);
         let mut fds: Vec<PollFd> = socks
@@ -382,7 +398,7 @@ impl<'a> Worker<'a> {
     /// After sending stopped (`sent_for` after `start`): whether nothing
     /// is in flight any more, or the drain is over.
     #[inline]
-    fn drained(&self, start: u64, sent_for: Duration, now: u64) -> bool {
+    pub(super) fn drained(&self, start: u64, sent_for: Duration, now: u64) -> bool {
         let in_flight: usize = self.out.iter().map(Outstanding::in_flight).sum();
         let drain_end =
             start + sent_for.as_nanos() as u64 + self.cfg.timeout.min(DRAIN_MAX).as_nanos() as u64;
@@ -413,7 +429,7 @@ impl<'a> Worker<'a> {
 
     /// Counts what is still unanswered as lost, and flushes the last
     /// interval (sending lasted `sent_for`).
-    fn finish(&mut self, sent_for: Duration) {
+    pub(super) fn finish(&mut self, sent_for: Duration) {
         let lost = self
             .out
             .iter_mut()

@@ -85,6 +85,23 @@ pub struct ServerArgs {
     /// (one trip down the stack; the kernel or a NIC with USO cuts it).
     #[arg(long)]
     no_gso: bool,
+    /// Serve rr over TCP (each message preceded by its length) instead of
+    /// UDP: a listener per worker on the port, connections spread over them.
+    #[arg(long)]
+    tcp: bool,
+    /// TCP: most connections open at once; more are closed on accept.
+    #[arg(long, default_value_t = 10_000, requires = "tcp")]
+    max_conns: usize,
+    /// TCP: most connections open at once from one source address.
+    #[arg(long, default_value_t = 1_000, requires = "tcp")]
+    max_per_source: usize,
+    /// TCP: seconds after which a connection that moved no byte is closed.
+    #[arg(long, default_value_t = 60.0, requires = "tcp")]
+    idle_timeout: f64,
+    /// TCP: largest request message accepted, bytes (a longer frame
+    /// closes its connection).
+    #[arg(long, default_value_t = 65_536, requires = "tcp")]
+    max_message: usize,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -141,6 +158,17 @@ pub struct ClientArgs {
     /// transaction (lower latency), one core kept busy per worker.
     #[arg(long)]
     busy_poll: bool,
+    /// rr over TCP: each flow one persistent connection, requests
+    /// pipelined on it (the server needs --tcp).
+    #[arg(long)]
+    tcp: bool,
+    /// TCP: each transaction connects, sends, reads the response and
+    /// closes (TCP_CRR); --flows transactions at once per worker.
+    #[arg(long, requires = "tcp")]
+    connect_per_transaction: bool,
+    /// TCP: milliseconds a connection may take to be made.
+    #[arg(long, default_value_t = 1000.0, requires = "tcp")]
+    connect_timeout_ms: f64,
     #[command(flatten)]
     repeat: super::out::RepeatArgs,
     #[command(flatten)]
@@ -170,6 +198,9 @@ fn online_cpus() -> Vec<usize> {
 }
 
 fn server(a: &ServerArgs) -> Result<u8> {
+    if a.tcp {
+        return tcp_server(a);
+    }
     let steering = match a.steering.as_str() {
         "cpu" => Steering::Cpu,
         "hash" => Steering::Hash,
@@ -402,9 +433,21 @@ fn client(a: &ClientArgs, hold: bool) -> Result<Ended> {
         interval: a.out.interval()?,
         busy_poll: a.busy_poll,
     };
+    let tcp = a
+        .tcp
+        .then(|| {
+            let ms = a.connect_timeout_ms;
+            (ms.is_finite() && ms > 0.0)
+                .then(|| linerate_rr::TcpClient {
+                    connect_per_transaction: a.connect_per_transaction,
+                    connect_timeout: Duration::from_secs_f64(ms / 1e3),
+                })
+                .context("--connect-timeout-ms must be above zero")
+        })
+        .transpose()?;
     let stop = stop_flag()?;
     if a.out.human() {
-        crate::say!("{}", client_banner(&cfg));
+        crate::say!("{}", client_banner(&cfg, tcp.as_ref()));
     }
     let config = serde_json::json!({
         "server": server.to_string(),
@@ -420,9 +463,12 @@ fn client(a: &ClientArgs, hold: bool) -> Result<Ended> {
         "response_size": cfg.response_size,
         "time_s": a.time,
         "timeout_ms": a.timeout_ms,
+        "tcp": a.tcp,
+        "connect_per_transaction": a.connect_per_transaction,
+        "connect_timeout_ms": tcp.map(|t| t.connect_timeout.as_secs_f64() * 1e3),
     });
     let ended = drive(&a.out, hold, Mode::RrClient, config, None, |run| {
-        let result = run_client(&cfg, stop.flag(), |iv: &Interval| {
+        let on_interval = |iv: &Interval| {
             let rows = vec![client_row(
                 "all",
                 iv.completed,
@@ -434,7 +480,11 @@ fn client(a: &ClientArgs, hold: bool) -> Result<Ended> {
                 iv.end.as_secs_f64(),
                 rows,
             ));
-        });
+        };
+        let result = match &tcp {
+            Some(t) => linerate_rr::run_tcp_client(&cfg, t, stop.flag(), on_interval),
+            None => run_client(&cfg, stop.flag(), on_interval),
+        };
         client_measured(result, &cfg, a.timeout_ms)
     })?;
     if let Some(e) = &ended.error {
@@ -449,10 +499,15 @@ fn client(a: &ClientArgs, hold: bool) -> Result<Ended> {
 }
 
 /// The rr client's first line for people: what it is about to do.
-fn client_banner(cfg: &ClientConfig) -> String {
+fn client_banner(cfg: &ClientConfig, tcp: Option<&linerate_rr::TcpClient>) -> String {
     format!(
-        "rr client to {}: {} worker(s) x {} flow(s), {}, {} B requests, {} B responses{}",
+        "rr client to {}{}: {} worker(s) x {} flow(s), {}, {} B requests, {} B responses{}",
         cfg.server,
+        match tcp {
+            None => "",
+            Some(t) if t.connect_per_transaction => " over TCP, a connection per transaction",
+            Some(_) => " over TCP, persistent connections",
+        },
         if cfg.cores.is_empty() {
             cfg.threads
         } else {
@@ -487,7 +542,13 @@ fn client_measured(
             duration_s: r.elapsed.as_secs_f64(),
             rows: (r.workers.iter().enumerate())
                 .map(|(w, wr)| {
-                    client_row(&w.to_string(), wr.counts.completed, wr.counts.lost, None)
+                    let mut row =
+                        client_row(&w.to_string(), wr.counts.completed, wr.counts.lost, None);
+                    if r.tcp.is_some() {
+                        // connect errors and resets, in every reporter's rows
+                        row.counts.errors = Some(wr.counts.connect_errors + wr.counts.resets);
+                    }
+                    row
                 })
                 .collect(),
             error: None,
@@ -580,6 +641,16 @@ fn client_text(r: &linerate_rr::ClientReport, load: Load, timeout_ms: f64) -> St
         t.refused
     );
     let us = |ns: u64| ns as f64 / 1e3;
+    if let Some(tcp) = &r.tcp {
+        let _ = writeln!(
+            s,
+            "connections: {} attempted, {} connect errors (refused, failed or over {} ms), {} reset or closed by the server",
+            t.connects,
+            t.connect_errors,
+            tcp.connect_timeout.as_secs_f64() * 1e3,
+            t.resets
+        );
+    }
     if let Some(l) = &r.latency {
         let _ = writeln!(
             s,
@@ -614,4 +685,157 @@ fn client_text(r: &linerate_rr::ClientReport, load: Load, timeout_ms: f64) -> St
         let _ = writeln!(s, "warning: {w}");
     }
     s
+}
+
+fn tcp_server(a: &ServerArgs) -> Result<u8> {
+    let cores = a.cores.clone().map_or_else(online_cpus, |c| c.0);
+    let cfg = linerate_rr::TcpServerConfig {
+        bind: SocketAddr::new(a.bind, a.port),
+        workers: cores.len(),
+        cores: cores.clone(),
+        pin: !a.no_pin,
+        duration: seconds("--time", a.time.unwrap_or(0.0))?,
+        interval: a.out.interval()?,
+        max_response: a.max_response.unwrap_or(0),
+        allow: (a.allow.iter())
+            .map(|p| linerate_rr::Prefix::parse(p))
+            .collect::<Result<_, _>>()?,
+        max_message: a.max_message,
+        max_conns: a.max_conns,
+        max_per_source: a.max_per_source,
+        idle_timeout: seconds("--idle-timeout", a.idle_timeout)?
+            .context("--idle-timeout must be above zero")?,
+        spin: a.spin,
+        busy_poll_us: a.busy_poll,
+    };
+    if a.busy_poll > 100_000 {
+        bail!("--busy-poll is at most 100000 microseconds");
+    }
+    let server = linerate_rr::TcpServer::bind(&cfg)?;
+    let stop = stop_flag()?;
+    if a.out.human() {
+        crate::say!(
+            "rr server listening on {} (TCP), {} workers on CPUs {:?}",
+            server.local_addr(),
+            cores.len(),
+            cores
+        );
+    } else {
+        eprintln!(
+            "linerate: rr server listening on {} (TCP)",
+            server.local_addr()
+        );
+    }
+    let doc =
+        linerate_doctor::test_summary_at((!a.bind.is_unspecified()).then_some(a.bind), &cores);
+    let config = serde_json::json!({
+        "listen": server.local_addr().to_string(),
+        "transport": "tcp",
+        "cores": cores,
+        "time_s": a.time,
+        "max_response": a.max_response,
+        "max_conns": a.max_conns,
+        "max_per_source": a.max_per_source,
+        "idle_timeout_s": a.idle_timeout,
+        "max_message": a.max_message,
+        "pin": !a.no_pin,
+        "busy_poll_us": a.busy_poll,
+        "spin": a.spin,
+    });
+    let ended = drive(
+        &a.out,
+        false,
+        Mode::RrServer,
+        config,
+        Some(doc.clone()),
+        |run| {
+            let r = server.run(stop.flag(), |iv| {
+                let rows: Vec<Row> = (iv.per_worker.iter().enumerate())
+                    .map(|(w, n)| server_row(w, Some(*n), None))
+                    .collect();
+                run.interval(&linerate_run::Interval::new(
+                    iv.start.as_secs_f64(),
+                    iv.end.as_secs_f64(),
+                    rows,
+                ));
+            });
+            let rows = (r.workers.iter().enumerate())
+                .map(|(w, (_, c))| {
+                    server_row(w, Some(c.requests), None).with_counts(Counts {
+                        packets: Some(c.requests),
+                        bytes: Some(c.bytes_in),
+                        errors: Some(c.malformed + c.oversized + c.too_large),
+                        ..Counts::default()
+                    })
+                })
+                .collect();
+            Ok(Measured {
+                duration_s: r.elapsed.as_secs_f64(),
+                rows,
+                error: None,
+                outcome: Arc::new(RrTcpServerOutcome {
+                    report: r,
+                    doctor: doc,
+                }),
+            })
+        },
+    )?;
+    Ok(ended.exit_code)
+}
+
+/// An rr server run over TCP.
+#[derive(Debug)]
+pub struct RrTcpServerOutcome {
+    pub report: linerate_rr::TcpServerReport,
+    pub doctor: serde_json::Value,
+}
+
+impl Outcome for RrTcpServerOutcome {
+    fn document(&self) -> serde_json::Value {
+        let mut v = self.report.json();
+        v["doctor"] = self.doctor.clone();
+        v
+    }
+
+    fn text(&self) -> String {
+        let r = &self.report;
+        let t = &r.total;
+        let mut text = format!(
+            "total: {} requests in {:.2} s = {:.0}/s, {} answered, {} malformed, {} oversized, {} over --max-response (server count)\n\
+             connections: {} accepted, {} closed, {} reset, {} idle, {} refused over --max-conns, {} over --max-per-source, {} accept errors\n",
+            t.requests,
+            r.elapsed.as_secs_f64(),
+            self.requests_per_s(),
+            t.answered,
+            t.malformed,
+            t.oversized,
+            t.too_large,
+            t.accepted,
+            t.closed,
+            t.resets,
+            t.idle_closed,
+            t.refused_total,
+            t.refused_source,
+            t.accept_errors
+        );
+        for w in &r.warnings {
+            text += &format!("warning: {w}\n");
+        }
+        text
+    }
+
+    fn figure(&self) -> Option<Figure> {
+        Some(Figure {
+            name: "requests_per_s",
+            unit: "requests/s",
+            value: self.requests_per_s(),
+        })
+    }
+}
+
+impl RrTcpServerOutcome {
+    fn requests_per_s(&self) -> f64 {
+        let r = &self.report;
+        r.total.requests as f64 / r.elapsed.as_secs_f64().max(1e-9)
+    }
 }

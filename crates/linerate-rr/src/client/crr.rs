@@ -1,0 +1,272 @@
+//! The rr client with a connection per transaction (TCP_CRR): each
+//! transaction connects, sends its request, reads the response and
+//! closes, and its latency runs from its start (closed loop) or its
+//! scheduled time (open loop) to the response, handshake included. A
+//! worker keeps up to `flows` transactions at once. Every transaction
+//! started ends as exactly one of: completed, lost (no response within
+//! the timeout, or by the end of the drain), a connect error (refused,
+//! failed or not made within the connect timeout), a reset (closed or
+//! reset before the response) or malformed (a wrong response).
+
+use super::DRAIN_MAX;
+use super::config::{Load, TcpClient};
+use super::persistent::{Conn, connected, start_connect};
+use super::worker::{OpenLoop, Worker};
+use linerate_wire::{RrHeader, RrKind};
+use nix::poll::{PollFd, PollFlags, ppoll};
+use nix::sys::time::TimeSpec;
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Idle,
+    Connecting,
+    Waiting,
+}
+
+/// One transaction at a time.
+struct Slot {
+    conn: Conn,
+    phase: Phase,
+    /// When the transaction started (or was scheduled), ns.
+    started: u64,
+    seq: u64,
+}
+
+/// How a transaction ended.
+enum End {
+    Completed(u64),
+    ConnectError,
+    Reset,
+    Malformed,
+    Lost,
+}
+
+fn end(w: &mut Worker<'_>, slot: &mut Slot, how: End) {
+    match how {
+        End::Completed(ns) => w.completed(ns),
+        End::ConnectError => w.counts.connect_errors += 1,
+        End::Reset => w.counts.resets += 1,
+        End::Malformed => w.counts.malformed += 1,
+        End::Lost => {
+            w.counts.lost += 1;
+            w.iv_lost += 1;
+        }
+    }
+    // Closing the socket sends the FIN (the client closes first).
+    slot.conn.s = None;
+    slot.conn.wr.clear();
+    slot.conn.wpos = 0;
+    slot.conn.rd = crate::tcp::FrameReader::new(w.cfg.response_size);
+    slot.phase = Phase::Idle;
+}
+
+/// Starts a transaction on an idle slot, stamped `stamp`.
+fn start(w: &mut Worker<'_>, slot: &mut Slot, stamp: u64) {
+    w.counts.connects += 1;
+    slot.started = stamp;
+    slot.seq += 1;
+    match start_connect(w.cfg.server, w.cfg.bind) {
+        Ok(s) => {
+            slot.conn.s = Some(s);
+            slot.phase = Phase::Connecting;
+        }
+        Err(_) => w.counts.connect_errors += 1,
+    }
+}
+
+/// Moves a slot whose socket polled ready on.
+fn advance(w: &mut Worker<'_>, f: usize, slot: &mut Slot) {
+    if slot.phase == Phase::Connecting {
+        if !connected(slot.conn.s.as_ref().expect("connecting")) {
+            return end(w, slot, End::ConnectError);
+        }
+        let h = RrHeader {
+            kind: RrKind::Request,
+            flow: w.base_flow + f as u32,
+            reply_len: w.cfg.response_size as u32,
+            seq: slot.seq,
+            stamp_ns: slot.started,
+        };
+        slot.conn.queue(&h, w.cfg.request_size);
+        w.counts.sent += 1;
+        slot.phase = Phase::Waiting;
+    }
+    if slot.conn.flush().is_err() {
+        return end(w, slot, End::Reset);
+    }
+    loop {
+        match slot.conn.rd.next_frame() {
+            Ok(Some(m)) => {
+                let ok = RrHeader::parse(m).is_ok_and(|h| {
+                    h.kind == RrKind::Response
+                        && h.seq == slot.seq
+                        && h.flow == w.base_flow + f as u32
+                }) && m.len() == w.cfg.response_size;
+                let how = if ok {
+                    End::Completed(w.now_ns().saturating_sub(slot.started))
+                } else {
+                    End::Malformed
+                };
+                return end(w, slot, how);
+            }
+            Ok(None) => {}
+            Err(_) => return end(w, slot, End::Malformed),
+        }
+        let s = slot.conn.s.as_mut().expect("waiting");
+        match slot.conn.rd.fill(s) {
+            Ok(0) => return end(w, slot, End::Reset),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return end(w, slot, End::Reset),
+        }
+    }
+}
+
+/// Ends the transactions older than the timeout (connect timeout while
+/// connecting, the request timeout after).
+fn expire(w: &mut Worker<'_>, slots: &mut [Slot], tcp: &TcpClient, now: u64) {
+    for slot in slots.iter_mut() {
+        let age = now.saturating_sub(slot.started);
+        match slot.phase {
+            Phase::Connecting if age >= tcp.connect_timeout.as_nanos() as u64 => {
+                end(w, slot, End::ConnectError)
+            }
+            Phase::Waiting if age >= w.cfg.timeout.as_nanos() as u64 => end(w, slot, End::Lost),
+            _ => {}
+        }
+    }
+}
+
+/// Open loop: starts every transaction due by `now` on an idle slot, with
+/// its scheduled time as its start; returns when the next is due.
+fn start_due(o: &mut OpenLoop, w: &mut Worker<'_>, slots: &mut [Slot], now: u64) -> u64 {
+    let due = ((now - o.start) as f64 * o.tps / 1e9) as u64 + 1;
+    let real_now = w.now_ns();
+    w.counts.behind_max = w.counts.behind_max.max(due.saturating_sub(o.issued + 1));
+    while o.issued < due {
+        let Some(i) = (0..slots.len())
+            .map(|k| (o.flow + k) % slots.len())
+            .find(|i| slots[*i].phase == Phase::Idle)
+        else {
+            // Every slot busy: the rest wait, and their latency shows it.
+            w.counts.send_blocked += 1;
+            break;
+        };
+        o.flow = (i + 1) % slots.len();
+        let at = o.at(o.issued);
+        start(w, &mut slots[i], at);
+        w.lag.saturating_record(real_now.saturating_sub(at));
+        o.issued += 1;
+    }
+    o.at(o.issued)
+}
+
+/// Waits until `wake` for any slot's socket, and moves those ready on.
+fn await_ready(w: &mut Worker<'_>, slots: &mut [Slot], wake: u64) {
+    let ready: Vec<usize> = {
+        let busy: Vec<usize> = (0..slots.len())
+            .filter(|i| slots[*i].phase != Phase::Idle)
+            .collect();
+        let mut fds: Vec<PollFd> = (busy.iter())
+            .map(|i| {
+                let s = &slots[*i];
+                let ev = match s.phase {
+                    Phase::Connecting => PollFlags::POLLOUT,
+                    _ if s.conn.pending() > 0 => PollFlags::POLLIN | PollFlags::POLLOUT,
+                    _ => PollFlags::POLLIN,
+                };
+                PollFd::new(s.conn.s.as_ref().expect("busy").as_fd(), ev)
+            })
+            .collect();
+        let wait = if w.cfg.busy_poll {
+            0
+        } else {
+            wake.saturating_sub(w.now_ns())
+        };
+        let ts = TimeSpec::from_duration(Duration::from_nanos(wait));
+        if ppoll(&mut fds, Some(ts), None).unwrap_or(0) == 0 {
+            return;
+        }
+        (fds.iter().zip(&busy))
+            .filter(|(p, _)| p.revents().is_some_and(|r| !r.is_empty()))
+            .map(|(_, i)| *i)
+            .collect()
+    };
+    for i in ready {
+        advance(w, i, &mut slots[i]);
+    }
+}
+
+/// Runs one worker's transactions for the test's duration, then waits
+/// for those still under way. Returns no local addresses (each
+/// transaction has its own) and how long it started transactions.
+pub(super) fn run(
+    w: &mut Worker<'_>,
+    tcp: &TcpClient,
+    stop: &AtomicBool,
+) -> (Vec<SocketAddr>, Duration) {
+    let mut slots: Vec<Slot> = (0..w.cfg.flows)
+        .map(|_| Slot {
+            conn: Conn::new(w.cfg.response_size),
+            phase: Phase::Idle,
+            started: 0,
+            seq: 0,
+        })
+        .collect();
+    let t0 = w.now_ns();
+    let end_at = t0 + w.cfg.duration.as_nanos() as u64;
+    let mut open = w.open_loop(t0);
+    let mut last_expire = t0;
+    let mut sending = true;
+    let mut sent_for = Duration::ZERO;
+    loop {
+        let now = w.now_ns();
+        if sending && (now >= end_at || stop.load(Ordering::Relaxed)) {
+            sending = false;
+            sent_for = Duration::from_nanos(now - t0);
+        }
+        let busy = slots.iter().any(|s| s.phase != Phase::Idle);
+        let drain = w.cfg.timeout.max(tcp.connect_timeout).min(DRAIN_MAX);
+        if !sending && (!busy || now >= t0 + (sent_for + drain).as_nanos() as u64) {
+            break;
+        }
+        if sending && w.next_boundary(t0, end_at).is_some_and(|b| now >= b) {
+            w.flush_interval(None);
+        }
+        if now.saturating_sub(last_expire) >= 1_000_000 {
+            expire(w, &mut slots, tcp, now);
+            last_expire = now;
+        }
+        let mut wake = now + 10_000_000;
+        if sending {
+            match w.cfg.load {
+                Load::Closed { .. } => {
+                    for s in slots.iter_mut().filter(|s| s.phase == Phase::Idle) {
+                        start(w, s, now);
+                    }
+                }
+                Load::Open { .. } => wake = start_due(&mut open, w, &mut slots, now),
+            }
+            wake = wake.min(end_at);
+            if let Some(b) = w.next_boundary(t0, end_at) {
+                wake = wake.min(b);
+            }
+        }
+        await_ready(w, &mut slots, wake.min(last_expire + 1_000_000));
+    }
+    for s in slots.iter_mut() {
+        match s.phase {
+            Phase::Connecting => end(w, s, End::ConnectError),
+            Phase::Waiting => end(w, s, End::Lost),
+            Phase::Idle => {}
+        }
+    }
+    w.finish(sent_for);
+    (Vec::new(), sent_for)
+}

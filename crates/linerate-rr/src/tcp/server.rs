@@ -1,0 +1,727 @@
+//! The rr server over TCP: one SO_REUSEPORT listener per worker on one
+//! port (the kernel spreads connections over them), each worker pinned to
+//! its CPU and polling its own listener and connections with epoll. A
+//! worker reads whole frames, answers each in the connection's bounded
+//! output buffer and writes what the kernel takes. Limits: connections in
+//! all and per source address, an idle timeout, the largest message; a
+//! connection that breaks them is closed and counted, never the server.
+
+use super::frame::{FrameError, FrameReader, TCP_MESSAGE_MAX, put_len};
+use crate::server::{Clock, Prefix, ServerInterval, Tally, supervise};
+use crate::{RrError, pin};
+use linerate_wire::{RR_HEADER_LEN, RrHeader};
+use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Answers a connection may have waiting for the kernel before the server
+/// stops reading its requests (TCP pushes back on the client from there).
+pub const OUT_HIGH: usize = 64 * 1024;
+
+#[derive(Debug, Clone)]
+pub struct TcpServerConfig {
+    pub bind: SocketAddr,
+    /// One worker pinned to each of these CPUs; empty: `workers` unpinned.
+    pub cores: Vec<usize>,
+    pub workers: usize,
+    pub pin: bool,
+    pub duration: Option<Duration>,
+    pub interval: Option<Duration>,
+    /// Largest response an `allow`ed source may ask for; every other
+    /// source gets at most its request's size (as over UDP).
+    pub max_response: usize,
+    pub allow: Vec<Prefix>,
+    /// Largest request message (header and payload) accepted; a longer
+    /// frame closes its connection.
+    pub max_message: usize,
+    /// Connections open at once, in all and per source address.
+    pub max_conns: usize,
+    pub max_per_source: usize,
+    /// A connection that moves no byte for this long is closed.
+    pub idle_timeout: Duration,
+    /// Workers spin on epoll without sleeping.
+    pub spin: bool,
+    /// SO_BUSY_POLL microseconds on each connection (0: off).
+    pub busy_poll_us: u32,
+}
+
+impl TcpServerConfig {
+    fn worker_count(&self) -> usize {
+        if self.cores.is_empty() {
+            self.workers
+        } else {
+            self.cores.len()
+        }
+    }
+
+    fn validate(&self) -> Result<(), RrError> {
+        let bad = |s: String| Err(RrError::Config(s));
+        if self.worker_count() == 0 || self.max_conns == 0 || self.max_per_source == 0 {
+            return bad("a TCP server needs a worker and room for a connection".into());
+        }
+        if self.max_response > 0 && self.allow.is_empty() {
+            return bad("a response larger than its request goes only to sources given with --allow: give --allow PREFIX with --max-response".into());
+        }
+        for (what, v) in [
+            ("largest response", self.max_response),
+            ("largest message", self.max_message),
+        ] {
+            if v != 0 && !(RR_HEADER_LEN..=TCP_MESSAGE_MAX).contains(&v) {
+                return bad(format!(
+                    "the {what} must be {RR_HEADER_LEN}..={TCP_MESSAGE_MAX} bytes, not {v}"
+                ));
+            }
+        }
+        if self.idle_timeout.is_zero() {
+            return bad("the idle timeout must be above zero".into());
+        }
+        crate::check_cores(&self.cores)
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct TcpServerCounts {
+    /// Well-formed requests received.
+    pub requests: u64,
+    /// Answers queued on their connections.
+    pub answered: u64,
+    /// Frames that were not a request (a length below the header, not rr,
+    /// a response); each closes its connection.
+    pub malformed: u64,
+    /// Frames longer than the largest message; each closes its connection.
+    pub oversized: u64,
+    /// Requests asking for a response above what their source may get
+    /// (not answered).
+    pub too_large: u64,
+    /// rr message bytes received, and answered (queued; what never left
+    /// is also in `unsent_bytes`, with its length prefixes); the 4-byte
+    /// length prefixes not counted.
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    /// Connections accepted, and closed (by either side, for any reason).
+    pub accepted: u64,
+    pub closed: u64,
+    /// Connections the peer reset (or that failed) rather than closed.
+    pub resets: u64,
+    /// Connections closed for moving no byte within the idle timeout.
+    pub idle_closed: u64,
+    /// Connections refused (closed at once) by the limit in all, and by
+    /// the per-source limit.
+    pub refused_total: u64,
+    pub refused_source: u64,
+    /// accept(2) failures (out of file descriptors and the like).
+    pub accept_errors: u64,
+    /// Answer bytes never written (their connection closed first).
+    pub unsent_bytes: u64,
+}
+
+impl Tally for TcpServerCounts {
+    fn absorb(&mut self, o: &Self) {
+        self.zip(o, |a, b| a + b);
+    }
+    fn since(&self, earlier: &Self) -> Self {
+        let mut d = *self;
+        d.zip(earlier, |a, b| a - b);
+        d
+    }
+    fn requests(&self) -> u64 {
+        self.requests
+    }
+}
+
+impl TcpServerCounts {
+    fn zip(&mut self, o: &Self, f: impl Fn(u64, u64) -> u64) {
+        macro_rules! each {
+            ($($f:ident),*) => { $( self.$f = f(self.$f, o.$f); )* };
+        }
+        each!(
+            requests,
+            answered,
+            malformed,
+            oversized,
+            too_large,
+            bytes_in,
+            bytes_out,
+            accepted,
+            closed,
+            resets,
+            idle_closed,
+            refused_total,
+            refused_source,
+            accept_errors,
+            unsent_bytes
+        );
+    }
+}
+
+/// Connections open in all and per source, shared by the workers (taken
+/// only on accept and close).
+#[derive(Debug, Default)]
+struct Limits {
+    total: AtomicUsize,
+    per_source: Mutex<HashMap<IpAddr, usize>>,
+}
+
+enum Refusal {
+    Total,
+    Source,
+}
+
+impl Limits {
+    fn admit(&self, ip: IpAddr, cfg: &TcpServerConfig) -> Result<(), Refusal> {
+        if self.total.fetch_add(1, Ordering::Relaxed) >= cfg.max_conns {
+            self.total.fetch_sub(1, Ordering::Relaxed);
+            return Err(Refusal::Total);
+        }
+        let mut m = self.per_source.lock().unwrap_or_else(|e| e.into_inner());
+        let n = m.entry(ip).or_insert(0);
+        if *n >= cfg.max_per_source {
+            drop(m);
+            self.total.fetch_sub(1, Ordering::Relaxed);
+            return Err(Refusal::Source);
+        }
+        *n += 1;
+        Ok(())
+    }
+
+    fn release(&self, ip: IpAddr) {
+        self.total.fetch_sub(1, Ordering::Relaxed);
+        let mut m = self.per_source.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = m.get_mut(&ip) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&ip);
+            }
+        }
+    }
+}
+
+/// A bound TCP server: the listeners exist before [`TcpServer::run`].
+#[derive(Debug)]
+pub struct TcpServer {
+    cfg: TcpServerConfig,
+    listeners: Vec<TcpListener>,
+    local: SocketAddr,
+    warnings: Vec<String>,
+}
+
+#[derive(Debug)]
+pub struct TcpServerReport {
+    pub config: TcpServerConfig,
+    pub local: SocketAddr,
+    pub workers: Vec<(Option<usize>, TcpServerCounts)>,
+    pub total: TcpServerCounts,
+    pub elapsed: Duration,
+    pub intervals: Vec<ServerInterval<TcpServerCounts>>,
+    pub warnings: Vec<String>,
+}
+
+impl TcpServerReport {
+    pub fn json(&self) -> Value {
+        let c = &self.config;
+        json!({
+            "listen": self.local.to_string(),
+            "transport": "tcp",
+            "framing": "each rr message preceded by its length (u32, big-endian)",
+            "limits": {
+                "max_conns": c.max_conns,
+                "max_per_source": c.max_per_source,
+                "idle_timeout_s": c.idle_timeout.as_secs_f64(),
+                "max_message": c.max_message,
+                "max_response": c.max_response,
+                "out_buffer": OUT_HIGH,
+            },
+            "recipe": {
+                "reuseport": true,
+                "pinned": c.pin && !c.cores.is_empty(),
+                "busy_poll_us": c.busy_poll_us,
+                "spin": c.spin,
+            },
+            "warnings": self.warnings,
+            "workers": self.workers.iter().map(|(cpu, c)| json!({ "cpu": cpu, "counts": c })).collect::<Vec<_>>(),
+            "counts": self.total,
+            "counted_by": "server: frames received and answered on its connections",
+            "duration_s": self.elapsed.as_secs_f64(),
+            "requests_per_s": self.total.requests as f64 / self.elapsed.as_secs_f64().max(1e-9),
+            "intervals": self.intervals.iter().map(|i| json!({
+                "start": i.start.as_secs_f64(),
+                "end": i.end.as_secs_f64(),
+                "counts": i.total,
+                "requests_per_s": i.total.requests as f64 / (i.end - i.start).as_secs_f64().max(1e-9),
+                "per_worker_requests": i.per_worker,
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// Raises the open-file limit to its hard limit; a warning when it still
+/// cannot hold `want` descriptors.
+pub(crate) fn raise_nofile(want: usize) -> Option<String> {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).ok()?;
+    if soft < hard {
+        setrlimit(Resource::RLIMIT_NOFILE, hard, hard).ok();
+    }
+    let (soft, _) = getrlimit(Resource::RLIMIT_NOFILE).ok()?;
+    (soft < want as u64 + 64).then(|| {
+        format!("the open-file limit ({soft}) is below --max-conns ({want}): accepts beyond it fail and are counted accept_errors")
+    })
+}
+
+impl TcpServer {
+    /// One listener per worker, all on one port (SO_REUSEPORT).
+    pub fn bind(cfg: &TcpServerConfig) -> Result<Self, RrError> {
+        cfg.validate()?;
+        let sock_err = |what: String| move |e| RrError::Socket { what, source: e };
+        let mut addr = cfg.bind;
+        let mut listeners = Vec::new();
+        for i in 0..cfg.worker_count() {
+            let s = socket2::Socket::new(
+                socket2::Domain::for_address(addr),
+                socket2::Type::STREAM,
+                None,
+            )
+            .map_err(sock_err("open a TCP socket".into()))?;
+            s.set_reuse_port(true)
+                .map_err(sock_err("set SO_REUSEPORT".into()))?;
+            s.set_reuse_address(true).ok();
+            if addr.is_ipv6() {
+                s.set_only_v6(false).ok();
+            }
+            s.bind(&addr.into())
+                .map_err(sock_err(format!("bind {addr} (TCP)")))?;
+            s.listen(4096).map_err(sock_err("listen".into()))?;
+            s.set_nonblocking(true)
+                .map_err(sock_err("set O_NONBLOCK".into()))?;
+            if i == 0 {
+                addr = s
+                    .local_addr()
+                    .ok()
+                    .and_then(|a| a.as_socket())
+                    .unwrap_or(addr);
+            }
+            listeners.push(TcpListener::from(s));
+        }
+        Ok(Self {
+            cfg: cfg.clone(),
+            listeners,
+            local: addr,
+            warnings: raise_nofile(cfg.max_conns).into_iter().collect(),
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Serves until `stop` is set or the duration ends.
+    pub fn run(
+        self,
+        stop: &AtomicBool,
+        mut on_interval: impl FnMut(&ServerInterval<TcpServerCounts>),
+    ) -> TcpServerReport {
+        let cfg = &self.cfg;
+        let shared: Vec<Arc<Mutex<TcpServerCounts>>> =
+            self.listeners.iter().map(|_| Arc::default()).collect();
+        let limits = Limits::default();
+        let end = AtomicBool::new(false);
+        let warnings = Mutex::new(self.warnings.clone());
+        let start = Instant::now();
+        let intervals = std::thread::scope(|s| {
+            let handles = (self.listeners.iter().enumerate())
+                .map(|(i, l)| {
+                    let (sh, cpu) = (shared[i].clone(), cfg.cores.get(i).copied());
+                    let (limits, end, warnings) = (&limits, &end, &warnings);
+                    s.spawn(move || {
+                        if let Some(c) = cpu.filter(|_| cfg.pin) {
+                            pin(c, warnings);
+                        }
+                        match Worker::new(cfg, l, limits) {
+                            Ok(mut w) => w.serve(&sh, end),
+                            Err(e) => warnings
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .push(format!("a worker could not start: {e}")),
+                        }
+                    })
+                })
+                .collect();
+            let clock = Clock {
+                start,
+                duration: cfg.duration,
+                interval: cfg.interval,
+            };
+            supervise(&clock, stop, &end, handles, &shared, &mut on_interval)
+        });
+        let workers: Vec<_> = (shared.iter().enumerate())
+            .map(|(i, s)| (cfg.cores.get(i).copied(), TcpServerCounts::read(s)))
+            .collect();
+        let mut total = TcpServerCounts::default();
+        workers.iter().for_each(|(_, c)| total.absorb(c));
+        TcpServerReport {
+            config: self.cfg.clone(),
+            local: self.local,
+            workers,
+            total,
+            elapsed: start.elapsed(),
+            intervals,
+            warnings: warnings.into_inner().unwrap_or_default(),
+        }
+    }
+}
+
+/// One accepted connection.
+struct Conn {
+    s: TcpStream,
+    peer: IpAddr,
+    rd: FrameReader,
+    out: Vec<u8>,
+    /// Bytes of `out` already written.
+    wpos: usize,
+    last: Instant,
+    interest: EpollFlags,
+}
+
+impl Conn {
+    fn pending(&self) -> usize {
+        self.out.len() - self.wpos
+    }
+
+    /// Writes what the kernel takes; Err when the connection failed.
+    fn flush(&mut self, now: Instant) -> io::Result<()> {
+        while self.wpos < self.out.len() {
+            match self.s.write(&self.out[self.wpos..]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    self.wpos += n;
+                    self.last = now;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if self.wpos == self.out.len() {
+            self.out.clear();
+            self.wpos = 0;
+            if self.out.capacity() > 2 * OUT_HIGH {
+                self.out = Vec::new();
+            }
+        } else if self.wpos >= OUT_HIGH {
+            self.out.drain(..self.wpos);
+            self.wpos = 0;
+        }
+        Ok(())
+    }
+}
+
+/// Why a connection is closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Close {
+    /// The peer closed (end of stream).
+    Eof,
+    Reset,
+    Idle,
+    /// A frame broke the rules (counted where it was found).
+    Broken,
+    /// The server stops.
+    End,
+}
+
+const LISTEN: u64 = u64::MAX;
+
+/// Reads per connection per wake-up, so one busy peer cannot starve the rest.
+const READS_PER_WAKE: usize = 8;
+
+struct Worker<'a> {
+    cfg: &'a TcpServerConfig,
+    listener: &'a TcpListener,
+    limits: &'a Limits,
+    ep: Epoll,
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    c: TcpServerCounts,
+    now: Instant,
+}
+
+impl<'a> Worker<'a> {
+    fn new(
+        cfg: &'a TcpServerConfig,
+        listener: &'a TcpListener,
+        limits: &'a Limits,
+    ) -> io::Result<Self> {
+        let ep = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?;
+        ep.add(listener, EpollEvent::new(EpollFlags::EPOLLIN, LISTEN))?;
+        Ok(Self {
+            cfg,
+            listener,
+            limits,
+            ep,
+            conns: Vec::new(),
+            free: Vec::new(),
+            c: TcpServerCounts::default(),
+            now: Instant::now(),
+        })
+    }
+
+    fn serve(&mut self, sh: &Mutex<TcpServerCounts>, end: &AtomicBool) {
+        let mut events = vec![EpollEvent::empty(); 256];
+        let timeout = if self.cfg.spin {
+            EpollTimeout::ZERO
+        } else {
+            EpollTimeout::from(20u8)
+        };
+        let mut last_sweep = Instant::now();
+        while !end.load(Ordering::Relaxed) {
+            let n = self.ep.wait(&mut events, timeout).unwrap_or(0);
+            self.now = Instant::now();
+            for ev in &events[..n] {
+                match ev.data() {
+                    LISTEN => self.accept_all(),
+                    i => self.service(i as usize),
+                }
+            }
+            if self.now.duration_since(last_sweep) >= Duration::from_millis(50) {
+                self.sweep_idle();
+                last_sweep = self.now;
+            }
+            if n > 0 || self.cfg.spin {
+                *sh.lock().unwrap_or_else(|e| e.into_inner()) = self.c;
+            }
+        }
+        for i in 0..self.conns.len() {
+            if let Some(conn) = self.conns[i].take() {
+                self.close(i, conn, Close::End);
+            }
+        }
+        *sh.lock().unwrap_or_else(|e| e.into_inner()) = self.c;
+    }
+
+    /// Takes the connections waiting on the listener (a bounded number per
+    /// wake-up), refusing those over the limits.
+    fn accept_all(&mut self) {
+        for _ in 0..64 {
+            let (s, peer) = match self.listener.accept() {
+                Ok(x) => x,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    self.c.accept_errors += 1;
+                    return;
+                }
+            };
+            match self.limits.admit(peer.ip(), self.cfg) {
+                Err(Refusal::Total) => self.c.refused_total += 1,
+                Err(Refusal::Source) => self.c.refused_source += 1,
+                Ok(()) => self.adopt(s, peer.ip()),
+            }
+        }
+    }
+
+    fn adopt(&mut self, s: TcpStream, peer: IpAddr) {
+        let ready = s.set_nonblocking(true).and_then(|()| s.set_nodelay(true));
+        if self.cfg.busy_poll_us > 0 {
+            linerate_backend::sockopt::set_busy_poll(&s, self.cfg.busy_poll_us).ok();
+        }
+        let i = self.free.pop().unwrap_or_else(|| {
+            self.conns.push(None);
+            self.conns.len() - 1
+        });
+        let ready = ready.and_then(|()| {
+            self.ep
+                .add(&s, EpollEvent::new(EpollFlags::EPOLLIN, i as u64))
+                .map_err(io::Error::from)
+        });
+        self.c.accepted += 1;
+        let conn = Conn {
+            s,
+            peer,
+            rd: FrameReader::new(if self.cfg.max_message == 0 {
+                TCP_MESSAGE_MAX
+            } else {
+                self.cfg.max_message
+            }),
+            out: Vec::new(),
+            wpos: 0,
+            last: self.now,
+            interest: EpollFlags::EPOLLIN,
+        };
+        if ready.is_err() {
+            self.close(i, conn, Close::Reset);
+        } else {
+            self.conns[i] = Some(conn);
+        }
+    }
+
+    fn close(&mut self, i: usize, conn: Conn, why: Close) {
+        self.ep.delete(&conn.s).ok();
+        self.limits.release(conn.peer);
+        self.c.closed += 1;
+        self.c.unsent_bytes += conn.pending() as u64;
+        match why {
+            Close::Reset => self.c.resets += 1,
+            Close::Idle => self.c.idle_closed += 1,
+            Close::Eof | Close::Broken | Close::End => {}
+        }
+        self.free.push(i);
+    }
+
+    fn sweep_idle(&mut self) {
+        for i in 0..self.conns.len() {
+            let idle = self.conns[i]
+                .as_ref()
+                .is_some_and(|c| self.now.duration_since(c.last) >= self.cfg.idle_timeout);
+            if idle && let Some(conn) = self.conns[i].take() {
+                self.close(i, conn, Close::Idle);
+            }
+        }
+    }
+
+    /// Everything connection `i` is ready for: write what waits, answer
+    /// the frames buffered, read more while there is room for answers.
+    fn service(&mut self, i: usize) {
+        let Some(mut conn) = self.conns.get_mut(i).and_then(Option::take) else {
+            return;
+        };
+        match self.pump(&mut conn) {
+            Ok(()) => {
+                let want = if conn.pending() >= OUT_HIGH {
+                    EpollFlags::EPOLLOUT
+                } else if conn.pending() > 0 {
+                    EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT
+                } else {
+                    EpollFlags::EPOLLIN
+                };
+                if want != conn.interest {
+                    conn.interest = want;
+                    let mut ev = EpollEvent::new(want, i as u64);
+                    if self.ep.modify(&conn.s, &mut ev).is_err() {
+                        return self.close(i, conn, Close::Reset);
+                    }
+                }
+                self.conns[i] = Some(conn);
+            }
+            Err(why) => self.close(i, conn, why),
+        }
+    }
+
+    fn pump(&mut self, conn: &mut Conn) -> Result<(), Close> {
+        let failed = |e: io::Error| match e.kind() {
+            io::ErrorKind::UnexpectedEof => Close::Eof,
+            _ => Close::Reset,
+        };
+        conn.flush(self.now).map_err(failed)?;
+        let mut reads = 0;
+        loop {
+            self.answer_frames(conn)?;
+            if conn.pending() >= OUT_HIGH || reads == READS_PER_WAKE {
+                break;
+            }
+            reads += 1;
+            match conn.rd.fill(&mut conn.s) {
+                Ok(0) => {
+                    // The peer is done sending: what it asked is answered
+                    // as far as the kernel takes it now, then closed.
+                    conn.flush(self.now).ok();
+                    return Err(Close::Eof);
+                }
+                Ok(_) => conn.last = self.now,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(failed(e)),
+            }
+        }
+        conn.flush(self.now).map_err(failed)
+    }
+
+    /// Answers the whole frames buffered on `conn` while its output has room.
+    fn answer_frames(&mut self, conn: &mut Conn) -> Result<(), Close> {
+        while conn.pending() < OUT_HIGH {
+            let msg = match conn.rd.next_frame() {
+                Ok(Some(m)) => m,
+                Ok(None) => return Ok(()),
+                Err(FrameError::TooLong(_)) => {
+                    self.c.oversized += 1;
+                    return Err(Close::Broken);
+                }
+                Err(FrameError::TooShort(_)) => {
+                    self.c.malformed += 1;
+                    return Err(Close::Broken);
+                }
+            };
+            let len = msg.len();
+            let Ok(h) = RrHeader::make_response(msg) else {
+                self.c.malformed += 1;
+                return Err(Close::Broken);
+            };
+            let out = match answer_len(
+                h.reply_len,
+                len,
+                conn.peer,
+                &self.cfg.allow,
+                self.cfg.max_response,
+            ) {
+                Some(out) => out,
+                None => {
+                    self.c.too_large += 1;
+                    continue;
+                }
+            };
+            self.c.requests += 1;
+            self.c.answered += 1;
+            self.c.bytes_in += len as u64;
+            self.c.bytes_out += out as u64;
+            put_len(&mut conn.out, out);
+            conn.out.extend_from_slice(&msg[..len.min(out)]);
+            conn.out.resize(conn.out.len() + out.saturating_sub(len), 0);
+        }
+        Ok(())
+    }
+}
+
+/// The size of the answer to a `len`-byte request asking for `asked`
+/// (0: its own size), or None when `peer` may not have it: never larger
+/// than the request unless the peer is in `allow`, then up to
+/// `max_response`.
+pub fn answer_len(
+    asked: u32,
+    len: usize,
+    peer: IpAddr,
+    allow: &[Prefix],
+    max_response: usize,
+) -> Option<usize> {
+    let out = if asked == 0 { len } else { asked as usize };
+    if !(RR_HEADER_LEN..=TCP_MESSAGE_MAX).contains(&out) {
+        return None;
+    }
+    let limit = if out > len && allow.iter().any(|p| p.contains(peer)) {
+        max_response
+    } else {
+        len
+    };
+    (out <= limit).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_no_larger_than_requests_unless_allowed() {
+        let lo: IpAddr = "127.0.0.1".parse().unwrap();
+        let other: IpAddr = "192.0.2.1".parse().unwrap();
+        let allow = [Prefix::parse("127.0.0.0/8").unwrap()];
+        assert_eq!(answer_len(0, 100, other, &[], 0), Some(100));
+        assert_eq!(answer_len(64, 100, other, &[], 0), Some(64));
+        assert_eq!(answer_len(512, 100, other, &allow, 4096), None);
+        assert_eq!(answer_len(512, 100, lo, &allow, 4096), Some(512));
+        assert_eq!(answer_len(8192, 100, lo, &allow, 4096), None);
+        assert_eq!(answer_len(31, 100, lo, &allow, 4096), None);
+        assert_eq!(answer_len(u32::MAX, 100, lo, &allow, usize::MAX), None);
+    }
+}

@@ -1,0 +1,292 @@
+//! rr over TCP on loopback: the client (persistent connections, closed and
+//! open loop; a connection per transaction) against the server, with exact
+//! accounting on both sides, and hostile peers (a huge length, garbage, a
+//! peer that never reads, too many connections from one source) cut off
+//! while the server keeps serving.
+
+use linerate_rr::{
+    ClientConfig, ClientReport, Load, Prefix, RrError, TcpClient, TcpServer, TcpServerConfig,
+    TcpServerReport, run_tcp_client,
+};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+fn server_cfg() -> TcpServerConfig {
+    TcpServerConfig {
+        bind: "127.0.0.1:0".parse().unwrap(),
+        cores: vec![],
+        workers: 2,
+        pin: false,
+        duration: None,
+        interval: Some(Duration::from_millis(200)),
+        max_response: 4096,
+        allow: vec![Prefix::parse("127.0.0.0/8").unwrap()],
+        max_message: 65_536,
+        max_conns: 10_000,
+        max_per_source: 1_000,
+        idle_timeout: Duration::from_secs(10),
+        spin: false,
+        busy_poll_us: 0,
+    }
+}
+
+fn client_cfg(server: SocketAddr) -> ClientConfig {
+    ClientConfig {
+        server,
+        bind: None,
+        cores: vec![],
+        threads: 2,
+        flows: 8,
+        load: Load::Closed { outstanding: 4 },
+        request_size: 64,
+        response_size: 200,
+        duration: Duration::from_millis(600),
+        timeout: Duration::from_millis(1000),
+        interval: Some(Duration::from_millis(200)),
+        busy_poll: false,
+    }
+}
+
+const RR: TcpClient = TcpClient {
+    connect_per_transaction: false,
+    connect_timeout: Duration::from_secs(2),
+};
+const CRR: TcpClient = TcpClient {
+    connect_per_transaction: true,
+    ..RR
+};
+
+/// Runs `body` against a server started with `cfg`; the server is stopped
+/// (a bounded wait) once `body` returns and its report handed back too.
+fn with_server<T>(
+    cfg: &TcpServerConfig,
+    body: impl FnOnce(SocketAddr) -> T,
+) -> (T, TcpServerReport) {
+    let server = TcpServer::bind(cfg).unwrap();
+    let addr = server.local_addr();
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let h = s.spawn(|| server.run(&stop, |_| {}));
+        let out = body(addr);
+        // let the server see the client's last closes
+        std::thread::sleep(Duration::from_millis(200));
+        stop.store(true, Ordering::Relaxed);
+        (out, h.join().unwrap())
+    })
+}
+
+fn check_client(c: &ClientReport) {
+    let t = &c.total;
+    assert_eq!(t.sent, t.completed + t.lost, "{t:?}");
+    assert_eq!(
+        (t.duplicate, t.unknown, t.malformed, t.late),
+        (0, 0, 0, 0),
+        "{t:?}"
+    );
+    let iv: u64 = c.intervals.iter().map(|i| i.completed).sum();
+    assert_eq!(iv, t.completed, "intervals add up");
+}
+
+#[test]
+fn closed_loop_persistent_connections_are_counted_exactly_on_both_sides() {
+    let (c, s) = with_server(&server_cfg(), |addr| {
+        run_tcp_client(&client_cfg(addr), &RR, &AtomicBool::new(false), |_| {}).unwrap()
+    });
+    check_client(&c);
+    let t = &c.total;
+    assert_eq!(
+        (t.lost, t.connects, t.connect_errors, t.resets),
+        (0, 16, 0, 0),
+        "{t:?}"
+    );
+    assert!(t.completed > 1000, "{t:?}");
+    assert!(c.latency.as_ref().unwrap().p50 > 0);
+    assert_eq!(c.workers.iter().map(|w| w.local.len()).sum::<usize>(), 16);
+    let st = &s.total;
+    assert_eq!(st.requests, t.sent, "{st:?}");
+    assert_eq!(st.answered, t.sent);
+    assert_eq!(st.bytes_in, t.sent * 64);
+    assert_eq!(st.bytes_out, t.sent * 200);
+    assert_eq!((st.accepted, st.closed, st.resets), (16, 16, 0), "{st:?}");
+    assert_eq!(
+        (st.malformed, st.oversized, st.too_large, st.unsent_bytes),
+        (0, 0, 0, 0)
+    );
+    let v = c.json();
+    assert_eq!(v["transport"], "tcp");
+    assert_eq!(v["counts"]["connect_errors"], 0);
+    assert_eq!(s.json()["counts"]["accepted"], 16);
+}
+
+#[test]
+fn open_loop_keeps_its_rate_and_stamps_the_schedule() {
+    let mut cfg = server_cfg();
+    cfg.workers = 1;
+    let (c, s) = with_server(&cfg, |addr| {
+        let cfg = ClientConfig {
+            threads: 1,
+            flows: 10,
+            load: Load::Open { tps: 2000.0 },
+            duration: Duration::from_secs(1),
+            ..client_cfg(addr)
+        };
+        run_tcp_client(&cfg, &RR, &AtomicBool::new(false), |_| {}).unwrap()
+    });
+    check_client(&c);
+    let t = &c.total;
+    assert!((1990..=2010).contains(&t.sent), "{t:?}");
+    assert_eq!(t.lost, 0);
+    assert!(c.send_lag.is_some(), "open loop reports its send lag");
+    assert_eq!(s.total.requests, t.sent);
+}
+
+#[test]
+fn a_connection_per_transaction_is_counted_on_both_sides() {
+    let (c, s) = with_server(&server_cfg(), |addr| {
+        let cfg = ClientConfig {
+            duration: Duration::from_millis(800),
+            ..client_cfg(addr)
+        };
+        run_tcp_client(&cfg, &CRR, &AtomicBool::new(false), |_| {}).unwrap()
+    });
+    let t = &c.total;
+    assert_eq!(
+        t.connects,
+        t.completed + t.lost + t.connect_errors + t.resets + t.malformed,
+        "each transaction ends one way: {t:?}"
+    );
+    assert!(t.completed > 200, "{t:?}");
+    assert_eq!((t.connect_errors, t.resets, t.lost), (0, 0, 0), "{t:?}");
+    let st = &s.total;
+    assert_eq!(st.accepted, t.connects, "{st:?}");
+    assert_eq!(st.closed, st.accepted, "no connection left behind: {st:?}");
+    assert_eq!(st.requests, t.sent);
+    assert_eq!(c.json()["transport"], "tcp, a connection per transaction");
+}
+
+#[test]
+fn a_closed_port_is_connect_errors_and_no_answer() {
+    // a port just freed: nothing listens there
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let cfg = ClientConfig {
+        threads: 1,
+        flows: 3,
+        duration: Duration::from_millis(200),
+        ..client_cfg(port)
+    };
+    let Err(RrError::NoAnswer { report, .. }) =
+        run_tcp_client(&cfg, &RR, &AtomicBool::new(false), |_| {})
+    else {
+        panic!("no server, no answer");
+    };
+    assert_eq!((report.total.connects, report.total.connect_errors), (3, 3));
+    let Err(RrError::NoAnswer { report, .. }) =
+        run_tcp_client(&cfg, &CRR, &AtomicBool::new(false), |_| {})
+    else {
+        panic!("no server, no answer");
+    };
+    assert_eq!(report.total.connects, report.total.connect_errors);
+    assert!(report.total.connects > 0);
+}
+
+/// Whether the server closed `s` within two seconds (a read sees the end
+/// or a reset).
+fn closed_by_server(s: &mut TcpStream) -> bool {
+    s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let mut b = [0u8; 4096];
+    loop {
+        match s.read(&mut b) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+#[test]
+fn hostile_peers_are_cut_off_and_the_server_keeps_serving() {
+    let mut cfg = server_cfg();
+    cfg.workers = 1;
+    cfg.max_per_source = 6;
+    cfg.idle_timeout = Duration::from_millis(500);
+    let (c, s) = with_server(&cfg, |addr| {
+        // a length of 4 GB
+        let mut huge = TcpStream::connect(addr).unwrap();
+        huge.write_all(&u32::MAX.to_be_bytes()).unwrap();
+        huge.write_all(&[0u8; 100]).unwrap();
+        assert!(
+            closed_by_server(&mut huge),
+            "a huge length closes the connection"
+        );
+        // not rr at all
+        let mut http = TcpStream::connect(addr).unwrap();
+        http.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        assert!(closed_by_server(&mut http));
+        // a well-framed message that is not an rr request
+        let mut junk = TcpStream::connect(addr).unwrap();
+        junk.write_all(&40u32.to_be_bytes()).unwrap();
+        junk.write_all(&[7u8; 40]).unwrap();
+        assert!(closed_by_server(&mut junk));
+        // a peer that sends requests and never reads the answers
+        let mut deaf = TcpStream::connect(addr).unwrap();
+        deaf.set_nonblocking(true).unwrap();
+        let mut req = Vec::new();
+        req.extend_from_slice(&1024u32.to_be_bytes());
+        let mut msg = vec![0u8; 1024];
+        linerate_wire::RrHeader {
+            kind: linerate_wire::RrKind::Request,
+            flow: 0,
+            reply_len: 0,
+            seq: 0,
+            stamp_ns: 0,
+        }
+        .emit(&mut msg)
+        .unwrap();
+        req.extend_from_slice(&msg);
+        let mut written = 0usize;
+        let t0 = std::time::Instant::now();
+        while t0.elapsed() < Duration::from_secs(3) {
+            match deaf.write(&req) {
+                Ok(n) => written += n,
+                Err(_) => break,
+            }
+        }
+        assert!(
+            written > 64 * 1024,
+            "the server read until its output filled"
+        );
+        deaf.set_nonblocking(false).unwrap();
+        // more connections from one source than allowed: the rest are closed
+        let many: Vec<TcpStream> = (0..8).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        std::thread::sleep(Duration::from_millis(100));
+        drop(many);
+        assert!(
+            closed_by_server(&mut deaf),
+            "the deaf peer is closed when idle"
+        );
+        // the server still serves a well-behaved client
+        let cfg = ClientConfig {
+            threads: 1,
+            flows: 2,
+            duration: Duration::from_millis(300),
+            ..client_cfg(addr)
+        };
+        run_tcp_client(&cfg, &RR, &AtomicBool::new(false), |_| {}).unwrap()
+    });
+    check_client(&c);
+    assert_eq!(c.total.lost, 0);
+    let st = &s.total;
+    assert_eq!(st.oversized, 2, "{st:?}");
+    assert_eq!(st.malformed, 1, "{st:?}");
+    assert_eq!(st.idle_closed, 1, "{st:?}");
+    // 8 at once with the deaf one still open: 6 - 1 admitted
+    assert_eq!(st.refused_source, 3, "{st:?}");
+    assert_eq!(st.accepted, st.closed, "{st:?}");
+}
