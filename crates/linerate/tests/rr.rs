@@ -136,6 +136,18 @@ fn rr_refuses_impossible_settings_with_a_clear_message() {
         &[&srv[..], &["--no-reuseport", "--steering", "hash"]].concat(),
         "nothing to steer",
     );
+    // The UDP recipe's switches do not apply over TCP: refused, not ignored.
+    for udp_only in [
+        &["--batch", "8"][..],
+        &["--steering", "hash"],
+        &["--no-reuseport"],
+        &["--no-gso"],
+    ] {
+        fails_with(
+            &[&srv[..], &["--tcp"], udp_only].concat(),
+            "cannot be used with",
+        );
+    }
     fails_with(
         &[&srv[..], &["--busy-poll", "200000"]].concat(),
         "at most 100000 microseconds",

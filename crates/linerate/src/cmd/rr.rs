@@ -87,7 +87,9 @@ pub struct ServerArgs {
     no_gso: bool,
     /// Serve rr over TCP (each message preceded by its length) instead of
     /// UDP: a listener per worker on the port, connections spread over them.
-    #[arg(long)]
+    /// (The UDP recipe's --steering, --batch, --no-reuseport and --no-gso
+    /// do not apply.)
+    #[arg(long, conflicts_with_all = ["steering", "batch", "no_reuseport", "no_gso"])]
     tcp: bool,
     /// TCP: most connections open at once; more are closed on accept.
     #[arg(long, default_value_t = 10_000, requires = "tcp")]
