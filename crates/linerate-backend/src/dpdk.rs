@@ -203,3 +203,38 @@ impl DpdkRx {
         self.q.drops()
     }
 }
+
+/// Whether frames from `rx` can go out of `tx` in place (both DPDK
+/// queues): [`forward`] then moves them without a copy.
+pub fn forwards_in_place(rx: &crate::port::Rx, tx: &crate::port::Tx) -> bool {
+    #[cfg(feature = "dpdk")]
+    return matches!(
+        (rx, tx),
+        (crate::port::Rx::Dpdk(_), crate::port::Tx::Dpdk(_))
+    );
+    #[cfg(not(feature = "dpdk"))]
+    {
+        let _ = (rx, tx);
+        false
+    }
+}
+
+/// Forwards a burst from `rx` out of `tx` in place, polling up to `wait`
+/// for it: `rewrite` changes each frame in its buffer (false: dropped, not
+/// sent). Returns (received, sent, not taken by `tx`), or `None` where the
+/// two are not DPDK queues ([`forwards_in_place`]).
+#[inline]
+pub fn forward(
+    rx: &mut crate::port::Rx,
+    tx: &mut crate::port::Tx,
+    wait: std::time::Duration,
+    rewrite: impl FnMut(&mut [u8]) -> bool,
+) -> Option<(usize, usize, usize)> {
+    #[cfg(feature = "dpdk")]
+    if let (crate::port::Rx::Dpdk(r), crate::port::Tx::Dpdk(t)) = (rx, tx) {
+        return Some(r.q.forward(wait, &mut t.q, rewrite));
+    }
+    #[cfg(not(feature = "dpdk"))]
+    let _ = (rx, tx, wait, rewrite);
+    None
+}

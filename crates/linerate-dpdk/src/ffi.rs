@@ -649,6 +649,79 @@ impl RxQueue {
         })
     }
 
+    /// A burst, polling up to `wait` for one.
+    #[inline]
+    fn burst_within(&mut self, wait: Duration) -> usize {
+        let mut n = self.burst();
+        if n == 0 {
+            let until = Instant::now() + wait;
+            loop {
+                for _ in 0..64 {
+                    n = self.burst();
+                    if n > 0 {
+                        return n;
+                    }
+                    std::hint::spin_loop();
+                }
+                if Instant::now() >= until {
+                    break;
+                }
+            }
+        }
+        n
+    }
+
+    /// Forwards a burst in place (polling up to `wait` for it): `each`
+    /// rewrites every received frame in its mbuf (false: not sent), the
+    /// frames kept go out of `tx` as they are, no copy, a few tries
+    /// while its ring is full; what it does not take is freed. Returns
+    /// (received, sent, not taken by `tx`).
+    #[inline]
+    pub fn forward(
+        &mut self,
+        wait: Duration,
+        tx: &mut TxQueue,
+        mut each: impl FnMut(&mut [u8]) -> bool,
+    ) -> (usize, usize, usize) {
+        let n = self.burst_within(wait);
+        let mut kept = 0;
+        for i in 0..n {
+            // SAFETY: data[i] points to lens[i] bytes of received mbuf i,
+            // this queue's alone until sent or freed.
+            let frame = unsafe {
+                std::slice::from_raw_parts_mut(self.data[i].cast_mut(), usize::from(self.lens[i]))
+            };
+            if each(frame) {
+                self.mbufs[kept] = self.mbufs[i];
+                kept += 1;
+            } else {
+                // SAFETY: mbuf i is ours and not kept.
+                unsafe { lr_free(self.mbufs.as_ptr().add(i), 1) };
+            }
+        }
+        let mut sent = 0;
+        for _ in 0..4 {
+            if sent == kept {
+                break;
+            }
+            // SAFETY: mbufs[sent..kept] are received mbufs still ours; the
+            // TX queue is `tx`'s alone (borrowed mutably).
+            sent += usize::from(unsafe {
+                lr_tx(
+                    tx.port,
+                    tx.queue,
+                    self.mbufs.as_mut_ptr().add(sent),
+                    (kept - sent) as u16,
+                )
+            });
+        }
+        if kept > sent {
+            // SAFETY: mbufs[sent..kept] were not taken by the port.
+            unsafe { lr_free(self.mbufs.as_ptr().add(sent), (kept - sent) as c_uint) };
+        }
+        (n, sent, kept - sent)
+    }
+
     fn free(&mut self, n: usize) {
         if n > 0 {
             // SAFETY: mbufs[..n] came from the last burst and are ours.
@@ -661,25 +734,7 @@ impl RxQueue {
     /// and gives the mbufs back. Returns the frames handed over.
     #[inline]
     pub fn recv(&mut self, wait: Duration, mut each: impl FnMut(usize, &[u8])) -> usize {
-        let mut n = self.burst();
-        if n == 0 {
-            let until = Instant::now() + wait;
-            loop {
-                for _ in 0..64 {
-                    n = self.burst();
-                    if n > 0 {
-                        break;
-                    }
-                    std::hint::spin_loop();
-                }
-                if n > 0 || Instant::now() >= until {
-                    break;
-                }
-            }
-        }
-        if n == 0 {
-            return 0;
-        }
+        let n = self.burst_within(wait);
         for i in 0..n {
             // SAFETY: data[i] points to lens[i] bytes of received mbuf i,
             // ours until freed below.
