@@ -33,6 +33,9 @@ int lr_eal_init(int argc, char **argv)
 	int e = rte_errno;
 	/* (made early in the set-up: also when it fails later) */
 	snprintf(runtime_dir, sizeof(runtime_dir), "%s", rte_eal_get_runtime_dir());
+	/* now (empty with --no-shconf: a process killed later leaves
+	 * nothing) and at exit */
+	remove_runtime_dir();
 	atexit(remove_runtime_dir);
 	return r < 0 ? -e : r;
 }
