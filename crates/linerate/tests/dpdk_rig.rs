@@ -2,7 +2,8 @@
 //! devices, without hugepages or PCI: blast on net_null (the sender's count
 //! exact), blast and sink on net_af_packet ports over the rig's veth pair
 //! (counts exact at the receiver, also with linerate's af_packet sink as
-//! the receiver), and fwd macswap between two net_af_packet ports.
+//! the receiver), fwd macswap between two net_af_packet ports, and an
+//! rfc2544 search on two of them through a forwarder.
 
 #![cfg(feature = "dpdk")]
 
@@ -136,6 +137,24 @@ fn eal(vdevs: &[&str]) -> String {
         s += &format!(" --vdev {v}");
     }
     s
+}
+
+/// A rig pair with a second link between the two hosts, veth1 (it goes
+/// with their namespaces).
+fn two_links() -> Rig {
+    let rig = Rig::pair().unwrap();
+    let (ns0, ns1) = (&rig.host(0).netns, &rig.host(1).netns);
+    for args in [
+        &[
+            "-n", ns0, "link", "add", "veth1", "type", "veth", "peer", "name", "veth1", "netns",
+            ns1,
+        ][..],
+        &["-n", ns0, "link", "set", "veth1", "up"],
+        &["-n", ns1, "link", "set", "veth1", "up"],
+    ] {
+        linerate_rig::ip_text(args).unwrap();
+    }
+    rig
 }
 
 fn run(cmd: &mut Command) -> Value {
@@ -285,19 +304,7 @@ fn dpdk_fwd_macswap_between_two_net_af_packet_ports_forwards_every_frame() {
     ) {
         return;
     }
-    let rig = Rig::pair().unwrap();
-    // A second link between the two hosts (it goes with their namespaces).
-    let (ns0, ns1) = (&rig.host(0).netns, &rig.host(1).netns);
-    for args in [
-        &[
-            "-n", ns0, "link", "add", "veth1", "type", "veth", "peer", "name", "veth1", "netns",
-            ns1,
-        ][..],
-        &["-n", ns0, "link", "set", "veth1", "up"],
-        &["-n", ns1, "link", "set", "veth1", "up"],
-    ] {
-        linerate_rig::ip_text(args).unwrap();
-    }
+    let rig = two_links();
     let n = 4000u64;
     let count = n.to_string();
     let mut fwd = Running::spawn(rig.command(1, BIN).args([
@@ -363,4 +370,75 @@ fn dpdk_fwd_macswap_between_two_net_af_packet_ports_forwards_every_frame() {
     assert_eq!(f["mode"], "macswap");
     assert!(f["counts"]["tx"].as_u64().unwrap() >= n, "{f}");
     assert_eq!(f["counts"]["tx_dropped"], 0, "{f}");
+}
+
+/// rfc2544 on two DPDK ports of host 0 (net_af_packet over veth0 and
+/// veth1) through linerate fwd (af_packet) on host 1: every trial's frames
+/// come back, so the search ends at its ceiling with no loss.
+#[test]
+fn dpdk_rfc2544_through_a_forwarder_passes_at_its_ceiling() {
+    if skip(
+        "dpdk_rfc2544_through_a_forwarder_passes_at_its_ceiling",
+        true,
+    ) {
+        return;
+    }
+    let rig = two_links();
+    let mut fwd = Running::spawn(rig.command(1, BIN).args([
+        "fwd",
+        "--backend",
+        "af_packet",
+        "--iface",
+        "veth0",
+        "--out-iface",
+        "veth1",
+        "--mode",
+        "macswap",
+        "--duration",
+        "6",
+        "--json",
+    ]));
+    fwd.wait_for("fwd forwarding", Duration::from_secs(10));
+    let v = run(rig.command(0, BIN).args([
+        "rfc2544",
+        "--backend",
+        "dpdk",
+        "--eal",
+        &eal(&[
+            &format!("net_af_packet0,iface=veth0,{RING}"),
+            &format!("net_af_packet1,iface=veth1,{RING}"),
+        ]),
+        "--tx-iface",
+        "net_af_packet0",
+        "--rx-iface",
+        "net_af_packet1",
+        "--dst-mac",
+        &rig.host(1).mac,
+        "--src-ip",
+        &rig.host(0).ipv4.to_string(),
+        "--dst-ip",
+        &rig.host(1).ipv4.to_string(),
+        "--sizes",
+        "64",
+        "--tests",
+        "throughput",
+        "--max-rate",
+        "10kpps",
+        "--trial-time",
+        "0.5",
+        "--drain",
+        "0.3",
+        "--max-trials",
+        "2",
+        "-J",
+    ]));
+    let _ = fwd.finish(Duration::from_secs(10));
+    let r = &v["throughput"][0];
+    assert_eq!(r["loss_ratio"], 0.0, "{v}");
+    let found = r["rate_fps"].as_f64().unwrap();
+    assert!(found >= 9_500.0, "{r}");
+    for t in r["trials"].as_array().unwrap() {
+        assert!(t["sent"].as_u64().unwrap() > 0, "{t}");
+        assert_eq!(t["sent"], t["received"], "{t}");
+    }
 }
