@@ -19,7 +19,7 @@ const GEN: usize = 0;
 const FWD: usize = 1;
 
 /// The load: linerate blast af_xdp, 64-byte frames, host 0 -> host 1.
-fn generator(rig: &Rig, run_for: Duration) -> Result<std::process::Child> {
+pub(super) fn generator(rig: &Rig, run_for: Duration) -> Result<std::process::Child> {
     let bin = linerate_bin()?.to_string_lossy().to_string();
     let (a, b) = (rig.host(GEN), rig.host(FWD));
     let secs = (run_for.as_secs_f64() + 1.0).to_string();
@@ -124,7 +124,7 @@ fn tp_af_xdp(rig: &Rig, d: Duration) -> Result<Running> {
 /// receive work runs where the kernel puts it: on the generator's CPU0 (a
 /// veth receives in its sender's context), so the forwarder's CPU does only
 /// the forwarder's own work, as with a NIC whose interrupts go to another core.
-fn set_up(rig: &Rig) -> Result<Box<dyn std::any::Any>> {
+pub(super) fn set_up(rig: &Rig) -> Result<Box<dyn std::any::Any>> {
     super::blast_udp64::xdp_udp_sink_on(rig, FWD, GEN)
 }
 

@@ -3,6 +3,7 @@
 use crate::harness::Scenario;
 
 mod blast_udp64;
+mod dpdk;
 mod fwd;
 mod iperf_client;
 mod peer_udp64;
@@ -60,6 +61,14 @@ pub fn all() -> Vec<Entry> {
             build: fwd::macswap_one_core,
         },
         Entry {
+            name: "dpdk-txonly",
+            build: dpdk::txonly_scenario,
+        },
+        Entry {
+            name: "dpdk-fwd-macswap",
+            build: dpdk::macswap_scenario,
+        },
+        Entry {
             name: "rr-pingpong",
             build: rr::pingpong,
         },
@@ -94,6 +103,7 @@ pub fn group(name: &str) -> Option<&'static [&'static str]> {
         ]),
         "rr" => Some(&["rr-pingpong", "rr-load"]),
         "fwd" => Some(&["fwd-macswap", "fwd-macswap-onecore"]),
+        "dpdk" => Some(&["dpdk-txonly", "dpdk-fwd-macswap"]),
         _ => None,
     }
 }

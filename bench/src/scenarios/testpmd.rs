@@ -58,6 +58,14 @@ pub struct Lcores {
     pub main: usize,
 }
 
+/// The DPDK port of `pmd` on interface `iface` (one queue pair).
+pub fn vdev(pmd: Pmd, iface: &str) -> String {
+    match pmd {
+        Pmd::AfXdp => format!("net_af_xdp0,iface={iface},start_queue=0,queue_count=1"),
+        Pmd::AfPacket => format!("net_af_packet0,iface={iface},qpairs=1,qdisc_bypass=1"),
+    }
+}
+
 /// testpmd on `host`'s rig interface with one forwarding lcore and these
 /// forwarding arguments.
 pub fn run(
@@ -68,11 +76,7 @@ pub fn run(
     lcores: Lcores,
     forwarding: &[&str],
 ) -> Result<Running> {
-    let iface = &rig.host(host).iface;
-    let vdev = match pmd {
-        Pmd::AfXdp => format!("net_af_xdp0,iface={iface},start_queue=0,queue_count=1"),
-        Pmd::AfPacket => format!("net_af_packet0,iface={iface},qpairs=1,qdisc_bypass=1"),
-    };
+    let vdev = vdev(pmd, &rig.host(host).iface);
     let secs = run_for.as_secs().max(1).to_string();
     let prefix = prefix();
     let list = format!("{},{}", lcores.forward, lcores.main);

@@ -5,6 +5,7 @@
 
 pub mod clock;
 pub mod cpu;
+pub mod dpdk;
 pub mod ethtool;
 pub mod iface;
 pub mod loopback;

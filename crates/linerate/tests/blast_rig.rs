@@ -514,7 +514,7 @@ fn bad_input_is_refused_before_any_traffic() {
         ),
         (&["--dst-ip", "198.18.0.2", "--size", "40"], "cannot carry"),
         (
-            &["--dst-ip", "198.18.0.2", "--backend", "dpdk"],
+            &["--dst-ip", "198.18.0.2", "--backend", "netmap"],
             "unknown backend",
         ),
         (&["--dst-ip", "198.18.0.2", "--dst-port", "1-99999"], "port"),

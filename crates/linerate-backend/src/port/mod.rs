@@ -59,6 +59,8 @@ pub enum BackendKind {
     /// An in-memory port of this process (`crate::loopback`),
     /// with fault injection: blast, sink, fwd and rfc2544 in unit tests.
     Loopback,
+    /// A DPDK port (`crate::dpdk`; built with the `dpdk` feature).
+    Dpdk,
 }
 
 impl BackendKind {
@@ -71,6 +73,7 @@ impl BackendKind {
             "af_packet" => Self::AfPacket,
             "af_xdp" => Self::AfXdp,
             "loopback" => Self::Loopback,
+            "dpdk" => Self::Dpdk,
             _ => return None,
         })
     }
@@ -81,6 +84,7 @@ impl BackendKind {
     pub fn crafted_sender(self) -> Self {
         match self {
             Self::Loopback => Self::Loopback,
+            Self::Dpdk => Self::Dpdk,
             _ => Self::Raw,
         }
     }
@@ -161,6 +165,7 @@ const RX_BLOCKS: usize = 256;
 pub fn link_lost(kind: BackendKind, iface: &str) -> Option<String> {
     let up = match kind {
         BackendKind::Loopback => loopback::open(iface).map(|w| w.is_up()),
+        BackendKind::Dpdk => crate::dpdk::link_up(iface),
         _ => crate::iface::is_up(iface),
     };
     let why = match up {
@@ -176,6 +181,7 @@ pub fn link_lost(kind: BackendKind, iface: &str) -> Option<String> {
 pub fn port_mtu(kind: BackendKind, iface: &str) -> io::Result<usize> {
     match kind {
         BackendKind::Loopback => loopback::open(iface).map(|w| w.mtu()),
+        BackendKind::Dpdk => crate::dpdk::mtu(iface),
         _ => crate::iface::mtu(iface),
     }
 }
@@ -184,6 +190,7 @@ pub fn port_mtu(kind: BackendKind, iface: &str) -> io::Result<usize> {
 pub fn port_mac(kind: BackendKind, iface: &str) -> io::Result<[u8; 6]> {
     match kind {
         BackendKind::Loopback => loopback::open(iface).map(|w| w.mac()),
+        BackendKind::Dpdk => crate::dpdk::mac(iface),
         _ => crate::iface::mac(iface),
     }
 }

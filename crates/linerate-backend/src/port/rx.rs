@@ -14,6 +14,9 @@ pub enum Rx {
     Ring(RxRing, u64),
     /// An in-memory loopback port.
     Loop(LoopRx),
+    /// An RX queue of a DPDK port.
+    #[cfg(feature = "dpdk")]
+    Dpdk(crate::dpdk::DpdkRx),
 }
 
 impl Rx {
@@ -23,6 +26,8 @@ impl Rx {
             Rx::Xdp(_) => "af_xdp",
             Rx::Ring(..) => "af_packet",
             Rx::Loop(_) => "loopback",
+            #[cfg(feature = "dpdk")]
+            Rx::Dpdk(_) => "dpdk",
         }
     }
 
@@ -59,6 +64,14 @@ impl Rx {
             Rx::Loop(l) => RxCapabilities {
                 batch: LOOP_RX_BATCH,
                 max_frame: l.wire().mtu() + 18,
+                queues: None,
+                zero_copy: false,
+                kernel_receive_stamps: false,
+            },
+            #[cfg(feature = "dpdk")]
+            Rx::Dpdk(d) => RxCapabilities {
+                batch: d.batch(),
+                max_frame: d.max_frame(),
                 queues: None,
                 zero_copy: false,
                 kernel_receive_stamps: false,
@@ -126,6 +139,8 @@ impl Rx {
             Rx::Xdp(x) => x.recv(256, wait, f),
             Rx::Ring(r, _) => r.recv(wait.as_millis().min(1000) as i32, f),
             Rx::Loop(l) => Ok(l.recv(LOOP_RX_BATCH, wait, f)),
+            #[cfg(feature = "dpdk")]
+            Rx::Dpdk(d) => Ok(d.recv(wait, f)),
         }
     }
 
@@ -144,6 +159,8 @@ impl Rx {
             }
             // The wire's own drops are faults injected, not the receiver's.
             Rx::Loop(_) => 0,
+            #[cfg(feature = "dpdk")]
+            Rx::Dpdk(d) => d.drops(),
         }
     }
 }
@@ -204,6 +221,15 @@ pub fn open_rx_workers(
     let group = (std::process::id() & 0xffff) as u16;
     let mut out = Vec::with_capacity(workers);
     match first {
+        // Worker w takes RX queue w of the port.
+        #[cfg(feature = "dpdk")]
+        Rx::Dpdk(d) => {
+            out.push(Rx::Dpdk(d));
+            for q in 1..workers {
+                let q = u16::try_from(q).unwrap_or(u16::MAX);
+                out.push(crate::dpdk::open_rx(iface, q)?.0);
+            }
+        }
         // Every receiver of a loopback port takes from the one wire.
         Rx::Loop(l) => {
             out.push(Rx::Loop(l));
@@ -251,6 +277,7 @@ pub fn open_rx(
     let ring = || RxRing::open(iface, RX_BLOCK, RX_BLOCKS);
     let socket = || socket_rx(iface);
     match kind {
+        BackendKind::Dpdk => crate::dpdk::open_rx(iface, 0),
         BackendKind::Loopback => Ok((
             Rx::Loop(LoopRx::open(iface).map_err(open_err(iface))?),
             None,

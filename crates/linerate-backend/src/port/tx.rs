@@ -15,6 +15,9 @@ pub enum Tx {
     Xdp(XskTx),
     /// An in-memory loopback port.
     Loop(LoopTx),
+    /// A TX queue of a DPDK port, frames built in its mbufs.
+    #[cfg(feature = "dpdk")]
+    Dpdk(crate::dpdk::DpdkTx),
 }
 
 impl Tx {
@@ -30,6 +33,8 @@ impl Tx {
             Tx::Ring(_) => "af_packet",
             Tx::Xdp(_) => "af_xdp",
             Tx::Loop(_) => "loopback",
+            #[cfg(feature = "dpdk")]
+            Tx::Dpdk(_) => "dpdk",
         }
     }
 
@@ -42,6 +47,8 @@ impl Tx {
             Tx::Ring(r) => r.capacity().min(TX_BATCH_MAX),
             Tx::Xdp(x) => x.capacity().min(TX_BATCH_MAX),
             Tx::Loop(l) => l.slots(),
+            #[cfg(feature = "dpdk")]
+            Tx::Dpdk(d) => d.batch(),
         }
     }
 
@@ -74,6 +81,12 @@ impl Tx {
                 c.qdisc_bypass = true;
             }
             Tx::Loop(l) => c.max_frame = l.slot_len(),
+            #[cfg(feature = "dpdk")]
+            Tx::Dpdk(d) => {
+                c.max_frame = d.slot_len();
+                c.per_queue = true;
+                c.qdisc_bypass = true;
+            }
         }
         c
     }
@@ -101,6 +114,11 @@ impl Tx {
                 fits()?;
                 l.send(frames)
             }
+            #[cfg(feature = "dpdk")]
+            Tx::Dpdk(d) => {
+                fits()?;
+                d.send(frames)
+            }
         }
     }
 
@@ -127,6 +145,8 @@ impl Tx {
             Tx::Socket(s) => s.send_with(n, fill),
             Tx::Udp(u) => u.send_built(n, fill),
             Tx::Loop(l) => l.send_with(n, fill),
+            #[cfg(feature = "dpdk")]
+            Tx::Dpdk(d) => d.send_with(n, fill),
         }
     }
 
@@ -139,6 +159,8 @@ impl Tx {
             Tx::Socket(s) => s.slot_len(),
             Tx::Udp(u) => u.slot_len(),
             Tx::Loop(l) => l.slot_len(),
+            #[cfg(feature = "dpdk")]
+            Tx::Dpdk(d) => d.slot_len(),
         }
     }
 
@@ -150,6 +172,8 @@ impl Tx {
             Tx::Socket(s) => s.slots(),
             Tx::Udp(u) => u.slots(),
             Tx::Loop(l) => l.slots(),
+            #[cfg(feature = "dpdk")]
+            Tx::Dpdk(d) => d.slots(),
         }
     }
 
@@ -175,6 +199,8 @@ impl Tx {
             },
             Tx::Socket(..) => TxStats::Raw { socket_mode: "raw" },
             Tx::Ring(_) => return None,
+            #[cfg(feature = "dpdk")]
+            Tx::Dpdk(_) => return None,
             Tx::Loop(l) => {
                 let c = l.wire().counts();
                 TxStats::Loop {
@@ -192,6 +218,8 @@ impl Tx {
     pub fn finish(&mut self) -> io::Result<()> {
         match self {
             Tx::Socket(..) | Tx::Udp(..) | Tx::Loop(_) => Ok(()),
+            #[cfg(feature = "dpdk")]
+            Tx::Dpdk(_) => Ok(()),
             Tx::Ring(r) => r.flush(),
             Tx::Xdp(x) => x.flush(),
         }
@@ -275,6 +303,7 @@ pub fn open_tx(
         XskTx::open(iface, queue, frames, built).map(Tx::Xdp)
     };
     match kind {
+        BackendKind::Dpdk => crate::dpdk::open_tx(iface, queue),
         BackendKind::Loopback => Ok((
             Tx::Loop(LoopTx::open(iface, max_frame, TX_BATCH_MAX).map_err(open_err(iface))?),
             None,

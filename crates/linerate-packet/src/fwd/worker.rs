@@ -149,6 +149,13 @@ const RECV_WAIT: Duration = Duration::from_millis(50);
 /// One worker's loop: receive, rewrite, hold or send.
 pub(super) fn forward(job: &Job<'_>, w: usize, mut rx: Rx, mut tx: Tx) -> WorkerOut {
     let cfg = job.cfg;
+    let n = &cfg.noisy;
+    if n.fifo == 0
+        && n.reads + n.writes + n.read_writes == 0
+        && linerate_backend::dpdk::forwards_in_place(&rx, &tx)
+    {
+        return forward_dpdk(job, w, rx, tx);
+    }
     let (src_mac, frame_max) = (job.src_mac, job.frame_max);
     let mut fifo = Fifo::new(cfg.noisy.fifo.max(BATCH), frame_max);
     let noisy_fifo = cfg.noisy.fifo > 0;
@@ -224,5 +231,48 @@ pub(super) fn forward(job: &Job<'_>, w: usize, mut rx: Rx, mut tx: Tx) -> Worker
         error,
         kernel_drops: rx.drops(),
         mem_sum: std::hint::black_box(mem.map_or(0, |m| m.sum)),
+    }
+}
+
+/// One worker forwarding between DPDK queues: each frame rewritten in its
+/// mbuf and sent from there, no copy (no FIFO or memory work: those take
+/// the copying loop).
+fn forward_dpdk(job: &Job<'_>, w: usize, mut rx: Rx, mut tx: Tx) -> WorkerOut {
+    let cfg = job.cfg;
+    let (src_mac, frame_max) = (job.src_mac, job.frame_max);
+    let mut c = FwdCounts::default();
+    let live = &job.live[w];
+    let mut next_link_check = Instant::now();
+    let error = loop {
+        if let Some(e) = should_stop(job, &mut next_link_check) {
+            break e;
+        }
+        let (mut too_long, mut not_ip) = (0u64, 0u64);
+        let r = linerate_backend::dpdk::forward(&mut rx, &mut tx, RECV_WAIT, |frame| {
+            if frame.len() > frame_max {
+                too_long += 1;
+                return false;
+            }
+            if !apply(cfg.mode, src_mac, frame) {
+                not_ip += 1;
+            }
+            true
+        });
+        let Some((got, sent, dropped)) = r else {
+            break Some("forwarding in place needs DPDK queues on both sides".into());
+        };
+        c.rx += got as u64;
+        c.tx += sent as u64;
+        c.tx_dropped += dropped as u64;
+        c.too_long += too_long;
+        c.not_ip += not_ip;
+        job.total_tx.fetch_add(sent as u64, Ordering::Relaxed);
+        live.publish(&c);
+    };
+    WorkerOut {
+        counts: c,
+        error,
+        kernel_drops: rx.drops(),
+        mem_sum: 0,
     }
 }

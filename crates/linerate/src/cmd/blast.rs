@@ -106,9 +106,12 @@ pub struct BlastArgs {
     #[arg(long, default_value = "0", value_parser = super::dscp)]
     dscp: u8,
     /// auto, af_xdp, af_packet, socket (UDP sockets where the kernel can
-    /// build the traffic, raw frames otherwise), socket:udp or socket:raw.
+    /// build the traffic, raw frames otherwise), socket:udp, socket:raw or
+    /// dpdk.
     #[arg(long, default_value = "auto")]
     backend: String,
+    #[command(flatten)]
+    eal: super::dpdk::EalArgs,
     /// UDP GSO on the socket backend's UDP path: auto (on, except on a veth
     /// with tx-udp-segmentation on, which would pass a GSO batch to its
     /// peer as one packet), on or off.
@@ -157,9 +160,11 @@ pub struct SinkArgs {
     /// The sender is on another host: do not report one-way latency.
     #[arg(long)]
     remote_sender: bool,
-    /// auto, socket, af_packet or af_xdp.
+    /// auto, socket, af_packet, af_xdp or dpdk.
     #[arg(long, default_value = "auto")]
     backend: String,
+    #[command(flatten)]
+    eal: super::dpdk::EalArgs,
     /// One pinned receive worker per listed core (0,1): af_xdp gives each
     /// its share of the RX queues, af_packet and socket a PACKET_FANOUT
     /// share by flow; counts are merged.
@@ -216,7 +221,9 @@ fn parse_tcp_flags(s: &str) -> Result<u8, String> {
 
 fn backend(s: &str) -> Result<BackendKind> {
     BackendKind::parse(s).with_context(|| {
-        format!("unknown backend '{s}' (auto, af_xdp, af_packet, socket, socket:udp, socket:raw)")
+        format!(
+            "unknown backend '{s}' (auto, af_xdp, af_packet, socket, socket:udp, socket:raw, dpdk)"
+        )
     })
 }
 
@@ -309,7 +316,7 @@ fn replay_config(a: &BlastArgs, path: &std::path::Path) -> Result<linerate_packe
 }
 
 pub fn run_blast(a: &BlastArgs) -> Result<u8> {
-    super::iface_exists(&a.iface)?;
+    super::dpdk::port_exists(&a.backend, &a.eal, &a.iface)?;
     if a.repeat.asked() {
         return a
             .repeat
@@ -423,7 +430,7 @@ fn source_addrs(a: &BlastArgs, v6: bool) -> Result<(String, String)> {
     };
     let src_mac = match &a.src_mac {
         Some(m) => m.clone(),
-        None => linerate_backend::iface::mac(&a.iface)
+        None => linerate_backend::port::port_mac(backend(&a.backend)?, &a.iface)
             .map(linerate_backend::iface::format_mac)
             .with_context(|| format!("interface {} does not exist", a.iface))?,
     };
@@ -583,7 +590,7 @@ fn doctor(iface: &str, pinned: &[usize]) -> serde_json::Value {
 }
 
 pub fn run_sink(a: &SinkArgs) -> Result<u8> {
-    super::iface_exists(&a.iface)?;
+    super::dpdk::port_exists(&a.backend, &a.eal, &a.iface)?;
     let cfg = SinkConfig {
         iface: a.iface.clone(),
         duration: duration(a.duration)?,

@@ -35,9 +35,11 @@ pub struct FwdArgs {
     /// Destination MAC for --mode mac.
     #[arg(long)]
     dst_mac: Option<String>,
-    /// auto, socket, af_packet or af_xdp.
+    /// auto, socket, af_packet, af_xdp or dpdk.
     #[arg(long, default_value = "auto")]
     backend: String,
+    #[command(flatten)]
+    eal: super::dpdk::EalArgs,
     /// Seconds to run.
     #[arg(
         short = 't',
@@ -126,14 +128,14 @@ pub fn run(a: &FwdArgs) -> Result<u8> {
 
 /// The forwarder the flags ask for (checked).
 fn fwd_config(a: &FwdArgs) -> Result<FwdConfig> {
-    super::iface_exists(&a.iface)?;
+    super::dpdk::port_exists(&a.backend, &a.eal, &a.iface)?;
     if let Some(o) = &a.out_iface {
-        super::iface_exists(o)?;
+        super::dpdk::port_exists(&a.backend, &a.eal, o)?;
     }
     let mode = fwd_mode(a)?;
     let backend = BackendKind::parse(&a.backend).with_context(|| {
         format!(
-            "unknown backend '{}' (auto, socket, af_packet, af_xdp)",
+            "unknown backend '{}' (auto, socket, af_packet, af_xdp, dpdk)",
             a.backend
         )
     })?;

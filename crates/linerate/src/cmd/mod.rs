@@ -4,6 +4,7 @@ pub mod agent;
 pub mod blast;
 pub mod calc;
 pub mod doctor;
+pub mod dpdk;
 pub mod fwd;
 pub mod getopt;
 pub mod iperf;

@@ -112,9 +112,11 @@ pub struct Rfc2544Args {
     /// interval (`--repeat N`, or `--ci-target 2% --max-runs M`).
     #[command(flatten)]
     repeat: super::out::RepeatArgs,
-    /// Backend of both ports: af_packet (default), af_xdp, socket.
+    /// Backend of both ports: af_packet (default), af_xdp, socket, dpdk.
     #[arg(long, default_value = "af_packet")]
     backend: String,
+    #[command(flatten)]
+    eal: super::dpdk::EalArgs,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -183,6 +185,11 @@ fn trial_line(t: &Trial) -> String {
             (false, _) => format!("fail ({})", t.reason.as_deref().unwrap_or("")),
         }
     )
+}
+
+/// The ports' kind, for their MACs (an unknown name is refused later).
+fn port_kind(a: &Rfc2544Args) -> linerate_packet::BackendKind {
+    linerate_packet::BackendKind::parse(&a.backend).unwrap_or(linerate_packet::BackendKind::Auto)
 }
 
 pub fn run(a: &Rfc2544Args) -> Result<u8> {
@@ -269,8 +276,8 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
 
 /// The ports exist, are two, and the tests are known ones.
 fn check_args(a: &Rfc2544Args) -> Result<()> {
-    super::iface_exists(&a.tx_iface)?;
-    super::iface_exists(&a.rx_iface)?;
+    super::dpdk::port_exists(&a.backend, &a.eal, &a.tx_iface)?;
+    super::dpdk::port_exists(&a.backend, &a.eal, &a.rx_iface)?;
     for t in &a.tests {
         if !["throughput", "latency", "loss", "back-to-back"].contains(&t.as_str()) {
             bail!("--tests: '{t}' is not one of throughput, latency, loss, back-to-back");
@@ -295,7 +302,7 @@ fn forward_macs(a: &Rfc2544Args) -> Result<(String, String)> {
     };
     let src_mac = match &a.src_mac {
         Some(m) => m.clone(),
-        None => linerate_backend::iface::mac(&a.tx_iface)
+        None => linerate_backend::port::port_mac(port_kind(a), &a.tx_iface)
             .map(linerate_backend::iface::format_mac)
             .with_context(|| format!("--tx-iface {}", a.tx_iface))?,
     };
@@ -316,7 +323,7 @@ fn reverse_flows(a: &Rfc2544Args) -> Result<Option<FlowSpec>> {
         None => super::blast::next_hop_mac(&a.rx_iface, &a.src_ip)
             .context("--bidir: the device's MAC on the rx side (--reverse-dst-mac)")?,
     };
-    let src_mac = linerate_backend::iface::mac(&a.rx_iface)
+    let src_mac = linerate_backend::port::port_mac(port_kind(a), &a.rx_iface)
         .map(linerate_backend::iface::format_mac)
         .with_context(|| format!("--rx-iface {}", a.rx_iface))?;
     Ok(Some(FlowSpec::parse(

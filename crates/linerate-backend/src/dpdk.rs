@@ -1,0 +1,240 @@
+//! The DPDK port (`--backend dpdk`, built with the `dpdk` feature): a port
+//! is a DPDK ethdev of this process's EAL (a vdev such as `net_af_packet0`
+//! or `net_null0`, a PCI address, or a port id), the EAL set up once with
+//! the arguments of [`set_eal_args`] (`--eal "…"`). Frames are built in
+//! the TX queue's own mbufs ([`DpdkTx::send_with`]); received frames go to
+//! the [`FrameSink`](crate::FrameSink) with the burst's handover time. Worker
+//! `w` takes queue `w` of the port. The FFI is in `linerate-dpdk`; without
+//! the feature every entry here says the build has no DPDK.
+
+use crate::port::BackendError;
+use std::io;
+
+/// Why `--backend dpdk` cannot run in a build without the feature.
+pub const NOT_BUILT: &str = "backend dpdk: this linerate was built without the dpdk feature (cargo build --features dpdk, with libdpdk-dev and pkg-config installed)";
+
+#[cfg(not(feature = "dpdk"))]
+fn not_built() -> io::Error {
+    io::Error::new(io::ErrorKind::Unsupported, NOT_BUILT)
+}
+
+/// Whether this build has the DPDK backend.
+pub const BUILT: bool = cfg!(feature = "dpdk");
+
+/// The EAL's arguments for this process (words of `--eal`), before the
+/// first DPDK port is opened.
+pub fn set_eal_args(args: &[String]) -> io::Result<()> {
+    #[cfg(feature = "dpdk")]
+    return linerate_dpdk::set_eal_args(args);
+    #[cfg(not(feature = "dpdk"))]
+    {
+        let _ = args;
+        Err(not_built())
+    }
+}
+
+/// The port's MTU.
+pub fn mtu(name: &str) -> io::Result<usize> {
+    #[cfg(feature = "dpdk")]
+    return linerate_dpdk::mtu(name);
+    #[cfg(not(feature = "dpdk"))]
+    {
+        let _ = name;
+        Err(not_built())
+    }
+}
+
+/// The port's MAC address.
+pub fn mac(name: &str) -> io::Result<[u8; 6]> {
+    #[cfg(feature = "dpdk")]
+    return linerate_dpdk::mac(name);
+    #[cfg(not(feature = "dpdk"))]
+    {
+        let _ = name;
+        Err(not_built())
+    }
+}
+
+/// Whether the port's link is up.
+pub fn link_up(name: &str) -> io::Result<bool> {
+    #[cfg(feature = "dpdk")]
+    return linerate_dpdk::link_up(name);
+    #[cfg(not(feature = "dpdk"))]
+    {
+        let _ = name;
+        Err(not_built())
+    }
+}
+
+fn open_err(iface: &str) -> impl FnOnce(io::Error) -> BackendError + '_ {
+    move |source| BackendError::Open {
+        iface: iface.to_string(),
+        source,
+    }
+}
+
+/// TX queue `queue` of port `iface`; the note names the port's driver and
+/// queues.
+pub(crate) fn open_tx(
+    iface: &str,
+    queue: u32,
+) -> Result<(crate::port::Tx, Option<String>), BackendError> {
+    #[cfg(feature = "dpdk")]
+    {
+        let q = u16::try_from(queue).unwrap_or(u16::MAX);
+        let tx = DpdkTx {
+            q: linerate_dpdk::TxQueue::open(iface, q).map_err(open_err(iface))?,
+        };
+        let note = note(iface, tx.q.port(), "TX", q);
+        Ok((crate::port::Tx::Dpdk(tx), Some(note)))
+    }
+    #[cfg(not(feature = "dpdk"))]
+    {
+        let _ = queue;
+        Err(open_err(iface)(not_built()))
+    }
+}
+
+/// RX queue `queue` of port `iface`.
+pub(crate) fn open_rx(
+    iface: &str,
+    queue: u16,
+) -> Result<(crate::port::Rx, Option<String>), BackendError> {
+    #[cfg(feature = "dpdk")]
+    {
+        let rx = DpdkRx {
+            q: linerate_dpdk::RxQueue::open(iface, queue).map_err(open_err(iface))?,
+        };
+        let note = note(iface, rx.q.port(), "RX", queue);
+        Ok((crate::port::Rx::Dpdk(rx), Some(note)))
+    }
+    #[cfg(not(feature = "dpdk"))]
+    {
+        let _ = queue;
+        Err(open_err(iface)(not_built()))
+    }
+}
+
+#[cfg(feature = "dpdk")]
+fn note(iface: &str, port: u16, what: &str, queue: u16) -> String {
+    let (driver, queues) = linerate_dpdk::port_info(port).unwrap_or_default();
+    format!("dpdk: {iface} (port {port}, {driver}, {queues} queue pair(s)), {what} queue {queue}")
+}
+
+/// One TX queue of a DPDK port.
+#[cfg(feature = "dpdk")]
+#[derive(Debug)]
+pub struct DpdkTx {
+    q: linerate_dpdk::TxQueue,
+}
+
+#[cfg(feature = "dpdk")]
+impl DpdkTx {
+    /// Frames per burst.
+    pub fn batch(&self) -> usize {
+        linerate_dpdk::BURST
+    }
+
+    pub fn slot_len(&self) -> usize {
+        self.q.slot_len()
+    }
+
+    pub fn slots(&self) -> usize {
+        self.q.slots()
+    }
+
+    /// Builds up to `n` frames in the queue's mbufs and sends them (see
+    /// [`crate::port::Tx::send_with`]).
+    #[inline]
+    pub fn send_with<F: crate::FrameSource + ?Sized>(
+        &mut self,
+        n: usize,
+        fill: &mut F,
+    ) -> io::Result<(usize, u64)> {
+        self.q.send_with(n, |buf, slot| fill.build(buf, slot))
+    }
+
+    /// Frames built elsewhere, copied into mbufs.
+    pub fn send(&mut self, frames: &[&[u8]]) -> io::Result<usize> {
+        self.q.send(frames)
+    }
+}
+
+/// One RX queue of a DPDK port.
+#[cfg(feature = "dpdk")]
+#[derive(Debug)]
+pub struct DpdkRx {
+    q: linerate_dpdk::RxQueue,
+}
+
+#[cfg(feature = "dpdk")]
+impl DpdkRx {
+    pub fn batch(&self) -> usize {
+        linerate_dpdk::BURST
+    }
+
+    pub fn max_frame(&self) -> usize {
+        linerate_dpdk::DATA_ROOM
+    }
+
+    /// Hands a burst of received frames to `sink` (each with the burst's
+    /// handover time), polling up to `wait` for the first.
+    #[inline]
+    pub fn recv<S: crate::FrameSink + ?Sized>(
+        &mut self,
+        wait: std::time::Duration,
+        sink: &mut S,
+    ) -> usize {
+        let mut at = 0;
+        let n = self.q.recv(wait, |i, frame| {
+            if i == 0 {
+                at = sink.handover_time();
+            }
+            sink.frame(frame, at);
+        });
+        if n > 0 {
+            sink.handed_over(n);
+        }
+        n
+    }
+
+    /// Frames the port dropped since this queue was opened.
+    pub fn drops(&self) -> u64 {
+        self.q.drops()
+    }
+}
+
+/// Whether frames from `rx` can go out of `tx` in place (both DPDK
+/// queues): [`forward`] then moves them without a copy.
+pub fn forwards_in_place(rx: &crate::port::Rx, tx: &crate::port::Tx) -> bool {
+    #[cfg(feature = "dpdk")]
+    return matches!(
+        (rx, tx),
+        (crate::port::Rx::Dpdk(_), crate::port::Tx::Dpdk(_))
+    );
+    #[cfg(not(feature = "dpdk"))]
+    {
+        let _ = (rx, tx);
+        false
+    }
+}
+
+/// Forwards a burst from `rx` out of `tx` in place, polling up to `wait`
+/// for it: `rewrite` changes each frame in its buffer (false: dropped, not
+/// sent). Returns (received, sent, not taken by `tx`), or `None` where the
+/// two are not DPDK queues ([`forwards_in_place`]).
+#[inline]
+pub fn forward(
+    rx: &mut crate::port::Rx,
+    tx: &mut crate::port::Tx,
+    wait: std::time::Duration,
+    rewrite: impl FnMut(&mut [u8]) -> bool,
+) -> Option<(usize, usize, usize)> {
+    #[cfg(feature = "dpdk")]
+    if let (crate::port::Rx::Dpdk(r), crate::port::Tx::Dpdk(t)) = (rx, tx) {
+        return Some(r.q.forward(wait, &mut t.q, rewrite));
+    }
+    #[cfg(not(feature = "dpdk"))]
+    let _ = (rx, tx, wait, rewrite);
+    None
+}

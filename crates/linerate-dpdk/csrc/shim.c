@@ -1,0 +1,230 @@
+/*
+ * linerate's DPDK shim: DPDK's burst and mbuf functions are static inline
+ * in its headers, so Rust calls them through these few real functions,
+ * each working on a whole burst (one call per batch, not per frame).
+ * Errors are negative errno values.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+static char runtime_dir[4096];
+
+/* An empty runtime directory is not left behind (rmdir fails harmlessly
+ * when something is still in it). */
+static void remove_runtime_dir(void)
+{
+	if (runtime_dir[0] != '\0')
+		rmdir(runtime_dir);
+}
+
+int lr_eal_init(int argc, char **argv)
+{
+	int r = rte_eal_init(argc, argv);
+	int e = rte_errno;
+	/* (made early in the set-up: also when it fails later) */
+	snprintf(runtime_dir, sizeof(runtime_dir), "%s", rte_eal_get_runtime_dir());
+	/* now (empty with --no-shconf: a process killed later leaves
+	 * nothing) and at exit */
+	remove_runtime_dir();
+	atexit(remove_runtime_dir);
+	return r < 0 ? -e : r;
+}
+
+const char *lr_strerror(int e)
+{
+	return rte_strerror(e);
+}
+
+int lr_port_by_name(const char *name, uint16_t *port)
+{
+	return rte_eth_dev_get_port_by_name(name, port);
+}
+
+int lr_port_valid(uint16_t port)
+{
+	return rte_eth_dev_is_valid_port(port);
+}
+
+int lr_port_name(uint16_t port, char *name, size_t len)
+{
+	char buf[RTE_ETH_NAME_MAX_LEN];
+	int r = rte_eth_dev_get_name_by_port(port, buf);
+	if (r == 0)
+		snprintf(name, len, "%s", buf);
+	return r;
+}
+
+int lr_port_mac(uint16_t port, uint8_t *mac)
+{
+	struct rte_ether_addr a;
+	int r = rte_eth_macaddr_get(port, &a);
+	if (r == 0)
+		memcpy(mac, a.addr_bytes, 6);
+	return r;
+}
+
+int lr_port_mtu(uint16_t port, uint16_t *mtu)
+{
+	return rte_eth_dev_get_mtu(port, mtu);
+}
+
+/* 1: up, 0: down, < 0: error */
+int lr_port_link(uint16_t port)
+{
+	struct rte_eth_link l;
+	int r = rte_eth_link_get_nowait(port, &l);
+	return r < 0 ? r : l.link_status;
+}
+
+/* The queues the port takes at most (the smaller of RX and TX), its
+ * driver's name and its NUMA socket. */
+int lr_port_info(uint16_t port, uint16_t *max_queues, char *driver, size_t len, int *socket)
+{
+	struct rte_eth_dev_info info;
+	int r = rte_eth_dev_info_get(port, &info);
+	if (r != 0)
+		return r;
+	*max_queues = info.max_rx_queues < info.max_tx_queues ? info.max_rx_queues : info.max_tx_queues;
+	snprintf(driver, len, "%s", info.driver_name ? info.driver_name : "");
+	*socket = rte_eth_dev_socket_id(port);
+	if (*socket < 0)
+		*socket = 0;
+	return 0;
+}
+
+/* An mbuf pool whose every mbuf carries its index (0..n) in a 4-byte
+ * private area: the slot a frame builder remembers it by. No per-lcore
+ * cache: linerate's workers are not EAL threads. */
+static void set_index(struct rte_mempool *mp, void *arg, void *obj, unsigned idx)
+{
+	(void)mp;
+	(void)arg;
+	*(uint32_t *)rte_mbuf_to_priv((struct rte_mbuf *)obj) = idx;
+}
+
+struct rte_mempool *lr_pool_create(const char *name, unsigned n, uint16_t data_room, int socket, int *err)
+{
+	struct rte_mempool *mp =
+	    rte_pktmbuf_pool_create(name, n, 0, RTE_MBUF_PRIV_ALIGN, data_room + RTE_PKTMBUF_HEADROOM, socket);
+	if (mp == NULL) {
+		*err = -rte_errno;
+		return NULL;
+	}
+	rte_mempool_obj_iter(mp, set_index, NULL);
+	return mp;
+}
+
+/* Configures `nq` RX and TX queues (RSS over them where the port has it),
+ * each RX queue filling from rx_pools[q], and starts the port in
+ * promiscuous mode. */
+int lr_port_start(uint16_t port, uint16_t nq, uint16_t nb_desc, struct rte_mempool **rx_pools)
+{
+	struct rte_eth_dev_info info;
+	struct rte_eth_conf conf;
+	uint16_t nb_rxd = nb_desc, nb_txd = nb_desc;
+	int socket = rte_eth_dev_socket_id(port);
+	int r;
+
+	if (socket < 0)
+		socket = 0;
+	r = rte_eth_dev_info_get(port, &info);
+	if (r != 0)
+		return r;
+	memset(&conf, 0, sizeof(conf));
+	if (nq > 1 && info.flow_type_rss_offloads != 0) {
+		conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+		conf.rx_adv_conf.rss_conf.rss_hf =
+		    (RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP | RTE_ETH_RSS_TCP) & info.flow_type_rss_offloads;
+	}
+	r = rte_eth_dev_configure(port, nq, nq, &conf);
+	if (r != 0)
+		return r;
+	r = rte_eth_dev_adjust_nb_rx_tx_desc(port, &nb_rxd, &nb_txd);
+	if (r != 0)
+		return r;
+	for (uint16_t q = 0; q < nq; q++) {
+		r = rte_eth_rx_queue_setup(port, q, nb_rxd, socket, NULL, rx_pools[q]);
+		if (r != 0)
+			return r;
+		r = rte_eth_tx_queue_setup(port, q, nb_txd, socket, NULL);
+		if (r != 0)
+			return r;
+	}
+	r = rte_eth_dev_start(port);
+	if (r != 0)
+		return r;
+	(void)rte_eth_promiscuous_enable(port);
+	return 0;
+}
+
+/* `n` mbufs, all or none (-ENOENT); each one's data pointer and slot, and
+ * the bytes a frame may take in it. */
+int lr_alloc(struct rte_mempool *mp, struct rte_mbuf **m, unsigned n, uint8_t **data, uint32_t *slot, uint16_t *room)
+{
+	int r = rte_pktmbuf_alloc_bulk(mp, m, n);
+	if (r != 0)
+		return -ENOENT;
+	for (unsigned i = 0; i < n; i++) {
+		data[i] = rte_pktmbuf_mtod(m[i], uint8_t *);
+		slot[i] = *(uint32_t *)rte_mbuf_to_priv(m[i]);
+	}
+	*room = n ? rte_pktmbuf_tailroom(m[0]) : 0;
+	return 0;
+}
+
+void lr_set_lens(struct rte_mbuf **m, const uint16_t *lens, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		m[i]->data_len = lens[i];
+		m[i]->pkt_len = lens[i];
+	}
+}
+
+uint16_t lr_tx(uint16_t port, uint16_t queue, struct rte_mbuf **m, uint16_t n)
+{
+	return rte_eth_tx_burst(port, queue, m, n);
+}
+
+/* Up to `n` received frames: their mbufs, data and lengths (the first
+ * segment's: linerate sets up no scattered receive). */
+uint16_t lr_rx(uint16_t port, uint16_t queue, struct rte_mbuf **m, uint16_t n, const uint8_t **data, uint16_t *lens)
+{
+	uint16_t got = rte_eth_rx_burst(port, queue, m, n);
+	for (uint16_t i = 0; i < got; i++) {
+		data[i] = rte_pktmbuf_mtod(m[i], const uint8_t *);
+		lens[i] = m[i]->data_len;
+	}
+	return got;
+}
+
+void lr_free(struct rte_mbuf **m, unsigned n)
+{
+	rte_pktmbuf_free_bulk(m, n);
+}
+
+/* The port's counters: frames it missed (no room in its RX ring), found
+ * no mbuf for, received with errors; sent and failed to send. */
+int lr_port_stats(uint16_t port, uint64_t *out)
+{
+	struct rte_eth_stats s;
+	int r = rte_eth_stats_get(port, &s);
+	if (r != 0)
+		return r;
+	out[0] = s.imissed;
+	out[1] = s.rx_nombuf;
+	out[2] = s.ierrors;
+	out[3] = s.ipackets;
+	out[4] = s.opackets;
+	out[5] = s.oerrors;
+	return 0;
+}
