@@ -175,6 +175,28 @@ fn busy_server_denies_a_second_client() {
     still_serves(port);
 }
 
+/// A client that starts its next test as soon as the last one gave its
+/// results finds the server free, as iperf3's server is (its one loop
+/// closes a test before it accepts the next): the ending test's place is
+/// waited for, not refused as busy. 20 tests back to back, each a few
+/// milliseconds long, all run.
+#[test]
+fn back_to_back_tests_from_one_source_are_never_busy() {
+    if skip("back_to_back_tests_from_one_source_are_never_busy") {
+        return;
+    }
+    let (_srv, port) = server(&["--max-tests-per-source", "1"]);
+    let p = port.to_string();
+    for i in 0..20 {
+        let out = Command::new("iperf3")
+            .args(["-c", "127.0.0.1", "-p", &p, "-n", "64K", "-J"])
+            .output()
+            .unwrap();
+        let v = json(&out.stdout);
+        assert!(v.get("error").is_none(), "test {i}: {}", v["error"]);
+    }
+}
+
 #[test]
 fn wrong_cookie_on_a_data_connection_is_denied() {
     if skip("wrong_cookie_on_a_data_connection_is_denied") {

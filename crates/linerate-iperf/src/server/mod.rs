@@ -225,7 +225,25 @@ struct Acceptor<'a> {
     next_pending: u64,
     udp_setup: Arc<Mutex<()>>,
     test_no: usize,
+    /// New tests that found the limits taken, held for a moment in case a
+    /// test that is ending frees its place (the client of the last test
+    /// has its results and starts the next before that test's thread has
+    /// closed it: iperf3's one-loop server never says busy then).
+    held: Vec<Held>,
 }
+
+/// A new test held back by the limits, until `until`.
+struct Held {
+    ctrl: TcpStream,
+    peer: SocketAddr,
+    cookie: Cookie,
+    until: Instant,
+}
+
+/// How long a new test waits for a place before it is denied.
+const HOLD_FOR_A_PLACE: Duration = Duration::from_millis(250);
+/// Most new tests held at once (more are denied at once).
+const HELD_MAX: usize = 8;
 
 impl Acceptor<'_> {
     fn banner(&self) {
@@ -351,7 +369,6 @@ impl Acceptor<'_> {
                 return;
             }
         };
-        let max_tests = self.opts.limits.max_tests.max(1);
         let source = peer.ip().to_canonical();
         let now = Instant::now();
         self.cooling.retain(|_, until| *until > now);
@@ -375,27 +392,59 @@ impl Acceptor<'_> {
                     left.as_secs_f64()
                 ),
             );
-        } else if self.active.len() >= max_tests
-            || self
-                .active
-                .iter()
-                .filter(|a| a.source == peer.ip().to_canonical())
-                .count()
-                >= self.opts.limits.max_tests_per_source.max(1)
-        {
-            let _ = s.write_all(&[state::ACCESS_DENIED]);
-            if self.human {
-                say(
-                    &self.out,
-                    &format!(
-                        "linerate: denied {peer}: {} test(s) running (--max-tests {max_tests}, --max-tests-per-source {})\n",
-                        self.active.len(),
-                        self.opts.limits.max_tests_per_source.max(1)
-                    ),
-                );
+        } else if self.no_place_for(peer) {
+            // (`-1` serves one test: nothing waits for its place.)
+            if self.held.len() < HELD_MAX && !self.opts.one_off {
+                self.held.push(Held {
+                    ctrl: s,
+                    peer,
+                    cookie,
+                    until: now + HOLD_FOR_A_PLACE,
+                });
+            } else {
+                self.deny_busy(s, peer);
             }
         } else {
             self.start_test(s, peer, cookie);
+        }
+    }
+
+    /// Whether the limits leave no place for a new test from `peer`.
+    fn no_place_for(&self, peer: SocketAddr) -> bool {
+        let source = peer.ip().to_canonical();
+        self.active.len() >= self.opts.limits.max_tests.max(1)
+            || self.active.iter().filter(|a| a.source == source).count()
+                >= self.opts.limits.max_tests_per_source.max(1)
+    }
+
+    /// ACCESS_DENIED ("the server is busy") to a new test.
+    fn deny_busy(&self, mut s: TcpStream, peer: SocketAddr) {
+        let _ = s.write_all(&[state::ACCESS_DENIED]);
+        if self.human {
+            say(
+                &self.out,
+                &format!(
+                    "linerate: denied {peer}: {} test(s) running (--max-tests {}, --max-tests-per-source {})\n",
+                    self.active.len(),
+                    self.opts.limits.max_tests.max(1),
+                    self.opts.limits.max_tests_per_source.max(1)
+                ),
+            );
+        }
+    }
+
+    /// The held tests: started where a place came free, denied once their
+    /// time is up, in the order they came.
+    fn place_held(&mut self) {
+        let now = Instant::now();
+        for h in std::mem::take(&mut self.held) {
+            if !self.no_place_for(h.peer) {
+                self.start_test(h.ctrl, h.peer, h.cookie);
+            } else if now >= h.until {
+                self.deny_busy(h.ctrl, h.peer);
+            } else {
+                self.held.push(h);
+            }
         }
     }
 
@@ -497,6 +546,7 @@ pub fn serve(
         cooling: HashMap::new(),
         udp_setup: Arc::new(Mutex::new(())),
         test_no: 1,
+        held: Vec::new(),
     };
     acc.banner();
     let mut listener = listener;
@@ -540,6 +590,7 @@ pub fn serve(
             acc.on_cookie(c);
         }
         let finished = acc.reap();
+        acc.place_held();
         if finished > 0 {
             if opts.one_off {
                 acc.join_all();
