@@ -143,14 +143,35 @@ pub fn swap_addresses_and_ports(frame: &mut [u8]) -> bool {
 #[inline]
 pub fn swap_macs(frame: &mut [u8]) {
     if let Some(m) = frame.first_chunk_mut::<12>() {
-        let (dst, src) = m.split_at_mut(6);
-        dst.swap_with_slice(src);
+        // Two overlapping loads (bytes 0..8 and 4..12) and two stores,
+        // rather than six byte swaps: the source (bytes 6..12) then the
+        // destination's first two bytes, then its last four.
+        let a = u64::from_le_bytes(*m.first_chunk::<8>().expect("12 bytes"));
+        let b = u64::from_le_bytes(*m.last_chunk::<8>().expect("12 bytes"));
+        m[..8].copy_from_slice(&((b >> 16) | (a << 48)).to_le_bytes());
+        m[8..].copy_from_slice(&((a >> 16) as u32).to_le_bytes());
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn swapped_macs_trade_places_and_nothing_else_moves() {
+        let orig: Vec<u8> = (1..=20).collect();
+        let mut f = orig.clone();
+        swap_macs(&mut f);
+        assert_eq!(&f[..6], &orig[6..12]);
+        assert_eq!(&f[6..12], &orig[..6]);
+        assert_eq!(&f[12..], &orig[12..]);
+        swap_macs(&mut f);
+        assert_eq!(f, orig);
+        // Shorter than two MACs: left alone.
+        let mut short = orig[..11].to_vec();
+        swap_macs(&mut short);
+        assert_eq!(short, &orig[..11]);
+    }
     use etherparse::{NetSlice, PacketBuilder, SlicedPacket, TransportSlice};
 
     /// An IPv6 UDP frame with a hop-by-hop and a destination-options header.

@@ -406,6 +406,51 @@ impl Template {
         out[probe + 16..probe + 18].copy_from_slice(&stamp.lo);
     }
 
+    /// The transport checksum's sum for flow `w` with `flow_id` and
+    /// `stamp`, less the sequence's words, reduced modulo 0xffff: with a
+    /// sequence `seq` the frame's sum is congruent to this plus `seq`
+    /// (2^16 and 2^32 are both 1 modulo 0xffff). A sender whose sequence
+    /// moves by one per frame keeps the sum up to date with an increment
+    /// (see [`put_seq_folded_at`](Self::put_seq_folded_at)).
+    #[inline]
+    pub fn seq_sum_base(&self, w: &WireFlow, flow_id: u16, stamp: &Stamp) -> u16 {
+        ((self.udp_base + w.l4_sum + u32::from(flow_id) + stamp.sum) % 0xffff) as u16
+    }
+
+    /// [`put_seq_at`](Self::put_seq_at) with the sum already reduced:
+    /// `folded` (below 0xffff) is congruent modulo 0xffff to
+    /// [`seq_sum_base`](Self::seq_sum_base) plus `seq`, for the flow the
+    /// frame carries (laid and put before). The same bytes as
+    /// `put_seq_at` writes, without folding the sum per frame.
+    #[inline(always)]
+    pub fn put_seq_folded_at<const VLAN: bool, const V6: bool, const TCP: bool>(
+        &self,
+        out: &mut [u8],
+        seq: u64,
+        folded: u16,
+        stamp: &Stamp,
+    ) {
+        debug_assert_eq!(self.layout(), (VLAN, V6, TCP));
+        debug_assert!(folded < 0xffff);
+        let l4 = if VLAN { 18 } else { 14 } + if V6 { 40 } else { 20 };
+        let csum = l4 + if TCP { 16 } else { 6 };
+        let probe = l4 + if TCP { 20 } else { 8 };
+        let out = &mut out[..probe + PROBE_LEN];
+        // The sum is never zero (the pseudo-header's protocol and length
+        // are in it): a residue of 0 is the folded sum 0xffff, whose
+        // complement is 0, sent by UDP as all ones; any other residue is
+        // the folded sum itself.
+        let c = if folded == 0 {
+            if TCP { 0 } else { 0xffff }
+        } else {
+            !folded
+        };
+        out[csum..csum + 2].copy_from_slice(&c.to_be_bytes());
+        out[probe + 4..probe + 12].copy_from_slice(&seq.to_be_bytes());
+        out[probe + 12..probe + 16].copy_from_slice(&stamp.hi);
+        out[probe + 16..probe + 18].copy_from_slice(&stamp.lo);
+    }
+
     /// Writes one packet into `out` (at least [`len`](Self::len) bytes):
     /// the template with `flow`'s fields and a probe, checksums updated.
     ///
@@ -721,6 +766,40 @@ mod tests {
             t.put_flow(&mut slot, &w, i as u16);
             t.put_seq(&mut slot, &w, i as u16, seq, &Stamp::new(ts));
             prop_assert_eq!(&slot[..t.len()], &want[..t.len()]);
+        }
+
+        /// The sum kept modulo 0xffff and moved by one per frame (as
+        /// blast's one-flow path keeps it) writes the bytes `put_seq`
+        /// does, over runs of sequences, one of them through residue 0
+        /// (a checksum of 0, or all ones).
+        #[test]
+        fn folded_sums_equal_put_seq(v6 in any::<bool>(), i in any::<u64>(), seq in any::<u64>(),
+                                     ts in any::<u64>(), tcp in any::<bool>(), vlan in any::<bool>()) {
+            let s = spec(v6);
+            let framing = Framing { tcp_flags: tcp.then_some(TcpFlags::ACK), vlan: vlan.then_some((7, 1)), ..Framing::default() };
+            let t = Template::new(128, &s.flow(0), &framing).unwrap();
+            let w = WireFlow::new(&s.flow(i));
+            let stamp = Stamp::new(ts);
+            let (mut a, mut b) = (vec![0u8; 2048], vec![0u8; 2048]);
+            t.lay(&mut a);
+            t.put_flow(&mut a, &w, i as u16);
+            b.copy_from_slice(&a);
+            let base = u64::from(t.seq_sum_base(&w, i as u16, &stamp));
+            let residue = |seq: u64| ((base + seq % 0xffff) % 0xffff) as u16;
+            // From `seq`, and from where the residue is 150 short of
+            // wrapping to 0.
+            let near_zero = seq.wrapping_add((2 * 0xffff - 150 - u64::from(residue(seq))) % 0xffff);
+            for start in [seq, near_zero] {
+                let (mut seq, mut folded) = (start, residue(start));
+                for _ in 0..300 {
+                    t.put_seq(&mut a, &w, i as u16, seq, &stamp);
+                    by_layout!(t, put_seq_folded_at, &mut b, seq, folded, &stamp);
+                    prop_assert_eq!(&a[..t.len()], &b[..t.len()], "seq {}", seq);
+                    seq = seq.wrapping_add(1);
+                    // (past u64::MAX the residue starts again from the value)
+                    folded = if seq == 0 { residue(0) } else if folded == 0xfffe { 0 } else { folded + 1 };
+                }
+            }
         }
     }
 

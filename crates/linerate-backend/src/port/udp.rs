@@ -336,7 +336,7 @@ impl UdpTx {
             slots: UdpSlots::new(TX_BATCH_MAX, max_frame, v6),
             slot_sock: vec![0; TX_BATCH_MAX],
             lens: vec![0; TX_BATCH_MAX],
-            built: Vec::with_capacity(TX_BATCH_MAX),
+            built: vec![(0, 0); TX_BATCH_MAX],
             sorted: Vec::with_capacity(TX_BATCH_MAX),
             next_slot: 0,
         })
@@ -394,7 +394,7 @@ impl UdpTx {
                 self.new_flow(i, &e)?;
             }
             bytes += wire as u64;
-            self.lens[k] = len as u16;
+            self.built[k] = (i as u16, len as u16);
         }
         self.next_slot = if first + n == self.slots.slots() {
             0
@@ -403,6 +403,9 @@ impl UdpTx {
         };
         if self.socks.len() == 1 && !self.gso {
             // Slot k's message to slot k's destination, made once.
+            for (l, b) in self.lens[..n].iter_mut().zip(&self.built[..n]) {
+                *l = b.1;
+            }
             let (slots, sock, lens) = (&mut self.slots, &self.socks[0], &self.lens[..n]);
             let messages = &mut self.messages;
             send_all(n, |done| {
@@ -413,22 +416,20 @@ impl UdpTx {
             self.datagrams += n as u64;
             return Ok((n, bytes));
         }
-        self.built.clear();
-        let lens = &self.lens[..n];
-        self.built
-            .extend((first..).zip(lens).map(|(i, &l)| (i as u16, l)));
+        // (slot, length) of each datagram built, written as it was.
+        let built = &self.built[..n];
         if self.socks.len() == 1 {
             send_run(
                 &mut self.slots,
                 &self.socks[0],
-                &self.built,
+                built,
                 (&mut self.gso, &mut self.gso_note),
                 (&mut self.messages, &mut self.gso_messages),
             )?;
         } else {
             // Counting sort by socket: stable, so each flow keeps its order.
             self.starts.iter_mut().for_each(|s| *s = 0);
-            for &(slot, _) in &self.built {
+            for &(slot, _) in built {
                 self.starts[usize::from(self.slot_sock[usize::from(slot)]) + 1] += 1;
             }
             for k in 1..self.starts.len() {
@@ -437,7 +438,7 @@ impl UdpTx {
             self.fill.copy_from_slice(&self.starts);
             self.sorted.clear();
             self.sorted.resize(n, (0, 0));
-            for &b in &self.built {
+            for &b in built {
                 let s = usize::from(self.slot_sock[usize::from(b.0)]);
                 self.sorted[self.fill[s] as usize] = b;
                 self.fill[s] += 1;

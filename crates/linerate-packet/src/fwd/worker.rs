@@ -9,23 +9,45 @@ use linerate_backend::xsk::XskFwd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+/// A worker's ends in time: the end of the run's duration and the next
+/// look at the receiving interface (CLOCK_MONOTONIC ns, as `Instant`: a
+/// compare per batch, no `Instant` arithmetic).
+pub(super) struct Ends {
+    end_ns: u64,
+    next_link_check: u64,
+}
+
+impl Ends {
+    pub(super) fn new(job: &Job<'_>) -> Self {
+        let now = clock::monotonic_ns();
+        let left = job.cfg.duration.saturating_sub(job.start.elapsed());
+        Ends {
+            end_ns: now.saturating_add(u64::try_from(left.as_nanos()).unwrap_or(u64::MAX)),
+            next_link_check: now,
+        }
+    }
+}
+
+/// How often a worker looks at whether the receiving interface is up.
+const LINK_CHECK_NS: u64 = 100_000_000;
+
 /// Why a worker should stop now, if it should: the caller's stop, the
 /// duration, `count`, or the receiving interface gone down or away (an
 /// error, checked every 100 ms).
-pub(super) fn should_stop(job: &Job<'_>, next_link_check: &mut Instant) -> Option<Option<String>> {
+pub(super) fn should_stop(job: &Job<'_>, ends: &mut Ends) -> Option<Option<String>> {
     let cfg = job.cfg;
     // One clock read.
-    let now = Instant::now();
+    let now = clock::monotonic_ns();
     if job.stop.load(Ordering::Relaxed)
-        || now.saturating_duration_since(job.start) >= cfg.duration
+        || now >= ends.end_ns
         || cfg
             .count
             .is_some_and(|n| job.total_tx.load(Ordering::Relaxed) >= n)
     {
         return Some(None);
     }
-    if now >= *next_link_check {
-        *next_link_check = now + Duration::from_millis(100);
+    if now >= ends.next_link_check {
+        ends.next_link_check = now + LINK_CHECK_NS;
         if let Some(why) = linerate_backend::port::link_lost(cfg.backend, &cfg.rx_iface) {
             return Some(Some(why));
         }
@@ -78,10 +100,10 @@ fn forward_with(
     let frame_max = job.frame_max;
     let mut c = FwdCounts::default();
     let live = &job.live[w];
-    let mut next_link_check = Instant::now();
+    let mut ends = Ends::new(job);
     let error;
     loop {
-        if let Some(e) = should_stop(job, &mut next_link_check) {
+        if let Some(e) = should_stop(job, &mut ends) {
             error = e;
             break;
         }
@@ -165,10 +187,10 @@ pub(super) fn forward(job: &Job<'_>, w: usize, mut rx: Rx, mut tx: Tx) -> Worker
     let mut c = FwdCounts::default();
     let live = &job.live[w];
     let error;
-    let mut next_link_check = Instant::now();
+    let mut ends = Ends::new(job);
     let mut published = 0u64;
     loop {
-        if let Some(e) = should_stop(job, &mut next_link_check) {
+        if let Some(e) = should_stop(job, &mut ends) {
             error = e;
             break;
         }
@@ -242,9 +264,9 @@ fn forward_dpdk(job: &Job<'_>, w: usize, mut rx: Rx, mut tx: Tx) -> WorkerOut {
     let (src_mac, frame_max) = (job.src_mac, job.frame_max);
     let mut c = FwdCounts::default();
     let live = &job.live[w];
-    let mut next_link_check = Instant::now();
+    let mut ends = Ends::new(job);
     let error = loop {
-        if let Some(e) = should_stop(job, &mut next_link_check) {
+        if let Some(e) = should_stop(job, &mut ends) {
             break e;
         }
         let (mut too_long, mut not_ip) = (0u64, 0u64);

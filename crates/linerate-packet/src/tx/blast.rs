@@ -422,7 +422,7 @@ struct WorkerOut {
 /// slot of another flow gets the flow's fields, and every frame gets its
 /// sequence, time and transport checksum (updated from the flow's sums,
 /// never summed over the bytes).
-struct Filler<'a, const VLAN: bool, const V6: bool, const TCP: bool> {
+struct Filler<'a, const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool> {
     /// The size cycle's templates and their sizes (<< 48, as in `held`).
     cycle: Vec<(&'a Template, u64)>,
     pos: usize,
@@ -443,6 +443,25 @@ struct Filler<'a, const VLAN: bool, const V6: bool, const TCP: bool> {
     /// The UDP path moves on to the next frame when it starts one (the
     /// flow's endpoints it hands back stay borrowed until then).
     payload_started: bool,
+    /// `ONE` (one flow, one size, one worker): every frame is the same
+    /// but for its sequence, which moves by one (see [`One`]).
+    one: One,
+}
+
+/// The one flow of a one-flow run, one size: its slot tag and probe flow
+/// id, its sequence (kept here, not in `seq`, until the run ends) and its
+/// transport checksum's sum modulo 0xffff, which moves by one with the
+/// sequence (set again for each batch's stamp): no table, no cursor and
+/// no checksum folding per frame.
+struct One {
+    tag: u64,
+    id: u16,
+    /// The frame's length, and its UDP payload's.
+    len: usize,
+    payload_len: usize,
+    seq: u64,
+    /// The sum for `seq` (the last frame's), reduced modulo 0xffff.
+    folded: u16,
 }
 
 /// A slot nothing was built in.
@@ -450,7 +469,9 @@ const EMPTY: u64 = u64::MAX;
 /// The bits of a slot's tag that hold the frame size.
 const SIZE_TAG: u64 = 0xffff << 48;
 
-impl<'a, const VLAN: bool, const V6: bool, const TCP: bool> Filler<'a, VLAN, V6, TCP> {
+impl<'a, const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
+    Filler<'a, VLAN, V6, TCP, ONE>
+{
     fn new(job: &Job<'a>, slots: usize) -> Self {
         let cfg = job.cfg;
         let cycle = cfg
@@ -464,6 +485,15 @@ impl<'a, const VLAN: bool, const V6: bool, const TCP: bool> Filler<'a, VLAN, V6,
             cursor.advance();
         }
         let cycle_len = cycle.len();
+        debug_assert!(!ONE || one_flow(job));
+        let one = One {
+            tag: cycle[0].1 | cursor.index(),
+            id: cursor.flow_id(),
+            len: cycle[0].0.len(),
+            payload_len: cycle[0].0.payload().len(),
+            seq: 0,
+            folded: 0,
+        };
         Filler {
             cur: cycle[0],
             cycle,
@@ -478,23 +508,62 @@ impl<'a, const VLAN: bool, const V6: bool, const TCP: bool> Filler<'a, VLAN, V6,
             held: vec![EMPTY; slots],
             stamp: Stamp::new(0),
             payload_started: false,
+            one,
+        }
+    }
+
+    /// The send time of the frames built from now on (one per batch).
+    #[inline]
+    fn set_stamp(&mut self, tx_ns: u64) {
+        self.stamp = Stamp::new(tx_ns);
+        if ONE {
+            let o = &mut self.one;
+            let base = self
+                .cur
+                .0
+                .seq_sum_base(self.cursor.wire(), o.id, &self.stamp);
+            o.folded = ((u64::from(base) + o.seq % 0xffff) % 0xffff) as u16;
         }
     }
 
     /// Frames sent per probe flow id.
     fn per_flow(&self) -> Vec<(u16, u64)> {
+        let one = ONE.then_some((self.one.id, self.one.seq));
         (self.seq.iter().enumerate())
-            .filter(|(_, s)| **s > 0)
-            .map(|(i, s)| (i as u16, *s))
+            .map(|(i, s)| match one {
+                Some((id, seq)) if usize::from(id) == i => (i as u16, seq),
+                _ => (i as u16, *s),
+            })
+            .filter(|(_, s)| *s > 0)
             .collect()
     }
 }
 
-impl<const VLAN: bool, const V6: bool, const TCP: bool> FrameSource for Filler<'_, VLAN, V6, TCP> {
+impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool> FrameSource
+    for Filler<'_, VLAN, V6, TCP, ONE>
+{
     /// Builds the next frame in `buf`, which holds what was last built in
     /// `slot`; returns its length.
     #[inline(always)]
     fn build(&mut self, buf: &mut [u8], slot: usize) -> usize {
+        if ONE {
+            let o = &mut self.one;
+            let t = self.cur.0;
+            let held = &mut self.held[slot];
+            if *held != o.tag {
+                if *held & SIZE_TAG != o.tag & SIZE_TAG {
+                    t.lay(buf);
+                }
+                t.put_flow_at::<VLAN, V6, TCP>(buf, self.cursor.wire(), o.id);
+                *held = o.tag;
+            }
+            o.seq += 1;
+            // (past u64::MAX the sequence wraps: frames enough for that
+            // are not sent)
+            o.folded = if o.folded == 0xfffe { 0 } else { o.folded + 1 };
+            t.put_seq_folded_at::<VLAN, V6, TCP>(buf, o.seq, o.folded, &self.stamp);
+            return o.len;
+        }
         let stamp = &self.stamp;
         let (t, size_tag) = self.cur;
         let w = self.cursor.wire();
@@ -516,7 +585,9 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool> FrameSource for Filler<'
     }
 }
 
-impl<const VLAN: bool, const V6: bool, const TCP: bool> Filler<'_, VLAN, V6, TCP> {
+impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
+    Filler<'_, VLAN, V6, TCP, ONE>
+{
     /// Moves on to the next frame's size and flow.
     #[inline(always)]
     fn next_frame(&mut self) {
@@ -541,14 +612,34 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool> Filler<'_, VLAN, V6, TCP
     }
 }
 
-impl<const VLAN: bool, const V6: bool, const TCP: bool> PayloadSource
-    for Filler<'_, VLAN, V6, TCP>
+impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool> PayloadSource
+    for Filler<'_, VLAN, V6, TCP, ONE>
 {
     /// The UDP path: the next frame's payload only (probe, then the
     /// template's pattern) in `buf`, which holds what was last written
     /// for `slot`; the flow's endpoints when the slot's flow changed.
     #[inline(always)]
     fn payload(&mut self, buf: &mut [u8], slot: usize) -> (usize, usize, Option<Endpoints<'_>>) {
+        if ONE {
+            let o = &mut self.one;
+            // One flow: the cursor stands still.
+            let held = &mut self.held[slot];
+            let mut ends = None;
+            if *held != o.tag {
+                if *held & SIZE_TAG != o.tag & SIZE_TAG {
+                    buf[..o.payload_len].copy_from_slice(self.cur.0.payload());
+                }
+                buf[2..4].copy_from_slice(&o.id.to_be_bytes());
+                ends = Some(endpoints::<V6>(self.cursor.wire()));
+                *held = o.tag;
+            }
+            o.seq += 1;
+            let probe = &mut buf[..PROBE_LEN];
+            probe[4..12].copy_from_slice(&o.seq.to_be_bytes());
+            probe[12..16].copy_from_slice(&self.stamp.hi());
+            probe[16..18].copy_from_slice(&self.stamp.lo());
+            return (o.payload_len, o.len, ends);
+        }
         if self.payload_started {
             self.next_frame();
         }
@@ -624,11 +715,32 @@ fn refused(r: &std::io::Result<(usize, u64)>) -> bool {
 #[inline(never)]
 fn run_worker<const VLAN: bool, const V6: bool, const TCP: bool>(
     job: Job,
+    sock: Tx,
+    stop: &AtomicBool,
+) -> Result<WorkerOut, BlastError> {
+    if one_flow(&job) {
+        send_all::<VLAN, V6, TCP, true>(job, sock, stop)
+    } else {
+        send_all::<VLAN, V6, TCP, false>(job, sock, stop)
+    }
+}
+
+/// Whether a worker sends one flow of one size, every frame the same but
+/// for its sequence (one worker: workers never outnumber flows).
+fn one_flow(job: &Job) -> bool {
+    job.cfg.sizes.cycle().len() == 1 && job.workers == 1 && job.cfg.flows.count() == 1
+}
+
+/// [`run_worker`]'s loop, built for a one-flow run or any other (inlined
+/// into it, where the instructions are counted).
+#[inline(always)]
+fn send_all<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>(
+    job: Job,
     mut sock: Tx,
     stop: &AtomicBool,
 ) -> Result<WorkerOut, BlastError> {
     let cfg = job.cfg;
-    let mut fill = Filler::<VLAN, V6, TCP>::new(&job, sock.slots());
+    let mut fill = Filler::<VLAN, V6, TCP, ONE>::new(&job, sock.slots());
     let batch = sock.batch();
     let (mut packets, mut bytes, mut calls, mut errors) = (0u64, 0u64, 0u64, 0u64);
     let mut departures = Departures::default();
@@ -652,7 +764,7 @@ fn run_worker<const VLAN: bool, const V6: bool, const TCP: bool>(
         let n = due.min(left) as usize;
         // One send time per batch (the probe's time is when the batch was
         // built, not each frame's departure: blast -J says so).
-        fill.stamp = Stamp::new(clock::monotonic_ns());
+        fill.set_stamp(clock::monotonic_ns());
         let mut sent = 0;
         while sent < n {
             calls += 1;
