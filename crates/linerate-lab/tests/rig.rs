@@ -48,7 +48,14 @@ fn send_one(rig: &Rig, from: usize, to: usize, v6: bool) -> Vec<u8> {
     })
     .unwrap();
     let mut buf = [0u8; 64];
-    let (n, peer) = receiver.recv_from(&mut buf).expect("datagram arrived");
+    // A stop and continue of the process (SIGSTOP/SIGCONT) ends a wait
+    // with a timeout set in EINTR, signal handler or not: waited again.
+    let (n, peer) = loop {
+        match receiver.recv_from(&mut buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            r => break r.expect("datagram arrived"),
+        }
+    };
     assert_eq!(peer.ip(), src_ip);
     buf[..n].to_vec()
 }
