@@ -335,20 +335,29 @@ impl Outcome for RrServerOutcome {
     }
 
     fn figure(&self) -> Option<Figure> {
-        Some(Figure {
-            name: "requests_per_s",
-            unit: "requests/s",
-            value: self.requests_per_s(),
-        })
+        requests_figure(self.requests_per_s())
     }
 }
 
 impl RrServerOutcome {
-    /// Requests received per second (server's count).
     fn requests_per_s(&self) -> f64 {
-        let r = &self.report;
-        r.total.requests as f64 / r.elapsed.as_secs_f64().max(1e-9)
+        per_second(self.report.total.requests, self.report.elapsed)
     }
+}
+
+/// Requests received per second over a run (the server's count), either
+/// transport.
+fn per_second(requests: u64, elapsed: std::time::Duration) -> f64 {
+    requests as f64 / elapsed.as_secs_f64().max(1e-9)
+}
+
+/// The figure a repetition of an rr server measures.
+fn requests_figure(per_s: f64) -> Option<Figure> {
+    Some(Figure {
+        name: "requests_per_s",
+        unit: "requests/s",
+        value: per_s,
+    })
 }
 
 /// An rr server worker's row: requests it received (server's count).
@@ -827,17 +836,12 @@ impl Outcome for RrTcpServerOutcome {
     }
 
     fn figure(&self) -> Option<Figure> {
-        Some(Figure {
-            name: "requests_per_s",
-            unit: "requests/s",
-            value: self.requests_per_s(),
-        })
+        requests_figure(self.requests_per_s())
     }
 }
 
 impl RrTcpServerOutcome {
     fn requests_per_s(&self) -> f64 {
-        let r = &self.report;
-        r.total.requests as f64 / r.elapsed.as_secs_f64().max(1e-9)
+        per_second(self.report.total.requests, self.report.elapsed)
     }
 }
