@@ -16,7 +16,7 @@ use std::net::TcpStream;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{Proc, free_port, linerate, wait_listening};
+use support::{Proc, free_port, linerate, wait_listening_by};
 
 const TOKEN: &str = "hostile-test-token-0123456789";
 
@@ -32,19 +32,26 @@ fn start() -> Agent {
     let token = dir.path().join("token");
     std::fs::write(&token, TOKEN).unwrap();
     let cert = dir.path().join("cert.pem");
-    let port = free_port();
-    let proc = Proc::spawn(linerate().args([
-        "agent",
-        "--listen",
-        &format!("127.0.0.1:{port}"),
-        "--allow-iface",
-        "lo",
-        "--token-file",
-        token.to_str().unwrap(),
-        "--write-cert",
-        cert.to_str().unwrap(),
-    ]));
-    wait_listening(port);
+    // The agent itself must hold the listening socket (a port free to the
+    // probe may still be another's on another address): another port if
+    // it could not listen.
+    let (proc, port) = (0..5)
+        .find_map(|_| {
+            let port = free_port();
+            let mut proc = Proc::spawn(linerate().args([
+                "agent",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--allow-iface",
+                "lo",
+                "--token-file",
+                token.to_str().unwrap(),
+                "--write-cert",
+                cert.to_str().unwrap(),
+            ]));
+            wait_listening_by(&mut proc, port).then_some((proc, port))
+        })
+        .expect("the agent could not listen on five ports in a row");
     let pinned = CertificateDer::from_pem_file(&cert).unwrap();
     Agent {
         _proc: proc,
