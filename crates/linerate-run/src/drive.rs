@@ -8,12 +8,16 @@ use crate::outcome::{Failed, Figure, SharedOutcome};
 use crate::report::Reporter;
 use crate::stats::{Policy, Stop};
 use serde_json::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// One run on its way through the reporters.
 pub struct Run {
     rep: Arc<Mutex<Box<dyn Reporter>>>,
     warned: bool,
+    /// Its `Start` was reported (by the run, or by its engine when the run
+    /// is [`drive_engine`]'s and the engine alone knows its settings).
+    started: Arc<AtomicBool>,
 }
 
 /// The end an engine reported through [`Run::engine`], kept for the body
@@ -40,21 +44,28 @@ impl EngineEnd {
             error: k.error.clone(),
         })
     }
+
+    /// The error the engine reported, whether or not it reached its end.
+    pub fn error(&self) -> Option<String> {
+        self.0.lock().ok()?.error.clone()
+    }
 }
 
 /// The reporter an engine is given: its intervals go to the run's
-/// reporters as it reports them; its start is the run's (already said), its
-/// error and end are kept for the run's end.
+/// reporters as it reports them; its start is the run's (already said, or
+/// the engine's when the run had none to say), its error and end are kept
+/// for the run's end.
 struct Engine {
     rep: Arc<Mutex<Box<dyn Reporter>>>,
+    started: Arc<AtomicBool>,
     kept: EngineEnd,
 }
 
 impl Reporter for Engine {
     fn report(&mut self, ev: &Event) -> std::io::Result<()> {
         match ev {
-            Event::Start(_) => Ok(()),
-            Event::Interval(_) => match self.rep.lock() {
+            Event::Start(_) if self.started.swap(true, Ordering::AcqRel) => Ok(()),
+            Event::Start(_) | Event::Interval(_) => match self.rep.lock() {
                 Ok(mut r) => r.report(ev),
                 Err(_) => Ok(()),
             },
@@ -112,10 +123,8 @@ impl Ended {
 impl Run {
     /// Reports the start.
     pub fn start(rep: Box<dyn Reporter>, mode: Mode, config: Value, doctor: Option<Value>) -> Self {
-        let mut r = Run {
-            rep: Arc::new(Mutex::new(rep)),
-            warned: false,
-        };
+        let mut r = Run::unstarted(rep);
+        r.started.store(true, Ordering::Release);
         r.emit(&Event::Start(Box::new(Start {
             mode,
             config,
@@ -123,6 +132,14 @@ impl Run {
             host: Host::here(),
         })));
         r
+    }
+
+    fn unstarted(rep: Box<dyn Reporter>) -> Self {
+        Run {
+            rep: Arc::new(Mutex::new(rep)),
+            warned: false,
+            started: Arc::new(AtomicBool::new(false)),
+        }
     }
 
     /// For an engine that reports its own events from threads of its own
@@ -135,6 +152,7 @@ impl Run {
         let kept = EngineEnd::default();
         let engine = Engine {
             rep: self.rep.clone(),
+            started: self.started.clone(),
             kept: kept.clone(),
         };
         (crate::SharedReporter::new(engine), kept)
@@ -182,14 +200,15 @@ impl Run {
     /// The run failed before it measured anything worth keeping: an error
     /// event and an empty end.
     pub fn fail(mut self, error: &str) {
+        let outcome: SharedOutcome = Arc::new(Failed {
+            error: error.to_string(),
+        });
         self.emit(&Event::Error(error.to_string()));
         self.emit(&Event::End(Box::new(End {
             duration_s: 0.0,
             rows: Vec::new(),
             sums: Vec::new(),
-            outcome: Arc::new(Failed {
-                error: error.to_string(),
-            }),
+            outcome,
             exit_code: 2,
         })));
     }
@@ -229,6 +248,44 @@ pub fn drive<E: std::fmt::Display>(
             Err(e)
         }
     }
+}
+
+/// Runs an engine that reports its own start (an iperf3 server's test,
+/// whose settings are known only after the parameter exchange with a
+/// client): `body` gets the reporter to hand the engine; the engine's
+/// `Start` is the run's, its intervals pass as they end, and its end (with
+/// the error that stopped it, if one did) becomes the run's `End`. An
+/// engine that never started (a refused client) reports nothing and ends
+/// no run (`None`); one that started but never reached its end ends the run
+/// with its error and an empty end (exit code 1: it ran part-way).
+pub fn drive_engine<T>(
+    rep: Box<dyn Reporter>,
+    body: impl FnOnce(crate::SharedReporter) -> T,
+) -> (T, Option<Ended>) {
+    let mut run = Run::unstarted(rep);
+    let (engine, kept) = run.engine();
+    let out = body(engine);
+    if !run.started.load(Ordering::Acquire) {
+        return (out, None);
+    }
+    let ended = match kept.measured() {
+        Some(m) => run.end(m),
+        None => {
+            // It ran part-way: its intervals were reported as they ended.
+            let error = kept
+                .error()
+                .unwrap_or_else(|| "the test stopped before its end".into());
+            run.end(Measured {
+                duration_s: 0.0,
+                rows: Vec::new(),
+                outcome: Arc::new(Failed {
+                    error: error.clone(),
+                }),
+                error: Some(error),
+            })
+        }
+    };
+    (out, Some(ended))
 }
 
 /// A finished repetition: the figure of every run (warm-up runs first),
@@ -361,6 +418,58 @@ mod tests {
         // An engine that never reached its end measured nothing.
         let mut run = Run::start(Box::new(Seen::default()), Mode::Client, Value::Null, None);
         assert!(run.engine().1.measured().is_none());
+    }
+
+    fn engine_start() -> Event {
+        Event::Start(Box::new(Start {
+            mode: Mode::Server,
+            config: serde_json::json!({ "from": "engine" }),
+            doctor: None,
+            host: Host::here(),
+        }))
+    }
+
+    #[test]
+    fn an_engine_that_says_its_own_start_is_a_run_and_one_that_never_starts_is_none() {
+        let seen = Seen::default();
+        let (n, ended) = drive_engine(Box::new(seen.clone()), |engine| {
+            std::thread::spawn(move || {
+                engine.report(&engine_start());
+                engine.report(&engine_start());
+                engine.report(&Event::Interval(Interval::new(0.0, 1.0, Vec::new())));
+                engine.report(&Event::End(Box::new(End {
+                    duration_s: 1.0,
+                    rows: Vec::new(),
+                    sums: Vec::new(),
+                    outcome: outcome(5.0),
+                    exit_code: 0,
+                })));
+            })
+            .join()
+            .unwrap();
+            7
+        });
+        assert_eq!(n, 7);
+        // The engine's start once, its interval, the run's end.
+        assert_eq!(*seen.0.lock().unwrap(), ["start", "interval", "end"]);
+        let ended = ended.expect("a started engine ends a run");
+        assert_eq!(ended.exit_code, 0);
+        assert_eq!(ended.figure().map(|f| f.value), Some(5.0));
+
+        let seen = Seen::default();
+        let (_, ended) = drive_engine(Box::new(seen.clone()), |_| ());
+        assert!(ended.is_none());
+        assert!(seen.0.lock().unwrap().is_empty());
+
+        let seen = Seen::default();
+        let (_, ended) = drive_engine(Box::new(seen.clone()), |engine| {
+            engine.report(&engine_start());
+            engine.report(&Event::Error("control connection lost".into()));
+        });
+        let ended = ended.unwrap();
+        assert_eq!(ended.exit_code, 1);
+        assert_eq!(ended.error.as_deref(), Some("control connection lost"));
+        assert_eq!(*seen.0.lock().unwrap(), ["start", "error", "end"]);
     }
 
     #[test]

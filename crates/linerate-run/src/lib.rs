@@ -18,7 +18,9 @@ pub mod report;
 pub mod sample;
 pub mod stats;
 
-pub use drive::{Ended, EngineEnd, Measured, Repetition, Run, drive, repeat, without_repeats};
+pub use drive::{
+    Ended, EngineEnd, Measured, Repetition, Run, drive, drive_engine, repeat, without_repeats,
+};
 pub use event::{
     CountedBy, Counts, End, Event, Gauges, Host, Interval, Mode, Row, Scope, Start, sums,
 };

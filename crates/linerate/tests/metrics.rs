@@ -85,6 +85,62 @@ fn a_server_exposes_exactly_what_it_measured() {
     assert!(http_get(&maddr, "/nothing").is_err());
 }
 
+/// Waits up to 10 s for the exposition to hold `line`; the last text read.
+fn scrape_until(maddr: &str, line: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let t = http_get(maddr, "/metrics").unwrap();
+        if t.contains(line) || Instant::now() > deadline {
+            return t;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Each server test is a run of its own: a test whose client vanishes
+/// mid-way (killed) still ends its run, as an error, and the server goes
+/// on to end the next test's run as ok.
+#[test]
+fn a_server_test_whose_client_vanishes_still_ends_its_run() {
+    let mport = free_port();
+    let maddr = format!("127.0.0.1:{mport}");
+    let (_srv, port) = support::server(&["--metrics", &maddr]);
+    let port = port.to_string();
+    let mut client = Proc::spawn(linerate().args(["-c", "127.0.0.1", "-p", &port, "-t", "20"]));
+    let text = scrape_until(&maddr, r#"linerate_runs_started_total{mode="server"} 1"#);
+    assert!(
+        text.contains(r#"linerate_runs_started_total{mode="server"} 1"#),
+        "{text}"
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(client.is_running());
+    drop(client.0.take().map(|mut c| {
+        c.kill().unwrap();
+        c.wait()
+    }));
+    let line = r#"linerate_runs_ended_total{mode="server",outcome="error"} 1"#;
+    let text = scrape_until(&maddr, line);
+    assert!(text.contains(line), "{text}");
+    let c = linerate()
+        .args(["-c", "127.0.0.1", "-p", &port, "-J", "-n", "1M"])
+        .output()
+        .unwrap();
+    assert!(json(&c.stdout).get("error").is_none());
+    let ok = r#"linerate_runs_ended_total{mode="server",outcome="ok"} 1"#;
+    let text = scrape_until(&maddr, ok);
+    assert!(text.contains(ok), "{text}");
+    assert!(
+        text.contains(r#"linerate_runs_started_total{mode="server"} 2"#),
+        "{text}"
+    );
+    // The vanished test's bytes counted until it stopped, not lost.
+    let bytes = sample(
+        &text,
+        r#"linerate_bytes_total{mode="server",scope="sum",id="sum",role="receiver",counted_by="receiver"}"#,
+    );
+    assert!(bytes.is_some_and(|b| b > f64::from(1u32 << 20)), "{text}");
+}
+
 /// A sink on the rig with `--metrics`: Prometheus (in the same namespace)
 /// scrapes it while it runs and sees the packets blast sent; promtool
 /// accepts the exposition; the series equal the sink's own result.

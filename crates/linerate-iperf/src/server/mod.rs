@@ -109,7 +109,8 @@ pub struct ServerOptions {
     pub udp_gso: bool,
     /// CPUs for stream threads (a client's `-A n,m` asks for CPU m instead).
     pub affinity: Vec<usize>,
-    /// The shared run-model reporters (`--csv`): every test's events.
+    /// The shared run-model reporters (`--csv`, `--live`, `--metrics`):
+    /// each test is a run through `linerate_run::drive_engine` into them.
     pub events: Option<linerate_run::SharedReporter>,
     /// `--bind-dev`: every socket goes through this interface.
     pub bind_dev: Option<String>,

@@ -26,41 +26,52 @@ pub(super) fn serve_test(
     }
     let _ = ctrl.set_nodelay(true);
     let _ = ctrl.set_read_timeout(Some(Duration::from_millis(20)));
-    TestServer {
-        local_ip: ctrl.local_addr().ok().map(|a| a.ip()),
-        ctrl,
-        peer,
-        cookie,
-        port,
-        env: TestEnv {
-            data_rx,
-            accepting: shared.accepting,
-            opts,
-            out,
-            shutdown: shared.shutdown,
-            udp_setup: shared.udp_setup,
-            refused: shared.refused,
-            rate_cut: shared.rate_cut,
-        },
-        session: ServerSession::new(),
-        cpu: CpuMeter::start(),
-        params: None,
-        udp_listener: None,
-        udp_guard: None,
-        conns: Vec::new(),
-        arrived: Vec::new(),
-        running: None,
-        meter: None,
-        report: None,
-        start_at: None,
-        phase_start: Instant::now(),
-        last_rx: (0, Instant::now()),
-        moved: Default::default(),
-        streams_seen: 0,
-        doctor: None,
-        ended: None,
+    let serve = |events| {
+        TestServer {
+            local_ip: ctrl.local_addr().ok().map(|a| a.ip()),
+            ctrl,
+            peer,
+            cookie,
+            port,
+            env: TestEnv {
+                data_rx,
+                accepting: shared.accepting,
+                opts,
+                out,
+                shutdown: shared.shutdown,
+                udp_setup: shared.udp_setup,
+                refused: shared.refused,
+                rate_cut: shared.rate_cut,
+                events,
+            },
+            session: ServerSession::new(),
+            cpu: CpuMeter::start(),
+            params: None,
+            udp_listener: None,
+            udp_guard: None,
+            conns: Vec::new(),
+            arrived: Vec::new(),
+            running: None,
+            meter: None,
+            report: None,
+            start_at: None,
+            phase_start: Instant::now(),
+            last_rx: (0, Instant::now()),
+            moved: Default::default(),
+            streams_seen: 0,
+            doctor: None,
+            ended: None,
+        }
+        .run()
+    };
+    // Each test is a run of the run model: its start is the engine's (its
+    // settings come with the client's parameters), its end the engine's.
+    match &opts.events {
+        Some(shared) => {
+            linerate_run::drive_engine(Box::new(shared.0.clone()), |engine| serve(Some(engine)));
+        }
+        None => serve(None),
     }
-    .run();
 }
 
 /// What a test shares with the accept loop and the other tests.
@@ -79,6 +90,8 @@ struct TestEnv<'a> {
     /// Set when the test was ended for moving more than the rate limit
     /// (its source then cools down).
     rate_cut: &'a AtomicBool,
+    /// This test's run-model reporter (`--csv`, `--live`, `--metrics`).
+    events: Option<linerate_run::SharedReporter>,
 }
 
 /// What the accept loop shares with a test's thread.
@@ -386,7 +399,7 @@ impl TestServer<'_> {
         };
         let mut rep = Report::new(info, opts.output);
         self.say(&rep.start_text());
-        forward_events(&mut rep, opts.events.as_ref());
+        forward_events(&mut rep, self.env.events.as_ref());
         self.report = Some(rep);
         let so = StreamOpts {
             udp_gso: opts.udp_gso,
@@ -511,7 +524,7 @@ impl TestServer<'_> {
                 _ => linerate_doctor::test_summary_at(self.local_ip, pinned),
             };
             text.push_str(&rep.finish(&f, self.cpu.read(), None, &[("doctor", doctor)]));
-            forward_events(rep, self.env.opts.events.as_ref());
+            forward_events(rep, self.env.events.as_ref());
             finals = f;
         }
         (finals, text)
@@ -774,7 +787,7 @@ impl TestServer<'_> {
         {
             while let Some(samples) = m.tick(Instant::now()) {
                 say(self.env.out, &rep.interval(&samples));
-                forward_events(rep, opts.events.as_ref());
+                forward_events(rep, self.env.events.as_ref());
             }
             let receiving = m.streams().iter().any(|s| !s.sender);
             let total = m

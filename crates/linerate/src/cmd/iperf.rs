@@ -828,9 +828,10 @@ fn reporters(args: &IperfArgs) -> Result<linerate_run::Fanout> {
     super::out::side_reporters(view, false, args.metrics.as_deref(), csv)
 }
 
-/// The server's reporters: its engine reports each test's events (start,
-/// intervals, end) from the test's own threads, tests one after another or
-/// side by side (`--max-tests`).
+/// The server's reporters: each test is a run (`drive_engine`: its start
+/// said by the engine once the client's parameters are in, its intervals,
+/// its end) reported from the test's own thread, tests one after another
+/// or side by side (`--max-tests`).
 fn server_events(args: &IperfArgs) -> Result<Option<linerate_run::SharedReporter>> {
     let f = reporters(args)?;
     Ok((!f.is_empty()).then(|| linerate_run::SharedReporter::new(f)))
