@@ -162,6 +162,11 @@ struct Sample {
     sender_cpu_s: f64,
     /// Sender CPU milliseconds per million packets the receiver counted.
     cpu_ms_per_mpkt: f64,
+    /// Sender CPU milliseconds per million frames that left the sender:
+    /// those the receiver counted and those its sending veth dropped for
+    /// the receiver's full ring (what the sending side paid for, whether
+    /// or not the receiver kept up).
+    sent_cpu_ms_per_mpkt: f64,
     /// CPU seconds of the helper processes (servers, peers' receivers) in
     /// the window, and per million received packets: each side's own
     /// work plus the kernel's receive work of the other side's packets
@@ -496,6 +501,9 @@ pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {
         }
         all_ratios.extend(ratios(&sc, &socket_medians, &samples, "socket "));
     }
+    if sc.metric == Metric::Packets {
+        all_ratios.extend(sent_cost_ratios(&sc, &samples));
+    }
     let doc = json!({
         "scenario": sc.name,
         "about": sc.about,
@@ -508,6 +516,7 @@ pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {
         "median_socket_datagrams_per_s": socket_medians.iter().map(|(n, p, _)| (n.to_string(), json!(p))).collect::<serde_json::Map<_, _>>(),
         "median_rx_pps": medians.iter().map(|(n, p, _)| (n.to_string(), json!(p))).collect::<serde_json::Map<_, _>>(),
         "median_helper_cpu_ms_per_mpkt": sc.contenders.iter().map(|c| (c.name.to_string(), json!(median_of(c.name, |s| s.helper_cpu_ms_per_mpkt)))).collect::<serde_json::Map<_, _>>(),
+        "median_sender_cpu_ms_per_mpkt_sent": sc.contenders.iter().map(|c| (c.name.to_string(), json!(median_of(c.name, |s| s.sent_cpu_ms_per_mpkt)))).collect::<serde_json::Map<_, _>>(),
         "median_sender_cpu_ms_per_mpkt": sc.contenders.iter().map(|c| (c.name.to_string(), json!(median_of(c.name, |s| s.cpu_ms_per_mpkt)))).collect::<serde_json::Map<_, _>>(),
         "median_rx_bps_l2": medians.iter().map(|(n, _, b)| (n.to_string(), json!(b))).collect::<serde_json::Map<_, _>>(),
         "ratios": all_ratios,
@@ -607,6 +616,7 @@ fn collect(rig: &Rig, sc: &Scenario, cfg: &Config) -> Result<Vec<Sample>> {
                 rx_bps_l2: bytes as f64 * 8.0 / secs,
                 sender_cpu_s: cpu,
                 cpu_ms_per_mpkt: ms_per_million(cpu, pkts),
+                sent_cpu_ms_per_mpkt: ms_per_million(cpu, pkts + m.ring_dropped),
                 helper_cpu_s: m.helper_cpu,
                 helper_cpu_ms_per_mpkt: ms_per_million(m.helper_cpu, pkts),
                 rx_dropped: m.rx_dropped,
@@ -644,6 +654,45 @@ fn collect(rig: &Rig, sc: &Scenario, cfg: &Config) -> Result<Vec<Sample>> {
         }
     }
     Ok(samples)
+}
+
+/// The sending side's cost per frame that left it (received, or dropped
+/// at the receiver's full ring), each linerate contender against each
+/// peer: peer's CPU per frame over ours (above 1: ours costs less).
+fn sent_cost_ratios(
+    sc: &Scenario,
+    samples: &[Sample],
+) -> serde_json::Map<String, serde_json::Value> {
+    let cost = |n: &str| {
+        median(
+            (samples.iter())
+                .filter(|s| s.contender == n)
+                .map(|s| s.sent_cpu_ms_per_mpkt)
+                .collect(),
+        )
+    };
+    println!(
+        "\nsender CPU per frame that left the sender (received + dropped at the receiver's full ring), medians:"
+    );
+    for c in &sc.contenders {
+        println!(
+            "  {:<28} {:>7.0} ms per million frames",
+            c.name,
+            cost(c.name)
+        );
+    }
+    let mut out = serde_json::Map::new();
+    let names: Vec<&str> = sc.contenders.iter().map(|c| c.name).collect();
+    for peer in names.iter().filter(|n| !is_ours(n)) {
+        for ours in names.iter().filter(|n| is_ours(n)) {
+            let r = cost(peer) / cost(ours);
+            println!(
+                "sent-cost ratio {ours} / {peer} (sender CPU per frame sent, peer over this): {r:.2}"
+            );
+            out.insert(format!("sent-cost {ours}/{peer}"), json!(r));
+        }
+    }
+    out
 }
 
 /// Every linerate contender against every peer tool (or, in a scenario of

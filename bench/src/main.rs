@@ -19,7 +19,7 @@ use std::time::Duration;
 #[derive(Debug, Parser)]
 #[command(name = "linerate-bench", about = "A/B benchmarks on the namespace rig")]
 struct Args {
-    /// Scenarios to run (see --list); `iperf` runs the five iperf-* ones.
+    /// Scenarios to run (see --list); `iperf` runs the six iperf-* ones.
     scenarios: Vec<String>,
     /// List the scenarios and exit.
     #[arg(long)]
@@ -49,7 +49,7 @@ fn main() -> Result<()> {
         for s in &all {
             println!("{:<16} {}", s.name, (s.build)().about);
         }
-        println!("{:<16} the five iperf-* scenarios", "iperf");
+        println!("{:<16} the six iperf-* scenarios", "iperf");
         println!(
             "{:<16} user-space instructions per frame under callgrind (blast, sink, fwd; --frames A,B, --only)",
             "instr"

@@ -141,6 +141,13 @@ case!(
     &["-u", "-b", "0", "-l", "18", "-P", "2"]
 );
 case!(
+    udp64p8_lr,
+    udp64p8_i3,
+    udp64p8_321,
+    udp64p8_gsro,
+    &["-u", "-b", "0", "-l", "18", "-P", "8"]
+);
+case!(
     udp1470_lr,
     udp1470_i3,
     udp1470_321,
@@ -241,6 +248,18 @@ pub fn udp64_p2() -> Scenario {
         udp64p2_i3,
         udp64p2_321,
         Some(udp64p2_gsro),
+    )
+}
+
+pub fn udp64_p8() -> Scenario {
+    scenario(
+        "iperf-udp64-p8",
+        "UDP -b 0 -l 18 -P 8 (64-byte frames, eight streams): linerate vs iperf3 3.12, 3.21 and 3.21 --gsro, each tool client and server",
+        Metric::Packets,
+        udp64p8_lr,
+        udp64p8_i3,
+        udp64p8_321,
+        Some(udp64p8_gsro),
     )
 }
 

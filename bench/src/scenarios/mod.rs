@@ -49,6 +49,10 @@ pub fn all() -> Vec<Entry> {
             build: iperf_client::udp64_p2,
         },
         Entry {
+            name: "iperf-udp64-p8",
+            build: iperf_client::udp64_p8,
+        },
+        Entry {
             name: "iperf-udp1470",
             build: iperf_client::udp1470,
         },
@@ -99,6 +103,7 @@ pub fn group(name: &str) -> Option<&'static [&'static str]> {
             "iperf-tcp2",
             "iperf-udp64",
             "iperf-udp64-p2",
+            "iperf-udp64-p8",
             "iperf-udp1470",
         ]),
         "rr" => Some(&["rr-pingpong", "rr-load"]),
