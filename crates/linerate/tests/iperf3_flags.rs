@@ -13,6 +13,23 @@ fn skip(test: &str) -> bool {
     should_skip(test, &[require_program("iperf3")])
 }
 
+/// A daemon this test started, killed by its PID when the test ends (a
+/// SIGTERM before it asked the daemon to exit; nothing if it had exited).
+struct Daemon(i32);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let ours = std::fs::read_to_string(format!("/proc/{}/cmdline", self.0))
+            .is_ok_and(|c| c.contains("linerate"));
+        if ours {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(self.0),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
 /// `-s -D -I FILE`: the command returns at once, the daemon's PID is in
 /// FILE, it serves, and at SIGTERM it exits and removes FILE.
 #[test]
@@ -46,6 +63,8 @@ fn a_daemon_writes_its_pidfile_serves_and_cleans_up() {
         .parse()
         .unwrap();
     assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
+    // Should an assertion below fail, the daemon still ends with the test.
+    let _daemon = Daemon(pid);
     let c = Command::new("iperf3")
         .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1", "-J"])
         .output()

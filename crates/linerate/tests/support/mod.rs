@@ -12,7 +12,8 @@ pub fn linerate() -> Command {
 /// A free TCP and UDP port on loopback, never the same twice in one test
 /// binary: ports come from a per-process walk below the kernel's ephemeral
 /// range (so neither a parallel test nor an outgoing connection's source
-/// port can be handed the same one), each checked by binding it.
+/// port can be handed the same one), each checked by binding it on
+/// loopback and on every IPv4 and IPv6 address.
 pub fn free_port() -> u16 {
     use std::sync::atomic::{AtomicU16, Ordering};
     // 20000..32000, starting at a place that depends on the process.
@@ -28,9 +29,13 @@ pub fn free_port() -> u16 {
         if !(20_000..32_000).contains(&p) {
             p = 20_000 + p % 12_000;
         }
-        let tcp = TcpListener::bind(("127.0.0.1", p));
-        let udp = std::net::UdpSocket::bind(("127.0.0.1", p));
-        if tcp.is_ok() && udp.is_ok() {
+        // Free on every address: a listener of another process on [::1]
+        // or 0.0.0.0 with the same port would take a server's connections
+        // (or its port), and /proc would show that one listening.
+        let free = ["127.0.0.1", "0.0.0.0", "::"].iter().all(|a| {
+            TcpListener::bind((*a, p)).is_ok() && std::net::UdpSocket::bind((*a, p)).is_ok()
+        });
+        if free {
             return p;
         }
     }
