@@ -569,10 +569,12 @@ fn serve(
     while !end.load(Ordering::Relaxed) {
         let n = match r.recv(sock) {
             Ok(n) => n,
-            // Nothing yet (a spinning worker asks again at once), the
-            // timeout (to look at `end`), EINTR, ICMP errors.
+            // Nothing yet (a spinning worker asks again at once, after
+            // yielding its CPU to a thread that is ready to run there: the
+            // NAPI thread that will deliver the next request), the timeout
+            // (to look at `end`), EINTR, ICMP errors.
             Err(_) => {
-                std::hint::spin_loop();
+                std::thread::yield_now();
                 continue;
             }
         };

@@ -417,8 +417,14 @@ impl<'a> Worker<'a> {
     ) {
         if self.cfg.busy_poll {
             // Spin: ask every flow's (non-blocking) socket again at once.
+            let before = self.counts.completed;
             for (f, s) in socks.iter().enumerate() {
                 self.receive(s, f);
+            }
+            if self.counts.completed == before {
+                // Nothing came: the CPU to a thread ready to run here (the
+                // NAPI thread delivering the answer) before asking again.
+                std::thread::yield_now();
             }
         } else if blocking {
             self.receive(&socks[0], 0);

@@ -75,9 +75,11 @@ pub struct ServerArgs {
     #[arg(long, value_name = "US", default_value_t = 0)]
     busy_poll: u32,
     /// Workers spin on non-blocking sockets instead of sleeping in the
-    /// kernel between requests: the lowest latency, a core kept busy per
-    /// worker (as sockperf's --nonblocked; with the client's --busy-poll
-    /// for ping-pong latency).
+    /// kernel between requests, yielding their CPU between empty polls to
+    /// any thread ready to run there (the NAPI thread bringing the next
+    /// request): the lowest latency, a core kept busy per worker (as
+    /// sockperf's --nonblocked; with the client's --busy-poll for
+    /// ping-pong latency).
     #[arg(long)]
     spin: bool,
     /// Send every answer as its own datagram message. By default answers
