@@ -162,6 +162,11 @@ struct Sample {
     sender_cpu_s: f64,
     /// Sender CPU milliseconds per million packets the receiver counted.
     cpu_ms_per_mpkt: f64,
+    /// The receiver's NAPI threads per packet received: ns on a CPU, and
+    /// ns waiting on a run queue for one (a spinning receiver on the
+    /// same CPU keeps it waiting), from /proc/PID/schedstat.
+    napi_run_ns_per_pkt: f64,
+    napi_wait_ns_per_pkt: f64,
     /// Sender CPU milliseconds per million frames that left the sender:
     /// those the receiver counted and those its sending veth dropped for
     /// the receiver's full ring (what the sending side paid for, whether
@@ -279,8 +284,25 @@ struct Measured {
     /// The namespace's UDP RcvbufErrors / InErrors in the window.
     rcvbuf_errors: u64,
     udp_in_errors: u64,
+    /// The receiver's NAPI threads in the window (from
+    /// /proc/PID/schedstat): ns on a CPU, ns waiting on a run queue
+    /// for one, and times run.
+    napi: [u64; 3],
     /// What the server's report counted at its socket, if it reports.
     socket: Option<SocketCount>,
+}
+
+/// The threads' /proc/PID/schedstat summed: ns run, ns waited on a run
+/// queue, times run (zeros for a thread that is gone).
+fn schedstat(pids: &[i32]) -> [u64; 3] {
+    let mut sum = [0u64; 3];
+    for pid in pids {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).unwrap_or_default();
+        for (s, v) in sum.iter_mut().zip(text.split_whitespace()) {
+            *s += v.parse::<u64>().unwrap_or(0);
+        }
+    }
+    sum
 }
 
 /// Waits up to `limit` for a child to end by itself.
@@ -295,7 +317,13 @@ fn wait_exit(child: &mut Child, limit: Duration) -> bool {
     false
 }
 
-fn measure_once(rig: &Rig, sc: &Scenario, c: &Contender, cfg: &Config) -> Result<Measured> {
+fn measure_once(
+    rig: &Rig,
+    sc: &Scenario,
+    c: &Contender,
+    cfg: &Config,
+    napi: &[i32],
+) -> Result<Measured> {
     let run_for = WARMUP + cfg.window + Duration::from_secs(2);
     let mut running = (c.start)(rig, run_for).with_context(|| format!("starting {}", c.name))?;
     std::thread::sleep(WARMUP);
@@ -311,8 +339,10 @@ fn measure_once(rig: &Rig, sc: &Scenario, c: &Contender, cfg: &Config) -> Result
         // The rig is a pair: the other host sends.
         let sender0 = rig.stats(1 - sc.receiver)?;
         let udp0 = udp_errors(rig, sc.receiver);
+        let napi0 = schedstat(napi);
         let t0 = Instant::now();
         std::thread::sleep(cfg.window);
+        let napi1 = schedstat(napi);
         let after = rig.stats(sc.receiver)?;
         let sender1 = rig.stats(1 - sc.receiver)?;
         let udp1 = udp_errors(rig, sc.receiver);
@@ -329,6 +359,7 @@ fn measure_once(rig: &Rig, sc: &Scenario, c: &Contender, cfg: &Config) -> Result
             ring_dropped: sender1.tx_dropped.saturating_sub(sender0.tx_dropped),
             rcvbuf_errors: udp1.0.saturating_sub(udp0.0),
             udp_in_errors: udp1.1.saturating_sub(udp0.1),
+            napi: [0, 1, 2].map(|i| napi1[i].saturating_sub(napi0[i])),
             socket: None,
         })
     })();
@@ -423,12 +454,14 @@ pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {
         Some(setup) => Some(setup(&rig).context("scenario set-up")?),
         None => None,
     };
-    if let Some(cpu) = sc.receive_cpu {
-        rig.pin_receive_path(sc.receiver, cpu)
-            .context("moving the receive path to its own CPU (needs ethtool)")?;
-    }
+    let napi = match sc.receive_cpu {
+        Some(cpu) => rig
+            .pin_receive_path(sc.receiver, cpu)
+            .context("moving the receive path to its own CPU (needs ethtool)")?,
+        None => Vec::new(),
+    };
     print_header(&sc, cfg, &rig, &machine);
-    let samples = collect(&rig, &sc, cfg)?;
+    let samples = collect(&rig, &sc, cfg, &napi)?;
     let median_of = |name: &str, f: fn(&Sample) -> f64| {
         median(
             samples
@@ -466,6 +499,18 @@ pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {
                 _ => String::new(),
             }
         );
+    }
+    if samples.iter().any(|s| s.napi_run_ns_per_pkt > 0.0) {
+        println!(
+            "receiver's NAPI thread per packet received (/proc schedstat): ns on its CPU, ns waiting on the run queue for it:"
+        );
+        for (name, _, _) in &medians {
+            println!(
+                "  {name:<28} ran {:>7.0} ns, waited {:>7.0} ns",
+                median_of(name, |s| s.napi_run_ns_per_pkt),
+                median_of(name, |s| s.napi_wait_ns_per_pkt)
+            );
+        }
     }
     let mut all_ratios = ratios(&sc, &medians, &samples, "");
     let socket_medians: Vec<(&str, f64, f64)> = sc
@@ -518,6 +563,8 @@ pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {
         "median_socket_datagrams_per_s": socket_medians.iter().map(|(n, p, _)| (n.to_string(), json!(p))).collect::<serde_json::Map<_, _>>(),
         "median_rx_pps": medians.iter().map(|(n, p, _)| (n.to_string(), json!(p))).collect::<serde_json::Map<_, _>>(),
         "median_helper_cpu_ms_per_mpkt": sc.contenders.iter().map(|c| (c.name.to_string(), json!(median_of(c.name, |s| s.helper_cpu_ms_per_mpkt)))).collect::<serde_json::Map<_, _>>(),
+        "median_napi_wait_ns_per_pkt": sc.contenders.iter().map(|c| (c.name.to_string(), json!(median_of(c.name, |s| s.napi_wait_ns_per_pkt)))).collect::<serde_json::Map<_, _>>(),
+        "median_napi_run_ns_per_pkt": sc.contenders.iter().map(|c| (c.name.to_string(), json!(median_of(c.name, |s| s.napi_run_ns_per_pkt)))).collect::<serde_json::Map<_, _>>(),
         "median_sender_cpu_ms_per_mpkt_sent": sc.contenders.iter().map(|c| (c.name.to_string(), json!(median_of(c.name, |s| s.sent_cpu_ms_per_mpkt)))).collect::<serde_json::Map<_, _>>(),
         "median_sender_cpu_ms_per_mpkt": sc.contenders.iter().map(|c| (c.name.to_string(), json!(median_of(c.name, |s| s.cpu_ms_per_mpkt)))).collect::<serde_json::Map<_, _>>(),
         "median_rx_bps_l2": medians.iter().map(|(n, _, b)| (n.to_string(), json!(b))).collect::<serde_json::Map<_, _>>(),
@@ -588,16 +635,16 @@ fn implausible(m: &Measured) -> Option<String> {
 }
 
 /// Every contender `cfg.runs` times, alternating.
-fn collect(rig: &Rig, sc: &Scenario, cfg: &Config) -> Result<Vec<Sample>> {
+fn collect(rig: &Rig, sc: &Scenario, cfg: &Config, napi: &[i32]) -> Result<Vec<Sample>> {
     let mut samples = Vec::new();
     for run in 0..cfg.runs {
         for c in &sc.contenders {
-            let mut m = measure_once(rig, sc, c, cfg)?;
+            let mut m = measure_once(rig, sc, c, cfg, napi)?;
             if let Some(why) = implausible(&m) {
                 // The shared VM was paused or its accounting jumped: the
                 // window says nothing about the contender. Once more.
                 println!("  run {run} {:<28} measured again: {why}", c.name);
-                m = measure_once(rig, sc, c, cfg)?;
+                m = measure_once(rig, sc, c, cfg, napi)?;
                 if let Some(why) = implausible(&m) {
                     println!("  run {run} {:<28} kept, though: {why}", c.name);
                 }
@@ -619,6 +666,8 @@ fn collect(rig: &Rig, sc: &Scenario, cfg: &Config) -> Result<Vec<Sample>> {
                 sender_cpu_s: cpu,
                 cpu_ms_per_mpkt: ms_per_million(cpu, pkts),
                 sent_cpu_ms_per_mpkt: ms_per_million(cpu, pkts + m.ring_dropped),
+                napi_run_ns_per_pkt: m.napi[0] as f64 / pkts.max(1) as f64,
+                napi_wait_ns_per_pkt: m.napi[1] as f64 / pkts.max(1) as f64,
                 helper_cpu_s: m.helper_cpu,
                 helper_cpu_ms_per_mpkt: ms_per_million(m.helper_cpu, pkts),
                 rx_dropped: m.rx_dropped,

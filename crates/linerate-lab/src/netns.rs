@@ -478,7 +478,9 @@ impl Rig {
     /// [`udp_through_napi`](Self::udp_through_napi)). Everything else (TCP,
     /// whose TSO super-packets pass whole, frames sent by AF_XDP or
     /// AF_PACKET) is received through the backlog on the sending CPU.
-    pub fn pin_receive_path(&self, host: usize, cpu: usize) -> Result<(), RigError> {
+    ///
+    /// Returns the NAPI threads it pinned.
+    pub fn pin_receive_path(&self, host: usize, cpu: usize) -> Result<Vec<i32>, RigError> {
         let fresh = self.threaded_napi(host)?;
         if fresh.is_empty() {
             let h = &self.hosts[host];
@@ -487,10 +489,10 @@ impl Rig {
                 h.iface, h.netns
             )));
         }
-        for pid in fresh {
+        for &pid in &fresh {
             self.pin_thread(host, pid, cpu)?;
         }
-        Ok(())
+        Ok(fresh)
     }
 
     /// Turns GRO and threaded NAPI on for host `host`'s veth; the NAPI
