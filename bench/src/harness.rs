@@ -462,15 +462,7 @@ pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {
     };
     print_header(&sc, cfg, &rig, &machine);
     let samples = collect(&rig, &sc, cfg, &napi)?;
-    let median_of = |name: &str, f: fn(&Sample) -> f64| {
-        median(
-            samples
-                .iter()
-                .filter(|s| s.contender == name)
-                .map(f)
-                .collect(),
-        )
-    };
+    let median_of = |name: &str, f: fn(&Sample) -> f64| contender_median(&samples, name, f);
     let medians: Vec<(&str, f64, f64)> = sc
         .contenders
         .iter()
@@ -707,6 +699,17 @@ fn collect(rig: &Rig, sc: &Scenario, cfg: &Config, napi: &[i32]) -> Result<Vec<S
     Ok(samples)
 }
 
+/// The median of `f` over contender `name`'s samples.
+fn contender_median(samples: &[Sample], name: &str, f: fn(&Sample) -> f64) -> f64 {
+    median(
+        samples
+            .iter()
+            .filter(|s| s.contender == name)
+            .map(f)
+            .collect(),
+    )
+}
+
 /// The sending side's cost per frame that left it (received, or dropped
 /// at the receiver's full ring), each linerate contender against each
 /// peer: peer's CPU per frame over ours (above 1: ours costs less).
@@ -714,14 +717,7 @@ fn sent_cost_ratios(
     sc: &Scenario,
     samples: &[Sample],
 ) -> serde_json::Map<String, serde_json::Value> {
-    let cost = |n: &str| {
-        median(
-            (samples.iter())
-                .filter(|s| s.contender == n)
-                .map(|s| s.sent_cpu_ms_per_mpkt)
-                .collect(),
-        )
-    };
+    let cost = |n: &str| contender_median(samples, n, |s| s.sent_cpu_ms_per_mpkt);
     println!(
         "\nsender CPU per frame that left the sender (received + dropped at the receiver's full ring), medians:"
     );
@@ -774,14 +770,7 @@ fn ratios(
                 Metric::Packets => (pps / base.1, "received packet rate"),
                 Metric::Bits => (bps / base.2, "received bit rate"),
                 Metric::CpuPerPacket => {
-                    let cost = |n: &str| {
-                        median(
-                            (samples.iter())
-                                .filter(|s| s.contender == n)
-                                .map(|s| s.cpu_ms_per_mpkt)
-                                .collect(),
-                        )
-                    };
+                    let cost = |n: &str| contender_median(samples, n, |s| s.cpu_ms_per_mpkt);
                     (
                         cost(base.0) / cost(name),
                         "sender CPU per received packet, peer over this",
