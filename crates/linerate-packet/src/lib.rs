@@ -27,4 +27,7 @@ pub use linerate_backend::port::{
     UDP_SOCKETS_MAX, open_rx, open_rx_workers, open_tx,
 };
 pub use rx::{CaptureConfig, FLOW_ROWS_MAX, SinkConfig, SinkError, SinkReport, flow_rows, sink};
-pub use tx::{BlastConfig, BlastError, BlastReport, Rate, Replay, Timing, blast, traffic};
+pub use tx::{
+    BlastConfig, BlastError, BlastReport, ProfileConfig, Rate, Replay, StreamSent, Timing, blast,
+    blast_profile, traffic,
+};

@@ -8,8 +8,8 @@
 use super::field::FieldGen;
 use super::rng::SplitMix;
 use super::{Field, Stream};
-use crate::template::{Framing, Template, TemplateError};
 use crate::FlowFields;
+use crate::template::{Framing, Template, TemplateError};
 use linerate_wire::{END_MARKER, MacAddr};
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -100,10 +100,7 @@ impl StreamFrames {
         // The first frame's fields (drawn again when it is written).
         let first = Self::fields(&mut gens.clone(), h.ipv6);
         let framing = Framing {
-            vlan: h
-                .vlan
-                .as_ref()
-                .map(|(f, pcp)| (f.bounds().0 as u16, *pcp)),
+            vlan: h.vlan.as_ref().map(|(f, pcp)| (f.bounds().0 as u16, *pcp)),
             dscp: h.dscp,
             ttl: h.ttl,
             mtu,
@@ -183,15 +180,15 @@ impl StreamFrames {
         t.len()
     }
 
-    /// The stream's end marker (its count of frames written) into `out`;
-    /// returns its length.
-    pub fn end_marker(&self, out: &mut [u8], tx_ns: u64) -> usize {
+    /// The stream's end marker (`sent`: its count of frames sent) into
+    /// `out`; returns its length.
+    pub fn end_marker(&self, out: &mut [u8], sent: u64, tx_ns: u64) -> usize {
         let t = self
             .templates
             .values()
             .min_by_key(|t| t.len())
             .expect("a stream has a size");
-        t.write(out, &self.first, self.id, END_MARKER | self.seq, tx_ns);
+        t.write(out, &self.first, self.id, END_MARKER | sent, tx_ns);
         t.len()
     }
 }

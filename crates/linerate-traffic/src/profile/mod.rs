@@ -94,7 +94,10 @@ pub enum RateSpec {
 pub enum Rate {
     Pps(f64),
     /// bit/s, and the bytes counted per frame beyond its size (20 for L1).
-    Bps { bps: f64, extra_bytes: u32 },
+    Bps {
+        bps: f64,
+        extra_bytes: u32,
+    },
 }
 
 impl Rate {
@@ -238,3 +241,6 @@ impl Profile {
         self.streams.iter().find(|s| s.id == id)
     }
 }
+
+#[cfg(test)]
+mod tests;

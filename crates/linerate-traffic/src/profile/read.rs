@@ -5,7 +5,7 @@
 //! (`streams[1].ipv4.src`).
 
 use super::{Field, Headers, Mode, Pattern, Profile, ProfileError, RateSpec, STREAMS_MAX, Stream};
-use crate::template::{Framing, Template};
+use crate::template::{Framing, Template, TemplateError};
 use linerate_wire::MacAddr;
 use std::cell::RefCell;
 use std::collections::BTreeSet;
@@ -116,8 +116,7 @@ impl<'s, 'a> Node<'s, 'a> {
             .value()
             .and_then(Value::as_array)
             .ok_or_else(|| self.wrong("an array"))?;
-        Ok(a
-            .iter()
+        Ok(a.iter()
             .enumerate()
             .map(|(i, v)| Node {
                 src: self.src,
@@ -143,8 +142,12 @@ impl<'s, 'a> Node<'s, 'a> {
         let secs = match self.value() {
             Some(Value::Integer(i)) => *i.value() as f64,
             Some(Value::Float(f)) => *f.value(),
-            Some(Value::String(s)) => parse_duration(s.value())
-                .ok_or_else(|| self.err(format!("'{}' is not a duration (2s, 150ms, 500us, 1m)", s.value())))?,
+            Some(Value::String(s)) => parse_duration(s.value()).ok_or_else(|| {
+                self.err(format!(
+                    "'{}' is not a duration (2s, 150ms, 500us, 1m)",
+                    s.value()
+                ))
+            })?,
             _ => return Err(self.wrong("a duration (2s, 150ms, or seconds)")),
         };
         if !(0.0..=86_400.0).contains(&secs) {
@@ -156,10 +159,21 @@ impl<'s, 'a> Node<'s, 'a> {
 
 fn parse_duration(s: &str) -> Option<f64> {
     let s = s.trim();
-    let (num, mult) = [("ms", 1e-3), ("us", 1e-6), ("µs", 1e-6), ("ns", 1e-9), ("s", 1.0), ("m", 60.0)]
-        .iter()
-        .find_map(|(u, m)| s.strip_suffix(u).map(|n| (n, *m)))?;
-    num.trim().parse::<f64>().ok().filter(|v| v.is_finite()).map(|v| v * mult)
+    let (num, mult) = [
+        ("ms", 1e-3),
+        ("us", 1e-6),
+        ("µs", 1e-6),
+        ("ns", 1e-9),
+        ("s", 1.0),
+        ("m", 60.0),
+    ]
+    .iter()
+    .find_map(|(u, m)| s.strip_suffix(u).map(|n| (n, *m)))?;
+    num.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite())
+        .map(|v| v * mult)
 }
 
 /// A table being read: the keys taken so far are remembered, so
@@ -250,10 +264,7 @@ impl Kind {
     fn scalar(self, n: &Node) -> Res<u128> {
         let bad = || n.err(format!("expected {}", self.name()));
         let number = |max: i64| -> Res<u128> {
-            let v = n
-                .value()
-                .and_then(Value::as_integer)
-                .ok_or_else(bad)?;
+            let v = n.value().and_then(Value::as_integer).ok_or_else(bad)?;
             u128::try_from(v)
                 .ok()
                 .filter(|&v| v <= max as u128)
@@ -306,7 +317,9 @@ fn field(n: &Node, kind: Kind) -> Res<Field> {
         o.done()?;
         let mix = linerate_calc::Imix::parse(m.str()?).map_err(|e| m.err(e.to_string()))?;
         let cycle = crate::SizeSequence::from_mix(&mix);
-        return Ok(Field::List(cycle.cycle().iter().map(|&s| u128::from(s)).collect()));
+        return Ok(Field::List(
+            cycle.cycle().iter().map(|&s| u128::from(s)).collect(),
+        ));
     }
     let first = kind.scalar(&o.need("from")?)?;
     let to = o.need("to")?;
@@ -324,7 +337,11 @@ fn field(n: &Node, kind: Kind) -> Res<Field> {
             "increment" | "inc" => Mode::Increment,
             "decrement" | "dec" => Mode::Decrement,
             "random" => Mode::Random,
-            x => return Err(m.err(format!("'{x}' is not a mode (increment, decrement, random)"))),
+            x => {
+                return Err(m.err(format!(
+                    "'{x}' is not a mode (increment, decrement, random)"
+                )));
+            }
         },
     };
     o.done()?;
@@ -341,7 +358,10 @@ fn list(n: &Node, kind: Kind) -> Res<Field> {
     if items.is_empty() {
         return Err(n.err("an empty list"));
     }
-    let values = items.iter().map(|i| kind.scalar(i)).collect::<Res<Vec<_>>>()?;
+    let values = items
+        .iter()
+        .map(|i| kind.scalar(i))
+        .collect::<Res<Vec<_>>>()?;
     Ok(Field::List(values))
 }
 
@@ -367,9 +387,9 @@ pub(super) fn profile(text: &str, file: &Path) -> Res<Profile> {
         None => 1,
     };
     let line_rate_bps = match top.get("line_rate") {
-        Some(l) => Some(
-            linerate_calc::parse_bps(l.str()?).map_err(|e| l.err(e.to_string()))? as f64,
-        ),
+        Some(l) => {
+            Some(linerate_calc::parse_bps(l.str()?).map_err(|e| l.err(e.to_string()))? as f64)
+        }
         None => None,
     };
     let streams = streams(&top.need("streams")?, seed)?;
@@ -387,7 +407,12 @@ fn streams(n: &Node, seed: u64) -> Res<Vec<Stream>> {
     let tables: Vec<(&dyn TableLike, usize)> = match n.v {
         Ref::Item(Item::ArrayOfTables(a)) => a
             .iter()
-            .map(|t| (t as &dyn TableLike, t.span().map_or(n.line, |s| n.src.line(s.start))))
+            .map(|t| {
+                (
+                    t as &dyn TableLike,
+                    t.span().map_or(n.line, |s| n.src.line(s.start)),
+                )
+            })
             .collect(),
         _ => return Err(n.wrong("[[streams]] tables")),
     };
@@ -406,39 +431,58 @@ fn streams(n: &Node, seed: u64) -> Res<Vec<Stream>> {
             t,
             taken: RefCell::new(BTreeSet::new()),
         };
-        let s = stream(&o, i, seed)?;
-        if let Some(other) = out.iter().find(|x| x.name == s.name || x.id == s.id) {
-            let what = if other.name == s.name { "name" } else { "id" };
-            return Err(n.src.err(
-                s.line,
-                &format!("streams[{i}].{what}"),
-                format!("the same {what} as stream '{}' (each stream needs its own)", other.name),
-            ));
-        }
+        let s = stream(&o, i, seed, &out)?;
         out.push(s);
     }
     Ok(out)
 }
 
-fn stream(o: &Obj, i: usize, seed: u64) -> Res<Stream> {
-    let name = match o.get("name") {
+/// Stream `i` (`before`: the streams read so far, whose names and ids it
+/// must not take).
+fn stream(o: &Obj, i: usize, seed: u64, before: &[Stream]) -> Res<Stream> {
+    let taken = |n: &Node, what: &str, same: &dyn Fn(&Stream) -> bool| match before
+        .iter()
+        .find(|s| same(s))
+    {
+        Some(other) => Err(n.err(format!(
+            "the same {what} as stream '{}' (each stream needs its own)",
+            other.name
+        ))),
+        None => Ok(()),
+    };
+    let name_node = o.get("name");
+    let name = match &name_node {
         Some(n) => n.str()?.to_string(),
         None => format!("stream{i}"),
     };
-    let id = match o.get("id") {
+    let id_node = o.get("id");
+    let id = match &id_node {
         Some(n) => n.int(0, 65_535)? as u16,
         None => i as u16,
     };
+    let here = o.node.clone();
+    taken(name_node.as_ref().unwrap_or(&here), "name", &|s| {
+        s.name == name
+    })?;
+    taken(id_node.as_ref().unwrap_or(&here), "id", &|s| s.id == id)?;
     let headers = headers(o)?;
-    let size_node = o.get("size");
-    let size = match &size_node {
-        Some(n) => field(n, Kind::Size)?,
-        None => Field::Fixed(64),
+    let size = match o.get("size") {
+        Some(n) => {
+            let size = field(&n, Kind::Size)?;
+            check_size(size.bounds().0, &headers).map_err(|e| n.err(e.to_string()))?;
+            size
+        }
+        // The smallest frame that carries the headers and the probe.
+        None => match check_size(64, &headers) {
+            Err(TemplateError::TooSmall { min, .. }) => Field::Fixed(min as u128),
+            _ => Field::Fixed(64),
+        },
     };
-    if let Some(n) = &size_node {
-        check_sizes(n, &size, &headers)?;
-    }
-    let rate_l2 = o.get("rate_l2").map(|n| n.bool()).transpose()?.unwrap_or(false);
+    let rate_l2 = o
+        .get("rate_l2")
+        .map(|n| n.bool())
+        .transpose()?
+        .unwrap_or(false);
     let rate = rate(&o.need("rate")?, rate_l2)?;
     let pattern = match o.get("pattern") {
         Some(n) => pattern(&n)?,
@@ -467,10 +511,9 @@ fn stream(o: &Obj, i: usize, seed: u64) -> Res<Stream> {
     })
 }
 
-/// Refuses sizes too small for the stream's headers and the probe.
-fn check_sizes(n: &Node, size: &Field, h: &Headers) -> Res<()> {
-    let v6 = h.ipv6;
-    let any: IpAddr = if v6 {
+/// Whether a `size`-byte frame carries the headers and the probe.
+fn check_size(size: u128, h: &Headers) -> Result<(), TemplateError> {
+    let any: IpAddr = if h.ipv6 {
         IpAddr::V6(0u128.into())
     } else {
         IpAddr::V4(0u32.into())
@@ -488,9 +531,7 @@ fn check_sizes(n: &Node, size: &Field, h: &Headers) -> Res<()> {
         tcp_flags: h.tcp_flags,
         ..Framing::default()
     };
-    Template::new(size.bounds().0 as usize, &flow, &framing)
-        .map(|_| ())
-        .map_err(|e| n.err(e.to_string()))
+    Template::new(size as usize, &flow, &framing).map(|_| ())
 }
 
 /// `rate`: "1000pps", "50Mbps" (on the wire; of frames with `rate_l2`)
@@ -499,16 +540,25 @@ fn rate(n: &Node, l2: bool) -> Res<RateSpec> {
     let s = n.str()?.trim();
     let lower = s.to_ascii_lowercase();
     let r = if let Some(p) = lower.strip_suffix('%') {
-        let p: f64 = p.trim().parse().map_err(|_| n.err(format!("'{s}' is not a percentage")))?;
+        let p: f64 = p
+            .trim()
+            .parse()
+            .map_err(|_| n.err(format!("'{s}' is not a percentage")))?;
         if !(p > 0.0 && p <= 100.0) {
-            return Err(n.err(format!("{p}% is not a share of the line rate (above 0, at most 100)")));
+            return Err(n.err(format!(
+                "{p}% is not a share of the line rate (above 0, at most 100)"
+            )));
         }
         RateSpec::LinePercent(p)
     } else if lower.ends_with("pps") {
         RateSpec::Pps(linerate_calc::parse_pps(s).map_err(|e| n.err(e.to_string()))? as f64)
     } else if lower.ends_with("bps") || lower.ends_with("bit") || lower.ends_with("b/s") {
         let b = linerate_calc::parse_bps(s).map_err(|e| n.err(e.to_string()))? as f64;
-        if l2 { RateSpec::BpsL2(b) } else { RateSpec::BpsL1(b) }
+        if l2 {
+            RateSpec::BpsL2(b)
+        } else {
+            RateSpec::BpsL1(b)
+        }
     } else {
         return Err(n.err(format!(
             "'{s}' has no unit: write 1000pps, 50Mbps or 10% (of the line rate)"
@@ -559,7 +609,11 @@ fn headers(o: &Obj) -> Res<Headers> {
         (Some(_), Some(n)) => return Err(n.err("a stream has ipv4 or ipv6, not both")),
         (None, None) => {
             let f = o.path("ipv4");
-            return Err(o.node.src.err(o.node.line, &f, "missing (give [streams.ipv4] or [streams.ipv6])"));
+            return Err(o.node.src.err(
+                o.node.line,
+                &f,
+                "missing (give [streams.ipv4] or [streams.ipv6])",
+            ));
         }
     };
     let (udp, tcp) = (o.get("udp"), o.get("tcp"));
@@ -574,8 +628,16 @@ fn headers(o: &Obj) -> Res<Headers> {
     let ipo = ip.obj()?;
     let src_ip = field(&ipo.need("src")?, Kind::Ip { v6: ipv6 })?;
     let dst_ip = field(&ipo.need("dst")?, Kind::Ip { v6: ipv6 })?;
-    let dscp = ipo.get("dscp").map(|n| n.int(0, 63)).transpose()?.unwrap_or(0) as u8;
-    let ttl = ipo.get("ttl").map(|n| n.int(1, 255)).transpose()?.unwrap_or(64) as u8;
+    let dscp = ipo
+        .get("dscp")
+        .map(|n| n.int(0, 63))
+        .transpose()?
+        .unwrap_or(0) as u8;
+    let ttl = ipo
+        .get("ttl")
+        .map(|n| n.int(1, 255))
+        .transpose()?
+        .unwrap_or(64) as u8;
     ipo.done()?;
     let is_tcp = tcp.is_some();
     let l4 = udp.or(tcp);
@@ -595,7 +657,11 @@ fn headers(o: &Obj) -> Res<Headers> {
                 None
             };
             t.done()?;
-            (src.unwrap_or(Field::Fixed(9)), dst.unwrap_or(Field::Fixed(9)), flags)
+            (
+                src.unwrap_or(Field::Fixed(9)),
+                dst.unwrap_or(Field::Fixed(9)),
+                flags,
+            )
         }
     };
     Ok(Headers {
