@@ -1,0 +1,353 @@
+//! `blast --profile` on the in-memory loopback port: every stream's count
+//! exact at the sender and at the sink (per stream, against the faults the
+//! wire injected at the frames it names), the frames on the wire the ones
+//! the profile's generator writes, byte for byte, for the same seed, and
+//! each pacing pattern's gaps measured from the frames' send times.
+
+use linerate_backend::loopback::{Faults, LoopRx, Port};
+use linerate_packet::{
+    BackendKind, BlastReport, ProfileConfig, RxFilter, SinkConfig, SinkReport, blast_profile,
+};
+use linerate_traffic::profile::{Profile, StreamFrames};
+use linerate_wire::{L4, parse_frame};
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+const MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
+
+fn profile(text: &str) -> Profile {
+    Profile::parse(text, Path::new("test.toml")).expect("a valid profile")
+}
+
+fn config(port: &str, p: Profile) -> ProfileConfig {
+    ProfileConfig {
+        iface: port.into(),
+        rates: p.rates(None).expect("no % rates"),
+        profile: p,
+        scale: 1.0,
+        duration: Duration::from_secs(20),
+        backend: BackendKind::Loopback,
+        src_mac: MAC,
+        core: None,
+        interval: None,
+        end_markers: true,
+    }
+}
+
+fn send(cfg: &ProfileConfig) -> BlastReport {
+    blast_profile(cfg, &AtomicBool::new(false), &mut |_| {}).expect("blast --profile")
+}
+
+/// Three streams: IPv4 UDP with a port range, IPv6 TCP on a VLAN whose id
+/// moves with random sources, IPv4 UDP with IMIX sizes and listed ports.
+const THREE: &str = r#"
+seed = 5
+[[streams]]
+name = "udp4"
+id = 10
+rate = "30000pps"
+count = 330
+size = 100
+[streams.eth]
+dst = "02:00:00:00:00:02"
+[streams.ipv4]
+src = "198.18.0.1"
+dst = "198.18.0.2"
+[streams.udp]
+src = { from = 1000, to = 1009 }
+
+[[streams]]
+name = "tcp6"
+id = 11
+rate = "20Mbps"
+count = 220
+size = { from = 100, to = 300, step = 50, mode = "random" }
+pattern = { burst = 4 }
+[streams.eth]
+dst = "02:00:00:00:00:02"
+[streams.vlan]
+id = { from = 10, to = 12 }
+pcp = 3
+[streams.ipv6]
+src = { from = "2001:db8::1", to = "2001:db8::40", mode = "random" }
+dst = "2001:db8::2"
+[streams.tcp]
+flags = "SA"
+src = 443
+dst = { from = 2000, to = 2100, mode = "random" }
+
+[[streams]]
+name = "imix"
+id = 12
+rate = "10000pps"
+pattern = "poisson"
+count = 110
+size = { imix = "simple" }
+[streams.eth]
+src = "02:00:00:00:00:07"
+dst = "02:00:00:00:00:02"
+[streams.ipv4]
+src = { from = "198.18.1.1", to = "198.18.1.3", mode = "decrement" }
+dst = "198.18.0.2"
+[streams.udp]
+dst = [7, 9]
+"#;
+
+fn sink_cfg(port: &str) -> SinkConfig {
+    SinkConfig {
+        iface: port.into(),
+        duration: Duration::from_secs(30),
+        backend: BackendKind::Loopback,
+        clocks_shared: true,
+        until_packets: None,
+        capture: None,
+        cores: Vec::new(),
+        interval: None,
+        take: RxFilter::Udp(None),
+    }
+}
+
+/// The streams (by index) of the frames in the order the sender sends
+/// them: its schedule, which does not depend on when frames leave.
+fn wire_order(p: &Profile) -> Vec<usize> {
+    use linerate_traffic::profile::{Pacer, Schedule};
+    let rates = p.rates(None).unwrap();
+    let mut frames: Vec<StreamFrames> = (p.streams.iter())
+        .map(|s| StreamFrames::new(s, MAC, None).unwrap())
+        .collect();
+    let pacers = (p.streams.iter().zip(&rates))
+        .map(|(s, r)| Pacer::new(s, *r, 1.0))
+        .collect();
+    let mut sched = Schedule::new(pacers, |i| frames[i].next_size());
+    let mut order = Vec::new();
+    let mut buf = vec![0u8; 9216];
+    while let Some(d) = sched.peek() {
+        order.push(d.stream);
+        frames[d.stream].write(&mut buf, 0);
+        sched.advance(frames[d.stream].next_size());
+    }
+    order
+}
+
+#[test]
+fn every_stream_is_counted_exactly_by_sender_and_sink() {
+    // 660 frames, then 9 end markers (661-669): no marker is a multiple
+    // of 10 (dropped) or 11 (duplicated).
+    let port = Port::create(
+        "lp-profile",
+        1500,
+        Faults {
+            drop_every: 10,
+            duplicate_every: 11,
+            ..Faults::default()
+        },
+    )
+    .unwrap();
+    let p = profile(THREE);
+    let order = wire_order(&p);
+    assert_eq!(order.len(), 660);
+    let cfg = config("lp-profile", p);
+    let (b, mut got) = linerate_packet::pair::while_counting(
+        &[sink_cfg("lp-profile")],
+        Duration::from_millis(200),
+        || send(&cfg),
+        |_| true,
+    )
+    .expect("sink ready");
+    let s: SinkReport = got.remove(0).expect("sink");
+    let sent: Vec<(&str, u16, u64)> = (b.streams.iter())
+        .map(|s| (s.name.as_str(), s.id, s.packets))
+        .collect();
+    assert_eq!(
+        sent,
+        [("udp4", 10, 330), ("tcp6", 11, 220), ("imix", 12, 110)]
+    );
+    assert_eq!(b.packets, 660);
+    assert_eq!(b.end_marker_frames, 9);
+    assert_eq!(port.wire().counts().offered, 669);
+    for (i, st) in b.streams.iter().enumerate() {
+        // The wire's frame n (1-based) is this stream's when the
+        // schedule says so: drops and duplicates fall where it puts them.
+        let order = &order;
+        let at = |k: u64| (1..=660u64).filter(move |n| order[*n as usize - 1] == i && n % k == 0);
+        let dropped = at(10).count() as u64;
+        let duplicated = at(11).filter(|n| n % 10 != 0).count() as u64;
+        let f = s.counts.flows.get(&st.id).expect("the stream's id arrived");
+        assert_eq!(
+            (f.seq.received(), f.lost(), f.seq.duplicates, f.seq.late),
+            (st.packets - dropped + duplicated, dropped, duplicated, 0),
+            "stream {}",
+            st.name
+        );
+        assert_eq!(f.sent_marker, Some(st.packets), "its end marker");
+        assert!(dropped > 0 && duplicated > 0, "the faults reach every stream");
+    }
+    assert_eq!(s.counts.flows.len(), 3, "one flow id per stream");
+}
+
+/// Every frame on `port`'s wire, in order.
+fn drain(port: &str) -> Vec<Vec<u8>> {
+    let mut rx = LoopRx::open(port).unwrap();
+    let mut got = Vec::new();
+    while rx.recv(64, Duration::from_millis(50), &mut |f: &[u8], _| {
+        got.push(f.to_vec())
+    }) > 0
+    {}
+    got
+}
+
+/// The probe's send time and the transport checksum (which covers it)
+/// zeroed: what is left depends only on the profile and its seed.
+fn timeless(f: &[u8]) -> Vec<u8> {
+    let p = parse_frame(f).expect("well-formed");
+    let payload_at = f.len() - p.payload.len();
+    let (l4_len, csum) = match p.l4 {
+        L4::Tcp(_) => (20, 16),
+        _ => (8, 6),
+    };
+    let mut out = f.to_vec();
+    let l4 = payload_at - l4_len;
+    out[l4 + csum..l4 + csum + 2].fill(0);
+    out[payload_at + 12..payload_at + 18].fill(0);
+    out
+}
+
+/// Sends `text` on a fresh port and returns its frames (markers left out).
+fn frames_on_wire(port: &str, text: &str) -> Vec<Vec<u8>> {
+    let _p = Port::create(port, 9000, Faults::default()).unwrap();
+    let mut cfg = config(port, profile(text));
+    cfg.end_markers = false;
+    let b = send(&cfg);
+    let got = drain(port);
+    assert_eq!(got.len() as u64, b.packets);
+    got
+}
+
+#[test]
+fn the_same_seed_sends_the_same_frames_byte_for_byte() {
+    let a = frames_on_wire("lp-seed-a", THREE);
+    let p = profile(THREE);
+    // Each frame is the one the generator writes for its stream with the
+    // send time the frame carries: every byte, checksums included.
+    let mut gens: Vec<StreamFrames> = (p.streams.iter())
+        .map(|s| StreamFrames::new(s, MAC, None).unwrap())
+        .collect();
+    for f in &a {
+        let probe = parse_frame(f).unwrap().probe.expect("a probe");
+        let g = &mut gens[usize::from(probe.flow_id - 10)];
+        let mut want = vec![0u8; 9216];
+        let len = g.write(&mut want, probe.tx_ns);
+        assert_eq!(f[..], want[..len]);
+    }
+    // Another run: the same frames but for their send times.
+    let b = frames_on_wire("lp-seed-b", THREE);
+    let strip = |v: &[Vec<u8>]| v.iter().map(|f| timeless(f)).collect::<Vec<_>>();
+    assert_eq!(strip(&a), strip(&b), "same seed, same frames");
+    // Another seed: the streams with random fields change, the other not.
+    let c = frames_on_wire("lp-seed-c", &THREE.replace("seed = 5", "seed = 6"));
+    let of = |v: &[Vec<u8>], id: u16| {
+        strip(v)
+            .into_iter()
+            .filter(|f| parse_frame(f).unwrap().probe.unwrap().flow_id == id)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(of(&a, 10), of(&c, 10), "no random field: unchanged");
+    assert_ne!(of(&a, 11), of(&c, 11), "random sources, ports and sizes follow the seed");
+    assert_eq!(of(&a, 11).len(), of(&c, 11).len());
+}
+
+/// Four streams at 2000 frames/s (500 µs apart on average), one per
+/// pattern, sent together.
+const PATTERNS: &str = r#"
+[[streams]]
+name = "fixed"
+rate = "2000pps"
+count = 600
+[streams.eth]
+dst = "02:00:00:00:00:02"
+[streams.ipv4]
+src = "198.18.0.1"
+dst = "198.18.0.2"
+
+[[streams]]
+name = "burst"
+rate = "2000pps"
+count = 600
+pattern = { burst = 10 }
+[streams.eth]
+dst = "02:00:00:00:00:02"
+[streams.ipv4]
+src = "198.18.0.1"
+dst = "198.18.0.2"
+
+[[streams]]
+name = "onoff"
+rate = "2000pps"
+count = 200
+pattern = { on = "20ms", off = "30ms" }
+[streams.eth]
+dst = "02:00:00:00:00:02"
+[streams.ipv4]
+src = "198.18.0.1"
+dst = "198.18.0.2"
+
+[[streams]]
+name = "poisson"
+rate = "2000pps"
+count = 600
+pattern = "poisson"
+[streams.eth]
+dst = "02:00:00:00:00:02"
+[streams.ipv4]
+src = "198.18.0.1"
+dst = "198.18.0.2"
+"#;
+
+fn mean_sd(g: &[f64]) -> (f64, f64) {
+    let m = g.iter().sum::<f64>() / g.len() as f64;
+    let v = g.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (g.len() - 1) as f64;
+    (m, v.sqrt())
+}
+
+#[test]
+fn each_pattern_leaves_with_its_gaps() {
+    let frames = frames_on_wire("lp-pacing", PATTERNS);
+    // Each stream's gaps (µs) between send times, as its frames carry them.
+    let mut times: [Vec<u64>; 4] = Default::default();
+    for f in &frames {
+        let p = parse_frame(f).unwrap().probe.unwrap();
+        times[usize::from(p.flow_id)].push(p.tx_ns);
+    }
+    let gaps: Vec<Vec<f64>> = (times.iter())
+        .map(|t| t.windows(2).map(|w| (w[1] - w[0]) as f64 / 1e3).collect())
+        .collect();
+    let [fixed, burst, onoff, poisson] = &gaps[..] else {
+        panic!("four streams")
+    };
+    // Evenly spaced: mean 500 µs within 2% (departures are on an absolute
+    // schedule: lateness does not add up), most gaps within 100 µs of it.
+    let (m, _) = mean_sd(fixed);
+    assert!((m - 500.0).abs() < 10.0, "fixed: mean {m} µs");
+    let near = fixed.iter().filter(|g| (*g - 500.0).abs() < 100.0).count();
+    assert!(near * 10 >= fixed.len() * 9, "fixed: {near} of {} gaps near 500 µs", fixed.len());
+    // Bursts of 10: each burst leaves in one send call (one send time, 9
+    // gaps of 0), the bursts 5 ms apart (mean within 2%).
+    assert_eq!(burst.iter().filter(|&&g| g == 0.0).count(), 540, "burst: 9 of 10 gaps are 0");
+    let between: Vec<f64> = burst.iter().copied().filter(|&g| g > 0.0).collect();
+    assert_eq!(between.len(), 59);
+    let (m, _) = mean_sd(&between);
+    assert!((m - 5_000.0).abs() < 100.0, "burst: bursts every {m} µs");
+    // On 20 ms, off 30 ms: 40 frames per on period, 4 silences of 30.5 ms
+    // (within 1 ms each), the gaps inside an on period 500 µs on average.
+    let silences: Vec<f64> = onoff.iter().copied().filter(|&g| g > 10_000.0).collect();
+    assert_eq!(silences.len(), 4, "onoff: {silences:?}");
+    assert!(silences.iter().all(|g| (g - 30_500.0).abs() < 1_000.0), "{silences:?}");
+    let (m, _) = mean_sd(&onoff.iter().copied().filter(|&g| g < 10_000.0).collect::<Vec<_>>());
+    assert!((m - 500.0).abs() < 25.0, "onoff: mean {m} µs while on");
+    // Poisson: exponential gaps, mean 500 µs within 10% and a spread as
+    // large as the mean (coefficient of variation 0.8 to 1.2).
+    let (m, sd) = mean_sd(poisson);
+    assert!((m - 500.0).abs() < 50.0, "poisson: mean {m} µs");
+    assert!((0.8..1.2).contains(&(sd / m)), "poisson: CV {}", sd / m);
+}
