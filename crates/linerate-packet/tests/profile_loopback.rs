@@ -16,6 +16,14 @@ use std::time::Duration;
 
 const MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
 
+/// One test at a time: the pacing test measures gaps, which the others'
+/// sending would disturb on a small machine.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn profile(text: &str) -> Profile {
     Profile::parse(text, Path::new("test.toml")).expect("a valid profile")
 }
@@ -132,6 +140,7 @@ fn wire_order(p: &Profile) -> Vec<usize> {
 
 #[test]
 fn every_stream_is_counted_exactly_by_sender_and_sink() {
+    let _one = serial();
     // 660 frames, then 9 end markers (661-669): no marker is a multiple
     // of 10 (dropped) or 11 (duplicated).
     let port = Port::create(
@@ -181,7 +190,10 @@ fn every_stream_is_counted_exactly_by_sender_and_sink() {
             st.name
         );
         assert_eq!(f.sent_marker, Some(st.packets), "its end marker");
-        assert!(dropped > 0 && duplicated > 0, "the faults reach every stream");
+        assert!(
+            dropped > 0 && duplicated > 0,
+            "the faults reach every stream"
+        );
     }
     assert_eq!(s.counts.flows.len(), 3, "one flow id per stream");
 }
@@ -226,6 +238,7 @@ fn frames_on_wire(port: &str, text: &str) -> Vec<Vec<u8>> {
 
 #[test]
 fn the_same_seed_sends_the_same_frames_byte_for_byte() {
+    let _one = serial();
     let a = frames_on_wire("lp-seed-a", THREE);
     let p = profile(THREE);
     // Each frame is the one the generator writes for its stream with the
@@ -253,7 +266,11 @@ fn the_same_seed_sends_the_same_frames_byte_for_byte() {
             .collect::<Vec<_>>()
     };
     assert_eq!(of(&a, 10), of(&c, 10), "no random field: unchanged");
-    assert_ne!(of(&a, 11), of(&c, 11), "random sources, ports and sizes follow the seed");
+    assert_ne!(
+        of(&a, 11),
+        of(&c, 11),
+        "random sources, ports and sizes follow the seed"
+    );
     assert_eq!(of(&a, 11).len(), of(&c, 11).len());
 }
 
@@ -304,18 +321,54 @@ src = "198.18.0.1"
 dst = "198.18.0.2"
 "#;
 
+/// p10, p50 and p90.
+fn quantiles(g: &[f64]) -> [f64; 3] {
+    let mut s = g.to_vec();
+    s.sort_by(f64::total_cmp);
+    [0.1, 0.5, 0.9].map(|q| s[((s.len() - 1) as f64 * q).round() as usize])
+}
+
 fn mean_sd(g: &[f64]) -> (f64, f64) {
     let m = g.iter().sum::<f64>() / g.len() as f64;
     let v = g.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (g.len() - 1) as f64;
     (m, v.sqrt())
 }
 
+/// Fails with its message when `cond` does not hold.
+macro_rules! ensure {
+    ($cond:expr, $($msg:tt)+) => {
+        if !$cond {
+            return Err(format!($($msg)+));
+        }
+    };
+}
+
 #[test]
 fn each_pattern_leaves_with_its_gaps() {
-    let frames = frames_on_wire("lp-pacing", PATTERNS);
-    // Each stream's gaps (µs) between send times, as its frames carry them.
+    let _one = serial();
+    // A shared machine can stall the sender for tens of milliseconds (the
+    // frames due meanwhile leave together), which no bound on gaps
+    // survives: a run that misses a bound is tried again, twice at most,
+    // and every miss is printed. Broken pacing misses in all three.
+    let mut misses = Vec::new();
+    for run in 0..3 {
+        let frames = frames_on_wire(&format!("lp-pacing-{run}"), PATTERNS);
+        match pattern_gaps(&frames) {
+            Ok(()) => return,
+            Err(e) => {
+                eprintln!("pacing run {run}: {e}");
+                misses.push(e);
+            }
+        }
+    }
+    panic!("every run missed a bound: {misses:?}");
+}
+
+/// Checks each stream's gaps (between the send times its frames carry)
+/// against its pattern's bounds.
+fn pattern_gaps(frames: &[Vec<u8>]) -> Result<(), String> {
     let mut times: [Vec<u64>; 4] = Default::default();
-    for f in &frames {
+    for f in frames {
         let p = parse_frame(f).unwrap().probe.unwrap();
         times[usize::from(p.flow_id)].push(p.tx_ns);
     }
@@ -325,29 +378,57 @@ fn each_pattern_leaves_with_its_gaps() {
     let [fixed, burst, onoff, poisson] = &gaps[..] else {
         panic!("four streams")
     };
-    // Evenly spaced: mean 500 µs within 2% (departures are on an absolute
-    // schedule: lateness does not add up), most gaps within 100 µs of it.
+    // A late wake-up (the host busy elsewhere) sends the frames due
+    // meanwhile together: zero gaps, and one longer gap before them. The
+    // bounds are on means and medians, which a few late wake-ups barely
+    // move.
+    //
+    // Evenly spaced: mean 500 µs within 2% (departures are due at
+    // absolute times: lateness does not add up), median within 5%, and
+    // half the gaps within 50 µs of 500 µs (the median absolute deviation).
     let (m, _) = mean_sd(fixed);
-    assert!((m - 500.0).abs() < 10.0, "fixed: mean {m} µs");
-    let near = fixed.iter().filter(|g| (*g - 500.0).abs() < 100.0).count();
-    assert!(near * 10 >= fixed.len() * 9, "fixed: {near} of {} gaps near 500 µs", fixed.len());
-    // Bursts of 10: each burst leaves in one send call (one send time, 9
-    // gaps of 0), the bursts 5 ms apart (mean within 2%).
-    assert_eq!(burst.iter().filter(|&&g| g == 0.0).count(), 540, "burst: 9 of 10 gaps are 0");
+    ensure!((m - 500.0).abs() < 10.0, "fixed: mean {m} µs");
+    let [_, p50, _] = quantiles(fixed);
+    let dev: Vec<f64> = fixed.iter().map(|g| (g - 500.0).abs()).collect();
+    let [_, mad, _] = quantiles(&dev);
+    ensure!(
+        (p50 - 500.0).abs() < 25.0 && mad < 50.0,
+        "fixed: median {p50} µs, median deviation {mad} µs"
+    );
+    // Bursts of 10: a burst leaves in one send call (one send time: 9
+    // gaps of 0 in 10, and late wake-ups add at most a few), the bursts
+    // 5 ms apart (median within 5%).
+    let zeros = burst.iter().filter(|&&g| g == 0.0).count();
+    ensure!(
+        (540..=560).contains(&zeros),
+        "burst: {zeros} of 599 gaps are 0 (540 to 560)"
+    );
     let between: Vec<f64> = burst.iter().copied().filter(|&g| g > 0.0).collect();
-    assert_eq!(between.len(), 59);
-    let (m, _) = mean_sd(&between);
-    assert!((m - 5_000.0).abs() < 100.0, "burst: bursts every {m} µs");
-    // On 20 ms, off 30 ms: 40 frames per on period, 4 silences of 30.5 ms
-    // (within 1 ms each), the gaps inside an on period 500 µs on average.
+    let [_, m, _] = quantiles(&between);
+    ensure!((m - 5_000.0).abs() < 250.0, "burst: bursts every {m} µs");
+    // On 20 ms, off 30 ms: 40 frames per on period 500 µs apart (median
+    // within 5%), then a silence of 30.5 ms (4 of them: their median
+    // within 1 ms, each within 5 ms).
     let silences: Vec<f64> = onoff.iter().copied().filter(|&g| g > 10_000.0).collect();
-    assert_eq!(silences.len(), 4, "onoff: {silences:?}");
-    assert!(silences.iter().all(|g| (g - 30_500.0).abs() < 1_000.0), "{silences:?}");
-    let (m, _) = mean_sd(&onoff.iter().copied().filter(|&g| g < 10_000.0).collect::<Vec<_>>());
-    assert!((m - 500.0).abs() < 25.0, "onoff: mean {m} µs while on");
-    // Poisson: exponential gaps, mean 500 µs within 10% and a spread as
-    // large as the mean (coefficient of variation 0.8 to 1.2).
-    let (m, sd) = mean_sd(poisson);
-    assert!((m - 500.0).abs() < 50.0, "poisson: mean {m} µs");
-    assert!((0.8..1.2).contains(&(sd / m)), "poisson: CV {}", sd / m);
+    ensure!(silences.len() == 4, "onoff: silences {silences:?} µs");
+    let [_, m, _] = quantiles(&silences);
+    ensure!(
+        (m - 30_500.0).abs() < 1_000.0 && silences.iter().all(|g| (g - 30_500.0).abs() < 5_000.0),
+        "onoff: silences {silences:?} µs"
+    );
+    let on: Vec<f64> = onoff.iter().copied().filter(|&g| g < 10_000.0).collect();
+    let [_, m, _] = quantiles(&on);
+    ensure!((m - 500.0).abs() < 25.0, "onoff: median {m} µs while on");
+    // Poisson: mean 500 µs within 10%, and the exponential's spread: its
+    // median is ln 2 of the mean (347 µs; within 20%), its p90 ln 10
+    // (1151 µs; within 15%): evenly spaced gaps have p90/p50 near 1,
+    // these 3.3.
+    let (m, _) = mean_sd(poisson);
+    ensure!((m - 500.0).abs() < 50.0, "poisson: mean {m} µs");
+    let [_, p50, p90] = quantiles(poisson);
+    ensure!(
+        (p50 / 346.6 - 1.0).abs() < 0.2 && (p90 / 1151.3 - 1.0).abs() < 0.15,
+        "poisson: median {p50}, p90 {p90} µs"
+    );
+    Ok(())
 }
