@@ -12,7 +12,7 @@
 //! million frames per second at most, less with large frames); a profile
 //! past it falls behind its schedule, which the per-stream gaps show.
 
-use super::send::{BlastError, BlastReport, SPIN, StreamSent, worker_row};
+use super::send::{BlastError, BlastReport, SPIN, StreamSent};
 use crate::pool::{Watch, run_pinned};
 use linerate_backend::clock;
 use linerate_backend::port::{BackendKind, Traffic, Tx, open_tx, send_refused};
@@ -192,7 +192,8 @@ fn report(
         flows: cfg.profile.streams.len() as u64,
         per_flow,
         intervals,
-        worker_rows: vec![worker_row(0, packets, bytes, out.refused)],
+        // The intervals' rows are per stream: so are the totals'.
+        worker_rows: stream_rows(&cfg.profile, out.sent.iter().map(|s| (s.packets, s.bytes))),
         backend_stats: out.sock.stats().into_iter().collect(),
         capabilities,
         pacing: Vec::new(),

@@ -136,7 +136,7 @@ fn checked_max_rate(spec: &str) -> Result<String, String> {
     linerate_calc::parse_rate_with_unit("--max-rate", spec).map(|_| spec.to_string())
 }
 
-fn port_speed_bps(iface: &str) -> Option<f64> {
+pub(crate) fn port_speed_bps(iface: &str) -> Option<f64> {
     std::fs::read_to_string(format!("/sys/class/net/{iface}/speed"))
         .ok()
         .and_then(|s| s.trim().parse::<i64>().ok())
