@@ -17,6 +17,7 @@
 mod fwd;
 pub mod pair;
 mod pool;
+pub mod profile_trials;
 pub mod rfc2544;
 mod rx;
 mod tx;

@@ -432,3 +432,105 @@ fn pattern_gaps(frames: &[Vec<u8>]) -> Result<(), String> {
     );
     Ok(())
 }
+
+/// Two streams, 3000 and 1000 frames/s (4000 in all).
+const MIX: &str = r#"
+[[streams]]
+name = "steady"
+rate = "3000pps"
+[streams.eth]
+dst = "02:00:00:00:00:02"
+[streams.ipv4]
+src = "198.18.0.1"
+dst = "198.18.0.2"
+
+[[streams]]
+name = "random"
+rate = "1000pps"
+pattern = "poisson"
+count = 5
+[streams.eth]
+dst = "02:00:00:00:00:02"
+[streams.ipv4]
+src = "198.18.0.1"
+dst = "198.18.0.2"
+"#;
+
+#[test]
+fn rfc2544_scales_the_whole_profile_to_the_rate_a_policing_device_passes() {
+    use linerate_packet::profile_trials::ProfileRunner;
+    use linerate_packet::rfc2544::{self, FrameSize, MaxRate, Settings};
+    let _one = serial();
+    // The device passes 10,000 frames/s: the profile at 2.5 times its rates.
+    let port = Port::create(
+        "lp-profile-dut",
+        1500,
+        Faults {
+            police_fps: 10_000,
+            police_burst: 200,
+            ..Faults::default()
+        },
+    )
+    .unwrap();
+    let mut sender = config("lp-profile-dut", profile(MIX));
+    sender.profile = sender.profile.for_trials();
+    assert_eq!(
+        sender.profile.streams[1].count, None,
+        "a trial's time rules"
+    );
+    let (nominal_fps, mean_bytes) = sender.profile.nominal(&sender.rates);
+    assert_eq!((nominal_fps, mean_bytes), (4_000.0, 64.0));
+    let mut runner = ProfileRunner {
+        sender,
+        nominal_fps,
+        rx_iface: "lp-profile-dut".into(),
+        rx_backend: BackendKind::Loopback,
+        drain: Duration::from_millis(100),
+        clocks_shared: true,
+        stop: std::sync::Arc::new(AtomicBool::new(false)),
+        warmup: Duration::ZERO,
+    };
+    let settings = Settings {
+        max_rate: MaxRate::Fps(40_000.0),
+        trial_time: Duration::from_millis(400),
+        resolution: 0.01,
+        offered_min: 0.97,
+        max_trials: 30,
+    };
+    let size = FrameSize::Profile {
+        name: "profile mix".into(),
+        mean_bytes,
+    };
+    let mut asked = Vec::new();
+    let r = rfc2544::throughput(&mut runner, &size, 0.0, &settings, &mut |t| {
+        asked.push((t.asked_fps, t.offered_fps, t.passed))
+    })
+    .expect("search");
+    assert!(
+        (9_000.0..=10_500.0).contains(&r.rate_fps),
+        "found {} fps: {asked:?}",
+        r.rate_fps
+    );
+    assert!(
+        port.wire().counts().policed > 0,
+        "trials above it were policed"
+    );
+    // Every stream at the same factor: at 2.5 times, 7500 and 2500 frames/s.
+    let _clean = Port::create("lp-profile-scale", 1500, Faults::default()).unwrap();
+    let mut cfg = config("lp-profile-scale", profile(MIX).for_trials());
+    (cfg.scale, cfg.duration) = (2.5, Duration::from_millis(800));
+    let b = send(&cfg);
+    let [steady, random] = &b.streams[..] else {
+        panic!("two streams")
+    };
+    assert!(
+        (5_900..=6_001).contains(&steady.packets),
+        "steady: {}",
+        steady.packets
+    );
+    assert!(
+        (1_700..=2_300).contains(&random.packets),
+        "random: {}",
+        random.packets
+    );
+}

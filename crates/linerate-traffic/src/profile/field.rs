@@ -42,6 +42,21 @@ impl Field {
         }
     }
 
+    /// The mean of its values over a cycle (of a range: the middle of the
+    /// values on its grid).
+    pub fn mean(&self) -> f64 {
+        match self {
+            Field::Fixed(v) => *v as f64,
+            Field::List(l) => l.iter().map(|&v| v as f64).sum::<f64>() / l.len().max(1) as f64,
+            Field::Range {
+                first, last, step, ..
+            } => {
+                let top = first + (last - first) / step * step;
+                (*first as f64 + top as f64) / 2.0
+            }
+        }
+    }
+
     /// Every value the field can take, if there are at most `max`.
     pub fn values(&self, max: usize) -> Option<Vec<u128>> {
         match self {

@@ -236,6 +236,39 @@ impl Profile {
             .collect()
     }
 
+    /// The frames per second the streams' rates add up to (an on-off
+    /// stream's over its on and off time), and the mean frame size of
+    /// those frames (bytes, FCS included): what RFC 2544's search scales.
+    pub fn nominal(&self, rates: &[Rate]) -> (f64, f64) {
+        let (mut fps, mut bytes) = (0.0, 0.0);
+        for (s, r) in self.streams.iter().zip(rates) {
+            let size = s.size.mean();
+            let duty = match s.pattern {
+                Pattern::OnOff { on, off } => on.as_secs_f64() / (on + off).as_secs_f64(),
+                _ => 1.0,
+            };
+            let f = match *r {
+                Rate::Pps(p) => p,
+                Rate::Bps { bps, extra_bytes } => bps / ((size + f64::from(extra_bytes)) * 8.0),
+            } * duty;
+            fps += f;
+            bytes += f * size;
+        }
+        (fps, bytes / fps.max(1e-9))
+    }
+
+    /// The profile as an RFC 2544 trial sends it: every stream for the
+    /// trial's whole time (counts and durations left out; start delays
+    /// kept).
+    pub fn for_trials(&self) -> Profile {
+        let mut p = self.clone();
+        for s in &mut p.streams {
+            s.count = None;
+            s.duration = None;
+        }
+        p
+    }
+
     /// The stream that carries probe flow id `id`.
     pub fn stream_of(&self, id: u16) -> Option<&Stream> {
         self.streams.iter().find(|s| s.id == id)
