@@ -42,7 +42,7 @@ impl Outcome for BlastOutcome {
     fn text(&self) -> String {
         let r = &self.report;
         let mut text = format!(
-            "sent {} frames ({} bytes) in {:.3} s: {:.0} pps, {} L1, {} L2 (sender's count: frames the kernel accepted; backend {}; {} flows; {} send calls, {} refused and retried)\n",
+            "sent {} frames ({} bytes) in {:.3} s: {:.0} pps, {} L1, {} L2 (sender's count: frames the kernel accepted; backend {}; {} {}; {} send calls, {} refused and retried)\n",
             r.packets,
             r.bytes,
             r.duration_s,
@@ -51,6 +51,11 @@ impl Outcome for BlastOutcome {
             linerate_calc::format_bps(r.bps_l2()),
             r.backend,
             r.flows,
+            if r.streams.is_empty() {
+                "flows"
+            } else {
+                "streams"
+            },
             r.send_calls,
             r.send_errors
         );

@@ -313,9 +313,10 @@ fn profile_runner(
         super::profile::blast_config(path, &a.tx_iface, backend, a.src_mac.as_deref(), None)?;
     sender.profile = sender.profile.for_trials();
     let (nominal_fps, mean_bytes) = sender.profile.nominal(&sender.rates);
-    let name = format!(
-        "profile {}",
-        path.file_stem().map_or("".into(), |s| s.to_string_lossy())
+    // The tables' "size": the profile's file name without its extension.
+    let name = path.file_stem().map_or_else(
+        || "profile".to_string(),
+        |s| s.to_string_lossy().into_owned(),
     );
     let config = serde_json::json!({
         "profile": {
