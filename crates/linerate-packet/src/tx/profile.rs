@@ -71,10 +71,7 @@ fn stream_rows(p: &Profile, counts: impl Iterator<Item = (u64, u64)>) -> Vec<Row
 
 /// What the sending thread did.
 struct Out {
-    span: Option<(u64, u64)>,
-    calls: u64,
-    refused: u64,
-    sent: Vec<StreamSent>,
+    tally: Tally,
     frames: Vec<StreamFrames>,
     sock: Tx,
 }
@@ -144,9 +141,12 @@ pub fn blast_profile(
         intervals,
     );
     if cfg.end_markers {
-        report.end_marker_frames = send_markers(cfg, &out.frames, &out.sent, &mut out.sock)?;
+        report.end_marker_frames = send_markers(cfg, &out.frames, &out.tally.sent, &mut out.sock)?;
     }
-    let rows = stream_rows(&cfg.profile, out.sent.iter().map(|s| (s.packets, s.bytes)));
+    let rows = stream_rows(
+        &cfg.profile,
+        out.tally.sent.iter().map(|s| (s.packets, s.bytes)),
+    );
     for iv in sampler.finish(end, rows) {
         on_interval(&iv);
         report.intervals.push(iv);
@@ -170,16 +170,16 @@ fn report(
     end: Instant,
     intervals: Vec<Interval>,
 ) -> BlastReport {
-    let (duration_s, duration_from) = match out.span {
+    let (duration_s, duration_from) = match out.tally.span {
         Some((f, l)) => (l.saturating_sub(f) as f64 / 1e9, super::send::SENDING_SPAN),
         None => (
             end.duration_since(start).as_secs_f64(),
             super::send::WHOLE_RUN,
         ),
     };
-    let packets = out.sent.iter().map(|s| s.packets).sum();
-    let bytes = out.sent.iter().map(|s| s.bytes).sum();
-    let per_flow: BTreeMap<u16, u64> = out.sent.iter().map(|s| (s.id, s.packets)).collect();
+    let packets = out.tally.sent.iter().map(|s| s.packets).sum();
+    let bytes = out.tally.sent.iter().map(|s| s.bytes).sum();
+    let per_flow: BTreeMap<u16, u64> = out.tally.sent.iter().map(|s| (s.id, s.packets)).collect();
     BlastReport {
         backend,
         note,
@@ -187,20 +187,23 @@ fn report(
         bytes,
         duration_s,
         duration_from,
-        send_calls: out.calls,
-        send_errors: out.refused,
+        send_calls: out.tally.calls,
+        send_errors: out.tally.refused,
         flows: cfg.profile.streams.len() as u64,
         per_flow,
         intervals,
         // The intervals' rows are per stream: so are the totals'.
-        worker_rows: stream_rows(&cfg.profile, out.sent.iter().map(|s| (s.packets, s.bytes))),
+        worker_rows: stream_rows(
+            &cfg.profile,
+            out.tally.sent.iter().map(|s| (s.packets, s.bytes)),
+        ),
         backend_stats: out.sock.stats().into_iter().collect(),
         capabilities,
         pacing: Vec::new(),
         workers: 1,
         end_marker_frames: 0,
         end_marker_note: None,
-        streams: out.sent.clone(),
+        streams: out.tally.sent.clone(),
     }
 }
 
@@ -274,16 +277,20 @@ fn send(
         .unwrap_or(64);
     let mut bufs = vec![vec![0u8; slot]; batch];
     let (mut lens, mut who) = (vec![0usize; batch], vec![0usize; batch]);
-    let mut sent: Vec<StreamSent> = (cfg.profile.streams.iter())
-        .map(|s| StreamSent {
-            name: s.name.clone(),
-            id: s.id,
-            packets: 0,
-            bytes: 0,
-            departures: Departures::default(),
-        })
-        .collect();
-    let (mut calls, mut refused, mut span) = (0u64, 0u64, None::<(u64, u64)>);
+    let mut tally = Tally {
+        span: None,
+        calls: 0,
+        refused: 0,
+        sent: (cfg.profile.streams.iter())
+            .map(|s| StreamSent {
+                name: s.name.clone(),
+                id: s.id,
+                packets: 0,
+                bytes: 0,
+                departures: Departures::default(),
+            })
+            .collect(),
+    };
     let _ = clock::set_timer_slack_ns(1_000);
     let start = Instant::now();
     let deadline = start + cfg.duration;
@@ -311,51 +318,77 @@ fn send(
         for (r, (b, &l)) in refs.iter_mut().zip(bufs.iter().zip(&lens)).take(n) {
             *r = &b[..l];
         }
+        let give_up = deadline + Duration::from_secs(1);
+        tally
+            .hand_over(&mut sock, &refs[..n], &lens, &who, give_up, stop)
+            .map_err(|source| BlastError::Send {
+                iface: cfg.iface.clone(),
+                source,
+            })?;
+        for &i in &who[..n] {
+            let s = &tally.sent[i];
+            live[i].packets.store(s.packets, Ordering::Relaxed);
+            live[i].bytes.store(s.bytes, Ordering::Relaxed);
+        }
+    }
+    Ok(Out {
+        tally,
+        frames,
+        sock,
+    })
+}
+
+/// What the sending thread counted.
+struct Tally {
+    /// When the first send call began and the last returned (monotonic
+    /// ns); `None`: nothing was sent.
+    span: Option<(u64, u64)>,
+    calls: u64,
+    refused: u64,
+    sent: Vec<StreamSent>,
+}
+
+impl Tally {
+    /// Hands `frames` (of streams `who`, `lens` long) to the backend,
+    /// retrying what a full ring or buffer refused until `stop` or
+    /// `give_up`; counts each frame sent to its stream.
+    fn hand_over(
+        &mut self,
+        sock: &mut Tx,
+        frames: &[&[u8]],
+        lens: &[usize],
+        who: &[usize],
+        give_up: Instant,
+        stop: &AtomicBool,
+    ) -> std::io::Result<()> {
         let mut done = 0;
-        while done < n {
-            calls += 1;
+        while done < frames.len() {
+            self.calls += 1;
             let before = clock::monotonic_ns();
-            match sock.send(&refs[done..n]) {
+            match sock.send(&frames[done..]) {
                 Ok(k) if k > 0 => {
-                    span = Some((span.map_or(before, |(f, _)| f), clock::monotonic_ns()));
+                    let first = self.span.map_or(before, |(f, _)| f);
+                    self.span = Some((first, clock::monotonic_ns()));
                     let at = Instant::now();
                     for i in done..done + k {
-                        let s = &mut sent[who[i]];
+                        let s = &mut self.sent[who[i]];
                         s.packets += 1;
                         s.bytes += lens[i] as u64 + 4;
                         s.departures.record(at, 1);
                     }
                     done += k;
                 }
-                Ok(_) => refused += 1,
-                Err(e) if send_refused(&e) => refused += 1,
-                Err(source) => {
-                    return Err(BlastError::Send {
-                        iface: cfg.iface.clone(),
-                        source,
-                    });
-                }
+                Ok(_) => self.refused += 1,
+                Err(e) if send_refused(&e) => self.refused += 1,
+                Err(e) => return Err(e),
             }
-            if done < n {
-                if stop.load(Ordering::Relaxed)
-                    || Instant::now() >= deadline + Duration::from_secs(1)
-                {
+            if done < frames.len() {
+                if stop.load(Ordering::Relaxed) || Instant::now() >= give_up {
                     break;
                 }
                 std::thread::yield_now();
             }
         }
-        for &i in &who[..n] {
-            live[i].packets.store(sent[i].packets, Ordering::Relaxed);
-            live[i].bytes.store(sent[i].bytes, Ordering::Relaxed);
-        }
+        Ok(())
     }
-    Ok(Out {
-        span,
-        calls,
-        refused,
-        sent,
-        frames,
-        sock,
-    })
 }
