@@ -4,8 +4,8 @@
 //! (`Profile::nominal`), so the search finds how far the whole mix can be
 //! scaled, its streams' shares and patterns kept.
 
-use crate::rfc2544::{TrialCounts, TrialRunner, TrialSpec, rx_packets};
-use crate::{ProfileConfig, SinkConfig, blast_profile};
+use crate::rfc2544::{TrialCounts, TrialRunner, TrialSpec, rx_packets, trial_sink};
+use crate::{ProfileConfig, blast_profile};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -61,17 +61,13 @@ impl TrialRunner for ProfileRunner {
             .map_err(send_err)?;
             std::thread::sleep(self.drain);
         }
-        let sink = SinkConfig {
-            iface: self.rx_iface.clone(),
-            duration: spec.duration + self.drain + Duration::from_secs(30),
-            backend: self.rx_backend,
-            clocks_shared: self.clocks_shared,
-            until_packets: None,
-            capture: None,
-            cores: Vec::new(),
-            interval: None,
-            take: linerate_backend::port::RxFilter::Probes,
-        };
+        let sink = trial_sink(
+            &self.rx_iface,
+            self.rx_backend,
+            self.clocks_shared,
+            spec,
+            self.drain,
+        );
         let cfg = self.sender(spec.rate_fps, spec.duration);
         let before = rx_packets(&self.rx_iface);
         let (sent, mut got) = crate::pair::while_counting(

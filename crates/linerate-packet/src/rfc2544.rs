@@ -636,6 +636,28 @@ fn send_limit(spec: &TrialSpec) -> Duration {
     }
 }
 
+/// The receiving port's sink for a trial: probe frames only, bounded by
+/// the trial's time, the drain and slack.
+pub(crate) fn trial_sink(
+    iface: &str,
+    backend: linerate_backend::port::BackendKind,
+    clocks_shared: bool,
+    spec: &TrialSpec,
+    drain: Duration,
+) -> SinkConfig {
+    SinkConfig {
+        iface: iface.to_string(),
+        duration: spec.duration + drain + Duration::from_secs(30),
+        backend,
+        clocks_shared,
+        until_packets: None,
+        capture: None,
+        cores: Vec::new(),
+        interval: None,
+        take: linerate_backend::port::RxFilter::Probes,
+    }
+}
+
 pub(crate) fn rx_packets(iface: &str) -> Option<u64> {
     std::fs::read_to_string(format!("/sys/class/net/{iface}/statistics/rx_packets"))
         .ok()?
@@ -722,17 +744,7 @@ impl TrialRunner for DeviceRunner {
         let legs = self.legs();
         let sinks: Vec<SinkConfig> = legs
             .iter()
-            .map(|l| SinkConfig {
-                iface: l.rx.to_string(),
-                duration: spec.duration + self.drain + Duration::from_secs(30),
-                backend: self.backend,
-                clocks_shared: self.clocks_shared,
-                until_packets: None,
-                capture: None,
-                cores: Vec::new(),
-                interval: None,
-                take: linerate_backend::port::RxFilter::Probes,
-            })
+            .map(|l| trial_sink(l.rx, self.backend, self.clocks_shared, spec, self.drain))
             .collect();
         let blasts: Vec<BlastConfig> = legs
             .iter()

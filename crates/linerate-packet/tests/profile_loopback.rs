@@ -274,52 +274,26 @@ fn the_same_seed_sends_the_same_frames_byte_for_byte() {
     assert_eq!(of(&a, 11).len(), of(&c, 11).len());
 }
 
+/// A stream of 64-byte UDP frames from 198.18.0.1 to 198.18.0.2 with
+/// `more` lines (its name, rate and the rest).
+fn stream(more: &str) -> String {
+    format!(
+        "[[streams]]\n{more}\n[streams.eth]\ndst = \"02:00:00:00:00:02\"\n[streams.ipv4]\nsrc = \"198.18.0.1\"\ndst = \"198.18.0.2\"\n"
+    )
+}
+
 /// Four streams at 2000 frames/s (500 µs apart on average), one per
 /// pattern, sent together.
-const PATTERNS: &str = r#"
-[[streams]]
-name = "fixed"
-rate = "2000pps"
-count = 600
-[streams.eth]
-dst = "02:00:00:00:00:02"
-[streams.ipv4]
-src = "198.18.0.1"
-dst = "198.18.0.2"
-
-[[streams]]
-name = "burst"
-rate = "2000pps"
-count = 600
-pattern = { burst = 10 }
-[streams.eth]
-dst = "02:00:00:00:00:02"
-[streams.ipv4]
-src = "198.18.0.1"
-dst = "198.18.0.2"
-
-[[streams]]
-name = "onoff"
-rate = "2000pps"
-count = 200
-pattern = { on = "20ms", off = "30ms" }
-[streams.eth]
-dst = "02:00:00:00:00:02"
-[streams.ipv4]
-src = "198.18.0.1"
-dst = "198.18.0.2"
-
-[[streams]]
-name = "poisson"
-rate = "2000pps"
-count = 600
-pattern = "poisson"
-[streams.eth]
-dst = "02:00:00:00:00:02"
-[streams.ipv4]
-src = "198.18.0.1"
-dst = "198.18.0.2"
-"#;
+fn patterns() -> String {
+    [
+        "name = \"fixed\"\nrate = \"2000pps\"\ncount = 600",
+        "name = \"burst\"\nrate = \"2000pps\"\ncount = 600\npattern = { burst = 10 }",
+        "name = \"onoff\"\nrate = \"2000pps\"\ncount = 200\npattern = { on = \"20ms\", off = \"30ms\" }",
+        "name = \"poisson\"\nrate = \"2000pps\"\ncount = 600\npattern = \"poisson\"",
+    ]
+    .map(stream)
+    .concat()
+}
 
 /// p10, p50 and p90.
 fn quantiles(g: &[f64]) -> [f64; 3] {
@@ -337,7 +311,8 @@ fn mean_sd(g: &[f64]) -> (f64, f64) {
 /// Fails with its message when `cond` does not hold.
 macro_rules! ensure {
     ($cond:expr, $($msg:tt)+) => {
-        if !$cond {
+        let held: bool = $cond;
+        if !held {
             return Err(format!($($msg)+));
         }
     };
@@ -352,7 +327,7 @@ fn each_pattern_leaves_with_its_gaps() {
     // and every miss is printed. Broken pacing misses in all three.
     let mut misses = Vec::new();
     for run in 0..3 {
-        let frames = frames_on_wire(&format!("lp-pacing-{run}"), PATTERNS);
+        let frames = frames_on_wire(&format!("lp-pacing-{run}"), &patterns());
         match pattern_gaps(&frames) {
             Ok(()) => return,
             Err(e) => {
@@ -434,27 +409,10 @@ fn pattern_gaps(frames: &[Vec<u8>]) -> Result<(), String> {
 }
 
 /// Two streams, 3000 and 1000 frames/s (4000 in all).
-const MIX: &str = r#"
-[[streams]]
-name = "steady"
-rate = "3000pps"
-[streams.eth]
-dst = "02:00:00:00:00:02"
-[streams.ipv4]
-src = "198.18.0.1"
-dst = "198.18.0.2"
-
-[[streams]]
-name = "random"
-rate = "1000pps"
-pattern = "poisson"
-count = 5
-[streams.eth]
-dst = "02:00:00:00:00:02"
-[streams.ipv4]
-src = "198.18.0.1"
-dst = "198.18.0.2"
-"#;
+fn mix() -> String {
+    stream("name = \"steady\"\nrate = \"3000pps\"")
+        + &stream("name = \"random\"\nrate = \"1000pps\"\npattern = \"poisson\"\ncount = 5")
+}
 
 #[test]
 fn rfc2544_scales_the_whole_profile_to_the_rate_a_policing_device_passes() {
@@ -472,7 +430,7 @@ fn rfc2544_scales_the_whole_profile_to_the_rate_a_policing_device_passes() {
         },
     )
     .unwrap();
-    let mut sender = config("lp-profile-dut", profile(MIX));
+    let mut sender = config("lp-profile-dut", profile(&mix()));
     sender.profile = sender.profile.for_trials();
     assert_eq!(
         sender.profile.streams[1].count, None,
@@ -517,7 +475,7 @@ fn rfc2544_scales_the_whole_profile_to_the_rate_a_policing_device_passes() {
     );
     // Every stream at the same factor: at 2.5 times, 7500 and 2500 frames/s.
     let _clean = Port::create("lp-profile-scale", 1500, Faults::default()).unwrap();
-    let mut cfg = config("lp-profile-scale", profile(MIX).for_trials());
+    let mut cfg = config("lp-profile-scale", profile(&mix()).for_trials());
     (cfg.scale, cfg.duration) = (2.5, Duration::from_millis(800));
     let b = send(&cfg);
     let [steady, random] = &b.streams[..] else {

@@ -321,7 +321,11 @@ pub fn run_blast(a: &BlastArgs) -> Result<u8> {
 
 fn run_blast_once(a: &BlastArgs, hold: bool) -> Result<Ended> {
     if let Some(path) = &a.pcap {
-        return blast_run(a, &Sending::Flows(replay_blast_config(a, path)?), hold);
+        return blast_run(
+            a,
+            &Sending::Flows(Box::new(replay_blast_config(a, path)?)),
+            hold,
+        );
     }
     if let Some(path) = &a.profile {
         let cfg = super::profile::blast_config(
@@ -391,7 +395,7 @@ fn run_blast_once(a: &BlastArgs, hold: bool) -> Result<Ended> {
         interval: a.out.interval()?,
         end_markers: !a.no_end_marker,
     };
-    blast_run(a, &Sending::Flows(cfg), hold)
+    blast_run(a, &Sending::Flows(Box::new(cfg)), hold)
 }
 
 /// The blast of `--pcap` `path`: its frames as they are, the flow flags
@@ -492,7 +496,7 @@ pub(crate) fn next_hop_mac(iface: &str, dst_ip: &str) -> Result<String> {
 
 /// What blast sends: flows (or a trace), or a profile's streams.
 enum Sending {
-    Flows(BlastConfig),
+    Flows(Box<BlastConfig>),
     Profile(linerate_packet::ProfileConfig),
 }
 
