@@ -144,3 +144,27 @@ fn a_profile_over_a_veth_pair_is_counted_per_stream_at_both_ends() {
         assert!(x["jitter_ns"].as_f64().is_some(), "{x}");
     }
 }
+
+/// No root needed: the profile is read and checked before any port opens.
+#[test]
+fn a_wrong_field_fails_the_run_with_its_file_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    let text = profile("02:00:00:00:00:0b").replace("dst = 443", "dst = 65536");
+    std::fs::write(&path, text).unwrap();
+    let file = path.to_str().unwrap();
+    for args in [
+        vec!["blast", "--iface", "lo", "--profile", file],
+        vec!["sink", "--iface", "lo", "--profile", file],
+    ] {
+        let out = support::linerate().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!(
+                "linerate: error: {file}:30: field 'streams[1].tcp.dst': 65536 is not a port (0..65535)\n"
+            ),
+            "{args:?}"
+        );
+    }
+}
