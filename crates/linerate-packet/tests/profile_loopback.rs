@@ -156,7 +156,8 @@ fn every_stream_is_counted_exactly_by_sender_and_sink() {
     let p = profile(THREE);
     let order = wire_order(&p);
     assert_eq!(order.len(), 660);
-    let cfg = config("lp-profile", p);
+    let mut cfg = config("lp-profile", p);
+    cfg.interval = Some(Duration::from_millis(5));
     let (b, mut got) = linerate_packet::pair::while_counting(
         &[sink_cfg("lp-profile")],
         Duration::from_millis(200),
@@ -174,6 +175,17 @@ fn every_stream_is_counted_exactly_by_sender_and_sink() {
     );
     assert_eq!(b.packets, 660);
     assert_eq!(b.end_marker_frames, 9);
+    // The intervals' rows are per stream and add up to each one's count.
+    assert!(b.intervals.len() > 1, "{} intervals", b.intervals.len());
+    for (name, count) in [("udp4", 330), ("tcp6", 220), ("imix", 110)] {
+        let rows = b
+            .intervals
+            .iter()
+            .flat_map(|iv| &iv.rows)
+            .filter(|r| r.id == name);
+        let sum: u64 = rows.map(|r| r.counts.packets.unwrap()).sum();
+        assert_eq!(sum, count, "{name}'s intervals");
+    }
     assert_eq!(port.wire().counts().offered, 669);
     for (i, st) in b.streams.iter().enumerate() {
         // The wire's frame n (1-based) is this stream's when the
