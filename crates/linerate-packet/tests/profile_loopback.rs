@@ -504,3 +504,29 @@ fn rfc2544_scales_the_whole_profile_to_the_rate_a_policing_device_passes() {
         random.packets
     );
 }
+
+#[test]
+fn a_stop_ends_a_stream_waiting_out_its_start_delay() {
+    let _one = serial();
+    let _p = Port::create("lp-profile-stop", 1500, Faults::default()).unwrap();
+    let cfg = config(
+        "lp-profile-stop",
+        profile(&stream(
+            "name = \"late\"\nrate = \"1000pps\"\nstart_delay = \"10s\"",
+        )),
+    );
+    let stop = AtomicBool::new(false);
+    let t0 = std::time::Instant::now();
+    let b = std::thread::scope(|s| {
+        let h = s.spawn(|| blast_profile(&cfg, &stop, &mut |_| {}));
+        std::thread::sleep(Duration::from_millis(200));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        h.join().unwrap().unwrap()
+    });
+    assert!(
+        t0.elapsed() < Duration::from_secs(2),
+        "stopped in {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(b.packets, 0);
+}

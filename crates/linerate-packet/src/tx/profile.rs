@@ -26,6 +26,9 @@ use std::time::{Duration, Instant};
 /// Frames sent per send call at most.
 const BATCH_MAX: usize = 64;
 
+/// Longest the sender waits for a departure before it looks at the stop.
+const STOP_CHECK: Duration = Duration::from_millis(50);
+
 /// A profile to send.
 #[derive(Debug, Clone)]
 pub struct ProfileConfig {
@@ -300,8 +303,11 @@ fn send(
         if due >= deadline {
             break;
         }
-        if Instant::now() < due {
-            wait_until(due, SPIN);
+        let now = Instant::now();
+        if now < due {
+            // In steps, so a stop is seen within one (a start delay or an
+            // off period can be long).
+            wait_until(due.min(now + STOP_CHECK), SPIN);
             continue;
         }
         let now_ns = start.elapsed().as_nanos() as u64;
