@@ -7,6 +7,17 @@ use std::path::Path;
 
 const EXAMPLE: &str = include_str!("../../../../docs/profile-example.toml");
 
+#[test]
+fn the_docs_show_the_example_profile_as_it_is() {
+    let page = include_str!("../../../../docs/profiles.md");
+    assert!(
+        page.contains(&format!("```toml\n{EXAMPLE}```")),
+        "docs/profiles.md must show docs/profile-example.toml verbatim"
+    );
+    let dut = include_str!("../../../../docs/profile-dut.toml");
+    assert!(Profile::parse(dut, Path::new("profile-dut.toml")).is_ok());
+}
+
 fn parse(text: &str) -> Result<Profile, ProfileError> {
     Profile::parse(text, Path::new("p.toml"))
 }
