@@ -17,6 +17,7 @@
 mod fwd;
 pub mod pair;
 mod pool;
+pub mod profile_trials;
 pub mod rfc2544;
 mod rx;
 mod tx;
@@ -27,4 +28,7 @@ pub use linerate_backend::port::{
     UDP_SOCKETS_MAX, open_rx, open_rx_workers, open_tx,
 };
 pub use rx::{CaptureConfig, FLOW_ROWS_MAX, SinkConfig, SinkError, SinkReport, flow_rows, sink};
-pub use tx::{BlastConfig, BlastError, BlastReport, Rate, Replay, Timing, blast, traffic};
+pub use tx::{
+    BlastConfig, BlastError, BlastReport, ProfileConfig, Rate, Replay, StreamSent, Timing, blast,
+    blast_profile, traffic,
+};

@@ -23,7 +23,16 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq)]
 pub enum FrameSize {
     Fixed(u16),
-    Mix { name: String, mix: Imix },
+    Mix {
+        name: String,
+        mix: Imix,
+    },
+    /// A traffic profile's frames (`rfc2544 --profile`): their mean size
+    /// at the profile's own rates.
+    Profile {
+        name: String,
+        mean_bytes: f64,
+    },
 }
 
 impl FrameSize {
@@ -57,14 +66,19 @@ impl FrameSize {
         match self {
             FrameSize::Fixed(n) => f64::from(*n),
             FrameSize::Mix { mix, .. } => mix.average_frame_bytes(),
+            FrameSize::Profile { mean_bytes, .. } => *mean_bytes,
         }
     }
 
-    /// The sizes blast sends in turn.
+    /// The sizes blast sends in turn (a profile's: its mean, which only
+    /// its own runner's trials send).
     pub fn sequence(&self) -> SizeSequence {
         match self {
             FrameSize::Fixed(n) => SizeSequence::list(&[*n]),
             FrameSize::Mix { mix, .. } => SizeSequence::from_mix(mix),
+            FrameSize::Profile { mean_bytes, .. } => {
+                SizeSequence::list(&[mean_bytes.round().clamp(64.0, 9216.0) as u16])
+            }
         }
     }
 }
@@ -73,7 +87,7 @@ impl std::fmt::Display for FrameSize {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             FrameSize::Fixed(n) => write!(f, "{n} B"),
-            FrameSize::Mix { name, .. } => f.write_str(name),
+            FrameSize::Mix { name, .. } | FrameSize::Profile { name, .. } => f.write_str(name),
         }
     }
 }
@@ -88,7 +102,7 @@ impl Serialize for FrameSize {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
             FrameSize::Fixed(n) => s.serialize_u16(*n),
-            FrameSize::Mix { name, .. } => s.serialize_str(name),
+            FrameSize::Mix { name, .. } | FrameSize::Profile { name, .. } => s.serialize_str(name),
         }
     }
 }
@@ -622,7 +636,29 @@ fn send_limit(spec: &TrialSpec) -> Duration {
     }
 }
 
-fn rx_packets(iface: &str) -> Option<u64> {
+/// The receiving port's sink for a trial: probe frames only, bounded by
+/// the trial's time, the drain and slack.
+pub(crate) fn trial_sink(
+    iface: &str,
+    backend: linerate_backend::port::BackendKind,
+    clocks_shared: bool,
+    spec: &TrialSpec,
+    drain: Duration,
+) -> SinkConfig {
+    SinkConfig {
+        iface: iface.to_string(),
+        duration: spec.duration + drain + Duration::from_secs(30),
+        backend,
+        clocks_shared,
+        until_packets: None,
+        capture: None,
+        cores: Vec::new(),
+        interval: None,
+        take: linerate_backend::port::RxFilter::Probes,
+    }
+}
+
+pub(crate) fn rx_packets(iface: &str) -> Option<u64> {
     std::fs::read_to_string(format!("/sys/class/net/{iface}/statistics/rx_packets"))
         .ok()?
         .trim()
@@ -708,17 +744,7 @@ impl TrialRunner for DeviceRunner {
         let legs = self.legs();
         let sinks: Vec<SinkConfig> = legs
             .iter()
-            .map(|l| SinkConfig {
-                iface: l.rx.to_string(),
-                duration: spec.duration + self.drain + Duration::from_secs(30),
-                backend: self.backend,
-                clocks_shared: self.clocks_shared,
-                until_packets: None,
-                capture: None,
-                cores: Vec::new(),
-                interval: None,
-                take: linerate_backend::port::RxFilter::Probes,
-            })
+            .map(|l| trial_sink(l.rx, self.backend, self.clocks_shared, spec, self.drain))
             .collect();
         let blasts: Vec<BlastConfig> = legs
             .iter()
@@ -757,7 +783,11 @@ impl TrialRunner for DeviceRunner {
 
 impl TrialCounts {
     /// One direction's counts: what blast sent and the sink received.
-    fn of(b: &crate::BlastReport, r: &SinkReport, rx_iface_packets: Option<u64>) -> Self {
+    pub(crate) fn of(
+        b: &crate::BlastReport,
+        r: &SinkReport,
+        rx_iface_packets: Option<u64>,
+    ) -> Self {
         let lat = r.counts.latency_hdr().map(|h| {
             let p = linerate_traffic::accounting::percentiles(&h);
             [

@@ -11,6 +11,7 @@ pub mod accounting;
 pub mod flows;
 pub mod pacing;
 pub mod pcap;
+pub mod profile;
 pub mod rewrite;
 pub mod sizes;
 pub mod template;

@@ -33,6 +33,29 @@ pub enum TemplateError {
     Family,
 }
 
+/// TCP flags from their letters (`SA`: SYN and ACK; F S R P A U E C).
+pub fn tcp_flags(s: &str) -> Result<u8, String> {
+    let mut f = 0u8;
+    for c in s.chars() {
+        f |= match c.to_ascii_uppercase() {
+            'F' => 0x01,
+            'S' => 0x02,
+            'R' => 0x04,
+            'P' => 0x08,
+            'A' => 0x10,
+            'U' => 0x20,
+            'E' => 0x40,
+            'C' => 0x80,
+            _ => return Err(format!("unknown TCP flag '{c}' (use F S R P A U E C)")),
+        };
+    }
+    if f == 0 {
+        Err("give at least one TCP flag".into())
+    } else {
+        Ok(f)
+    }
+}
+
 /// How frames are framed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Framing {

@@ -128,7 +128,7 @@ fn blast_exactly_n_and_the_sink_counts_exactly_n() {
         } else {
             "socket"
         };
-        let (sink, ()) = sink_while(
+        let (sink, ()) = support::sink_while(
             rig.command(1, BIN).args([
                 "sink",
                 "--iface",
@@ -306,7 +306,7 @@ fn tcp_flagged_frames_are_counted_by_the_sink() {
         return;
     }
     let rig = Rig::pair().unwrap();
-    let (sink, ()) = sink_while(
+    let (sink, ()) = support::sink_while(
         rig.command(1, BIN).args([
             "sink",
             "--iface",
@@ -388,7 +388,7 @@ fn af_xdp_one_socket_per_queue_with_cores() {
 }
 
 fn one_socket_per_queue(rig: &Rig, sink_backend: &str, cores: &str) {
-    let (sink, ()) = sink_while(
+    let (sink, ()) = support::sink_while(
         rig.command(1, BIN).args([
             "sink",
             "--iface",
@@ -767,7 +767,7 @@ fn sink_writes_what_arrived_to_a_pcap_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sink.pcap");
     let file = path.to_str().unwrap();
-    let (sink, ()) = sink_while(
+    let (sink, ()) = support::sink_while(
         rig.command(1, BIN)
             .args(["sink", "--iface", "veth0", "--backend", "af_packet"])
             .args(["--duration", "10", "--count", "500", "--json"])
@@ -865,7 +865,7 @@ fn sink_keeps_its_counts_when_the_interface_goes_away() {
 
 fn sink_loses_its_interface(rig: &Rig, backend: &str) {
     let t0 = Instant::now();
-    let (sink, ()) = sink_while(
+    let (sink, ()) = support::sink_while(
         rig.command(1, BIN)
             .args(["sink", "--iface", "veth0", "--backend", backend])
             .args(["--duration", "8", "--json"]),
@@ -915,7 +915,7 @@ fn sink_rates_cover_only_the_probe_frames() {
         .split(':')
         .map(|h| u8::from_str_radix(h, 16).unwrap())
         .collect();
-    let (sink, ()) = sink_while(
+    let (sink, ()) = support::sink_while(
         rig.command(1, BIN)
             .args(["sink", "--iface", "veth0", "--backend", "socket"])
             .args(["--duration", "8", "--count", "500", "--json"]),
@@ -986,43 +986,6 @@ const EIGHT_FLOWS_16000: [&str; 8] = [
     "100k",
 ];
 
-/// Runs `sink` (a command for host 1) in the background, gives it 500 ms
-/// to start, runs `f`, and returns the sink's output with what `f` returned.
-fn sink_while<T: Send>(sink: &mut Command, f: impl FnOnce() -> T + Send) -> (Output, T) {
-    use std::io::{BufRead, Read};
-    let mut child = sink
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // The sink says on stderr when it counts what arrives (a sink that
-    // fails says why and closes stderr): no guessing with a sleep.
-    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut stderr = String::new();
-    loop {
-        let mut line = String::new();
-        if err.read_line(&mut line).unwrap_or(0) == 0 {
-            break;
-        }
-        stderr.push_str(&line);
-        if line.starts_with("linerate: sink receiving on") {
-            break;
-        }
-    }
-    let r = f();
-    // The rest of stderr in a thread while stdout is read: a report larger
-    // than a pipe holds must not wait on a reader that waits on stderr.
-    let rest = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    let mut out = child.wait_with_output().unwrap();
-    stderr.push_str(&rest.join().unwrap_or_default());
-    out.stderr = stderr.into_bytes();
-    (out, r)
-}
-
 /// blast on host 0 without --dst-mac (the kernel resolves it), JSON out.
 fn blast_stack(rig: &Rig, args: &[&str]) -> Output {
     rig.command(0, BIN)
@@ -1050,7 +1013,7 @@ fn with_sink_for<T: Send>(
     f: impl FnOnce() -> T + Send,
 ) -> (serde_json::Value, T) {
     let n = count.to_string();
-    let (out, r) = sink_while(
+    let (out, r) = support::sink_while(
         rig.command(1, BIN).args([
             "sink",
             "--iface",
@@ -1334,7 +1297,7 @@ fn af_packet_sink_latency_uses_the_kernel_receive_time() {
         return;
     }
     let rig = Rig::pair().unwrap();
-    let (sink, out) = sink_while(
+    let (sink, out) = support::sink_while(
         rig.command(1, BIN)
             .args(["sink", "--iface", "veth0", "--backend", "af_packet"])
             .args(["--duration", "8", "--count", "1000", "--json"]),
@@ -1393,7 +1356,7 @@ fn sink_workers_need_queues_or_fall_back() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("one receive worker"));
-    let (sink, blast) = sink_while(
+    let (sink, blast) = support::sink_while(
         rig.command(1, BIN)
             .args(["sink", "--iface", "veth0", "--cores", "0,1"])
             .args(["--duration", "10", "--count", "8000", "--json"]),
@@ -1541,7 +1504,7 @@ fn sink_write_refuses_files_and_links_and_fails_loudly_when_writing_fails() {
     );
     let mut sh = rig.command(1, "sh");
     sh.args(["-c", &script]);
-    let (sink, ()) = sink_while(&mut sh, || {
+    let (sink, ()) = support::sink_while(&mut sh, || {
         let out = blast(
             &rig,
             &[
@@ -1673,7 +1636,7 @@ fn sink_reports_latency_and_jitter_per_flow() {
     let rig = Rig::pair().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let hist = dir.path().join("lat.hlog");
-    let (sink, out) = sink_while(
+    let (sink, out) = support::sink_while(
         rig.command(1, BIN)
             .args(["sink", "--iface", "veth0", "--backend", "af_packet"])
             .args(["--duration", "8", "--count", "4000", "--json", "--hist"])
@@ -1766,7 +1729,7 @@ fn end_markers_let_the_sink_count_a_lost_tail() {
         .unwrap()
         .expect("attach the tail-drop XDP program");
     for marker in [true, false] {
-        let (sink, out) = sink_while(
+        let (sink, out) = support::sink_while(
             rig.command(1, BIN)
                 .args(["sink", "--iface", "veth0", "--backend", "af_packet"])
                 .args(["--duration", "5", "--json"]),
@@ -1993,7 +1956,7 @@ fn af_xdp_carries_frames_over_a_chunk_in_several_buffers() {
         (9018, 20_000),
     ] {
         let n = count.to_string();
-        let (sink, out) = sink_while(
+        let (sink, out) = support::sink_while(
             rig.command(1, BIN).args([
                 "sink",
                 "--iface",

@@ -5,7 +5,8 @@
 //! and nothing else changes), then every `$ ` line of the block runs in
 //! order through bash with this build's `linerate` first on PATH (`\`
 //! continues a line; a trailing `&` runs it in the background, the next line
-//! starting once it says it is ready), and every command must succeed. The
+//! starting once it says it is ready), and every command must succeed
+//! (from a directory where `docs/` is the repository's). The
 //! lab is deleted after each block, also when it fails. A failing example is
 //! reported as `FILE line N`.
 
@@ -257,6 +258,9 @@ fn run_example(ex: &Example, prefix: &str) -> Result<Vec<(String, String)>, Stri
         ));
     }
     let dir = tempfile::tempdir().unwrap();
+    // `docs/…` in a command is the repository's (the profiles the docs
+    // send), as when the commands run from the repository's root.
+    std::os::unix::fs::symlink(root().join("docs"), dir.path().join("docs")).unwrap();
     let bin_dir = dir.path().join("bin");
     std::fs::create_dir(&bin_dir).unwrap();
     std::os::unix::fs::symlink(BIN, bin_dir.join("linerate")).unwrap();

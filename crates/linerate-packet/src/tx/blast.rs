@@ -35,7 +35,7 @@ pub fn blast(
     check_workers(cfg, workers, flows)?;
     let max_frame = cfg.sizes.cycle().iter().copied().max().unwrap_or(64) as usize;
     let (socks, note) = open_workers(cfg, framing, max_frame, workers)?;
-    check_room(cfg, &socks[0], max_frame)?;
+    check_room(&cfg.iface, &socks[0], max_frame)?;
     let backend = socks[0].name();
     let kernel_addressed = socks[0].kernel_addressed();
     let capabilities = socks[0].capabilities(&cfg.iface);
@@ -97,6 +97,7 @@ pub fn blast(
         pacing: Vec::new(),
         end_marker_frames: 0,
         end_marker_note: None,
+        streams: Vec::new(),
     };
     for (i, o) in outs.into_iter().enumerate() {
         report.absorb(i, o, interval_ns);
@@ -125,11 +126,11 @@ fn check_workers(cfg: &BlastConfig, workers: usize, flows: u64) -> Result<(), Bl
 
 /// Frames are built in the backend's own buffers: a size that does not
 /// fit one is refused before anything is sent.
-fn check_room(cfg: &BlastConfig, sock: &Tx, max_frame: usize) -> Result<(), BlastError> {
+pub(super) fn check_room(iface: &str, sock: &Tx, max_frame: usize) -> Result<(), BlastError> {
     let room = sock.slot_len();
     if max_frame - 4 > room {
         return Err(BlastError::Send {
-            iface: cfg.iface.clone(),
+            iface: iface.to_string(),
             source: std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
                 format!(
@@ -224,10 +225,6 @@ fn send_end_markers(
     templates: &HashMap<u16, Template>,
     per_flow: &BTreeMap<u16, u64>,
 ) -> Result<u64, BlastError> {
-    let send_err = |source| BlastError::Send {
-        iface: cfg.iface.clone(),
-        source,
-    };
     let size = *cfg.sizes.cycle().first().unwrap_or(&64);
     let t = &templates[&size];
     // On the port blast sent on: a raw socket, or the loopback port itself.
@@ -256,28 +253,7 @@ fn send_end_markers(
             b
         })
         .collect();
-    let mut sent = 0u64;
-    for round in 0..3 {
-        if round > 0 {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        for chunk in frames.chunks(64) {
-            let refs: Vec<&[u8]> = chunk.iter().map(Vec::as_slice).collect();
-            let mut done = 0;
-            let give_up = Instant::now() + Duration::from_secs(1);
-            while done < refs.len() && Instant::now() < give_up {
-                match sock.send(&refs[done..]) {
-                    Ok(k) => {
-                        done += k;
-                        sent += k as u64;
-                    }
-                    Err(e) if send_refused(&e) => std::thread::yield_now(),
-                    Err(e) => return Err(send_err(e)),
-                }
-            }
-        }
-    }
-    Ok(sent)
+    super::send::send_thrice(&mut sock, &frames, &cfg.iface)
 }
 
 /// Every frame size's template, built (and checked against the MTU) before

@@ -3,8 +3,10 @@
 //! errors, pacing margin).
 
 mod blast;
+mod profile;
 mod replay;
 mod send;
 
 pub use blast::blast;
-pub use send::{BlastConfig, BlastError, BlastReport, Rate, Replay, Timing, traffic};
+pub use profile::{ProfileConfig, blast_profile};
+pub use send::{BlastConfig, BlastError, BlastReport, Rate, Replay, StreamSent, Timing, traffic};

@@ -256,5 +256,6 @@ pub(crate) fn replay(
         // A replayed trace's frames are not linerate's flows.
         end_marker_frames: 0,
         end_marker_note: None,
+        streams: Vec::new(),
     })
 }

@@ -167,6 +167,8 @@ pub struct BlastReport {
     /// in `packets`; why none were, when asked.
     pub end_marker_frames: u64,
     pub end_marker_note: Option<String>,
+    /// A profile's streams (`blast --profile`): what each sent.
+    pub streams: Vec<StreamSent>,
 }
 
 impl BlastReport {
@@ -224,9 +226,79 @@ impl BlastReport {
                 })
             }).collect::<Vec<_>>(),
             "intervals": self.intervals.iter().map(Interval::json).collect::<Vec<_>>(),
+            "streams": self.streams.iter().map(StreamSent::json).collect::<Vec<_>>(),
             "per_flow_sent": self.per_flow.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
         })
     }
+}
+
+/// What one stream sent (sender's count).
+#[derive(Debug, Clone)]
+pub struct StreamSent {
+    pub name: String,
+    pub id: u16,
+    pub packets: u64,
+    /// Frame bytes, FCS included.
+    pub bytes: u64,
+    /// The gaps between the stream's frames as they were handed to the
+    /// backend (sender's clock).
+    pub departures: Departures,
+}
+
+impl StreamSent {
+    pub fn json(&self) -> serde_json::Value {
+        let d = &self.departures;
+        serde_json::json!({
+            "name": self.name,
+            "id": self.id,
+            "packets": self.packets,
+            "bytes": self.bytes,
+            "gaps": {
+                "measured_by": "sender, per frame as handed to the backend",
+                "mean_us": d.mean_gap_ns / 1e3,
+                "stddev_us": d.stddev_gap_ns() / 1e3,
+                "min_us": d.min_gap_ns as f64 / 1e3,
+                "max_us": d.max_gap_ns as f64 / 1e3,
+            },
+        })
+    }
+}
+
+/// Sends `frames` three times 1 ms apart (end markers: a lost one only
+/// leaves the tail uncounted); returns the frames sent. A full ring or
+/// buffer is retried for up to a second per chunk.
+pub(crate) fn send_thrice(
+    sock: &mut linerate_backend::port::Tx,
+    frames: &[Vec<u8>],
+    iface: &str,
+) -> Result<u64, BlastError> {
+    let mut sent = 0u64;
+    for round in 0..3 {
+        if round > 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        for chunk in frames.chunks(64) {
+            let refs: Vec<&[u8]> = chunk.iter().map(Vec::as_slice).collect();
+            let mut done = 0;
+            let give_up = std::time::Instant::now() + Duration::from_secs(1);
+            while done < refs.len() && std::time::Instant::now() < give_up {
+                match sock.send(&refs[done..]) {
+                    Ok(k) => {
+                        done += k;
+                        sent += k as u64;
+                    }
+                    Err(e) if linerate_backend::port::send_refused(&e) => std::thread::yield_now(),
+                    Err(source) => {
+                        return Err(BlastError::Send {
+                            iface: iface.to_string(),
+                            source,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    Ok(sent)
 }
 
 /// Frames per second the rate asks for, given the average frame size.

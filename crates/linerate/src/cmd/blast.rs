@@ -21,7 +21,7 @@ pub struct BlastArgs {
     iface: String,
     /// Destination IP or range (198.18.0.2-198.18.0.9, or …@STEP for every
     /// STEP-th); with --pcap, the address every replayed frame gets.
-    #[arg(long, required_unless_present = "pcap")]
+    #[arg(long, required_unless_present_any = ["pcap", "profile"])]
     dst_ip: Option<String>,
     /// Source IP or range [default: the interface's address].
     #[arg(long)]
@@ -52,6 +52,14 @@ pub struct BlastArgs {
     /// IPs rewritten when --dst-mac/--src-mac/--src-ip/--dst-ip are given).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["size", "sizes", "imix", "src_port", "dst_port", "vlan"])]
     pcap: Option<std::path::PathBuf>,
+    /// Send the streams of this traffic profile (TOML: headers, sizes,
+    /// rates and patterns per stream; docs/profiles.md) instead of the
+    /// flow flags; -t still bounds the run.
+    #[arg(long, value_name = "FILE", conflicts_with_all = [
+        "pcap", "dst_ip", "src_ip", "dst_mac", "src_port", "dst_port", "size", "sizes", "imix",
+        "count", "pps", "bitrate", "rate", "burst", "rate_l2", "vlan", "tcp_flags", "dscp", "gso",
+    ])]
+    profile: Option<std::path::PathBuf>,
     /// Times through the trace (0: until --duration or --count).
     #[arg(long = "loop", default_value_t = 1, requires = "pcap")]
     loops: u64,
@@ -193,30 +201,16 @@ pub struct SinkArgs {
     /// AF_XDP: take only UDP to these destination ports (9, or 1000-1999).
     #[arg(long, value_name = "PORTS", conflicts_with = "take_queue", value_parser = super::port_range)]
     udp_ports: Option<(u16, u16)>,
+    /// The traffic profile the sender sends (blast --profile): the counts
+    /// reported per stream, by name (a stream is its probe flow id).
+    #[arg(long, value_name = "FILE")]
+    profile: Option<std::path::PathBuf>,
     #[command(flatten)]
     out: OutputArgs,
 }
 
 fn parse_tcp_flags(s: &str) -> Result<u8, String> {
-    let mut f = 0u8;
-    for c in s.chars() {
-        f |= match c.to_ascii_uppercase() {
-            'F' => 0x01,
-            'S' => 0x02,
-            'R' => 0x04,
-            'P' => 0x08,
-            'A' => 0x10,
-            'U' => 0x20,
-            'E' => 0x40,
-            'C' => 0x80,
-            _ => return Err(format!("unknown TCP flag '{c}' (use F S R P A U E C)")),
-        };
-    }
-    if f == 0 {
-        Err("give at least one TCP flag".into())
-    } else {
-        Ok(f)
-    }
+    linerate_traffic::template::tcp_flags(s)
 }
 
 fn backend(s: &str) -> Result<BackendKind> {
@@ -327,7 +321,27 @@ pub fn run_blast(a: &BlastArgs) -> Result<u8> {
 
 fn run_blast_once(a: &BlastArgs, hold: bool) -> Result<Ended> {
     if let Some(path) = &a.pcap {
-        return blast_run(a, &replay_blast_config(a, path)?, hold);
+        return blast_run(
+            a,
+            &Sending::Flows(Box::new(replay_blast_config(a, path)?)),
+            hold,
+        );
+    }
+    if let Some(path) = &a.profile {
+        let cfg = super::profile::blast_config(
+            path,
+            &a.iface,
+            backend(&a.backend)?,
+            a.src_mac.as_deref(),
+            a.cores.as_ref().map(|c| c.0.as_slice()),
+        )?;
+        let cfg = linerate_packet::ProfileConfig {
+            duration: duration(a.duration)?,
+            interval: a.out.interval()?,
+            end_markers: !a.no_end_marker,
+            ..cfg
+        };
+        return blast_run(a, &Sending::Profile(cfg), hold);
     }
     let dst_ip = a.dst_ip.clone().context("--dst-ip is required")?;
     let (src_ip, src_mac) = source_addrs(a, dst_ip.contains(':'))?;
@@ -381,7 +395,7 @@ fn run_blast_once(a: &BlastArgs, hold: bool) -> Result<Ended> {
         interval: a.out.interval()?,
         end_markers: !a.no_end_marker,
     };
-    blast_run(a, &cfg, hold)
+    blast_run(a, &Sending::Flows(Box::new(cfg)), hold)
 }
 
 /// The blast of `--pcap` `path`: its frames as they are, the flow flags
@@ -480,22 +494,69 @@ pub(crate) fn next_hop_mac(iface: &str, dst_ip: &str) -> Result<String> {
     Ok(linerate_backend::iface::format_mac(mac))
 }
 
+/// What blast sends: flows (or a trace), or a profile's streams.
+enum Sending {
+    Flows(Box<BlastConfig>),
+    Profile(linerate_packet::ProfileConfig),
+}
+
+impl Sending {
+    fn send(
+        &self,
+        stop: &std::sync::atomic::AtomicBool,
+        on_interval: &mut dyn FnMut(&linerate_run::Interval),
+    ) -> Result<linerate_packet::BlastReport, linerate_packet::BlastError> {
+        match self {
+            Sending::Flows(cfg) => linerate_packet::blast(cfg, stop, on_interval),
+            Sending::Profile(cfg) => linerate_packet::blast_profile(cfg, stop, on_interval),
+        }
+    }
+
+    fn cores(&self) -> Vec<usize> {
+        match self {
+            Sending::Flows(cfg) => cfg.cores.clone(),
+            Sending::Profile(cfg) => cfg.core.into_iter().collect(),
+        }
+    }
+
+    fn duration(&self) -> Duration {
+        match self {
+            Sending::Flows(cfg) => cfg.duration,
+            Sending::Profile(cfg) => cfg.duration,
+        }
+    }
+
+    /// The run's settings, as `Start` reports them.
+    fn config(&self, a: &BlastArgs) -> serde_json::Value {
+        let mut v = serde_json::json!({
+            "iface": a.iface,
+            "count": a.count,
+            "duration_s": a.duration,
+            "burst": a.burst,
+            "backend": a.backend,
+            "cores": self.cores(),
+        });
+        match self {
+            Sending::Flows(cfg) => {
+                v["dst_ip"] = serde_json::json!(a.dst_ip);
+                v["pcap"] = serde_json::json!(a.pcap);
+                v["flows"] = serde_json::json!(cfg.flows.count());
+                v["rate"] = serde_json::json!(format!("{:?}", cfg.rate));
+            }
+            Sending::Profile(cfg) => {
+                v["profile"] = serde_json::json!(cfg.profile.file);
+                v["streams"] = serde_json::json!(super::profile::streams_json(cfg));
+            }
+        }
+        v
+    }
+}
+
 /// Runs blast through the shared run model.
-fn blast_run(a: &BlastArgs, cfg: &BlastConfig, hold: bool) -> Result<Ended> {
+fn blast_run(a: &BlastArgs, sending: &Sending, hold: bool) -> Result<Ended> {
     let stop = stop_flag()?;
-    let doc = doctor(&a.iface, &cfg.cores);
-    let config = serde_json::json!({
-        "iface": a.iface,
-        "dst_ip": a.dst_ip,
-        "pcap": a.pcap,
-        "flows": cfg.flows.count(),
-        "count": a.count,
-        "duration_s": a.duration,
-        "rate": format!("{:?}", cfg.rate),
-        "burst": a.burst,
-        "backend": a.backend,
-        "cores": cfg.cores,
-    });
+    let doc = doctor(&a.iface, &sending.cores());
+    let config = sending.config(a);
     drive(
         &a.out,
         hold,
@@ -504,12 +565,9 @@ fn blast_run(a: &BlastArgs, cfg: &BlastConfig, hold: bool) -> Result<Ended> {
         Some(doc.clone()),
         |run| {
             let (r, rx) = match &a.rx_iface {
-                None => (
-                    linerate_packet::blast(cfg, stop.flag(), &mut |iv| run.interval(iv))?,
-                    None,
-                ),
+                None => (sending.send(stop.flag(), &mut |iv| run.interval(iv))?, None),
                 Some(rx) => {
-                    let (r, s) = blast_and_count(a, rx, cfg, stop.flag(), run)?;
+                    let (r, s) = blast_and_count(a, rx, sending, stop.flag(), run)?;
                     (r, Some((rx.clone(), s)))
                 }
             };
@@ -534,6 +592,10 @@ fn blast_run(a: &BlastArgs, cfg: &BlastConfig, hold: bool) -> Result<Ended> {
                     report: r,
                     doctor: doc,
                     receiver: rx,
+                    streams: match sending {
+                        Sending::Profile(cfg) => super::profile::names(&cfg.profile),
+                        Sending::Flows(_) => Vec::new(),
+                    },
                 }),
             })
         },
@@ -546,7 +608,7 @@ fn blast_run(a: &BlastArgs, cfg: &BlastConfig, hold: bool) -> Result<Ended> {
 fn blast_and_count(
     a: &BlastArgs,
     rx: &str,
-    cfg: &BlastConfig,
+    sending: &Sending,
     stop: &std::sync::atomic::AtomicBool,
     run: &mut Run,
 ) -> Result<(linerate_packet::BlastReport, linerate_packet::SinkReport)> {
@@ -562,7 +624,7 @@ fn blast_and_count(
     let scfg = SinkConfig {
         iface: rx.to_string(),
         // Bounded in any case: the sender's time, the drain, and slack.
-        duration: cfg.duration + drain + Duration::from_secs(30),
+        duration: sending.duration() + drain + Duration::from_secs(30),
         backend: backend(&a.rx_backend)?,
         clocks_shared: true,
         until_packets: None,
@@ -574,7 +636,7 @@ fn blast_and_count(
     let (sent, mut got) = linerate_packet::pair::while_counting(
         std::slice::from_ref(&scfg),
         drain,
-        || linerate_packet::blast(cfg, stop, &mut |iv| run.interval(iv)),
+        || sending.send(stop, &mut |iv| run.interval(iv)),
         Result::is_ok,
     )
     .map_err(anyhow::Error::msg)?;
@@ -591,6 +653,10 @@ fn doctor(iface: &str, pinned: &[usize]) -> serde_json::Value {
 
 pub fn run_sink(a: &SinkArgs) -> Result<u8> {
     super::dpdk::port_exists(&a.backend, &a.eal, &a.iface)?;
+    let streams = match &a.profile {
+        Some(p) => super::profile::names(&linerate_traffic::profile::Profile::load(p)?),
+        None => Vec::new(),
+    };
     let cfg = SinkConfig {
         iface: a.iface.clone(),
         duration: duration(a.duration)?,
@@ -667,6 +733,7 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
                     doctor: doc,
                     iface: a.iface.clone(),
                     hist,
+                    streams: streams.clone(),
                 }),
             })
         },

@@ -12,6 +12,7 @@ pub mod lab;
 pub mod out;
 pub mod packet_outcome;
 pub mod plot;
+pub mod profile;
 pub mod pscheduler;
 pub mod rfc2544;
 pub mod rfc2544_outcome;

@@ -15,6 +15,9 @@ pub struct BlastOutcome {
     pub doctor: Value,
     /// (the receiving interface, the sink's report)
     pub receiver: Option<(String, SinkReport)>,
+    /// A profile's streams (name, probe flow id): the receiver's counts
+    /// per stream.
+    pub streams: Vec<(String, u16)>,
 }
 
 impl Outcome for BlastOutcome {
@@ -28,6 +31,9 @@ impl Outcome for BlastOutcome {
             // Frames the sender counted that never reached the receiver: the
             // difference of the two counts, beside the per-flow sequence loss.
             sv["not_received"] = json!(r.packets.saturating_sub(s.counts.packets()));
+            if !self.streams.is_empty() {
+                sv["streams"] = streams_json(s, &self.streams);
+            }
             v["receiver"] = sv;
         }
         v
@@ -36,7 +42,7 @@ impl Outcome for BlastOutcome {
     fn text(&self) -> String {
         let r = &self.report;
         let mut text = format!(
-            "sent {} frames ({} bytes) in {:.3} s: {:.0} pps, {} L1, {} L2 (sender's count: frames the kernel accepted; backend {}; {} flows; {} send calls, {} refused and retried)\n",
+            "sent {} frames ({} bytes) in {:.3} s: {:.0} pps, {} L1, {} L2 (sender's count: frames the kernel accepted; backend {}; {} {}; {} send calls, {} refused and retried)\n",
             r.packets,
             r.bytes,
             r.duration_s,
@@ -45,11 +51,29 @@ impl Outcome for BlastOutcome {
             linerate_calc::format_bps(r.bps_l2()),
             r.backend,
             r.flows,
+            if r.streams.is_empty() {
+                "flows"
+            } else {
+                "streams"
+            },
             r.send_calls,
             r.send_errors
         );
+        for s in &r.streams {
+            let d = &s.departures;
+            text += &format!(
+                "  stream {} (id {}): sent {} frames, {} bytes; gaps mean {:.1} µs, stddev {:.1} µs (sender's clock)\n",
+                s.name,
+                s.id,
+                s.packets,
+                s.bytes,
+                d.mean_gap_ns / 1e3,
+                d.stddev_gap_ns() / 1e3
+            );
+        }
         if let Some((iface, s)) = &self.receiver {
-            text += &sink_text(s, iface, Some(r.packets));
+            text += &sink_text(s, iface, Some(r.packets), self.streams.is_empty());
+            text += &streams_text(s, &self.streams);
         }
         text
     }
@@ -81,12 +105,17 @@ pub struct SinkOutcome {
     pub doctor: Value,
     pub iface: String,
     pub hist: Option<HistWritten>,
+    /// `sink --profile`: the streams (name, probe flow id) to report.
+    pub streams: Vec<(String, u16)>,
 }
 
 impl Outcome for SinkOutcome {
     fn document(&self) -> Value {
         let mut v = self.report.json();
         v["doctor"] = self.doctor.clone();
+        if !self.streams.is_empty() {
+            v["streams"] = streams_json(&self.report, &self.streams);
+        }
         if let Some((path, written)) = &self.hist {
             v["hist"] = match written {
                 Ok(()) => json!({"path": path, "format": "HdrHistogram interval log V2, ns"}),
@@ -97,7 +126,8 @@ impl Outcome for SinkOutcome {
     }
 
     fn text(&self) -> String {
-        sink_text(&self.report, &self.iface, None)
+        sink_text(&self.report, &self.iface, None, self.streams.is_empty())
+            + &streams_text(&self.report, &self.streams)
     }
 
     fn figure(&self) -> Option<Figure> {
@@ -109,9 +139,81 @@ impl Outcome for SinkOutcome {
     }
 }
 
+/// The receiver's counts of each stream (its probe flow id's): `None`
+/// for a stream none of whose frames arrived.
+fn stream_counts<'a>(
+    r: &'a SinkReport,
+    streams: &'a [(String, u16)],
+) -> impl Iterator<
+    Item = (
+        &'a str,
+        u16,
+        Option<&'a linerate_traffic::accounting::FlowCounts>,
+    ),
+> {
+    streams
+        .iter()
+        .map(|(name, id)| (name.as_str(), *id, r.counts.flows.get(id)))
+}
+
+/// Per stream (receiver's count): loss, reordering, duplicates, jitter
+/// and one-way latency.
+fn streams_json(r: &SinkReport, streams: &[(String, u16)]) -> Value {
+    stream_counts(r, streams)
+        .map(|(name, id, f)| match f {
+            None => json!({"name": name, "id": id, "packets": 0}),
+            Some(f) => json!({
+                "name": name,
+                "id": id,
+                "counted_by": "receiver: the stream's probe flow id",
+                "packets": f.seq.received(),
+                "bytes": f.bytes + 4 * f.seq.received(),
+                "lost": f.lost(),
+                "sent_by_marker": f.sent_marker,
+                "reordered": f.seq.late,
+                "duplicates": f.seq.duplicates,
+                "jitter_ns": f.jitter_ns(),
+                "latency_ns": r.counts.latency_summary(f).map(|l| json!({
+                    "min": l[0], "mean": l[1], "p50": l[2], "p99": l[3], "p999": l[4], "max": l[5],
+                })),
+            }),
+        })
+        .collect()
+}
+
+/// One line per stream (receiver's count).
+fn streams_text(r: &SinkReport, streams: &[(String, u16)]) -> String {
+    use std::fmt::Write;
+    let mut t = String::new();
+    for (name, id, f) in stream_counts(r, streams) {
+        let _ = match f {
+            None => writeln!(t, "  stream {name} (id {id}): nothing received"),
+            Some(f) => {
+                let lat = r.counts.latency_summary(f).map_or(String::new(), |l| {
+                    format!(
+                        ", latency p50 {:.0} / p99 {:.0} / max {:.0} ns",
+                        l[2], l[3], l[5]
+                    )
+                });
+                writeln!(
+                    t,
+                    "  stream {name} (id {id}): received {}, lost {}, reordered {}, duplicates {}, jitter {:.0} ns{lat}",
+                    f.seq.received(),
+                    f.lost(),
+                    f.seq.late,
+                    f.seq.duplicates,
+                    f.jitter_ns()
+                )
+            }
+        };
+    }
+    t
+}
+
 /// The sink's summary lines; `sent`: the sender's count, when the sender
-/// ran in this process (blast --rx-iface).
-fn sink_text(r: &SinkReport, iface: &str, sent: Option<u64>) -> String {
+/// ran in this process (blast --rx-iface); `per_flow`: a line per flow
+/// (when there are 2 to 16 and no streams are named).
+fn sink_text(r: &SinkReport, iface: &str, sent: Option<u64>, per_flow: bool) -> String {
     use std::fmt::Write;
     let mut t = String::new();
     let _ = writeln!(
@@ -167,7 +269,7 @@ fn sink_text(r: &SinkReport, iface: &str, sent: Option<u64>) -> String {
         };
     }
     // Per flow, for a readable number of flows (all of them are in -J).
-    if (2..=16).contains(&r.counts.flows.len()) {
+    if per_flow && (2..=16).contains(&r.counts.flows.len()) {
         for (id, f) in &r.counts.flows {
             let lat = r.counts.latency_summary(f).map_or(String::new(), |l| {
                 format!(

@@ -8,7 +8,9 @@ use super::out::{Measured, OutputArgs, Run, drive};
 use super::rfc2544_outcome::{RepeatedRate, Rfc2544Outcome};
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use linerate_packet::rfc2544::{self, DeviceRunner, FrameSize, MaxRate, Settings, Trial};
+use linerate_packet::rfc2544::{
+    self, DeviceRunner, FrameSize, MaxRate, Settings, Trial, TrialRunner,
+};
 use linerate_run::{CountedBy, Counts, Interval, Mode, Row, Scope};
 use linerate_traffic::FlowSpec;
 use std::sync::Arc;
@@ -42,11 +44,19 @@ pub struct Rfc2544Args {
     #[arg(long)]
     src_mac: Option<String>,
     /// Source IP(s) of the frames (ranges as blast: 198.18.0.1-198.18.0.9).
-    #[arg(long)]
-    src_ip: String,
+    #[arg(long, required_unless_present = "profile")]
+    src_ip: Option<String>,
     /// Destination IP(s): addresses the device routes to the rx side.
-    #[arg(long)]
-    dst_ip: String,
+    #[arg(long, required_unless_present = "profile")]
+    dst_ip: Option<String>,
+    /// Send this traffic profile's streams (docs/profiles.md) instead of
+    /// one flow spec and frame size: each trial sends every stream for the
+    /// trial's time, all their rates scaled by the one factor the search
+    /// moves (the trial's rate over the profile's own).
+    #[arg(long, value_name = "FILE", conflicts_with_all = [
+        "src_ip", "dst_ip", "src_port", "dst_port", "sizes", "bidir", "reverse_dst_mac", "dst_mac", "dut_ip",
+    ])]
+    profile: Option<std::path::PathBuf>,
     #[arg(long, default_value = "1024")]
     src_port: String,
     #[arg(long, default_value = "9")]
@@ -136,7 +146,7 @@ fn checked_max_rate(spec: &str) -> Result<String, String> {
     linerate_calc::parse_rate_with_unit("--max-rate", spec).map(|_| spec.to_string())
 }
 
-fn port_speed_bps(iface: &str) -> Option<f64> {
+pub(crate) fn port_speed_bps(iface: &str) -> Option<f64> {
     std::fs::read_to_string(format!("/sys/class/net/{iface}/speed"))
         .ok()
         .and_then(|s| s.trim().parse::<i64>().ok())
@@ -194,16 +204,11 @@ fn port_kind(a: &Rfc2544Args) -> linerate_packet::BackendKind {
 
 pub fn run(a: &Rfc2544Args) -> Result<u8> {
     check_args(a)?;
-    let (src_mac, dst_mac) = forward_macs(a)?;
-    let flows = FlowSpec::parse(
-        &src_mac,
-        &dst_mac,
-        &a.src_ip,
-        &a.dst_ip,
-        &a.src_port,
-        &a.dst_port,
-    )?;
-    let reverse = reverse_flows(a)?;
+    let stop = super::stop_flag()?;
+    let (runner, sizes, mut config) = match &a.profile {
+        Some(path) => profile_runner(a, path, &stop)?,
+        None => device_runner(a, &stop)?,
+    };
     let max = match (&a.max_rate, port_speed_bps(&a.tx_iface)) {
         (Some(m), _) => max_rate(m)?,
         (None, Some(bps)) => MaxRate::L1Bps(bps),
@@ -212,7 +217,6 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
             a.tx_iface
         ),
     };
-    let stop = super::stop_flag()?;
     let settings = Settings {
         max_rate: max,
         trial_time: Duration::from_secs_f64(a.trial_time.max(0.1)),
@@ -220,28 +224,19 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
         offered_min: a.offered_min,
         max_trials: usize::from(a.max_trials),
     };
-    let runner = DeviceRunner {
-        tx_iface: a.tx_iface.clone(),
-        rx_iface: a.rx_iface.clone(),
-        flows,
-        reverse,
-        backend: linerate_packet::BackendKind::parse(&a.backend)
-            .with_context(|| format!("unknown backend '{}'", a.backend))?,
-        drain: Duration::from_secs_f64(a.drain.max(0.0)),
-        clocks_shared: true,
-        stop: stop.shared(),
-        warmup: Duration::from_secs_f64(a.warmup.max(0.0)),
-    };
-    let config = serde_json::json!({
-        "tx_iface": a.tx_iface, "rx_iface": a.rx_iface, "dst_mac": dst_mac,
-        "src_ip": a.src_ip, "dst_ip": a.dst_ip, "sizes": a.sizes, "tests": a.tests,
+    let more = serde_json::json!({
+        "tx_iface": a.tx_iface, "rx_iface": a.rx_iface, "sizes": sizes, "tests": a.tests,
         "loss_ratio": a.loss_ratio, "trial_time_s": a.trial_time, "max_rate": a.max_rate,
         "resolution": a.resolution, "backend": a.backend, "bidir": a.bidir,
     });
+    for (k, v) in more.as_object().into_iter().flatten() {
+        config[k] = v.clone();
+    }
     let t0 = Instant::now();
     let mut session = Session {
         a,
         runner,
+        sizes,
         settings,
         log: TrialLog {
             n: 0,
@@ -274,6 +269,78 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
     Ok(ended.exit_code)
 }
 
+/// The backend `--backend` names.
+fn backend_kind(a: &Rfc2544Args) -> Result<linerate_packet::BackendKind> {
+    linerate_packet::BackendKind::parse(&a.backend)
+        .with_context(|| format!("unknown backend '{}'", a.backend))
+}
+
+/// What the trials send, and the frame sizes searched: the flows given.
+fn device_runner(
+    a: &Rfc2544Args,
+    stop: &linerate_run::Cancel,
+) -> Result<(Box<dyn TrialRunner>, Vec<FrameSize>, serde_json::Value)> {
+    let (src_ip, dst_ip) = (
+        a.src_ip.as_deref().unwrap_or_default(),
+        a.dst_ip.as_deref().unwrap_or_default(),
+    );
+    let (src_mac, dst_mac) = forward_macs(a, dst_ip)?;
+    let flows = FlowSpec::parse(&src_mac, &dst_mac, src_ip, dst_ip, &a.src_port, &a.dst_port)?;
+    let runner = DeviceRunner {
+        tx_iface: a.tx_iface.clone(),
+        rx_iface: a.rx_iface.clone(),
+        flows,
+        reverse: reverse_flows(a, src_ip, dst_ip)?,
+        backend: backend_kind(a)?,
+        drain: Duration::from_secs_f64(a.drain.max(0.0)),
+        clocks_shared: true,
+        stop: stop.shared(),
+        warmup: Duration::from_secs_f64(a.warmup.max(0.0)),
+    };
+    let config = serde_json::json!({"dst_mac": dst_mac, "src_ip": src_ip, "dst_ip": dst_ip});
+    Ok((Box::new(runner), a.sizes.clone(), config))
+}
+
+/// What the trials send with `--profile`: the profile's streams, scaled;
+/// the one "frame size" searched is the profile's (its mean frame).
+fn profile_runner(
+    a: &Rfc2544Args,
+    path: &std::path::Path,
+    stop: &linerate_run::Cancel,
+) -> Result<(Box<dyn TrialRunner>, Vec<FrameSize>, serde_json::Value)> {
+    let backend = backend_kind(a)?;
+    let mut sender =
+        super::profile::blast_config(path, &a.tx_iface, backend, a.src_mac.as_deref(), None)?;
+    sender.profile = sender.profile.for_trials();
+    let (nominal_fps, mean_bytes) = sender.profile.nominal(&sender.rates);
+    // The tables' "size": the profile's file name without its extension.
+    let name = path.file_stem().map_or_else(
+        || "profile".to_string(),
+        |s| s.to_string_lossy().into_owned(),
+    );
+    let config = serde_json::json!({
+        "profile": {
+            "file": path,
+            "streams": super::profile::streams_json(&sender),
+            "nominal_fps": nominal_fps,
+            "mean_frame_bytes": mean_bytes,
+            "scale": "each trial's rate over nominal_fps: every stream's rate times it",
+        },
+    });
+    let runner = linerate_packet::profile_trials::ProfileRunner {
+        sender,
+        nominal_fps,
+        rx_iface: a.rx_iface.clone(),
+        rx_backend: backend,
+        drain: Duration::from_secs_f64(a.drain.max(0.0)),
+        clocks_shared: true,
+        stop: stop.shared(),
+        warmup: Duration::from_secs_f64(a.warmup.max(0.0)),
+    };
+    let size = FrameSize::Profile { name, mean_bytes };
+    Ok((Box::new(runner), vec![size], config))
+}
+
 /// The ports exist, are two, and the tests are known ones.
 fn check_args(a: &Rfc2544Args) -> Result<()> {
     super::dpdk::port_exists(&a.backend, &a.eal, &a.tx_iface)?;
@@ -290,7 +357,7 @@ fn check_args(a: &Rfc2544Args) -> Result<()> {
 }
 
 /// The tx side's source and destination MACs (given, or learnt).
-fn forward_macs(a: &Rfc2544Args) -> Result<(String, String)> {
+fn forward_macs(a: &Rfc2544Args, dst_ip: &str) -> Result<(String, String)> {
     let dst_mac = match (&a.dst_mac, a.dut_ip) {
         (Some(m), _) => m.clone(),
         (None, Some(ip)) => {
@@ -298,7 +365,7 @@ fn forward_macs(a: &Rfc2544Args) -> Result<(String, String)> {
                 .map(linerate_backend::iface::format_mac)
                 .with_context(|| format!("no MAC for --dut-ip {ip} on {}", a.tx_iface))?
         }
-        (None, None) => super::blast::next_hop_mac(&a.tx_iface, &a.dst_ip)?,
+        (None, None) => super::blast::next_hop_mac(&a.tx_iface, dst_ip)?,
     };
     let src_mac = match &a.src_mac {
         Some(m) => m.clone(),
@@ -311,7 +378,7 @@ fn forward_macs(a: &Rfc2544Args) -> Result<(String, String)> {
 
 /// With --bidir, the flows the rx port sends back (addresses and ports
 /// swapped).
-fn reverse_flows(a: &Rfc2544Args) -> Result<Option<FlowSpec>> {
+fn reverse_flows(a: &Rfc2544Args, src_ip: &str, dst_ip: &str) -> Result<Option<FlowSpec>> {
     if !a.bidir {
         if a.reverse_dst_mac.is_some() {
             bail!("--reverse-dst-mac goes with --bidir");
@@ -320,7 +387,7 @@ fn reverse_flows(a: &Rfc2544Args) -> Result<Option<FlowSpec>> {
     }
     let dst_mac = match &a.reverse_dst_mac {
         Some(m) => m.clone(),
-        None => super::blast::next_hop_mac(&a.rx_iface, &a.src_ip)
+        None => super::blast::next_hop_mac(&a.rx_iface, src_ip)
             .context("--bidir: the device's MAC on the rx side (--reverse-dst-mac)")?,
     };
     let src_mac = linerate_backend::port::port_mac(port_kind(a), &a.rx_iface)
@@ -329,8 +396,8 @@ fn reverse_flows(a: &Rfc2544Args) -> Result<Option<FlowSpec>> {
     Ok(Some(FlowSpec::parse(
         &src_mac,
         &dst_mac,
-        &a.dst_ip,
-        &a.src_ip,
+        dst_ip,
+        src_ip,
         &a.dst_port,
         &a.src_port,
     )?))
@@ -359,7 +426,9 @@ impl TrialLog {
 /// The tests asked for, run against the device one after the other.
 struct Session<'a> {
     a: &'a Rfc2544Args,
-    runner: DeviceRunner,
+    runner: Box<dyn TrialRunner>,
+    /// The frame sizes searched (a profile's one).
+    sizes: Vec<FrameSize>,
     settings: Settings,
     log: TrialLog,
 }
@@ -380,8 +449,8 @@ impl Session<'_> {
         }
         if self.want("loss") {
             let mut out = Vec::new();
-            for size in &self.a.sizes {
-                let (runner, settings, log) = (&mut self.runner, &self.settings, &mut self.log);
+            for size in &self.sizes {
+                let (runner, settings, log) = (&mut *self.runner, &self.settings, &mut self.log);
                 out.extend(rfc2544::frame_loss(runner, size, settings, &mut |t| {
                     log.log(t, run)
                 })?);
@@ -390,11 +459,11 @@ impl Session<'_> {
         }
         if self.want("back-to-back") {
             let mut out = Vec::new();
-            for size in &self.a.sizes {
+            for size in &self.sizes {
                 let max_burst = (self.settings.max_fps(size) * self.a.b2b_max)
                     .round()
                     .max(1.0) as u64;
-                let (runner, settings, log) = (&mut self.runner, &self.settings, &mut self.log);
+                let (runner, settings, log) = (&mut *self.runner, &self.settings, &mut self.log);
                 out.push(rfc2544::back_to_back(
                     runner,
                     size,
@@ -413,9 +482,9 @@ impl Session<'_> {
     /// again until the policy stops: the rate is the mean of the runs',
     /// with its confidence interval.
     fn throughput(&mut self, run: &mut Run, o: &mut Rfc2544Outcome) -> Result<(), String> {
-        for size in &self.a.sizes {
+        for size in &self.sizes {
             for &ratio in &self.a.loss_ratio {
-                let (runner, settings, log) = (&mut self.runner, &self.settings, &mut self.log);
+                let (runner, settings, log) = (&mut *self.runner, &self.settings, &mut self.log);
                 let mut search =
                     || rfc2544::throughput(runner, size, ratio, settings, &mut |t| log.log(t, run));
                 let mut r = search()?;
@@ -451,7 +520,7 @@ impl Session<'_> {
     /// At each load of the throughput found with the least loss allowed
     /// (the NDR when searched), else of the maximum rate.
     fn latency(&mut self, run: &mut Run, o: &mut Rfc2544Outcome) -> Result<(), String> {
-        for size in &self.a.sizes {
+        for size in &self.sizes {
             let base = o
                 .throughput
                 .iter()
@@ -466,7 +535,7 @@ impl Session<'_> {
                     duration: Duration::from_secs_f64(self.a.latency_time.max(0.1)),
                     frames: None,
                 };
-                let t = rfc2544::trial(&mut self.runner, &spec, 1.0, self.settings.offered_min)?;
+                let t = rfc2544::trial(&mut *self.runner, &spec, 1.0, self.settings.offered_min)?;
                 self.log.log(&t, run);
                 o.latency
                     .get_or_insert_with(Vec::new)

@@ -234,7 +234,7 @@ impl Outcome for Rfc2544Outcome {
 pub fn size_label(s: &FrameSize) -> String {
     match s {
         FrameSize::Fixed(n) => n.to_string(),
-        FrameSize::Mix { name, .. } => name.clone(),
+        FrameSize::Mix { name, .. } | FrameSize::Profile { name, .. } => name.clone(),
     }
 }
 

@@ -266,3 +266,40 @@ pub fn missing_keys(theirs: &serde_json::Value, ours: &serde_json::Value) -> Vec
     key_paths(ours, "", &mut b);
     a.difference(&b).cloned().collect()
 }
+
+/// Runs `sink` (a command) in the background until it says it is
+/// receiving, runs `f`, and returns the sink's output with what `f` returned.
+pub fn sink_while<T: Send>(sink: &mut Command, f: impl FnOnce() -> T + Send) -> (Output, T) {
+    use std::io::{BufRead, Read};
+    let mut child = sink
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The sink says on stderr when it counts what arrives (a sink that
+    // fails says why and closes stderr): no guessing with a sleep.
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut stderr = String::new();
+    loop {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap_or(0) == 0 {
+            break;
+        }
+        stderr.push_str(&line);
+        if line.starts_with("linerate: sink receiving on") {
+            break;
+        }
+    }
+    let r = f();
+    // The rest of stderr in a thread while stdout is read: a report larger
+    // than a pipe holds must not wait on a reader that waits on stderr.
+    let rest = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let mut out = child.wait_with_output().unwrap();
+    stderr.push_str(&rest.join().unwrap_or_default());
+    out.stderr = stderr.into_bytes();
+    (out, r)
+}
