@@ -38,6 +38,25 @@ pub fn free_port() -> u16 {
 
 /// A linerate server (not one-off) on a fresh port, listening.
 pub fn server(extra: &[&str]) -> (Proc, u16) {
+    listening(|port| {
+        let mut c = linerate();
+        c.args(["-s", "-p", port]).args(extra);
+        c
+    })
+}
+
+/// `linerate rr server --tcp` on loopback on a fresh port, listening.
+pub fn rr_tcp_server(extra: &[&str]) -> (Proc, u16) {
+    listening(|port| {
+        let mut c = linerate();
+        c.args(["rr", "server", "--tcp", "-B", "127.0.0.1", "-p", port])
+            .args(extra);
+        c
+    })
+}
+
+/// The process `cmd(port)` makes, on a fresh TCP port, once it listens.
+pub fn listening(cmd: impl Fn(&str) -> Command) -> (Proc, u16) {
     // A port can be free to our probe and still not to the server (some
     // other process listening on [::1] or another address with the same
     // port): then the server exits, and a port seen listening in /proc
@@ -45,7 +64,7 @@ pub fn server(extra: &[&str]) -> (Proc, u16) {
     // server's own; if the server died, another port is tried.
     for _ in 0..5 {
         let port = free_port();
-        let mut p = Proc::spawn(linerate().args(["-s", "-p", &port.to_string()]).args(extra));
+        let mut p = Proc::spawn(&mut cmd(&port.to_string()));
         if wait_listening_by(&mut p, port) {
             return (p, port);
         }
@@ -134,6 +153,15 @@ impl Proc {
 
     pub fn pid(&self) -> i32 {
         self.0.as_ref().map_or(0, |c| c.id() as i32)
+    }
+
+    /// Sends SIGINT to the process (by its PID), as Ctrl-C would.
+    pub fn interrupt(&self) {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.pid()),
+            nix::sys::signal::Signal::SIGINT,
+        )
+        .unwrap();
     }
 
     pub fn is_running(&mut self) -> bool {
