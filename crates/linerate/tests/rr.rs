@@ -520,7 +520,7 @@ fn rr_over_tcp_json_keys_and_counts() {
     let client = |extra: &[&str]| -> Value {
         let out = linerate()
             .args(["rr", "client", "127.0.0.1", "-p", &port, "--tcp"])
-            .args(["-t", "0.5", "-i", "0.25", "-J", "--flows", "4"])
+            .args(["-t", "0.5", "-i", "0.25", "-J"])
             .args(extra)
             .output()
             .unwrap();
@@ -531,8 +531,11 @@ fn rr_over_tcp_json_keys_and_counts() {
         );
         json(&out.stdout)
     };
-    let rr = client(&["--outstanding", "2"]);
-    let crr = client(&["--connect-per-transaction"]);
+    let rr = client(&["--outstanding", "2", "--flows", "4"]);
+    // Open loop: exactly 0.5 s x 1k transactions, a connection each.
+    let crr = client(&["--connect-per-transaction", "--pps", "1k", "--flows", "16"]);
+    let c = find(&crr, "counts");
+    assert_eq!((n(&c["completed"]), n(&c["connects"])), (500, 500), "{c}");
     for (v, transport) in [(&rr, "tcp"), (&crr, "tcp, a connection per transaction")] {
         let r = &v["end"]["outcome"];
         let r = if r.is_null() { v } else { r };

@@ -38,25 +38,22 @@ pub fn free_port() -> u16 {
 
 /// A linerate server (not one-off) on a fresh port, listening.
 pub fn server(extra: &[&str]) -> (Proc, u16) {
-    listening(|port| {
-        let mut c = linerate();
-        c.args(["-s", "-p", port]).args(extra);
-        c
-    })
+    listening(|port| Proc::spawn(linerate().args(["-s", "-p", port]).args(extra)))
 }
 
 /// `linerate rr server --tcp` on loopback on a fresh port, listening.
 pub fn rr_tcp_server(extra: &[&str]) -> (Proc, u16) {
     listening(|port| {
-        let mut c = linerate();
-        c.args(["rr", "server", "--tcp", "-B", "127.0.0.1", "-p", port])
-            .args(extra);
-        c
+        Proc::spawn(
+            linerate()
+                .args(["rr", "server", "--tcp", "-B", "127.0.0.1", "-p", port])
+                .args(extra),
+        )
     })
 }
 
-/// The process `cmd(port)` makes, on a fresh TCP port, once it listens.
-pub fn listening(cmd: impl Fn(&str) -> Command) -> (Proc, u16) {
+/// The process `spawn(port)` starts, on a fresh TCP port, once it listens.
+pub fn listening(spawn: impl Fn(&str) -> Proc) -> (Proc, u16) {
     // A port can be free to our probe and still not to the server (some
     // other process listening on [::1] or another address with the same
     // port): then the server exits, and a port seen listening in /proc
@@ -64,7 +61,7 @@ pub fn listening(cmd: impl Fn(&str) -> Command) -> (Proc, u16) {
     // server's own; if the server died, another port is tried.
     for _ in 0..5 {
         let port = free_port();
-        let mut p = Proc::spawn(&mut cmd(&port.to_string()));
+        let mut p = spawn(&port.to_string());
         if wait_listening_by(&mut p, port) {
             return (p, port);
         }
