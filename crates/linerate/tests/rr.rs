@@ -518,18 +518,12 @@ fn rr_over_tcp_json_keys_and_counts() {
     let (server, port) = support::rr_tcp_server(&["-t", "2.5", "-J", "--max-per-source", "100"]);
     let port = port.to_string();
     let client = |extra: &[&str]| -> Value {
-        let out = linerate()
-            .args(["rr", "client", "127.0.0.1", "-p", &port, "--tcp"])
-            .args(["-t", "0.5", "-i", "0.25", "-J"])
-            .args(extra)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        json(&out.stdout)
+        support::json_ok(
+            linerate()
+                .args(["rr", "client", "127.0.0.1", "-p", &port, "--tcp"])
+                .args(["-t", "0.5", "-i", "0.25", "-J"])
+                .args(extra),
+        )
     };
     let rr = client(&["--outstanding", "2", "--flows", "4"]);
     // Open loop: exactly 0.5 s x 1k transactions, a connection each.
@@ -632,17 +626,11 @@ fn rr_tcp_server_survives_connection_churn() {
     let pid = server.pid();
     let (fds_before, rss_before) = (open_fds(pid), rss_kib(pid));
     let client = |extra: &[&str]| -> Value {
-        let out = linerate()
-            .args(["rr", "client", "127.0.0.1", "-p", &port, "--tcp", "-J"])
-            .args(extra)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        json(&out.stdout)
+        support::json_ok(
+            linerate()
+                .args(["rr", "client", "127.0.0.1", "-p", &port, "--tcp", "-J"])
+                .args(extra),
+        )
     };
     let crr = client(&[
         "--connect-per-transaction",

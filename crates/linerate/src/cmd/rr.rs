@@ -671,11 +671,12 @@ fn client_text(r: &linerate_rr::ClientReport, load: Load, timeout_ms: f64) -> St
     if let Some(tcp) = &r.tcp {
         let _ = writeln!(
             s,
-            "connections: {} attempted, {} connect errors (refused, failed or over {} ms), {} reset or closed by the server",
+            "connections: {} attempted, {} connect errors (refused, failed or over {} ms), {} reset or closed by the server, {} made again",
             t.connects,
             t.connect_errors,
             tcp.connect_timeout.as_secs_f64() * 1e3,
-            t.resets
+            t.resets,
+            t.reconnects
         );
     }
     if let Some(l) = &r.latency {
