@@ -542,11 +542,13 @@ fn rr_over_tcp_json_keys_and_counts() {
             "connects",
             "connect_errors",
             "resets",
+            "reconnects",
         ] {
             assert!(c[k].is_u64(), "counts.{k}: {v}");
         }
         assert_eq!(c["connect_errors"], 0, "{v}");
         assert_eq!(c["resets"], 0, "{v}");
+        assert_eq!(c["reconnects"], 0, "{v}");
         assert!(n(&c["completed"]) > 0);
         assert!(r["latency_us"]["p50"].is_number(), "{v}");
         assert!(r["transactions_per_s"].as_f64().unwrap() > 0.0);
