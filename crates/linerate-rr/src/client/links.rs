@@ -227,30 +227,38 @@ impl Links {
     }
 
     /// Waits for readiness until `wake` (monotonic ns; not at all when
-    /// `spin`); the number of events in `events`. epoll_wait counts in
-    /// milliseconds: a wait under one goes through ppoll on the epoll
-    /// descriptor (nanoseconds), then takes the events.
+    /// `spin`); the number of events in `events`.
     pub(super) fn wait(&mut self, now: u64, wake: u64, spin: bool) -> usize {
-        let n = self
-            .ep
-            .wait(&mut self.events, EpollTimeout::ZERO)
-            .unwrap_or(0);
-        let left = wake.saturating_sub(now);
-        if n > 0 || spin || left == 0 {
-            return n;
-        }
-        if left >= 1_000_000 {
-            let ms = (left / 1_000_000).min(u64::from(u16::MAX)) as u16;
-            return self.ep.wait(&mut self.events, ms).unwrap_or(0);
-        }
-        let mut fd = [PollFd::new(self.ep.0.as_fd(), PollFlags::POLLIN)];
-        let ts = TimeSpec::from_duration(Duration::from_nanos(left));
-        if ppoll(&mut fd, Some(ts), None).unwrap_or(0) > 0 {
-            self.ep
-                .wait(&mut self.events, EpollTimeout::ZERO)
-                .unwrap_or(0)
-        } else {
-            0
-        }
+        wait_ready(&self.ep, &mut self.events, now, wake, spin)
+    }
+}
+
+/// Waits on `ep` until `wake` (monotonic ns; not at all when `spin`); the
+/// number of events put in `events`. What is ready already is taken at
+/// once; epoll_wait counts in milliseconds, so a wait under one goes
+/// through ppoll on the epoll descriptor (nanoseconds), then takes the
+/// events.
+pub(super) fn wait_ready(
+    ep: &Epoll,
+    events: &mut [EpollEvent],
+    now: u64,
+    wake: u64,
+    spin: bool,
+) -> usize {
+    let n = ep.wait(events, EpollTimeout::ZERO).unwrap_or(0);
+    let left = wake.saturating_sub(now);
+    if n > 0 || spin || left == 0 {
+        return n;
+    }
+    if left >= 1_000_000 {
+        let ms = (left / 1_000_000).min(u64::from(u16::MAX)) as u16;
+        return ep.wait(events, ms).unwrap_or(0);
+    }
+    let mut fd = [PollFd::new(ep.0.as_fd(), PollFlags::POLLIN)];
+    let ts = TimeSpec::from_duration(Duration::from_nanos(left));
+    if ppoll(&mut fd, Some(ts), None).unwrap_or(0) > 0 {
+        ep.wait(events, EpollTimeout::ZERO).unwrap_or(0)
+    } else {
+        0
     }
 }
