@@ -238,15 +238,7 @@ fn rr_over_tcp_metrics_follow_the_run() {
     ] {
         let caddr = format!("127.0.0.1:{}", free_port());
         let client = Proc::spawn(
-            linerate()
-                .args([
-                    "rr",
-                    "client",
-                    "127.0.0.1",
-                    "-p",
-                    &port.to_string(),
-                    "--tcp",
-                ])
+            support::rr_tcp_client(port)
                 .args([
                     "--pps",
                     "2k",

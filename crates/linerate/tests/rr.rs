@@ -516,11 +516,9 @@ fn rr_client_busy_poll_spins_and_completes() {
 #[test]
 fn rr_over_tcp_json_keys_and_counts() {
     let (server, port) = support::rr_tcp_server(&["-t", "2.5", "-J", "--max-per-source", "100"]);
-    let port = port.to_string();
     let client = |extra: &[&str]| -> Value {
         support::json_ok(
-            linerate()
-                .args(["rr", "client", "127.0.0.1", "-p", &port, "--tcp"])
+            support::rr_tcp_client(port)
                 .args(["-t", "0.5", "-i", "0.25", "-J"])
                 .args(extra),
         )
@@ -624,15 +622,10 @@ const CHURN_RSS_GROWTH_KIB_MAX: u64 = 16 * 1024;
 #[test]
 fn rr_tcp_server_survives_connection_churn() {
     let (server, port) = support::rr_tcp_server(&["-t", "60", "-J", "--max-per-source", "1000"]);
-    let port = port.to_string();
     let pid = server.pid();
     let (fds_before, rss_before) = (open_fds(pid), rss_kib(pid));
     let client = |extra: &[&str]| -> Value {
-        support::json_ok(
-            linerate()
-                .args(["rr", "client", "127.0.0.1", "-p", &port, "--tcp", "-J"])
-                .args(extra),
-        )
+        support::json_ok(support::rr_tcp_client(port).arg("-J").args(extra))
     };
     let crr = client(&[
         "--connect-per-transaction",

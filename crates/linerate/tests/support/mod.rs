@@ -52,6 +52,20 @@ pub fn rr_tcp_server(extra: &[&str]) -> (Proc, u16) {
     })
 }
 
+/// `linerate rr client 127.0.0.1 -p PORT --tcp`, to add to.
+pub fn rr_tcp_client(port: u16) -> Command {
+    let mut c = linerate();
+    c.args([
+        "rr",
+        "client",
+        "127.0.0.1",
+        "-p",
+        &port.to_string(),
+        "--tcp",
+    ]);
+    c
+}
+
 /// The process `spawn(port)` starts, on a fresh TCP port, once it listens.
 pub fn listening(spawn: impl Fn(&str) -> Proc) -> (Proc, u16) {
     // A port can be free to our probe and still not to the server (some
