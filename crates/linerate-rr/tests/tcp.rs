@@ -376,3 +376,42 @@ fn a_long_run_survives_a_server_restart() {
         c.latency
     );
 }
+
+/// A flow over the server's per-source limit is accepted and closed at
+/// once, again and again: the client counts each (resets), and its
+/// back-off doubles because no answer came (10, 20, 40 ... ms), so over
+/// 1 s it comes back a handful of times, not a hundred; the two flows
+/// within the limit run on.
+#[test]
+fn a_flow_over_the_per_source_limit_backs_off() {
+    let mut cfg = server_cfg();
+    cfg.workers = 1;
+    cfg.max_per_source = 2;
+    let (c, s) = with_server(&cfg, |addr| {
+        let cfg = ClientConfig {
+            threads: 1,
+            flows: 3,
+            load: Load::Closed { outstanding: 1 },
+            duration: Duration::from_secs(1),
+            timeout: Duration::from_millis(100),
+            ..client_cfg(addr)
+        };
+        run_tcp_client(&cfg, &RR, &AtomicBool::new(false), |_| {}).unwrap()
+    });
+    check_client(&c);
+    let (t, st) = (&c.total, &s.total);
+    // 1 + 10 + 20 + 40 + 80 + 160 + 320 ms: the seventh attempt is the
+    // last to start within the second (and a little scheduling slack).
+    assert!((4..=8).contains(&t.resets), "{t:?}");
+    assert!(
+        st.refused_source == t.resets || st.refused_source == t.resets + 1,
+        "each refusal seen by the client but perhaps the last: {t:?} {st:?}"
+    );
+    assert_eq!(t.connects, 3 + t.reconnects, "{t:?}");
+    assert!(
+        t.reconnects + 1 >= t.resets && t.reconnects <= t.resets,
+        "{t:?}"
+    );
+    assert_eq!(t.connect_errors, 0, "{t:?}");
+    assert!(t.completed > 100, "the two flows within the limit: {t:?}");
+}

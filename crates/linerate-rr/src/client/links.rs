@@ -2,7 +2,9 @@
 //! (level-triggered) with its flow's index: a wait costs what is ready,
 //! not the number of connections. A connection the server closes or
 //! resets is counted and made again after a back-off: 10 ms after a
-//! connection that was up, doubling up to 1 s while connecting fails.
+//! connection that had answers, doubling up to 1 s while connects fail or
+//! connections end before their first answer (a server refusing over its
+//! per-source limit accepts, then closes).
 
 use super::persistent::{Conn, connected, start_connect};
 use super::worker::Worker;
@@ -32,7 +34,8 @@ pub(super) enum State {
 pub(super) struct Link {
     pub(super) conn: Conn,
     pub(super) state: State,
-    /// The wait before the next attempt after this one fails, ns.
+    /// The wait before the next attempt after this connection fails or
+    /// breaks, ns.
     backoff: u64,
     interest: EpollFlags,
     /// Was up once: the next connect is a reconnect.
@@ -153,7 +156,6 @@ impl Links {
             return self.failed(w, f, now);
         }
         l.state = State::Up;
-        l.backoff = BACKOFF_MIN_NS;
         l.was_up = true;
         self.waiting.retain(|x| *x != f);
         if self.blocking {
@@ -178,7 +180,14 @@ impl Links {
         w.counts.resets += 1;
         l.conn = Conn::new(w.cfg.response_size);
         l.state = State::Down(now + l.backoff);
+        l.backoff = (l.backoff * 2).min(BACKOFF_MAX_NS);
         self.waiting.push(f);
+    }
+
+    /// Flow `f`'s connection brought answers: the next wait after it
+    /// breaks is the shortest again.
+    pub(super) fn answered(&mut self, f: usize) {
+        self.list[f].backoff = BACKOFF_MIN_NS;
     }
 
     /// Watches flow `f` for reading, and for writing while it has bytes

@@ -225,8 +225,9 @@ fn send_due(o: &mut OpenLoop, w: &mut Worker<'_>, links: &mut Links, now: u64) -
 
 /// Reads what flow `f`'s connection has and matches every answer; with
 /// `once`, returns as soon as a read brought answers (a blocking socket
-/// would otherwise wait for more). False when the connection broke.
-fn receive(w: &mut Worker<'_>, conn: &mut Conn, f: usize, once: bool) -> bool {
+/// would otherwise wait for more). The answers taken; None when the
+/// connection broke.
+fn receive(w: &mut Worker<'_>, conn: &mut Conn, f: usize, once: bool) -> Option<usize> {
     let mut now = w.now_ns();
     let mut took = 0;
     loop {
@@ -236,7 +237,7 @@ fn receive(w: &mut Worker<'_>, conn: &mut Conn, f: usize, once: bool) -> bool {
                 Ok(None) => break,
                 Err(_) => {
                     w.counts.malformed += 1;
-                    return false;
+                    return None;
                 }
             };
             match RrHeader::parse(m) {
@@ -252,18 +253,16 @@ fn receive(w: &mut Worker<'_>, conn: &mut Conn, f: usize, once: bool) -> bool {
                 _ => w.counts.malformed += 1,
             }
         }
-        let Some(s) = conn.s.as_mut() else {
-            return false;
-        };
+        let s = conn.s.as_mut()?;
         if once && took > 0 {
-            return true;
+            return Some(took);
         }
         match conn.rd.fill(s) {
-            Ok(0) => return false,
+            Ok(0) => return None,
             Ok(_) => now = w.now_ns(),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Some(took),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return false,
+            Err(_) => return None,
         }
     }
 }
@@ -273,14 +272,9 @@ fn receive(w: &mut Worker<'_>, conn: &mut Conn, f: usize, once: bool) -> bool {
 /// under way; writes what waits. Each flow that read is touched.
 fn await_answers(w: &mut Worker<'_>, links: &mut Links, wake: u64) {
     if links.blocking && links.up(0) {
-        let alive = receive(w, &mut links.list[0].conn, 0, true);
+        let took = receive(w, &mut links.list[0].conn, 0, true);
         let now = w.now_ns();
-        if alive {
-            links.mark(0);
-        } else {
-            links.broken(w, 0, now);
-        }
-        return;
+        return took_or_broken(w, links, 0, took, now);
     }
     let n = links.wait(w.now_ns(), wake, w.cfg.busy_poll);
     let now = w.now_ns();
@@ -293,14 +287,27 @@ fn await_answers(w: &mut Worker<'_>, links: &mut Links, wake: u64) {
                 if ev.events().contains(EpollFlags::EPOLLOUT) {
                     flush(w, links, f, now);
                 }
-                if links.up(f) && !receive(w, &mut links.list[f].conn, f, false) {
-                    links.broken(w, f, now);
-                } else {
-                    links.mark(f);
+                if links.up(f) {
+                    let took = receive(w, &mut links.list[f].conn, f, false);
+                    took_or_broken(w, links, f, took, now);
                 }
             }
             State::Down(_) => {}
         }
+    }
+}
+
+/// After flow `f` read: looked at for sending if it took answers (which
+/// also shortens its next back-off) or still waits; broken otherwise.
+fn took_or_broken(w: &mut Worker<'_>, links: &mut Links, f: usize, took: Option<usize>, now: u64) {
+    match took {
+        Some(n) => {
+            if n > 0 {
+                links.answered(f);
+            }
+            links.mark(f);
+        }
+        None => links.broken(w, f, now),
     }
 }
 
