@@ -271,8 +271,10 @@ fn receive(w: &mut Worker<'_>, conn: &mut Conn, f: usize, once: bool) -> Option<
 /// until `wake` (monotonic ns) unless busy polling; makes the connections
 /// under way; writes what waits. Each flow that read is touched.
 fn await_answers(w: &mut Worker<'_>, links: &mut Links, wake: u64) {
-    if links.blocking && links.up(0) {
-        let took = receive(w, &mut links.list[0].conn, 0, true);
+    if links.list.len() == 1 && links.up(0) && (links.blocking || w.cfg.busy_poll) {
+        // One flow: wait in (or spin on) the read itself, one system call
+        // fewer per transaction than epoll and then read.
+        let took = receive(w, &mut links.list[0].conn, 0, links.blocking);
         let now = w.now_ns();
         return took_or_broken(w, links, 0, took, now);
     }
