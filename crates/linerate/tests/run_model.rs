@@ -391,12 +391,13 @@ fn rr_tcp_client_and_server_stream_intervals_that_add_up() {
         support::Proc(Some(spawn_streamed(
             Command::new(BIN)
                 .args(["rr", "server", "--tcp", "-B", "127.0.0.1", "-p", port])
-                .args(["-t", "4", "-i", "0.5"]),
+                .args(["-t", "60", "-i", "0.5"]),
             &csv,
         )))
     });
     let port = port.to_string();
     let csv = tempfile_dir().join(format!("rr-tcp-server-{port}.csv"));
+    let pid = server.pid();
     let server = std::thread::spawn(move || {
         let mut server = server;
         let child = server.0.take().unwrap();
@@ -432,6 +433,14 @@ fn rr_tcp_client_and_server_stream_intervals_that_add_up() {
         ],
         500,
     );
+    // Stopped once the clients are done (a fixed time could run out
+    // before them on a loaded machine); it still ends with its end event.
+    std::thread::sleep(Duration::from_millis(200));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
     let server = server.join().unwrap();
     assert_eq!(
         server.result()["counts"]["requests"],

@@ -276,6 +276,11 @@ pub(super) fn run(
     loop {
         let now = w.now_ns();
         if sending && (now >= end_at || stop.load(Ordering::Relaxed)) {
+            if now >= end_at && matches!(w.cfg.load, Load::Open { .. }) {
+                // Transactions scheduled before the end start, even if
+                // this wake-up came late.
+                start_due(&mut open, w, &mut slots, end_at - 1);
+            }
             sending = false;
             sent_for = Duration::from_nanos(now - t0);
         }
