@@ -190,7 +190,7 @@ pub struct ServerReport {
 
 impl ServerReport {
     pub fn json(&self) -> Value {
-        json!({
+        let v = json!({
             "listen": self.local.to_string(),
             "steering": match (self.config.reuseport, self.config.steering, &self.steering_note) {
                 (false, ..) => "none: one socket shared by every worker (no SO_REUSEPORT)",
@@ -207,20 +207,40 @@ impl ServerReport {
             },
             "steering_note": self.steering_note,
             "warnings": self.warnings,
-            "workers": self.workers.iter().map(|(cpu, c)| json!({ "cpu": cpu, "counts": c })).collect::<Vec<_>>(),
-            "counts": self.total,
             "counted_by": "server: datagrams received and answered on its sockets",
-            "duration_s": self.elapsed.as_secs_f64(),
-            "requests_per_s": self.total.requests as f64 / self.elapsed.as_secs_f64().max(1e-9),
-            "intervals": self.intervals.iter().map(|i| json!({
-                "start": i.start.as_secs_f64(),
-                "end": i.end.as_secs_f64(),
-                "counts": i.total,
-                "requests_per_s": i.total.requests as f64 / (i.end - i.start).as_secs_f64().max(1e-9),
-                "per_worker_requests": i.per_worker,
-            })).collect::<Vec<_>>(),
-        })
+        });
+        with_counts(v, &self.workers, &self.total, self.elapsed, &self.intervals)
     }
+}
+
+/// `doc` (either server's own keys) with what both servers' documents
+/// share: each worker's counts, the total, the duration, the request rate
+/// and the intervals.
+pub(crate) fn with_counts<C: Tally + serde::Serialize>(
+    mut doc: Value,
+    workers: &[(Option<usize>, C)],
+    total: &C,
+    elapsed: Duration,
+    intervals: &[ServerInterval<C>],
+) -> Value {
+    let per_s = |n: u64, d: Duration| n as f64 / d.as_secs_f64().max(1e-9);
+    let shared = json!({
+        "workers": workers.iter().map(|(cpu, c)| json!({ "cpu": cpu, "counts": c })).collect::<Vec<_>>(),
+        "counts": total,
+        "duration_s": elapsed.as_secs_f64(),
+        "requests_per_s": per_s(total.requests(), elapsed),
+        "intervals": intervals.iter().map(|i| json!({
+            "start": i.start.as_secs_f64(),
+            "end": i.end.as_secs_f64(),
+            "counts": i.total,
+            "requests_per_s": per_s(i.total.requests(), i.end - i.start),
+            "per_worker_requests": i.per_worker,
+        })).collect::<Vec<_>>(),
+    });
+    if let (Value::Object(d), Value::Object(s)) = (&mut doc, shared) {
+        d.extend(s);
+    }
+    doc
 }
 
 /// A bound server, ready to run: the sockets exist (so the port is taken

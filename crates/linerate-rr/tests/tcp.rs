@@ -49,6 +49,18 @@ fn client_cfg(server: SocketAddr) -> ClientConfig {
     }
 }
 
+/// One worker's `flows` persistent flows in open loop at `tps` for
+/// `duration`.
+fn open_loop_cfg(server: SocketAddr, flows: usize, tps: f64, duration: Duration) -> ClientConfig {
+    ClientConfig {
+        threads: 1,
+        flows,
+        load: Load::Open { tps },
+        duration,
+        ..client_cfg(server)
+    }
+}
+
 const RR: TcpClient = TcpClient {
     connect_per_transaction: false,
     connect_timeout: Duration::from_secs(2),
@@ -125,13 +137,7 @@ fn open_loop_keeps_its_rate_and_stamps_the_schedule() {
     let mut cfg = server_cfg();
     cfg.workers = 1;
     let (c, s) = with_server(&cfg, |addr| {
-        let cfg = ClientConfig {
-            threads: 1,
-            flows: 10,
-            load: Load::Open { tps: 2000.0 },
-            duration: Duration::from_secs(1),
-            ..client_cfg(addr)
-        };
+        let cfg = open_loop_cfg(addr, 10, 2000.0, Duration::from_secs(1));
         run_tcp_client(&cfg, &RR, &AtomicBool::new(false), |_| {}).unwrap()
     });
     check_client(&c);
@@ -289,4 +295,123 @@ fn hostile_peers_are_cut_off_and_the_server_keeps_serving() {
     // 8 at once with the deaf one still open: 6 - 1 admitted
     assert_eq!(st.refused_source, 3, "{st:?}");
     assert_eq!(st.accepted, st.closed, "{st:?}");
+}
+
+/// A persistent connection the server closes (its idle timeout, shorter
+/// than the gap between requests) is counted and made again after the
+/// back-off; every request still gets its answer. Open loop at 2/s for
+/// 2.5 s: 5 requests, 500 ms apart; the server closes each connection
+/// 300-350 ms after its answer (the last one too, before the run's end
+/// at 2.5 s), so 5 resets and 5 reconnects exactly.
+#[test]
+fn a_connection_the_server_closes_is_counted_and_made_again() {
+    let mut cfg = server_cfg();
+    cfg.workers = 1;
+    cfg.idle_timeout = Duration::from_millis(300);
+    let (c, s) = with_server(&cfg, |addr| {
+        let cfg = open_loop_cfg(addr, 1, 2.0, Duration::from_millis(2500));
+        run_tcp_client(&cfg, &RR, &AtomicBool::new(false), |_| {}).unwrap()
+    });
+    check_client(&c);
+    let t = &c.total;
+    assert_eq!((t.sent, t.completed, t.lost), (5, 5, 0), "{t:?}");
+    assert_eq!(
+        (t.connects, t.reconnects, t.resets, t.connect_errors),
+        (6, 5, 5, 0),
+        "{t:?}"
+    );
+    let st = &s.total;
+    assert_eq!(
+        (st.accepted, st.idle_closed, st.requests),
+        (6, 5, 5),
+        "{st:?}"
+    );
+    assert_eq!(c.json()["counts"]["reconnects"], 5);
+}
+
+/// A server stopped and started again on its port: the client counts the
+/// closed connection and the refused connects, backs off (at most 1 s
+/// between attempts) and goes on with the new server; the requests due
+/// meanwhile leave when it is back (stamped with their schedule).
+#[test]
+fn a_long_run_survives_a_server_restart() {
+    let mut cfg = server_cfg();
+    cfg.workers = 1;
+    let first = TcpServer::bind(&cfg).unwrap();
+    let addr = first.local_addr();
+    cfg.bind = addr;
+    let (stop1, stop2) = (AtomicBool::new(false), AtomicBool::new(false));
+    let (c, s1, s2) = std::thread::scope(|s| {
+        let h1 = s.spawn(|| first.run(&stop1, |_| {}));
+        let client = s.spawn(|| {
+            let cfg = open_loop_cfg(addr, 2, 20.0, Duration::from_secs(3));
+            run_tcp_client(&cfg, &RR, &AtomicBool::new(false), |_| {}).unwrap()
+        });
+        std::thread::sleep(Duration::from_millis(1000));
+        stop1.store(true, Ordering::Relaxed);
+        let s1 = h1.join().unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        let second = TcpServer::bind(&cfg).unwrap();
+        let h2 = s.spawn(|| second.run(&stop2, |_| {}));
+        let c = client.join().unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        stop2.store(true, Ordering::Relaxed);
+        (c, s1, h2.join().unwrap())
+    });
+    check_client(&c);
+    let t = &c.total;
+    assert_eq!(t.sent, 60, "every request due was sent: {t:?}");
+    assert!(t.lost <= 2, "at most those in flight at the stop: {t:?}");
+    assert_eq!(t.resets, 2, "both connections closed by the stop: {t:?}");
+    assert!(t.connect_errors >= 2, "refused while down: {t:?}");
+    assert_eq!(t.reconnects, 2 + t.connect_errors, "{t:?}");
+    assert_eq!(s1.total.accepted + s2.total.accepted, 4, "{s1:?} {s2:?}");
+    assert_eq!(s1.total.requests + s2.total.requests, t.completed);
+    assert!(s2.total.requests > 20, "the new server served: {s2:?}");
+    // Requests due while the server was down waited for it: their
+    // latency counts from their schedule (about the outage).
+    assert!(
+        c.latency.as_ref().unwrap().max > 400_000_000,
+        "{:?}",
+        c.latency
+    );
+}
+
+/// A flow over the server's per-source limit is accepted and closed at
+/// once, again and again: the client counts each (resets), and its
+/// back-off doubles because no answer came (10, 20, 40 ... ms), so over
+/// 1 s it comes back a handful of times, not a hundred; the two flows
+/// within the limit run on.
+#[test]
+fn a_flow_over_the_per_source_limit_backs_off() {
+    let mut cfg = server_cfg();
+    cfg.workers = 1;
+    cfg.max_per_source = 2;
+    let (c, s) = with_server(&cfg, |addr| {
+        let cfg = ClientConfig {
+            threads: 1,
+            flows: 3,
+            load: Load::Closed { outstanding: 1 },
+            duration: Duration::from_secs(1),
+            timeout: Duration::from_millis(100),
+            ..client_cfg(addr)
+        };
+        run_tcp_client(&cfg, &RR, &AtomicBool::new(false), |_| {}).unwrap()
+    });
+    check_client(&c);
+    let (t, st) = (&c.total, &s.total);
+    // 1 + 10 + 20 + 40 + 80 + 160 + 320 ms: the seventh attempt is the
+    // last to start within the second (and a little scheduling slack).
+    assert!((4..=8).contains(&t.resets), "{t:?}");
+    assert!(
+        st.refused_source == t.resets || st.refused_source == t.resets + 1,
+        "each refusal seen by the client but perhaps the last: {t:?} {st:?}"
+    );
+    assert_eq!(t.connects, 3 + t.reconnects, "{t:?}");
+    assert!(
+        t.reconnects + 1 >= t.resets && t.reconnects <= t.resets,
+        "{t:?}"
+    );
+    assert_eq!(t.connect_errors, 0, "{t:?}");
+    assert!(t.completed > 100, "the two flows within the limit: {t:?}");
 }

@@ -165,9 +165,38 @@ fn live_rr_changes_stops_on_q_and_reports() {
     let port = free_port().to_string();
     let _srv = Proc::spawn(linerate().args(["rr", "server", "-p", &port, "-t", "40"]));
     std::thread::sleep(Duration::from_millis(500));
-    let t = Tmux::new("rr");
+    live_rr("rr", &port, "");
+}
+
+/// rr over TCP in the live view, persistent connections and a connection
+/// per transaction: the end report has the connections' line.
+#[test]
+fn live_rr_over_tcp_changes_stops_on_q_and_reports() {
+    if should_skip(
+        "live_rr_over_tcp_changes_stops_on_q_and_reports",
+        &[require_program("tmux")],
+    ) {
+        return;
+    }
+    let (_srv, port) = support::rr_tcp_server(&["-t", "60"]);
+    for (name, extra) in [
+        ("rr-tcp", "--tcp --flows 8"),
+        ("rr-crr", "--tcp --connect-per-transaction --flows 8"),
+    ] {
+        let last = live_rr(name, &port.to_string(), extra);
+        assert!(last.contains("connections: "), "{last}");
+        assert!(last.contains(" 0 connect errors"), "{last}");
+    }
+}
+
+/// An rr client to `port` with `extra` flags in the live view (tmux
+/// server `name`), stopped by q; the screen at the end.
+fn live_rr(name: &str, port: &str, extra: &str) -> String {
+    let t = Tmux::new(name);
     let started = Instant::now();
-    t.run(&format!("{BIN} rr client 127.0.0.1 -p {port} -t 30 --live"));
+    t.run(&format!(
+        "{BIN} rr client 127.0.0.1 -p {port} -t 30 {extra} --live"
+    ));
     let last = drive(
         &t,
         "linerate rr_client",
@@ -176,6 +205,7 @@ fn live_rr_changes_stops_on_q_and_reports() {
         Duration::from_secs(25),
     );
     assert!(last.contains("latency (us"), "{last}");
+    last
 }
 
 #[test]

@@ -272,3 +272,74 @@ fn prometheus_scrapes_a_running_sink() {
     let result = json(&done.stdout);
     assert_eq!(result["packets"].as_u64(), Some(n), "{result}");
 }
+
+/// rr over TCP with `--metrics` on both sides, for both client modes: the
+/// client's endpoint, scraped while the client runs, shows the
+/// transactions of its intervals so far (some, not yet all), and its run
+/// completes exactly its open-loop count; the server's endpoint then
+/// holds exactly the requests of both runs.
+#[test]
+fn rr_over_tcp_metrics_follow_the_run() {
+    let saddr = format!("127.0.0.1:{}", free_port());
+    let (_srv, port) = support::rr_tcp_server(&["-t", "30", "-i", "0.2", "--metrics", &saddr]);
+    let sum = |mode: &str, role: &str| {
+        format!(
+            r#"linerate_packets_total{{mode="{mode}",scope="sum",id="sum",role="{role}",counted_by="{}"}}"#,
+            &mode[3..]
+        )
+    };
+    for extra in [
+        &["--flows", "4"][..],
+        &["--connect-per-transaction", "--flows", "32"],
+    ] {
+        let caddr = format!("127.0.0.1:{}", free_port());
+        let client = Proc::spawn(
+            support::rr_tcp_client(port)
+                .args([
+                    "--pps",
+                    "2k",
+                    "-t",
+                    "1",
+                    "-i",
+                    "0.25",
+                    "-J",
+                    "--metrics",
+                    &caddr,
+                ])
+                .args(extra),
+        );
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let seen = loop {
+            let text = http_get(&caddr, "/metrics").unwrap_or_default();
+            let got = sample(&text, &sum("rr_client", "transactions")).unwrap_or(0.0);
+            if got > 0.0 || Instant::now() > deadline {
+                break got;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert!(
+            seen > 0.0 && seen < 2000.0,
+            "scraped mid-run: {seen} ({extra:?})"
+        );
+        let v = json(&client.wait(Duration::from_secs(15)).stdout);
+        assert_eq!(v["counts"]["completed"], 2000, "{v}");
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let text = loop {
+        let text = http_get(&saddr, "/metrics").unwrap();
+        if sample(&text, &sum("rr_server", "requests")) == Some(4000.0) || Instant::now() > deadline
+        {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(
+        sample(&text, &sum("rr_server", "requests")),
+        Some(4000.0),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"linerate_runs_started_total{mode="rr_server"} 1"#),
+        "{text}"
+    );
+}

@@ -11,7 +11,7 @@ use linerate_testkit::{require_program, require_root, should_skip};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_linerate");
@@ -117,15 +117,24 @@ impl Outcome {
 /// Runs `cmd` with `--json-stream --csv FILE` added, reading its events as
 /// they come.
 fn streamed(cmd: &mut Command, limit: Duration) -> Outcome {
-    let dir = tempfile_dir();
-    let csv = dir.join(format!("run-{}.csv", support::free_port()));
-    let mut child = cmd
-        .args(["--json-stream", "--csv"])
-        .arg(&csv)
+    let csv = tempfile_dir().join(format!("run-{}.csv", support::free_port()));
+    collect(spawn_streamed(cmd, &csv), &csv, limit)
+}
+
+/// Starts `cmd` with `--json-stream --csv csv` added.
+fn spawn_streamed(cmd: &mut Command, csv: &std::path::Path) -> Child {
+    cmd.args(["--json-stream", "--csv"])
+        .arg(csv)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+/// The events of a run started by [`spawn_streamed`], read as they come,
+/// and its CSV rows once it ended (a watchdog ends it by its PID after
+/// `limit`).
+fn collect(mut child: Child, csv: &std::path::Path, limit: Duration) -> Outcome {
     let pid = child.id() as i32;
     // A watchdog ends the child (by its PID) if it overruns.
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -158,7 +167,7 @@ fn streamed(cmd: &mut Command, limit: Duration) -> Outcome {
     let out = child.wait_with_output().unwrap();
     done.store(true, std::sync::atomic::Ordering::Relaxed);
     dog.join().unwrap();
-    let mut rdr = csv::Reader::from_path(&csv).unwrap();
+    let mut rdr = csv::Reader::from_path(csv).unwrap();
     let headers = rdr.headers().unwrap().clone();
     let rows = rdr
         .records()
@@ -171,7 +180,7 @@ fn streamed(cmd: &mut Command, limit: Duration) -> Outcome {
                 .collect()
         })
         .collect();
-    let _ = std::fs::remove_file(&csv);
+    let _ = std::fs::remove_file(csv);
     Outcome {
         events,
         csv: rows,
@@ -369,6 +378,78 @@ fn rr_client_and_server_stream_intervals_that_add_up() {
         assert_eq!(server.result()["counts"]["requests"], 4000);
         assert!(server.live_interval);
     });
+}
+
+/// rr over TCP, both client modes against one server: every stream of
+/// events and CSV adds up, the open-loop counts exact (4,000 on
+/// persistent connections, 500 with a connection each), and the server
+/// counted exactly their requests.
+#[test]
+fn rr_tcp_client_and_server_stream_intervals_that_add_up() {
+    let (server, port) = support::listening(|port| {
+        let csv = tempfile_dir().join(format!("rr-tcp-server-{port}.csv"));
+        support::Proc(Some(spawn_streamed(
+            Command::new(BIN)
+                .args(["rr", "server", "--tcp", "-B", "127.0.0.1", "-p", port])
+                .args(["-t", "60", "-i", "0.5"]),
+            &csv,
+        )))
+    });
+    let port = port.to_string();
+    let csv = tempfile_dir().join(format!("rr-tcp-server-{port}.csv"));
+    let pid = server.pid();
+    let server = std::thread::spawn(move || {
+        let mut server = server;
+        let child = server.0.take().unwrap();
+        collect(child, &csv, Duration::from_secs(20))
+    });
+    let client = |extra: &[&str], want: u64| {
+        let client = streamed(
+            Command::new(BIN)
+                .args(["rr", "client", "127.0.0.1", "-p", &port, "--tcp"])
+                .args(["-i", "0.25"])
+                .args(extra),
+            Duration::from_secs(15),
+        );
+        let c = &client.result()["counts"];
+        assert_eq!(
+            (c["completed"].as_u64(), c["lost"].as_u64()),
+            (Some(want), Some(0)),
+            "{c}"
+        );
+        client.check("transactions", "packets", want);
+        assert!(client.live_interval);
+    };
+    client(&["-t", "1", "--pps", "4k", "--flows", "4"], 4000);
+    client(
+        &[
+            "-t",
+            "0.5",
+            "--pps",
+            "1k",
+            "--flows",
+            "16",
+            "--connect-per-transaction",
+        ],
+        500,
+    );
+    // Stopped once the clients are done (a fixed time could run out
+    // before them on a loaded machine); it still ends with its end event.
+    std::thread::sleep(Duration::from_millis(200));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let server = server.join().unwrap();
+    assert_eq!(
+        server.result()["counts"]["requests"],
+        4500,
+        "{}",
+        server.result()
+    );
+    server.check("requests", "packets", 4500);
+    assert!(server.live_interval);
 }
 
 #[test]

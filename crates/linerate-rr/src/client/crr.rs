@@ -7,17 +7,21 @@
 //! the timeout, or by the end of the drain), a connect error (refused,
 //! failed or not made within the connect timeout), a reset (closed or
 //! reset before the response) or malformed (a wrong response).
+//!
+//! The transactions' sockets wait on one epoll set, each added
+//! edge-triggered for reading and writing with its slot's index when its
+//! connect starts (one epoll_ctl per transaction; closing the socket
+//! takes it out), so a wait costs what is ready, not the slots in use.
 
 use super::DRAIN_MAX;
 use super::config::{Load, TcpClient};
+use super::links::wait_ready;
 use super::persistent::{Conn, connected, start_connect};
 use super::worker::{OpenLoop, Worker};
 use linerate_wire::{RrHeader, RrKind};
-use nix::poll::{PollFd, PollFlags, ppoll};
-use nix::sys::time::TimeSpec;
+use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags};
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -57,7 +61,8 @@ fn end(w: &mut Worker<'_>, slot: &mut Slot, how: End) {
             w.iv_lost += 1;
         }
     }
-    // Closing the socket sends the FIN (the client closes first).
+    // Closing the socket sends the FIN (the client closes first) and
+    // takes it out of the epoll set.
     slot.conn.s = None;
     slot.conn.wr.clear();
     slot.conn.wpos = 0;
@@ -65,21 +70,92 @@ fn end(w: &mut Worker<'_>, slot: &mut Slot, how: End) {
     slot.phase = Phase::Idle;
 }
 
-/// Starts a transaction on an idle slot, stamped `stamp`.
-fn start(w: &mut Worker<'_>, slot: &mut Slot, stamp: u64) {
-    w.counts.connects += 1;
-    slot.started = stamp;
-    slot.seq += 1;
-    match start_connect(w.cfg.server, w.cfg.bind) {
-        Ok(s) => {
-            slot.conn.s = Some(s);
-            slot.phase = Phase::Connecting;
+/// A worker's slots (one transaction at a time each), the idle ones, and
+/// the epoll set their sockets wait on.
+struct Slots {
+    list: Vec<Slot>,
+    /// The idle slots (each once), taken by the next transactions.
+    idle: Vec<usize>,
+    /// Room for the next turn's idle list (swapped, never reallocated).
+    spare: Vec<usize>,
+    ep: Epoll,
+    events: Vec<EpollEvent>,
+}
+
+impl Slots {
+    fn new(flows: usize, response_size: usize) -> io::Result<Self> {
+        Ok(Self {
+            list: (0..flows)
+                .map(|_| Slot {
+                    conn: Conn::new(response_size),
+                    phase: Phase::Idle,
+                    started: 0,
+                    seq: 0,
+                })
+                .collect(),
+            idle: (0..flows).rev().collect(),
+            spare: Vec::with_capacity(flows),
+            ep: Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?,
+            events: vec![EpollEvent::empty(); flows.clamp(1, 1024)],
+        })
+    }
+
+    fn busy(&self) -> bool {
+        self.idle.len() < self.list.len()
+    }
+
+    /// Starts a transaction on idle slot `i`, stamped `stamp`; a connect
+    /// that fails at once ends it as a connect error, the slot idle again.
+    fn start(&mut self, w: &mut Worker<'_>, i: usize, stamp: u64) {
+        let slot = &mut self.list[i];
+        w.counts.connects += 1;
+        slot.started = stamp;
+        slot.seq += 1;
+        let watch = EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT | EpollFlags::EPOLLET;
+        let made = start_connect(w.cfg.server, w.cfg.bind).and_then(|s| {
+            self.ep.add(&s, EpollEvent::new(watch, i as u64))?;
+            Ok(s)
+        });
+        match made {
+            Ok(s) => {
+                slot.conn.s = Some(s);
+                slot.phase = Phase::Connecting;
+            }
+            Err(_) => {
+                w.counts.connect_errors += 1;
+                self.idle.push(i);
+            }
         }
-        Err(_) => w.counts.connect_errors += 1,
+    }
+
+    /// Closed loop: a transaction on every idle slot.
+    fn start_idle(&mut self, w: &mut Worker<'_>, now: u64) {
+        std::mem::swap(&mut self.idle, &mut self.spare);
+        while let Some(i) = self.spare.pop() {
+            self.start(w, i, now);
+        }
+    }
+
+    /// Ends slot `i`'s transaction (`how`); the slot is idle again.
+    fn end(&mut self, w: &mut Worker<'_>, i: usize, how: End) {
+        end(w, &mut self.list[i], how);
+        self.idle.push(i);
+    }
+
+    /// Moves slot `i` on; idle again if its transaction ended.
+    fn advance(&mut self, w: &mut Worker<'_>, i: usize) {
+        if self.list[i].phase == Phase::Idle {
+            return;
+        }
+        advance(w, i, &mut self.list[i]);
+        if self.list[i].phase == Phase::Idle {
+            self.idle.push(i);
+        }
     }
 }
 
-/// Moves a slot whose socket polled ready on.
+/// Moves a slot whose socket polled ready on (as far as it goes: the
+/// socket waits edge-triggered).
 fn advance(w: &mut Worker<'_>, f: usize, slot: &mut Slot) {
     if slot.phase == Phase::Connecting {
         if !connected(slot.conn.s.as_ref().expect("connecting")) {
@@ -130,14 +206,14 @@ fn advance(w: &mut Worker<'_>, f: usize, slot: &mut Slot) {
 
 /// Ends the transactions older than the timeout (connect timeout while
 /// connecting, the request timeout after).
-fn expire(w: &mut Worker<'_>, slots: &mut [Slot], tcp: &TcpClient, now: u64) {
-    for slot in slots.iter_mut() {
-        let age = now.saturating_sub(slot.started);
-        match slot.phase {
+fn expire(w: &mut Worker<'_>, slots: &mut Slots, tcp: &TcpClient, now: u64) {
+    for i in 0..slots.list.len() {
+        let age = now.saturating_sub(slots.list[i].started);
+        match slots.list[i].phase {
             Phase::Connecting if age >= tcp.connect_timeout.as_nanos() as u64 => {
-                end(w, slot, End::ConnectError)
+                slots.end(w, i, End::ConnectError)
             }
-            Phase::Waiting if age >= w.cfg.timeout.as_nanos() as u64 => end(w, slot, End::Lost),
+            Phase::Waiting if age >= w.cfg.timeout.as_nanos() as u64 => slots.end(w, i, End::Lost),
             _ => {}
         }
     }
@@ -145,22 +221,18 @@ fn expire(w: &mut Worker<'_>, slots: &mut [Slot], tcp: &TcpClient, now: u64) {
 
 /// Open loop: starts every transaction due by `now` on an idle slot, with
 /// its scheduled time as its start; returns when the next is due.
-fn start_due(o: &mut OpenLoop, w: &mut Worker<'_>, slots: &mut [Slot], now: u64) -> u64 {
+fn start_due(o: &mut OpenLoop, w: &mut Worker<'_>, slots: &mut Slots, now: u64) -> u64 {
     let due = ((now - o.start) as f64 * o.tps / 1e9) as u64 + 1;
     let real_now = w.now_ns();
     w.counts.behind_max = w.counts.behind_max.max(due.saturating_sub(o.issued + 1));
     while o.issued < due {
-        let Some(i) = (0..slots.len())
-            .map(|k| (o.flow + k) % slots.len())
-            .find(|i| slots[*i].phase == Phase::Idle)
-        else {
+        let Some(i) = slots.idle.pop() else {
             // Every slot busy: the rest wait, and their latency shows it.
             w.counts.send_blocked += 1;
             break;
         };
-        o.flow = (i + 1) % slots.len();
         let at = o.at(o.issued);
-        start(w, &mut slots[i], at);
+        slots.start(w, i, at);
         w.lag.saturating_record(real_now.saturating_sub(at));
         o.issued += 1;
     }
@@ -168,38 +240,17 @@ fn start_due(o: &mut OpenLoop, w: &mut Worker<'_>, slots: &mut [Slot], now: u64)
 }
 
 /// Waits until `wake` for any slot's socket, and moves those ready on.
-fn await_ready(w: &mut Worker<'_>, slots: &mut [Slot], wake: u64) {
-    let ready: Vec<usize> = {
-        let busy: Vec<usize> = (0..slots.len())
-            .filter(|i| slots[*i].phase != Phase::Idle)
-            .collect();
-        let mut fds: Vec<PollFd> = (busy.iter())
-            .map(|i| {
-                let s = &slots[*i];
-                let ev = match s.phase {
-                    Phase::Connecting => PollFlags::POLLOUT,
-                    _ if s.conn.pending() > 0 => PollFlags::POLLIN | PollFlags::POLLOUT,
-                    _ => PollFlags::POLLIN,
-                };
-                PollFd::new(s.conn.s.as_ref().expect("busy").as_fd(), ev)
-            })
-            .collect();
-        let wait = if w.cfg.busy_poll {
-            0
-        } else {
-            wake.saturating_sub(w.now_ns())
-        };
-        let ts = TimeSpec::from_duration(Duration::from_nanos(wait));
-        if ppoll(&mut fds, Some(ts), None).unwrap_or(0) == 0 {
-            return;
-        }
-        (fds.iter().zip(&busy))
-            .filter(|(p, _)| p.revents().is_some_and(|r| !r.is_empty()))
-            .map(|(_, i)| *i)
-            .collect()
-    };
-    for i in ready {
-        advance(w, i, &mut slots[i]);
+fn await_ready(w: &mut Worker<'_>, slots: &mut Slots, wake: u64) {
+    let n = wait_ready(
+        &slots.ep,
+        &mut slots.events,
+        w.now_ns(),
+        wake,
+        w.cfg.busy_poll,
+    );
+    for k in 0..n {
+        let i = slots.events[k].data() as usize;
+        slots.advance(w, i);
     }
 }
 
@@ -211,14 +262,11 @@ pub(super) fn run(
     tcp: &TcpClient,
     stop: &AtomicBool,
 ) -> (Vec<SocketAddr>, Duration) {
-    let mut slots: Vec<Slot> = (0..w.cfg.flows)
-        .map(|_| Slot {
-            conn: Conn::new(w.cfg.response_size),
-            phase: Phase::Idle,
-            started: 0,
-            seq: 0,
-        })
-        .collect();
+    let Ok(mut slots) = Slots::new(w.cfg.flows, w.cfg.response_size) else {
+        w.counts.connect_errors += 1;
+        w.finish(Duration::ZERO);
+        return (Vec::new(), Duration::ZERO);
+    };
     let t0 = w.now_ns();
     let end_at = t0 + w.cfg.duration.as_nanos() as u64;
     let mut open = w.open_loop(t0);
@@ -228,10 +276,15 @@ pub(super) fn run(
     loop {
         let now = w.now_ns();
         if sending && (now >= end_at || stop.load(Ordering::Relaxed)) {
+            if now >= end_at && matches!(w.cfg.load, Load::Open { .. }) {
+                // Transactions scheduled before the end start, even if
+                // this wake-up came late.
+                start_due(&mut open, w, &mut slots, end_at - 1);
+            }
             sending = false;
             sent_for = Duration::from_nanos(now - t0);
         }
-        let busy = slots.iter().any(|s| s.phase != Phase::Idle);
+        let busy = slots.busy();
         let drain = w.cfg.timeout.max(tcp.connect_timeout).min(DRAIN_MAX);
         if !sending && (!busy || now >= t0 + (sent_for + drain).as_nanos() as u64) {
             break;
@@ -246,11 +299,7 @@ pub(super) fn run(
         let mut wake = now + 10_000_000;
         if sending {
             match w.cfg.load {
-                Load::Closed { .. } => {
-                    for s in slots.iter_mut().filter(|s| s.phase == Phase::Idle) {
-                        start(w, s, now);
-                    }
-                }
+                Load::Closed { .. } => slots.start_idle(w, now),
                 Load::Open { .. } => wake = start_due(&mut open, w, &mut slots, now),
             }
             wake = wake.min(end_at);
@@ -260,7 +309,7 @@ pub(super) fn run(
         }
         await_ready(w, &mut slots, wake.min(last_expire + 1_000_000));
     }
-    for s in slots.iter_mut() {
+    for s in slots.list.iter_mut() {
         match s.phase {
             Phase::Connecting => end(w, s, End::ConnectError),
             Phase::Waiting => end(w, s, End::Lost),

@@ -11,6 +11,7 @@
 
 mod config;
 mod crr;
+mod links;
 mod persistent;
 mod report;
 mod worker;

@@ -1,19 +1,20 @@
 //! The rr client over TCP with persistent connections (TCP_RR): each flow
 //! is one connection, requests pipelined on it (closed loop: N in flight;
 //! open loop: on schedule, each stamped with its scheduled time), every
-//! answer matched by sequence as over UDP. A connection the server closes
-//! or resets is counted and not used again; its requests in flight are
-//! lost at their timeout.
+//! answer matched by sequence as over UDP. The connections wait on one
+//! epoll set ([`super::links`]): a turn looks at the flows that are ready
+//! or owed requests, not at every flow. A connection the server closes or
+//! resets is counted and made again after a bounded back-off; its requests
+//! in flight are lost at their timeout.
 
 use super::config::{Load, TcpClient};
+use super::links::{Links, State};
 use super::worker::{OpenLoop, Worker};
 use crate::tcp::frame::{FrameReader, put_len};
 use linerate_wire::{RrHeader, RrKind};
-use nix::poll::{PollFd, PollFlags, ppoll};
-use nix::sys::time::TimeSpec;
+use nix::sys::epoll::EpollFlags;
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -104,62 +105,42 @@ pub(super) fn connected(s: &TcpStream) -> bool {
     matches!(s.take_error(), Ok(None)) && s.peer_addr().is_ok()
 }
 
-/// Connects every flow at once, waiting up to the connect timeout; the
-/// ones not made are counted and left out.
-fn connect_all(w: &mut Worker<'_>, tcp: &TcpClient) -> Vec<Conn> {
-    let cfg = w.cfg;
-    let mut conns: Vec<Conn> = (0..cfg.flows)
-        .map(|_| Conn::new(cfg.response_size))
-        .collect();
-    for c in conns.iter_mut() {
-        w.counts.connects += 1;
-        match start_connect(cfg.server, cfg.bind) {
-            Ok(s) => c.s = Some(s),
-            Err(_) => w.counts.connect_errors += 1,
-        }
+/// Connects every flow at once and waits up to the connect timeout for
+/// them; a flow not made is counted and tried again later (after its
+/// back-off) in the run.
+fn connect_all(w: &mut Worker<'_>, links: &mut Links, tcp: &TcpClient) {
+    let now = w.now_ns();
+    for f in 0..links.list.len() {
+        links.connect(w, f, now);
     }
-    let deadline = w.now_ns() + tcp.connect_timeout.as_nanos() as u64;
-    let mut waiting: Vec<usize> = (0..conns.len()).filter(|f| conns[*f].s.is_some()).collect();
-    while !waiting.is_empty() {
+    let deadline = now + tcp.connect_timeout.as_nanos() as u64;
+    loop {
         let now = w.now_ns();
-        if now >= deadline {
+        let connecting = (links.list.iter()).any(|l| matches!(l.state, State::Connecting(_)));
+        if !connecting || now >= deadline {
             break;
         }
-        let ready: Vec<usize> = {
-            let mut fds: Vec<PollFd> = (waiting.iter())
-                .map(|f| {
-                    PollFd::new(
-                        conns[*f].s.as_ref().expect("waiting").as_fd(),
-                        PollFlags::POLLOUT,
-                    )
-                })
-                .collect();
-            let ts = TimeSpec::from_duration(Duration::from_nanos(deadline - now));
-            ppoll(&mut fds, Some(ts), None).ok();
-            (fds.iter().zip(&waiting))
-                .filter(|(p, _)| p.revents().is_some_and(|r| !r.is_empty()))
-                .map(|(_, f)| *f)
-                .collect()
-        };
-        for f in ready {
-            if !connected(conns[f].s.as_ref().expect("waiting")) {
-                w.counts.connect_errors += 1;
-                conns[f].s = None;
+        let n = links.wait(now, deadline, false);
+        let now = w.now_ns();
+        for k in 0..n {
+            let f = links.events[k].data() as usize;
+            if matches!(links.list[f].state, State::Connecting(_)) {
+                links.connected(w, f, now);
             }
-            waiting.retain(|x| *x != f);
         }
     }
-    for f in waiting {
-        w.counts.connect_errors += 1;
-        conns[f].s = None;
+    let now = w.now_ns();
+    for f in 0..links.list.len() {
+        if matches!(links.list[f].state, State::Connecting(_)) {
+            links.failed(w, f, now);
+        }
     }
-    conns
 }
 
 /// Queues a request on flow `f` stamped `stamp`; false when the flow's
-/// connection is gone or full.
-fn enqueue(w: &mut Worker<'_>, conn: &mut Conn, f: usize, stamp: u64) -> bool {
-    if conn.s.is_none() || conn.pending() >= WR_HIGH {
+/// connection is not up or full.
+fn enqueue(w: &mut Worker<'_>, links: &mut Links, f: usize, stamp: u64) -> bool {
+    if !links.up(f) || links.list[f].conn.pending() >= WR_HIGH {
         return false;
     }
     let Some(seq) = w.out[f].send(stamp) else {
@@ -172,52 +153,61 @@ fn enqueue(w: &mut Worker<'_>, conn: &mut Conn, f: usize, stamp: u64) -> bool {
         seq,
         stamp_ns: stamp,
     };
-    conn.queue(&h, w.cfg.request_size);
+    links.list[f].conn.queue(&h, w.cfg.request_size);
     w.counts.sent += 1;
     true
 }
 
-/// Drops a broken connection (its requests in flight expire as lost).
-fn broken(w: &mut Worker<'_>, conn: &mut Conn) {
-    if conn.s.take().is_some() {
-        w.counts.resets += 1;
+/// Writes what flow `f` has waiting (a failure breaks its connection).
+fn flush(w: &mut Worker<'_>, links: &mut Links, f: usize, now: u64) {
+    if links.list[f].conn.flush().is_err() {
+        links.broken(w, f, now);
+    } else {
+        links.set_interest(w, f, now);
     }
 }
 
-fn flush(w: &mut Worker<'_>, conn: &mut Conn) {
-    if conn.flush().is_err() {
-        broken(w, conn);
-    }
-}
-
-/// Closed loop: queues every flow the requests it is owed and writes them.
-fn send_owed(w: &mut Worker<'_>, conns: &mut [Conn], now: u64) {
-    for (f, conn) in conns.iter_mut().enumerate() {
-        while w.owed[f] > 0 && enqueue(w, conn, f, now) {
+/// Closed loop: queues the requests owed to the flows touched this turn
+/// (answered, connected; every flow with `all`) and writes them.
+fn send_owed(w: &mut Worker<'_>, links: &mut Links, all: bool, now: u64) {
+    let touched = links.take_touched();
+    let one = |w: &mut Worker<'_>, links: &mut Links, f: usize| {
+        while w.owed[f] > 0 && enqueue(w, links, f, now) {
             w.owed[f] -= 1;
         }
-        if w.owed[f] > 0 && conn.s.is_some() {
+        if w.owed[f] > 0 && links.up(f) {
             w.counts.send_blocked += 1;
         }
-        flush(w, conn);
+        if links.list[f].conn.pending() > 0 {
+            flush(w, links, f, now);
+        }
+    };
+    if all {
+        (0..links.list.len()).for_each(|f| one(w, links, f));
+    } else {
+        touched.iter().for_each(|f| one(w, links, *f));
     }
+    links.give_back(touched);
 }
 
 /// Open loop: queues every request due by `now` (flows in turn, each
-/// stamped with its scheduled time); returns when the next is due.
-fn send_due(o: &mut OpenLoop, w: &mut Worker<'_>, conns: &mut [Conn], now: u64) -> u64 {
+/// stamped with its scheduled time; a flow whose connection is down is
+/// passed over); returns when the next is due.
+fn send_due(o: &mut OpenLoop, w: &mut Worker<'_>, links: &mut Links, now: u64) -> u64 {
     let due = ((now - o.start) as f64 * o.tps / 1e9) as u64 + 1;
     let real_now = w.now_ns();
     w.counts.behind_max = w.counts.behind_max.max(due.saturating_sub(o.issued + 1));
+    let flows = links.list.len();
     let mut refused = 0;
-    while o.issued < due && refused < conns.len() {
+    while o.issued < due && refused < flows {
         let f = o.flow;
-        o.flow = (f + 1) % conns.len();
+        o.flow = (f + 1) % flows;
         let at = o.at(o.issued);
-        if enqueue(w, &mut conns[f], f, at) {
+        if enqueue(w, links, f, at) {
             w.lag.saturating_record(real_now.saturating_sub(at));
             o.issued += 1;
             refused = 0;
+            links.mark(f);
         } else {
             refused += 1;
         }
@@ -225,16 +215,19 @@ fn send_due(o: &mut OpenLoop, w: &mut Worker<'_>, conns: &mut [Conn], now: u64) 
     if refused > 0 {
         w.counts.send_blocked += 1;
     }
-    for conn in conns.iter_mut().filter(|c| c.pending() > 0) {
-        flush(w, conn);
+    let touched = links.take_touched();
+    for f in &touched {
+        flush(w, links, *f, real_now);
     }
+    links.give_back(touched);
     o.at(o.issued)
 }
 
 /// Reads what flow `f`'s connection has and matches every answer; with
 /// `once`, returns as soon as a read brought answers (a blocking socket
-/// would otherwise wait for more).
-fn receive(w: &mut Worker<'_>, conn: &mut Conn, f: usize, once: bool) {
+/// would otherwise wait for more). The answers taken; None when the
+/// connection broke.
+fn receive(w: &mut Worker<'_>, conn: &mut Conn, f: usize, once: bool) -> Option<usize> {
     let mut now = w.now_ns();
     let mut took = 0;
     loop {
@@ -244,7 +237,7 @@ fn receive(w: &mut Worker<'_>, conn: &mut Conn, f: usize, once: bool) {
                 Ok(None) => break,
                 Err(_) => {
                     w.counts.malformed += 1;
-                    return broken(w, conn);
+                    return None;
                 }
             };
             match RrHeader::parse(m) {
@@ -260,72 +253,71 @@ fn receive(w: &mut Worker<'_>, conn: &mut Conn, f: usize, once: bool) {
                 _ => w.counts.malformed += 1,
             }
         }
-        let Some(s) = conn.s.as_mut() else { return };
+        let s = conn.s.as_mut()?;
         if once && took > 0 {
-            return;
+            return Some(took);
         }
         match conn.rd.fill(s) {
-            Ok(0) => return broken(w, conn),
+            Ok(0) => return None,
             Ok(_) => now = w.now_ns(),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Some(took),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return broken(w, conn),
+            Err(_) => return None,
         }
     }
 }
 
-/// Takes the answers that came on any connection, waiting until `wake`
-/// (monotonic ns) unless busy polling; writes what waits.
-fn await_answers(w: &mut Worker<'_>, conns: &mut [Conn], blocking: bool, wake: u64) {
-    if w.cfg.busy_poll || blocking {
-        for (f, conn) in conns.iter_mut().enumerate() {
-            receive(w, conn, f, blocking);
-        }
-        return;
+/// Takes the answers that came on the connections that are ready, waiting
+/// until `wake` (monotonic ns) unless busy polling; makes the connections
+/// under way; writes what waits. Each flow that read is touched.
+fn await_answers(w: &mut Worker<'_>, links: &mut Links, wake: u64) {
+    if links.list.len() == 1 && links.up(0) && (links.blocking || w.cfg.busy_poll) {
+        // One flow: wait in (or spin on) the read itself, one system call
+        // fewer per transaction than epoll and then read.
+        let took = receive(w, &mut links.list[0].conn, 0, links.blocking);
+        let now = w.now_ns();
+        return took_or_broken(w, links, 0, took, now);
     }
-    let ready: Vec<(usize, bool)> = {
-        let live: Vec<usize> = (0..conns.len()).filter(|f| conns[*f].s.is_some()).collect();
-        let mut fds: Vec<PollFd> = (live.iter())
-            .map(|f| {
-                let c = &conns[*f];
-                let mut ev = PollFlags::POLLIN;
-                if c.pending() > 0 {
-                    ev |= PollFlags::POLLOUT;
+    let n = links.wait(w.now_ns(), wake, w.cfg.busy_poll);
+    let now = w.now_ns();
+    for k in 0..n {
+        let ev = links.events[k];
+        let f = ev.data() as usize;
+        match links.list[f].state {
+            State::Connecting(_) => links.connected(w, f, now),
+            State::Up => {
+                if ev.events().contains(EpollFlags::EPOLLOUT) {
+                    flush(w, links, f, now);
                 }
-                PollFd::new(c.s.as_ref().expect("live").as_fd(), ev)
-            })
-            .collect();
-        let ts = TimeSpec::from_duration(Duration::from_nanos(wake.saturating_sub(w.now_ns())));
-        if ppoll(&mut fds, Some(ts), None).unwrap_or(0) == 0 {
-            return;
+                if links.up(f) {
+                    let took = receive(w, &mut links.list[f].conn, f, false);
+                    took_or_broken(w, links, f, took, now);
+                }
+            }
+            State::Down(_) => {}
         }
-        (fds.iter().zip(&live))
-            .filter_map(|(p, f)| {
-                let r = p.revents()?;
-                (!r.is_empty()).then_some((*f, r.contains(PollFlags::POLLOUT)))
-            })
-            .collect()
-    };
-    for (f, writable) in ready {
-        if writable {
-            flush(w, &mut conns[f]);
+    }
+}
+
+/// After flow `f` read: looked at for sending if it took answers (which
+/// also shortens its next back-off) or still waits; broken otherwise.
+fn took_or_broken(w: &mut Worker<'_>, links: &mut Links, f: usize, took: Option<usize>, now: u64) {
+    match took {
+        Some(n) => {
+            if n > 0 {
+                links.answered(f);
+            }
+            links.mark(f);
         }
-        receive(w, &mut conns[f], f, false);
+        None => links.broken(w, f, now),
     }
 }
 
 /// Whether to wait in the read itself: one connection in closed loop (a
 /// blocking socket with a 1 ms timeout, the expiry tick) rather than in
-/// ppoll and then read: one system call fewer per transaction.
-fn receive_blocking(w: &Worker<'_>, conns: &[Conn]) -> bool {
-    let one = match conns {
-        [Conn { s: Some(s), .. }] => s,
-        _ => return false,
-    };
-    !w.cfg.busy_poll
-        && matches!(w.cfg.load, Load::Closed { .. })
-        && one.set_nonblocking(false).is_ok()
-        && one.set_read_timeout(Some(Duration::from_millis(1))).is_ok()
+/// epoll and then read: one system call fewer per transaction.
+fn receive_blocking(w: &Worker<'_>) -> bool {
+    w.cfg.flows == 1 && !w.cfg.busy_poll && matches!(w.cfg.load, Load::Closed { .. })
 }
 
 /// Runs one worker's persistent connections for the test's duration,
@@ -336,28 +328,34 @@ pub(super) fn run(
     tcp: &TcpClient,
     stop: &AtomicBool,
 ) -> (Vec<SocketAddr>, Duration) {
-    let mut conns = connect_all(w, tcp);
-    let local = (conns.iter())
-        .filter_map(|c| c.s.as_ref()?.local_addr().ok())
+    let Ok(mut links) = Links::new(w.cfg.flows, w.cfg.response_size, tcp.connect_timeout) else {
+        w.counts.connect_errors += w.cfg.flows as u64;
+        w.finish(Duration::ZERO);
+        return (Vec::new(), Duration::ZERO);
+    };
+    links.blocking = receive_blocking(w);
+    connect_all(w, &mut links, tcp);
+    let local = (links.list.iter())
+        .filter_map(|l| l.conn.s.as_ref()?.local_addr().ok())
         .collect();
+    // No connection made at all: nothing to run.
+    let dead = !links.any_up();
     let start = w.now_ns();
     let end = start + w.cfg.duration.as_nanos() as u64;
     let mut open = w.open_loop(start);
-    let blocking = receive_blocking(w, &conns);
     let mut last_expire = start;
-    let mut sending = true;
+    let (mut sending, mut all) = (!dead, true);
     let mut sent_for = Duration::ZERO;
     loop {
         let now = w.now_ns();
-        let dead = conns.iter().all(|c| c.s.is_none());
-        if sending && (now >= end || stop.load(Ordering::Relaxed) || dead) {
+        if sending && (now >= end || stop.load(Ordering::Relaxed)) {
             if now >= end && matches!(w.cfg.load, Load::Open { .. }) {
-                send_due(&mut open, w, &mut conns, end - 1);
+                send_due(&mut open, w, &mut links, end - 1);
             }
             sending = false;
             sent_for = Duration::from_nanos(now - start);
         }
-        if !sending && (w.drained(start, sent_for, now) || dead) {
+        if !sending && (dead || w.drained(start, sent_for, now)) {
             break;
         }
         if sending && w.next_boundary(start, end).is_some_and(|b| now >= b) {
@@ -366,20 +364,22 @@ pub(super) fn run(
         if now.saturating_sub(last_expire) >= 1_000_000 {
             w.expire(now);
             last_expire = now;
+            all = true;
         }
-        let mut wake = now + 10_000_000;
+        let mut wake = (now + 10_000_000).min(last_expire + 1_000_000);
         if sending {
+            wake = wake.min(links.tend(w, now));
             match w.cfg.load {
-                Load::Closed { .. } => send_owed(w, &mut conns, now),
-                Load::Open { .. } => wake = send_due(&mut open, w, &mut conns, now),
+                Load::Closed { .. } => send_owed(w, &mut links, all, now),
+                Load::Open { .. } => wake = wake.min(send_due(&mut open, w, &mut links, now)),
             }
+            all = false;
             wake = wake.min(end);
             if let Some(b) = w.next_boundary(start, end) {
                 wake = wake.min(b);
             }
         }
-        wake = wake.min(last_expire + 1_000_000);
-        await_answers(w, &mut conns, blocking, wake);
+        await_answers(w, &mut links, wake);
     }
     w.finish(sent_for);
     (local, sent_for)

@@ -41,6 +41,9 @@ pub struct Counts {
     pub connect_errors: u64,
     /// TCP: connections reset or closed by the server while in use.
     pub resets: u64,
+    /// TCP, persistent connections: connections made again after one was
+    /// lost (each also in `connects`).
+    pub reconnects: u64,
 }
 
 impl Counts {
@@ -59,6 +62,7 @@ impl Counts {
         self.connects += o.connects;
         self.connect_errors += o.connect_errors;
         self.resets += o.resets;
+        self.reconnects += o.reconnects;
     }
 }
 

@@ -7,7 +7,7 @@
 //! connection that breaks them is closed and counted, never the server.
 
 use super::frame::{FrameError, FrameReader, TCP_MESSAGE_MAX, put_len};
-use crate::server::{Clock, Prefix, ServerInterval, Tally, supervise};
+use crate::server::{Clock, Prefix, ServerInterval, Tally, supervise, with_counts};
 use crate::{RrError, pin};
 use linerate_wire::{RR_HEADER_LEN, RrHeader};
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
@@ -224,7 +224,7 @@ pub struct TcpServerReport {
 impl TcpServerReport {
     pub fn json(&self) -> Value {
         let c = &self.config;
-        json!({
+        let v = json!({
             "listen": self.local.to_string(),
             "transport": "tcp",
             "framing": "each rr message preceded by its length (u32, big-endian)",
@@ -243,19 +243,9 @@ impl TcpServerReport {
                 "spin": c.spin,
             },
             "warnings": self.warnings,
-            "workers": self.workers.iter().map(|(cpu, c)| json!({ "cpu": cpu, "counts": c })).collect::<Vec<_>>(),
-            "counts": self.total,
             "counted_by": "server: frames received and answered on its connections",
-            "duration_s": self.elapsed.as_secs_f64(),
-            "requests_per_s": self.total.requests as f64 / self.elapsed.as_secs_f64().max(1e-9),
-            "intervals": self.intervals.iter().map(|i| json!({
-                "start": i.start.as_secs_f64(),
-                "end": i.end.as_secs_f64(),
-                "counts": i.total,
-                "requests_per_s": i.total.requests as f64 / (i.end - i.start).as_secs_f64().max(1e-9),
-                "per_worker_requests": i.per_worker,
-            })).collect::<Vec<_>>(),
-        })
+        });
+        with_counts(v, &self.workers, &self.total, self.elapsed, &self.intervals)
     }
 }
 

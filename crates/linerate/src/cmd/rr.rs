@@ -273,16 +273,7 @@ fn server(a: &ServerArgs) -> Result<u8> {
         config,
         Some(doc.clone()),
         |run| {
-            let r = server.run(stop.flag(), |iv: &ServerInterval| {
-                let rows: Vec<Row> = (iv.per_worker.iter().enumerate())
-                    .map(|(w, n)| server_row(w, Some(*n), None))
-                    .collect();
-                run.interval(&linerate_run::Interval::new(
-                    iv.start.as_secs_f64(),
-                    iv.end.as_secs_f64(),
-                    rows,
-                ));
-            });
+            let r = server.run(stop.flag(), |iv: &ServerInterval| server_interval(run, iv));
             let rows = (r.workers.iter().enumerate())
                 .map(|(w, (_, c))| server_row(w, Some(c.requests), Some(c)))
                 .collect();
@@ -317,23 +308,15 @@ impl Outcome for RrServerOutcome {
     fn text(&self) -> String {
         let r = &self.report;
         let t = &r.total;
-        let mut text = format!(
-            "total: {} requests in {:.2} s = {:.0}/s, {} answered, {} malformed, {} over --max-response, {} reply errors (server count)\n",
-            t.requests,
-            r.elapsed.as_secs_f64(),
-            self.requests_per_s(),
-            t.answered,
-            t.malformed,
-            t.too_large,
-            t.reply_errors
-        );
-        if let Some(n) = &r.steering_note {
-            text += &format!("note: {n}\n");
-        }
-        for w in &r.warnings {
-            text += &format!("warning: {w}\n");
-        }
-        text
+        server_text(
+            (t.requests, r.elapsed),
+            &format!(
+                "{} answered, {} malformed, {} over --max-response, {} reply errors",
+                t.answered, t.malformed, t.too_large, t.reply_errors
+            ),
+            r.steering_note.iter().map(|n| format!("note: {n}")),
+            &r.warnings,
+        )
     }
 
     fn figure(&self) -> Option<Figure> {
@@ -351,6 +334,39 @@ impl RrServerOutcome {
 /// transport.
 fn per_second(requests: u64, elapsed: std::time::Duration) -> f64 {
     requests as f64 / elapsed.as_secs_f64().max(1e-9)
+}
+
+/// An rr server's summary, either transport: its totals line (requests
+/// and their rate, then `counts`), `lines`, its warnings.
+fn server_text(
+    (requests, elapsed): (u64, Duration),
+    counts: &str,
+    lines: impl Iterator<Item = String>,
+    warnings: &[String],
+) -> String {
+    let mut text = format!(
+        "total: {requests} requests in {:.2} s = {:.0}/s, {counts} (server count)\n",
+        elapsed.as_secs_f64(),
+        per_second(requests, elapsed),
+    );
+    for l in lines.chain(warnings.iter().map(|w| format!("warning: {w}"))) {
+        text += &l;
+        text.push('\n');
+    }
+    text
+}
+
+/// An rr server interval (either transport) to the run's reporters: a row
+/// per worker with its requests.
+fn server_interval<C>(run: &mut linerate_run::Run, iv: &ServerInterval<C>) {
+    let rows: Vec<Row> = (iv.per_worker.iter().enumerate())
+        .map(|(w, n)| server_row(w, Some(*n), None))
+        .collect();
+    run.interval(&linerate_run::Interval::new(
+        iv.start.as_secs_f64(),
+        iv.end.as_secs_f64(),
+        rows,
+    ));
 }
 
 /// The figure a repetition of an rr server measures.
@@ -657,11 +673,12 @@ fn client_text(r: &linerate_rr::ClientReport, load: Load, timeout_ms: f64) -> St
     if let Some(tcp) = &r.tcp {
         let _ = writeln!(
             s,
-            "connections: {} attempted, {} connect errors (refused, failed or over {} ms), {} reset or closed by the server",
+            "connections: {} attempted, {} connect errors (refused, failed or over {} ms), {} reset or closed by the server, {} made again",
             t.connects,
             t.connect_errors,
             tcp.connect_timeout.as_secs_f64() * 1e3,
-            t.resets
+            t.resets,
+            t.reconnects
         );
     }
     if let Some(l) = &r.latency {
@@ -762,16 +779,7 @@ fn tcp_server(a: &ServerArgs) -> Result<u8> {
         config,
         Some(doc.clone()),
         |run| {
-            let r = server.run(stop.flag(), |iv| {
-                let rows: Vec<Row> = (iv.per_worker.iter().enumerate())
-                    .map(|(w, n)| server_row(w, Some(*n), None))
-                    .collect();
-                run.interval(&linerate_run::Interval::new(
-                    iv.start.as_secs_f64(),
-                    iv.end.as_secs_f64(),
-                    rows,
-                ));
-            });
+            let r = server.run(stop.flag(), |iv| server_interval(run, iv));
             let rows = (r.workers.iter().enumerate())
                 .map(|(w, (_, c))| {
                     server_row(w, Some(c.requests), None).with_counts(Counts {
@@ -813,16 +821,8 @@ impl Outcome for RrTcpServerOutcome {
     fn text(&self) -> String {
         let r = &self.report;
         let t = &r.total;
-        let mut text = format!(
-            "total: {} requests in {:.2} s = {:.0}/s, {} answered, {} malformed, {} oversized, {} over --max-response (server count)\n\
-             connections: {} accepted, {} closed, {} reset, {} idle, {} refused over --max-conns, {} over --max-per-source, {} accept errors\n",
-            t.requests,
-            r.elapsed.as_secs_f64(),
-            self.requests_per_s(),
-            t.answered,
-            t.malformed,
-            t.oversized,
-            t.too_large,
+        let connections = format!(
+            "connections: {} accepted, {} closed, {} reset, {} idle, {} refused over --max-conns, {} over --max-per-source, {} accept errors",
             t.accepted,
             t.closed,
             t.resets,
@@ -831,10 +831,15 @@ impl Outcome for RrTcpServerOutcome {
             t.refused_source,
             t.accept_errors
         );
-        for w in &r.warnings {
-            text += &format!("warning: {w}\n");
-        }
-        text
+        server_text(
+            (t.requests, r.elapsed),
+            &format!(
+                "{} answered, {} malformed, {} oversized, {} over --max-response",
+                t.answered, t.malformed, t.oversized, t.too_large
+            ),
+            std::iter::once(connections),
+            &r.warnings,
+        )
     }
 
     fn figure(&self) -> Option<Figure> {

@@ -43,6 +43,36 @@ pub fn free_port() -> u16 {
 
 /// A linerate server (not one-off) on a fresh port, listening.
 pub fn server(extra: &[&str]) -> (Proc, u16) {
+    listening(|port| Proc::spawn(linerate().args(["-s", "-p", port]).args(extra)))
+}
+
+/// `linerate rr server --tcp` on loopback on a fresh port, listening.
+pub fn rr_tcp_server(extra: &[&str]) -> (Proc, u16) {
+    listening(|port| {
+        Proc::spawn(
+            linerate()
+                .args(["rr", "server", "--tcp", "-B", "127.0.0.1", "-p", port])
+                .args(extra),
+        )
+    })
+}
+
+/// `linerate rr client 127.0.0.1 -p PORT --tcp`, to add to.
+pub fn rr_tcp_client(port: u16) -> Command {
+    let mut c = linerate();
+    c.args([
+        "rr",
+        "client",
+        "127.0.0.1",
+        "-p",
+        &port.to_string(),
+        "--tcp",
+    ]);
+    c
+}
+
+/// The process `spawn(port)` starts, on a fresh TCP port, once it listens.
+pub fn listening(spawn: impl Fn(&str) -> Proc) -> (Proc, u16) {
     // A port can be free to our probe and still not to the server (some
     // other process listening on [::1] or another address with the same
     // port): then the server exits, and a port seen listening in /proc
@@ -50,7 +80,7 @@ pub fn server(extra: &[&str]) -> (Proc, u16) {
     // server's own; if the server died, another port is tried.
     for _ in 0..5 {
         let port = free_port();
-        let mut p = Proc::spawn(linerate().args(["-s", "-p", &port.to_string()]).args(extra));
+        let mut p = spawn(&port.to_string());
         if wait_listening_by(&mut p, port) {
             return (p, port);
         }
@@ -139,6 +169,15 @@ impl Proc {
 
     pub fn pid(&self) -> i32 {
         self.0.as_ref().map_or(0, |c| c.id() as i32)
+    }
+
+    /// Sends SIGINT to the process (by its PID), as Ctrl-C would.
+    pub fn interrupt(&self) {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.pid()),
+            nix::sys::signal::Signal::SIGINT,
+        )
+        .unwrap();
     }
 
     pub fn is_running(&mut self) -> bool {
