@@ -753,8 +753,8 @@ impl SinkCounts {
                 self.end_run(&run, &header);
                 return false;
             };
-            match header.probe(b) {
-                SameAs::Flow { seq, tx_ns } if seq == run.highest.wrapping_add(1) => {
+            match header.flow_probe(b) {
+                Some((seq, tx_ns)) if seq == run.highest.wrapping_add(1) => {
                     run.highest = seq;
                     let transit = transit(at, tx_ns);
                     jitter_step(&mut run.jitter16, &mut run.last, transit);

@@ -378,17 +378,9 @@ impl SameHeader {
     /// flow id: then [`fast_probe_ipv4`] takes `b` and finds that probe.
     #[inline(always)]
     pub fn probe(&self, b: &[u8]) -> SameAs {
-        // The same length (one a probe fits in, or none for NONE).
-        if b.len() != self.len {
-            return SameAs::No;
-        }
-        let Some(b) = b.first_chunk::<PROBE_FRAME_MIN>() else {
+        let Some(b) = self.same_but_flow(b) else {
             return SameAs::No;
         };
-        // Bytes 12..15: EtherType and version/IHL, as the fast path's.
-        if le16(b, 12) != 0x0008 || b[14] != 0x45 || le64(b, 16) & self.m16 != self.w16 {
-            return SameAs::No;
-        }
         let seq = le64(b, 46).swap_bytes();
         let tx_ns = le64(b, 52).swap_bytes() & ((1 << 48) - 1);
         let w38 = le64(b, 38);
@@ -404,6 +396,35 @@ impl SameHeader {
             tx_ns,
         };
         SameAs::OtherFlow(p, FlowWord(w38 & self.m38))
+    }
+
+    /// [`probe`](Self::probe)'s [`SameAs::Flow`] alone: the sequence
+    /// number and stamp of `b` if its header is this one, flow id
+    /// included.
+    #[inline(always)]
+    pub fn flow_probe(&self, b: &[u8]) -> Option<(u64, u64)> {
+        let b = self.same_but_flow(b)?;
+        if (le64(b, 38) ^ self.w38) & self.m38 != 0 {
+            return None;
+        }
+        let seq = le64(b, 46).swap_bytes();
+        Some((seq, le64(b, 52).swap_bytes() & ((1 << 48) - 1)))
+    }
+
+    /// `b`'s bytes up to its probe's end, if its header up to the UDP
+    /// header is this one's.
+    #[inline(always)]
+    fn same_but_flow<'b>(&self, b: &'b [u8]) -> Option<&'b [u8; PROBE_FRAME_MIN]> {
+        // The same length (one a probe fits in, or none for NONE).
+        if b.len() != self.len {
+            return None;
+        }
+        let b = b.first_chunk::<PROBE_FRAME_MIN>()?;
+        // Bytes 12..15: EtherType and version/IHL, as the fast path's.
+        if le16(b, 12) != 0x0008 || b[14] != 0x45 || le64(b, 16) & self.m16 != self.w16 {
+            return None;
+        }
+        Some(b)
     }
 
     /// Makes this the header of the flow of a frame it found to be
