@@ -320,8 +320,9 @@ pub fn fast_probe_ipv4(b: &[u8], within: FastLen) -> Option<Probe> {
 /// [`fast_probe_ipv4_header`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SameHeader {
-    /// The frame's length.
-    len: usize,
+    /// The frame's length less the smallest probe frame's (a `u16`, so
+    /// that a frame of the length is known to hold every fixed offset).
+    excess: u16,
     /// Bytes 16..24 under `m16`.
     w16: u64,
     /// Bytes 38..46 under `m38`.
@@ -359,11 +360,11 @@ impl SameHeader {
     /// The flow id's bits in bytes 38..46.
     const FLOW: u64 = 0xffff << 48;
 
-    /// Matches no frame (its length is no frame's that has a probe).
+    /// Matches no frame (its words are no frame's under the masks).
     pub const NONE: SameHeader = SameHeader {
-        len: 0,
-        w16: 0,
-        w38: 0,
+        excess: 0,
+        w16: u64::MAX,
+        w38: u64::MAX,
         m16: Self::M16,
         m38: Self::M38,
         m38_other: Self::M38 & !Self::FLOW,
@@ -371,7 +372,7 @@ impl SameHeader {
 
     /// The length of the frames with this header.
     pub fn frame_len(&self) -> usize {
-        self.len
+        PROBE_FRAME_MIN + usize::from(self.excess)
     }
 
     /// The probe of `b` if its header is this one but for (at most) the
@@ -415,8 +416,8 @@ impl SameHeader {
     /// header is this one's.
     #[inline(always)]
     fn same_but_flow<'b>(&self, b: &'b [u8]) -> Option<&'b [u8; PROBE_FRAME_MIN]> {
-        // The same length (one a probe fits in, or none for NONE).
-        if b.len() != self.len {
+        // The same length (at least the smallest probe frame's).
+        if b.len() != self.frame_len() {
             return None;
         }
         let b = b.first_chunk::<PROBE_FRAME_MIN>()?;
@@ -442,7 +443,7 @@ pub fn fast_probe_ipv4_header(b: &[u8], within: FastLen) -> Option<(Probe, SameH
     let p = fast_probe_ipv4(b, within)?;
     // (fast_probe_ipv4 found a probe: the frame holds every fixed offset.)
     let h = SameHeader {
-        len: b.len(),
+        excess: (b.len() - PROBE_FRAME_MIN) as u16,
         w16: le64(b, 16) & SameHeader::M16,
         w38: le64(b, 38) & SameHeader::M38,
         ..SameHeader::NONE
