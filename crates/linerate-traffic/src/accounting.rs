@@ -1337,6 +1337,20 @@ mod tests {
         out
     }
 
+    /// Flows from 198.18.0.1 port 9 to 198.18.1.1, one per port of
+    /// `ports`.
+    fn to_ports(ports: &str) -> FlowSpec {
+        FlowSpec::parse(
+            "02:00:00:00:00:0a",
+            "02:00:00:00:00:0b",
+            "198.18.0.1",
+            "198.18.1.1",
+            "9",
+            ports,
+        )
+        .unwrap()
+    }
+
     fn setup() -> (FlowSpec, Template) {
         let flows = FlowSpec::parse(
             "02:00:00:00:00:0a",
@@ -1425,15 +1439,7 @@ mod tests {
     /// aggregate adds them up, from every flow and every worker.
     #[test]
     fn every_latency_is_counted_once_in_the_aggregate() {
-        let flows = FlowSpec::parse(
-            "02:00:00:00:00:0a",
-            "02:00:00:00:00:0b",
-            "198.18.0.1",
-            "198.18.1.1",
-            "9",
-            "1-300",
-        )
-        .unwrap();
+        let flows = to_ports("1-300");
         let t = Template::new(64, &flows.flow(0), &Framing::default()).unwrap();
         let (mut a, mut b) = (SinkCounts::new(true), SinkCounts::new(true));
         // flow id = latency in us, 3 frames each; flows 0..150 to worker a
@@ -1756,15 +1762,7 @@ mod tests {
 
     /// The frames of `steps` with their arrival times.
     fn frames_of(steps: &[Step]) -> Vec<(Vec<u8>, u64)> {
-        let flows = FlowSpec::parse(
-            "02:00:00:00:00:0a",
-            "02:00:00:00:00:0b",
-            "198.18.0.1",
-            "198.18.1.1",
-            "9",
-            "9-12",
-        )
-        .unwrap();
+        let flows = to_ports("9-12");
         let t = |size: usize, vlan: bool| {
             let framing = Framing {
                 vlan: vlan.then_some((5, 0)),
