@@ -53,6 +53,29 @@ pub trait FrameSink {
     /// How many of the frames just handed over carried the handover time
     /// rather than a kernel receive time (told once per batch).
     fn handed_over(&mut self, _frames: usize) {}
+
+    /// Every frame of `batch` (a run of a receive batch, from the AF_XDP
+    /// and TPACKET rings), in order: [`frame`](Self::frame) for each,
+    /// unless the sink reads them itself (then to the end), keeping its
+    /// state in locals from frame to frame.
+    #[inline(always)]
+    fn frames<B: Frames>(&mut self, batch: &mut B)
+    where
+        Self: Sized,
+    {
+        while let Some((frame, at)) = batch.next_frame() {
+            self.frame(frame, at);
+        }
+    }
+}
+
+/// A receive batch's frames in order, read one at a time (see
+/// [`FrameSink::frames`]): a backend's receive loop turned inside out, so
+/// that the sink's loop holds its state across frames.
+pub trait Frames {
+    /// The next frame and its arrival time (as [`FrameSink::frame`]'s);
+    /// `None` at the batch's end.
+    fn next_frame(&mut self) -> Option<(&[u8], u64)>;
 }
 
 impl<F: FnMut(&[u8], u64)> FrameSink for F {

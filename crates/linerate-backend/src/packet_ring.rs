@@ -279,47 +279,89 @@ const PKTTYPE_OFF: usize = HDR_LEN + 10;
 /// # Safety
 /// `base` points to a retired block of `block_size` readable bytes.
 #[inline(always)]
-unsafe fn walk_block<const OUTGOING: bool, F: crate::FrameSink + ?Sized>(
+unsafe fn walk_block<const OUTGOING: bool, F: crate::FrameSink>(
     base: *mut u8,
     block_size: usize,
     offset: i64,
     f: &mut F,
 ) -> u32 {
-    // SAFETY: (for the whole body) the caller's block; every offset from
-    // the kernel is checked against it before it is read through.
-    unsafe {
-        let num = (base.add(BLOCK_NUM_PKTS_OFF) as *const u32).read();
-        let mut off = (base.add(BLOCK_FIRST_OFF) as *const u32).read() as usize;
+    // SAFETY: the caller's block; every offset from the kernel is checked
+    // against it before it is read through.
+    let (num, off) = unsafe {
+        (
+            (base.add(BLOCK_NUM_PKTS_OFF) as *const u32).read(),
+            (base.add(BLOCK_FIRST_OFF) as *const u32).read() as usize,
+        )
+    };
+    let mut frames = BlockFrames::<OUTGOING> {
+        base,
+        block_size,
         // The last offset a frame's header (up to its packet type) fits at.
-        let header_last = block_size - (PKTTYPE_OFF + 1);
-        // Frames handed over: those walked less those skipped (counted
-        // apart, as they are rare: one counter less live in the loop).
-        let mut skipped = 0u32;
-        for walked in 0..num {
-            if off > header_last {
-                return walked - skipped;
+        header_last: block_size - (PKTTYPE_OFF + 1),
+        offset,
+        off,
+        left: num,
+        cut: 0,
+        skipped: 0,
+    };
+    f.frames(&mut frames);
+    // (Walked to the end, whatever `f` read: the count is the block's.)
+    while crate::Frames::next_frame(&mut frames).is_some() {}
+    num - frames.cut - frames.skipped
+}
+
+/// A retired block's frames (see [`walk_block`]), read in turn.
+struct BlockFrames<const OUTGOING: bool> {
+    base: *mut u8,
+    block_size: usize,
+    header_last: usize,
+    /// CLOCK_REALTIME - CLOCK_MONOTONIC.
+    offset: i64,
+    /// The next frame's offset in the block, and the frames left.
+    off: usize,
+    left: u32,
+    /// Frames left when the walk was cut short (an offset outside the
+    /// block), and frames skipped (counted apart, as they are rare): the
+    /// block's frames less these were handed over.
+    cut: u32,
+    skipped: u32,
+}
+
+impl<const OUTGOING: bool> crate::Frames for BlockFrames<OUTGOING> {
+    #[inline(always)]
+    fn next_frame(&mut self) -> Option<(&[u8], u64)> {
+        // SAFETY: (for the whole body) the block `walk_block`'s caller
+        // gave; every offset from the kernel is checked against it before
+        // it is read through.
+        unsafe {
+            while self.left > 0 {
+                if self.off > self.header_last {
+                    (self.cut, self.left) = (self.left, 0);
+                    return None;
+                }
+                self.left -= 1;
+                let p = self.base.add(self.off);
+                // Every frame's header gives the next one's offset (the
+                // last one's is 0, and `num` ends the walk there).
+                let next = (p as *const u32).read() as usize;
+                let snaplen = (p.add(SNAPLEN_OFF) as *const u32).read() as usize;
+                let mac = (p.add(MAC_OFF) as *const u16).read() as usize;
+                let sec = (p.add(SEC_OFF) as *const u32).read();
+                let nsec = (p.add(NSEC_OFF) as *const u32).read();
+                // (A stamp before the monotonic clock's start cannot be:
+                // it would wrap to a time far ahead, counted as skew.)
+                let at = (i64::from(sec) * 1_000_000_000 + i64::from(nsec))
+                    .wrapping_sub(self.offset) as u64;
+                let whole = self.off + mac + snaplen <= self.block_size
+                    && (!OUTGOING || p.add(PKTTYPE_OFF).read() != libc::PACKET_OUTGOING);
+                self.off += next;
+                if whole {
+                    return Some((std::slice::from_raw_parts(p.add(mac), snaplen), at));
+                }
+                self.skipped += 1;
             }
-            let p = base.add(off);
-            // Every frame's header gives the next one's offset (the last
-            // one's is 0, and `num` ends the walk there).
-            let next = (p as *const u32).read() as usize;
-            let snaplen = (p.add(SNAPLEN_OFF) as *const u32).read() as usize;
-            let mac = (p.add(MAC_OFF) as *const u16).read() as usize;
-            let sec = (p.add(SEC_OFF) as *const u32).read();
-            let nsec = (p.add(NSEC_OFF) as *const u32).read();
-            // (A stamp before the monotonic clock's start cannot be:
-            // it would wrap to a time far ahead, counted as skew.)
-            let at = (i64::from(sec) * 1_000_000_000 + i64::from(nsec)).wrapping_sub(offset) as u64;
-            if off + mac + snaplen <= block_size
-                && (!OUTGOING || p.add(PKTTYPE_OFF).read() != libc::PACKET_OUTGOING)
-            {
-                f.frame(std::slice::from_raw_parts(p.add(mac), snaplen), at);
-            } else {
-                skipped += 1;
-            }
-            off += next;
+            None
         }
-        num - skipped
     }
 }
 
@@ -430,11 +472,7 @@ impl RxRing {
     /// then returns the block to the kernel. Waits up to `timeout_ms` for a
     /// block. Returns the frames handed over.
     #[inline]
-    pub fn recv<F: crate::FrameSink + ?Sized>(
-        &mut self,
-        timeout_ms: i32,
-        f: &mut F,
-    ) -> io::Result<usize> {
+    pub fn recv<F: crate::FrameSink>(&mut self, timeout_ms: i32, f: &mut F) -> io::Result<usize> {
         let b = self.current;
         if self.block_status(b).load(Ordering::Acquire) & TP_STATUS_USER == 0 {
             let mut pfd = libc::pollfd {

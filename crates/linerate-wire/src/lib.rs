@@ -32,8 +32,8 @@ pub use ipv4::{Ipv4Packet, Ipv4Repr};
 pub use ipv6::{Ipv6Packet, Ipv6Repr};
 pub use offsets::{IpOffsets, locate};
 pub use parse::{
-    FastLen, L3, L4, ParsedFrame, fast_probe, fast_probe_ipv4, fast_probe_upto, parse_frame,
-    probe_of,
+    FastLen, L3, L4, ParsedFrame, SameAs, SameHeader, fast_probe, fast_probe_ipv4,
+    fast_probe_ipv4_header, fast_probe_upto, parse_frame, probe_of,
 };
 pub use probe::{
     END_MARKER, PROBE_LEN, PROBE_MAGIC, PROBE_VERSION, Probe, ProbeView, unwrap_tx_ns,

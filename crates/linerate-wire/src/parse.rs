@@ -308,6 +308,149 @@ pub fn fast_probe_ipv4(b: &[u8], within: FastLen) -> Option<Probe> {
     }
 }
 
+/// The header of the last untagged IPv4 probe frame a receiver took, as
+/// far as [`fast_probe_ipv4`] reads it: the frame's length, EtherType,
+/// version and header length, IP total length, fragment bits, protocol,
+/// UDP length, probe magic and version, and flow id (the fields that vary
+/// from frame to frame, the IP identification, TTL, checksums, left
+/// out). A frame whose header matches it is one `fast_probe_ipv4` takes,
+/// with the same answer, in a few word compares rather than a check per
+/// field (so a receiver counting a run of one flow's frames of one size
+/// checks each against the run's first). Made by
+/// [`fast_probe_ipv4_header`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SameHeader {
+    /// The frame's length less the smallest probe frame's (a `u16`, so
+    /// that a frame of the length is known to hold every fixed offset).
+    excess: u16,
+    /// Bytes 16..24 under `m16`.
+    w16: u64,
+    /// Bytes 38..46 under `m38`.
+    w38: u64,
+    /// The masks as values (a compare against memory, not a 64-bit
+    /// constant made again for every frame): [`SameHeader::M16`],
+    /// [`SameHeader::M38`], and `M38` without the flow id.
+    m16: u64,
+    m38: u64,
+    m38_other: u64,
+}
+
+/// The words of a [`SameHeader`] that hold the flow id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowWord(u64);
+
+/// What [`SameHeader::probe`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SameAs {
+    /// The header's own flow: the probe's sequence number and stamp.
+    Flow { seq: u64, tx_ns: u64 },
+    /// The same header but for the flow id: the whole probe, and what
+    /// makes the header this flow's ([`SameHeader::set_flow`]).
+    OtherFlow(Probe, FlowWord),
+    /// Another header: ask [`fast_probe_ipv4`].
+    No,
+}
+
+impl SameHeader {
+    /// Bytes 16..24 compared: total length, flags and fragment offset (DF
+    /// left out), protocol.
+    const M16: u64 = u64::from_le_bytes([0xff, 0xff, 0, 0, 0x3f, 0xff, 0, 0xff]);
+    /// Bytes 38..46 compared: UDP length, probe magic, version, flow id.
+    const M38: u64 = u64::from_le_bytes([0xff, 0xff, 0, 0, 0xff, 0xff, 0xff, 0xff]);
+    /// The flow id's bits in bytes 38..46.
+    const FLOW: u64 = 0xffff << 48;
+
+    /// Matches no frame (its words are no frame's under the masks).
+    pub const NONE: SameHeader = SameHeader {
+        excess: 0,
+        w16: u64::MAX,
+        w38: u64::MAX,
+        m16: Self::M16,
+        m38: Self::M38,
+        m38_other: Self::M38 & !Self::FLOW,
+    };
+
+    /// The length of the frames with this header.
+    pub fn frame_len(&self) -> usize {
+        PROBE_FRAME_MIN + usize::from(self.excess)
+    }
+
+    /// The probe of `b` if its header is this one but for (at most) the
+    /// flow id: then [`fast_probe_ipv4`] takes `b` and finds that probe.
+    #[inline(always)]
+    pub fn probe(&self, b: &[u8]) -> SameAs {
+        let Some(b) = self.same_but_flow(b) else {
+            return SameAs::No;
+        };
+        let seq = le64(b, 46).swap_bytes();
+        let tx_ns = le64(b, 52).swap_bytes() & ((1 << 48) - 1);
+        let w38 = le64(b, 38);
+        if (w38 ^ self.w38) & self.m38 == 0 {
+            return SameAs::Flow { seq, tx_ns };
+        }
+        if (w38 ^ self.w38) & self.m38_other != 0 {
+            return SameAs::No;
+        }
+        let p = Probe {
+            flow_id: le16(b, 44).swap_bytes(),
+            seq,
+            tx_ns,
+        };
+        SameAs::OtherFlow(p, FlowWord(w38 & self.m38))
+    }
+
+    /// [`probe`](Self::probe)'s [`SameAs::Flow`] alone: the sequence
+    /// number and stamp of `b` if its header is this one, flow id
+    /// included.
+    #[inline(always)]
+    pub fn flow_probe(&self, b: &[u8]) -> Option<(u64, u64)> {
+        let b = self.same_but_flow(b)?;
+        if (le64(b, 38) ^ self.w38) & self.m38 != 0 {
+            return None;
+        }
+        let seq = le64(b, 46).swap_bytes();
+        Some((seq, le64(b, 52).swap_bytes() & ((1 << 48) - 1)))
+    }
+
+    /// `b`'s bytes up to its probe's end, if its header up to the UDP
+    /// header is this one's.
+    #[inline(always)]
+    fn same_but_flow<'b>(&self, b: &'b [u8]) -> Option<&'b [u8; PROBE_FRAME_MIN]> {
+        // The same length (at least the smallest probe frame's).
+        if b.len() != self.frame_len() {
+            return None;
+        }
+        let b = b.first_chunk::<PROBE_FRAME_MIN>()?;
+        // Bytes 12..15: EtherType and version/IHL, as the fast path's.
+        if le16(b, 12) != 0x0008 || b[14] != 0x45 || le64(b, 16) & self.m16 != self.w16 {
+            return None;
+        }
+        Some(b)
+    }
+
+    /// Makes this the header of the flow of a frame it found to be
+    /// [`SameAs::OtherFlow`].
+    #[inline(always)]
+    pub fn set_flow(&mut self, w: FlowWord) {
+        self.w38 = w.0;
+    }
+}
+
+/// [`fast_probe_ipv4`], and where it finds a probe, the frame's
+/// [`SameHeader`].
+#[inline(always)]
+pub fn fast_probe_ipv4_header(b: &[u8], within: FastLen) -> Option<(Probe, SameHeader)> {
+    let p = fast_probe_ipv4(b, within)?;
+    // (fast_probe_ipv4 found a probe: the frame holds every fixed offset.)
+    let h = SameHeader {
+        excess: (b.len() - PROBE_FRAME_MIN) as u16,
+        w16: le64(b, 16) & SameHeader::M16,
+        w38: le64(b, 38) & SameHeader::M38,
+        ..SameHeader::NONE
+    };
+    Some((p, h))
+}
+
 /// An untagged IPv4 frame's probe (or none), or another layout.
 enum Layout {
     Ipv4(Option<Probe>),

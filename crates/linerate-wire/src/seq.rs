@@ -92,14 +92,33 @@ pub enum Arrival {
 impl SeqTracker {
     #[inline(always)]
     pub fn on_seq(&mut self, seq: u64) -> Arrival {
-        // The common case inline: the next sequence number, nothing missed.
-        // (Its bit is set, and it is counted, with the rest of the run, by
-        // `settle`.)
-        if seq == self.highest.wrapping_add(1) {
-            self.highest = seq;
+        if self.next_in_order(seq) {
             return Arrival::Next { gap: 0 };
         }
         self.on_other_seq(seq)
+    }
+
+    /// The common case alone: `seq` is the next sequence number, nothing
+    /// missed; then it is taken as [`on_seq`](Self::on_seq) takes it (its
+    /// bit is set, and it is counted, with the rest of the run, by
+    /// `settle`). False, with nothing done, for any other: give it to
+    /// `on_seq`.
+    #[inline(always)]
+    pub fn next_in_order(&mut self, seq: u64) -> bool {
+        let next = seq == self.highest.wrapping_add(1);
+        if next {
+            self.highest = seq;
+        }
+        next
+    }
+
+    /// Every sequence number from the highest + 1 up to `highest` arrived,
+    /// in order: the same as [`next_in_order`](Self::next_in_order) taking
+    /// each (a receiver that followed a run of them itself).
+    #[inline(always)]
+    pub fn in_order_to(&mut self, highest: u64) {
+        debug_assert!(highest >= self.highest);
+        self.highest = highest;
     }
 
     /// A jump ahead, a late arrival or a duplicate (out of line, and laid

@@ -87,14 +87,14 @@ impl Rx {
     /// exactly the frames handed to `f` (the sink counts its probes per
     /// batch from it).
     #[inline]
-    pub fn recv<F: FrameSink + ?Sized>(&mut self, f: &mut F) -> io::Result<usize> {
+    pub fn recv<F: FrameSink>(&mut self, f: &mut F) -> io::Result<usize> {
         self.recv_within(std::time::Duration::from_millis(50), f)
     }
 
     /// [`Rx::recv`], waiting at most `wait` for the first frame (to the
     /// millisecond on the rings; the raw socket's wait is set per call).
     #[inline]
-    pub fn recv_within<F: FrameSink + ?Sized>(
+    pub fn recv_within<F: FrameSink>(
         &mut self,
         wait: std::time::Duration,
         f: &mut F,

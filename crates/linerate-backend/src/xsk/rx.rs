@@ -1,6 +1,7 @@
 //! Receiving through AF_XDP on every RX queue of an interface.
 
 use super::*;
+use crate::Frames;
 
 /// One AF_XDP receive socket: the fill ring keeps every free buffer
 /// posted, frames arrive on its RX ring.
@@ -72,21 +73,20 @@ impl RxSocket {
     /// back. Returns the frames handed over (a descriptor outside the UMEM
     /// is taken off the ring but not handed over).
     #[inline]
-    fn drain<F: crate::FrameSink + ?Sized>(&mut self, max: usize, f: &mut F) -> usize {
+    fn drain<F: crate::FrameSink>(&mut self, max: usize, f: &mut F) -> usize {
         let prod = self.rx.producer().load(Ordering::Acquire);
         let cons = self.rx.consumer().load(Ordering::Relaxed);
         let n = (prod.wrapping_sub(cons) as usize).min(max);
         let fprod = self.fq.producer().load(Ordering::Relaxed);
-        // The rings' and UMEM's fields in locals: `f` runs between their
-        // uses, and they were read again through `self` for every frame.
         let (rx_desc, rx_size) = (self.rx.desc.cast::<libc::xdp_desc>(), self.rx.size);
         let (fq_desc, fq_size) = (self.fq.desc.cast::<u64>(), self.fq.size);
-        let (umem, umem_len) = (self.umem.ptr, self.umem.len);
         // AF_XDP frames carry no receive time: the batch's handover time.
         let at = if n > 0 { f.handover_time() } else { 0 };
         let mut skipped = 0;
+        // A multi-buffer frame begun in the last batch goes on.
+        let mut in_partial = !self.partial.is_empty();
         // The batch in runs that wrap neither ring (one run, or two or
-        // three at a wrap): each run walks both rings by pointer.
+        // three at a wrap), each handed to `f` as frames in turn.
         let mut done = 0u32;
         while (done as usize) < n {
             let ri = cons.wrapping_add(done) & (rx_size - 1);
@@ -98,46 +98,35 @@ impl RxSocket {
             // between its consumer and producer: ours until the consumer
             // moves past them; `run` fill slots from `fi` lie inside the
             // fill ring, past its producer: ours until it moves.
-            let (descs, fills) = unsafe {
-                (
-                    std::slice::from_raw_parts(rx_desc.add(ri as usize), run),
-                    std::slice::from_raw_parts_mut(fq_desc.add(fi as usize), run),
-                )
-            };
-            for (d, fill) in descs.iter().zip(fills) {
-                let (addr, len) = (d.addr as usize, d.len as usize);
-                if addr + len > umem_len {
-                    skipped += 1;
-                } else {
-                    // SAFETY: inside the UMEM (checked just above; the
-                    // kernel only hands back our chunks).
-                    let piece = unsafe { std::slice::from_raw_parts(umem.add(addr), len) };
-                    if d.options & libc::XDP_PKT_CONTD == 0 && self.partial.is_empty() {
-                        f.frame(piece, at);
-                    } else {
-                        // A piece of a multi-buffer frame: handed over
-                        // whole at its last piece (each piece is a
-                        // descriptor; the frame counts once).
-                        skipped += 1;
-                        if self.partial.len() + len <= MAX_SG_FRAME {
-                            self.partial.extend_from_slice(piece);
-                        } else {
-                            self.too_long = true;
-                        }
-                        if d.options & libc::XDP_PKT_CONTD == 0 {
-                            if !self.too_long {
-                                f.frame(&self.partial, at);
-                                skipped -= 1;
-                            }
-                            self.partial.clear();
-                            self.too_long = false;
-                        }
-                    }
+            let mut descs = unsafe {
+                Descs {
+                    desc: rx_desc.add(ri as usize),
+                    end: rx_desc.add(ri as usize + run),
+                    fill: fq_desc.add(fi as usize),
+                    umem: std::ptr::NonNull::new(self.umem.ptr).expect("a mapped UMEM"),
+                    umem_len: self.umem.len,
+                    at,
+                    skipped: 0,
+                    partial: &mut self.partial,
+                    too_long: &mut self.too_long,
+                    in_partial: false,
                 }
-                // The chunk goes back to the kernel.
-                *fill = d.addr & !(FRAME_SIZE as u64 - 1);
+            };
+            // A multi-buffer frame begun before goes on.
+            if in_partial && descs.gather(None) {
+                f.frame(&descs.partial[..], at);
             }
+            f.frames(&mut descs);
+            // (Every descriptor read, so every chunk given back, whatever
+            // `f` read.)
+            while descs.next_frame().is_some() {}
+            skipped += descs.skipped;
+            in_partial = descs.in_partial;
             done += run as u32;
+        }
+        if !in_partial {
+            // (a frame handed over whole)
+            self.partial.clear();
         }
         if n > 0 {
             f.handed_over(n - skipped);
@@ -163,6 +152,141 @@ impl RxSocket {
         }
         n - skipped
     }
+}
+
+/// One run of a receive batch (descriptors that wrap neither ring) read
+/// as frames: each descriptor's chunk goes back to the fill ring as it is
+/// read, the pieces of a multi-buffer frame are put together and handed
+/// over whole at its last.
+struct Descs<'a> {
+    /// The next RX descriptor, and the run's end.
+    desc: *const libc::xdp_desc,
+    end: *const libc::xdp_desc,
+    /// The fill slot the next descriptor's chunk goes to.
+    fill: *mut u64,
+    umem: std::ptr::NonNull<u8>,
+    umem_len: usize,
+    /// The frames' arrival time.
+    at: u64,
+    /// Descriptors read but not handed over as frames (outside the UMEM,
+    /// pieces of a multi-buffer frame but its last, a frame too long).
+    skipped: usize,
+    /// The socket's multi-buffer frame so far, and whether it is longer
+    /// than [`MAX_SG_FRAME`].
+    partial: &'a mut Vec<u8>,
+    too_long: &'a mut bool,
+    /// The run ended in a multi-buffer frame: the next run's (or
+    /// batch's) first descriptors are its pieces (else `partial` holds
+    /// nothing of use: a frame handed over, or none).
+    in_partial: bool,
+}
+
+impl crate::Frames for Descs<'_> {
+    #[inline(always)]
+    fn next_frame(&mut self) -> Option<(&[u8], u64)> {
+        loop {
+            let (piece, options) = self.next_piece()?;
+            if options & libc::XDP_PKT_CONTD == 0 {
+                return Some((piece, self.at));
+            }
+            // A multi-buffer frame's first piece: the rest follow.
+            if self.gather(Some((piece, options))) {
+                return Some((&self.partial[..], self.at));
+            }
+        }
+    }
+}
+
+impl<'a> Descs<'a> {
+    /// The next descriptor's bytes and options, its chunk given back
+    /// (one outside the UMEM is skipped); `None` at the run's end.
+    #[inline(always)]
+    fn next_piece(&mut self) -> Option<(&'a [u8], u32)> {
+        while self.desc != self.end {
+            // SAFETY: `desc` is before `end`: an RX descriptor of the run
+            // (see `drain`), and `fill` the fill slot beside it.
+            let d = unsafe {
+                let d = *self.desc;
+                // The chunk goes back to the kernel.
+                *self.fill = d.addr & !(FRAME_SIZE as u64 - 1);
+                self.desc = self.desc.add(1);
+                self.fill = self.fill.add(1);
+                d
+            };
+            let (addr, len) = (d.addr as usize, d.len as usize);
+            if addr + len > self.umem_len {
+                self.skipped += 1;
+                continue;
+            }
+            // SAFETY: inside the UMEM (checked just above; the kernel only
+            // hands back our chunks), which the socket holds as long as
+            // the run's borrow of it; the chunk is ours until the fill
+            // ring's producer moves, after the whole run is read.
+            let piece = unsafe { std::slice::from_raw_parts(self.umem.add(addr).as_ptr(), len) };
+            return Some((piece, d.options));
+        }
+        None
+    }
+
+    /// The pieces of a multi-buffer frame put together in `partial`, from
+    /// its first (`first`; `None`: the frame goes on from the last run)
+    /// to its last: whether it is whole there, to be handed over (not
+    /// when too long, nor when the run ends first: then `in_partial`).
+    #[inline(always)]
+    fn gather(&mut self, first: Option<(&[u8], u32)>) -> bool {
+        let begins = first.is_some();
+        let Some(mut next) = first.or_else(|| self.next_piece()) else {
+            self.in_partial = true;
+            return false;
+        };
+        let mut first = begins;
+        loop {
+            // (The fields apart, not `self`: the walk stays in registers.)
+            let (more, whole) = piece_of_frame(self.partial, self.too_long, first, next);
+            first = false;
+            self.skipped += usize::from(!whole);
+            if !more {
+                return whole;
+            }
+            let Some(piece) = self.next_piece() else {
+                self.in_partial = true;
+                return false;
+            };
+            next = piece;
+        }
+    }
+}
+
+/// A piece of a multi-buffer frame (each piece is a descriptor; the frame
+/// counts once) added to the frame so far in `partial` (emptied first for
+/// a frame's `first` piece): whether more pieces follow, and
+/// whether this was the last and the frame is whole in `partial`, to be
+/// handed over (not when longer than [`MAX_SG_FRAME`]: `too_long`).
+#[cold]
+#[inline(never)]
+fn piece_of_frame(
+    partial: &mut Vec<u8>,
+    too_long: &mut bool,
+    first: bool,
+    (piece, options): (&[u8], u32),
+) -> (bool, bool) {
+    if first {
+        partial.clear();
+    }
+    if partial.len() + piece.len() <= MAX_SG_FRAME {
+        partial.extend_from_slice(piece);
+    } else {
+        *too_long = true;
+    }
+    if options & libc::XDP_PKT_CONTD != 0 {
+        return (true, false);
+    }
+    let whole = !*too_long;
+    *too_long = false;
+    if !whole {
+        partial.clear();
+    }
+    (false, whole)
 }
 
 queue_socket!(RxSocket);
@@ -232,7 +356,7 @@ impl XskRx {
     /// gives the buffers back to the kernel. Waits up to `timeout` for the
     /// first. Returns the frames handed over.
     #[inline]
-    pub fn recv<F: crate::FrameSink + ?Sized>(
+    pub fn recv<F: crate::FrameSink>(
         &mut self,
         max: usize,
         timeout: std::time::Duration,

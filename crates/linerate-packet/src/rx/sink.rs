@@ -5,10 +5,10 @@ use crate::pool::{Watch, run_pinned};
 use linerate_backend::port::{
     BackendError, BackendKind, Rx, RxCapabilities, open_rx_workers, recv_idle,
 };
-use linerate_backend::{FrameSink, clock};
+use linerate_backend::{FrameSink, Frames, clock};
 use linerate_run::{CountedBy, Counts, Interval, Row, Sampler, Scope};
 use linerate_traffic::SinkCounts;
-use linerate_traffic::accounting::IntervalLatency;
+use linerate_traffic::accounting::{FrameRun, IntervalLatency};
 use linerate_traffic::pcap::CaptureWriter;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -416,12 +416,27 @@ impl FrameSink for Taker<'_> {
         self.counts.on_frame(frame, at);
     }
 
+    #[inline(always)]
+    fn frames<B: Frames>(&mut self, batch: &mut B) {
+        self.counts.on_frames(&mut Batch(batch));
+    }
+
     fn handover_time(&mut self) -> u64 {
         self.handover_time()
     }
 
     fn handed_over(&mut self, frames: usize) {
         self.handover += frames as u64;
+    }
+}
+
+/// A backend's batch as the accounting reads it.
+struct Batch<'b, B>(&'b mut B);
+
+impl<B: Frames> FrameRun for Batch<'_, B> {
+    #[inline(always)]
+    fn next_frame(&mut self) -> Option<(&[u8], u64)> {
+        self.0.next_frame()
     }
 }
 
