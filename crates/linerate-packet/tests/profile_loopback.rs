@@ -493,8 +493,11 @@ fn rfc2544_scales_the_whole_profile_to_the_rate_a_policing_device_passes() {
     let [steady, random] = &b.streams[..] else {
         panic!("two streams")
     };
+    // 6,000 on time; a sender held off its CPU near the end (a loaded
+    // CI host) sends fewer, never more: the factor 2.5 (not 2) is what
+    // this tells.
     assert!(
-        (5_900..=6_001).contains(&steady.packets),
+        (5_400..=6_001).contains(&steady.packets),
         "steady: {}",
         steady.packets
     );
