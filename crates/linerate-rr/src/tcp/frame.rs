@@ -37,12 +37,16 @@ pub struct FrameReader {
     start: usize,
     end: usize,
     max: usize,
+    /// The last read took less than the room it had: the socket had no
+    /// more then, and another read would most likely say so.
+    short: bool,
 }
 
 impl FrameReader {
     /// A reader that accepts messages of up to `max` bytes.
     pub fn new(max: usize) -> Self {
         Self {
+            short: false,
             buf: Vec::new(),
             start: 0,
             end: 0,
@@ -111,9 +115,18 @@ impl FrameReader {
             // A whole frame is buffered: next_frame was not called.
             return Err(io::Error::other("frame reader full: take the frames first"));
         }
+        let room = self.buf.len() - self.end;
         let n = r.read(&mut self.buf[self.end..])?;
+        self.short = n < room;
         self.end += n;
         Ok(n)
+    }
+
+    /// Whether the last [`fill`](Self::fill) read less than it had room
+    /// for (the socket was emptied: a level-triggered wait says when more
+    /// comes, no read is needed to find out).
+    pub fn last_read_short(&self) -> bool {
+        self.short
     }
 
     /// The next whole message, taken out of the buffer (without its
@@ -151,6 +164,21 @@ mod tests {
             }
             Ok(n)
         }
+    }
+
+    /// A read that took less than its room says the socket was emptied;
+    /// one that filled the room does not.
+    #[test]
+    fn a_short_read_is_told_apart_from_a_full_one() {
+        let mut r = FrameReader::new(1 << 20);
+        let mut src = Pieces(vec![frame(64, 1)]);
+        assert_eq!(r.fill(&mut src).unwrap(), 68);
+        assert!(r.last_read_short());
+        assert_eq!(r.next_frame().unwrap().unwrap().len(), 64);
+        let big = vec![7u8; 3 * START];
+        let mut src = Pieces(vec![big]);
+        let n = r.fill(&mut src).unwrap();
+        assert!(n < 3 * START && !r.last_read_short(), "{n}");
     }
 
     fn frame(len: usize, fill: u8) -> Vec<u8> {
