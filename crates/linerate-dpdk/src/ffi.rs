@@ -79,8 +79,9 @@ const TX_MBUFS: u32 = 4095;
 /// PMD copies each frame sent from another pool (a TX queue's) into an
 /// mbuf of it, given back only when half the completion ring has come
 /// back, while the RX fill ring holds its share; with 4095 the copies
-/// found it empty and the port took a few frames per burst (blast at 0.21x
-/// testpmd txonly on the same vdev, 0.51x with this).
+/// found it empty and the port took a few frames per burst. The copy
+/// itself stays: blast is 0.18x testpmd txonly on the same vdev on an
+/// idle machine (bench/HISTORY.md, `linerate-bench dpdk-txonly`).
 const RX_MBUFS_AF_XDP: u32 = 16383;
 
 /// DPDK's text for error `e` (an errno or one of DPDK's own).
