@@ -213,7 +213,9 @@ fn an_overloaded_client_keeps_to_its_time() {
     let v = json(&c.stdout);
     assert!(v.get("error").is_none(), "{}", v["error"]);
     let t = secs(&v, "sum_sent");
-    assert!((2.0..=2.05).contains(&t), "sum_sent.seconds {t}");
+    // 128 streams on 2 CPUs: the last sender thread may be scheduled
+    // tens of ms after the end (2.061 s seen once in CI); the bug was 13.8 s.
+    assert!((2.0..=2.1).contains(&t), "sum_sent.seconds {t}");
     assert!(wall < Duration::from_millis(4500), "the test took {wall:?}");
 }
 
