@@ -280,6 +280,8 @@ pub(crate) fn set_segment(h: &mut libc::msghdr, ctl: &mut [u64; CMSG_WORDS], seg
 /// caller writes payloads only.
 pub struct UdpSlots {
     bufs: Vec<Vec<u8>>,
+    /// Each buffer's length.
+    len: usize,
     /// Each slot's destination: a sockaddr_in6, or a sockaddr_in in its
     /// first bytes (`namelen` says which).
     names: Vec<libc::sockaddr_in6>,
@@ -353,6 +355,7 @@ impl UdpSlots {
         }
         Self {
             bufs,
+            len,
             names,
             namelen,
             v6,
@@ -376,7 +379,7 @@ impl UdpSlots {
     }
 
     pub fn buf_len(&self) -> usize {
-        self.bufs.first().map_or(0, Vec::len)
+        self.len
     }
 
     /// Slot `slot`'s buffer, holding what was last written there.
@@ -412,26 +415,30 @@ impl UdpSlots {
             && (!self.v6 || x.sin6_addr.s6_addr == y.sin6_addr.s6_addr)
     }
 
-    /// Sends slots `first..first + lens.len()` in slot order, one datagram
-    /// each (payload lengths `lens`), with one `sendmmsg(2)` of the
-    /// messages made once per slot. Returns how many the kernel took (a
-    /// prefix).
+    /// Sets slot `slot`'s payload length for
+    /// [`send_in_order`](Self::send_in_order) (at most the buffer's length).
+    #[inline(always)]
+    pub fn set_len(&mut self, slot: usize, len: usize) {
+        self.own_iov[slot].iov_len = len.min(self.len);
+    }
+
+    /// Sends slots `first..first + n` in slot order, one datagram each
+    /// (payload lengths as last [`set_len`](Self::set_len)), with one
+    /// `sendmmsg(2)` of the messages made once per slot. Returns how many
+    /// the kernel took (a prefix).
     #[inline]
     pub fn send_in_order(
         &mut self,
         sock: &impl AsRawFd,
         first: usize,
-        lens: &[u16],
+        n: usize,
     ) -> io::Result<usize> {
-        let n = lens.len().min(self.own_iov.len().saturating_sub(first));
-        for (io, &l) in self.own_iov[first..first + n].iter_mut().zip(lens) {
-            io.iov_len = usize::from(l);
-        }
+        let n = n.min(self.own_hdrs.len().saturating_sub(first));
         if n == 0 {
             return Ok(0);
         }
         // own_hdrs point into `bufs`, `names` and `own_iov`, owned by
-        // `self` and never moved.
+        // `self` and never moved; no iov_len exceeds its buffer.
         crate::udp_batch::send_prepared(sock.as_raw_fd(), &mut self.own_hdrs[first..first + n])
     }
 
@@ -529,7 +536,10 @@ mod tests {
             s.set_dst(k, &[127, 0, 0, 1], port(r)).unwrap();
         }
         let lens = [4u16, 4, 4, 4, 3, 4, 4, 4];
-        assert_eq!(s.send_in_order(&tx, 0, &lens).unwrap(), 8);
+        for (k, &l) in lens.iter().enumerate() {
+            s.set_len(k, usize::from(l));
+        }
+        assert_eq!(s.send_in_order(&tx, 0, 8).unwrap(), 8);
         let mut buf = [0u8; 512];
         let mut recv = |r: &UdpSocket| {
             let n = r.recv(&mut buf).unwrap();

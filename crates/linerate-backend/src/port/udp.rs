@@ -160,7 +160,6 @@ pub struct UdpTx {
     /// the order of one call's datagrams (slot, length), sorted by socket.
     slots: UdpSlots,
     slot_sock: Vec<u16>,
-    lens: Vec<u16>,
     built: Vec<(u16, u16)>,
     sorted: Vec<(u16, u16)>,
     /// The slot the next call starts at (the slots are used in turn).
@@ -335,7 +334,6 @@ impl UdpTx {
             gso_messages: 0,
             slots: UdpSlots::new(TX_BATCH_MAX, max_frame, v6),
             slot_sock: vec![0; TX_BATCH_MAX],
-            lens: vec![0; TX_BATCH_MAX],
             built: vec![(0, 0); TX_BATCH_MAX],
             sorted: Vec::with_capacity(TX_BATCH_MAX),
             next_slot: 0,
@@ -385,8 +383,34 @@ impl UdpTx {
     ) -> io::Result<(usize, u64)> {
         // The slots are used in turn, a call's run never wrapping.
         let first = self.next_slot;
-        let n = n.min(self.slots.slots() - first).min(self.lens.len());
+        let n = n.min(self.slots.slots() - first).min(self.built.len());
+        self.next_slot = if first + n == self.slots.slots() {
+            0
+        } else {
+            first + n
+        };
         let mut bytes = 0u64;
+        if self.socks.len() == 1 && !self.gso {
+            // Slot k's message to slot k's destination, made once: only
+            // its length is written.
+            for i in first..first + n {
+                let (len, wire, ends) = src.payload(self.slots.buf_mut(i), i);
+                if let Some(e) = ends {
+                    self.new_flow(i, &e)?;
+                }
+                bytes += wire as u64;
+                self.slots.set_len(i, len);
+            }
+            let (slots, sock) = (&mut self.slots, &self.socks[0]);
+            let messages = &mut self.messages;
+            send_all(n, |done| {
+                let k = slots.send_in_order(sock, first + done, n - done)?;
+                *messages += k as u64;
+                Ok(k)
+            })?;
+            self.datagrams += n as u64;
+            return Ok((n, bytes));
+        }
         for k in 0..n {
             let i = first + k;
             let (len, wire, ends) = src.payload(self.slots.buf_mut(i), i);
@@ -395,26 +419,6 @@ impl UdpTx {
             }
             bytes += wire as u64;
             self.built[k] = (i as u16, len as u16);
-        }
-        self.next_slot = if first + n == self.slots.slots() {
-            0
-        } else {
-            first + n
-        };
-        if self.socks.len() == 1 && !self.gso {
-            // Slot k's message to slot k's destination, made once.
-            for (l, b) in self.lens[..n].iter_mut().zip(&self.built[..n]) {
-                *l = b.1;
-            }
-            let (slots, sock, lens) = (&mut self.slots, &self.socks[0], &self.lens[..n]);
-            let messages = &mut self.messages;
-            send_all(n, |done| {
-                let k = slots.send_in_order(sock, first + done, &lens[done..])?;
-                *messages += k as u64;
-                Ok(k)
-            })?;
-            self.datagrams += n as u64;
-            return Ok((n, bytes));
         }
         // (slot, length) of each datagram built, written as it was.
         let built = &self.built[..n];
