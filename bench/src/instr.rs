@@ -108,6 +108,17 @@ fn cases() -> Vec<Case> {
         imix: false,
         one_cpu: None,
     });
+    // As the sink's: the forwarder and the sender on one CPU, so the
+    // forwarder takes full batches (its per-batch work, the kick and the
+    // reclaim, spread over 64 frames) whatever else the machine runs.
+    v.push(Case {
+        name: "fwd macswap af_xdp, 1 flow, 64 B, full batches (one CPU)".into(),
+        side: Side::Fwd,
+        backend: "af_xdp",
+        flows: 1,
+        imix: false,
+        one_cpu: Some(1),
+    });
     v.push(Case {
         name: "rr server, 64 B requests (per transaction)".into(),
         side: Side::RrServer,
