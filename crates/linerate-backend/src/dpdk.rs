@@ -151,7 +151,12 @@ impl DpdkTx {
         n: usize,
         fill: &mut F,
     ) -> io::Result<(usize, u64)> {
-        self.q.send_with(n, |buf, slot| fill.build(buf, slot))
+        self.q.send_with(n, |buf, slot, received| {
+            if received {
+                fill.forget(slot);
+            }
+            fill.build(buf, slot)
+        })
     }
 
     /// Frames built elsewhere, copied into mbufs.

@@ -29,6 +29,11 @@ pub trait FrameSource {
     /// Writes one frame into `buf` and returns its length; `slot` names
     /// the buffer, which holds what was last built in it.
     fn build(&mut self, buf: &mut [u8], slot: usize) -> usize;
+
+    /// Buffer `slot` no longer holds what was last built in it (a frame
+    /// was received into it: a DPDK net_af_xdp pool is its RX queue's
+    /// too); the next [`build`](Self::build) there writes it whole.
+    fn forget(&mut self, slot: usize);
 }
 
 /// What takes received frames from a receiving backend's buffers (see
@@ -107,4 +112,7 @@ impl FrameSource for CopyFrames<'_> {
         buf[..f.len()].copy_from_slice(f);
         f.len()
     }
+
+    /// Every frame is copied whole: nothing is kept.
+    fn forget(&mut self, _slot: usize) {}
 }

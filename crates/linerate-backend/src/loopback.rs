@@ -492,6 +492,7 @@ mod tests {
             fn build(&mut self, buf: &mut [u8], slot: usize) -> usize {
                 (self.0)(buf, slot)
             }
+            fn forget(&mut self, _slot: usize) {}
         }
         let (taken, bytes) = tx.send_with(8, &mut B(&mut build)).unwrap();
         assert_eq!((taken, bytes), (3, 180));

@@ -167,16 +167,24 @@ int lr_port_start(uint16_t port, uint16_t nq, uint16_t nb_desc, struct rte_mempo
 	return 0;
 }
 
-/* `n` mbufs, all or none (-ENOENT); each one's data pointer and slot, and
- * the bytes a frame may take in it. */
+/* Set in an mbuf's slot word when a frame was received into it: a frame
+ * builder that gets it from a pool shared with an RX queue (net_af_xdp's
+ * UMEM) must not trust what it last built there. */
+#define LR_RECEIVED 0x80000000u
+
+/* `n` mbufs, all or none (-ENOENT); each one's data pointer and slot word
+ * (LR_RECEIVED set if a frame was received into it since it was last
+ * handed out here; cleared now), and the bytes a frame may take in it. */
 int lr_alloc(struct rte_mempool *mp, struct rte_mbuf **m, unsigned n, uint8_t **data, uint32_t *slot, uint16_t *room)
 {
 	int r = rte_pktmbuf_alloc_bulk(mp, m, n);
 	if (r != 0)
 		return -ENOENT;
 	for (unsigned i = 0; i < n; i++) {
+		uint32_t *priv = rte_mbuf_to_priv(m[i]);
 		data[i] = rte_pktmbuf_mtod(m[i], uint8_t *);
-		slot[i] = *(uint32_t *)rte_mbuf_to_priv(m[i]);
+		slot[i] = *priv;
+		*priv &= ~LR_RECEIVED;
 	}
 	*room = n ? rte_pktmbuf_tailroom(m[0]) : 0;
 	return 0;
@@ -196,14 +204,19 @@ uint16_t lr_tx(uint16_t port, uint16_t queue, struct rte_mbuf **m, uint16_t n)
 }
 
 /* Up to `n` received frames: their mbufs, data and lengths (the first
- * segment's: linerate sets up no scattered receive). */
-uint16_t lr_rx(uint16_t port, uint16_t queue, struct rte_mbuf **m, uint16_t n, const uint8_t **data, uint16_t *lens)
+ * segment's: linerate sets up no scattered receive); with `mark`, each
+ * mbuf's slot word gets LR_RECEIVED (its pool is shared with a TX queue). */
+uint16_t lr_rx(uint16_t port, uint16_t queue, struct rte_mbuf **m, uint16_t n, const uint8_t **data, uint16_t *lens,
+	      int mark)
 {
 	uint16_t got = rte_eth_rx_burst(port, queue, m, n);
 	for (uint16_t i = 0; i < got; i++) {
 		data[i] = rte_pktmbuf_mtod(m[i], const uint8_t *);
 		lens[i] = m[i]->data_len;
 	}
+	if (mark)
+		for (uint16_t i = 0; i < got; i++)
+			*(uint32_t *)rte_mbuf_to_priv(m[i]) |= LR_RECEIVED;
 	return got;
 }
 

@@ -58,6 +58,7 @@ unsafe extern "C" {
         n: u16,
         data: *mut *const u8,
         lens: *mut u16,
+        mark: c_int,
     ) -> u16;
     fn lr_free(m: *const *mut RteMbuf, n: c_uint);
     fn lr_port_stats(port: u16, out: *mut u64) -> c_int;
@@ -75,14 +76,16 @@ const DESCRIPTORS: u16 = 1024;
 /// mbufs per RX queue's pool and per TX queue's pool.
 const RX_MBUFS: u32 = 4095;
 const TX_MBUFS: u32 = 4095;
-/// mbufs per RX queue's pool on net_af_xdp, whose UMEM that pool is: the
-/// PMD copies each frame sent from another pool (a TX queue's) into an
-/// mbuf of it, given back only when half the completion ring has come
-/// back, while the RX fill ring holds its share; with 4095 the copies
-/// found it empty and the port took a few frames per burst. The copy
-/// itself stays: blast is 0.18x testpmd txonly on the same vdev on an
-/// idle machine (bench/HISTORY.md, `linerate-bench dpdk-txonly`).
+/// mbufs per RX queue's pool on net_af_xdp, whose UMEM that pool is: a
+/// TX queue builds its frames in the same pool (the PMD sends an mbuf of
+/// its UMEM without a copy; one of another pool it copies into a new
+/// UMEM mbuf), mbufs given back only when half the completion ring has
+/// come back, while the RX fill ring holds its share: with 4095 the port
+/// found it empty and took a few frames per burst.
 const RX_MBUFS_AF_XDP: u32 = 16383;
+/// The bit of an mbuf's slot word the shim sets when a frame was received
+/// into it (`LR_RECEIVED` in shim.c).
+const RECEIVED: u32 = 0x8000_0000;
 
 /// DPDK's text for error `e` (an errno or one of DPDK's own).
 fn strerror(e: c_int) -> String {
@@ -287,8 +290,11 @@ struct PortState {
     tx_taken: Vec<bool>,
     /// Each TX queue's pool, made when the queue is first opened (its
     /// mbufs' slots are the queue's own: a frame builder remembers what
-    /// it built in each).
-    tx_pools: Vec<Option<Pool>>,
+    /// it built in each); on net_af_xdp the RX queue's pool, its UMEM.
+    tx_pools: Vec<Option<(Pool, u32)>>,
+    /// Whether TX queue q builds in RX queue q's pool (net_af_xdp): the
+    /// RX queue then marks the mbufs it receives into.
+    shared_pools: bool,
 }
 
 fn ports() -> MutexGuard<'static, HashMap<u16, PortState>> {
@@ -340,6 +346,7 @@ fn started(id: u16) -> io::Result<MutexGuard<'static, HashMap<u16, PortState>>> 
         .map(|q| pool(&format!("lr_rx{id}_{q}"), rx_mbufs, socket))
         .collect::<io::Result<Vec<_>>>()?;
     let ptrs: Vec<*mut RteMempool> = rx_pools.iter().map(|p| p.0).collect();
+    let shared_pools = driver == "net_af_xdp";
     // SAFETY: ptrs holds `queues` valid pools; the port is not started yet
     // (the table, held locked, has no entry for it).
     check(&format!("starting DPDK port {id} ({driver})"), unsafe {
@@ -353,7 +360,12 @@ fn started(id: u16) -> io::Result<MutexGuard<'static, HashMap<u16, PortState>>> 
             socket,
             rx_taken: vec![false; usize::from(queues)],
             tx_taken: vec![false; usize::from(queues)],
-            tx_pools: vec![None; usize::from(queues)],
+            tx_pools: if shared_pools {
+                rx_pools.iter().map(|&p| Some((p, rx_mbufs))).collect()
+            } else {
+                vec![None; usize::from(queues)]
+            },
+            shared_pools,
         },
     );
     Ok(table)
@@ -417,6 +429,8 @@ pub struct TxQueue {
     port: u16,
     queue: u16,
     pool: Pool,
+    /// The pool's mbufs (the slots frames are built in).
+    pool_mbufs: u32,
     mbufs: Vec<*mut RteMbuf>,
     data: Vec<*mut u8>,
     slots: Vec<u32>,
@@ -438,10 +452,10 @@ impl TxQueue {
         let mut table = started(id)?;
         take(&mut table, id, queue, true, name)?;
         let st = table.get_mut(&id).expect("started");
-        let pool = match st.tx_pools[usize::from(queue)] {
+        let (pool, mbufs) = match st.tx_pools[usize::from(queue)] {
             Some(p) => p,
             None => match pool(&format!("lr_tx{id}_{queue}"), TX_MBUFS, st.socket) {
-                Ok(p) => *st.tx_pools[usize::from(queue)].insert(p),
+                Ok(p) => *st.tx_pools[usize::from(queue)].insert((p, TX_MBUFS)),
                 Err(e) => {
                     st.tx_taken[usize::from(queue)] = false;
                     return Err(e);
@@ -452,6 +466,7 @@ impl TxQueue {
             port: id,
             queue,
             pool,
+            pool_mbufs: mbufs,
             mbufs: vec![std::ptr::null_mut(); BURST],
             data: vec![std::ptr::null_mut(); BURST],
             slots: vec![0; BURST],
@@ -470,7 +485,7 @@ impl TxQueue {
 
     /// Distinct mbufs (slots) frames are built in.
     pub fn slots(&self) -> usize {
-        TX_MBUFS as usize
+        self.pool_mbufs as usize
     }
 
     /// Bytes of frame an mbuf holds.
@@ -517,16 +532,18 @@ impl TxQueue {
     }
 
     /// Builds up to `n` frames (at most [`BURST`]) in mbufs and sends them:
-    /// `build(buf, slot)` writes a frame into the mbuf's data room and
-    /// returns its length; `slot` names the mbuf, which still holds what
-    /// was last built in it by this queue. Returns the frames the port took
+    /// `build(buf, slot, received)` writes a frame into the mbuf's data
+    /// room and returns its length; `slot` names the mbuf, which still
+    /// holds what was last built in it by this queue unless `received`
+    /// (a frame was received into it since: net_af_xdp, where the RX
+    /// queue shares the pool). Returns the frames the port took
     /// and their bytes (0: full, try again); frames built but not taken are
     /// sent before anything more is built.
     #[inline]
     pub fn send_with(
         &mut self,
         n: usize,
-        mut build: impl FnMut(&mut [u8], usize) -> usize,
+        mut build: impl FnMut(&mut [u8], usize, bool) -> usize,
     ) -> io::Result<(usize, u64)> {
         if self.pending.is_empty() {
             let n = n.min(BURST);
@@ -541,7 +558,9 @@ impl TxQueue {
                 // SAFETY: data[i] points to mbuf i's data room of `room`
                 // bytes, this handle's alone until it is sent.
                 let buf = unsafe { std::slice::from_raw_parts_mut(self.data[i], room) };
-                self.lens[i] = build(buf, self.slots[i] as usize).min(room) as u16;
+                let s = self.slots[i];
+                self.lens[i] =
+                    build(buf, (s & !RECEIVED) as usize, s & RECEIVED != 0).min(room) as u16;
             }
             // SAFETY: mbufs[..n] and lens[..n] are set.
             unsafe { lr_set_lens(self.mbufs.as_ptr(), self.lens.as_ptr(), n as c_uint) };
@@ -604,6 +623,9 @@ pub struct RxQueue {
     mbufs: Vec<*mut RteMbuf>,
     data: Vec<*const u8>,
     lens: Vec<u16>,
+    /// Marks the mbufs frames are received into (its pool is a TX queue's
+    /// too).
+    mark: bool,
     /// The port's counters when this queue was opened.
     base: PortStats,
 }
@@ -618,10 +640,12 @@ impl RxQueue {
         let id = port_id(name)?;
         let mut table = started(id)?;
         take(&mut table, id, queue, false, name)?;
+        let mark = table.get(&id).is_some_and(|st| st.shared_pools);
         drop(table);
         let mut q = RxQueue {
             port: id,
             queue,
+            mark,
             mbufs: vec![std::ptr::null_mut(); BURST],
             data: vec![std::ptr::null(); BURST],
             lens: vec![0; BURST],
@@ -658,6 +682,7 @@ impl RxQueue {
                 BURST as u16,
                 self.data.as_mut_ptr(),
                 self.lens.as_mut_ptr(),
+                c_int::from(self.mark),
             )
         })
     }

@@ -559,6 +559,14 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool> FrameSo
         self.next_frame();
         t.len()
     }
+
+    /// A frame was received into `slot`: its next frame is laid whole.
+    #[inline]
+    fn forget(&mut self, slot: usize) {
+        if let Some(h) = self.held.get_mut(slot) {
+            *h = EMPTY;
+        }
+    }
 }
 
 impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
