@@ -173,6 +173,34 @@ fn run(cmd: &mut Command) -> Value {
     support::json(&out.stdout)
 }
 
+/// blast from host 0's DPDK port `vdev` (its name first) to host 1:
+/// `count` frames over the flows of `src_ports` at `pps`; its JSON.
+fn dpdk_blast(rig: &Rig, vdev: &str, src_ports: &str, count: u64, pps: &str) -> Value {
+    let port = vdev.split(',').next().unwrap();
+    run(rig.command(0, BIN).args([
+        "blast",
+        "--backend",
+        "dpdk",
+        "--eal",
+        &eal(&[vdev]),
+        "--iface",
+        port,
+        "--src-ip",
+        &rig.host(0).ipv4.to_string(),
+        "--dst-ip",
+        &rig.host(1).ipv4.to_string(),
+        "--dst-mac",
+        &rig.host(1).mac,
+        "--src-port",
+        src_ports,
+        "--count",
+        &count.to_string(),
+        "--pps",
+        pps,
+        "--json",
+    ]))
+}
+
 #[test]
 fn dpdk_blast_on_net_null_sends_exactly_the_count_from_each_worker() {
     if skip(
@@ -269,28 +297,7 @@ fn dpdk_blast_over_veth_is_counted_exactly_by_dpdk_and_af_packet_sinks() {
         }
         let mut sink = Running::spawn(&mut sink_cmd);
         sink.wait_for("sink receiving", Duration::from_secs(10));
-        let b = run(rig.command(0, BIN).args([
-            "blast",
-            "--backend",
-            "dpdk",
-            "--eal",
-            &eal(&[&vdev]),
-            "--iface",
-            port,
-            "--src-ip",
-            &rig.host(0).ipv4.to_string(),
-            "--dst-ip",
-            &rig.host(1).ipv4.to_string(),
-            "--dst-mac",
-            &rig.host(1).mac,
-            "--src-port",
-            "2000-2007",
-            "--count",
-            &count,
-            "--pps",
-            "50k",
-            "--json",
-        ]));
+        let b = dpdk_blast(&rig, &vdev, "2000-2007", n, "50k");
         let (_, s) = sink.finish(Duration::from_secs(10));
         assert_eq!(b["packets"], n, "{b}");
         assert_eq!(s["packets"], n, "{sink_backend}: {s}");
@@ -482,28 +489,8 @@ fn dpdk_blast_over_af_xdp_builds_in_the_umem_and_is_counted_exactly() {
         &count,
     ]));
     sink.wait_for("sink receiving", Duration::from_secs(10));
-    let b = run(rig.command(0, BIN).args([
-        "blast",
-        "--backend",
-        "dpdk",
-        "--eal",
-        &eal(&[&format!("{port},iface=veth0,start_queue=0,queue_count=1")]),
-        "--iface",
-        port,
-        "--src-ip",
-        &rig.host(0).ipv4.to_string(),
-        "--dst-ip",
-        &rig.host(1).ipv4.to_string(),
-        "--dst-mac",
-        &rig.host(1).mac,
-        "--src-port",
-        "2000-2002",
-        "--count",
-        &count,
-        "--pps",
-        "3k",
-        "--json",
-    ]));
+    let vdev = format!("{port},iface=veth0,start_queue=0,queue_count=1");
+    let b = dpdk_blast(&rig, &vdev, "2000-2002", n, "3k");
     let (_, s) = sink.finish(Duration::from_secs(12));
     assert_eq!(b["packets"], n, "{b}");
     assert!(
