@@ -61,8 +61,8 @@ fn end(w: &mut Worker<'_>, slot: &mut Slot, how: End) {
             w.iv_lost += 1;
         }
     }
-    // Closing the socket sends the FIN (the client closes first) and
-    // takes it out of the epoll set.
+    // Closing the socket sends the FIN (the client closes first), or a
+    // reset with `close_reset`, and takes it out of the epoll set.
     slot.conn.s = None;
     slot.conn.wr.clear();
     slot.conn.wpos = 0;
@@ -80,10 +80,12 @@ struct Slots {
     spare: Vec<usize>,
     ep: Epoll,
     events: Vec<EpollEvent>,
+    /// Close each connection with a reset (SO_LINGER 0).
+    close_reset: bool,
 }
 
 impl Slots {
-    fn new(flows: usize, response_size: usize) -> io::Result<Self> {
+    fn new(flows: usize, response_size: usize, close_reset: bool) -> io::Result<Self> {
         Ok(Self {
             list: (0..flows)
                 .map(|_| Slot {
@@ -97,6 +99,7 @@ impl Slots {
             spare: Vec::with_capacity(flows),
             ep: Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?,
             events: vec![EpollEvent::empty(); flows.clamp(1, 1024)],
+            close_reset,
         })
     }
 
@@ -113,6 +116,10 @@ impl Slots {
         slot.seq += 1;
         let watch = EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT | EpollFlags::EPOLLET;
         let made = start_connect(w.cfg.server, w.cfg.bind).and_then(|s| {
+            if self.close_reset {
+                // Closing it sends a reset, not a FIN.
+                socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO))?;
+            }
             self.ep.add(&s, EpollEvent::new(watch, i as u64))?;
             Ok(s)
         });
@@ -262,7 +269,7 @@ pub(super) fn run(
     tcp: &TcpClient,
     stop: &AtomicBool,
 ) -> (Vec<SocketAddr>, Duration) {
-    let Ok(mut slots) = Slots::new(w.cfg.flows, w.cfg.response_size) else {
+    let Ok(mut slots) = Slots::new(w.cfg.flows, w.cfg.response_size, tcp.close_reset) else {
         w.counts.connect_errors += 1;
         w.finish(Duration::ZERO);
         return (Vec::new(), Duration::ZERO);
