@@ -24,13 +24,14 @@
 //! - `rr-tcp-crr`: TCP_CRR, a connection per transaction (connect, send
 //!   the request, read the response, close), 1 at a time (linerate
 //!   `--connect-per-transaction --flows 1`, neper `tcp_crr -F 1 -T 1`, as
-//!   netperf's TCP_CRR), and `rr-tcp-crr-16`, 16 at a time. linerate's
-//!   client closes with a FIN (its side keeps the TIME_WAIT); neper's
-//!   closes with a reset by default (SO_LINGER 0) and with a FIN under
-//!   `--time-wait`: both neper variants run. The figure is connections
-//!   the server's kernel accepted per second: the `PassiveOpens` counter
-//!   of the server namespace's `/proc/net/snmp`, which neither tool
-//!   keeps. The client's namespace reuses ports in TIME_WAIT
+//!   netperf's TCP_CRR), and `rr-tcp-crr-16`, 16 at a time. Each tool's
+//!   client closes both ways: with a FIN (linerate's default, neper's
+//!   `--time-wait`; the client keeps the TIME_WAIT) and with a reset
+//!   (SO_LINGER 0: linerate's `--close-reset`, neper's default). The
+//!   figure is connections the server's kernel accepted per second: the
+//!   `PassiveOpens` counter of the server namespace's `/proc/net/snmp`,
+//!   which neither tool keeps. The client's namespace reuses ports in
+//!   TIME_WAIT
 //!   (`net.ipv4.tcp_tw_reuse=1`; its default, 2, is for loopback only): at
 //!   thousands of connections a second the 28,232 ephemeral ports would
 //!   otherwise all be waiting after a few seconds.
@@ -297,6 +298,15 @@ fn crr1_lr(rig: &Rig, d: Duration) -> Result<Running> {
     linerate(rig, d, &lr)
 }
 
+fn crr1_lr_reset(rig: &Rig, d: Duration) -> Result<Running> {
+    let lr = Lr {
+        flows: "1",
+        client: &["--connect-per-transaction", "--close-reset"],
+        server: &[],
+    };
+    linerate(rig, d, &lr)
+}
+
 fn crr1_neper_fin(rig: &Rig, d: Duration) -> Result<Running> {
     neper(rig, d, "tcp_crr", "1", &["--time-wait"])
 }
@@ -309,6 +319,15 @@ fn crr16_lr(rig: &Rig, d: Duration) -> Result<Running> {
     let lr = Lr {
         flows: "16",
         client: &["--connect-per-transaction"],
+        server: &[],
+    };
+    linerate(rig, d, &lr)
+}
+
+fn crr16_lr_reset(rig: &Rig, d: Duration) -> Result<Running> {
+    let lr = Lr {
+        flows: "16",
+        client: &["--connect-per-transaction", "--close-reset"],
         server: &[],
     };
     linerate(rig, d, &lr)
@@ -399,7 +418,7 @@ fn reuse_time_wait(rig: &Rig) -> Result<Box<dyn std::any::Any>> {
 fn crr_scenario(
     name: &'static str,
     about: &'static str,
-    [lr, fin, rst]: [fn(&Rig, Duration) -> Result<Running>; 3],
+    [lr, lr_reset, fin, rst]: [fn(&Rig, Duration) -> Result<Running>; 4],
 ) -> Scenario {
     Scenario {
         name,
@@ -419,6 +438,10 @@ fn crr_scenario(
                 start: lr,
             },
             Contender {
+                name: "linerate rr --tcp --connect-per-transaction --close-reset",
+                start: lr_reset,
+            },
+            Contender {
                 name: "neper tcp_crr --time-wait",
                 start: fin,
             },
@@ -434,8 +457,8 @@ fn crr_scenario(
 pub fn crr() -> Scenario {
     crr_scenario(
         "rr-tcp-crr",
-        "TCP_CRR, 64 B, a connection per transaction, 1 at a time, 1 worker/thread each side: linerate rr --tcp --connect-per-transaction (closes with a FIN) vs neper tcp_crr --time-wait (FIN) and tcp_crr (its default: a reset) (connections/s the server's kernel accepted)",
-        [crr1_lr, crr1_neper_fin, crr1_neper_rst],
+        "TCP_CRR, 64 B, a connection per transaction, 1 at a time, 1 worker/thread each side: linerate rr --tcp --connect-per-transaction (closing with a FIN, and with --close-reset a reset) vs neper tcp_crr --time-wait (FIN) and tcp_crr (its default: a reset) (connections/s the server's kernel accepted)",
+        [crr1_lr, crr1_lr_reset, crr1_neper_fin, crr1_neper_rst],
     )
 }
 
@@ -443,7 +466,7 @@ pub fn crr16() -> Scenario {
     crr_scenario(
         "rr-tcp-crr-16",
         "TCP_CRR as rr-tcp-crr with 16 transactions at a time: linerate --flows 16 vs neper tcp_crr -F 16 -T 1 (connections/s the server's kernel accepted)",
-        [crr16_lr, crr16_neper_fin, crr16_neper_rst],
+        [crr16_lr, crr16_lr_reset, crr16_neper_fin, crr16_neper_rst],
     )
 }
 
