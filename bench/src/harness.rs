@@ -30,6 +30,34 @@ pub struct Running {
     /// harness lets the client end by itself, waits for the server's
     /// report and reads it (see [`ServerReport`]).
     pub report: Option<ServerReport>,
+    /// Where the client writes its own end report, and how to read its
+    /// claimed transactions per second from it: the harness lets the
+    /// client end by itself and prints the claim beside the neutral
+    /// count (the claim covers the client's whole run, warm-up included).
+    pub claim: Option<Claim>,
+}
+
+/// A client's own figure: its standard output, kept in `path`, and the
+/// parser of its rate (transactions per second).
+#[derive(Debug, Clone)]
+pub struct Claim {
+    pub path: PathBuf,
+    pub parse: fn(&str) -> Option<f64>,
+}
+
+impl Claim {
+    /// A fresh file in the temporary directory for a client's output.
+    pub fn new(tool: &str, parse: fn(&str) -> Option<f64>) -> Self {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Self {
+            path: std::env::temp_dir().join(format!(
+                "linerate-bench-{}-{tool}-{n}.out",
+                std::process::id()
+            )),
+            parse,
+        }
+    }
 }
 
 /// Where an iperf3-style server (`-s -1 -J`) writes its report, and the
@@ -97,14 +125,28 @@ fn udp_errors(rig: &Rig, host: usize) -> (u64, u64) {
 }
 
 fn parse_udp_errors(snmp: &str) -> Option<(u64, u64)> {
-    let mut udp = snmp.lines().filter(|l| l.starts_with("Udp:"));
-    let names: Vec<&str> = udp.next()?.split_whitespace().collect();
-    let values: Vec<&str> = udp.next()?.split_whitespace().collect();
-    let get = |n: &str| -> Option<u64> {
-        let i = names.iter().position(|x| *x == n)?;
-        values.get(i)?.parse().ok()
-    };
-    Some((get("RcvbufErrors")?, get("InErrors")?))
+    Some((
+        snmp_value(snmp, "Udp", "RcvbufErrors")?,
+        snmp_value(snmp, "Udp", "InErrors")?,
+    ))
+}
+
+/// One counter of `/proc/net/snmp`'s text: `proto` ("Tcp", "Udp") names
+/// a pair of lines, the names and then the values.
+pub fn snmp_value(snmp: &str, proto: &str, name: &str) -> Option<u64> {
+    let prefix = format!("{proto}:");
+    let mut lines = snmp.lines().filter(|l| l.starts_with(&prefix));
+    let names: Vec<&str> = lines.next()?.split_whitespace().collect();
+    let values: Vec<&str> = lines.next()?.split_whitespace().collect();
+    let i = names.iter().position(|x| *x == name)?;
+    values.get(i)?.parse().ok()
+}
+
+/// `/proc/net/snmp` counter `proto`/`name` of host `host`'s namespace.
+pub fn netns_snmp(rig: &Rig, host: usize, proto: &str, name: &str) -> Result<u64> {
+    let out = rig.command(host, "cat").arg("/proc/net/snmp").output()?;
+    snmp_value(&String::from_utf8_lossy(&out.stdout), proto, name)
+        .with_context(|| format!("no {proto} {name} in /proc/net/snmp of host {host}"))
 }
 
 /// One side of a comparison.
@@ -146,7 +188,33 @@ pub enum Metric {
     /// Sender CPU time per million received packets (lower is better; the
     /// ratio is the last contender's cost over this one's).
     CpuPerPacket,
+    /// A counter read from the rig before and after each window (the
+    /// packets are still counted and printed beside it).
+    Count(Count),
 }
+
+/// A counter of the rig that neither tool keeps (e.g. the server
+/// namespace's TCP PassiveOpens: connections its kernel accepted), read
+/// before and after each window; its rate per second is the figure.
+#[derive(Debug, Clone, Copy)]
+pub struct Count {
+    /// What is counted, where, for the report.
+    pub what: &'static str,
+    /// The unit of its rate ("connections/s").
+    pub unit: &'static str,
+    /// Reads the running total.
+    pub read: fn(&Rig) -> Result<u64>,
+}
+
+/// Two counts are the same count if they say so (function pointers do not
+/// compare reliably).
+impl PartialEq for Count {
+    fn eq(&self, other: &Self) -> bool {
+        self.what == other.what && self.unit == other.unit
+    }
+}
+
+impl Eq for Count {}
 
 #[derive(Debug, Clone, serde::Serialize)]
 struct Sample {
@@ -192,6 +260,11 @@ struct Sample {
     /// Datagrams per second and payload bits per second at the socket.
     socket_pps: Option<f64>,
     socket_bps: Option<f64>,
+    /// The scenario's count (`Metric::Count`) in the window, and per second.
+    count: Option<u64>,
+    count_per_s: Option<f64>,
+    /// The client's own claim, transactions per second over its whole run.
+    claimed_per_s: Option<f64>,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -290,6 +363,10 @@ struct Measured {
     napi: [u64; 3],
     /// What the server's report counted at its socket, if it reports.
     socket: Option<SocketCount>,
+    /// The scenario's count (`Metric::Count`) in the window.
+    count: Option<u64>,
+    /// The client's own claimed rate, if it makes one.
+    claimed: Option<f64>,
 }
 
 /// The threads' /proc/PID/schedstat summed: ns run, ns waited on a run
@@ -303,6 +380,14 @@ fn schedstat(pids: &[i32]) -> [u64; 3] {
         }
     }
     sum
+}
+
+/// The scenario's count now, if it ranks by one.
+fn read_count(rig: &Rig, sc: &Scenario) -> Result<Option<u64>> {
+    match sc.metric {
+        Metric::Count(c) => Ok(Some((c.read)(rig).context(c.what)?)),
+        _ => Ok(None),
+    }
 }
 
 /// Waits up to `limit` for a child to end by itself.
@@ -340,8 +425,10 @@ fn measure_once(
         let sender0 = rig.stats(1 - sc.receiver)?;
         let udp0 = udp_errors(rig, sc.receiver);
         let napi0 = schedstat(napi);
+        let count0 = read_count(rig, sc)?;
         let t0 = Instant::now();
         std::thread::sleep(cfg.window);
+        let count1 = read_count(rig, sc)?;
         let napi1 = schedstat(napi);
         let after = rig.stats(sc.receiver)?;
         let sender1 = rig.stats(1 - sc.receiver)?;
@@ -361,6 +448,8 @@ fn measure_once(
             udp_in_errors: udp1.1.saturating_sub(udp0.1),
             napi: [0, 1, 2].map(|i| napi1[i].saturating_sub(napi0[i])),
             socket: None,
+            count: count0.zip(count1).map(|(a, b)| b.saturating_sub(a)),
+            claimed: None,
         })
     })();
     let result = match (result, running.report.take()) {
@@ -399,6 +488,15 @@ fn measure_once(
         }
         (r, _) => r,
     };
+    // A client that claims a rate writes it when it ends: let it end by
+    // itself (it was started for the window and 2 s more).
+    let claim = running.claim.take();
+    if result.is_ok()
+        && claim.is_some()
+        && !wait_exit(&mut running.child, run_for + Duration::from_secs(5))
+    {
+        eprintln!("  {}: the client did not end by itself; stopped", c.name);
+    }
     stop(&mut running.child);
     for h in &mut running.helpers {
         stop(h);
@@ -406,6 +504,27 @@ fn measure_once(
     for undo in running.restore.drain(..) {
         undo();
     }
+    let result = match (result, claim) {
+        (Ok(mut m), Some(claim)) => {
+            let text = std::fs::read_to_string(&claim.path).unwrap_or_default();
+            let _ = std::fs::remove_file(&claim.path);
+            m.claimed = (claim.parse)(&text);
+            if m.claimed.is_none() {
+                eprintln!(
+                    "  {}: no claimed rate in its output ({} bytes)",
+                    c.name,
+                    text.len()
+                );
+            }
+            Ok(m)
+        }
+        (r, claim) => {
+            if let Some(claim) = claim {
+                let _ = std::fs::remove_file(&claim.path);
+            }
+            r
+        }
+    };
     // A sender that failed or delivered nothing: show what it said.
     if !matches!(&result, Ok(m) if m.pkts > 0) {
         let tail = stderr_tail(&mut running.child);
@@ -504,7 +623,53 @@ pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {
             );
         }
     }
-    let mut all_ratios = ratios(&sc, &medians, &samples, "");
+    let claimed: Vec<(&str, f64)> = sc
+        .contenders
+        .iter()
+        .filter(|c| {
+            samples
+                .iter()
+                .any(|s| s.contender == c.name && s.claimed_per_s.is_some())
+        })
+        .map(|c| {
+            (
+                c.name,
+                median_of(c.name, |s| s.claimed_per_s.unwrap_or(0.0)),
+            )
+        })
+        .collect();
+    if !claimed.is_empty() {
+        println!(
+            "\nmedians of each client's own claim (transactions/s over its whole run, warm-up included; not the measurement):"
+        );
+        for (name, tps) in &claimed {
+            println!("  {name:<28} {tps:>12.0} transactions/s");
+        }
+    }
+    // A scenario that ranks by a count of the rig: its medians are the
+    // figures the ratios are taken of.
+    let ranked = match sc.metric {
+        Metric::Count(count) => {
+            let counted: Vec<(&str, f64, f64)> = medians
+                .iter()
+                .map(|(name, _, _)| {
+                    let rate = median_of(name, |s| s.count_per_s.unwrap_or(0.0));
+                    (*name, rate, 0.0)
+                })
+                .collect();
+            println!("\nmedians, {}:", count.what);
+            for ((name, rate, _), (_, pps, _)) in counted.iter().zip(&medians) {
+                println!(
+                    "  {name:<28} {rate:>12.0} {}  ({:.1} packets at the receiver's interface per one)",
+                    count.unit,
+                    if *rate > 0.0 { pps / rate } else { 0.0 }
+                );
+            }
+            counted
+        }
+        _ => medians.clone(),
+    };
+    let mut all_ratios = ratios(&sc, &ranked, &samples, "");
     let socket_medians: Vec<(&str, f64, f64)> = sc
         .contenders
         .iter()
@@ -553,6 +718,9 @@ pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {
         "runs": cfg.runs,
         "samples": samples,
         "median_socket_datagrams_per_s": socket_medians.iter().map(|(n, p, _)| (n.to_string(), json!(p))).collect::<serde_json::Map<_, _>>(),
+        "counted": match sc.metric { Metric::Count(c) => json!(c.what), _ => json!(null) },
+        "median_count_per_s": ranked.iter().filter(|_| matches!(sc.metric, Metric::Count(_))).map(|(n, r, _)| (n.to_string(), json!(r))).collect::<serde_json::Map<_, _>>(),
+        "median_claimed_per_s": claimed.iter().map(|(n, r)| (n.to_string(), json!(r))).collect::<serde_json::Map<_, _>>(),
         "median_rx_pps": medians.iter().map(|(n, p, _)| (n.to_string(), json!(p))).collect::<serde_json::Map<_, _>>(),
         "median_helper_cpu_ms_per_mpkt": sc.contenders.iter().map(|c| (c.name.to_string(), json!(median_of(c.name, |s| s.helper_cpu_ms_per_mpkt)))).collect::<serde_json::Map<_, _>>(),
         "median_napi_wait_ns_per_pkt": sc.contenders.iter().map(|c| (c.name.to_string(), json!(median_of(c.name, |s| s.napi_wait_ns_per_pkt)))).collect::<serde_json::Map<_, _>>(),
@@ -594,6 +762,12 @@ fn print_header(sc: &Scenario, cfg: &Config, rig: &Rig, machine: &serde_json::Va
         WARMUP.as_secs_f64(),
         cfg.runs
     );
+    if let Metric::Count(count) = sc.metric {
+        println!(
+            "ranked by: {}, read before and after each window",
+            count.what
+        );
+    }
     match sc.receive_cpu {
         Some(cpu) => {
             println!(
@@ -669,6 +843,9 @@ fn collect(rig: &Rig, sc: &Scenario, cfg: &Config, napi: &[i32]) -> Result<Vec<S
                 socket: m.socket,
                 socket_pps: per_s(m.socket.map_or(0, |s| s.datagrams), 1.0),
                 socket_bps: per_s(m.socket.map_or(0, |s| s.bytes), 8.0),
+                count: m.count,
+                count_per_s: m.count.map(|n| n as f64 / secs),
+                claimed_per_s: m.claimed,
             };
             println!(
                 "  run {run} {:<28} received {:>12} pkts in {:.2} s = {:>12.0} pps {:>10.1} Mbit/s L2, sender CPU {:.2} s = {:.0} ms per million",
@@ -680,6 +857,13 @@ fn collect(rig: &Rig, sc: &Scenario, cfg: &Config, napi: &[i32]) -> Result<Vec<S
                 s.sender_cpu_s,
                 s.cpu_ms_per_mpkt
             );
+            if let (Metric::Count(count), Some(n), Some(rate)) = (sc.metric, s.count, s.count_per_s)
+            {
+                println!("        {}: {n} = {rate:.0} {}", count.what, count.unit);
+            }
+            if let Some(claimed) = s.claimed_per_s {
+                println!("        its own claim: {claimed:.0} transactions/s");
+            }
             if let (Some(sock), Some(pps), Some(bps)) = (s.socket, s.socket_pps, s.socket_bps) {
                 println!(
                     "        at the server's socket (its report, {:.0} s): {:>12.0} datagrams/s {:>10.1} Mbit/s payload, lost {} (sequence gaps); in the window: receive ring full {} (sender veth tx drops), interface drops {}, socket buffer drops {} (UDP RcvbufErrors: one per GRO batch), UDP InErrors {}",
@@ -769,6 +953,7 @@ fn ratios(
             let (r, what) = match sc.metric {
                 Metric::Packets => (pps / base.1, "received packet rate"),
                 Metric::Bits => (bps / base.2, "received bit rate"),
+                Metric::Count(count) => (pps / base.1, count.unit),
                 Metric::CpuPerPacket => {
                     let cost = |n: &str| contender_median(samples, n, |s| s.cpu_ms_per_mpkt);
                     (
@@ -786,7 +971,7 @@ fn ratios(
 
 #[cfg(test)]
 mod tests {
-    use super::{SocketCount, median, parse_udp_errors, socket_count};
+    use super::{SocketCount, median, parse_udp_errors, snmp_value, socket_count};
     use serde_json::json;
 
     #[test]
@@ -819,6 +1004,10 @@ mod tests {
         let snmp = "Ip: Forwarding DefaultTTL\nIp: 1 64\nUdp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors\nUdp: 10 0 7 3 5 0\nUdpLite: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors\nUdpLite: 0 0 0 0 0 0\n";
         assert_eq!(parse_udp_errors(snmp), Some((5, 7)));
         assert_eq!(parse_udp_errors("Ip: 1\n"), None);
+        let tcp = "Tcp: RtoAlgorithm ActiveOpens PassiveOpens\nTcp: 1 12 345\n";
+        assert_eq!(snmp_value(tcp, "Tcp", "PassiveOpens"), Some(345));
+        assert_eq!(snmp_value(tcp, "Tcp", "InSegs"), None);
+        assert_eq!(snmp_value(snmp, "Tcp", "PassiveOpens"), None);
     }
 
     #[test]

@@ -63,6 +63,7 @@ fn linerate_at(rig: &Rig, run_for: Duration, backend: &str, rate: Option<&str>) 
         helpers: vec![],
         restore: vec![],
         report: None,
+        claim: None,
     })
 }
 

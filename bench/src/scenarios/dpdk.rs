@@ -69,6 +69,7 @@ fn started(child: std::process::Child) -> Running {
         helpers: vec![],
         restore: vec![],
         report: None,
+        claim: None,
     }
 }
 

@@ -84,6 +84,7 @@ fn linerate(rig: &Rig, run_for: Duration, backend: &str) -> Result<Running> {
         helpers: vec![],
         restore: vec![],
         report: None,
+        claim: None,
     };
     with_load(rig, run_for, fwd)
 }

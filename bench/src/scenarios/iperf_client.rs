@@ -77,6 +77,7 @@ fn run_with(
             path,
             datagram_len: datagram_len(extra),
         }),
+        claim: None,
     })
 }
 

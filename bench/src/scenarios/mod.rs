@@ -6,6 +6,7 @@ mod blast_udp64;
 mod dpdk;
 mod fwd;
 mod iperf_client;
+mod neper;
 mod peer_udp64;
 mod rr;
 mod rr_tcp;
@@ -85,6 +86,22 @@ pub fn all() -> Vec<Entry> {
             build: rr_tcp::pingpong,
         },
         Entry {
+            name: "rr-tcp-neper",
+            build: neper::rr,
+        },
+        Entry {
+            name: "rr-tcp-neper-100",
+            build: neper::rr100,
+        },
+        Entry {
+            name: "rr-tcp-crr",
+            build: neper::crr,
+        },
+        Entry {
+            name: "rr-tcp-crr-16",
+            build: neper::crr16,
+        },
+        Entry {
             name: "rr-recipe",
             build: rr::recipe_scenario,
         },
@@ -107,6 +124,12 @@ pub fn group(name: &str) -> Option<&'static [&'static str]> {
             "iperf-udp1470",
         ]),
         "rr" => Some(&["rr-pingpong", "rr-load"]),
+        "neper" => Some(&[
+            "rr-tcp-neper",
+            "rr-tcp-neper-100",
+            "rr-tcp-crr",
+            "rr-tcp-crr-16",
+        ]),
         "fwd" => Some(&["fwd-macswap", "fwd-macswap-onecore"]),
         "dpdk" => Some(&["dpdk-txonly", "dpdk-fwd-macswap"]),
         _ => None,

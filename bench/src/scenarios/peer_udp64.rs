@@ -62,6 +62,7 @@ pub fn trafgen_at(rig: &Rig, run_for: Duration, pps: Option<u64>) -> Result<Runn
         helpers: vec![],
         restore,
         report: None,
+        claim: None,
     })
 }
 
@@ -102,6 +103,7 @@ pub fn iperf3_at(rig: &Rig, run_for: Duration, rate: Option<&str>) -> Result<Run
         helpers: vec![server],
         restore: vec![],
         report: None,
+        claim: None,
     })
 }
 

@@ -108,6 +108,7 @@ fn rr_pair(
         helpers: vec![server],
         restore: vec![],
         report: None,
+        claim: None,
     })
 }
 
@@ -141,6 +142,7 @@ fn sockperf_with(rig: &Rig, run_for: Duration, mode: &[&str], extra: &[&str]) ->
         helpers: vec![server],
         restore: vec![],
         report: None,
+        claim: None,
     })
 }
 

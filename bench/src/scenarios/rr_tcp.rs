@@ -9,9 +9,9 @@
 //! transaction, the same for both tools, so their ratio is the ratio of
 //! transaction rates (1/RTT).
 //!
-//! No TCP_CRR peer: netperf and neper are not packaged here (and not
-//! vendored), so `rr client --tcp --connect-per-transaction` has no
-//! side-by-side yet.
+//! TCP_RR and TCP_CRR against neper (vendored in `bench/peers/neper`,
+//! built by the bench): `rr-tcp-neper`, `rr-tcp-neper-100`, `rr-tcp-crr`
+//! and `rr-tcp-crr-16` in `neper.rs`.
 
 use super::tools::{linerate_bin, need, spawn_pinned, wait_tcp_listen};
 use crate::harness::{Contender, Metric, Running, Scenario};
@@ -78,6 +78,7 @@ fn linerate(
         helpers: vec![server],
         restore: vec![],
         report: None,
+        claim: None,
     })
 }
 
@@ -112,6 +113,7 @@ fn sockperf(rig: &Rig, run_for: Duration, extra: &[&str]) -> Result<Running> {
         helpers: vec![server],
         restore: vec![],
         report: None,
+        claim: None,
     })
 }
 

@@ -116,6 +116,7 @@ pub fn run(
             let _ = std::fs::remove_dir_all(format!("/var/run/dpdk/{prefix}"));
         })],
         report: None,
+        claim: None,
     })
 }
 

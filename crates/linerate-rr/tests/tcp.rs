@@ -64,6 +64,7 @@ fn open_loop_cfg(server: SocketAddr, flows: usize, tps: f64, duration: Duration)
 const RR: TcpClient = TcpClient {
     connect_per_transaction: false,
     connect_timeout: Duration::from_secs(2),
+    close_reset: false,
 };
 const CRR: TcpClient = TcpClient {
     connect_per_transaction: true,
@@ -414,4 +415,61 @@ fn a_flow_over_the_per_source_limit_backs_off() {
     );
     assert_eq!(t.connect_errors, 0, "{t:?}");
     assert!(t.completed > 100, "the two flows within the limit: {t:?}");
+}
+
+/// Connections in TIME_WAIT (state 06 of /proc/net/tcp) whose remote
+/// end is `server`.
+fn time_wait_to(server: SocketAddr) -> usize {
+    let remote = format!("0100007F:{:04X}", server.port());
+    std::fs::read_to_string("/proc/net/tcp")
+        .unwrap()
+        .lines()
+        .skip(1)
+        .filter(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.get(2) == Some(&remote.as_str()) && f.get(3) == Some(&"06")
+        })
+        .count()
+}
+
+#[test]
+fn a_connection_per_transaction_closed_with_a_reset_leaves_no_time_wait() {
+    let crr_reset = TcpClient {
+        close_reset: true,
+        ..CRR
+    };
+    let cfg = |addr| ClientConfig {
+        threads: 1,
+        flows: 4,
+        duration: Duration::from_millis(300),
+        ..client_cfg(addr)
+    };
+    let (c, s) = with_server(&server_cfg(), |addr| {
+        let c = run_tcp_client(&cfg(addr), &crr_reset, &AtomicBool::new(false), |_| {}).unwrap();
+        (c, time_wait_to(addr))
+    });
+    let (c, waiting) = c;
+    let t = &c.total;
+    assert!(t.completed > 50, "{t:?}");
+    assert_eq!(
+        (t.connect_errors, t.resets, t.lost, t.malformed),
+        (0, 0, 0, 0),
+        "{t:?}"
+    );
+    assert_eq!(waiting, 0, "a reset leaves no TIME_WAIT");
+    let st = &s.total;
+    assert_eq!(st.accepted, t.connects, "{st:?}");
+    assert_eq!(st.requests, t.sent, "{st:?}");
+    assert_eq!(st.answered, t.sent, "{st:?}");
+    assert_eq!(c.json()["close"], "reset");
+    // The same with FINs: the client keeps a TIME_WAIT per connection.
+    let ((waiting, completed), _) = with_server(&server_cfg(), |addr| {
+        let c = run_tcp_client(&cfg(addr), &CRR, &AtomicBool::new(false), |_| {}).unwrap();
+        assert_eq!(c.json()["close"], "fin");
+        (time_wait_to(addr), c.total.completed)
+    });
+    assert!(
+        completed > 50 && waiting > 0,
+        "{waiting} in TIME_WAIT after {completed} transactions"
+    );
 }

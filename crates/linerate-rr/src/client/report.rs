@@ -168,6 +168,11 @@ impl ClientReport {
                 Some(TcpClient { connect_per_transaction: true, .. }) => "tcp, a connection per transaction",
             },
             "connect_timeout_ms": self.tcp.map(|t| t.connect_timeout.as_secs_f64() * 1e3),
+            "close": match self.tcp {
+                Some(TcpClient { connect_per_transaction: true, close_reset: true, .. }) => Some("reset"),
+                Some(TcpClient { connect_per_transaction: true, .. }) => Some("fin"),
+                _ => None,
+            },
             "bytes_are": match self.tcp {
                 None => "UDP payload (the 32-byte rr header included)",
                 Some(_) => "rr message (the 32-byte rr header included; the 4-byte TCP frame length not)",

@@ -474,7 +474,7 @@ impl<'a> Worker<'a> {
             self.now = Instant::now();
             for ev in &events[..n] {
                 match ev.data() {
-                    LISTEN => self.accept_all(),
+                    LISTEN => self.accept_one(),
                     i => self.service(i as usize),
                 }
             }
@@ -497,24 +497,29 @@ impl<'a> Worker<'a> {
         *sh.lock().unwrap_or_else(|e| e.into_inner()) = self.c;
     }
 
-    /// Takes the connections waiting on the listener (a bounded number per
-    /// wake-up), refusing those over the limits.
-    fn accept_all(&mut self) {
-        for _ in 0..64 {
-            let (s, peer) = match self.listener.accept() {
-                Ok(x) => x,
+    /// Takes one connection waiting on the listener, refusing it if it is
+    /// over the limits. One per wake-up: the listener waits
+    /// level-triggered, so another one waiting makes the next wait return
+    /// at once, while an accept that finds none costs nearly what one that
+    /// finds one does (the kernel makes the socket and its file before it
+    /// looks, then frees them): accepting until EAGAIN paid that for every
+    /// wake-up, a connection's worth per connection under TCP_CRR.
+    fn accept_one(&mut self) {
+        let (s, peer) = loop {
+            match self.listener.accept() {
+                Ok(x) => break x,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => {
                     self.c.accept_errors += 1;
                     return;
                 }
-            };
-            match self.limits.admit(peer.ip(), self.cfg) {
-                Err(Refusal::Total) => self.c.refused_total += 1,
-                Err(Refusal::Source) => self.c.refused_source += 1,
-                Ok(()) => self.adopt(s, peer.ip()),
             }
+        };
+        match self.limits.admit(peer.ip(), self.cfg) {
+            Err(Refusal::Total) => self.c.refused_total += 1,
+            Err(Refusal::Source) => self.c.refused_source += 1,
+            Ok(()) => self.adopt(s, peer.ip()),
         }
     }
 

@@ -170,6 +170,11 @@ pub struct ClientArgs {
     /// closes (TCP_CRR); --flows transactions at once per worker.
     #[arg(long, requires = "tcp")]
     connect_per_transaction: bool,
+    /// TCP with --connect-per-transaction: close each connection with a
+    /// reset (SO_LINGER 0) instead of a FIN: no FIN exchange and no
+    /// TIME_WAIT on the client (as neper's tcp_crr by default).
+    #[arg(long, requires = "connect_per_transaction")]
+    close_reset: bool,
     /// TCP: milliseconds a connection may take to be made.
     #[arg(long, default_value_t = 1000.0, requires = "tcp")]
     connect_timeout_ms: f64,
@@ -470,6 +475,7 @@ fn client(a: &ClientArgs, hold: bool) -> Result<Ended> {
                 .then(|| linerate_rr::TcpClient {
                     connect_per_transaction: a.connect_per_transaction,
                     connect_timeout: Duration::from_secs_f64(ms / 1e3),
+                    close_reset: a.close_reset,
                 })
                 .context("--connect-timeout-ms must be above zero")
         })
@@ -494,6 +500,7 @@ fn client(a: &ClientArgs, hold: bool) -> Result<Ended> {
         "timeout_ms": a.timeout_ms,
         "tcp": a.tcp,
         "connect_per_transaction": a.connect_per_transaction,
+        "close_reset": a.close_reset,
         "connect_timeout_ms": tcp.map(|t| t.connect_timeout.as_secs_f64() * 1e3),
     });
     let ended = drive(&a.out, hold, Mode::RrClient, config, None, |run| {

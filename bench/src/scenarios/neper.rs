@@ -1,0 +1,486 @@
+//! TCP request/response against neper (google/neper at ea5890f, its
+//! `tcp_rr` and `tcp_crr` vendored unchanged in `bench/peers/neper` and
+//! built by [`build_neper`] on first use). 64-byte requests and
+//! responses (linerate's TCP frames add a 4-byte length: 68 bytes on the
+//! wire against neper's 64), client pinned to CPU0, server to CPU1 (every
+//! thread of each process, by taskset), one worker (linerate `--cores`) or
+//! thread (neper `-T 1`) on each side.
+//!
+//! - `rr-tcp-neper`: TCP_RR, one persistent connection, one request in
+//!   flight: linerate `rr client --tcp --outstanding 1` against `rr server
+//!   --tcp`, spinning (client `--busy-poll`, server `--spin`) and sleeping,
+//!   vs neper `tcp_rr`. neper has no spinning mode: it always sleeps in
+//!   `epoll_wait` on non-blocking data sockets (its `--nonblocking` only
+//!   makes the control sockets non-blocking and bounds that wait at 600 s;
+//!   `--edge-trigger` is for the stream tests; there is no busy-poll
+//!   flag), so it runs with its defaults, and the pair to compare it with
+//!   is linerate sleeping. The figure is packets arriving at the server's
+//!   interface per second, as in `rr-tcp-pingpong`: one request in flight
+//!   per connection, its ACK riding on the answer and the answer's on the
+//!   next request, about one per transaction for both tools.
+//! - `rr-tcp-neper-100`: the same with 100 connections on the one worker
+//!   or thread of each side (linerate `--flows 100 --outstanding 1`, neper
+//!   `-F 100 -T 1`).
+//! - `rr-tcp-crr`: TCP_CRR, a connection per transaction (connect, send
+//!   the request, read the response, close), 1 at a time (linerate
+//!   `--connect-per-transaction --flows 1`, neper `tcp_crr -F 1 -T 1`, as
+//!   netperf's TCP_CRR), and `rr-tcp-crr-16`, 16 at a time. Each tool's
+//!   client closes both ways: with a FIN (linerate's default, neper's
+//!   `--time-wait`; the client keeps the TIME_WAIT) and with a reset
+//!   (SO_LINGER 0: linerate's `--close-reset`, neper's default). The
+//!   figure is connections the server's kernel accepted per second: the
+//!   `PassiveOpens` counter of the server namespace's `/proc/net/snmp`,
+//!   which neither tool keeps. The client's namespace reuses ports in
+//!   TIME_WAIT
+//!   (`net.ipv4.tcp_tw_reuse=1`; its default, 2, is for loopback only): at
+//!   thousands of connections a second the 28,232 ephemeral ports would
+//!   otherwise all be waiting after a few seconds.
+//!
+//! Each client's own claim (linerate's `transactions_per_s` from `-J`,
+//! neper's `throughput=`) is printed beside the count, over its whole run.
+
+use super::tools::{linerate_bin, need, spawn_pinned, spawn_pinned_out, wait_tcp_listen};
+use crate::harness::{Claim, Contender, Count, Metric, Running, Scenario, netns_snmp};
+use anyhow::{Context, Result, bail};
+use linerate_lab::Rig;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const CLIENT: usize = 0;
+const SERVER: usize = 1;
+const RR_PORT: u16 = 5302;
+const NEPER_CONTROL: u16 = 12866;
+const NEPER_DATA: u16 = 12867;
+const SIZE: &str = "64";
+
+/// neper's vendored source.
+fn neper_src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/neper")
+}
+
+/// Where neper is built: `neper-build` in the target directory this
+/// program was built into (`<target>/release/linerate-bench`).
+fn neper_build_dir() -> Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let target = exe
+        .parent()
+        .and_then(Path::parent)
+        .with_context(|| format!("no target directory above {}", exe.display()))?;
+    Ok(target.join("neper-build"))
+}
+
+/// Builds neper's `tcp_rr` and `tcp_crr` from `bench/peers/neper` into
+/// the target directory (make decides whether anything is to be done; the
+/// source tree stays clean: objects go to the build directory, the
+/// sources are found through VPATH) and returns the build directory.
+pub fn build_neper() -> Result<PathBuf> {
+    need(&["make", "cc"])
+        .context("building neper (bench/peers/neper) needs make and a C compiler")?;
+    let src = neper_src();
+    if !src.join("Makefile").exists() {
+        bail!(
+            "neper's source is not at {} (bench/peers/neper of the checkout this program was built from)",
+            src.display()
+        );
+    }
+    let dir = neper_build_dir()?;
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let out = std::process::Command::new("make")
+        .arg("-s")
+        .arg("-C")
+        .arg(&dir)
+        .arg("-f")
+        .arg(src.join("Makefile"))
+        .arg(format!("VPATH={}", src.display()))
+        .args(["tcp_rr", "tcp_crr"])
+        .output()
+        .context("running make")?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<&str> = err.lines().rev().take(12).collect();
+        bail!(
+            "building neper in {} failed ({}):\n{}",
+            dir.display(),
+            out.status,
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        );
+    }
+    Ok(dir)
+}
+
+/// A built neper binary (`tcp_rr`, `tcp_crr`).
+fn neper_bin(name: &str) -> Result<String> {
+    let bin = neper_build_dir()?.join(name);
+    if !bin.exists() {
+        bail!(
+            "{} not built (the scenario's check builds it)",
+            bin.display()
+        );
+    }
+    Ok(bin.to_string_lossy().into_owned())
+}
+
+/// linerate's claim: `transactions_per_s` of its `-J` report.
+fn linerate_claim(out: &str) -> Option<f64> {
+    let doc: serde_json::Value = serde_json::from_str(out).ok()?;
+    doc.get("transactions_per_s")?.as_f64()
+}
+
+/// neper's claim: its `throughput=` line (transactions per second).
+fn neper_claim(out: &str) -> Option<f64> {
+    out.lines()
+        .find_map(|l| l.strip_prefix("throughput="))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// What a linerate pair does.
+struct Lr<'a> {
+    flows: &'a str,
+    client: &'a [&'a str],
+    server: &'a [&'a str],
+}
+
+fn linerate(rig: &Rig, run_for: Duration, lr: &Lr<'_>) -> Result<Running> {
+    let bin = linerate_bin()?.to_string_lossy().to_string();
+    let ip = rig.host(SERVER).ipv4.to_string();
+    let port = RR_PORT.to_string();
+    let mut sargs = vec![
+        bin.as_str(),
+        "rr",
+        "server",
+        "--tcp",
+        "-B",
+        &ip,
+        "-p",
+        &port,
+        "--cores",
+        "1",
+        "-i",
+        "0",
+    ];
+    sargs.extend_from_slice(lr.server);
+    let server = spawn_pinned(rig, SERVER, 1, &sargs)?;
+    wait_tcp_listen(rig, SERVER, RR_PORT)?;
+    let secs = format!("{}", run_for.as_secs().max(1));
+    let mut argv = vec![
+        bin.as_str(),
+        "rr",
+        "client",
+        &ip,
+        "--tcp",
+        "-p",
+        &port,
+        "-t",
+        &secs,
+        "-i",
+        "0",
+        "--cores",
+        "0",
+        "-l",
+        SIZE,
+        "--flows",
+        lr.flows,
+        "-J",
+    ];
+    argv.extend_from_slice(lr.client);
+    let claim = Claim::new("linerate", linerate_claim);
+    let out = std::fs::File::create(&claim.path)?;
+    let child = spawn_pinned_out(rig, CLIENT, 0, &argv, out)?;
+    Ok(Running {
+        child,
+        helpers: vec![server],
+        restore: vec![],
+        report: None,
+        claim: Some(claim),
+    })
+}
+
+/// neper's `tool` (`tcp_rr`, `tcp_crr`) with `flows` flows on one thread
+/// each side; `client_extra` on the client's command line.
+fn neper(
+    rig: &Rig,
+    run_for: Duration,
+    tool: &str,
+    flows: &str,
+    client_extra: &[&str],
+) -> Result<Running> {
+    let bin = neper_bin(tool)?;
+    let ip = rig.host(SERVER).ipv4.to_string();
+    let (control, data) = (NEPER_CONTROL.to_string(), NEPER_DATA.to_string());
+    let secs = format!("{}", run_for.as_secs().max(1));
+    let common = [
+        "-C",
+        control.as_str(),
+        "-P",
+        data.as_str(),
+        "-F",
+        flows,
+        "-T",
+        "1",
+        "-Q",
+        SIZE,
+        "-R",
+        SIZE,
+        "-l",
+        secs.as_str(),
+        "--logtostderr",
+    ];
+    let mut sargs = vec![bin.as_str()];
+    sargs.extend_from_slice(&common);
+    let server = spawn_pinned(rig, SERVER, 1, &sargs)?;
+    wait_tcp_listen(rig, SERVER, NEPER_CONTROL)?;
+    wait_tcp_listen(rig, SERVER, NEPER_DATA)?;
+    let mut argv = vec![bin.as_str(), "-c", "-H", &ip];
+    argv.extend_from_slice(&common);
+    argv.extend_from_slice(client_extra);
+    let claim = Claim::new("neper", neper_claim);
+    let out = std::fs::File::create(&claim.path)?;
+    let child = spawn_pinned_out(rig, CLIENT, 0, &argv, out)?;
+    Ok(Running {
+        child,
+        helpers: vec![server],
+        restore: vec![],
+        report: None,
+        claim: Some(claim),
+    })
+}
+
+fn rr1_lr_spin(rig: &Rig, d: Duration) -> Result<Running> {
+    let lr = Lr {
+        flows: "1",
+        client: &["--outstanding", "1", "--busy-poll"],
+        server: &["--spin"],
+    };
+    linerate(rig, d, &lr)
+}
+
+fn rr1_lr(rig: &Rig, d: Duration) -> Result<Running> {
+    let lr = Lr {
+        flows: "1",
+        client: &["--outstanding", "1"],
+        server: &[],
+    };
+    linerate(rig, d, &lr)
+}
+
+fn rr1_neper(rig: &Rig, d: Duration) -> Result<Running> {
+    neper(rig, d, "tcp_rr", "1", &[])
+}
+
+fn rr100_lr_spin(rig: &Rig, d: Duration) -> Result<Running> {
+    let lr = Lr {
+        flows: "100",
+        client: &["--outstanding", "1", "--busy-poll"],
+        server: &["--spin"],
+    };
+    linerate(rig, d, &lr)
+}
+
+fn rr100_lr(rig: &Rig, d: Duration) -> Result<Running> {
+    let lr = Lr {
+        flows: "100",
+        client: &["--outstanding", "1"],
+        server: &[],
+    };
+    linerate(rig, d, &lr)
+}
+
+fn rr100_neper(rig: &Rig, d: Duration) -> Result<Running> {
+    neper(rig, d, "tcp_rr", "100", &[])
+}
+
+fn crr1_lr(rig: &Rig, d: Duration) -> Result<Running> {
+    let lr = Lr {
+        flows: "1",
+        client: &["--connect-per-transaction"],
+        server: &[],
+    };
+    linerate(rig, d, &lr)
+}
+
+fn crr1_lr_reset(rig: &Rig, d: Duration) -> Result<Running> {
+    let lr = Lr {
+        flows: "1",
+        client: &["--connect-per-transaction", "--close-reset"],
+        server: &[],
+    };
+    linerate(rig, d, &lr)
+}
+
+fn crr1_neper_fin(rig: &Rig, d: Duration) -> Result<Running> {
+    neper(rig, d, "tcp_crr", "1", &["--time-wait"])
+}
+
+fn crr1_neper_rst(rig: &Rig, d: Duration) -> Result<Running> {
+    neper(rig, d, "tcp_crr", "1", &[])
+}
+
+fn crr16_lr(rig: &Rig, d: Duration) -> Result<Running> {
+    let lr = Lr {
+        flows: "16",
+        client: &["--connect-per-transaction"],
+        server: &[],
+    };
+    linerate(rig, d, &lr)
+}
+
+fn crr16_lr_reset(rig: &Rig, d: Duration) -> Result<Running> {
+    let lr = Lr {
+        flows: "16",
+        client: &["--connect-per-transaction", "--close-reset"],
+        server: &[],
+    };
+    linerate(rig, d, &lr)
+}
+
+fn crr16_neper_fin(rig: &Rig, d: Duration) -> Result<Running> {
+    neper(rig, d, "tcp_crr", "16", &["--time-wait"])
+}
+
+fn crr16_neper_rst(rig: &Rig, d: Duration) -> Result<Running> {
+    neper(rig, d, "tcp_crr", "16", &[])
+}
+
+fn check() -> Result<()> {
+    need(&["taskset", "ss"])?;
+    linerate_bin()?;
+    build_neper().map(|_| ())
+}
+
+fn rr_scenario(
+    name: &'static str,
+    about: &'static str,
+    [spin, sleep, peer]: [fn(&Rig, Duration) -> Result<Running>; 3],
+) -> Scenario {
+    Scenario {
+        name,
+        about,
+        receiver: SERVER,
+        receive_cpu: Some(1),
+        queues: 1,
+        metric: Metric::Packets,
+        setup: None,
+        contenders: vec![
+            Contender {
+                name: "linerate rr --tcp spinning",
+                start: spin,
+            },
+            Contender {
+                name: "linerate rr --tcp",
+                start: sleep,
+            },
+            Contender {
+                name: "neper tcp_rr",
+                start: peer,
+            },
+        ],
+        check,
+    }
+}
+
+pub fn rr() -> Scenario {
+    rr_scenario(
+        "rr-tcp-neper",
+        "TCP_RR, 64 B, 1 connection, 1 in flight, 1 worker/thread each side: linerate rr --tcp (spinning: client --busy-poll, server --spin; and sleeping) vs neper tcp_rr (epoll, sleeping: it has no spinning mode) (packets/s at the server's veth, about one per transaction)",
+        [rr1_lr_spin, rr1_lr, rr1_neper],
+    )
+}
+
+pub fn rr100() -> Scenario {
+    rr_scenario(
+        "rr-tcp-neper-100",
+        "TCP_RR, 64 B, 100 connections on 1 worker/thread each side, 1 in flight each: linerate rr --tcp --flows 100 (spinning and sleeping) vs neper tcp_rr -F 100 -T 1 (packets/s at the server's veth, about one per transaction)",
+        [rr100_lr_spin, rr100_lr, rr100_neper],
+    )
+}
+
+/// Connections the server's kernel accepted.
+fn passive_opens(rig: &Rig) -> Result<u64> {
+    netns_snmp(rig, SERVER, "Tcp", "PassiveOpens")
+}
+
+/// The client's namespace reuses ports in TIME_WAIT (both tools' clients
+/// run there; the namespace goes with the rig).
+fn reuse_time_wait(rig: &Rig) -> Result<Box<dyn std::any::Any>> {
+    let out = rig
+        .command(CLIENT, "sysctl")
+        .args(["-q", "-w", "net.ipv4.tcp_tw_reuse=1"])
+        .output()?;
+    if !out.status.success() {
+        bail!(
+            "sysctl net.ipv4.tcp_tw_reuse=1 in the client's namespace: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(Box::new(()))
+}
+
+fn crr_scenario(
+    name: &'static str,
+    about: &'static str,
+    [lr, lr_reset, fin, rst]: [fn(&Rig, Duration) -> Result<Running>; 4],
+) -> Scenario {
+    Scenario {
+        name,
+        about,
+        receiver: SERVER,
+        receive_cpu: Some(1),
+        queues: 1,
+        metric: Metric::Count(Count {
+            what: "connections the server's kernel accepted (Tcp PassiveOpens of its namespace's /proc/net/snmp)",
+            unit: "connections/s",
+            read: passive_opens,
+        }),
+        setup: Some(reuse_time_wait),
+        contenders: vec![
+            Contender {
+                name: "linerate rr --tcp --connect-per-transaction",
+                start: lr,
+            },
+            Contender {
+                name: "linerate rr --tcp --connect-per-transaction --close-reset",
+                start: lr_reset,
+            },
+            Contender {
+                name: "neper tcp_crr --time-wait",
+                start: fin,
+            },
+            Contender {
+                name: "neper tcp_crr",
+                start: rst,
+            },
+        ],
+        check,
+    }
+}
+
+pub fn crr() -> Scenario {
+    crr_scenario(
+        "rr-tcp-crr",
+        "TCP_CRR, 64 B, a connection per transaction, 1 at a time, 1 worker/thread each side: linerate rr --tcp --connect-per-transaction (closing with a FIN, and with --close-reset a reset) vs neper tcp_crr --time-wait (FIN) and tcp_crr (its default: a reset) (connections/s the server's kernel accepted)",
+        [crr1_lr, crr1_lr_reset, crr1_neper_fin, crr1_neper_rst],
+    )
+}
+
+pub fn crr16() -> Scenario {
+    crr_scenario(
+        "rr-tcp-crr-16",
+        "TCP_CRR as rr-tcp-crr with 16 transactions at a time: linerate --flows 16 vs neper tcp_crr -F 16 -T 1 (connections/s the server's kernel accepted)",
+        [crr16_lr, crr16_lr_reset, crr16_neper_fin, crr16_neper_rst],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{linerate_claim, neper_claim};
+
+    #[test]
+    fn claims_are_read_from_each_tools_report() {
+        let neper = "num_transactions=45890\nthroughput=28402.79\nlocal_throughput=28402\nremote_throughput=28400\n";
+        assert_eq!(neper_claim(neper), Some(28402.79));
+        assert_eq!(neper_claim("local_throughput=1\n"), None);
+        let lr = r#"{"server": "x", "transactions_per_s": 9839.5, "counts": {}}"#;
+        assert_eq!(linerate_claim(lr), Some(9839.5));
+        assert_eq!(linerate_claim("total: 1 transactions"), None);
+    }
+}
