@@ -104,7 +104,22 @@ fn check_client(c: &ClientReport) {
 
 #[test]
 fn closed_loop_persistent_connections_are_counted_exactly_on_both_sides() {
-    let (c, s) = with_server(&server_cfg(), |addr| {
+    closed_loop_counted_exactly(&server_cfg());
+}
+
+/// The same against a spinning server: each of its two workers reads its
+/// first four connections itself (outside its epoll set), the other four
+/// through it; every count exact all the same.
+#[test]
+fn a_spinning_server_counts_its_direct_and_its_polled_connections_exactly() {
+    closed_loop_counted_exactly(&TcpServerConfig {
+        spin: true,
+        ..server_cfg()
+    });
+}
+
+fn closed_loop_counted_exactly(cfg: &TcpServerConfig) {
+    let (c, s) = with_server(cfg, |addr| {
         run_tcp_client(&client_cfg(addr), &RR, &AtomicBool::new(false), |_| {}).unwrap()
     });
     check_client(&c);
@@ -218,7 +233,20 @@ fn closed_by_server(s: &mut TcpStream) -> bool {
 
 #[test]
 fn hostile_peers_are_cut_off_and_the_server_keeps_serving() {
-    let mut cfg = server_cfg();
+    hostile_peers_cut_off(server_cfg());
+}
+
+/// The same against a spinning server, whose first connections are read
+/// outside its epoll set (the hostile ones among them).
+#[test]
+fn hostile_peers_are_cut_off_by_a_spinning_server_too() {
+    hostile_peers_cut_off(TcpServerConfig {
+        spin: true,
+        ..server_cfg()
+    });
+}
+
+fn hostile_peers_cut_off(mut cfg: TcpServerConfig) {
     cfg.workers = 1;
     cfg.max_per_source = 6;
     cfg.idle_timeout = Duration::from_millis(500);

@@ -375,6 +375,8 @@ struct Conn {
     wpos: usize,
     last: Instant,
     interest: EpollFlags,
+    /// Read by the spinning worker's loop itself, not in its epoll set.
+    direct: bool,
 }
 
 impl Conn {
@@ -428,6 +430,14 @@ const LISTEN: u64 = u64::MAX;
 /// Reads per connection per wake-up, so one busy peer cannot starve the rest.
 const READS_PER_WAKE: usize = 8;
 
+/// Connections a spinning worker reads itself on every turn (a read that
+/// finds nothing each), outside its epoll set: a socket in an epoll set
+/// has the kernel add it to the set's ready list, under the set's lock,
+/// as each segment arrives (on the sender's CPU, for TCP over a veth),
+/// while the spinning worker takes that lock in every `epoll_wait`. More
+/// connections than this wait in the epoll set.
+const DIRECT_MAX: usize = 4;
+
 struct Worker<'a> {
     cfg: &'a TcpServerConfig,
     listener: &'a TcpListener,
@@ -435,6 +445,8 @@ struct Worker<'a> {
     ep: Epoll,
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
+    /// The connections read directly (spinning only; at most DIRECT_MAX).
+    direct: Vec<usize>,
     c: TcpServerCounts,
     now: Instant,
 }
@@ -454,6 +466,7 @@ impl<'a> Worker<'a> {
             ep,
             conns: Vec::new(),
             free: Vec::new(),
+            direct: Vec::new(),
             c: TcpServerCounts::default(),
             now: Instant::now(),
         })
@@ -470,12 +483,19 @@ impl<'a> Worker<'a> {
         let mut last_sweep = Instant::now();
         let mut published = last_sweep;
         while !end.load(Ordering::Relaxed) {
-            let n = self.ep.wait(&mut events, timeout).unwrap_or(0);
+            let mut n = self.ep.wait(&mut events, timeout).unwrap_or(0);
             self.now = Instant::now();
             for ev in &events[..n] {
                 match ev.data() {
                     LISTEN => self.accept_one(),
-                    i => self.service(i as usize),
+                    i => {
+                        self.service(i as usize);
+                    }
+                }
+            }
+            for k in 0..self.direct.len() {
+                if let Some(&i) = self.direct.get(k) {
+                    n += usize::from(self.service(i));
                 }
             }
             if self.now.duration_since(last_sweep) >= Duration::from_millis(50) {
@@ -532,7 +552,12 @@ impl<'a> Worker<'a> {
             self.conns.push(None);
             self.conns.len() - 1
         });
+        let direct = self.cfg.spin && self.direct.len() < DIRECT_MAX;
         let ready = ready.and_then(|()| {
+            if direct {
+                self.direct.push(i);
+                return Ok(());
+            }
             self.ep
                 .add(&s, EpollEvent::new(EpollFlags::EPOLLIN, i as u64))
                 .map_err(io::Error::from)
@@ -550,6 +575,7 @@ impl<'a> Worker<'a> {
             wpos: 0,
             last: self.now,
             interest: EpollFlags::EPOLLIN,
+            direct,
         };
         if ready.is_err() {
             self.close(i, conn, Close::Reset);
@@ -559,7 +585,11 @@ impl<'a> Worker<'a> {
     }
 
     fn close(&mut self, i: usize, conn: Conn, why: Close) {
-        self.ep.delete(&conn.s).ok();
+        if conn.direct {
+            self.direct.retain(|&d| d != i);
+        } else {
+            self.ep.delete(&conn.s).ok();
+        }
         self.limits.release(conn.peer);
         self.c.closed += 1;
         self.c.unsent_bytes += conn.pending() as u64;
@@ -584,11 +614,14 @@ impl<'a> Worker<'a> {
 
     /// Everything connection `i` is ready for: write what waits, answer
     /// the frames buffered, read more while there is room for answers.
-    fn service(&mut self, i: usize) {
+    /// Returns whether it answered anything.
+    fn service(&mut self, i: usize) -> bool {
         let Some(mut conn) = self.conns.get_mut(i).and_then(Option::take) else {
-            return;
+            return false;
         };
+        let answered = self.c.answered;
         match self.pump(&mut conn) {
+            Ok(()) if conn.direct => self.conns[i] = Some(conn),
             Ok(()) => {
                 let want = if conn.pending() >= OUT_HIGH {
                     EpollFlags::EPOLLOUT
@@ -601,13 +634,15 @@ impl<'a> Worker<'a> {
                     conn.interest = want;
                     let mut ev = EpollEvent::new(want, i as u64);
                     if self.ep.modify(&conn.s, &mut ev).is_err() {
-                        return self.close(i, conn, Close::Reset);
+                        self.close(i, conn, Close::Reset);
+                        return self.c.answered != answered;
                     }
                 }
                 self.conns[i] = Some(conn);
             }
             Err(why) => self.close(i, conn, why),
         }
+        self.c.answered != answered
     }
 
     fn pump(&mut self, conn: &mut Conn) -> Result<(), Close> {
