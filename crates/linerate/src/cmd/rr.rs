@@ -467,19 +467,7 @@ fn client(a: &ClientArgs, hold: bool) -> Result<Ended> {
         interval: a.out.interval()?,
         busy_poll: a.busy_poll,
     };
-    let tcp = a
-        .tcp
-        .then(|| {
-            let ms = a.connect_timeout_ms;
-            (ms.is_finite() && ms > 0.0)
-                .then(|| linerate_rr::TcpClient {
-                    connect_per_transaction: a.connect_per_transaction,
-                    connect_timeout: Duration::from_secs_f64(ms / 1e3),
-                    close_reset: a.close_reset,
-                })
-                .context("--connect-timeout-ms must be above zero")
-        })
-        .transpose()?;
+    let tcp = tcp_client(a)?;
     let stop = stop_flag()?;
     if a.out.human() {
         crate::say!("{}", client_banner(&cfg, tcp.as_ref()));
@@ -532,6 +520,23 @@ fn client(a: &ClientArgs, hold: bool) -> Result<Ended> {
         });
     }
     Ok(ended)
+}
+
+/// With `--tcp`, how the client uses its connections.
+fn tcp_client(a: &ClientArgs) -> Result<Option<linerate_rr::TcpClient>> {
+    if !a.tcp {
+        return Ok(None);
+    }
+    let ms = a.connect_timeout_ms;
+    anyhow::ensure!(
+        ms.is_finite() && ms > 0.0,
+        "--connect-timeout-ms must be above zero"
+    );
+    Ok(Some(linerate_rr::TcpClient {
+        connect_per_transaction: a.connect_per_transaction,
+        connect_timeout: Duration::from_secs_f64(ms / 1e3),
+        close_reset: a.close_reset,
+    }))
 }
 
 /// The rr client's first line for people: what it is about to do.
