@@ -15,6 +15,7 @@
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
+#include <rte_mbuf_pool_ops.h>
 #include <rte_mempool.h>
 
 static char runtime_dir[4096];
@@ -112,10 +113,46 @@ static void set_index(struct rte_mempool *mp, void *arg, void *obj, unsigned idx
 	*(uint32_t *)rte_mbuf_to_priv((struct rte_mbuf *)obj) = idx;
 }
 
-struct rte_mempool *lr_pool_create(const char *name, unsigned n, uint16_t data_room, int socket, int *err)
+/* An mbuf pool whose objects are packed end to end, as DPDK 22.11's
+ * net_af_xdp assumes when it registers a pool as its UMEM (the pool's
+ * object count times one object's size, from the first object on).
+ * Without hugepages rte_pktmbuf_pool_create puts each object that does
+ * not fit twice in a 4 KiB page on a page of its own: past about 60% of
+ * the pool the UMEM ends, and the kernel drops every frame sent from the
+ * rest as an invalid descriptor (tx_invalid_descs). */
+static struct rte_mempool *pool_packed(const char *name, unsigned n, uint16_t room, int socket)
 {
-	struct rte_mempool *mp =
-	    rte_pktmbuf_pool_create(name, n, 0, RTE_MBUF_PRIV_ALIGN, data_room + RTE_PKTMBUF_HEADROOM, socket);
+	struct rte_pktmbuf_pool_private priv;
+	struct rte_mempool *mp;
+	unsigned elt = sizeof(struct rte_mbuf) + RTE_MBUF_PRIV_ALIGN + room;
+	int e;
+
+	memset(&priv, 0, sizeof(priv));
+	priv.mbuf_data_room_size = room;
+	priv.mbuf_priv_size = RTE_MBUF_PRIV_ALIGN;
+	mp = rte_mempool_create_empty(name, n, elt, 0, sizeof(priv), socket, RTE_MEMPOOL_F_NO_IOVA_CONTIG);
+	if (mp == NULL)
+		return NULL;
+	e = rte_mempool_set_ops_byname(mp, rte_mbuf_best_mempool_ops(), NULL);
+	if (e == 0) {
+		rte_pktmbuf_pool_init(mp, &priv);
+		e = rte_mempool_populate_default(mp);
+	}
+	if (e < 0) {
+		rte_mempool_free(mp);
+		rte_errno = -e;
+		return NULL;
+	}
+	rte_mempool_obj_iter(mp, rte_pktmbuf_init, NULL);
+	return mp;
+}
+
+struct rte_mempool *lr_pool_create(const char *name, unsigned n, uint16_t data_room, int socket, int packed,
+				   int *err)
+{
+	uint16_t room = data_room + RTE_PKTMBUF_HEADROOM;
+	struct rte_mempool *mp = packed ? pool_packed(name, n, room, socket)
+					: rte_pktmbuf_pool_create(name, n, 0, RTE_MBUF_PRIV_ALIGN, room, socket);
 	if (mp == NULL) {
 		*err = -rte_errno;
 		return NULL;

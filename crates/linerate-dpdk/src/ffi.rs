@@ -38,6 +38,7 @@ unsafe extern "C" {
         n: c_uint,
         data_room: u16,
         socket: c_int,
+        packed: c_int,
         err: *mut c_int,
     ) -> *mut RteMempool;
     fn lr_port_start(port: u16, nq: u16, nb_desc: u16, rx_pools: *const *mut RteMempool) -> c_int;
@@ -305,11 +306,22 @@ fn ports() -> MutexGuard<'static, HashMap<u16, PortState>> {
         .unwrap_or_else(|p| p.into_inner())
 }
 
-fn pool(name: &str, n: u32, socket: c_int) -> io::Result<Pool> {
+/// An mbuf pool of `n`; `packed`: its objects end to end (what net_af_xdp
+/// registers as its UMEM must be; see `pool_packed` in shim.c).
+fn pool(name: &str, n: u32, socket: c_int, packed: bool) -> io::Result<Pool> {
     let c = CString::new(name).expect("pool names have no NUL");
     let mut e = 0;
     // SAFETY: c is NUL-terminated; e is a valid out pointer.
-    let p = unsafe { lr_pool_create(c.as_ptr(), n, DATA_ROOM as u16, socket, &mut e) };
+    let p = unsafe {
+        lr_pool_create(
+            c.as_ptr(),
+            n,
+            DATA_ROOM as u16,
+            socket,
+            c_int::from(packed),
+            &mut e,
+        )
+    };
     if p.is_null() {
         return Err(err(&format!("mbuf pool {name} ({n} mbufs)"), e));
     }
@@ -342,11 +354,11 @@ fn started(id: u16) -> io::Result<MutexGuard<'static, HashMap<u16, PortState>>> 
     } else {
         RX_MBUFS
     };
+    let shared_pools = driver == "net_af_xdp";
     let rx_pools = (0..queues)
-        .map(|q| pool(&format!("lr_rx{id}_{q}"), rx_mbufs, socket))
+        .map(|q| pool(&format!("lr_rx{id}_{q}"), rx_mbufs, socket, shared_pools))
         .collect::<io::Result<Vec<_>>>()?;
     let ptrs: Vec<*mut RteMempool> = rx_pools.iter().map(|p| p.0).collect();
-    let shared_pools = driver == "net_af_xdp";
     // SAFETY: ptrs holds `queues` valid pools; the port is not started yet
     // (the table, held locked, has no entry for it).
     check(&format!("starting DPDK port {id} ({driver})"), unsafe {
@@ -454,7 +466,7 @@ impl TxQueue {
         let st = table.get_mut(&id).expect("started");
         let (pool, mbufs) = match st.tx_pools[usize::from(queue)] {
             Some(p) => p,
-            None => match pool(&format!("lr_tx{id}_{queue}"), TX_MBUFS, st.socket) {
+            None => match pool(&format!("lr_tx{id}_{queue}"), TX_MBUFS, st.socket, false) {
                 Ok(p) => *st.tx_pools[usize::from(queue)].insert((p, TX_MBUFS)),
                 Err(e) => {
                     st.tx_taken[usize::from(queue)] = false;
