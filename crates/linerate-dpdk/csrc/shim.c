@@ -151,8 +151,13 @@ struct rte_mempool *lr_pool_create(const char *name, unsigned n, uint16_t data_r
 				   int *err)
 {
 	uint16_t room = data_room + RTE_PKTMBUF_HEADROOM;
-	struct rte_mempool *mp = packed ? pool_packed(name, n, room, socket)
-					: rte_pktmbuf_pool_create(name, n, 0, RTE_MBUF_PRIV_ALIGN, room, socket);
+	/* With hugepages DPDK packs the objects within each page already (a
+	 * page's last few hundred bytes left over), and a UMEM used in
+	 * zero-copy mode must not have frames cross pages that are not
+	 * physically contiguous: the default layout then. */
+	struct rte_mempool *mp = packed && !rte_eal_has_hugepages()
+				     ? pool_packed(name, n, room, socket)
+				     : rte_pktmbuf_pool_create(name, n, 0, RTE_MBUF_PRIV_ALIGN, room, socket);
 	if (mp == NULL) {
 		*err = -rte_errno;
 		return NULL;

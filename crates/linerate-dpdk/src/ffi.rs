@@ -306,8 +306,9 @@ fn ports() -> MutexGuard<'static, HashMap<u16, PortState>> {
         .unwrap_or_else(|p| p.into_inner())
 }
 
-/// An mbuf pool of `n`; `packed`: its objects end to end (what net_af_xdp
-/// registers as its UMEM must be; see `pool_packed` in shim.c).
+/// An mbuf pool of `n`; `packed`: its objects end to end where DPDK has
+/// no hugepages (what net_af_xdp registers as its UMEM must be; see
+/// `pool_packed` in shim.c).
 fn pool(name: &str, n: u32, socket: c_int, packed: bool) -> io::Result<Pool> {
     let c = CString::new(name).expect("pool names have no NUL");
     let mut e = 0;
