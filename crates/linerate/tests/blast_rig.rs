@@ -827,10 +827,12 @@ fn sink_writes_what_arrived_to_a_pcap_file() {
             udp += 1;
         }
     }
-    // blast's end marker is a frame of the flow too: the sink counted the
-    // copies it saw apart (it stops at its count once the marker is in).
+    // blast's end marker is a frame of the flow too: the sink counts the
+    // copies it saw apart. It stops at its count, so a marker that comes
+    // after the 500th frame may be neither counted nor written (a CI run
+    // saw none: the sink was done 10 ms after its first frame).
     let markers = v["end_markers"]["frames"].as_u64().unwrap();
-    assert!((1..=3).contains(&markers), "{v}");
+    assert!(markers <= 3, "{v}");
     assert_eq!((total, udp), (written, 500 + markers));
     // And tcpdump's: the file is a pcap other tools read.
     let td = Command::new("tcpdump")
