@@ -456,6 +456,8 @@ fn blast_config(
         duration,
         rate,
         burst: 1,
+        catch_up: linerate_traffic::pacing::CatchUp::Burst,
+        burst_tolerance: 0,
         backend: opts.tx_backend,
         cores: Vec::new(),
         replay: None,

@@ -13,6 +13,7 @@ use crate::blast;
 use crate::{BlastConfig, Rate};
 use crate::{SinkConfig, SinkReport};
 use linerate_calc::Imix;
+use linerate_traffic::pacing::{CatchUp, Shape};
 use linerate_traffic::{FlowSpec, SizeSequence};
 use serde::{Serialize, Serializer};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -181,6 +182,71 @@ pub struct Trial {
     /// asked and offered are per direction.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub directions: Option<[Direction; 2]>,
+    /// How the sender kept the trial's schedule (its own clock; both
+    /// directions merged): late wake-ups, catch-up bursts, skipped
+    /// departures. `None`: not measured (an unpaced or profile sender).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shape: Option<TrialShape>,
+    /// This host spoiled the trial (its departures broke their shape by
+    /// more than the bound): why. Such a trial says nothing of the device:
+    /// it is not scored, and the search runs it again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spoiled: Option<String>,
+}
+
+/// A trial's [`Shape`] as `-J` has it.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct TrialShape {
+    pub measured_by: &'static str,
+    pub catch_up: &'static str,
+    pub late_wakeups: u64,
+    pub max_late_us: f64,
+    /// Frames sent back to back beyond the schedule after a late wake-up.
+    pub max_burst: u64,
+    /// Departures a late sender skipped: not offered, not in `sent`.
+    pub skipped: u64,
+    /// The bound: frames beyond the schedule's burst a trial may send at once.
+    pub burst_tolerance: u32,
+}
+
+impl TrialShape {
+    fn of(s: &Shape, pace: &Pace) -> TrialShape {
+        TrialShape {
+            measured_by: "sender, its own clock against its schedule",
+            catch_up: pace.catch_up.name(),
+            late_wakeups: s.late_wakeups,
+            max_late_us: s.max_late_ns as f64 / 1e3,
+            max_burst: s.max_burst,
+            skipped: s.skipped,
+            burst_tolerance: pace.burst_tolerance,
+        }
+    }
+}
+
+/// How a trial's sender keeps its schedule and what spoils a trial.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pace {
+    /// What a late sender does with the departures that fell due.
+    pub catch_up: CatchUp,
+    /// Frames beyond the schedule's burst (one frame) that a late wake-up
+    /// may send at once: the bound on a trial's shape. Under `Burst` a
+    /// bigger catch-up spoils the trial; under `Skip` the rest are skipped.
+    pub burst_tolerance: u32,
+    /// Trials in a row this host may spoil before the search gives up
+    /// with an error naming the host's load.
+    pub spoiled_max: u32,
+}
+
+impl Default for Pace {
+    /// rfc2544's: skip what a late sender missed, a burst of at most 4
+    /// frames beyond the schedule, 5 spoiled trials in a row at most.
+    fn default() -> Self {
+        Pace {
+            catch_up: CatchUp::Skip,
+            burst_tolerance: 4,
+            spoiled_max: 5,
+        }
+    }
 }
 
 /// What a trial is asked to do.
@@ -191,6 +257,8 @@ pub struct TrialSpec {
     pub duration: Duration,
     /// Back-to-back: send exactly this many frames at `rate_fps`.
     pub frames: Option<u64>,
+    /// How the sender keeps the schedule, and what spoils the trial.
+    pub pace: Pace,
 }
 
 /// What one trial counted (one direction; `reverse` the other when
@@ -213,6 +281,8 @@ pub struct TrialCounts {
     pub rx_iface_packets: Option<u64>,
     /// Bidirectional: the other direction's counts.
     pub reverse: Option<Box<TrialCounts>>,
+    /// How the sender kept its schedule (`None`: not measured).
+    pub shape: Option<Shape>,
 }
 
 /// Runs one trial: sends, counts, reports.
@@ -233,8 +303,10 @@ pub struct Settings {
     /// was held back ([`Trial::held_back`]): judged at what it offered.
     pub offered_min: f64,
     /// Most trials one throughput search runs (it reports whether it
-    /// closed in on the rate before).
+    /// closed in on the rate before; spoiled trials are not counted).
     pub max_trials: usize,
+    /// The trials' pacing and what spoils one.
+    pub pace: Pace,
 }
 
 impl Settings {
@@ -289,9 +361,36 @@ pub fn trial(
     let expected = spec
         .frames
         .unwrap_or_else(|| (spec.rate_fps * spec.duration.as_secs_f64()).round() as u64);
-    let short = both.iter().any(|d| d.sent < expected);
-    let held_back = short || offered_fps.min(forwarded_fps) < spec.rate_fps * offered_min;
-    let reason = if spec.frames.is_some() && short {
+    // Departures a late sender skipped are this host's doing, not the
+    // device's: they are not offered, and not a sign of being held back.
+    let mut shape = c.shape;
+    if let (Some(s), Some(r)) = (shape.as_mut(), c.reverse.as_deref().and_then(|r| r.shape)) {
+        s.merge(&r);
+    }
+    let skipped = |c: &TrialCounts| c.shape.map_or(0, |s| s.skipped);
+    let scheduled = |c: &TrialCounts, d: &Direction| {
+        if c.secs > 0.0 {
+            (d.sent + skipped(c)) as f64 / c.secs
+        } else {
+            d.offered_fps
+        }
+    };
+    let dirs = std::iter::once(&c).chain(c.reverse.as_deref());
+    let short = dirs
+        .clone()
+        .zip(&both)
+        .any(|(c, d)| d.sent + skipped(c) < expected);
+    let kept_pace = dirs
+        .zip(&both)
+        .map(|(c, d)| scheduled(c, d))
+        .fold(f64::MAX, f64::min);
+    let held_back = short
+        || kept_pace < spec.rate_fps * offered_min
+        || forwarded_fps < offered_fps * offered_min;
+    let spoiled = shape.and_then(|s| spoiled(&s, &spec.pace, expected, offered_min));
+    let reason = if let Some(why) = &spoiled {
+        Some(format!("spoiled by this host: {why}"))
+    } else if spec.frames.is_some() && short {
         // A back-to-back burst is its length: one not sent whole says
         // nothing of the device.
         Some("offered load not reached".to_string())
@@ -319,7 +418,67 @@ pub fn trial(
             .rx_iface_packets
             .map(|n| n + r.and_then(|r| r.rx_iface_packets).unwrap_or(0)),
         directions: rev.map(|r| [fwd, r]),
+        shape: shape.map(|s| TrialShape::of(&s, &spec.pace)),
+        spoiled,
     })
+}
+
+/// Why a trial's departures broke their shape by more than its bound, if
+/// they did: a catch-up burst beyond the tolerance, or more departures
+/// skipped than the offered-rate margin allows (the rate offered is then
+/// not the rate asked).
+fn spoiled(s: &Shape, pace: &Pace, expected: u64, offered_min: f64) -> Option<String> {
+    let late = format!(
+        "the sender woke late {} times, the worst {:.1} ms",
+        s.late_wakeups,
+        s.max_late_ns as f64 / 1e6
+    );
+    if s.max_burst > u64::from(pace.burst_tolerance) {
+        return Some(format!(
+            "{late}, and sent {} frames back to back beyond its schedule (bound {})",
+            s.max_burst, pace.burst_tolerance
+        ));
+    }
+    let allowed = ((1.0 - offered_min).max(0.0) * expected as f64).floor() as u64;
+    if s.skipped > allowed {
+        return Some(format!(
+            "{late}, and skipped {} of {expected} departures (more than the {allowed} the offered-rate margin allows)",
+            s.skipped
+        ));
+    }
+    None
+}
+
+/// Runs a trial until one is not spoiled by this host (each spoiled one
+/// is seen by `on_trial` and kept in `spoiled`), at most
+/// `pace.spoiled_max` in a row; then an error naming the host's load.
+pub fn clean_trial(
+    runner: &mut dyn TrialRunner,
+    spec: &TrialSpec,
+    loss_allowed: f64,
+    offered_min: f64,
+    on_trial: &mut dyn FnMut(&Trial),
+    spoiled: &mut Vec<Trial>,
+) -> Result<Trial, String> {
+    let mut in_a_row = 0;
+    loop {
+        let t = trial(runner, spec, loss_allowed, offered_min)?;
+        on_trial(&t);
+        let Some(why) = &t.spoiled else {
+            return Ok(t);
+        };
+        in_a_row += 1;
+        if in_a_row >= spec.pace.spoiled_max.max(1) {
+            return Err(format!(
+                "{} at {:.0} frames/s: {in_a_row} trials in a row spoiled by this host's load ({why}): \
+                 no rate is reported, since frames the schedule did not ask for would be scored as the \
+                 device's loss; stop what else runs on the sender's CPU, pin it (taskset), or allow \
+                 more with --burst-tolerance or --spoiled-max",
+                spec.frame_size, spec.rate_fps
+            ));
+        }
+        spoiled.push(t);
+    }
 }
 
 /// The throughput search's outcome for one frame size and loss ratio.
@@ -347,6 +506,8 @@ pub struct Throughput {
     /// The search closed in on the rate (its interval within the
     /// resolution) before `max_trials`.
     pub converged: bool,
+    /// Trials this host spoiled (in `trials`, flagged, not scored).
+    pub spoiled_trials: usize,
     pub trials: Vec<Trial>,
 }
 
@@ -436,19 +597,26 @@ pub fn throughput(
     let mut trials = Vec::new();
     let mut held_back = false;
     let mut rate = max.round().max(1.0);
+    let mut spoiled = Vec::new();
+    let mut scored = 0;
     let converged = loop {
-        let t = trial(
+        let t = clean_trial(
             runner,
             &TrialSpec {
                 frame_size: size.clone(),
                 rate_fps: rate,
                 duration: s.trial_time,
                 frames: None,
+                pace: s.pace,
             },
             loss_allowed,
             s.offered_min,
+            on_trial,
+            &mut spoiled,
         )?;
-        on_trial(&t);
+        // Spoiled trials stand in the list where they ran, not scored.
+        trials.append(&mut spoiled);
+        scored += 1;
         bidirectional |= t.directions.is_some();
         if bounds.take(&t, rate) {
             best = Some(t.clone());
@@ -459,7 +627,7 @@ pub fn throughput(
         if bounds.closed(s.resolution) {
             break true;
         }
-        if trials.len() >= s.max_trials.max(1) {
+        if scored >= s.max_trials.max(1) {
             break false;
         }
         rate = bounds.next(held_back_pass, s.resolution);
@@ -478,6 +646,7 @@ pub fn throughput(
         of_max: rate_fps / max,
         held_back,
         converged,
+        spoiled_trials: trials.iter().filter(|t| t.spoiled.is_some()).count(),
         trials,
     })
 }
@@ -516,18 +685,20 @@ pub fn frame_loss(
     for tenth in (1..=10).rev() {
         let load = f64::from(tenth) / 10.0;
         let rate = (max * load).round();
-        let t = trial(
+        let t = clean_trial(
             runner,
             &TrialSpec {
                 frame_size: size.clone(),
                 rate_fps: rate,
                 duration: s.trial_time,
                 frames: None,
+                pace: s.pace,
             },
             1.0,
             s.offered_min,
+            on_trial,
+            &mut Vec::new(),
         )?;
-        on_trial(&t);
         out.push(FrameLossStep {
             frame_size: size.clone(),
             load,
@@ -571,18 +742,22 @@ pub fn back_to_back(
         let mut n = max_burst;
         while hi - lo > 1 {
             let secs = n as f64 / rate;
-            let t = trial(
+            let mut spoiled = Vec::new();
+            let t = clean_trial(
                 runner,
                 &TrialSpec {
                     frame_size: size.clone(),
                     rate_fps: rate,
                     duration: Duration::from_secs_f64(secs),
                     frames: Some(n),
+                    pace: s.pace,
                 },
                 0.0,
                 0.0,
+                on_trial,
+                &mut spoiled,
             )?;
-            on_trial(&t);
+            trials.append(&mut spoiled);
             if t.passed {
                 lo = n;
             } else {
@@ -700,6 +875,8 @@ impl DeviceRunner {
             duration: send_limit(spec),
             rate: Rate::Pps(spec.rate_fps.round().max(1.0) as u64),
             burst: 1,
+            catch_up: spec.pace.catch_up,
+            burst_tolerance: spec.pace.burst_tolerance,
             backend: self.backend,
             cores: Vec::new(),
             replay: None,
@@ -818,6 +995,7 @@ impl TrialCounts {
             latency_ns: lat,
             rx_iface_packets,
             reverse: None,
+            shape: b.shape,
         }
     }
 }
@@ -835,6 +1013,8 @@ mod tests {
         trials: usize,
         /// Bidirectional: the reverse direction's capacity.
         reverse: Option<f64>,
+        /// The sender's shape in the next trials (popped from the end).
+        shapes: Vec<Shape>,
     }
 
     impl Sim {
@@ -847,6 +1027,7 @@ mod tests {
                 gen_max,
                 trials: 0,
                 reverse: None,
+                shapes: Vec::new(),
             }
         }
     }
@@ -855,10 +1036,17 @@ mod tests {
         fn run(&mut self, s: &TrialSpec) -> Result<TrialCounts, String> {
             self.trials += 1;
             let secs = s.duration.as_secs_f64();
-            let want = s.frames.unwrap_or((s.rate_fps * secs).round() as u64);
+            let shape = self.shapes.pop();
+            // A late sender's skipped departures are not sent; a catch-up
+            // burst beyond 4 frames overflows the device (5 lost).
+            let skipped = shape.map_or(0, |s| s.skipped);
+            let burst_lost = shape.map_or(0.0, |s| if s.max_burst > 4 { 5.0 } else { 0.0 });
+            let due = s.frames.unwrap_or((s.rate_fps * secs).round() as u64);
+            let want = due - skipped;
             let offered = s.rate_fps.min(self.gen_max);
-            let took = want as f64 / offered;
-            let passed_through = (self.capacity * took + self.queue).min(want as f64);
+            let took = due as f64 / offered;
+            let passed_through =
+                ((self.capacity * took + self.queue).min(want as f64) - burst_lost).max(0.0);
             // Above its capacity the device forwards at its capacity, the
             // queue drained after the sender stops.
             let rx_secs = |cap: f64, through: f64| {
@@ -876,6 +1064,7 @@ mod tests {
                     latency_ns: None,
                     rx_iface_packets: None,
                     reverse: None,
+                    shape: None,
                 })
             });
             Ok(TrialCounts {
@@ -888,6 +1077,7 @@ mod tests {
                 latency_ns: None,
                 rx_iface_packets: None,
                 reverse,
+                shape,
             })
         }
     }
@@ -899,6 +1089,7 @@ mod tests {
             resolution: 0.01,
             offered_min: 0.99,
             max_trials: 40,
+            pace: Pace::default(),
         }
     }
 
@@ -944,6 +1135,117 @@ mod tests {
             pdr.rate_fps
         );
         assert!(pdr.loss_ratio <= 0.01, "{}", pdr.loss_ratio);
+    }
+
+    /// A late wake-up's shape: woke `late_ms` late, sent `burst` frames
+    /// beyond the schedule, skipped `skipped` departures.
+    fn late(late_ms: u64, burst: u64, skipped: u64) -> Shape {
+        Shape {
+            late_wakeups: 1,
+            max_late_ns: late_ms * 1_000_000,
+            max_burst: burst,
+            skipped,
+        }
+    }
+
+    #[test]
+    fn a_trial_this_host_spoiled_is_run_again_and_not_scored() {
+        let s = settings(100_000.0);
+        let clean = throughput(
+            &mut Sim::new(41_666.0, 0.0, 1e9),
+            &64.into(),
+            0.0,
+            &s,
+            &mut |_| {},
+        )
+        .unwrap();
+        // The same device; the host spoils the 2nd and 3rd trials with a
+        // catch-up burst of 9 frames (which the device would have dropped
+        // frames of, at a rate it passes).
+        let mut sim = Sim::new(41_666.0, 0.0, 1e9);
+        sim.shapes = vec![Shape::default(); 40];
+        sim.shapes
+            .extend([late(7, 9, 0), late(7, 9, 0), Shape::default()]);
+        let mut seen = Vec::new();
+        let r = throughput(&mut sim, &64.into(), 0.0, &s, &mut |t| seen.push(t.clone())).unwrap();
+        assert_eq!(r.rate_fps, clean.rate_fps);
+        assert_eq!(r.spoiled_trials, 2);
+        assert_eq!(sim.trials, clean.trials.len() + 2);
+        assert_eq!(r.trials, seen, "every trial listed, in the order run");
+        let spoiled: Vec<&Trial> = r.trials.iter().filter(|t| t.spoiled.is_some()).collect();
+        assert_eq!(spoiled.len(), 2);
+        for t in spoiled {
+            assert!(!t.passed);
+            let why = t.reason.as_deref().unwrap();
+            assert!(
+                why.starts_with("spoiled by this host: the sender woke late 1 times, the worst 7.0 ms, and sent 9 frames back to back beyond its schedule (bound 4)"),
+                "{why}"
+            );
+            assert_eq!(t.shape.unwrap().max_burst, 9);
+            // Run again at the same rate.
+            assert_eq!(t.asked_fps, r.trials[1].asked_fps);
+        }
+        // The clean trials are the clean search's, one for one.
+        let scored: Vec<f64> = r
+            .trials
+            .iter()
+            .filter(|t| t.spoiled.is_none())
+            .map(|t| t.asked_fps)
+            .collect();
+        let want: Vec<f64> = clean.trials.iter().map(|t| t.asked_fps).collect();
+        assert_eq!(scored, want);
+    }
+
+    #[test]
+    fn a_host_that_spoils_every_trial_ends_the_search_with_an_error_naming_its_load() {
+        let mut sim = Sim::new(41_666.0, 0.0, 1e9);
+        sim.shapes = vec![late(12, 20, 0); 10];
+        let mut seen = 0;
+        let e = throughput(&mut sim, &64.into(), 0.0, &settings(100_000.0), &mut |_| {
+            seen += 1
+        })
+        .unwrap_err();
+        assert_eq!((sim.trials, seen), (5, 5));
+        assert!(
+            e.starts_with("64 B at 100000 frames/s: 5 trials in a row spoiled by this host's load (the sender woke late 1 times, the worst 12.0 ms, and sent 20 frames back to back beyond its schedule (bound 4)): no rate is reported"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn departures_a_late_sender_skipped_are_not_offered_and_not_the_device_holding_back() {
+        // 100k fps asked for 1 s, the device passes everything: 300
+        // departures skipped (0.3%) pass at the rate offered, not held
+        // back; 2,000 (2%, beyond the 1% margin) spoil the trial.
+        let spec = TrialSpec {
+            frame_size: 64.into(),
+            rate_fps: 100_000.0,
+            duration: Duration::from_secs(1),
+            frames: None,
+            pace: Pace::default(),
+        };
+        let mut sim = Sim::new(1e9, 0.0, 1e9);
+        sim.shapes = vec![late(3, 4, 300)];
+        let t = trial(&mut sim, &spec, 0.0, 0.99).unwrap();
+        assert!(t.passed && !t.held_back && t.spoiled.is_none(), "{t:?}");
+        assert_eq!((t.sent, t.received), (99_700, 99_700));
+        assert!(
+            (t.tested_fps() - 99_700.0).abs() < 1.0,
+            "{}",
+            t.tested_fps()
+        );
+        assert_eq!(t.shape.unwrap().skipped, 300);
+        sim.shapes = vec![late(25, 4, 2_000)];
+        let t = trial(&mut sim, &spec, 0.0, 0.99).unwrap();
+        assert!(!t.passed, "{t:?}");
+        assert!(
+            t.spoiled.as_deref().unwrap().ends_with("and skipped 2000 of 100000 departures (more than the 1000 the offered-rate margin allows)"),
+            "{t:?}"
+        );
+        // A device that held the sender back without any skip still is.
+        let mut held = Sim::new(1e9, 0.0, 90_000.0);
+        let t = trial(&mut held, &spec, 0.0, 0.99).unwrap();
+        assert!(t.passed && t.held_back && t.shape.is_none(), "{t:?}");
     }
 
     #[test]
@@ -1064,6 +1366,7 @@ mod tests {
             gen_max: 1e9,
             trials: 0,
             reverse: Some(41_666.0),
+            shapes: Vec::new(),
         };
         let r = throughput(&mut sim, &64.into(), 0.0, &settings(100_000.0), &mut |_| {}).unwrap();
         assert!(r.bidirectional);

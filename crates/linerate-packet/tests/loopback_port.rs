@@ -33,6 +33,8 @@ fn blast_cfg(port: &str, src_ports: &str, count: u64) -> BlastConfig {
         duration: Duration::from_secs(10),
         rate: Rate::Pps(200_000),
         burst: 1,
+        catch_up: linerate_traffic::pacing::CatchUp::Burst,
+        burst_tolerance: 0,
         backend: BackendKind::Loopback,
         cores: Vec::new(),
         replay: None,
@@ -251,6 +253,7 @@ fn rfc2544_finds_the_rate_a_policing_device_passes() {
         resolution: 0.005,
         offered_min: 0.99,
         max_trials: 30,
+        pace: rfc2544::Pace::default(),
     };
     let mut trials = 0;
     let r = rfc2544::throughput(

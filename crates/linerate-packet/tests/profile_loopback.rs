@@ -466,6 +466,7 @@ fn rfc2544_scales_the_whole_profile_to_the_rate_a_policing_device_passes() {
         resolution: 0.01,
         offered_min: 0.97,
         max_trials: 30,
+        pace: rfc2544::Pace::default(),
     };
     let size = FrameSize::Profile {
         name: "profile mix".into(),

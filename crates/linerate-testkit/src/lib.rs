@@ -116,3 +116,33 @@ mod tests {
         }
     }
 }
+
+/// Held while a test measures a rate or a schedule: one such test at a
+/// time on this machine, across threads and test processes (a 2-CPU
+/// machine running two paced senders at once measures their contention).
+/// An in-process lock, then an exclusive lock on a file in the temporary
+/// directory (released by the kernel if the process dies).
+#[derive(Debug)]
+pub struct Measuring {
+    _file: Option<std::fs::File>,
+    _one: std::sync::MutexGuard<'static, ()>,
+}
+
+/// Waits for the machine-wide measuring lock (see [`Measuring`]); without
+/// a lock file (an unwritable temporary directory) the in-process lock only.
+pub fn measuring() -> Measuring {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let path = std::env::temp_dir().join("linerate-tests-measuring.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .ok()
+        .filter(|f| f.lock().is_ok());
+    Measuring {
+        _file: file,
+        _one: one,
+    }
+}

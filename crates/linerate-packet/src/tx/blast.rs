@@ -6,7 +6,7 @@ use crate::pool::{Watch, run_pinned};
 use linerate_backend::clock;
 use linerate_backend::port::{Endpoints, PayloadSource};
 use linerate_backend::port::{Traffic, Tx, open_tx, send_refused};
-use linerate_traffic::pacing::{Departures, wait_until};
+use linerate_traffic::pacing::{Departures, Due, Schedule, Shape, spin_until};
 
 use linerate_backend::FrameSource;
 use linerate_run::{Interval, Row, Sampler};
@@ -95,6 +95,8 @@ pub fn blast(
         workers,
         backend_stats: Vec::new(),
         pacing: Vec::new(),
+        shape: None,
+        catch_up: cfg.catch_up,
         end_marker_frames: 0,
         end_marker_note: None,
         streams: Vec::new(),
@@ -335,6 +337,9 @@ impl BlastReport {
         {
             self.pacing.push((w.departures, ns));
         }
+        if let Some(s) = w.shape {
+            self.shape.get_or_insert_with(Shape::default).merge(&s);
+        }
     }
 }
 
@@ -389,6 +394,8 @@ struct WorkerOut {
     per_flow: Vec<(u16, u64)>,
     backend_stats: Option<linerate_backend::port::TxStats>,
     departures: Departures,
+    /// Paced: how the worker kept its schedule.
+    shape: Option<Shape>,
 }
 
 /// Builds the frames of one worker's flows in turn, in the backend's own
@@ -663,26 +670,32 @@ fn endpoints<const V6: bool>(w: &WireFlow) -> Endpoints<'_> {
     }
 }
 
-/// How many frames a paced worker may send now, or `None` after waiting
-/// for the next burst to fall due.
-fn due_now(job: &Job, start: Instant, deadline: Instant, packets: u64, batch: u64) -> Option<u64> {
-    let Some(ns) = job.interval_ns else {
+/// How many frames a worker may send now, or `None` after waiting for
+/// the next burst to fall due (unpaced: a whole batch).
+fn due_now(
+    job: &Job,
+    schedule: Option<&mut Schedule>,
+    start: Instant,
+    deadline: Instant,
+    batch: u64,
+) -> Option<u64> {
+    let Some(schedule) = schedule else {
         return Some(batch);
     };
-    let burst = u64::from(job.cfg.burst.max(1)).min(batch);
-    let allowed = (start.elapsed().as_nanos() as f64 / ns) as u64 + 1;
-    if allowed >= packets + burst {
-        return Some((allowed - packets).min(batch));
+    match schedule.due(start.elapsed().as_nanos() as u64, batch) {
+        Due::Send(n) => Some(n),
+        Due::WaitUntil(at) => {
+            // Evenly spaced frames spin the last microseconds for
+            // precision; bursts just sleep (a late wake-up is then the
+            // catch-up rule's: a bigger burst, or departures skipped).
+            let burst = job.cfg.burst > 1;
+            spin_until(
+                (start + Duration::from_nanos(at)).min(deadline),
+                if burst { Duration::ZERO } else { SPIN },
+            );
+            None
+        }
     }
-    // Wait until a whole burst is due. Evenly spaced frames spin the last
-    // microseconds for precision; bursts just sleep (a late wake-up sends a
-    // bigger burst, the average rate holds).
-    let next = start + Duration::from_nanos(((packets + burst - 1) as f64 * ns) as u64);
-    wait_until(
-        next.min(deadline),
-        if burst > 1 { Duration::ZERO } else { SPIN },
-    );
-    None
 }
 
 /// Whether a send result means "full for now, try again".
@@ -735,14 +748,24 @@ fn send_all<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>(
     };
     // Precise sleeps instead of spinning through the gaps between bursts.
     let _ = clock::set_timer_slack_ns(1_000);
+    let mut schedule = job.interval_ns.map(|ns| {
+        Schedule::new(
+            ns,
+            u64::from(cfg.burst),
+            cfg.catch_up,
+            u64::from(cfg.burst_tolerance),
+        )
+    });
     let start = Instant::now();
     let deadline = start + cfg.duration;
     'run: while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
-        let left = job.count.map_or(u64::MAX, |c| c - packets);
+        // A count is of departures: sent, or skipped by a late sender.
+        let used = schedule.as_ref().map_or(packets, Schedule::slots);
+        let left = job.count.map_or(u64::MAX, |c| c.saturating_sub(used));
         if left == 0 {
             break;
         }
-        let Some(due) = due_now(&job, start, deadline, packets, batch as u64) else {
+        let Some(due) = due_now(&job, schedule.as_mut(), start, deadline, batch as u64) else {
             continue;
         };
         let n = due.min(left) as usize;
@@ -779,6 +802,9 @@ fn send_all<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>(
             sent += k;
         }
         packets += n as u64;
+        if let Some(s) = schedule.as_mut() {
+            s.sent(n as u64);
+        }
         job.counters.publish(packets, bytes, calls, errors);
     }
     sock.finish().map_err(send_err)?;
@@ -791,6 +817,7 @@ fn send_all<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>(
         per_flow: fill.per_flow(),
         backend_stats: sock.stats(),
         departures,
+        shape: schedule.map(|s| s.shape()),
     })
 }
 

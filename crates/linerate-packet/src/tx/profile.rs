@@ -203,6 +203,8 @@ fn report(
         backend_stats: out.sock.stats().into_iter().collect(),
         capabilities,
         pacing: Vec::new(),
+        shape: None,
+        catch_up: linerate_traffic::pacing::CatchUp::Burst,
         workers: 1,
         end_marker_frames: 0,
         end_marker_note: None,

@@ -253,6 +253,8 @@ pub(crate) fn replay(
         workers: 1,
         backend_stats: sock.stats().into_iter().collect(),
         pacing: Vec::new(),
+        shape: None,
+        catch_up: linerate_traffic::pacing::CatchUp::Burst,
         // A replayed trace's frames are not linerate's flows.
         end_marker_frames: 0,
         end_marker_note: None,

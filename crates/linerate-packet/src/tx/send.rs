@@ -6,7 +6,7 @@ use linerate_backend::port::{
     BackendError, BackendKind, Capabilities, Gso, Span, Traffic, TxStats, UdpFlows,
 };
 use linerate_run::{CountedBy, Counts, Interval, Row, Scope};
-use linerate_traffic::pacing::Departures;
+use linerate_traffic::pacing::{CatchUp, Departures, Shape};
 use linerate_traffic::template::Framing;
 use linerate_traffic::{FlowSpec, SizeSequence, TemplateError};
 use std::collections::BTreeMap;
@@ -83,6 +83,12 @@ pub struct BlastConfig {
     /// Frames sent back to back per pacing decision (1 = evenly spaced;
     /// more trades smoothness for fewer wake-ups).
     pub burst: u32,
+    /// What a paced sender does with departures that fell due while it
+    /// was late: send them at once (blast) or skip them (rfc2544's trials).
+    pub catch_up: CatchUp,
+    /// Frames beyond `burst` a late wake-up may still send at once under
+    /// [`CatchUp::Skip`].
+    pub burst_tolerance: u32,
     pub backend: BackendKind,
     /// One pinned worker (and backend socket) per core; empty = one unpinned worker.
     pub cores: Vec<usize>,
@@ -162,6 +168,11 @@ pub struct BlastReport {
     /// Paced runs: each worker's measured gaps between send calls, and the
     /// gap its rate asked for per frame (ns).
     pub pacing: Vec<(Departures, f64)>,
+    /// Paced runs: how the workers kept their schedule (late wake-ups,
+    /// catch-up bursts, skipped departures), merged.
+    pub shape: Option<Shape>,
+    /// The catch-up rule the workers followed.
+    pub catch_up: CatchUp,
     pub workers: usize,
     /// End-marker frames sent after the last frame (three per flow), not
     /// in `packets`; why none were, when asked.
@@ -225,11 +236,24 @@ impl BlastReport {
                     "p999_gap_us": p999,
                 })
             }).collect::<Vec<_>>(),
+            "shape": self.shape.map(|s| shape_json(&s, self.catch_up)),
             "intervals": self.intervals.iter().map(Interval::json).collect::<Vec<_>>(),
             "streams": self.streams.iter().map(StreamSent::json).collect::<Vec<_>>(),
             "per_flow_sent": self.per_flow.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
         })
     }
+}
+
+/// A paced sender's shape as `-J` has it (sender's clock).
+pub fn shape_json(s: &Shape, catch_up: CatchUp) -> serde_json::Value {
+    serde_json::json!({
+        "measured_by": "sender, its own clock against its schedule",
+        "catch_up": catch_up.name(),
+        "late_wakeups": s.late_wakeups,
+        "max_late_us": s.max_late_ns as f64 / 1e3,
+        "max_burst": s.max_burst,
+        "skipped": s.skipped,
+    })
 }
 
 /// What one stream sent (sender's count).

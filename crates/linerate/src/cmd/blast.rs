@@ -91,6 +91,16 @@ pub struct BlastArgs {
     /// Frames sent back to back per pacing decision (1: evenly spaced).
     #[arg(long, default_value_t = 1)]
     burst: u32,
+    /// A paced sender that wakes late: `burst` sends every departure that
+    /// fell due at once (the schedule is absolute, the rate holds over the
+    /// run); `skip` sends at most --burst-tolerance frames beyond the
+    /// burst and skips the rest (never sent, reported as skipped). -J's
+    /// `shape` says what happened either way.
+    #[arg(long, value_enum, default_value = "burst")]
+    catch_up: CatchUpArg,
+    /// --catch-up skip: frames beyond the burst a late wake-up may still send.
+    #[arg(long, default_value_t = 0, value_name = "FRAMES")]
+    burst_tolerance: u32,
     /// After the last frame, each flow's end marker (its sent count, three
     /// times) lets a sink in another process or on another host count the
     /// frames lost after the flow's last arrival: sent by default (not on
@@ -387,6 +397,8 @@ fn run_blast_once(a: &BlastArgs, hold: bool) -> Result<Ended> {
         duration: duration(a.duration)?,
         rate: rate(a)?,
         burst: a.burst,
+        catch_up: a.catch_up.into(),
+        burst_tolerance: a.burst_tolerance,
         backend: backend(&a.backend)?,
         cores: a.cores.clone().map(|c| c.0).unwrap_or_default(),
         replay: None,
@@ -417,6 +429,8 @@ fn replay_blast_config(a: &BlastArgs, path: &std::path::Path) -> Result<BlastCon
         duration: duration(a.duration)?,
         rate: rate(a)?,
         burst: a.burst,
+        catch_up: a.catch_up.into(),
+        burst_tolerance: a.burst_tolerance,
         backend: backend(&a.backend)?,
         cores: vec![],
         replay: Some(replay_config(a, path)?),
@@ -756,4 +770,21 @@ fn write_hist(r: &linerate_packet::SinkReport, f: std::fs::File) -> Result<(), S
         .and_then(|()| std::io::Write::flush(&mut w))
         .and_then(|()| w.get_ref().sync_all())
         .map_err(|e| e.to_string())
+}
+
+/// `--catch-up`: what a late paced sender does with the departures that
+/// fell due (docs/blast.md, "Pacing").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum CatchUpArg {
+    Burst,
+    Skip,
+}
+
+impl From<CatchUpArg> for linerate_traffic::pacing::CatchUp {
+    fn from(c: CatchUpArg) -> Self {
+        match c {
+            CatchUpArg::Burst => Self::Burst,
+            CatchUpArg::Skip => Self::Skip,
+        }
+    }
 }

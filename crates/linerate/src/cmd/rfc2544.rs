@@ -98,6 +98,22 @@ pub struct Rfc2544Args {
     /// ratio); the result says whether it closed in on the rate first.
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u16).range(1..))]
     max_trials: u16,
+    /// A trial's sender that wakes late (this host was busy): `skip` sends
+    /// at most --burst-tolerance frames beyond its schedule and skips the
+    /// rest (not offered); `burst` sends every departure that fell due at
+    /// once. Either way a trial whose departures broke their shape by more
+    /// than the bound is spoiled: run again, not scored (docs/rfc2544.md).
+    #[arg(long, value_enum, default_value = "skip")]
+    catch_up: super::blast::CatchUpArg,
+    /// The bound on a trial's shape: frames a late sender may send back
+    /// to back beyond its schedule (a device's buffer takes a few; a
+    /// hardware tester sends none).
+    #[arg(long, default_value_t = 4, value_name = "FRAMES")]
+    burst_tolerance: u32,
+    /// Trials in a row this host may spoil before the search ends with an
+    /// error naming its load (no rate is reported from spoiled trials).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    spoiled_max: u32,
     /// Latency test: seconds (RFC 2544 asks 120) and the loads as shares of
     /// the throughput found (or of the maximum rate): 100%, or 10%,50%,90%.
     #[arg(long, default_value_t = 10.0)]
@@ -172,8 +188,18 @@ fn trial_rows(n: usize, t: &Trial) -> Vec<Row> {
 }
 
 fn trial_line(t: &Trial) -> String {
+    let late = match t.shape {
+        Some(s) if s.late_wakeups > 0 => format!(
+            "  late {}x (worst {:.1} ms, burst {}, skipped {})",
+            s.late_wakeups,
+            s.max_late_us / 1e3,
+            s.max_burst,
+            s.skipped
+        ),
+        _ => String::new(),
+    };
     format!(
-        "{:>7}  asked {:>12.0} fps{}  offered {:>12.0} fps  sent {:>10}  received {:>10}  loss {:.6}%  {}",
+        "{:>7}  asked {:>12.0} fps{}  offered {:>12.0} fps  sent {:>10}  received {:>10}  loss {:.6}%  {}{late}",
         t.frame_size.to_string(),
         t.asked_fps,
         if t.directions.is_some() {
@@ -192,6 +218,7 @@ fn trial_line(t: &Trial) -> String {
                 t.tested_fps(),
                 t.forwarded_fps
             ),
+            (false, _) if t.spoiled.is_some() => "spoiled by this host: run again".to_string(),
             (false, _) => format!("fail ({})", t.reason.as_deref().unwrap_or("")),
         }
     )
@@ -223,11 +250,18 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
         resolution: a.resolution.max(1e-4),
         offered_min: a.offered_min,
         max_trials: usize::from(a.max_trials),
+        pace: rfc2544::Pace {
+            catch_up: a.catch_up.into(),
+            burst_tolerance: a.burst_tolerance,
+            spoiled_max: a.spoiled_max,
+        },
     };
     let more = serde_json::json!({
         "tx_iface": a.tx_iface, "rx_iface": a.rx_iface, "sizes": sizes, "tests": a.tests,
         "loss_ratio": a.loss_ratio, "trial_time_s": a.trial_time, "max_rate": a.max_rate,
         "resolution": a.resolution, "backend": a.backend, "bidir": a.bidir,
+        "catch_up": linerate_traffic::pacing::CatchUp::from(a.catch_up).name(),
+        "burst_tolerance": a.burst_tolerance, "spoiled_max": a.spoiled_max,
     });
     for (k, v) in more.as_object().into_iter().flatten() {
         config[k] = v.clone();
@@ -534,9 +568,17 @@ impl Session<'_> {
                     rate_fps: rate,
                     duration: Duration::from_secs_f64(self.a.latency_time.max(0.1)),
                     frames: None,
+                    pace: self.settings.pace,
                 };
-                let t = rfc2544::trial(&mut *self.runner, &spec, 1.0, self.settings.offered_min)?;
-                self.log.log(&t, run);
+                let log = &mut self.log;
+                let t = rfc2544::clean_trial(
+                    &mut *self.runner,
+                    &spec,
+                    1.0,
+                    self.settings.offered_min,
+                    &mut |t| log.log(t, run),
+                    &mut Vec::new(),
+                )?;
                 o.latency
                     .get_or_insert_with(Vec::new)
                     .push(rfc2544::Latency {
@@ -573,6 +615,8 @@ mod tests {
             latency_ns: None,
             rx_iface_packets: None,
             directions: None,
+            shape: None,
+            spoiled: None,
         };
         assert_eq!(
             trial_line(&t),

@@ -90,7 +90,22 @@ impl Rfc2544Outcome {
                 let _ = writeln!(
                     t,
                     "{label:>7}: the search stopped at --max-trials ({}) before closing in to --resolution",
-                    r.trials.len()
+                    r.trials.len() - r.spoiled_trials
+                );
+            }
+            if r.spoiled_trials > 0 {
+                let worst = r
+                    .trials
+                    .iter()
+                    .filter(|t| t.spoiled.is_some())
+                    .filter_map(|t| t.shape)
+                    .map(|s| s.max_late_us)
+                    .fold(0.0, f64::max);
+                let _ = writeln!(
+                    t,
+                    "{label:>7}: {} trial(s) spoiled by this host's load (its sender woke up to {:.1} ms late and broke the trial's shape) were run again, not scored",
+                    r.spoiled_trials,
+                    worst / 1e3
                 );
             }
         }
@@ -257,6 +272,7 @@ mod tests {
             of_max: 0.5,
             held_back: true,
             converged: false,
+            spoiled_trials: 0,
             trials: Vec::new(),
         };
         let policy = Policy {
