@@ -306,17 +306,20 @@ fn throughput_holds_beside_a_cpu_hog_on_the_senders_cpu() {
         .map(|t| t["shape"]["late_wakeups"].as_u64().unwrap())
         .sum();
     assert!(late > 0, "no late wake-up beside the hog: {r}");
-    // Every scored trial kept its shape: no catch-up beyond the bound,
-    // skipped departures within the 1% the offered rate may miss.
+    // Every scored trial kept its shape (no catch-up beyond the bound),
+    // and the rate found is one a scored pass offered, skips left out.
     for t in trials.iter().filter(|t| t.get("spoiled").is_none()) {
-        let (burst, skipped) = (&t["shape"]["max_burst"], &t["shape"]["skipped"]);
-        assert!(burst.as_u64().unwrap() <= 4, "{t}");
-        assert!(
-            skipped.as_u64().unwrap() * 100
-                <= t["sent"].as_u64().unwrap() + skipped.as_u64().unwrap(),
-            "{t}"
-        );
+        assert!(t["shape"]["max_burst"].as_u64().unwrap() <= 4, "{t}");
     }
+    let offered = trials
+        .iter()
+        .filter(|t| t["passed"] == true)
+        .map(|t| t["offered_fps"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    assert!(
+        found <= offered + 0.5,
+        "{found} above what any pass offered: {r}"
+    );
     let spoiled = trials.iter().filter(|t| t.get("spoiled").is_some()).count();
     assert_eq!(r["spoiled_trials"].as_u64(), Some(spoiled as u64));
 }

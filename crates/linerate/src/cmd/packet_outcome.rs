@@ -59,6 +59,23 @@ impl Outcome for BlastOutcome {
             r.send_calls,
             r.send_errors
         );
+        if let Some(sh) = r.shape.filter(|s| s.late_wakeups > 0) {
+            text += &format!(
+                "  pacing: woke late {} times (worst {:.1} ms); {} (sender's clock)\n",
+                sh.late_wakeups,
+                sh.max_late_ns as f64 / 1e6,
+                match r.catch_up {
+                    linerate_traffic::pacing::CatchUp::Burst => format!(
+                        "caught up in bursts of up to {} frames beyond the schedule (--catch-up burst)",
+                        sh.max_burst
+                    ),
+                    linerate_traffic::pacing::CatchUp::Skip => format!(
+                        "{} departures skipped, not sent; bursts of up to {} frames beyond the schedule (--catch-up skip)",
+                        sh.skipped, sh.max_burst
+                    ),
+                }
+            );
+        }
         for s in &r.streams {
             let d = &s.departures;
             text += &format!(

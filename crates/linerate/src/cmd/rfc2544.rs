@@ -570,12 +570,13 @@ impl Session<'_> {
                     frames: None,
                     pace: self.settings.pace,
                 };
-                let log = &mut self.log;
+                let (log, om) = (&mut self.log, self.settings.offered_min);
                 let t = rfc2544::clean_trial(
                     &mut *self.runner,
                     &spec,
                     1.0,
-                    self.settings.offered_min,
+                    om,
+                    &|t| rfc2544::skipped_beyond_margin(t, om),
                     &mut |t| log.log(t, run),
                     &mut Vec::new(),
                 )?;

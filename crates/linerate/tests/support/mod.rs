@@ -229,8 +229,9 @@ pub fn json_ok(cmd: &mut Command) -> serde_json::Value {
     let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
-        "{cmd:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
+        "{cmd:?}: {}\nstdout (its end): {}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout[out.stdout.len().saturating_sub(4000)..])
     );
     json(&out.stdout)
 }
