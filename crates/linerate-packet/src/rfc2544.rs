@@ -1120,7 +1120,7 @@ mod tests {
             let secs = s.duration.as_secs_f64();
             let due = s.frames.unwrap_or((s.rate_fps * secs).round() as u64);
             let shape = self.shapes.pop().or_else(|| {
-                (self.skip_share > 0.0).then(|| Shape {
+                (self.skip_share > 0.0).then_some(Shape {
                     late_wakeups: 10,
                     max_late_ns: 2_000_000,
                     max_burst: 4,
