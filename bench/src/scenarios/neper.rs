@@ -1,6 +1,7 @@
 //! TCP request/response against neper (google/neper at ea5890f, its
-//! `tcp_rr` and `tcp_crr` vendored unchanged in `bench/peers/neper` and
-//! built by [`build_neper`] on first use). 64-byte requests and
+//! `tcp_rr` and `tcp_crr` built static, found by [`neper_bin`] in
+//! `shared/bin/` beside the checkout or on PATH; the project holds no copy
+//! of their sources). 64-byte requests and
 //! responses (linerate's TCP frames add a 4-byte length: 68 bytes on the
 //! wire against neper's 64), client pinned to CPU0, server to CPU1 (every
 //! thread of each process, by taskset), one worker (linerate `--cores`) or
@@ -41,7 +42,7 @@
 
 use super::tools::{linerate_bin, need, spawn_pinned, spawn_pinned_out, wait_tcp_listen};
 use crate::harness::{Claim, Contender, Count, Metric, Running, Scenario, netns_snmp};
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use linerate_lab::Rig;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -53,71 +54,32 @@ const NEPER_CONTROL: u16 = 12866;
 const NEPER_DATA: u16 = 12867;
 const SIZE: &str = "64";
 
-/// neper's vendored source.
-fn neper_src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/neper")
+/// Where neper's static binaries are kept for this project:
+/// `shared/bin/` beside the checkout this program was built from.
+fn shared_bin() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/bin")
 }
 
-/// Where neper is built: `neper-build` in the target directory this
-/// program was built into (`<target>/release/linerate-bench`).
-fn neper_build_dir() -> Result<PathBuf> {
-    let exe = std::env::current_exe()?;
-    let target = exe
-        .parent()
-        .and_then(Path::parent)
-        .with_context(|| format!("no target directory above {}", exe.display()))?;
-    Ok(target.join("neper-build"))
-}
-
-/// Builds neper's `tcp_rr` and `tcp_crr` from `bench/peers/neper` into
-/// the target directory (make decides whether anything is to be done; the
-/// source tree stays clean: objects go to the build directory, the
-/// sources are found through VPATH) and returns the build directory.
-pub fn build_neper() -> Result<PathBuf> {
-    need(&["make", "cc"])
-        .context("building neper (bench/peers/neper) needs make and a C compiler")?;
-    let src = neper_src();
-    if !src.join("Makefile").exists() {
-        bail!(
-            "neper's source is not at {} (bench/peers/neper of the checkout this program was built from)",
-            src.display()
-        );
-    }
-    let dir = neper_build_dir()?;
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let out = std::process::Command::new("make")
-        .arg("-s")
-        .arg("-C")
-        .arg(&dir)
-        .arg("-f")
-        .arg(src.join("Makefile"))
-        .arg(format!("VPATH={}", src.display()))
-        .args(["tcp_rr", "tcp_crr"])
-        .output()
-        .context("running make")?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let tail: Vec<&str> = err.lines().rev().take(12).collect();
-        bail!(
-            "building neper in {} failed ({}):\n{}",
-            dir.display(),
-            out.status,
-            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-        );
-    }
-    Ok(dir)
-}
-
-/// A built neper binary (`tcp_rr`, `tcp_crr`).
+/// neper's `tcp_rr` or `tcp_crr`: `shared/bin/neper-<name>` beside the
+/// checkout, else `<name>` on PATH; an error saying where it looked
+/// (the neper scenarios then skip with it).
 fn neper_bin(name: &str) -> Result<String> {
-    let bin = neper_build_dir()?.join(name);
-    if !bin.exists() {
-        bail!(
-            "{} not built (the scenario's check builds it)",
-            bin.display()
-        );
+    let shared = shared_bin().join(format!("neper-{name}"));
+    if shared.is_file() {
+        return Ok(shared.to_string_lossy().into_owned());
     }
-    Ok(bin.to_string_lossy().into_owned())
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    });
+    match on_path {
+        Some(p) => Ok(p.to_string_lossy().into_owned()),
+        None => bail!(
+            "neper's {name} is neither at {} nor on PATH (the project keeps static builds in shared/bin: see its README)",
+            shared.display()
+        ),
+    }
 }
 
 /// linerate's claim: `transactions_per_s` of its `-J` report.
@@ -344,7 +306,8 @@ fn crr16_neper_rst(rig: &Rig, d: Duration) -> Result<Running> {
 fn check() -> Result<()> {
     need(&["taskset", "ss"])?;
     linerate_bin()?;
-    build_neper().map(|_| ())
+    neper_bin("tcp_rr")?;
+    neper_bin("tcp_crr").map(|_| ())
 }
 
 fn rr_scenario(
@@ -472,7 +435,7 @@ pub fn crr16() -> Scenario {
 
 #[cfg(test)]
 mod tests {
-    use super::{linerate_claim, neper_claim};
+    use super::{linerate_claim, neper_bin, neper_claim, shared_bin};
 
     #[test]
     fn claims_are_read_from_each_tools_report() {
@@ -482,5 +445,20 @@ mod tests {
         let lr = r#"{"server": "x", "transactions_per_s": 9839.5, "counts": {}}"#;
         assert_eq!(linerate_claim(lr), Some(9839.5));
         assert_eq!(linerate_claim("total: 1 transactions"), None);
+    }
+
+    #[test]
+    fn neper_is_taken_from_shared_bin_or_path_and_the_error_says_where_it_looked() {
+        let e = neper_bin("tcp_rr_not_a_tool").unwrap_err().to_string();
+        assert!(
+            e.contains("neper-tcp_rr_not_a_tool") && e.contains("nor on PATH"),
+            "{e}"
+        );
+        // The project's static builds, where shared/ lies beside the
+        // checkout (as for CI): taken from there.
+        if shared_bin().join("neper-tcp_rr").is_file() {
+            let p = neper_bin("tcp_rr").unwrap();
+            assert!(p.ends_with("shared/bin/neper-tcp_rr"), "{p}");
+        }
     }
 }

@@ -9,8 +9,8 @@
 //! transaction, the same for both tools, so their ratio is the ratio of
 //! transaction rates (1/RTT).
 //!
-//! TCP_RR and TCP_CRR against neper (vendored in `bench/peers/neper`,
-//! built by the bench): `rr-tcp-neper`, `rr-tcp-neper-100`, `rr-tcp-crr`
+//! TCP_RR and TCP_CRR against neper (static builds in `shared/bin/` or on
+//! PATH): `rr-tcp-neper`, `rr-tcp-neper-100`, `rr-tcp-crr`
 //! and `rr-tcp-crr-16` in `neper.rs`.
 
 use super::tools::{linerate_bin, need, spawn_pinned, wait_tcp_listen};

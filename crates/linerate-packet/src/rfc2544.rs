@@ -586,12 +586,13 @@ impl Bounds {
     /// this path (the search asks no higher). Returns whether it passed at
     /// a rate above the best so far.
     /// A trial whose late sender skipped departures offered less than
-    /// asked, in stretches at the asked rate: a pass is at what it offered,
-    /// a failure at the rate it was asked (the device lost frames in those
+    /// asked, in stretches at the asked rate: a pass that skipped more than
+    /// the offered margin (`skipped_much`) is at what it offered, a
+    /// failure at the rate it was asked (the device lost frames in those
     /// stretches).
-    fn take(&mut self, t: &Trial, asked: f64) -> bool {
+    fn take(&mut self, t: &Trial, asked: f64, skipped_much: bool) -> bool {
         if t.passed {
-            let at = if t.held_back || t.skipped() > 0 {
+            let at = if t.held_back || skipped_much {
                 t.tested_fps()
             } else {
                 asked
@@ -657,20 +658,17 @@ pub fn throughput(
     let mut spoiled = Vec::new();
     let mut scored = 0;
     let converged = loop {
-        // A pass whose sender skipped departures tested the rate it
-        // offered; one no higher than a rate passed before taught the
-        // search nothing: run again.
-        let lo = bounds.lo;
+        // A pass whose sender skipped more departures than the offered
+        // margin allows tested the rate it offered; one no higher than a
+        // rate passed before taught the search nothing: run again.
+        let (lo, om) = (bounds.lo, s.offered_min);
         let uninformative = |t: &Trial| {
-            (t.passed && t.skipped() > 0 && t.tested_fps() <= lo).then(|| {
+            if !t.passed || t.tested_fps() > lo {
+                return None;
+            }
+            skipped_beyond_margin(t, om).map(|why| {
                 format!(
-                    "{}: it skipped {} departures and passed at {:.0} fps, no higher than the {lo:.0} fps passed before",
-                    t.shape.map_or_else(String::new, |s| format!(
-                        "the sender woke late {} times, the worst {:.1} ms",
-                        s.late_wakeups,
-                        s.max_late_us / 1e3
-                    )),
-                    t.skipped(),
+                    "{why}: it passed at {:.0} fps, no higher than the {lo:.0} fps passed before",
                     t.tested_fps()
                 )
             })
@@ -694,7 +692,7 @@ pub fn throughput(
         trials.append(&mut spoiled);
         scored += 1;
         bidirectional |= t.directions.is_some();
-        if bounds.take(&t, rate) {
+        if bounds.take(&t, rate, skipped_beyond_margin(&t, s.offered_min).is_some()) {
             best = Some(t.clone());
         }
         let held_back_pass = t.passed && t.held_back;
