@@ -210,7 +210,7 @@ pub struct TrialShape {
 }
 
 impl TrialShape {
-    fn of(s: &Shape, pace: &Pace) -> TrialShape {
+    fn of(s: &Shape, pace: &Pace, size: &FrameSize) -> TrialShape {
         TrialShape {
             measured_by: "sender, its own clock against its schedule",
             catch_up: pace.catch_up.name(),
@@ -218,7 +218,7 @@ impl TrialShape {
             max_late_us: s.max_late_ns as f64 / 1e3,
             max_burst: s.max_burst,
             skipped: s.skipped,
-            burst_tolerance: pace.burst_tolerance,
+            burst_tolerance: pace.tolerance(size),
         }
     }
 }
@@ -231,21 +231,37 @@ pub struct Pace {
     /// Frames beyond the schedule's burst (one frame) that a late wake-up
     /// may send at once: the bound on a trial's shape. Under `Burst` a
     /// bigger catch-up spoils the trial; under `Skip` the rest are skipped.
-    pub burst_tolerance: u32,
+    /// `None`: [`Pace::tolerance`]'s default for the frame size.
+    pub burst_tolerance: Option<u32>,
     /// Trials in a row this host may spoil before the search gives up
     /// with an error naming the host's load.
     pub spoiled_max: u32,
 }
 
 impl Default for Pace {
-    /// rfc2544's: skip what a late sender missed, a burst of at most 4
-    /// frames beyond the schedule, 5 spoiled trials in a row at most.
+    /// rfc2544's: skip what a late sender missed, a burst of at most
+    /// [`TOLERANCE_BYTES`] beyond the schedule, 5 spoiled trials in a row
+    /// at most.
     fn default() -> Self {
         Pace {
             catch_up: CatchUp::Skip,
-            burst_tolerance: 4,
+            burst_tolerance: None,
             spoiled_max: 5,
         }
+    }
+}
+
+/// The default bound on a catch-up burst, in bytes: four full-size
+/// Ethernet frames (6 KB; a device's buffer is counted in bytes, and any
+/// device holds this much), at least 4 frames of any size.
+pub const TOLERANCE_BYTES: f64 = 4.0 * 1518.0;
+
+impl Pace {
+    /// The bound in frames for `size`: the one given, else as many frames
+    /// as fit in [`TOLERANCE_BYTES`] (4 of 1518 B, 94 of 64 B), at least 4.
+    pub fn tolerance(&self, size: &FrameSize) -> u32 {
+        self.burst_tolerance
+            .unwrap_or_else(|| ((TOLERANCE_BYTES / size.mean().max(1.0)).floor() as u32).max(4))
     }
 }
 
@@ -387,7 +403,8 @@ pub fn trial(
     let held_back = short
         || kept_pace < spec.rate_fps * offered_min
         || forwarded_fps < offered_fps * offered_min;
-    let spoiled = shape.and_then(|s| broke_shape(&s, &spec.pace, spec.frames.is_some()));
+    let tolerance = spec.pace.tolerance(&spec.frame_size);
+    let spoiled = shape.and_then(|s| broke_shape(&s, tolerance, spec.frames.is_some()));
     let reason = if let Some(why) = &spoiled {
         Some(format!("spoiled by this host: {why}"))
     } else if spec.frames.is_some() && short {
@@ -418,7 +435,7 @@ pub fn trial(
             .rx_iface_packets
             .map(|n| n + r.and_then(|r| r.rx_iface_packets).unwrap_or(0)),
         directions: rev.map(|r| [fwd, r]),
-        shape: shape.map(|s| TrialShape::of(&s, &spec.pace)),
+        shape: shape.map(|s| TrialShape::of(&s, &spec.pace, &spec.frame_size)),
         spoiled,
     })
 }
@@ -435,13 +452,12 @@ fn lateness(s: &Shape) -> String {
 /// Why a trial's departures broke their shape by more than its bound, if
 /// they did: a catch-up burst beyond the tolerance, or (a back-to-back
 /// burst, judged whole) any departure skipped.
-fn broke_shape(s: &Shape, pace: &Pace, whole: bool) -> Option<String> {
-    if s.max_burst > u64::from(pace.burst_tolerance) {
+fn broke_shape(s: &Shape, tolerance: u32, whole: bool) -> Option<String> {
+    if s.max_burst > u64::from(tolerance) {
         return Some(format!(
-            "{}, and sent {} frames back to back beyond its schedule (bound {})",
+            "{}, and sent {} frames back to back beyond its schedule (bound {tolerance})",
             lateness(s),
             s.max_burst,
-            pace.burst_tolerance
         ));
     }
     if whole && s.skipped > 0 {
@@ -952,7 +968,7 @@ impl DeviceRunner {
             rate: Rate::Pps(spec.rate_fps.round().max(1.0) as u64),
             burst: 1,
             catch_up: spec.pace.catch_up,
-            burst_tolerance: spec.pace.burst_tolerance,
+            burst_tolerance: spec.pace.tolerance(&spec.frame_size),
             backend: self.backend,
             cores: Vec::new(),
             replay: None,
@@ -1235,9 +1251,34 @@ mod tests {
         }
     }
 
+    /// The searches' settings with a catch-up bound of 4 frames.
+    fn bound4(max: f64) -> Settings {
+        Settings {
+            pace: Pace {
+                burst_tolerance: Some(4),
+                ..Pace::default()
+            },
+            ..settings(max)
+        }
+    }
+
+    #[test]
+    fn the_default_bound_is_six_kilobytes_of_frames_and_at_least_four() {
+        let p = Pace::default();
+        assert_eq!(p.tolerance(&64.into()), 94);
+        assert_eq!(p.tolerance(&1518.into()), 4);
+        assert_eq!(p.tolerance(&9000.into()), 4);
+        assert_eq!(p.tolerance(&FrameSize::parse("imix").unwrap()), 16);
+        let given = Pace {
+            burst_tolerance: Some(7),
+            ..p
+        };
+        assert_eq!(given.tolerance(&64.into()), 7);
+    }
+
     #[test]
     fn a_trial_this_host_spoiled_is_run_again_and_not_scored() {
-        let s = settings(100_000.0);
+        let s = bound4(100_000.0);
         let clean = throughput(
             &mut Sim::new(41_666.0, 0.0, 1e9),
             &64.into(),
@@ -1288,7 +1329,7 @@ mod tests {
         let mut sim = Sim::new(41_666.0, 0.0, 1e9);
         sim.shapes = vec![late(12, 20, 0); 10];
         let mut seen = 0;
-        let e = throughput(&mut sim, &64.into(), 0.0, &settings(100_000.0), &mut |_| {
+        let e = throughput(&mut sim, &64.into(), 0.0, &bound4(100_000.0), &mut |_| {
             seen += 1
         })
         .unwrap_err();

@@ -309,6 +309,8 @@ fn throughput_holds_beside_a_cpu_hog_on_the_senders_cpu() {
     // Every scored trial kept its shape (no catch-up beyond the bound),
     // and the rate found is one a scored pass offered, skips left out.
     for t in trials.iter().filter(|t| t.get("spoiled").is_none()) {
+        // 1518 B: the default bound is 4 frames (6 KB).
+        assert_eq!(t["shape"]["burst_tolerance"], 4, "{t}");
         assert!(t["shape"]["max_burst"].as_u64().unwrap() <= 4, "{t}");
     }
     let offered = trials

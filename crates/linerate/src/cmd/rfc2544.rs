@@ -106,10 +106,11 @@ pub struct Rfc2544Args {
     #[arg(long, value_enum, default_value = "skip")]
     catch_up: super::blast::CatchUpArg,
     /// The bound on a trial's shape: frames a late sender may send back
-    /// to back beyond its schedule (a device's buffer takes a few; a
-    /// hardware tester sends none).
-    #[arg(long, default_value_t = 4, value_name = "FRAMES")]
-    burst_tolerance: u32,
+    /// to back beyond its schedule (default: as many as fit in 6 KB, four
+    /// full-size frames, at least 4: 94 of 64 B; any device's buffer
+    /// holds that much, and a hardware tester sends none).
+    #[arg(long, value_name = "FRAMES")]
+    burst_tolerance: Option<u32>,
     /// Trials in a row this host may spoil before the search ends with an
     /// error naming its load (no rate is reported from spoiled trials).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
