@@ -61,6 +61,8 @@ struct State {
     /// The last configuration taken, as it came.
     config: Option<Value>,
     campaign: Option<Campaign>,
+    /// The interfaces' settings before the configuration's layer1.
+    former: Vec<crate::layer1::Former>,
 }
 
 impl Agent {
@@ -166,8 +168,15 @@ impl Agent {
 
     fn set_config(&self, doc: Value) -> Result<Reply, Reply> {
         let cfg = model::config(&doc).map_err(Reply::invalid)?;
-        let plan = plan::plan(&cfg, &self.opts).map_err(Reply::invalid)?;
-        let warnings = warnings(&cfg, &plan);
+        if !cfg.captures.is_empty() {
+            return Err(Reply::invalid(invalid(
+                "captures",
+                "not supported by linerate agent yet",
+            )));
+        }
+        // Checked first (ports allowed, flows runnable) before any
+        // interface is changed.
+        plan::plan(&cfg, &self.opts).map_err(Reply::invalid)?;
         let mut s = lock(&self.state);
         if s.campaign.as_ref().is_some_and(Campaign::any_running) {
             return Err(Reply::error(
@@ -175,6 +184,32 @@ impl Agent {
                 "traffic is running: stop it first (/control/state, flow_transmit stop)",
             ));
         }
+        // The last configuration's layer1 undone, this one's applied,
+        // then the plan made again over the interfaces as they are now
+        // (their MTU bounds the frames).
+        crate::layer1::restore(&std::mem::take(&mut s.former));
+        s.campaign = None;
+        s.config = None;
+        let ports = plan::plan(
+            &model::Config {
+                flows: Vec::new(),
+                ..cfg.clone()
+            },
+            &self.opts,
+        )
+        .map_err(Reply::invalid)?
+        .ports;
+        let (mut warnings, former) =
+            crate::layer1::apply(&cfg, &ports, &self.opts).map_err(Reply::invalid)?;
+        let plan = match plan::plan(&cfg, &self.opts) {
+            Ok(p) => p,
+            Err(e) => {
+                crate::layer1::restore(&former);
+                return Err(Reply::invalid(e));
+            }
+        };
+        warnings.extend(self::warnings(&cfg, &plan));
+        s.former = former;
         s.campaign = Some(Campaign::new(plan));
         s.config = Some(doc);
         Ok(Reply::warnings(warnings))
@@ -526,9 +561,11 @@ fn port_metric(plan: &Plan, p: usize, snaps: &[FlowCounts]) -> Value {
 impl Drop for Agent {
     fn drop(&mut self) {
         self.receivers.stop_all();
-        if let Some(c) = lock(&self.state).campaign.as_ref() {
+        let mut s = lock(&self.state);
+        if let Some(c) = s.campaign.as_ref() {
             c.stop_all(self.opts.drain + STOP_SLACK);
         }
+        crate::layer1::restore(&std::mem::take(&mut s.former));
     }
 }
 
@@ -631,6 +668,22 @@ mod tests {
     }
 
     #[test]
+    fn layer1_as_snappi_sends_it_is_taken() {
+        let a = agent();
+        let mut doc = good();
+        set(
+            &mut doc,
+            "/layer1",
+            json!([{"name": "ly", "port_names": ["tx", "rx"], "speed": "speed_1_gbps",
+                "mtu": 1500, "promiscuous": true, "auto_negotiate": true}]),
+        );
+        let r = post(&a, "/config", &doc);
+        assert_eq!(r.status, 200, "{}", r.body);
+        let s = lock(&a.state);
+        assert!(s.former.is_empty(), "loopback ports: nothing changed");
+    }
+
+    #[test]
     fn what_linerate_would_not_honour_is_refused_by_path() {
         let a = agent();
         let cases: Vec<(&str, Value, &str)> = vec![
@@ -676,6 +729,36 @@ mod tests {
             ),
             ("/ports/1/location", json!("eth0"), "allow-list"),
             ("/devices", json!([{"name": "d"}]), "devices"),
+            (
+                "/layer1",
+                json!([{"name": "l", "port_names": ["tx"], "speed": "speed_3_gbps"}]),
+                "layer1[0].speed: 'speed_3_gbps' is not one",
+            ),
+            (
+                "/layer1",
+                json!([{"name": "l", "port_names": ["tx"], "mtu": 20}]),
+                "layer1[0].mtu: 20",
+            ),
+            (
+                "/layer1",
+                json!([{"name": "l", "port_names": ["nope"]}]),
+                "layer1[0].port_names[0]: no port is named 'nope'",
+            ),
+            (
+                "/layer1",
+                json!([{"name": "l", "port_names": ["tx"], "flow_control": {"choice": "ieee_802_1qbb"}}]),
+                "layer1[0].flow_control: not supported",
+            ),
+            (
+                "/captures",
+                json!([{"name": "c", "port_names": ["rx"], "format": "erf"}]),
+                "captures[0].format: 'erf'",
+            ),
+            (
+                "/captures",
+                json!([{"name": "c", "port_names": ["rx"], "filters": [{"choice": "ethernet"}]}]),
+                "captures[0].filters: not supported",
+            ),
             (
                 "/flows/0/packet/2/ipv4/time_to_live",
                 json!({"choice": "increment", "increment": {"start": 1, "count": 3}}),

@@ -6,6 +6,8 @@
 //!
 //! - `json`: reading a document field by field, paths in every error.
 //! - `model`: the models' subset, defaults filled in, the rest refused.
+//! - `layer1`: the ports' link settings applied (MTU, promiscuous),
+//!   checked (speed) and put back.
 //! - `plan`: a configuration made runnable (allow-list, probe ids,
 //!   blast and sink configurations), all refusals before anything is sent.
 //! - `campaign`: running flows and their counts.
@@ -18,6 +20,7 @@ pub mod api;
 pub mod campaign;
 pub mod http;
 pub mod json;
+pub mod layer1;
 pub mod model;
 pub mod peer;
 pub mod plan;

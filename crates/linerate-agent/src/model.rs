@@ -24,7 +24,63 @@ pub const VALUES_MAX: usize = 4096;
 pub struct Config {
     pub ports: Vec<Port>,
     pub flows: Vec<Flow>,
+    pub layer1: Vec<Layer1>,
+    pub captures: Vec<Capture>,
 }
+
+/// A `layer1` entry: settings for some ports' links.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Layer1 {
+    pub name: String,
+    pub ports: Vec<String>,
+    /// The model's speed name (`speed_1_gbps` …): checked against the
+    /// interface, a warning where it differs.
+    pub speed: Option<String>,
+    /// Whether the client asked for auto-negotiation (`auto_negotiate`):
+    /// checked, a warning where it cannot be.
+    pub auto_negotiate: Option<bool>,
+    /// The MTU to set (the model's default is 1500).
+    pub mtu: u32,
+    /// Promiscuous reception (the model's default is true).
+    pub promiscuous: bool,
+    /// Fields given that the agent reports rather than applies
+    /// (`media`, `ieee_media_defaults`, `auto_negotiation`).
+    pub noted: Vec<String>,
+}
+
+/// A `captures` entry: the ports whose received frames are kept.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Capture {
+    pub name: String,
+    pub ports: Vec<String>,
+    pub pcapng: bool,
+    /// Replace the last capture (the model's default); false keeps the
+    /// frames of earlier starts too.
+    pub overwrite: bool,
+    /// Bytes kept of each frame (the model's `packet_size`; none: whole).
+    pub packet_size: Option<u32>,
+}
+
+/// The model's link speeds, in bits per second.
+pub const SPEEDS: &[(&str, u64)] = &[
+    ("speed_10_fd_mbps", 10_000_000),
+    ("speed_10_hd_mbps", 10_000_000),
+    ("speed_100_fd_mbps", 100_000_000),
+    ("speed_100_hd_mbps", 100_000_000),
+    ("speed_1_gbps", 1_000_000_000),
+    ("speed_10_gbps", 10_000_000_000),
+    ("speed_25_gbps", 25_000_000_000),
+    ("speed_40_gbps", 40_000_000_000),
+    ("speed_50_gbps", 50_000_000_000),
+    ("speed_100_gbps", 100_000_000_000),
+    ("speed_200_gbps", 200_000_000_000),
+    ("speed_400_gbps", 400_000_000_000),
+    ("speed_800_gbps", 800_000_000_000),
+];
+
+/// Largest MTU the agent sets (a jumbo frame of 9216 bytes less its
+/// Ethernet header and FCS).
+pub const MTU_MAX: u32 = 9198;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Port {
@@ -152,15 +208,10 @@ pub fn config(v: &Value) -> Result<Config, Invalid> {
         }
         flows.push(f);
     }
+    let layer1 = layer1(&o, &ports)?;
+    let captures = captures(&o, &ports)?;
     // Empty sections are the same as none.
-    for key in [
-        "lags",
-        "layer1",
-        "captures",
-        "devices",
-        "lldp",
-        "egress_only_tracking",
-    ] {
+    for key in ["lags", "devices", "lldp", "egress_only_tracking"] {
         if o.list(key, usize::MAX)
             .ok()
             .flatten()
@@ -176,7 +227,161 @@ pub fn config(v: &Value) -> Result<Config, Invalid> {
         }
     }
     o.done()?;
-    Ok(Config { ports, flows })
+    Ok(Config {
+        ports,
+        flows,
+        layer1,
+        captures,
+    })
+}
+
+/// The port names of `key` in `o` (each a port of `ports`, none twice).
+fn port_names(o: &Obj, key: &'static str, ports: &[Port]) -> Result<Vec<String>, Invalid> {
+    let mut out: Vec<String> = Vec::new();
+    for (i, n) in o
+        .strs(key, PORTS_MAX)?
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+    {
+        let path = format!("{}[{i}]", o.at(key));
+        let n = port_ref(&path, n, ports)?;
+        if out.contains(&n) {
+            return Err(invalid(&path, format!("'{n}' is named twice")));
+        }
+        out.push(n);
+    }
+    Ok(out)
+}
+
+fn layer1(o: &Obj, ports: &[Port]) -> Result<Vec<Layer1>, Invalid> {
+    let mut out: Vec<Layer1> = Vec::new();
+    for (i, l) in o
+        .list("layer1", PORTS_MAX)?
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+    {
+        let l = Obj::new(&format!("layer1[{i}]"), l)?;
+        let name = name(&l)?;
+        let names = port_names(&l, "port_names", ports)?;
+        for n in &names {
+            if out.iter().any(|e| e.ports.contains(n)) {
+                return Err(invalid(
+                    &l.at("port_names"),
+                    format!("port '{n}' is in two layer1 entries"),
+                ));
+            }
+        }
+        let speed = l.str("speed")?.map(str::to_string);
+        if let Some(s) = &speed
+            && !SPEEDS.iter().any(|(n, _)| n == s)
+        {
+            return Err(invalid(
+                &l.at("speed"),
+                format!("'{s}' is not one of the model's speeds"),
+            ));
+        }
+        let mtu = l.u64("mtu")?.unwrap_or(1500);
+        if !(68..=u64::from(MTU_MAX)).contains(&mtu) {
+            return Err(invalid(
+                &l.at("mtu"),
+                format!("{mtu}: an MTU of 68 to {MTU_MAX} bytes"),
+            ));
+        }
+        let promiscuous = l.bool("promiscuous")?.unwrap_or(true);
+        let auto_negotiate = l.bool("auto_negotiate")?;
+        let mut noted = Vec::new();
+        if let Some(m) = l.str("media")? {
+            if !["copper", "fiber", "sgmii"].contains(&m) {
+                return Err(invalid(&l.at("media"), format!("'{m}' is not a media")));
+            }
+            noted.push(format!("media '{m}'"));
+        }
+        if l.bool("ieee_media_defaults")? == Some(true) {
+            noted.push("ieee_media_defaults".to_string());
+        }
+        if l.raw("auto_negotiation").is_some() {
+            noted.push("auto_negotiation's settings".to_string());
+        }
+        if l.raw("flow_control").is_some() {
+            return Err(invalid(
+                &l.at("flow_control"),
+                "not supported by linerate agent (it does not set pause frames)",
+            ));
+        }
+        l.done()?;
+        out.push(Layer1 {
+            name,
+            ports: names,
+            speed,
+            auto_negotiate,
+            mtu: mtu as u32,
+            promiscuous,
+            noted,
+        });
+    }
+    Ok(out)
+}
+
+/// Most frames a port's capture keeps.
+pub const CAPTURE_FRAMES_MAX: u64 = 100_000;
+
+fn captures(o: &Obj, ports: &[Port]) -> Result<Vec<Capture>, Invalid> {
+    let mut out: Vec<Capture> = Vec::new();
+    for (i, c) in o
+        .list("captures", PORTS_MAX)?
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+    {
+        let c = Obj::new(&format!("captures[{i}]"), c)?;
+        let name = name(&c)?;
+        let names = port_names(&c, "port_names", ports)?;
+        for n in &names {
+            if out.iter().any(|e| e.ports.contains(n)) {
+                return Err(invalid(
+                    &c.at("port_names"),
+                    format!("port '{n}' is in two captures"),
+                ));
+            }
+        }
+        let pcapng = match c.str("format")?.unwrap_or("pcap") {
+            "pcap" => false,
+            "pcapng" => true,
+            f => {
+                return Err(invalid(
+                    &c.at("format"),
+                    format!("'{f}' is not a format (pcap, pcapng)"),
+                ));
+            }
+        };
+        let overwrite = c.bool("overwrite")?.unwrap_or(true);
+        let packet_size = c.u64("packet_size")?;
+        if let Some(p) = packet_size
+            && !(1..=65_535).contains(&p)
+        {
+            return Err(invalid(
+                &c.at("packet_size"),
+                format!("{p}: 1 to 65535 bytes of each frame"),
+            ));
+        }
+        if c.list("filters", 16)?.is_some_and(|f| !f.is_empty()) {
+            return Err(invalid(
+                &c.at("filters"),
+                "not supported by linerate agent (it keeps every frame the port receives)",
+            ));
+        }
+        c.done()?;
+        out.push(Capture {
+            name,
+            ports: names,
+            pcapng,
+            overwrite,
+            packet_size: packet_size.map(|p| p as u32),
+        });
+    }
+    Ok(out)
 }
 
 fn name(o: &Obj) -> Result<String, Invalid> {

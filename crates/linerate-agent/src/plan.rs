@@ -464,7 +464,9 @@ fn blast_config(
         macs_given: true,
         gso: Gso::Auto,
         interval: Some(opts.interval),
-        end_markers: true,
+        // The agent knows what it sent: no frame the configuration did not
+        // ask for goes on the wire.
+        end_markers: false,
     })
 }
 
