@@ -444,21 +444,7 @@ enum Route {
 /// What the client should know about how its flows will be sent.
 fn warnings(cfg: &model::Config, plan: &Plan) -> Vec<String> {
     let mut w = Vec::new();
-    for (f, p) in cfg.flows.iter().zip(&plan.flows) {
-        let h = &f.headers;
-        let ranged = [h.eth_src, h.ip_src, h.ip_dst, h.src_port, h.dst_port]
-            .iter()
-            .filter(|r| r.count > 1)
-            .count()
-            + usize::from(matches!(h.eth_dst, model::Field::Range(r) if r.count > 1));
-        if ranged > 1 {
-            w.push(format!(
-                "flow '{}': {} fields take several values: linerate sends every combination ({} in turn), not the fields stepping together",
-                f.name,
-                ranged,
-                p.blast.flows.count()
-            ));
-        }
+    for (f, _) in cfg.flows.iter().zip(&plan.flows) {
         if f.rx.is_empty() {
             w.push(format!(
                 "flow '{}': no receive port: frames_rx stays 0",
@@ -633,17 +619,10 @@ mod tests {
         let a = agent();
         let r = post(&a, "/config", &good());
         assert_eq!(r.status, 200, "{}", r.body);
-        assert!(
-            r.body["warnings"][0]
-                .as_str()
-                .unwrap()
-                .contains("every combination"),
-            "{}",
-            r.body
-        );
+        assert_eq!(r.body["warnings"], json!([]), "{}", r.body);
         let s = lock(&a.state);
         let f = &s.campaign.as_ref().unwrap().plan.flows[0];
-        assert_eq!(f.blast.flows.count(), 12);
+        assert_eq!(f.blast.flows.count(), 12, "counts 3 and 4 step together");
         assert_eq!(f.blast.count, Some(10));
         assert_eq!(f.blast.framing.vlan, Some((10, 0)));
         assert_eq!(f.blast.framing.ttl, 64, "the model's default TTL");
@@ -665,6 +644,62 @@ mod tests {
         );
         assert_eq!(f.blast.rate, linerate_packet::Rate::Pps(1000));
         assert_eq!(f.blast.sizes.cycle(), &[64]);
+    }
+
+    /// The model steps each field on its own per frame: frame n carries
+    /// values[n % len], start + n*step (mod count), a decrement downward
+    /// (the OTG suite's udp/tcp port tests).
+    #[test]
+    fn each_field_steps_on_its_own_as_the_model_says() {
+        let a = agent();
+        let mut doc = good();
+        set(
+            &mut doc,
+            "/flows/0/packet/3/udp",
+            json!({
+                "src_port": {"choice": "increment", "increment": {"start": 5000, "step": 2, "count": 10}},
+                "dst_port": {"choice": "decrement", "decrement": {"start": 6000, "step": 2, "count": 10}}
+            }),
+        );
+        set(
+            &mut doc,
+            "/flows/0/packet/2/ipv4/dst",
+            json!({"choice": "values", "values": ["198.18.1.9", "198.18.1.6", "198.18.1.3"]}),
+        );
+        let r = post(&a, "/config", &doc);
+        assert_eq!(r.status, 200, "{}", r.body);
+        let s = lock(&a.state);
+        let spec = &s.campaign.as_ref().unwrap().plan.flows[0].blast.flows;
+        assert_eq!(spec.count(), 30, "lcm(10, 10, 3)");
+        let mut c = linerate_traffic::flows::FlowCursor::new(spec);
+        for n in 0..100u64 {
+            let (_, f) = c.get();
+            assert_eq!(f.src_port, 5000 + (n % 10) as u16 * 2, "frame {n}");
+            assert_eq!(f.dst_port, 6000 - (n % 10) as u16 * 2, "frame {n}");
+            let d = [9u8, 6, 3][(n % 3) as usize];
+            assert_eq!(
+                f.dst_ip,
+                std::net::IpAddr::from([198, 18, 1, d]),
+                "frame {n}"
+            );
+            assert_eq!(*f, spec.flow(n));
+            c.advance();
+        }
+        drop(s);
+        // The suite's values: dst 6010 at frame 1.
+        set(
+            &mut doc,
+            "/flows/0/packet/3/udp",
+            json!({
+                "src_port": {"choice": "values", "values": [5000, 5010, 5020, 5030]},
+                "dst_port": {"choice": "values", "values": [6000, 6010, 6020, 6030]}
+            }),
+        );
+        assert_eq!(post(&a, "/config", &doc).status, 200);
+        let s = lock(&a.state);
+        let spec = &s.campaign.as_ref().unwrap().plan.flows[0].blast.flows;
+        assert_eq!((spec.flow(1).src_port, spec.flow(1).dst_port), (5010, 6010));
+        assert_eq!((spec.flow(5).src_port, spec.flow(5).dst_port), (5010, 6010));
     }
 
     #[test]

@@ -5,8 +5,8 @@
 //!
 //! Patterns (a header field's values) become linerate ranges: `value`,
 //! `values` (evenly spaced), `increment` and `decrement`; `auto` where the
-//! model has it. linerate walks every combination of a flow's ranges (an
-//! odometer), where the model steps each field on its own.
+//! model has it. Each field steps on its own per frame, as the model
+//! does (`FlowSpec::lockstep`): frame n carries value n mod count.
 
 use crate::json::{Invalid, Obj, as_u64, invalid, short};
 use linerate_traffic::flows::Range;
@@ -841,8 +841,18 @@ fn counter(
     Ok(Some((start, step, count)))
 }
 
+/// `-step` in a field of `kind`: the step that walks downward when values
+/// are taken modulo the field's width (`FlowSpec::lockstep`).
+fn negated(kind: Kind, step: u128) -> u128 {
+    match kind {
+        Kind::V6 => step.wrapping_neg(),
+        k => (k.max() + 1 - step % (k.max() + 1)) % (k.max() + 1),
+    }
+}
+
 /// The range an increment (`up`) or decrement of pattern `p` walks, if
-/// it stays within the field.
+/// it stays within the field: the model's values in its order (a
+/// decrement from `start` downward).
 fn counter_range(
     p: &Obj,
     kind: Kind,
@@ -861,51 +871,60 @@ fn counter_range(
     let span = step
         .checked_mul(u128::from(count - 1))
         .ok_or_else(|| invalid(&path, "the values run past the field"))?;
-    let first = if up {
+    if up {
         start
             .checked_add(span)
             .filter(|&last| last <= kind.max())
             .ok_or_else(|| invalid(&path, "the values run past the field's largest"))?;
-        start
     } else {
         start
             .checked_sub(span)
-            .ok_or_else(|| invalid(&path, "the values run below 0"))?
-    };
+            .ok_or_else(|| invalid(&path, "the values run below 0"))?;
+    }
     Ok(Range {
-        first,
+        first: start,
         count,
-        step: if count == 1 { 1 } else { step },
+        step: match (count, up) {
+            (1, _) => 1,
+            (_, true) => step,
+            (_, false) => negated(kind, step),
+        },
     })
 }
 
-/// The range pattern `p`'s `values` make: they must be evenly spaced.
+/// The range pattern `p`'s `values` make, in the order given: they must
+/// be evenly spaced (rising or falling).
 fn values_range(p: &Obj, kind: Kind, values: Option<&[Value]>) -> Result<Range, Invalid> {
     let path = p.at("values");
     let list = values.ok_or_else(|| invalid(&path, "required by choice values"))?;
-    let mut v = list
+    let v = list
         .iter()
         .enumerate()
         .map(|(i, x)| kind.parse(&format!("{path}[{i}]"), x))
         .collect::<Result<Vec<_>, _>>()?;
-    v.sort_unstable();
     if v.is_empty() {
         return Err(invalid(&path, "at least one value"));
     }
-    if v.windows(2).any(|w| w[0] == w[1]) {
-        return Err(invalid(&path, "a value given twice"));
-    }
-    let step = v.get(1).map_or(1, |b| b - v[0]);
-    if v.windows(2).any(|w| w[1] - w[0] != step) {
+    let rising = v.get(1).is_none_or(|&b| b > v[0]);
+    let gap = |a: u128, b: u128| {
+        if rising {
+            b.checked_sub(a)
+        } else {
+            a.checked_sub(b)
+        }
+    };
+    let step = v.get(1).map_or(Some(1), |&b| gap(v[0], b));
+    if step == Some(0) || v.windows(2).any(|w| gap(w[0], w[1]) != step) {
         return Err(invalid(
             &path,
-            "values must be evenly spaced: linerate walks a range (first, step, count)",
+            "values must be evenly spaced, rising or falling, none twice: linerate walks a range (first, step, count)",
         ));
     }
+    let step = step.expect("checked");
     Ok(Range {
         first: v[0],
         count: v.len() as u64,
-        step,
+        step: if rising { step } else { negated(kind, step) },
     })
 }
 

@@ -317,8 +317,12 @@ fn flow_spec(
         src_port: h.src_port,
         dst_port: h.dst_port,
         ids: ProbeIds::default(),
+        // The model's patterns: each field steps on its own per frame.
+        lockstep: true,
     };
-    let n: u128 = [
+    // The frames repeat after the least common multiple of the fields'
+    // counts.
+    let n = [
         spec.src_mac,
         spec.dst_mac,
         spec.src_ip,
@@ -327,14 +331,14 @@ fn flow_spec(
         spec.dst_port,
     ]
     .iter()
-    .map(|r| u128::from(r.count))
-    .product();
-    if n > 1 << 32 {
+    .try_fold(1u64, |l, r| {
+        let c = r.count.max(1);
+        (l / gcd(l, c)).checked_mul(c).filter(|&n| n <= 1 << 32)
+    });
+    if n.is_none() {
         return Err(invalid(
             &format!("{path}.packet"),
-            format!(
-                "{n} combinations of the fields' values: linerate walks at most 2^32 in a flow"
-            ),
+            "the fields' value counts repeat after more than 2^32 frames (their least common multiple): linerate walks at most 2^32 in a flow",
         ));
     }
     Ok(spec)
