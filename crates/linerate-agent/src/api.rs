@@ -19,11 +19,25 @@ pub const API_SPEC_VERSION: &str = "1.62.0";
 pub struct Reply {
     pub status: u16,
     pub body: Value,
+    /// A binary answer (a capture file) sent instead of `body`.
+    pub bytes: Option<Vec<u8>>,
 }
 
 impl Reply {
     fn ok(body: Value) -> Self {
-        Self { status: 200, body }
+        Self {
+            status: 200,
+            body,
+            bytes: None,
+        }
+    }
+
+    fn file(bytes: Vec<u8>) -> Self {
+        Self {
+            status: 200,
+            body: Value::Null,
+            bytes: Some(bytes),
+        }
     }
 
     /// The models' `Error`: a code, a kind and messages.
@@ -35,6 +49,7 @@ impl Reply {
                 "kind": if status >= 500 { "internal" } else { "validation" },
                 "errors": [what.into()],
             }),
+            bytes: None,
         }
     }
 
@@ -61,6 +76,7 @@ struct State {
     /// The last configuration taken, as it came.
     config: Option<Value>,
     campaign: Option<Campaign>,
+    captures: Option<crate::capture::Captures>,
     /// The interfaces' settings before the configuration's layer1.
     former: Vec<crate::layer1::Former>,
 }
@@ -85,6 +101,7 @@ impl Agent {
             ("GET", "/config") => Route::GetConfig,
             ("POST", "/control/state") => Route::ControlState,
             ("POST", "/monitor/metrics") => Route::Metrics,
+            ("POST", "/monitor/capture") => Route::Capture,
             ("GET", "/capabilities/version") => return self.version(),
             (
                 "POST",
@@ -95,14 +112,21 @@ impl Agent {
             ) => {
                 return self.peer_route(path, body);
             }
-            (_, "/config" | "/control/state" | "/monitor/metrics" | "/capabilities/version") => {
+            (
+                _,
+                "/config"
+                | "/control/state"
+                | "/monitor/metrics"
+                | "/monitor/capture"
+                | "/capabilities/version",
+            ) => {
                 return Reply::error(405, format!("{method} is not a method of {path}"));
             }
             _ => {
                 return Reply::error(
                     404,
                     format!(
-                        "{path}: not a path of the agent (it serves /config, /control/state, /monitor/metrics and /capabilities/version)"
+                        "{path}: not a path of the agent (it serves /config, /control/state, /monitor/metrics, /monitor/capture and /capabilities/version)"
                     ),
                 );
             }
@@ -118,6 +142,7 @@ impl Agent {
         let r = match route {
             Route::SetConfig => self.set_config(doc),
             Route::ControlState => self.control_state(&doc),
+            Route::Capture => self.capture(&doc),
             _ => self.metrics(&doc),
         };
         r.unwrap_or_else(|e| e)
@@ -168,12 +193,6 @@ impl Agent {
 
     fn set_config(&self, doc: Value) -> Result<Reply, Reply> {
         let cfg = model::config(&doc).map_err(Reply::invalid)?;
-        if !cfg.captures.is_empty() {
-            return Err(Reply::invalid(invalid(
-                "captures",
-                "not supported by linerate agent yet",
-            )));
-        }
         // Checked first (ports allowed, flows runnable) before any
         // interface is changed.
         plan::plan(&cfg, &self.opts).map_err(Reply::invalid)?;
@@ -209,6 +228,25 @@ impl Agent {
             }
         };
         warnings.extend(self::warnings(&cfg, &plan));
+        let mut captures = crate::capture::Captures::new(plan.ports.len()).map_err(|e| {
+            crate::layer1::restore(&former);
+            Reply::error(500, format!("the captures' directory: {e}"))
+        })?;
+        let names: Vec<String> = plan.ports.iter().map(|p| p.name.clone()).collect();
+        captures.configure(&cfg.captures, &names);
+        if let Some(i) = plan.ports.iter().position(|p| {
+            p.remote.is_some() && cfg.captures.iter().any(|c| c.ports.contains(&p.name))
+        }) {
+            crate::layer1::restore(&former);
+            return Err(Reply::invalid(invalid(
+                "captures",
+                format!(
+                    "port '{}' is on a peer agent: the agent captures on its own ports only",
+                    plan.ports[i].name
+                ),
+            )));
+        }
+        s.captures = Some(captures);
         s.former = former;
         s.campaign = Some(Campaign::new(plan));
         s.config = Some(doc);
@@ -218,10 +256,13 @@ impl Agent {
     fn control_state(&self, doc: &Value) -> Result<Reply, Reply> {
         let o = Obj::new("", doc).map_err(Reply::invalid)?;
         let c = o.str("choice").map_err(Reply::invalid)?.unwrap_or("");
+        if c == "port" {
+            return self.capture_state(&o);
+        }
         if c != "traffic" {
             return Err(Reply::invalid(invalid(
                 "choice",
-                format!("'{c}': the agent controls traffic only"),
+                format!("'{c}': the agent controls traffic and port captures only"),
             )));
         }
         let t = o
@@ -261,6 +302,109 @@ impl Agent {
         }
     }
 
+    /// `port.capture`: captures started or stopped.
+    fn capture_state(&self, o: &Obj) -> Result<Reply, Reply> {
+        let p = o
+            .obj("port")
+            .map_err(Reply::invalid)?
+            .ok_or_else(|| Reply::invalid(invalid("port", "required")))?;
+        let pc = p.str("choice").map_err(Reply::invalid)?.unwrap_or("");
+        if pc != "capture" {
+            return Err(Reply::invalid(invalid(
+                "port.choice",
+                format!("'{pc}': the agent takes capture only (it does not set links)"),
+            )));
+        }
+        let c = p
+            .obj("capture")
+            .map_err(Reply::invalid)?
+            .ok_or_else(|| Reply::invalid(invalid("port.capture", "required")))?;
+        let state = c.str("state").map_err(Reply::invalid)?.unwrap_or("");
+        let names = c
+            .strs("port_names", model::PORTS_MAX)
+            .map_err(Reply::invalid)?
+            .unwrap_or_default();
+        c.done().map_err(Reply::invalid)?;
+        p.done().map_err(Reply::invalid)?;
+        o.done().map_err(Reply::invalid)?;
+        let start = match state {
+            "start" => true,
+            "stop" => false,
+            s => {
+                return Err(Reply::invalid(invalid(
+                    "port.capture.state",
+                    format!("'{s}' is not a state (start, stop)"),
+                )));
+            }
+        };
+        let mut s = lock(&self.state);
+        let s = &mut *s;
+        let (Some(camp), Some(caps)) = (s.campaign.as_ref(), s.captures.as_mut()) else {
+            return Err(Reply::error(409, "no configuration: POST /config first"));
+        };
+        let ports = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                camp.plan
+                    .ports
+                    .iter()
+                    .position(|p| p.name == *n)
+                    .ok_or_else(|| {
+                        Reply::invalid(invalid(
+                            &format!("port.capture.port_names[{i}]"),
+                            format!("no port is named '{n}'"),
+                        ))
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        caps.set(&ports, start).map_err(Reply::invalid)?;
+        let mut w = Vec::new();
+        if !start {
+            for (i, p) in caps.ports.iter().enumerate() {
+                if p.capture.is_some() && caps.was_cut(i) {
+                    w.push(format!(
+                        "capture of port '{}': cut at its bound ({} frames or {} bytes): it holds the first frames only",
+                        camp.plan.ports[i].name,
+                        crate::capture::FRAMES_MAX,
+                        crate::capture::BYTES_MAX
+                    ));
+                }
+            }
+        }
+        Ok(Reply::warnings(w))
+    }
+
+    /// `/monitor/capture`: a port's capture as a file.
+    fn capture(&self, doc: &Value) -> Result<Reply, Reply> {
+        let o = Obj::new("", doc).map_err(Reply::invalid)?;
+        let name = o
+            .str("port_name")
+            .map_err(Reply::invalid)?
+            .ok_or_else(|| Reply::invalid(invalid("port_name", "required")))?;
+        o.done().map_err(Reply::invalid)?;
+        let s = lock(&self.state);
+        let (Some(camp), Some(caps)) = (s.campaign.as_ref(), s.captures.as_ref()) else {
+            return Err(Reply::error(409, "no configuration: POST /config first"));
+        };
+        let p = camp
+            .plan
+            .ports
+            .iter()
+            .position(|p| p.name == name)
+            .ok_or_else(|| {
+                Reply::invalid(invalid("port_name", format!("no port is named '{name}'")))
+            })?;
+        if caps.ports[p].capture.is_none() {
+            return Err(Reply::invalid(invalid(
+                "port_name",
+                format!("port '{name}' has no capture in the configuration"),
+            )));
+        }
+        let (bytes, _) = caps.read(p).map_err(|e| Reply::error(500, e))?;
+        Ok(Reply::file(bytes))
+    }
+
     /// The flows named (every flow when none is), by index.
     fn chosen(plan: &Plan, names: &[&str]) -> Result<Vec<usize>, Reply> {
         if names.is_empty() {
@@ -277,7 +421,8 @@ impl Agent {
     }
 
     fn start(&self, names: &[&str]) -> Result<Reply, Reply> {
-        let s = lock(&self.state);
+        let mut s = lock(&self.state);
+        let s = &mut *s;
         let camp = s
             .campaign
             .as_ref()
@@ -296,14 +441,28 @@ impl Agent {
             ));
         }
         for &i in &which {
-            camp.flows[i]
-                .start(camp.plan.flows[i].clone())
-                .map_err(|e| {
-                    Reply::error(
-                        500,
-                        format!("starting flow '{}': {e}", camp.plan.flows[i].name),
-                    )
-                })?;
+            let mut flow = camp.plan.flows[i].clone();
+            if let Some(caps) = s.captures.as_mut() {
+                for (k, sink) in flow.sinks.iter_mut().enumerate() {
+                    let p = flow.rx[flow.sink_rx[k]];
+                    let mtu = linerate_backend::iface::mtu(&sink.iface).unwrap_or(1500);
+                    let running = |f: usize| camp.flows[f].running();
+                    sink.capture = caps.file_for(p, i, mtu, &running).map(|f| {
+                        linerate_packet::CaptureConfig {
+                            path: f.path,
+                            overwrite: false,
+                            snaplen: f.snaplen,
+                            max_frames: f.max_frames,
+                        }
+                    });
+                }
+            }
+            camp.flows[i].start(flow).map_err(|e| {
+                Reply::error(
+                    500,
+                    format!("starting flow '{}': {e}", camp.plan.flows[i].name),
+                )
+            })?;
         }
         Ok(Reply::warnings(Vec::new()))
     }
@@ -416,7 +575,16 @@ impl Agent {
                 };
                 let rows: Vec<Value> = which
                     .iter()
-                    .map(|&p| port_metric(&camp.plan, p, &snaps))
+                    .map(|&p| {
+                        let mut m = port_metric(&camp.plan, p, &snaps);
+                        let on = s
+                            .captures
+                            .as_ref()
+                            .and_then(|c| c.ports.get(p))
+                            .is_some_and(|c| c.started);
+                        m["capture"] = json!(if on { "started" } else { "stopped" });
+                        m
+                    })
                     .collect();
                 Ok(Reply::ok(
                     json!({"choice": "port_metrics", "port_metrics": rows}),
@@ -439,6 +607,7 @@ enum Route {
     GetConfig,
     ControlState,
     Metrics,
+    Capture,
 }
 
 /// What the client should know about how its flows will be sent.

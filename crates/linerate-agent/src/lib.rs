@@ -10,6 +10,8 @@
 //!   checked (speed) and put back.
 //! - `plan`: a configuration made runnable (allow-list, probe ids,
 //!   blast and sink configurations), all refusals before anything is sent.
+//! - `capture`: the ports' captures (the sinks' capture files, handed
+//!   back as one pcap or pcapng).
 //! - `campaign`: running flows and their counts.
 //! - `api`: the routes, without I/O.
 //! - `peer`: ports on other agents (a campaign across hosts): the
@@ -18,6 +20,7 @@
 
 pub mod api;
 pub mod campaign;
+pub mod capture;
 pub mod http;
 pub mod json;
 pub mod layer1;
