@@ -57,6 +57,13 @@ impl Reply {
         Self::error(400, e.to_string())
     }
 
+    /// Every error of a request in one answer (the models' `Error.errors`).
+    fn invalid_all(errs: Vec<Invalid>) -> Self {
+        let mut r = Self::error(400, "");
+        r.body["errors"] = errs.iter().map(|e| json!(e.to_string())).collect();
+        r
+    }
+
     fn warnings(w: Vec<String>) -> Self {
         Self::ok(json!({ "warnings": w }))
     }
@@ -192,10 +199,10 @@ impl Agent {
     }
 
     fn set_config(&self, doc: Value) -> Result<Reply, Reply> {
-        let cfg = model::config(&doc).map_err(Reply::invalid)?;
+        let cfg = model::config_all(&doc).map_err(Reply::invalid_all)?;
         // Checked first (ports allowed, flows runnable) before any
         // interface is changed.
-        plan::plan(&cfg, &self.opts).map_err(Reply::invalid)?;
+        plan::plan_all(&cfg, &self.opts).map_err(Reply::invalid_all)?;
         let mut s = lock(&self.state);
         if s.campaign.as_ref().is_some_and(Campaign::any_running) {
             return Err(Reply::error(
@@ -869,6 +876,58 @@ mod tests {
         let spec = &s.campaign.as_ref().unwrap().plan.flows[0].blast.flows;
         assert_eq!((spec.flow(1).src_port, spec.flow(1).dst_port), (5010, 6010));
         assert_eq!((spec.flow(5).src_port, spec.flow(5).dst_port), (5010, 6010));
+    }
+
+    /// A configuration's errors come back together, each with its path:
+    /// one a port, flow, layer1 and capture entry, and the sections'.
+    #[test]
+    fn every_error_of_a_config_comes_back_in_one_answer() {
+        let a = agent();
+        let mut doc = good();
+        let bad_flow = |name: &str, v: Value| {
+            let mut f = good()["flows"][0].clone();
+            f["name"] = json!(name);
+            set(&mut f, "/rate", v);
+            f
+        };
+        doc["flows"] = json!([
+            bad_flow("a", json!({"choice": "pps", "pps": 0})),
+            good()["flows"][0].clone(),
+            bad_flow("c", json!({"choice": "percentage", "percentage": 200})),
+        ]);
+        set(&mut doc, "/ports/0/speed", json!(1));
+        set(
+            &mut doc,
+            "/layer1",
+            json!([{"name": "l", "port_names": ["tx"], "mtu": 1}]),
+        );
+        set(&mut doc, "/devices", json!([{"name": "d"}]));
+        let r = post(&a, "/config", &doc);
+        assert_eq!(r.status, 400, "{}", r.body);
+        let errs: Vec<&str> = r.body["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.as_str().unwrap())
+            .collect();
+        let paths: Vec<&str> = errs.iter().map(|e| e.split(':').next().unwrap()).collect();
+        assert_eq!(
+            paths,
+            [
+                "ports[0].speed",
+                "flows[0].rate.pps",
+                "flows[2].rate.percentage",
+                "layer1[0].mtu",
+                "devices"
+            ],
+            "{errs:?}"
+        );
+        // The plan's errors too: two ports outside the allow-list.
+        let mut doc = good();
+        set(&mut doc, "/ports/0/location", json!("eth0"));
+        set(&mut doc, "/ports/1/location", json!("eth1"));
+        let r = post(&a, "/config", &doc);
+        assert_eq!(r.body["errors"].as_array().unwrap().len(), 2, "{}", r.body);
     }
 
     #[test]

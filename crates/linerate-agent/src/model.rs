@@ -170,46 +170,62 @@ pub struct Duration {
     pub delay: Delay,
 }
 
-/// Reads a `/config` document.
+/// Reads a `/config` document: its first error.
 pub fn config(v: &Value) -> Result<Config, Invalid> {
-    let o = Obj::new("", v)?;
+    config_all(v).map_err(|mut e| e.remove(0))
+}
+
+/// Reads a `/config` document: every port, flow, layer1 and capture
+/// entry is read, and the refusal is the list of their errors (the
+/// first of each entry, each with its path), in document order.
+pub fn config_all(v: &Value) -> Result<Config, Vec<Invalid>> {
+    let o = Obj::new("", v).map_err(|e| vec![e])?;
+    let mut errs = Vec::new();
     let mut ports = Vec::new();
-    for (i, p) in o
-        .list("ports", PORTS_MAX)?
-        .unwrap_or_default()
-        .iter()
-        .enumerate()
-    {
-        let p = Obj::new(&format!("ports[{i}]"), p)?;
-        let name = name(&p)?;
-        let location = p
-            .str("location")?
-            .ok_or_else(|| invalid(&p.at("location"), "required: the interface the port is"))?
-            .to_string();
-        p.done()?;
-        if ports.iter().any(|q: &Port| q.name == name) {
-            return Err(invalid(&p.at("name"), format!("'{name}' names two ports")));
+    match o.list("ports", PORTS_MAX) {
+        Err(e) => errs.push(e),
+        Ok(list) => {
+            for (i, p) in list.unwrap_or_default().iter().enumerate() {
+                match port(i, p, &ports) {
+                    (Some(p), e) => {
+                        ports.push(p);
+                        errs.extend(e);
+                    }
+                    (None, e) => errs.extend(e),
+                }
+            }
         }
-        ports.push(Port { name, location });
     }
     let mut flows = Vec::new();
-    for (i, f) in o
-        .list("flows", FLOWS_MAX)?
-        .unwrap_or_default()
-        .iter()
-        .enumerate()
-    {
-        let f = flow(&Obj::new(&format!("flows[{i}]"), f)?, &ports)?;
-        if flows.iter().any(|g: &Flow| g.name == f.name) {
-            return Err(invalid(
-                &format!("flows[{i}].name"),
-                format!("'{}' names two flows", f.name),
-            ));
+    match o.list("flows", FLOWS_MAX) {
+        Err(e) => errs.push(e),
+        Ok(list) => {
+            for (i, f) in list.unwrap_or_default().iter().enumerate() {
+                let f = match Obj::new(&format!("flows[{i}]"), f).and_then(|f| flow(&f, &ports)) {
+                    Ok(f) => f,
+                    Err(e) => {
+                        errs.push(e);
+                        continue;
+                    }
+                };
+                if flows.iter().any(|g: &Flow| g.name == f.name) {
+                    errs.push(invalid(
+                        &format!("flows[{i}].name"),
+                        format!("'{}' names two flows", f.name),
+                    ));
+                }
+                flows.push(f);
+            }
         }
-        flows.push(f);
     }
-    let layer1 = layer1(&o, &ports)?;
-    let captures = captures(&o, &ports)?;
+    let layer1 = layer1(&o, &ports).unwrap_or_else(|e| {
+        errs.push(e);
+        Vec::new()
+    });
+    let captures = captures(&o, &ports).unwrap_or_else(|e| {
+        errs.push(e);
+        Vec::new()
+    });
     // Empty sections are the same as none.
     for key in ["lags", "devices", "lldp", "egress_only_tracking"] {
         if o.list(key, usize::MAX)
@@ -220,19 +236,61 @@ pub fn config(v: &Value) -> Result<Config, Invalid> {
             continue;
         }
         if o.raw(key).is_some() {
-            return Err(invalid(
+            errs.push(invalid(
                 key,
                 "not supported by linerate agent (ports and flows only)",
             ));
         }
     }
-    o.done()?;
-    Ok(Config {
-        ports,
-        flows,
-        layer1,
-        captures,
-    })
+    if let Err(e) = o.done() {
+        errs.push(e);
+    }
+    if errs.is_empty() {
+        Ok(Config {
+            ports,
+            flows,
+            layer1,
+            captures,
+        })
+    } else {
+        Err(errs)
+    }
+}
+
+/// Port `i`: the port (when its name could be read, so flows naming it
+/// are not refused for it) and its errors.
+fn port(i: usize, v: &Value, ports: &[Port]) -> (Option<Port>, Vec<Invalid>) {
+    let p = match Obj::new(&format!("ports[{i}]"), v) {
+        Ok(p) => p,
+        Err(e) => return (None, vec![e]),
+    };
+    let name = match name(&p) {
+        Ok(n) => n,
+        Err(e) => return (None, vec![e]),
+    };
+    let mut errs = Vec::new();
+    let location = match p.str("location") {
+        Ok(Some(l)) => l.to_string(),
+        Ok(None) => {
+            errs.push(invalid(
+                &p.at("location"),
+                "required: the interface the port is",
+            ));
+            String::new()
+        }
+        Err(e) => {
+            errs.push(e);
+            String::new()
+        }
+    };
+    if let Err(e) = p.done() {
+        errs.push(e);
+    }
+    if ports.iter().any(|q: &Port| q.name == name) {
+        errs.push(invalid(&p.at("name"), format!("'{name}' names two ports")));
+        return (None, errs);
+    }
+    (Some(Port { name, location }), errs)
 }
 
 /// The port names of `key` in `o` (each a port of `ports`, none twice).

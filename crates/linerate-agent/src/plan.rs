@@ -78,26 +78,39 @@ pub struct PlanFlow {
     pub latency: bool,
 }
 
-/// Makes `cfg` runnable under `opts`.
+/// Makes `cfg` runnable under `opts`: its first error.
 pub fn plan(cfg: &Config, opts: &Options) -> Result<Plan, Invalid> {
-    let ports = cfg
-        .ports
-        .iter()
-        .enumerate()
-        .map(|(i, p)| plan_port(i, p, opts))
-        .collect::<Result<Vec<_>, _>>()?;
+    plan_all(cfg, opts).map_err(|mut e| e.remove(0))
+}
+
+/// Makes `cfg` runnable under `opts`: every port and flow is planned, and
+/// the refusal is the list of their errors (one each, with its path).
+pub fn plan_all(cfg: &Config, opts: &Options) -> Result<Plan, Vec<Invalid>> {
+    let mut errs = Vec::new();
+    let mut ports = Vec::new();
+    for (i, p) in cfg.ports.iter().enumerate() {
+        match plan_port(i, p, opts) {
+            Ok(p) => ports.push(p),
+            Err(e) => errs.push(e),
+        }
+    }
+    if !errs.is_empty() {
+        // The flows need their ports.
+        return Err(errs);
+    }
     let mut flows = Vec::new();
     let mut next_id: u32 = 0;
     for (i, f) in cfg.flows.iter().enumerate() {
-        flows.push(plan_flow(
-            &format!("flows[{i}]"),
-            f,
-            &ports,
-            opts,
-            &mut next_id,
-        )?);
+        match plan_flow(&format!("flows[{i}]"), f, &ports, opts, &mut next_id) {
+            Ok(f) => flows.push(f),
+            Err(e) => errs.push(e),
+        }
     }
-    Ok(Plan { ports, flows })
+    if errs.is_empty() {
+        Ok(Plan { ports, flows })
+    } else {
+        Err(errs)
+    }
 }
 
 /// Port `i`: on a peer, or an interface of the allow-list on this host.
