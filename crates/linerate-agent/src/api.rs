@@ -799,6 +799,10 @@ mod tests {
         let s = lock(&a.state);
         let f = &s.campaign.as_ref().unwrap().plan.flows[0];
         assert_eq!(f.blast.flows.count(), 12, "counts 3 and 4 step together");
+        assert!(
+            !f.blast.end_markers,
+            "no frame the configuration did not ask for"
+        );
         assert_eq!(f.blast.count, Some(10));
         assert_eq!(f.blast.framing.vlan, Some((10, 0)));
         assert_eq!(f.blast.framing.ttl, 64, "the model's default TTL");
