@@ -72,7 +72,7 @@ fn python() -> Result<PathBuf, String> {
         let ok = Command::new(p)
             .args([
                 "-c",
-                "import snappi, pytest, pytest_timeout, pcapfile, yaml; assert snappi.__version__.startswith('1.62') if hasattr(snappi, '__version__') else True",
+                "import importlib.metadata, snappi, pytest, pytest_timeout, pcapfile, yaml; assert importlib.metadata.version('snappi').startswith('1.62.')",
             ])
             .output()
             .is_ok_and(|o| o.status.success());
