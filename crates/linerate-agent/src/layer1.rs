@@ -59,9 +59,16 @@ pub fn apply(
                 }
             }
             if let Some(a) = l.auto_negotiate {
-                warnings.push(format!(
-                    "{path}.auto_negotiate: {a} not checked: the agent does not read or set {ifc}'s negotiation"
-                ));
+                match linerate_backend::ethtool::autoneg(ifc) {
+                    Ok(now) if now == a => {}
+                    Ok(now) => warnings.push(format!(
+                        "{path}.auto_negotiate: {ifc} {} (the agent does not set negotiation)",
+                        if now { "auto-negotiates" } else { "does not auto-negotiate" }
+                    )),
+                    Err(e) => warnings.push(format!(
+                        "{path}.auto_negotiate: {a} not checked: {ifc}'s link settings cannot be read ({e})"
+                    )),
+                }
             }
             for n in &l.noted {
                 warnings.push(format!("{path}: {n} not applied to {ifc}"));
