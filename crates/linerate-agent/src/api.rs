@@ -216,6 +216,7 @@ impl Agent {
         crate::layer1::restore(&std::mem::take(&mut s.former));
         s.campaign = None;
         s.config = None;
+        s.captures = None;
         let ports = plan::plan(
             &model::Config {
                 flows: Vec::new(),
@@ -1120,6 +1121,93 @@ mod tests {
 
     /// A flow that cannot send (here: a loopback port nobody made) reads
     /// stopped, and the next stop says why.
+    /// Captures end to end on a loopback wire: started, a flow's frames
+    /// kept by its receiver, answered as a pcap of whole frames with
+    /// their FCS and nothing else; a port without a capture refused by
+    /// name; port metrics say the state.
+    #[test]
+    fn a_capture_holds_the_flows_frames_whole() {
+        let _wire = linerate_backend::loopback::Port::create(
+            "capwire",
+            1500,
+            linerate_backend::loopback::Faults::default(),
+        )
+        .unwrap();
+        let a = Agent::new(Options {
+            allow: vec!["capwire".into()],
+            ..agent().opts.clone()
+        });
+        let mut doc = good();
+        set(&mut doc, "/ports/0/location", json!("capwire"));
+        set(&mut doc, "/ports/1/location", json!("capwire"));
+        set(
+            &mut doc,
+            "/captures",
+            json!([{"name": "c", "port_names": ["rx"], "format": "pcap"}]),
+        );
+        set(
+            &mut doc,
+            "/flows/0/size",
+            json!({"choice": "fixed", "fixed": 128}),
+        );
+        assert_eq!(post(&a, "/config", &doc).status, 200);
+        let cap = |state: &str, names: Value| json!({"choice": "port", "port": {"choice": "capture", "capture": {"state": state, "port_names": names}}});
+        let r = post(&a, "/control/state", &cap("start", json!(["tx"])));
+        assert_eq!(r.status, 400);
+        assert!(
+            r.body["errors"][0]
+                .as_str()
+                .unwrap()
+                .contains("'tx' has no capture"),
+            "{}",
+            r.body
+        );
+        assert_eq!(
+            post(&a, "/control/state", &cap("start", json!([]))).status,
+            200
+        );
+        let ports = post(&a, "/monitor/metrics", &json!({"choice": "port"}));
+        assert_eq!(ports.body["port_metrics"][1]["capture"], "started");
+        assert_eq!(ports.body["port_metrics"][0]["capture"], "stopped");
+        let ctl = json!({"choice": "traffic", "traffic": {"choice": "flow_transmit", "flow_transmit": {"state": "start"}}});
+        assert_eq!(post(&a, "/control/state", &ctl).status, 200);
+        let req = json!({"choice": "flow", "flow": {"flow_names": ["f1"]}});
+        let end = std::time::Instant::now() + Duration::from_secs(20);
+        let m = loop {
+            let m = post(&a, "/monitor/metrics", &req).body["flow_metrics"][0].clone();
+            if m["transmit"] == "stopped" {
+                break m;
+            }
+            assert!(std::time::Instant::now() < end, "the flow did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(
+            (&m["frames_tx"], &m["frames_rx"]),
+            (&json!("10"), &json!("10")),
+            "{m}"
+        );
+        assert_eq!(
+            post(&a, "/control/state", &cap("stop", json!([]))).status,
+            200
+        );
+        let r = post(&a, "/monitor/capture", &json!({"port_name": "rx"}));
+        assert_eq!(r.status, 200, "{}", r.body);
+        let bytes = r.bytes.unwrap();
+        let mut rd = pcap_file::pcap::PcapReader::new(&bytes[..]).unwrap();
+        let mut n = 0;
+        while let Some(p) = rd.next_packet() {
+            let p = p.unwrap();
+            assert_eq!(p.data.len(), 128, "the frame whole, with its FCS");
+            let (body, fcs) = p.data.split_at(124);
+            assert_eq!(fcs, crc32fast::hash(body).to_le_bytes());
+            assert_eq!(&body[6..12], &[2, 0, 0, 0, 0, 1], "the flow's source MAC");
+            n += 1;
+        }
+        assert_eq!(n, 10, "the flow's 10 frames and nothing else");
+        let r = post(&a, "/monitor/capture", &json!({"port_name": "tx"}));
+        assert_eq!(r.status, 400, "{}", r.body);
+    }
+
     #[test]
     fn a_failed_flow_stops_and_its_reason_comes_back_on_stop() {
         let a = agent();

@@ -31,6 +31,8 @@ pub struct Captures {
 
 #[derive(Debug, Default)]
 pub struct PortCapture {
+    /// The port's name.
+    pub name: String,
     /// The configuration's capture of this port, if any.
     pub capture: Option<Capture>,
     pub started: bool,
@@ -71,6 +73,7 @@ impl Captures {
         self.clear_files();
         for (slot, name) in self.ports.iter_mut().zip(names) {
             *slot = PortCapture {
+                name: name.clone(),
                 capture: captures.iter().find(|c| c.ports.contains(name)).cloned(),
                 ..PortCapture::default()
             };
@@ -95,14 +98,18 @@ impl Captures {
         } else {
             ports.to_vec()
         };
+        if let Some(&p) = which.iter().find(|&&p| self.ports[p].capture.is_none()) {
+            return Err(invalid(
+                "port.capture.port_names",
+                format!(
+                    "port '{}' has no capture in the configuration",
+                    self.ports[p].name
+                ),
+            ));
+        }
         for &p in &which {
             let slot = &mut self.ports[p];
-            let Some(c) = &slot.capture else {
-                return Err(invalid(
-                    "port.capture.port_names",
-                    format!("port {p} has no capture in the configuration"),
-                ));
-            };
+            let Some(c) = &slot.capture else { continue };
             if start && !slot.started && c.overwrite {
                 for (f, _) in slot.files.drain(..) {
                     let _ = std::fs::remove_file(f);
