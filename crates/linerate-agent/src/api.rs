@@ -895,8 +895,10 @@ mod tests {
             set(&mut f, "/rate", v);
             f
         };
+        let mut two = bad_flow("a", json!({"choice": "pps", "pps": 0}));
+        set(&mut two, "/size", json!({"choice": "fixed", "fixed": 40}));
         doc["flows"] = json!([
-            bad_flow("a", json!({"choice": "pps", "pps": 0})),
+            two,
             good()["flows"][0].clone(),
             bad_flow("c", json!({"choice": "percentage", "percentage": 200})),
         ]);
@@ -920,6 +922,7 @@ mod tests {
             paths,
             [
                 "ports[0].speed",
+                "flows[0].size.fixed",
                 "flows[0].rate.pps",
                 "flows[2].rate.percentage",
                 "layer1[0].mtu",

@@ -177,7 +177,8 @@ pub fn config(v: &Value) -> Result<Config, Invalid> {
 
 /// Reads a `/config` document: every port, flow, layer1 and capture
 /// entry is read, and the refusal is the list of their errors (the
-/// first of each entry, each with its path), in document order.
+/// first of each entry, of each part of a flow, each with its path), in
+/// document order.
 pub fn config_all(v: &Value) -> Result<Config, Vec<Invalid>> {
     let o = Obj::new("", v).map_err(|e| vec![e])?;
     let mut errs = Vec::new();
@@ -201,10 +202,13 @@ pub fn config_all(v: &Value) -> Result<Config, Vec<Invalid>> {
         Err(e) => errs.push(e),
         Ok(list) => {
             for (i, f) in list.unwrap_or_default().iter().enumerate() {
-                let f = match Obj::new(&format!("flows[{i}]"), f).and_then(|f| flow(&f, &ports)) {
+                let f = match Obj::new(&format!("flows[{i}]"), f)
+                    .map_err(|e| vec![e])
+                    .and_then(|f| flow(&f, &ports))
+                {
                     Ok(f) => f,
                     Err(e) => {
-                        errs.push(e);
+                        errs.extend(e);
                         continue;
                     }
                 };
@@ -463,8 +467,49 @@ fn port_ref(path: &str, n: &str, ports: &[Port]) -> Result<String, Invalid> {
     }
 }
 
-fn flow(f: &Obj, ports: &[Port]) -> Result<Flow, Invalid> {
-    let name = name(f)?;
+/// A flow: each of its parts (name, ports, packet, size, rate,
+/// duration, metrics, unknown fields) read, the first error of each
+/// given.
+fn flow(f: &Obj, ports: &[Port]) -> Result<Flow, Vec<Invalid>> {
+    let mut errs = Vec::new();
+    let name = keep(&mut errs, name(f));
+    let txrx = keep(&mut errs, flow_ports(f, ports));
+    let headers = keep(&mut errs, headers(f));
+    let size = keep(&mut errs, f.obj("size").and_then(size));
+    let rate = keep(&mut errs, f.obj("rate").and_then(rate));
+    let duration = keep(&mut errs, f.obj("duration").and_then(duration));
+    let latency = keep(&mut errs, f.obj("metrics").and_then(metrics));
+    keep(&mut errs, f.done());
+    match (name, txrx, headers, size, rate, duration, latency) {
+        (
+            Some(name),
+            Some((tx, rx)),
+            Some(headers),
+            Some(size),
+            Some(rate),
+            Some(duration),
+            Some(latency),
+        ) if errs.is_empty() => Ok(Flow {
+            name,
+            tx,
+            rx,
+            headers,
+            size,
+            rate,
+            duration,
+            latency,
+        }),
+        _ => Err(errs),
+    }
+}
+
+/// `r`'s value, or none with its error kept in `errs`.
+fn keep<T>(errs: &mut Vec<Invalid>, r: Result<T, Invalid>) -> Option<T> {
+    r.map_err(|e| errs.push(e)).ok()
+}
+
+/// A flow's `tx_rx`: its transmit port and receive ports.
+fn flow_ports(f: &Obj, ports: &[Port]) -> Result<(String, Vec<String>), Invalid> {
     let txrx = f
         .obj("tx_rx")?
         .ok_or_else(|| invalid(&f.at("tx_rx"), "required: the flow's ports"))?;
@@ -501,22 +546,7 @@ fn flow(f: &Obj, ports: &[Port]) -> Result<Flow, Invalid> {
     }
     p.done()?;
     txrx.done()?;
-    let headers = headers(f)?;
-    let size = size(f.obj("size")?)?;
-    let rate = rate(f.obj("rate")?)?;
-    let duration = duration(f.obj("duration")?)?;
-    let latency = metrics(f.obj("metrics")?)?;
-    f.done()?;
-    Ok(Flow {
-        name,
-        tx,
-        rx,
-        headers,
-        size,
-        rate,
-        duration,
-        latency,
-    })
+    Ok((tx, rx))
 }
 
 fn metrics(m: Option<Obj>) -> Result<bool, Invalid> {
