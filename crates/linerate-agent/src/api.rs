@@ -19,11 +19,25 @@ pub const API_SPEC_VERSION: &str = "1.62.0";
 pub struct Reply {
     pub status: u16,
     pub body: Value,
+    /// A binary answer (a capture file) sent instead of `body`.
+    pub bytes: Option<Vec<u8>>,
 }
 
 impl Reply {
     fn ok(body: Value) -> Self {
-        Self { status: 200, body }
+        Self {
+            status: 200,
+            body,
+            bytes: None,
+        }
+    }
+
+    fn file(bytes: Vec<u8>) -> Self {
+        Self {
+            status: 200,
+            body: Value::Null,
+            bytes: Some(bytes),
+        }
     }
 
     /// The models' `Error`: a code, a kind and messages.
@@ -35,11 +49,19 @@ impl Reply {
                 "kind": if status >= 500 { "internal" } else { "validation" },
                 "errors": [what.into()],
             }),
+            bytes: None,
         }
     }
 
     fn invalid(e: Invalid) -> Self {
         Self::error(400, e.to_string())
+    }
+
+    /// Every error of a request in one answer (the models' `Error.errors`).
+    fn invalid_all(errs: Vec<Invalid>) -> Self {
+        let mut r = Self::error(400, "");
+        r.body["errors"] = errs.iter().map(|e| json!(e.to_string())).collect();
+        r
     }
 
     fn warnings(w: Vec<String>) -> Self {
@@ -61,6 +83,9 @@ struct State {
     /// The last configuration taken, as it came.
     config: Option<Value>,
     campaign: Option<Campaign>,
+    captures: Option<crate::capture::Captures>,
+    /// The interfaces' settings before the configuration's layer1.
+    former: Vec<crate::layer1::Former>,
 }
 
 impl Agent {
@@ -83,6 +108,7 @@ impl Agent {
             ("GET", "/config") => Route::GetConfig,
             ("POST", "/control/state") => Route::ControlState,
             ("POST", "/monitor/metrics") => Route::Metrics,
+            ("POST", "/monitor/capture") => Route::Capture,
             ("GET", "/capabilities/version") => return self.version(),
             (
                 "POST",
@@ -93,14 +119,21 @@ impl Agent {
             ) => {
                 return self.peer_route(path, body);
             }
-            (_, "/config" | "/control/state" | "/monitor/metrics" | "/capabilities/version") => {
+            (
+                _,
+                "/config"
+                | "/control/state"
+                | "/monitor/metrics"
+                | "/monitor/capture"
+                | "/capabilities/version",
+            ) => {
                 return Reply::error(405, format!("{method} is not a method of {path}"));
             }
             _ => {
                 return Reply::error(
                     404,
                     format!(
-                        "{path}: not a path of the agent (it serves /config, /control/state, /monitor/metrics and /capabilities/version)"
+                        "{path}: not a path of the agent (it serves /config, /control/state, /monitor/metrics, /monitor/capture and /capabilities/version)"
                     ),
                 );
             }
@@ -116,6 +149,7 @@ impl Agent {
         let r = match route {
             Route::SetConfig => self.set_config(doc),
             Route::ControlState => self.control_state(&doc),
+            Route::Capture => self.capture(&doc),
             _ => self.metrics(&doc),
         };
         r.unwrap_or_else(|e| e)
@@ -165,9 +199,10 @@ impl Agent {
     }
 
     fn set_config(&self, doc: Value) -> Result<Reply, Reply> {
-        let cfg = model::config(&doc).map_err(Reply::invalid)?;
-        let plan = plan::plan(&cfg, &self.opts).map_err(Reply::invalid)?;
-        let warnings = warnings(&cfg, &plan);
+        let cfg = model::config_all(&doc).map_err(Reply::invalid_all)?;
+        // Checked first (ports allowed, flows runnable) before any
+        // interface is changed.
+        plan::plan_all(&cfg, &self.opts).map_err(Reply::invalid_all)?;
         let mut s = lock(&self.state);
         if s.campaign.as_ref().is_some_and(Campaign::any_running) {
             return Err(Reply::error(
@@ -175,6 +210,52 @@ impl Agent {
                 "traffic is running: stop it first (/control/state, flow_transmit stop)",
             ));
         }
+        // The last configuration's layer1 undone, this one's applied,
+        // then the plan made again over the interfaces as they are now
+        // (their MTU bounds the frames).
+        crate::layer1::restore(&std::mem::take(&mut s.former));
+        s.campaign = None;
+        s.config = None;
+        s.captures = None;
+        let ports = plan::plan(
+            &model::Config {
+                flows: Vec::new(),
+                ..cfg.clone()
+            },
+            &self.opts,
+        )
+        .map_err(Reply::invalid)?
+        .ports;
+        let (mut warnings, former) =
+            crate::layer1::apply(&cfg, &ports, &self.opts).map_err(Reply::invalid)?;
+        let plan = match plan::plan(&cfg, &self.opts) {
+            Ok(p) => p,
+            Err(e) => {
+                crate::layer1::restore(&former);
+                return Err(Reply::invalid(e));
+            }
+        };
+        warnings.extend(self::warnings(&cfg, &plan));
+        let mut captures = crate::capture::Captures::new(plan.ports.len()).map_err(|e| {
+            crate::layer1::restore(&former);
+            Reply::error(500, format!("the captures' directory: {e}"))
+        })?;
+        let names: Vec<String> = plan.ports.iter().map(|p| p.name.clone()).collect();
+        captures.configure(&cfg.captures, &names);
+        if let Some(i) = plan.ports.iter().position(|p| {
+            p.remote.is_some() && cfg.captures.iter().any(|c| c.ports.contains(&p.name))
+        }) {
+            crate::layer1::restore(&former);
+            return Err(Reply::invalid(invalid(
+                "captures",
+                format!(
+                    "port '{}' is on a peer agent: the agent captures on its own ports only",
+                    plan.ports[i].name
+                ),
+            )));
+        }
+        s.captures = Some(captures);
+        s.former = former;
         s.campaign = Some(Campaign::new(plan));
         s.config = Some(doc);
         Ok(Reply::warnings(warnings))
@@ -183,10 +264,13 @@ impl Agent {
     fn control_state(&self, doc: &Value) -> Result<Reply, Reply> {
         let o = Obj::new("", doc).map_err(Reply::invalid)?;
         let c = o.str("choice").map_err(Reply::invalid)?.unwrap_or("");
+        if c == "port" {
+            return self.capture_state(&o);
+        }
         if c != "traffic" {
             return Err(Reply::invalid(invalid(
                 "choice",
-                format!("'{c}': the agent controls traffic only"),
+                format!("'{c}': the agent controls traffic and port captures only"),
             )));
         }
         let t = o
@@ -226,6 +310,109 @@ impl Agent {
         }
     }
 
+    /// `port.capture`: captures started or stopped.
+    fn capture_state(&self, o: &Obj) -> Result<Reply, Reply> {
+        let p = o
+            .obj("port")
+            .map_err(Reply::invalid)?
+            .ok_or_else(|| Reply::invalid(invalid("port", "required")))?;
+        let pc = p.str("choice").map_err(Reply::invalid)?.unwrap_or("");
+        if pc != "capture" {
+            return Err(Reply::invalid(invalid(
+                "port.choice",
+                format!("'{pc}': the agent takes capture only (it does not set links)"),
+            )));
+        }
+        let c = p
+            .obj("capture")
+            .map_err(Reply::invalid)?
+            .ok_or_else(|| Reply::invalid(invalid("port.capture", "required")))?;
+        let state = c.str("state").map_err(Reply::invalid)?.unwrap_or("");
+        let names = c
+            .strs("port_names", model::PORTS_MAX)
+            .map_err(Reply::invalid)?
+            .unwrap_or_default();
+        c.done().map_err(Reply::invalid)?;
+        p.done().map_err(Reply::invalid)?;
+        o.done().map_err(Reply::invalid)?;
+        let start = match state {
+            "start" => true,
+            "stop" => false,
+            s => {
+                return Err(Reply::invalid(invalid(
+                    "port.capture.state",
+                    format!("'{s}' is not a state (start, stop)"),
+                )));
+            }
+        };
+        let mut s = lock(&self.state);
+        let s = &mut *s;
+        let (Some(camp), Some(caps)) = (s.campaign.as_ref(), s.captures.as_mut()) else {
+            return Err(Reply::error(409, "no configuration: POST /config first"));
+        };
+        let ports = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                camp.plan
+                    .ports
+                    .iter()
+                    .position(|p| p.name == *n)
+                    .ok_or_else(|| {
+                        Reply::invalid(invalid(
+                            &format!("port.capture.port_names[{i}]"),
+                            format!("no port is named '{n}'"),
+                        ))
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        caps.set(&ports, start).map_err(Reply::invalid)?;
+        let mut w = Vec::new();
+        if !start {
+            for (i, p) in caps.ports.iter().enumerate() {
+                if p.capture.is_some() && caps.was_cut(i) {
+                    w.push(format!(
+                        "capture of port '{}': cut at its bound ({} frames or {} bytes): it holds the first frames only",
+                        camp.plan.ports[i].name,
+                        crate::capture::FRAMES_MAX,
+                        crate::capture::BYTES_MAX
+                    ));
+                }
+            }
+        }
+        Ok(Reply::warnings(w))
+    }
+
+    /// `/monitor/capture`: a port's capture as a file.
+    fn capture(&self, doc: &Value) -> Result<Reply, Reply> {
+        let o = Obj::new("", doc).map_err(Reply::invalid)?;
+        let name = o
+            .str("port_name")
+            .map_err(Reply::invalid)?
+            .ok_or_else(|| Reply::invalid(invalid("port_name", "required")))?;
+        o.done().map_err(Reply::invalid)?;
+        let s = lock(&self.state);
+        let (Some(camp), Some(caps)) = (s.campaign.as_ref(), s.captures.as_ref()) else {
+            return Err(Reply::error(409, "no configuration: POST /config first"));
+        };
+        let p = camp
+            .plan
+            .ports
+            .iter()
+            .position(|p| p.name == name)
+            .ok_or_else(|| {
+                Reply::invalid(invalid("port_name", format!("no port is named '{name}'")))
+            })?;
+        if caps.ports[p].capture.is_none() {
+            return Err(Reply::invalid(invalid(
+                "port_name",
+                format!("port '{name}' has no capture in the configuration"),
+            )));
+        }
+        let (bytes, _) = caps.read(p).map_err(|e| Reply::error(500, e))?;
+        Ok(Reply::file(bytes))
+    }
+
     /// The flows named (every flow when none is), by index.
     fn chosen(plan: &Plan, names: &[&str]) -> Result<Vec<usize>, Reply> {
         if names.is_empty() {
@@ -242,7 +429,8 @@ impl Agent {
     }
 
     fn start(&self, names: &[&str]) -> Result<Reply, Reply> {
-        let s = lock(&self.state);
+        let mut s = lock(&self.state);
+        let s = &mut *s;
         let camp = s
             .campaign
             .as_ref()
@@ -261,14 +449,28 @@ impl Agent {
             ));
         }
         for &i in &which {
-            camp.flows[i]
-                .start(camp.plan.flows[i].clone())
-                .map_err(|e| {
-                    Reply::error(
-                        500,
-                        format!("starting flow '{}': {e}", camp.plan.flows[i].name),
-                    )
-                })?;
+            let mut flow = camp.plan.flows[i].clone();
+            if let Some(caps) = s.captures.as_mut() {
+                for (k, sink) in flow.sinks.iter_mut().enumerate() {
+                    let p = flow.rx[flow.sink_rx[k]];
+                    let mtu = linerate_backend::iface::mtu(&sink.iface).unwrap_or(1500);
+                    let running = |f: usize| camp.flows[f].running();
+                    sink.capture = caps.file_for(p, i, mtu, &running).map(|f| {
+                        linerate_packet::CaptureConfig {
+                            path: f.path,
+                            overwrite: false,
+                            snaplen: f.snaplen,
+                            max_frames: f.max_frames,
+                        }
+                    });
+                }
+            }
+            camp.flows[i].start(flow).map_err(|e| {
+                Reply::error(
+                    500,
+                    format!("starting flow '{}': {e}", camp.plan.flows[i].name),
+                )
+            })?;
         }
         Ok(Reply::warnings(Vec::new()))
     }
@@ -381,7 +583,16 @@ impl Agent {
                 };
                 let rows: Vec<Value> = which
                     .iter()
-                    .map(|&p| port_metric(&camp.plan, p, &snaps))
+                    .map(|&p| {
+                        let mut m = port_metric(&camp.plan, p, &snaps);
+                        let on = s
+                            .captures
+                            .as_ref()
+                            .and_then(|c| c.ports.get(p))
+                            .is_some_and(|c| c.started);
+                        m["capture"] = json!(if on { "started" } else { "stopped" });
+                        m
+                    })
                     .collect();
                 Ok(Reply::ok(
                     json!({"choice": "port_metrics", "port_metrics": rows}),
@@ -404,26 +615,13 @@ enum Route {
     GetConfig,
     ControlState,
     Metrics,
+    Capture,
 }
 
 /// What the client should know about how its flows will be sent.
 fn warnings(cfg: &model::Config, plan: &Plan) -> Vec<String> {
     let mut w = Vec::new();
-    for (f, p) in cfg.flows.iter().zip(&plan.flows) {
-        let h = &f.headers;
-        let ranged = [h.eth_src, h.ip_src, h.ip_dst, h.src_port, h.dst_port]
-            .iter()
-            .filter(|r| r.count > 1)
-            .count()
-            + usize::from(matches!(h.eth_dst, model::Field::Range(r) if r.count > 1));
-        if ranged > 1 {
-            w.push(format!(
-                "flow '{}': {} fields take several values: linerate sends every combination ({} in turn), not the fields stepping together",
-                f.name,
-                ranged,
-                p.blast.flows.count()
-            ));
-        }
+    for (f, _) in cfg.flows.iter().zip(&plan.flows) {
         if f.rx.is_empty() {
             w.push(format!(
                 "flow '{}': no receive port: frames_rx stays 0",
@@ -526,9 +724,11 @@ fn port_metric(plan: &Plan, p: usize, snaps: &[FlowCounts]) -> Value {
 impl Drop for Agent {
     fn drop(&mut self) {
         self.receivers.stop_all();
-        if let Some(c) = lock(&self.state).campaign.as_ref() {
+        let mut s = lock(&self.state);
+        if let Some(c) = s.campaign.as_ref() {
             c.stop_all(self.opts.drain + STOP_SLACK);
         }
+        crate::layer1::restore(&std::mem::take(&mut s.former));
     }
 }
 
@@ -596,17 +796,14 @@ mod tests {
         let a = agent();
         let r = post(&a, "/config", &good());
         assert_eq!(r.status, 200, "{}", r.body);
-        assert!(
-            r.body["warnings"][0]
-                .as_str()
-                .unwrap()
-                .contains("every combination"),
-            "{}",
-            r.body
-        );
+        assert_eq!(r.body["warnings"], json!([]), "{}", r.body);
         let s = lock(&a.state);
         let f = &s.campaign.as_ref().unwrap().plan.flows[0];
-        assert_eq!(f.blast.flows.count(), 12);
+        assert_eq!(f.blast.flows.count(), 12, "counts 3 and 4 step together");
+        assert!(
+            !f.blast.end_markers,
+            "no frame the configuration did not ask for"
+        );
         assert_eq!(f.blast.count, Some(10));
         assert_eq!(f.blast.framing.vlan, Some((10, 0)));
         assert_eq!(f.blast.framing.ttl, 64, "the model's default TTL");
@@ -628,6 +825,133 @@ mod tests {
         );
         assert_eq!(f.blast.rate, linerate_packet::Rate::Pps(1000));
         assert_eq!(f.blast.sizes.cycle(), &[64]);
+    }
+
+    /// The model steps each field on its own per frame: frame n carries
+    /// values[n % len], start + n*step (mod count), a decrement downward
+    /// (the OTG suite's udp/tcp port tests).
+    #[test]
+    fn each_field_steps_on_its_own_as_the_model_says() {
+        let a = agent();
+        let mut doc = good();
+        set(
+            &mut doc,
+            "/flows/0/packet/3/udp",
+            json!({
+                "src_port": {"choice": "increment", "increment": {"start": 5000, "step": 2, "count": 10}},
+                "dst_port": {"choice": "decrement", "decrement": {"start": 6000, "step": 2, "count": 10}}
+            }),
+        );
+        set(
+            &mut doc,
+            "/flows/0/packet/2/ipv4/dst",
+            json!({"choice": "values", "values": ["198.18.1.9", "198.18.1.6", "198.18.1.3"]}),
+        );
+        let r = post(&a, "/config", &doc);
+        assert_eq!(r.status, 200, "{}", r.body);
+        let s = lock(&a.state);
+        let spec = &s.campaign.as_ref().unwrap().plan.flows[0].blast.flows;
+        assert_eq!(spec.count(), 30, "lcm(10, 10, 3)");
+        let mut c = linerate_traffic::flows::FlowCursor::new(spec);
+        for n in 0..100u64 {
+            let (_, f) = c.get();
+            assert_eq!(f.src_port, 5000 + (n % 10) as u16 * 2, "frame {n}");
+            assert_eq!(f.dst_port, 6000 - (n % 10) as u16 * 2, "frame {n}");
+            let d = [9u8, 6, 3][(n % 3) as usize];
+            assert_eq!(
+                f.dst_ip,
+                std::net::IpAddr::from([198, 18, 1, d]),
+                "frame {n}"
+            );
+            assert_eq!(*f, spec.flow(n));
+            c.advance();
+        }
+        drop(s);
+        // The suite's values: dst 6010 at frame 1.
+        set(
+            &mut doc,
+            "/flows/0/packet/3/udp",
+            json!({
+                "src_port": {"choice": "values", "values": [5000, 5010, 5020, 5030]},
+                "dst_port": {"choice": "values", "values": [6000, 6010, 6020, 6030]}
+            }),
+        );
+        assert_eq!(post(&a, "/config", &doc).status, 200);
+        let s = lock(&a.state);
+        let spec = &s.campaign.as_ref().unwrap().plan.flows[0].blast.flows;
+        assert_eq!((spec.flow(1).src_port, spec.flow(1).dst_port), (5010, 6010));
+        assert_eq!((spec.flow(5).src_port, spec.flow(5).dst_port), (5010, 6010));
+    }
+
+    /// A configuration's errors come back together, each with its path:
+    /// one a port, flow, layer1 and capture entry, and the sections'.
+    #[test]
+    fn every_error_of_a_config_comes_back_in_one_answer() {
+        let a = agent();
+        let mut doc = good();
+        let bad_flow = |name: &str, v: Value| {
+            let mut f = good()["flows"][0].clone();
+            f["name"] = json!(name);
+            set(&mut f, "/rate", v);
+            f
+        };
+        let mut two = bad_flow("a", json!({"choice": "pps", "pps": 0}));
+        set(&mut two, "/size", json!({"choice": "fixed", "fixed": 40}));
+        doc["flows"] = json!([
+            two,
+            good()["flows"][0].clone(),
+            bad_flow("c", json!({"choice": "percentage", "percentage": 200})),
+        ]);
+        set(&mut doc, "/ports/0/speed", json!(1));
+        set(
+            &mut doc,
+            "/layer1",
+            json!([{"name": "l", "port_names": ["tx"], "mtu": 1}]),
+        );
+        set(&mut doc, "/devices", json!([{"name": "d"}]));
+        let r = post(&a, "/config", &doc);
+        assert_eq!(r.status, 400, "{}", r.body);
+        let errs: Vec<&str> = r.body["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.as_str().unwrap())
+            .collect();
+        let paths: Vec<&str> = errs.iter().map(|e| e.split(':').next().unwrap()).collect();
+        assert_eq!(
+            paths,
+            [
+                "ports[0].speed",
+                "flows[0].size.fixed",
+                "flows[0].rate.pps",
+                "flows[2].rate.percentage",
+                "layer1[0].mtu",
+                "devices"
+            ],
+            "{errs:?}"
+        );
+        // The plan's errors too: two ports outside the allow-list.
+        let mut doc = good();
+        set(&mut doc, "/ports/0/location", json!("eth0"));
+        set(&mut doc, "/ports/1/location", json!("eth1"));
+        let r = post(&a, "/config", &doc);
+        assert_eq!(r.body["errors"].as_array().unwrap().len(), 2, "{}", r.body);
+    }
+
+    #[test]
+    fn layer1_as_snappi_sends_it_is_taken() {
+        let a = agent();
+        let mut doc = good();
+        set(
+            &mut doc,
+            "/layer1",
+            json!([{"name": "ly", "port_names": ["tx", "rx"], "speed": "speed_1_gbps",
+                "mtu": 1500, "promiscuous": true, "auto_negotiate": true}]),
+        );
+        let r = post(&a, "/config", &doc);
+        assert_eq!(r.status, 200, "{}", r.body);
+        let s = lock(&a.state);
+        assert!(s.former.is_empty(), "loopback ports: nothing changed");
     }
 
     #[test]
@@ -676,6 +1000,36 @@ mod tests {
             ),
             ("/ports/1/location", json!("eth0"), "allow-list"),
             ("/devices", json!([{"name": "d"}]), "devices"),
+            (
+                "/layer1",
+                json!([{"name": "l", "port_names": ["tx"], "speed": "speed_3_gbps"}]),
+                "layer1[0].speed: 'speed_3_gbps' is not one",
+            ),
+            (
+                "/layer1",
+                json!([{"name": "l", "port_names": ["tx"], "mtu": 20}]),
+                "layer1[0].mtu: 20",
+            ),
+            (
+                "/layer1",
+                json!([{"name": "l", "port_names": ["nope"]}]),
+                "layer1[0].port_names[0]: no port is named 'nope'",
+            ),
+            (
+                "/layer1",
+                json!([{"name": "l", "port_names": ["tx"], "flow_control": {"choice": "ieee_802_1qbb"}}]),
+                "layer1[0].flow_control: not supported",
+            ),
+            (
+                "/captures",
+                json!([{"name": "c", "port_names": ["rx"], "format": "erf"}]),
+                "captures[0].format: 'erf'",
+            ),
+            (
+                "/captures",
+                json!([{"name": "c", "port_names": ["rx"], "filters": [{"choice": "ethernet"}]}]),
+                "captures[0].filters: not supported",
+            ),
             (
                 "/flows/0/packet/2/ipv4/time_to_live",
                 json!({"choice": "increment", "increment": {"start": 1, "count": 3}}),
@@ -770,6 +1124,93 @@ mod tests {
 
     /// A flow that cannot send (here: a loopback port nobody made) reads
     /// stopped, and the next stop says why.
+    /// Captures end to end on a loopback wire: started, a flow's frames
+    /// kept by its receiver, answered as a pcap of whole frames with
+    /// their FCS and nothing else; a port without a capture refused by
+    /// name; port metrics say the state.
+    #[test]
+    fn a_capture_holds_the_flows_frames_whole() {
+        let _wire = linerate_backend::loopback::Port::create(
+            "capwire",
+            1500,
+            linerate_backend::loopback::Faults::default(),
+        )
+        .unwrap();
+        let a = Agent::new(Options {
+            allow: vec!["capwire".into()],
+            ..agent().opts.clone()
+        });
+        let mut doc = good();
+        set(&mut doc, "/ports/0/location", json!("capwire"));
+        set(&mut doc, "/ports/1/location", json!("capwire"));
+        set(
+            &mut doc,
+            "/captures",
+            json!([{"name": "c", "port_names": ["rx"], "format": "pcap"}]),
+        );
+        set(
+            &mut doc,
+            "/flows/0/size",
+            json!({"choice": "fixed", "fixed": 128}),
+        );
+        assert_eq!(post(&a, "/config", &doc).status, 200);
+        let cap = |state: &str, names: Value| json!({"choice": "port", "port": {"choice": "capture", "capture": {"state": state, "port_names": names}}});
+        let r = post(&a, "/control/state", &cap("start", json!(["tx"])));
+        assert_eq!(r.status, 400);
+        assert!(
+            r.body["errors"][0]
+                .as_str()
+                .unwrap()
+                .contains("'tx' has no capture"),
+            "{}",
+            r.body
+        );
+        assert_eq!(
+            post(&a, "/control/state", &cap("start", json!([]))).status,
+            200
+        );
+        let ports = post(&a, "/monitor/metrics", &json!({"choice": "port"}));
+        assert_eq!(ports.body["port_metrics"][1]["capture"], "started");
+        assert_eq!(ports.body["port_metrics"][0]["capture"], "stopped");
+        let ctl = json!({"choice": "traffic", "traffic": {"choice": "flow_transmit", "flow_transmit": {"state": "start"}}});
+        assert_eq!(post(&a, "/control/state", &ctl).status, 200);
+        let req = json!({"choice": "flow", "flow": {"flow_names": ["f1"]}});
+        let end = std::time::Instant::now() + Duration::from_secs(20);
+        let m = loop {
+            let m = post(&a, "/monitor/metrics", &req).body["flow_metrics"][0].clone();
+            if m["transmit"] == "stopped" {
+                break m;
+            }
+            assert!(std::time::Instant::now() < end, "the flow did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(
+            (&m["frames_tx"], &m["frames_rx"]),
+            (&json!("10"), &json!("10")),
+            "{m}"
+        );
+        assert_eq!(
+            post(&a, "/control/state", &cap("stop", json!([]))).status,
+            200
+        );
+        let r = post(&a, "/monitor/capture", &json!({"port_name": "rx"}));
+        assert_eq!(r.status, 200, "{}", r.body);
+        let bytes = r.bytes.unwrap();
+        let mut rd = pcap_file::pcap::PcapReader::new(&bytes[..]).unwrap();
+        let mut n = 0;
+        while let Some(p) = rd.next_packet() {
+            let p = p.unwrap();
+            assert_eq!(p.data.len(), 128, "the frame whole, with its FCS");
+            let (body, fcs) = p.data.split_at(124);
+            assert_eq!(fcs, crc32fast::hash(body).to_le_bytes());
+            assert_eq!(&body[6..12], &[2, 0, 0, 0, 0, 1], "the flow's source MAC");
+            n += 1;
+        }
+        assert_eq!(n, 10, "the flow's 10 frames and nothing else");
+        let r = post(&a, "/monitor/capture", &json!({"port_name": "tx"}));
+        assert_eq!(r.status, 400, "{}", r.body);
+    }
+
     #[test]
     fn a_failed_flow_stops_and_its_reason_comes_back_on_stop() {
         let a = agent();

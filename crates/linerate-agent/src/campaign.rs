@@ -67,8 +67,21 @@ impl FlowRun {
         }
     }
 
+    /// The counts as the API shows them. While the flow runs, the
+    /// sender's and the receivers' running counts come from intervals
+    /// closed apart, so a receiver's can be ahead of the sender's: each
+    /// receive port's count is shown at most the sent count (what
+    /// arrived cannot exceed what left). Once ended, the reports' exact
+    /// counts.
     pub fn snapshot(&self) -> FlowCounts {
-        lock(&self.counts).clone()
+        let mut c = lock(&self.counts).clone();
+        if c.running {
+            let (p, b) = (c.tx_packets, c.tx_bytes);
+            for r in &mut c.rx {
+                *r = (r.0.min(p), r.1.min(b));
+            }
+        }
+        c
     }
 
     pub fn running(&self) -> bool {
@@ -403,4 +416,27 @@ impl Campaign {
 /// are plain numbers: a half-written update is still numbers).
 pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A receiver's running count ahead of the sender's is shown at the
+    /// sender's; an ended flow's counts are the reports', untouched.
+    #[test]
+    fn running_rx_is_never_shown_above_tx() {
+        let f = FlowRun::new(2);
+        {
+            let mut c = lock(&f.counts);
+            c.running = true;
+            c.tx_packets = 10;
+            c.tx_bytes = 1280;
+            c.rx = vec![(11, 1408), (9, 1152)];
+        }
+        let s = f.snapshot();
+        assert_eq!(s.rx, [(10, 1280), (9, 1152)]);
+        lock(&f.counts).running = false;
+        assert_eq!(f.snapshot().rx, [(11, 1408), (9, 1152)]);
+    }
 }

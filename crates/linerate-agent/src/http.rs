@@ -214,8 +214,18 @@ pub fn write_response<W: Write>(
     body: &serde_json::Value,
 ) -> io::Result<()> {
     let body = serde_json::to_vec(body).unwrap_or_default();
+    write_bytes(w, status, "application/json", &body)
+}
+
+/// Writes a response of `content_type` that closes the connection.
+pub fn write_bytes<W: Write>(
+    w: &mut W,
+    status: u16,
+    content_type: &str,
+    body: &[u8],
+) -> io::Result<()> {
     let mut out = format!(
-        "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+        "HTTP/1.1 {status} {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n",
         reason(status),
         body.len()
     );
@@ -224,7 +234,7 @@ pub fn write_response<W: Write>(
     }
     out.push_str("\r\n");
     let mut all = out.into_bytes();
-    all.extend_from_slice(&body);
+    all.extend_from_slice(body);
     w.write_all(&all)?;
     w.flush()
 }

@@ -6,8 +6,12 @@
 //!
 //! - `json`: reading a document field by field, paths in every error.
 //! - `model`: the models' subset, defaults filled in, the rest refused.
+//! - `layer1`: the ports' link settings applied (MTU, promiscuous),
+//!   checked (speed) and put back.
 //! - `plan`: a configuration made runnable (allow-list, probe ids,
 //!   blast and sink configurations), all refusals before anything is sent.
+//! - `capture`: the ports' captures (the sinks' capture files, handed
+//!   back as one pcap or pcapng).
 //! - `campaign`: running flows and their counts.
 //! - `api`: the routes, without I/O.
 //! - `peer`: ports on other agents (a campaign across hosts): the
@@ -16,8 +20,10 @@
 
 pub mod api;
 pub mod campaign;
+pub mod capture;
 pub mod http;
 pub mod json;
+pub mod layer1;
 pub mod model;
 pub mod peer;
 pub mod plan;

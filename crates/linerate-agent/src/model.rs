@@ -5,8 +5,8 @@
 //!
 //! Patterns (a header field's values) become linerate ranges: `value`,
 //! `values` (evenly spaced), `increment` and `decrement`; `auto` where the
-//! model has it. linerate walks every combination of a flow's ranges (an
-//! odometer), where the model steps each field on its own.
+//! model has it. Each field steps on its own per frame, as the model
+//! does (`FlowSpec::lockstep`): frame n carries value n mod count.
 
 use crate::json::{Invalid, Obj, as_u64, invalid, short};
 use linerate_traffic::flows::Range;
@@ -24,7 +24,63 @@ pub const VALUES_MAX: usize = 4096;
 pub struct Config {
     pub ports: Vec<Port>,
     pub flows: Vec<Flow>,
+    pub layer1: Vec<Layer1>,
+    pub captures: Vec<Capture>,
 }
+
+/// A `layer1` entry: settings for some ports' links.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Layer1 {
+    pub name: String,
+    pub ports: Vec<String>,
+    /// The model's speed name (`speed_1_gbps` …): checked against the
+    /// interface, a warning where it differs.
+    pub speed: Option<String>,
+    /// Whether the client asked for auto-negotiation (`auto_negotiate`):
+    /// checked, a warning where it cannot be.
+    pub auto_negotiate: Option<bool>,
+    /// The MTU to set (the model's default is 1500).
+    pub mtu: u32,
+    /// Promiscuous reception (the model's default is true).
+    pub promiscuous: bool,
+    /// Fields given that the agent reports rather than applies
+    /// (`media`, `ieee_media_defaults`, `auto_negotiation`).
+    pub noted: Vec<String>,
+}
+
+/// A `captures` entry: the ports whose received frames are kept.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Capture {
+    pub name: String,
+    pub ports: Vec<String>,
+    pub pcapng: bool,
+    /// Replace the last capture (the model's default); false keeps the
+    /// frames of earlier starts too.
+    pub overwrite: bool,
+    /// Bytes kept of each frame (the model's `packet_size`; none: whole).
+    pub packet_size: Option<u32>,
+}
+
+/// The model's link speeds, in bits per second.
+pub const SPEEDS: &[(&str, u64)] = &[
+    ("speed_10_fd_mbps", 10_000_000),
+    ("speed_10_hd_mbps", 10_000_000),
+    ("speed_100_fd_mbps", 100_000_000),
+    ("speed_100_hd_mbps", 100_000_000),
+    ("speed_1_gbps", 1_000_000_000),
+    ("speed_10_gbps", 10_000_000_000),
+    ("speed_25_gbps", 25_000_000_000),
+    ("speed_40_gbps", 40_000_000_000),
+    ("speed_50_gbps", 50_000_000_000),
+    ("speed_100_gbps", 100_000_000_000),
+    ("speed_200_gbps", 200_000_000_000),
+    ("speed_400_gbps", 400_000_000_000),
+    ("speed_800_gbps", 800_000_000_000),
+];
+
+/// Largest MTU the agent sets (a jumbo frame of 9216 bytes less its
+/// Ethernet header and FCS).
+pub const MTU_MAX: u32 = 9198;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Port {
@@ -114,53 +170,68 @@ pub struct Duration {
     pub delay: Delay,
 }
 
-/// Reads a `/config` document.
+/// Reads a `/config` document: its first error.
 pub fn config(v: &Value) -> Result<Config, Invalid> {
-    let o = Obj::new("", v)?;
+    config_all(v).map_err(|mut e| e.remove(0))
+}
+
+/// Reads a `/config` document: every port, flow, layer1 and capture
+/// entry is read, and the refusal is the list of their errors (the
+/// first of each entry, of each part of a flow, each with its path), in
+/// document order.
+pub fn config_all(v: &Value) -> Result<Config, Vec<Invalid>> {
+    let o = Obj::new("", v).map_err(|e| vec![e])?;
+    let mut errs = Vec::new();
     let mut ports = Vec::new();
-    for (i, p) in o
-        .list("ports", PORTS_MAX)?
-        .unwrap_or_default()
-        .iter()
-        .enumerate()
-    {
-        let p = Obj::new(&format!("ports[{i}]"), p)?;
-        let name = name(&p)?;
-        let location = p
-            .str("location")?
-            .ok_or_else(|| invalid(&p.at("location"), "required: the interface the port is"))?
-            .to_string();
-        p.done()?;
-        if ports.iter().any(|q: &Port| q.name == name) {
-            return Err(invalid(&p.at("name"), format!("'{name}' names two ports")));
+    match o.list("ports", PORTS_MAX) {
+        Err(e) => errs.push(e),
+        Ok(list) => {
+            for (i, p) in list.unwrap_or_default().iter().enumerate() {
+                match port(i, p, &ports) {
+                    (Some(p), e) => {
+                        ports.push(p);
+                        errs.extend(e);
+                    }
+                    (None, e) => errs.extend(e),
+                }
+            }
         }
-        ports.push(Port { name, location });
     }
     let mut flows = Vec::new();
-    for (i, f) in o
-        .list("flows", FLOWS_MAX)?
-        .unwrap_or_default()
-        .iter()
-        .enumerate()
-    {
-        let f = flow(&Obj::new(&format!("flows[{i}]"), f)?, &ports)?;
-        if flows.iter().any(|g: &Flow| g.name == f.name) {
-            return Err(invalid(
-                &format!("flows[{i}].name"),
-                format!("'{}' names two flows", f.name),
-            ));
+    match o.list("flows", FLOWS_MAX) {
+        Err(e) => errs.push(e),
+        Ok(list) => {
+            for (i, f) in list.unwrap_or_default().iter().enumerate() {
+                let f = match Obj::new(&format!("flows[{i}]"), f)
+                    .map_err(|e| vec![e])
+                    .and_then(|f| flow(&f, &ports))
+                {
+                    Ok(f) => f,
+                    Err(e) => {
+                        errs.extend(e);
+                        continue;
+                    }
+                };
+                if flows.iter().any(|g: &Flow| g.name == f.name) {
+                    errs.push(invalid(
+                        &format!("flows[{i}].name"),
+                        format!("'{}' names two flows", f.name),
+                    ));
+                }
+                flows.push(f);
+            }
         }
-        flows.push(f);
     }
+    let layer1 = layer1(&o, &ports).unwrap_or_else(|e| {
+        errs.push(e);
+        Vec::new()
+    });
+    let captures = captures(&o, &ports).unwrap_or_else(|e| {
+        errs.push(e);
+        Vec::new()
+    });
     // Empty sections are the same as none.
-    for key in [
-        "lags",
-        "layer1",
-        "captures",
-        "devices",
-        "lldp",
-        "egress_only_tracking",
-    ] {
+    for key in ["lags", "devices", "lldp", "egress_only_tracking"] {
         if o.list(key, usize::MAX)
             .ok()
             .flatten()
@@ -169,14 +240,210 @@ pub fn config(v: &Value) -> Result<Config, Invalid> {
             continue;
         }
         if o.raw(key).is_some() {
-            return Err(invalid(
+            errs.push(invalid(
                 key,
                 "not supported by linerate agent (ports and flows only)",
             ));
         }
     }
-    o.done()?;
-    Ok(Config { ports, flows })
+    if let Err(e) = o.done() {
+        errs.push(e);
+    }
+    if errs.is_empty() {
+        Ok(Config {
+            ports,
+            flows,
+            layer1,
+            captures,
+        })
+    } else {
+        Err(errs)
+    }
+}
+
+/// Port `i`: the port (when its name could be read, so flows naming it
+/// are not refused for it) and its errors.
+fn port(i: usize, v: &Value, ports: &[Port]) -> (Option<Port>, Vec<Invalid>) {
+    let p = match Obj::new(&format!("ports[{i}]"), v) {
+        Ok(p) => p,
+        Err(e) => return (None, vec![e]),
+    };
+    let name = match name(&p) {
+        Ok(n) => n,
+        Err(e) => return (None, vec![e]),
+    };
+    let mut errs = Vec::new();
+    let location = match p.str("location") {
+        Ok(Some(l)) => l.to_string(),
+        Ok(None) => {
+            errs.push(invalid(
+                &p.at("location"),
+                "required: the interface the port is",
+            ));
+            String::new()
+        }
+        Err(e) => {
+            errs.push(e);
+            String::new()
+        }
+    };
+    if let Err(e) = p.done() {
+        errs.push(e);
+    }
+    if ports.iter().any(|q: &Port| q.name == name) {
+        errs.push(invalid(&p.at("name"), format!("'{name}' names two ports")));
+        return (None, errs);
+    }
+    (Some(Port { name, location }), errs)
+}
+
+/// The port names of `key` in `o` (each a port of `ports`, none twice).
+fn port_names(o: &Obj, key: &'static str, ports: &[Port]) -> Result<Vec<String>, Invalid> {
+    let mut out: Vec<String> = Vec::new();
+    for (i, n) in o
+        .strs(key, PORTS_MAX)?
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+    {
+        let path = format!("{}[{i}]", o.at(key));
+        let n = port_ref(&path, n, ports)?;
+        if out.contains(&n) {
+            return Err(invalid(&path, format!("'{n}' is named twice")));
+        }
+        out.push(n);
+    }
+    Ok(out)
+}
+
+fn layer1(o: &Obj, ports: &[Port]) -> Result<Vec<Layer1>, Invalid> {
+    let mut out: Vec<Layer1> = Vec::new();
+    for (i, l) in o
+        .list("layer1", PORTS_MAX)?
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+    {
+        let l = Obj::new(&format!("layer1[{i}]"), l)?;
+        let name = name(&l)?;
+        let names = port_names(&l, "port_names", ports)?;
+        for n in &names {
+            if out.iter().any(|e| e.ports.contains(n)) {
+                return Err(invalid(
+                    &l.at("port_names"),
+                    format!("port '{n}' is in two layer1 entries"),
+                ));
+            }
+        }
+        let speed = l.str("speed")?.map(str::to_string);
+        if let Some(s) = &speed
+            && !SPEEDS.iter().any(|(n, _)| n == s)
+        {
+            return Err(invalid(
+                &l.at("speed"),
+                format!("'{s}' is not one of the model's speeds"),
+            ));
+        }
+        let mtu = l.u64("mtu")?.unwrap_or(1500);
+        if !(68..=u64::from(MTU_MAX)).contains(&mtu) {
+            return Err(invalid(
+                &l.at("mtu"),
+                format!("{mtu}: an MTU of 68 to {MTU_MAX} bytes"),
+            ));
+        }
+        let promiscuous = l.bool("promiscuous")?.unwrap_or(true);
+        let auto_negotiate = l.bool("auto_negotiate")?;
+        let mut noted = Vec::new();
+        if let Some(m) = l.str("media")? {
+            if !["copper", "fiber", "sgmii"].contains(&m) {
+                return Err(invalid(&l.at("media"), format!("'{m}' is not a media")));
+            }
+            noted.push(format!("media '{m}'"));
+        }
+        if l.bool("ieee_media_defaults")? == Some(true) {
+            noted.push("ieee_media_defaults".to_string());
+        }
+        if l.raw("auto_negotiation").is_some() {
+            noted.push("auto_negotiation's settings".to_string());
+        }
+        if l.raw("flow_control").is_some() {
+            return Err(invalid(
+                &l.at("flow_control"),
+                "not supported by linerate agent (it does not set pause frames)",
+            ));
+        }
+        l.done()?;
+        out.push(Layer1 {
+            name,
+            ports: names,
+            speed,
+            auto_negotiate,
+            mtu: mtu as u32,
+            promiscuous,
+            noted,
+        });
+    }
+    Ok(out)
+}
+
+/// Most frames a port's capture keeps.
+pub const CAPTURE_FRAMES_MAX: u64 = 100_000;
+
+fn captures(o: &Obj, ports: &[Port]) -> Result<Vec<Capture>, Invalid> {
+    let mut out: Vec<Capture> = Vec::new();
+    for (i, c) in o
+        .list("captures", PORTS_MAX)?
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+    {
+        let c = Obj::new(&format!("captures[{i}]"), c)?;
+        let name = name(&c)?;
+        let names = port_names(&c, "port_names", ports)?;
+        for n in &names {
+            if out.iter().any(|e| e.ports.contains(n)) {
+                return Err(invalid(
+                    &c.at("port_names"),
+                    format!("port '{n}' is in two captures"),
+                ));
+            }
+        }
+        let pcapng = match c.str("format")?.unwrap_or("pcap") {
+            "pcap" => false,
+            "pcapng" => true,
+            f => {
+                return Err(invalid(
+                    &c.at("format"),
+                    format!("'{f}' is not a format (pcap, pcapng)"),
+                ));
+            }
+        };
+        let overwrite = c.bool("overwrite")?.unwrap_or(true);
+        let packet_size = c.u64("packet_size")?;
+        if let Some(p) = packet_size
+            && !(1..=65_535).contains(&p)
+        {
+            return Err(invalid(
+                &c.at("packet_size"),
+                format!("{p}: 1 to 65535 bytes of each frame"),
+            ));
+        }
+        if c.list("filters", 16)?.is_some_and(|f| !f.is_empty()) {
+            return Err(invalid(
+                &c.at("filters"),
+                "not supported by linerate agent (it keeps every frame the port receives)",
+            ));
+        }
+        c.done()?;
+        out.push(Capture {
+            name,
+            ports: names,
+            pcapng,
+            overwrite,
+            packet_size: packet_size.map(|p| p as u32),
+        });
+    }
+    Ok(out)
 }
 
 fn name(o: &Obj) -> Result<String, Invalid> {
@@ -200,8 +467,49 @@ fn port_ref(path: &str, n: &str, ports: &[Port]) -> Result<String, Invalid> {
     }
 }
 
-fn flow(f: &Obj, ports: &[Port]) -> Result<Flow, Invalid> {
-    let name = name(f)?;
+/// A flow: each of its parts (name, ports, packet, size, rate,
+/// duration, metrics, unknown fields) read, the first error of each
+/// given.
+fn flow(f: &Obj, ports: &[Port]) -> Result<Flow, Vec<Invalid>> {
+    let mut errs = Vec::new();
+    let name = keep(&mut errs, name(f));
+    let txrx = keep(&mut errs, flow_ports(f, ports));
+    let headers = keep(&mut errs, headers(f));
+    let size = keep(&mut errs, f.obj("size").and_then(size));
+    let rate = keep(&mut errs, f.obj("rate").and_then(rate));
+    let duration = keep(&mut errs, f.obj("duration").and_then(duration));
+    let latency = keep(&mut errs, f.obj("metrics").and_then(metrics));
+    keep(&mut errs, f.done());
+    match (name, txrx, headers, size, rate, duration, latency) {
+        (
+            Some(name),
+            Some((tx, rx)),
+            Some(headers),
+            Some(size),
+            Some(rate),
+            Some(duration),
+            Some(latency),
+        ) if errs.is_empty() => Ok(Flow {
+            name,
+            tx,
+            rx,
+            headers,
+            size,
+            rate,
+            duration,
+            latency,
+        }),
+        _ => Err(errs),
+    }
+}
+
+/// `r`'s value, or none with its error kept in `errs`.
+fn keep<T>(errs: &mut Vec<Invalid>, r: Result<T, Invalid>) -> Option<T> {
+    r.map_err(|e| errs.push(e)).ok()
+}
+
+/// A flow's `tx_rx`: its transmit port and receive ports.
+fn flow_ports(f: &Obj, ports: &[Port]) -> Result<(String, Vec<String>), Invalid> {
     let txrx = f
         .obj("tx_rx")?
         .ok_or_else(|| invalid(&f.at("tx_rx"), "required: the flow's ports"))?;
@@ -238,22 +546,7 @@ fn flow(f: &Obj, ports: &[Port]) -> Result<Flow, Invalid> {
     }
     p.done()?;
     txrx.done()?;
-    let headers = headers(f)?;
-    let size = size(f.obj("size")?)?;
-    let rate = rate(f.obj("rate")?)?;
-    let duration = duration(f.obj("duration")?)?;
-    let latency = metrics(f.obj("metrics")?)?;
-    f.done()?;
-    Ok(Flow {
-        name,
-        tx,
-        rx,
-        headers,
-        size,
-        rate,
-        duration,
-        latency,
-    })
+    Ok((tx, rx))
 }
 
 fn metrics(m: Option<Obj>) -> Result<bool, Invalid> {
@@ -636,8 +929,18 @@ fn counter(
     Ok(Some((start, step, count)))
 }
 
+/// `-step` in a field of `kind`: the step that walks downward when values
+/// are taken modulo the field's width (`FlowSpec::lockstep`).
+fn negated(kind: Kind, step: u128) -> u128 {
+    match kind {
+        Kind::V6 => step.wrapping_neg(),
+        k => (k.max() + 1 - step % (k.max() + 1)) % (k.max() + 1),
+    }
+}
+
 /// The range an increment (`up`) or decrement of pattern `p` walks, if
-/// it stays within the field.
+/// it stays within the field: the model's values in its order (a
+/// decrement from `start` downward).
 fn counter_range(
     p: &Obj,
     kind: Kind,
@@ -656,51 +959,60 @@ fn counter_range(
     let span = step
         .checked_mul(u128::from(count - 1))
         .ok_or_else(|| invalid(&path, "the values run past the field"))?;
-    let first = if up {
+    if up {
         start
             .checked_add(span)
             .filter(|&last| last <= kind.max())
             .ok_or_else(|| invalid(&path, "the values run past the field's largest"))?;
-        start
     } else {
         start
             .checked_sub(span)
-            .ok_or_else(|| invalid(&path, "the values run below 0"))?
-    };
+            .ok_or_else(|| invalid(&path, "the values run below 0"))?;
+    }
     Ok(Range {
-        first,
+        first: start,
         count,
-        step: if count == 1 { 1 } else { step },
+        step: match (count, up) {
+            (1, _) => 1,
+            (_, true) => step,
+            (_, false) => negated(kind, step),
+        },
     })
 }
 
-/// The range pattern `p`'s `values` make: they must be evenly spaced.
+/// The range pattern `p`'s `values` make, in the order given: they must
+/// be evenly spaced (rising or falling).
 fn values_range(p: &Obj, kind: Kind, values: Option<&[Value]>) -> Result<Range, Invalid> {
     let path = p.at("values");
     let list = values.ok_or_else(|| invalid(&path, "required by choice values"))?;
-    let mut v = list
+    let v = list
         .iter()
         .enumerate()
         .map(|(i, x)| kind.parse(&format!("{path}[{i}]"), x))
         .collect::<Result<Vec<_>, _>>()?;
-    v.sort_unstable();
     if v.is_empty() {
         return Err(invalid(&path, "at least one value"));
     }
-    if v.windows(2).any(|w| w[0] == w[1]) {
-        return Err(invalid(&path, "a value given twice"));
-    }
-    let step = v.get(1).map_or(1, |b| b - v[0]);
-    if v.windows(2).any(|w| w[1] - w[0] != step) {
+    let rising = v.get(1).is_none_or(|&b| b > v[0]);
+    let gap = |a: u128, b: u128| {
+        if rising {
+            b.checked_sub(a)
+        } else {
+            a.checked_sub(b)
+        }
+    };
+    let step = v.get(1).map_or(Some(1), |&b| gap(v[0], b));
+    if step == Some(0) || v.windows(2).any(|w| gap(w[0], w[1]) != step) {
         return Err(invalid(
             &path,
-            "values must be evenly spaced: linerate walks a range (first, step, count)",
+            "values must be evenly spaced, rising or falling, none twice: linerate walks a range (first, step, count)",
         ));
     }
+    let step = step.expect("checked");
     Ok(Range {
         first: v[0],
         count: v.len() as u64,
-        step,
+        step: if rising { step } else { negated(kind, step) },
     })
 }
 

@@ -78,26 +78,39 @@ pub struct PlanFlow {
     pub latency: bool,
 }
 
-/// Makes `cfg` runnable under `opts`.
+/// Makes `cfg` runnable under `opts`: its first error.
 pub fn plan(cfg: &Config, opts: &Options) -> Result<Plan, Invalid> {
-    let ports = cfg
-        .ports
-        .iter()
-        .enumerate()
-        .map(|(i, p)| plan_port(i, p, opts))
-        .collect::<Result<Vec<_>, _>>()?;
+    plan_all(cfg, opts).map_err(|mut e| e.remove(0))
+}
+
+/// Makes `cfg` runnable under `opts`: every port and flow is planned, and
+/// the refusal is the list of their errors (one each, with its path).
+pub fn plan_all(cfg: &Config, opts: &Options) -> Result<Plan, Vec<Invalid>> {
+    let mut errs = Vec::new();
+    let mut ports = Vec::new();
+    for (i, p) in cfg.ports.iter().enumerate() {
+        match plan_port(i, p, opts) {
+            Ok(p) => ports.push(p),
+            Err(e) => errs.push(e),
+        }
+    }
+    if !errs.is_empty() {
+        // The flows need their ports.
+        return Err(errs);
+    }
     let mut flows = Vec::new();
     let mut next_id: u32 = 0;
     for (i, f) in cfg.flows.iter().enumerate() {
-        flows.push(plan_flow(
-            &format!("flows[{i}]"),
-            f,
-            &ports,
-            opts,
-            &mut next_id,
-        )?);
+        match plan_flow(&format!("flows[{i}]"), f, &ports, opts, &mut next_id) {
+            Ok(f) => flows.push(f),
+            Err(e) => errs.push(e),
+        }
     }
-    Ok(Plan { ports, flows })
+    if errs.is_empty() {
+        Ok(Plan { ports, flows })
+    } else {
+        Err(errs)
+    }
 }
 
 /// Port `i`: on a peer, or an interface of the allow-list on this host.
@@ -317,8 +330,12 @@ fn flow_spec(
         src_port: h.src_port,
         dst_port: h.dst_port,
         ids: ProbeIds::default(),
+        // The model's patterns: each field steps on its own per frame.
+        lockstep: true,
     };
-    let n: u128 = [
+    // The frames repeat after the least common multiple of the fields'
+    // counts.
+    let n = [
         spec.src_mac,
         spec.dst_mac,
         spec.src_ip,
@@ -327,14 +344,14 @@ fn flow_spec(
         spec.dst_port,
     ]
     .iter()
-    .map(|r| u128::from(r.count))
-    .product();
-    if n > 1 << 32 {
+    .try_fold(1u64, |l, r| {
+        let c = r.count.max(1);
+        (l / gcd(l, c)).checked_mul(c).filter(|&n| n <= 1 << 32)
+    });
+    if n.is_none() {
         return Err(invalid(
             &format!("{path}.packet"),
-            format!(
-                "{n} combinations of the fields' values: linerate walks at most 2^32 in a flow"
-            ),
+            "the fields' value counts repeat after more than 2^32 frames (their least common multiple): linerate walks at most 2^32 in a flow",
         ));
     }
     Ok(spec)
@@ -464,7 +481,9 @@ fn blast_config(
         macs_given: true,
         gso: Gso::Auto,
         interval: Some(opts.interval),
-        end_markers: true,
+        // The agent knows what it sent: no frame the configuration did not
+        // ask for goes on the wire.
+        end_markers: false,
     })
 }
 

@@ -110,7 +110,11 @@ fn connection(sock: TcpStream, tls: Arc<ServerConfig>, agent: &Agent, token: &st
     };
     // Writing, too, ends by a deadline: each write waits IO_WAIT at most
     // and a response is at most some hundred kilobytes.
-    if http::write_response(&mut s, reply.status, &reply.body).is_ok() {
+    let written = match &reply.bytes {
+        Some(b) => http::write_bytes(&mut s, reply.status, "application/octet-stream", b),
+        None => http::write_response(&mut s, reply.status, &reply.body),
+    };
+    if written.is_ok() {
         s.conn.send_close_notify();
         let _ = s.conn.write_tls(&mut s.sock);
         let _ = s.sock.flush();

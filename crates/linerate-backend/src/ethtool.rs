@@ -6,6 +6,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 
 const SIOCETHTOOL: libc::c_ulong = 0x8946;
+const ETHTOOL_GSET: u32 = 0x01;
 const ETHTOOL_GDRVINFO: u32 = 0x03;
 const ETHTOOL_GRINGPARAM: u32 = 0x10;
 const ETHTOOL_GRXCSUM: u32 = 0x14;
@@ -45,6 +46,22 @@ fn ioctl(iface: &str, buf: &mut [u32]) -> io::Result<()> {
     } else {
         Ok(())
     }
+}
+
+/// Whether the link auto-negotiates (ETHTOOL_GSET, which the kernel
+/// answers from the driver's link settings; an error where the driver
+/// has none).
+pub fn autoneg(iface: &str) -> io::Result<bool> {
+    let mut b = [0u32; 11];
+    b[0] = ETHTOOL_GSET;
+    ioctl(iface, &mut b)?;
+    Ok(autoneg_of(&b))
+}
+
+/// `struct ethtool_cmd`'s autoneg byte: byte 18 (after cmd, supported,
+/// advertising, speed, duplex, port, phy_address, transceiver).
+fn autoneg_of(cmd: &[u32; 11]) -> bool {
+    cmd[4].to_ne_bytes()[2] != 0
 }
 
 /// Driver name and bus.
@@ -211,6 +228,21 @@ pub fn memlock_limit() -> io::Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The autoneg byte is the 19th of `struct ethtool_cmd`, whatever
+    /// the bytes around it hold.
+    #[test]
+    fn autoneg_is_read_from_its_byte() {
+        let mut bytes = [0xffu8; 44];
+        bytes[18] = 0;
+        let words = |b: &[u8; 44]| -> [u32; 11] {
+            std::array::from_fn(|i| u32::from_ne_bytes(b[i * 4..i * 4 + 4].try_into().unwrap()))
+        };
+        assert!(!autoneg_of(&words(&bytes)));
+        let mut bytes = [0u8; 44];
+        bytes[18] = 1;
+        assert!(autoneg_of(&words(&bytes)));
+    }
 
     #[test]
     fn loopback_answers_or_refuses_cleanly() {

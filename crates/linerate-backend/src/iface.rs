@@ -105,6 +105,61 @@ pub fn of_addr(ip: IpAddr) -> Option<String> {
     })
 }
 
+/// Sets an interface's MTU (SIOCSIFMTU; needs CAP_NET_ADMIN).
+pub fn set_mtu(iface: &str, mtu: usize) -> io::Result<()> {
+    let (sock, name) = ioctl_target(iface)?;
+    let mtu = libc::c_int::try_from(mtu)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "MTU out of range"))?;
+    // SAFETY: an all-zero ifreq is valid; we fill in the name and MTU.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    req.ifr_name = name;
+    req.ifr_ifru.ifru_mtu = mtu;
+    // SAFETY: SIOCSIFMTU reads the name and ifru_mtu inside `req`.
+    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFMTU as _, &mut req) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Whether an interface is promiscuous (IFF_PROMISC as set by
+/// SIOCSIFFLAGS, not packet sockets' own memberships).
+pub fn promiscuous(iface: &str) -> io::Result<bool> {
+    Ok(flags(iface)? & libc::IFF_PROMISC as libc::c_short != 0)
+}
+
+/// Sets or clears an interface's IFF_PROMISC flag (needs CAP_NET_ADMIN).
+pub fn set_promiscuous(iface: &str, on: bool) -> io::Result<()> {
+    let (sock, name) = ioctl_target(iface)?;
+    let mut f = flags(iface)?;
+    let bit = libc::IFF_PROMISC as libc::c_short;
+    f = if on { f | bit } else { f & !bit };
+    // SAFETY: an all-zero ifreq is valid; we fill in the name and flags.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    req.ifr_name = name;
+    req.ifr_ifru.ifru_flags = f;
+    // SAFETY: SIOCSIFFLAGS reads the name and ifru_flags inside `req`.
+    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS as _, &mut req) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn flags(iface: &str) -> io::Result<libc::c_short> {
+    let (sock, name) = ioctl_target(iface)?;
+    // SAFETY: an all-zero ifreq is valid; we fill in the name.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    req.ifr_name = name;
+    // SAFETY: SIOCGIFFLAGS reads the name and writes ifru_flags inside `req`.
+    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS as _, &mut req) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel filled the flags member of the union.
+    Ok(unsafe { req.ifr_ifru.ifru_flags })
+}
+
 /// `02:00:00:00:00:0a` form of a MAC.
 pub fn format_mac(m: [u8; 6]) -> String {
     m.iter()

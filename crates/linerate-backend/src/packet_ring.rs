@@ -419,7 +419,10 @@ impl RxRing {
     /// Opens a ring of `block_nr` blocks of `block_size` bytes on `iface`.
     pub fn open(iface: &str, block_size: usize, block_nr: usize) -> io::Result<Self> {
         let ifindex = crate::iface::index(iface)?;
-        let fd = v3_socket(true)?;
+        // No protocol until the bind names the interface: a socket opened
+        // for every protocol takes every interface's frames until then
+        // (a capture of one port held another's frames).
+        let fd = v3_socket(false)?;
         let raw = fd.as_raw_fd();
         // (Older kernels refuse it: every frame's type is looked at then.)
         let outgoing_filtered = crate::sockopt::setsockopt_raw(
@@ -609,6 +612,41 @@ mod tests {
             assert_eq!(got, want, "looking at packet types: {outgoing}");
             assert_eq!(n as usize, want.len());
         }
+    }
+
+    /// The socket a ring opens takes no frame before its bind names the
+    /// interface (it was opened for every protocol, and held frames of
+    /// every interface from then to the bind).
+    #[test]
+    fn a_ring_socket_takes_nothing_before_its_bind() {
+        if !root() {
+            assert!(
+                std::env::var("LINERATE_STRICT").as_deref() != Ok("1"),
+                "LINERATE_STRICT=1: AF_PACKET sockets need root"
+            );
+            eprintln!("SKIP: AF_PACKET sockets need root");
+            return;
+        }
+        let fd = v3_socket(false).unwrap();
+        let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        for _ in 0..50 {
+            tx.send_to(b"before the bind", rx.local_addr().unwrap())
+                .unwrap();
+        }
+        let [packets, _, _] = crate::raw::packet_statistics(fd.as_raw_fd()).unwrap();
+        assert_eq!(packets, 0, "frames reached a socket bound to nothing");
+        // The same socket opened for every protocol takes them.
+        let all = crate::raw::packet_socket(true).unwrap();
+        for _ in 0..50 {
+            tx.send_to(b"before the bind", rx.local_addr().unwrap())
+                .unwrap();
+        }
+        let [packets, _, _] = crate::raw::packet_statistics(all.as_raw_fd()).unwrap();
+        assert!(
+            packets >= 50,
+            "the test's traffic reached a socket: {packets}"
+        );
     }
 
     #[test]

@@ -275,7 +275,10 @@ impl RawSocket {
     /// Opens and binds an AF_PACKET socket to `iface` (needs CAP_NET_RAW).
     pub fn open(iface: &str) -> io::Result<Self> {
         let ifindex = crate::iface::index(iface)?;
-        let fd = packet_socket(true)?;
+        // No protocol until the bind names the interface (opened for
+        // every protocol, it would take every interface's frames until
+        // then).
+        let fd = packet_socket(false)?;
         bind_to(fd.as_raw_fd(), ifindex)?;
         let iov = vec![
             libc::iovec {

@@ -3,6 +3,12 @@
 //! source port, destination port, source IP, destination IP, source MAC,
 //! destination MAC), so a run over `count()` flows reaches every value of
 //! every range.
+//!
+//! Or, with [`FlowSpec::lockstep`] (the OTG model's patterns), every field
+//! steps on its own at each flow: flow i takes value `i mod count` of each
+//! range, so the flows repeat after the least common multiple of the
+//! counts. A field's values are taken modulo its width, so a step of
+//! `2^width - s` walks downward by `s` (the model's `decrement`).
 
 use crate::template::WireFlow;
 use linerate_wire::MacAddr;
@@ -160,6 +166,9 @@ pub struct FlowSpec {
     /// Which probe flow ids the flows take (default: the flow index mod
     /// 65536).
     pub ids: ProbeIds,
+    /// Every field steps at every flow (the OTG model) instead of the
+    /// odometer's carry.
+    pub lockstep: bool,
 }
 
 /// The probe flow ids a spec's flows carry: flow `i` takes `base + (i &
@@ -234,6 +243,7 @@ impl FlowSpec {
             src_port: stepped(src_port, port_range)?,
             dst_port: stepped(dst_port, port_range)?,
             ids: ProbeIds::default(),
+            lockstep: false,
         };
         let n = spec.count_u128();
         if n > FLOWS_MAX {
@@ -254,7 +264,23 @@ impl FlowSpec {
     }
 
     fn count_u128(&self) -> u128 {
-        self.order().iter().map(|r| u128::from(r.count)).product()
+        let counts = self.order().map(|r| u128::from(r.count.max(1)));
+        if self.lockstep {
+            counts.iter().fold(1, |l, &c| lcm(l, c))
+        } else {
+            counts.iter().product()
+        }
+    }
+
+    /// The largest value each field (in [`order`](Self::order)) holds.
+    fn masks(&self) -> [u128; 6] {
+        let ip = if self.ipv6 {
+            u128::MAX
+        } else {
+            u128::from(u32::MAX)
+        };
+        let mac = (1u128 << 48) - 1;
+        [0xffff, 0xffff, ip, ip, mac, mac]
     }
 
     /// Number of distinct flows (every combination).
@@ -268,7 +294,9 @@ impl FlowSpec {
         let mut digits = [0u64; 6];
         for (d, r) in digits.iter_mut().zip(self.order()) {
             *d = rest % r.count;
-            rest /= r.count;
+            if !self.lockstep {
+                rest /= r.count;
+            }
         }
         self.fields(&digits)
     }
@@ -276,8 +304,8 @@ impl FlowSpec {
     /// The fields for one digit per range (each below its range's count).
     fn fields(&self, digits: &[u64; 6]) -> FlowFields {
         let mut v = [0u128; 6];
-        for ((slot, r), &d) in v.iter_mut().zip(self.order()).zip(digits) {
-            *slot = r.first + u128::from(d) * r.step;
+        for (((slot, r), &d), m) in v.iter_mut().zip(self.order()).zip(digits).zip(self.masks()) {
+            *slot = r.first.wrapping_add(u128::from(d).wrapping_mul(r.step)) & m;
         }
         let ip = |n: u128| -> IpAddr {
             if self.ipv6 {
@@ -336,6 +364,9 @@ impl<'a> FlowCursor<'a> {
         for (d, r) in self.digits.iter_mut().zip(self.spec.order()) {
             *d += 1;
             if *d < r.count {
+                if self.spec.lockstep {
+                    continue;
+                }
                 break;
             }
             *d = 0;
@@ -360,6 +391,9 @@ pub struct WireCursor {
     index: u64,
     count: u64,
     ids: ProbeIds,
+    /// Every field steps at every flow (no fast path, no carry).
+    lockstep: bool,
+    masks: [u128; 6],
     /// The fastest field that moves (a range of more than one value).
     lo: usize,
     /// When that field is a port: steps it takes before it carries, and
@@ -382,6 +416,8 @@ impl WireCursor {
             index: 0,
             count: spec.count(),
             ids: spec.ids,
+            lockstep: spec.lockstep,
+            masks: spec.masks(),
             lo: 0,
             fast_left: 0,
             port_step: 0,
@@ -392,7 +428,7 @@ impl WireCursor {
 
     fn with_fast_path(mut self) -> Self {
         self.lo = self.counts.iter().position(|&c| c > 1).unwrap_or(0);
-        if self.lo < 2 {
+        if self.lo < 2 && !self.lockstep {
             // A port's step is below 65536 (its range fits a u16).
             self.port_step = self.step[self.lo] as u16;
             self.fast_left = self.counts[self.lo] - 1 - self.digits[self.lo];
@@ -439,6 +475,10 @@ impl WireCursor {
     /// moving field up, and every field that changed is written again.
     #[cold]
     fn carry(&mut self) {
+        if self.lockstep {
+            self.step_all();
+            return;
+        }
         let lo = self.lo;
         if lo < 2 {
             // The fast path stepped the port without the digits: it is at
@@ -488,6 +528,51 @@ impl WireCursor {
             self.fast_left = self.counts[lo] - 1 - self.digits[lo];
         }
     }
+
+    /// A lockstep step: every field that moves takes its next value
+    /// (wrapping on its own count), and every field is written again.
+    fn step_all(&mut self) {
+        self.index = if self.index + 1 == self.count {
+            0
+        } else {
+            self.index + 1
+        };
+        for k in 0..6 {
+            if self.counts[k] <= 1 {
+                continue;
+            }
+            self.digits[k] += 1;
+            if self.digits[k] == self.counts[k] {
+                self.digits[k] = 0;
+            }
+            self.values[k] = self.first[k]
+                .wrapping_add(u128::from(self.digits[k]).wrapping_mul(self.step[k]))
+                & self.masks[k];
+        }
+        let v = self.values;
+        self.wire.set_macs(
+            MacAddr::from_u64(v[4] as u64).0,
+            MacAddr::from_u64(v[5] as u64).0,
+        );
+        let ip = |n: u128| -> IpAddr {
+            if self.ipv6 {
+                IpAddr::V6(n.into())
+            } else {
+                IpAddr::V4((n as u32).into())
+            }
+        };
+        self.wire.set_addrs(ip(v[2]), ip(v[3]));
+        self.wire.set_ports(v[0] as u16, v[1] as u16);
+    }
+}
+
+fn gcd(a: u128, b: u128) -> u128 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// The least common multiple, saturating (a count beyond any bound).
+fn lcm(a: u128, b: u128) -> u128 {
+    (a / gcd(a, b).max(1)).saturating_mul(b)
 }
 
 #[cfg(test)]
@@ -517,6 +602,55 @@ mod tests {
         assert_eq!(s.ids.span(), 4);
         assert_eq!(ProbeIds::block(0, 3), None);
         assert_eq!(ProbeIds::block(0, 1 << 16), Some(ProbeIds::default()));
+    }
+
+    /// Lockstep (the OTG model): every field steps at every flow, a
+    /// falling range walks down by wrapping, the flows repeat after the
+    /// counts' least common multiple; the wire cursor agrees.
+    #[test]
+    fn lockstep_steps_every_field_at_once() {
+        for v6 in [false, true] {
+            let (sip, dip) = if v6 {
+                ("2001:db8::1-2001:db8::2", "2001:db8:1::1")
+            } else {
+                ("198.18.0.1-198.18.0.2", "198.19.0.1")
+            };
+            let mut s = spec(sip, dip, "5000-5018@2", "9").unwrap();
+            s.lockstep = true;
+            // A decrement: 6000, 5998, … (ten values).
+            s.dst_port = Range {
+                first: 6000,
+                count: 10,
+                step: 65536 - 2,
+            };
+            s.dst_ip.first = if v6 {
+                u128::from(std::net::Ipv6Addr::from([0x2001, 0xdb8, 1, 0, 0, 0, 0, 5]))
+            } else {
+                u128::from(u32::from(std::net::Ipv4Addr::new(198, 19, 0, 5)))
+            };
+            s.dst_ip.count = 3;
+            s.dst_ip.step = if v6 { u128::MAX } else { u128::from(u32::MAX) };
+            assert_eq!(s.count(), 30, "lcm(10, 10, 2, 3)");
+            let mut c = WireCursor::new(&s);
+            let mut f = FlowCursor::new(&s);
+            for n in 0..95u64 {
+                let want = s.flow(n);
+                assert_eq!(want.src_port, 5000 + (n % 10) as u16 * 2);
+                assert_eq!(want.dst_port, 6000 - (n % 10) as u16 * 2);
+                let d = 5 - (n % 3) as u8;
+                let dst: IpAddr = if v6 {
+                    std::net::Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, u16::from(d)).into()
+                } else {
+                    std::net::Ipv4Addr::new(198, 19, 0, d).into()
+                };
+                assert_eq!(want.dst_ip, dst, "flow {n}");
+                assert_eq!(c.wire(), &WireFlow::new(&want), "flow {n}");
+                assert_eq!(c.index(), n % 30);
+                assert_eq!(f.get(), (n % 30, &want));
+                c.advance();
+                f.advance();
+            }
+        }
     }
 
     #[test]
