@@ -457,6 +457,7 @@ fn blast_config(
             .then(|| linerate_backend::iface::mtu(iface).ok())
             .flatten(),
         tcp_flags: h.tcp_flags,
+        vxlan: None,
     };
     // Every size's frame built now: one that cannot be is said here.
     let flow0 = flows.flow(0);
