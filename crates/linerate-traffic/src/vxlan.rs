@@ -383,6 +383,34 @@ mod tests {
         ));
     }
 
+    #[test]
+    fn the_smallest_frames() {
+        let framing = Framing {
+            vxlan: Some(outer(false)),
+            ..Framing::default()
+        };
+        let f = inner_spec(false).flow(0);
+        let (t, e) = templates(118, &f, &framing).unwrap();
+        assert_eq!((e.len(), e.prefix_len(), t.len()), (114, 50, 60));
+        assert!(matches!(
+            templates(117, &f, &framing),
+            Err(TemplateError::TooSmall {
+                size: 117,
+                min: 118,
+                ..
+            })
+        ));
+        let mtu = Framing {
+            mtu: Some(1500),
+            ..framing
+        };
+        assert!(templates(1518, &f, &mtu).is_ok());
+        assert!(matches!(
+            templates(1519, &f, &mtu),
+            Err(TemplateError::OverMtu { ip: 1501, .. })
+        ));
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(300))]
 
