@@ -735,7 +735,7 @@ impl Drop for Agent {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linerate_packet::BackendKind;
+    use linerate_packet::{BackendKind, RxFilter};
 
     fn agent() -> Agent {
         Agent::new(Options {
@@ -825,6 +825,99 @@ mod tests {
         );
         assert_eq!(f.blast.rate, linerate_packet::Rate::Pps(1000));
         assert_eq!(f.blast.sizes.cycle(), &[64]);
+    }
+
+    /// The OTG suite's VXLAN flow: outer IPv6/UDP to 4789, VNIs by
+    /// values, inner Ethernet/IPv4/TCP; refusals by path.
+    #[test]
+    fn a_vxlan_flow_and_its_refusals() {
+        let a = agent();
+        let mut doc = good();
+        let v = |x: &str| json!({"choice": "value", "value": x});
+        set(
+            &mut doc,
+            "/flows/0/packet",
+            json!([
+                {"choice": "ethernet", "ethernet": {"src": v("00:00:01:01:01:01"), "dst": v("00:00:01:01:01:02")}},
+                {"choice": "ipv6", "ipv6": {"src": v("2001:db8:1::1"), "dst": v("2001:db8:1::2")}},
+                {"choice": "udp", "udp": {"src_port": {"choice": "value", "value": 4789}, "dst_port": {"choice": "value", "value": 4789}}},
+                {"choice": "vxlan", "vxlan": {"vni": {"choice": "values", "values": [1000, 1001, 1002, 1003, 1004]}}},
+                {"choice": "ethernet", "ethernet": {"src": v("00:00:01:01:01:03"), "dst": v("00:00:01:01:01:04")}},
+                {"choice": "ipv4", "ipv4": {"src": v("198.18.1.3"), "dst": v("198.18.1.4")}},
+                {"choice": "tcp", "tcp": {"src_port": {"choice": "value", "value": 80}, "dst_port": {"choice": "value", "value": 80}}}
+            ]),
+        );
+        set(
+            &mut doc,
+            "/flows/0/size",
+            json!({"choice": "fixed", "fixed": 256}),
+        );
+        let r = post(&a, "/config", &doc);
+        assert_eq!(r.status, 200, "{}", r.body);
+        {
+            let s = lock(&a.state);
+            let f = &s.campaign.as_ref().unwrap().plan.flows[0];
+            let vx = f.blast.framing.vxlan.expect("encapsulated");
+            assert_eq!((vx.vni.first, vx.vni.count, vx.vni.step), (1000, 5, 1));
+            assert_eq!((vx.flags, vx.outer.dst_port), (8, 4789));
+            assert_eq!(
+                vx.outer.dst_ip,
+                "2001:db8:1::2".parse::<std::net::IpAddr>().unwrap()
+            );
+            assert_eq!(f.blast.framing.tcp_flags, Some(0));
+            assert_eq!(f.blast.flows.count(), 1, "one inner tuple");
+            assert_eq!(f.sinks[0].take, RxFilter::Udp(Some((4789, 4789))));
+        }
+        let refused = |ptr: &str, val: Value, path: &str, why: &str| {
+            let mut d = doc.clone();
+            set(&mut d, ptr, val);
+            let r = post(&a, "/config", &d);
+            assert_eq!(r.status, 400, "{ptr}: {}", r.body);
+            let e = r.body["errors"][0].as_str().unwrap().to_string();
+            assert!(e.starts_with(path) && e.contains(why), "{ptr}: {e}");
+        };
+        refused(
+            "/flows/0/packet/2/udp/dst_port",
+            json!({"choice": "value", "value": 8472}),
+            "flows[0].packet[2].udp.dst_port",
+            "4789",
+        );
+        refused(
+            "/flows/0/packet/1/ipv6/src",
+            json!({"choice": "values", "values": ["2001:db8:1::1", "2001:db8:1::3"]}),
+            "flows[0].packet[1].ipv6.src",
+            "one value",
+        );
+        refused(
+            "/flows/0/packet/4/ethernet/dst",
+            json!({"choice": "auto"}),
+            "flows[0].packet[4].ethernet.dst",
+            "inner",
+        );
+        refused(
+            "/flows/0/packet/3/vxlan/vni",
+            json!({"choice": "value", "value": 16777216}),
+            "flows[0].packet[3].vxlan.vni",
+            "above",
+        );
+        refused(
+            "/flows/0/packet/3/vxlan/flags",
+            json!({"choice": "values", "values": [8, 9]}),
+            "flows[0].packet[3].vxlan.flags",
+            "one value",
+        );
+        refused(
+            "/flows/0/packet/2",
+            json!({"choice": "tcp"}),
+            "flows[0].packet",
+            "vxlan",
+        );
+        refused(
+            "/flows/0/size",
+            json!({"choice": "fixed", "fixed": 128}),
+            "flows[0].size",
+            "VXLAN",
+        );
     }
 
     /// The model steps each field on its own per frame: frame n carries

@@ -124,6 +124,31 @@ pub struct Headers {
     pub tcp_flags: Option<u8>,
     pub src_port: Range,
     pub dst_port: Range,
+    /// A VXLAN flow's outer headers (the fields above are then the inner
+    /// frame's, which carries the probe).
+    pub vxlan: Option<Outer>,
+}
+
+/// What a VXLAN flow's frames carry before the inner frame: one value of
+/// each outer field, the VXLAN header's fields and its VNIs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outer {
+    pub eth_src: u128,
+    /// `None`: auto (the receive port's MAC, or the next hop's).
+    pub eth_dst: Option<u128>,
+    pub vlan: Option<(u16, u8)>,
+    pub ipv6: bool,
+    pub ip_src: u128,
+    pub ip_dst: u128,
+    pub ttl: u8,
+    pub dscp: u8,
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub flags: u8,
+    pub reserved0: u32,
+    pub reserved1: u8,
+    /// Frame n carries value n mod count.
+    pub vni: Range,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -1073,6 +1098,7 @@ fn body<'a>((c, o): &(&str, Obj<'a>)) -> Result<Obj<'a>, Invalid> {
         "ipv4" => "ipv4",
         "ipv6" => "ipv6",
         "udp" => "udp",
+        "vxlan" => "vxlan",
         _ => "tcp",
     };
     let b = o.obj(key)?;
@@ -1084,34 +1110,55 @@ fn body<'a>((c, o): &(&str, Obj<'a>)) -> Result<Obj<'a>, Invalid> {
 }
 
 /// A flow's `packet`: its headers' kinds checked (ethernet, an optional
-/// vlan, ipv4 or ipv6, udp or tcp), then each header read in turn.
+/// vlan, ipv4 or ipv6, udp or tcp; or such a frame in VXLAN: ethernet, an
+/// optional vlan, ipv4 or ipv6, udp, vxlan, then the inner frame), then
+/// each header read in turn.
 fn headers(f: &Obj) -> Result<Headers, Invalid> {
     let path = f.at("packet");
-    let list = f.list("packet", 8)?.unwrap_or_default();
+    let list = f.list("packet", 12)?.unwrap_or_default();
     let mut hs = Vec::new();
     for (i, h) in list.iter().enumerate() {
         let o = Obj::new(&format!("{path}[{i}]"), h)?;
         let c = o.choice(
-            &["ethernet", "vlan", "ipv4", "ipv6", "udp", "tcp"],
+            &["ethernet", "vlan", "ipv4", "ipv6", "udp", "tcp", "vxlan"],
             "ethernet",
         )?;
         hs.push((c, o));
     }
     let names: Vec<&str> = hs.iter().map(|(c, _)| *c).collect();
-    let shape_ok = matches!(
-        names.as_slice(),
-        ["ethernet", "ipv4" | "ipv6", "udp" | "tcp"]
-            | ["ethernet", "vlan", "ipv4" | "ipv6", "udp" | "tcp"]
-    );
+    let frame_ok = |n: &[&str], l4: &[&str]| match n {
+        ["ethernet", ip, t] | ["ethernet", "vlan", ip, t] => {
+            matches!(*ip, "ipv4" | "ipv6") && l4.contains(t)
+        }
+        _ => false,
+    };
+    let at = names.iter().position(|n| *n == "vxlan");
+    let shape_ok = match at {
+        None => frame_ok(&names, &["udp", "tcp"]),
+        Some(k) => frame_ok(&names[..k], &["udp"]) && frame_ok(&names[k + 1..], &["udp", "tcp"]),
+    };
     if !shape_ok {
         return Err(invalid(
             &path,
             format!(
-                "headers [{}]: linerate sends ethernet, an optional vlan, ipv4 or ipv6, then udp or tcp (its probe rides in the payload)",
+                "headers [{}]: linerate sends ethernet, an optional vlan, ipv4 or ipv6, then udp or tcp (its probe rides in the payload), or such a frame behind ethernet, an optional vlan, ipv4 or ipv6, udp and vxlan",
                 names.join(", ")
             ),
         ));
     }
+    let Some(k) = at else {
+        return frame_headers(&hs, true);
+    };
+    let outer = frame_headers(&hs[..k], true)?;
+    let mut inner = frame_headers(&hs[k + 1..], false)?;
+    inner.vxlan = Some(outer_headers(&path, &hs, outer, &body(&hs[k])?)?);
+    Ok(inner)
+}
+
+/// One frame's headers (`hs`, their shape checked); `auto_dst`: its
+/// ethernet dst may be auto (not a VXLAN flow's inner frame's).
+fn frame_headers(hs: &[(&str, Obj)], auto_dst: bool) -> Result<Headers, Invalid> {
+    let names: Vec<&str> = hs.iter().map(|(c, _)| *c).collect();
     let mut it = hs.iter();
     let eth_h = it.next().expect("shape checked");
     let eth = body(eth_h)?;
@@ -1141,6 +1188,12 @@ fn headers(f: &Obj) -> Result<Headers, Invalid> {
     };
     good_checksum(&l4, "checksum")?;
     l4.done()?;
+    if !auto_dst && eth_dst == Field::Auto {
+        return Err(invalid(
+            &format!("{}.dst", eth.path),
+            "an inner ethernet header's dst takes a value (auto is the outer header's)",
+        ));
+    }
     Ok(Headers {
         eth_src,
         eth_dst,
@@ -1153,6 +1206,70 @@ fn headers(f: &Obj) -> Result<Headers, Invalid> {
         tcp_flags,
         src_port,
         dst_port,
+        vxlan: None,
+    })
+}
+
+/// A VXLAN flow's outer headers (read as a frame's, `outer`) and its
+/// `vxlan` header: one value of each outer field, the UDP destination
+/// the VXLAN port.
+fn outer_headers(
+    path: &str,
+    hs: &[(&str, Obj)],
+    outer: Headers,
+    vx: &Obj,
+) -> Result<Outer, Invalid> {
+    let name = |i: usize| hs[i].0;
+    let ip = if outer.vlan.is_some() { 2 } else { 1 };
+    let one = |r: &Range, at: String| {
+        if r.count == 1 {
+            Ok(r.first)
+        } else {
+            Err(invalid(
+                &at,
+                "linerate sends one value of an outer header's field (before vxlan): give value",
+            ))
+        }
+    };
+    let eth_src = one(&outer.eth_src, format!("{path}[0].ethernet.src"))?;
+    let eth_dst = match outer.eth_dst {
+        Field::Auto => None,
+        Field::Range(r) => Some(one(&r, format!("{path}[0].ethernet.dst"))?),
+    };
+    let ip_src = one(&outer.ip_src, format!("{path}[{ip}].{}.src", name(ip)))?;
+    let ip_dst = one(&outer.ip_dst, format!("{path}[{ip}].{}.dst", name(ip)))?;
+    let udp = format!("{path}[{}].udp", ip + 1);
+    let src_port = one(&outer.src_port, format!("{udp}.src_port"))? as u16;
+    let dst_port = one(&outer.dst_port, format!("{udp}.dst_port"))? as u16;
+    if dst_port != linerate_wire::vxlan::PORT {
+        return Err(invalid(
+            &format!("{udp}.dst_port"),
+            format!(
+                "linerate's receivers find the probe behind VXLAN on UDP port {} (IANA's): {dst_port} is not counted",
+                linerate_wire::vxlan::PORT
+            ),
+        ));
+    }
+    let flags = single(vx, "flags", Kind::Bits(8), 8, false)?.unwrap_or(8) as u8;
+    let reserved0 = single(vx, "reserved0", Kind::Bits(24), 0, false)?.unwrap_or(0) as u32;
+    let vni = ranged(vx, "vni", Kind::Bits(24), 0)?;
+    let reserved1 = single(vx, "reserved1", Kind::Bits(8), 0, false)?.unwrap_or(0) as u8;
+    vx.done()?;
+    Ok(Outer {
+        eth_src,
+        eth_dst,
+        vlan: outer.vlan,
+        ipv6: outer.ipv6,
+        ip_src,
+        ip_dst,
+        ttl: outer.ttl,
+        dscp: outer.dscp,
+        src_port,
+        dst_port,
+        flags,
+        reserved0,
+        reserved1,
+        vni,
     })
 }
 

@@ -11,7 +11,8 @@ use linerate_calc::{Imix, ImixEntry};
 use linerate_packet::{BackendKind, BlastConfig, Gso, RxFilter, SinkConfig};
 use linerate_traffic::flows::Range;
 use linerate_traffic::template::Framing;
-use linerate_traffic::{FlowSpec, ProbeIds, SizeSequence, Template};
+use linerate_traffic::vxlan::Vxlan;
+use linerate_traffic::{FlowFields, FlowSpec, ProbeIds, SizeSequence, Template};
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -190,7 +191,21 @@ fn plan_flow(
     )?;
     let ids = probe_ids(path, &spec, next_id)?;
     let spec = FlowSpec { ids, ..spec };
-    let blast = blast_config(path, f, spec, &ports[tx].iface, opts)?;
+    let vxlan = f
+        .headers
+        .vxlan
+        .as_ref()
+        .map(|o| {
+            vxlan(
+                path,
+                o,
+                &ports[tx].iface,
+                rx.first().map(|&r| &ports[r]),
+                opts,
+            )
+        })
+        .transpose()?;
+    let blast = blast_config(path, f, spec, vxlan, &ports[tx].iface, opts)?;
     let local: Vec<(usize, usize)> = rx
         .iter()
         .enumerate()
@@ -256,7 +271,16 @@ fn sink_config(iface: &str, blast: &BlastConfig, opts: &Options) -> SinkConfig {
         capture: None,
         cores: Vec::new(),
         interval: Some(opts.interval),
-        take: RxFilter::Probes,
+        // AF_XDP takes probe frames by default; VXLAN's are UDP to its
+        // port (the probe is the inner frame's).
+        take: if blast.framing.vxlan.is_some() {
+            RxFilter::Udp(Some((
+                linerate_wire::vxlan::PORT,
+                linerate_wire::vxlan::PORT,
+            )))
+        } else {
+            RxFilter::Probes
+        },
     }
 }
 
@@ -317,7 +341,7 @@ fn flow_spec(
     let dst_mac = match h.eth_dst {
         Field::Range(r) => r,
         Field::Auto => Range::single(u128::from(
-            auto_mac(h, tx_iface, rx, opts)
+            auto_mac((h.ipv6, h.ip_dst.first), tx_iface, rx, opts)
                 .map_err(|e| invalid(&format!("{path}.packet[0].ethernet.dst"), e))?,
         )),
     };
@@ -335,6 +359,7 @@ fn flow_spec(
     };
     // The frames repeat after the least common multiple of the fields'
     // counts.
+    let vni = h.vxlan.as_ref().map_or(Range::single(0), |v| v.vni);
     let n = [
         spec.src_mac,
         spec.dst_mac,
@@ -342,6 +367,7 @@ fn flow_spec(
         spec.dst_ip,
         spec.src_port,
         spec.dst_port,
+        vni,
     ]
     .iter()
     .try_fold(1u64, |l, r| {
@@ -362,7 +388,7 @@ fn flow_spec(
 /// hop's from the transmit port's neighbour table (resolved by the kernel
 /// within 1 s).
 fn auto_mac(
-    h: &model::Headers,
+    (ipv6, ip_dst): (bool, u128),
     tx: &str,
     rx: Option<&PlanPort>,
     opts: &Options,
@@ -405,20 +431,61 @@ fn auto_mac(
         }
         _ => {}
     }
-    let ip = if h.ipv6 {
-        IpAddr::V6(h.ip_dst.first.into())
+    let ip = if ipv6 {
+        IpAddr::V6(ip_dst.into())
     } else {
-        IpAddr::V4((h.ip_dst.first as u32).into())
+        IpAddr::V4((ip_dst as u32).into())
     };
     linerate_backend::neigh::resolve(tx, ip, Duration::from_secs(1))
         .map(|m| linerate_wire::MacAddr(m).to_u64())
         .map_err(|e| format!("auto: no MAC for {ip} on {tx} ({e}): give a value"))
 }
 
+/// A VXLAN flow's outer headers as blast sends them (an auto destination
+/// MAC resolved as a plain flow's).
+fn vxlan(
+    path: &str,
+    o: &model::Outer,
+    tx_iface: &str,
+    rx: Option<&PlanPort>,
+    opts: &Options,
+) -> Result<Vxlan, Invalid> {
+    let dst_mac = match o.eth_dst {
+        Some(m) => m as u64,
+        None => auto_mac((o.ipv6, o.ip_dst), tx_iface, rx, opts)
+            .map_err(|e| invalid(&format!("{path}.packet[0].ethernet.dst"), e))?,
+    };
+    let ip = |n: u128| -> IpAddr {
+        if o.ipv6 {
+            IpAddr::V6(n.into())
+        } else {
+            IpAddr::V4((n as u32).into())
+        }
+    };
+    Ok(Vxlan {
+        outer: FlowFields {
+            src_mac: linerate_wire::MacAddr::from_u64(o.eth_src as u64),
+            dst_mac: linerate_wire::MacAddr::from_u64(dst_mac),
+            src_ip: ip(o.ip_src),
+            dst_ip: ip(o.ip_dst),
+            src_port: o.src_port,
+            dst_port: o.dst_port,
+        },
+        vlan: o.vlan,
+        dscp: o.dscp,
+        ttl: o.ttl,
+        flags: o.flags,
+        reserved0: o.reserved0,
+        reserved1: o.reserved1,
+        vni: o.vni,
+    })
+}
+
 fn blast_config(
     path: &str,
     f: &model::Flow,
     flows: FlowSpec,
+    vxlan: Option<Vxlan>,
     iface: &str,
     opts: &Options,
 ) -> Result<BlastConfig, Invalid> {
@@ -457,12 +524,17 @@ fn blast_config(
             .then(|| linerate_backend::iface::mtu(iface).ok())
             .flatten(),
         tcp_flags: h.tcp_flags,
+        vxlan,
     };
     // Every size's frame built now: one that cannot be is said here.
     let flow0 = flows.flow(0);
     for &size in sizes.cycle() {
-        Template::new(usize::from(size), &flow0, &framing)
-            .map_err(|e| invalid(&format!("{path}.size"), format!("{e}")))?;
+        let built = if framing.vxlan.is_some() {
+            linerate_traffic::vxlan::templates(usize::from(size), &flow0, &framing).map(|_| ())
+        } else {
+            Template::new(usize::from(size), &flow0, &framing).map(|_| ())
+        };
+        built.map_err(|e| invalid(&format!("{path}.size"), format!("{e}")))?;
     }
     Ok(BlastConfig {
         iface: iface.to_string(),

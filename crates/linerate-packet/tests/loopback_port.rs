@@ -347,3 +347,36 @@ fn forged_probes_are_anomalies_not_losses() {
     assert_eq!(j["anomalies"], 11);
     assert_eq!(j["lost"], 0);
 }
+
+#[test]
+fn vxlan_frames_are_counted_behind_their_outer_headers() {
+    use linerate_traffic::flows::Range;
+    use linerate_traffic::vxlan::Vxlan;
+    let _port = Port::create("lp-vxlan", 1500, Faults::default()).unwrap();
+    let mut cfg = blast_cfg("lp-vxlan", "1000-1001", 1_000);
+    cfg.flows.lockstep = true;
+    cfg.sizes = SizeSequence::list(&[256, 300]);
+    cfg.framing.tcp_flags = Some(0x10);
+    cfg.framing.vxlan = Some(Vxlan {
+        outer: cfg.flows.flow(0),
+        vlan: None,
+        dscp: 0,
+        ttl: 64,
+        flags: 0x08,
+        reserved0: 0,
+        reserved1: 0,
+        vni: Range {
+            first: 1000,
+            count: 5,
+            step: 1,
+        },
+    });
+    cfg.framing.vxlan.as_mut().unwrap().outer.dst_port = 4789;
+    let (b, s) = counted("lp-vxlan", || blast(&cfg));
+    assert_eq!(b.packets, 1_000);
+    assert_eq!(b.end_marker_frames, 0, "no marker behind VXLAN");
+    let c = &s.counts;
+    assert_eq!((c.packets(), c.lost(), c.other), (1_000, 0, 0));
+    assert_eq!(c.flows.len(), 2);
+    assert_eq!(s.counts.bytes() + 4 * 1_000, 500 * 256 + 500 * 300);
+}

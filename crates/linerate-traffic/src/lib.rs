@@ -15,6 +15,7 @@ pub mod profile;
 pub mod rewrite;
 pub mod sizes;
 pub mod template;
+pub mod vxlan;
 
 pub use accounting::SinkCounts;
 pub use flows::{FlowCursor, FlowError, FlowFields, FlowSpec, ProbeIds, WireCursor};

@@ -97,6 +97,11 @@ pub struct ProbeSpot {
 pub fn probe_spot(frame: &[u8]) -> Option<ProbeSpot> {
     let parsed = linerate_wire::parse_frame(frame).ok()?;
     parsed.probe?;
+    if parsed.vxlan.is_some() {
+        // The probe is the encapsulated frame's: not restamped (its
+        // checksums are the inner frame's and the outer datagram's).
+        return None;
+    }
     let at = (parsed.payload.as_ptr() as usize).checked_sub(frame.as_ptr() as usize)?;
     let ip = locate(frame)?;
     let checksum = ip.l4_checksum().or(match ip.l4 {

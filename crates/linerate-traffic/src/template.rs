@@ -13,7 +13,7 @@ use std::net::IpAddr;
 use thiserror::Error;
 
 /// Ethernet FCS, added by the NIC: not part of the bytes we hand over.
-const FCS: usize = 4;
+pub(crate) const FCS: usize = 4;
 /// Jumbo frame maximum (FCS included), as linerate calc uses.
 const FRAME_MAX: usize = 9216;
 
@@ -67,6 +67,10 @@ pub struct Framing {
     pub mtu: Option<usize>,
     /// Send TCP segments with these flags instead of UDP datagrams.
     pub tcp_flags: Option<u8>,
+    /// Encapsulate each frame in VXLAN: the fields above are then the
+    /// inner frame's (the one that carries the probe), `mtu` the outer
+    /// frame's ([`crate::vxlan`]).
+    pub vxlan: Option<crate::vxlan::Vxlan>,
 }
 
 /// A prebuilt frame of one size.
@@ -547,7 +551,7 @@ impl Template {
 
 /// The sum of a value's big-endian 16-bit words.
 #[inline]
-fn words32(x: u32) -> u32 {
+pub(crate) fn words32(x: u32) -> u32 {
     (x >> 16) + (x & 0xffff)
 }
 
@@ -597,7 +601,7 @@ fn layout(
 }
 
 /// The Ethernet header and the VLAN tag, if any.
-fn emit_l2(b: &mut [u8], flow: &FlowFields, framing: &Framing, ipv6: bool) {
+pub(crate) fn emit_l2(b: &mut [u8], flow: &FlowFields, framing: &Framing, ipv6: bool) {
     let ethertype = if ipv6 {
         EtherType::IPV6
     } else {
@@ -625,7 +629,7 @@ fn emit_l2(b: &mut [u8], flow: &FlowFields, framing: &Framing, ipv6: bool) {
 }
 
 /// The IPv4 or IPv6 header for `l4_len` bytes of transport.
-fn emit_l3(
+pub(crate) fn emit_l3(
     b: &mut [u8],
     flow: &FlowFields,
     framing: &Framing,
@@ -667,7 +671,7 @@ fn emit_l3(
 
 /// The UDP header, or the TCP header with the asked flags, checksummed
 /// over the payload already in place.
-fn emit_l4(b: &mut [u8], flow: &FlowFields, framing: &Framing, l4_len: usize) {
+pub(crate) fn emit_l4(b: &mut [u8], flow: &FlowFields, framing: &Framing, l4_len: usize) {
     let addrs = Some((flow.src_ip, flow.dst_ip));
     match framing.tcp_flags {
         Some(flags) => TcpRepr {

@@ -11,6 +11,7 @@ pub enum Layer {
     Tcp,
     Icmp,
     Probe,
+    Vxlan,
     /// linerate rr's request/response header.
     Rr,
 }

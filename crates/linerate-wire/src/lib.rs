@@ -24,6 +24,7 @@ pub mod seq;
 pub mod tcp;
 pub mod udp;
 pub mod vlan;
+pub mod vxlan;
 
 pub use error::{Error, Layer};
 pub use ethernet::{EtherType, EthernetFrame, EthernetRepr, MacAddr};
@@ -43,6 +44,7 @@ pub use seq::{Arrival, SeqTracker};
 pub use tcp::{TcpFlags, TcpPacket, TcpRepr};
 pub use udp::{UdpPacket, UdpRepr};
 pub use vlan::{VlanRepr, VlanTag};
+pub use vxlan::{VxlanHeader, VxlanRepr};
 
 /// IP protocol numbers used here.
 pub mod ip_proto {

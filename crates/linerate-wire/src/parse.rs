@@ -1,12 +1,14 @@
 //! Whole-frame parsing: Ethernet, up to two VLAN tags, IPv4 or IPv6 (with
-//! extension headers skipped), UDP/TCP/ICMP echo, and a probe in the payload.
+//! extension headers skipped), UDP/TCP/ICMP echo, and a probe in the payload
+//! or, in a UDP datagram to the VXLAN port, in the encapsulated frame's.
 //! This is what a receiver and the fuzz target call on untrusted bytes.
 
 use crate::error::Layer;
 use crate::icmp::{IcmpEchoPacket, IcmpEchoRepr, IcmpVersion};
 use crate::{
     Error, EtherType, EthernetFrame, EthernetRepr, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr,
-    Probe, ProbeView, TcpPacket, TcpRepr, UdpPacket, UdpRepr, VlanRepr, VlanTag, ip_proto,
+    Probe, ProbeView, TcpPacket, TcpRepr, UdpPacket, UdpRepr, VlanRepr, VlanTag, VxlanHeader,
+    VxlanRepr, ip_proto,
 };
 
 /// The network layer of a frame.
@@ -38,7 +40,14 @@ pub struct ParsedFrame<'a> {
     pub l3: L3,
     pub l4: L4,
     pub payload: &'a [u8],
+    /// The probe in the payload; or, where the payload holds none and the
+    /// frame is a UDP datagram to the VXLAN port ([`vxlan`](Self::vxlan)),
+    /// the probe of the frame it encapsulates (one level: the inner
+    /// frame is not looked into again).
     pub probe: Option<Probe>,
+    /// The VXLAN header of a UDP datagram to port 4789 whose payload holds
+    /// no probe itself (the layers above are the outer frame's).
+    pub vxlan: Option<VxlanRepr>,
     /// Where the IP header, its addresses and the transport header are in
     /// the frame (for rewriting in place).
     pub ip: Option<crate::offsets::IpOffsets>,
@@ -49,6 +58,22 @@ const IPV6_EXT_HEADERS_MAX: usize = 8;
 
 /// Parses an Ethernet frame (without FCS). Never panics.
 pub fn parse_frame(bytes: &[u8]) -> Result<ParsedFrame<'_>, Error> {
+    let mut out = parse_one(bytes)?;
+    if out.probe.is_none()
+        && let L4::Udp(u) = out.l4
+        && u.dst_port == crate::vxlan::PORT
+        && let Ok(h) = VxlanHeader::new_checked(out.payload)
+    {
+        out.vxlan = Some(VxlanRepr::parse(&h));
+        // An inner frame that does not parse leaves the outer one as it is.
+        out.probe = parse_one(h.payload()).ok().and_then(|inner| inner.probe);
+    }
+    Ok(out)
+}
+
+/// One frame's layers, its payload's probe: [`parse_frame`] without
+/// looking behind VXLAN.
+fn parse_one(bytes: &[u8]) -> Result<ParsedFrame<'_>, Error> {
     let frame = EthernetFrame::new_checked(bytes)?;
     let eth = EthernetRepr::parse(&frame);
     let (vlans, ethertype, rest) =
@@ -60,6 +85,7 @@ pub fn parse_frame(bytes: &[u8]) -> Result<ParsedFrame<'_>, Error> {
         l4: L4::None,
         payload: &[],
         probe: None,
+        vxlan: None,
         ip: None,
     };
     // Offsets come from the walk itself (no second pass over the headers).
@@ -219,7 +245,10 @@ fn parse_l4<'a>(
 /// loads for what a sender of probes sends: Ethernet (one VLAN tag or
 /// none), IPv4 without options or IPv6 without extension headers, UDP. A
 /// frame off that path (fragments, options, TCP, anything malformed) goes
-/// through [`parse_frame`], so the answer is the same for every frame.
+/// through [`parse_frame`], so the answer is the same for every frame
+/// (a VXLAN frame's probe, behind its outer headers, is found there: the
+/// fast path reads the outer UDP payload, which starts with the VXLAN
+/// header, and finds none).
 #[inline]
 pub fn probe_of(bytes: &[u8]) -> Option<Probe> {
     match fast_probe(bytes) {
@@ -653,5 +682,8 @@ pub fn fuzz_all(data: &[u8]) {
     }
     if let Ok(t) = VlanTag::new_checked(data) {
         let _ = VlanRepr::parse(&t);
+    }
+    if let Ok(h) = VxlanHeader::new_checked(data) {
+        let _ = (VxlanRepr::parse(&h), h.payload().len());
     }
 }

@@ -35,3 +35,15 @@ fn seed_with_probe_carries_it() {
         (7, 42, 123_456_789)
     );
 }
+
+#[test]
+fn seed_behind_vxlan_carries_the_inner_probe() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/corpus/parse_frame/vxlan_udp4_probe");
+    let bytes = std::fs::read(path).unwrap();
+    let p = linerate_wire::parse_frame(&bytes).unwrap();
+    assert_eq!(p.vxlan.map(|v| v.vni), Some(1000));
+    let probe = p.probe.expect("the inner frame's probe");
+    assert_eq!((probe.flow_id, probe.seq), (7, 42));
+    assert_eq!(linerate_wire::probe_of(&bytes), Some(probe));
+}

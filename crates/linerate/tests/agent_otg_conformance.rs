@@ -39,6 +39,8 @@ const PASSING: &[&str] = &[
     "feature/b2b/packet/udp/test_udp_port_incr_decr.py::test_udp_port_incr_decr",
     "feature/b2b/packet/udp/test_udp_port_value.py::test_udp_port_value",
     "feature/b2b/packet/udp/test_udp_port_values.py::test_udp_port_values",
+    "feature/b2b/packet/vxlan/test_vxlan_inner_ipv4.py::test_vxlan_inner_ipv4",
+    "feature/b2b/packet/vxlan/test_vxlan_inner_ipv6.py::test_vxlan_inner_ipv6",
 ];
 
 fn repo() -> PathBuf {

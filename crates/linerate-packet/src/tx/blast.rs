@@ -12,6 +12,7 @@ use linerate_backend::FrameSource;
 use linerate_run::{Interval, Row, Sampler};
 use linerate_traffic::template::Framing;
 use linerate_traffic::template::WireFlow;
+use linerate_traffic::vxlan::{Encap, Vxlan};
 use linerate_traffic::{Stamp, Template, WireCursor};
 use linerate_wire::PROBE_LEN;
 use std::collections::{BTreeMap, HashMap};
@@ -28,7 +29,7 @@ pub fn blast(
     if let Some(r) = &cfg.replay {
         return super::replay::replay(cfg, r, stop, on_interval);
     }
-    let (templates, framing) = templates(cfg)?;
+    let (templates, encaps, framing) = templates(cfg)?;
     let layout = templates.values().next().map(Template::layout);
     let workers = cfg.cores.len().max(1);
     let flows = cfg.flows.count();
@@ -46,7 +47,7 @@ pub fn blast(
     let start = Instant::now();
     let mut sampler = Sampler::new(start, cfg.interval);
     let mut intervals = Vec::new();
-    let jobs = jobs(cfg, &templates, socks, interval_ns, &counters);
+    let jobs = jobs(cfg, (&templates, &encaps), socks, interval_ns, &counters);
     let results = run_pinned(
         &cfg.cores,
         jobs,
@@ -150,7 +151,7 @@ pub(super) fn check_room(iface: &str, sock: &Tx, max_frame: usize) -> Result<(),
 /// remainder to the first workers) and its counters.
 fn jobs<'a>(
     cfg: &'a BlastConfig,
-    templates: &'a HashMap<u16, Template>,
+    (templates, encaps): (&'a HashMap<u16, Template>, &'a HashMap<u16, Encap>),
     socks: Vec<Tx>,
     interval_ns: Option<f64>,
     counters: &'a [Counters],
@@ -163,6 +164,7 @@ fn jobs<'a>(
             let job = Job {
                 cfg,
                 templates,
+                encaps,
                 worker: w,
                 workers,
                 count: cfg
@@ -185,7 +187,10 @@ fn end_markers(
     report: &mut BlastReport,
 ) -> Result<(), BlastError> {
     if cfg.end_markers {
-        if kernel_addressed {
+        if cfg.framing.vxlan.is_some() {
+            report.end_marker_note =
+                Some("end markers not sent: they are not encapsulated in VXLAN".into());
+        } else if kernel_addressed {
             report.end_marker_note = Some(
                 "end markers not sent: the kernel addresses the UDP sockets' frames and a marker is a crafted frame (socket:raw, af_packet and af_xdp send them)".into(),
             );
@@ -205,6 +210,9 @@ fn run_layout(
     sock: Tx,
     stop: &AtomicBool,
 ) -> Result<WorkerOut, BlastError> {
+    if job.cfg.framing.vxlan.is_some() {
+        return run_vxlan_layout(layout, job, sock, stop);
+    }
     match layout {
         Some((false, false, false)) | None => run_worker::<false, false, false>(job, sock, stop),
         Some((false, false, true)) => run_worker::<false, false, true>(job, sock, stop),
@@ -214,6 +222,25 @@ fn run_layout(
         Some((true, false, true)) => run_worker::<true, false, true>(job, sock, stop),
         Some((true, true, false)) => run_worker::<true, true, false>(job, sock, stop),
         Some((true, true, true)) => run_worker::<true, true, true>(job, sock, stop),
+    }
+}
+
+/// [`run_layout`] for VXLAN frames: the inner frame's layout.
+fn run_vxlan_layout(
+    layout: Option<(bool, bool, bool)>,
+    job: Job<'_>,
+    sock: Tx,
+    stop: &AtomicBool,
+) -> Result<WorkerOut, BlastError> {
+    match layout {
+        Some((false, false, false)) | None => run_vxlan::<false, false, false>(job, sock, stop),
+        Some((false, false, true)) => run_vxlan::<false, false, true>(job, sock, stop),
+        Some((false, true, false)) => run_vxlan::<false, true, false>(job, sock, stop),
+        Some((false, true, true)) => run_vxlan::<false, true, true>(job, sock, stop),
+        Some((true, false, false)) => run_vxlan::<true, false, false>(job, sock, stop),
+        Some((true, false, true)) => run_vxlan::<true, false, true>(job, sock, stop),
+        Some((true, true, false)) => run_vxlan::<true, true, false>(job, sock, stop),
+        Some((true, true, true)) => run_vxlan::<true, true, true>(job, sock, stop),
     }
 }
 
@@ -258,9 +285,11 @@ fn send_end_markers(
     super::send::send_thrice(&mut sock, &frames, &cfg.iface)
 }
 
-/// Every frame size's template, built (and checked against the MTU) before
-/// anything is sent.
-fn templates(cfg: &BlastConfig) -> Result<(HashMap<u16, Template>, Framing), BlastError> {
+/// Every frame size's template (with VXLAN, the inner frame's, and its
+/// encapsulation), built (and checked against the MTU) before anything is
+/// sent.
+type Templates = (HashMap<u16, Template>, HashMap<u16, Encap>, Framing);
+fn templates(cfg: &BlastConfig) -> Result<Templates, BlastError> {
     let mtu = linerate_backend::port::port_mtu(cfg.backend, &cfg.iface).ok();
     let framing = Framing {
         mtu: cfg.framing.mtu.or(mtu),
@@ -268,14 +297,22 @@ fn templates(cfg: &BlastConfig) -> Result<(HashMap<u16, Template>, Framing), Bla
     };
     let flow0 = cfg.flows.flow(0);
     let mut templates: HashMap<u16, Template> = HashMap::new();
+    let mut encaps: HashMap<u16, Encap> = HashMap::new();
     for &size in cfg.sizes.cycle() {
         if let std::collections::hash_map::Entry::Vacant(e) = templates.entry(size) {
-            let t = Template::new(usize::from(size), &flow0, &framing)
-                .map_err(|source| BlastError::Template { size, source })?;
-            e.insert(t);
+            let err = |source| BlastError::Template { size, source };
+            if framing.vxlan.is_some() {
+                let (t, encap) =
+                    linerate_traffic::vxlan::templates(usize::from(size), &flow0, &framing)
+                        .map_err(err)?;
+                e.insert(t);
+                encaps.insert(size, encap);
+            } else {
+                e.insert(Template::new(usize::from(size), &flow0, &framing).map_err(err)?);
+            }
         }
     }
-    Ok((templates, framing))
+    Ok((templates, encaps, framing))
 }
 
 /// Every worker's backend, opened before anything is sent; the first
@@ -364,6 +401,8 @@ impl Counters {
 struct Job<'a> {
     cfg: &'a BlastConfig,
     templates: &'a HashMap<u16, Template>,
+    /// Each size's VXLAN encapsulation (none without VXLAN).
+    encaps: &'a HashMap<u16, Encap>,
     worker: usize,
     workers: usize,
     count: Option<u64>,
@@ -716,9 +755,128 @@ fn run_worker<const VLAN: bool, const V6: bool, const TCP: bool>(
     stop: &AtomicBool,
 ) -> Result<WorkerOut, BlastError> {
     if one_flow(&job) {
-        send_all::<VLAN, V6, TCP, true>(job, sock, stop)
+        let fill = Filler::<VLAN, V6, TCP, true>::new(&job, sock.slots());
+        send_all(job, sock, stop, fill)
     } else {
-        send_all::<VLAN, V6, TCP, false>(job, sock, stop)
+        let fill = Filler::<VLAN, V6, TCP, false>::new(&job, sock.slots());
+        send_all(job, sock, stop, fill)
+    }
+}
+
+/// [`run_worker`] for VXLAN frames (inner frames of one layout).
+#[inline(never)]
+fn run_vxlan<const VLAN: bool, const V6: bool, const TCP: bool>(
+    job: Job,
+    sock: Tx,
+    stop: &AtomicBool,
+) -> Result<WorkerOut, BlastError> {
+    let fill = VxlanFiller::<VLAN, V6, TCP>::new(&job, sock.slots());
+    send_all(job, sock, stop, fill)
+}
+
+/// What [`send_all`] sends from: a frame builder with the batch's send
+/// time, and its count of frames per probe flow id.
+trait Fill: FrameSource + PayloadSource {
+    fn set_stamp(&mut self, tx_ns: u64);
+    fn per_flow(&self) -> Vec<(u16, u64)>;
+}
+
+impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool> Fill
+    for Filler<'_, VLAN, V6, TCP, ONE>
+{
+    #[inline(always)]
+    fn set_stamp(&mut self, tx_ns: u64) {
+        Filler::set_stamp(self, tx_ns)
+    }
+
+    fn per_flow(&self) -> Vec<(u16, u64)> {
+        Filler::per_flow(self)
+    }
+}
+
+/// Builds VXLAN frames: the inner frame as [`Filler`] builds it (its flow,
+/// probe and checksums), after outer headers laid once per slot and size,
+/// then the frame's VNI and the outer UDP checksum. Frame n (of the run,
+/// every worker counted) carries VNI value n mod the VNIs' count.
+struct VxlanFiller<'a, const VLAN: bool, const V6: bool, const TCP: bool> {
+    inner: Filler<'a, VLAN, V6, TCP, false>,
+    vx: Vxlan,
+    /// The size cycle's encapsulations, in the cycle's order.
+    encaps: Vec<&'a Encap>,
+    /// The size tag of the outer headers each slot holds.
+    laid: Vec<u64>,
+    /// The VNI's digit (below its count) and the step per frame.
+    vni_digit: u64,
+    stride: u64,
+}
+
+impl<'a, const VLAN: bool, const V6: bool, const TCP: bool> VxlanFiller<'a, VLAN, V6, TCP> {
+    fn new(job: &Job<'a>, slots: usize) -> Self {
+        let vx = job.cfg.framing.vxlan.expect("a VXLAN run");
+        let count = vx.vni.count.max(1);
+        VxlanFiller {
+            inner: Filler::new(job, slots),
+            vx,
+            encaps: job
+                .cfg
+                .sizes
+                .cycle()
+                .iter()
+                .map(|s| &job.encaps[s])
+                .collect(),
+            laid: vec![EMPTY; slots],
+            vni_digit: job.worker as u64 % count,
+            stride: job.workers as u64 % count,
+        }
+    }
+}
+
+impl<const VLAN: bool, const V6: bool, const TCP: bool> FrameSource
+    for VxlanFiller<'_, VLAN, V6, TCP>
+{
+    #[inline(always)]
+    fn build(&mut self, buf: &mut [u8], slot: usize) -> usize {
+        let e = self.encaps[self.inner.pos];
+        let size_tag = self.inner.cur.1;
+        // (the inner builder moves its cursor on: its flow taken first)
+        let w = *self.inner.cursor.wire();
+        if self.laid[slot] != size_tag {
+            e.lay(buf);
+            self.laid[slot] = size_tag;
+        }
+        self.inner.build(&mut buf[e.prefix_len()..], slot);
+        e.put(buf, &w, self.vx.vni_of(self.vni_digit));
+        self.vni_digit += self.stride;
+        if self.vni_digit >= self.vx.vni.count {
+            self.vni_digit -= self.vx.vni.count;
+        }
+        e.len()
+    }
+
+    #[inline]
+    fn forget(&mut self, slot: usize) {
+        self.inner.forget(slot);
+        if let Some(h) = self.laid.get_mut(slot) {
+            *h = EMPTY;
+        }
+    }
+}
+
+impl<const VLAN: bool, const V6: bool, const TCP: bool> PayloadSource
+    for VxlanFiller<'_, VLAN, V6, TCP>
+{
+    fn payload(&mut self, _: &mut [u8], _: usize) -> (usize, usize, Option<Endpoints<'_>>) {
+        unreachable!("VXLAN frames are crafted: `traffic` never gives them the UDP socket path")
+    }
+}
+
+impl<const VLAN: bool, const V6: bool, const TCP: bool> Fill for VxlanFiller<'_, VLAN, V6, TCP> {
+    fn set_stamp(&mut self, tx_ns: u64) {
+        self.inner.set_stamp(tx_ns)
+    }
+
+    fn per_flow(&self) -> Vec<(u16, u64)> {
+        self.inner.per_flow()
     }
 }
 
@@ -731,13 +889,13 @@ fn one_flow(job: &Job) -> bool {
 /// [`run_worker`]'s loop, built for a one-flow run or any other (inlined
 /// into it, where the instructions are counted).
 #[inline(always)]
-fn send_all<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>(
+fn send_all<F: Fill>(
     job: Job,
     mut sock: Tx,
     stop: &AtomicBool,
+    mut fill: F,
 ) -> Result<WorkerOut, BlastError> {
     let cfg = job.cfg;
-    let mut fill = Filler::<VLAN, V6, TCP, ONE>::new(&job, sock.slots());
     let batch = sock.batch();
     let (mut packets, mut bytes, mut calls, mut errors) = (0u64, 0u64, 0u64, 0u64);
     let mut departures = Departures::default();

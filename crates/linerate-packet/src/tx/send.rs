@@ -31,7 +31,9 @@ pub(crate) fn worker_row(w: usize, packets: u64, bytes: u64, refused: u64) -> Ro
 /// the kernel can build its frames (no chosen MACs, tags or TCP flags),
 /// raw frames otherwise, and the reason says why.
 pub fn traffic(flows: &FlowSpec, framing: &Framing, macs_given: bool, gso: Gso) -> Traffic {
-    let crafted = if framing.tcp_flags.is_some() {
+    let crafted = if framing.vxlan.is_some() {
+        Some("VXLAN frames are crafted")
+    } else if framing.tcp_flags.is_some() {
         Some("TCP-flagged frames are crafted")
     } else if framing.vlan.is_some() {
         Some("802.1Q tags are crafted")

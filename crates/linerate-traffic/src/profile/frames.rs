@@ -105,6 +105,7 @@ impl StreamFrames {
             ttl: h.ttl,
             mtu,
             tcp_flags: h.tcp_flags,
+            vxlan: None,
         };
         let sizes = s.size.values(SIZES_MAX).unwrap_or_default();
         let mut templates = HashMap::new();

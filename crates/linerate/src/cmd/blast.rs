@@ -479,6 +479,7 @@ fn framing(a: &BlastArgs) -> Result<Framing> {
         ttl: 64,
         mtu: None,
         tcp_flags: a.tcp_flags,
+        vxlan: None,
     })
 }
 
