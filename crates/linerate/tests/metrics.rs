@@ -242,7 +242,23 @@ fn prometheus_scrapes_a_running_sink() {
         }
         std::thread::sleep(Duration::from_millis(500));
     };
-    assert_eq!(got, Some(n as f64), "Prometheus saw: {seen}");
+    assert_eq!(
+        got,
+        Some(n as f64),
+        "Prometheus saw: {seen}\nthe endpoint now: {}\nblast: {}",
+        rig.run_in(1, || http_get(&maddr, "/metrics").unwrap_or_else(|e| e))
+            .unwrap()
+            .lines()
+            .filter(|l| l.starts_with("linerate_packets_total") || l.starts_with("linerate_lost"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.contains("\"packets\"") || l.contains("end_markers"))
+            .take(6)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
     // The exposition passes promtool's lint.
     let text = rig
         .run_in(1, || http_get(&maddr, "/metrics"))
