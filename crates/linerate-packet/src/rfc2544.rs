@@ -383,23 +383,8 @@ pub fn trial(
     if let (Some(s), Some(r)) = (shape.as_mut(), c.reverse.as_deref().and_then(|r| r.shape)) {
         s.merge(&r);
     }
-    let skipped = |c: &TrialCounts| c.shape.map_or(0, |s| s.skipped);
-    let scheduled = |c: &TrialCounts, d: &Direction| {
-        if c.secs > 0.0 {
-            (d.sent + skipped(c)) as f64 / c.secs
-        } else {
-            d.offered_fps
-        }
-    };
-    let dirs = std::iter::once(&c).chain(c.reverse.as_deref());
-    let short = dirs
-        .clone()
-        .zip(&both)
-        .any(|(c, d)| d.sent + skipped(c) < expected);
-    let kept_pace = dirs
-        .zip(&both)
-        .map(|(c, d)| scheduled(c, d))
-        .fold(f64::MAX, f64::min);
+    let dirs: Vec<&TrialCounts> = std::iter::once(&c).chain(c.reverse.as_deref()).collect();
+    let (short, kept_pace) = schedule_kept(&dirs, &both, expected);
     let held_back = short
         || kept_pace < spec.rate_fps * offered_min
         || forwarded_fps < offered_fps * offered_min;
@@ -438,6 +423,30 @@ pub fn trial(
         shape: shape.map(|s| TrialShape::of(&s, &spec.pace, &spec.frame_size)),
         spoiled,
     })
+}
+
+/// Whether any direction fell short of its `expected` departures (sent
+/// or skipped), and the slowest rate a direction's schedule ran at
+/// (departures sent or skipped over the sending time): skipped departures
+/// are the sender's lateness, not the device holding it back.
+fn schedule_kept(dirs: &[&TrialCounts], both: &[Direction], expected: u64) -> (bool, f64) {
+    let skipped = |c: &TrialCounts| c.shape.map_or(0, |s| s.skipped);
+    let short = dirs
+        .iter()
+        .zip(both)
+        .any(|(c, d)| d.sent + skipped(c) < expected);
+    let pace = dirs
+        .iter()
+        .zip(both)
+        .map(|(c, d)| {
+            if c.secs > 0.0 {
+                (d.sent + skipped(c)) as f64 / c.secs
+            } else {
+                d.offered_fps
+            }
+        })
+        .fold(f64::MAX, f64::min);
+    (short, pace)
 }
 
 /// How late the sender was, for a spoiled trial's reason.
