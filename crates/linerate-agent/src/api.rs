@@ -273,21 +273,12 @@ impl Agent {
                 format!("'{c}': the agent controls traffic and port captures only"),
             )));
         }
-        let t = o
-            .obj("traffic")
-            .map_err(Reply::invalid)?
-            .ok_or_else(|| Reply::invalid(invalid("traffic", "required")))?;
-        let tc = t.str("choice").map_err(Reply::invalid)?.unwrap_or("");
-        if tc != "flow_transmit" {
-            return Err(Reply::invalid(invalid(
-                "traffic.choice",
-                format!("'{tc}': the agent takes flow_transmit only"),
-            )));
-        }
-        let ft = t
-            .obj("flow_transmit")
-            .map_err(Reply::invalid)?
-            .ok_or_else(|| Reply::invalid(invalid("traffic.flow_transmit", "required")))?;
+        let (t, ft) = chosen(
+            &o,
+            "traffic",
+            "flow_transmit",
+            "the agent takes flow_transmit only",
+        )?;
         let state = ft.str("state").map_err(Reply::invalid)?.unwrap_or("");
         let names = ft
             .strs("flow_names", model::FLOWS_MAX)
@@ -312,21 +303,12 @@ impl Agent {
 
     /// `port.capture`: captures started or stopped.
     fn capture_state(&self, o: &Obj) -> Result<Reply, Reply> {
-        let p = o
-            .obj("port")
-            .map_err(Reply::invalid)?
-            .ok_or_else(|| Reply::invalid(invalid("port", "required")))?;
-        let pc = p.str("choice").map_err(Reply::invalid)?.unwrap_or("");
-        if pc != "capture" {
-            return Err(Reply::invalid(invalid(
-                "port.choice",
-                format!("'{pc}': the agent takes capture only (it does not set links)"),
-            )));
-        }
-        let c = p
-            .obj("capture")
-            .map_err(Reply::invalid)?
-            .ok_or_else(|| Reply::invalid(invalid("port.capture", "required")))?;
+        let (p, c) = chosen(
+            o,
+            "port",
+            "capture",
+            "the agent takes capture only (it does not set links)",
+        )?;
         let state = c.str("state").map_err(Reply::invalid)?.unwrap_or("");
         let names = c
             .strs("port_names", model::PORTS_MAX)
@@ -730,6 +712,33 @@ impl Drop for Agent {
         }
         crate::layer1::restore(&std::mem::take(&mut s.former));
     }
+}
+
+/// `o`'s object `key` (required), whose `choice` must be `want` (else
+/// refused with `only`), and that choice's object (required): the shape
+/// of every control request the agent takes.
+fn chosen<'a>(
+    o: &Obj<'a>,
+    key: &'static str,
+    want: &'static str,
+    only: &str,
+) -> Result<(Obj<'a>, Obj<'a>), Reply> {
+    let outer = o
+        .obj(key)
+        .map_err(Reply::invalid)?
+        .ok_or_else(|| Reply::invalid(invalid(key, "required")))?;
+    let c = outer.str("choice").map_err(Reply::invalid)?.unwrap_or("");
+    if c != want {
+        return Err(Reply::invalid(invalid(
+            &format!("{key}.choice"),
+            format!("'{c}': {only}"),
+        )));
+    }
+    let inner = outer
+        .obj(want)
+        .map_err(Reply::invalid)?
+        .ok_or_else(|| Reply::invalid(invalid(&format!("{key}.{want}"), "required")))?;
+    Ok((outer, inner))
 }
 
 #[cfg(test)]
