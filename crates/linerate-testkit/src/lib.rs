@@ -128,8 +128,14 @@ pub struct Measuring {
     _one: std::sync::MutexGuard<'static, ()>,
 }
 
-/// Waits for the machine-wide measuring lock (see [`Measuring`]); without
-/// a lock file (an unwritable temporary directory) the in-process lock only.
+/// How long a test waits for another process's measuring lock before it
+/// fails: longer than any one measuring test runs.
+const MEASURING_WAIT: std::time::Duration = std::time::Duration::from_secs(20 * 60);
+
+/// Waits for the machine-wide measuring lock (see [`Measuring`]), at most
+/// [`MEASURING_WAIT`] for another process's (then panics naming the
+/// file); without a lock file (an unwritable temporary directory) the
+/// in-process lock only.
 pub fn measuring() -> Measuring {
     static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let one = ONE.lock().unwrap_or_else(|e| e.into_inner());
@@ -138,9 +144,25 @@ pub fn measuring() -> Measuring {
         .create(true)
         .truncate(false)
         .write(true)
-        .open(path)
-        .ok()
-        .filter(|f| f.lock().is_ok());
+        .open(&path)
+        .ok();
+    let deadline = std::time::Instant::now() + MEASURING_WAIT;
+    let file = file.filter(|f| {
+        loop {
+            match f.try_lock() {
+                Ok(()) => break true,
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    assert!(
+                        std::time::Instant::now() < deadline,
+                        "{} held by another process for {MEASURING_WAIT:?}",
+                        path.display()
+                    );
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+                Err(std::fs::TryLockError::Error(_)) => break false,
+            }
+        }
+    });
     Measuring {
         _file: file,
         _one: one,
