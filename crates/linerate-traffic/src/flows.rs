@@ -506,24 +506,7 @@ impl WireCursor {
             }
             top += 1;
         }
-        let v = &self.values;
-        if top >= 4 {
-            self.wire.set_macs(
-                MacAddr::from_u64(v[4] as u64).0,
-                MacAddr::from_u64(v[5] as u64).0,
-            );
-        }
-        if top >= 2 {
-            let ip = |n: u128| -> IpAddr {
-                if self.ipv6 {
-                    IpAddr::V6(n.into())
-                } else {
-                    IpAddr::V4((n as u32).into())
-                }
-            };
-            self.wire.set_addrs(ip(v[2]), ip(v[3]));
-        }
-        self.wire.set_ports(v[0] as u16, v[1] as u16);
+        self.write_wire(top);
         if lo < 2 {
             self.fast_left = self.counts[lo] - 1 - self.digits[lo];
         }
@@ -549,19 +532,32 @@ impl WireCursor {
                 .wrapping_add(u128::from(self.digits[k]).wrapping_mul(self.step[k]))
                 & self.masks[k];
         }
-        let v = self.values;
-        self.wire.set_macs(
-            MacAddr::from_u64(v[4] as u64).0,
-            MacAddr::from_u64(v[5] as u64).0,
-        );
-        let ip = |n: u128| -> IpAddr {
-            if self.ipv6 {
-                IpAddr::V6(n.into())
-            } else {
-                IpAddr::V4((n as u32).into())
-            }
-        };
-        self.wire.set_addrs(ip(v[2]), ip(v[3]));
+        self.write_wire(4);
+    }
+
+    /// Writes the values into the wire fields: the ports always, the
+    /// addresses when `top >= 2`, the MACs when `top >= 4` (the fields at
+    /// and below the highest one that moved). Inlined: the odometer's
+    /// step is on blast's per-frame path.
+    #[inline(always)]
+    fn write_wire(&mut self, top: usize) {
+        let v = &self.values;
+        if top >= 4 {
+            self.wire.set_macs(
+                MacAddr::from_u64(v[4] as u64).0,
+                MacAddr::from_u64(v[5] as u64).0,
+            );
+        }
+        if top >= 2 {
+            let ip = |n: u128| -> IpAddr {
+                if self.ipv6 {
+                    IpAddr::V6(n.into())
+                } else {
+                    IpAddr::V4((n as u32).into())
+                }
+            };
+            self.wire.set_addrs(ip(v[2]), ip(v[3]));
+        }
         self.wire.set_ports(v[0] as u16, v[1] as u16);
     }
 }
