@@ -107,19 +107,10 @@ pub fn of_addr(ip: IpAddr) -> Option<String> {
 
 /// Sets an interface's MTU (SIOCSIFMTU; needs CAP_NET_ADMIN).
 pub fn set_mtu(iface: &str, mtu: usize) -> io::Result<()> {
-    let (sock, name) = ioctl_target(iface)?;
     let mtu = libc::c_int::try_from(mtu)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "MTU out of range"))?;
-    // SAFETY: an all-zero ifreq is valid; we fill in the name and MTU.
-    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
-    req.ifr_name = name;
-    req.ifr_ifru.ifru_mtu = mtu;
-    // SAFETY: SIOCSIFMTU reads the name and ifru_mtu inside `req`.
-    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFMTU as _, &mut req) };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    // SIOCSIFMTU reads the name and ifru_mtu.
+    ifreq_ioctl(iface, libc::SIOCSIFMTU, |r| r.ifr_ifru.ifru_mtu = mtu).map(|_| ())
 }
 
 /// Whether an interface is promiscuous (IFF_PROMISC as set by
@@ -130,34 +121,41 @@ pub fn promiscuous(iface: &str) -> io::Result<bool> {
 
 /// Sets or clears an interface's IFF_PROMISC flag (needs CAP_NET_ADMIN).
 pub fn set_promiscuous(iface: &str, on: bool) -> io::Result<()> {
-    let (sock, name) = ioctl_target(iface)?;
-    let mut f = flags(iface)?;
     let bit = libc::IFF_PROMISC as libc::c_short;
-    f = if on { f | bit } else { f & !bit };
-    // SAFETY: an all-zero ifreq is valid; we fill in the name and flags.
-    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
-    req.ifr_name = name;
-    req.ifr_ifru.ifru_flags = f;
-    // SAFETY: SIOCSIFFLAGS reads the name and ifru_flags inside `req`.
-    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS as _, &mut req) };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    let f = flags(iface)?;
+    let f = if on { f | bit } else { f & !bit };
+    // SIOCSIFFLAGS reads the name and ifru_flags.
+    ifreq_ioctl(iface, libc::SIOCSIFFLAGS, |r| r.ifr_ifru.ifru_flags = f).map(|_| ())
 }
 
 fn flags(iface: &str) -> io::Result<libc::c_short> {
+    // SIOCGIFFLAGS reads the name and writes ifru_flags.
+    let req = ifreq_ioctl(iface, libc::SIOCGIFFLAGS, |_| {})?;
+    // SAFETY: the kernel filled the flags member of the union.
+    Ok(unsafe { req.ifr_ifru.ifru_flags })
+}
+
+/// One interface ioctl whose argument is an `ifreq`: the name filled in,
+/// `fill` sets the member the request reads; the request as the kernel
+/// left it.
+fn ifreq_ioctl(
+    iface: &str,
+    request: libc::c_ulong,
+    fill: impl FnOnce(&mut libc::ifreq),
+) -> io::Result<libc::ifreq> {
     let (sock, name) = ioctl_target(iface)?;
-    // SAFETY: an all-zero ifreq is valid; we fill in the name.
+    // SAFETY: an all-zero ifreq is valid; the name and `fill`'s member are
+    // set before the call.
     let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
     req.ifr_name = name;
-    // SAFETY: SIOCGIFFLAGS reads the name and writes ifru_flags inside `req`.
-    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS as _, &mut req) };
+    fill(&mut req);
+    // SAFETY: `req` is a valid ifreq for the interface ioctls, alive for
+    // the call.
+    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), request as _, &mut req) };
     if rc < 0 {
         return Err(io::Error::last_os_error());
     }
-    // SAFETY: the kernel filled the flags member of the union.
-    Ok(unsafe { req.ifr_ifru.ifru_flags })
+    Ok(req)
 }
 
 /// `02:00:00:00:00:0a` form of a MAC.
