@@ -86,6 +86,8 @@ struct State {
     captures: Option<crate::capture::Captures>,
     /// The interfaces' settings before the configuration's layer1.
     former: Vec<crate::layer1::Former>,
+    /// The threads reporting runs (`crate::run`), reaped as they end.
+    watchers: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl Agent {
@@ -430,6 +432,14 @@ impl Agent {
                 ),
             ));
         }
+        let (mut watch, ended) = match &self.opts.reporting {
+            Some(_) => {
+                let (w, tx) = crate::run::Watch::new(&camp.plan, &which);
+                (Some(w), Some(tx))
+            }
+            None => (None, None),
+        };
+        let mut failed = None;
         for &i in &which {
             let mut flow = camp.plan.flows[i].clone();
             if let Some(caps) = s.captures.as_mut() {
@@ -447,12 +457,37 @@ impl Agent {
                     });
                 }
             }
-            camp.flows[i].start(flow).map_err(|e| {
-                Reply::error(
-                    500,
-                    format!("starting flow '{}': {e}", camp.plan.flows[i].name),
-                )
-            })?;
+            let report = ended.as_ref().map(|tx| (i, tx.clone()));
+            match camp.flows[i].start(flow, report) {
+                Ok(generation) => {
+                    if let Some(w) = watch.as_mut() {
+                        w.flows.push((i, camp.flows[i].clone(), generation));
+                    }
+                }
+                Err(e) => {
+                    failed = Some(Reply::error(
+                        500,
+                        format!("starting flow '{}': {e}", camp.plan.flows[i].name),
+                    ));
+                    break;
+                }
+            }
+        }
+        if let (Some(mut w), Some(to)) = (watch, self.opts.reporting.as_ref()) {
+            // The run is of the flows that started.
+            let started: Vec<usize> = w.flows.iter().map(|(i, _, _)| *i).collect();
+            w.config
+                .flows
+                .retain(|f| started.iter().any(|&i| camp.plan.flows[i].name == f.name));
+            s.watchers.retain(|h| !h.is_finished());
+            if !w.flows.is_empty()
+                && let Ok(h) = w.spawn(to)
+            {
+                s.watchers.push(h);
+            }
+        }
+        if let Some(e) = failed {
+            return Err(e);
         }
         Ok(Reply::warnings(Vec::new()))
     }
@@ -710,6 +745,17 @@ impl Drop for Agent {
         if let Some(c) = s.campaign.as_ref() {
             c.stop_all(self.opts.drain + STOP_SLACK);
         }
+        // Each run's end reported before the agent goes (a flow still
+        // running past its stop leaves its run unended: not waited for).
+        let end = std::time::Instant::now() + Duration::from_secs(2);
+        for h in std::mem::take(&mut s.watchers) {
+            while !h.is_finished() && std::time::Instant::now() < end {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if h.is_finished() {
+                let _ = h.join();
+            }
+        }
         crate::layer1::restore(&std::mem::take(&mut s.former));
     }
 }
@@ -756,6 +802,7 @@ mod tests {
             run_max: Duration::from_secs(5),
             interval: Duration::from_millis(50),
             peers: None,
+            reporting: None,
         })
     }
 

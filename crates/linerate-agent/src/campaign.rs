@@ -20,6 +20,8 @@ pub struct FlowCounts {
     pub running: bool,
     /// It ran at least once since the configuration.
     pub ran: bool,
+    /// Which start of the flow these counts are of (1 for the first).
+    pub generation: u64,
     pub tx_packets: u64,
     /// Frame bytes, FCS included.
     pub tx_bytes: u64,
@@ -52,6 +54,10 @@ pub struct FlowRun {
     pub counts: Mutex<FlowCounts>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
+
+/// Where a flow's thread reports its final counts as it ends: the run
+/// watching it (`crate::run`), with the flow's place in the campaign.
+pub type EndReport = (usize, std::sync::mpsc::Sender<(usize, FlowCounts)>);
 
 impl FlowRun {
     pub fn new(rx_ports: usize) -> Self {
@@ -88,33 +94,40 @@ impl FlowRun {
         lock(&self.counts).running
     }
 
-    /// Starts the flow: counts reset, its thread spawned.
-    pub fn start(self: &Arc<Self>, flow: PlanFlow) -> std::io::Result<()> {
+    /// Starts the flow: counts reset, its thread spawned; its final
+    /// counts go to `report` as it ends. Returns the generation started.
+    pub fn start(
+        self: &Arc<Self>,
+        flow: PlanFlow,
+        report: Option<EndReport>,
+    ) -> std::io::Result<u64> {
         let mut slot = lock(&self.thread);
         if let Some(old) = slot.take() {
             // Ended (the caller checked it is not running): reaped.
             let _ = old.join();
         }
         self.stop.store(false, Ordering::Relaxed);
-        {
+        let generation = {
             let mut c = lock(&self.counts);
             let n = flow.rx.len();
             *c = FlowCounts {
                 running: true,
                 ran: true,
+                generation: c.generation + 1,
                 rx: vec![(0, 0); n],
                 rx_pps: vec![0.0; n],
                 rx_bps: vec![0.0; n],
                 ..FlowCounts::default()
             };
-        }
+            c.generation
+        };
         let me = Arc::clone(self);
         let h = std::thread::Builder::new()
             .name(format!("agent-flow-{}", flow.ids.base))
-            .spawn(move || me.run(&flow))
+            .spawn(move || me.run(&flow, report))
             .inspect_err(|_| lock(&self.counts).running = false)?;
         *slot = Some(h);
-        Ok(())
+        Ok(generation)
     }
 
     /// Asks the flow to stop and waits for its end (its drain included),
@@ -131,7 +144,7 @@ impl FlowRun {
         true
     }
 
-    fn run(&self, flow: &PlanFlow) {
+    fn run(&self, flow: &PlanFlow, report: Option<EndReport>) {
         // The start delay, cut short by a stop.
         let start_at = Instant::now() + flow.delay;
         while Instant::now() < start_at && !self.stop.load(Ordering::Relaxed) {
@@ -151,6 +164,11 @@ impl FlowRun {
         c.tx_bps = 0.0;
         c.rx_pps.iter_mut().for_each(|r| *r = 0.0);
         c.rx_bps.iter_mut().for_each(|r| *r = 0.0);
+        // Reported before `running` falls, under the lock: no new start
+        // can reset the counts before the run watching this one has them.
+        if let Some((i, to)) = report {
+            let _ = to.send((i, c.clone()));
+        }
         c.running = false;
     }
 
@@ -256,7 +274,10 @@ impl FlowRun {
             };
             let (mut p, mut b) = (0u64, 0u64);
             for r in iv.rows.iter().filter(|r| r.scope == Scope::Flow) {
-                if r.id.parse::<u16>().is_ok_and(|id| flow.ids.contains(id)) {
+                if r.key
+                    .and_then(|k| u16::try_from(k).ok())
+                    .is_some_and(|id| flow.ids.contains(id))
+                {
                     p += r.counts.packets.unwrap_or(0);
                     b += r.counts.bytes.unwrap_or(0);
                 }

@@ -13,6 +13,8 @@
 //! - `capture`: the ports' captures (the sinks' capture files, handed
 //!   back as one pcap or pcapng).
 //! - `campaign`: running flows and their counts.
+//! - `run`: each start of traffic as a run of the run contract (start,
+//!   intervals, a typed end) to the binary's reporters.
 //! - `api`: the routes, without I/O.
 //! - `peer`: ports on other agents (a campaign across hosts): the
 //!   receivers run for a peer and the calls to one.
@@ -27,12 +29,14 @@ pub mod layer1;
 pub mod model;
 pub mod peer;
 pub mod plan;
+pub mod run;
 pub mod server;
 pub mod tls;
 
 pub use api::{API_SPEC_VERSION, Agent, Reply};
 pub use peer::Peers;
 pub use plan::Options;
+pub use run::{AgentOutcome, Reporting};
 pub use server::{TOKEN_MIN, serve};
 pub use tls::{Identity, Tls, TlsError};
 

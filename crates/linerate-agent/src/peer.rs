@@ -430,7 +430,11 @@ fn receive(r: &Receiver, cfg: &SinkConfig, ids: ProbeIds, ready: std::sync::mpsc
     let on_interval = &mut |iv: &Interval| {
         let (mut p, mut b) = (0u64, 0u64);
         for row in iv.rows.iter().filter(|row| row.scope == Scope::Flow) {
-            if row.id.parse::<u16>().is_ok_and(|id| ids.contains(id)) {
+            if row
+                .key
+                .and_then(|k| u16::try_from(k).ok())
+                .is_some_and(|id| ids.contains(id))
+            {
                 p += row.counts.packets.unwrap_or(0);
                 b += row.counts.bytes.unwrap_or(0);
             }

@@ -40,6 +40,8 @@ pub struct Options {
     pub interval: Duration,
     /// Other agents whose ports a configuration may use.
     pub peers: Option<Arc<Peers>>,
+    /// Where each start of traffic is reported as a run (`crate::run`).
+    pub reporting: Option<crate::run::Reporting>,
 }
 
 #[derive(Debug, Clone)]

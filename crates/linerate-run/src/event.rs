@@ -7,6 +7,8 @@ use serde_json::{Map, Value, json};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
+    /// `linerate agent`: one run per start of traffic.
+    Agent,
     Client,
     Server,
     Blast,
@@ -20,6 +22,7 @@ pub enum Mode {
 impl Mode {
     pub fn name(self) -> &'static str {
         match self {
+            Mode::Agent => "agent",
             Mode::Client => "client",
             Mode::Server => "server",
             Mode::Blast => "blast",
@@ -165,6 +168,9 @@ pub struct Row {
     pub counted_by: CountedBy,
     pub counts: Counts,
     pub gauges: Gauges,
+    /// The row's typed identity where it has one (a sink's probe flow id),
+    /// for a program to match on: `id` is its name for people.
+    pub key: Option<u64>,
 }
 
 impl Row {
@@ -176,7 +182,13 @@ impl Row {
             counted_by,
             counts: Counts::default(),
             gauges: Gauges::default(),
+            key: None,
         }
+    }
+
+    pub fn with_key(mut self, key: u64) -> Self {
+        self.key = Some(key);
+        self
     }
 
     pub fn with_counts(mut self, counts: Counts) -> Self {

@@ -327,6 +327,13 @@ fn snappi_drives_one_agent_and_flow_metrics_equal_what_arrived() {
         "veth0,veth1",
         "--token-file",
         token_file.to_str().unwrap(),
+        "--json-stream",
+        "--csv",
+        dir.path().join("agent.csv").to_str().unwrap(),
+        "--metrics",
+        &format!("127.0.0.1:{METRICS_PORT}"),
+        "-i",
+        "0.5",
     ]));
     wait_agent(&rig, 0, PORT, &mut agent);
     let (seen, out) = count_while(&rig, 0, "veth1", || {
@@ -343,7 +350,78 @@ fn snappi_drives_one_agent_and_flow_metrics_equal_what_arrived() {
             .unwrap()
     });
     check(&out, &seen, "veth1");
-    drop(agent);
+    let metrics = rig.run_in(0, scrape).unwrap();
+    agent.interrupt();
+    let stdout = agent.wait(Duration::from_secs(20)).stdout;
+    let csv = std::fs::read_to_string(dir.path().join("agent.csv")).unwrap();
+    check_run(&String::from_utf8_lossy(&stdout), &csv, &metrics, &seen);
+}
+
+const METRICS_PORT: u16 = 9464;
+
+/// The agent's metrics endpoint, as a scraper reads it.
+fn scrape() -> String {
+    use std::io::{Read, Write};
+    let mut c = TcpStream::connect(("127.0.0.1", METRICS_PORT)).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut s = String::new();
+    let _ = c.read_to_string(&mut s);
+    s
+}
+
+/// The start of traffic as a run of the run contract: its JSON lines
+/// (start, intervals, end), its CSV and its metrics, each flow's rows
+/// equal to what arrived on the wire.
+fn check_run(stream: &str, csv: &str, metrics: &str, seen: &BTreeMap<u16, Seen>) {
+    let events: Vec<Value> = stream
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let names: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.first(), Some(&"start"), "{stream}");
+    assert_eq!(names.last(), Some(&"end"), "{stream}");
+    assert!(names.contains(&"interval"), "{stream}");
+    assert_eq!(events[0]["data"]["mode"], "agent");
+    let end = &events.last().unwrap()["data"];
+    for (name, port) in [("f1", 7001u16), ("f2", 7002), ("f3", 7003)] {
+        let frames = seen[&port].frames;
+        let f = end["result"]["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == name)
+            .unwrap_or_else(|| panic!("{name} not in the end: {end}"));
+        assert_eq!(
+            (num(f, "frames_tx"), num(f, "frames_rx")),
+            (frames, frames),
+            "{f}"
+        );
+        // The intervals' rx rows add up to the end's.
+        let summed: u64 = events
+            .iter()
+            .filter(|e| e["event"] == "interval")
+            .flat_map(|e| e["data"]["rows"].as_array().unwrap().clone())
+            .filter(|r| r["id"] == name && r["role"] == "rx")
+            .map(|r| r["packets"].as_u64().unwrap())
+            .sum();
+        assert_eq!(summed, frames, "{name}: intervals against the end");
+        let line = ",end,0.000000,";
+        let row = csv
+            .lines()
+            .find(|l| l.contains(line) && l.contains(&format!(",flow,{name},rx,receiver,")))
+            .unwrap_or_else(|| panic!("{name}: no end row in the CSV:\n{csv}"));
+        let cols: Vec<&str> = row.split(',').collect();
+        assert_eq!(cols[10], frames.to_string(), "{row}");
+        let series = format!(
+            "linerate_packets_total{{mode=\"agent\",scope=\"flow\",id=\"{name}\",role=\"rx\",counted_by=\"receiver\"}} {frames}"
+        );
+        assert!(metrics.contains(&series), "{series} not in:\n{metrics}");
+    }
 }
 
 /// Two agents, two processes in two namespaces: the client talks to the

@@ -38,12 +38,20 @@ pub fn flow_rows(counts: &SinkCounts) -> Vec<Row> {
     folded
         .into_iter()
         .map(|(id, c)| {
-            let name = if id == FLOW_ROWS_MAX {
-                format!("{FLOW_ROWS_MAX}+")
+            if id == FLOW_ROWS_MAX {
+                // The folded rest: no one flow's.
+                Row::new(
+                    Scope::Flow,
+                    format!("{FLOW_ROWS_MAX}+"),
+                    "rx",
+                    CountedBy::Receiver,
+                )
+                .with_counts(c)
             } else {
-                id.to_string()
-            };
-            Row::new(Scope::Flow, name, "rx", CountedBy::Receiver).with_counts(c)
+                Row::new(Scope::Flow, id.to_string(), "rx", CountedBy::Receiver)
+                    .with_counts(c)
+                    .with_key(u64::from(id))
+            }
         })
         .collect()
 }

@@ -68,6 +68,11 @@ pub struct AgentArgs {
     /// PTP): their receivers report one-way latency too.
     #[arg(long)]
     peer_clock_shared: bool,
+    /// Each start of traffic is a run: its intervals (a tx and an rx row
+    /// per flow) and its end (each flow's exact counts) in text, or as -J,
+    /// --json-stream, --csv, --metrics ask.
+    #[command(flatten)]
+    out: super::out::OutputArgs,
 }
 
 fn backend(s: &str, what: &str) -> Result<BackendKind> {
@@ -156,6 +161,21 @@ pub fn run(a: &AgentArgs) -> Result<u8> {
                 )
             })?;
     }
+    if a.out.live {
+        bail!("--live: the agent serves one run after another; use --json-stream or --metrics");
+    }
+    let reporting = linerate_agent::Reporting {
+        events: linerate_run::SharedReporter::new(a.out.reporters(false)?),
+        interval: a.out.interval()?,
+    };
+    // A machine reads standard output: the agent's own lines go to stderr.
+    let say = |line: String| {
+        if a.out.human() {
+            crate::say!("{line}");
+        } else {
+            eprintln!("{line}");
+        }
+    };
     let listener =
         TcpListener::bind(a.listen).with_context(|| format!("listening on {}", a.listen))?;
     let addr = listener.local_addr()?;
@@ -168,22 +188,29 @@ pub fn run(a: &AgentArgs) -> Result<u8> {
         run_max: Duration::from_secs(a.max_run),
         interval: Duration::from_millis(200),
         peers: peers.clone(),
+        reporting: Some(reporting),
     }));
-    crate::say!("linerate agent: listening on https://{addr}");
-    crate::say!("linerate agent: certificate sha256 {}", tls.fingerprint);
-    crate::say!("linerate agent: ports may be {}", a.allow_iface.join(", "));
+    say(format!("linerate agent: listening on https://{addr}"));
+    say(format!(
+        "linerate agent: certificate sha256 {}",
+        tls.fingerprint
+    ));
+    say(format!(
+        "linerate agent: ports may be {}",
+        a.allow_iface.join(", ")
+    ));
     if !a.peers.is_empty() {
-        crate::say!(
+        say(format!(
             "linerate agent: and ports of its peers {} (https://IP:PORT/IFACE)",
             a.peers.join(", ")
-        );
+        ));
     }
     if made {
-        crate::say!("linerate agent: token {token}");
+        say(format!("linerate agent: token {token}"));
     }
     let _ = crate::output::stdout().flush();
-    linerate_agent::serve(listener, tls.config, agent, Arc::new(token), stop.flag())
-        .context("serving")?;
-    crate::say!("linerate agent: stopped");
+    let served = linerate_agent::serve(listener, tls.config, agent, Arc::new(token), stop.flag());
+    served.context("serving")?;
+    say("linerate agent: stopped".into());
     Ok(0)
 }
