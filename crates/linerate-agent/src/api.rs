@@ -5,6 +5,7 @@
 
 use crate::campaign::{Campaign, FlowCounts, lock};
 use crate::json::{Invalid, Obj, invalid};
+use crate::metrics::{FlowMetric, MetricsResponse, PortMetric};
 use crate::model;
 use crate::plan::{self, Options, Plan};
 use serde_json::{Value, json};
@@ -29,6 +30,14 @@ impl Reply {
             status: 200,
             body,
             bytes: None,
+        }
+    }
+
+    /// A typed answer (serde derives) as its JSON.
+    fn typed(body: &impl serde::Serialize) -> Self {
+        match serde_json::to_value(body) {
+            Ok(v) => Self::ok(v),
+            Err(e) => Self::error(500, format!("writing the answer: {e}")),
         }
     }
 
@@ -163,33 +172,43 @@ impl Agent {
             Ok(v) => v,
             Err(e) => return Reply::error(400, format!("the body is not JSON: {e}")),
         };
-        let r = Obj::new("", &doc).and_then(|o| match path {
-            "/linerate/port" => {
-                let iface = o.str("iface")?.unwrap_or("").to_string();
-                o.done()?;
-                if !self.opts.allow.contains(&iface) {
-                    return Err(invalid(
-                        "iface",
-                        format!("'{iface}' is not an interface this agent may use"),
-                    ));
-                }
-                let mac = linerate_backend::iface::mac(&iface)
-                    .map_err(|e| invalid("iface", format!("{iface}: {e}")))?;
-                Ok(json!({
-                    "mac": linerate_backend::iface::format_mac(mac),
-                    "up": linerate_backend::iface::is_up(&iface).unwrap_or(false),
-                }))
-            }
-            "/linerate/rx/start" => self.receivers.start(
-                &o,
-                &self.opts.allow,
-                self.opts.rx_backend,
-                self.opts.run_max,
-            ),
-            "/linerate/rx/counts" => self.receivers.counts(&o),
-            _ => self.receivers.stop(&o),
-        });
-        r.map_or_else(Reply::invalid, Reply::ok)
+        let o = match Obj::new("", &doc) {
+            Ok(o) => o,
+            Err(e) => return Reply::invalid(e),
+        };
+        let r = match path {
+            "/linerate/port" => self.port_facts(&o).map(|f| Reply::typed(&f)),
+            "/linerate/rx/start" => self
+                .receivers
+                .start(
+                    &o,
+                    &self.opts.allow,
+                    self.opts.rx_backend,
+                    self.opts.run_max,
+                )
+                .map(|id| Reply::typed(&id)),
+            "/linerate/rx/counts" => self.receivers.counts(&o).map(|c| Reply::typed(&c)),
+            _ => self.receivers.stop(&o).map(|c| Reply::typed(&c)),
+        };
+        r.unwrap_or_else(Reply::invalid)
+    }
+
+    /// `/linerate/port`: an allowed interface's MAC and link.
+    fn port_facts(&self, o: &Obj) -> Result<crate::peer::PortFacts, Invalid> {
+        let iface = o.str("iface")?.unwrap_or("").to_string();
+        o.done()?;
+        if !self.opts.allow.contains(&iface) {
+            return Err(invalid(
+                "iface",
+                format!("'{iface}' is not an interface this agent may use"),
+            ));
+        }
+        let mac = linerate_backend::iface::mac(&iface)
+            .map_err(|e| invalid("iface", format!("{iface}: {e}")))?;
+        Ok(crate::peer::PortFacts {
+            mac: linerate_backend::iface::format_mac(mac),
+            up: linerate_backend::iface::is_up(&iface).unwrap_or(false),
+        })
     }
 
     fn version(&self) -> Reply {
@@ -557,13 +576,11 @@ impl Agent {
                 };
                 o.done().map_err(Reply::invalid)?;
                 let which = Self::chosen(&camp.plan, &names)?;
-                let rows: Vec<Value> = which
+                let flow_metrics = which
                     .iter()
-                    .map(|&i| flow_metric(&camp.plan, i, &snaps[i]))
+                    .map(|&i| FlowMetric::of(&camp.plan, i, &snaps[i]))
                     .collect();
-                Ok(Reply::ok(
-                    json!({"choice": "flow_metrics", "flow_metrics": rows}),
-                ))
+                Ok(Reply::typed(&MetricsResponse::FlowMetrics { flow_metrics }))
             }
             "port" => {
                 let req = o.obj("port").map_err(Reply::invalid)?;
@@ -598,22 +615,18 @@ impl Agent {
                         })
                         .collect::<Result<_, _>>()?
                 };
-                let rows: Vec<Value> = which
+                let port_metrics = which
                     .iter()
                     .map(|&p| {
-                        let mut m = port_metric(&camp.plan, p, &snaps);
                         let on = s
                             .captures
                             .as_ref()
                             .and_then(|c| c.ports.get(p))
                             .is_some_and(|c| c.started);
-                        m["capture"] = json!(if on { "started" } else { "stopped" });
-                        m
+                        PortMetric::of(&camp.plan, p, &snaps, on)
                     })
                     .collect();
-                Ok(Reply::ok(
-                    json!({"choice": "port_metrics", "port_metrics": rows}),
-                ))
+                Ok(Reply::typed(&MetricsResponse::PortMetrics { port_metrics }))
             }
             other => Err(Reply::invalid(invalid(
                 "choice",
@@ -647,95 +660,6 @@ fn warnings(cfg: &model::Config, plan: &Plan) -> Vec<String> {
         }
     }
     w
-}
-
-fn n(v: u64) -> Value {
-    Value::String(v.to_string())
-}
-
-fn flow_metric(plan: &Plan, i: usize, c: &FlowCounts) -> Value {
-    let f = &plan.flows[i];
-    let (rx_p, rx_b) = (c.rx_packets(), c.rx_bytes());
-    let rx_pps: f64 = c.rx_pps.iter().sum();
-    let rx_bps: f64 = c.rx_bps.iter().sum();
-    let loss = if c.tx_packets > 0 {
-        c.tx_packets.saturating_sub(rx_p) as f64 * 100.0 / c.tx_packets as f64
-    } else {
-        0.0
-    };
-    let mut m = json!({
-        "name": f.name,
-        "port_tx": plan.ports[f.tx].name,
-        "port_rx": f.rx.first().map(|&r| plan.ports[r].name.clone()).unwrap_or_default(),
-        "transmit": if c.running { "started" } else { "stopped" },
-        "frames_tx": n(c.tx_packets),
-        "frames_rx": n(rx_p),
-        "bytes_tx": n(c.tx_bytes),
-        "bytes_rx": n(rx_b),
-        "frames_tx_rate": c.tx_pps,
-        "frames_rx_rate": rx_pps,
-        "loss": loss,
-        "tx_rate_bps": c.tx_bps,
-        "rx_rate_bps": rx_bps,
-        "tx_rate_bytes": c.tx_bps / 8.0,
-        "rx_rate_bytes": rx_bps / 8.0,
-        "tx_rate_kbps": c.tx_bps / 1e3,
-        "rx_rate_kbps": rx_bps / 1e3,
-        "tx_rate_mbps": c.tx_bps / 1e6,
-        "rx_rate_mbps": rx_bps / 1e6,
-        "tx_l1_rate_bps": c.tx_bps + c.tx_pps * 160.0,
-        "rx_l1_rate_bps": rx_bps + rx_pps * 160.0,
-    });
-    if f.latency
-        && let Some((min, max, avg)) = c.latency
-    {
-        m["latency"] = json!({"minimum_ns": min, "maximum_ns": max, "average_ns": avg});
-    }
-    m
-}
-
-fn port_metric(plan: &Plan, p: usize, snaps: &[FlowCounts]) -> Value {
-    let port = &plan.ports[p];
-    let (mut tx_p, mut tx_b, mut rx_p, mut rx_b) = (0u64, 0u64, 0u64, 0u64);
-    let (mut tx_pps, mut tx_bps, mut rx_pps, mut rx_bps) = (0f64, 0f64, 0f64, 0f64);
-    let mut transmitting = false;
-    for (f, c) in plan.flows.iter().zip(snaps) {
-        if f.tx == p {
-            tx_p += c.tx_packets;
-            tx_b += c.tx_bytes;
-            tx_pps += c.tx_pps;
-            tx_bps += c.tx_bps;
-            transmitting |= c.running;
-        }
-        for (k, &r) in f.rx.iter().enumerate() {
-            if r == p {
-                rx_p += c.rx.get(k).map_or(0, |x| x.0);
-                rx_b += c.rx.get(k).map_or(0, |x| x.1);
-                rx_pps += c.rx_pps.get(k).copied().unwrap_or(0.0);
-                rx_bps += c.rx_bps.get(k).copied().unwrap_or(0.0);
-            }
-        }
-    }
-    let mut m = json!({
-        "name": port.name,
-        "location": port.location,
-        "capture": "stopped",
-        "frames_tx": n(tx_p),
-        "frames_rx": n(rx_p),
-        "bytes_tx": n(tx_b),
-        "bytes_rx": n(rx_b),
-        "frames_tx_rate": tx_pps,
-        "frames_rx_rate": rx_pps,
-        "bytes_tx_rate": tx_bps / 8.0,
-        "bytes_rx_rate": rx_bps / 8.0,
-        "transmit": if transmitting { "started" } else { "stopped" },
-    });
-    // A port of a peer: its link is the peer's to tell.
-    if port.remote.is_none() {
-        let up = linerate_backend::iface::is_up(&port.iface).unwrap_or(false);
-        m["link"] = json!(if up { "up" } else { "down" });
-    }
-    m
 }
 
 impl Drop for Agent {

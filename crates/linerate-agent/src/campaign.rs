@@ -3,7 +3,7 @@
 //! its last (`linerate_packet::pair`), running counts taken from their
 //! intervals, and the exact counts of the reports once the flow ends.
 
-use crate::peer::RxCounts;
+use crate::peer::{RxCounts, RxId, RxIds, RxStart};
 use crate::plan::{Plan, PlanFlow};
 use linerate_packet::{BlastReport, SinkReport};
 use linerate_run::{Interval, Scope};
@@ -204,14 +204,17 @@ impl FlowRun {
         };
         let seconds = (flow.delay + flow.blast.duration + flow.drain).as_secs_f64() + 60.0;
         for (k, base, iface) in &flow.remote_rx {
-            let body = serde_json::json!({
-                "iface": iface,
-                "ids": {"base": flow.ids.base, "span": flow.ids.span()},
-                "seconds": seconds,
-                "clocks_shared": flow.latency && peers.clock_shared,
-            });
-            match peers.call(base, "/linerate/rx/start", &body, PEER_START_WITHIN) {
-                Ok(v) => started.push((*k, base.clone(), v["id"].as_u64().unwrap_or(u64::MAX))),
+            let body = RxStart {
+                iface,
+                ids: RxIds {
+                    base: flow.ids.base,
+                    span: flow.ids.span(),
+                },
+                seconds,
+                clocks_shared: flow.latency && peers.clock_shared,
+            };
+            match peers.call::<RxId>(base, "/linerate/rx/start", &body, PEER_START_WITHIN) {
+                Ok(r) => started.push((*k, base.clone(), r.id)),
                 Err(e) => {
                     self.stop_remote(flow, &started);
                     return Err(e);
@@ -226,9 +229,10 @@ impl FlowRun {
         let Some(peers) = &flow.peers else { return };
         while !done.load(Ordering::Relaxed) {
             for (k, base, id) in remote {
-                let body = serde_json::json!({ "id": id });
-                if let Ok(v) = peers.call(base, "/linerate/rx/counts", &body, PEER_CALL_WITHIN) {
-                    let r = RxCounts::from_json(&v);
+                let body = RxId { id: *id };
+                if let Ok(r) =
+                    peers.call::<RxCounts>(base, "/linerate/rx/counts", &body, PEER_CALL_WITHIN)
+                {
                     let mut c = lock(&self.counts);
                     if !done.load(Ordering::Relaxed) {
                         c.rx[*k] = (r.frames, r.bytes);
@@ -257,9 +261,11 @@ impl FlowRun {
         remote
             .iter()
             .map(|(k, base, id)| {
-                let body = serde_json::json!({ "id": id });
-                let r = peers.call(base, "/linerate/rx/stop", &body, PEER_CALL_WITHIN);
-                (*k, r.map(|v| RxCounts::from_json(&v)))
+                let body = RxId { id: *id };
+                (
+                    *k,
+                    peers.call(base, "/linerate/rx/stop", &body, PEER_CALL_WITHIN),
+                )
             })
             .collect()
     }

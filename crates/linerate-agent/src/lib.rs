@@ -13,6 +13,7 @@
 //! - `capture`: the ports' captures (the sinks' capture files, handed
 //!   back as one pcap or pcapng).
 //! - `campaign`: running flows and their counts.
+//! - `metrics`: the models' metrics answers, typed.
 //! - `run`: each start of traffic as a run of the run contract (start,
 //!   intervals, a typed end) to the binary's reporters.
 //! - `api`: the routes, without I/O.
@@ -26,6 +27,7 @@ pub mod capture;
 pub mod http;
 pub mod json;
 pub mod layer1;
+pub mod metrics;
 pub mod model;
 pub mod peer;
 pub mod plan;

@@ -27,7 +27,8 @@ use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, SignatureScheme, StreamOwned};
-use serde_json::{Value, json};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -158,13 +159,13 @@ impl Peers {
 
     /// POSTs `body` to `path` of the peer at `base`; its answer, or why
     /// there is none, all within `within`.
-    pub fn call(
+    pub fn call<T: DeserializeOwned>(
         &self,
         base: &str,
         path: &str,
-        body: &Value,
+        body: &impl Serialize,
         within: Duration,
-    ) -> Result<Value, String> {
+    ) -> Result<T, String> {
         let fail = |what: String| format!("peer {base}: {path}: {what}");
         let addr = peer_addr(base).ok_or_else(|| fail("not https://IP:PORT".into()))?;
         let deadline = Instant::now() + within;
@@ -177,7 +178,7 @@ impl Peers {
         let conn = ClientConnection::new(self.tls.clone(), ServerName::IpAddress(addr.ip().into()))
             .map_err(|e| fail(e.to_string()))?;
         let mut s = StreamOwned::new(conn, sock);
-        let body = body.to_string();
+        let body = serde_json::to_string(body).map_err(|e| fail(e.to_string()))?;
         let req = format!(
             "POST {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
             self.token,
@@ -225,60 +226,70 @@ impl Peers {
             .nth(1)
             .and_then(|s| s.parse().ok())
             .unwrap_or(0);
-        let v: Value =
-            serde_json::from_str(body).map_err(|e| fail(format!("{status}, not JSON: {e}")))?;
         if status != 200 {
-            let why = v["errors"]
-                .as_array()
-                .and_then(|e| e.first())
-                .and_then(Value::as_str)
-                .unwrap_or("");
+            let why = serde_json::from_str::<Refusal>(body)
+                .ok()
+                .and_then(|r| r.errors.into_iter().next())
+                .unwrap_or_default();
             return Err(fail(format!("{status}: {why}")));
         }
-        Ok(v)
+        serde_json::from_str(body).map_err(|e| fail(format!("{status}, not the answer: {e}")))
     }
 }
 
 /// A receiver's counts of its flow's ids, as the routes give them.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct RxCounts {
     pub frames: u64,
     pub bytes: u64,
     pub pps: f64,
     pub bps: f64,
     pub done: bool,
+    /// min, max, mean one-way latency, ns.
     pub latency: Option<(f64, f64, f64)>,
     pub error: Option<String>,
 }
 
-impl RxCounts {
-    pub fn json(&self) -> Value {
-        json!({
-            "frames": self.frames.to_string(), "bytes": self.bytes.to_string(),
-            "pps": self.pps, "bps": self.bps, "done": self.done,
-            "latency": self.latency.map(|(a, b, c)| json!([a, b, c])),
-            "error": self.error,
-        })
-    }
+/// `/linerate/port`'s question and answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct PortAsk<'a> {
+    pub iface: &'a str,
+}
 
-    pub fn from_json(v: &Value) -> Self {
-        let n = |k: &str| v[k].as_str().and_then(|s| s.parse().ok()).unwrap_or(0);
-        Self {
-            frames: n("frames"),
-            bytes: n("bytes"),
-            pps: v["pps"].as_f64().unwrap_or(0.0),
-            bps: v["bps"].as_f64().unwrap_or(0.0),
-            done: v["done"].as_bool().unwrap_or(false),
-            latency: v["latency"].as_array().and_then(|l| {
-                Some((
-                    l.first()?.as_f64()?,
-                    l.get(1)?.as_f64()?,
-                    l.get(2)?.as_f64()?,
-                ))
-            }),
-            error: v["error"].as_str().map(String::from),
-        }
-    }
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PortFacts {
+    pub mac: String,
+    pub up: bool,
+}
+
+/// `/linerate/rx/start`'s question: a sink on `iface` counting the ids
+/// `base..base + span` for at most `seconds`.
+#[derive(Debug, Clone, Serialize)]
+pub struct RxStart<'a> {
+    pub iface: &'a str,
+    pub ids: RxIds,
+    pub seconds: f64,
+    pub clocks_shared: bool,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct RxIds {
+    pub base: u16,
+    pub span: u32,
+}
+
+/// A receiver, as `/linerate/rx/start` answers it and the other routes
+/// name it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct RxId {
+    pub id: u64,
+}
+
+/// The models' `Error`, as a peer refuses.
+#[derive(Debug, Deserialize)]
+struct Refusal {
+    #[serde(default)]
+    errors: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -307,7 +318,7 @@ impl Receivers {
         allow: &[String],
         backend: BackendKind,
         run_max: Duration,
-    ) -> Result<Value, Invalid> {
+    ) -> Result<RxId, Invalid> {
         let iface = o
             .str("iface")?
             .ok_or_else(|| invalid("iface", "required"))?
@@ -382,7 +393,7 @@ impl Receivers {
         }
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         lock(&self.live).insert(id, r);
-        Ok(json!({"id": id}))
+        Ok(RxId { id })
     }
 
     fn find(&self, o: &Obj) -> Result<(u64, Arc<Receiver>), Invalid> {
@@ -395,14 +406,14 @@ impl Receivers {
         Ok((id, r))
     }
 
-    pub fn counts(&self, o: &Obj) -> Result<Value, Invalid> {
+    pub fn counts(&self, o: &Obj) -> Result<RxCounts, Invalid> {
         let (_, r) = self.find(o)?;
-        Ok(lock(&r.counts).json())
+        Ok(lock(&r.counts).clone())
     }
 
     /// Stops a receiver and answers its final counts (waiting 5 s at most
     /// for its end).
-    pub fn stop(&self, o: &Obj) -> Result<Value, Invalid> {
+    pub fn stop(&self, o: &Obj) -> Result<RxCounts, Invalid> {
         let (id, r) = self.find(o)?;
         r.stop.store(true, Ordering::Relaxed);
         let end = Instant::now() + Duration::from_secs(5);
@@ -413,7 +424,7 @@ impl Receivers {
         if c.done {
             lock(&self.live).remove(&id);
         }
-        Ok(c.json())
+        Ok(c)
     }
 
     pub fn stop_all(&self) {

@@ -407,15 +407,13 @@ fn auto_mac(
             }),
             Some(peers),
         ) => {
-            let v = peers.call(
+            let facts: crate::peer::PortFacts = peers.call(
                 base,
                 "/linerate/port",
-                &serde_json::json!({ "iface": iface }),
+                &crate::peer::PortAsk { iface },
                 Duration::from_secs(10),
             )?;
-            return v["mac"]
-                .as_str()
-                .and_then(linerate_wire::MacAddr::parse)
+            return linerate_wire::MacAddr::parse(&facts.mac)
                 .map(|m| m.to_u64())
                 .ok_or_else(|| format!("auto: peer {base} gave no MAC for {iface}"));
         }
