@@ -85,25 +85,15 @@ pub fn serve(
 
 /// Accept errors, logged once a second at most with their count.
 #[derive(Debug, Default)]
-struct ErrorLog {
-    last: Option<Instant>,
-    since: u64,
-}
+struct ErrorLog(linerate_run::Throttle);
 
 impl ErrorLog {
     fn note(&mut self, e: &std::io::Error, now: Instant) {
-        self.since += 1;
-        if self
-            .last
-            .is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1))
-        {
+        if let Some(n) = self.0.note(now) {
             eprintln!(
-                "linerate agent: accepting a connection failed {} time{} ({e}); going on",
-                self.since,
-                if self.since == 1 { "" } else { "s" }
+                "linerate agent: accepting a connection failed {n} time{} ({e}); going on",
+                if n == 1 { "" } else { "s" }
             );
-            self.last = Some(now);
-            self.since = 0;
         }
     }
 }
