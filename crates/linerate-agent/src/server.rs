@@ -62,6 +62,9 @@ pub fn serve(
             continue;
         };
         let conn = Conn {
+            // Its place in arrival order: control requests take effect in
+            // the order their connections were accepted.
+            arrived: agent.arrival(),
             tls: tls.clone(),
             agent: agent.clone(),
             token: token.clone(),
@@ -106,6 +109,7 @@ struct Conn {
     failures: Arc<Failures>,
     slots: Arc<Slots>,
     src: IpAddr,
+    arrived: u64,
 }
 
 /// A connection's socket that marks its slot's progress on every byte
@@ -180,7 +184,9 @@ impl Conn {
             body: accepted + REQUEST_WITHIN,
         };
         let reply = match http::read_request(&mut s, deadlines, auth) {
-            Ok(req) => self.agent.handle(&req.method, &req.path, &req.body),
+            Ok(req) => self
+                .agent
+                .handle_arrived(self.arrived, &req.method, &req.path, &req.body),
             Err(HttpError::Status(code, what)) => Reply::error(code, what),
             Err(HttpError::Gone(_)) => return,
         };

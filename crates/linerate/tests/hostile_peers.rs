@@ -834,10 +834,10 @@ fn running_out_of_descriptors_is_said_once_a_second() {
     }
     let bin = env!("CARGO_BIN_EXE_linerate");
     let (mut srv, port) = support::listening(|port| {
-        Proc::spawn(std::process::Command::new("sh").args([
-            "-c",
-            &format!("ulimit -n 24 && exec {bin} -s -p {port}"),
-        ]))
+        Proc::spawn(
+            std::process::Command::new("sh")
+                .args(["-c", &format!("ulimit -n 24 && exec {bin} -s -p {port}")]),
+        )
     });
     let held: Vec<TcpStream> = (0..150)
         .filter_map(|_| TcpStream::connect(("127.0.0.1", port)).ok())
@@ -851,9 +851,15 @@ fn running_out_of_descriptors_is_said_once_a_second() {
     srv.interrupt();
     let out = std::mem::replace(&mut srv, Proc(None)).wait(Duration::from_secs(10));
     let text = String::from_utf8_lossy(&out.stdout);
-    let lines: Vec<&str> = text.lines().filter(|l| l.contains("accept failed")).collect();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("accept failed"))
+        .collect();
     assert!(!lines.is_empty(), "no accept error said: {text}");
     // About 3 s of failures: a line when they began and one a second.
     assert!(lines.len() <= 5, "{} lines: {lines:#?}", lines.len());
-    assert!(lines.iter().any(|l| l.contains("times in the last second")), "{lines:#?}");
+    assert!(
+        lines.iter().any(|l| l.contains("times in the last second")),
+        "{lines:#?}"
+    );
 }
