@@ -59,7 +59,11 @@ fn transmit(a: &Agent) -> Value {
 fn a_stop_that_arrived_after_a_start_wins_whichever_is_answered_first() {
     let _wire = Port::create("orderwire0", 1500, Faults::default()).unwrap();
     let a = agent("orderwire0");
-    let r = a.handle("POST", "/config", continuous("orderwire0").to_string().as_bytes());
+    let r = a.handle(
+        "POST",
+        "/config",
+        continuous("orderwire0").to_string().as_bytes(),
+    );
     assert_eq!(r.status, 200, "{}", r.body);
     // Arrived: the start, then the stop; answered: the stop first.
     let (start, stop) = (a.arrival(), a.arrival());
@@ -68,13 +72,20 @@ fn a_stop_that_arrived_after_a_start_wins_whichever_is_answered_first() {
     let r = a.handle_arrived(start, "POST", "/control/state", &state("start"));
     assert_eq!(r.status, 200);
     assert!(
-        r.body["warnings"][0].as_str().unwrap().contains("nothing started"),
+        r.body["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("nothing started"),
         "{}",
         r.body
     );
     std::thread::sleep(Duration::from_millis(200));
     let m = transmit(&a);
-    assert_eq!((&m["transmit"], &m["frames_tx"]), (&json!("stopped"), &json!("0")), "{m}");
+    assert_eq!(
+        (&m["transmit"], &m["frames_tx"]),
+        (&json!("stopped"), &json!("0")),
+        "{m}"
+    );
 
     // In order: a start then a stop 10 ms later, many times over: the
     // flow is stopped every time.
@@ -91,6 +102,10 @@ fn a_stop_that_arrived_after_a_start_wins_whichever_is_answered_first() {
         while Instant::now() < t {
             std::thread::sleep(Duration::from_millis(20));
         }
-        assert_eq!(transmit(&a)["frames_tx"], sent, "round {round}: still sending");
+        assert_eq!(
+            transmit(&a)["frames_tx"],
+            sent,
+            "round {round}: still sending"
+        );
     }
 }
