@@ -767,7 +767,7 @@ impl<'a> ClientTest<'a> {
             self.forward();
             if opts.output.human() && result.is_ok() {
                 let _ = writeln!(self.out, "\niperf Done.");
-            let _ = self.out.flush();
+                let _ = self.out.flush();
             }
         } else if let Err(e) = result
             && !opts.output.human()
