@@ -41,6 +41,10 @@ impl ProfileRunner {
 }
 
 impl TrialRunner for ProfileRunner {
+    fn interrupted(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
     fn run(&mut self, spec: &TrialSpec) -> Result<TrialCounts, String> {
         if self.stop.load(Ordering::Relaxed) {
             return Err("interrupted".into());

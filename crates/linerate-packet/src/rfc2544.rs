@@ -192,6 +192,10 @@ pub struct Trial {
     /// it is not scored, and the search runs it again.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spoiled: Option<String>,
+    /// Cut short by a stop (SIGINT, SIGTERM): what it counted says nothing
+    /// of the device; not scored, and the campaign ends after it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 /// A trial's [`Shape`] as `-J` has it.
@@ -304,6 +308,11 @@ pub struct TrialCounts {
 /// Runs one trial: sends, counts, reports.
 pub trait TrialRunner {
     fn run(&mut self, spec: &TrialSpec) -> Result<TrialCounts, String>;
+    /// A stop (SIGINT, SIGTERM) was asked: the trial that ran last was
+    /// cut short, and no more should run.
+    fn interrupted(&self) -> bool {
+        false
+    }
 }
 
 /// The searches' settings.
@@ -422,6 +431,7 @@ pub fn trial(
         directions: rev.map(|r| [fwd, r]),
         shape: shape.map(|s| TrialShape::of(&s, &spec.pace, &spec.frame_size)),
         spoiled,
+        interrupted: false,
     })
 }
 
@@ -527,6 +537,13 @@ pub fn clean_trial(
     let mut in_a_row = 0;
     loop {
         let mut t = trial(runner, spec, loss_allowed, offered_min)?;
+        if runner.interrupted() {
+            // What a trial cut short counted is no verdict on the device.
+            (t.interrupted, t.passed, t.spoiled) = (true, false, None);
+            t.reason = Some("interrupted".into());
+            on_trial(&t);
+            return Ok(t);
+        }
         if t.spoiled.is_none()
             && let Some(why) = also(&t)
         {
@@ -577,6 +594,10 @@ pub struct Throughput {
     pub converged: bool,
     /// Trials this host spoiled (in `trials`, flagged, not scored).
     pub spoiled_trials: usize,
+    /// A stop cut the search short: the rate is the best passed so far,
+    /// a lower bound.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
     pub trials: Vec<Trial>,
 }
 
@@ -682,7 +703,12 @@ pub fn throughput(
     let mut rate = max.round().max(1.0);
     let mut spoiled = Vec::new();
     let mut scored = 0;
+    let mut interrupted = false;
     let converged = loop {
+        if runner.interrupted() {
+            interrupted = true;
+            break false;
+        }
         // A pass whose sender skipped more departures than the offered
         // margin allows tested the rate it offered; one no higher than a
         // rate passed before taught the search nothing: run again.
@@ -715,6 +741,11 @@ pub fn throughput(
         )?;
         // Spoiled trials stand in the list where they ran, not scored.
         trials.append(&mut spoiled);
+        if t.interrupted {
+            trials.push(t);
+            interrupted = true;
+            break false;
+        }
         scored += 1;
         bidirectional |= t.directions.is_some();
         if bounds.take(&t, rate, skipped_beyond_margin(&t, s.offered_min).is_some()) {
@@ -746,6 +777,7 @@ pub fn throughput(
         held_back,
         converged,
         spoiled_trials: trials.iter().filter(|t| t.spoiled.is_some()).count(),
+        interrupted,
         trials,
     })
 }
@@ -782,6 +814,9 @@ pub fn frame_loss(
     let max = s.max_fps(size);
     let mut out: Vec<FrameLossStep> = Vec::new();
     for tenth in (1..=10).rev() {
+        if runner.interrupted() {
+            break;
+        }
         let load = f64::from(tenth) / 10.0;
         let rate = (max * load).round();
         let t = clean_trial(
@@ -799,6 +834,9 @@ pub fn frame_loss(
             on_trial,
             &mut Vec::new(),
         )?;
+        if t.interrupted {
+            break;
+        }
         out.push(FrameLossStep {
             frame_size: size.clone(),
             load,
@@ -840,7 +878,7 @@ pub fn back_to_back(
     for _ in 0..repeats.max(1) {
         let (mut lo, mut hi) = (0u64, max_burst + 1);
         let mut n = max_burst;
-        while hi - lo > 1 {
+        while hi - lo > 1 && !runner.interrupted() {
             let secs = n as f64 / rate;
             let mut spoiled = Vec::new();
             let t = clean_trial(
@@ -859,6 +897,10 @@ pub fn back_to_back(
                 &mut spoiled,
             )?;
             trials.append(&mut spoiled);
+            if t.interrupted {
+                trials.push(t);
+                break;
+            }
             if t.passed {
                 lo = n;
             } else {
@@ -867,9 +909,12 @@ pub fn back_to_back(
             trials.push(t);
             n = (lo + hi) / 2;
         }
+        if runner.interrupted() {
+            break;
+        }
         bursts.push(lo);
     }
-    let mean_burst = bursts.iter().sum::<u64>() as f64 / bursts.len() as f64;
+    let mean_burst = bursts.iter().sum::<u64>() as f64 / bursts.len().max(1) as f64;
     Ok(BackToBack {
         frame_size: size.clone(),
         rate_fps: rate,
@@ -1011,6 +1056,10 @@ impl DeviceRunner {
 }
 
 impl TrialRunner for DeviceRunner {
+    fn interrupted(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
     fn run(&mut self, spec: &TrialSpec) -> Result<TrialCounts, String> {
         if self.stop.load(Ordering::Relaxed) {
             return Err("interrupted".into());
@@ -1119,6 +1168,8 @@ mod tests {
         /// When `shapes` is empty: this share of every trial's departures
         /// skipped by a late sender.
         skip_share: f64,
+        /// A stop arrives during this trial (1-based; 0: never).
+        stop_in: usize,
     }
 
     impl Sim {
@@ -1133,11 +1184,16 @@ mod tests {
                 reverse: None,
                 shapes: Vec::new(),
                 skip_share: 0.0,
+                stop_in: 0,
             }
         }
     }
 
     impl TrialRunner for Sim {
+        fn interrupted(&self) -> bool {
+            self.stop_in > 0 && self.trials >= self.stop_in
+        }
+
         fn run(&mut self, s: &TrialSpec) -> Result<TrialCounts, String> {
             self.trials += 1;
             let secs = s.duration.as_secs_f64();
@@ -1203,6 +1259,43 @@ mod tests {
             max_trials: 40,
             pace: Pace::default(),
         }
+    }
+
+    /// A stop during the fourth trial: the three before it stand, the
+    /// fourth is marked interrupted and not scored, and the rate is the
+    /// best passed so far; the other searches stop at once too.
+    #[test]
+    fn a_stop_keeps_every_finished_trial_and_marks_the_cut_one() {
+        let mut sim = Sim::new(60_000.0, 0.0, 1e9);
+        sim.stop_in = 4;
+        let s = settings(100_000.0);
+        let mut seen = Vec::new();
+        let r = throughput(&mut sim, &FrameSize::Fixed(64), 0.0, &s, &mut |t| {
+            seen.push(t.clone());
+        })
+        .unwrap();
+        assert!(r.interrupted && !r.converged);
+        assert_eq!(r.trials.len(), 4);
+        assert_eq!(seen.len(), 4, "each trial said as it ended");
+        let cut = &r.trials[3];
+        assert!(cut.interrupted && !cut.passed, "{cut:?}");
+        assert_eq!(cut.reason.as_deref(), Some("interrupted"));
+        assert!(r.trials[..3].iter().all(|t| !t.interrupted));
+        let best = r.trials[..3]
+            .iter()
+            .filter(|t| t.passed)
+            .map(Trial::tested_fps)
+            .fold(0.0, f64::max);
+        assert_eq!(r.rate_fps, best);
+        assert_eq!(sim.trials, 4, "no trial after the stop");
+        assert!(
+            frame_loss(&mut sim, &FrameSize::Fixed(64), &s, &mut |_| {})
+                .unwrap()
+                .is_empty()
+        );
+        let b = back_to_back(&mut sim, &FrameSize::Fixed(64), 1000, 2, &s, &mut |_| {}).unwrap();
+        assert!(b.trials.is_empty() && b.bursts.is_empty());
+        assert_eq!(sim.trials, 4);
     }
 
     #[test]
@@ -1570,6 +1663,7 @@ mod tests {
             reverse: Some(41_666.0),
             shapes: Vec::new(),
             skip_share: 0.0,
+            stop_in: 0,
         };
         let r = throughput(&mut sim, &64.into(), 0.0, &settings(100_000.0), &mut |_| {}).unwrap();
         assert!(r.bidirectional);

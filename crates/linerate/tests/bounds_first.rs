@@ -18,9 +18,27 @@ fn a_cpu_list_beyond_this_host_is_refused_before_anything_opens() {
     assert!(n > 0, "sched_getaffinity gave no CPU");
     let beyond = format!("0-{}", n + 5);
     let cases: Vec<Vec<&str>> = vec![
-        vec!["sink", "--iface", "lo", "--backend", "af_packet", "-t", "1", "--cores", &beyond],
+        vec![
+            "sink",
+            "--iface",
+            "lo",
+            "--backend",
+            "af_packet",
+            "-t",
+            "1",
+            "--cores",
+            &beyond,
+        ],
         vec!["sink", "--iface", "lo", "-t", "1", "--cores", "0-1023"],
-        vec!["blast", "--iface", "lo", "--dst-ip", "198.18.0.2", "--cores", &beyond],
+        vec![
+            "blast",
+            "--iface",
+            "lo",
+            "--dst-ip",
+            "198.18.0.2",
+            "--cores",
+            &beyond,
+        ],
         vec!["fwd", "--iface", "lo", "--cores", &beyond],
         vec!["rr", "server", "--cores", &beyond],
     ];

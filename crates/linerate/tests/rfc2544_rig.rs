@@ -765,3 +765,127 @@ fn latency_rises_with_load_through_a_loaded_forwarder() {
         "mean latency at {ndr:.0} fps ({high:.0} ns) is not well above that at a tenth of it ({low:.0} ns)"
     );
 }
+
+/// SIGINT during the second frame size's search: the first size's
+/// result and the second's finished trials are all in the result (the
+/// `--json-stream` end's, which is `-J`'s document), the trial cut short
+/// is marked interrupted (not a failure), and the exit code says
+/// interrupted (130).
+#[test]
+fn an_interrupted_campaign_keeps_every_finished_trial() {
+    use std::io::BufRead;
+    let _one = serial();
+    if skip("an_interrupted_campaign_keeps_every_finished_trial") {
+        return;
+    }
+    let lab = DutLab::new("int", "20mbit");
+    let dut_mac = lab.dut_mac();
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", &lab.gen_ns, BIN, "rfc2544"])
+        .args([
+            "--tx-iface",
+            "ga",
+            "--rx-iface",
+            "gb",
+            "--dst-mac",
+            &dut_mac,
+        ])
+        .args([
+            "--src-ip",
+            "198.18.0.1",
+            "--dst-ip",
+            "198.18.1.2",
+            "--json-stream",
+        ])
+        .args([
+            "--sizes",
+            "64,1518",
+            "--trial-time",
+            "0.5",
+            "--tests",
+            "throughput",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut events: Vec<serde_json::Value> = Vec::new();
+        let mut signalled = false;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let ev: serde_json::Value = serde_json::from_str(&line).unwrap();
+            events.push(ev);
+            let big = events
+                .iter()
+                .filter(|e| {
+                    e["event"] == "interval"
+                        && e["data"]["rows"][0]["id"]
+                            .as_str()
+                            .is_some_and(|id| id.starts_with("1518 B trial"))
+                })
+                .count();
+            if big >= 2 && !signalled {
+                // Into the third 1518 B trial.
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+                signalled = true;
+            }
+        }
+        (events, signalled)
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("rfc2544 did not end within 300 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let (events, signalled) = reader.join().unwrap();
+    assert!(signalled, "no second 1518 B trial: {events:#?}");
+    assert_eq!(status.code(), Some(130));
+    let end = events.last().unwrap();
+    assert_eq!(end["event"], "end", "{end}");
+    let v = &end["data"]["result"];
+    let tp = v["throughput"].as_array().unwrap();
+    assert_eq!(tp.len(), 2, "both sizes kept: {v}");
+    assert_eq!(tp[0]["frame_size"], 64);
+    assert!(tp[0].get("interrupted").is_none(), "{}", tp[0]);
+    assert_eq!(tp[1]["frame_size"], 1518);
+    assert_eq!(tp[1]["interrupted"], true);
+    let trials = tp[1]["trials"].as_array().unwrap();
+    assert!(trials.len() >= 3, "{}", tp[1]);
+    let cut = trials.last().unwrap();
+    assert_eq!(
+        (&cut["interrupted"], &cut["passed"]),
+        (&serde_json::json!(true), &serde_json::json!(false))
+    );
+    assert!(
+        trials[..trials.len() - 1]
+            .iter()
+            .all(|t| t.get("interrupted").is_none())
+    );
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("interrupted by a stop"),
+        "{}",
+        v["error"]
+    );
+    // Every trial was also an interval of the stream, the cut one too.
+    let intervals = events.iter().filter(|e| e["event"] == "interval").count();
+    let all_trials: usize = tp
+        .iter()
+        .map(|t| t["trials"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(intervals, all_trials);
+}

@@ -219,6 +219,8 @@ fn trial_line(t: &Trial) -> String {
                 t.tested_fps(),
                 t.forwarded_fps
             ),
+            (false, _) if t.interrupted =>
+                "interrupted (cut short by a stop: not scored)".to_string(),
             (false, _) if t.spoiled.is_some() => "spoiled by this host: run again".to_string(),
             (false, _) => format!("fail ({})", t.reason.as_deref().unwrap_or("")),
         }
@@ -280,6 +282,7 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
             human: a.out.human(),
         },
     };
+    let mut interrupted = false;
     let ended = drive(&a.out, false, Mode::Rfc2544, config.clone(), None, |run| {
         let mut o = Rfc2544Outcome {
             config,
@@ -294,6 +297,7 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
             error: None,
         };
         o.error = session.all(run, &mut o).err();
+        interrupted = session.runner.interrupted();
         Ok(Measured {
             duration_s: t0.elapsed().as_secs_f64(),
             rows: Vec::new(),
@@ -301,6 +305,9 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
             outcome: Arc::new(o),
         })
     })?;
+    if interrupted {
+        return Ok(EXIT_INTERRUPTED);
+    }
     Ok(ended.exit_code)
 }
 
@@ -438,6 +445,13 @@ fn reverse_flows(a: &Rfc2544Args, src_ip: &str, dst_ip: &str) -> Result<Option<F
     )?))
 }
 
+/// The error of a campaign a stop (SIGINT, SIGTERM) cut short.
+const INTERRUPTED: &str = "interrupted by a stop: every trial finished is kept, the one cut short is marked and not scored";
+
+/// Exit code of a campaign cut short by a stop (128 + SIGINT, as a shell
+/// reports it).
+const EXIT_INTERRUPTED: u8 = 130;
+
 /// Each trial as an interval of the run (and a line on stderr for people).
 struct TrialLog {
     n: usize,
@@ -473,8 +487,17 @@ impl Session<'_> {
         self.a.tests.iter().any(|t| t == name)
     }
 
-    /// Every test asked for; the first error stops them (what ran stands).
+    /// Every test asked for; the first error stops them (what ran stands),
+    /// as does a stop (SIGINT, SIGTERM): every finished trial is kept.
     fn all(&mut self, run: &mut Run, o: &mut Rfc2544Outcome) -> Result<(), String> {
+        let r = self.tests(run, o);
+        if self.runner.interrupted() {
+            return Err(INTERRUPTED.into());
+        }
+        r
+    }
+
+    fn tests(&mut self, run: &mut Run, o: &mut Rfc2544Outcome) -> Result<(), String> {
         if self.want("throughput") {
             self.throughput(run, o)?;
         }
@@ -482,7 +505,7 @@ impl Session<'_> {
             o.latency = Some(Vec::new());
             self.latency(run, o)?;
         }
-        if self.want("loss") {
+        if self.want("loss") && !self.runner.interrupted() {
             let mut out = Vec::new();
             for size in &self.sizes {
                 let (runner, settings, log) = (&mut *self.runner, &self.settings, &mut self.log);
@@ -492,7 +515,7 @@ impl Session<'_> {
             }
             o.frame_loss = Some(out);
         }
-        if self.want("back-to-back") {
+        if self.want("back-to-back") && !self.runner.interrupted() {
             let mut out = Vec::new();
             for size in &self.sizes {
                 let max_burst = (self.settings.max_fps(size) * self.a.b2b_max)
@@ -519,10 +542,17 @@ impl Session<'_> {
     fn throughput(&mut self, run: &mut Run, o: &mut Rfc2544Outcome) -> Result<(), String> {
         for size in &self.sizes {
             for &ratio in &self.a.loss_ratio {
+                if self.runner.interrupted() {
+                    return Ok(());
+                }
                 let (runner, settings, log) = (&mut *self.runner, &self.settings, &mut self.log);
                 let mut search =
                     || rfc2544::throughput(runner, size, ratio, settings, &mut |t| log.log(t, run));
                 let mut r = search()?;
+                if r.interrupted {
+                    o.throughput.push(r);
+                    return Ok(());
+                }
                 if let Some(policy) = &o.policy {
                     let mut rates = vec![r.rate_fps];
                     let stop = loop {
@@ -530,8 +560,12 @@ impl Session<'_> {
                             break s;
                         }
                         let again = search()?;
-                        rates.push(again.rate_fps);
                         r.trials.extend(again.trials);
+                        if again.interrupted {
+                            r.interrupted = true;
+                            break linerate_run::stats::Stop::Count;
+                        }
+                        rates.push(again.rate_fps);
                     };
                     let kept = &rates[policy.warmup_runs.min(rates.len())..];
                     if !kept.is_empty() {
@@ -563,6 +597,9 @@ impl Session<'_> {
                 .min_by(|a, b| a.loss_allowed.total_cmp(&b.loss_allowed))
                 .map_or_else(|| self.settings.max_fps(size), |t| t.rate_fps);
             for &load in &self.a.latency_load {
+                if self.runner.interrupted() {
+                    return Ok(());
+                }
                 let rate = (base * load).round().max(1.0);
                 let spec = rfc2544::TrialSpec {
                     frame_size: size.clone(),
@@ -581,6 +618,9 @@ impl Session<'_> {
                     &mut |t| log.log(t, run),
                     &mut Vec::new(),
                 )?;
+                if t.interrupted {
+                    return Ok(());
+                }
                 o.latency
                     .get_or_insert_with(Vec::new)
                     .push(rfc2544::Latency {
@@ -619,6 +659,7 @@ mod tests {
             directions: None,
             shape: None,
             spoiled: None,
+            interrupted: false,
         };
         assert_eq!(
             trial_line(&t),

@@ -86,7 +86,13 @@ impl Rfc2544Outcome {
                     r.rate_fps
                 );
             }
-            if !r.converged {
+            if r.interrupted {
+                let _ = writeln!(
+                    t,
+                    "{label:>7}: interrupted after {} trial(s): the rate is the best passed so far, a lower bound",
+                    r.trials.iter().filter(|t| !t.interrupted).count()
+                );
+            } else if !r.converged {
                 let _ = writeln!(
                     t,
                     "{label:>7}: the search stopped at --max-trials ({}) before closing in to --resolution",
@@ -273,6 +279,7 @@ mod tests {
             held_back: true,
             converged: false,
             spoiled_trials: 0,
+            interrupted: false,
             trials: Vec::new(),
         };
         let policy = Policy {
