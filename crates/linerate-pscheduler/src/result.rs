@@ -128,6 +128,8 @@ pub struct Summary {
 /// A participant's throughput result, and the merged one.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ThroughputResult {
+    /// Absent: not succeeded.
+    #[serde(default)]
     pub succeeded: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

@@ -23,7 +23,10 @@ const REQUEST_BYTES: usize = 64;
 /// An rtt result (pscheduler-test-rtt), as the ping tools write it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RttResult {
+    #[serde(default)]
     pub schema: u64,
+    /// Absent: not succeeded.
+    #[serde(default)]
     pub succeeded: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
