@@ -91,10 +91,7 @@ impl TaskAuth {
         let username = random_string(CREDENTIAL_LEN, SAFE);
         let all: Vec<u8> = SAFE.iter().chain(PUNCTUATION).copied().collect();
         let password = random_string(CREDENTIAL_LEN, &all);
-        let credentials = format!(
-            "{username},{}\n",
-            auth::password_hash(&username, &password)
-        );
+        let credentials = format!("{username},{}\n", auth::password_hash(&username, &password));
         Ok(TaskAuth {
             private,
             public,
@@ -161,7 +158,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let server = a.server(dir.path()).unwrap();
         let token = a.client().unwrap().token().unwrap();
-        assert_eq!(server.check(Some(&token)).map(|c| c.0), Ok(a.username.clone()));
+        assert_eq!(
+            server.check(Some(&token)).map(|c| c.0),
+            Ok(a.username.clone())
+        );
         let other = TaskAuth::make().unwrap();
         let stranger = other.client().unwrap().token().unwrap();
         assert!(server.check(Some(&stranger)).is_err());

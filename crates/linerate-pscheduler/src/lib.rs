@@ -293,9 +293,11 @@ fn run(input: &RunInput, warnings: &mut Vec<String>) -> Result<String, Error> {
     let (conf, w) = config::read(&config::path());
     warnings.extend(w);
     Ok(match kind {
-        TestType::Throughput => {
-            pretty(&throughput::run(input, &test.throughput()?, conf.server_port)?)
-        }
+        TestType::Throughput => pretty(&throughput::run(
+            input,
+            &test.throughput()?,
+            conf.server_port,
+        )?),
         TestType::Rtt => pretty(&rtt::run(input, &test.rtt()?, conf.rr_port)?),
     })
 }
@@ -316,14 +318,20 @@ fn merged_results(input: &MergeInput) -> Result<String, Error> {
         TestType::Throughput => {
             let s = test.throughput()?;
             let typed = typed_results(results)?;
-            pretty(&result::merge(s.reverse, s.single_ended || s.loopback, &typed)?)
+            pretty(&result::merge(
+                s.reverse,
+                s.single_ended || s.loopback,
+                &typed,
+            )?)
         }
         TestType::Rtt => pretty(&rtt::merge(&typed_results(results)?)?),
     })
 }
 
 /// Each participant's result, typed; null is none.
-fn typed_results<T: serde::de::DeserializeOwned>(results: &[Value]) -> Result<Vec<Option<T>>, Error> {
+fn typed_results<T: serde::de::DeserializeOwned>(
+    results: &[Value],
+) -> Result<Vec<Option<T>>, Error> {
     results
         .iter()
         .enumerate()

@@ -240,12 +240,20 @@ pub fn client(
     if let Some(c) = affinity.first() {
         cmd.opt("-A", c);
     }
-    for (on, f) in [(s.udp, "-u"), (s.zero_copy, "-Z"), (s.no_delay, "-N"), (s.reverse, "-R")] {
+    for (on, f) in [
+        (s.udp, "-u"),
+        (s.zero_copy, "-Z"),
+        (s.no_delay, "-N"),
+        (s.reverse, "-R"),
+    ] {
         if on {
             cmd.flag(f);
         }
     }
-    let auth = auth.map(TaskAuth::client).transpose().map_err(|e| e.to_string())?;
+    let auth = auth
+        .map(TaskAuth::client)
+        .transpose()
+        .map_err(|e| e.to_string())?;
     if let Some(a) = &auth {
         // The password is handed over in memory (iperf3's IPERF3_PASSWORD).
         cmd.opt("--username", &a.user);

@@ -285,12 +285,20 @@ mod tests {
         let failed = ThroughputResult::failed("linerate returned an error: refused", "c");
         let server = ok(0.0, 9e8);
         for reverse in [false, true] {
-            let m = merge(reverse, false, &[Some(failed.clone()), Some(server.clone())]).unwrap();
+            let m = merge(
+                reverse,
+                false,
+                &[Some(failed.clone()), Some(server.clone())],
+            )
+            .unwrap();
             assert!(!m.succeeded, "reverse {reverse}: {m:?}");
             assert_eq!(m.summary, None);
             let e = m.error.unwrap();
             assert!(e.starts_with("participant 0 ("), "{e}");
-            assert!(e.ends_with("failed: linerate returned an error: refused"), "{e}");
+            assert!(
+                e.ends_with("failed: linerate returned an error: refused"),
+                "{e}"
+            );
             assert_eq!(
                 m.diags.as_deref(),
                 Some("Participant 0:\nc\nParticipant 1:\nran\n")
@@ -309,7 +317,10 @@ mod tests {
         assert_eq!(s.throughput_bits, Number::from_f64(3.0));
         assert_eq!(s.receiver_throughput_bits, Number::from_f64(2.0));
         let m = merge(false, false, &[Some(ok(1.0, 2.0)), Some(ok(3.0, 4.0))]).unwrap();
-        assert_eq!(m.summary.unwrap().summary.throughput_bits, Number::from_f64(1.0));
+        assert_eq!(
+            m.summary.unwrap().summary.throughput_bits,
+            Number::from_f64(1.0)
+        );
         assert!(merge(false, false, &[Some(ok(1.0, 2.0))]).is_err());
         assert!(merge(false, true, &[Some(ok(1.0, 2.0))]).unwrap().succeeded);
     }
@@ -355,6 +366,9 @@ mod tests {
             })
         );
         let failed: Iperf3Doc = serde_json::from_value(json!({ "error": "refused" })).unwrap();
-        assert_eq!(from_document(&failed), Err("linerate failed: refused".into()));
+        assert_eq!(
+            from_document(&failed),
+            Err("linerate failed: refused".into())
+        );
     }
 }

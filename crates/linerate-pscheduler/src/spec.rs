@@ -145,10 +145,7 @@ fn kind_problem(field: &str, kind: Kind, v: &Value) -> Option<String> {
             v.as_str().and_then(iso_seconds).is_some(),
             "an ISO 8601 duration (PT10S)",
         ),
-        Kind::Cardinal => (
-            v.as_u64().is_some_and(|n| n >= 1),
-            "a whole number above 0",
-        ),
+        Kind::Cardinal => (v.as_u64().is_some_and(|n| n >= 1), "a whole number above 0"),
         Kind::Integer => (v.is_i64() || v.is_u64(), "a whole number"),
         Kind::IpVersion => (v.as_u64().is_some_and(|n| n == 4 || n == 6), "4 or 6"),
         Kind::Tos => (int_in(0, 255), "a number from 0 to 255"),
@@ -480,11 +477,23 @@ mod tests {
             (json!({ "duration": "PT2.9S" }), 2, 0, None, 11),
             (json!({ "duration": "PT0S" }), 0, 0, None, 9),
             (json!({ "omit": "PT1.5S" }), 10, 1, None, 20),
-            (json!({ "omit": "PT0.7S", "duration": "PT1.5S" }), 1, 0, None, 10),
+            (
+                json!({ "omit": "PT0.7S", "duration": "PT1.5S" }),
+                1,
+                0,
+                None,
+                10,
+            ),
             (json!({ "interval": "PT0.5S" }), 10, 0, Some(0), 19),
             (json!({ "interval": "PT2.5S" }), 10, 0, Some(2), 19),
             (json!({ "interval": "PT2H" }), 10, 0, Some(7200), 19),
-            (json!({ "link-rtt": "PT0.05S", "duration": "PT30S" }), 30, 0, None, 36),
+            (
+                json!({ "link-rtt": "PT0.05S", "duration": "PT30S" }),
+                30,
+                0,
+                None,
+                36,
+            ),
             (json!({ "link-rtt": "PT0.125S" }), 10, 0, None, 17),
         ];
         for (mut spec, t, o, i, d) in cases {

@@ -43,9 +43,7 @@ pub(crate) fn bounded<T>(limit_s: f64, stop: &AtomicBool, body: impl FnOnce() ->
     let (done, wait) = mpsc::channel::<()>();
     std::thread::scope(|scope| {
         let watchdog = scope.spawn(move || {
-            let late = wait
-                .recv_timeout(Duration::from_secs_f64(limit_s))
-                .is_err();
+            let late = wait.recv_timeout(Duration::from_secs_f64(limit_s)).is_err();
             if late {
                 stop.store(true, Ordering::SeqCst);
             }
@@ -57,10 +55,13 @@ pub(crate) fn bounded<T>(limit_s: f64, stop: &AtomicBool, body: impl FnOnce() ->
     })
 }
 
-/// Keeps a run's end: its outcome and error (the server's tests report
-/// through the run contract into this).
+/// A run's end: its outcome, and the error it reported.
+type Kept = (SharedOutcome, Option<String>);
+
+/// Keeps a run's end (the server's tests report through the run contract
+/// into this): the end, and the error reported before it.
 #[derive(Clone, Default)]
-struct KeepEnd(Arc<Mutex<Option<(SharedOutcome, Option<String>)>>>, Arc<Mutex<Option<String>>>);
+struct KeepEnd(Arc<Mutex<Option<Kept>>>, Arc<Mutex<Option<String>>>);
 
 impl Reporter for KeepEnd {
     fn report(&mut self, ev: &Event) -> std::io::Result<()> {
@@ -83,7 +84,7 @@ impl Reporter for KeepEnd {
 }
 
 impl KeepEnd {
-    fn take(&self) -> Option<(SharedOutcome, Option<String>)> {
+    fn take(&self) -> Option<Kept> {
         self.0.lock().ok()?.take()
     }
 }
@@ -94,7 +95,7 @@ impl KeepEnd {
 fn outcome_result(
     plan_line: &str,
     notes: &[String],
-    ended: Result<(SharedOutcome, Option<String>), String>,
+    ended: Result<Kept, String>,
     stopped_at: Option<f64>,
 ) -> ThroughputResult {
     let mut head = notes.to_vec();
@@ -102,7 +103,9 @@ fn outcome_result(
     let head = head.join("\n");
     let (outcome, error) = match ended {
         Ok(e) => e,
-        Err(e) => return ThroughputResult::failed(format!("linerate returned an error: {e}"), head),
+        Err(e) => {
+            return ThroughputResult::failed(format!("linerate returned an error: {e}"), head);
+        }
     };
     let mut doc = outcome.document();
     if let Some(info) = doc.pointer_mut("/start/system_info") {
@@ -193,7 +196,10 @@ pub fn run_client(s: &ThroughputSpec, port: u16, auth: Option<&TaskAuth>) -> Thr
 /// contract.
 pub fn run_server(s: &ThroughputSpec, port: u16, auth: Option<&TaskAuth>) -> ThroughputResult {
     // The users file's directory (0700), removed when the run ends.
-    let dir = match tempfile::Builder::new().prefix("linerate-pscheduler-").tempdir() {
+    let dir = match tempfile::Builder::new()
+        .prefix("linerate-pscheduler-")
+        .tempdir()
+    {
         Ok(d) => d,
         Err(e) => return ThroughputResult::failed(format!("cannot make a directory: {e}"), ""),
     };
@@ -244,14 +250,22 @@ fn run_loopback(s: &ThroughputSpec, port: u16) -> ThroughputResult {
             .filter(|d| !d.is_empty())
             .unwrap_or_else(|| "No diagnostics.".into())
     };
-    let all = format!("Client:\n\n{}\n\nServer:\n\n{}", diags(&client), diags(&server));
+    let all = format!(
+        "Client:\n\n{}\n\nServer:\n\n{}",
+        diags(&client),
+        diags(&server)
+    );
     let mut out = if client.succeeded {
         client
     } else if server.succeeded {
         server
     } else {
         ThroughputResult::failed(
-            format!("Client:\n\n{}\n\nServer:\n\n{}", said(&client), said(&server)),
+            format!(
+                "Client:\n\n{}\n\nServer:\n\n{}",
+                said(&client),
+                said(&server)
+            ),
             "",
         )
     };
@@ -261,9 +275,15 @@ fn run_loopback(s: &ThroughputSpec, port: u16) -> ThroughputResult {
 
 /// The server's port: single-ended's, loopback's from the configuration,
 /// else participant 1's data.
-fn server_port(data: &[ParticipantData], s: &ThroughputSpec, configured: u16) -> Result<u16, Error> {
+fn server_port(
+    data: &[ParticipantData],
+    s: &ThroughputSpec,
+    configured: u16,
+) -> Result<u16, Error> {
     if s.single_ended {
-        return Ok(s.single_ended_port.unwrap_or(crate::config::DEFAULT_SERVER_PORT));
+        return Ok(s
+            .single_ended_port
+            .unwrap_or(crate::config::DEFAULT_SERVER_PORT));
     }
     if s.loopback {
         return Ok(configured);
@@ -284,7 +304,11 @@ fn server_port(data: &[ParticipantData], s: &ThroughputSpec, configured: u16) ->
 }
 
 /// The throughput run of this participant.
-pub fn run(r: &RunInput, s: &ThroughputSpec, configured_port: u16) -> Result<ThroughputResult, Error> {
+pub fn run(
+    r: &RunInput,
+    s: &ThroughputSpec,
+    configured_port: u16,
+) -> Result<ThroughputResult, Error> {
     let alone = s.single_ended || s.loopback;
     let data = r.data()?;
     let expected = if alone { 1 } else { 2 };

@@ -167,5 +167,4 @@ mod tests {
             assert_eq!(at(wrong), None, "{wrong}");
         }
     }
-
 }

@@ -38,7 +38,10 @@ fn the_one_test_server_serves_only_the_task_s_client() {
     let port = free_port();
     let mut server_data = data(1, &test);
     server_data.server_port = Some(port.into());
-    let auth = server_data.auth.clone().expect("participant 1 makes credentials");
+    let auth = server_data
+        .auth
+        .clone()
+        .expect("participant 1 makes credentials");
     let other = data(1, &test).auth.expect("another task's");
     assert_ne!(auth.username, other.username);
     let input = json!({
@@ -60,7 +63,10 @@ fn the_one_test_server_serves_only_the_task_s_client() {
         assert!(e.to_string().contains("authoriz"), "{who}: {e}");
     }
     let p = plan::client(&spec, port, Some(&auth)).unwrap();
-    assert!(p.cmdline.contains(&format!(" --username {} ", auth.username)));
+    assert!(
+        p.cmdline
+            .contains(&format!(" --username {} ", auth.username))
+    );
     let began = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
     client_run(&p.opts, &mut std::io::sink(), &stop).expect("the task's client runs");
     let a = server.join().unwrap().expect("run");
@@ -73,5 +79,7 @@ fn the_one_test_server_serves_only_the_task_s_client() {
     let diags = r["diags"].as_str().unwrap();
     assert!(diags.contains(" --authorized-users-path "), "{diags}");
     assert!(!diags.contains(&auth.password) && !diags.contains("PRIVATE KEY"));
-    assert!(SystemTime::now().duration_since(UNIX_EPOCH).unwrap() - began < Duration::from_secs(10));
+    assert!(
+        SystemTime::now().duration_since(UNIX_EPOCH).unwrap() - began < Duration::from_secs(10)
+    );
 }

@@ -501,7 +501,12 @@ fn two_participants(spec: Value) -> (Value, Value, Value) {
     }
     // Each participant's data as its participant-data made it: the
     // server's credentials for this task, handed to both.
-    let data = |p: u64| ok("participant-data", &json!({ "participant": p, "test": input["test"] }));
+    let data = |p: u64| {
+        ok(
+            "participant-data",
+            &json!({ "participant": p, "test": input["test"] }),
+        )
+    };
     input["participant-data"] = json!([data(0), data(1)]);
     input["participant-data"][1]["server_port"] = json!(free_port());
     let secret = input["participant-data"][1]["_auth"]["password"].clone();
@@ -840,7 +845,10 @@ fn rtt_through_rr() {
     assert!(iso_s(&r["min"]) <= iso_s(&r["mean"]) && iso_s(&r["mean"]) <= iso_s(&r["max"]));
     // The ping tools' shape: a standard deviation, at most the spread.
     let sd = iso_s(&r["stddev"]);
-    assert!(sd <= iso_s(&r["max"]) - iso_s(&r["min"]) + 1e-6, "stddev {sd}");
+    assert!(
+        sd <= iso_s(&r["max"]) - iso_s(&r["min"]) + 1e-6,
+        "stddev {sd}"
+    );
     // merged-results: the one participant's (as pscheduler-tool-ping's).
     let m = ok(
         "merged-results",
