@@ -14,7 +14,7 @@
 //! at its end. Results and diagnostics name the user, never the password
 //! or a key.
 
-use crate::Error;
+use crate::error::Error;
 use linerate_iperf::{ClientAuth, ServerAuth};
 use linerate_iperf_proto::auth::{self, Padding};
 use rsa::pkcs1::EncodeRsaPrivateKey;

@@ -6,7 +6,7 @@
 
 use crate::auth::TaskAuth;
 use crate::spec::ThroughputSpec;
-use crate::throughput::WAIT_SLEEP_S;
+use crate::spec::WAIT_SLEEP_S;
 use linerate_iperf::{ClientOptions, Family, Limits, ServerOptions};
 use linerate_iperf_proto::report::OutputMode;
 use linerate_iperf_proto::{Params, Protocol, TestMode};
@@ -191,6 +191,43 @@ fn client_endpoints(s: &ThroughputSpec, cmd: &mut Cmd) -> Result<(Option<IpAddr>
     }
 }
 
+/// The client's flags for the spec's options (what the engine's
+/// parameters say, on the command line).
+fn client_flags(s: &ThroughputSpec, omit_s: u32, cmd: &mut Cmd) {
+    for (f, v) in [
+        ("-P", s.parallel.map(u64::from)),
+        ("-w", s.window_size.map(u64::from)),
+        ("-M", s.mss.map(u64::from)),
+        ("-O", Some(u64::from(omit_s)).filter(|o| *o > 0)),
+        ("--fq-rate", s.fq_rate),
+        ("-l", s.buffer_length.map(u64::from)),
+        ("-S", s.ip_tos.map(u64::from)),
+        ("-L", s.flow_label.map(u64::from)),
+    ] {
+        if let Some(v) = v {
+            cmd.opt(f, v);
+        }
+    }
+    match (s.bandwidth, s.burst_size) {
+        (Some(b), Some(n)) => cmd.opt("-b", format!("{b}/{n}")),
+        (Some(b), None) => cmd.opt("-b", b),
+        _ => {}
+    }
+    if let Some(c) = &s.congestion {
+        cmd.opt("-C", c);
+    }
+    for (on, f) in [
+        (s.udp, "-u"),
+        (s.zero_copy, "-Z"),
+        (s.no_delay, "-N"),
+        (s.reverse, "-R"),
+    ] {
+        if on {
+            cmd.flag(f);
+        }
+    }
+}
+
 /// The client's run against `port`, authenticated with `auth` if given.
 pub fn client(
     s: &ThroughputSpec,
@@ -214,41 +251,10 @@ pub fn client(
         e
     };
     let interval = interval(s, &mut cmd)?;
-    for (f, v) in [
-        ("-P", s.parallel.map(u64::from)),
-        ("-w", s.window_size.map(u64::from)),
-        ("-M", s.mss.map(u64::from)),
-        ("-O", Some(u64::from(params.omit_s)).filter(|o| *o > 0)),
-        ("--fq-rate", s.fq_rate),
-        ("-l", s.buffer_length.map(u64::from)),
-        ("-S", s.ip_tos.map(u64::from)),
-        ("-L", s.flow_label.map(u64::from)),
-    ] {
-        if let Some(v) = v {
-            cmd.opt(f, v);
-        }
-    }
-    match (s.bandwidth, s.burst_size) {
-        (Some(b), Some(n)) => cmd.opt("-b", format!("{b}/{n}")),
-        (Some(b), None) => cmd.opt("-b", b),
-        _ => {}
-    }
-    if let Some(c) = &s.congestion {
-        cmd.opt("-C", c);
-    }
+    client_flags(s, params.omit_s, &mut cmd);
     let affinity = cpu(s.client_cpu_affinity, &mut notes);
     if let Some(c) = affinity.first() {
         cmd.opt("-A", c);
-    }
-    for (on, f) in [
-        (s.udp, "-u"),
-        (s.zero_copy, "-Z"),
-        (s.no_delay, "-N"),
-        (s.reverse, "-R"),
-    ] {
-        if on {
-            cmd.flag(f);
-        }
     }
     let auth = auth
         .map(TaskAuth::client)

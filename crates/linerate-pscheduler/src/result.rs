@@ -6,7 +6,7 @@
 //! integer (`"start": 0`) is an integer in the result, as the iperf3 tool
 //! passes it on.
 
-use crate::Error;
+use crate::error::Error;
 use serde::{Deserialize, Serialize};
 use serde_json::Number;
 
@@ -217,7 +217,7 @@ pub fn merge(
     results: &[Option<ThroughputResult>],
 ) -> Result<ThroughputResult, Error> {
     if !(results.len() == 2 || (results.len() == 1 && alone)) {
-        return Err(crate::bad(
+        return Err(crate::error::bad(
             "results",
             format!(
                 "expected 2 results in merged-results, got {}",

@@ -3,10 +3,11 @@
 //! (pscheduler-test-rtt's result): counts, loss, and min, mean, max and
 //! stddev of the round trips, from the rr client's typed report.
 
+use crate::error::{Error, bad};
+use crate::input::RunInput;
 use crate::plan::resolve;
 use crate::spec::{RttPlan, RttSpec};
 use crate::time::iso_duration;
-use crate::{Error, RunInput, bad};
 use linerate_rr::RrError;
 use linerate_rr::client::{ClientConfig, ClientReport, Load};
 use serde::{Deserialize, Serialize};

@@ -3,8 +3,8 @@
 //! checked against its kind, then what linerate cannot honour, deciding
 //! as pscheduler-tool-iperf3's can-run does on the fields both take.
 
+use crate::error::{Error, bad};
 use crate::time::iso_seconds;
-use crate::{Error, bad};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -16,6 +16,11 @@ pub const RTT_SCHEMA: u64 = 4;
 pub const DEFAULT_DURATION_S: u64 = 10;
 /// Link RTT assumed when the spec has none (DEFAULT_LINK_RTT).
 pub const DEFAULT_LINK_RTT_S: f64 = 0.2;
+/// Seconds the client waits after the start for the server to be up
+/// (pscheduler-tool-iperf3's DEFAULT_WAIT_SLEEP).
+pub const WAIT_SLEEP_S: f64 = 3.0;
+/// Seconds a server is given to wind down (DEFAULT_SERVER_SHUTDOWN).
+pub const SERVER_SHUTDOWN_S: f64 = 2.0;
 
 /// The tests linerate runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -294,8 +299,8 @@ impl ThroughputSpec {
         let total = self.setup_s()?
             + self.omit_s()?
             + self.time_s()? as f64
-            + crate::throughput::WAIT_SLEEP_S
-            + crate::throughput::SERVER_SHUTDOWN_S;
+            + WAIT_SLEEP_S
+            + SERVER_SHUTDOWN_S;
         Ok(total as u64)
     }
 }

@@ -6,10 +6,11 @@
 //! outcome. Every run is bounded: at its limit it is stopped and said to be.
 
 use crate::auth::TaskAuth;
+use crate::error::{Error, bad};
+use crate::input::{ParticipantData, RunInput};
 use crate::plan::{self, Plan};
 use crate::result::{Iperf3Doc, ThroughputResult, from_document};
-use crate::spec::ThroughputSpec;
-use crate::{Error, ParticipantData, RunInput, bad};
+use crate::spec::{SERVER_SHUTDOWN_S, ThroughputSpec, WAIT_SLEEP_S};
 use linerate_iperf::{ClientOptions, ServerOptions};
 use linerate_run::{Event, Fanout, Mode, Reporter, SharedOutcome, SharedReporter};
 use serde_json::Value;
@@ -17,11 +18,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
-/// Seconds the client waits after the start for the server to be up
-/// (pscheduler-tool-iperf3's DEFAULT_WAIT_SLEEP).
-pub const WAIT_SLEEP_S: f64 = 3.0;
-/// Seconds a server is given to wind down (DEFAULT_SERVER_SHUTDOWN).
-pub const SERVER_SHUTDOWN_S: f64 = 2.0;
 /// What a server that saw no client says.
 pub const NO_CLIENT: &str =
     "no client came to the server before its --idle-timeout (is participant 0 running?)";
