@@ -375,3 +375,96 @@ pub fn server(
         notes,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn spec(fields: serde_json::Value) -> ThroughputSpec {
+        let mut s = json!({ "dest": "127.0.0.1" });
+        for (k, v) in fields.as_object().unwrap() {
+            s[k] = v.clone();
+        }
+        serde_json::from_value(s).unwrap()
+    }
+
+    #[test]
+    fn the_client_runs_what_the_iperf3_tool_passes_iperf3() {
+        // (spec, -t, -O, -i, the interval the engine reports at)
+        let cases = [
+            (json!({}), 10, 0, "", Duration::from_secs(1)),
+            (
+                json!({ "duration": "PT2.9S", "omit": "PT1.5S" }),
+                2,
+                1,
+                "",
+                Duration::from_secs(1),
+            ),
+            (
+                json!({ "interval": "PT0.5S" }),
+                10,
+                0,
+                " -i 0",
+                Duration::ZERO,
+            ),
+            (
+                json!({ "interval": "PT59.9S" }),
+                10,
+                0,
+                " -i 59",
+                Duration::from_secs(59),
+            ),
+            (
+                json!({ "interval": "PT60S" }),
+                10,
+                0,
+                " -i 60",
+                Duration::from_secs(60),
+            ),
+            (
+                json!({ "duration": "PT0S" }),
+                0,
+                0,
+                "",
+                Duration::from_secs(1),
+            ),
+        ];
+        for (fields, t, o, i, every) in cases {
+            let p = client(&spec(fields.clone()), 5201, None).unwrap();
+            assert_eq!(
+                (p.opts.params.time_s, p.opts.params.omit_s, p.opts.interval),
+                (t, o, every),
+                "{fields}"
+            );
+            let line = p.cmdline;
+            assert!(line.starts_with(&format!("linerate -c 127.0.0.1 -p 5201 -t {t} -J")));
+            assert_eq!(line.contains(" -i "), !i.is_empty(), "{line}");
+            assert!(line.contains(i), "{line}");
+        }
+        // Over iperf3's 60 s: refused at the run, as iperf3 refuses it.
+        assert_eq!(
+            client(&spec(json!({ "interval": "PT1H0.5S" })), 5201, None).err(),
+            Some("report interval must be 0 or between 0.1 and 60 seconds".into())
+        );
+    }
+
+    #[test]
+    fn a_cpu_that_cannot_be_used_is_the_iperf3_tool_s_note() {
+        for a in [-1, 1 << 20] {
+            let p = client(&spec(json!({ "client-cpu-affinity": a })), 5201, None).unwrap();
+            assert_eq!(
+                (p.opts.affinity.len(), p.notes.clone()),
+                (0, vec![NO_NUMA.to_string()])
+            );
+            assert!(!p.cmdline.contains(" -A "));
+            let p = server(&spec(json!({ "server-cpu-affinity": a })), 5201, None).unwrap();
+            assert_eq!(p.notes, [NO_NUMA]);
+        }
+        // A CPU this process may use (the first the kernel allows).
+        let c = *linerate_backend::cpu::allowed().first().expect("a CPU");
+        let p = client(&spec(json!({ "client-cpu-affinity": c })), 5201, None).unwrap();
+        assert_eq!((p.opts.affinity, p.notes.len()), (vec![c], 0));
+        assert!(p.cmdline.contains(&format!(" -A {c}")));
+    }
+}
