@@ -68,6 +68,8 @@ fn the_one_test_server_serves_only_the_task_s_client() {
             .contains(&format!(" --username {} ", auth.username))
     );
     let began = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    // At once after the refusals: a refused test leaves the one place to
+    // the next client (the server holds it while the refused one ends).
     client_run(&p.opts, &mut std::io::sink(), &stop).expect("the task's client runs");
     let a = server.join().unwrap().expect("run");
     let r: Value = serde_json::from_str(&a.json).unwrap();
