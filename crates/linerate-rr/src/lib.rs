@@ -26,6 +26,9 @@ use hdrhistogram::Histogram;
 use serde_json::{Value, json};
 use std::net::SocketAddr;
 
+/// The rr port when none is given (client and server).
+pub const DEFAULT_PORT: u16 = 5300;
+
 /// Latencies above this (a minute) are recorded as this.
 pub const LATENCY_MAX_NS: u64 = 60_000_000_000;
 
@@ -57,6 +60,9 @@ pub struct Latency {
     pub count: u64,
     pub min: u64,
     pub mean: f64,
+    /// Standard deviation, ns (the histogram's: values at its 3
+    /// significant digits).
+    pub stddev: f64,
     pub p50: u64,
     pub p90: u64,
     pub p99: u64,
@@ -72,6 +78,7 @@ impl Latency {
             count: h.len(),
             min: h.min(),
             mean: h.mean(),
+            stddev: h.stdev(),
             p50: h.value_at_quantile(0.5),
             p90: h.value_at_quantile(0.9),
             p99: h.value_at_quantile(0.99),

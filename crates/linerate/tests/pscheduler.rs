@@ -125,6 +125,22 @@ fn can_run_takes_every_field_it_maps() {
         ok("can-run", &fixture("can-run-throughput.json")),
         json!({ "can-run": true })
     );
+    // What the iperf3 tool's can-run takes (issue 40): a negative
+    // affinity, a fractional omit, an interval under 0.1 s or over an
+    // hour, a zero duration, fq-rate without bandwidth.
+    for (k, v) in [
+        ("client-cpu-affinity", json!(-1)),
+        ("omit", json!("PT0.5S")),
+        ("interval", json!("PT0.05S")),
+        ("interval", json!("PT1H0.5S")),
+        ("duration", json!("PT0S")),
+        ("fq-rate", json!(2_000_000_000u64)),
+    ] {
+        let mut spec = json!({ "schema": 7, "dest": "198.18.0.2" });
+        spec[k] = v;
+        let test = json!({ "type": "throughput", "spec": spec });
+        assert_eq!(ok("can-run", &test), json!({ "can-run": true }), "{test}");
+    }
     // An rtt_v4 spec (pscheduler-test-rtt/rtt/validate.py) for rr.
     assert_eq!(
         ok("can-run", &fixture("can-run-rtt.json")),
@@ -153,14 +169,17 @@ fn can_run_says_why_not() {
             "duration must be an ISO 8601 duration (PT10S), not \"10 seconds\""
         ])
     );
+    // pscheduler-tool-iperf3's refusal, in its words; burst-size is
+    // linerate's (the iperf3 tool refuses the field).
     assert_eq!(
         reasons("can-run-throughput-semantics.json"),
-        json!([
-            "omit must be whole seconds (linerate's -O, as iperf3's)",
-            "interval PT0.05S is outside 0.1 to 3600 seconds",
-            "burst-size needs a bandwidth (linerate's -b RATE/BURST)",
-            "single-ended and loopback cannot be used together"
-        ])
+        json!(["Cannot have bandwidth and fq-rate set simultaneously."])
+    );
+    let mut burst = fixture("can-run-throughput-semantics.json");
+    burst["spec"] = json!({ "dest": "198.18.0.2", "burst-size": 10 });
+    assert_eq!(
+        ok("can-run", &burst)["reasons"],
+        json!(["burst-size needs a bandwidth (linerate's -b RATE/BURST)"])
     );
     // pscheduler's json_check_schema wording.
     assert_eq!(
@@ -221,27 +240,67 @@ fn duration_of_a_spec() {
     assert_eq!(d("duration-rtt.json"), json!("PT8S"));
 }
 
-#[test]
-fn participant_data_gives_the_server_port() {
-    // Input: database/run.sql's {"participant", "test"}.
-    let mut input = fixture("participant-data.json");
-    assert_eq!(
-        ok("participant-data", &input),
-        json!({ "schema": 1, "linerate-version": env!("CARGO_PKG_VERSION"), "server_port": 5201 })
-    );
-    let conf = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(conf.path(), "[linerate]\n# firewall\nserver_port = 15201\n").unwrap();
-    let a = method_with(
+/// participant-data's answer with the configuration file `config`.
+fn participant_data_with(input: &Value, config: &str) -> Answer {
+    method_with(
         "participant-data",
         &input.to_string(),
-        conf.path().to_str().unwrap(),
-        Duration::from_secs(10),
+        config,
+        Duration::from_secs(30),
+    )
+}
+
+#[test]
+fn participant_data_gives_the_server_port_and_credentials() {
+    // Input: database/run.sql's {"participant", "test"}. Participant 1
+    // says its port and makes the task's credentials as
+    // pscheduler-tool-iperf3/iperf3/participant-data does (schema 3,
+    // `_auth`: private, public, username, password, credentials).
+    let mut input = fixture("participant-data.json");
+    let d = ok("participant-data", &input);
+    assert_eq!(
+        (&d["schema"], &d["linerate-version"], &d["server_port"]),
+        (&json!(3), &json!(env!("CARGO_PKG_VERSION")), &json!(5201))
     );
+    let auth = d["_auth"].as_object().expect("_auth");
+    let keys: Vec<&str> = auth.keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        ["private", "public", "username", "password", "credentials"]
+    );
+    let user = auth["username"].as_str().unwrap();
+    let password = auth["password"].as_str().unwrap();
+    assert_eq!((user.len(), password.len()), (20, 20));
+    assert!(
+        auth["private"]
+            .as_str()
+            .unwrap()
+            .starts_with("-----BEGIN RSA PRIVATE KEY-----")
+    );
+    assert!(
+        auth["public"]
+            .as_str()
+            .unwrap()
+            .starts_with("-----BEGIN PUBLIC KEY-----")
+    );
+    assert!(
+        auth["credentials"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("{user},")),
+        "{auth:?}"
+    );
+    // A new task, new credentials.
+    let again = ok("participant-data", &input);
+    assert_ne!(again["_auth"]["username"], auth["username"]);
+    let conf = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(conf.path(), "[linerate]\n# firewall\nserver_port = 15201\n").unwrap();
+    let a = participant_data_with(&input, conf.path().to_str().unwrap());
     assert_eq!(a.json["server_port"], json!(15201), "{}", a.stderr);
     input["participant"] = json!(0);
     assert_eq!(
         ok("participant-data", &input),
-        json!({ "schema": 1, "linerate-version": env!("CARGO_PKG_VERSION") })
+        json!({ "schema": 3, "linerate-version": env!("CARGO_PKG_VERSION") })
     );
     input["participant"] = json!(2);
     let a = method("participant-data", &input);
@@ -249,6 +308,41 @@ fn participant_data_gives_the_server_port() {
     assert_eq!(
         a.stderr,
         "linerate: error: participant: 2 is not a participant of this test\n"
+    );
+}
+
+#[test]
+fn a_configuration_file_never_stops_participant_data() {
+    // Issue 40's inputs: a key the tool does not know, an inline comment,
+    // a file it cannot read. Each is a warning on standard error (which
+    // pScheduler logs); the method answers and exits 0.
+    let input = fixture("participant-data.json");
+    let conf = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        conf.path(),
+        "[linerate]\nlinerate_cmd = /opt/linerate/bin/linerate\nserver_port=5999 # fw\n",
+    )
+    .unwrap();
+    let a = participant_data_with(&input, conf.path().to_str().unwrap());
+    assert_eq!(a.code, 0, "{}", a.stderr);
+    assert_eq!(a.json["server_port"], json!(5999));
+    assert_eq!(
+        a.stderr,
+        format!(
+            "linerate: warning: {}:2: unknown key 'linerate_cmd' ignored\n",
+            conf.path().display()
+        )
+    );
+    // Unreadable (a directory cannot be read as a file, even by root).
+    let dir = tempfile::tempdir().unwrap();
+    let a = participant_data_with(&input, dir.path().to_str().unwrap());
+    assert_eq!(a.code, 0, "{}", a.stderr);
+    assert_eq!(a.json["server_port"], json!(5201));
+    let head = format!("linerate: warning: {}: ", dir.path().display());
+    assert!(
+        a.stderr.starts_with(&head) && a.stderr.ends_with("; proceeding with the defaults\n"),
+        "{}",
+        a.stderr
     );
 }
 
@@ -303,15 +397,44 @@ fn merged_results_of_a_reverse_test_is_the_senders() {
     let m = ok("merged-results", &forward);
     assert_eq!(m["summary"], input["results"][0]["summary"]);
     assert_eq!(m["intervals"], input["results"][0]["intervals"]);
-    // Reversed, but the sender gave no result: the receiver's own.
+    // Reversed, but the sender gave no result: no measurement.
     let mut lost = input.clone();
     lost["results"][1] = Value::Null;
-    let m = ok("merged-results", &lost);
-    assert_eq!(m["summary"], input["results"][0]["summary"]);
     assert_eq!(
-        m["diags"],
-        json!("Participant 0:\nlinerate -c 198.18.0.2 -p 5201 -t 1 -J -R\n")
+        ok("merged-results", &lost),
+        json!({
+            "succeeded": false,
+            "error": "participant 1 (the sender) gave no result",
+            "diags": "Participant 0:\nlinerate -c 198.18.0.2 -p 5201 -t 1 -J -R\n"
+        })
     );
+}
+
+#[test]
+fn merged_results_of_a_failed_participant_is_a_failure() {
+    // Issue 40: [participant 0 failed, participant 1 ok], TCP, not
+    // reversed and reversed: `succeeded: false` as the iperf3 tool's,
+    // never the server's 0.0 as a measurement.
+    let refused = "linerate returned an error: unable to connect to server 198.18.0.2:5201: Connection refused (os error 111)";
+    let mut input = fixture("merged-throughput-reverse.json");
+    input["results"][0] = json!({
+        "succeeded": false,
+        "error": refused,
+        "diags": "linerate -c 198.18.0.2 -p 5201 -t 1 -J"
+    });
+    for (reverse, side) in [(false, "the sender"), (true, "the receiver")] {
+        input["test"]["spec"]["reverse"] = json!(reverse);
+        assert_eq!(
+            ok("merged-results", &input),
+            json!({
+                "succeeded": false,
+                "error": format!("participant 0 ({side}) failed: {refused}"),
+                "diags": "Participant 0:\nlinerate -c 198.18.0.2 -p 5201 -t 1 -J\n\
+                          Participant 1:\nlinerate -s -1 -J -p 5201\n"
+            }),
+            "reverse {reverse}"
+        );
+    }
 }
 
 // ----------------------------------------------------------------- runs
@@ -373,10 +496,20 @@ fn two_participants(spec: Value) -> (Value, Value, Value) {
     let mut input = fixture("run-throughput.json");
     let start = SystemTime::now() + Duration::from_secs(1);
     input["schedule"]["start"] = json!(iso_utc(start));
-    input["participant-data"][1]["server_port"] = json!(free_port());
     for (k, v) in spec.as_object().unwrap() {
         input["test"]["spec"][k] = v.clone();
     }
+    // Each participant's data as its participant-data made it: the
+    // server's credentials for this task, handed to both.
+    let data = |p: u64| {
+        ok(
+            "participant-data",
+            &json!({ "participant": p, "test": input["test"] }),
+        )
+    };
+    input["participant-data"] = json!([data(0), data(1)]);
+    input["participant-data"][1]["server_port"] = json!(free_port());
+    let secret = input["participant-data"][1]["_auth"]["password"].clone();
     let mut server = input.clone();
     server["participant"] = json!(1);
     let p1 = std::thread::spawn(move || method("run", &server));
@@ -394,6 +527,13 @@ fn two_participants(spec: Value) -> (Value, Value, Value) {
     assert!(
         began + 1 >= start_s + 3,
         "client began at {began}, start {start_s}"
+    );
+    // Authenticated, and nothing secret in what the runs say.
+    let said = format!("{r0}{r1}");
+    assert!(said.contains(" --username "), "{said}");
+    assert!(
+        !said.contains(secret.as_str().unwrap()) && !said.contains("PRIVATE KEY"),
+        "{said}"
     );
     // Input: the runner's merge_input.
     let merged = ok(
@@ -442,7 +582,7 @@ fn intervals_match(merged: &Value, doc: &Value) {
 #[test]
 fn throughput_tcp_two_participants() {
     let (r0, r1, m) = two_participants(json!({
-        "parallel": 2, "omit": "PT1S", "interval": "PT0.5S", "window-size": 1048576
+        "parallel": 2, "omit": "PT1S", "interval": "PT1S", "window-size": 1048576
     }));
     let client = diag_doc(&r0);
     let ts = &client["start"]["test_start"];
@@ -486,7 +626,7 @@ fn throughput_tcp_two_participants() {
         assert_eq!(s["rtt"], e["sender"]["mean_rtt"]);
         assert_eq!(s["retransmits"], e["sender"]["retransmits"]);
     }
-    // 1 s omitted and 2 s measured, every 0.5 s.
+    // 1 s omitted and 2 s measured, every second.
     intervals_match(&m, &client);
     assert_eq!(m["intervals"][0]["summary"]["omitted"], json!(true));
     assert_eq!(
@@ -703,6 +843,12 @@ fn rtt_through_rr() {
         );
     }
     assert!(iso_s(&r["min"]) <= iso_s(&r["mean"]) && iso_s(&r["mean"]) <= iso_s(&r["max"]));
+    // The ping tools' shape: a standard deviation, at most the spread.
+    let sd = iso_s(&r["stddev"]);
+    assert!(
+        sd <= iso_s(&r["max"]) - iso_s(&r["min"]) + 1e-6,
+        "stddev {sd}"
+    );
     // merged-results: the one participant's (as pscheduler-tool-ping's).
     let m = ok(
         "merged-results",
@@ -717,6 +863,7 @@ fn rtt_through_rr() {
         "min",
         "mean",
         "max",
+        "stddev",
         "roundtrips",
         "diags",
     ] {

@@ -394,8 +394,10 @@ impl Acceptor<'_> {
                 ),
             );
         } else if self.no_place_for(peer) {
-            // (`-1` serves one test: nothing waits for its place.)
-            if self.held.len() < HELD_MAX && !self.opts.one_off {
+            // With `-1` too: the test in the place may be one refused for
+            // its credentials, which leaves the place to the next (iperf3's
+            // one-loop server reads the next connection only after it).
+            if self.held.len() < HELD_MAX {
                 self.held.push(Held {
                     ctrl: s,
                     peer,
@@ -607,12 +609,16 @@ pub fn serve(
             acc.on_cookie(c);
         }
         let finished = acc.reap();
+        if finished > 0 && opts.one_off {
+            // The one test is done: those waiting for its place are busy.
+            for h in std::mem::take(&mut acc.held) {
+                acc.deny_busy(h.ctrl, h.peer);
+            }
+            acc.join_all();
+            return Ok(());
+        }
         acc.place_held();
         if finished > 0 {
-            if opts.one_off {
-                acc.join_all();
-                return Ok(());
-            }
             acc.test_no += finished;
             if acc.active.is_empty() {
                 acc.banner();

@@ -15,8 +15,7 @@ use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The rr port when none is given.
-pub const DEFAULT_PORT: u16 = 5300;
+use linerate_rr::DEFAULT_PORT;
 
 #[derive(Debug, Subcommand)]
 pub enum RrCommand {
