@@ -55,7 +55,9 @@ impl Address {
     pub fn on_link(&self, ip: IpAddr) -> bool {
         match (self.ip, ip) {
             (IpAddr::V4(a), IpAddr::V4(b)) => {
-                let m = u32::MAX.checked_shl(32 - u32::from(self.prefix)).unwrap_or(0);
+                let m = u32::MAX
+                    .checked_shl(32 - u32::from(self.prefix))
+                    .unwrap_or(0);
                 u32::from(a) & m == u32::from(b) & m
             }
             (IpAddr::V6(a), IpAddr::V6(b)) => {
@@ -207,10 +209,7 @@ fn device(
             "required: at least one ethernet (the agent emulates ethernets with addresses)",
         ));
     }
-    (errs.len() == before).then_some(Device {
-        name: n,
-        ethernets,
-    })
+    (errs.len() == before).then_some(Device { name: n, ethernets })
 }
 
 fn ethernet(e: &Obj, ports: &[Port], names: &mut Vec<String>) -> Result<Ethernet, Invalid> {
@@ -285,9 +284,7 @@ fn ethernet_port(e: &Obj, ports: &[Port]) -> Result<String, Invalid> {
 }
 
 fn ip_field(a: &Obj, key: &'static str, v6: bool) -> Result<IpAddr, Invalid> {
-    let s = a
-        .str(key)?
-        .ok_or_else(|| invalid(&a.at(key), "required"))?;
+    let s = a.str(key)?.ok_or_else(|| invalid(&a.at(key), "required"))?;
     let ip: Option<IpAddr> = if v6 {
         s.parse::<std::net::Ipv6Addr>().ok().map(IpAddr::V6)
     } else {
@@ -304,7 +301,10 @@ fn ip_field(a: &Obj, key: &'static str, v6: bool) -> Result<IpAddr, Invalid> {
         IpAddr::V6(x) => !(x.is_unspecified() || x.is_multicast()),
     };
     if !unicast {
-        return Err(invalid(&a.at(key), format!("{ip} is not a unicast address")));
+        return Err(invalid(
+            &a.at(key),
+            format!("{ip} is not a unicast address"),
+        ));
     }
     Ok(ip)
 }
@@ -325,8 +325,7 @@ fn address(a: &Obj, v6: bool, names: &mut Vec<String>) -> Result<Address, Invali
                 .str("value")?
                 .ok_or_else(|| invalid(&g.at("value"), "required by choice value"))?;
             gateway_mac = Some(
-                MacAddr::parse(s)
-                    .ok_or_else(|| invalid(&g.at("value"), "not a MAC address"))?,
+                MacAddr::parse(s).ok_or_else(|| invalid(&g.at("value"), "not a MAC address"))?,
             );
         } else {
             // The resolved MAC, as the model's server fills it in.
@@ -393,9 +392,10 @@ pub fn flow_devices(d: &Obj, devices: &[Device]) -> Result<DeviceFlow, Invalid> 
             ));
         };
         endpoint(devices, n).ok_or_else(|| {
-            let what = if devices.iter().any(|x| {
-                x.name == n || x.ethernets.iter().any(|e| e.name == n)
-            }) {
+            let what = if devices
+                .iter()
+                .any(|x| x.name == n || x.ethernets.iter().any(|e| e.name == n))
+            {
                 format!("'{n}' is a device or an ethernet: name one of its ipv4 or ipv6 addresses")
             } else {
                 format!("no ipv4 or ipv6 address is named '{n}'")
@@ -454,16 +454,14 @@ pub fn fill_packet(packet: Option<&Value>, d: &DeviceFlow) -> Value {
             ],
             _ => continue,
         };
-        let body = h
-            .entry(choice.clone())
-            .or_insert_with(|| json!({}));
+        let body = h.entry(choice.clone()).or_insert_with(|| json!({}));
         let Some(body) = body.as_object_mut() else {
             continue;
         };
         for (k, v) in fills {
-            let auto = body
-                .get(k)
-                .is_none_or(|f| f.is_null() || f.get("choice").and_then(Value::as_str) == Some("auto"));
+            let auto = body.get(k).is_none_or(|f| {
+                f.is_null() || f.get("choice").and_then(Value::as_str) == Some("auto")
+            });
             if auto {
                 body.insert(k.to_string(), value(v));
             }
@@ -495,4 +493,223 @@ pub fn local_ports(devices: &[Device], ports: &[crate::plan::PlanPort]) -> Vec<I
         }
     }
     errs
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::model::{Field, config_all};
+    use serde_json::{Value, json};
+
+    fn doc() -> Value {
+        let dev = |n: &str, port: &str, mac: &str, last: u8| {
+            json!({"name": n, "ethernets": [{
+                "name": format!("{n}.eth"),
+                "connection": {"choice": "port_name", "port_name": port},
+                "mac": mac,
+                "ipv4_addresses": [{"name": format!("{n}.ipv4"), "address": format!("198.18.{last}.2"), "gateway": format!("198.18.{last}.1"), "prefix": 24}],
+                "ipv6_addresses": [{"name": format!("{n}.ipv6"), "address": format!("2001:db8:{last}::2"), "gateway": format!("2001:db8:{last}::1")}]
+            }]})
+        };
+        json!({
+            "ports": [{"name": "p1", "location": "wire0"}, {"name": "p2", "location": "wire1"}],
+            "devices": [dev("d1", "p1", "02:00:00:00:01:02", 1), dev("d2", "p2", "02:00:00:00:02:02", 2)],
+            "flows": [{
+                "name": "f",
+                "tx_rx": {"choice": "device", "device": {"mode": "mesh", "tx_names": ["d1.ipv4"], "rx_names": ["d2.ipv4"], "bidirectional": false}},
+                "packet": [
+                    {"choice": "ethernet", "ethernet": {}},
+                    {"choice": "ipv4", "ipv4": {"src": {"choice": "auto", "auto": {"choice": "dhcp"}}}},
+                    {"choice": "udp", "udp": {"dst_port": {"choice": "value", "value": 7}}}
+                ]
+            }]
+        })
+    }
+
+    fn set(d: &mut Value, ptr: &str, v: Value) {
+        let (parent, key) = ptr.rsplit_once('/').unwrap();
+        match d.pointer_mut(parent).unwrap() {
+            Value::Object(m) => {
+                m.insert(key.into(), v);
+            }
+            Value::Array(l) => l[key.parse::<usize>().unwrap()] = v,
+            _ => panic!("{ptr}"),
+        }
+    }
+
+    #[test]
+    fn a_device_flow_takes_its_ports_macs_and_addresses_from_its_ends() {
+        let c = config_all(&doc()).unwrap();
+        assert_eq!(c.devices.len(), 2);
+        let e = &c.devices[0].ethernets[0];
+        assert_eq!((e.port.as_str(), e.mtu, e.addresses.len()), ("p1", 1500, 2));
+        assert_eq!(e.addresses[1].prefix, 64, "the model's IPv6 default");
+        let f = &c.flows[0];
+        assert_eq!(
+            (f.tx.as_str(), f.rx.as_slice()),
+            ("p1", &["p2".to_string()][..])
+        );
+        assert_eq!(f.headers.eth_src.first, 0x0200_0000_0102);
+        assert_eq!(f.headers.eth_dst, Field::Auto);
+        assert_eq!(f.headers.ip_src.first, u128::from(0xc612_0102u32));
+        assert_eq!(f.headers.ip_dst.first, u128::from(0xc612_0202u32));
+        let d = f.device.as_ref().unwrap();
+        assert_eq!(
+            d.next_hop(),
+            "198.18.1.1".parse::<std::net::IpAddr>().unwrap(),
+            "off-link: the gateway"
+        );
+        // Given values are kept; an on-link destination is its own next hop.
+        let mut v = doc();
+        set(
+            &mut v,
+            "/flows/0/packet/1/ipv4/dst",
+            json!({"choice": "value", "value": "198.18.1.40"}),
+        );
+        set(
+            &mut v,
+            "/devices/1/ethernets/0/ipv4_addresses/0/address",
+            json!("198.18.1.3"),
+        );
+        set(
+            &mut v,
+            "/devices/1/ethernets/0/ipv4_addresses/0/gateway",
+            json!("198.18.1.1"),
+        );
+        let c = config_all(&v).unwrap();
+        assert_eq!(c.flows[0].headers.ip_dst.first, u128::from(0xc612_0128u32));
+        assert_eq!(
+            c.flows[0].device.as_ref().unwrap().next_hop(),
+            "198.18.1.3".parse::<std::net::IpAddr>().unwrap()
+        );
+    }
+
+    #[test]
+    fn every_devices_error_comes_back_with_its_path_in_one_answer() {
+        let mut v = doc();
+        set(
+            &mut v,
+            "/devices/0/ethernets/0/mac",
+            json!("01:00:5e:00:00:01"),
+        );
+        set(
+            &mut v,
+            "/devices/1/ethernets/0/ipv4_addresses/0/gateway",
+            json!("198.18.9.1"),
+        );
+        set(&mut v, "/flows/0/tx_rx/device/tx_names", json!(["d1"]));
+        let errs = config_all(&v).unwrap_err();
+        let got: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+        let paths: Vec<&str> = errs.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "devices[0].ethernets[0].mac",
+                "devices[1].ethernets[0].ipv4_addresses[0].gateway",
+                "flows[0].tx_rx.device.tx_names[0]",
+            ],
+            "{got:?}"
+        );
+        assert!(
+            got[2].contains("no ipv4 or ipv6 address is named 'd1'"),
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn what_devices_the_agent_does_not_emulate_is_refused_by_path() {
+        let cases: Vec<(&str, Value, &str)> = vec![
+            (
+                "/devices/0/ethernets/0/mac",
+                Value::Null,
+                "devices[0].ethernets[0].mac: required",
+            ),
+            (
+                "/devices/0/ethernets/0/connection/port_name",
+                json!("p9"),
+                "no port is named 'p9'",
+            ),
+            (
+                "/devices/0/ethernets/0/vlans",
+                json!([{"name": "v", "id": 10}]),
+                "devices[0].ethernets[0].vlans: not supported",
+            ),
+            (
+                "/devices/0/ethernets/0/mtu",
+                json!(20),
+                "devices[0].ethernets[0].mtu: 68 to 9198",
+            ),
+            (
+                "/devices/0/ethernets/0/ipv4_addresses/0/prefix",
+                json!(33),
+                "ipv4_addresses[0].prefix: 1 to 32",
+            ),
+            (
+                "/devices/0/ethernets/0/ipv4_addresses/0/address",
+                json!("224.0.0.1"),
+                "not a unicast address",
+            ),
+            (
+                "/devices/0/ethernets/0/ipv6_addresses/0/address",
+                json!("198.18.1.2"),
+                "not an IPv6 address",
+            ),
+            (
+                "/devices/0/ethernets/0/ipv4_addresses/0/gateway",
+                json!("198.18.1.2"),
+                "is not another address",
+            ),
+            (
+                "/devices/1/ethernets/0/name",
+                json!("d1.eth"),
+                "devices[1].ethernets[0].name: 'd1.eth' names two objects",
+            ),
+            (
+                "/devices/1/name",
+                json!("p1"),
+                "devices[1].name: 'p1' names two objects",
+            ),
+            (
+                "/devices/0/bgp",
+                json!({"router_id": "1.1.1.1"}),
+                "devices[0].bgp: not supported",
+            ),
+            (
+                "/devices/0/ethernets",
+                json!([]),
+                "devices[0].ethernets: required",
+            ),
+            (
+                "/flows/0/tx_rx/device/rx_names",
+                json!(["d2.ipv4", "d1.ipv4"]),
+                "2 names",
+            ),
+            (
+                "/flows/0/tx_rx/device/rx_names",
+                json!(["d2.ipv6"]),
+                "two IP versions",
+            ),
+            (
+                "/flows/0/tx_rx/device/rx_names",
+                json!(["d1.ipv4"]),
+                "both ends are on port 'p1'",
+            ),
+            (
+                "/flows/0/tx_rx/device/bidirectional",
+                json!(true),
+                "tx_rx.device.bidirectional",
+            ),
+            (
+                "/flows/0/tx_rx/device/mode",
+                json!("ring"),
+                "'ring' is not a mode",
+            ),
+        ];
+        for (ptr, v, want) in cases {
+            let mut d = doc();
+            set(&mut d, ptr, v);
+            let errs = config_all(&d).expect_err(ptr);
+            let msg = errs[0].to_string();
+            assert!(msg.contains(want), "{ptr}: '{msg}' lacks '{want}'");
+        }
+    }
 }

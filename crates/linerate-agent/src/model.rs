@@ -501,11 +501,7 @@ fn port_ref(path: &str, n: &str, ports: &[Port]) -> Result<String, Invalid> {
 /// A flow: each of its parts (name, ports, packet, size, rate,
 /// duration, metrics, unknown fields) read, the first error of each
 /// given.
-fn flow(
-    f: &Obj,
-    ports: &[Port],
-    devices: &[crate::devices::Device],
-) -> Result<Flow, Vec<Invalid>> {
+fn flow(f: &Obj, ports: &[Port], devices: &[crate::devices::Device]) -> Result<Flow, Vec<Invalid>> {
     let mut errs = Vec::new();
     let name = keep(&mut errs, name(f));
     let txrx = keep(&mut errs, flow_ports(f, ports, devices));
@@ -514,13 +510,18 @@ fn flow(
     let filled = device
         .as_ref()
         .map(|d| json!({ "packet": crate::devices::fill_packet(f.raw("packet"), d) }));
-    let headers = keep(
-        &mut errs,
-        match &filled {
-            Some(v) => Obj::new(&f.path, v).and_then(|p| headers(&p)),
-            None => headers(f),
-        },
-    );
+    // A device flow whose ends are in error: its packet waits for them
+    // (its auto fields are the ends').
+    let ends_failed =
+        txrx.is_none() && f.raw("tx_rx").and_then(|t| t.get("choice")) == Some(&json!("device"));
+    let headers = match &filled {
+        _ if ends_failed => {
+            f.raw("packet");
+            None
+        }
+        Some(v) => keep(&mut errs, Obj::new(&f.path, v).and_then(|p| headers(&p))),
+        None => keep(&mut errs, headers(f)),
+    };
     if device.is_some() && headers.as_ref().is_some_and(|h| h.vxlan.is_some()) {
         errs.push(invalid(
             &f.at("packet"),

@@ -30,15 +30,15 @@ const ANSWERS_PER_S_MAX: u32 = 2000;
 /// The classic BPF program the responder's socket takes frames through:
 /// ARP, IPv4 carrying ICMP, IPv6 carrying ICMPv6 (no extension header).
 const FILTER: [(u16, u8, u8, u32); 10] = [
-    (0x28, 0, 0, 12),     // ldh [12]: the ether type
-    (0x15, 7, 0, 0x0806), // ARP: accept
-    (0x15, 0, 2, 0x0800), // IPv4: on
-    (0x30, 0, 0, 23),     // ldb [23]: the protocol
-    (0x15, 4, 3, 1),      // ICMP: accept, else drop
-    (0x15, 0, 2, 0x86dd), // IPv6: on, else drop
-    (0x30, 0, 0, 20),     // ldb [20]: the next header
-    (0x15, 1, 0, 58),     // ICMPv6: accept
-    (0x06, 0, 0, 0),      // drop
+    (0x28, 0, 0, 12),          // ldh [12]: the ether type
+    (0x15, 7, 0, 0x0806),      // ARP: accept
+    (0x15, 0, 2, 0x0800),      // IPv4: on
+    (0x30, 0, 0, 23),          // ldb [23]: the protocol
+    (0x15, 4, 3, 1),           // ICMP: accept, else drop
+    (0x15, 0, 2, 0x86dd),      // IPv6: on, else drop
+    (0x30, 0, 0, 20),          // ldb [20]: the next header
+    (0x15, 1, 0, 58),          // ICMPv6: accept
+    (0x06, 0, 0, 0),           // drop
     (0x06, 0, 0, 0x0004_0000), // accept (whole)
 ];
 
@@ -170,7 +170,12 @@ impl Responders {
 
     /// The MAC of neighbour `ip` of ethernet `eth`, waited for until
     /// `deadline`; the reason when it is not known by then.
-    pub fn wait_resolved(&self, eth: &str, ip: IpAddr, deadline: Instant) -> Result<MacAddr, String> {
+    pub fn wait_resolved(
+        &self,
+        eth: &str,
+        ip: IpAddr,
+        deadline: Instant,
+    ) -> Result<MacAddr, String> {
         loop {
             for p in &self.ports {
                 if let Some(m) = lock(&p.table).resolved(eth, ip) {
@@ -182,11 +187,19 @@ impl Responders {
                     .ports
                     .iter()
                     .find(|p| lock(&p.table).ifaces().iter().any(|i| i.name == eth))
-                    .and_then(|p| lock(&p.failed).clone().map(|f| format!(" ({}: {f})", p.iface)))
+                    .and_then(|p| {
+                        lock(&p.failed)
+                            .clone()
+                            .map(|f| format!(" ({}: {f})", p.iface))
+                    })
                     .unwrap_or_default();
                 return Err(format!(
                     "{ip}, the next hop of ethernet '{eth}', is not resolved: no answer to the agent's {}{why}",
-                    if ip.is_ipv4() { "ARP requests" } else { "neighbour solicitations" }
+                    if ip.is_ipv4() {
+                        "ARP requests"
+                    } else {
+                        "neighbour solicitations"
+                    }
                 ));
             }
             std::thread::sleep(Duration::from_millis(10));
@@ -375,4 +388,96 @@ pub fn states(
         ipv4_neighbors: (!v6).then(|| list.clone()),
         ipv6_neighbors: v6.then_some(list),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Agent, Options};
+    use linerate_packet::BackendKind;
+    use serde_json::{Value, json};
+    use std::time::Duration;
+
+    fn agent() -> Agent {
+        Agent::new(Options {
+            allow: vec!["wire0".into(), "wire1".into()],
+            // Loopback ports: the tables are kept, nothing is sent.
+            tx_backend: BackendKind::Loopback,
+            rx_backend: BackendKind::Loopback,
+            drain: Duration::from_millis(10),
+            run_max: Duration::from_secs(5),
+            interval: Duration::from_millis(50),
+            peers: None,
+            reporting: None,
+        })
+    }
+
+    fn post(a: &Agent, path: &str, v: &Value) -> crate::Reply {
+        a.handle("POST", path, v.to_string().as_bytes())
+    }
+
+    #[test]
+    fn monitor_states_lists_each_ethernets_gateways_as_the_model_shapes_them() {
+        let a = agent();
+        let eth = |n: &str, port: &str, gw_mac: Value| {
+            json!({"name": n, "connection": {"port_name": port}, "mac": "02:00:00:00:00:01",
+                "ipv4_addresses": [{"name": format!("{n}.v4"), "address": "198.18.1.2", "gateway": "198.18.1.1", "gateway_mac": gw_mac}],
+                "ipv6_addresses": [{"name": format!("{n}.v6"), "address": "2001:db8:1::2", "gateway": "fe80::1"}]})
+        };
+        let cfg = json!({
+            "ports": [{"name": "p1", "location": "wire0"}, {"name": "p2", "location": "wire1"}],
+            "devices": [{"name": "d", "ethernets": [
+                eth("e1", "p1", json!({"choice": "auto"})),
+                eth("e2", "p2", json!({"choice": "value", "value": "02:00:00:00:00:aa"}))
+            ]}]
+        });
+        let r = post(&a, "/config", &cfg);
+        assert_eq!(r.status, 200, "{}", r.body);
+        let r = post(
+            &a,
+            "/monitor/states",
+            &json!({"choice": "ipv4_neighbors", "ipv4_neighbors": {"ethernet_names": []}}),
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(
+            r.body,
+            json!({"choice": "ipv4_neighbors", "ipv4_neighbors": [
+                {"ethernet_name": "e1", "ipv4_address": "198.18.1.1"},
+                {"ethernet_name": "e2", "ipv4_address": "198.18.1.1", "link_layer_address": "02:00:00:00:00:aa"}
+            ]})
+        );
+        let r = post(
+            &a,
+            "/monitor/states",
+            &json!({"choice": "ipv6_neighbors", "ipv6_neighbors": {"ethernet_names": ["e2"]}}),
+        );
+        assert_eq!(
+            r.body,
+            json!({"choice": "ipv6_neighbors", "ipv6_neighbors": [
+                {"ethernet_name": "e2", "ipv6_address": "fe80::1"}
+            ]})
+        );
+        for (doc, want) in [
+            (
+                json!({"choice": "ipv4_neighbors", "ipv4_neighbors": {"ethernet_names": ["e1", "e9"]}}),
+                "ipv4_neighbors.ethernet_names[1]: no device ethernet is named 'e9'",
+            ),
+            (json!({"choice": "bgp_prefixes"}), "choice: 'bgp_prefixes'"),
+        ] {
+            let r = post(&a, "/monitor/states", &doc);
+            assert_eq!(r.status, 400, "{}", r.body);
+            assert!(r.body.to_string().contains(want), "{}", r.body);
+        }
+        // A configuration without devices: no neighbours.
+        let r = post(
+            &a,
+            "/config",
+            &json!({"ports": [{"name": "p1", "location": "wire0"}]}),
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+        let r = post(&a, "/monitor/states", &json!({"choice": "ipv4_neighbors"}));
+        assert_eq!(
+            r.body,
+            json!({"choice": "ipv4_neighbors", "ipv4_neighbors": []})
+        );
+    }
 }

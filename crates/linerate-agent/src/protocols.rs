@@ -156,9 +156,10 @@ impl Responder {
     /// A neighbour request due at `now`, written into `out` (at least 86
     /// bytes): its length.
     pub fn poll_transmit(&mut self, now: Instant, out: &mut [u8]) -> Option<usize> {
-        let n = self.neighbors.iter_mut().find(|n| {
-            n.mac.is_none() && n.tries < TRIES_MAX && n.next_at <= now
-        })?;
+        let n = self
+            .neighbors
+            .iter_mut()
+            .find(|n| n.mac.is_none() && n.tries < TRIES_MAX && n.next_at <= now)?;
         let wait = RETRY_FIRST
             .saturating_mul(1 << n.tries.min(8))
             .min(RETRY_MAX);
@@ -185,7 +186,12 @@ impl Responder {
                     target: to,
                     lladdr: Some(mac),
                 };
-                Some(ndisc_frame(out, (mac, ndisc::multicast_mac(group)), (from, group), ns))
+                Some(ndisc_frame(
+                    out,
+                    (mac, ndisc::multicast_mac(group)),
+                    (from, group),
+                    ns,
+                ))
             }
             _ => None,
         }
@@ -379,9 +385,9 @@ impl Responder {
             // An answer to one of the devices (or to all nodes).
             let all = "ff02::1".parse::<Ipv6Addr>().expect("an address");
             let owner = if dst == all {
-                self.ifaces.iter().position(|i| {
-                    eth.dst == ndisc::multicast_mac(all) && !i.v6.is_empty()
-                })
+                self.ifaces
+                    .iter()
+                    .position(|i| eth.dst == ndisc::multicast_mac(all) && !i.v6.is_empty())
             } else {
                 self.owner(IpAddr::V6(dst), eth.dst, None)
             };
@@ -439,7 +445,9 @@ fn write_ipv6(out: &mut [u8], src: Ipv6Addr, dst: Ipv6Addr, payload_len: usize, 
         traffic_class: 0,
         flow_label: 0,
     }
-    .emit(&mut Ipv6Packet::new_unchecked(&mut out[h..h + Ipv6Repr::LEN]));
+    .emit(&mut Ipv6Packet::new_unchecked(
+        &mut out[h..h + Ipv6Repr::LEN],
+    ));
 }
 
 /// `len` bytes, padded with zeros to the shortest frame.

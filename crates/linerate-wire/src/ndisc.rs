@@ -93,7 +93,12 @@ impl NdiscRepr {
 
     /// The message's length.
     pub fn buffer_len(&self) -> usize {
-        HEADER_LEN + if self.lladdr.is_some() { LLADDR_OPT_LEN } else { 0 }
+        HEADER_LEN
+            + if self.lladdr.is_some() {
+                LLADDR_OPT_LEN
+            } else {
+                0
+            }
     }
 
     /// Writes the message into `msg` (at least [`buffer_len`](Self::buffer_len)
@@ -200,7 +205,10 @@ mod tests {
             lladdr: Some(MacAddr([2, 0, 0, 0, 2, 2])),
         };
         let mut b = [0u8; 32];
-        let (s, d) = ("2001:db8:2::2".parse().unwrap(), "2001:db8:2::1".parse().unwrap());
+        let (s, d) = (
+            "2001:db8:2::2".parse().unwrap(),
+            "2001:db8:2::1".parse().unwrap(),
+        );
         r.emit(&mut b, s, d);
         assert_eq!(b[4], 0x60);
         assert_eq!(b[24], 2, "target link-layer address option");

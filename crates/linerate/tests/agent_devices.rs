@@ -80,7 +80,15 @@ fn topology() -> (Namespaces, String, String) {
         ]);
         // The agent's ports carry no addresses of the kernel's: IPv6 off
         // there, so only the devices speak on them.
-        sh(&["ip", "netns", "exec", &a, "sysctl", "-qw", &format!("net.ipv6.conf.{p}.disable_ipv6=1")]);
+        sh(&[
+            "ip",
+            "netns",
+            "exec",
+            &a,
+            "sysctl",
+            "-qw",
+            &format!("net.ipv6.conf.{p}.disable_ipv6=1"),
+        ]);
         sh(&["ip", "-n", &a, "link", "set", p, "up"]);
         sh(&["ip", "-n", &r, "link", "set", q, "up"]);
     }
@@ -93,7 +101,13 @@ fn topology() -> (Namespaces, String, String) {
         sh(&["ip", "-n", &r, "addr", "add", v6, "dev", q, "nodad"]);
     }
     sh(&[
-        "ip", "netns", "exec", &r, "sysctl", "-qw", "net.ipv4.ip_forward=1",
+        "ip",
+        "netns",
+        "exec",
+        &r,
+        "sysctl",
+        "-qw",
+        "net.ipv4.ip_forward=1",
         "net.ipv6.conf.all.forwarding=1",
     ]);
     (ns, a, r)
@@ -113,7 +127,12 @@ fn router_neighbors(r: &str) -> Vec<(String, String)> {
     v.as_array()
         .unwrap()
         .iter()
-        .filter_map(|n| Some((n["dst"].as_str()?.to_string(), n["lladdr"].as_str()?.to_string())))
+        .filter_map(|n| {
+            Some((
+                n["dst"].as_str()?.to_string(),
+                n["lladdr"].as_str()?.to_string(),
+            ))
+        })
         .collect()
 }
 
@@ -195,7 +214,12 @@ fn device_flows_cross_a_router_with_exact_counts() {
         .args(["netns", "exec", &a])
         .arg(&python)
         .arg(script)
-        .args(["--location", &format!("https://127.0.0.1:{PORT}"), "--token", token])
+        .args([
+            "--location",
+            &format!("https://127.0.0.1:{PORT}"),
+            "--token",
+            token,
+        ])
         .output()
         .unwrap();
     assert!(
@@ -240,7 +264,10 @@ fn device_flows_cross_a_router_with_exact_counts() {
         );
         assert_eq!(num(&f["bytes_tx"]), FRAMES * 128, "{f}");
         assert_eq!(num(&f["bytes_rx"]), FRAMES * 128, "{f}");
-        assert_eq!((&f["port_tx"], &f["port_rx"]), (&Value::from("p1"), &Value::from("p2")));
+        assert_eq!(
+            (&f["port_tx"], &f["port_rx"]),
+            (&Value::from("p1"), &Value::from("p2"))
+        );
     }
     // d3's gateway never answered: its flow does not start.
     let lost = doc["lost"].as_str().unwrap();
@@ -274,7 +301,17 @@ fn device_flows_cross_a_router_with_exact_counts() {
     }
     // Nothing answers for an address that is not a device's.
     let ping = Command::new("ip")
-        .args(["netns", "exec", &r, "ping", "-c", "1", "-W", "1", "198.18.1.9"])
+        .args([
+            "netns",
+            "exec",
+            &r,
+            "ping",
+            "-c",
+            "1",
+            "-W",
+            "1",
+            "198.18.1.9",
+        ])
         .output()
         .unwrap();
     assert!(!ping.status.success(), "198.18.1.9 answered");
