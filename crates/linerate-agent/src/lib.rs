@@ -1,8 +1,9 @@
 //! `linerate agent`: a daemon serving the Open Traffic Generator API's
 //! subset the snappi SDK drives (`/config`, `/control/state`,
-//! `/monitor/metrics`, `/capabilities/version`) over HTTPS with a bearer
-//! token, running each flow as a blast on its transmit port and sinks on
-//! its receive ports (`linerate-packet`).
+//! `/monitor/metrics`, `/monitor/states`, `/capabilities/version`) over
+//! HTTPS with a bearer token, running each flow as a blast on its
+//! transmit port and sinks on its receive ports (`linerate-packet`), and
+//! answering for the configuration's emulated devices on their ports.
 //!
 //! - `json`: reading a document field by field, paths in every error.
 //! - `model`: the models' subset, defaults filled in, the rest refused.
