@@ -6,8 +6,9 @@
 //! or its solicited-node multicast group) and ICMP/ICMPv6 echo requests
 //! addressed to the devices' own addresses on this port, and nothing
 //! else: a frame for any other address, of any other kind, malformed,
-//! with a bad checksum, fragmented or VLAN-tagged is ignored. An answer
-//! is never longer than what it answers. It resolves the neighbours it is
+//! with a bad checksum, fragmented or VLAN-tagged is ignored. An echo
+//! reply is as long as its request; an ARP or neighbour answer is one
+//! short frame ([`ANSWER_MAX`] bytes at most). It resolves the neighbours it is
 //! given (each address's gateway, a flow's on-link destination) by ARP
 //! or neighbour solicitation from the device's own MAC and address,
 //! retried with a backoff at most [`TRIES_MAX`] times, and learns their
@@ -32,6 +33,10 @@ pub const RETRY_FIRST: Duration = Duration::from_millis(250);
 pub const RETRY_MAX: Duration = Duration::from_secs(4);
 /// The shortest frame put on the wire (without FCS): answers are padded.
 const FRAME_MIN: usize = 60;
+/// The longest ARP or neighbour discovery frame the responder writes (an
+/// advertisement with its link-layer option), and the least room it
+/// needs for one.
+pub const ANSWER_MAX: usize = 14 + 40 + ndisc::HEADER_LEN + ndisc::LLADDR_OPT_LEN;
 /// The hop limit of echo answers.
 const TTL: u8 = 64;
 
@@ -153,9 +158,12 @@ impl Responder {
             .min()
     }
 
-    /// A neighbour request due at `now`, written into `out` (at least 86
-    /// bytes): its length.
+    /// A neighbour request due at `now`, written into `out` (at least
+    /// [`ANSWER_MAX`] bytes, else none is): its length.
     pub fn poll_transmit(&mut self, now: Instant, out: &mut [u8]) -> Option<usize> {
+        if out.len() < ANSWER_MAX {
+            return None;
+        }
         let n = self
             .neighbors
             .iter_mut()
@@ -197,15 +205,16 @@ impl Responder {
         }
     }
 
-    /// One received frame: an answer written into `out` (as long as the
-    /// frame at least), a neighbour learnt, or nothing.
+    /// One received frame: an answer written into `out` (which must hold
+    /// the frame and [`ANSWER_MAX`] bytes, else nothing is answered), a
+    /// neighbour learnt, or nothing.
     pub fn handle_frame(&mut self, frame: &[u8], out: &mut [u8]) -> Verdict {
         let Ok(eth) = EthernetFrame::new_checked(frame) else {
             return Verdict::Ignored;
         };
         let eth = EthernetRepr::parse(&eth);
         let payload = &frame[linerate_wire::ethernet::HEADER_LEN..];
-        if eth.src.is_multicast() || out.len() < frame.len().max(FRAME_MIN) {
+        if eth.src.is_multicast() || out.len() < frame.len().max(ANSWER_MAX) {
             return Verdict::Ignored;
         }
         match eth.ethertype {

@@ -406,7 +406,7 @@ fn other_solicitations_are_ignored() {
 }
 
 #[test]
-fn pings_to_a_device_are_answered_and_no_longer_than_asked() {
+fn pings_to_a_device_are_answered_as_long_as_asked() {
     let mut r = responder(Instant::now());
     let req = ping4(D1, "198.18.2.1", "198.18.1.2", 56);
     let a = answer(&mut r, &req).expect("echoed");
@@ -470,6 +470,17 @@ fn other_pings_and_other_traffic_are_ignored() {
     // An answer that would not fit the buffer is not written.
     let big = ping4(D1, "198.18.2.1", "198.18.1.2", 1400);
     assert_eq!(r.handle_frame(&big, &mut [0u8; 1000]), Verdict::Ignored);
+    let bare = icmp6(
+        D1,
+        "2001:db8:1::1",
+        "2001:db8:1::2",
+        255,
+        &ns("2001:db8:1::2", None),
+    );
+    assert_eq!(bare.len(), 78, "a solicitation without its option");
+    assert_eq!(r.handle_frame(&bare, &mut [0u8; 85]), Verdict::Ignored);
+    assert_eq!(r.handle_frame(&bare, &mut [0u8; 86]), Verdict::Answer(86));
+    assert_eq!(r.poll_transmit(Instant::now(), &mut [0u8; 85]), None);
 }
 
 #[test]
@@ -505,7 +516,7 @@ fn arbitrary_bytes_are_never_answered_for_others_nor_panicked_on() {
         }
         f.truncate(((x >> 40) as usize) % (f.len() + 1));
         if let Verdict::Answer(n) = r.handle_frame(&f, &mut out) {
-            assert!(n <= f.len().max(FRAME_MIN));
+            assert!(n <= f.len().max(ANSWER_MAX));
             assert_eq!(out[6..12], D1.0, "answers come from the device's MAC");
         }
     }
