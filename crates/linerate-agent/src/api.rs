@@ -83,6 +83,8 @@ impl Reply {
 pub struct Agent {
     opts: Options,
     state: Mutex<State>,
+    /// Requests numbered as they arrive.
+    arrivals: std::sync::atomic::AtomicU64,
     /// Receivers run for peer agents (their flows' receive ports here).
     receivers: crate::peer::Receivers,
 }
@@ -99,6 +101,11 @@ struct State {
     watchers: Vec<std::thread::JoinHandle<()>>,
     /// The devices' responders (`crate::neighbors`).
     devices: Option<std::sync::Arc<crate::neighbors::Responders>>,
+    /// Each flow's last stop, by the place of its request in arrival
+    /// order: a start that arrived before it but is answered after it
+    /// starts nothing (requests on connections of their own are answered
+    /// side by side; they take effect in the order they arrived).
+    stopped_at: std::collections::HashMap<String, u64>,
 }
 
 impl Agent {
@@ -106,6 +113,7 @@ impl Agent {
         Self {
             opts,
             state: Mutex::new(State::default()),
+            arrivals: std::sync::atomic::AtomicU64::new(0),
             receivers: crate::peer::Receivers::default(),
         }
     }
@@ -114,8 +122,23 @@ impl Agent {
         &self.opts
     }
 
-    /// Answers one request.
+    /// Answers one request, as the latest to arrive.
     pub fn handle(&self, method: &str, path: &str, body: &[u8]) -> Reply {
+        let arrived = self
+            .arrivals
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.handle_arrived(arrived, method, path, body)
+    }
+
+    /// The place in arrival order for a request that arrives now (the
+    /// server numbers its connections at their accept with it).
+    pub fn arrival(&self) -> u64 {
+        self.arrivals
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Answers one request that arrived `arrived`-th ([`Agent::arrival`]).
+    pub fn handle_arrived(&self, arrived: u64, method: &str, path: &str, body: &[u8]) -> Reply {
         let route = match (method, path) {
             ("POST", "/config") => Route::SetConfig,
             ("GET", "/config") => Route::GetConfig,
@@ -157,13 +180,13 @@ impl Agent {
             let s = lock(&self.state);
             return Reply::ok(s.config.clone().unwrap_or_else(|| json!({})));
         }
-        let doc: Value = match serde_json::from_slice(body) {
+        let doc: Value = match crate::json::parse(body) {
             Ok(v) => v,
-            Err(e) => return Reply::error(400, format!("the body is not JSON: {e}")),
+            Err(e) => return Reply::error(400, format!("the body is not JSON as taken: {e}")),
         };
         let r = match route {
             Route::SetConfig => self.set_config(doc),
-            Route::ControlState => self.control_state(&doc),
+            Route::ControlState => self.control_state(&doc, arrived),
             Route::Capture => self.capture(&doc),
             Route::States => {
                 let d = lock(&self.state).devices.clone();
@@ -178,9 +201,9 @@ impl Agent {
 
     /// The routes a peer agent calls (`crate::peer`).
     fn peer_route(&self, path: &str, body: &[u8]) -> Reply {
-        let doc: Value = match serde_json::from_slice(body) {
+        let doc: Value = match crate::json::parse(body) {
             Ok(v) => v,
-            Err(e) => return Reply::error(400, format!("the body is not JSON: {e}")),
+            Err(e) => return Reply::error(400, format!("the body is not JSON as taken: {e}")),
         };
         let o = match Obj::new("", &doc) {
             Ok(o) => o,
@@ -304,11 +327,12 @@ impl Agent {
         s.captures = Some(captures);
         s.former = former;
         s.campaign = Some(Campaign::new(plan));
+        s.stopped_at.clear();
         s.config = Some(doc);
         Ok(Reply::warnings(warnings))
     }
 
-    fn control_state(&self, doc: &Value) -> Result<Reply, Reply> {
+    fn control_state(&self, doc: &Value, arrived: u64) -> Result<Reply, Reply> {
         let o = Obj::new("", doc).map_err(Reply::invalid)?;
         let c = o.str("choice").map_err(Reply::invalid)?.unwrap_or("");
         if c == "port" {
@@ -335,8 +359,8 @@ impl Agent {
         t.done().map_err(Reply::invalid)?;
         o.done().map_err(Reply::invalid)?;
         match state {
-            "start" => self.start(&names),
-            "stop" => self.stop(&names),
+            "start" => self.start(&names, arrived),
+            "stop" => self.stop(&names, arrived),
             "pause" | "resume" => Err(Reply::invalid(invalid(
                 "traffic.flow_transmit.state",
                 format!("'{state}' is not supported by linerate agent (start and stop are)"),
@@ -457,7 +481,7 @@ impl Agent {
             .collect()
     }
 
-    fn start(&self, names: &[&str]) -> Result<Reply, Reply> {
+    fn start(&self, names: &[&str], arrived: u64) -> Result<Reply, Reply> {
         let macs = self.device_macs(names)?;
         let mut s = lock(&self.state);
         let s = &mut *s;
@@ -465,7 +489,20 @@ impl Agent {
             .campaign
             .as_ref()
             .ok_or_else(|| Reply::error(409, "no configuration: POST /config first"))?;
-        let which = Self::chosen(&camp.plan, names)?;
+        let mut which = Self::chosen(&camp.plan, names)?;
+        // A flow stopped by a request that arrived after this one: the
+        // stop stands.
+        let before = which.len();
+        which.retain(|&i| {
+            s.stopped_at
+                .get(&camp.plan.flows[i].name)
+                .is_none_or(|&at| at < arrived)
+        });
+        if which.is_empty() && before > 0 {
+            return Ok(Reply::warnings(vec![
+                "a stop that arrived after this start was answered first: nothing started".into(),
+            ]));
+        }
         if which.is_empty() {
             return Err(Reply::error(409, "the configuration has no flows"));
         }
@@ -559,15 +596,23 @@ impl Agent {
             .map_err(|e| Reply::error(409, e))
     }
 
-    fn stop(&self, names: &[&str]) -> Result<Reply, Reply> {
+    fn stop(&self, names: &[&str], arrived: u64) -> Result<Reply, Reply> {
         // The flows are asked to stop under the lock, waited for outside
         // it: metrics stay answered meanwhile.
         let (flows, wait) = {
-            let s = lock(&self.state);
+            let mut s = lock(&self.state);
+            let s = &mut *s;
             let Some(camp) = s.campaign.as_ref() else {
                 return Ok(Reply::warnings(Vec::new()));
             };
             let which = Self::chosen(&camp.plan, names)?;
+            for &i in &which {
+                let at = s
+                    .stopped_at
+                    .entry(camp.plan.flows[i].name.clone())
+                    .or_insert(arrived);
+                *at = (*at).max(arrived);
+            }
             let flows: Vec<_> = which
                 .iter()
                 .map(|&i| (camp.plan.flows[i].name.clone(), camp.flows[i].clone()))
@@ -1100,6 +1145,18 @@ mod tests {
                 "/flows/0/rate",
                 json!({"choice": "pps", "pps": "0"}),
                 "flows[0].rate.pps",
+            ),
+            (
+                "/flows/0/rate",
+                json!({"choice": "pps", "pps": "9223372036854775807"}),
+                "flows[0].rate.pps: above 1488095238",
+            ),
+            (
+                // 5 s at most (the test agent's --max-run): 10,000 at 1000/s
+                // would take 10.
+                "/flows/0/duration",
+                json!({"choice": "fixed_packets", "fixed_packets": {"packets": "10000"}}),
+                "flows[0].duration.fixed_packets.packets: 10000 packets at 1000 frames/s take 10 s",
             ),
             (
                 "/flows/0/size",

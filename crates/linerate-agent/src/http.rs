@@ -99,12 +99,26 @@ fn again(e: &io::Error) -> bool {
     )
 }
 
+/// When a request's head, and then the whole of it, must have arrived.
+#[derive(Debug, Clone, Copy)]
+pub struct Deadlines {
+    pub head: Instant,
+    pub body: Instant,
+}
+
+impl Deadlines {
+    /// One deadline for both.
+    pub fn both(at: Instant) -> Self {
+        Deadlines { head: at, body: at }
+    }
+}
+
 /// Reads one request from `r` (whose reads time out on their own, so the
-/// deadline is looked at between them). `check` sees the head before the
+/// deadlines are looked at between them). `check` sees the head before the
 /// body is read (authentication): its error is answered at once.
 pub fn read_request<R: Read>(
     r: &mut R,
-    deadline: Instant,
+    deadlines: Deadlines,
     check: impl FnOnce(&str, &str, &[(String, String)]) -> Result<(), HttpError>,
 ) -> Result<Request, HttpError> {
     let mut buf = Vec::with_capacity(4096);
@@ -119,7 +133,7 @@ pub fn read_request<R: Read>(
                 format!("the request head is above {HEAD_MAX} bytes"),
             ));
         }
-        if Instant::now() >= deadline {
+        if Instant::now() >= deadlines.head {
             return Err(bad(408, "the request did not arrive in time"));
         }
         match r.read(&mut chunk) {
@@ -171,7 +185,7 @@ pub fn read_request<R: Read>(
         ));
     }
     while body.len() < len {
-        if Instant::now() >= deadline {
+        if Instant::now() >= deadlines.body {
             return Err(bad(408, "the request body did not arrive in time"));
         }
         let want = (len - body.len()).min(chunk.len());
@@ -247,7 +261,7 @@ mod tests {
     fn read(bytes: &[u8]) -> Result<Request, HttpError> {
         read_request(
             &mut std::io::Cursor::new(bytes.to_vec()),
-            Instant::now() + Duration::from_secs(1),
+            Deadlines::both(Instant::now() + Duration::from_secs(1)),
             |_, _, _| Ok(()),
         )
     }
@@ -318,7 +332,7 @@ mod tests {
         }
         let r = read_request(
             &mut Slow,
-            Instant::now() + Duration::from_millis(30),
+            Deadlines::both(Instant::now() + Duration::from_millis(30)),
             |_, _, _| Ok(()),
         );
         assert_eq!(status(r), 408);

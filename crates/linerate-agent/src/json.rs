@@ -26,6 +26,100 @@ pub fn invalid(path: &str, what: impl Into<String>) -> Invalid {
     }
 }
 
+/// Parses a request body as JSON, refusing what a plain parse would let
+/// through silently: a key given twice in one object (the last would
+/// win), with its path.
+pub fn parse(body: &[u8]) -> Result<Value, String> {
+    use serde::de::DeserializeSeed;
+    let mut d = serde_json::Deserializer::from_slice(body);
+    let v = Strict {
+        path: String::new(),
+    }
+    .deserialize(&mut d)
+    .map_err(|e| e.to_string())?;
+    d.end().map_err(|e| e.to_string())?;
+    Ok(v)
+}
+
+/// A JSON value read with its path, for the error of a repeated key.
+struct Strict {
+    path: String,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Strict {
+    type Value = Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Strict {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("JSON")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        loop {
+            let path = format!("{}[{}]", self.path, out.len());
+            match seq.next_element_seed(Strict { path })? {
+                Some(v) => out.push(v),
+                None => return Ok(Value::Array(out)),
+            }
+        }
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(k) = map.next_key::<String>()? {
+            let path = join(&self.path, &k);
+            if out.contains_key(&k) {
+                return Err(serde::de::Error::custom(format!(
+                    "{path}: the key is given twice in one object (which one counts would be a guess)"
+                )));
+            }
+            let v = map.next_value_seed(Strict { path })?;
+            out.insert(k, v);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
 /// An object being read: the fields taken so far are remembered, so
 /// [`Obj::done`] can refuse the rest.
 #[derive(Debug)]
@@ -227,6 +321,27 @@ pub fn short(v: &Value) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_key_given_twice_is_refused_with_its_path() {
+        let e = parse(
+            br#"{"ports": [], "flows": [{"name": "a", "rate": {"pps": 1, "pps": 2}}], "x": 1}"#,
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("flows[0].rate.pps: the key is given twice"),
+            "{e}"
+        );
+        let e = parse(br#"{"ports": [], "ports": []}"#).unwrap_err();
+        assert!(e.starts_with("ports: the key is given twice"), "{e}");
+        assert_eq!(
+            parse(br#"{"a": [1, -2, 3.5, "x", null, true, {"b": {}}]}"#).unwrap(),
+            serde_json::json!({"a": [1, -2, 3.5, "x", null, true, {"b": {}}]})
+        );
+        assert!(parse(b"{} trailing").is_err());
+        assert!(parse(b"[[[[[[").is_err());
+    }
+
     use super::*;
     use serde_json::json;
 

@@ -24,12 +24,15 @@
 //! - `api`: the routes, without I/O.
 //! - `peer`: ports on other agents (a campaign across hosts): the
 //!   receivers run for a peer and the calls to one.
-//! - `http`, `tls`, `server`: bounded HTTP/1.1 over rustls.
+//! - `http`, `tls`, `server`: bounded HTTP/1.1 over rustls; `guard`: the
+//!   connection slots (per source, slow ones give way) and failed
+//!   authentication slowed per source.
 
 pub mod api;
 pub mod campaign;
 pub mod capture;
 pub mod devices;
+pub mod guard;
 pub mod http;
 pub mod json;
 pub mod layer1;

@@ -765,7 +765,16 @@ fn rate(r: Option<Obj>) -> Result<Rate, Invalid> {
             .ok_or_else(|| invalid(&r.at(k), "above 1 Tbit/s"))
     };
     let out = match c {
-        "pps" => Rate::Pps(positive("pps", 1000, 1)?),
+        "pps" => {
+            let p = positive("pps", 1000, 1)?;
+            if p > PPS_MAX {
+                return Err(invalid(
+                    &r.at("pps"),
+                    format!("above {PPS_MAX}: no port carries more (1 Tbit/s of 64-byte frames)"),
+                ));
+            }
+            Rate::Pps(p)
+        }
         "bps" => Rate::BpsL1(scaled("bps", 1_000_000_000, 1).and_then(|b| {
             if b < 672 {
                 Err(invalid(
@@ -790,6 +799,10 @@ fn rate(r: Option<Obj>) -> Result<Rate, Invalid> {
     r.done()?;
     Ok(out)
 }
+
+/// The highest frame rate taken: 1 Tbit/s of 64-byte frames on the wire
+/// (84 bytes each with preamble and gap).
+pub const PPS_MAX: u64 = 1_000_000_000_000 / (84 * 8);
 
 /// Longest fixed_seconds or delay the agent takes (a day).
 pub const SECONDS_MAX: f64 = 86_400.0;

@@ -512,7 +512,29 @@ fn blast_config(
         ),
     };
     let (count, duration) = match f.duration.stop {
-        Stop::Packets(n) => (Some(n), opts.run_max),
+        Stop::Packets(n) => {
+            // At the flow's rate (its smallest frames, for a bit rate),
+            // the count must be sent within the longest run.
+            let smallest = sizes.cycle().iter().copied().min().unwrap_or(64);
+            let pps = match rate {
+                linerate_packet::Rate::Pps(p) => p as f64,
+                linerate_packet::Rate::BpsL1(b) | linerate_packet::Rate::BpsL2(b) => {
+                    b as f64 / ((f64::from(smallest) + 20.0) * 8.0)
+                }
+                linerate_packet::Rate::Max => model::PPS_MAX as f64,
+            };
+            let takes = n as f64 / pps;
+            if takes > opts.run_max.as_secs_f64() {
+                return Err(invalid(
+                    &format!("{path}.duration.fixed_packets.packets"),
+                    format!(
+                        "{n} packets at {pps:.0} frames/s take {takes:.0} s: above the agent's longest run ({} s, --max-run)",
+                        opts.run_max.as_secs()
+                    ),
+                ));
+            }
+            (Some(n), opts.run_max)
+        }
         Stop::Seconds(s) => {
             let d = Duration::from_secs_f64(s);
             if d > opts.run_max {

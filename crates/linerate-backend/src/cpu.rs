@@ -36,6 +36,25 @@ pub fn parse_list(s: &str) -> Result<Vec<usize>, String> {
     Ok(out)
 }
 
+/// A CPU list as people write it: `0-3,8` (runs folded, order kept).
+pub fn format_list(cpus: &[usize]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j > i {
+            format!("{}-{}", cpus[i], cpus[j])
+        } else {
+            cpus[i].to_string()
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
 /// The CPUs this process may run on (taskset, cgroups); empty if unknown.
 pub fn allowed() -> Vec<usize> {
     // SAFETY: cpu_set_t is plain data; zeroed is a valid empty set.
@@ -85,6 +104,15 @@ pub fn pin_worker(cpu: usize) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_list_is_written_as_people_write_it() {
+        assert_eq!(format_list(&[0, 1, 2, 3, 8]), "0-3,8");
+        assert_eq!(format_list(&[5]), "5");
+        assert_eq!(format_list(&[2, 3, 7, 8, 9, 1]), "2-3,7-9,1");
+        assert_eq!(format_list(&[]), "");
+    }
+
     use super::*;
 
     #[test]

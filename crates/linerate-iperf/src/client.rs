@@ -515,6 +515,7 @@ impl<'a> ClientTest<'a> {
         };
         let mut r = Report::new(info, opts.output);
         let _ = self.out.write_all(r.start_text().as_bytes());
+        let _ = self.out.flush();
         self.report = Some(r);
         self.forward();
     }
@@ -540,6 +541,7 @@ impl<'a> ClientTest<'a> {
     fn interval(&mut self, samples: &[linerate_iperf_proto::report::IntervalSample]) {
         if let Some(rep) = self.report.as_mut() {
             let _ = self.out.write_all(rep.interval(samples).as_bytes());
+            let _ = self.out.flush();
         }
         self.forward();
     }
@@ -760,16 +762,19 @@ impl<'a> ClientTest<'a> {
                     &extra,
                 );
                 let _ = self.out.write_all(text.as_bytes());
+                let _ = self.out.flush();
             }
             self.forward();
             if opts.output.human() && result.is_ok() {
                 let _ = writeln!(self.out, "\niperf Done.");
+                let _ = self.out.flush();
             }
         } else if let Err(e) = result
             && !opts.output.human()
         {
             // Failed before the test started: iperf3 still prints a document.
             let _ = writeln!(self.out, "{}", error_document(opts, e));
+            let _ = self.out.flush();
         }
     }
 }

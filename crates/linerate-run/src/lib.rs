@@ -26,4 +26,4 @@ pub use event::{
 };
 pub use outcome::{Failed, Figure, Outcome, SharedOutcome, Written};
 pub use report::{Fanout, Reporter, Shared, SharedReporter};
-pub use sample::{Cancel, Sampler};
+pub use sample::{Cancel, Sampler, Throttle};

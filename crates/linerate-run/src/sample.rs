@@ -244,3 +244,42 @@ mod tests {
         assert!(c.is_cancelled() && c.flag().load(Ordering::Relaxed));
     }
 }
+
+/// A repeated event said at most once a second: [`note`](Throttle::note)
+/// gives the count since the last time it was said, when it is due.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Throttle {
+    last: Option<Instant>,
+    since: u64,
+}
+
+impl Throttle {
+    /// The event happened at `now`: `Some(count)` when it should be said
+    /// (the first time, and then once a second with how many since).
+    pub fn note(&mut self, now: Instant) -> Option<u64> {
+        self.since += 1;
+        if self
+            .last
+            .is_some_and(|t| now.duration_since(t) < Duration::from_secs(1))
+        {
+            return None;
+        }
+        self.last = Some(now);
+        Some(std::mem::take(&mut self.since))
+    }
+}
+
+#[cfg(test)]
+mod throttle_tests {
+    use super::*;
+
+    #[test]
+    fn said_once_a_second_with_the_count_since() {
+        let mut t = Throttle::default();
+        let t0 = Instant::now();
+        let said: Vec<(u64, u64)> = (0..2500u64)
+            .filter_map(|ms| t.note(t0 + Duration::from_millis(ms)).map(|n| (ms, n)))
+            .collect();
+        assert_eq!(said, [(0, 1), (1000, 1000), (2000, 1000)]);
+    }
+}

@@ -82,6 +82,93 @@ impl<W: Write> Write for Checked<W> {
     }
 }
 
+/// A file written in whole records: what is written between two flushes
+/// (a reporter flushes after each record: a CSV row set, a JSON line) is
+/// held, then written at once; a write that fails part-way (a disk that
+/// fills) is cut back to the last whole record, so the file never ends
+/// mid-row.
+#[derive(Debug)]
+pub struct Whole<F: Write + Truncate> {
+    inner: F,
+    held: Vec<u8>,
+    /// The file's length after the last whole record.
+    committed: u64,
+}
+
+/// A file that can be cut back to a length.
+pub trait Truncate {
+    fn truncate_to(&mut self, len: u64) -> io::Result<()>;
+    /// Its length now (where an append starts).
+    fn len_now(&mut self) -> u64;
+}
+
+impl Truncate for File {
+    fn truncate_to(&mut self, len: u64) -> io::Result<()> {
+        use std::io::Seek;
+        self.set_len(len)?;
+        self.seek(io::SeekFrom::Start(len)).map(|_| ())
+    }
+
+    fn len_now(&mut self) -> u64 {
+        self.metadata().map_or(0, |m| m.len())
+    }
+}
+
+/// Most held between two flushes before it is written anyway.
+const HELD_MAX: usize = 16 << 20;
+
+impl<F: Write + Truncate> Whole<F> {
+    pub fn new(mut inner: F) -> Self {
+        let committed = inner.len_now();
+        Whole {
+            inner,
+            held: Vec::new(),
+            committed,
+        }
+    }
+}
+
+impl<F: Write + Truncate> Write for Whole<F> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.held.extend_from_slice(buf);
+        if self.held.len() > HELD_MAX {
+            self.flush()?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.held.is_empty() {
+            return self.inner.flush();
+        }
+        let r = self
+            .inner
+            .write_all(&self.held)
+            .and_then(|()| self.inner.flush());
+        match r {
+            Ok(()) => {
+                self.committed += self.held.len() as u64;
+                self.held.clear();
+                Ok(())
+            }
+            Err(e) => {
+                // Cut back to the last whole record (a pipe or a device
+                // cannot be: what it took stands).
+                let _ = self.inner.truncate_to(self.committed);
+                self.held.clear();
+                Err(e)
+            }
+        }
+    }
+}
+
+impl<F: Write + Truncate> Drop for Whole<F> {
+    fn drop(&mut self) {
+        // What was written since the last flush goes out at the end.
+        let _ = self.flush();
+    }
+}
+
 /// Standard output, checked.
 pub fn stdout() -> Checked<io::Stdout> {
     Checked::new(io::stdout(), "standard output")
@@ -218,6 +305,63 @@ mod tests {
         assert!(append_log(&link, "--logfile").is_err());
         append_log(&fresh, "--logfile").unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A disk with room for `room` bytes: a write past it takes what fits
+    /// and then fails with ENOSPC, as write(2) does.
+    struct Disk {
+        data: Vec<u8>,
+        room: usize,
+    }
+
+    impl Write for Disk {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            let free = self.room.saturating_sub(self.data.len());
+            if free == 0 {
+                return Err(io::Error::from_raw_os_error(28));
+            }
+            let n = free.min(buf.len());
+            self.data.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Truncate for Disk {
+        fn truncate_to(&mut self, len: u64) -> io::Result<()> {
+            self.data.truncate(len as usize);
+            Ok(())
+        }
+        fn len_now(&mut self) -> u64 {
+            self.data.len() as u64
+        }
+    }
+
+    #[test]
+    fn a_disk_that_fills_keeps_whole_records_only() {
+        let mut w = Whole::new(Disk {
+            data: b"earlier\n".to_vec(),
+            room: 30,
+        });
+        for row in ["1,aaaa\n", "2,bbbb\n", "3,cccc\n", "4,dddd\n"] {
+            // A record written in pieces, then flushed, as a reporter does.
+            let (a, b) = row.split_at(2);
+            w.write_all(a.as_bytes()).unwrap();
+            w.write_all(b.as_bytes()).unwrap();
+            let r = w.flush();
+            if row.starts_with('4') {
+                assert!(r.is_err(), "the fourth row does not fit");
+            } else {
+                r.unwrap();
+            }
+        }
+        assert_eq!(
+            String::from_utf8(w.inner.data.clone()).unwrap(),
+            "earlier\n1,aaaa\n2,bbbb\n3,cccc\n",
+            "the row cut mid-way is taken back"
+        );
     }
 
     #[test]

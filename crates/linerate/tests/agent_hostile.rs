@@ -314,3 +314,142 @@ fn hostile_clients_are_answered_and_the_agent_serves_on() {
     assert!(a.serves());
     assert!(Path::new(&a._dir.path().join("cert.pem")).exists());
 }
+
+/// A TCP connection to the agent from `from` (127.0.0.x: another source
+/// address on loopback).
+fn connect_from(from: [u8; 4], port: u16) -> std::io::Result<TcpStream> {
+    use socket2::{Domain, Socket, Type};
+    let s = Socket::new(Domain::IPV4, Type::STREAM, None)?;
+    s.bind(&std::net::SocketAddr::from((from, 0)).into())?;
+    s.connect_timeout(
+        &std::net::SocketAddr::from(([127, 0, 0, 1], port)).into(),
+        Duration::from_secs(2),
+    )?;
+    Ok(s.into())
+}
+
+/// Slow and half-open connections (45 from one address that finish TLS
+/// and then trickle a request a byte every 3 s; 40 from another that
+/// trickle a ClientHello), each opened again when the agent closes it: an
+/// honest client at a third address is served within 2 s, every request
+/// of one every 0.5 s (slots are shared per source address: an attacker
+/// takes at most its share).
+#[test]
+fn slow_and_half_open_connections_do_not_lock_out_an_honest_client() {
+    let a = start();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopped = || stop.load(std::sync::atomic::Ordering::Relaxed);
+    let hello: &[u8] = &[0x16, 3, 1, 0, 200, 1, 0, 0, 196, 3, 3];
+    std::thread::scope(|s| {
+        for _ in 0..45 {
+            s.spawn(|| {
+                while !stopped() {
+                    let Ok(sock) = connect_from([127, 0, 0, 2], a.port) else {
+                        std::thread::sleep(Duration::from_millis(200));
+                        continue;
+                    };
+                    let _ = sock.set_read_timeout(Some(Duration::from_secs(3)));
+                    let conn =
+                        ClientConnection::new(a.tls.clone(), "localhost".try_into().unwrap())
+                            .unwrap();
+                    let mut t = StreamOwned::new(conn, sock);
+                    let req =
+                        format!("GET /config HTTP/1.1\r\nAuthorization: Bearer {TOKEN}\r\n\r\n");
+                    for b in req.bytes() {
+                        if stopped() || t.write_all(&[b]).and_then(|()| t.flush()).is_err() {
+                            break;
+                        }
+                        let until = Instant::now() + Duration::from_secs(3);
+                        while !stopped() && Instant::now() < until {
+                            std::thread::sleep(Duration::from_millis(50));
+                        }
+                    }
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            });
+        }
+        for _ in 0..40 {
+            s.spawn(|| {
+                while !stopped() {
+                    let Ok(mut sock) = connect_from([127, 0, 0, 3], a.port) else {
+                        std::thread::sleep(Duration::from_millis(200));
+                        continue;
+                    };
+                    for b in hello {
+                        if stopped() || sock.write_all(&[*b]).is_err() {
+                            break;
+                        }
+                        let until = Instant::now() + Duration::from_secs(3);
+                        while !stopped() && Instant::now() < until {
+                            std::thread::sleep(Duration::from_millis(50));
+                        }
+                    }
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            });
+        }
+        // Let the slow ones take every slot first.
+        std::thread::sleep(Duration::from_secs(3));
+        let mut slow = Vec::new();
+        for _ in 0..20 {
+            let t = Instant::now();
+            let ok = a.serves();
+            let took = t.elapsed();
+            if !ok || took > Duration::from_secs(2) {
+                slow.push((ok, took));
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(
+            slow.is_empty(),
+            "honest requests not served within 2 s: {slow:?}"
+        );
+    });
+}
+
+/// Wrong tokens from one source are answered ever more slowly and logged
+/// with the source; a client at another address is served at once all
+/// the while.
+#[test]
+fn guessing_tokens_is_slowed_per_source_and_logged() {
+    let mut a = start();
+    let mut took = Vec::new();
+    for _ in 0..9 {
+        let t = Instant::now();
+        let (s, _) = a.request("GET", "/config", Some("guess-guess-guess-guess"), b"");
+        took.push(t.elapsed());
+        assert_eq!(s, 401);
+    }
+    assert!(
+        took[..3].iter().all(|t| *t < Duration::from_millis(500)),
+        "{took:?}"
+    );
+    // The 9th failure in a row waits 50 ms * 2^5.
+    assert!(took[8] >= Duration::from_millis(1600), "{took:?}");
+    // Another source is not slowed.
+    let other = Instant::now();
+    let sock = connect_from([127, 0, 0, 3], a.port).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let conn = ClientConnection::new(a.tls.clone(), "localhost".try_into().unwrap()).unwrap();
+    let mut t = StreamOwned::new(conn, sock);
+    let req =
+        format!("GET /capabilities/version HTTP/1.1\r\nAuthorization: Bearer {TOKEN}\r\n\r\n");
+    t.write_all(req.as_bytes()).unwrap();
+    let mut out = Vec::new();
+    let _ = t.read_to_end(&mut out);
+    assert!(
+        String::from_utf8_lossy(&out).starts_with("HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&out)
+    );
+    assert!(other.elapsed() < Duration::from_secs(1));
+    let proc = std::mem::replace(&mut a._proc, Proc(None));
+    proc.interrupt();
+    let out = proc.wait(Duration::from_secs(20));
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        log.contains("from 127.0.0.1: the bearer token is not this agent's"),
+        "{log}"
+    );
+}

@@ -823,3 +823,43 @@ fn a_server_sending_state_bytes_forever_does_not_hold_the_client() {
         );
     }
 }
+
+/// Out of descriptors (`ulimit -n 24`, then 150 connections held): the
+/// server backs off and says so once a second with a count, not once per
+/// failed accept; once they are gone it serves a real test.
+#[test]
+fn running_out_of_descriptors_is_said_once_a_second() {
+    if skip("running_out_of_descriptors_is_said_once_a_second") {
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_linerate");
+    let (mut srv, port) = support::listening(|port| {
+        Proc::spawn(
+            std::process::Command::new("sh")
+                .args(["-c", &format!("ulimit -n 24 && exec {bin} -s -p {port}")]),
+        )
+    });
+    let held: Vec<TcpStream> = (0..150)
+        .filter_map(|_| TcpStream::connect(("127.0.0.1", port)).ok())
+        .collect();
+    assert!(held.len() > 24, "only {} connections made", held.len());
+    std::thread::sleep(Duration::from_secs(3));
+    drop(held);
+    std::thread::sleep(Duration::from_millis(500));
+    a_real_test_gets_through(port, &[], Duration::from_secs(30));
+    assert!(srv.is_running());
+    srv.interrupt();
+    let out = std::mem::replace(&mut srv, Proc(None)).wait(Duration::from_secs(10));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("accept failed"))
+        .collect();
+    assert!(!lines.is_empty(), "no accept error said: {text}");
+    // About 3 s of failures: a line when they began and one a second.
+    assert!(lines.len() <= 5, "{} lines: {lines:#?}", lines.len());
+    assert!(
+        lines.iter().any(|l| l.contains("times in the last second")),
+        "{lines:#?}"
+    );
+}

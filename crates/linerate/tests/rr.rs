@@ -174,11 +174,11 @@ fn rr_refuses_impossible_settings_with_a_clear_message() {
     );
     fails_with(
         &[&c[..], &["--cores", "1000"]].concat(),
-        "CPU(s) [1000] in --cores are not online",
+        "CPU(s) 1000 are not online",
     );
     fails_with(
         &["rr", "server", "-p", "0", "--cores", "1000"],
-        "CPU(s) [1000] in --cores",
+        "CPU(s) 1000 are not online",
     );
     fails_with(
         &[

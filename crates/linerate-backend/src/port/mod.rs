@@ -158,6 +158,8 @@ pub struct RxCapabilities {
 /// kernel drops, where 64 blocks of 1 MiB gave it 64 ms.
 const RX_BLOCK: usize = 1 << 18;
 const RX_BLOCKS: usize = 256;
+/// One receive ring's memory.
+pub const RX_RING_BYTES: usize = RX_BLOCK * RX_BLOCKS;
 
 /// Why receiving on `iface` cannot go on, if it cannot: the interface went
 /// down or away. (Rings just go quiet when that happens, so the loops look

@@ -192,13 +192,15 @@ fn socket_rx(iface: &str) -> Result<Rx, BackendError> {
 /// receive thread: AF_XDP splits its RX queues between them (at least one
 /// queue each), af_packet and socket join a PACKET_FANOUT group that keeps
 /// each flow on one of them. `auto` falls back from AF_XDP to af_packet when
-/// there are fewer queues than workers.
+/// there are fewer queues than workers. The workers' rings must fit in
+/// half the host's available memory, checked before any is opened.
 pub fn open_rx_workers(
     kind: BackendKind,
     iface: &str,
     workers: usize,
     filter: RxFilter,
 ) -> Result<(Vec<Rx>, Option<String>), BackendError> {
+    rings_fit(workers, available_memory())?;
     let (first, mut note) = open_rx(kind, iface, filter)?;
     if workers <= 1 {
         return Ok((vec![first], note));
@@ -313,5 +315,51 @@ pub fn open_rx(
                 )),
             },
         },
+    }
+}
+
+/// The host's available memory, bytes (`MemAvailable`; `None` unknown).
+pub fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// `workers` receive rings (one each, [`RX_RING_BYTES`]) within half of
+/// `available` bytes, or the reason they would not be.
+pub fn rings_fit(workers: usize, available: Option<u64>) -> Result<(), BackendError> {
+    let Some(avail) = available else {
+        return Ok(());
+    };
+    let need = workers as u64 * RX_RING_BYTES as u64;
+    if workers > 1 && need > avail / 2 {
+        return Err(BackendError::Unsupported(format!(
+            "{workers} receive workers would take {} MiB of rings ({} MiB each): more than half of the {} MiB this host has available; give fewer --cores",
+            need >> 20,
+            RX_RING_BYTES >> 20,
+            avail >> 20
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod budget_tests {
+    use super::*;
+
+    #[test]
+    fn rings_are_bounded_by_the_memory_available() {
+        let gib = 1u64 << 30;
+        assert!(rings_fit(8, Some(24 * gib)).is_ok());
+        // 1024 rings of 64 MiB: 64 GiB.
+        let e = rings_fit(1024, Some(24 * gib)).unwrap_err().to_string();
+        assert!(
+            e.contains("1024 receive workers would take 65536 MiB"),
+            "{e}"
+        );
+        // One ring is always tried (the kernel says if it cannot).
+        assert!(rings_fit(1, Some(1)).is_ok());
+        assert!(rings_fit(64, None).is_ok());
     }
 }

@@ -552,6 +552,7 @@ pub fn serve(
     acc.banner();
     let mut listener = listener;
     let mut idle_since = Instant::now();
+    let mut accept_errors = linerate_run::Throttle::default();
     loop {
         if acc.shutdown.load(Ordering::Relaxed) {
             acc.join_all();
@@ -584,8 +585,23 @@ pub fn serve(
                 idle_since = Instant::now();
                 acc.on_connection(s, peer);
             }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-            Err(e) => say(&acc.out, &format!("linerate: accept failed: {e}\n")),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {}
+            // Out of descriptors (EMFILE) or the like: the listener stays
+            // readable, so the loop backs off, and says so once a second.
+            Err(e) => {
+                if let Some(n) = accept_errors.note(Instant::now()) {
+                    let times = if n == 1 {
+                        String::new()
+                    } else {
+                        format!(" ({n} times in the last second)")
+                    };
+                    say(
+                        &acc.out,
+                        &format!("linerate: accept failed: {e}{times}; going on\n"),
+                    );
+                }
+                std::thread::sleep(ACCEPT_BACKOFF);
+            }
         }
         while let Ok(c) = cookie_rx.try_recv() {
             acc.on_cookie(c);
@@ -604,6 +620,9 @@ pub fn serve(
         }
     }
 }
+
+/// How long the accept loop pauses after a failed accept.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(20);
 
 /// Connections whose cookie is still being read, at most.
 const PENDING_MAX: usize = 64;

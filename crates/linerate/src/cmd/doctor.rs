@@ -1,6 +1,6 @@
 //! `linerate doctor`: what on this host limits throughput, and the fix.
 
-use super::{CpuList, cpu_list};
+use super::{CpuList, cpu_list_syntax};
 use anyhow::Result;
 use clap::Args;
 use linerate_doctor::{Fixture, Source, ThisHost};
@@ -13,7 +13,7 @@ pub struct DoctorArgs {
     iface: Option<String>,
     /// CPUs you will pin linerate's workers to (`0-3,8`): adds the checks
     /// that they are online, not doubled up, and on the interface's NUMA node.
-    #[arg(long, value_name = "LIST", value_parser = cpu_list)]
+    #[arg(long, value_name = "LIST", value_parser = cpu_list_syntax)]
     cpus: Option<CpuList>,
     /// Print JSON instead of text.
     #[arg(short = 'J', long)]

@@ -848,7 +848,7 @@ fn output_sink(args: &IperfArgs) -> Result<Arc<Mutex<dyn Write + Send>>> {
     }
     let inner: Box<dyn Write + Send> = match &args.logfile {
         Some(p) => Box::new(crate::output::Checked::new(
-            crate::output::append_log(p, "--logfile")?,
+            crate::output::Whole::new(crate::output::append_log(p, "--logfile")?),
             format!("--logfile {}", p.display()),
         )),
         None => Box::new(crate::output::stdout()),

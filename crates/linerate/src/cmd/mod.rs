@@ -23,9 +23,36 @@ pub mod selftest;
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CpuList(pub Vec<usize>);
 
-/// Parses `--cores`, `--stream-cpus`, `--cpus`.
-pub fn cpu_list(s: &str) -> Result<CpuList, String> {
+/// A CPU list checked for its syntax only (the doctor's `--cpus`: which
+/// of them are online is what it reports, on this host or a fixture's).
+pub fn cpu_list_syntax(s: &str) -> Result<CpuList, String> {
     linerate_backend::cpu::parse_list(s).map(CpuList)
+}
+
+/// Workers one CPU list may ask for (a CPU may be named more than once).
+pub const CPU_LIST_MAX: usize = 256;
+
+/// Parses `--cores`, `--stream-cpus`, `--cpus`, and checks them against
+/// this process's CPUs before anything is opened: every CPU one it may
+/// run on, at most [`CPU_LIST_MAX`] entries.
+pub fn cpu_list(s: &str) -> Result<CpuList, String> {
+    let list = linerate_backend::cpu::parse_list(s)?;
+    let bad = linerate_backend::cpu::not_allowed(&list);
+    if !bad.is_empty() {
+        let have = linerate_backend::cpu::allowed();
+        return Err(format!(
+            "CPU(s) {} are not online or not allowed for this process (it may run on {})",
+            linerate_backend::cpu::format_list(&bad),
+            linerate_backend::cpu::format_list(&have)
+        ));
+    }
+    if list.len() > CPU_LIST_MAX {
+        return Err(format!(
+            "{} CPUs: at most {CPU_LIST_MAX} (one worker each)",
+            list.len()
+        ));
+    }
+    Ok(CpuList(list))
 }
 
 /// A DSCP: a name (`ef`, `af41`, `cs5`, `va`, `le`) or a number 0..63

@@ -75,7 +75,7 @@ impl OutputArgs {
     pub fn reporters(&self, hold_document: bool) -> Result<Fanout> {
         let main: Box<dyn Write + Send> = match &self.logfile {
             Some(p) => Box::new(crate::output::Checked::new(
-                crate::output::append_log(p, "--logfile")?,
+                crate::output::Whole::new(crate::output::append_log(p, "--logfile")?),
                 format!("--logfile {}", p.display()),
             )),
             None => Box::new(crate::output::stdout()),
@@ -158,7 +158,7 @@ pub fn side_reporters(
 /// a regular file).
 fn csv_file(p: &Path, force: bool) -> Result<Box<dyn Reporter>> {
     Ok(Box::new(Csv::new(crate::output::Checked::new(
-        crate::output::create_new(p, force, "--csv")?,
+        crate::output::Whole::new(crate::output::create_new(p, force, "--csv")?),
         format!("--csv {}", p.display()),
     ))))
 }
