@@ -99,6 +99,8 @@ struct State {
     former: Vec<crate::layer1::Former>,
     /// The threads reporting runs (`crate::run`), reaped as they end.
     watchers: Vec<std::thread::JoinHandle<()>>,
+    /// The devices' responders (`crate::neighbors`).
+    devices: Option<std::sync::Arc<crate::neighbors::Responders>>,
     /// Each flow's last stop, by the place of its request in arrival
     /// order: a start that arrived before it but is answered after it
     /// starts nothing (requests on connections of their own are answered
@@ -143,6 +145,7 @@ impl Agent {
             ("POST", "/control/state") => Route::ControlState,
             ("POST", "/monitor/metrics") => Route::Metrics,
             ("POST", "/monitor/capture") => Route::Capture,
+            ("POST", "/monitor/states") => Route::States,
             ("GET", "/capabilities/version") => return self.version(),
             (
                 "POST",
@@ -159,6 +162,7 @@ impl Agent {
                 | "/control/state"
                 | "/monitor/metrics"
                 | "/monitor/capture"
+                | "/monitor/states"
                 | "/capabilities/version",
             ) => {
                 return Reply::error(405, format!("{method} is not a method of {path}"));
@@ -167,7 +171,7 @@ impl Agent {
                 return Reply::error(
                     404,
                     format!(
-                        "{path}: not a path of the agent (it serves /config, /control/state, /monitor/metrics, /monitor/capture and /capabilities/version)"
+                        "{path}: not a path of the agent (it serves /config, /control/state, /monitor/metrics, /monitor/capture, /monitor/states and /capabilities/version)"
                     ),
                 );
             }
@@ -184,6 +188,12 @@ impl Agent {
             Route::SetConfig => self.set_config(doc),
             Route::ControlState => self.control_state(&doc, arrived),
             Route::Capture => self.capture(&doc),
+            Route::States => {
+                let d = lock(&self.state).devices.clone();
+                crate::neighbors::states(d.as_deref(), &doc)
+                    .map(|a| Reply::typed(&a))
+                    .map_err(Reply::invalid)
+            }
             _ => self.metrics(&doc),
         };
         r.unwrap_or_else(|e| e)
@@ -261,6 +271,8 @@ impl Agent {
         s.campaign = None;
         s.config = None;
         s.captures = None;
+        // The last configuration's responders ended (joined).
+        s.devices = None;
         let ports = plan::plan(
             &model::Config {
                 flows: Vec::new(),
@@ -298,6 +310,20 @@ impl Agent {
                 ),
             )));
         }
+        let responders = crate::neighbors::Responders::start(
+            &cfg.devices,
+            &cfg.flows,
+            |p| {
+                let p = plan.ports.iter().find(|x| x.name == p)?;
+                Some(p.iface.clone())
+            },
+            self.opts.tx_backend != linerate_packet::BackendKind::Loopback,
+        )
+        .map_err(|e| {
+            crate::layer1::restore(&former);
+            Reply::error(500, format!("devices: {e}"))
+        })?;
+        s.devices = (!cfg.devices.is_empty()).then(|| std::sync::Arc::new(responders));
         s.captures = Some(captures);
         s.former = former;
         s.campaign = Some(Campaign::new(plan));
@@ -456,6 +482,7 @@ impl Agent {
     }
 
     fn start(&self, names: &[&str], arrived: u64) -> Result<Reply, Reply> {
+        let macs = self.device_macs(names)?;
         let mut s = lock(&self.state);
         let s = &mut *s;
         let camp = s
@@ -498,6 +525,10 @@ impl Agent {
         let mut failed = None;
         for &i in &which {
             let mut flow = camp.plan.flows[i].clone();
+            if let Some(&(_, m)) = macs.iter().find(|(k, _)| *k == i) {
+                flow.blast.flows.dst_mac =
+                    linerate_traffic::flows::Range::single(u128::from(m.to_u64()));
+            }
             if let Some(caps) = s.captures.as_mut() {
                 for (k, sink) in flow.sinks.iter_mut().enumerate() {
                     let p = flow.rx[flow.sink_rx[k]];
@@ -546,6 +577,23 @@ impl Agent {
             return Err(e);
         }
         Ok(Reply::warnings(Vec::new()))
+    }
+
+    /// The destination MACs of the device flows among `names` (their next
+    /// hops' as the responders resolved them), waited for outside the
+    /// lock for at most `neighbors::RESOLVE_WAIT`.
+    fn device_macs(&self, names: &[&str]) -> Result<Vec<(usize, linerate_wire::MacAddr)>, Reply> {
+        let (plan, which, devices) = {
+            let s = lock(&self.state);
+            let Some(camp) = s.campaign.as_ref() else {
+                return Ok(Vec::new());
+            };
+            let which = Self::chosen(&camp.plan, names)?;
+            (camp.plan.clone(), which, s.devices.clone())
+        };
+        let deadline = std::time::Instant::now() + crate::neighbors::RESOLVE_WAIT;
+        crate::neighbors::flow_macs(devices.as_deref(), &plan, &which, deadline)
+            .map_err(|e| Reply::error(409, e))
     }
 
     fn stop(&self, names: &[&str], arrived: u64) -> Result<Reply, Reply> {
@@ -691,6 +739,7 @@ enum Route {
     ControlState,
     Metrics,
     Capture,
+    States,
 }
 
 /// What the client should know about how its flows will be sent.
@@ -726,6 +775,7 @@ impl Drop for Agent {
             }
         }
         crate::layer1::restore(&std::mem::take(&mut s.former));
+        s.devices = None;
     }
 }
 
@@ -1040,11 +1090,11 @@ mod tests {
             paths,
             [
                 "ports[0].speed",
+                "devices[0].ethernets",
                 "flows[0].size.fixed",
                 "flows[0].rate.pps",
                 "flows[2].rate.percentage",
-                "layer1[0].mtu",
-                "devices"
+                "layer1[0].mtu"
             ],
             "{errs:?}"
         );
@@ -1129,7 +1179,11 @@ mod tests {
                 "flows[0].egress_packet: not supported",
             ),
             ("/ports/1/location", json!("eth0"), "allow-list"),
-            ("/devices", json!([{"name": "d"}]), "devices"),
+            (
+                "/devices",
+                json!([{"name": "d", "bgp": {}, "ethernets": []}]),
+                "devices[0].bgp: not supported",
+            ),
             (
                 "/layer1",
                 json!([{"name": "l", "port_names": ["tx"], "speed": "speed_3_gbps"}]),

@@ -1,11 +1,16 @@
 //! `linerate agent`: a daemon serving the Open Traffic Generator API's
 //! subset the snappi SDK drives (`/config`, `/control/state`,
-//! `/monitor/metrics`, `/capabilities/version`) over HTTPS with a bearer
-//! token, running each flow as a blast on its transmit port and sinks on
-//! its receive ports (`linerate-packet`).
+//! `/monitor/metrics`, `/monitor/states`, `/capabilities/version`) over
+//! HTTPS with a bearer token, running each flow as a blast on its
+//! transmit port and sinks on its receive ports (`linerate-packet`), and
+//! answering for the configuration's emulated devices on their ports.
 //!
 //! - `json`: reading a document field by field, paths in every error.
 //! - `model`: the models' subset, defaults filled in, the rest refused.
+//! - `devices`: the model's emulated devices and the flows between them.
+//! - `protocols`: a port's responder without I/O (ARP, neighbour
+//!   discovery, echo for the devices' addresses; their gateways resolved);
+//!   `neighbors`: the responders' threads and the neighbour tables.
 //! - `layer1`: the ports' link settings applied (MTU, promiscuous),
 //!   checked (speed) and put back.
 //! - `plan`: a configuration made runnable (allow-list, probe ids,
@@ -26,14 +31,17 @@
 pub mod api;
 pub mod campaign;
 pub mod capture;
+pub mod devices;
 pub mod guard;
 pub mod http;
 pub mod json;
 pub mod layer1;
 pub mod metrics;
 pub mod model;
+pub mod neighbors;
 pub mod peer;
 pub mod plan;
+pub mod protocols;
 pub mod run;
 pub mod server;
 pub mod tls;

@@ -10,7 +10,7 @@
 
 use crate::json::{Invalid, Obj, as_u64, invalid, short};
 use linerate_traffic::flows::Range;
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// Most ports and flows one configuration may hold, and receive ports per
@@ -26,6 +26,8 @@ pub struct Config {
     pub flows: Vec<Flow>,
     pub layer1: Vec<Layer1>,
     pub captures: Vec<Capture>,
+    /// Emulated devices (`crate::devices`).
+    pub devices: Vec<crate::devices::Device>,
 }
 
 /// A `layer1` entry: settings for some ports' links.
@@ -99,6 +101,8 @@ pub struct Flow {
     pub rate: Rate,
     pub duration: Duration,
     pub latency: bool,
+    /// A `tx_rx.device` flow's ends (its ports are theirs).
+    pub device: Option<crate::devices::DeviceFlow>,
 }
 
 /// A header field: a range of values, or the model's `auto`.
@@ -222,6 +226,7 @@ pub fn config_all(v: &Value) -> Result<Config, Vec<Invalid>> {
             }
         }
     }
+    let devices = crate::devices::devices(&o, &ports, &mut errs);
     let mut flows = Vec::new();
     match o.list("flows", FLOWS_MAX) {
         Err(e) => errs.push(e),
@@ -229,7 +234,7 @@ pub fn config_all(v: &Value) -> Result<Config, Vec<Invalid>> {
             for (i, f) in list.unwrap_or_default().iter().enumerate() {
                 let f = match Obj::new(&format!("flows[{i}]"), f)
                     .map_err(|e| vec![e])
-                    .and_then(|f| flow(&f, &ports))
+                    .and_then(|f| flow(&f, &ports, &devices))
                 {
                     Ok(f) => f,
                     Err(e) => {
@@ -256,7 +261,7 @@ pub fn config_all(v: &Value) -> Result<Config, Vec<Invalid>> {
         Vec::new()
     });
     // Empty sections are the same as none.
-    for key in ["lags", "devices", "lldp", "egress_only_tracking"] {
+    for key in ["lags", "lldp", "egress_only_tracking"] {
         if o.list(key, usize::MAX)
             .ok()
             .flatten()
@@ -280,6 +285,7 @@ pub fn config_all(v: &Value) -> Result<Config, Vec<Invalid>> {
             flows,
             layer1,
             captures,
+            devices,
         })
     } else {
         Err(errs)
@@ -495,11 +501,33 @@ fn port_ref(path: &str, n: &str, ports: &[Port]) -> Result<String, Invalid> {
 /// A flow: each of its parts (name, ports, packet, size, rate,
 /// duration, metrics, unknown fields) read, the first error of each
 /// given.
-fn flow(f: &Obj, ports: &[Port]) -> Result<Flow, Vec<Invalid>> {
+fn flow(f: &Obj, ports: &[Port], devices: &[crate::devices::Device]) -> Result<Flow, Vec<Invalid>> {
     let mut errs = Vec::new();
     let name = keep(&mut errs, name(f));
-    let txrx = keep(&mut errs, flow_ports(f, ports));
-    let headers = keep(&mut errs, headers(f));
+    let txrx = keep(&mut errs, flow_ports(f, ports, devices));
+    let device = txrx.as_ref().and_then(|t| t.2.clone());
+    // A device flow's packet with what its devices give filled in.
+    let filled = device
+        .as_ref()
+        .map(|d| json!({ "packet": crate::devices::fill_packet(f.raw("packet"), d) }));
+    // A device flow whose ends are in error: its packet waits for them
+    // (its auto fields are the ends').
+    let ends_failed =
+        txrx.is_none() && f.raw("tx_rx").and_then(|t| t.get("choice")) == Some(&json!("device"));
+    let headers = match &filled {
+        _ if ends_failed => {
+            f.raw("packet");
+            None
+        }
+        Some(v) => keep(&mut errs, Obj::new(&f.path, v).and_then(|p| headers(&p))),
+        None => keep(&mut errs, headers(f)),
+    };
+    if device.is_some() && headers.as_ref().is_some_and(|h| h.vxlan.is_some()) {
+        errs.push(invalid(
+            &f.at("packet"),
+            "a device flow's frames are plain (ethernet, ip, udp or tcp): VXLAN flows are port flows",
+        ));
+    }
     let size = keep(&mut errs, f.obj("size").and_then(size));
     let rate = keep(&mut errs, f.obj("rate").and_then(rate));
     let duration = keep(&mut errs, f.obj("duration").and_then(duration));
@@ -508,7 +536,7 @@ fn flow(f: &Obj, ports: &[Port]) -> Result<Flow, Vec<Invalid>> {
     match (name, txrx, headers, size, rate, duration, latency) {
         (
             Some(name),
-            Some((tx, rx)),
+            Some((tx, rx, _)),
             Some(headers),
             Some(size),
             Some(rate),
@@ -523,6 +551,7 @@ fn flow(f: &Obj, ports: &[Port]) -> Result<Flow, Vec<Invalid>> {
             rate,
             duration,
             latency,
+            device,
         }),
         _ => Err(errs),
     }
@@ -533,12 +562,28 @@ fn keep<T>(errs: &mut Vec<Invalid>, r: Result<T, Invalid>) -> Option<T> {
     r.map_err(|e| errs.push(e)).ok()
 }
 
+/// The ports of a flow's `tx_rx` (a device flow's: its ethernets') and
+/// a device flow's ends.
+type FlowPorts = (String, Vec<String>, Option<crate::devices::DeviceFlow>);
+
 /// A flow's `tx_rx`: its transmit port and receive ports.
-fn flow_ports(f: &Obj, ports: &[Port]) -> Result<(String, Vec<String>), Invalid> {
+fn flow_ports(
+    f: &Obj,
+    ports: &[Port],
+    devices: &[crate::devices::Device],
+) -> Result<FlowPorts, Invalid> {
     let txrx = f
         .obj("tx_rx")?
         .ok_or_else(|| invalid(&f.at("tx_rx"), "required: the flow's ports"))?;
-    txrx.choice(&["port"], "port")?;
+    if txrx.choice(&["port", "device"], "port")? == "device" {
+        let d = txrx
+            .obj("device")?
+            .ok_or_else(|| invalid(&txrx.at("device"), "required"))?;
+        let ends = crate::devices::flow_devices(&d, devices)?;
+        txrx.raw("port");
+        txrx.done()?;
+        return Ok((ends.tx.port.clone(), vec![ends.rx.port.clone()], Some(ends)));
+    }
     let p = txrx
         .obj("port")?
         .ok_or_else(|| invalid(&txrx.at("port"), "required"))?;
@@ -570,8 +615,9 @@ fn flow_ports(f: &Obj, ports: &[Port]) -> Result<(String, Vec<String>), Invalid>
         ));
     }
     p.done()?;
+    txrx.raw("device");
     txrx.done()?;
-    Ok((tx, rx))
+    Ok((tx, rx, None))
 }
 
 fn metrics(m: Option<Obj>) -> Result<bool, Invalid> {

@@ -79,6 +79,10 @@ pub struct PlanFlow {
     /// After the last frame, how long the receivers still count.
     pub drain: Duration,
     pub latency: bool,
+    /// A device flow's next hop whose MAC (resolved by the port's
+    /// responder, `crate::neighbors`) is its destination MAC at start:
+    /// (ethernet, address).
+    pub neighbor: Option<(String, IpAddr)>,
 }
 
 /// Makes `cfg` runnable under `opts`: its first error.
@@ -97,6 +101,7 @@ pub fn plan_all(cfg: &Config, opts: &Options) -> Result<Plan, Vec<Invalid>> {
             Err(e) => errs.push(e),
         }
     }
+    errs.extend(crate::devices::local_ports(&cfg.devices, &ports));
     if !errs.is_empty() {
         // The flows need their ports.
         return Err(errs);
@@ -238,6 +243,11 @@ fn plan_flow(
         delay,
         drain: opts.drain,
         latency: f.latency,
+        neighbor: f
+            .device
+            .as_ref()
+            .filter(|_| f.headers.eth_dst == Field::Auto)
+            .map(|d| (d.tx.ethernet.clone(), d.next_hop())),
     })
 }
 
@@ -342,6 +352,8 @@ fn flow_spec(
     let h = &f.headers;
     let dst_mac = match h.eth_dst {
         Field::Range(r) => r,
+        // The next hop's, as the responder resolves it: put at start.
+        Field::Auto if f.device.is_some() => Range::single(0),
         Field::Auto => Range::single(u128::from(
             auto_mac((h.ipv6, h.ip_dst.first), tx_iface, rx, opts)
                 .map_err(|e| invalid(&format!("{path}.packet[0].ethernet.dst"), e))?,

@@ -391,6 +391,42 @@ impl RawSocket {
         drop_all(fd, false)
     }
 
+    /// Attaches a classic BPF program (each instruction as `(code, jt,
+    /// jf, k)`, at most 64): the socket takes only the frames it keeps.
+    /// Frames queued before the call may still be read.
+    pub fn attach_filter(&self, prog: &[(u16, u8, u8, u32)]) -> io::Result<()> {
+        if prog.is_empty() || prog.len() > 64 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a filter has 1 to 64 instructions",
+            ));
+        }
+        let mut ins: Vec<libc::sock_filter> = prog
+            .iter()
+            .map(|&(code, jt, jf, k)| libc::sock_filter { code, jt, jf, k })
+            .collect();
+        let fprog = libc::sock_fprog {
+            len: ins.len() as u16,
+            filter: ins.as_mut_ptr(),
+        };
+        // SAFETY: `fprog` points at `ins`, alive for the call; the kernel
+        // copies and checks the program.
+        let rc = unsafe {
+            libc::setsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_ATTACH_FILTER,
+                (&fprog as *const libc::sock_fprog).cast(),
+                std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
     /// Has the kernel stamp every received frame with its receive time
     /// (SO_TIMESTAMPNS, CLOCK_REALTIME), read by [`recv_stamped`](Self::recv_stamped).
     pub fn enable_rx_timestamps(&self) -> io::Result<()> {

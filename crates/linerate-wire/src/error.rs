@@ -10,6 +10,9 @@ pub enum Layer {
     Udp,
     Tcp,
     Icmp,
+    Arp,
+    /// IPv6 neighbour discovery.
+    Ndisc,
     Probe,
     Vxlan,
     /// linerate rr's request/response header.

@@ -10,12 +10,14 @@
 //! - Multi-byte fields are big-endian on the wire and host values in `Repr`s.
 #![cfg_attr(not(test), no_std)]
 
+pub mod arp;
 pub mod checksum;
 mod error;
 pub mod ethernet;
 pub mod icmp;
 pub mod ipv4;
 pub mod ipv6;
+pub mod ndisc;
 pub mod offsets;
 pub mod parse;
 pub mod probe;
@@ -26,11 +28,13 @@ pub mod udp;
 pub mod vlan;
 pub mod vxlan;
 
+pub use arp::{ArpPacket, ArpRepr};
 pub use error::{Error, Layer};
 pub use ethernet::{EtherType, EthernetFrame, EthernetRepr, MacAddr};
 pub use icmp::{IcmpEchoPacket, IcmpEchoRepr, IcmpVersion};
 pub use ipv4::{Ipv4Packet, Ipv4Repr};
 pub use ipv6::{Ipv6Packet, Ipv6Repr};
+pub use ndisc::NdiscRepr;
 pub use offsets::{IpOffsets, locate};
 pub use parse::{
     FastLen, L3, L4, ParsedFrame, SameAs, SameHeader, fast_probe, fast_probe_ipv4,

@@ -686,4 +686,11 @@ pub fn fuzz_all(data: &[u8]) {
     if let Ok(h) = VxlanHeader::new_checked(data) {
         let _ = (VxlanRepr::parse(&h), h.payload().len());
     }
+    if let Ok(p) = crate::ArpPacket::new_checked(data) {
+        let _ = crate::ArpRepr::parse(&p);
+    }
+    let v6 = core::net::Ipv6Addr::LOCALHOST;
+    if let Ok(n) = crate::NdiscRepr::parse(data) {
+        let _ = (n.buffer_len(), crate::ndisc::checksum_ok(data, v6, v6));
+    }
 }
