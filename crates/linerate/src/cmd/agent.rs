@@ -106,6 +106,27 @@ fn read_token(path: &std::path::Path) -> Result<String> {
     Ok(t)
 }
 
+/// The peers a configuration may use (`--peer`, pinned by `--peer-cert`).
+fn peers(a: &AgentArgs, token: &str) -> Result<Option<Arc<linerate_agent::Peers>>> {
+    Ok(match &a.peer_cert {
+        None if a.peers.is_empty() => None,
+        None => bail!("--peer needs --peer-cert"),
+        Some(cert) => {
+            if a.peers.is_empty() {
+                bail!("--peer-cert without --peer");
+            }
+            let peer_token = match &a.peer_token_file {
+                Some(p) => read_token(p)?,
+                None => token.to_string(),
+            };
+            Some(Arc::new(
+                linerate_agent::Peers::new(a.peers.clone(), cert, peer_token, a.peer_clock_shared)
+                    .map_err(anyhow::Error::msg)?,
+            ))
+        }
+    })
+}
+
 pub fn run(a: &AgentArgs) -> Result<u8> {
     let tx_backend = backend(&a.backend, "--backend")?;
     let rx_backend = backend(&a.rx_backend, "--rx-backend")?;
@@ -121,23 +142,7 @@ pub fn run(a: &AgentArgs) -> Result<u8> {
         }
     }
     let (token, made) = token(a)?;
-    let peers = match &a.peer_cert {
-        None if a.peers.is_empty() => None,
-        None => bail!("--peer needs --peer-cert"),
-        Some(cert) => {
-            if a.peers.is_empty() {
-                bail!("--peer-cert without --peer");
-            }
-            let peer_token = match &a.peer_token_file {
-                Some(p) => read_token(p)?,
-                None => token.clone(),
-            };
-            Some(Arc::new(
-                linerate_agent::Peers::new(a.peers.clone(), cert, peer_token, a.peer_clock_shared)
-                    .map_err(anyhow::Error::msg)?,
-            ))
-        }
-    };
+    let peers = peers(a, &token)?;
     let identity = match (&a.cert, &a.key) {
         (Some(cert), Some(key)) => Identity::Files {
             cert: cert.clone(),
