@@ -1622,7 +1622,12 @@ fn blast_addresses_the_neighbour_not_broadcast() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{err} {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     assert!(err.contains("no destination MAC for 198.18.0.99"), "{err}");
 }
 
@@ -2056,4 +2061,61 @@ fn replayed_probes_carry_their_send_time() {
         p50 > 0 && max < 1_000_000_000,
         "latency p50 {p50} ns, max {max} ns: the capture's age, not the path's: {v}"
     );
+}
+
+/// A second sink on an interface whose AF_XDP queue another sink holds:
+/// with `--backend auto` it would fall back to af_packet and count
+/// nothing (the first one's XDP program takes the frames); it is refused
+/// (exit 2, the reason, no ready line) instead.
+#[test]
+fn a_receiver_that_cannot_take_its_queue_is_refused() {
+    if skip("a_receiver_that_cannot_take_its_queue_is_refused") {
+        return;
+    }
+    let rig = Rig::pair().unwrap();
+    let (first, second) = support::sink_while(
+        rig.command(1, BIN).args([
+            "sink",
+            "--iface",
+            "veth0",
+            "--backend",
+            "af_xdp",
+            "--duration",
+            "20",
+            "--json",
+        ]),
+        || {
+            let t = Instant::now();
+            let out = rig
+                .command(1, BIN)
+                .args([
+                    "sink",
+                    "--iface",
+                    "veth0",
+                    "--backend",
+                    "auto",
+                    "--duration",
+                    "2",
+                    "--json",
+                ])
+                .output()
+                .unwrap();
+            (out, t.elapsed())
+        },
+    );
+    let (out, took) = second;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{err} {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        err.contains("another receiver holds its AF_XDP queue"),
+        "{err}"
+    );
+    assert!(!err.contains("sink receiving on"), "{err}");
+    assert!(took < Duration::from_secs(6), "refused after {took:?}");
+    drop(first);
 }

@@ -300,6 +300,16 @@ pub fn open_rx(
                 );
                 Ok((Rx::Xdp(x), Some(note)))
             }
+            // Another receiver holds the queue, and its XDP program takes
+            // the frames: af_packet beside it would count nothing.
+            Err(xe)
+                if xe.raw_os_error() == Some(libc::EBUSY)
+                    || xe.kind() == io::ErrorKind::ResourceBusy =>
+            {
+                Err(BackendError::Unsupported(format!(
+                    "{iface}: another receiver holds its AF_XDP queue (EBUSY), and its XDP program takes the frames: this one would count nothing. Stop the other, or give --backend af_packet to receive beside it (only what the other's program passes on reaches af_packet)"
+                )))
+            }
             Err(xe) => match ring() {
                 Ok(r) => Ok((
                     Rx::Ring(r, 0),

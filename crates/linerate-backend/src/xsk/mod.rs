@@ -13,6 +13,11 @@ use std::time::{Duration, Instant};
 const FRAME_SIZE: usize = 2048;
 const _: () = assert!(FRAME_SIZE.is_power_of_two());
 
+/// The queue is held by another socket (EBUSY).
+pub(crate) fn busy(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EBUSY) || e.kind() == io::ErrorKind::ResourceBusy
+}
+
 /// Binds an AF_XDP socket to a queue. A queue a just-closed socket used
 /// may stay busy for a moment while the kernel tears it down: retry then.
 fn bind_xsk(fd: i32, ifindex: i32, queue: u32, flags: u16) -> io::Result<()> {
@@ -231,15 +236,17 @@ fn xsk_socket(
 /// error, never a socket that drops the long frames.
 fn bind_any(raw: i32, ifindex: i32, queue: u32, sg: bool) -> io::Result<bool> {
     let sg_flag = if sg { libc::XDP_USE_SG } else { 0 };
-    if bind_xsk(
+    match bind_xsk(
         raw,
         ifindex,
         queue,
         libc::XDP_ZEROCOPY | libc::XDP_USE_NEED_WAKEUP | sg_flag,
-    )
-    .is_ok()
-    {
-        return Ok(true);
+    ) {
+        Ok(()) => return Ok(true),
+        // Another socket holds the queue (after the wait for a closing
+        // one): copy mode would meet it too.
+        Err(e) if busy(&e) => return Err(e),
+        Err(_) => {}
     }
     bind_xsk(
         raw,

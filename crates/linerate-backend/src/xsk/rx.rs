@@ -50,6 +50,8 @@ impl RxSocket {
         // chunk: a jumbo MTU), single-buffer otherwise.
         let (zero_copy, sg) = match bind_any(raw, ifindex, queue, true) {
             Ok(z) => (z, true),
+            // Held by another socket: no other mode would do.
+            Err(e) if super::busy(&e) => return Err(e),
             Err(_) => (bind_any(raw, ifindex, queue, false)?, false),
         };
         Ok(Self {

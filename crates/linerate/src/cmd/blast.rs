@@ -738,7 +738,8 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
                 .as_ref()
                 .map(|e| format!("{e} (the counts are what arrived before it)"))
                 .or(capture_error)
-                .or(hist_error);
+                .or(hist_error)
+                .or_else(|| blind(&r));
             Ok(Measured {
                 duration_s: r.duration_s,
                 rows,
@@ -760,6 +761,18 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
 }
 
 /// `sink --hist`: the latency histogram log, written whole.
+/// A sink that counted no probe frame while the sender's end markers say
+/// it sent some: it saw the markers, not the frames (another program
+/// took them, or a filter): said, and the run fails.
+fn blind(r: &linerate_packet::SinkReport) -> Option<String> {
+    let sent: u64 = r.counts.flows.values().filter_map(|f| f.sent_marker).sum();
+    (sent > 0 && r.counts.flows.values().all(|f| f.seq.received() == 0)).then(|| {
+        format!(
+            "the sender's end markers say {sent} frames were sent and this sink counted none of them: something else takes them before it (another receiver's XDP program, a filter)"
+        )
+    })
+}
+
 fn write_hist(r: &linerate_packet::SinkReport, f: std::fs::File) -> Result<(), String> {
     let started = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
