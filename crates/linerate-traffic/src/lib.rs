@@ -20,4 +20,4 @@ pub mod vxlan;
 pub use accounting::SinkCounts;
 pub use flows::{FlowCursor, FlowError, FlowFields, FlowSpec, ProbeIds, WireCursor};
 pub use sizes::SizeSequence;
-pub use template::{Framing, Stamp, Template, TemplateError, WireFlow};
+pub use template::{Framing, Stamp, Template, TemplateError, WireFlow, min_frame};

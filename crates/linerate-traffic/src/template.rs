@@ -565,6 +565,15 @@ fn words128(x: u128) -> u32 {
     words64((x >> 64) as u64) + words64(x as u64)
 }
 
+/// The smallest frame (FCS included, at least 64 bytes) that carries these
+/// headers and linerate's probe: 64 for UDP over IPv4, 84 over IPv6.
+pub fn min_frame(framing: &Framing, ipv6: bool, tcp: bool) -> usize {
+    let l3 = 14 + if framing.vlan.is_some() { 4 } else { 0 };
+    let l4 = l3 + if ipv6 { 40 } else { 20 };
+    let l4_hdr = if tcp { 20 } else { 8 };
+    (l4 + l4_hdr + PROBE_LEN + FCS).max(64)
+}
+
 /// Where L3 and L4 start and how long the L4 header is, once the frame size
 /// is checked against the headers, the probe, the largest frame and the MTU.
 fn layout(
@@ -576,7 +585,7 @@ fn layout(
     let l3 = 14 + if framing.vlan.is_some() { 4 } else { 0 };
     let l4 = l3 + if ipv6 { 40 } else { 20 };
     let l4_hdr = if tcp { 20 } else { 8 };
-    let min = (l4 + l4_hdr + PROBE_LEN + FCS).max(64);
+    let min = min_frame(framing, ipv6, tcp);
     if frame_bytes < min {
         return Err(TemplateError::TooSmall {
             size: frame_bytes,

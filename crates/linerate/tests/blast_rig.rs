@@ -2119,3 +2119,50 @@ fn a_receiver_that_cannot_take_its_queue_is_refused() {
     assert!(took < Duration::from_secs(6), "refused after {took:?}");
     drop(first);
 }
+
+/// `blast --dst-ip 2001:db8::2 --count 1000` with no size: the smallest
+/// frame that carries IPv6, UDP and the probe (84 bytes), not a refusal
+/// of the 64-byte default nobody asked for.
+#[test]
+fn an_ipv6_blast_without_a_size_sends_the_smallest_frame_that_fits() {
+    if skip("an_ipv6_blast_without_a_size_sends_the_smallest_frame_that_fits") {
+        return;
+    }
+    let rig = Rig::pair().unwrap();
+    let (sink, out) = support::sink_while(
+        rig.command(1, BIN).args([
+            "sink",
+            "--iface",
+            "veth0",
+            "--duration",
+            "10",
+            "--count",
+            "1000",
+            "--json",
+        ]),
+        || {
+            rig.command(0, BIN)
+                .args(["blast", "--iface", "veth0", "--dst-ip", "2001:db8::2"])
+                .args(["--count", "1000", "--json"])
+                .output()
+                .unwrap()
+        },
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let b = support::json(&out.stdout);
+    assert_eq!(
+        (b["packets"].as_u64(), b["bytes"].as_u64()),
+        (Some(1000), Some(84_000)),
+        "{b}"
+    );
+    let s = support::json(&sink.stdout);
+    assert_eq!(
+        (s["packets"].as_u64(), s["bytes"].as_u64()),
+        (Some(1000), Some(84_000)),
+        "{s}"
+    );
+}

@@ -39,7 +39,9 @@ pub struct BlastArgs {
     /// Destination UDP port or range.
     #[arg(long, default_value = "9")]
     dst_port: String,
-    /// Frame size on the wire, FCS included (64..=9216).
+    /// Frame size on the wire, FCS included (64..=9216; default: the
+    /// smallest that carries the headers and the probe, 64, or 84 over
+    /// IPv6).
     #[arg(long, group = "sz")]
     size: Option<u16>,
     /// Frame sizes sent in turn (64,594,1518).
@@ -380,10 +382,15 @@ fn run_blast_once(a: &BlastArgs, hold: bool) -> Result<Ended> {
         &a.src_port,
         &a.dst_port,
     )?;
+    let framing = framing(a)?;
+    // No size given: the smallest frame that carries these headers and
+    // the probe (64 bytes, 84 over IPv6).
+    let smallest =
+        || linerate_traffic::min_frame(&framing, flows.ipv6, framing.tcp_flags.is_some()) as u16;
     let sizes = match (&a.size, &a.sizes, &a.imix) {
         (_, Some(list), _) => SizeSequence::list(list),
         (_, _, Some(spec)) => SizeSequence::from_mix(&Imix::parse(spec)?),
-        (s, ..) => SizeSequence::list(&[s.unwrap_or(64)]),
+        (s, ..) => SizeSequence::list(&[s.unwrap_or_else(smallest)]),
     };
     if sizes.cycle().is_empty() {
         bail!("--sizes needs at least one size");
@@ -392,7 +399,7 @@ fn run_blast_once(a: &BlastArgs, hold: bool) -> Result<Ended> {
         iface: a.iface.clone(),
         flows,
         sizes,
-        framing: framing(a)?,
+        framing,
         count: a.count,
         duration: duration(a.duration)?,
         rate: rate(a)?,
