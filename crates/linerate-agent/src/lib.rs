@@ -32,6 +32,7 @@ pub mod api;
 pub mod campaign;
 pub mod capture;
 pub mod devices;
+pub mod grpc;
 pub mod guard;
 pub mod http;
 pub mod json;
