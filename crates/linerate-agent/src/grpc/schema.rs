@@ -270,12 +270,23 @@ pub fn encode(msg: &Msg, v: &Value, path: &str) -> Result<Vec<u8>, String> {
     let Value::Object(map) = v else {
         return Err(format!("{path}: not an object"));
     };
+    if let Some(k) = map
+        .keys()
+        .find(|k| !msg.fields.iter().any(|f| f.name == *k))
+    {
+        return Err(format!(
+            "{}: not a field of the models' message",
+            join(path, k)
+        ));
+    }
+    // In the table's order (the models' field numbers), as protobuf
+    // writes.
     let mut out = Vec::new();
-    for (key, v) in map {
-        let at = join(path, key);
-        let Some(field) = msg.fields.iter().find(|f| f.name == key) else {
-            return Err(format!("{at}: not a field of the models' message"));
+    for field in msg.fields {
+        let Some(v) = map.get(field.name) else {
+            continue;
         };
+        let at = join(path, field.name);
         match (v, field.rep) {
             (Value::Null, _) => {}
             (Value::Array(items), true) if field.ty.wire() != LEN => {
@@ -375,4 +386,158 @@ fn put_scalar(out: &mut Vec<u8>, ty: Ty, v: &Value, at: &str) -> Result<(), Stri
         Ty::Str | Ty::Msg(_) | Ty::Opaque => unreachable!("length-delimited"),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::table_api::M_METRICS_RESPONSE;
+    use super::super::table_config::M_CONFIG;
+    use super::*;
+    use serde_json::json;
+
+    fn hex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// `json_format.Parse(CONFIG_JSON, otg_pb2.Config()).SerializeToString()`
+    /// with snappi 1.62's otg_pb2: protobuf's own encoding, written down.
+    const CONFIG_WIRE: &str = "0a0b0a057769726530120274780a0b0a057769726531120272781a130a0274780a0272781005200128dc0b52026c7922090a027278280132016332b8010a0c080112080a0274781a027278121b08021a1712150802121130323a30303a30303a30303a30303a3031120a080322061a040802100a12210805321d721b08042a170a0a3139382e31382e302e321207302e302e302e311804121d080a5a190a0a08031a06e807ea07ec07120b08053207088827100218031a1a08042a1608021a08088001150000e0401a0808ee0b150000003f2205080110e8072a0808011204080a100c320808012204080110013a0266314a020802";
+
+    fn config_json() -> Value {
+        json!({
+            "ports": [{"location": "wire0", "name": "tx"}, {"location": "wire1", "name": "rx"}],
+            "layer1": [{"port_names": ["tx", "rx"], "speed": "speed_1_gbps", "promiscuous": true, "mtu": 1500, "name": "ly"}],
+            "captures": [{"port_names": ["rx"], "format": "pcap", "name": "c"}],
+            "flows": [{
+                "tx_rx": {"choice": "port", "port": {"tx_name": "tx", "rx_names": ["rx"]}},
+                "packet": [
+                    {"choice": "ethernet", "ethernet": {"src": {"choice": "value", "value": "02:00:00:00:00:01"}}},
+                    {"choice": "vlan", "vlan": {"id": {"choice": "value", "value": 10}}},
+                    {"choice": "ipv4", "ipv4": {"dst": {"choice": "increment", "increment": {"start": "198.18.0.2", "step": "0.0.0.1", "count": 4}}}},
+                    {"choice": "udp", "udp": {
+                        "src_port": {"choice": "values", "values": [1000, 1002, 1004]},
+                        "dst_port": {"choice": "decrement", "decrement": {"start": 5000, "step": 2, "count": 3}}}}
+                ],
+                "size": {"choice": "weight_pairs", "weight_pairs": {"choice": "custom", "custom": [{"size": 128, "weight": 7.0}, {"size": 1518, "weight": 0.5}]}},
+                "rate": {"choice": "pps", "pps": "1000"},
+                "duration": {"choice": "fixed_packets", "fixed_packets": {"packets": 10, "gap": 12}},
+                "metrics": {"enable": true, "latency": {"enable": true, "mode": "store_forward"}},
+                "name": "f1",
+                "egress_packet": [{"choice": "ethernet"}]
+            }]
+        })
+    }
+
+    #[test]
+    fn protobufs_own_encoding_of_a_config_reads_as_its_json() {
+        let got = decode(&M_CONFIG, &hex(CONFIG_WIRE), "").unwrap();
+        assert_eq!(got, config_json());
+    }
+
+    #[test]
+    fn a_config_written_reads_back_the_same() {
+        let wire = encode(&M_CONFIG, &config_json(), "").unwrap();
+        assert_eq!(wire, hex(CONFIG_WIRE), "protobuf's own bytes");
+        // Integers given as strings of digits (as the HTTP path takes
+        // them) are written as numbers.
+        let doc = json!({"flows": [{"duration": {"choice": "fixed_packets", "fixed_packets": {"packets": "10"}}}]});
+        let back = decode(&M_CONFIG, &encode(&M_CONFIG, &doc, "").unwrap(), "").unwrap();
+        assert_eq!(back["flows"][0]["duration"]["fixed_packets"]["packets"], 10);
+    }
+
+    /// A `MetricsResponse` by protobuf (snappi 1.62's otg_pb2).
+    const METRICS_WIRE: &str = "08011a3f0a026631120274781a0272782802300a380a40800a48800a550000003f6500000000721b090000000000408f4011000000000088a340190000000000589b40";
+
+    #[test]
+    fn metrics_are_the_models_fields() {
+        let m = json!({"choice": "flow_metrics", "flow_metrics": [{
+            "name": "f1", "port_tx": "tx", "port_rx": "rx", "transmit": "stopped",
+            "frames_tx": "10", "frames_rx": "10", "bytes_tx": "1280", "bytes_rx": "1280",
+            "frames_tx_rate": 0.5, "loss": 0.0,
+            "latency": {"minimum_ns": 1000.0, "maximum_ns": 2500.0, "average_ns": 1750.0}}]});
+        assert_eq!(
+            decode(&M_METRICS_RESPONSE, &hex(METRICS_WIRE), "").unwrap(),
+            m
+        );
+        let wire = encode(&M_METRICS_RESPONSE, &m, "").unwrap();
+        assert_eq!(wire, hex(METRICS_WIRE), "protobuf's own bytes");
+    }
+
+    #[test]
+    fn what_is_not_the_models_is_refused_by_path() {
+        // Config.flows[0] with field 99 (varint 1).
+        let wire = [0x32, 0x03, 0x98, 0x06, 0x01];
+        let e = decode(&M_CONFIG, &wire, "").unwrap_err();
+        assert_eq!(e.path, "flows[0].#99", "{e}");
+        assert!(e.what.starts_with("not supported"), "{e}");
+        // ports[0].name as a varint: the wrong wire type.
+        let e = decode(&M_CONFIG, &[0x0a, 0x02, 0x10, 0x01], "").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "ports[0].name: wire type 0, not the models' 2"
+        );
+        // Cut short, and a string that is not UTF-8.
+        let e = decode(&M_CONFIG, &[0x0a, 0x05, 0x12], "").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "(document): not protobuf wire data: a cut value"
+        );
+        let e = decode(&M_CONFIG, &[0x0a, 0x03, 0x12, 0x01, 0xff], "").unwrap_err();
+        assert_eq!(e.to_string(), "ports[0].name: a string that is not UTF-8");
+        // An enum's number the models do not have.
+        let e = decode(&M_CONFIG, &[0x1a, 0x02, 0x10, 0x63], "").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "layer1[0].speed: 99 is not one of the models' values"
+        );
+        // A part of the models the agent does not run comes by its name,
+        // for the reader to refuse: devices[0] = {name: "d"}.
+        let got = decode(&M_CONFIG, &[0x2a, 0x03, 0x0a, 0x01, b'd'], "").unwrap();
+        assert_eq!(got, json!({"devices": [{}]}));
+        assert_eq!(
+            encode(&M_CONFIG, &json!({"nope": 1}), "").unwrap_err(),
+            "nope: not a field of the models' message"
+        );
+    }
+
+    #[test]
+    fn numbers_keep_their_sign_and_width() {
+        static M: Msg = Msg {
+            fields: &[
+                f(1, "i", Ty::I32),
+                f(2, "u", Ty::U64),
+                r(3, "l", Ty::U32),
+                f(4, "x", Ty::F32),
+            ],
+        };
+        let v = json!({"i": -2, "u": "18446744073709551615", "l": [1, 300], "x": 0.1});
+        let wire = encode(&M, &v, "").unwrap();
+        assert_eq!(
+            wire,
+            [
+                [0x08].as_slice(),
+                &[0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01],
+                &[
+                    0x10, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01
+                ],
+                &[0x1a, 0x03, 0x01, 0xac, 0x02],
+                &[0x25],
+                &0.1f32.to_le_bytes(),
+            ]
+            .concat()
+        );
+        assert_eq!(decode(&M, &wire, "").unwrap(), v);
+        // Repeated numbers unpacked are read too.
+        assert_eq!(
+            decode(&M, &[0x18, 0x01, 0x18, 0x02], "").unwrap(),
+            json!({"l": [1, 2]})
+        );
+        assert_eq!(
+            encode(&M, &json!({"i": 2147483648u64}), "").unwrap_err(),
+            "i: 2147483648 is out of the field's range"
+        );
+    }
 }

@@ -470,10 +470,10 @@ pub static M_FLOW_METRICS: Msg = Msg {
     fields: &[
         f(1, "enable", Ty::Bool),
         f(2, "loss", Ty::Bool),
-        f(6, "rx_tx_ratio", Ty::Opaque),
         f(3, "timestamps", Ty::Bool),
         f(4, "latency", Ty::Msg(&M_FLOW_LATENCY_METRICS)),
         f(5, "predefined_metric_tags", Ty::Opaque),
+        f(6, "rx_tx_ratio", Ty::Opaque),
     ],
 };
 
@@ -481,13 +481,13 @@ pub static M_FLOW: Msg = Msg {
     fields: &[
         f(1, "tx_rx", Ty::Msg(&M_FLOW_TX_RX)),
         r(2, "packet", Ty::Msg(&M_FLOW_HEADER)),
-        r(9, "egress_packet", Ty::Msg(&M_FLOW_HEADER)),
         f(3, "size", Ty::Msg(&M_FLOW_SIZE)),
         f(4, "rate", Ty::Msg(&M_FLOW_RATE)),
         f(5, "duration", Ty::Msg(&M_FLOW_DURATION)),
         f(6, "metrics", Ty::Msg(&M_FLOW_METRICS)),
         f(7, "name", Ty::Str),
         f(8, "payload", Ty::Opaque),
+        r(9, "egress_packet", Ty::Msg(&M_FLOW_HEADER)),
     ],
 };
 
