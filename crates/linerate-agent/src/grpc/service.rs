@@ -194,3 +194,171 @@ pub fn call(agent: &Agent, rpc: Rpc, wire: &[u8]) -> Result<Answer, Status> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Options;
+    use linerate_packet::BackendKind;
+    use std::time::Duration;
+
+    fn agent() -> Agent {
+        Agent::new(Options {
+            allow: vec!["wire0".into(), "wire1".into()],
+            tx_backend: BackendKind::Loopback,
+            rx_backend: BackendKind::Loopback,
+            drain: Duration::from_millis(10),
+            run_max: Duration::from_secs(5),
+            interval: Duration::from_millis(50),
+            peers: None,
+        })
+    }
+
+    fn config() -> Value {
+        json!({
+            "ports": [{"name": "tx", "location": "wire0"}, {"name": "rx", "location": "wire1"}],
+            "flows": [{
+                "name": "f1",
+                "tx_rx": {"choice": "port", "port": {"tx_name": "tx", "rx_names": ["rx"]}},
+                "packet": [
+                    {"choice": "ethernet", "ethernet": {"src": {"choice": "value", "value": "02:00:00:00:00:01"}}},
+                    {"choice": "ipv4", "ipv4": {"dst": {"choice": "value", "value": "198.18.0.2"}}},
+                    {"choice": "udp", "udp": {"dst_port": {"choice": "values", "values": [7, 9]}}}
+                ],
+                "rate": {"choice": "pps", "pps": "1000"},
+                "duration": {"choice": "fixed_packets", "fixed_packets": {"packets": 10}}
+            }]
+        })
+    }
+
+    fn wire(m: &Msg, v: &Value) -> Vec<u8> {
+        schema::encode(m, v, "").unwrap()
+    }
+
+    fn held(a: Answer) -> Vec<u8> {
+        match a {
+            Answer::Held(h) => h.bytes().to_vec(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// The status's message: the models' `Error` in JSON.
+    fn error(s: &Status) -> Value {
+        serde_json::from_str(s.message()).unwrap()
+    }
+
+    /// The same configuration refused over gRPC and over HTTP: the same
+    /// error list, word for word, the code gRPC's.
+    #[test]
+    fn a_refused_config_has_the_http_paths_errors() {
+        let a = agent();
+        let mut doc = config();
+        doc["ports"][0]["location"] = json!("eth0");
+        doc["ports"][1]["location"] = json!("eth1");
+        doc["flows"][0]["egress_packet"] = json!([{"choice": "ethernet"}]);
+        let mut w = wire(&M_CONFIG, &doc);
+        // A device (Config.devices, field 5): a part the agent does not run.
+        w.extend([0x2a, 0x03, 0x0a, 0x01, b'd']);
+        doc["devices"] = json!([{}]);
+        let http = a.handle("POST", "/config", doc.to_string().as_bytes());
+        assert_eq!(http.status, 400);
+        let s = call(&a, Rpc::SetConfig, &w).unwrap_err();
+        assert_eq!(s.code(), Code::InvalidArgument);
+        let e = error(&s);
+        assert_eq!(e["code"], 3);
+        assert_eq!(e["kind"], "validation");
+        assert_eq!(e["errors"], http.body["errors"]);
+        assert_eq!(
+            e["errors"],
+            json!([
+                "flows[0].egress_packet: not supported by linerate agent (see docs/agent.md for the fields it runs)",
+                "devices: not supported by linerate agent (ports and flows only)"
+            ])
+        );
+        // The plan's errors too: both ports outside the allow-list.
+        doc.as_object_mut().unwrap().remove("devices");
+        doc["flows"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("egress_packet");
+        let http = a.handle("POST", "/config", doc.to_string().as_bytes());
+        let s = call(&a, Rpc::SetConfig, &wire(&M_CONFIG, &doc)).unwrap_err();
+        assert_eq!(error(&s)["errors"], http.body["errors"]);
+        assert_eq!(
+            error(&s)["errors"].as_array().unwrap().len(),
+            2,
+            "{}",
+            s.message()
+        );
+    }
+
+    #[test]
+    fn a_config_taken_comes_back_and_flows_report() {
+        let a = agent();
+        let w = held(call(&a, Rpc::SetConfig, &wire(&M_CONFIG, &config())).unwrap());
+        // No warnings: an empty Warning (present, as snappi reads it).
+        assert_eq!(w, b"");
+        let got = held(call(&a, Rpc::GetConfig, &[]).unwrap());
+        let mut want = config();
+        // The configuration as protobuf has it: 64-bit as strings.
+        want["flows"][0]["duration"]["fixed_packets"]["packets"] = json!(10);
+        assert_eq!(schema::decode(&M_CONFIG, &got, "").unwrap(), want);
+        let req = json!({"choice": "flow", "flow": {"flow_names": ["f1"]}});
+        let m = held(call(&a, Rpc::GetMetrics, &wire(&api::M_METRICS_REQUEST, &req)).unwrap());
+        let m = schema::decode(&api::M_METRICS_RESPONSE, &m, "").unwrap();
+        assert_eq!(m["choice"], "flow_metrics");
+        assert_eq!(m["flow_metrics"][0]["name"], "f1");
+        assert_eq!(m["flow_metrics"][0]["frames_tx"], "0");
+        assert_eq!(m["flow_metrics"][0]["transmit"], "stopped");
+        let Answer::Stream(b) = call(&a, Rpc::StreamGetConfig, &[]).unwrap() else {
+            panic!("a stream form")
+        };
+        assert_eq!(b, got);
+        // No capture configured: refused by name, as over HTTP.
+        let req = wire(&api::M_CAPTURE_REQUEST, &json!({"port_name": "rx"}));
+        let s = call(&a, Rpc::GetCapture, &req).unwrap_err();
+        assert_eq!(
+            error(&s)["errors"],
+            json!(["port_name: port 'rx' has no capture in the configuration"])
+        );
+    }
+
+    #[test]
+    fn control_state_and_version_are_the_routes() {
+        let a = agent();
+        let start = json!({"choice": "traffic", "traffic": {"choice": "flow_transmit", "flow_transmit": {"state": "start"}}});
+        let s = call(
+            &a,
+            Rpc::SetControlState,
+            &wire(&api::M_CONTROL_STATE, &start),
+        )
+        .unwrap_err();
+        assert_eq!(s.code(), Code::FailedPrecondition, "no configuration yet");
+        assert_eq!(error(&s)["code"], 9);
+        let v = held(call(&a, Rpc::GetVersion, &[]).unwrap());
+        assert_eq!(
+            schema::decode(&api::M_VERSION, &v, "").unwrap(),
+            json!({"api_spec_version": "1.62.0", "sdk_version": "",
+                "app_version": format!("linerate {}", env!("CARGO_PKG_VERSION"))})
+        );
+    }
+
+    #[test]
+    fn methods_by_path() {
+        assert_eq!(rpc("/otg.Openapi/SetConfig").unwrap(), Rpc::SetConfig);
+        assert_eq!(
+            rpc("/otg.Openapi/streamGetCapture").unwrap(),
+            Rpc::StreamGetCapture
+        );
+        let s = rpc("/otg.Openapi/GetStates").unwrap_err();
+        assert_eq!(s.code(), Code::Unimplemented);
+        assert!(
+            s.message().contains("GetStates: not served"),
+            "{}",
+            s.message()
+        );
+        let s = rpc("/otg.Other/SetConfig").unwrap_err();
+        assert_eq!(s.code(), Code::Unimplemented);
+        assert!(s.message().contains("not a method of otg.Openapi"));
+    }
+}
