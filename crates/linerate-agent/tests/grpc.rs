@@ -44,6 +44,7 @@ impl Server {
             run_max: Duration::from_secs(5),
             interval: Duration::from_millis(50),
             peers: None,
+            reporting: None,
         }));
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();

@@ -211,6 +211,7 @@ mod tests {
             run_max: Duration::from_secs(5),
             interval: Duration::from_millis(50),
             peers: None,
+            reporting: None,
         })
     }
 
