@@ -189,10 +189,7 @@ pub fn run(a: &AgentArgs) -> Result<u8> {
     let listener =
         TcpListener::bind(a.listen).with_context(|| format!("listening on {}", a.listen))?;
     let addr = listener.local_addr()?;
-    let grpc = match a.grpc_listen {
-        Some(g) => Some(TcpListener::bind(g).with_context(|| format!("--grpc-listen {g}"))?),
-        None => None,
-    };
+    let grpc = a.grpc_listen.map(bind_grpc).transpose()?;
     let stop = super::stop_flag()?;
     let agent = Arc::new(Agent::new(Options {
         allow: a.allow_iface.clone(),
@@ -205,12 +202,7 @@ pub fn run(a: &AgentArgs) -> Result<u8> {
         reporting: Some(reporting),
     }));
     say(format!("linerate agent: listening on https://{addr}"));
-    if let Some(g) = &grpc {
-        say(format!(
-            "linerate agent: gRPC on https://{}",
-            g.local_addr()?
-        ));
-    }
+    grpc.iter().map(grpc_line).try_for_each(|l| l.map(&say))?;
     say(format!(
         "linerate agent: certificate sha256 {}",
         tls.fingerprint
@@ -232,6 +224,19 @@ pub fn run(a: &AgentArgs) -> Result<u8> {
     serve_both(listener, grpc, tls, agent, Arc::new(token), &stop)?;
     say("linerate agent: stopped".into());
     Ok(0)
+}
+
+/// `--grpc-listen`'s socket.
+fn bind_grpc(addr: SocketAddr) -> Result<TcpListener> {
+    TcpListener::bind(addr).with_context(|| format!("--grpc-listen {addr}"))
+}
+
+/// The line saying where gRPC is served.
+fn grpc_line(g: &TcpListener) -> Result<String> {
+    Ok(format!(
+        "linerate agent: gRPC on https://{}",
+        g.local_addr()?
+    ))
 }
 
 /// HTTPS on `listener` and, from a thread of its own, gRPC on `grpc`
