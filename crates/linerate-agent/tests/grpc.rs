@@ -6,7 +6,7 @@
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use linerate_agent::grpc::messages::{Empty, Holding};
+use linerate_agent::grpc::messages::{Data, Empty, Holding};
 use linerate_agent::grpc::{schema, table_api, table_config};
 use linerate_agent::{Agent, Identity, Options};
 use linerate_packet::BackendKind;
@@ -261,4 +261,9 @@ fn a_refused_config_answers_every_error_with_its_path() {
     );
     let a = call(&s, Some(TOKEN), "GetConfig", Empty {}.encode_to_vec());
     assert_eq!(Holding::decode(&a.body[..]).unwrap().bytes(), config);
+    // The stream form: the Config itself in one Data piece.
+    let a = call(&s, Some(TOKEN), "streamGetConfig", Empty {}.encode_to_vec());
+    assert_eq!(a.status, 0, "{a:?}");
+    let d = Data::decode(&a.body[..]).unwrap();
+    assert_eq!((d.chunk_size, d.datum), (4 << 20, config));
 }
