@@ -201,6 +201,26 @@ fn a_call_without_the_token_is_refused_before_its_body() {
             json!({"code": 16, "kind": "validation", "errors": [why]})
         );
     }
+    // A source that keeps failing is answered later each time (as over
+    // HTTPS): the 4th failure after 50 ms, the 5th after 100 ms.
+    for wait_ms in [50, 100] {
+        let t = std::time::Instant::now();
+        let a = call(
+            &s,
+            Some("grpc-test-token-wrong-0123456789"),
+            "GetVersion",
+            Vec::new(),
+        );
+        assert_eq!(a.status, 16);
+        assert!(
+            t.elapsed() >= Duration::from_millis(wait_ms),
+            "{:?} < {wait_ms} ms",
+            t.elapsed()
+        );
+    }
+    // The token still opens it at once.
+    let a = call(&s, Some(TOKEN), "GetVersion", Vec::new());
+    assert_eq!(a.status, 0);
 }
 
 #[test]

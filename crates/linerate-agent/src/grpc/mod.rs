@@ -11,8 +11,13 @@
 //!   OTG JSON the routes take and answer.
 //! - `service`: the methods without I/O.
 //!
-//! Bounds: [`CONNECTIONS_MAX`] connections (one more is closed at once),
-//! each TLS handshake within [`HANDSHAKE_WITHIN`], a connection with no
+//! Bounds, as the HTTPS side's (`crate::guard`, its own slots): at most
+//! [`CONNECTIONS_MAX`] connections, 8 from one address, a new one taking
+//! the slot of the one that has waited longest for its first
+//! authenticated call; a source's unauthenticated reconnects rate-limited
+//! and its failed tokens answered later each time (and logged). Each TLS
+//! handshake within [`HANDSHAKE_WITHIN`] of the accept, the first
+//! authenticated call within [`FIRST_CALL_WITHIN`], a connection with no
 //! call for [`IDLE_MAX`] closed, at most [`STREAMS_MAX`] calls at once on
 //! one, a request at most [`MESSAGE_MAX`], each call answered within
 //! [`CALL_WITHIN`] (`DEADLINE_EXCEEDED` otherwise).
@@ -26,6 +31,7 @@ pub mod table_api;
 pub mod table_config;
 
 use crate::api::{Agent, Reply};
+use crate::guard::{Failures, Held, Slots};
 use crate::server::token_matches;
 use hyper::body::Incoming;
 use hyper::{HeaderMap, Request, Response};
@@ -34,6 +40,7 @@ use messages::{Data, Empty, Holding};
 use rustls::ServerConfig;
 use service::{Answer, Rpc};
 use std::future::Future;
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -42,10 +49,11 @@ use tonic::Status;
 use tonic::body::Body;
 use tonic::server::{Grpc, ServerStreamingService, UnaryService};
 
-/// Connections at once (as the HTTPS side).
-pub const CONNECTIONS_MAX: usize = 32;
-/// A connection's TLS handshake.
-pub const HANDSHAKE_WITHIN: Duration = Duration::from_secs(10);
+pub use crate::guard::CONNECTIONS_MAX;
+/// A connection's TLS handshake, from its accept.
+pub const HANDSHAKE_WITHIN: Duration = crate::server::HEAD_WITHIN;
+/// A connection's first authenticated call, from its accept.
+pub const FIRST_CALL_WITHIN: Duration = crate::server::REQUEST_WITHIN;
 /// A connection with no call in progress for this long is closed.
 pub const IDLE_MAX: Duration = Duration::from_secs(300);
 /// Calls at once on one connection.
@@ -90,11 +98,11 @@ async fn accept_loop(
     stop: Arc<AtomicBool>,
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::from_std(listener)?;
-    let open = Arc::new(AtomicUsize::new(0));
+    let (slots, failures) = (Arc::new(Slots::default()), Arc::new(Failures::default()));
     while !stop.load(Ordering::Relaxed) {
         let accepted = tokio::time::timeout(Duration::from_millis(100), listener.accept()).await;
-        let sock = match accepted {
-            Ok(Ok((s, _))) => s,
+        let (sock, from) = match accepted {
+            Ok(Ok(c)) => c,
             // The stop flag's turn, or out of descriptors and the like.
             Err(_) => continue,
             Ok(Err(_)) => {
@@ -102,43 +110,103 @@ async fn accept_loop(
                 continue;
             }
         };
-        if open.fetch_add(1, Ordering::AcqRel) >= CONNECTIONS_MAX {
-            open.fetch_sub(1, Ordering::AcqRel);
-            drop(sock);
+        let Ok(held) = slots.admit(from.ip(), None, Instant::now()) else {
             continue;
-        }
-        let (acceptor, agent, token, held) =
-            (acceptor.clone(), agent.clone(), token.clone(), open.clone());
+        };
+        let conn = Arc::new(Conn {
+            agent: agent.clone(),
+            token: token.clone(),
+            src: from.ip(),
+            failures: failures.clone(),
+            slots: slots.clone(),
+            held,
+            accepted: Instant::now(),
+            authenticated: AtomicBool::new(false),
+            busy: AtomicUsize::new(0),
+            last: std::sync::Mutex::new(Instant::now()),
+        });
+        let acceptor = acceptor.clone();
         tokio::spawn(async move {
-            connection(sock, acceptor, agent, token).await;
-            held.fetch_sub(1, Ordering::AcqRel);
+            connection(sock, acceptor, conn.clone()).await;
+            conn.slots.release(&conn.held);
         });
     }
     Ok(())
 }
 
+/// A connection's context: who it is from, its slot, its calls.
+#[derive(Debug)]
+struct Conn {
+    agent: Arc<Agent>,
+    token: Arc<String>,
+    src: IpAddr,
+    failures: Arc<Failures>,
+    slots: Arc<Slots>,
+    held: Arc<Held>,
+    accepted: Instant,
+    /// A call of it had the token.
+    authenticated: AtomicBool,
+    /// Calls in progress, and the end of the last.
+    busy: AtomicUsize,
+    last: std::sync::Mutex<Instant>,
+}
+
+impl Conn {
+    /// Whether to close it: its slot taken, no authenticated call in time,
+    /// or idle.
+    fn done(&self) -> bool {
+        let waited = !self.authenticated.load(Ordering::Relaxed)
+            && self.accepted.elapsed() >= FIRST_CALL_WITHIN;
+        let idle = self.busy.load(Ordering::Acquire) == 0
+            && crate::campaign::lock(&self.last).elapsed() >= IDLE_MAX;
+        self.held.evicted() || waited || idle
+    }
+
+    /// The token checked: a failure counted for the source (its answer
+    /// later each time, logged); the first success frees the slot from
+    /// eviction.
+    async fn check(&self, headers: &HeaderMap) -> Result<(), Status> {
+        self.held.progressed(Instant::now());
+        match authorized(headers, &self.token) {
+            Ok(()) => {
+                self.failures.succeeded(self.src);
+                if !self.authenticated.swap(true, Ordering::Relaxed) {
+                    self.held.head_done();
+                    self.slots.authenticated(&self.held);
+                }
+                Ok(())
+            }
+            Err((s, why)) => {
+                let v = self.failures.failed(self.src, why, Instant::now());
+                if let Some(line) = v.log {
+                    eprintln!("{line}");
+                }
+                tokio::time::sleep(v.delay).await;
+                Err(s)
+            }
+        }
+    }
+}
+
 /// One connection: the handshake, then its calls until the client ends
-/// it or it idles.
+/// it, it idles, or it loses its slot.
 async fn connection(
     sock: tokio::net::TcpStream,
     acceptor: tokio_rustls::TlsAcceptor,
-    agent: Arc<Agent>,
-    token: Arc<String>,
+    conn: Arc<Conn>,
 ) {
     let _ = sock.set_nodelay(true);
     let Ok(Ok(tls)) = tokio::time::timeout(HANDSHAKE_WITHIN, acceptor.accept(sock)).await else {
         return;
     };
-    let busy = Arc::new(AtomicUsize::new(0));
-    let last = Arc::new(std::sync::Mutex::new(Instant::now()));
-    let (b, l) = (busy.clone(), last.clone());
+    let c = conn.clone();
     let svc = hyper::service::service_fn(move |req| {
-        let (agent, token, busy, last) = (agent.clone(), token.clone(), b.clone(), l.clone());
+        let c = c.clone();
         async move {
-            busy.fetch_add(1, Ordering::AcqRel);
-            let r = handle(req, agent, &token).await;
-            busy.fetch_sub(1, Ordering::AcqRel);
-            *crate::campaign::lock(&last) = Instant::now();
+            c.busy.fetch_add(1, Ordering::AcqRel);
+            let r = handle(req, &c).await;
+            c.busy.fetch_sub(1, Ordering::AcqRel);
+            *crate::campaign::lock(&c.last) = Instant::now();
             Ok::<_, std::convert::Infallible>(r)
         }
     });
@@ -148,16 +216,18 @@ async fn connection(
         .max_header_list_size(16 * 1024)
         .keep_alive_interval(Some(Duration::from_secs(30)))
         .keep_alive_timeout(Duration::from_secs(10));
-    let conn = h2.serve_connection(TokioIo::new(tls), svc);
-    tokio::pin!(conn);
+    let http = h2.serve_connection(TokioIo::new(tls), svc);
+    tokio::pin!(http);
     let mut closing = false;
     loop {
         tokio::select! {
-            _ = conn.as_mut() => return,
-            _ = tokio::time::sleep(Duration::from_secs(1)), if !closing => {
-                let idle = crate::campaign::lock(&last).elapsed() >= IDLE_MAX;
-                if idle && busy.load(Ordering::Acquire) == 0 {
-                    conn.as_mut().graceful_shutdown();
+            _ = http.as_mut() => return,
+            _ = tokio::time::sleep(Duration::from_millis(250)), if !closing => {
+                if conn.held.evicted() {
+                    return;
+                }
+                if conn.done() {
+                    http.as_mut().graceful_shutdown();
                     closing = true;
                 }
             }
@@ -166,30 +236,29 @@ async fn connection(
 }
 
 /// The token, from the metadata `authorization: Bearer <token>`, compared
-/// in constant time.
-pub fn authorized(headers: &HeaderMap, token: &str) -> Result<(), Status> {
+/// in constant time; a refusal with its reason.
+pub fn authorized(headers: &HeaderMap, token: &str) -> Result<(), (Status, &'static str)> {
     let given = headers.get("authorization").and_then(|v| v.to_str().ok());
-    match given.and_then(|v| v.strip_prefix("Bearer ")) {
-        Some(t) if token_matches(t.trim(), token) => Ok(()),
-        Some(_) => Err(service::unauthenticated(
-            "the bearer token is not this agent's",
-        )),
-        None => Err(service::unauthenticated(
-            "no bearer token: send the metadata authorization: Bearer <token>",
-        )),
-    }
+    let why = match given.and_then(|v| v.strip_prefix("Bearer ")) {
+        Some(t) if token_matches(t.trim(), token) => return Ok(()),
+        Some(_) => "the bearer token is not this agent's",
+        None => "no bearer token: send the metadata authorization: Bearer <token>",
+    };
+    Err((service::unauthenticated(why), why))
 }
 
 /// One call: the token first, then the method, then its body.
-async fn handle(req: Request<Incoming>, agent: Arc<Agent>, token: &str) -> Response<Body> {
-    if let Err(s) = authorized(req.headers(), token) {
+async fn handle(req: Request<Incoming>, conn: &Conn) -> Response<Body> {
+    if let Err(s) = conn.check(req.headers()).await {
         return s.into_http();
     }
+    let arrived = conn.agent.arrival();
     let rpc = match service::rpc(req.uri().path()) {
         Ok(r) => r,
         Err(s) => return s.into_http(),
     };
-    let job = move |wire: Vec<u8>| service::call(&agent, rpc, &wire);
+    let agent = conn.agent.clone();
+    let job = move |wire: Vec<u8>| service::call(&agent, rpc, &wire, arrived);
     match rpc {
         Rpc::GetConfig | Rpc::GetVersion => {
             unary(req, move |_: Empty| job(Vec::new()).and_then(held)).await

@@ -106,8 +106,14 @@ pub fn unauthenticated(what: &str) -> Status {
 
 /// A route of the HTTP path with `body` (a request message decoded into
 /// its JSON); a status other than 200 is the error answered.
-fn route(agent: &Agent, method: &str, path: &str, body: &Value) -> Result<Reply, Status> {
-    let reply = agent.handle(method, path, body.to_string().as_bytes());
+fn route(
+    agent: &Agent,
+    arrived: u64,
+    method: &str,
+    path: &str,
+    body: &Value,
+) -> Result<Reply, Status> {
+    let reply = agent.handle_arrived(arrived, method, path, body.to_string().as_bytes());
     if reply.status == 200 {
         Ok(reply)
     } else {
@@ -140,20 +146,19 @@ pub enum Answer {
     Stream(Vec<u8>),
 }
 
-/// Serves one call: `wire` is the request's envelope's message (empty
-/// for the methods taking `Empty`).
-pub fn call(agent: &Agent, rpc: Rpc, wire: &[u8]) -> Result<Answer, Status> {
+/// Serves one call that arrived `arrived`-th ([`Agent::arrival`]: control
+/// requests take effect in arrival order, as over HTTP): `wire` is the
+/// request's envelope's message (empty for the methods taking `Empty`).
+pub fn call(agent: &Agent, rpc: Rpc, wire: &[u8], arrived: u64) -> Result<Answer, Status> {
+    let route = |method, path, body: &Value| route(agent, arrived, method, path, body);
     let held = |m: &Msg, v: &Value| answer(m, v).map(|b| Answer::Held(Holding::of(b)));
     match rpc {
         Rpc::SetConfig => {
             let doc = request(&M_CONFIG, wire)?;
-            held(
-                &api::M_WARNING,
-                &route(agent, "POST", "/config", &doc)?.body,
-            )
+            held(&api::M_WARNING, &route("POST", "/config", &doc)?.body)
         }
         Rpc::GetConfig | Rpc::StreamGetConfig => {
-            let r = route(agent, "GET", "/config", &Value::Null)?;
+            let r = route("GET", "/config", &Value::Null)?;
             let b = answer(&M_CONFIG, &r.body)?;
             Ok(if rpc == Rpc::GetConfig {
                 Answer::Held(Holding::of(b))
@@ -163,12 +168,12 @@ pub fn call(agent: &Agent, rpc: Rpc, wire: &[u8]) -> Result<Answer, Status> {
         }
         Rpc::SetControlState => {
             let doc = request(&api::M_CONTROL_STATE, wire)?;
-            let r = route(agent, "POST", "/control/state", &doc)?;
+            let r = route("POST", "/control/state", &doc)?;
             held(&api::M_WARNING, &r.body)
         }
         Rpc::GetMetrics | Rpc::StreamGetMetrics => {
             let doc = request(&api::M_METRICS_REQUEST, wire)?;
-            let r = route(agent, "POST", "/monitor/metrics", &doc)?;
+            let r = route("POST", "/monitor/metrics", &doc)?;
             let b = answer(&api::M_METRICS_RESPONSE, &r.body)?;
             Ok(if rpc == Rpc::GetMetrics {
                 Answer::Held(Holding::of(b))
@@ -178,7 +183,7 @@ pub fn call(agent: &Agent, rpc: Rpc, wire: &[u8]) -> Result<Answer, Status> {
         }
         Rpc::GetCapture | Rpc::StreamGetCapture => {
             let doc = request(&api::M_CAPTURE_REQUEST, wire)?;
-            let r = route(agent, "POST", "/monitor/capture", &doc)?;
+            let r = route("POST", "/monitor/capture", &doc)?;
             let bytes = r.bytes.unwrap_or_default();
             Ok(if rpc == Rpc::GetCapture {
                 Answer::Capture(GetCaptureResponse {
@@ -189,7 +194,7 @@ pub fn call(agent: &Agent, rpc: Rpc, wire: &[u8]) -> Result<Answer, Status> {
             })
         }
         Rpc::GetVersion => {
-            let r = route(agent, "GET", "/capabilities/version", &Value::Null)?;
+            let r = route("GET", "/capabilities/version", &Value::Null)?;
             held(&api::M_VERSION, &r.body)
         }
     }
@@ -263,7 +268,7 @@ mod tests {
         doc["devices"] = json!([{}]);
         let http = a.handle("POST", "/config", doc.to_string().as_bytes());
         assert_eq!(http.status, 400);
-        let s = call(&a, Rpc::SetConfig, &w).unwrap_err();
+        let s = call(&a, Rpc::SetConfig, &w, a.arrival()).unwrap_err();
         assert_eq!(s.code(), Code::InvalidArgument);
         let e = error(&s);
         assert_eq!(e["code"], 3);
@@ -283,7 +288,7 @@ mod tests {
             .unwrap()
             .remove("egress_packet");
         let http = a.handle("POST", "/config", doc.to_string().as_bytes());
-        let s = call(&a, Rpc::SetConfig, &wire(&M_CONFIG, &doc)).unwrap_err();
+        let s = call(&a, Rpc::SetConfig, &wire(&M_CONFIG, &doc), a.arrival()).unwrap_err();
         assert_eq!(error(&s)["errors"], http.body["errors"]);
         assert_eq!(
             error(&s)["errors"].as_array().unwrap().len(),
@@ -296,28 +301,36 @@ mod tests {
     #[test]
     fn a_config_taken_comes_back_and_flows_report() {
         let a = agent();
-        let w = held(call(&a, Rpc::SetConfig, &wire(&M_CONFIG, &config())).unwrap());
+        let w = held(call(&a, Rpc::SetConfig, &wire(&M_CONFIG, &config()), a.arrival()).unwrap());
         // No warnings: an empty Warning (present, as snappi reads it).
         assert_eq!(w, b"");
-        let got = held(call(&a, Rpc::GetConfig, &[]).unwrap());
+        let got = held(call(&a, Rpc::GetConfig, &[], a.arrival()).unwrap());
         let mut want = config();
         // The configuration as protobuf has it: 64-bit as strings.
         want["flows"][0]["duration"]["fixed_packets"]["packets"] = json!(10);
         assert_eq!(schema::decode(&M_CONFIG, &got, "").unwrap(), want);
         let req = json!({"choice": "flow", "flow": {"flow_names": ["f1"]}});
-        let m = held(call(&a, Rpc::GetMetrics, &wire(&api::M_METRICS_REQUEST, &req)).unwrap());
+        let m = held(
+            call(
+                &a,
+                Rpc::GetMetrics,
+                &wire(&api::M_METRICS_REQUEST, &req),
+                a.arrival(),
+            )
+            .unwrap(),
+        );
         let m = schema::decode(&api::M_METRICS_RESPONSE, &m, "").unwrap();
         assert_eq!(m["choice"], "flow_metrics");
         assert_eq!(m["flow_metrics"][0]["name"], "f1");
         assert_eq!(m["flow_metrics"][0]["frames_tx"], "0");
         assert_eq!(m["flow_metrics"][0]["transmit"], "stopped");
-        let Answer::Stream(b) = call(&a, Rpc::StreamGetConfig, &[]).unwrap() else {
+        let Answer::Stream(b) = call(&a, Rpc::StreamGetConfig, &[], a.arrival()).unwrap() else {
             panic!("a stream form")
         };
         assert_eq!(b, got);
         // No capture configured: refused by name, as over HTTP.
         let req = wire(&api::M_CAPTURE_REQUEST, &json!({"port_name": "rx"}));
-        let s = call(&a, Rpc::GetCapture, &req).unwrap_err();
+        let s = call(&a, Rpc::GetCapture, &req, a.arrival()).unwrap_err();
         assert_eq!(
             error(&s)["errors"],
             json!(["port_name: port 'rx' has no capture in the configuration"])
@@ -332,11 +345,12 @@ mod tests {
             &a,
             Rpc::SetControlState,
             &wire(&api::M_CONTROL_STATE, &start),
+            a.arrival(),
         )
         .unwrap_err();
         assert_eq!(s.code(), Code::FailedPrecondition, "no configuration yet");
         assert_eq!(error(&s)["code"], 9);
-        let v = held(call(&a, Rpc::GetVersion, &[]).unwrap());
+        let v = held(call(&a, Rpc::GetVersion, &[], a.arrival()).unwrap());
         assert_eq!(
             schema::decode(&api::M_VERSION, &v, "").unwrap(),
             json!({"api_spec_version": "1.62.0", "sdk_version": "",
