@@ -99,67 +99,100 @@ fn unpercent(s: &str) -> String {
     String::from_utf8(out).unwrap()
 }
 
-/// One unary call of `method` with `request` (its envelope's bytes).
-fn call(server: &Server, token: Option<&str>, method: &str, request: Vec<u8>) -> Answer {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let mut config =
-            (*linerate_agent::peer::pinned_client(vec![server.cert.clone()]).unwrap()).clone();
-        config.alpn_protocols = vec![b"h2".to_vec()];
-        let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
-        let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
-            .connect("localhost".try_into().unwrap(), tcp)
-            .await
+type Sender = hyper::client::conn::http2::SendRequest<Full<Bytes>>;
+
+/// A client connection, kept open across calls on its own runtime.
+struct Client {
+    rt: tokio::runtime::Runtime,
+    send: Sender,
+}
+
+impl Client {
+    fn connect(server: &Server) -> Self {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
             .unwrap();
-        assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
-        let (mut send, conn) =
-            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
+        let send = rt.block_on(async {
+            let pinned = linerate_agent::peer::pinned_client(vec![server.cert.clone()]).unwrap();
+            let mut config = (*pinned).clone();
+            config.alpn_protocols = vec![b"h2".to_vec()];
+            let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+            let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+                .connect("localhost".try_into().unwrap(), tcp)
                 .await
                 .unwrap();
-        tokio::spawn(conn);
-        let mut framed = vec![0u8];
-        framed.extend((request.len() as u32).to_be_bytes());
-        framed.extend(request);
-        let mut req = hyper::Request::post(format!("https://localhost/otg.Openapi/{method}"))
-            .header("content-type", "application/grpc")
-            .header("te", "trailers");
-        if let Some(t) = token {
-            req = req.header("authorization", format!("Bearer {t}"));
-        }
-        let resp = send
-            .send_request(req.body(Full::new(Bytes::from(framed))).unwrap())
-            .await
-            .unwrap();
-        assert_eq!(resp.status(), 200, "gRPC answers in HTTP 200");
-        let head = resp.headers().clone();
-        let all = resp.into_body().collect().await.unwrap();
-        let trailers = all.trailers().cloned().unwrap_or_default();
-        let field = |k: &str| {
-            trailers
-                .get(k)
-                .or(head.get(k))
-                .map(|v| v.to_str().unwrap().to_string())
-        };
-        let status = field("grpc-status").expect("grpc-status").parse().unwrap();
-        let message = unpercent(&field("grpc-message").unwrap_or_default());
-        let bytes = all.to_bytes();
-        let body = if bytes.is_empty() {
-            Vec::new()
-        } else {
-            assert_eq!(bytes[0], 0, "not compressed");
-            let n = u32::from_be_bytes(bytes[1..5].try_into().unwrap()) as usize;
-            assert_eq!(bytes.len(), 5 + n, "one message");
-            bytes[5..].to_vec()
-        };
-        Answer {
-            status,
-            message,
-            body,
-        }
-    })
+            assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+            let (send, conn) =
+                hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
+                    .await
+                    .unwrap();
+            tokio::spawn(conn);
+            send
+        });
+        Self { rt, send }
+    }
+
+    /// One unary call of `method` with `request` (its envelope's bytes);
+    /// `None` when the connection is gone.
+    fn call(&mut self, token: Option<&str>, method: &str, request: Vec<u8>) -> Option<Answer> {
+        let send = &mut self.send;
+        self.rt.block_on(async {
+            let mut framed = vec![0u8];
+            framed.extend((request.len() as u32).to_be_bytes());
+            framed.extend(request);
+            let mut req = hyper::Request::post(format!("https://localhost/otg.Openapi/{method}"))
+                .header("content-type", "application/grpc")
+                .header("te", "trailers");
+            if let Some(t) = token {
+                req = req.header("authorization", format!("Bearer {t}"));
+            }
+            send.ready().await.ok()?;
+            let resp = send
+                .send_request(req.body(Full::new(Bytes::from(framed))).unwrap())
+                .await
+                .ok()?;
+            assert_eq!(resp.status(), 200, "gRPC answers in HTTP 200");
+            let head = resp.headers().clone();
+            let all = resp.into_body().collect().await.ok()?;
+            let trailers = all.trailers().cloned().unwrap_or_default();
+            Some(answer(&head, &trailers, &all.to_bytes()))
+        })
+    }
+}
+
+/// A call's status, message and answer from its headers, body and
+/// trailers.
+fn answer(head: &hyper::HeaderMap, trailers: &hyper::HeaderMap, bytes: &Bytes) -> Answer {
+    let field = |k: &str| {
+        trailers
+            .get(k)
+            .or(head.get(k))
+            .map(|v| v.to_str().unwrap().to_string())
+    };
+    let status = field("grpc-status").expect("grpc-status").parse().unwrap();
+    let message = unpercent(&field("grpc-message").unwrap_or_default());
+    let body = if bytes.is_empty() {
+        Vec::new()
+    } else {
+        assert_eq!(bytes[0], 0, "not compressed");
+        let n = u32::from_be_bytes(bytes[1..5].try_into().unwrap()) as usize;
+        assert_eq!(bytes.len(), 5 + n, "one message");
+        bytes[5..].to_vec()
+    };
+    Answer {
+        status,
+        message,
+        body,
+    }
+}
+
+/// One call on a connection of its own.
+fn call(server: &Server, token: Option<&str>, method: &str, request: Vec<u8>) -> Answer {
+    Client::connect(server)
+        .call(token, method, request)
+        .expect("an answer")
 }
 
 fn error(a: &Answer) -> Value {
@@ -286,4 +319,38 @@ fn a_refused_config_answers_every_error_with_its_path() {
     assert_eq!(a.status, 0, "{a:?}");
     let d = Data::decode(&a.body[..]).unwrap();
     assert_eq!((d.chunk_size, d.datum), (4 << 20, config));
+}
+
+/// Connections stay open between calls (snappi keeps its channel), and a
+/// source holds at most 8: a 9th takes the slot of the one idle longest,
+/// which is closed; the others serve on.
+#[test]
+fn a_sources_ninth_connection_takes_the_slot_of_the_idlest() {
+    let s = Server::start();
+    let mut clients: Vec<Client> = (0..8).map(|_| Client::connect(&s)).collect();
+    for c in &mut clients {
+        let a = c.call(Some(TOKEN), "GetVersion", Vec::new()).unwrap();
+        assert_eq!(a.status, 0);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The first used again: now the second has been idle longest.
+    let a = clients[0]
+        .call(Some(TOKEN), "GetVersion", Vec::new())
+        .unwrap();
+    assert_eq!(a.status, 0);
+    let mut ninth = Client::connect(&s);
+    let a = ninth.call(Some(TOKEN), "GetVersion", Vec::new()).unwrap();
+    assert_eq!(a.status, 0, "the 9th served");
+    // The server closes the evicted one within its 250 ms check.
+    std::thread::sleep(Duration::from_millis(600));
+    assert!(
+        clients[1]
+            .call(Some(TOKEN), "GetVersion", Vec::new())
+            .is_none(),
+        "the idlest connection was closed"
+    );
+    for (i, c) in clients.iter_mut().enumerate().filter(|(i, _)| *i != 1) {
+        let a = c.call(Some(TOKEN), "GetVersion", Vec::new());
+        assert_eq!(a.map(|a| a.status), Some(0), "connection {i} serves on");
+    }
 }

@@ -13,8 +13,8 @@
 //!
 //! Bounds, as the HTTPS side's (`crate::guard`, its own slots): at most
 //! [`CONNECTIONS_MAX`] connections, 8 from one address, a new one taking
-//! the slot of the one that has waited longest for its first
-//! authenticated call; a source's unauthenticated reconnects rate-limited
+//! the slot of the one with no call in progress that has waited longest
+//! (for its first authenticated call, or since its last); a source's unauthenticated reconnects rate-limited
 //! and its failed tokens answered later each time (and logged). Each TLS
 //! handshake within [`HANDSHAKE_WITHIN`] of the accept, the first
 //! authenticated call within [`FIRST_CALL_WITHIN`], a connection with no
@@ -170,8 +170,8 @@ impl Conn {
         match authorized(headers, &self.token) {
             Ok(()) => {
                 self.failures.succeeded(self.src);
+                self.held.head_done();
                 if !self.authenticated.swap(true, Ordering::Relaxed) {
-                    self.held.head_done();
                     self.slots.authenticated(&self.held);
                 }
                 Ok(())
@@ -205,8 +205,13 @@ async fn connection(
         async move {
             c.busy.fetch_add(1, Ordering::AcqRel);
             let r = handle(req, &c).await;
-            c.busy.fetch_sub(1, Ordering::AcqRel);
             *crate::campaign::lock(&c.last) = Instant::now();
+            if c.busy.fetch_sub(1, Ordering::AcqRel) == 1 {
+                // No call in progress: the slot may go to a new
+                // connection, the one idle longest first.
+                c.held.progressed(Instant::now());
+                c.held.waiting_again();
+            }
             Ok::<_, std::convert::Infallible>(r)
         }
     });
