@@ -99,13 +99,17 @@ async fn accept_loop(
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::from_std(listener)?;
     let (slots, failures) = (Arc::new(Slots::default()), Arc::new(Failures::default()));
+    let mut accept_errors = crate::server::ErrorLog::default();
     while !stop.load(Ordering::Relaxed) {
         let accepted = tokio::time::timeout(Duration::from_millis(100), listener.accept()).await;
         let (sock, from) = match accepted {
             Ok(Ok(c)) => c,
-            // The stop flag's turn, or out of descriptors and the like.
+            // The stop flag's turn.
             Err(_) => continue,
-            Ok(Err(_)) => {
+            // Out of descriptors or the like: said once a second, the
+            // loop goes on after a pause.
+            Ok(Err(e)) => {
+                accept_errors.note(&e, Instant::now());
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
