@@ -279,14 +279,14 @@ async fn handle(req: Request<Incoming>, conn: &Conn) -> Response<Body> {
             })
             .await
         }
-        Rpc::SetConfig | Rpc::SetControlState | Rpc::GetMetrics => {
+        Rpc::SetConfig | Rpc::SetControlState | Rpc::GetMetrics | Rpc::GetStates => {
             unary(req, move |h: Holding| {
                 job(h.bytes().to_vec()).and_then(held)
             })
             .await
         }
         Rpc::StreamGetConfig => streamed(req, move |_: Empty| job(Vec::new())).await,
-        Rpc::StreamGetMetrics | Rpc::StreamGetCapture => {
+        Rpc::StreamGetMetrics | Rpc::StreamGetCapture | Rpc::StreamGetStates => {
             streamed(req, move |h: Holding| job(h.bytes().to_vec())).await
         }
     }

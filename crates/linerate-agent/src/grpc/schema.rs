@@ -494,9 +494,9 @@ mod tests {
             "layer1[0].speed: 99 is not one of the models' values"
         );
         // A part of the models the agent does not run comes by its name,
-        // for the reader to refuse: devices[0] = {name: "d"}.
-        let got = decode(&M_CONFIG, &[0x2a, 0x03, 0x0a, 0x01, b'd'], "").unwrap();
-        assert_eq!(got, json!({"devices": [{}]}));
+        // for the reader to refuse: lags[0] = {ports: …}.
+        let got = decode(&M_CONFIG, &[0x12, 0x03, 0x0a, 0x01, b'l'], "").unwrap();
+        assert_eq!(got, json!({"lags": [{}]}));
         assert_eq!(
             encode(&M_CONFIG, &json!({"nope": 1}), "").unwrap_err(),
             "nope: not a field of the models' message"

@@ -24,9 +24,11 @@ pub enum Rpc {
     GetMetrics,
     GetCapture,
     GetVersion,
+    GetStates,
     StreamGetConfig,
     StreamGetMetrics,
     StreamGetCapture,
+    StreamGetStates,
 }
 
 /// The models' methods the agent does not serve (refused as the HTTP
@@ -39,8 +41,6 @@ pub const UNSERVED: &[&str] = &[
     "streamSetControlState",
     "SetControlAction",
     "streamSetControlAction",
-    "GetStates",
-    "streamGetStates",
 ];
 
 /// A request's method by its path: `Ok` a served one, `Err` the status to
@@ -57,6 +57,8 @@ pub fn rpc(path: &str) -> Result<Rpc, Status> {
         ("GetMetrics", Rpc::GetMetrics),
         ("GetCapture", Rpc::GetCapture),
         ("GetVersion", Rpc::GetVersion),
+        ("GetStates", Rpc::GetStates),
+        ("streamGetStates", Rpc::StreamGetStates),
         ("streamGetConfig", Rpc::StreamGetConfig),
         ("streamGetMetrics", Rpc::StreamGetMetrics),
         ("streamGetCapture", Rpc::StreamGetCapture),
@@ -66,7 +68,7 @@ pub fn rpc(path: &str) -> Result<Rpc, Status> {
     }
     let what = match name {
         Some(n) if UNSERVED.contains(&n) => format!(
-            "{SERVICE}/{n}: not served by linerate agent (it serves SetConfig, GetConfig, SetControlState, GetMetrics, GetCapture, GetVersion and the stream forms of the Get methods)"
+            "{SERVICE}/{n}: not served by linerate agent (it serves SetConfig, GetConfig, SetControlState, GetMetrics, GetStates, GetCapture, GetVersion and the stream forms of the Get methods)"
         ),
         _ => format!("{path}: not a method of {SERVICE}"),
     };
@@ -181,6 +183,16 @@ pub fn call(agent: &Agent, rpc: Rpc, wire: &[u8], arrived: u64) -> Result<Answer
                 Answer::Stream(b)
             })
         }
+        Rpc::GetStates | Rpc::StreamGetStates => {
+            let doc = request(&api::M_STATES_REQUEST, wire)?;
+            let r = route("POST", "/monitor/states", &doc)?;
+            let b = answer(&api::M_STATES_RESPONSE, &r.body)?;
+            Ok(if rpc == Rpc::GetStates {
+                Answer::Held(Holding::of(b))
+            } else {
+                Answer::Stream(b)
+            })
+        }
         Rpc::GetCapture | Rpc::StreamGetCapture => {
             let doc = request(&api::M_CAPTURE_REQUEST, wire)?;
             let r = route("POST", "/monitor/capture", &doc)?;
@@ -263,9 +275,9 @@ mod tests {
         doc["ports"][1]["location"] = json!("eth1");
         doc["flows"][0]["egress_packet"] = json!([{"choice": "ethernet"}]);
         let mut w = wire(&M_CONFIG, &doc);
-        // A device (Config.devices, field 5): a part the agent does not run.
-        w.extend([0x2a, 0x03, 0x0a, 0x01, b'd']);
-        doc["devices"] = json!([{}]);
+        // A LAG (Config.lags, field 2): a part the agent does not run.
+        w.extend([0x12, 0x03, 0x12, 0x01, b'l']);
+        doc["lags"] = json!([{}]);
         let http = a.handle("POST", "/config", doc.to_string().as_bytes());
         assert_eq!(http.status, 400);
         let s = call(&a, Rpc::SetConfig, &w, a.arrival()).unwrap_err();
@@ -278,11 +290,11 @@ mod tests {
             e["errors"],
             json!([
                 "flows[0].egress_packet: not supported by linerate agent (see docs/agent.md for the fields it runs)",
-                "devices: not supported by linerate agent (ports and flows only)"
+                "lags: not supported by linerate agent (ports and flows only)"
             ])
         );
         // The plan's errors too: both ports outside the allow-list.
-        doc.as_object_mut().unwrap().remove("devices");
+        doc.as_object_mut().unwrap().remove("lags");
         doc["flows"][0]
             .as_object_mut()
             .unwrap()
@@ -358,6 +370,63 @@ mod tests {
         );
     }
 
+    /// Devices, a device flow and the neighbours' states over gRPC: the
+    /// same answers as over HTTP from an agent given the same document.
+    #[test]
+    fn devices_and_their_neighbours_answer_as_over_http() {
+        let dev = |n: &str, port: &str, mac: &str, last: u8| {
+            json!({"name": n, "ethernets": [{
+                "name": format!("{n}.eth"),
+                "connection": {"choice": "port_name", "port_name": port},
+                "mac": mac,
+                "ipv4_addresses": [{"name": format!("{n}.ipv4"), "address": format!("198.18.{last}.2"), "gateway": format!("198.18.{last}.1"), "prefix": 24}],
+                "ipv6_addresses": [{"name": format!("{n}.ipv6"), "address": format!("2001:db8:{last}::2"), "gateway": format!("2001:db8:{last}::1"), "prefix": 64}]
+            }]})
+        };
+        let doc = json!({
+            "ports": [{"name": "tx", "location": "wire0"}, {"name": "rx", "location": "wire1"}],
+            "devices": [dev("d1", "tx", "02:00:00:00:01:02", 1), dev("d2", "rx", "02:00:00:00:02:02", 2)],
+            "flows": [{
+                "name": "f",
+                "tx_rx": {"choice": "device", "device": {"mode": "mesh", "tx_names": ["d1.ipv4"], "rx_names": ["d2.ipv4"], "bidirectional": false}},
+                "packet": [
+                    {"choice": "ethernet", "ethernet": {}},
+                    {"choice": "ipv4", "ipv4": {"src": {"choice": "auto", "auto": {"choice": "dhcp"}}}},
+                    {"choice": "udp", "udp": {"dst_port": {"choice": "value", "value": 7}}}
+                ]
+            }]
+        });
+        let (g, h) = (agent(), agent());
+        let over_http = h.handle("POST", "/config", doc.to_string().as_bytes());
+        assert_eq!(over_http.status, 200, "{}", over_http.body);
+        let w = held(call(&g, Rpc::SetConfig, &wire(&M_CONFIG, &doc), g.arrival()).unwrap());
+        let mut warnings = schema::decode(&api::M_WARNING, &w, "").unwrap();
+        if warnings.get("warnings").is_none() {
+            warnings["warnings"] = json!([]);
+        }
+        assert_eq!(warnings, over_http.body);
+        let got = held(call(&g, Rpc::GetConfig, &[], g.arrival()).unwrap());
+        assert_eq!(schema::decode(&M_CONFIG, &got, "").unwrap(), doc);
+        for v6 in [false, true] {
+            let key = if v6 {
+                "ipv6_neighbors"
+            } else {
+                "ipv4_neighbors"
+            };
+            let req = json!({"choice": key, key: {"ethernet_names": ["d1.eth"]}});
+            let over_http = h.handle("POST", "/monitor/states", req.to_string().as_bytes());
+            assert_eq!(over_http.status, 200, "{}", over_http.body);
+            let r = wire(&api::M_STATES_REQUEST, &req);
+            let b = held(call(&g, Rpc::GetStates, &r, g.arrival()).unwrap());
+            let got = schema::decode(&api::M_STATES_RESPONSE, &b, "").unwrap();
+            assert_eq!(got, over_http.body);
+            assert_eq!(
+                got[key][0]["ethernet_name"], "d1.eth",
+                "the gateway's row: {got}"
+            );
+        }
+    }
+
     #[test]
     fn methods_by_path() {
         assert_eq!(rpc("/otg.Openapi/SetConfig").unwrap(), Rpc::SetConfig);
@@ -365,10 +434,11 @@ mod tests {
             rpc("/otg.Openapi/streamGetCapture").unwrap(),
             Rpc::StreamGetCapture
         );
-        let s = rpc("/otg.Openapi/GetStates").unwrap_err();
+        assert_eq!(rpc("/otg.Openapi/GetStates").unwrap(), Rpc::GetStates);
+        let s = rpc("/otg.Openapi/SetControlAction").unwrap_err();
         assert_eq!(s.code(), Code::Unimplemented);
         assert!(
-            s.message().contains("GetStates: not served"),
+            s.message().contains("SetControlAction: not served"),
             "{}",
             s.message()
         );

@@ -202,6 +202,70 @@ pub static M_METRICS_RESPONSE: Msg = Msg {
     ],
 };
 
+static E_STATESREQUEST_CHOICE_ENUM: &[(i32, &str)] = &[(0, "unspecified"), (1, "ipv4_neighbors"), (2, "ipv6_neighbors"), (3, "bgp_prefixes"), (4, "isis_lsps"), (5, "lldp_neighbors"), (6, "rsvp_lsps"), (7, "dhcpv4_interfaces"), (8, "dhcpv4_leases"), (9, "dhcpv6_interfaces"), (10, "dhcpv6_leases"), (11, "ospfv2_lsas"), (12, "ospfv3_lsas"), (13, "isis_adjacencies"), (14, "bmp_servers")];
+
+pub static M_NEIGHBORSV4_STATES_REQUEST: Msg = Msg {
+    fields: &[
+        r(1, "ethernet_names", Ty::Str),
+    ],
+};
+
+pub static M_STATES_REQUEST: Msg = Msg {
+    fields: &[
+        f(1, "choice", Ty::Enum(E_STATESREQUEST_CHOICE_ENUM)),
+        f(2, "ipv4_neighbors", Ty::Msg(&M_NEIGHBORSV4_STATES_REQUEST)),
+        f(3, "ipv6_neighbors", Ty::Msg(&M_NEIGHBORSV4_STATES_REQUEST)),
+        f(4, "bgp_prefixes", Ty::Opaque),
+        f(5, "isis_lsps", Ty::Opaque),
+        f(6, "lldp_neighbors", Ty::Opaque),
+        f(7, "rsvp_lsps", Ty::Opaque),
+        f(8, "dhcpv4_interfaces", Ty::Opaque),
+        f(9, "dhcpv4_leases", Ty::Opaque),
+        f(10, "dhcpv6_interfaces", Ty::Opaque),
+        f(11, "dhcpv6_leases", Ty::Opaque),
+        f(12, "ospfv2_lsas", Ty::Opaque),
+        f(13, "ospfv3_lsas", Ty::Opaque),
+        f(14, "isis_adjacencies", Ty::Opaque),
+        f(15, "bmp_servers", Ty::Opaque),
+    ],
+};
+
+pub static M_NEIGHBORSV4_STATE: Msg = Msg {
+    fields: &[
+        f(1, "ethernet_name", Ty::Str),
+        f(2, "ipv4_address", Ty::Str),
+        f(3, "link_layer_address", Ty::Str),
+    ],
+};
+
+pub static M_NEIGHBORSV6_STATE: Msg = Msg {
+    fields: &[
+        f(1, "ethernet_name", Ty::Str),
+        f(2, "ipv6_address", Ty::Str),
+        f(3, "link_layer_address", Ty::Str),
+    ],
+};
+
+pub static M_STATES_RESPONSE: Msg = Msg {
+    fields: &[
+        f(1, "choice", Ty::Enum(E_STATESREQUEST_CHOICE_ENUM)),
+        r(2, "ipv4_neighbors", Ty::Msg(&M_NEIGHBORSV4_STATE)),
+        r(3, "ipv6_neighbors", Ty::Msg(&M_NEIGHBORSV6_STATE)),
+        r(4, "bgp_prefixes", Ty::Opaque),
+        r(5, "isis_lsps", Ty::Opaque),
+        r(6, "lldp_neighbors", Ty::Opaque),
+        r(7, "rsvp_lsps", Ty::Opaque),
+        r(8, "dhcpv4_interfaces", Ty::Opaque),
+        r(9, "dhcpv4_leases", Ty::Opaque),
+        r(10, "dhcpv6_interfaces", Ty::Opaque),
+        r(11, "dhcpv6_leases", Ty::Opaque),
+        r(12, "ospfv2_lsas", Ty::Opaque),
+        r(13, "ospfv3_lsas", Ty::Opaque),
+        r(14, "isis_adjacencies", Ty::Opaque),
+        r(15, "bmp_servers", Ty::Opaque),
+    ],
+};
+
 pub static M_WARNING: Msg = Msg {
     fields: &[
         r(1, "warnings", Ty::Str),

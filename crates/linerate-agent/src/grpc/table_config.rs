@@ -40,6 +40,71 @@ pub static M_CAPTURE: Msg = Msg {
     ],
 };
 
+static E_ETHERNETCONNECTION_CHOICE_ENUM: &[(i32, &str)] = &[(0, "unspecified"), (1, "port_name"), (2, "lag_name"), (3, "vxlan_name"), (4, "simulated_link")];
+
+pub static M_ETHERNET_CONNECTION: Msg = Msg {
+    fields: &[
+        f(1, "choice", Ty::Enum(E_ETHERNETCONNECTION_CHOICE_ENUM)),
+        f(2, "port_name", Ty::Str),
+        f(3, "lag_name", Ty::Str),
+        f(4, "vxlan_name", Ty::Str),
+        f(5, "simulated_link", Ty::Opaque),
+    ],
+};
+
+static E_DEVICEIPV4GATEWAYMAC_CHOICE_ENUM: &[(i32, &str)] = &[(0, "unspecified"), (1, "auto"), (2, "value")];
+
+pub static M_DEVICE_IPV4_GATEWAY_MAC: Msg = Msg {
+    fields: &[
+        f(1, "choice", Ty::Enum(E_DEVICEIPV4GATEWAYMAC_CHOICE_ENUM)),
+        f(2, "auto", Ty::Str),
+        f(3, "value", Ty::Str),
+    ],
+};
+
+pub static M_DEVICE_IPV4: Msg = Msg {
+    fields: &[
+        f(1, "gateway", Ty::Str),
+        f(2, "gateway_mac", Ty::Msg(&M_DEVICE_IPV4_GATEWAY_MAC)),
+        f(3, "address", Ty::Str),
+        f(4, "prefix", Ty::U32),
+        f(5, "name", Ty::Str),
+    ],
+};
+
+pub static M_DEVICE_ETHERNET: Msg = Msg {
+    fields: &[
+        f(2, "connection", Ty::Msg(&M_ETHERNET_CONNECTION)),
+        r(3, "ipv4_addresses", Ty::Msg(&M_DEVICE_IPV4)),
+        r(4, "ipv6_addresses", Ty::Msg(&M_DEVICE_IPV4)),
+        f(5, "mac", Ty::Str),
+        f(6, "mtu", Ty::U32),
+        r(7, "vlans", Ty::Opaque),
+        f(8, "name", Ty::Str),
+        r(9, "dhcpv4_interfaces", Ty::Opaque),
+        r(10, "dhcpv6_interfaces", Ty::Opaque),
+    ],
+};
+
+pub static M_DEVICE: Msg = Msg {
+    fields: &[
+        r(1, "ethernets", Ty::Msg(&M_DEVICE_ETHERNET)),
+        r(2, "ipv4_loopbacks", Ty::Opaque),
+        r(3, "ipv6_loopbacks", Ty::Opaque),
+        f(4, "isis", Ty::Opaque),
+        f(5, "bgp", Ty::Opaque),
+        f(6, "vxlan", Ty::Opaque),
+        f(7, "name", Ty::Str),
+        f(8, "rsvp", Ty::Opaque),
+        f(9, "dhcp_server", Ty::Opaque),
+        f(10, "ospfv2", Ty::Opaque),
+        f(11, "macsec", Ty::Opaque),
+        f(12, "ospfv3", Ty::Opaque),
+        f(13, "rocev2", Ty::Opaque),
+        f(14, "bmp", Ty::Opaque),
+    ],
+};
+
 static E_FLOWTXRX_CHOICE_ENUM: &[(i32, &str)] = &[(0, "unspecified"), (1, "port"), (2, "device")];
 
 pub static M_FLOW_PORT: Msg = Msg {
@@ -50,11 +115,22 @@ pub static M_FLOW_PORT: Msg = Msg {
     ],
 };
 
+static E_FLOWROUTER_MODE_ENUM: &[(i32, &str)] = &[(0, "unspecified"), (1, "mesh"), (2, "one_to_one")];
+
+pub static M_FLOW_ROUTER: Msg = Msg {
+    fields: &[
+        f(1, "mode", Ty::Enum(E_FLOWROUTER_MODE_ENUM)),
+        r(2, "tx_names", Ty::Str),
+        r(3, "rx_names", Ty::Str),
+        f(4, "bidirectional", Ty::Bool),
+    ],
+};
+
 pub static M_FLOW_TX_RX: Msg = Msg {
     fields: &[
         f(1, "choice", Ty::Enum(E_FLOWTXRX_CHOICE_ENUM)),
         f(2, "port", Ty::Msg(&M_FLOW_PORT)),
-        f(3, "device", Ty::Opaque),
+        f(3, "device", Ty::Msg(&M_FLOW_ROUTER)),
     ],
 };
 
@@ -204,6 +280,14 @@ pub static M_PATTERN_FLOW_IPV4_HEADER_CHECKSUM: Msg = Msg {
 
 static E_PATTERNFLOWIPV4SRC_CHOICE_ENUM: &[(i32, &str)] = &[(0, "unspecified"), (2, "value"), (3, "values"), (4, "increment"), (5, "decrement"), (1, "auto"), (6, "random")];
 
+static E_FLOWIPV4AUTO_CHOICE_ENUM: &[(i32, &str)] = &[(0, "unspecified"), (1, "dhcp")];
+
+pub static M_FLOW_IPV4_AUTO: Msg = Msg {
+    fields: &[
+        f(1, "choice", Ty::Enum(E_FLOWIPV4AUTO_CHOICE_ENUM)),
+    ],
+};
+
 pub static PATTERN_STR_AUTO_RANDOM: Msg = Msg {
     fields: &[
         f(1, "choice", Ty::Enum(E_PATTERNFLOWIPV4SRC_CHOICE_ENUM)),
@@ -212,7 +296,7 @@ pub static PATTERN_STR_AUTO_RANDOM: Msg = Msg {
         f(5, "increment", Ty::Msg(&COUNTER_STR)),
         f(6, "decrement", Ty::Msg(&COUNTER_STR)),
         r(7, "metric_tags", Ty::Msg(&METRIC_TAG)),
-        f(8, "auto", Ty::Opaque),
+        f(8, "auto", Ty::Msg(&M_FLOW_IPV4_AUTO)),
         f(9, "random", Ty::Opaque),
     ],
 };
@@ -261,7 +345,7 @@ pub static PATTERN_STR_AUTO_2: Msg = Msg {
         f(5, "increment", Ty::Msg(&COUNTER_STR)),
         f(6, "decrement", Ty::Msg(&COUNTER_STR)),
         r(7, "metric_tags", Ty::Msg(&METRIC_TAG)),
-        f(8, "auto", Ty::Opaque),
+        f(8, "auto", Ty::Msg(&M_FLOW_IPV4_AUTO)),
     ],
 };
 
@@ -497,7 +581,7 @@ pub static M_CONFIG: Msg = Msg {
         r(2, "lags", Ty::Opaque),
         r(3, "layer1", Ty::Msg(&M_LAYER1)),
         r(4, "captures", Ty::Msg(&M_CAPTURE)),
-        r(5, "devices", Ty::Opaque),
+        r(5, "devices", Ty::Msg(&M_DEVICE)),
         r(6, "flows", Ty::Msg(&M_FLOW)),
         f(7, "events", Ty::Opaque),
         f(8, "options", Ty::Opaque),
