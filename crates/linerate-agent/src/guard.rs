@@ -68,6 +68,13 @@ impl Held {
         self.head_done.store(true, Ordering::Relaxed);
     }
 
+    /// Between requests again (a connection that carries one after
+    /// another, as gRPC's does): it gives way to a new connection as one
+    /// waiting for its head does.
+    pub fn waiting_again(&self) {
+        self.head_done.store(false, Ordering::Relaxed);
+    }
+
     fn evict(&self) {
         self.evicted.store(true, Ordering::Relaxed);
         if let Some(s) = &self.sock {

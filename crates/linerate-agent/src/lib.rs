@@ -27,11 +27,14 @@
 //! - `http`, `tls`, `server`: bounded HTTP/1.1 over rustls; `guard`: the
 //!   connection slots (per source, slow ones give way) and failed
 //!   authentication slowed per source.
+//! - `grpc`: the models' gRPC service beside it (same TLS, token and
+//!   routes).
 
 pub mod api;
 pub mod campaign;
 pub mod capture;
 pub mod devices;
+pub mod grpc;
 pub mod guard;
 pub mod http;
 pub mod json;

@@ -88,10 +88,10 @@ pub fn serve(
 
 /// Accept errors, logged once a second at most with their count.
 #[derive(Debug, Default)]
-struct ErrorLog(linerate_run::Throttle);
+pub(crate) struct ErrorLog(linerate_run::Throttle);
 
 impl ErrorLog {
-    fn note(&mut self, e: &std::io::Error, now: Instant) {
+    pub(crate) fn note(&mut self, e: &std::io::Error, now: Instant) {
         if let Some(n) = self.0.note(now) {
             eprintln!(
                 "linerate agent: accepting a connection failed {n} time{} ({e}); going on",

@@ -1,19 +1,21 @@
 //! `linerate agent` judged by the Open Traffic Generator conformance
 //! suite's own data-plane tests (`pytest -m dp feature/b2b/packet`, the
 //! copy in `../shared/otg-conformance`, or `LINERATE_OTG_CONFORMANCE`):
-//! each test configures layer1, captures and one flow over HTTP with
-//! snappi, runs it, checks frames_tx = frames_rx = its count, then reads
-//! the receive port's capture and checks every header field of every
-//! frame.
+//! each test configures layer1, captures and one flow with snappi, runs
+//! it, checks frames_tx = frames_rx = its count, then reads the receive
+//! port's capture and checks every header field of every frame. The suite
+//! runs twice: over HTTP, and over gRPC (`otg_grpc_transport: true`).
 //!
 //! The agent has both ports: a rig's veth pair, host 1's end moved into
 //! host 0's namespace (as `veth1`); pytest runs in that namespace. The
 //! suite's directory is read-only: it is copied, with its
-//! `test-config.yaml` and a `conftest.py` that gives snappi the token.
+//! `test-config.yaml` and a `conftest.py` that gives snappi the token
+//! (and, over gRPC, a channel with the agent's certificate).
 //!
-//! Needs root, `ip`, the suite, and a Python with snappi 1.62, pytest,
-//! pytest-timeout, pypcapfile and pyyaml (scripts/test installs them into
-//! `target/snappi-venv`; or `LINERATE_SNAPPI_PYTHON`).
+//! Needs root, `ip`, the suite, and a Python with snappi 1.62 (with its
+//! grpcio and protobuf), pytest, pytest-timeout, pypcapfile and pyyaml
+//! (scripts/test installs them into `target/snappi-venv`; or
+//! `LINERATE_SNAPPI_PYTHON`).
 
 mod support;
 
@@ -28,6 +30,7 @@ use support::Proc;
 
 const BIN: &str = env!("CARGO_BIN_EXE_linerate");
 const PORT: u16 = 8443;
+const GRPC_PORT: u16 = 8444;
 
 /// The suite's data-plane tests the agent passes; a test missing from
 /// this list that passes, or one in it that fails, fails this test.
@@ -74,7 +77,7 @@ fn python() -> Result<PathBuf, String> {
         let ok = Command::new(p)
             .args([
                 "-c",
-                "import importlib.metadata, snappi, pytest, pytest_timeout, pcapfile, yaml; assert importlib.metadata.version('snappi').startswith('1.62.')",
+                "import importlib.metadata, snappi, grpc, google.protobuf, pytest, pytest_timeout, pcapfile, yaml; assert importlib.metadata.version('snappi').startswith('1.62.')",
             ])
             .output()
             .is_ok_and(|o| o.status.success());
@@ -82,7 +85,7 @@ fn python() -> Result<PathBuf, String> {
             return Ok(p.clone());
         }
     }
-    Err("needs Python with snappi 1.62, pytest, pytest-timeout, pypcapfile and pyyaml (scripts/test installs them into target/snappi-venv; or set LINERATE_SNAPPI_PYTHON)".into())
+    Err("needs Python with snappi 1.62 (grpcio, protobuf), pytest, pytest-timeout, pypcapfile and pyyaml (scripts/test installs them into target/snappi-venv; or set LINERATE_SNAPPI_PYTHON)".into())
 }
 
 fn require(r: Result<PathBuf, String>) -> Requirement {
@@ -107,11 +110,18 @@ fn copy_tree(from: &Path, to: &Path) {
 
 /// The suite's test ids that pytest reported as passed, and the whole
 /// report.
-fn run_suite(rig: &Rig, python: &Path, dir: &Path, token: &str) -> (BTreeSet<String>, String) {
+fn run_suite(
+    rig: &Rig,
+    python: &Path,
+    dir: &Path,
+    token: &str,
+    cert: &Path,
+) -> (BTreeSet<String>, String) {
     let out = rig
         .command(0, python.to_str().unwrap())
         .current_dir(dir)
         .env("OTG_TOKEN", token)
+        .env("OTG_CERT", cert)
         .args([
             "-m",
             "pytest",
@@ -141,9 +151,67 @@ fn run_suite(rig: &Rig, python: &Path, dir: &Path, token: &str) -> (BTreeSet<Str
     (passed, text)
 }
 
+/// The conftest: snappi has no option for a token. Over HTTP its
+/// session's headers carry it; over gRPC (snappi makes an insecure channel
+/// when not verifying) its channel is made secure with the agent's
+/// certificate and the token as call credentials (the metadata
+/// `authorization: Bearer <token>`).
+const CONFTEST: &str = r#"import os
+
+import grpc
+import snappi
+from snappi import otg_pb2_grpc
+
+_api = snappi.api
+
+
+def _secure(api):
+    def get_stub():
+        if api._stub is None:
+            cert = open(os.environ["OTG_CERT"], "rb").read()
+            creds = grpc.composite_channel_credentials(
+                grpc.ssl_channel_credentials(cert),
+                grpc.access_token_call_credentials(os.environ["OTG_TOKEN"]),
+            )
+            options = [("grpc.max_receive_message_length", api._maximum_receive_buffer_size)]
+            api._channel = grpc.secure_channel(api._location, creds, options=options)
+            api._stub = otg_pb2_grpc.OpenapiStub(api._channel)
+        return api._stub
+
+    api._get_stub = get_stub
+
+
+def _with_token(*args, **kwargs):
+    api = _api(*args, **kwargs)
+    if hasattr(api, "_get_stub"):
+        _secure(api)
+    else:
+        api._transport._session.headers["Authorization"] = "Bearer " + os.environ["OTG_TOKEN"]
+    return api
+
+
+snappi.api = _with_token
+"#;
+
+/// The two transports' runs one at a time (each its own rig and agent).
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn the_otg_conformance_suites_data_plane_tests_pass() {
-    let test = "the_otg_conformance_suites_data_plane_tests_pass";
+    conformance("the_otg_conformance_suites_data_plane_tests_pass", false);
+}
+
+/// The same tests with `otg_grpc_transport: true`: snappi's gRPC
+/// transport against `linerate agent --grpc-listen`.
+#[test]
+fn the_otg_conformance_suites_data_plane_tests_pass_over_grpc() {
+    conformance(
+        "the_otg_conformance_suites_data_plane_tests_pass_over_grpc",
+        true,
+    );
+}
+
+fn conformance(test: &str, grpc: bool) {
     if should_skip(
         test,
         &[
@@ -155,6 +223,7 @@ fn the_otg_conformance_suites_data_plane_tests_pass() {
     ) {
         return;
     }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let (suite, python) = (suite().unwrap(), python().unwrap());
     let rig = Rig::pair().unwrap();
     let (ns0, ns1) = (rig.host(0).netns.clone(), rig.host(1).netns.clone());
@@ -169,33 +238,39 @@ fn the_otg_conformance_suites_data_plane_tests_pass() {
     let token = "otg-conformance-token-0123456789";
     let token_file = dir.path().join("token");
     std::fs::write(&token_file, format!("{token}\n")).unwrap();
+    let cert = dir.path().join("cert.pem");
     let work = dir.path().join("suite");
     copy_tree(&suite, &work);
+    let host = if grpc {
+        format!("127.0.0.1:{GRPC_PORT}")
+    } else {
+        format!("https://127.0.0.1:{PORT}")
+    };
     std::fs::write(
         work.join("test-config.yaml"),
         format!(
-            "otg_host: https://127.0.0.1:{PORT}\notg_ports: [veth0, veth1]\notg_speed: speed_1_gbps\notg_capture_check: true\notg_grpc_transport: false\n"
+            "otg_host: {host}\notg_ports: [veth0, veth1]\notg_speed: speed_1_gbps\notg_capture_check: true\notg_grpc_transport: {grpc}\n"
         ),
     )
     .unwrap();
-    // snappi has no option for a token: its session's headers carry it.
-    std::fs::write(
-        work.join("conftest.py"),
-        "import os\nimport snappi\n\n_api = snappi.api\n\n\ndef _with_token(*args, **kwargs):\n    api = _api(*args, **kwargs)\n    api._transport._session.headers[\"Authorization\"] = \"Bearer \" + os.environ[\"OTG_TOKEN\"]\n    return api\n\n\nsnappi.api = _with_token\n",
-    )
-    .unwrap();
+    std::fs::write(work.join("conftest.py"), CONFTEST).unwrap();
     let mut agent = Proc::spawn(rig.command(0, BIN).args([
         "agent",
         "--listen",
         &format!("127.0.0.1:{PORT}"),
+        "--grpc-listen",
+        &format!("127.0.0.1:{GRPC_PORT}"),
         "--allow-iface",
         "veth0,veth1",
         "--token-file",
         token_file.to_str().unwrap(),
+        "--write-cert",
+        cert.to_str().unwrap(),
     ]));
     let deadline = Instant::now() + Duration::from_secs(20);
+    let port = if grpc { GRPC_PORT } else { PORT };
     while !rig
-        .run_in(0, || TcpStream::connect(("127.0.0.1", PORT)).is_ok())
+        .run_in(0, || TcpStream::connect(("127.0.0.1", port)).is_ok())
         .unwrap()
     {
         assert!(
@@ -204,14 +279,16 @@ fn the_otg_conformance_suites_data_plane_tests_pass() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let (passed, report) = run_suite(&rig, &python, &work, token);
+    let (passed, report) = run_suite(&rig, &python, &work, token, &cert);
     // The report, for the log (cargo shows it when the test fails, or
     // with --nocapture).
     println!("{report}");
     let want: BTreeSet<String> = PASSING.iter().map(|s| s.to_string()).collect();
     assert_eq!(
-        passed, want,
-        "the suite's tests that passed (left) against those expected to (right)"
+        passed,
+        want,
+        "the suite's tests that passed (left) against those expected to (right), over {}",
+        if grpc { "gRPC" } else { "HTTP" }
     );
     drop(agent);
 }

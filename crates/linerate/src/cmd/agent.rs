@@ -17,6 +17,11 @@ pub struct AgentArgs {
     /// Address and port to serve HTTPS on (port 0: any free port, printed).
     #[arg(long, default_value = "127.0.0.1:8443")]
     listen: SocketAddr,
+    /// Address and port to serve the OTG gRPC API on too (the same TLS
+    /// certificate and token, in the metadata authorization: Bearer
+    /// <token>); off unless given.
+    #[arg(long)]
+    grpc_listen: Option<SocketAddr>,
     /// An interface a configuration's port may be (its location); repeat
     /// or comma-separate. Nothing else is sent on or read. Required.
     #[arg(long = "allow-iface", value_delimiter = ',', required = true)]
@@ -184,6 +189,7 @@ pub fn run(a: &AgentArgs) -> Result<u8> {
     let listener =
         TcpListener::bind(a.listen).with_context(|| format!("listening on {}", a.listen))?;
     let addr = listener.local_addr()?;
+    let grpc = a.grpc_listen.map(bind_grpc).transpose()?;
     let stop = super::stop_flag()?;
     let agent = Arc::new(Agent::new(Options {
         allow: a.allow_iface.clone(),
@@ -196,6 +202,7 @@ pub fn run(a: &AgentArgs) -> Result<u8> {
         reporting: Some(reporting),
     }));
     say(format!("linerate agent: listening on https://{addr}"));
+    grpc.iter().map(grpc_line).try_for_each(|l| l.map(&say))?;
     say(format!(
         "linerate agent: certificate sha256 {}",
         tls.fingerprint
@@ -214,8 +221,55 @@ pub fn run(a: &AgentArgs) -> Result<u8> {
         say(format!("linerate agent: token {token}"));
     }
     let _ = crate::output::stdout().flush();
-    let served = linerate_agent::serve(listener, tls.config, agent, Arc::new(token), stop.flag());
-    served.context("serving")?;
+    serve_both(listener, grpc, tls, agent, Arc::new(token), &stop)?;
     say("linerate agent: stopped".into());
     Ok(0)
+}
+
+/// `--grpc-listen`'s socket.
+fn bind_grpc(addr: SocketAddr) -> Result<TcpListener> {
+    TcpListener::bind(addr).with_context(|| format!("--grpc-listen {addr}"))
+}
+
+/// The line saying where gRPC is served.
+fn grpc_line(g: &TcpListener) -> Result<String> {
+    Ok(format!(
+        "linerate agent: gRPC on https://{}",
+        g.local_addr()?
+    ))
+}
+
+/// HTTPS on `listener` and, from a thread of its own, gRPC on `grpc`
+/// (the same certificate, agent and token) until `stop`; the HTTPS
+/// server's end ends the gRPC one.
+fn serve_both(
+    listener: TcpListener,
+    grpc: Option<TcpListener>,
+    tls: linerate_agent::Tls,
+    agent: Arc<Agent>,
+    token: Arc<String>,
+    stop: &linerate_run::Cancel,
+) -> Result<()> {
+    let grpc = grpc
+        .map(|g| {
+            let (tls, agent, token, stop) = (
+                tls.config.clone(),
+                agent.clone(),
+                token.clone(),
+                stop.shared(),
+            );
+            std::thread::Builder::new()
+                .name("agent-grpc".into())
+                .spawn(move || linerate_agent::grpc::serve(g, tls, agent, token, stop))
+        })
+        .transpose()
+        .context("starting the gRPC server")?;
+    let served = linerate_agent::serve(listener, tls.config, agent, token, stop.flag());
+    stop.cancel();
+    if let Some(t) = grpc {
+        t.join()
+            .map_err(|_| anyhow::anyhow!("the gRPC server panicked"))?
+            .context("serving gRPC")?;
+    }
+    served.context("serving")
 }
