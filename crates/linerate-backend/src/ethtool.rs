@@ -225,6 +225,27 @@ pub fn memlock_limit() -> io::Result<u64> {
     })
 }
 
+/// Whether UDP GSO batches leave `iface` whole: a veth with
+/// tx-udp-segmentation on hands a batch to its peer as one packet, so a
+/// sender counting datagrams counts what never crossed as datagrams.
+pub fn gso_batches_pass_whole(iface: &str) -> bool {
+    drvinfo(iface).is_ok_and(|d| d.driver == "veth")
+        && feature(iface, "tx-udp-segmentation").ok().flatten() != Some(false)
+}
+
+/// The interface UDP datagrams to `dst` leave by (the one holding the
+/// source address the kernel picks; no packet is sent).
+pub fn udp_egress(dst: std::net::SocketAddr) -> Option<String> {
+    let any: std::net::SocketAddr = if dst.is_ipv4() {
+        ([0u8; 4], 0).into()
+    } else {
+        ([0u16; 8], 0).into()
+    };
+    let s = std::net::UdpSocket::bind(any).ok()?;
+    s.connect(dst).ok()?;
+    crate::iface::of_addr(s.local_addr().ok()?.ip())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

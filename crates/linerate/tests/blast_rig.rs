@@ -2166,3 +2166,55 @@ fn an_ipv6_blast_without_a_size_sends_the_smallest_frame_that_fits() {
         "{s}"
     );
 }
+
+/// The client's UDP over a veth that would pass a GSO batch whole (the
+/// README's "64-byte frames, as fast as possible"): GSO is turned off and
+/// said, so the datagrams counted are datagrams that crossed (the server
+/// receives about what the client sent, not 40 times fewer).
+#[test]
+fn the_clients_udp_over_a_veth_counts_datagrams_that_crossed() {
+    if skip("the_clients_udp_over_a_veth_counts_datagrams_that_crossed") {
+        return;
+    }
+    let rig = Rig::pair().unwrap();
+    let mut server = support::Proc::spawn(rig.command(1, BIN).args(["-s", "-1", "-J"]));
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !rig
+        .run_in(0, || {
+            std::net::TcpStream::connect(("198.18.0.2", 5201)).is_ok()
+        })
+        .unwrap()
+    {
+        assert!(Instant::now() < deadline, "no server");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = rig
+        .command(0, BIN)
+        .args([
+            "-c",
+            "198.18.0.2",
+            "-u",
+            "-b",
+            "0",
+            "-l",
+            "18",
+            "-t",
+            "2",
+            "-J",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("UDP GSO off: veth0 is a veth"), "{err}");
+    let c = support::json(&out.stdout);
+    let sent = c["end"]["sum_sent"]["packets"].as_u64().unwrap();
+    let received = c["end"]["sum_received"]["packets"].as_u64().unwrap();
+    assert!(sent > 0 && received > 0, "{c}");
+    // Datagrams that crossed: the receiver's count near the sender's.
+    assert!(
+        received as f64 >= sent as f64 * 0.5,
+        "sent {sent}, received {received}: batches crossed whole"
+    );
+    let _ = server.wait(Duration::from_secs(10));
+}

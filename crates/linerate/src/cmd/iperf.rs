@@ -1188,7 +1188,7 @@ fn run_client_once(args: &IperfArgs, host: &str, quiet: bool) -> Result<linerate
     let config = linerate_iperf_proto::report::test_start(
         &opts.params,
         args.interval()?.as_secs_f64(),
-        !args.no_gso,
+        opts.udp_gso,
         false,
     );
     let out: Arc<Mutex<dyn Write + Send>> = if quiet {
@@ -1260,6 +1260,38 @@ fn run_client_once(args: &IperfArgs, host: &str, quiet: bool) -> Result<linerate
 
 /// The client's options from its flags (no reporters, no early finish:
 /// the run sets those).
+/// UDP GSO for this client: on (linerate's default) unless `--no-gso`,
+/// or unless the datagrams leave by a veth that would hand a GSO batch to
+/// its peer whole (then off, and said: its datagrams would be counted and
+/// never cross as datagrams; `--gsro` keeps it on).
+fn udp_gso(args: &IperfArgs, host: &str) -> bool {
+    if args.no_gso {
+        return false;
+    }
+    if !args.udp || args.gsro || args.reverse {
+        return true;
+    }
+    use std::net::ToSocketAddrs;
+    let Some(dst) = (host, args.port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+    else {
+        return true;
+    };
+    match linerate_backend::ethtool::udp_egress(dst)
+        .filter(|i| linerate_backend::ethtool::gso_batches_pass_whole(i))
+    {
+        Some(iface) => {
+            eprintln!(
+                "linerate: UDP GSO off: {iface} is a veth that hands a GSO batch to its peer whole, so the datagrams would be counted but never cross as datagrams (--gsro keeps it on; `ethtool -K {iface} tx-udp-segmentation off` makes the kernel split them)"
+            );
+            false
+        }
+        None => true,
+    }
+}
+
 fn client_options(args: &IperfArgs, host: &str) -> Result<ClientOptions> {
     let (params, bandwidth_given) = args.params()?;
     Ok(ClientOptions {
@@ -1280,7 +1312,7 @@ fn client_options(args: &IperfArgs, host: &str) -> Result<ClientOptions> {
         } else {
             Duration::from_millis(args.control_timeout.max(1))
         },
-        udp_gso: !args.no_gso,
+        udp_gso: udp_gso(args, host),
         affinity: args.stream_cpus()?,
         zerocopy: args.zerocopy,
         events: None,
