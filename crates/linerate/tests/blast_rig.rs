@@ -2177,7 +2177,7 @@ fn the_clients_udp_over_a_veth_counts_datagrams_that_crossed() {
         return;
     }
     let rig = Rig::pair().unwrap();
-    let mut server = support::Proc::spawn(rig.command(1, BIN).args(["-s", "-1", "-J"]));
+    let server = support::Proc::spawn(rig.command(1, BIN).args(["-s", "-1", "-J"]));
     let deadline = Instant::now() + Duration::from_secs(15);
     while !rig
         .run_in(0, || {
