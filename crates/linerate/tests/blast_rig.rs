@@ -2218,3 +2218,50 @@ fn the_clients_udp_over_a_veth_counts_datagrams_that_crossed() {
     );
     let _ = server.wait(Duration::from_secs(10));
 }
+
+/// `sink --iface veth0 --count 100` with no time: it listens until the
+/// count (it said so), not for a default 3 s that ends before a user
+/// typed the sender.
+#[test]
+fn a_sink_without_a_time_listens_until_stopped() {
+    if skip("a_sink_without_a_time_listens_until_stopped") {
+        return;
+    }
+    let rig = Rig::pair().unwrap();
+    let (sink, ()) = support::sink_while(
+        rig.command(1, BIN)
+            .args(["sink", "--iface", "veth0", "--count", "100", "--json"]),
+        || {
+            // Longer than the old default, then the frames.
+            std::thread::sleep(Duration::from_secs(4));
+            let out = blast(&rig, &["--dst-ip", "198.18.0.2", "--count", "100"]);
+            assert!(out.status.success());
+            std::thread::sleep(Duration::from_millis(300));
+        },
+    );
+    let err = String::from_utf8_lossy(&sink.stderr);
+    assert!(err.contains("until --count or Ctrl-C"), "{err}");
+    let s = support::json(&sink.stdout);
+    assert_eq!(s["packets"], 100, "{s}");
+    // No time and no count: still there after 4 s, ended by Ctrl-C with
+    // its report.
+    let mut p = support::Proc::spawn(
+        rig.command(1, BIN)
+            .args(["sink", "--iface", "veth0", "--json"]),
+    );
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(p.is_running(), "the sink ended by itself");
+    p.interrupt();
+    let out = std::mem::replace(&mut p, support::Proc(None)).wait(Duration::from_secs(10));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("until Ctrl-C (-t sets a time)"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(support::json(&out.stdout)["packets"], 0);
+}

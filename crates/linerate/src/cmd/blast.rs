@@ -166,14 +166,10 @@ pub struct SinkArgs {
     /// Interface to receive on.
     #[arg(long)]
     iface: String,
-    /// Seconds to listen.
-    #[arg(
-        short = 't',
-        long = "time",
-        visible_alias = "duration",
-        default_value_t = 3.0
-    )]
-    duration: f64,
+    /// Seconds to listen (default: until Ctrl-C or --count, at most a
+    /// day).
+    #[arg(short = 't', long = "time", visible_alias = "duration")]
+    duration: Option<f64>,
     /// Stop once this many probe frames arrived.
     #[arg(long)]
     count: Option<u64>,
@@ -673,6 +669,9 @@ fn doctor(iface: &str, pinned: &[usize]) -> serde_json::Value {
     linerate_doctor::test_summary(Some(iface), pinned)
 }
 
+/// A sink given no time listens until stopped, a day at most.
+const SINK_UNTIL_STOPPED_S: f64 = 86_400.0;
+
 pub fn run_sink(a: &SinkArgs) -> Result<u8> {
     super::dpdk::port_exists(&a.backend, &a.eal, &a.iface)?;
     let streams = match &a.profile {
@@ -681,7 +680,7 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
     };
     let cfg = SinkConfig {
         iface: a.iface.clone(),
-        duration: duration(a.duration)?,
+        duration: duration(a.duration.unwrap_or(SINK_UNTIL_STOPPED_S))?,
         backend: backend(&a.backend)?,
         clocks_shared: !a.remote_sender,
         until_packets: a.count,
@@ -704,7 +703,7 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
     let doc = doctor(&a.iface, &pinned);
     let config = serde_json::json!({
         "iface": a.iface,
-        "duration_s": a.duration,
+        "duration_s": a.duration.unwrap_or(SINK_UNTIL_STOPPED_S),
         "count": a.count,
         "backend": a.backend,
         "cores": pinned,
@@ -712,7 +711,14 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
     });
     // On stderr, so scripts (and tests) can start their traffic once the
     // sink counts it.
-    let ready = |backend: &str| eprintln!("linerate: sink receiving on {} ({backend})", a.iface);
+    let until = match (a.duration, a.count) {
+        (Some(_), _) => "",
+        (None, Some(_)) => ", until --count or Ctrl-C",
+        (None, None) => ", until Ctrl-C (-t sets a time)",
+    };
+    let ready = |backend: &str| {
+        eprintln!("linerate: sink receiving on {} ({backend}){until}", a.iface);
+    };
     let ended = drive(
         &a.out,
         false,
