@@ -141,7 +141,14 @@ fn man_pages() -> Vec<String> {
     );
     let pages: Vec<String> = listed
         .lines()
-        .map(|l| Path::new(l).file_name().unwrap().to_str().unwrap().to_owned())
+        .map(|l| {
+            Path::new(l)
+                .file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_owned()
+        })
         .collect();
     assert!(pages.contains(&"linerate-blast.1".to_owned()), "{pages:?}");
     pages
@@ -207,9 +214,14 @@ fn check_rpms(built: &Built, pages: &[String]) {
         .lines()
         .map(String::from));
     assert_eq!(got, want, "rpm -qlp {}", built.tool_rpm.display());
-    let requires = run("rpm", &["-qp", "--requires", built.tool_rpm.to_str().unwrap()]);
+    let requires = run(
+        "rpm",
+        &["-qp", "--requires", built.tool_rpm.to_str().unwrap()],
+    );
     assert!(
-        requires.lines().any(|l| l == format!("linerate >= {VERSION}")),
+        requires
+            .lines()
+            .any(|l| l == format!("linerate >= {VERSION}")),
         "{requires}"
     );
 }
@@ -322,14 +334,20 @@ fn check_methods() {
     // Each wrapper calls the installed binary by its path.
     for m in METHODS {
         let text = std::fs::read_to_string(format!("{DEB_TOOL_DIR}/{m}")).unwrap();
-        assert_eq!(text, format!("#!/bin/sh\nexec /usr/bin/linerate pscheduler {m}\n"));
+        assert_eq!(
+            text,
+            format!("#!/bin/sh\nexec /usr/bin/linerate pscheduler {m}\n")
+        );
     }
     let conf = tempfile::NamedTempFile::new().unwrap();
     let port = support::free_port();
     std::fs::write(conf.path(), format!("server_port = {port}\n")).unwrap();
     let conf = conf.path();
     let e = method("enumerate", &json!({}), conf);
-    assert_eq!((&e["name"], &e["version"]), (&json!("linerate"), &json!(VERSION)));
+    assert_eq!(
+        (&e["name"], &e["version"]),
+        (&json!("linerate"), &json!(VERSION))
+    );
     let mut run_input = fixture("run-throughput.json");
     run_input["test"]["spec"]["loopback"] = json!(true);
     run_input["test"]["spec"]["duration"] = json!("PT1S");
@@ -337,7 +355,10 @@ fn check_methods() {
     let test = &run_input["test"];
     assert_eq!(method("can-run", test, conf), json!({ "can-run": true }));
     // Set-up 4 s + 1 s + the client's wait 3 s + the server's end 2 s.
-    assert_eq!(method("duration", test, conf), json!({ "duration": "PT10S" }));
+    assert_eq!(
+        method("duration", test, conf),
+        json!({ "duration": "PT10S" })
+    );
     let d = method("participant-data", &fixture("participant-data.json"), conf);
     assert_eq!((&d["schema"], &d["server_port"]), (&json!(3), &json!(port)));
     assert!(d["_auth"]["password"].is_string(), "{d}");
@@ -377,7 +398,15 @@ fn remove_and_check() {
 
 #[test]
 fn packages_build_install_run_and_purge() {
-    let tools = ["apt-get", "dpkg-deb", "dpkg-shlibdeps", "rpmbuild", "rpm", "lintian", "man"];
+    let tools = [
+        "apt-get",
+        "dpkg-deb",
+        "dpkg-shlibdeps",
+        "rpmbuild",
+        "rpm",
+        "lintian",
+        "man",
+    ];
     let mut reqs = vec![require_root()];
     reqs.extend(tools.iter().map(|t| require_program(t)));
     if should_skip("packages", &reqs) {
