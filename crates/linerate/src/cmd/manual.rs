@@ -91,11 +91,17 @@ pub fn man(a: &ManArgs, cmd: clap::Command) -> anyhow::Result<u8> {
     Ok(0)
 }
 
+/// Writes each page into `dir` as its file name says (a page there
+/// already is replaced; never written through a symbolic link).
 fn write_pages(pages: &[clap_mangen::Man], dir: &Path) -> anyhow::Result<u8> {
+    use std::io::Write;
     for page in pages {
-        let path = page
-            .generate_to(dir)
-            .with_context(|| format!("cannot write a man page into {}", dir.display()))?;
+        let path = dir.join(page.get_filename());
+        let mut roff = Vec::new();
+        page.render(&mut roff)?;
+        crate::output::create_new(&path, true, "man --dir")?
+            .write_all(&roff)
+            .with_context(|| format!("man --dir {}", path.display()))?;
         crate::say!("{}", path.display());
     }
     Ok(0)
