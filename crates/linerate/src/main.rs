@@ -55,6 +55,17 @@ enum Command {
     Pscheduler(cmd::pscheduler::PschedulerArgs),
     /// Open Traffic Generator API (the subset snappi drives) over HTTPS: flows run as blast and sink on allowed interfaces.
     Agent(Box<cmd::agent::AgentArgs>),
+    /// Print the shell completion script for bash, zsh or fish.
+    Completions(cmd::manual::CompletionsArgs),
+    /// Print a man page, or write every page (one per subcommand) with --dir.
+    Man(cmd::manual::ManArgs),
+}
+
+/// The command line as parsed: the clap definitions with the iperf3
+/// subcommands' help split (also what completions and man pages are
+/// generated from).
+fn cli_command() -> clap::Command {
+    cmd::iperf::split_help(Cli::command())
 }
 
 /// Whether the command line is iperf3's (`-s`, `-c HOST`, or argv[0] iperf3).
@@ -97,9 +108,11 @@ fn main() -> ExitCode {
     let result = if iperf3_form(&argv) {
         cmd::iperf::run(&IperfArgs::parse_from(argv))
     } else {
-        let matches = cmd::iperf::split_help(Cli::command()).get_matches_from(argv);
+        let matches = cli_command().get_matches_from(argv);
         let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
         match cli.command {
+            Command::Completions(args) => cmd::manual::completions(&args, cli_command()),
+            Command::Man(args) => cmd::manual::man(&args, cli_command()),
             Command::Calc(args) => cmd::calc::run(&args).map(|()| 0),
             Command::Plot(args) => cmd::plot::run(&args),
             Command::Pscheduler(args) => cmd::pscheduler::run(&args),

@@ -9,6 +9,7 @@ pub mod fwd;
 pub mod getopt;
 pub mod iperf;
 pub mod lab;
+pub mod manual;
 pub mod out;
 pub mod packet_outcome;
 pub mod plot;
