@@ -669,16 +669,9 @@ fn doctor(iface: &str, pinned: &[usize]) -> serde_json::Value {
     linerate_doctor::test_summary(Some(iface), pinned)
 }
 
-/// A sink given no time listens until stopped, a day at most.
-const SINK_UNTIL_STOPPED_S: f64 = 86_400.0;
-
-pub fn run_sink(a: &SinkArgs) -> Result<u8> {
-    super::dpdk::port_exists(&a.backend, &a.eal, &a.iface)?;
-    let streams = match &a.profile {
-        Some(p) => super::profile::names(&linerate_traffic::profile::Profile::load(p)?),
-        None => Vec::new(),
-    };
-    let cfg = SinkConfig {
+/// What `sink`'s flags ask of the receiver.
+fn sink_config(a: &SinkArgs) -> Result<SinkConfig> {
+    Ok(SinkConfig {
         iface: a.iface.clone(),
         duration: duration(a.duration.unwrap_or(SINK_UNTIL_STOPPED_S))?,
         backend: backend(&a.backend)?,
@@ -693,7 +686,19 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
         cores: a.cores.clone().map(|c| c.0).unwrap_or_default(),
         interval: a.out.interval()?,
         take: super::rx_filter(a.take_queue, a.udp_ports),
+    })
+}
+
+/// A sink given no time listens until stopped, a day at most.
+const SINK_UNTIL_STOPPED_S: f64 = 86_400.0;
+
+pub fn run_sink(a: &SinkArgs) -> Result<u8> {
+    super::dpdk::port_exists(&a.backend, &a.eal, &a.iface)?;
+    let streams = match &a.profile {
+        Some(p) => super::profile::names(&linerate_traffic::profile::Profile::load(p)?),
+        None => Vec::new(),
     };
+    let cfg = sink_config(a)?;
     let stop = stop_flag()?;
     // Created now, written at the end: refused before the run, not after.
     let mut hist_file = (a.hist.as_ref())
