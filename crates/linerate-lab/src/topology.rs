@@ -179,6 +179,8 @@ fn pair_try<'a>(a: &'a str, b: &'a str) -> Vec<Try<'a>> {
 }
 
 fn dut_try(g: &str) -> Vec<Try<'_>> {
+    // (MAC_DA is written out in the blast line below; a test holds them
+    // equal.)
     vec![
         (
             g,
@@ -187,7 +189,9 @@ fn dut_try(g: &str) -> Vec<Try<'_>> {
         ),
         (
             g,
-            "blast --iface ga --rx-iface gb --dst-ip 198.18.1.2 --pps 20k --count 20000 --repeat 3",
+            // The device's port (da) by its fixed MAC: a forwarding
+            // device (`--dut fwd`) answers no ARP for the far address.
+            "blast --iface ga --rx-iface gb --dst-mac 02:00:00:00:02:01 --dst-ip 198.18.1.2 --pps 20k --count 20000 --repeat 3",
             false,
         ),
     ]
@@ -507,6 +511,14 @@ mod tests {
         assert!(s.contains("ip netns exec b linerate -s -1 &\n"));
         assert!(s.contains("ip netns exec a linerate -c 198.18.0.2 -t 3\n"));
         assert_eq!(suggested_commands().len(), 6);
+        // The dut's blast names the device's port by its fixed MAC.
+        let dut = render_try(&dut_try("g"));
+        assert!(
+            dut.contains(&format!(
+                "blast --iface ga --rx-iface gb --dst-mac {MAC_DA} "
+            )),
+            "{dut}"
+        );
     }
 
     #[test]

@@ -68,3 +68,49 @@ fn a_cpu_list_beyond_this_host_is_refused_before_anything_opens() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Run without privileges, a refusal names what would allow it: root or
+/// CAP_NET_RAW for a raw socket, a source port below 1024 for a UDP one.
+#[test]
+fn an_unprivileged_user_is_told_what_would_allow_it() {
+    use linerate_testkit::{require_program, require_root, should_skip};
+    let test = "an_unprivileged_user_is_told_what_would_allow_it";
+    if should_skip(test, &[require_root(), require_program("setpriv")]) {
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_linerate");
+    let as_nobody = |args: &[&str]| {
+        std::process::Command::new("setpriv")
+            .args([
+                "--reuid=nobody",
+                "--regid=nogroup",
+                "--clear-groups",
+                "--inh-caps=-all",
+            ])
+            .arg(bin)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = as_nobody(&["sink", "--iface", "lo", "--backend", "socket", "-t", "1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("need root or CAP_NET_RAW"), "{err}");
+    let out = as_nobody(&[
+        "blast",
+        "--iface",
+        "lo",
+        "--dst-ip",
+        "127.0.0.1",
+        "--src-port",
+        "9",
+        "--count",
+        "1",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("source port 9 is below 1024") || err.contains("need root or CAP_NET_RAW"),
+        "{err}"
+    );
+}

@@ -889,3 +889,48 @@ fn an_interrupted_campaign_keeps_every_finished_trial() {
         .sum();
     assert_eq!(intervals, all_trials);
 }
+
+/// The blast command `lab up --topology dut --dut fwd` suggests runs as
+/// printed (it once failed: no MAC for the far address through a
+/// forwarder that answers no ARP).
+#[test]
+fn the_dut_labs_suggested_blast_runs_as_printed() {
+    let _one = serial();
+    if skip("the_dut_labs_suggested_blast_runs_as_printed") {
+        return;
+    }
+    let prefix = format!("lrt-{}-try", std::process::id());
+    let text = lab(&[
+        "up",
+        "--topology",
+        "dut",
+        "--prefix",
+        &prefix,
+        "--dut",
+        "fwd",
+    ]);
+    let _down = DutLab {
+        gen_ns: format!("{prefix}-gen"),
+        dut_ns: format!("{prefix}-dut"),
+        prefix: prefix.clone(),
+    };
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| l.contains(" linerate blast "))
+        .unwrap_or_else(|| panic!("no blast suggested: {text}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(&words[..3], ["ip", "netns", "exec"], "{line}");
+    let at = words.iter().position(|w| *w == "linerate").unwrap();
+    let out = Command::new("ip")
+        .args(&words[1..at])
+        .arg(BIN)
+        .args(&words[at + 1..])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{line}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

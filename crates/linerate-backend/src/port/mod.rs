@@ -106,10 +106,23 @@ pub enum BackendError {
     Open { iface: String, source: io::Error },
 }
 
+/// What a user can do about a refused raw socket, AF_PACKET ring or
+/// AF_XDP socket.
+pub const NEEDS_PRIVILEGE: &str = "raw sockets, AF_PACKET rings and AF_XDP need root or CAP_NET_RAW (and CAP_NET_ADMIN, CAP_BPF for AF_XDP): run as root, or `setcap cap_net_raw,cap_net_admin,cap_bpf+ep $(command -v linerate)`";
+
 fn open_err(iface: &str) -> impl FnOnce(io::Error) -> BackendError + '_ {
     move |source| BackendError::Open {
         iface: iface.to_string(),
-        source,
+        source: with_privilege_hint(source),
+    }
+}
+
+/// An EPERM or EACCES said with what would allow it.
+pub fn with_privilege_hint(e: io::Error) -> io::Error {
+    if e.kind() == io::ErrorKind::PermissionDenied {
+        io::Error::new(e.kind(), format!("{e}: {NEEDS_PRIVILEGE}"))
+    } else {
+        e
     }
 }
 

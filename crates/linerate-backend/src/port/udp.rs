@@ -289,6 +289,12 @@ impl UdpTx {
                         Some(c) if c == Errno::EINVAL as i32 => {
                             unsupported(format!("source address {ip} cannot be bound ({e})"))
                         }
+                        Some(c) if c == Errno::EACCES as i32 && port < 1024 => io::Error::new(
+                            e.kind(),
+                            format!(
+                                "UDP socket {ep}: {e}: source port {port} is below 1024, which only root or CAP_NET_BIND_SERVICE may bind; give --src-port 1024 or above"
+                            ),
+                        ),
                         _ => io::Error::new(e.kind(), format!("UDP socket {ep}: {e}")),
                     }
                 })?;
