@@ -515,13 +515,11 @@ impl Agent {
                 ),
             ));
         }
-        let (mut watch, ended) = match &self.opts.reporting {
-            Some(_) => {
-                let (w, tx) = crate::run::Watch::new(&camp.plan, &which);
-                (Some(w), Some(tx))
-            }
-            None => (None, None),
-        };
+        // Each started flow's thread sends its end here when a run is
+        // reported (`crate::run`).
+        let (ended_tx, ended_rx) = std::sync::mpsc::channel();
+        let reporting = self.opts.reporting.is_some();
+        let mut started = Vec::new();
         let mut failed = None;
         for &i in &which {
             let mut flow = camp.plan.flows[i].clone();
@@ -544,13 +542,9 @@ impl Agent {
                     });
                 }
             }
-            let report = ended.as_ref().map(|tx| (i, tx.clone()));
+            let report = reporting.then(|| (i, ended_tx.clone()));
             match camp.flows[i].start(flow, report) {
-                Ok(generation) => {
-                    if let Some(w) = watch.as_mut() {
-                        w.flows.push((i, camp.flows[i].clone(), generation));
-                    }
-                }
+                Ok(generation) => started.push((i, camp.flows[i].clone(), generation)),
                 Err(e) => {
                     failed = Some(Reply::error(
                         500,
@@ -560,16 +554,13 @@ impl Agent {
                 }
             }
         }
-        if let (Some(mut w), Some(to)) = (watch, self.opts.reporting.as_ref()) {
-            // The run is of the flows that started.
-            let started: Vec<usize> = w.flows.iter().map(|(i, _, _)| *i).collect();
-            w.config
-                .flows
-                .retain(|f| started.iter().any(|&i| camp.plan.flows[i].name == f.name));
+        drop(ended_tx);
+        if let Some(to) = &self.opts.reporting
+            && !started.is_empty()
+        {
             s.watchers.retain(|h| !h.is_finished());
-            if !w.flows.is_empty()
-                && let Ok(h) = w.spawn(to)
-            {
+            let w = crate::run::Watch::new(&camp.plan, started, ended_rx);
+            if let Ok(h) = w.spawn(to) {
                 s.watchers.push(h);
             }
         }

@@ -15,7 +15,7 @@ use linerate_run::{
 };
 use serde::Serialize;
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -42,33 +42,10 @@ pub struct FlowConfig {
     pub frames: Option<u64>,
     /// The longest it sends.
     pub seconds: f64,
-    pub rate: FlowRate,
+    pub rate: Rate,
     pub delay_s: f64,
     /// Probe flow ids `[first, last]` its frames carry.
     pub probe_ids: [u16; 2],
-}
-
-/// A flow's rate as configured.
-#[derive(Debug, Clone, Copy, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FlowRate {
-    Max,
-    Pps(u64),
-    /// Bits per second on the wire (preamble, SFD and gap included).
-    BpsL1(u64),
-    /// Bits per second of frames (FCS included).
-    BpsL2(u64),
-}
-
-impl From<Rate> for FlowRate {
-    fn from(r: Rate) -> Self {
-        match r {
-            Rate::Max => FlowRate::Max,
-            Rate::Pps(p) => FlowRate::Pps(p),
-            Rate::BpsL1(b) => FlowRate::BpsL1(b),
-            Rate::BpsL2(b) => FlowRate::BpsL2(b),
-        }
-    }
 }
 
 impl FlowConfig {
@@ -79,7 +56,7 @@ impl FlowConfig {
             ports_rx: f.rx.iter().map(|&r| plan.ports[r].name.clone()).collect(),
             frames: f.blast.count,
             seconds: f.blast.duration.as_secs_f64(),
-            rate: f.blast.rate.into(),
+            rate: f.blast.rate,
             delay_s: f.delay.as_secs_f64(),
             probe_ids: [f.ids.base, f.ids.base + (f.ids.span() - 1) as u16],
         }
@@ -212,22 +189,24 @@ pub struct Watch {
 }
 
 impl Watch {
-    /// A watch of the flows `which` of `plan`, and the sender each flow's
-    /// thread reports its end on.
-    pub fn new(plan: &Plan, which: &[usize]) -> (Self, Sender<(usize, FlowCounts)>) {
-        let (tx, rx) = std::sync::mpsc::channel();
+    /// A watch of the flows of `plan` that started (their place, state and
+    /// generation), whose threads send their end on `ended`'s sender.
+    pub fn new(
+        plan: &Plan,
+        flows: Vec<(usize, Arc<FlowRun>, u64)>,
+        ended: Receiver<(usize, FlowCounts)>,
+    ) -> Self {
         let config = RunConfig {
-            flows: which
+            flows: flows
                 .iter()
-                .map(|&i| FlowConfig::of(plan, &plan.flows[i]))
+                .map(|(i, _, _)| FlowConfig::of(plan, &plan.flows[*i]))
                 .collect(),
         };
-        let w = Watch {
-            flows: Vec::new(),
+        Watch {
+            flows,
             config,
-            ended: rx,
-        };
-        (w, tx)
+            ended,
+        }
     }
 
     /// Reports the run on its own thread: start now, intervals, the end

@@ -62,8 +62,10 @@ pub fn traffic(flows: &FlowSpec, framing: &Framing, macs_given: bool, gso: Gso) 
     }
 }
 
-/// A target rate.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// A target rate (`"max"`, `{"pps": N}`, `{"bps_l1": N}`, `{"bps_l2": N}`
+/// as JSON).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Rate {
     Max,
     Pps(u64),
