@@ -800,20 +800,10 @@ fn chosen<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linerate_packet::{BackendKind, RxFilter};
+    use linerate_packet::RxFilter;
 
     fn agent() -> Agent {
-        Agent::new(Options {
-            allow: vec!["wire0".into(), "wire1".into()],
-            // Loopback ports: nothing here touches an interface.
-            tx_backend: BackendKind::Loopback,
-            rx_backend: BackendKind::Loopback,
-            drain: Duration::from_millis(10),
-            run_max: Duration::from_secs(5),
-            interval: Duration::from_millis(50),
-            peers: None,
-            reporting: None,
-        })
+        Agent::new(Options::loopback(&["wire0", "wire1"]))
     }
 
     fn good() -> Value {

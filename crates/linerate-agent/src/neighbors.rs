@@ -393,22 +393,10 @@ pub fn states(
 #[cfg(test)]
 mod tests {
     use crate::{Agent, Options};
-    use linerate_packet::BackendKind;
     use serde_json::{Value, json};
-    use std::time::Duration;
 
     fn agent() -> Agent {
-        Agent::new(Options {
-            allow: vec!["wire0".into(), "wire1".into()],
-            // Loopback ports: the tables are kept, nothing is sent.
-            tx_backend: BackendKind::Loopback,
-            rx_backend: BackendKind::Loopback,
-            drain: Duration::from_millis(10),
-            run_max: Duration::from_secs(5),
-            interval: Duration::from_millis(50),
-            peers: None,
-            reporting: None,
-        })
+        Agent::new(Options::loopback(&["wire0", "wire1"]))
     }
 
     fn post(a: &Agent, path: &str, v: &Value) -> crate::Reply {

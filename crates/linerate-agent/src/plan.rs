@@ -44,6 +44,24 @@ pub struct Options {
     pub reporting: Option<crate::run::Reporting>,
 }
 
+impl Options {
+    /// An agent whose ports are in-memory loopback ports named `allow`
+    /// (nothing touches an interface): 10 ms drain, 5 s longest run, no
+    /// peers, no run reporting. For tests and examples.
+    pub fn loopback(allow: &[&str]) -> Self {
+        Options {
+            allow: allow.iter().map(|s| s.to_string()).collect(),
+            tx_backend: BackendKind::Loopback,
+            rx_backend: BackendKind::Loopback,
+            drain: Duration::from_millis(10),
+            run_max: Duration::from_secs(5),
+            interval: Duration::from_millis(50),
+            peers: None,
+            reporting: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub ports: Vec<PlanPort>,

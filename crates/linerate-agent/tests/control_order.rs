@@ -5,20 +5,14 @@
 
 use linerate_agent::{Agent, Options};
 use linerate_backend::loopback::{Faults, Port};
-use linerate_packet::BackendKind;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
 fn agent(wire: &str) -> Agent {
     Agent::new(Options {
-        allow: vec![wire.into()],
-        tx_backend: BackendKind::Loopback,
-        rx_backend: BackendKind::Loopback,
         drain: Duration::from_millis(20),
         run_max: Duration::from_secs(20),
-        interval: Duration::from_millis(50),
-        peers: None,
-        reporting: None,
+        ..Options::loopback(&[wire])
     })
 }
 

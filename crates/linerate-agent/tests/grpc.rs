@@ -9,7 +9,6 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use linerate_agent::grpc::messages::{Data, Empty, Holding};
 use linerate_agent::grpc::{schema, table_api, table_config};
 use linerate_agent::{Agent, Identity, Options};
-use linerate_packet::BackendKind;
 use prost::Message;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
@@ -36,16 +35,7 @@ impl Server {
         })
         .unwrap();
         let cert = CertificateDer::from_pem_slice(tls.cert_pem.as_bytes()).unwrap();
-        let agent = Arc::new(Agent::new(Options {
-            allow: vec!["wire0".into(), "wire1".into()],
-            tx_backend: BackendKind::Loopback,
-            rx_backend: BackendKind::Loopback,
-            drain: Duration::from_millis(10),
-            run_max: Duration::from_secs(5),
-            interval: Duration::from_millis(50),
-            peers: None,
-            reporting: None,
-        }));
+        let agent = Arc::new(Agent::new(Options::loopback(&["wire0", "wire1"])));
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let stop = Arc::new(AtomicBool::new(false));

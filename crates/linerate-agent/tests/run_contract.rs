@@ -5,7 +5,6 @@
 
 use linerate_agent::{Agent, Options, Reporting};
 use linerate_backend::loopback::{Faults, Port};
-use linerate_packet::BackendKind;
 use linerate_run::{Event, Mode, Reporter, Scope, SharedReporter};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -42,17 +41,13 @@ impl Kept {
 
 fn agent(wire: &str, kept: &Kept) -> Agent {
     Agent::new(Options {
-        allow: vec![wire.into()],
-        tx_backend: BackendKind::Loopback,
-        rx_backend: BackendKind::Loopback,
         drain: Duration::from_millis(20),
         run_max: Duration::from_secs(10),
-        interval: Duration::from_millis(50),
-        peers: None,
         reporting: Some(Reporting {
             events: SharedReporter::new(kept.clone()),
             interval: Some(Duration::from_millis(100)),
         }),
+        ..Options::loopback(&[wire])
     })
 }
 

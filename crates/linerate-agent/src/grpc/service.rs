@@ -216,20 +216,9 @@ pub fn call(agent: &Agent, rpc: Rpc, wire: &[u8], arrived: u64) -> Result<Answer
 mod tests {
     use super::*;
     use crate::Options;
-    use linerate_packet::BackendKind;
-    use std::time::Duration;
 
     fn agent() -> Agent {
-        Agent::new(Options {
-            allow: vec!["wire0".into(), "wire1".into()],
-            tx_backend: BackendKind::Loopback,
-            rx_backend: BackendKind::Loopback,
-            drain: Duration::from_millis(10),
-            run_max: Duration::from_secs(5),
-            interval: Duration::from_millis(50),
-            peers: None,
-            reporting: None,
-        })
+        Agent::new(Options::loopback(&["wire0", "wire1"]))
     }
 
     fn config() -> Value {
