@@ -10,6 +10,7 @@ mod harness;
 mod instr;
 mod machine;
 mod scenarios;
+mod soak;
 
 use anyhow::{Result, bail};
 use clap::Parser;
@@ -37,6 +38,9 @@ struct Args {
     /// instr: the two frame counts each path runs with under callgrind.
     #[arg(long, value_delimiter = ',', default_value = "20000,100000")]
     frames: Vec<u64>,
+    /// soak: how long it runs, seconds (60 to 14400).
+    #[arg(long, default_value_t = 3600.0)]
+    soak_for: f64,
     /// Where to write the raw results (JSON).
     #[arg(long, default_value = "bench/results")]
     out: PathBuf,
@@ -53,6 +57,10 @@ fn main() -> Result<()> {
         println!(
             "{:<16} user-space instructions per frame under callgrind (blast, sink, fwd; --frames A,B, --only)",
             "instr"
+        );
+        println!(
+            "{:<16} an hour of churned tests against linerate's daemons: memory and descriptors flat (--soak-for S)",
+            "soak"
         );
         return Ok(());
     }
@@ -76,6 +84,10 @@ fn main() -> Result<()> {
         }
     }
     for name in names {
+        if name == "soak" {
+            soak::run(args.soak_for, &cfg.out_dir)?;
+            continue;
+        }
         if name == "instr" {
             // Not an A/B comparison: instructions per frame per path.
             let [small, large] = args.frames[..] else {
