@@ -55,6 +55,37 @@ pub fn iperf3_321() -> Result<std::path::PathBuf, String> {
     }
 }
 
+/// A Python that imports snappi (the OTG client): `$LINERATE_SNAPPI_PYTHON`,
+/// else the venv the README's test command makes (`target/snappi-venv`),
+/// else `python3`.
+pub fn snappi_python() -> Result<std::path::PathBuf, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let candidates: Vec<std::path::PathBuf> = std::env::var_os("LINERATE_SNAPPI_PYTHON")
+        .map(std::path::PathBuf::from)
+        .into_iter()
+        .chain([root.join("target/snappi-venv/bin/python"), "python3".into()])
+        .collect();
+    candidates
+        .iter()
+        .find(|p| {
+            std::process::Command::new(p)
+                .args(["-c", "import snappi"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .cloned()
+        .ok_or_else(|| {
+            format!(
+                "needs a Python with snappi (tried {}; scripts/test makes target/snappi-venv)",
+                candidates
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+}
+
 /// [`iperf3_321`] as a requirement.
 pub fn require_iperf3_321() -> Requirement {
     iperf3_321().map(|_| ())

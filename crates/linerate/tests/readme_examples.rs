@@ -264,6 +264,20 @@ fn run_example(ex: &Example, prefix: &str) -> Result<Vec<(String, String)>, Stri
     let bin_dir = dir.path().join("bin");
     std::fs::create_dir(&bin_dir).unwrap();
     std::os::unix::fs::symlink(BIN, bin_dir.join("linerate")).unwrap();
+    // `python3` is one with snappi (the agent's example drives it).
+    if let Ok(py) = linerate_testkit::snappi_python() {
+        let wrapper = bin_dir.join("python3");
+        std::fs::write(
+            &wrapper,
+            format!("#!/bin/sh\nexec '{}' \"$@\"\n", py.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(
+            &wrapper,
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+    }
     let path = format!(
         "{}:{}",
         bin_dir.display(),
@@ -312,6 +326,8 @@ fn readme_packet_examples_run_against_the_lab() {
             require_program("ip"),
             require_program("tc"),
             require_program("ethtool"),
+            // docs/agent.md's first flow is a snappi script.
+            linerate_testkit::snappi_python().map(|_| ()),
         ],
     ) {
         return;
@@ -320,7 +336,13 @@ fn readme_packet_examples_run_against_the_lab() {
     // blast/sink (3), fwd, rr, rfc2544 at least.
     assert!(all.len() >= 6, "{} marked examples", all.len());
     let show = std::env::var_os("LINERATE_README_SHOW").is_some();
+    // A docs writer's shortcut: LINERATE_README_ONLY=docs/agent.md runs
+    // that file's examples alone (CI sets nothing: all run).
+    let only = std::env::var("LINERATE_README_ONLY").ok();
     for (i, ex) in all.iter().enumerate() {
+        if only.as_ref().is_some_and(|f| *f != ex.file) {
+            continue;
+        }
         assert!(!ex.commands.is_empty(), "{}: no commands", ex.at());
         let prefix = format!("lrt-{}-r{i}", std::process::id());
         match run_example(ex, &prefix) {

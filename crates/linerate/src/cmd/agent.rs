@@ -57,6 +57,11 @@ pub struct AgentArgs {
     /// The longest a flow sends, seconds (continuous flows stop there).
     #[arg(long, default_value_t = 3600)]
     max_run: u64,
+    /// Stop serving after this many seconds, as SIGINT would (running
+    /// flows stopped first, exit 0): for scripts and labs. Default: until
+    /// SIGINT or SIGTERM.
+    #[arg(short = 't', long, value_name = "S")]
+    time: Option<f64>,
     /// Another agent (https://IP:PORT) whose ports a configuration may
     /// use as https://IP:PORT/IFACE (a flow's receive ports on other
     /// hosts); repeat or comma-separate. No other agent is ever called.
@@ -141,6 +146,9 @@ pub fn run(a: &AgentArgs) -> Result<u8> {
     if !(1..=86_400).contains(&a.max_run) {
         bail!("--max-run must be between 1 and 86400 seconds");
     }
+    if a.time.is_some_and(|t| !(0.1..=31_536_000.0).contains(&t)) {
+        bail!("--time must be between 0.1 s and a year");
+    }
     for i in &a.allow_iface {
         if i.is_empty() || i.len() > 15 || i.contains(['/', ' ']) || i == "." || i == ".." {
             bail!("--allow-iface '{i}' is not an interface name");
@@ -191,6 +199,9 @@ pub fn run(a: &AgentArgs) -> Result<u8> {
     let addr = listener.local_addr()?;
     let grpc = a.grpc_listen.map(bind_grpc).transpose()?;
     let stop = super::stop_flag()?;
+    if let Some(t) = a.time {
+        stop_after(Duration::from_secs_f64(t), stop.shared())?;
+    }
     let agent = Arc::new(Agent::new(Options {
         allow: a.allow_iface.clone(),
         tx_backend,
@@ -224,6 +235,27 @@ pub fn run(a: &AgentArgs) -> Result<u8> {
     serve_both(listener, grpc, tls, agent, Arc::new(token), &stop)?;
     say("linerate agent: stopped".into());
     Ok(0)
+}
+
+/// `--time`: a thread that sets `stop` once `after` has passed (or
+/// returns at once when something else set it).
+fn stop_after(after: Duration, stop: Arc<std::sync::atomic::AtomicBool>) -> Result<()> {
+    use std::sync::atomic::Ordering;
+    let until = std::time::Instant::now() + after;
+    std::thread::Builder::new()
+        .name("agent-time".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let left = until.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    stop.store(true, Ordering::Relaxed);
+                    return;
+                }
+                std::thread::sleep(left.min(Duration::from_millis(100)));
+            }
+        })
+        .context("starting the --time thread")?;
+    Ok(())
 }
 
 /// `--grpc-listen`'s socket.
