@@ -14,7 +14,15 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 #[derive(Debug, Parser)]
-#[command(name = "linerate", version, about = "Traffic generator and network benchmark", long_about = None)]
+#[command(
+    name = "linerate",
+    version,
+    about = "Traffic generator and network benchmark",
+    long_about = None,
+    after_help = "iperf3's own command line works as it is: `linerate -s [FLAGS]` is `linerate server`, \
+`linerate -c HOST [FLAGS]` is `linerate client HOST` (iperf3's flags, -J and text output).\n\
+Each command's flags: `linerate COMMAND --help`; the guide: `man linerate` or docs/README.md."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

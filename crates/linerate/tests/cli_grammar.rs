@@ -305,3 +305,14 @@ fn a_rate_of_either_kind_needs_its_unit_everywhere() {
         "--max-rate 100M is ambiguous: write the unit",
     );
 }
+
+/// `linerate --help` names iperf3's form (`-s`, `-c HOST`): a newcomer
+/// from iperf3 finds it there, not only in the docs.
+#[test]
+fn the_top_help_names_iperf3s_command_line() {
+    // As one line: clap wraps the text at the terminal's width.
+    let h = help(&[]).split_whitespace().collect::<Vec<_>>().join(" ");
+    for w in ["`linerate -s [FLAGS]`", "`linerate -c HOST [FLAGS]`"] {
+        assert!(h.contains(w), "{w} not in:\n{h}");
+    }
+}
