@@ -5,7 +5,6 @@ use std::fs::File;
 use std::io::Read;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use thiserror::Error;
@@ -84,10 +83,14 @@ pub struct Rig {
     queues: u16,
 }
 
+/// Whether a named network namespace exists (`ip netns` keeps them in
+/// /run/netns).
+fn exists_netns(name: &str) -> bool {
+    std::path::Path::new("/run/netns").join(name).exists()
+}
+
 /// Prefix of every namespace a rig makes: `lrt-<pid>-<n>-<role>`.
 const PREFIX: &str = "lrt-";
-
-static NEXT_RIG: AtomicU32 = AtomicU32::new(0);
 
 /// Held while a rig turns threaded NAPI on and tells its new NAPI threads
 /// from the ones before ([`Rig::threaded_napi`]): the threads are found by
@@ -284,19 +287,42 @@ impl Rig {
             return Err(RigError::Config(format!("MTU {} out of range", cfg.mtu)));
         }
         sweep_stale();
-        let id = format!(
-            "{PREFIX}{}-{}",
-            std::process::id(),
-            NEXT_RIG.fetch_add(1, Ordering::Relaxed)
-        );
         let mut rig = Rig {
             hosts: Vec::new(),
             namespaces: Vec::new(),
             queues: cfg.queues,
         };
         // From here on, an error drops `rig`, which deletes what was made.
+        let id = rig.claim_id()?;
         rig.build(&id, cfg)?;
         Ok(rig)
+    }
+
+    /// The rig's id, `lrt-<pid>-<n>`: the first n whose host 0 namespace
+    /// this call could create (`ip netns add` fails on a name that
+    /// exists, so two rigs made at once never share one; no counter in the
+    /// process is needed).
+    fn claim_id(&mut self) -> Result<String, RigError> {
+        let pid = std::process::id();
+        let mut last = None;
+        for n in 0..1000u32 {
+            let id = format!("{PREFIX}{pid}-{n}");
+            let first = format!("{id}-h0");
+            if exists_netns(&first) {
+                continue;
+            }
+            match self.add_netns(first.clone()) {
+                Ok(()) => return Ok(id),
+                // Taken between the check and the add: the next one.
+                Err(e) if exists_netns(&first) && !self.namespaces.contains(&first) => {
+                    last = Some(e);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| {
+            RigError::Config(format!("1000 rigs of process {pid} exist: delete some"))
+        }))
     }
 
     fn add_netns(&mut self, name: String) -> Result<(), RigError> {
@@ -308,7 +334,8 @@ impl Rig {
 
     fn build(&mut self, id: &str, cfg: &RigConfig) -> Result<(), RigError> {
         self.hosts = hosts(id, cfg)?;
-        for h in self.hosts.clone() {
+        // Host 0's namespace is the one claim_id made.
+        for h in self.hosts.clone().into_iter().skip(1) {
             self.add_netns(h.netns.clone())?;
         }
         self.link(id, cfg)?;

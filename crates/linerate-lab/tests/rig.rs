@@ -255,3 +255,36 @@ fn receive_queues_spread_over_cpus() {
         );
     }
 }
+
+/// Rigs made at once by several threads of one process get namespaces of
+/// their own (each claims its name by creating it), and all go again.
+#[test]
+fn rigs_made_at_once_never_share_a_namespace() {
+    if skip("rigs_made_at_once_never_share_a_namespace") {
+        return;
+    }
+    let made: Vec<Vec<String>> = std::thread::scope(|s| {
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                s.spawn(|| {
+                    let rig = Rig::pair().unwrap();
+                    let names = rig.namespaces().to_vec();
+                    // Held until every thread made its rig.
+                    std::thread::sleep(Duration::from_millis(500));
+                    names
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    let mut all: Vec<&String> = made.iter().flatten().collect();
+    assert_eq!(all.len(), 8, "{made:?}");
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), 8, "a namespace shared: {made:?}");
+    let list = netns_list();
+    assert!(
+        made.iter().flatten().all(|n| !list.contains(n.as_str())),
+        "left behind: {list}"
+    );
+}
