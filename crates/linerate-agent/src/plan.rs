@@ -577,6 +577,9 @@ fn blast_config(
             .flatten(),
         tcp_flags: h.tcp_flags,
         vxlan,
+        // A custom header's bytes: after the probe (the inner frame's, in
+        // VXLAN).
+        payload: h.custom.as_deref().map(std::sync::Arc::from),
     };
     // Every size's frame built now: one that cannot be is said here.
     let flow0 = flows.flow(0);
