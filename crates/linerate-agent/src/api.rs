@@ -1468,3 +1468,7 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "api_custom_tests.rs"]
+mod custom_tests;

@@ -131,7 +131,13 @@ pub struct Headers {
     /// A VXLAN flow's outer headers (the fields above are then the inner
     /// frame's, which carries the probe).
     pub vxlan: Option<Outer>,
+    /// A `custom` header after the (inner) transport header: bytes every
+    /// frame carries in its payload, right after linerate's probe.
+    pub custom: Option<Vec<u8>>,
 }
+
+/// Most bytes a `custom` header holds (a jumbo frame's).
+pub const CUSTOM_MAX: usize = 9216;
 
 /// What a VXLAN flow's frames carry before the inner frame: one value of
 /// each outer field, the VXLAN header's fields and its VNIs.
@@ -1158,6 +1164,7 @@ fn body<'a>((c, o): &(&str, Obj<'a>)) -> Result<Obj<'a>, Invalid> {
         "ipv6" => "ipv6",
         "udp" => "udp",
         "vxlan" => "vxlan",
+        "custom" => "custom",
         _ => "tcp",
     };
     let b = o.obj(key)?;
@@ -1179,12 +1186,17 @@ fn headers(f: &Obj) -> Result<Headers, Invalid> {
     for (i, h) in list.iter().enumerate() {
         let o = Obj::new(&format!("{path}[{i}]"), h)?;
         let c = o.choice(
-            &["ethernet", "vlan", "ipv4", "ipv6", "udp", "tcp", "vxlan"],
+            &[
+                "ethernet", "vlan", "ipv4", "ipv6", "udp", "tcp", "vxlan", "custom",
+            ],
             "ethernet",
         )?;
         hs.push((c, o));
     }
     let names: Vec<&str> = hs.iter().map(|(c, _)| *c).collect();
+    // A `custom` header last: bytes in the payload (after the probe).
+    let custom_at = (names.last() == Some(&"custom")).then(|| names.len() - 1);
+    let names = &names[..custom_at.unwrap_or(names.len())];
     let frame_ok = |n: &[&str], l4: &[&str]| match n {
         ["ethernet", ip, t] | ["ethernet", "vlan", ip, t] => {
             matches!(*ip, "ipv4" | "ipv6") && l4.contains(t)
@@ -1193,25 +1205,73 @@ fn headers(f: &Obj) -> Result<Headers, Invalid> {
     };
     let at = names.iter().position(|n| *n == "vxlan");
     let shape_ok = match at {
-        None => frame_ok(&names, &["udp", "tcp"]),
+        None => frame_ok(names, &["udp", "tcp"]),
         Some(k) => frame_ok(&names[..k], &["udp"]) && frame_ok(&names[k + 1..], &["udp", "tcp"]),
     };
     if !shape_ok {
         return Err(invalid(
             &path,
             format!(
-                "headers [{}]: linerate sends ethernet, an optional vlan, ipv4 or ipv6, then udp or tcp (its probe rides in the payload), or such a frame behind ethernet, an optional vlan, ipv4 or ipv6, udp and vxlan",
-                names.join(", ")
+                "headers [{}]: linerate sends ethernet, an optional vlan, ipv4 or ipv6, then udp or tcp (its probe rides in the payload), or such a frame behind ethernet, an optional vlan, ipv4 or ipv6, udp and vxlan; a custom header may come last",
+                hs.iter().map(|(c, _)| *c).collect::<Vec<_>>().join(", ")
             ),
         ));
     }
-    let Some(k) = at else {
-        return frame_headers(&hs, true);
+    let custom = custom_at.map(|i| custom(&body(&hs[i])?)).transpose()?;
+    let hs = &hs[..names.len()];
+    let mut h = match at {
+        None => frame_headers(hs, true)?,
+        Some(k) => {
+            let outer = frame_headers(&hs[..k], true)?;
+            let mut inner = frame_headers(&hs[k + 1..], false)?;
+            inner.vxlan = Some(outer_headers(&path, hs, outer, &body(&hs[k])?)?);
+            inner
+        }
     };
-    let outer = frame_headers(&hs[..k], true)?;
-    let mut inner = frame_headers(&hs[k + 1..], false)?;
-    inner.vxlan = Some(outer_headers(&path, &hs, outer, &body(&hs[k])?)?);
-    Ok(inner)
+    h.custom = custom;
+    Ok(h)
+}
+
+/// A `custom` header's bytes: hex digits (the model's pattern: an
+/// optional `0x`, colons and spaces between them), two a byte.
+fn custom(c: &Obj) -> Result<Vec<u8>, Invalid> {
+    let path = c.at("bytes");
+    let s = c
+        .str("bytes")?
+        .ok_or_else(|| invalid(&path, "required: the bytes, in hex"))?;
+    if let Some(tags) = c.list("metric_tags", 16)?
+        && !tags.is_empty()
+    {
+        return Err(invalid(
+            &c.at("metric_tags"),
+            "not supported by linerate agent",
+        ));
+    }
+    c.done()?;
+    let digits = s
+        .strip_prefix("0x")
+        .or_else(|| s.strip_prefix("0X"))
+        .unwrap_or(s)
+        .chars()
+        .filter(|ch| !matches!(ch, ':' | ' '))
+        .map(|ch| ch.to_digit(16).map(|d| d as u8))
+        .collect::<Option<Vec<u8>>>()
+        .ok_or_else(|| {
+            invalid(
+                &path,
+                format!("expected hex digits, got {}", short(&json!(s))),
+            )
+        })?;
+    if digits.is_empty() || digits.len() % 2 != 0 || digits.len() / 2 > CUSTOM_MAX {
+        return Err(invalid(
+            &path,
+            format!(
+                "{} hex digits: linerate sends whole bytes, two digits each, 1 to {CUSTOM_MAX}",
+                digits.len()
+            ),
+        ));
+    }
+    Ok(digits.chunks(2).map(|d| d[0] << 4 | d[1]).collect())
 }
 
 /// One frame's headers (`hs`, their shape checked); `auto_dst`: its
@@ -1266,6 +1326,7 @@ fn frame_headers(hs: &[(&str, Obj)], auto_dst: bool) -> Result<Headers, Invalid>
         src_port,
         dst_port,
         vxlan: None,
+        custom: None,
     })
 }
 

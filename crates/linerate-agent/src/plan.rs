@@ -568,16 +568,7 @@ fn blast_config(
         }
         Stop::Continuous => (None, opts.run_max),
     };
-    let framing = Framing {
-        vlan: h.vlan,
-        dscp: h.dscp,
-        ttl: h.ttl,
-        mtu: (opts.tx_backend != BackendKind::Loopback)
-            .then(|| linerate_backend::iface::mtu(iface).ok())
-            .flatten(),
-        tcp_flags: h.tcp_flags,
-        vxlan,
-    };
+    let framing = framing(h, vxlan, iface, opts);
     // Every size's frame built now: one that cannot be is said here.
     let flow0 = flows.flow(0);
     for &size in sizes.cycle() {
@@ -609,6 +600,22 @@ fn blast_config(
         // ask for goes on the wire.
         end_markers: false,
     })
+}
+
+/// How headers `h` (VXLAN's, a custom header's bytes after the probe)
+/// frame a flow sent on `iface`.
+fn framing(h: &model::Headers, vxlan: Option<Vxlan>, iface: &str, opts: &Options) -> Framing {
+    Framing {
+        vlan: h.vlan,
+        dscp: h.dscp,
+        ttl: h.ttl,
+        mtu: (opts.tx_backend != BackendKind::Loopback)
+            .then(|| linerate_backend::iface::mtu(iface).ok())
+            .flatten(),
+        tcp_flags: h.tcp_flags,
+        vxlan,
+        payload: h.custom.as_deref().map(std::sync::Arc::from),
+    }
 }
 
 fn sizes(path: &str, s: &Size) -> Result<SizeSequence, Invalid> {

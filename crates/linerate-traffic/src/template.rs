@@ -57,7 +57,7 @@ pub fn tcp_flags(s: &str) -> Result<u8, String> {
 }
 
 /// How frames are framed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Framing {
     /// 802.1Q tag: VLAN id and priority.
     pub vlan: Option<(u16, u8)>,
@@ -71,6 +71,10 @@ pub struct Framing {
     /// inner frame's (the one that carries the probe), `mtu` the outer
     /// frame's ([`crate::vxlan`]).
     pub vxlan: Option<crate::vxlan::Vxlan>,
+    /// Bytes every frame carries right after its probe (the OTG model's
+    /// `custom` header after the transport header): the rest of the
+    /// payload is linerate's fixed pattern, as without them.
+    pub payload: Option<std::sync::Arc<[u8]>>,
 }
 
 /// A prebuilt frame of one size.
@@ -256,9 +260,14 @@ impl Template {
         let len = frame_bytes - FCS;
         let mut b = vec![0u8; len];
         emit_l2(&mut b, flow, framing, ipv6);
-        // Payload: probe (sequence 0), then a fixed pattern.
+        // Payload: probe (sequence 0), the bytes asked for, then a fixed
+        // pattern.
         for (i, x) in b[l4 + l4_hdr + PROBE_LEN..].iter_mut().enumerate() {
             *x = (i % 251) as u8;
+        }
+        if let Some(p) = &framing.payload {
+            let at = l4 + l4_hdr + PROBE_LEN;
+            b[at..at + p.len()].copy_from_slice(p);
         }
         Probe {
             flow_id: 0,
@@ -566,12 +575,14 @@ fn words128(x: u128) -> u32 {
 }
 
 /// The smallest frame (FCS included, at least 64 bytes) that carries these
-/// headers and linerate's probe: 64 for UDP over IPv4, 84 over IPv6.
+/// headers, linerate's probe and the framing's payload bytes: 64 for UDP
+/// over IPv4, 84 over IPv6.
 pub fn min_frame(framing: &Framing, ipv6: bool, tcp: bool) -> usize {
     let l3 = 14 + if framing.vlan.is_some() { 4 } else { 0 };
     let l4 = l3 + if ipv6 { 40 } else { 20 };
     let l4_hdr = if tcp { 20 } else { 8 };
-    (l4 + l4_hdr + PROBE_LEN + FCS).max(64)
+    let payload = framing.payload.as_ref().map_or(0, |p| p.len());
+    (l4 + l4_hdr + PROBE_LEN + payload + FCS).max(64)
 }
 
 /// Where L3 and L4 start and how long the L4 header is, once the frame size
@@ -590,7 +601,11 @@ fn layout(
         return Err(TemplateError::TooSmall {
             size: frame_bytes,
             min,
-            what: "the headers and linerate's 18-byte probe",
+            what: if framing.payload.is_some() {
+                "the headers, linerate's 18-byte probe and the custom bytes"
+            } else {
+                "the headers and linerate's 18-byte probe"
+            },
         });
     }
     if frame_bytes > FRAME_MAX {

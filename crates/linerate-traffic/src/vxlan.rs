@@ -100,7 +100,7 @@ pub fn templates(
     let inner_framing = Framing {
         mtu: None,
         vxlan: None,
-        ..*framing
+        ..framing.clone()
     };
     // The inner frame, its FCS included, fills the outer UDP payload past
     // the VXLAN header.

@@ -448,6 +448,20 @@ mod tests {
         assert_eq!(back["flows"][0]["duration"]["fixed_packets"]["packets"], 10);
     }
 
+    /// A flow's `custom` header (its bytes and metric tags) by protobuf
+    /// (snappi 1.62's otg_pb2): read as the HTTP path's JSON, not opaque.
+    const CUSTOM_WIRE: &str = "321e1202080a1215080112110a0632653265353112070a0174100418083a0166";
+
+    #[test]
+    fn a_custom_header_reads_as_its_json() {
+        let doc = json!({"flows": [{"name": "f", "packet": [
+            {"choice": "udp"},
+            {"choice": "custom", "custom": {"bytes": "2e2e51",
+                "metric_tags": [{"name": "t", "offset": 4, "length": 8}]}}]}]});
+        assert_eq!(decode(&M_CONFIG, &hex(CUSTOM_WIRE), "").unwrap(), doc);
+        assert_eq!(encode(&M_CONFIG, &doc, "").unwrap(), hex(CUSTOM_WIRE));
+    }
+
     /// A `MetricsResponse` by protobuf (snappi 1.62's otg_pb2).
     const METRICS_WIRE: &str = "08011a3f0a026631120274781a0272782802300a380a40800a48800a550000003f6500000000721b090000000000408f4011000000000088a340190000000000589b40";
 

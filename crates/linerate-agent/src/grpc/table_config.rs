@@ -136,6 +136,21 @@ pub static M_FLOW_TX_RX: Msg = Msg {
 
 static E_FLOWHEADER_CHOICE_ENUM: &[(i32, &str)] = &[(0, "unspecified"), (1, "custom"), (2, "ethernet"), (3, "vlan"), (4, "vxlan"), (5, "ipv4"), (6, "ipv6"), (7, "pfcpause"), (8, "ethernetpause"), (9, "tcp"), (10, "udp"), (11, "gre"), (12, "gtpv1"), (13, "gtpv2"), (14, "arp"), (15, "icmp"), (16, "icmpv6"), (17, "ppp"), (18, "igmpv1"), (19, "mpls"), (20, "snmpv2c"), (21, "rsvp"), (22, "macsec"), (23, "lacp"), (24, "ipv6_extension_header"), (25, "cfm")];
 
+pub static METRIC_TAG: Msg = Msg {
+    fields: &[
+        f(1, "name", Ty::Str),
+        f(2, "offset", Ty::U32),
+        f(3, "length", Ty::U32),
+    ],
+};
+
+pub static M_FLOW_CUSTOM: Msg = Msg {
+    fields: &[
+        f(1, "bytes", Ty::Str),
+        r(2, "metric_tags", Ty::Msg(&METRIC_TAG)),
+    ],
+};
+
 static E_PATTERNFLOWETHERNETDST_CHOICE_ENUM: &[(i32, &str)] = &[(0, "unspecified"), (2, "value"), (3, "values"), (1, "auto"), (4, "increment"), (5, "decrement")];
 
 pub static COUNTER_STR: Msg = Msg {
@@ -143,14 +158,6 @@ pub static COUNTER_STR: Msg = Msg {
         f(1, "start", Ty::Str),
         f(2, "step", Ty::Str),
         f(3, "count", Ty::U32),
-    ],
-};
-
-pub static METRIC_TAG: Msg = Msg {
-    fields: &[
-        f(1, "name", Ty::Str),
-        f(2, "offset", Ty::U32),
-        f(3, "length", Ty::U32),
     ],
 };
 
@@ -396,7 +403,7 @@ pub static M_FLOW_UDP: Msg = Msg {
 pub static M_FLOW_HEADER: Msg = Msg {
     fields: &[
         f(1, "choice", Ty::Enum(E_FLOWHEADER_CHOICE_ENUM)),
-        f(2, "custom", Ty::Opaque),
+        f(2, "custom", Ty::Msg(&M_FLOW_CUSTOM)),
         f(3, "ethernet", Ty::Msg(&M_FLOW_ETHERNET)),
         f(4, "vlan", Ty::Msg(&M_FLOW_VLAN)),
         f(5, "vxlan", Ty::Msg(&M_FLOW_VXLAN)),

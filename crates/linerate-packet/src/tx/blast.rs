@@ -293,7 +293,7 @@ fn templates(cfg: &BlastConfig) -> Result<Templates, BlastError> {
     let mtu = linerate_backend::port::port_mtu(cfg.backend, &cfg.iface).ok();
     let framing = Framing {
         mtu: cfg.framing.mtu.or(mtu),
-        ..cfg.framing
+        ..cfg.framing.clone()
     };
     let flow0 = cfg.flows.flow(0);
     let mut templates: HashMap<u16, Template> = HashMap::new();

@@ -106,6 +106,7 @@ impl StreamFrames {
             mtu,
             tcp_flags: h.tcp_flags,
             vxlan: None,
+            payload: None,
         };
         let sizes = s.size.values(SIZES_MAX).unwrap_or_default();
         let mut templates = HashMap::new();

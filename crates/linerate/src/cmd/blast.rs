@@ -483,6 +483,7 @@ fn framing(a: &BlastArgs) -> Result<Framing> {
         mtu: None,
         tcp_flags: a.tcp_flags,
         vxlan: None,
+        payload: None,
     })
 }
 

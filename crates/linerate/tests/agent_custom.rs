@@ -1,0 +1,162 @@
+//! `linerate agent` sends a flow with the OTG model's `custom` header (the
+//! conformance suite's quickstart example, with a receive port), driven
+//! by snappi (tests/snappi/agent_custom.py) over HTTP and over gRPC: the
+//! receive port's capture shows every frame of the flow, frame n with the
+//! UDP ports the model gives frame n and the custom bytes right after
+//! linerate's probe.
+//!
+//! Needs root (namespaces), `ip` and a Python with snappi
+//! (`target/snappi-venv`, or `LINERATE_SNAPPI_PYTHON`).
+
+mod support;
+
+use linerate_lab::Rig;
+use linerate_testkit::{Requirement, require_program, require_root, should_skip};
+use serde_json::Value;
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+use support::Proc;
+
+const BIN: &str = env!("CARGO_BIN_EXE_linerate");
+const PORT: u16 = 8443;
+const GRPC_PORT: u16 = 8444;
+
+/// The Python that has snappi: `LINERATE_SNAPPI_PYTHON`, the venv
+/// scripts/test makes, or python3 on PATH.
+fn snappi_python() -> Result<PathBuf, String> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    std::env::var_os("LINERATE_SNAPPI_PYTHON")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain([root.join("target/snappi-venv/bin/python"), "python3".into()])
+        .find(|p| {
+            Command::new(p)
+                .args(["-c", "import snappi"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .ok_or_else(|| "needs Python with snappi (scripts/test installs it into target/snappi-venv; or set LINERATE_SNAPPI_PYTHON)".into())
+}
+
+fn require_snappi() -> Requirement {
+    snappi_python().map(|_| ())
+}
+
+#[test]
+fn a_custom_header_flow_over_http_is_captured_as_the_model_says() {
+    custom_flow(
+        "a_custom_header_flow_over_http_is_captured_as_the_model_says",
+        false,
+    );
+}
+
+#[test]
+fn a_custom_header_flow_over_grpc_is_captured_as_the_model_says() {
+    custom_flow(
+        "a_custom_header_flow_over_grpc_is_captured_as_the_model_says",
+        true,
+    );
+}
+
+fn custom_flow(test: &str, grpc: bool) {
+    if should_skip(
+        test,
+        &[require_root(), require_program("ip"), require_snappi()],
+    ) {
+        return;
+    }
+    let python = snappi_python().unwrap();
+    // One agent with both ports: host 1's end of the pair moved into host
+    // 0's namespace as veth1.
+    let rig = Rig::pair().unwrap();
+    let (ns0, ns1) = (rig.host(0).netns.clone(), rig.host(1).netns.clone());
+    for args in [
+        vec!["-n", &ns1, "link", "set", "dev", "veth0", "name", "veth1"],
+        vec!["-n", &ns1, "link", "set", "dev", "veth1", "netns", &ns0],
+        vec!["-n", &ns0, "link", "set", "dev", "veth1", "up"],
+    ] {
+        linerate_lab::ip_text(&args).unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let token = "custom-test-token-0123456789";
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, format!("{token}\n")).unwrap();
+    let cert = dir.path().join("cert.pem");
+    let mut agent = Proc::spawn(rig.command(0, BIN).args([
+        "agent",
+        "--listen",
+        &format!("127.0.0.1:{PORT}"),
+        "--grpc-listen",
+        &format!("127.0.0.1:{GRPC_PORT}"),
+        "--allow-iface",
+        "veth0,veth1",
+        "--token-file",
+        token_file.to_str().unwrap(),
+        "--write-cert",
+        cert.to_str().unwrap(),
+    ]));
+    let port = if grpc { GRPC_PORT } else { PORT };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !rig
+        .run_in(0, || TcpStream::connect(("127.0.0.1", port)).is_ok())
+        .unwrap()
+    {
+        assert!(
+            agent.is_running() && Instant::now() < deadline,
+            "the agent did not listen within 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/snappi/agent_custom.py");
+    let location = if grpc {
+        format!("127.0.0.1:{GRPC_PORT}")
+    } else {
+        format!("https://127.0.0.1:{PORT}")
+    };
+    let mut cmd = rig.command(0, python.to_str().unwrap());
+    cmd.arg(&script).args([
+        "--location",
+        &location,
+        "--token",
+        token,
+        "--tx",
+        "veth0",
+        "--rx",
+        "veth1",
+    ]);
+    if grpc {
+        cmd.args(["--grpc", "--cert", cert.to_str().unwrap()]);
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_str(stdout.trim()).unwrap();
+    check(&doc);
+    drop(agent);
+}
+
+/// 20 frames sent and received; frame n carries src values[n % 5], dst
+/// 6010 + 5 (n % 5), 128 bytes with the FCS, the custom bytes at 60.
+fn check(doc: &Value) {
+    assert_eq!(doc["transmit"], "stopped", "{doc}");
+    assert_eq!(
+        (doc["frames_tx"].as_u64(), doc["frames_rx"].as_u64()),
+        (Some(20), Some(20)),
+        "{doc}"
+    );
+    let frames = doc["frames"].as_array().unwrap();
+    assert_eq!(frames.len(), 20, "every frame of the flow captured: {doc}");
+    for (n, f) in frames.iter().enumerate() {
+        let k = (n % 5) as u64;
+        assert_eq!(f["len"], 128, "frame {n}");
+        assert_eq!(f["src_port"].as_u64(), Some(5010 + 5 * k), "frame {n}");
+        assert_eq!(f["dst_port"].as_u64(), Some(6010 + 5 * k), "frame {n}");
+        assert_eq!(f["after_probe"], "..QUICKSTART SNAPPI..", "frame {n}");
+    }
+}
