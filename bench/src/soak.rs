@@ -73,11 +73,7 @@ impl Daemon {
             .and_then(|v| v.split_whitespace().next()?.parse().ok())
             .context("no VmRSS")?;
         let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))?.count() as u64;
-        self.samples.push(Sample {
-            at_s,
-            rss_kib,
-            fds,
-        });
+        self.samples.push(Sample { at_s, rss_kib, fds });
         Ok(())
     }
 }
@@ -197,7 +193,9 @@ fn iperf_cycle(r: &Rigs, bin: &str, n: u64, t: &mut Tally) -> Result<()> {
         return Ok(());
     }
     let mut c = r.tests.command(0, bin);
-    c.args(["-c", &server, "-p", &port, "-t", "2", "-b", IPERF_RATE, "-J"]);
+    c.args([
+        "-c", &server, "-p", &port, "-t", "2", "-b", IPERF_RATE, "-J",
+    ]);
     let doc = json_of(c, Duration::from_secs(15))?;
     let bps = doc["end"]["sum_received"]["bits_per_second"]
         .as_f64()
@@ -309,7 +307,10 @@ fn cycle(r: &Rigs, bin: &str, t: &mut Tally) {
 fn flat(d: &Daemon, warm_s: f64) -> (Value, bool) {
     let warm = d.samples.iter().find(|s| s.at_s >= warm_s);
     let (Some(w), Some(last)) = (warm, d.samples.last()) else {
-        return (json!({"daemon": d.name, "verdict": "too few samples"}), false);
+        return (
+            json!({"daemon": d.name, "verdict": "too few samples"}),
+            false,
+        );
     };
     let peak = d.samples.iter().filter(|s| s.at_s >= warm_s);
     let peak_kib = peak.map(|s| s.rss_kib).max().unwrap_or(0);
@@ -407,7 +408,10 @@ fn report(ds: &[Daemon], t: &Tally, seconds: f64, out_dir: &Path) -> Result<()> 
 }
 
 fn print_summary(r: &Value) {
-    println!("soak: {} s, {} cycles, machine {}", r["seconds"], r["cycles"], r["machine"]);
+    println!(
+        "soak: {} s, {} cycles, machine {}",
+        r["seconds"], r["cycles"], r["machine"]
+    );
     for d in r["daemons"].as_array().into_iter().flatten() {
         println!(
             "  {:<28} rss KiB warm {} peak {} last {}; fds warm {} last {}; flat {}",
@@ -420,8 +424,14 @@ fn print_summary(r: &Value) {
             d["flat"]
         );
     }
-    println!("  iperf3 TCP at 200M (receiver's figure): {}", r["iperf3_tcp_bps_received"]);
-    println!("  rr 64 flows at 20k/s (client's count): {}", r["rr_tps_client_count"]);
+    println!(
+        "  iperf3 TCP at 200M (receiver's figure): {}",
+        r["iperf3_tcp_bps_received"]
+    );
+    println!(
+        "  rr 64 flows at 20k/s (client's count): {}",
+        r["rr_tps_client_count"]
+    );
     println!(
         "  agent: {} exact runs, {} start/stop; clients killed mid-test: {}",
         r["agent_exact_runs"], r["agent_start_stop"], r["iperf3_clients_killed"]
