@@ -645,3 +645,97 @@ pub fn expand(paths: &[std::path::PathBuf]) -> Result<Vec<std::path::PathBuf>, R
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> String {
+        std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures")
+                .join(name),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn each_mode_is_typed_by_its_keys() {
+        let mode = |name: &str| Loaded::parse(name, fixture(name)).unwrap().mode();
+        assert_eq!(mode("client.json"), "iperf3");
+        assert_eq!(mode("blast.json"), "blast");
+        assert_eq!(mode("blast.jsonl"), "blast");
+        assert_eq!(mode("sink.json"), "sink");
+        assert_eq!(mode("rr.json"), "rr client");
+        assert_eq!(mode("rfc2544.json"), "rfc2544");
+        assert_eq!(mode("blast-rep.json"), "repetition");
+        let s = Loaded::parse("s", fixture("blast.jsonl")).unwrap();
+        assert!(s.start.as_ref().unwrap().host.is_some());
+        assert!(matches!(s.doc, Some(Doc::Blast(_))));
+        assert!(!s.run_intervals().is_empty());
+        assert!(s.notes.is_empty(), "{:?}", s.notes);
+    }
+
+    #[test]
+    fn a_cut_stream_keeps_its_rows_up_to_the_cut_and_says_so() {
+        let full = fixture("blast.jsonl");
+        let lines: Vec<&str> = full.lines().collect();
+        // Start and the intervals whole, the end cut in the middle.
+        let end = lines.last().unwrap();
+        let cut = format!(
+            "{}\n{}",
+            lines[..lines.len() - 1].join("\n"),
+            &end[..end.len() / 2]
+        );
+        let l = Loaded::parse("cut", cut).unwrap();
+        assert_eq!(l.intervals.len(), lines.len() - 2);
+        assert!(l.end.is_none() && l.doc.is_none());
+        assert_eq!(l.notes.len(), 1);
+        assert!(
+            l.notes[0].contains(&format!("cut at line {}", lines.len())),
+            "{:?}",
+            l.notes
+        );
+        // The report of what there is: its rows, and the note.
+        let page = crate::report_page(&[l]);
+        assert!(page.contains("cut at line"));
+        assert!(page.contains("<table class=\"rows\""));
+        // No end at all, no cut: said too.
+        let l = Loaded::parse("noend", lines[..2].join("\n")).unwrap();
+        assert!(l.notes[0].contains("no end event"), "{:?}", l.notes);
+    }
+
+    #[test]
+    fn unknown_and_empty_results_are_refused_with_what_they_were() {
+        for (text, want) in [
+            ("{\"hello\": 1}", "keys [\"hello\"]"),
+            ("[1, 2]", "not an object"),
+            ("not json at all\n", "line 1"),
+        ] {
+            let e = Loaded::parse("x", text.into()).unwrap_err().to_string();
+            assert!(
+                e.contains(want) && e.starts_with("x: not a linerate"),
+                "{e}"
+            );
+        }
+        assert!(matches!(
+            Loaded::parse("e", " \n".into()),
+            Err(ReadError::Empty { .. })
+        ));
+        // A document of a known kind with a field of the wrong type: said.
+        let e = Loaded::parse("b", "{\"role\": \"blast\", \"packets\": \"many\"}".into())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("invalid type"), "{e}");
+    }
+
+    #[test]
+    fn a_result_with_zero_packets_is_reported_as_such() {
+        let doc = serde_json::json!({"role": "sink", "packets": 0, "bytes": 0, "duration_s": 1.0,
+            "pps": 0.0, "bps_l1": 0.0, "bps_l2": 0.0, "lost": 0, "intervals": [], "flows": []});
+        let l = Loaded::parse("zero", doc.to_string()).unwrap();
+        let page = crate::report_page(&[l]);
+        assert!(page.contains("zero packets"), "{page}");
+        assert!(page.contains("<table class=\"summary\""));
+    }
+}
