@@ -128,64 +128,8 @@ fn loss_pct(lost: u64, received: u64) -> Option<f64> {
 pub fn of_doc(doc: &Doc) -> Vec<Figure> {
     let mut out = Vec::new();
     match doc {
-        Doc::Iperf(d) => {
-            let e = &d.end;
-            if let Some(r) = &e.sum_received {
-                out.push(Figure::new(
-                    FigureName::Throughput,
-                    r.bits_per_second,
-                    "receiver's count (iperf3 sum_received)",
-                ));
-            } else if let Some(s) = &e.sum {
-                out.push(Figure::new(
-                    FigureName::Throughput,
-                    s.bits_per_second,
-                    "iperf3 sum (UDP: the sender's rate; loss from the receiver)",
-                ));
-            }
-            if let Some(r) = e.sum_sent.as_ref().and_then(|s| s.retransmits) {
-                out.push(Figure::new(
-                    FigureName::Retransmits,
-                    r as f64,
-                    "sender's TCP_INFO",
-                ));
-            }
-            if let Some(s) = &e.sum {
-                if let Some(l) = s.lost_percent {
-                    out.push(Figure::new(FigureName::Loss, l, "receiver's count (UDP)"));
-                }
-                if let Some(j) = s.jitter_ms {
-                    out.push(Figure::new(FigureName::Jitter, j, "receiver (RFC 3550)"));
-                }
-            }
-        }
-        Doc::Blast(b) => match &b.receiver {
-            Some(r) => {
-                out.push(Figure::new(
-                    FigureName::Throughput,
-                    r.bps_l2,
-                    "receiver's count, L2 (blast --rx-iface)",
-                ));
-                out.push(Figure::new(FigureName::Pps, r.pps, "receiver's count"));
-                let lost = r.not_received.unwrap_or(r.lost);
-                if let Some(l) = loss_pct(lost, r.packets) {
-                    out.push(Figure::new(
-                        FigureName::Loss,
-                        l,
-                        "sent (sender's count) less received (receiver's)",
-                    ));
-                }
-                latency(&mut out, r.latency_ns.as_ref(), 1e-3, "receiver, one-way");
-            }
-            None => {
-                out.push(Figure::new(
-                    FigureName::Throughput,
-                    b.bps_l2,
-                    "sender's claim, L2 (frames the kernel accepted)",
-                ));
-                out.push(Figure::new(FigureName::Pps, b.pps, "sender's claim"));
-            }
-        },
+        Doc::Iperf(d) => iperf(d, &mut out),
+        Doc::Blast(b) => blast(b, &mut out),
         Doc::Sink(s) => {
             out.push(Figure::new(
                 FigureName::Throughput,
@@ -212,10 +156,10 @@ pub fn of_doc(doc: &Doc) -> Vec<Figure> {
                 "client's count (answers matched to requests)",
             ));
             let n = |k: &str| r.counts.get(k).and_then(serde_json::Value::as_u64);
-            if let (Some(lost), Some(done)) = (n("lost"), n("completed")) {
-                if let Some(l) = loss_pct(lost, done) {
-                    out.push(Figure::new(FigureName::Loss, l, "client's count"));
-                }
+            if let (Some(lost), Some(done)) = (n("lost"), n("completed"))
+                && let Some(l) = loss_pct(lost, done)
+            {
+                out.push(Figure::new(FigureName::Loss, l, "client's count"));
             }
             latency(&mut out, r.latency_us.as_ref(), 1.0, "client, round trip");
         }
@@ -245,6 +189,70 @@ pub fn of_doc(doc: &Doc) -> Vec<Figure> {
         Doc::Repeat { .. } | Doc::Other { .. } => {}
     }
     out
+}
+
+/// iperf3's: the receiver's throughput, retransmits, UDP loss and jitter.
+fn iperf(d: &crate::input::IperfDoc, out: &mut Vec<Figure>) {
+    let e = &d.end;
+    if let Some(r) = &e.sum_received {
+        out.push(Figure::new(
+            FigureName::Throughput,
+            r.bits_per_second,
+            "receiver's count (iperf3 sum_received)",
+        ));
+    } else if let Some(s) = &e.sum {
+        out.push(Figure::new(
+            FigureName::Throughput,
+            s.bits_per_second,
+            "iperf3 sum (UDP: the sender's rate; loss from the receiver)",
+        ));
+    }
+    if let Some(r) = e.sum_sent.as_ref().and_then(|s| s.retransmits) {
+        out.push(Figure::new(
+            FigureName::Retransmits,
+            r as f64,
+            "sender's TCP_INFO",
+        ));
+    }
+    if let Some(s) = &e.sum {
+        if let Some(l) = s.lost_percent {
+            out.push(Figure::new(FigureName::Loss, l, "receiver's count (UDP)"));
+        }
+        if let Some(j) = s.jitter_ms {
+            out.push(Figure::new(FigureName::Jitter, j, "receiver (RFC 3550)"));
+        }
+    }
+}
+
+/// blast's: the receiver's figures with --rx-iface, else the sender's claim.
+fn blast(b: &crate::input::BlastDoc, out: &mut Vec<Figure>) {
+    match &b.receiver {
+        Some(r) => {
+            out.push(Figure::new(
+                FigureName::Throughput,
+                r.bps_l2,
+                "receiver's count, L2 (blast --rx-iface)",
+            ));
+            out.push(Figure::new(FigureName::Pps, r.pps, "receiver's count"));
+            let lost = r.not_received.unwrap_or(r.lost);
+            if let Some(l) = loss_pct(lost, r.packets) {
+                out.push(Figure::new(
+                    FigureName::Loss,
+                    l,
+                    "sent (sender's count) less received (receiver's)",
+                ));
+            }
+            latency(out, r.latency_ns.as_ref(), 1e-3, "receiver, one-way");
+        }
+        None => {
+            out.push(Figure::new(
+                FigureName::Throughput,
+                b.bps_l2,
+                "sender's claim, L2 (frames the kernel accepted)",
+            ));
+            out.push(Figure::new(FigureName::Pps, b.pps, "sender's claim"));
+        }
+    }
 }
 
 /// Totals from a run's end rows (a stream of a mode without a typed

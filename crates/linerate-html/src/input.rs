@@ -520,8 +520,7 @@ impl Loaded {
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty())
             .collect();
-        let mut events = 0;
-        for (i, line) in &lines {
+        for (events, (i, line)) in lines.iter().enumerate() {
             let ev = match serde_json::from_str::<Value>(line) {
                 Ok(ev) if ev.get("event").is_some() => ev,
                 _ if events == 0 => {
@@ -538,7 +537,6 @@ impl Loaded {
                     break;
                 }
             };
-            events += 1;
             self.event(&ev);
         }
         if self.end.is_none() && self.doc.is_none() && self.notes.is_empty() {

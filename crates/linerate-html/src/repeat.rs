@@ -86,6 +86,11 @@ pub fn section(runs: &[Result<Doc, String>], summary: &RepeatSummary, text: &str
             s += &figure(input.chart(f)).unwrap_or_default();
         }
     }
+    s + &per_run(runs)
+}
+
+/// Each run's own headline figures.
+fn per_run(runs: &[Result<Doc, String>]) -> String {
     let mut per_run = Vec::new();
     for (i, r) in runs.iter().enumerate() {
         if let Ok(d) = r {
@@ -101,12 +106,12 @@ pub fn section(runs: &[Result<Doc, String>], summary: &RepeatSummary, text: &str
         }
     }
     if !per_run.is_empty() {
-        s += &table(
+        return table(
             "run-figures",
             "Each run's headline figures",
             &["run", "figure", "value", "unit", "source"],
             &per_run,
         );
     }
-    s
+    String::new()
 }

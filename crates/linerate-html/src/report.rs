@@ -104,13 +104,11 @@ fn what_ran(l: &Loaded) -> String {
         _ => {}
     }
     let mut s = facts(&items);
-    if let Some(st) = &l.start {
-        if !st.config.is_null() {
-            s += &format!(
-                "<details><summary>Settings</summary><pre>{}</pre></details>\n",
-                esc(&serde_json::to_string_pretty(&st.config).unwrap_or_default())
-            );
-        }
+    if let Some(st) = l.start.as_ref().filter(|st| !st.config.is_null()) {
+        s += &format!(
+            "<details><summary>Settings</summary><pre>{}</pre></details>\n",
+            esc(&serde_json::to_string_pretty(&st.config).unwrap_or_default())
+        );
     }
     let doctor = l
         .start
@@ -317,8 +315,8 @@ fn run_rows(l: &Loaded) -> String {
         "duplicates",
         "retransmits",
     ];
-    if let Some(e) = &l.end {
-        if !e.rows.is_empty() {
+    if let Some(e) = l.end.as_ref().filter(|e| !e.rows.is_empty()) {
+        {
             let rows: Vec<Vec<Cell>> = e
                 .rows
                 .iter()

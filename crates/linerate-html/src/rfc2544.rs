@@ -177,6 +177,22 @@ fn loss_chart(d: &Rfc2544Doc) -> linerate_plot::Chart {
 pub fn section(d: &Rfc2544Doc, text: &str) -> String {
     let mut s = String::from("<section class=\"rfc2544\"><h2>RFC 2544</h2>\n");
     let plots = linerate_plot::Input::parse(text).ok();
+    s += &throughput(d, plots.as_ref());
+    s += &latency(d, plots.as_ref());
+    s += &curves(d);
+    s += &trials(d);
+    if let Some(e) = &d.error {
+        s += &format!(
+            "<p class=\"note\">The campaign ended with an error: {}</p>",
+            esc(e)
+        );
+    }
+    s + "</section>\n"
+}
+
+/// 26.1: the throughput table and its chart.
+fn throughput(d: &Rfc2544Doc, plots: Option<&linerate_plot::Input>) -> String {
+    let mut s = String::new();
     if !d.throughput.is_empty() {
         let rows: Vec<Vec<Cell>> = d
             .throughput
@@ -225,10 +241,16 @@ pub fn section(d: &Rfc2544Doc, text: &str) -> String {
             ],
             &rows,
         );
-        if let Some(p) = &plots {
+        if let Some(p) = plots {
             s += &figure(p.chart(linerate_plot::Figure::Rate)).unwrap_or_default();
         }
     }
+    s
+}
+
+/// 26.2: the latency table and its chart.
+fn latency(d: &Rfc2544Doc, plots: Option<&linerate_plot::Input>) -> String {
+    let mut s = String::new();
     if !d.latency.is_empty() {
         let us =
             |t: &Trial, i: usize| Cell::opt(t.latency_ns.map(|l| l[i] / 1e3), |v| Cell::num(v, 3));
@@ -264,10 +286,16 @@ pub fn section(d: &Rfc2544Doc, text: &str) -> String {
             ],
             &rows,
         );
-        if let Some(p) = &plots {
+        if let Some(p) = plots {
             s += &figure(p.chart(linerate_plot::Figure::Latency)).unwrap_or_default();
         }
     }
+    s
+}
+
+/// 26.3 and 26.4: the frame-loss-rate curve and back-to-back.
+fn curves(d: &Rfc2544Doc) -> String {
+    let mut s = String::new();
     if !d.frame_loss.is_empty() {
         let rows: Vec<Vec<Cell>> = d
             .frame_loss
@@ -317,6 +345,12 @@ pub fn section(d: &Rfc2544Doc, text: &str) -> String {
             &rows,
         );
     }
+    s
+}
+
+/// Every search's trials.
+fn trials(d: &Rfc2544Doc) -> String {
+    let mut s = String::new();
     let mut rows = Vec::new();
     for t in &d.throughput {
         let label = format!(
@@ -353,11 +387,5 @@ pub fn section(d: &Rfc2544Doc, text: &str) -> String {
             &rows,
         );
     }
-    if let Some(e) = &d.error {
-        s += &format!(
-            "<p class=\"note\">The campaign ended with an error: {}</p>",
-            esc(e)
-        );
-    }
-    s + "</section>\n"
+    s
 }

@@ -153,11 +153,10 @@ fn console_errors(log: &str) -> Vec<&str> {
 
 /// Each fixture, its tables that must be there, and (table, index, value
 /// in the JSON) checks.
-fn cases() -> Vec<(
-    &'static str,
-    Vec<&'static str>,
-    Vec<(&'static str, usize, f64)>,
-)> {
+/// (table, index of its value, the value in the JSON).
+type Check = (&'static str, usize, f64);
+
+fn cases() -> Vec<(&'static str, Vec<&'static str>, Vec<Check>)> {
     let client = json("client.json");
     let sink = json("sink.json");
     let rr = json("rr.json");

@@ -1415,6 +1415,29 @@ mod tests {
     }
 
     #[test]
+    fn results_overlaid_draw_each_ones_totals_under_its_label() {
+        let a = Input::parse(&iperf_run(&[1e9, 2e9]).to_string()).unwrap();
+        let b = Input::parse(&iperf_run(&[3e9, 4e9]).to_string()).unwrap();
+        let both = Input::overlay(vec![("A".into(), a), ("B".into(), b)]);
+        let c = both.chart(Figure::Rate).unwrap();
+        assert_eq!(c.title, "Rate over time, overlaid");
+        let lines: Vec<(&str, &[(f64, f64)])> = c
+            .series
+            .iter()
+            .map(|s| (s.name.as_str(), &s.points[..]))
+            .collect();
+        // The totals only (not each stream), one scale for both.
+        assert_eq!(
+            lines,
+            [
+                ("A: total", &[(1.0, 1.0), (2.0, 2.0)][..]),
+                ("B: total", &[(1.0, 3.0), (2.0, 4.0)][..]),
+            ]
+        );
+        assert_eq!(c.y_label, "rate (Gbit/s)");
+    }
+
+    #[test]
     fn junk_is_refused_with_the_reason() {
         assert!(matches!(
             Input::parse("{\"a\":1}"),
