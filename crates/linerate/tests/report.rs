@@ -221,4 +221,16 @@ fn report_flag_writes_the_runs_report_at_its_end() {
     );
     let page = std::fs::read_to_string(&rep).unwrap();
     assert!(page.contains("class=\"runs\"") && page.contains("class=\"repeat-statistics\""));
+    // The report that exists is refused before the first run, not after
+    // the last (three runs of a second each).
+    let t0 = std::time::Instant::now();
+    let out = linerate()
+        .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1"])
+        .args(["--repeat", "3", "--report"])
+        .arg(&rep)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(t0.elapsed().as_secs_f64() < 1.5, "{:?}", t0.elapsed());
+    assert_eq!(std::fs::read_to_string(&rep).unwrap(), page);
 }

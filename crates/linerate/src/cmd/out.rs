@@ -290,6 +290,12 @@ impl RepeatArgs {
             );
         }
         let policy = self.policy();
+        // The report's file is made before the first run: a refusal comes
+        // before the runs, not after them.
+        let mut report_file = match out.report {
+            Some((p, force)) => Some((p, crate::output::create_new(p, force, "--report")?)),
+            None => None,
+        };
         let rep = linerate_run::repeat(&policy, |n| {
             if out.human() {
                 let warm = if n <= self.warmup_runs {
@@ -309,7 +315,7 @@ impl RepeatArgs {
         }
         let stopped = rep.stop.unwrap_or(Stop::Count);
         let (name, unit) = rep.figure.unwrap_or(("", ""));
-        if let Some((p, force)) = out.report {
+        if let Some((p, file)) = &mut report_file {
             let mut summary = policy.report(&rep.values, stopped, name);
             if rep.stop.is_none() {
                 summary["stop"] = serde_json::json!("a run failed");
@@ -317,8 +323,7 @@ impl RepeatArgs {
             let docs: Vec<Value> = rep.outcomes.iter().map(|o| o.document()).collect();
             let doc = serde_json::json!({"runs": docs, "repeat": summary});
             let page = linerate_html::repeat_page(&p.display().to_string(), &doc)?;
-            crate::output::create_new(p, force, "--report")?
-                .write_all(page.as_bytes())
+            file.write_all(page.as_bytes())
                 .with_context(|| format!("--report {}", p.display()))?;
         }
         if out.json {
