@@ -163,6 +163,7 @@ fn cases() -> Vec<(&'static str, Vec<&'static str>, Vec<Check>)> {
     let blast = json("blast.json");
     let rep = json("blast-rep.json");
     let rfc = json("rfc2544.json");
+    let fwd = json("fwd.json");
     let f = |v: &Value| v.as_f64().unwrap();
     vec![
         (
@@ -200,6 +201,12 @@ fn cases() -> Vec<(&'static str, Vec<&'static str>, Vec<Check>)> {
             ],
         ),
         ("blast.jsonl", vec!["summary", "rows"], vec![]),
+        // A forwarder that saw nothing (its own namespace's lo): said.
+        (
+            "fwd.json",
+            vec!["summary", "rows"],
+            vec![("summary", 0, f(&fwd["tx_pps"]))],
+        ),
         (
             "blast-rep.json",
             vec!["runs", "repeat-statistics", "run-figures"],
@@ -290,6 +297,11 @@ fn every_report_renders_in_chromium_with_its_numbers_and_nothing_fetched() {
         std::fs::write(&page, linerate_html::report_page(&[l])).unwrap();
         let r = chromium(&dir, &page, name);
         assert!(r.dom.contains("<svg"), "{name}: no SVG plot in the DOM");
+        assert_eq!(
+            r.dom.contains("zero packets"),
+            name == "fwd.json",
+            "{name}: the zero-packet note"
+        );
         for t in &tables {
             assert!(
                 r.dom.contains(&format!("<table class=\"{t}\"")),
