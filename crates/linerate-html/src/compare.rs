@@ -173,12 +173,16 @@ impl Comparison {
             match &c.test {
                 Ok(w) => {
                     s += &format!(
-                        ", CI [{}, {}], t = {:.3}, df = {:.1}, p = {:.4}: {}\n",
+                        ", CI [{}, {}], t = {:.3}, df = {:.1}, p {}: {}\n",
                         signed_pct(c.ratio_of(w.low)),
                         signed_pct(c.ratio_of(w.high)),
                         w.t,
                         w.df,
-                        w.p,
+                        if w.p < 1e-4 {
+                            "< 0.0001".to_string()
+                        } else {
+                            format!("= {:.4}", w.p)
+                        },
                         if w.significant() {
                             "significant"
                         } else {

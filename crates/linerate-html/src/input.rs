@@ -501,12 +501,13 @@ impl Loaded {
             why,
         };
         match serde_json::from_str::<Value>(&text) {
-            Ok(v) => {
+            // A stream of one event is a stream.
+            Ok(v) if v.get("event").is_none() => {
                 let doc = Doc::read(&v).map_err(unknown)?;
                 l.error = v.get("error").and_then(Value::as_str).map(str::to_string);
                 l.doc = Some(doc);
             }
-            Err(_) => l.read_lines(&text).map_err(unknown)?,
+            _ => l.read_lines(&text).map_err(unknown)?,
         }
         l.text = text;
         Ok(l)
@@ -698,8 +699,11 @@ mod tests {
         let page = crate::report_page(&[l]);
         assert!(page.contains("cut at line"));
         assert!(page.contains("<table class=\"rows\""));
-        // No end at all, no cut: said too.
+        // No end at all, no cut: said too; a lone start is a stream.
         let l = Loaded::parse("noend", lines[..2].join("\n")).unwrap();
+        assert!(l.notes[0].contains("no end event"), "{:?}", l.notes);
+        let l = Loaded::parse("start", lines[0].to_string()).unwrap();
+        assert_eq!(l.mode(), "blast");
         assert!(l.notes[0].contains("no end event"), "{:?}", l.notes);
     }
 
