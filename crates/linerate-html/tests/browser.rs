@@ -1,7 +1,9 @@
 //! Reports loaded in a real browser: headless Chromium (Debian's
-//! `chromium`, installed by scripts/test) renders each report of real
-//! results (tests/fixtures: iperf3 client, blast, blast --json-stream, a
-//! blast --repeat, sink, rr client, an RFC 2544 campaign), and the test
+//! `chromium`, installed by scripts/test) renders each report of the
+//! results in tests/fixtures (iperf3 client, blast, blast --json-stream, a
+//! blast --repeat, sink, fwd, rr client: real loopback runs; an RFC 2544
+//! campaign written by hand in `rfc2544 -J`'s shape, a real search's
+//! report being `rfc2544_rig`'s), and the test
 //! reads back its DOM: the tables and the SVG plots are there, the
 //! numbers in the tables equal those in the JSON the report came from,
 //! the page logged no console error, asked the network for nothing (the
