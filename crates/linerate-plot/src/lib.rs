@@ -130,6 +130,9 @@ pub struct Input {
     campaign: Option<Value>,
     /// A `--repeat`/`--ci-target` document's summary.
     repeat: Option<Repeat>,
+    /// Several results laid over each other (`Input::overlay`): their
+    /// totals only, named after each result.
+    overlay: bool,
 }
 
 /// A repetition's figure over the runs.
@@ -475,7 +478,7 @@ impl Input {
         for (end, recs) in &self.intervals {
             let have_total = recs.iter().any(|r| r.total && value(r).is_some());
             for r in recs {
-                if self.repeat.is_some() && r.total != have_total {
+                if (self.repeat.is_some() || self.overlay) && r.total != have_total {
                     continue;
                 }
                 let Some(v) = value(r) else { continue };
@@ -536,9 +539,41 @@ impl Input {
     /// A title, said to be run by run for a repetition.
     fn titled(&self, title: &str) -> String {
         match &self.repeat {
+            _ if self.overlay => format!("{title}, overlaid"),
             Some(_) => format!("{title}, run by run"),
             None => title.into(),
         }
+    }
+
+    /// Results laid over each other, each one's lines named after its
+    /// label (`A: total rx`, `B: run 2`): the rate, loss and latency over
+    /// time draw each result's totals, the CDF a curve per result. An RFC
+    /// 2544 campaign has no lines over time: it is left out.
+    pub fn overlay(parts: Vec<(String, Input)>) -> Input {
+        let mut out = Input {
+            overlay: true,
+            ..Input::default()
+        };
+        for (label, input) in parts {
+            for (end, mut recs) in input.intervals {
+                for r in &mut recs {
+                    r.name = format!("{label}: {}", r.name);
+                }
+                out.intervals.push((end, recs));
+            }
+            for (name, p) in input.percentiles {
+                let name = if name.is_empty() {
+                    format!("{label} latency")
+                } else {
+                    format!("{label}: {name}")
+                };
+                out.percentiles.push((name, p));
+            }
+            if out.mode.is_empty() {
+                out.mode = input.mode;
+            }
+        }
+        out
     }
 
     fn latency(&self) -> Result<Chart, PlotError> {
@@ -1377,6 +1412,29 @@ mod tests {
         assert_eq!(runs.y_label, "transactions_per_s (ktransactions/s)");
         // No statistics (the repetition stopped early): the values only.
         assert_eq!(names(runs), ["transactions_per_s"]);
+    }
+
+    #[test]
+    fn results_overlaid_draw_each_ones_totals_under_its_label() {
+        let a = Input::parse(&iperf_run(&[1e9, 2e9]).to_string()).unwrap();
+        let b = Input::parse(&iperf_run(&[3e9, 4e9]).to_string()).unwrap();
+        let both = Input::overlay(vec![("A".into(), a), ("B".into(), b)]);
+        let c = both.chart(Figure::Rate).unwrap();
+        assert_eq!(c.title, "Rate over time, overlaid");
+        let lines: Vec<(&str, &[(f64, f64)])> = c
+            .series
+            .iter()
+            .map(|s| (s.name.as_str(), &s.points[..]))
+            .collect();
+        // The totals only (not each stream), one scale for both.
+        assert_eq!(
+            lines,
+            [
+                ("A: total", &[(1.0, 1.0), (2.0, 2.0)][..]),
+                ("B: total", &[(1.0, 3.0), (2.0, 4.0)][..]),
+            ]
+        );
+        assert_eq!(c.y_label, "rate (Gbit/s)");
     }
 
     #[test]

@@ -59,6 +59,10 @@ enum Command {
     Lab(cmd::lab::LabArgs),
     /// Figures from a result: rate, loss, latency over time, latency CDF (SVG or PNG).
     Plot(cmd::plot::PlotArgs),
+    /// One self-contained HTML report of results (any mode's -J or --json-stream).
+    Report(cmd::report::ReportArgs),
+    /// Two sets of runs compared: each figure's change, its confidence interval, Welch's t test; --fail-if for CI.
+    Compare(cmd::report::CompareArgs),
     /// perfSONAR pScheduler tool methods (enumerate, can-run, duration, participant-data, run, merged-results): JSON in, JSON out.
     Pscheduler(cmd::pscheduler::PschedulerArgs),
     /// Open Traffic Generator API (the subset snappi drives) over HTTPS: flows run as blast and sink on allowed interfaces.
@@ -123,6 +127,8 @@ fn main() -> ExitCode {
             Command::Man(args) => cmd::manual::man(&args, cli_command()),
             Command::Calc(args) => cmd::calc::run(&args).map(|()| 0),
             Command::Plot(args) => cmd::plot::run(&args),
+            Command::Report(args) => cmd::report::report(&args),
+            Command::Compare(args) => cmd::report::compare(&args),
             Command::Pscheduler(args) => cmd::pscheduler::run(&args),
             Command::Agent(args) => cmd::agent::run(&args),
             Command::Lab(args) => cmd::lab::run(&args),

@@ -29,6 +29,8 @@ const SUBCOMMANDS: &[&str] = &[
     "lab down",
     "lab status",
     "plot",
+    "report",
+    "compare",
     "pscheduler",
     "pscheduler enumerate",
     "pscheduler can-run",

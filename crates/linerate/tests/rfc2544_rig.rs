@@ -934,3 +934,65 @@ fn the_dut_labs_suggested_blast_runs_as_printed() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A real search through the lab's device written as an HTML report
+/// (`--report`): the section 26 tables, the trials, the plots, and the
+/// figures of the run's own `-J` document in them.
+#[test]
+fn a_real_search_writes_its_html_report() {
+    let _one = serial();
+    if skip("a_real_search_writes_its_html_report") {
+        return;
+    }
+    let lab = DutLab::new("html", "10mbit");
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("rfc2544.html");
+    let v = lab.rfc2544(&[
+        "--sizes",
+        "512",
+        "--tests",
+        "throughput,latency",
+        "--trial-time",
+        "1",
+        "--latency-time",
+        "1",
+        "--max-rate",
+        "20Mbps",
+        "--drain",
+        "0.4",
+        // A loaded host spoils trials: this test is of the report.
+        "--spoiled-max",
+        "50",
+        "-i",
+        "0",
+        "--report",
+        page.to_str().unwrap(),
+    ]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    let t = &v["throughput"][0];
+    for key in ["rate_fps", "rate_l1_bps", "rate_l2_bps"] {
+        let n = t[key].as_f64().unwrap();
+        assert!(
+            html.contains(&format!("data-value=\"{n}\"")),
+            "{key} {n} not in the report"
+        );
+    }
+    for class in ["rfc2544-throughput", "rfc2544-latency", "rfc2544-trials"] {
+        assert!(
+            html.contains(&format!("<table class=\"{class}\"")),
+            "{class}"
+        );
+    }
+    let trials = t["trials"].as_array().unwrap().len();
+    let rows = html
+        .split("<table class=\"rfc2544-trials\"")
+        .nth(1)
+        .unwrap()
+        .split("</table>")
+        .next()
+        .unwrap()
+        .matches("<tr>")
+        .count();
+    assert_eq!(rows, trials + 1, "a row per trial and the head");
+    assert!(html.contains("<svg"));
+}

@@ -70,6 +70,10 @@ pub struct IperfArgs {
     /// per sum, and the totals (every test, for a server).
     #[arg(long, value_name = "FILE")]
     pub csv: Option<std::path::PathBuf>,
+    /// Write an HTML report to FILE at the end (a server: every test so
+    /// far, rewritten at each test's end).
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<std::path::PathBuf>,
     /// Bind to this address (client: source address of every socket);
     /// HOST%DEV also binds to the interface DEV.
     #[arg(short = 'B', long, value_name = "HOST[%DEV]", value_parser = parse_bind)]
@@ -825,7 +829,12 @@ fn reporters(args: &IperfArgs) -> Result<linerate_run::Fanout> {
         bail!("--csv needs a file here: standard output carries iperf3's own output");
     }
     let csv = args.csv.as_deref().map(|p| (p, args.force));
-    super::out::side_reporters(view, false, args.metrics.as_deref(), csv)
+    let mut f = super::out::side_reporters(view, false, args.metrics.as_deref(), csv)?;
+    // A repetition writes one report of all its runs (`RepeatArgs::run`).
+    if let Some(p) = args.report.as_deref().filter(|_| !args.repeat.asked()) {
+        f.push(super::out::html_report(p, args.force)?);
+    }
+    Ok(f)
 }
 
 /// The server's reporters: each test is a run (`drive_engine`: its start
@@ -1171,6 +1180,7 @@ fn run_client(args: &IperfArgs, host: &str) -> Result<u8> {
             json: args.json,
             json_stream: args.json_stream,
             live: args.live,
+            report: args.report.as_deref().map(|p| (p, args.force)),
         };
         return args
             .repeat

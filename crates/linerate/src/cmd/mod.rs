@@ -15,6 +15,7 @@ pub mod packet_outcome;
 pub mod plot;
 pub mod profile;
 pub mod pscheduler;
+pub mod report;
 pub mod rfc2544;
 pub mod rfc2544_outcome;
 pub mod rr;

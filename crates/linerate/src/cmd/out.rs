@@ -2,7 +2,7 @@
 //! reporters: `Start`, intervals as they end, then `End` (also after an
 //! error, with what was measured).
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::Args;
 use linerate_report::{Csv, Document, JsonLines, Text};
 pub use linerate_run::{Ended, Measured, Run};
@@ -47,6 +47,10 @@ pub struct OutputArgs {
     /// all the same.
     #[arg(long)]
     pub force: bool,
+    /// Write an HTML report of the run to FILE at its end (one file: CSS
+    /// and plots inline; see also `linerate report`).
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
 }
 
 impl OutputArgs {
@@ -87,6 +91,10 @@ impl OutputArgs {
             View::Progress
         };
         let mut f = side_reporters(view, self.human(), self.metrics.as_deref(), None)?;
+        // A repetition writes one report of all its runs (`RepeatArgs::run`).
+        if let Some(p) = self.report.as_deref().filter(|_| !hold_document) {
+            f.push(html_report(p, self.force)?);
+        }
         match &self.csv {
             Some(p) if p == Path::new("-") => {
                 if self.json || self.json_stream {
@@ -154,6 +162,28 @@ pub fn side_reporters(
     Ok(f)
 }
 
+/// `--report FILE`: the HTML report, the file created new now (`--force`
+/// replaces a regular file) and written whole at each run's end.
+pub fn html_report(p: &Path, force: bool) -> Result<Box<dyn Reporter>> {
+    let mut first = Some(crate::output::create_new(p, force, "--report")?);
+    let path = p.to_path_buf();
+    let open: linerate_html::Open = Box::new(move || {
+        let f = match first.take() {
+            Some(f) => f,
+            // Later runs (a server's tests): the file made above, rewritten.
+            None => std::fs::OpenOptions::new()
+                .write(true)
+                .truncate(true)
+                .open(&path)?,
+        };
+        Ok(Box::new(f) as Box<dyn Write>)
+    });
+    Ok(Box::new(linerate_html::HtmlReporter::new(
+        p.display().to_string(),
+        open,
+    )))
+}
+
 /// `--csv FILE`: a CSV reporter writing to a new file (`--force` replaces
 /// a regular file).
 fn csv_file(p: &Path, force: bool) -> Result<Box<dyn Reporter>> {
@@ -207,24 +237,27 @@ pub fn ratio(s: &str) -> Result<f64, String> {
 
 /// How a mode shows its output, for the repetition's own printing.
 #[derive(Debug, Clone, Copy)]
-pub struct Shown {
+pub struct Shown<'a> {
     pub json: bool,
     pub json_stream: bool,
     pub live: bool,
+    /// `--report FILE` and `--force`.
+    pub report: Option<(&'a Path, bool)>,
 }
 
-impl Shown {
+impl Shown<'_> {
     fn human(&self) -> bool {
         !self.json && !self.json_stream
     }
 }
 
-impl From<&OutputArgs> for Shown {
-    fn from(o: &OutputArgs) -> Self {
+impl<'a> From<&'a OutputArgs> for Shown<'a> {
+    fn from(o: &'a OutputArgs) -> Self {
         Shown {
             json: o.json || o.csv_to_stdout(),
             json_stream: o.json_stream,
             live: o.live,
+            report: o.report.as_deref().map(|p| (p, o.force)),
         }
     }
 }
@@ -257,6 +290,12 @@ impl RepeatArgs {
             );
         }
         let policy = self.policy();
+        // The report's file is made before the first run: a refusal comes
+        // before the runs, not after them.
+        let mut report_file = match out.report {
+            Some((p, force)) => Some((p, crate::output::create_new(p, force, "--report")?)),
+            None => None,
+        };
         let rep = linerate_run::repeat(&policy, |n| {
             if out.human() {
                 let warm = if n <= self.warmup_runs {
@@ -276,6 +315,17 @@ impl RepeatArgs {
         }
         let stopped = rep.stop.unwrap_or(Stop::Count);
         let (name, unit) = rep.figure.unwrap_or(("", ""));
+        if let Some((p, file)) = &mut report_file {
+            let mut summary = policy.report(&rep.values, stopped, name);
+            if rep.stop.is_none() {
+                summary["stop"] = serde_json::json!("a run failed");
+            }
+            let docs: Vec<Value> = rep.outcomes.iter().map(|o| o.document()).collect();
+            let doc = serde_json::json!({"runs": docs, "repeat": summary});
+            let page = linerate_html::repeat_page(&p.display().to_string(), &doc)?;
+            file.write_all(page.as_bytes())
+                .with_context(|| format!("--report {}", p.display()))?;
+        }
         if out.json {
             let mut summary = policy.report(&rep.values, stopped, name);
             if rep.stop.is_none() {

@@ -1,0 +1,391 @@
+//! An RFC 2544 campaign, typed as `rfc2544 -J` writes it, and its report
+//! section: the tables RFC 2544 section 26 asks for (throughput per frame
+//! size in frames/s and bit/s, latency, the frame-loss-rate curve,
+//! back-to-back) and every search's trials.
+
+use crate::html::{Cell, esc, figure, table};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// One trial as run and judged.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Trial {
+    pub frame_size: Value,
+    pub asked_fps: f64,
+    pub offered_fps: f64,
+    pub forwarded_fps: f64,
+    pub sent: u64,
+    pub received: u64,
+    pub loss_ratio: f64,
+    pub passed: bool,
+    pub reason: Option<String>,
+    pub held_back: bool,
+    /// min, mean, p50, p99, max (ns).
+    pub latency_ns: Option<[f64; 5]>,
+    pub spoiled: Option<String>,
+    pub interrupted: bool,
+}
+
+/// A throughput search's outcome for one frame size and loss allowed.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Throughput {
+    pub frame_size: Value,
+    pub mean_frame_size: f64,
+    pub bidirectional: bool,
+    pub loss_allowed: f64,
+    pub rate_fps: f64,
+    pub rate_l1_bps: f64,
+    pub rate_l2_bps: f64,
+    pub loss_ratio: f64,
+    pub of_max: f64,
+    pub held_back: bool,
+    pub converged: bool,
+    pub spoiled_trials: u64,
+    pub interrupted: bool,
+    pub trials: Vec<Trial>,
+}
+
+/// A latency measurement at a load.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Latency {
+    pub frame_size: Value,
+    pub load: f64,
+    pub rate_fps: f64,
+    pub trial: Trial,
+}
+
+/// A step of the frame-loss-rate curve.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct FrameLossStep {
+    pub frame_size: Value,
+    pub load: f64,
+    pub rate_fps: f64,
+    pub loss_ratio: f64,
+}
+
+/// A back-to-back search.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct BackToBack {
+    pub frame_size: Value,
+    pub rate_fps: f64,
+    pub bursts: Vec<u64>,
+    pub mean_burst: f64,
+    pub trials: Vec<Trial>,
+}
+
+/// `rfc2544 -J`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Rfc2544Doc {
+    pub config: Value,
+    pub throughput: Vec<Throughput>,
+    pub latency: Vec<Latency>,
+    pub frame_loss: Vec<FrameLossStep>,
+    pub back_to_back: Vec<BackToBack>,
+    pub error: Option<String>,
+}
+
+/// A frame size as written: a number of bytes or a mix's name.
+pub fn size_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "–".into(),
+        v => v.to_string(),
+    }
+}
+
+fn size_cell(v: &Value) -> Cell {
+    match v.as_f64() {
+        Some(n) => Cell::num(n, 0),
+        None => Cell::text(size_text(v)),
+    }
+}
+
+/// What is odd about a trial, in words.
+fn trial_note(t: &Trial) -> String {
+    let mut n = Vec::new();
+    if let Some(s) = &t.spoiled {
+        n.push(format!("spoiled (not scored): {s}"));
+    }
+    if t.interrupted {
+        n.push("interrupted (not scored)".into());
+    }
+    if t.held_back {
+        n.push("held back".into());
+    }
+    if let Some(r) = &t.reason {
+        n.push(r.clone());
+    }
+    n.join("; ")
+}
+
+fn trial_rows(label: &str, trials: &[Trial], rows: &mut Vec<Vec<Cell>>) {
+    for (i, t) in trials.iter().enumerate() {
+        rows.push(vec![
+            Cell::text(label),
+            Cell::int(i as u64 + 1),
+            Cell::si(t.asked_fps, "frames/s"),
+            Cell::si(t.offered_fps, "frames/s"),
+            Cell::si(t.forwarded_fps, "frames/s"),
+            Cell::int(t.sent),
+            Cell::int(t.received),
+            Cell::pct(t.loss_ratio),
+            Cell::text(if t.passed { "pass" } else { "fail" }),
+            Cell::text(trial_note(t)),
+        ]);
+    }
+}
+
+/// The frame-loss-rate curve: loss against load, a line per frame size.
+fn loss_chart(d: &Rfc2544Doc) -> linerate_plot::Chart {
+    let mut series: Vec<linerate_plot::Series> = Vec::new();
+    for s in &d.frame_loss {
+        let name = format!("{} bytes", size_text(&s.frame_size));
+        let p = (s.load * 100.0, s.loss_ratio * 100.0);
+        match series.iter_mut().find(|x| x.name == name) {
+            Some(x) => x.points.push(p),
+            None => series.push(linerate_plot::Series {
+                name,
+                points: vec![p],
+                total: false,
+                marks: true,
+            }),
+        }
+    }
+    for s in &mut series {
+        s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    linerate_plot::Chart {
+        title: "Frame loss rate by offered load (RFC 2544 26.3)".into(),
+        x_label: "offered load (% of the maximum rate)".into(),
+        y_label: "frame loss rate (%)".into(),
+        series,
+        left_out: 0,
+        log_x: false,
+        y_max: None,
+        x_whole: false,
+    }
+}
+
+/// The campaign's section: its tables, charts (from `text`, the result
+/// as `linerate-plot` reads it) and trials.
+pub fn section(d: &Rfc2544Doc, text: &str) -> String {
+    let mut s = String::from("<section class=\"rfc2544\"><h2>RFC 2544</h2>\n");
+    let plots = linerate_plot::Input::parse(text).ok();
+    s += &throughput(d, plots.as_ref());
+    s += &latency(d, plots.as_ref());
+    s += &curves(d);
+    s += &trials(d);
+    if let Some(e) = &d.error {
+        s += &format!(
+            "<p class=\"note\">The campaign ended with an error: {}</p>",
+            esc(e)
+        );
+    }
+    s + "</section>\n"
+}
+
+/// 26.1: the throughput table and its chart.
+fn throughput(d: &Rfc2544Doc, plots: Option<&linerate_plot::Input>) -> String {
+    let mut s = String::new();
+    if !d.throughput.is_empty() {
+        let rows: Vec<Vec<Cell>> = d
+            .throughput
+            .iter()
+            .map(|t| {
+                vec![
+                    size_cell(&t.frame_size),
+                    Cell::pct(t.loss_allowed),
+                    Cell::si(t.rate_fps, "frames/s"),
+                    Cell::si(t.rate_l1_bps, "bit/s"),
+                    Cell::si(t.rate_l2_bps, "bit/s"),
+                    Cell::pct(t.of_max),
+                    Cell::pct(t.loss_ratio),
+                    Cell::int(t.trials.len() as u64),
+                    Cell::text(
+                        [
+                            (t.bidirectional, "bidirectional (per direction)"),
+                            (t.converged, "converged"),
+                            (!t.converged, "not converged"),
+                            (t.held_back, "held back"),
+                            (t.interrupted, "interrupted: a lower bound"),
+                        ]
+                        .iter()
+                        .filter(|(b, _)| *b)
+                        .map(|(_, w)| *w)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    ),
+                ]
+            })
+            .collect();
+        s += "<h3>Throughput (26.1)</h3>";
+        s += &table(
+            "rfc2544-throughput",
+            "The highest rate with no more loss than allowed (sender's frames, receiver's count; L1 includes preamble and gap, L2 the FCS)",
+            &[
+                "frame size (B)",
+                "loss allowed",
+                "frames/s",
+                "L1 bit/s",
+                "L2 bit/s",
+                "of max",
+                "loss",
+                "trials",
+                "search",
+            ],
+            &rows,
+        );
+        if let Some(p) = plots {
+            s += &figure(p.chart(linerate_plot::Figure::Rate)).unwrap_or_default();
+        }
+    }
+    s
+}
+
+/// 26.2: the latency table and its chart.
+fn latency(d: &Rfc2544Doc, plots: Option<&linerate_plot::Input>) -> String {
+    let mut s = String::new();
+    if !d.latency.is_empty() {
+        let us =
+            |t: &Trial, i: usize| Cell::opt(t.latency_ns.map(|l| l[i] / 1e3), |v| Cell::num(v, 3));
+        let rows: Vec<Vec<Cell>> = d
+            .latency
+            .iter()
+            .map(|l| {
+                vec![
+                    size_cell(&l.frame_size),
+                    Cell::pct(l.load),
+                    Cell::si(l.rate_fps, "frames/s"),
+                    us(&l.trial, 0),
+                    us(&l.trial, 1),
+                    us(&l.trial, 2),
+                    us(&l.trial, 3),
+                    us(&l.trial, 4),
+                ]
+            })
+            .collect();
+        s += "<h3>Latency (26.2)</h3>";
+        s += &table(
+            "rfc2544-latency",
+            "One-way latency at the throughput rate (µs, receiver's clock shared with the sender)",
+            &[
+                "frame size (B)",
+                "load",
+                "rate",
+                "min",
+                "mean",
+                "p50",
+                "p99",
+                "max",
+            ],
+            &rows,
+        );
+        if let Some(p) = plots {
+            s += &figure(p.chart(linerate_plot::Figure::Latency)).unwrap_or_default();
+        }
+    }
+    s
+}
+
+/// 26.3 and 26.4: the frame-loss-rate curve and back-to-back.
+fn curves(d: &Rfc2544Doc) -> String {
+    let mut s = String::new();
+    if !d.frame_loss.is_empty() {
+        let rows: Vec<Vec<Cell>> = d
+            .frame_loss
+            .iter()
+            .map(|f| {
+                vec![
+                    size_cell(&f.frame_size),
+                    Cell::pct(f.load),
+                    Cell::si(f.rate_fps, "frames/s"),
+                    Cell::pct(f.loss_ratio),
+                ]
+            })
+            .collect();
+        s += "<h3>Frame loss rate (26.3)</h3>";
+        s += &table(
+            "rfc2544-frame-loss",
+            "Frame loss rate at each offered load, from the maximum down",
+            &["frame size (B)", "load", "rate", "frame loss rate"],
+            &rows,
+        );
+        s += &figure(Ok(loss_chart(d))).unwrap_or_default();
+    }
+    if !d.back_to_back.is_empty() {
+        let rows: Vec<Vec<Cell>> = d
+            .back_to_back
+            .iter()
+            .map(|b| {
+                vec![
+                    size_cell(&b.frame_size),
+                    Cell::si(b.rate_fps, "frames/s"),
+                    Cell::num(b.mean_burst, 1),
+                    Cell::text(
+                        b.bursts
+                            .iter()
+                            .map(u64::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    ),
+                ]
+            })
+            .collect();
+        s += "<h3>Back-to-back frames (26.4)</h3>";
+        s += &table(
+            "rfc2544-back-to-back",
+            "The longest burst at the maximum rate with no loss, per repetition",
+            &["frame size (B)", "rate", "mean burst (frames)", "bursts"],
+            &rows,
+        );
+    }
+    s
+}
+
+/// Every search's trials.
+fn trials(d: &Rfc2544Doc) -> String {
+    let mut s = String::new();
+    let mut rows = Vec::new();
+    for t in &d.throughput {
+        let label = format!(
+            "throughput {} B, {} loss",
+            size_text(&t.frame_size),
+            crate::html::plain(t.loss_allowed * 100.0, 4) + "%"
+        );
+        trial_rows(&label, &t.trials, &mut rows);
+    }
+    for b in &d.back_to_back {
+        trial_rows(
+            &format!("back-to-back {} B", size_text(&b.frame_size)),
+            &b.trials,
+            &mut rows,
+        );
+    }
+    if !rows.is_empty() {
+        s += "<h3>The searches' trials</h3>";
+        s += &table(
+            "rfc2544-trials",
+            "Every trial in the order run: asked, offered (sender) and forwarded (receiver) rates",
+            &[
+                "search",
+                "trial",
+                "asked",
+                "offered",
+                "forwarded",
+                "sent",
+                "received",
+                "loss",
+                "verdict",
+                "note",
+            ],
+            &rows,
+        );
+    }
+    s
+}
