@@ -328,7 +328,7 @@ fn open_workers(
     for w in 0..workers {
         let traffic = super::send::traffic(&cfg.flows, &framing, cfg.macs_given, cfg.gso);
         let (mut sock, n) = open_tx(cfg.backend, &cfg.iface, max_frame, w as u32, &traffic)?;
-        if let Tx::Udp(u) = &mut sock {
+        if let Some(u) = sock.udp_mut() {
             // A worker's frames repeat every flows x sizes frames (its
             // flows are every workers-th, a divisor of that period).
             let flows = usize::try_from(cfg.flows.count()).unwrap_or(usize::MAX);
