@@ -32,6 +32,9 @@ pub struct Options {
     pub allow: Vec<String>,
     pub tx_backend: BackendKind,
     pub rx_backend: BackendKind,
+    /// The loopback ports the backends open when they are `loopback`
+    /// (the caller's registry; empty for kernel interfaces).
+    pub wires: linerate_backend::port::Wires,
     /// After a flow's last frame, how long its receivers still count.
     pub drain: Duration,
     /// The longest a flow sends (continuous ones stop there).
@@ -46,13 +49,15 @@ pub struct Options {
 
 impl Options {
     /// An agent whose ports are in-memory loopback ports named `allow`
-    /// (nothing touches an interface): 10 ms drain, 5 s longest run, no
-    /// peers, no run reporting. For tests and examples.
+    /// (nothing touches an interface), made in a registry of its own
+    /// (`wires`: none yet): 10 ms drain, 5 s longest run, no peers, no run
+    /// reporting. For tests and examples.
     pub fn loopback(allow: &[&str]) -> Self {
         Options {
             allow: allow.iter().map(|s| s.to_string()).collect(),
             tx_backend: BackendKind::Loopback,
             rx_backend: BackendKind::Loopback,
+            wires: Default::default(),
             drain: Duration::from_millis(10),
             run_max: Duration::from_secs(5),
             interval: Duration::from_millis(50),
@@ -296,6 +301,7 @@ fn sink_config(iface: &str, blast: &BlastConfig, opts: &Options) -> SinkConfig {
         // Bounded whatever happens: the send, the drain, slack.
         duration: blast.duration + opts.drain + Duration::from_secs(30),
         backend: opts.rx_backend,
+        wires: opts.wires.clone(),
         clocks_shared: true,
         until_packets: None,
         capture: None,
@@ -600,6 +606,7 @@ fn blast_config(
         catch_up: linerate_traffic::pacing::CatchUp::Burst,
         burst_tolerance: 0,
         backend: opts.tx_backend,
+        wires: opts.wires.clone(),
         cores: Vec::new(),
         replay: None,
         macs_given: true,

@@ -21,7 +21,7 @@ const RX_BLOCKS: usize = 256;
 /// One receive ring's memory.
 pub const RX_RING_BYTES: usize = RX_BLOCK * RX_BLOCKS;
 
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 pub struct AfPacket;
 
 /// An RX ring and the kernel's drop count so far.
@@ -48,6 +48,10 @@ impl Backend for AfPacket {
     type Tx = TxRing;
     type Rx = RingRx;
     type Fwd = Never;
+
+    fn new(_: &crate::loopback::Wires) -> Self {
+        AfPacket
+    }
 
     fn open_tx(
         &self,

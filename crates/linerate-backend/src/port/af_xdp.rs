@@ -14,7 +14,7 @@ use std::time::Duration;
 /// Frames a receiver takes per queue and call at most.
 const RX_BATCH: usize = 256;
 
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 pub struct AfXdp;
 
 impl AfXdp {
@@ -32,6 +32,10 @@ impl Backend for AfXdp {
     type Tx = XskTx;
     type Rx = XskRx;
     type Fwd = XskFwd;
+
+    fn new(_: &crate::loopback::Wires) -> Self {
+        AfXdp
+    }
 
     fn open_tx(
         &self,

@@ -7,13 +7,14 @@
 
 use super::error::BackendError;
 use super::udp::{PayloadSource, Traffic};
+use crate::loopback::Wires;
 use crate::xdp::RxFilter;
 use crate::{FrameSink, FrameSource};
 use std::io;
 use std::time::Duration;
 
 /// One backend: how its ports open and what they are.
-pub trait Backend: Default {
+pub trait Backend: Sized {
     type Tx: TxPort;
     type Rx: RxPort;
     /// Its in-place forwarder ([`Never`] where it has none).
@@ -23,6 +24,10 @@ pub trait Backend: Default {
     /// sends blast's crafted frames itself, and its MTU, MAC and link come
     /// from it rather than from the kernel.
     const OWN_PORTS: bool = false;
+
+    /// The backend, opening the ports named in `wires` where its ports
+    /// are made by this process (loopback).
+    fn new(wires: &Wires) -> Self;
 
     /// The sender of worker `queue`; the note says what was chosen.
     fn open_tx(

@@ -35,11 +35,12 @@ macro_rules! backends {
                 }
             }
 
-            /// The backend this name opens (`None`: `auto` chooses).
-            fn named(self) -> Option<Named> {
+            /// The backend this name opens, over the loopback ports of
+            /// `wires` (`None`: `auto` chooses).
+            fn named(self, wires: &Wires) -> Option<Named> {
                 Some(match self {
                     Self::Auto => return None,
-                    $(Self::$V => Named::$V($m::$B::default()),)*
+                    $(Self::$V => Named::$V(<$m::$B as Backend>::new(wires)),)*
                     Self::Udp => Named::Socket(socket::Socket::Udp),
                     Self::Raw => Named::Socket(socket::Socket::Raw),
                 })
@@ -47,7 +48,7 @@ macro_rules! backends {
         }
 
         /// A named backend, ready to open ports.
-        #[derive(Debug, Clone, Copy)]
+        #[derive(Debug)]
         enum Named {
             $($V($m::$B),)*
         }
@@ -109,25 +110,25 @@ macro_rules! backends {
                 }
             }
 
-            fn own_ports(self) -> bool {
+            fn own_ports(&self) -> bool {
                 match self {
                     $(Named::$V(_) => <$m::$B as Backend>::OWN_PORTS,)*
                 }
             }
 
-            fn mtu(self, iface: &str) -> io::Result<usize> {
+            fn mtu(&self, iface: &str) -> io::Result<usize> {
                 match self {
                     $(Named::$V(b) => b.mtu(iface),)*
                 }
             }
 
-            fn mac(self, iface: &str) -> io::Result<[u8; 6]> {
+            fn mac(&self, iface: &str) -> io::Result<[u8; 6]> {
                 match self {
                     $(Named::$V(b) => b.mac(iface),)*
                 }
             }
 
-            fn link_up(self, iface: &str) -> io::Result<bool> {
+            fn link_up(&self, iface: &str) -> io::Result<bool> {
                 match self {
                     $(Named::$V(b) => b.link_up(iface),)*
                 }
@@ -283,9 +284,14 @@ macro_rules! backends {
 
             /// `workers` receivers sharing this one's frames, this one
             /// first.
-            fn share(self, iface: &str, workers: usize) -> Result<Vec<Rx>, BackendError> {
+            fn share(
+                self,
+                wires: &Wires,
+                iface: &str,
+                workers: usize,
+            ) -> Result<Vec<Rx>, BackendError> {
                 match self {
-                    $(Rx::$V(r) => $m::$B::default()
+                    $(Rx::$V(r) => <$m::$B as Backend>::new(wires)
                         .share_rx(r, iface, workers)
                         .map(|v| v.into_iter().map(Rx::$V).collect()),)*
                 }

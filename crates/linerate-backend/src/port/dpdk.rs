@@ -9,7 +9,7 @@ use super::udp::Traffic;
 use crate::xdp::RxFilter;
 use std::io;
 
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 pub struct Dpdk;
 
 /// An opening error on `iface` (DPDK's own: no privilege hint).
@@ -27,6 +27,10 @@ impl Backend for Dpdk {
     type Fwd = Never;
 
     const OWN_PORTS: bool = true;
+
+    fn new(_: &crate::loopback::Wires) -> Self {
+        Dpdk
+    }
 
     fn open_tx(
         &self,
@@ -93,6 +97,10 @@ mod built {
         type Fwd = DpdkFwd;
 
         const OWN_PORTS: bool = true;
+
+        fn new(_: &crate::loopback::Wires) -> Self {
+            Dpdk
+        }
 
         fn open_tx(
             &self,

@@ -5,7 +5,7 @@
 use super::contract::{Backend, Capabilities, Never, RxCapabilities, RxPort, TxPort, TxStats};
 use super::error::{BackendError, open_err};
 use super::udp::{PayloadSource, TX_BATCH_MAX, Traffic};
-use crate::loopback::{LoopRx, LoopTx};
+use crate::loopback::{LoopRx, LoopTx, Wires};
 use crate::xdp::RxFilter;
 use crate::{FrameSink, FrameSource};
 use std::io;
@@ -14,8 +14,9 @@ use std::time::Duration;
 /// Frames a loopback receiver takes per call at most.
 const RX_BATCH: usize = 256;
 
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Loopback;
+/// The loopback backend over the ports of one registry.
+#[derive(Debug, Clone)]
+pub struct Loopback(Wires);
 
 impl Backend for Loopback {
     type Tx = LoopTx;
@@ -23,6 +24,10 @@ impl Backend for Loopback {
     type Fwd = Never;
 
     const OWN_PORTS: bool = true;
+
+    fn new(wires: &Wires) -> Self {
+        Loopback(wires.clone())
+    }
 
     fn open_tx(
         &self,
@@ -32,13 +37,13 @@ impl Backend for Loopback {
         _: &Traffic,
     ) -> Result<(LoopTx, Option<String>), BackendError> {
         Ok((
-            LoopTx::open(iface, max_frame, TX_BATCH_MAX).map_err(open_err(iface))?,
+            LoopTx::open(&self.0, iface, max_frame, TX_BATCH_MAX).map_err(open_err(iface))?,
             None,
         ))
     }
 
     fn open_rx(&self, iface: &str, _: RxFilter) -> Result<(LoopRx, Option<String>), BackendError> {
-        Ok((LoopRx::open(iface).map_err(open_err(iface))?, None))
+        Ok((LoopRx::open(&self.0, iface).map_err(open_err(iface))?, None))
     }
 
     fn share_rx(
@@ -49,21 +54,21 @@ impl Backend for Loopback {
     ) -> Result<Vec<LoopRx>, BackendError> {
         let mut out = vec![first];
         for _ in 1..workers {
-            out.push(LoopRx::open(iface).map_err(open_err(iface))?);
+            out.push(LoopRx::open(&self.0, iface).map_err(open_err(iface))?);
         }
         Ok(out)
     }
 
     fn mtu(&self, iface: &str) -> io::Result<usize> {
-        crate::loopback::open(iface).map(|w| w.mtu())
+        self.0.open(iface).map(|w| w.mtu())
     }
 
     fn mac(&self, iface: &str) -> io::Result<[u8; 6]> {
-        crate::loopback::open(iface).map(|w| w.mac())
+        self.0.open(iface).map(|w| w.mac())
     }
 
     fn link_up(&self, iface: &str) -> io::Result<bool> {
-        crate::loopback::open(iface).map(|w| w.is_up())
+        self.0.open(iface).map(|w| w.is_up())
     }
 }
 

@@ -38,6 +38,7 @@ pub use udp::{
     Endpoints, Gso, PayloadSource, Span, TX_BATCH_MAX, Traffic, UDP_SOCKETS_MAX, UdpFlows, UdpTx,
 };
 
+pub use crate::loopback::Wires;
 use crate::{FrameSink, FrameSource};
 use error::open_err;
 use std::io;
@@ -88,7 +89,7 @@ impl BackendKind {
     /// its own (a loopback port's wire, DPDK) itself, else a raw AF_PACKET
     /// socket.
     pub fn crafted_sender(self) -> Self {
-        match self.named() {
+        match self.named(&Wires::default()) {
             Some(n) if n.own_ports() => self,
             _ => Self::Raw,
         }
@@ -150,12 +151,13 @@ fn fanout_group() -> u16 {
 /// worker's CPU). The note says what `auto` (or `socket`) chose and why.
 pub fn open_tx(
     kind: BackendKind,
+    wires: &Wires,
     iface: &str,
     max_frame: usize,
     queue: u32,
     traffic: &Traffic,
 ) -> Result<(Tx, Option<String>), BackendError> {
-    if let Some(named) = kind.named() {
+    if let Some(named) = kind.named(wires) {
         return named.open_tx(iface, max_frame, queue, traffic);
     }
     // AF_XDP only when its frames carry the largest asked for (over 2048
@@ -204,10 +206,11 @@ pub fn open_tx(
 /// With AF_XDP only the frames `filter` takes leave the kernel.
 pub fn open_rx(
     kind: BackendKind,
+    wires: &Wires,
     iface: &str,
     filter: RxFilter,
 ) -> Result<(Rx, Option<String>), BackendError> {
-    if let Some(named) = kind.named() {
+    if let Some(named) = kind.named(wires) {
         return named.open_rx(iface, filter);
     }
     match crate::xsk::XskRx::open(iface, 4096, filter) {
@@ -254,12 +257,13 @@ pub fn open_rx(
 /// half the host's available memory, checked before any is opened.
 pub fn open_rx_workers(
     kind: BackendKind,
+    wires: &Wires,
     iface: &str,
     workers: usize,
     filter: RxFilter,
 ) -> Result<(Vec<Rx>, Option<String>), BackendError> {
     rings_fit(workers, available_memory())?;
-    let (first, mut note) = open_rx(kind, iface, filter)?;
+    let (first, mut note) = open_rx(kind, wires, iface, filter)?;
     if workers <= 1 {
         return Ok((vec![first], note));
     }
@@ -274,27 +278,28 @@ pub fn open_rx_workers(
         }
         other => other,
     };
-    Ok((first.share(iface, workers)?, note))
+    Ok((first.share(wires, iface, workers)?, note))
 }
 
 /// Opens `workers` forwarders from `rx_iface` to `tx_iface` in place
 /// where `kind` can (`auto`: as af_xdp); `None` where it cannot.
 pub fn open_fwd(
     kind: BackendKind,
+    wires: &Wires,
     rx_iface: &str,
     tx_iface: &str,
     workers: usize,
     filter: RxFilter,
 ) -> Option<Result<(Vec<Fwd>, Vec<String>), BackendError>> {
-    let named = kind.named().unwrap_or(Named::AfXdp(AfXdp));
+    let named = kind.named(wires).unwrap_or(Named::AfXdp(AfXdp));
     named.open_fwd(rx_iface, tx_iface, workers, filter)
 }
 
 /// Why receiving on `iface` cannot go on, if it cannot: the interface went
 /// down or away. (Rings just go quiet when that happens, so the loops look
 /// a few times a second and every backend ends the same way.)
-pub fn link_lost(kind: BackendKind, iface: &str) -> Option<String> {
-    let up = match kind.named() {
+pub fn link_lost(kind: BackendKind, wires: &Wires, iface: &str) -> Option<String> {
+    let up = match kind.named(wires) {
         Some(n) => n.link_up(iface),
         None => crate::iface::is_up(iface),
     };
@@ -308,16 +313,16 @@ pub fn link_lost(kind: BackendKind, iface: &str) -> Option<String> {
 
 /// The MTU of port `iface` as `kind` opens it: a backend's own port's,
 /// else the kernel interface's.
-pub fn port_mtu(kind: BackendKind, iface: &str) -> io::Result<usize> {
-    match kind.named() {
+pub fn port_mtu(kind: BackendKind, wires: &Wires, iface: &str) -> io::Result<usize> {
+    match kind.named(wires) {
         Some(n) => n.mtu(iface),
         None => crate::iface::mtu(iface),
     }
 }
 
 /// The MAC of port `iface` as `kind` opens it.
-pub fn port_mac(kind: BackendKind, iface: &str) -> io::Result<[u8; 6]> {
-    match kind.named() {
+pub fn port_mac(kind: BackendKind, wires: &Wires, iface: &str) -> io::Result<[u8; 6]> {
+    match kind.named(wires) {
         Some(n) => n.mac(iface),
         None => crate::iface::mac(iface),
     }

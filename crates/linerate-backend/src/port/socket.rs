@@ -12,11 +12,10 @@ use std::io;
 use std::time::Duration;
 
 /// Which of its two paths the socket backend takes.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Socket {
     /// UDP sockets where the kernel can build the traffic, raw frames
     /// otherwise.
-    #[default]
     Auto,
     /// UDP sockets only (sends only).
     Udp,
@@ -103,6 +102,10 @@ impl Backend for Socket {
     type Tx = SocketTx;
     type Rx = SocketRx;
     type Fwd = Never;
+
+    fn new(_: &crate::loopback::Wires) -> Self {
+        Socket::Auto
+    }
 
     fn open_tx(
         &self,

@@ -74,6 +74,9 @@ pub struct FwdConfig {
     pub tx_iface: Option<String>,
     pub mode: FwdMode,
     pub backend: BackendKind,
+    /// The loopback ports `backend` loopback opens (the caller's
+    /// registry; empty for kernel interfaces).
+    pub wires: linerate_backend::port::Wires,
     pub duration: Duration,
     /// Stop once this many frames were forwarded.
     pub count: Option<u64>,
@@ -251,10 +254,10 @@ pub fn fwd(
         let iface = iface.to_string();
         move |source| FwdError::Iface { iface, source }
     };
-    let src_mac =
-        linerate_backend::port::port_mac(cfg.backend, &tx_iface).map_err(iface_err(&tx_iface))?;
-    let mtu =
-        linerate_backend::port::port_mtu(cfg.backend, &tx_iface).map_err(iface_err(&tx_iface))?;
+    let src_mac = linerate_backend::port::port_mac(cfg.backend, &cfg.wires, &tx_iface)
+        .map_err(iface_err(&tx_iface))?;
+    let mtu = linerate_backend::port::port_mtu(cfg.backend, &cfg.wires, &tx_iface)
+        .map_err(iface_err(&tx_iface))?;
     // Ethernet header and two VLAN tags on top of the MTU.
     let frame_max = mtu + 14 + 8;
     let one_iface = tx_iface == cfg.rx_iface;
@@ -276,7 +279,14 @@ pub fn fwd(
     // forwarded in place: received, rewritten and sent from one buffer.
     let mut fallback_note = None;
     if cfg.noisy.fifo == 0
-        && let Some(opened) = open_fwd(cfg.backend, &cfg.rx_iface, &tx_iface, workers, cfg.take)
+        && let Some(opened) = open_fwd(
+            cfg.backend,
+            &cfg.wires,
+            &cfg.rx_iface,
+            &tx_iface,
+            workers,
+            cfg.take,
+        )
     {
         match opened {
             Ok((parts, notes)) => {
@@ -289,8 +299,9 @@ pub fn fwd(
             Err(e) => fallback_note = Some(format!("af_xdp in place: {}", in_place_why(e))),
         }
     }
-    let (rxs, mut notes) = open_rx_workers(cfg.backend, &cfg.rx_iface, workers, cfg.take)
-        .map(|(r, n)| (r, fallback_note.into_iter().chain(n).collect::<Vec<_>>()))?;
+    let (rxs, mut notes) =
+        open_rx_workers(cfg.backend, &cfg.wires, &cfg.rx_iface, workers, cfg.take)
+            .map(|(r, n)| (r, fallback_note.into_iter().chain(n).collect::<Vec<_>>()))?;
     let txs = open_senders(cfg, rxs[0].holds_queue(), &tx_iface, frame_max, &mut notes)?;
     let rx_name = rxs[0].name();
     let tx_name = txs[0].name();
@@ -373,7 +384,14 @@ fn open_senders(
     let workers = cfg.cores.len().max(1);
     let mut txs = Vec::with_capacity(workers);
     for queue in 0..workers {
-        let (tx, note) = open_tx(tx_kind, tx_iface, frame_max, queue as u32, &traffic)?;
+        let (tx, note) = open_tx(
+            tx_kind,
+            &cfg.wires,
+            tx_iface,
+            frame_max,
+            queue as u32,
+            &traffic,
+        )?;
         if queue == 0 {
             notes.extend(note);
         }

@@ -47,7 +47,8 @@ pub(super) fn should_stop(job: &Job<'_>, ends: &mut Ends) -> Option<Option<Strin
     }
     if now >= ends.next_link_check {
         ends.next_link_check = now + LINK_CHECK_NS;
-        if let Some(why) = linerate_backend::port::link_lost(cfg.backend, &cfg.rx_iface) {
+        if let Some(why) = linerate_backend::port::link_lost(cfg.backend, &cfg.wires, &cfg.rx_iface)
+        {
             return Some(Some(why));
         }
     }

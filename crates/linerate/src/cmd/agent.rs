@@ -196,6 +196,7 @@ pub fn run(a: &AgentArgs) -> Result<u8> {
         allow: a.allow_iface.clone(),
         tx_backend,
         rx_backend,
+        wires: Default::default(),
         drain: Duration::from_secs_f64(a.drain),
         run_max: Duration::from_secs(a.max_run),
         interval: Duration::from_millis(200),

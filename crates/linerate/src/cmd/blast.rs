@@ -394,6 +394,7 @@ fn run_blast_once(a: &BlastArgs, hold: bool) -> Result<Ended> {
         catch_up: a.catch_up.into(),
         burst_tolerance: a.burst_tolerance,
         backend: a.backend,
+        wires: Default::default(),
         cores: a.cores.clone().map(|c| c.0).unwrap_or_default(),
         replay: None,
         macs_given: a.src_mac.is_some() || a.dst_mac.is_some(),
@@ -426,6 +427,7 @@ fn replay_blast_config(a: &BlastArgs, path: &std::path::Path) -> Result<BlastCon
         catch_up: a.catch_up.into(),
         burst_tolerance: a.burst_tolerance,
         backend: a.backend,
+        wires: Default::default(),
         cores: vec![],
         replay: Some(replay_config(a, path)?),
         macs_given: true,
@@ -452,7 +454,7 @@ fn source_addrs(a: &BlastArgs, v6: bool) -> Result<(String, String)> {
     };
     let src_mac = match &a.src_mac {
         Some(m) => m.clone(),
-        None => linerate_backend::port::port_mac(a.backend, &a.iface)
+        None => linerate_backend::port::port_mac(a.backend, &Default::default(), &a.iface)
             .map(linerate_backend::iface::format_mac)
             .with_context(|| format!("interface {} does not exist", a.iface))?,
     };
@@ -635,6 +637,7 @@ fn blast_and_count(
         // Bounded in any case: the sender's time, the drain, and slack.
         duration: sending.duration() + drain + Duration::from_secs(30),
         backend: a.rx_backend,
+        wires: Default::default(),
         clocks_shared: true,
         until_packets: None,
         capture: None,
@@ -666,6 +669,7 @@ fn sink_config(a: &SinkArgs) -> Result<SinkConfig> {
         iface: a.iface.clone(),
         duration: duration(a.duration.unwrap_or(SINK_UNTIL_STOPPED_S))?,
         backend: a.backend,
+        wires: Default::default(),
         clocks_shared: !a.remote_sender,
         until_packets: a.count,
         capture: a.write.as_ref().map(|path| CaptureConfig {

@@ -38,7 +38,7 @@ pub fn port_exists(backend: BackendKind, eal: &EalArgs, name: &str) -> Result<()
     if eal.eal.is_some() {
         linerate_backend::dpdk::set_eal_args(&eal.words())?;
     }
-    match port_mtu(BackendKind::Dpdk, name) {
+    match port_mtu(BackendKind::Dpdk, &Default::default(), name) {
         Ok(_) => Ok(()),
         Err(e) => bail!("{e}"),
     }

@@ -149,6 +149,7 @@ fn fwd_config(a: &FwdArgs) -> Result<FwdConfig> {
         tx_iface: a.out_iface.clone(),
         mode,
         backend,
+        wires: Default::default(),
         duration: Duration::from_secs_f64(a.duration),
         count: a.count,
         noisy: Noisy {

@@ -323,6 +323,7 @@ fn device_runner(
         flows,
         reverse: reverse_flows(a, src_ip, dst_ip)?,
         backend: a.backend,
+        wires: Default::default(),
         drain: Duration::from_secs_f64(a.drain.max(0.0)),
         clocks_shared: true,
         stop: stop.shared(),
@@ -400,7 +401,7 @@ fn forward_macs(a: &Rfc2544Args, dst_ip: &str) -> Result<(String, String)> {
     };
     let src_mac = match &a.src_mac {
         Some(m) => m.clone(),
-        None => linerate_backend::port::port_mac(a.backend, &a.tx_iface)
+        None => linerate_backend::port::port_mac(a.backend, &Default::default(), &a.tx_iface)
             .map(linerate_backend::iface::format_mac)
             .with_context(|| format!("--tx-iface {}", a.tx_iface))?,
     };
@@ -421,7 +422,7 @@ fn reverse_flows(a: &Rfc2544Args, src_ip: &str, dst_ip: &str) -> Result<Option<F
         None => super::blast::next_hop_mac(&a.rx_iface, src_ip)
             .context("--bidir: the device's MAC on the rx side (--reverse-dst-mac)")?,
     };
-    let src_mac = linerate_backend::port::port_mac(a.backend, &a.rx_iface)
+    let src_mac = linerate_backend::port::port_mac(a.backend, &Default::default(), &a.rx_iface)
         .map(linerate_backend::iface::format_mac)
         .with_context(|| format!("--rx-iface {}", a.rx_iface))?;
     Ok(Some(FlowSpec::parse(
