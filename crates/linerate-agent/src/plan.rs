@@ -517,6 +517,25 @@ fn vxlan(
     })
 }
 
+/// Every size's frame built now: one that cannot be is said here.
+fn frames_build(
+    path: &str,
+    sizes: &SizeSequence,
+    flows: &FlowSpec,
+    framing: &Framing,
+) -> Result<(), Invalid> {
+    let flow0 = flows.flow(0);
+    for &size in sizes.cycle() {
+        let built = if framing.vxlan.is_some() {
+            linerate_traffic::vxlan::templates(usize::from(size), &flow0, framing).map(|_| ())
+        } else {
+            Template::new(usize::from(size), &flow0, framing).map(|_| ())
+        };
+        built.map_err(|e| invalid(&format!("{path}.size"), format!("{e}")))?;
+    }
+    Ok(())
+}
+
 fn blast_config(
     path: &str,
     f: &model::Flow,
@@ -584,16 +603,7 @@ fn blast_config(
         tcp_flags: h.tcp_flags,
         vxlan,
     };
-    // Every size's frame built now: one that cannot be is said here.
-    let flow0 = flows.flow(0);
-    for &size in sizes.cycle() {
-        let built = if framing.vxlan.is_some() {
-            linerate_traffic::vxlan::templates(usize::from(size), &flow0, &framing).map(|_| ())
-        } else {
-            Template::new(usize::from(size), &flow0, &framing).map(|_| ())
-        };
-        built.map_err(|e| invalid(&format!("{path}.size"), format!("{e}")))?;
-    }
+    frames_build(path, &sizes, &flows, &framing)?;
     Ok(BlastConfig {
         iface: iface.to_string(),
         flows,

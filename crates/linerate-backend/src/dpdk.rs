@@ -103,7 +103,7 @@ impl DpdkTx {
     }
 
     /// Builds up to `n` frames in the queue's mbufs and sends them (see
-    /// `crate::port::Tx::send_with`).
+    /// the port layer's `Tx::send_with`).
     #[inline]
     pub fn send_with<F: crate::FrameSource + ?Sized>(
         &mut self,

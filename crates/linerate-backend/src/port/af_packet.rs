@@ -78,7 +78,7 @@ impl Backend for AfPacket {
         iface: &str,
         workers: usize,
     ) -> Result<Vec<RingRx>, BackendError> {
-        let group = super::fanout_group();
+        let group = super::contract::fanout_group();
         first.ring.join_fanout(group).map_err(open_err(iface))?;
         let mut out = vec![first];
         for _ in 1..workers {

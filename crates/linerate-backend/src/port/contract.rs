@@ -306,6 +306,12 @@ pub enum TxStats {
     },
 }
 
+/// The PACKET_FANOUT group of this process's receivers sharing an
+/// interface (af_packet's rings, socket's raw sockets).
+pub(super) fn fanout_group() -> u16 {
+    (std::process::id() & 0xffff) as u16
+}
+
 /// The largest frames on the kernel's stack paths: the MTU and 18 bytes
 /// of Ethernet header and tag.
 pub(super) fn stack_max(iface: &str) -> usize {

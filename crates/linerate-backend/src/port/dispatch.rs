@@ -1,7 +1,6 @@
 //! The dispatch the list of backends in `port/mod.rs` makes: a backend's
 //! name, its variants of the port enums, and a match per call forwarding
-//! to its [`TxPort`](super::TxPort), [`RxPort`](super::RxPort),
-//! [`FwdPort`](super::FwdPort) and [`Backend`](super::Backend).
+//! to its `TxPort`, `RxPort`, `FwdPort` and `Backend` (`contract.rs`).
 
 /// Makes, from the list of backends (`Variant "name" => file::Backend`):
 /// [`BackendKind`] (with `auto` and the socket backend's two forced

@@ -140,12 +140,6 @@ impl Rx {
     }
 }
 
-/// The PACKET_FANOUT group of this process's receivers sharing an
-/// interface.
-fn fanout_group() -> u16 {
-    (std::process::id() & 0xffff) as u16
-}
-
 /// Opens the sending backend for worker `queue` (AF_XDP binds one socket
 /// per TX queue; the other backends let the kernel pick the queue of the
 /// worker's CPU). The note says what `auto` (or `socket`) chose and why.

@@ -145,7 +145,7 @@ impl Backend for Socket {
         iface: &str,
         workers: usize,
     ) -> Result<Vec<SocketRx>, BackendError> {
-        let group = super::fanout_group();
+        let group = super::contract::fanout_group();
         first.sock.join_fanout(group).map_err(open_err(iface))?;
         let mut out = vec![first];
         for _ in 1..workers {
