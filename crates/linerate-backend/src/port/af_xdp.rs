@@ -2,7 +2,7 @@
 //! a sender, one per RX queue with the redirect program for a receiver;
 //! forwarding in place on one interface over one UMEM.
 
-use super::contract::{Backend, Capabilities, FwdPort, RxCapabilities, TxPort, TxStats};
+use super::contract::{Backend, Capabilities, FwdPort, Opened, RxCapabilities, TxPort, TxStats};
 use super::error::{BackendError, open_err};
 use super::udp::{PayloadSource, TX_BATCH_MAX, Traffic};
 use crate::xdp::RxFilter;
@@ -79,7 +79,7 @@ impl Backend for AfXdp {
         tx_iface: &str,
         workers: usize,
         filter: RxFilter,
-    ) -> Option<Result<(Vec<XskFwd>, Vec<String>), BackendError>> {
+    ) -> Option<Opened<XskFwd>> {
         if rx_iface != tx_iface {
             return None;
         }

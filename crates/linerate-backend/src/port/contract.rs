@@ -13,6 +13,9 @@ use crate::{FrameSink, FrameSource};
 use std::io;
 use std::time::Duration;
 
+/// Ports opened (one per worker) and the notes saying what they are.
+pub type Opened<T> = Result<(Vec<T>, Vec<String>), BackendError>;
+
 /// One backend: how its ports open and what they are.
 pub trait Backend: Sized {
     type Tx: TxPort;
@@ -63,7 +66,7 @@ pub trait Backend: Sized {
         tx_iface: &str,
         workers: usize,
         filter: RxFilter,
-    ) -> Option<Result<(Vec<Self::Fwd>, Vec<String>), BackendError>> {
+    ) -> Option<Opened<Self::Fwd>> {
         let _ = (rx_iface, tx_iface, workers, filter);
         None
     }

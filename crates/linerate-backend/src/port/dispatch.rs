@@ -101,7 +101,7 @@ macro_rules! backends {
                 tx_iface: &str,
                 workers: usize,
                 filter: RxFilter,
-            ) -> Option<Result<(Vec<Fwd>, Vec<String>), BackendError>> {
+            ) -> Option<Opened<Fwd>> {
                 match self {
                     $(Named::$V(b) => b
                         .open_fwd(rx_iface, tx_iface, workers, filter)

@@ -73,7 +73,9 @@ pub use built::DpdkFwd;
 
 #[cfg(feature = "dpdk")]
 mod built {
-    use super::super::contract::{Backend, Capabilities, FwdPort, RxCapabilities, RxPort, TxPort};
+    use super::super::contract::{
+        Backend, Capabilities, FwdPort, Opened, RxCapabilities, RxPort, TxPort,
+    };
     use super::super::udp::PayloadSource;
     use super::*;
     use crate::dpdk::{DpdkRx, DpdkTx};
@@ -144,7 +146,7 @@ mod built {
             tx_iface: &str,
             workers: usize,
             _: RxFilter,
-        ) -> Option<Result<(Vec<DpdkFwd>, Vec<String>), BackendError>> {
+        ) -> Option<Opened<DpdkFwd>> {
             let open = || {
                 let mut notes = Vec::new();
                 let mut out = Vec::with_capacity(workers);

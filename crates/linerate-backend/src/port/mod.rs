@@ -26,7 +26,7 @@ pub use crate::xdp::RxFilter;
 pub use af_packet::{AfPacket, RX_RING_BYTES, RingRx};
 pub use af_xdp::AfXdp;
 pub use contract::{
-    Backend, Capabilities, FwdPort, Never, RxCapabilities, RxPort, TxPort, TxStats,
+    Backend, Capabilities, FwdPort, Never, Opened, RxCapabilities, RxPort, TxPort, TxStats,
 };
 pub use dpdk::Dpdk;
 #[cfg(feature = "dpdk")]
@@ -284,7 +284,7 @@ pub fn open_fwd(
     tx_iface: &str,
     workers: usize,
     filter: RxFilter,
-) -> Option<Result<(Vec<Fwd>, Vec<String>), BackendError>> {
+) -> Option<Opened<Fwd>> {
     let named = kind.named(wires).unwrap_or(Named::AfXdp(AfXdp));
     named.open_fwd(rx_iface, tx_iface, workers, filter)
 }
