@@ -216,7 +216,7 @@ impl Agent {
                 .start(
                     &o,
                     &self.opts.allow,
-                    self.opts.rx_backend,
+                    (self.opts.rx_backend, &self.opts.wires),
                     self.opts.run_max,
                 )
                 .map(|id| Reply::typed(&id)),
@@ -1295,16 +1295,18 @@ mod tests {
     /// name; port metrics say the state.
     #[test]
     fn a_capture_holds_the_flows_frames_whole() {
+        let opts = Options {
+            allow: vec!["capwire".into()],
+            ..agent().opts.clone()
+        };
         let _wire = linerate_backend::loopback::Port::create(
+            &opts.wires,
             "capwire",
             1500,
             linerate_backend::loopback::Faults::default(),
         )
         .unwrap();
-        let a = Agent::new(Options {
-            allow: vec!["capwire".into()],
-            ..agent().opts.clone()
-        });
+        let a = Agent::new(opts);
         let mut doc = good();
         set(&mut doc, "/ports/0/location", json!("capwire"));
         set(&mut doc, "/ports/1/location", json!("capwire"));

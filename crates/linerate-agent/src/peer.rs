@@ -316,7 +316,7 @@ impl Receivers {
         &self,
         o: &Obj,
         allow: &[String],
-        backend: BackendKind,
+        (backend, wires): (BackendKind, &linerate_backend::port::Wires),
         run_max: Duration,
     ) -> Result<RxId, Invalid> {
         let iface = o
@@ -363,6 +363,7 @@ impl Receivers {
             iface: iface.clone(),
             duration: Duration::from_secs_f64(seconds),
             backend,
+            wires: wires.clone(),
             clocks_shared,
             until_packets: None,
             capture: None,

@@ -32,6 +32,9 @@ pub struct Options {
     pub allow: Vec<String>,
     pub tx_backend: BackendKind,
     pub rx_backend: BackendKind,
+    /// The loopback ports the backends open when they are `loopback`
+    /// (the caller's registry; empty for kernel interfaces).
+    pub wires: linerate_backend::port::Wires,
     /// After a flow's last frame, how long its receivers still count.
     pub drain: Duration,
     /// The longest a flow sends (continuous ones stop there).
@@ -46,13 +49,15 @@ pub struct Options {
 
 impl Options {
     /// An agent whose ports are in-memory loopback ports named `allow`
-    /// (nothing touches an interface): 10 ms drain, 5 s longest run, no
-    /// peers, no run reporting. For tests and examples.
+    /// (nothing touches an interface), made in a registry of its own
+    /// (`wires`: none yet): 10 ms drain, 5 s longest run, no peers, no run
+    /// reporting. For tests and examples.
     pub fn loopback(allow: &[&str]) -> Self {
         Options {
             allow: allow.iter().map(|s| s.to_string()).collect(),
             tx_backend: BackendKind::Loopback,
             rx_backend: BackendKind::Loopback,
+            wires: Default::default(),
             drain: Duration::from_millis(10),
             run_max: Duration::from_secs(5),
             interval: Duration::from_millis(50),
@@ -296,6 +301,7 @@ fn sink_config(iface: &str, blast: &BlastConfig, opts: &Options) -> SinkConfig {
         // Bounded whatever happens: the send, the drain, slack.
         duration: blast.duration + opts.drain + Duration::from_secs(30),
         backend: opts.rx_backend,
+        wires: opts.wires.clone(),
         clocks_shared: true,
         until_packets: None,
         capture: None,
@@ -511,6 +517,25 @@ fn vxlan(
     })
 }
 
+/// Every size's frame built now: one that cannot be is said here.
+fn frames_build(
+    path: &str,
+    sizes: &SizeSequence,
+    flows: &FlowSpec,
+    framing: &Framing,
+) -> Result<(), Invalid> {
+    let flow0 = flows.flow(0);
+    for &size in sizes.cycle() {
+        let built = if framing.vxlan.is_some() {
+            linerate_traffic::vxlan::templates(usize::from(size), &flow0, framing).map(|_| ())
+        } else {
+            Template::new(usize::from(size), &flow0, framing).map(|_| ())
+        };
+        built.map_err(|e| invalid(&format!("{path}.size"), format!("{e}")))?;
+    }
+    Ok(())
+}
+
 fn blast_config(
     path: &str,
     f: &model::Flow,
@@ -570,15 +595,7 @@ fn blast_config(
     };
     let framing = framing(h, vxlan, iface, opts);
     // Every size's frame built now: one that cannot be is said here.
-    let flow0 = flows.flow(0);
-    for &size in sizes.cycle() {
-        let built = if framing.vxlan.is_some() {
-            linerate_traffic::vxlan::templates(usize::from(size), &flow0, &framing).map(|_| ())
-        } else {
-            Template::new(usize::from(size), &flow0, &framing).map(|_| ())
-        };
-        built.map_err(|e| invalid(&format!("{path}.size"), format!("{e}")))?;
-    }
+    frames_build(path, &sizes, &flows, &framing)?;
     Ok(BlastConfig {
         iface: iface.to_string(),
         flows,
@@ -591,6 +608,7 @@ fn blast_config(
         catch_up: linerate_traffic::pacing::CatchUp::Burst,
         burst_tolerance: 0,
         backend: opts.tx_backend,
+        wires: opts.wires.clone(),
         cores: Vec::new(),
         replay: None,
         macs_given: true,

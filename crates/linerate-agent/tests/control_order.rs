@@ -4,12 +4,13 @@
 //! interface).
 
 use linerate_agent::{Agent, Options};
-use linerate_backend::loopback::{Faults, Port};
+use linerate_backend::loopback::{Faults, Port, Wires};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
-fn agent(wire: &str) -> Agent {
+fn agent(wires: &Wires, wire: &str) -> Agent {
     Agent::new(Options {
+        wires: wires.clone(),
         drain: Duration::from_millis(20),
         run_max: Duration::from_secs(20),
         ..Options::loopback(&[wire])
@@ -51,8 +52,9 @@ fn transmit(a: &Agent) -> Value {
 
 #[test]
 fn a_stop_that_arrived_after_a_start_wins_whichever_is_answered_first() {
-    let _wire = Port::create("orderwire0", 1500, Faults::default()).unwrap();
-    let a = agent("orderwire0");
+    let wires = Wires::default();
+    let _wire = Port::create(&wires, "orderwire0", 1500, Faults::default()).unwrap();
+    let a = agent(&wires, "orderwire0");
     let r = a.handle(
         "POST",
         "/config",

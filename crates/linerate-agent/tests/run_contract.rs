@@ -4,7 +4,7 @@
 //! touches an interface).
 
 use linerate_agent::{Agent, Options, Reporting};
-use linerate_backend::loopback::{Faults, Port};
+use linerate_backend::loopback::{Faults, Port, Wires};
 use linerate_run::{Event, Mode, Reporter, Scope, SharedReporter};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -39,8 +39,9 @@ impl Kept {
     }
 }
 
-fn agent(wire: &str, kept: &Kept) -> Agent {
+fn agent(wires: &Wires, wire: &str, kept: &Kept) -> Agent {
     Agent::new(Options {
+        wires: wires.clone(),
         drain: Duration::from_millis(20),
         run_max: Duration::from_secs(10),
         reporting: Some(Reporting {
@@ -105,9 +106,10 @@ fn summed(ev: &[Event], flow: &str, role: &str) -> (u64, u64) {
 
 #[test]
 fn a_start_of_traffic_is_a_run_with_intervals_and_a_typed_end() {
-    let _wire = Port::create("runwire0", 1500, Faults::default()).unwrap();
+    let wires = Wires::default();
+    let _wire = Port::create(&wires, "runwire0", 1500, Faults::default()).unwrap();
     let kept = Kept::default();
-    let a = agent("runwire0", &kept);
+    let a = agent(&wires, "runwire0", &kept);
     assert_eq!(
         post(&a, "/config", &config("runwire0", 1000, 2000, false)).status,
         200
@@ -159,9 +161,10 @@ fn each_start_is_its_own_run_of_its_own_flows() {
         drop_every: 4,
         ..Faults::default()
     };
-    let _wire = Port::create("runwire1", 1500, faults).unwrap();
+    let wires = Wires::default();
+    let _wire = Port::create(&wires, "runwire1", 1500, faults).unwrap();
     let kept = Kept::default();
-    let a = agent("runwire1", &kept);
+    let a = agent(&wires, "runwire1", &kept);
     assert_eq!(
         post(&a, "/config", &config("runwire1", 400, 4000, true)).status,
         200

@@ -7,7 +7,6 @@
 //! `w` takes queue `w` of the port. The FFI is in `linerate-dpdk`; without
 //! the feature every entry here says the build has no DPDK.
 
-use crate::port::BackendError;
 use std::io;
 
 /// Why `--backend dpdk` cannot run in a build without the feature.
@@ -66,55 +65,7 @@ pub fn link_up(name: &str) -> io::Result<bool> {
     }
 }
 
-fn open_err(iface: &str) -> impl FnOnce(io::Error) -> BackendError + '_ {
-    move |source| BackendError::Open {
-        iface: iface.to_string(),
-        source,
-    }
-}
-
-/// TX queue `queue` of port `iface`; the note names the port's driver and
-/// queues.
-pub(crate) fn open_tx(
-    iface: &str,
-    queue: u32,
-) -> Result<(crate::port::Tx, Option<String>), BackendError> {
-    #[cfg(feature = "dpdk")]
-    {
-        let q = u16::try_from(queue).unwrap_or(u16::MAX);
-        let tx = DpdkTx {
-            q: linerate_dpdk::TxQueue::open(iface, q).map_err(open_err(iface))?,
-        };
-        let note = note(iface, tx.q.port(), "TX", q);
-        Ok((crate::port::Tx::Dpdk(tx), Some(note)))
-    }
-    #[cfg(not(feature = "dpdk"))]
-    {
-        let _ = queue;
-        Err(open_err(iface)(not_built()))
-    }
-}
-
-/// RX queue `queue` of port `iface`.
-pub(crate) fn open_rx(
-    iface: &str,
-    queue: u16,
-) -> Result<(crate::port::Rx, Option<String>), BackendError> {
-    #[cfg(feature = "dpdk")]
-    {
-        let rx = DpdkRx {
-            q: linerate_dpdk::RxQueue::open(iface, queue).map_err(open_err(iface))?,
-        };
-        let note = note(iface, rx.q.port(), "RX", queue);
-        Ok((crate::port::Rx::Dpdk(rx), Some(note)))
-    }
-    #[cfg(not(feature = "dpdk"))]
-    {
-        let _ = queue;
-        Err(open_err(iface)(not_built()))
-    }
-}
-
+/// Names the port's driver and queues, for the note of an opened queue.
 #[cfg(feature = "dpdk")]
 fn note(iface: &str, port: u16, what: &str, queue: u16) -> String {
     let (driver, queues) = linerate_dpdk::port_info(port).unwrap_or_default();
@@ -130,6 +81,14 @@ pub struct DpdkTx {
 
 #[cfg(feature = "dpdk")]
 impl DpdkTx {
+    /// TX queue `queue` of port `iface`; the note names the port's driver
+    /// and queues.
+    pub fn open(iface: &str, queue: u16) -> io::Result<(Self, String)> {
+        let q = linerate_dpdk::TxQueue::open(iface, queue)?;
+        let note = note(iface, q.port(), "TX", queue);
+        Ok((Self { q }, note))
+    }
+
     /// Frames per burst.
     pub fn batch(&self) -> usize {
         linerate_dpdk::BURST
@@ -144,7 +103,7 @@ impl DpdkTx {
     }
 
     /// Builds up to `n` frames in the queue's mbufs and sends them (see
-    /// [`crate::port::Tx::send_with`]).
+    /// the port layer's `Tx::send_with`).
     #[inline]
     pub fn send_with<F: crate::FrameSource + ?Sized>(
         &mut self,
@@ -174,6 +133,26 @@ pub struct DpdkRx {
 
 #[cfg(feature = "dpdk")]
 impl DpdkRx {
+    /// RX queue `queue` of port `iface`, and its note.
+    pub fn open(iface: &str, queue: u16) -> io::Result<(Self, String)> {
+        let q = linerate_dpdk::RxQueue::open(iface, queue)?;
+        let note = note(iface, q.port(), "RX", queue);
+        Ok((Self { q }, note))
+    }
+
+    /// Forwards a burst out of `tx` in place, polling up to `wait` for it:
+    /// `rewrite` changes each frame in its buffer (false: dropped, not
+    /// sent). Returns (received, sent, not taken by `tx`).
+    #[inline]
+    pub fn forward(
+        &mut self,
+        tx: &mut DpdkTx,
+        wait: std::time::Duration,
+        rewrite: impl FnMut(&mut [u8]) -> bool,
+    ) -> (usize, usize, usize) {
+        self.q.forward(wait, &mut tx.q, rewrite)
+    }
+
     pub fn batch(&self) -> usize {
         linerate_dpdk::BURST
     }
@@ -207,39 +186,4 @@ impl DpdkRx {
     pub fn drops(&self) -> u64 {
         self.q.drops()
     }
-}
-
-/// Whether frames from `rx` can go out of `tx` in place (both DPDK
-/// queues): [`forward`] then moves them without a copy.
-pub fn forwards_in_place(rx: &crate::port::Rx, tx: &crate::port::Tx) -> bool {
-    #[cfg(feature = "dpdk")]
-    return matches!(
-        (rx, tx),
-        (crate::port::Rx::Dpdk(_), crate::port::Tx::Dpdk(_))
-    );
-    #[cfg(not(feature = "dpdk"))]
-    {
-        let _ = (rx, tx);
-        false
-    }
-}
-
-/// Forwards a burst from `rx` out of `tx` in place, polling up to `wait`
-/// for it: `rewrite` changes each frame in its buffer (false: dropped, not
-/// sent). Returns (received, sent, not taken by `tx`), or `None` where the
-/// two are not DPDK queues ([`forwards_in_place`]).
-#[inline]
-pub fn forward(
-    rx: &mut crate::port::Rx,
-    tx: &mut crate::port::Tx,
-    wait: std::time::Duration,
-    rewrite: impl FnMut(&mut [u8]) -> bool,
-) -> Option<(usize, usize, usize)> {
-    #[cfg(feature = "dpdk")]
-    if let (crate::port::Rx::Dpdk(r), crate::port::Tx::Dpdk(t)) = (rx, tx) {
-        return Some(r.q.forward(wait, &mut t.q, rewrite));
-    }
-    #[cfg(not(feature = "dpdk"))]
-    let _ = (rx, tx, wait, rewrite);
-    None
 }

@@ -1,6 +1,8 @@
 //! The loopback port: an in-memory wire inside this process, with fault
-//! injection. A port is created under a name ([`Port::create`]) and opened
-//! by that name with `--backend loopback` like an interface: what one side
+//! injection. A port is created under a name in a registry the caller owns
+//! ([`Wires`], [`Port::create`]) and opened by that name with `--backend
+//! loopback` like an interface, by whoever is given the registry (the
+//! configurations' `wires`): what one side
 //! sends the other receives, through a bounded queue, after the faults the
 //! port was made with (drop, duplicate, reorder, delay, a link that goes
 //! down). blast, sink, fwd and rfc2544 run on it in unit tests without
@@ -12,8 +14,8 @@
 use crate::{FrameSink, FrameSource};
 use std::collections::{HashMap, VecDeque};
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// What the wire does to the frames sent into it. Counters are 1-based
@@ -110,32 +112,60 @@ pub struct Wire {
     arrived: Condvar,
 }
 
-fn ports() -> MutexGuard<'static, HashMap<String, Arc<Wire>>> {
-    static PORTS: OnceLock<Mutex<HashMap<String, Arc<Wire>>>> = OnceLock::new();
-    PORTS
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+/// The loopback ports a caller made, by name: a handle it owns and
+/// passes to whatever opens them (clones share the ports). A new registry
+/// has none.
+#[derive(Debug, Clone, Default)]
+pub struct Wires(Arc<Mutex<Registry>>);
+
+#[derive(Debug, Default)]
+struct Registry {
+    ports: HashMap<String, Arc<Wire>>,
+    /// Ports made so far (their MACs' last byte, wrapping after 255).
+    made: u8,
+}
+
+impl Wires {
+    fn lock(&self) -> MutexGuard<'_, Registry> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The port of that name, if one exists.
+    pub fn lookup(&self, name: &str) -> Option<Arc<Wire>> {
+        self.lock().ports.get(name).cloned()
+    }
+
+    /// The port of that name, or an error that says why there is none.
+    pub fn open(&self, name: &str) -> io::Result<Arc<Wire>> {
+        self.lookup(name).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                format!(
+                    "no loopback port named {name} (loopback ports exist inside the process that made them)"
+                ),
+            )
+        })
+    }
 }
 
 /// A loopback port as created: it exists until this handle is dropped.
 #[derive(Debug)]
-pub struct Port(Arc<Wire>);
+pub struct Port(Arc<Wire>, Wires);
 
 impl Port {
-    /// Creates the port `name` (an MTU of `mtu` bytes, a locally
-    /// administered MAC); fails if a port of that name exists.
-    pub fn create(name: &str, mtu: usize, faults: Faults) -> io::Result<Port> {
-        let mut p = ports();
-        if p.contains_key(name) {
+    /// Creates the port `name` in `wires` (an MTU of `mtu` bytes, a
+    /// locally administered MAC of its own); fails if a port of that name
+    /// exists there.
+    pub fn create(wires: &Wires, name: &str, mtu: usize, faults: Faults) -> io::Result<Port> {
+        let mut p = wires.lock();
+        if p.ports.contains_key(name) {
             return Err(io::Error::new(
                 io::ErrorKind::AlreadyExists,
                 format!("loopback port {name} exists"),
             ));
         }
-        // A MAC of its own for each port made (wraps after 255).
-        static MADE: AtomicU8 = AtomicU8::new(0);
-        let n = MADE.fetch_add(1, Ordering::Relaxed);
+        let n = p.made;
+        p.made = n.wrapping_add(1);
         let w = Arc::new(Wire {
             name: name.to_string(),
             faults: Faults {
@@ -149,8 +179,8 @@ impl Port {
             queue: Mutex::new(Queue::default()),
             arrived: Condvar::new(),
         });
-        p.insert(name.to_string(), w.clone());
-        Ok(Port(w))
+        p.ports.insert(name.to_string(), w.clone());
+        Ok(Port(w, wires.clone()))
     }
 
     pub fn wire(&self) -> &Arc<Wire> {
@@ -160,25 +190,8 @@ impl Port {
 
 impl Drop for Port {
     fn drop(&mut self) {
-        ports().remove(&self.0.name);
+        self.1.lock().ports.remove(&self.0.name);
     }
-}
-
-/// The port of that name, if one exists.
-pub fn lookup(name: &str) -> Option<Arc<Wire>> {
-    ports().get(name).cloned()
-}
-
-/// The port of that name, or an error that says why there is none.
-pub fn open(name: &str) -> io::Result<Arc<Wire>> {
-    lookup(name).ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::NotFound,
-            format!(
-                "no loopback port named {name} (loopback ports exist inside the process that made them)"
-            ),
-        )
-    })
 }
 
 impl Wire {
@@ -320,9 +333,10 @@ pub struct LoopTx {
 }
 
 impl LoopTx {
-    /// Opens port `name` for sending: `slots` buffers of `max_frame` bytes.
-    pub fn open(name: &str, max_frame: usize, slots: usize) -> io::Result<LoopTx> {
-        let wire = self::open(name)?;
+    /// Opens port `name` of `wires` for sending: `slots` buffers of
+    /// `max_frame` bytes.
+    pub fn open(wires: &Wires, name: &str, max_frame: usize, slots: usize) -> io::Result<LoopTx> {
+        let wire = wires.open(name)?;
         let len = max_frame.min(wire.mtu + 18).max(64);
         Ok(LoopTx {
             wire,
@@ -404,9 +418,10 @@ pub struct LoopRx {
 }
 
 impl LoopRx {
-    pub fn open(name: &str) -> io::Result<LoopRx> {
+    /// Opens port `name` of `wires` for receiving.
+    pub fn open(wires: &Wires, name: &str) -> io::Result<LoopRx> {
         Ok(LoopRx {
-            wire: self::open(name)?,
+            wire: wires.open(name)?,
         })
     }
 
@@ -441,7 +456,9 @@ mod tests {
 
     #[test]
     fn faults_happen_to_exactly_the_frames_they_name() {
+        let wires = Wires::default();
         let _p = Port::create(
+            &wires,
             "lt-faults",
             1500,
             Faults {
@@ -452,8 +469,8 @@ mod tests {
             },
         )
         .unwrap();
-        let mut tx = LoopTx::open("lt-faults", 2048, 16).unwrap();
-        let mut rx = LoopRx::open("lt-faults").unwrap();
+        let mut tx = LoopTx::open(&wires, "lt-faults", 2048, 16).unwrap();
+        let mut rx = LoopRx::open(&wires, "lt-faults").unwrap();
         let frames: Vec<Vec<u8>> = (1..=10u8).map(|i| vec![i; 60]).collect();
         let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
         assert_eq!(tx.send(&refs).unwrap(), 10);
@@ -469,7 +486,9 @@ mod tests {
 
     #[test]
     fn a_full_wire_takes_nothing_a_delay_holds_frames_and_a_down_link_refuses() {
+        let wires = Wires::default();
         let p = Port::create(
+            &wires,
             "lt-full",
             1500,
             Faults {
@@ -479,8 +498,8 @@ mod tests {
             },
         )
         .unwrap();
-        let mut tx = LoopTx::open("lt-full", 2048, 8).unwrap();
-        let mut rx = LoopRx::open("lt-full").unwrap();
+        let mut tx = LoopTx::open(&wires, "lt-full", 2048, 8).unwrap();
+        let mut rx = LoopRx::open(&wires, "lt-full").unwrap();
         let mut n = 0u8;
         let mut build = |b: &mut [u8], _: usize| {
             n += 1;
@@ -524,13 +543,15 @@ mod tests {
         p.wire().set_up(false);
         assert!(tx.send(&[&[0u8; 60]]).is_err());
         drop(p);
-        assert!(lookup("lt-full").is_none());
-        assert!(LoopRx::open("lt-full").is_err());
+        assert!(wires.lookup("lt-full").is_none());
+        assert!(LoopRx::open(&wires, "lt-full").is_err());
     }
 
     #[test]
     fn a_wire_never_holds_more_than_its_capacity_duplicates_included() {
+        let wires = Wires::default();
         let _p = Port::create(
+            &wires,
             "lt-cap",
             1500,
             Faults {
@@ -540,8 +561,8 @@ mod tests {
             },
         )
         .unwrap();
-        let mut tx = LoopTx::open("lt-cap", 2048, 8).unwrap();
-        let mut rx = LoopRx::open("lt-cap").unwrap();
+        let mut tx = LoopTx::open(&wires, "lt-cap", 2048, 8).unwrap();
+        let mut rx = LoopRx::open(&wires, "lt-cap").unwrap();
         // the first frame and its duplicate fill 2 of 3 places: no room
         // for the second and its duplicate
         assert_eq!(tx.send(&[&[1u8; 60], &[2u8; 60]]).unwrap(), 1);

@@ -207,7 +207,7 @@ impl TxRing {
             unsafe { libc::send(self.fd.as_raw_fd(), std::ptr::null(), 0, libc::MSG_DONTWAIT) };
         if rc < 0 {
             let e = io::Error::last_os_error();
-            if !crate::port::send_refused(&e) {
+            if !crate::port::error::send_refused(&e) {
                 return Err(e);
             }
         }

@@ -67,7 +67,7 @@ impl TrialRunner for ProfileRunner {
         }
         let sink = trial_sink(
             &self.rx_iface,
-            self.rx_backend,
+            (self.rx_backend, &self.sender.wires),
             self.clocks_shared,
             spec,
             self.drain,

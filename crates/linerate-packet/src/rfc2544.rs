@@ -937,6 +937,9 @@ pub struct DeviceRunner {
     /// device to `tx_iface`.
     pub reverse: Option<FlowSpec>,
     pub backend: linerate_backend::port::BackendKind,
+    /// The loopback ports `backend` loopback opens (the caller's
+    /// registry; empty for kernel interfaces).
+    pub wires: linerate_backend::port::Wires,
     pub drain: Duration,
     /// Sender and receiver on one host: latency is measured.
     pub clocks_shared: bool,
@@ -961,7 +964,10 @@ fn send_limit(spec: &TrialSpec) -> Duration {
 /// the trial's time, the drain and slack.
 pub(crate) fn trial_sink(
     iface: &str,
-    backend: linerate_backend::port::BackendKind,
+    (backend, wires): (
+        linerate_backend::port::BackendKind,
+        &linerate_backend::port::Wires,
+    ),
     clocks_shared: bool,
     spec: &TrialSpec,
     drain: Duration,
@@ -970,6 +976,7 @@ pub(crate) fn trial_sink(
         iface: iface.to_string(),
         duration: spec.duration + drain + Duration::from_secs(30),
         backend,
+        wires: wires.clone(),
         clocks_shared,
         until_packets: None,
         capture: None,
@@ -1024,6 +1031,7 @@ impl DeviceRunner {
             catch_up: spec.pace.catch_up,
             burst_tolerance: spec.pace.tolerance(&spec.frame_size),
             backend: self.backend,
+            wires: self.wires.clone(),
             cores: Vec::new(),
             replay: None,
             macs_given: true,
@@ -1071,7 +1079,15 @@ impl TrialRunner for DeviceRunner {
         let legs = self.legs();
         let sinks: Vec<SinkConfig> = legs
             .iter()
-            .map(|l| trial_sink(l.rx, self.backend, self.clocks_shared, spec, self.drain))
+            .map(|l| {
+                trial_sink(
+                    l.rx,
+                    (self.backend, &self.wires),
+                    self.clocks_shared,
+                    spec,
+                    self.drain,
+                )
+            })
             .collect();
         let blasts: Vec<BlastConfig> = legs
             .iter()

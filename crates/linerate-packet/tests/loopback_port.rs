@@ -2,7 +2,7 @@
 //! namespaces, and faults the wire injects at exactly the frames it names,
 //! so every figure the receiver counts is checked exactly.
 
-use linerate_backend::loopback::{Faults, Port};
+use linerate_backend::loopback::{Faults, Port, Wires};
 use linerate_packet::{
     BackendKind, BlastConfig, BlastReport, FwdConfig, FwdMode, Gso, Noisy, Rate, RxFilter,
     SinkConfig, SinkReport,
@@ -11,6 +11,13 @@ use linerate_traffic::template::Framing;
 use linerate_traffic::{FlowSpec, SizeSequence};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+/// This file's loopback ports: one registry, the tests' ports named
+/// apart (the library keeps none of its own).
+fn wires() -> &'static Wires {
+    static WIRES: std::sync::OnceLock<Wires> = std::sync::OnceLock::new();
+    WIRES.get_or_init(Wires::default)
+}
 
 fn blast_cfg(port: &str, src_ports: &str, count: u64) -> BlastConfig {
     BlastConfig {
@@ -36,6 +43,7 @@ fn blast_cfg(port: &str, src_ports: &str, count: u64) -> BlastConfig {
         catch_up: linerate_traffic::pacing::CatchUp::Burst,
         burst_tolerance: 0,
         backend: BackendKind::Loopback,
+        wires: wires().clone(),
         cores: Vec::new(),
         replay: None,
         macs_given: true,
@@ -50,6 +58,7 @@ fn sink_cfg(port: &str) -> SinkConfig {
         iface: port.into(),
         duration: Duration::from_secs(20),
         backend: BackendKind::Loopback,
+        wires: wires().clone(),
         clocks_shared: true,
         until_packets: None,
         capture: None,
@@ -80,6 +89,7 @@ fn blast_to_sink_counts_exactly_what_the_wire_did() {
     // 1003 frames: the end markers (frames 1004-1006 on the wire) are
     // multiples of none of the faults.
     let port = Port::create(
+        wires(),
         "lp-exact",
         1500,
         Faults {
@@ -114,7 +124,7 @@ fn blast_to_sink_counts_exactly_what_the_wire_did() {
 
 #[test]
 fn blast_to_sink_many_flows_clean_wire_loses_nothing() {
-    let _port = Port::create("lp-flows", 1500, Faults::default()).unwrap();
+    let _port = Port::create(wires(), "lp-flows", 1500, Faults::default()).unwrap();
     let (b, s) = counted("lp-flows", || {
         blast(&blast_cfg("lp-flows", "1000-1099", 5_000))
     });
@@ -136,13 +146,14 @@ fn blast_to_sink_many_flows_clean_wire_loses_nothing() {
 
 #[test]
 fn fwd_macswap_between_two_ports_forwards_every_frame() {
-    let _a = Port::create("lp-fwd-a", 1500, Faults::default()).unwrap();
-    let _b = Port::create("lp-fwd-b", 1500, Faults::default()).unwrap();
+    let _a = Port::create(wires(), "lp-fwd-a", 1500, Faults::default()).unwrap();
+    let _b = Port::create(wires(), "lp-fwd-b", 1500, Faults::default()).unwrap();
     let cfg = FwdConfig {
         rx_iface: "lp-fwd-a".into(),
         tx_iface: Some("lp-fwd-b".into()),
         mode: FwdMode::MacSwap,
         backend: BackendKind::Loopback,
+        wires: wires().clone(),
         duration: Duration::from_secs(20),
         count: None,
         noisy: Noisy::default(),
@@ -184,7 +195,7 @@ fn fwd_macswap_between_two_ports_forwards_every_frame() {
 
 #[test]
 fn a_port_that_goes_down_ends_the_sink_with_what_it_counted() {
-    let port = Port::create("lp-down", 1500, Faults::default()).unwrap();
+    let port = Port::create(wires(), "lp-down", 1500, Faults::default()).unwrap();
     let stop = AtomicBool::new(false);
     let cfg = sink_cfg("lp-down");
     let s = std::thread::scope(|sc| {
@@ -227,6 +238,7 @@ fn rfc2544_finds_the_rate_a_policing_device_passes() {
     use linerate_packet::rfc2544::{self, DeviceRunner, FrameSize, MaxRate, Settings};
     // The device: a wire that passes 10,000 frames/s (a 200-frame bucket).
     let port = Port::create(
+        wires(),
         "lp-dut",
         1500,
         Faults {
@@ -242,6 +254,7 @@ fn rfc2544_finds_the_rate_a_policing_device_passes() {
         flows: blast_cfg("lp-dut", "1000", 1).flows,
         reverse: None,
         backend: BackendKind::Loopback,
+        wires: wires().clone(),
         drain: Duration::from_millis(100),
         clocks_shared: true,
         stop: std::sync::Arc::new(AtomicBool::new(false)),
@@ -306,7 +319,7 @@ fn forge(port: &str, probes: &[(u16, u64)]) {
         })
         .collect();
     let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
-    let mut tx = linerate_backend::loopback::LoopTx::open(port, 128, 64).unwrap();
+    let mut tx = linerate_backend::loopback::LoopTx::open(wires(), port, 128, 64).unwrap();
     let mut done = 0;
     while done < refs.len() {
         done += tx.send(&refs[done..]).unwrap();
@@ -315,7 +328,7 @@ fn forge(port: &str, probes: &[(u16, u64)]) {
 
 #[test]
 fn forged_probes_are_anomalies_not_losses() {
-    let _port = Port::create("lp-forged", 1500, Faults::default()).unwrap();
+    let _port = Port::create(wires(), "lp-forged", 1500, Faults::default()).unwrap();
     let huge = 1u64 << 62;
     let marker = linerate_wire::END_MARKER;
     let (b, s) = counted("lp-forged", || {
@@ -352,7 +365,7 @@ fn forged_probes_are_anomalies_not_losses() {
 fn vxlan_frames_are_counted_behind_their_outer_headers() {
     use linerate_traffic::flows::Range;
     use linerate_traffic::vxlan::Vxlan;
-    let _port = Port::create("lp-vxlan", 1500, Faults::default()).unwrap();
+    let _port = Port::create(wires(), "lp-vxlan", 1500, Faults::default()).unwrap();
     let mut cfg = blast_cfg("lp-vxlan", "1000-1001", 1_000);
     cfg.flows.lockstep = true;
     cfg.sizes = SizeSequence::list(&[256, 300]);

@@ -4,7 +4,7 @@
 //! the profile's generator writes, byte for byte, for the same seed, and
 //! each pacing pattern's gaps measured from the frames' send times.
 
-use linerate_backend::loopback::{Faults, LoopRx, Port};
+use linerate_backend::loopback::{Faults, LoopRx, Port, Wires};
 use linerate_packet::{
     BackendKind, BlastReport, ProfileConfig, RxFilter, SinkConfig, SinkReport, blast_profile,
 };
@@ -19,6 +19,13 @@ const MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
 /// One test at a time: the pacing test measures gaps, which the others'
 /// sending would disturb on a small machine.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// This file's loopback ports: one registry, the tests' ports named
+/// apart (the library keeps none of its own).
+fn wires() -> &'static Wires {
+    static WIRES: std::sync::OnceLock<Wires> = std::sync::OnceLock::new();
+    WIRES.get_or_init(Wires::default)
+}
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
@@ -36,6 +43,7 @@ fn config(port: &str, p: Profile) -> ProfileConfig {
         scale: 1.0,
         duration: Duration::from_secs(20),
         backend: BackendKind::Loopback,
+        wires: wires().clone(),
         src_mac: MAC,
         core: None,
         interval: None,
@@ -107,6 +115,7 @@ fn sink_cfg(port: &str) -> SinkConfig {
         iface: port.into(),
         duration: Duration::from_secs(30),
         backend: BackendKind::Loopback,
+        wires: wires().clone(),
         clocks_shared: true,
         until_packets: None,
         capture: None,
@@ -144,6 +153,7 @@ fn every_stream_is_counted_exactly_by_sender_and_sink() {
     // 660 frames, then 9 end markers (661-669): no marker is a multiple
     // of 10 (dropped) or 11 (duplicated).
     let port = Port::create(
+        wires(),
         "lp-profile",
         1500,
         Faults {
@@ -212,7 +222,7 @@ fn every_stream_is_counted_exactly_by_sender_and_sink() {
 
 /// Every frame on `port`'s wire, in order.
 fn drain(port: &str) -> Vec<Vec<u8>> {
-    let mut rx = LoopRx::open(port).unwrap();
+    let mut rx = LoopRx::open(wires(), port).unwrap();
     let mut got = Vec::new();
     while rx.recv(64, Duration::from_millis(50), &mut |f: &[u8], _| {
         got.push(f.to_vec())
@@ -239,7 +249,7 @@ fn timeless(f: &[u8]) -> Vec<u8> {
 
 /// Sends `text` on a fresh port and returns its frames (markers left out).
 fn frames_on_wire(port: &str, text: &str) -> Vec<Vec<u8>> {
-    let _p = Port::create(port, 9000, Faults::default()).unwrap();
+    let _p = Port::create(wires(), port, 9000, Faults::default()).unwrap();
     let mut cfg = config(port, profile(text));
     cfg.end_markers = false;
     let b = send(&cfg);
@@ -433,6 +443,7 @@ fn rfc2544_scales_the_whole_profile_to_the_rate_a_policing_device_passes() {
     let _one = serial();
     // The device passes 10,000 frames/s: the profile at 2.5 times its rates.
     let port = Port::create(
+        wires(),
         "lp-profile-dut",
         1500,
         Faults {
@@ -487,7 +498,7 @@ fn rfc2544_scales_the_whole_profile_to_the_rate_a_policing_device_passes() {
         "trials above it were policed"
     );
     // Every stream at the same factor: at 2.5 times, 7500 and 2500 frames/s.
-    let _clean = Port::create("lp-profile-scale", 1500, Faults::default()).unwrap();
+    let _clean = Port::create(wires(), "lp-profile-scale", 1500, Faults::default()).unwrap();
     let mut cfg = config("lp-profile-scale", profile(&mix()).for_trials());
     (cfg.scale, cfg.duration) = (2.5, Duration::from_millis(800));
     let b = send(&cfg);
@@ -512,7 +523,7 @@ fn rfc2544_scales_the_whole_profile_to_the_rate_a_policing_device_passes() {
 #[test]
 fn a_stop_ends_a_stream_waiting_out_its_start_delay() {
     let _one = serial();
-    let _p = Port::create("lp-profile-stop", 1500, Faults::default()).unwrap();
+    let _p = Port::create(wires(), "lp-profile-stop", 1500, Faults::default()).unwrap();
     let cfg = config(
         "lp-profile-stop",
         profile(&stream(

@@ -145,7 +145,7 @@ fn bad_command_lines_exit_2_with_the_reason() {
         ),
         (
             vec!["agent", "--allow-iface", "lo", "--rx-backend", "nope"],
-            "not a backend",
+            "unknown backend 'nope'",
         ),
         (
             vec!["agent", "--allow-iface", "../etc"],

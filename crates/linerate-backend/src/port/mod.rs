@@ -1,187 +1,301 @@
-//! The port layer: every backend behind one sending type ([`Tx`]) and one
-//! receiving type ([`Rx`]), chosen by [`BackendKind`] and opened by
-//! [`open_tx`] / [`open_rx`] / [`open_rx_workers`], saying why when `auto`
-//! falls back. A port is a kernel interface (af_xdp, af_packet, the raw or
-//! UDP sockets of `socket`) or an in-memory [`loopback`](crate::loopback)
-//! port. Adding a backend is one module here plus an arm in each match of
-//! this module's `tx.rs`, `rx.rs` and [`BackendKind::parse`].
+//! The port layer: a port is a backend's [`TxPort`], [`RxPort`] and,
+//! where the backend can, [`FwdPort`] (forwarding in place), opened by its
+//! [`Backend`]; each backend is one file here (`af_xdp.rs`,
+//! `af_packet.rs`, `socket.rs`, `loopback.rs`, `dpdk.rs`) and one line in
+//! `backends!`'s list below, which makes its [`BackendKind`] name, its
+//! variants of [`Tx`], [`Rx`] and [`Fwd`] and their dispatch (a match per
+//! call, that is per batch: a frame's work stays inlined in the backend's
+//! loop). [`open_tx`] / [`open_rx`] / [`open_rx_workers`] / [`open_fwd`]
+//! open a named backend, or choose one for `auto` and say why when it
+//! falls back. A port is a kernel interface (af_xdp, af_packet, the raw
+//! or UDP sockets of `socket`) or a port of the backend's own (an
+//! in-memory [`loopback`](crate::loopback) port, a DPDK port).
 
-mod rx;
-mod tx;
+mod af_packet;
+mod af_xdp;
+mod contract;
+#[macro_use]
+mod dispatch;
+mod dpdk;
+pub mod error;
+mod loopback;
+mod socket;
 mod udp;
 
 pub use crate::xdp::RxFilter;
-pub use rx::{Rx, open_rx, open_rx_workers};
-pub use tx::{Tx, TxStats, open_tx};
+pub use af_packet::{AfPacket, RX_RING_BYTES, RingRx};
+pub use af_xdp::AfXdp;
+pub use contract::{
+    Backend, Capabilities, FwdPort, Never, Opened, RxCapabilities, RxPort, TxPort, TxStats,
+};
+pub use dpdk::Dpdk;
+#[cfg(feature = "dpdk")]
+pub use dpdk::DpdkFwd;
+pub use error::{BackendError, NEEDS_PRIVILEGE, recv_idle, send_refused, with_privilege_hint};
+pub use loopback::Loopback;
+pub use socket::{Socket, SocketRx, SocketTx};
 pub use udp::{
     Endpoints, Gso, PayloadSource, Span, TX_BATCH_MAX, Traffic, UDP_SOCKETS_MAX, UdpFlows, UdpTx,
 };
 
-use crate::loopback::{self, LoopRx, LoopTx};
-use crate::packet_ring::{RxRing, TxRing};
-use crate::raw::{RawSocket, RawTx};
-use crate::xsk::{XskRx, XskTx};
+pub use crate::loopback::Wires;
 use crate::{FrameSink, FrameSource};
+use error::open_err;
 use std::io;
-use thiserror::Error;
+use std::time::Duration;
 
-/// A send the backend refused for now (its ring or the socket's buffer is
-/// full, the device queue is full: ENOBUFS, or a signal interrupted it):
-/// nothing is lost, the caller tries again. Every sending loop asks this
-/// one function.
-pub fn send_refused(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-    ) || e.raw_os_error() == Some(libc::ENOBUFS)
+// The backends: a new one is its file above and a line here.
+backends! {
+    Socket "socket" => socket::Socket,
+    AfPacket "af_packet" => af_packet::AfPacket,
+    AfXdp "af_xdp" => af_xdp::AfXdp,
+    Loopback "loopback" => loopback::Loopback,
+    Dpdk "dpdk" => dpdk::Dpdk,
 }
 
-/// A receive that found nothing in its wait (a timeout, or a signal): the
-/// receiving loops go round again.
-pub fn recv_idle(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
-    )
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BackendKind {
-    Auto,
-    /// UDP sockets where the kernel can build the traffic, raw frames otherwise.
-    Socket,
-    /// The socket backend forced onto UDP sockets.
-    Udp,
-    /// The socket backend forced onto raw AF_PACKET frames.
-    Raw,
-    AfPacket,
-    AfXdp,
-    /// An in-memory port of this process (`crate::loopback`),
-    /// with fault injection: blast, sink, fwd and rfc2544 in unit tests.
-    Loopback,
-    /// A DPDK port (`crate::dpdk`; built with the `dpdk` feature).
-    Dpdk,
-}
+/// A name no backend has: said with every name there is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown backend '{0}' (one of: {names})", names = BackendKind::names())]
+pub struct UnknownBackend(pub String);
 
 impl BackendKind {
+    /// The backend named `s` (its name, or `udp` / `raw` for
+    /// `socket:udp` / `socket:raw`).
     pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "auto" => Self::Auto,
-            "socket" => Self::Socket,
-            "socket:udp" | "udp" => Self::Udp,
-            "socket:raw" | "raw" => Self::Raw,
-            "af_packet" => Self::AfPacket,
-            "af_xdp" => Self::AfXdp,
-            "loopback" => Self::Loopback,
-            "dpdk" => Self::Dpdk,
-            _ => return None,
-        })
+        match s {
+            "udp" => Some(Self::Udp),
+            "raw" => Some(Self::Raw),
+            _ => Self::ALL.iter().copied().find(|k| k.name() == s),
+        }
+    }
+
+    /// Other names it is known by.
+    pub fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Self::Udp => &["udp"],
+            Self::Raw => &["raw"],
+            _ => &[],
+        }
+    }
+
+    /// Every name, comma-separated (help and errors).
+    pub fn names() -> String {
+        let names: Vec<_> = Self::ALL.iter().map(|k| k.name()).collect();
+        names.join(", ")
     }
 
     /// The kind that sends a few crafted frames on the same port whatever
-    /// carried the traffic (blast's end markers): a loopback port's own
-    /// wire, else a raw AF_PACKET socket.
+    /// carried the traffic (blast's end markers): a backend with ports of
+    /// its own (a loopback port's wire, DPDK) itself, else a raw AF_PACKET
+    /// socket.
     pub fn crafted_sender(self) -> Self {
-        match self {
-            Self::Loopback => Self::Loopback,
-            Self::Dpdk => Self::Dpdk,
+        match self.named(&Wires::default()) {
+            Some(n) if n.own_ports() => self,
             _ => Self::Raw,
         }
     }
 }
 
-#[derive(Debug, Error)]
-pub enum BackendError {
-    #[error(
-        "backend {0} is not available in this build of linerate yet; use --backend af_packet, socket or auto"
-    )]
-    NotBuilt(&'static str),
-    #[error(
-        "backend {0} only sends (the sink reads whole frames): use --backend socket, af_packet, af_xdp or auto"
-    )]
-    SendOnly(&'static str),
-    #[error("{0}")]
-    Unsupported(String),
-    #[error("interface {iface}: {source}")]
-    Open { iface: String, source: io::Error },
-}
+impl std::str::FromStr for BackendKind {
+    type Err = UnknownBackend;
 
-/// What a user can do about a refused raw socket, AF_PACKET ring or
-/// AF_XDP socket.
-pub const NEEDS_PRIVILEGE: &str = "raw sockets, AF_PACKET rings and AF_XDP need root or CAP_NET_RAW (and CAP_NET_ADMIN, CAP_BPF for AF_XDP): run as root, or `setcap cap_net_raw,cap_net_admin,cap_bpf+ep $(command -v linerate)`";
-
-fn open_err(iface: &str) -> impl FnOnce(io::Error) -> BackendError + '_ {
-    move |source| BackendError::Open {
-        iface: iface.to_string(),
-        source: with_privilege_hint(source),
+    fn from_str(s: &str) -> Result<Self, UnknownBackend> {
+        Self::parse(s).ok_or_else(|| UnknownBackend(s.to_string()))
     }
 }
 
-/// An EPERM or EACCES said with what would allow it.
-pub fn with_privilege_hint(e: io::Error) -> io::Error {
-    if e.kind() == io::ErrorKind::PermissionDenied {
-        io::Error::new(e.kind(), format!("{e}: {NEEDS_PRIVILEGE}"))
-    } else {
-        e
+impl std::fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
-/// What a sending backend can do, recorded with every result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct Capabilities {
-    /// Frames per send call that suit it.
-    pub batch: usize,
-    /// Largest frame it carries (bytes without FCS; the MTU and 18 bytes of
-    /// Ethernet header and tag for the socket paths).
-    pub max_frame: usize,
-    /// Sends whole frames as written (false: the kernel builds the Ethernet
-    /// and IP headers again from a socket's addresses).
-    pub crafted_frames: bool,
-    /// The NIC reads the frames from our buffers (AF_XDP zero-copy).
-    pub zero_copy: bool,
-    /// Binds one socket per TX queue (--cores gives each worker its own).
-    pub per_queue: bool,
-    /// Many datagrams per trip through the stack (UDP GSO).
-    pub gso: bool,
-    /// Frames skip the qdisc layer.
-    pub qdisc_bypass: bool,
+impl serde::Serialize for BackendKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
 }
 
-/// What a receiving backend can do, recorded with the sink's result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct RxCapabilities {
-    /// Frames handed over per receive call at most.
-    pub batch: usize,
-    /// Largest frame kept whole (bytes without FCS).
-    pub max_frame: usize,
-    /// RX queues read, one socket each (AF_XDP); None: every queue through
-    /// one socket.
-    pub queues: Option<usize>,
-    /// The NIC writes frames into our buffers (AF_XDP zero-copy).
-    pub zero_copy: bool,
-    /// Frames carry the kernel's receive time (latency is not stretched by
-    /// the sink's own wake-up).
-    pub kernel_receive_stamps: bool,
+impl Tx {
+    /// The UDP sockets of the socket backend, if they are what sends.
+    pub fn udp_mut(&mut self) -> Option<&mut UdpTx> {
+        match self {
+            Tx::Socket(SocketTx::Udp(u)) => Some(u),
+            _ => None,
+        }
+    }
 }
 
-/// TPACKET_V3 receive ring: blocks of 256 KiB (128 frame slots), 256 of
-/// them (64 MiB). The kernel closes a block after 1 ms at the latest, so at
-/// low rates each block holds about a millisecond: many small blocks let a
-/// receive worker that stalls (a busy host) fall ~256 ms behind before the
-/// kernel drops, where 64 blocks of 1 MiB gave it 64 ms.
-const RX_BLOCK: usize = 1 << 18;
-const RX_BLOCKS: usize = 256;
-/// One receive ring's memory.
-pub const RX_RING_BYTES: usize = RX_BLOCK * RX_BLOCKS;
+impl Rx {
+    /// Hands each received frame (without FCS) to `f`; waits up to 50 ms
+    /// for the first. Frames this host sent itself are skipped. Each
+    /// comes with its arrival time: the kernel's receive time where the
+    /// backend has one (the af_packet ring, the raw socket's
+    /// SO_TIMESTAMPNS), else the batch's handover time (AF_XDP). Returns
+    /// exactly the frames handed to `f` (the sink counts its probes per
+    /// batch from it).
+    #[inline]
+    pub fn recv<F: FrameSink>(&mut self, f: &mut F) -> io::Result<usize> {
+        self.recv_within(Duration::from_millis(50), f)
+    }
+}
+
+/// Opens the sending backend for worker `queue` (AF_XDP binds one socket
+/// per TX queue; the other backends let the kernel pick the queue of the
+/// worker's CPU). The note says what `auto` (or `socket`) chose and why.
+pub fn open_tx(
+    kind: BackendKind,
+    wires: &Wires,
+    iface: &str,
+    max_frame: usize,
+    queue: u32,
+    traffic: &Traffic,
+) -> Result<(Tx, Option<String>), BackendError> {
+    if let Some(named) = kind.named(wires) {
+        return named.open_tx(iface, max_frame, queue, traffic);
+    }
+    // AF_XDP only when its frames carry the largest asked for (over 2048
+    // bytes only where the kernel takes multi-buffer frames; if not, a
+    // 9000-byte frame on a jumbo link goes by af_packet).
+    let xsk = AfXdp::open_xsk(iface, max_frame, queue).and_then(|x| {
+        if TxPort::slot_len(&x) + 4 >= max_frame {
+            Ok(x)
+        } else {
+            Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "its {}-byte frames do not carry {max_frame}-byte ones",
+                    TxPort::slot_len(&x)
+                ),
+            ))
+        }
+    });
+    let xe = match xsk {
+        Ok(x) => {
+            return Ok((
+                Tx::AfXdp(x),
+                Some(format!("af_xdp on {iface} queue {queue}")),
+            ));
+        }
+        Err(xe) => xe,
+    };
+    match AfPacket::open_tx_ring(iface, max_frame) {
+        Ok(r) => Ok((
+            Tx::AfPacket(r),
+            Some(format!(
+                "af_xdp: {xe}, using af_packet (TPACKET_V3 TX ring) on {iface}"
+            )),
+        )),
+        Err(re) => {
+            let (t, n) = Socket::auto_tx(iface, max_frame, traffic)?;
+            Ok((
+                Tx::Socket(t),
+                Some(format!("af_xdp: {xe}; af_packet: {re}; using {n}")),
+            ))
+        }
+    }
+}
+
+/// Opens the receiving backend; the note says what `auto` chose and why.
+/// With AF_XDP only the frames `filter` takes leave the kernel.
+pub fn open_rx(
+    kind: BackendKind,
+    wires: &Wires,
+    iface: &str,
+    filter: RxFilter,
+) -> Result<(Rx, Option<String>), BackendError> {
+    if let Some(named) = kind.named(wires) {
+        return named.open_rx(iface, filter);
+    }
+    match crate::xsk::XskRx::open(iface, 4096, filter) {
+        Ok(x) => {
+            let note = format!(
+                "af_xdp on {iface}, {} RX queue(s), one socket each (redirect program attached, taking {})",
+                x.queues(),
+                filter.describe()
+            );
+            Ok((Rx::AfXdp(x), Some(note)))
+        }
+        // Another receiver holds the queue, and its XDP program takes
+        // the frames: af_packet beside it would count nothing.
+        Err(xe)
+            if xe.raw_os_error() == Some(libc::EBUSY)
+                || xe.kind() == io::ErrorKind::ResourceBusy =>
+        {
+            Err(BackendError::Unsupported(format!(
+                "{iface}: another receiver holds its AF_XDP queue (EBUSY), and its XDP program takes the frames: this one would count nothing. Stop the other, or give --backend af_packet to receive beside it (only what the other's program passes on reaches af_packet)"
+            )))
+        }
+        Err(xe) => match AfPacket::open_ring(iface) {
+            Ok(r) => Ok((
+                Rx::AfPacket(r),
+                Some(format!(
+                    "af_xdp: {xe}, receiving with af_packet (TPACKET_V3 RX ring) on {iface}"
+                )),
+            )),
+            Err(re) => Ok((
+                Rx::Socket(Socket::open_raw_rx(iface)?),
+                Some(format!(
+                    "af_xdp: {xe}; af_packet: {re}; receiving with socket on {iface}"
+                )),
+            )),
+        },
+    }
+}
+
+/// Opens `workers` receivers that share the interface's frames, one per
+/// receive thread: AF_XDP splits its RX queues between them (at least one
+/// queue each), af_packet and socket join a PACKET_FANOUT group that keeps
+/// each flow on one of them. `auto` falls back from AF_XDP to af_packet when
+/// there are fewer queues than workers. The workers' rings must fit in
+/// half the host's available memory, checked before any is opened.
+pub fn open_rx_workers(
+    kind: BackendKind,
+    wires: &Wires,
+    iface: &str,
+    workers: usize,
+    filter: RxFilter,
+) -> Result<(Vec<Rx>, Option<String>), BackendError> {
+    rings_fit(workers, available_memory())?;
+    let (first, mut note) = open_rx(kind, wires, iface, filter)?;
+    if workers <= 1 {
+        return Ok((vec![first], note));
+    }
+    let first = match first {
+        Rx::AfXdp(x) if kind == BackendKind::Auto && x.queues() < workers => {
+            let queues = x.queues();
+            drop(x);
+            note = Some(format!(
+                "af_xdp: {queues} RX queue(s) for {workers} workers, receiving with af_packet (TPACKET_V3 RX rings, PACKET_FANOUT by flow) on {iface}"
+            ));
+            Rx::AfPacket(AfPacket::open_ring(iface).map_err(open_err(iface))?)
+        }
+        other => other,
+    };
+    Ok((first.share(wires, iface, workers)?, note))
+}
+
+/// Opens `workers` forwarders from `rx_iface` to `tx_iface` in place
+/// where `kind` can (`auto`: as af_xdp); `None` where it cannot.
+pub fn open_fwd(
+    kind: BackendKind,
+    wires: &Wires,
+    rx_iface: &str,
+    tx_iface: &str,
+    workers: usize,
+    filter: RxFilter,
+) -> Option<Opened<Fwd>> {
+    let named = kind.named(wires).unwrap_or(Named::AfXdp(AfXdp));
+    named.open_fwd(rx_iface, tx_iface, workers, filter)
+}
 
 /// Why receiving on `iface` cannot go on, if it cannot: the interface went
 /// down or away. (Rings just go quiet when that happens, so the loops look
 /// a few times a second and every backend ends the same way.)
-pub fn link_lost(kind: BackendKind, iface: &str) -> Option<String> {
-    let up = match kind {
-        BackendKind::Loopback => loopback::open(iface).map(|w| w.is_up()),
-        BackendKind::Dpdk => crate::dpdk::link_up(iface),
-        _ => crate::iface::is_up(iface),
+pub fn link_lost(kind: BackendKind, wires: &Wires, iface: &str) -> Option<String> {
+    let up = match kind.named(wires) {
+        Some(n) => n.link_up(iface),
+        None => crate::iface::is_up(iface),
     };
     let why = match up {
         Ok(true) => return None,
@@ -191,21 +305,105 @@ pub fn link_lost(kind: BackendKind, iface: &str) -> Option<String> {
     Some(format!("receiving on {iface}: {why}"))
 }
 
-/// The MTU of port `iface` as `kind` opens it: a loopback port's, else
-/// the kernel interface's.
-pub fn port_mtu(kind: BackendKind, iface: &str) -> io::Result<usize> {
-    match kind {
-        BackendKind::Loopback => loopback::open(iface).map(|w| w.mtu()),
-        BackendKind::Dpdk => crate::dpdk::mtu(iface),
-        _ => crate::iface::mtu(iface),
+/// The MTU of port `iface` as `kind` opens it: a backend's own port's,
+/// else the kernel interface's.
+pub fn port_mtu(kind: BackendKind, wires: &Wires, iface: &str) -> io::Result<usize> {
+    match kind.named(wires) {
+        Some(n) => n.mtu(iface),
+        None => crate::iface::mtu(iface),
     }
 }
 
 /// The MAC of port `iface` as `kind` opens it.
-pub fn port_mac(kind: BackendKind, iface: &str) -> io::Result<[u8; 6]> {
-    match kind {
-        BackendKind::Loopback => loopback::open(iface).map(|w| w.mac()),
-        BackendKind::Dpdk => crate::dpdk::mac(iface),
-        _ => crate::iface::mac(iface),
+pub fn port_mac(kind: BackendKind, wires: &Wires, iface: &str) -> io::Result<[u8; 6]> {
+    match kind.named(wires) {
+        Some(n) => n.mac(iface),
+        None => crate::iface::mac(iface),
+    }
+}
+
+/// The host's available memory, bytes (`MemAvailable`; `None` unknown).
+pub fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// `workers` receive rings (one each, [`RX_RING_BYTES`]) within half of
+/// `available` bytes, or the reason they would not be.
+pub fn rings_fit(workers: usize, available: Option<u64>) -> Result<(), BackendError> {
+    let Some(avail) = available else {
+        return Ok(());
+    };
+    let need = workers as u64 * RX_RING_BYTES as u64;
+    if workers > 1 && need > avail / 2 {
+        return Err(BackendError::Unsupported(format!(
+            "{workers} receive workers would take {} MiB of rings ({} MiB each): more than half of the {} MiB this host has available; give fewer --cores",
+            need >> 20,
+            RX_RING_BYTES >> 20,
+            avail >> 20
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rings_are_bounded_by_the_memory_available() {
+        let gib = 1u64 << 30;
+        assert!(rings_fit(8, Some(24 * gib)).is_ok());
+        // 1024 rings of 64 MiB: 64 GiB.
+        let e = rings_fit(1024, Some(24 * gib)).unwrap_err().to_string();
+        assert!(
+            e.contains("1024 receive workers would take 65536 MiB"),
+            "{e}"
+        );
+        // One ring is always tried (the kernel says if it cannot).
+        assert!(rings_fit(1, Some(1)).is_ok());
+        assert!(rings_fit(64, None).is_ok());
+    }
+
+    #[test]
+    fn every_name_parses_back_and_an_unknown_one_lists_them() {
+        assert_eq!(
+            BackendKind::names(),
+            "auto, socket, af_packet, af_xdp, loopback, dpdk, socket:udp, socket:raw"
+        );
+        for &k in BackendKind::ALL {
+            assert_eq!(k.name().parse::<BackendKind>(), Ok(k));
+            for a in k.aliases() {
+                assert_eq!(a.parse::<BackendKind>(), Ok(k));
+            }
+        }
+        assert_eq!("udp".parse(), Ok(BackendKind::Udp));
+        assert_eq!("raw".parse(), Ok(BackendKind::Raw));
+        let e = "netmap".parse::<BackendKind>().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "unknown backend 'netmap' (one of: auto, socket, af_packet, af_xdp, loopback, dpdk, socket:udp, socket:raw)"
+        );
+        assert!(BackendKind::parse("Auto").is_none());
+    }
+
+    #[test]
+    fn crafted_frames_go_by_raw_socket_except_on_a_backend_s_own_ports() {
+        assert_eq!(
+            BackendKind::Loopback.crafted_sender(),
+            BackendKind::Loopback
+        );
+        assert_eq!(BackendKind::Dpdk.crafted_sender(), BackendKind::Dpdk);
+        for k in [
+            BackendKind::Auto,
+            BackendKind::Socket,
+            BackendKind::Udp,
+            BackendKind::AfPacket,
+            BackendKind::AfXdp,
+        ] {
+            assert_eq!(k.crafted_sender(), BackendKind::Raw, "{k}");
+        }
     }
 }

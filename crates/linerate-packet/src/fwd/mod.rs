@@ -19,8 +19,9 @@ pub use modes::apply;
 
 use crate::pool::{Watch, run_pinned};
 use linerate_backend::port::Traffic;
-use linerate_backend::port::{BackendError, BackendKind, Rx, Tx, open_rx_workers, open_tx};
-use linerate_backend::xsk::XskFwd;
+use linerate_backend::port::{
+    BackendError, BackendKind, Rx, Tx, open_fwd, open_rx_workers, open_tx,
+};
 use linerate_run::{CountedBy, Counts, Interval, Row, Sampler, Scope};
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -73,6 +74,9 @@ pub struct FwdConfig {
     pub tx_iface: Option<String>,
     pub mode: FwdMode,
     pub backend: BackendKind,
+    /// The loopback ports `backend` loopback opens (the caller's
+    /// registry; empty for kernel interfaces).
+    pub wires: linerate_backend::port::Wires,
     pub duration: Duration,
     /// Stop once this many frames were forwarded.
     pub count: Option<u64>,
@@ -250,10 +254,10 @@ pub fn fwd(
         let iface = iface.to_string();
         move |source| FwdError::Iface { iface, source }
     };
-    let src_mac =
-        linerate_backend::port::port_mac(cfg.backend, &tx_iface).map_err(iface_err(&tx_iface))?;
-    let mtu =
-        linerate_backend::port::port_mtu(cfg.backend, &tx_iface).map_err(iface_err(&tx_iface))?;
+    let src_mac = linerate_backend::port::port_mac(cfg.backend, &cfg.wires, &tx_iface)
+        .map_err(iface_err(&tx_iface))?;
+    let mtu = linerate_backend::port::port_mtu(cfg.backend, &cfg.wires, &tx_iface)
+        .map_err(iface_err(&tx_iface))?;
     // Ethernet header and two VLAN tags on top of the MTU.
     let frame_max = mtu + 14 + 8;
     let one_iface = tx_iface == cfg.rx_iface;
@@ -271,49 +275,33 @@ pub fn fwd(
         start,
         live: &live,
     };
-    // On one interface, AF_XDP forwards in place: one socket per queue
-    // receives and sends over one UMEM.
+    // Where the backend can (AF_XDP on one interface, DPDK), frames are
+    // forwarded in place: received, rewritten and sent from one buffer.
     let mut fallback_note = None;
-    if one_iface
-        && cfg.noisy.fifo == 0
-        && matches!(cfg.backend, BackendKind::AfXdp | BackendKind::Auto)
+    if cfg.noisy.fifo == 0
+        && let Some(opened) = open_fwd(
+            cfg.backend,
+            &cfg.wires,
+            &cfg.rx_iface,
+            &tx_iface,
+            workers,
+            cfg.take,
+        )
     {
-        let opened = XskFwd::open(&cfg.rx_iface, 4096, cfg.take).and_then(|x| {
-            if workers > 1 {
-                x.split(workers)
-            } else {
-                Ok(vec![x])
-            }
-        });
         match opened {
-            Ok(parts) => {
-                let zc = parts[0].zero_copy;
-                on_ready("af_xdp", "af_xdp");
+            Ok((parts, notes)) => {
+                let name = parts[0].name();
+                on_ready(name, name);
                 let (outs, ivs) = run_workers(&job, parts, on_interval, forward_in_place);
-                let note = format!(
-                    "af_xdp on {}: one socket per queue receives and sends back in place over one UMEM ({} mode)",
-                    cfg.rx_iface,
-                    if zc { "zero-copy" } else { "copy" }
-                );
-                return Ok(report(
-                    &job,
-                    ("af_xdp", "af_xdp"),
-                    vec![note],
-                    (outs, ivs),
-                    tx_iface,
-                ));
+                return Ok(report(&job, (name, name), notes, (outs, ivs), tx_iface));
             }
-            Err(e) if cfg.backend == BackendKind::AfXdp => {
-                return Err(FwdError::Backend(BackendError::Open {
-                    iface: cfg.rx_iface.clone(),
-                    source: e,
-                }));
-            }
-            Err(e) => fallback_note = Some(format!("af_xdp in place: {e}")),
+            Err(e) if cfg.backend != BackendKind::Auto => return Err(FwdError::Backend(e)),
+            Err(e) => fallback_note = Some(format!("af_xdp in place: {}", in_place_why(e))),
         }
     }
-    let (rxs, mut notes) = open_rx_workers(cfg.backend, &cfg.rx_iface, workers, cfg.take)
-        .map(|(r, n)| (r, fallback_note.into_iter().chain(n).collect::<Vec<_>>()))?;
+    let (rxs, mut notes) =
+        open_rx_workers(cfg.backend, &cfg.wires, &cfg.rx_iface, workers, cfg.take)
+            .map(|(r, n)| (r, fallback_note.into_iter().chain(n).collect::<Vec<_>>()))?;
     let txs = open_senders(cfg, rxs[0].holds_queue(), &tx_iface, frame_max, &mut notes)?;
     let rx_name = rxs[0].name();
     let tx_name = txs[0].name();
@@ -329,6 +317,15 @@ pub fn fwd(
         (outs, ivs),
         tx_iface,
     ))
+}
+
+/// Why forwarding in place did not open, without the interface the
+/// fallback note names anyway.
+fn in_place_why(e: BackendError) -> String {
+    match e {
+        BackendError::Open { source, .. } => source.to_string(),
+        e => e.to_string(),
+    }
 }
 
 /// Refuses what cannot work before anything is opened.
@@ -387,7 +384,14 @@ fn open_senders(
     let workers = cfg.cores.len().max(1);
     let mut txs = Vec::with_capacity(workers);
     for queue in 0..workers {
-        let (tx, note) = open_tx(tx_kind, tx_iface, frame_max, queue as u32, &traffic)?;
+        let (tx, note) = open_tx(
+            tx_kind,
+            &cfg.wires,
+            tx_iface,
+            frame_max,
+            queue as u32,
+            &traffic,
+        )?;
         if queue == 0 {
             notes.extend(note);
         }

@@ -4,8 +4,7 @@
 use super::load::{BATCH, Fifo, MemLoad};
 use super::{FwdConfig, FwdCounts, FwdMode, RunningTotals, modes::apply};
 use linerate_backend::clock;
-use linerate_backend::port::{Rx, Tx, recv_idle};
-use linerate_backend::xsk::XskFwd;
+use linerate_backend::port::{Fwd, Rx, Tx, recv_idle};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -48,18 +47,19 @@ pub(super) fn should_stop(job: &Job<'_>, ends: &mut Ends) -> Option<Option<Strin
     }
     if now >= ends.next_link_check {
         ends.next_link_check = now + LINK_CHECK_NS;
-        if let Some(why) = linerate_backend::port::link_lost(cfg.backend, &cfg.rx_iface) {
+        if let Some(why) = linerate_backend::port::link_lost(cfg.backend, &cfg.wires, &cfg.rx_iface)
+        {
             return Some(Some(why));
         }
     }
     None
 }
 
-/// One worker forwarding in place through AF_XDP: the mode chosen once,
+/// One worker forwarding in place (AF_XDP, DPDK): the mode chosen once,
 /// so each frame's rewrite is inlined into the receive loop. Never inlined
 /// itself: `linerate-bench instr` counts the instructions spent in it.
 #[inline(never)]
-pub(super) fn forward_in_place(job: &Job<'_>, w: usize, x: XskFwd) -> WorkerOut {
+pub(super) fn forward_in_place(job: &Job<'_>, w: usize, x: Fwd) -> WorkerOut {
     let n = &job.cfg.noisy;
     if n.reads + n.writes + n.read_writes > 0 {
         let mut m = MemLoad::new(n);
@@ -74,7 +74,7 @@ pub(super) fn forward_in_place(job: &Job<'_>, w: usize, x: XskFwd) -> WorkerOut 
 /// [`forward_with`] with the mode's rewrite and `load` (the loaded-server
 /// simulation's memory work, or nothing) after each frame.
 #[inline(always)]
-fn by_mode(job: &Job<'_>, w: usize, x: XskFwd, load: impl FnMut()) -> WorkerOut {
+fn by_mode(job: &Job<'_>, w: usize, x: Fwd, load: impl FnMut()) -> WorkerOut {
     let src_mac = job.src_mac;
     match job.cfg.mode {
         FwdMode::MacSwap => forward_with(job, w, x, load, move |f: &mut [u8]| {
@@ -92,7 +92,7 @@ fn by_mode(job: &Job<'_>, w: usize, x: XskFwd, load: impl FnMut()) -> WorkerOut 
 fn forward_with(
     job: &Job<'_>,
     w: usize,
-    mut x: XskFwd,
+    mut x: Fwd,
     mut load: impl FnMut(),
     rewrite: impl Fn(&mut [u8]) -> bool,
 ) -> WorkerOut {
@@ -135,8 +135,8 @@ fn forward_with(
         }
         live.publish(&c);
     }
-    let _ = x.flush();
-    let kernel_drops = x.stats().map_or(0, |(d, full, _)| d + full);
+    let _ = x.finish();
+    let kernel_drops = x.drops();
     WorkerOut {
         counts: c,
         error,
@@ -171,13 +171,6 @@ const RECV_WAIT: Duration = Duration::from_millis(50);
 /// One worker's loop: receive, rewrite, hold or send.
 pub(super) fn forward(job: &Job<'_>, w: usize, mut rx: Rx, mut tx: Tx) -> WorkerOut {
     let cfg = job.cfg;
-    let n = &cfg.noisy;
-    if n.fifo == 0
-        && n.reads + n.writes + n.read_writes == 0
-        && linerate_backend::dpdk::forwards_in_place(&rx, &tx)
-    {
-        return forward_dpdk(job, w, rx, tx);
-    }
     let (src_mac, frame_max) = (job.src_mac, job.frame_max);
     let mut fifo = Fifo::new(cfg.noisy.fifo.max(BATCH), frame_max);
     let noisy_fifo = cfg.noisy.fifo > 0;
@@ -253,48 +246,5 @@ pub(super) fn forward(job: &Job<'_>, w: usize, mut rx: Rx, mut tx: Tx) -> Worker
         error,
         kernel_drops: rx.drops(),
         mem_sum: std::hint::black_box(mem.map_or(0, |m| m.sum)),
-    }
-}
-
-/// One worker forwarding between DPDK queues: each frame rewritten in its
-/// mbuf and sent from there, no copy (no FIFO or memory work: those take
-/// the copying loop).
-fn forward_dpdk(job: &Job<'_>, w: usize, mut rx: Rx, mut tx: Tx) -> WorkerOut {
-    let cfg = job.cfg;
-    let (src_mac, frame_max) = (job.src_mac, job.frame_max);
-    let mut c = FwdCounts::default();
-    let live = &job.live[w];
-    let mut ends = Ends::new(job);
-    let error = loop {
-        if let Some(e) = should_stop(job, &mut ends) {
-            break e;
-        }
-        let (mut too_long, mut not_ip) = (0u64, 0u64);
-        let r = linerate_backend::dpdk::forward(&mut rx, &mut tx, RECV_WAIT, |frame| {
-            if frame.len() > frame_max {
-                too_long += 1;
-                return false;
-            }
-            if !apply(cfg.mode, src_mac, frame) {
-                not_ip += 1;
-            }
-            true
-        });
-        let Some((got, sent, dropped)) = r else {
-            break Some("forwarding in place needs DPDK queues on both sides".into());
-        };
-        c.rx += got as u64;
-        c.tx += sent as u64;
-        c.tx_dropped += dropped as u64;
-        c.too_long += too_long;
-        c.not_ip += not_ip;
-        job.total_tx.fetch_add(sent as u64, Ordering::Relaxed);
-        live.publish(&c);
-    };
-    WorkerOut {
-        counts: c,
-        error,
-        kernel_drops: rx.drops(),
-        mem_sum: 0,
     }
 }

@@ -153,6 +153,9 @@ pub struct SinkConfig {
     pub iface: String,
     pub duration: Duration,
     pub backend: BackendKind,
+    /// The loopback ports `backend` loopback opens (the caller's
+    /// registry; empty for kernel interfaces).
+    pub wires: linerate_backend::port::Wires,
     /// Sender and receiver read the same clock (same host): latency is valid.
     pub clocks_shared: bool,
     /// Stop once this many probe frames arrived (used with `--count`).
@@ -328,15 +331,15 @@ pub fn sink(
         .as_ref()
         .map(|c| CaptureWriter::create(&c.path, c.snaplen, c.max_frames, c.overwrite))
         .transpose()?;
-    let (mut rxs, note) = open_rx_workers(cfg.backend, &cfg.iface, workers, cfg.take)?;
+    let (mut rxs, note) = open_rx_workers(cfg.backend, &cfg.wires, &cfg.iface, workers, cfg.take)?;
     let backend = rxs[0].name();
     let mut capabilities = rxs[0].capabilities();
     if let Some(q) = capabilities.queues.as_mut() {
         *q = rxs.iter().filter_map(|r| r.capabilities().queues).sum();
     }
     // Ethernet header, one VLAN tag; a larger frame is several packets in one.
-    let frame_max =
-        linerate_backend::port::port_mtu(cfg.backend, &cfg.iface).map_or(usize::MAX, |m| m + 18);
+    let frame_max = linerate_backend::port::port_mtu(cfg.backend, &cfg.wires, &cfg.iface)
+        .map_or(usize::MAX, |m| m + 18);
     let total = AtomicU64::new(0);
     let live: Vec<RunningTotals> = (0..workers).map(|_| RunningTotals::default()).collect();
     let want = AtomicU64::new(0);
@@ -546,7 +549,9 @@ impl Ends {
     ) -> Option<End> {
         if now >= self.next_link_check {
             self.next_link_check = now + LINK_CHECK.as_nanos() as u64;
-            if let Some(why) = linerate_backend::port::link_lost(cfg.backend, &cfg.iface) {
+            if let Some(why) =
+                linerate_backend::port::link_lost(cfg.backend, &cfg.wires, &cfg.iface)
+            {
                 return Some(End::LinkLost(why));
             }
         }

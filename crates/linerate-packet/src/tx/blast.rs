@@ -259,6 +259,7 @@ fn send_end_markers(
     // On the port blast sent on: a raw socket, or the loopback port itself.
     let (mut sock, _) = open_tx(
         cfg.backend.crafted_sender(),
+        &cfg.wires,
         &cfg.iface,
         t.len() + 4,
         0,
@@ -290,7 +291,7 @@ fn send_end_markers(
 /// sent.
 type Templates = (HashMap<u16, Template>, HashMap<u16, Encap>, Framing);
 fn templates(cfg: &BlastConfig) -> Result<Templates, BlastError> {
-    let mtu = linerate_backend::port::port_mtu(cfg.backend, &cfg.iface).ok();
+    let mtu = linerate_backend::port::port_mtu(cfg.backend, &cfg.wires, &cfg.iface).ok();
     let framing = Framing {
         mtu: cfg.framing.mtu.or(mtu),
         ..cfg.framing.clone()
@@ -327,8 +328,15 @@ fn open_workers(
     let mut note = None;
     for w in 0..workers {
         let traffic = super::send::traffic(&cfg.flows, &framing, cfg.macs_given, cfg.gso);
-        let (mut sock, n) = open_tx(cfg.backend, &cfg.iface, max_frame, w as u32, &traffic)?;
-        if let Tx::Udp(u) = &mut sock {
+        let (mut sock, n) = open_tx(
+            cfg.backend,
+            &cfg.wires,
+            &cfg.iface,
+            max_frame,
+            w as u32,
+            &traffic,
+        )?;
+        if let Some(u) = sock.udp_mut() {
             // A worker's frames repeat every flows x sizes frames (its
             // flows are every workers-th, a divisor of that period).
             let flows = usize::try_from(cfg.flows.count()).unwrap_or(usize::MAX);

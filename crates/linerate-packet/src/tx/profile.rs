@@ -41,6 +41,9 @@ pub struct ProfileConfig {
     /// The run ends at this time whatever the streams still have to send.
     pub duration: Duration,
     pub backend: BackendKind,
+    /// The loopback ports `backend` loopback opens (the caller's
+    /// registry; empty for kernel interfaces).
+    pub wires: linerate_backend::port::Wires,
     /// The source MAC of streams that do not give one.
     pub src_mac: [u8; 6],
     /// The CPU the sending thread is pinned to.
@@ -86,7 +89,7 @@ pub fn blast_profile(
     stop: &AtomicBool,
     on_interval: &mut dyn FnMut(&Interval),
 ) -> Result<BlastReport, BlastError> {
-    let mtu = linerate_backend::port::port_mtu(cfg.backend, &cfg.iface).ok();
+    let mtu = linerate_backend::port::port_mtu(cfg.backend, &cfg.wires, &cfg.iface).ok();
     let frames = (cfg.profile.streams.iter())
         .map(|s| {
             StreamFrames::new(s, cfg.src_mac, mtu).map_err(|e| BlastError::Template {
@@ -101,7 +104,7 @@ pub fn blast_profile(
         .max()
         .unwrap_or(64);
     let traffic = Traffic::raw("profile frames are crafted");
-    let (sock, note) = open_tx(cfg.backend, &cfg.iface, max_frame, 0, &traffic)?;
+    let (sock, note) = open_tx(cfg.backend, &cfg.wires, &cfg.iface, max_frame, 0, &traffic)?;
     super::blast::check_room(&cfg.iface, &sock, max_frame)?;
     let (backend, capabilities) = (sock.name(), sock.capabilities(&cfg.iface));
     let live: Vec<Live> = frames.iter().map(|_| Live::default()).collect();

@@ -19,7 +19,7 @@ fn rewritten(cfg: &BlastConfig, r: &Replay) -> Result<Vec<Vec<u8>>, BlastError> 
     let mtu = cfg
         .framing
         .mtu
-        .or_else(|| linerate_backend::port::port_mtu(cfg.backend, &cfg.iface).ok())
+        .or_else(|| linerate_backend::port::port_mtu(cfg.backend, &cfg.wires, &cfg.iface).ok())
         .unwrap_or(1500);
     let frames: Vec<Vec<u8>> = r
         .trace
@@ -186,7 +186,7 @@ pub(crate) fn replay(
     let max_frame = frames.iter().map(Vec::len).max().unwrap_or(64);
     // No flow spec: a replay's frames go as captured (raw).
     let traffic = Traffic::raw("a pcap replay sends the captured frames as they are");
-    let (mut sock, note) = open_tx(cfg.backend, &cfg.iface, max_frame, 0, &traffic)?;
+    let (mut sock, note) = open_tx(cfg.backend, &cfg.wires, &cfg.iface, max_frame, 0, &traffic)?;
     let (backend, capabilities, batch) = (sock.name(), sock.capabilities(&cfg.iface), sock.batch());
     let avg = frames.iter().map(|f| (f.len() + 4) as f64).sum::<f64>() / frames.len() as f64;
     let total = frames_to_send(r.loops, cfg.count, frames.len());

@@ -94,6 +94,9 @@ pub struct BlastConfig {
     /// [`CatchUp::Skip`].
     pub burst_tolerance: u32,
     pub backend: BackendKind,
+    /// The loopback ports `backend` loopback opens (the caller's
+    /// registry; empty for kernel interfaces).
+    pub wires: linerate_backend::port::Wires,
     /// One pinned worker (and backend socket) per core; empty = one unpinned worker.
     pub cores: Vec<usize>,
     /// Replay a trace instead of generating frames.

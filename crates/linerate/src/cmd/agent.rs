@@ -45,12 +45,13 @@ pub struct AgentArgs {
     /// Names the self-signed certificate is for (DNS names or addresses).
     #[arg(long, value_delimiter = ',', default_value = "localhost,127.0.0.1,::1")]
     cert_names: Vec<String>,
-    /// Backend that sends (af_packet, socket:raw, af_xdp).
-    #[arg(long, default_value = "af_packet")]
-    backend: String,
-    /// Backend that receives (af_packet, socket, af_xdp).
-    #[arg(long, default_value = "af_packet")]
-    rx_backend: String,
+    /// Backend that sends: one that sends crafted frames (af_packet,
+    /// socket:raw, af_xdp, loopback, dpdk).
+    #[arg(long, default_value = "af_packet", value_parser = super::BackendArg)]
+    backend: BackendKind,
+    /// Backend that receives.
+    #[arg(long, default_value = "af_packet", value_parser = super::BackendArg)]
+    rx_backend: BackendKind,
     /// Seconds a flow's receivers go on counting after its last frame.
     #[arg(long, default_value_t = 0.5)]
     drain: f64,
@@ -85,14 +86,14 @@ pub struct AgentArgs {
     out: super::out::OutputArgs,
 }
 
-fn backend(s: &str, what: &str) -> Result<BackendKind> {
-    match BackendKind::parse(s) {
-        // UDP sockets cannot carry the model's MACs, tags or TCP flags.
-        Some(BackendKind::Udp | BackendKind::Socket | BackendKind::Auto) if what == "--backend" => {
-            bail!("--backend {s}: the agent sends crafted frames: af_packet, socket:raw or af_xdp")
+/// The sending backend: UDP sockets cannot carry the model's MACs, tags
+/// or TCP flags.
+fn tx_backend(k: BackendKind) -> Result<BackendKind> {
+    match k {
+        BackendKind::Udp | BackendKind::Socket | BackendKind::Auto => {
+            bail!("--backend {k}: the agent sends crafted frames: af_packet, socket:raw or af_xdp")
         }
-        Some(k) => Ok(k),
-        None => bail!("{what} {s}: not a backend (af_packet, socket, socket:raw, af_xdp)"),
+        k => Ok(k),
     }
 }
 
@@ -138,8 +139,8 @@ fn peers(a: &AgentArgs, token: &str) -> Result<Option<Arc<linerate_agent::Peers>
 }
 
 pub fn run(a: &AgentArgs) -> Result<u8> {
-    let tx_backend = backend(&a.backend, "--backend")?;
-    let rx_backend = backend(&a.rx_backend, "--rx-backend")?;
+    let tx_backend = tx_backend(a.backend)?;
+    let rx_backend = a.rx_backend;
     if !(0.0..=60.0).contains(&a.drain) {
         bail!("--drain must be between 0 and 60 seconds");
     }
@@ -206,6 +207,7 @@ pub fn run(a: &AgentArgs) -> Result<u8> {
         allow: a.allow_iface.clone(),
         tx_backend,
         rx_backend,
+        wires: Default::default(),
         drain: Duration::from_secs_f64(a.drain),
         run_max: Duration::from_secs(a.max_run),
         interval: Duration::from_millis(200),

@@ -125,11 +125,10 @@ pub struct BlastArgs {
     /// DSCP: 0..63 or a name (ef, af41, cs5).
     #[arg(long, default_value = "0", value_parser = super::dscp)]
     dscp: u8,
-    /// auto, af_xdp, af_packet, socket (UDP sockets where the kernel can
-    /// build the traffic, raw frames otherwise), socket:udp, socket:raw or
-    /// dpdk.
-    #[arg(long, default_value = "auto")]
-    backend: String,
+    /// The backend (socket: UDP sockets where the kernel can build the
+    /// traffic, raw frames otherwise; socket:udp, socket:raw: one of them).
+    #[arg(long, default_value = "auto", value_parser = super::BackendArg)]
+    backend: BackendKind,
     #[command(flatten)]
     eal: super::dpdk::EalArgs,
     /// UDP GSO on the socket backend's UDP path: auto (on, except on a veth
@@ -147,9 +146,9 @@ pub struct BlastArgs {
     /// this run's report, beside the sender's.
     #[arg(long, value_name = "IFACE", conflicts_with = "pcap")]
     rx_iface: Option<String>,
-    /// Backend of --rx-iface: auto, af_packet, af_xdp or socket.
-    #[arg(long, default_value = "auto", requires = "rx_iface")]
-    rx_backend: String,
+    /// Backend of --rx-iface.
+    #[arg(long, default_value = "auto", requires = "rx_iface", value_parser = super::BackendArg)]
+    rx_backend: BackendKind,
     /// With --rx-iface: seconds to wait after the last frame for frames
     /// still on their way.
     #[arg(long, default_value_t = 0.5, requires = "rx_iface")]
@@ -176,9 +175,9 @@ pub struct SinkArgs {
     /// The sender is on another host: do not report one-way latency.
     #[arg(long)]
     remote_sender: bool,
-    /// auto, socket, af_packet, af_xdp or dpdk.
-    #[arg(long, default_value = "auto")]
-    backend: String,
+    /// The backend (socket:udp only sends).
+    #[arg(long, default_value = "auto", value_parser = super::BackendArg)]
+    backend: BackendKind,
     #[command(flatten)]
     eal: super::dpdk::EalArgs,
     /// One pinned receive worker per listed core (0,1): af_xdp gives each
@@ -219,14 +218,6 @@ pub struct SinkArgs {
 
 fn parse_tcp_flags(s: &str) -> Result<u8, String> {
     linerate_traffic::template::tcp_flags(s)
-}
-
-fn backend(s: &str) -> Result<BackendKind> {
-    BackendKind::parse(s).with_context(|| {
-        format!(
-            "unknown backend '{s}' (auto, af_xdp, af_packet, socket, socket:udp, socket:raw, dpdk)"
-        )
-    })
 }
 
 fn gso(s: &str) -> Result<Gso> {
@@ -318,7 +309,7 @@ fn replay_config(a: &BlastArgs, path: &std::path::Path) -> Result<linerate_packe
 }
 
 pub fn run_blast(a: &BlastArgs) -> Result<u8> {
-    super::dpdk::port_exists(&a.backend, &a.eal, &a.iface)?;
+    super::dpdk::port_exists(a.backend, &a.eal, &a.iface)?;
     if a.repeat.asked() {
         return a
             .repeat
@@ -339,7 +330,7 @@ fn run_blast_once(a: &BlastArgs, hold: bool) -> Result<Ended> {
         let cfg = super::profile::blast_config(
             path,
             &a.iface,
-            backend(&a.backend)?,
+            a.backend,
             a.src_mac.as_deref(),
             a.cores.as_ref().map(|c| c.0.as_slice()),
         )?;
@@ -353,7 +344,7 @@ fn run_blast_once(a: &BlastArgs, hold: bool) -> Result<Ended> {
     }
     let dst_ip = a.dst_ip.clone().context("--dst-ip is required")?;
     let (src_ip, src_mac) = source_addrs(a, dst_ip.contains(':'))?;
-    let kind = backend(&a.backend)?;
+    let kind = a.backend;
     // Flags are checked before the neighbour is looked up.
     let offered = rate(a)?;
     let dst_mac = match &a.dst_mac {
@@ -402,7 +393,8 @@ fn run_blast_once(a: &BlastArgs, hold: bool) -> Result<Ended> {
         burst: a.burst,
         catch_up: a.catch_up.into(),
         burst_tolerance: a.burst_tolerance,
-        backend: backend(&a.backend)?,
+        backend: a.backend,
+        wires: Default::default(),
         cores: a.cores.clone().map(|c| c.0).unwrap_or_default(),
         replay: None,
         macs_given: a.src_mac.is_some() || a.dst_mac.is_some(),
@@ -434,7 +426,8 @@ fn replay_blast_config(a: &BlastArgs, path: &std::path::Path) -> Result<BlastCon
         burst: a.burst,
         catch_up: a.catch_up.into(),
         burst_tolerance: a.burst_tolerance,
-        backend: backend(&a.backend)?,
+        backend: a.backend,
+        wires: Default::default(),
         cores: vec![],
         replay: Some(replay_config(a, path)?),
         macs_given: true,
@@ -461,7 +454,7 @@ fn source_addrs(a: &BlastArgs, v6: bool) -> Result<(String, String)> {
     };
     let src_mac = match &a.src_mac {
         Some(m) => m.clone(),
-        None => linerate_backend::port::port_mac(backend(&a.backend)?, &a.iface)
+        None => linerate_backend::port::port_mac(a.backend, &Default::default(), &a.iface)
             .map(linerate_backend::iface::format_mac)
             .with_context(|| format!("interface {} does not exist", a.iface))?,
     };
@@ -644,7 +637,8 @@ fn blast_and_count(
         iface: rx.to_string(),
         // Bounded in any case: the sender's time, the drain, and slack.
         duration: sending.duration() + drain + Duration::from_secs(30),
-        backend: backend(&a.rx_backend)?,
+        backend: a.rx_backend,
+        wires: Default::default(),
         clocks_shared: true,
         until_packets: None,
         capture: None,
@@ -675,7 +669,8 @@ fn sink_config(a: &SinkArgs) -> Result<SinkConfig> {
     Ok(SinkConfig {
         iface: a.iface.clone(),
         duration: duration(a.duration.unwrap_or(SINK_UNTIL_STOPPED_S))?,
-        backend: backend(&a.backend)?,
+        backend: a.backend,
+        wires: Default::default(),
         clocks_shared: !a.remote_sender,
         until_packets: a.count,
         capture: a.write.as_ref().map(|path| CaptureConfig {
@@ -694,7 +689,7 @@ fn sink_config(a: &SinkArgs) -> Result<SinkConfig> {
 const SINK_UNTIL_STOPPED_S: f64 = 86_400.0;
 
 pub fn run_sink(a: &SinkArgs) -> Result<u8> {
-    super::dpdk::port_exists(&a.backend, &a.eal, &a.iface)?;
+    super::dpdk::port_exists(a.backend, &a.eal, &a.iface)?;
     let streams = match &a.profile {
         Some(p) => super::profile::names(&linerate_traffic::profile::Profile::load(p)?),
         None => Vec::new(),

@@ -28,8 +28,8 @@ impl EalArgs {
 
 /// Checks that `name` is a port of `backend`: with `dpdk`, a port of the
 /// EAL (set up with `--eal` first); else a kernel interface.
-pub fn port_exists(backend: &str, eal: &EalArgs, name: &str) -> Result<()> {
-    if BackendKind::parse(backend) != Some(BackendKind::Dpdk) {
+pub fn port_exists(backend: BackendKind, eal: &EalArgs, name: &str) -> Result<()> {
+    if backend != BackendKind::Dpdk {
         if eal.eal.is_some() {
             bail!("--eal goes with --backend dpdk");
         }
@@ -38,7 +38,7 @@ pub fn port_exists(backend: &str, eal: &EalArgs, name: &str) -> Result<()> {
     if eal.eal.is_some() {
         linerate_backend::dpdk::set_eal_args(&eal.words())?;
     }
-    match port_mtu(BackendKind::Dpdk, name) {
+    match port_mtu(BackendKind::Dpdk, &Default::default(), name) {
         Ok(_) => Ok(()),
         Err(e) => bail!("{e}"),
     }

@@ -35,9 +35,9 @@ pub struct FwdArgs {
     /// Destination MAC for --mode mac.
     #[arg(long)]
     dst_mac: Option<String>,
-    /// auto, socket, af_packet, af_xdp or dpdk.
-    #[arg(long, default_value = "auto")]
-    backend: String,
+    /// The backend (socket: raw frames; socket:udp cannot forward).
+    #[arg(long, default_value = "auto", value_parser = super::BackendArg)]
+    backend: BackendKind,
     #[command(flatten)]
     eal: super::dpdk::EalArgs,
     /// Seconds to run.
@@ -128,17 +128,12 @@ pub fn run(a: &FwdArgs) -> Result<u8> {
 
 /// The forwarder the flags ask for (checked).
 fn fwd_config(a: &FwdArgs) -> Result<FwdConfig> {
-    super::dpdk::port_exists(&a.backend, &a.eal, &a.iface)?;
+    super::dpdk::port_exists(a.backend, &a.eal, &a.iface)?;
     if let Some(o) = &a.out_iface {
-        super::dpdk::port_exists(&a.backend, &a.eal, o)?;
+        super::dpdk::port_exists(a.backend, &a.eal, o)?;
     }
     let mode = fwd_mode(a)?;
-    let backend = BackendKind::parse(&a.backend).with_context(|| {
-        format!(
-            "unknown backend '{}' (auto, socket, af_packet, af_xdp, dpdk)",
-            a.backend
-        )
-    })?;
+    let backend = a.backend;
     if !(a.duration.is_finite() && a.duration > 0.0) {
         bail!("--duration must be a number of seconds above zero");
     }
@@ -154,6 +149,7 @@ fn fwd_config(a: &FwdArgs) -> Result<FwdConfig> {
         tx_iface: a.out_iface.clone(),
         mode,
         backend,
+        wires: Default::default(),
         duration: Duration::from_secs_f64(a.duration),
         count: a.count,
         noisy: Noisy {

@@ -21,6 +21,40 @@ pub mod rfc2544_outcome;
 pub mod rr;
 pub mod selftest;
 
+/// `--backend` (and `--rx-backend`) of every command: the names
+/// `linerate_backend::port::BackendKind` lists, shown by help and the
+/// completions; an unknown name refused with the list.
+#[derive(Debug, Clone, Copy)]
+pub struct BackendArg;
+
+impl clap::builder::TypedValueParser for BackendArg {
+    type Value = linerate_backend::port::BackendKind;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        _: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Self::Value, clap::Error> {
+        value
+            .to_string_lossy()
+            .parse()
+            .map_err(|e: linerate_backend::port::UnknownBackend| {
+                clap::Error::raw(clap::error::ErrorKind::InvalidValue, format!("{e}\n"))
+                    .with_cmd(cmd)
+            })
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        use linerate_backend::port::BackendKind;
+        Some(Box::new(BackendKind::ALL.iter().map(|k| {
+            clap::builder::PossibleValue::new(k.name()).aliases(k.aliases().iter().copied())
+        })))
+    }
+}
+
 /// A list of CPU numbers (`0,1`, `0-3,8`), as every command takes them.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CpuList(pub Vec<usize>);

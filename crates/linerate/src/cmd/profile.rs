@@ -27,7 +27,7 @@ pub fn blast_config(
                 .with_context(|| format!("'{m}' is not a MAC address"))?
                 .0
         }
-        None => linerate_backend::port::port_mac(backend, iface)
+        None => linerate_backend::port::port_mac(backend, &Default::default(), iface)
             .with_context(|| format!("interface {iface} does not exist"))?,
     };
     let core = match cores {
@@ -44,6 +44,7 @@ pub fn blast_config(
         scale: 1.0,
         duration: Duration::from_secs(3),
         backend,
+        wires: Default::default(),
         src_mac,
         core,
         interval: None,

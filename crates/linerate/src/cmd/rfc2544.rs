@@ -139,9 +139,9 @@ pub struct Rfc2544Args {
     /// interval (`--repeat N`, or `--ci-target 2% --max-runs M`).
     #[command(flatten)]
     repeat: super::out::RepeatArgs,
-    /// Backend of both ports: af_packet (default), af_xdp, socket, dpdk.
-    #[arg(long, default_value = "af_packet")]
-    backend: String,
+    /// Backend of both ports.
+    #[arg(long, default_value = "af_packet", value_parser = super::BackendArg)]
+    backend: linerate_packet::BackendKind,
     #[command(flatten)]
     eal: super::dpdk::EalArgs,
     #[command(flatten)]
@@ -227,11 +227,6 @@ fn trial_line(t: &Trial) -> String {
     )
 }
 
-/// The ports' kind, for their MACs (an unknown name is refused later).
-fn port_kind(a: &Rfc2544Args) -> linerate_packet::BackendKind {
-    linerate_packet::BackendKind::parse(&a.backend).unwrap_or(linerate_packet::BackendKind::Auto)
-}
-
 pub fn run(a: &Rfc2544Args) -> Result<u8> {
     check_args(a)?;
     let stop = super::stop_flag()?;
@@ -311,12 +306,6 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
     Ok(ended.exit_code)
 }
 
-/// The backend `--backend` names.
-fn backend_kind(a: &Rfc2544Args) -> Result<linerate_packet::BackendKind> {
-    linerate_packet::BackendKind::parse(&a.backend)
-        .with_context(|| format!("unknown backend '{}'", a.backend))
-}
-
 /// What the trials send, and the frame sizes searched: the flows given.
 fn device_runner(
     a: &Rfc2544Args,
@@ -333,7 +322,8 @@ fn device_runner(
         rx_iface: a.rx_iface.clone(),
         flows,
         reverse: reverse_flows(a, src_ip, dst_ip)?,
-        backend: backend_kind(a)?,
+        backend: a.backend,
+        wires: Default::default(),
         drain: Duration::from_secs_f64(a.drain.max(0.0)),
         clocks_shared: true,
         stop: stop.shared(),
@@ -350,7 +340,7 @@ fn profile_runner(
     path: &std::path::Path,
     stop: &linerate_run::Cancel,
 ) -> Result<(Box<dyn TrialRunner>, Vec<FrameSize>, serde_json::Value)> {
-    let backend = backend_kind(a)?;
+    let backend = a.backend;
     let mut sender =
         super::profile::blast_config(path, &a.tx_iface, backend, a.src_mac.as_deref(), None)?;
     sender.profile = sender.profile.for_trials();
@@ -385,8 +375,8 @@ fn profile_runner(
 
 /// The ports exist, are two, and the tests are known ones.
 fn check_args(a: &Rfc2544Args) -> Result<()> {
-    super::dpdk::port_exists(&a.backend, &a.eal, &a.tx_iface)?;
-    super::dpdk::port_exists(&a.backend, &a.eal, &a.rx_iface)?;
+    super::dpdk::port_exists(a.backend, &a.eal, &a.tx_iface)?;
+    super::dpdk::port_exists(a.backend, &a.eal, &a.rx_iface)?;
     for t in &a.tests {
         if !["throughput", "latency", "loss", "back-to-back"].contains(&t.as_str()) {
             bail!("--tests: '{t}' is not one of throughput, latency, loss, back-to-back");
@@ -411,7 +401,7 @@ fn forward_macs(a: &Rfc2544Args, dst_ip: &str) -> Result<(String, String)> {
     };
     let src_mac = match &a.src_mac {
         Some(m) => m.clone(),
-        None => linerate_backend::port::port_mac(port_kind(a), &a.tx_iface)
+        None => linerate_backend::port::port_mac(a.backend, &Default::default(), &a.tx_iface)
             .map(linerate_backend::iface::format_mac)
             .with_context(|| format!("--tx-iface {}", a.tx_iface))?,
     };
@@ -432,7 +422,7 @@ fn reverse_flows(a: &Rfc2544Args, src_ip: &str, dst_ip: &str) -> Result<Option<F
         None => super::blast::next_hop_mac(&a.rx_iface, src_ip)
             .context("--bidir: the device's MAC on the rx side (--reverse-dst-mac)")?,
     };
-    let src_mac = linerate_backend::port::port_mac(port_kind(a), &a.rx_iface)
+    let src_mac = linerate_backend::port::port_mac(a.backend, &Default::default(), &a.rx_iface)
         .map(linerate_backend::iface::format_mac)
         .with_context(|| format!("--rx-iface {}", a.rx_iface))?;
     Ok(Some(FlowSpec::parse(
