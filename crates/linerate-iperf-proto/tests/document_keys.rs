@@ -8,8 +8,8 @@
 //! meant to change).
 
 use linerate_iperf_proto::report::{
-    Cpu, DepartureStats, IntervalSample, OutputMode, Report, Role, StartInfo, StreamDesc,
-    StreamFinal, TcpFinal, TcpSample, UdpRxSample,
+    Cpu, DepartureStats, Extra, IntervalSample, Mptcp, OutputMode, Report, Role, StartInfo,
+    StreamDesc, StreamFinal, TcpFinal, TcpSample, UdpRxSample,
 };
 use linerate_iperf_proto::{Params, PeerResults, Protocol, StreamResult, TestMode};
 use std::net::SocketAddr;
@@ -27,7 +27,7 @@ struct Case {
     peer: Option<PeerResults>,
     diskfile: Option<(&'static str, u64)>,
     error: Option<&'static str>,
-    mptcp: Option<(u32, u32)>,
+    mptcp: Option<(usize, usize)>,
 }
 
 fn addr(s: &str) -> SocketAddr {
@@ -216,7 +216,11 @@ fn params(protocol: Protocol, mode: TestMode, parallel: u32) -> Params {
         mode,
         time_s: 2,
         parallel,
-        len: if protocol == Protocol::Udp { 1400 } else { 131_072 },
+        len: if protocol == Protocol::Udp {
+            1400
+        } else {
+            131_072
+        },
         ..Params::default()
     }
 }
@@ -248,7 +252,10 @@ fn cases() -> Vec<Case> {
                     tcp_sample(6, false, 1.0, 950_000, false),
                 ],
             ],
-            finals: vec![tcp_final(5, true, 2_100_000), tcp_final(6, false, 1_850_000)],
+            finals: vec![
+                tcp_final(5, true, 2_100_000),
+                tcp_final(6, false, 1_850_000),
+            ],
             peer: Some(PeerResults {
                 server_output_text: Some("server said\n".into()),
                 ..peer_tcp(&[(5, 2_000_000, -1), (6, 1_900_000, 9)])
@@ -271,7 +278,9 @@ fn cases() -> Vec<Case> {
             ]],
             finals: vec![tcp_final(5, true, 1_000_000), tcp_final(7, true, 1_200_000)],
             peer: Some(PeerResults {
-                server_output_json: Some(serde_json::json!({"start": {"cookie": "c"}, "b": [1, 2.5]})),
+                server_output_json: Some(
+                    serde_json::json!({"start": {"cookie": "c"}, "b": [1, 2.5]}),
+                ),
                 ..peer_tcp(&[(1, 990_000, -1), (3, 1_190_000, -1)])
             }),
             diskfile: None,
@@ -370,19 +379,16 @@ fn run(c: &Case, mode: OutputMode) -> (String, String, String) {
         r.set_error(e);
     }
     let doctor = serde_json::json!({"warnings": ["w1"], "limits": {"cpu": 3}});
-    let mptcp = c.mptcp.map(|(multipath, tcp)| {
-        serde_json::json!({"streams": tcp, "multipath": multipath, "fell_back_to_tcp": tcp - multipath})
-    });
-    let mut extra = vec![("doctor", doctor)];
-    if let Some(m) = mptcp {
-        extra.push(("mptcp", m));
-    }
+    let extra = Extra {
+        doctor: Some(doctor),
+        mptcp: c.mptcp.map(|(multipath, tcp)| Mptcp::new(multipath, tcp)),
+    };
     let cpu = Cpu {
         total: 3.5,
         user: 1.25,
         system: 2.25,
     };
-    out.push_str(&r.finish(&c.finals, cpu, c.peer.as_ref(), &extra));
+    out.push_str(&r.finish(&c.finals, cpu, c.peer.as_ref(), extra));
     let mut outcome = None;
     while let Some(e) = r.poll_run_event() {
         if let linerate_run::Event::End(end) = e {
@@ -411,8 +417,7 @@ fn check(name: &str, got: &str) {
         std::fs::write(&path, &got).unwrap();
         return;
     }
-    let want = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     if got != want {
         let line = got
             .lines()
