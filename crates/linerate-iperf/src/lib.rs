@@ -2,6 +2,7 @@
 //! stream, timers and output around the sans-IO protocol of `linerate-iperf-proto`.
 
 pub mod client;
+pub mod credentials;
 pub mod driven;
 mod meter;
 pub mod net;

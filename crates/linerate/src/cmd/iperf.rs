@@ -1042,47 +1042,27 @@ fn server_auth(args: &IperfArgs) -> Result<Option<ServerAuth>> {
         (Some(k), Some(u)) => (k, u),
         _ => bail!("{}", IErr::SET_SERVER_AUTH.message()),
     };
-    std::fs::File::open(users)
-        .with_context(|| format!("{}: {}", IErr::SERVER_AUTH_USERS.message(), users.display()))?;
-    let pem = std::fs::read_to_string(key)
-        .with_context(|| format!("{}: {}", IErr::SET_SERVER_AUTH.message(), key.display()))?;
-    let key = auth::private_key_from_pem(&pem)
-        .with_context(|| format!("{}: {}", IErr::SET_SERVER_AUTH.message(), key.display()))?;
-    Ok(Some(ServerAuth {
+    Ok(Some(linerate_iperf::credentials::server_auth(
         key,
-        users_path: absolute(users)?,
-        skew_s: args.time_skew_threshold.unwrap_or(10),
-        padding: padding(args),
-    }))
+        users,
+        args.time_skew_threshold.unwrap_or(10),
+        padding(args),
+    )?))
 }
 
-/// The client's credentials: user, the server's public key, and the
-/// password from IPERF3_PASSWORD or the terminal (iperf3's error 22 when
-/// any is missing).
+/// The client's credentials (iperf3's error 22 when the user or the key
+/// is missing).
 fn client_auth(args: &IperfArgs) -> Result<Option<ClientAuth>> {
     let (user, key) = match (&args.username, &args.rsa_public_key_path) {
         (None, None) => return Ok(None),
         (Some(u), Some(k)) => (u, k),
         _ => bail!("{}", IErr::SET_CLIENT_AUTH.message()),
     };
-    let what = || format!("{}: {}", IErr::SET_CLIENT_AUTH.message(), key.display());
-    let pem = std::fs::read_to_string(key).with_context(what)?;
-    let key = auth::public_key_from_pem(&pem).with_context(what)?;
-    let password = match std::env::var("IPERF3_PASSWORD") {
-        Ok(p) => p,
-        Err(_) => linerate_backend::term::read_password("Password: ").with_context(|| {
-            format!(
-                "{} (no IPERF3_PASSWORD, and no terminal to ask on)",
-                IErr::SET_CLIENT_AUTH.message()
-            )
-        })?,
-    };
-    Ok(Some(ClientAuth {
-        user: user.clone(),
-        password,
+    Ok(Some(linerate_iperf::credentials::client_auth(
+        user,
         key,
-        padding: padding(args),
-    }))
+        padding(args),
+    )?))
 }
 
 fn run_client(args: &IperfArgs, host: &str) -> Result<u8> {
