@@ -2,7 +2,8 @@
 //! key and users file (iperf3's errors 23 and 35), the client's public key
 //! and password (error 22). Which flags name them is the caller's check.
 
-use crate::{ClientAuth, ServerAuth};
+use crate::client::ClientAuth;
+use crate::server::ServerAuth;
 use linerate_iperf_proto::IErr;
 use linerate_iperf_proto::auth::{self, Padding};
 use std::path::{Path, PathBuf};
