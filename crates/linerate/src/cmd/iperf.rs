@@ -1120,8 +1120,6 @@ fn run_client_once(args: &IperfArgs, host: &str, quiet: bool) -> Result<linerate
     Ok(end.ended)
 }
 
-/// The client's options from its flags (no reporters, no early finish:
-/// the run sets those).
 /// UDP GSO for this client: on (linerate's default) unless `--no-gso`,
 /// or unless the datagrams leave by a veth that would hand a GSO batch to
 /// its peer whole (then off, and said: its datagrams would be counted and
@@ -1133,17 +1131,7 @@ fn udp_gso(args: &IperfArgs, host: &str) -> bool {
     if !args.udp || args.gsro || args.reverse {
         return true;
     }
-    use std::net::ToSocketAddrs;
-    let Some(dst) = (host, args.port)
-        .to_socket_addrs()
-        .ok()
-        .and_then(|mut a| a.next())
-    else {
-        return true;
-    };
-    match linerate_backend::ethtool::udp_egress(dst)
-        .filter(|i| linerate_backend::ethtool::gso_batches_pass_whole(i))
-    {
+    match linerate_iperf::net::veth_passing_gso_whole(host, args.port) {
         Some(iface) => {
             eprintln!(
                 "linerate: UDP GSO off: {iface} is a veth that hands a GSO batch to its peer whole, so the datagrams would be counted but never cross as datagrams (--gsro keeps it on; `ethtool -K {iface} tx-udp-segmentation off` makes the kernel split them)"
@@ -1154,6 +1142,8 @@ fn udp_gso(args: &IperfArgs, host: &str) -> bool {
     }
 }
 
+/// The client's options from its flags (no reporters, no early finish:
+/// the run sets those).
 fn client_options(args: &IperfArgs, host: &str) -> Result<ClientOptions> {
     let (params, bandwidth_given) = args.params()?;
     Ok(ClientOptions {
