@@ -85,6 +85,38 @@ pub fn parse_suffixed(s: &str, base: u64) -> Option<u64> {
     (v.is_finite() && v >= 0.0).then_some((v * mult as f64) as u64)
 }
 
+/// A C `strtol(s, &end, 0)`: the integer at the start of `s` (decimal,
+/// `0x` hex or `0` octal, optional sign) and what follows it.
+pub fn c_integer_prefix(s: &str) -> (Option<i64>, &str) {
+    let t = s.trim_start();
+    let (neg, body) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let (radix, digits) =
+        if let Some(h) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+            (16, h)
+        } else if body.len() > 1 && body.starts_with('0') {
+            (8, &body[1..])
+        } else {
+            (10, body)
+        };
+    let end = digits
+        .char_indices()
+        .find(|(_, c)| !c.is_digit(radix))
+        .map_or(digits.len(), |(i, _)| i);
+    if end == 0 {
+        // "0" alone, or "0x" with no hex digit: the 0 is the number.
+        return match body.strip_prefix('0') {
+            Some(rest) => (Some(0), rest),
+            None => (None, s),
+        };
+    }
+    let v = i64::from_str_radix(&digits[..end], radix).ok();
+    (v.map(|v| if neg { -v } else { v }), &digits[end..])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,5 +141,15 @@ mod tests {
         assert_eq!(parse_suffixed("100", 1000), Some(100));
         assert_eq!(parse_suffixed("x", 1000), None);
         assert_eq!(parse_suffixed("-1", 1000), None);
+    }
+
+    #[test]
+    fn c_integers_as_strtol_reads_them() {
+        assert_eq!(c_integer_prefix("2/3"), (Some(2), "/3"));
+        assert_eq!(c_integer_prefix("0x1f,2"), (Some(31), ",2"));
+        assert_eq!(c_integer_prefix("010"), (Some(8), ""));
+        assert_eq!(c_integer_prefix("0x"), (Some(0), "x"));
+        assert_eq!(c_integer_prefix("-4"), (Some(-4), ""));
+        assert_eq!(c_integer_prefix("abc"), (None, "abc"));
     }
 }

@@ -6,8 +6,9 @@ use crate::net::{self, CpuMeter, Family};
 use crate::set::{Conn, Running, StreamOpts, forward_events, spawn_streams};
 use linerate_iperf_proto::client::{ClientError, ClientEvent, ClientSession};
 use linerate_iperf_proto::params::{TCP_LEN_DEFAULT, UDP_RATE_DEFAULT_BPS};
+use linerate_iperf_proto::report::doc::{ErrorDocument, StreamEvent};
 use linerate_iperf_proto::report::{
-    OutputMode, Report, Role, StartInfo, StreamDesc, StreamFinal, peer_results,
+    Extra, Mptcp, OutputMode, Report, Role, StartInfo, StreamDesc, StreamFinal, peer_results,
 };
 use linerate_iperf_proto::{Params, PeerResults, Protocol, cookie_str, make_cookie, udp_connect};
 use std::io::{ErrorKind, Write};
@@ -747,19 +748,17 @@ impl<'a> ClientTest<'a> {
                     let size = std::fs::metadata(f).map_or(0, |m| m.len());
                     rep.set_diskfile(&f.display().to_string(), size);
                 }
-                let mut extra = vec![("doctor", doctor)];
-                if let Some((multipath, tcp)) = self.mptcp {
-                    extra.push((
-                        "mptcp",
-                        serde_json::json!({"streams": tcp, "multipath": multipath,
-                            "fell_back_to_tcp": tcp - multipath}),
-                    ));
-                }
+                let extra = Extra {
+                    doctor: Some(doctor),
+                    mptcp: self
+                        .mptcp
+                        .map(|(multipath, tcp)| Mptcp::new(multipath, tcp)),
+                };
                 let text = rep.finish(
                     &self.finals,
                     self.cpu.read(),
                     self.server_results.as_ref(),
-                    &extra,
+                    extra,
                 );
                 let _ = self.out.write_all(text.as_bytes());
                 let _ = self.out.flush();
@@ -798,19 +797,11 @@ fn client_event_name(ev: &ClientEvent) -> String {
 /// `start` with no connections, the version and the host, and the error
 /// (`--json-stream`: one error event).
 fn error_document(opts: &ClientOptions, e: &ClientFailure) -> String {
+    let error = e.to_string();
     if opts.output.json_stream {
-        return serde_json::json!({"event": "error", "data": e.to_string()}).to_string();
+        return serde_json::to_string(&StreamEvent::new("error", &error)).unwrap_or_default();
     }
-    let doc = serde_json::json!({
-        "start": {
-            "connected": [],
-            "version": format!("iperf 3.21 (linerate {})", env!("CARGO_PKG_VERSION")),
-            "system_info": net::system_info(),
-        },
-        "intervals": [],
-        "end": {},
-        "error": e.to_string(),
-    });
+    let doc = ErrorDocument::new(net::system_info(), error);
     serde_json::to_string_pretty(&doc).unwrap_or_default()
 }
 

@@ -2,12 +2,16 @@
 //! stream, timers and output around the sans-IO protocol of `linerate-iperf-proto`.
 
 pub mod client;
+pub mod credentials;
+pub mod driven;
 mod meter;
 pub mod net;
+pub mod output;
 pub mod server;
 mod set;
 mod stream;
 
 pub use client::{ClientAuth, ClientFailure, ClientOptions};
+pub use driven::{ClientEnd, run_client};
 pub use net::Family;
 pub use server::{Limits, ServerAuth, ServerOptions};

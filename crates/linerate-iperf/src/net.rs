@@ -445,6 +445,16 @@ pub fn write_within(
     Ok(())
 }
 
+/// The interface UDP datagrams to `host:port` leave by, when it is a veth
+/// that hands a GSO batch to its peer whole (its datagrams would be
+/// counted and never cross as datagrams).
+pub fn veth_passing_gso_whole(host: &str, port: u16) -> Option<String> {
+    use std::net::ToSocketAddrs;
+    let dst = (host, port).to_socket_addrs().ok()?.next()?;
+    linerate_backend::ethtool::udp_egress(dst)
+        .filter(|i| linerate_backend::ethtool::gso_batches_pass_whole(i))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

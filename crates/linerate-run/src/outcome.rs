@@ -50,8 +50,7 @@ impl Outcome for Failed {
 }
 
 /// An outcome given as a finished document and summary, with its figure:
-/// for results whose document is another tool's format, built in one
-/// place (iperf3's `-J`, exact to the key), and for tests.
+/// for tests and for documents that arrive whole from elsewhere.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Written {
     pub document: Value,

@@ -4,181 +4,18 @@
 
 use crate::units;
 use crate::{Params, PeerResults, Protocol, StreamResult, TestMode};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use std::fmt::Write as _;
-use std::net::SocketAddr;
 
-mod json;
+mod date;
+pub mod doc;
+mod figures;
 mod text;
 
-pub use json::http_date;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    Client,
-    Server,
-}
-
-/// How output is printed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct OutputMode {
-    /// `-J`: one JSON document at the end.
-    pub json: bool,
-    /// `--json-stream`: one JSON event per line.
-    pub json_stream: bool,
-    /// `--json-stream-full-output`: with `--json-stream`, the whole `-J`
-    /// document follows the events (iperf3 3.21).
-    pub json_stream_full: bool,
-    /// `-f`: fixed unit letter.
-    pub format: Option<char>,
-    /// `-V`: iperf3's verbose lines (cookie, MSS, "Starting Test", "Test
-    /// Complete", "CPU Utilization", the congestion algorithms).
-    pub verbose: bool,
-}
-
-impl OutputMode {
-    /// Human text (neither -J nor --json-stream).
-    pub fn human(&self) -> bool {
-        !self.json && !self.json_stream
-    }
-}
-
-/// A connected data stream.
-#[derive(Debug, Clone)]
-pub struct StreamDesc {
-    pub id: u32,
-    /// The socket's fd number: iperf3's `[  5]` and the JSON `socket`.
-    pub socket: i32,
-    /// Whether this host sends on it.
-    pub sender: bool,
-    pub local: SocketAddr,
-    pub remote: SocketAddr,
-}
-
-/// What is known when the test starts.
-#[derive(Debug, Clone)]
-pub struct StartInfo {
-    pub role: Role,
-    pub params: Params,
-    pub cookie: String,
-    pub system_info: String,
-    pub timestamp_secs: u64,
-    /// Client: the host as typed and the port; server: the client's address.
-    pub peer_host: String,
-    pub peer_port: u16,
-    pub tcp_mss_default: u32,
-    pub sndbuf_actual: u64,
-    pub rcvbuf_actual: u64,
-    pub interval_s: f64,
-    /// This side sends UDP with GSO / asks for GRO on its UDP receivers
-    /// (iperf3 3.21's `test_start.gso` / `gro`).
-    pub gso: bool,
-    pub gro: bool,
-    pub streams: Vec<StreamDesc>,
-    /// Facts about this host for the run-model start event (read by the
-    /// I/O layer: this crate reads nothing).
-    pub host: linerate_run::Host,
-}
-
-/// TCP_INFO figures of a sending stream in one interval.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct TcpSample {
-    pub retransmits: u64,
-    /// Reorderings the sender's TCP saw in the interval (tcpi_reord_seen).
-    pub reorder: u64,
-    pub snd_cwnd: u64,
-    pub snd_wnd: u64,
-    pub rtt_us: u32,
-    pub rttvar_us: u32,
-    pub pmtu: u32,
-}
-
-/// A UDP receiver's figures in one interval.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct UdpRxSample {
-    pub jitter_ms: f64,
-    pub lost: u64,
-    pub packets: u64,
-}
-
-/// One stream over one interval.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct IntervalSample {
-    pub id: u32,
-    pub socket: i32,
-    pub sender: bool,
-    pub start: f64,
-    pub end: f64,
-    pub bytes: u64,
-    pub omitted: bool,
-    pub tcp: Option<TcpSample>,
-    /// UDP sender: datagrams sent in the interval.
-    pub udp_tx_packets: Option<u64>,
-    pub udp_rx: Option<UdpRxSample>,
-}
-
-/// End-of-test TCP figures of a sending stream.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct TcpFinal {
-    pub retransmits: u64,
-    /// Reorderings seen over the test (tcpi_reord_seen).
-    pub reorder: u64,
-    pub max_snd_cwnd: u64,
-    pub max_snd_wnd: u64,
-    pub max_rtt: u32,
-    pub min_rtt: u32,
-    pub mean_rtt: u32,
-}
-
-/// One stream's own figures at the end (after the omit period).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct StreamFinal {
-    pub id: u32,
-    pub socket: i32,
-    pub sender: bool,
-    pub bytes: u64,
-    pub seconds: f64,
-    /// Sender: datagrams sent (cumulative); receiver: highest sequence seen.
-    pub packets: u64,
-    pub omitted_packets: u64,
-    /// Receiver: lost, cumulative (iperf3's count).
-    pub errors: u64,
-    pub omitted_errors: u64,
-    pub out_of_order: u64,
-    pub jitter_s: f64,
-    pub tcp: Option<TcpFinal>,
-    /// linerate's exact UDP counts (receiver): duplicates, late, lost.
-    pub exact: Option<(u64, u64, u64)>,
-    /// Send calls refused by the kernel (EAGAIN/ENOBUFS), sender.
-    pub send_errors: u64,
-    pub congestion: Option<String>,
-    /// Paced senders: measured gaps between send calls.
-    pub departures: Option<DepartureStats>,
-}
-
-/// How evenly a paced sender sent: gaps between its send calls, measured
-/// by the sender itself (each call hands `units_per_call` datagrams or
-/// blocks to the kernel).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct DepartureStats {
-    pub calls: u64,
-    pub units_per_call: f64,
-    pub target_gap_us: f64,
-    pub mean_gap_us: f64,
-    pub stddev_gap_us: f64,
-    pub min_gap_us: f64,
-    pub max_gap_us: f64,
-    /// p50, p99 and p99.9 of the gaps.
-    pub gap_percentiles_us: [f64; 3],
-}
-
-/// CPU use of one side, percent of wall time.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Cpu {
-    pub total: f64,
-    pub user: f64,
-    pub system: f64,
-}
+pub use date::http_date;
+use doc::{EndDoc, EndInput, IntervalDoc, IntervalSet, LinerateDoc, StartDoc, StreamEvent};
+pub use doc::{Extra, IperfOutcome, Mptcp};
+pub use figures::*;
 
 /// Builds results to send to the peer from this side's figures.
 pub fn peer_results(finals: &[StreamFinal], cpu: Cpu, is_tcp: bool) -> PeerResults {
@@ -221,8 +58,8 @@ pub fn peer_results(finals: &[StreamFinal], cpu: Cpu, is_tcp: bool) -> PeerResul
 pub struct Report {
     info: StartInfo,
     mode: OutputMode,
-    start: Value,
-    intervals: Vec<Value>,
+    start: StartDoc,
+    intervals: Vec<IntervalSet>,
     /// Everything printed in human form (for `--get-server-output`).
     text: String,
     header_printed: bool,
@@ -262,107 +99,19 @@ fn stream_row(
     })
 }
 
-fn round6(x: f64) -> f64 {
-    (x * 1e6).round() / 1e6
-}
-
-fn addr_host(a: &SocketAddr) -> String {
-    match a {
-        SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
-            Some(v4) => v4.to_string(),
-            None => v6.ip().to_string(),
-        },
-        SocketAddr::V4(v4) => v4.ip().to_string(),
-    }
-}
-
 /// iperf3's `test_start` object: the test as the parameters set it (also
 /// the run model's start configuration of the client and server).
 pub fn test_start(p: &Params, interval_s: f64, gso: bool, gro: bool) -> Value {
-    json!({
-        "protocol": if p.protocol == Protocol::Tcp { "TCP" } else { "UDP" },
-        "num_streams": p.parallel, "blksize": p.len, "omit": p.omit_s, "duration": p.time_s,
-        "bytes": p.num_bytes, "blocks": p.block_count,
-        "reverse": u8::from(p.mode == TestMode::Reverse), "tos": p.tos,
-        "target_bitrate": p.bandwidth_bps, "bidir": u8::from(p.mode == TestMode::Bidir),
-        "fqrate": p.fq_rate_bps, "interval": interval_s,
-        "gso": u8::from(gso), "gro": u8::from(gro),
-    })
+    serde_json::to_value(doc::TestStart::new(p, interval_s, gso, gro)).unwrap_or(Value::Null)
 }
 
 impl Report {
     pub fn new(info: StartInfo, mode: OutputMode) -> Self {
-        let p = &info.params;
-        let connected: Vec<Value> = info
-            .streams
-            .iter()
-            .map(|s| {
-                json!({"socket": s.socket, "local_host": addr_host(&s.local), "local_port": s.local.port(),
-                       "remote_host": addr_host(&s.remote), "remote_port": s.remote.port()})
-            })
-            .collect();
-        let mut start = Map::new();
-        start.insert("connected".into(), json!(connected));
-        start.insert(
-            "version".into(),
-            json!(format!(
-                "iperf 3.21 (linerate {})",
-                env!("CARGO_PKG_VERSION")
-            )),
-        );
-        start.insert("system_info".into(), json!(info.system_info));
-        // Keys in iperf3 3.21's order (serde_json keeps insertion order):
-        // a TCP server writes its buffer sizes here, the others after
-        // fq_rate; a UDP server writes target_bitrate here (and again
-        // below, which a map keeps once, here).
-        let buffers = [
-            ("sock_bufsize", json!(p.window)),
-            ("sndbuf_actual", json!(info.sndbuf_actual)),
-            ("rcvbuf_actual", json!(info.rcvbuf_actual)),
-        ];
-        let buffers_early = info.role == Role::Server && p.protocol == Protocol::Tcp;
-        if buffers_early {
-            start.extend(buffers.clone().map(|(k, v)| (k.to_string(), v)));
-        }
-        if info.role == Role::Server && p.protocol == Protocol::Udp {
-            start.insert("target_bitrate".into(), json!(p.bandwidth_bps));
-        }
-        start.insert(
-            "timestamp".into(),
-            json!({"time": http_date(info.timestamp_secs), "timesecs": info.timestamp_secs,
-                   "timemillisecs": info.timestamp_secs * 1000}),
-        );
-        match info.role {
-            Role::Client => start.insert(
-                "connecting_to".into(),
-                json!({"host": info.peer_host, "port": info.peer_port}),
-            ),
-            Role::Server => start.insert(
-                "accepted_connection".into(),
-                json!({"host": info.peer_host, "port": info.peer_port}),
-            ),
-        };
-        start.insert("cookie".into(), json!(info.cookie));
-        if p.protocol == Protocol::Tcp {
-            if p.mss > 0 {
-                start.insert("tcp_mss".into(), json!(p.mss));
-            } else {
-                start.insert("tcp_mss_default".into(), json!(info.tcp_mss_default));
-            }
-        }
-        start.insert("target_bitrate".into(), json!(p.bandwidth_bps));
-        start.insert("fq_rate".into(), json!(p.fq_rate_bps));
-        if !buffers_early {
-            start.extend(buffers.map(|(k, v)| (k.to_string(), v)));
-        }
-        start.insert(
-            "test_start".into(),
-            test_start(p, info.interval_s, info.gso, info.gro),
-        );
+        let start = StartDoc::new(&info);
         Self {
             info,
             mode,
-            start: Value::Object(start),
+            start,
             intervals: Vec::new(),
             text: String::new(),
             header_printed: false,
@@ -397,12 +146,12 @@ impl Report {
         self.run_events
             .push_back(linerate_run::Event::Start(Box::new(linerate_run::Start {
                 mode,
-                config: self.start["test_start"].clone(),
+                config: serde_json::to_value(&self.start.test_start).unwrap_or(Value::Null),
                 doctor: None,
                 host: self.info.host.clone(),
             })));
         if self.mode.json_stream {
-            return format!("{}\n", json!({"event": "start", "data": self.start}));
+            return StreamEvent::new("start", &self.start).line();
         }
         let mut out = self.verbose_start();
         for s in &self.info.streams {
@@ -524,17 +273,20 @@ impl Report {
             .filter(|s| !self.forward_dir(s.sender))
             .collect();
         let (sum, sum_rev) = if bidir {
-            (Self::sum(&fwd), Self::sum(&rev))
+            (IntervalSample::sum(&fwd), IntervalSample::sum(&rev))
         } else {
-            (Self::sum(&samples.iter().collect::<Vec<_>>()), None)
+            (
+                IntervalSample::sum(&samples.iter().collect::<Vec<_>>()),
+                None,
+            )
         };
-        let mut v = json!({
-            "streams": samples.iter().map(|s| Self::interval_json(s, true)).collect::<Vec<_>>(),
-            "sum": sum.as_ref().map(|s| Self::interval_json(s, false)).unwrap_or(json!({})),
-        });
-        if let Some(r) = &sum_rev {
-            v["sum_bidir_reverse"] = Self::interval_json(r, false);
-        }
+        let v = IntervalSet {
+            streams: samples.iter().map(|s| IntervalDoc::new(s, true)).collect(),
+            sum: sum.as_ref().map_or(doc::Sum::Empty {}, |s| {
+                doc::Sum::Of(IntervalDoc::new(s, false))
+            }),
+            sum_bidir_reverse: sum_rev.as_ref().map(|r| IntervalDoc::new(r, false)),
+        };
         let mut out = String::new();
         if !self.header_printed {
             self.header_printed = true;
@@ -552,7 +304,7 @@ impl Report {
                     out.push_str(&self.interval_line(&tag, s, true));
                 }
                 if group.len() > 1
-                    && let Some(sum) = Self::sum(&group)
+                    && let Some(sum) = IntervalSample::sum(&group)
                 {
                     let tag = format!("SUM]{}", self.role_tag(sending));
                     out.push_str(&self.interval_line(&tag, &sum, false));
@@ -574,7 +326,7 @@ impl Report {
         }
         self.text.push_str(&out);
         let printed = if self.mode.json_stream {
-            format!("{}\n", json!({"event": "interval", "data": v}))
+            StreamEvent::new("interval", &v).line()
         } else if self.human() {
             out
         } else {
@@ -590,15 +342,6 @@ impl Report {
         self.diskfile = Some((name.to_string(), size));
     }
 
-    /// iperf3's percentage of the file a stream moved (100 for an empty file).
-    fn diskfile_percent(moved: u64, size: u64) -> u64 {
-        if size == 0 {
-            100
-        } else {
-            (moved as f64 / size as f64 * 100.0) as u64
-        }
-    }
-
     /// Records a failure; the JSON document gets a top-level `error`.
     pub fn set_error(&mut self, msg: &str) {
         self.error = Some(msg.to_string());
@@ -611,58 +354,45 @@ impl Report {
         finals: &[StreamFinal],
         cpu: Cpu,
         peer: Option<&PeerResults>,
-        extra: &[(&str, Value)],
+        extra: Extra,
     ) -> String {
-        let (end, received_bps) = self.end_json(finals, cpu, peer);
-        let linerate = linerate_json(finals);
-        let doc = self.end_document(end, linerate, peer, extra);
+        let (end, received_bps) = EndDoc::new(
+            finals,
+            &EndInput {
+                role: self.info.role,
+                params: &self.info.params,
+                cpu,
+                peer,
+                diskfile: self.diskfile.as_ref(),
+            },
+        );
         let human = self.end_text(finals, peer, cpu);
         self.text.push_str(&human);
+        let outcome = IperfOutcome {
+            start: self.start.clone(),
+            intervals: self.intervals.clone(),
+            end,
+            title: self.info.params.title.clone(),
+            extra_data: self.info.params.extra_data.clone(),
+            server_output_text: peer.and_then(|p| p.server_output_text.clone()),
+            server_output_json: peer.and_then(|p| p.server_output_json.clone()),
+            linerate: LinerateDoc::new(finals, extra),
+            error: self.error.clone(),
+            text: human,
+            received_bps,
+        };
         if let Some(e) = &self.error {
             self.run_events
                 .push_back(linerate_run::Event::Error(e.clone()));
         }
-        self.push_end(finals, &doc, &human, received_bps);
-        self.render(&doc, human, peer)
+        let printed = self.render(&outcome);
+        self.push_end(finals, outcome);
+        printed
     }
 
-    /// The whole JSON document: start, intervals, end, what the peer
-    /// sent back, linerate's own section (with `extra`), the error.
-    fn end_document(
-        &self,
-        end: Value,
-        linerate: Value,
-        peer: Option<&PeerResults>,
-        extra: &[(&str, Value)],
-    ) -> Value {
-        let mut doc = json!({"start": self.start, "intervals": self.intervals, "end": end});
-        if let Some(t) = &self.info.params.title {
-            doc["title"] = json!(t);
-        }
-        if let Some(t) = &self.info.params.extra_data {
-            doc["extra_data"] = json!(t);
-        }
-        if let Some(p) = peer {
-            if let Some(t) = &p.server_output_text {
-                doc["server_output_text"] = json!(t);
-            }
-            if let Some(j) = &p.server_output_json {
-                doc["server_output_json"] = j.clone();
-            }
-        }
-        doc["linerate"] = linerate;
-        for (k, v) in extra {
-            doc["linerate"][*k] = v.clone();
-        }
-        if let Some(e) = &self.error {
-            doc["error"] = json!(e);
-        }
-        doc
-    }
-
-    /// The run model's end event: a row per stream, the document and the
-    /// text as written, the received rate as the figure.
-    fn push_end(&mut self, finals: &[StreamFinal], doc: &Value, human: &str, received_bps: f64) {
+    /// The run model's end event: a row per stream and the outcome (the
+    /// document, the text, the received rate as the figure).
+    fn push_end(&mut self, finals: &[StreamFinal], outcome: IperfOutcome) {
         let rows: Vec<linerate_run::Row> = finals
             .iter()
             .map(|f| {
@@ -682,43 +412,36 @@ impl Report {
                 duration_s: finals.iter().map(|f| f.seconds).fold(0.0, f64::max),
                 sums: linerate_run::sums(&rows),
                 rows,
-                outcome: std::sync::Arc::new(linerate_run::Written {
-                    document: doc.clone(),
-                    text: human.to_string(),
-                    figure: Some(linerate_run::Figure {
-                        name: "receiver bits_per_second",
-                        unit: "receiver bit/s",
-                        value: received_bps,
-                    }),
-                }),
+                outcome: std::sync::Arc::new(outcome),
                 exit_code: u8::from(self.error.is_some()),
             })));
     }
 
     /// The end as the output mode writes it: JSON stream events, the
     /// JSON document, or the text (with the server's, if it sent it).
-    fn render(&self, doc: &Value, human: String, peer: Option<&PeerResults>) -> String {
+    fn render(&self, o: &IperfOutcome) -> String {
+        let pretty = || serde_json::to_string_pretty(o).unwrap_or_default() + "\n";
         if self.mode.json_stream {
             let mut out = String::new();
-            if let Some(e) = &self.error {
-                let _ = writeln!(out, "{}", json!({"event": "error", "data": e}));
+            if let Some(e) = &o.error {
+                out.push_str(&StreamEvent::new("error", e).line());
             }
-            if let Some(j) = peer.and_then(|p| p.server_output_json.as_ref()) {
-                let _ = writeln!(out, "{}", json!({"event": "server_output_json", "data": j}));
+            if let Some(j) = &o.server_output_json {
+                out.push_str(&StreamEvent::new("server_output_json", j).line());
             }
-            if let Some(t) = peer.and_then(|p| p.server_output_text.as_ref()) {
-                let _ = writeln!(out, "{}", json!({"event": "server_output_text", "data": t}));
+            if let Some(t) = &o.server_output_text {
+                out.push_str(&StreamEvent::new("server_output_text", t).line());
             }
-            let _ = writeln!(out, "{}", json!({"event": "end", "data": doc["end"]}));
+            out.push_str(&StreamEvent::new("end", &o.end).line());
             if self.mode.json_stream_full {
-                out.push_str(&(serde_json::to_string_pretty(doc).unwrap_or_default() + "\n"));
+                out.push_str(&pretty());
             }
             out
         } else if self.mode.json {
-            serde_json::to_string_pretty(doc).unwrap_or_default() + "\n"
+            pretty()
         } else {
-            let mut out = human;
-            if let Some(t) = peer.and_then(|p| p.server_output_text.as_ref()) {
+            let mut out = o.text.clone();
+            if let Some(t) = &o.server_output_text {
                 out.push_str("\nServer output:\n");
                 out.push_str(t);
             }
@@ -727,33 +450,10 @@ impl Report {
     }
 
     /// The `-J` document as it stands (for `--get-server-output` in JSON).
-    pub fn document(&self) -> Value {
-        json!({"start": self.start, "intervals": self.intervals})
+    pub fn document(&self) -> doc::Partial<'_> {
+        doc::Partial {
+            start: &self.start,
+            intervals: &self.intervals,
+        }
     }
-}
-
-/// linerate's own section of the document: per stream, send errors,
-/// exact UDP counts and the pacing measured, where there are.
-fn linerate_json(finals: &[StreamFinal]) -> Value {
-    json!({
-        "version": env!("CARGO_PKG_VERSION"),
-        "figures": "sender figures are what the kernel accepted; receiver figures are what arrived",
-        "streams": finals.iter().map(|f| {
-            let mut m = json!({"id": f.id, "sender": f.sender, "send_errors": f.send_errors});
-            if let Some((dup, late, lost)) = f.exact {
-                m["udp_exact"] = json!({"duplicates": dup, "late": late, "lost": lost});
-            }
-            if let Some(d) = f.departures {
-                m["pacing"] = json!({
-                    "measured_by": "sender, gaps between send calls",
-                    "calls": d.calls, "units_per_call": d.units_per_call,
-                    "target_gap_us": d.target_gap_us, "mean_gap_us": d.mean_gap_us,
-                    "stddev_gap_us": d.stddev_gap_us, "min_gap_us": d.min_gap_us, "max_gap_us": d.max_gap_us,
-                    "p50_gap_us": d.gap_percentiles_us[0], "p99_gap_us": d.gap_percentiles_us[1],
-                    "p999_gap_us": d.gap_percentiles_us[2],
-                });
-            }
-            m
-        }).collect::<Vec<_>>(),
-    })
 }

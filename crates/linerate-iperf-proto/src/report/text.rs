@@ -308,7 +308,7 @@ impl Report {
             "        Sent {} / {} ({}%) of {name}\n",
             unit(moved),
             unit(*size),
-            Self::diskfile_percent(moved, *size)
+            diskfile_percent(moved, *size)
         );
         let at = lines.find('\n').map_or(lines.len(), |i| i + 1);
         lines.insert_str(at, &line);

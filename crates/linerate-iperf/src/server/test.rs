@@ -523,7 +523,11 @@ impl TestServer<'_> {
                 Some(Ok(d)) if pinned.is_empty() => d,
                 _ => linerate_doctor::test_summary_at(self.local_ip, pinned),
             };
-            text.push_str(&rep.finish(&f, self.cpu.read(), None, &[("doctor", doctor)]));
+            let extra = linerate_iperf_proto::report::Extra {
+                doctor: Some(doctor),
+                mptcp: None,
+            };
+            text.push_str(&rep.finish(&f, self.cpu.read(), None, extra));
             forward_events(rep, self.env.events.as_ref());
             finals = f;
         }

@@ -4,6 +4,7 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{ArgAction, Parser};
+use linerate_iperf::output::LockedWriter;
 use linerate_iperf::{ClientAuth, ClientOptions, Family, Limits, ServerAuth, ServerOptions};
 use linerate_iperf_proto::IErr;
 use linerate_iperf_proto::auth;
@@ -590,13 +591,13 @@ impl IperfArgs {
         let Some(a) = &self.affinity else {
             return Ok((None, None));
         };
-        let (n, _) = c_integer_prefix(a);
+        let (n, _) = linerate_iperf_proto::units::c_integer_prefix(a);
         let n = n
             .filter(|n| (0..=1024).contains(n))
             .with_context(|| format!("-A {a}: unable to set CPU affinity (a CPU number 0-1024)"))?;
         let m = match a.split_once(',') {
             Some((_, m)) => {
-                let (m, _) = c_integer_prefix(m);
+                let (m, _) = linerate_iperf_proto::units::c_integer_prefix(m);
                 Some(m.filter(|m| (0..=1024).contains(m)).with_context(|| {
                     format!("-A {a}: unable to set CPU affinity (server CPU after the comma)")
                 })?)
@@ -610,7 +611,7 @@ impl IperfArgs {
     fn warn_ignored_affinity(&self) {
         if let Some(a) = &self.affinity
             && !a.contains(',')
-            && let (Some(n), rest) = c_integer_prefix(a)
+            && let (Some(n), rest) = linerate_iperf_proto::units::c_integer_prefix(a)
             && !rest.is_empty()
         {
             eprintln!(
@@ -646,27 +647,18 @@ impl IperfArgs {
         }
     }
 
-    /// `-V`'s first lines, as iperf3 3.21 prints them (a client's with
-    /// the time): nothing without -V or in JSON.
+    /// `-V`'s first lines (a client's with the time): nothing without -V
+    /// or in JSON.
     fn verbose_banner(&self, with_time: bool) -> String {
         if !self.verbose || self.json || self.json_stream {
             return String::new();
         }
-        let mut s = format!(
-            "iperf 3.21 (linerate {})\n{}\n",
-            env!("CARGO_PKG_VERSION"),
-            linerate_iperf::net::system_info()
-        );
-        if with_time {
-            let now = std::time::SystemTime::now()
+        let now = with_time.then(|| {
+            std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs());
-            s.push_str(&format!(
-                "Time: {}\n",
-                linerate_iperf_proto::report::http_date(now)
-            ));
-        }
-        s
+                .map_or(0, |d| d.as_secs())
+        });
+        linerate_iperf::output::verbose_banner(now)
     }
 
     fn interval(&self) -> Result<Duration> {
@@ -863,84 +855,12 @@ fn output_sink(args: &IperfArgs) -> Result<Arc<Mutex<dyn Write + Send>>> {
         None => Box::new(crate::output::stdout()),
     };
     Ok(match &args.timestamps {
-        Some(format) => Arc::new(Mutex::new(Stamped {
+        Some(format) => Arc::new(Mutex::new(linerate_iperf::output::Stamped::new(
             inner,
-            format: format.clone(),
-            at_line_start: true,
-        })),
+            format.clone(),
+        ))),
         None => Arc::new(Mutex::new(inner)),
     })
-}
-
-/// `-v`: iperf3's three lines, its version line first (tools such as
-/// pScheduler read the version from it: linerate speaks iperf3 3.21's
-/// protocol, OAEP credentials included), then linerate's own.
-pub fn version_text() -> String {
-    format!(
-        "iperf 3.21 (linerate {v})\n{sys}\nOptional features available: CPU affinity setting, \
-         IPv6 flow label, TCP congestion algorithm setting, sendfile / zerocopy, socket pacing, \
-         authentication, bind to device, support IPv4 don't fragment, POSIX threads, \
-         GSO/GRO support\nlinerate {v}: an iperf3-compatible server and client",
-        v = env!("CARGO_PKG_VERSION"),
-        sys = linerate_iperf::net::system_info(),
-    )
-}
-
-/// A C `strtol(s, &end, 0)`: the integer at the start of `s` (decimal,
-/// `0x` hex or `0` octal, optional sign) and what follows it.
-fn c_integer_prefix(s: &str) -> (Option<i64>, &str) {
-    let t = s.trim_start();
-    let (neg, body) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let (radix, digits) =
-        if let Some(h) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
-            (16, h)
-        } else if body.len() > 1 && body.starts_with('0') {
-            (8, &body[1..])
-        } else {
-            (10, body)
-        };
-    let end = digits
-        .char_indices()
-        .find(|(_, c)| !c.is_digit(radix))
-        .map_or(digits.len(), |(i, _)| i);
-    if end == 0 {
-        // "0" alone, or "0x" with no hex digit: the 0 is the number.
-        return match body.strip_prefix('0') {
-            Some(rest) => (Some(0), rest),
-            None => (None, s),
-        };
-    }
-    let v = i64::from_str_radix(&digits[..end], radix).ok();
-    (v.map(|v| if neg { -v } else { v }), &digits[end..])
-}
-
-/// `--timestamps`: the local time (strftime format) before every line.
-struct Stamped {
-    inner: Box<dyn Write + Send>,
-    format: String,
-    at_line_start: bool,
-}
-
-impl Write for Stamped {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        for line in buf.split_inclusive(|&b| b == b'\n') {
-            if self.at_line_start {
-                let stamp = linerate_backend::clock::strftime_local(&self.format);
-                self.inner.write_all(stamp.as_bytes())?;
-            }
-            self.inner.write_all(line)?;
-            self.at_line_start = line.ends_with(b"\n");
-        }
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
 }
 
 /// `-I FILE`: this process's ID in FILE while it runs, removed at exit
@@ -1020,7 +940,7 @@ fn terminate_flag() -> Result<Arc<AtomicBool>> {
 /// Runs iperf3-style arguments; returns the process exit code.
 pub fn run(args: &IperfArgs) -> Result<u8> {
     if args.version {
-        crate::say!("{}", version_text());
+        crate::say!("{}", linerate_iperf::output::version_text());
         return Ok(0);
     }
     args.warn_ignored_affinity();
@@ -1131,47 +1051,27 @@ fn server_auth(args: &IperfArgs) -> Result<Option<ServerAuth>> {
         (Some(k), Some(u)) => (k, u),
         _ => bail!("{}", IErr::SET_SERVER_AUTH.message()),
     };
-    std::fs::File::open(users)
-        .with_context(|| format!("{}: {}", IErr::SERVER_AUTH_USERS.message(), users.display()))?;
-    let pem = std::fs::read_to_string(key)
-        .with_context(|| format!("{}: {}", IErr::SET_SERVER_AUTH.message(), key.display()))?;
-    let key = auth::private_key_from_pem(&pem)
-        .with_context(|| format!("{}: {}", IErr::SET_SERVER_AUTH.message(), key.display()))?;
-    Ok(Some(ServerAuth {
+    Ok(Some(linerate_iperf::credentials::server_auth(
         key,
-        users_path: absolute(users)?,
-        skew_s: args.time_skew_threshold.unwrap_or(10),
-        padding: padding(args),
-    }))
+        users,
+        args.time_skew_threshold.unwrap_or(10),
+        padding(args),
+    )?))
 }
 
-/// The client's credentials: user, the server's public key, and the
-/// password from IPERF3_PASSWORD or the terminal (iperf3's error 22 when
-/// any is missing).
+/// The client's credentials (iperf3's error 22 when the user or the key
+/// is missing).
 fn client_auth(args: &IperfArgs) -> Result<Option<ClientAuth>> {
     let (user, key) = match (&args.username, &args.rsa_public_key_path) {
         (None, None) => return Ok(None),
         (Some(u), Some(k)) => (u, k),
         _ => bail!("{}", IErr::SET_CLIENT_AUTH.message()),
     };
-    let what = || format!("{}: {}", IErr::SET_CLIENT_AUTH.message(), key.display());
-    let pem = std::fs::read_to_string(key).with_context(what)?;
-    let key = auth::public_key_from_pem(&pem).with_context(what)?;
-    let password = match std::env::var("IPERF3_PASSWORD") {
-        Ok(p) => p,
-        Err(_) => linerate_backend::term::read_password("Password: ").with_context(|| {
-            format!(
-                "{} (no IPERF3_PASSWORD, and no terminal to ask on)",
-                IErr::SET_CLIENT_AUTH.message()
-            )
-        })?,
-    };
-    Ok(Some(ClientAuth {
-        user: user.clone(),
-        password,
+    Ok(Some(linerate_iperf::credentials::client_auth(
+        user,
         key,
-        padding: padding(args),
-    }))
+        padding(args),
+    )?))
 }
 
 fn run_client(args: &IperfArgs, host: &str) -> Result<u8> {
@@ -1189,18 +1089,11 @@ fn run_client(args: &IperfArgs, host: &str) -> Result<u8> {
     Ok(run_client_once(args, host, false)?.exit_code)
 }
 
-/// One client test through the run model (`drive`): the engine's intervals
-/// reach the reporters as they end, its end is the run's. With `quiet`
-/// (repeated with -J: one document for all runs, printed at the end) its
-/// own output is held back.
+/// One client test through the run model (`linerate_iperf::run_client`).
+/// With `quiet` (repeated with -J: one document for all runs, printed at
+/// the end) its own output is held back.
 fn run_client_once(args: &IperfArgs, host: &str, quiet: bool) -> Result<linerate_run::Ended> {
     let mut opts = client_options(args, host)?;
-    let config = linerate_iperf_proto::report::test_start(
-        &opts.params,
-        args.interval()?.as_secs_f64(),
-        opts.udp_gso,
-        false,
-    );
     let out: Arc<Mutex<dyn Write + Send>> = if quiet {
         Arc::new(Mutex::new(std::io::sink()))
     } else {
@@ -1227,49 +1120,16 @@ fn run_client_once(args: &IperfArgs, host: &str, quiet: bool) -> Result<linerate
     };
     let mut out = LockedWriter(out);
     out.write_all(args.verbose_banner(true).as_bytes())?;
-    let reporters = Box::new(reporters(args)?);
-    let ended = linerate_run::drive(reporters, linerate_run::Mode::Client, config, None, |run| {
-        let (events, end) = run.engine();
-        opts.events = Some(events);
-        match linerate_iperf::client::run(&opts, &mut out, &stop) {
-            Ok(()) => Ok(end
-                .measured()
-                .unwrap_or_else(|| ended_without_result("the test ended without a result".into()))),
-            // It failed part-way, after printing what it measured.
-            Err(e) if e.ran() => {
-                let error = e.to_string();
-                if !args.json && !args.json_stream {
-                    eprintln!("linerate: error - {error}");
-                }
-                let mut m = end
-                    .measured()
-                    .unwrap_or_else(|| ended_without_result(error.clone()));
-                m.error = Some(error);
-                Ok(m)
-            }
-            Err(e) => Err(e),
-        }
-    });
-    match ended {
-        Ok(e) => Ok(e),
-        // It could not run (refused, unreachable, authentication): 2.
-        Err(e) => {
-            if !args.json && !args.json_stream {
-                eprintln!("linerate: error - {e}");
-            }
-            Ok(linerate_run::Ended {
-                exit_code: 2,
-                error: Some(e.to_string()),
-                outcome: Arc::new(linerate_run::Failed {
-                    error: e.to_string(),
-                }),
-            })
-        }
+    let end = linerate_iperf::run_client(&mut opts, &mut out, &stop, Box::new(reporters(args)?));
+    if let Some(e) = &end.error
+        && !args.json
+        && !args.json_stream
+    {
+        eprintln!("linerate: error - {e}");
     }
+    Ok(end.ended)
 }
 
-/// The client's options from its flags (no reporters, no early finish:
-/// the run sets those).
 /// UDP GSO for this client: on (linerate's default) unless `--no-gso`,
 /// or unless the datagrams leave by a veth that would hand a GSO batch to
 /// its peer whole (then off, and said: its datagrams would be counted and
@@ -1281,17 +1141,7 @@ fn udp_gso(args: &IperfArgs, host: &str) -> bool {
     if !args.udp || args.gsro || args.reverse {
         return true;
     }
-    use std::net::ToSocketAddrs;
-    let Some(dst) = (host, args.port)
-        .to_socket_addrs()
-        .ok()
-        .and_then(|mut a| a.next())
-    else {
-        return true;
-    };
-    match linerate_backend::ethtool::udp_egress(dst)
-        .filter(|i| linerate_backend::ethtool::gso_batches_pass_whole(i))
-    {
+    match linerate_iperf::net::veth_passing_gso_whole(host, args.port) {
         Some(iface) => {
             eprintln!(
                 "linerate: UDP GSO off: {iface} is a veth that hands a GSO batch to its peer whole, so the datagrams would be counted but never cross as datagrams (--gsro keeps it on; `ethtool -K {iface} tx-udp-segmentation off` makes the kernel split them)"
@@ -1302,6 +1152,8 @@ fn udp_gso(args: &IperfArgs, host: &str) -> bool {
     }
 }
 
+/// The client's options from its flags (no reporters, no early finish:
+/// the run sets those).
 fn client_options(args: &IperfArgs, host: &str) -> Result<ClientOptions> {
     let (params, bandwidth_given) = args.params()?;
     Ok(ClientOptions {
@@ -1336,35 +1188,6 @@ fn client_options(args: &IperfArgs, host: &str) -> Result<ClientOptions> {
         file: args.file.clone(),
         finish_early: None,
     })
-}
-
-/// What a test that ended without its results measured: nothing.
-fn ended_without_result(error: String) -> linerate_run::Measured {
-    linerate_run::Measured {
-        duration_s: 0.0,
-        rows: Vec::new(),
-        outcome: Arc::new(linerate_run::Failed { error }),
-        error: None,
-    }
-}
-
-/// Writes through to the shared sink as the client prints.
-pub struct LockedWriter(pub Arc<Mutex<dyn Write + Send>>);
-
-impl Write for LockedWriter {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        let mut o = self
-            .0
-            .lock()
-            .map_err(|_| std::io::Error::other("output lock poisoned"))?;
-        o.write_all(b)?;
-        o.flush()?;
-        Ok(b.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 #[cfg(test)]

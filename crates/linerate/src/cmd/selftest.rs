@@ -2,9 +2,9 @@
 //! iperf3-compatible server inside this process on loopback, runs a short
 //! client test against it, and prints iperf3's report. No root, no setup.
 
-use super::iperf::LockedWriter;
 use anyhow::{Context, Result};
 use clap::Args;
+use linerate_iperf::output::LockedWriter;
 use linerate_iperf::{ClientOptions, Family, Limits, ServerOptions};
 use linerate_iperf_proto::report::OutputMode;
 use linerate_iperf_proto::{Params, Protocol};
