@@ -10,6 +10,7 @@
 //! unknown, with latency percentiles overall and per interval.
 
 pub mod client;
+mod outcome;
 pub mod server;
 pub mod tcp;
 pub mod track;
@@ -17,6 +18,7 @@ pub mod track;
 pub use client::{
     ClientConfig, ClientReport, Interval, Load, TcpClient, run_client, run_tcp_client,
 };
+pub use outcome::{RrClientOutcome, RrServerOutcome, RrTcpServerOutcome};
 pub use server::{
     Prefix, Server, ServerConfig, ServerCounts, ServerInterval, ServerReport, Steering,
 };

@@ -13,6 +13,7 @@
 
 mod load;
 mod modes;
+mod outcome;
 mod worker;
 
 pub use modes::apply;
@@ -22,6 +23,7 @@ use linerate_backend::port::Traffic;
 use linerate_backend::port::{BackendError, BackendKind, Rx, Tx, open_rx_workers, open_tx};
 use linerate_backend::xsk::XskFwd;
 use linerate_run::{CountedBy, Counts, Interval, Row, Sampler, Scope};
+pub use outcome::FwdOutcome;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};

@@ -1,12 +1,12 @@
 //! `linerate blast` and `linerate sink`.
 
 use super::out::{Ended, Measured, OutputArgs, Run, drive};
-use super::packet_outcome::{BlastOutcome, SinkOutcome};
 use super::stop_flag;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use linerate_calc::{Imix, parse_bps, parse_pps};
 use linerate_packet::{BackendKind, BlastConfig, CaptureConfig, Gso, Rate, SinkConfig};
+use linerate_packet::{BlastOutcome, SinkOutcome};
 use linerate_run::Mode;
 use linerate_traffic::template::Framing;
 use linerate_traffic::{FlowSpec, SizeSequence};

@@ -11,12 +11,10 @@ pub mod iperf;
 pub mod lab;
 pub mod manual;
 pub mod out;
-pub mod packet_outcome;
 pub mod plot;
 pub mod profile;
 pub mod pscheduler;
 pub mod rfc2544;
-pub mod rfc2544_outcome;
 pub mod rr;
 pub mod selftest;
 

@@ -5,12 +5,12 @@
 //! `--json-stream`, `--csv`, `--metrics` and `--live` follow it.
 
 use super::out::{Measured, OutputArgs, Run, drive};
-use super::rfc2544_outcome::{RepeatedRate, Rfc2544Outcome};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use linerate_packet::rfc2544::{
     self, DeviceRunner, FrameSize, MaxRate, Settings, Trial, TrialRunner,
 };
+use linerate_packet::rfc2544_outcome::{RepeatedRate, Rfc2544Outcome};
 use linerate_run::{CountedBy, Counts, Interval, Mode, Row, Scope};
 use linerate_traffic::FlowSpec;
 use std::sync::Arc;

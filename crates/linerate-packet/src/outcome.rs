@@ -2,7 +2,7 @@
 //! counted them, their `-J` documents and summaries written from the
 //! typed figures, and the figure a repetition measures.
 
-use linerate_packet::{BlastReport, SinkReport};
+use crate::{BlastReport, SinkReport};
 use linerate_run::{Figure, Outcome};
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -318,3 +318,7 @@ fn sink_text(r: &SinkReport, iface: &str, sent: Option<u64>, per_flow: bool) -> 
     }
     t
 }
+
+#[cfg(test)]
+#[path = "outcome_tests.rs"]
+mod tests;

@@ -1,7 +1,7 @@
 //! rfc2544's typed outcome: every test's results as the searches typed
 //! them, the `-J` document and the tables written from them.
 
-use linerate_packet::rfc2544::{BackToBack, FrameLossStep, FrameSize, Latency, Throughput};
+use crate::rfc2544::{BackToBack, FrameLossStep, FrameSize, Latency, Throughput};
 use linerate_run::Outcome;
 use linerate_run::stats::{Policy, Stop, summarize};
 use serde_json::{Value, json};
@@ -262,7 +262,7 @@ pub fn size_label(s: &FrameSize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linerate_packet::rfc2544;
+    use crate::rfc2544;
 
     #[test]
     fn the_document_and_tables_come_from_the_typed_results() {
