@@ -4,7 +4,8 @@
 use crate::rfc2544::{BackToBack, FrameLossStep, FrameSize, Latency, Throughput};
 use linerate_run::Outcome;
 use linerate_run::stats::{Policy, Stop, summarize};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 use std::fmt::Write as _;
 
 /// A throughput search repeated until the policy stopped.
@@ -167,36 +168,48 @@ impl Rfc2544Outcome {
     }
 }
 
+/// rfc2544's `-J`: the settings, then each test asked for.
+#[derive(Debug, Serialize)]
+struct Rfc2544Doc<'a> {
+    config: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    latency: Option<&'a [Latency]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    frame_loss: Option<&'a [FrameLossStep]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    back_to_back: Option<&'a [BackToBack]>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    throughput: Vec<ThroughputDoc<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+}
+
+/// A throughput search, with its repetition when repeated.
+#[derive(Debug, Serialize)]
+struct ThroughputDoc<'a> {
+    #[serde(flatten)]
+    search: &'a Throughput,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    repeat: Option<linerate_run::stats::Report<'a>>,
+}
+
 impl Outcome for Rfc2544Outcome {
     fn document(&self) -> Value {
-        let mut doc = json!({ "config": self.config });
-        if let Some(l) = &self.latency {
-            doc["latency"] = json!(l);
-        }
-        if let Some(l) = &self.frame_loss {
-            doc["frame_loss"] = json!(l);
-        }
-        if let Some(b) = &self.back_to_back {
-            doc["back_to_back"] = json!(b);
-        }
-        if !self.throughput.is_empty() {
-            let tp: Vec<Value> = self
-                .throughput
-                .iter()
-                .map(|t| {
-                    let mut e = json!(t);
-                    if let Some((r, p)) = self.repeat_of(t) {
-                        e["repeat"] = p.report(&r.rates, r.stop, "rate_fps");
-                    }
-                    e
+        serde_json::to_value(Rfc2544Doc {
+            config: &self.config,
+            latency: self.latency.as_deref(),
+            frame_loss: self.frame_loss.as_deref(),
+            back_to_back: self.back_to_back.as_deref(),
+            throughput: (self.throughput.iter())
+                .map(|t| ThroughputDoc {
+                    search: t,
+                    repeat: (self.repeat_of(t))
+                        .map(|(r, p)| p.report_of(&r.rates, r.stop.into(), "rate_fps")),
                 })
-                .collect();
-            doc["throughput"] = json!(tp);
-        }
-        if let Some(e) = &self.error {
-            doc["error"] = json!(e);
-        }
-        doc
+                .collect(),
+            error: self.error.as_deref(),
+        })
+        .unwrap_or_default()
     }
 
     fn text(&self) -> String {
@@ -263,6 +276,7 @@ pub fn size_label(s: &FrameSize) -> String {
 mod tests {
     use super::*;
     use crate::rfc2544;
+    use serde_json::json;
 
     #[test]
     fn the_document_and_tables_come_from_the_typed_results() {

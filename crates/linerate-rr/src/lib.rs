@@ -10,6 +10,7 @@
 //! unknown, with latency percentiles overall and per interval.
 
 pub mod client;
+mod doc;
 mod outcome;
 pub mod server;
 pub mod tcp;
@@ -25,7 +26,7 @@ pub use server::{
 pub use tcp::{TcpServer, TcpServerConfig, TcpServerCounts, TcpServerReport};
 
 use hdrhistogram::Histogram;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::net::SocketAddr;
 
 /// The rr port when none is given (client and server).
@@ -92,18 +93,7 @@ impl Latency {
 
     /// Microseconds, to 3 decimals.
     pub fn json(&self) -> Value {
-        let us = |ns: u64| (ns as f64 / 1e3 * 1e3).round() / 1e3;
-        json!({
-            "count": self.count,
-            "min": us(self.min),
-            "mean": (self.mean / 1e3 * 1e3).round() / 1e3,
-            "p50": us(self.p50),
-            "p90": us(self.p90),
-            "p99": us(self.p99),
-            "p99.9": us(self.p999),
-            "p99.99": us(self.p9999),
-            "max": us(self.max),
-        })
+        serde_json::to_value(doc::LatencyDoc::of(self)).unwrap_or_default()
     }
 }
 

@@ -2,22 +2,37 @@
 //! reports, their `-J` documents and summaries written from the typed
 //! figures, and the figure a repetition measures.
 
+use crate::doc::{ClientDoc, ServerDoc, TcpServerDoc};
 use crate::{ClientReport, Load, ServerReport, TcpServerReport};
 use linerate_run::{Figure, Outcome};
+use serde::Serialize;
+use serde_json::Value;
 use std::time::Duration;
+
+/// A server's or client's document with the doctor's summary after it
+/// (a client that had no answer has none).
+#[derive(Debug, Serialize)]
+struct WithDoctor<'a, D> {
+    #[serde(flatten)]
+    report: D,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    doctor: Option<&'a Value>,
+}
+
+fn with_doctor<D: Serialize>(report: D, doctor: Option<&Value>) -> Value {
+    serde_json::to_value(WithDoctor { report, doctor }).unwrap_or_default()
+}
 
 /// An rr server run.
 #[derive(Debug)]
 pub struct RrServerOutcome {
     pub report: ServerReport,
-    pub doctor: serde_json::Value,
+    pub doctor: Value,
 }
 
 impl Outcome for RrServerOutcome {
-    fn document(&self) -> serde_json::Value {
-        let mut v = self.report.json();
-        v["doctor"] = self.doctor.clone();
-        v
+    fn document(&self) -> Value {
+        with_doctor(ServerDoc::of(&self.report), Some(&self.doctor))
     }
 
     fn text(&self) -> String {
@@ -85,18 +100,14 @@ fn requests_figure(per_s: f64) -> Option<Figure> {
 pub struct RrClientOutcome {
     pub report: ClientReport,
     /// The doctor's summary (none when no answer came).
-    pub doctor: Option<serde_json::Value>,
+    pub doctor: Option<Value>,
     pub load: Load,
     pub timeout_ms: f64,
 }
 
 impl Outcome for RrClientOutcome {
-    fn document(&self) -> serde_json::Value {
-        let mut v = self.report.json();
-        if let Some(d) = &self.doctor {
-            v["doctor"] = d.clone();
-        }
-        v
+    fn document(&self) -> Value {
+        with_doctor(ClientDoc::of(&self.report), self.doctor.as_ref())
     }
 
     fn text(&self) -> String {
@@ -193,14 +204,12 @@ fn client_text(r: &ClientReport, load: Load, timeout_ms: f64) -> String {
 #[derive(Debug)]
 pub struct RrTcpServerOutcome {
     pub report: TcpServerReport,
-    pub doctor: serde_json::Value,
+    pub doctor: Value,
 }
 
 impl Outcome for RrTcpServerOutcome {
-    fn document(&self) -> serde_json::Value {
-        let mut v = self.report.json();
-        v["doctor"] = self.doctor.clone();
-        v
+    fn document(&self) -> Value {
+        with_doctor(TcpServerDoc::of(&self.report), Some(&self.doctor))
     }
 
     fn text(&self) -> String {

@@ -121,13 +121,25 @@ impl Ended {
 }
 
 impl Run {
-    /// Reports the start.
+    /// Reports the start (of a run with no planned length).
     pub fn start(rep: Box<dyn Reporter>, mode: Mode, config: Value, doctor: Option<Value>) -> Self {
+        Run::start_planned(rep, mode, config, doctor, None)
+    }
+
+    /// Reports the start of a run planned to last `planned_s` seconds.
+    pub fn start_planned(
+        rep: Box<dyn Reporter>,
+        mode: Mode,
+        config: Value,
+        doctor: Option<Value>,
+        planned_s: Option<f64>,
+    ) -> Self {
         let mut r = Run::unstarted(rep);
         r.started.store(true, Ordering::Release);
         r.emit(&Event::Start(Box::new(Start {
             mode,
             config,
+            planned_s,
             doctor,
             host: Host::here(),
         })));
@@ -240,7 +252,20 @@ pub fn drive<E: std::fmt::Display>(
     doctor: Option<Value>,
     body: impl FnOnce(&mut Run) -> Result<Measured, E>,
 ) -> Result<Ended, E> {
-    let mut run = Run::start(rep, mode, config, doctor);
+    drive_planned(rep, mode, config, doctor, None, body)
+}
+
+/// [`drive`] for a run planned to last `planned_s` seconds (its `Start`
+/// says so: a live view's progress).
+pub fn drive_planned<E: std::fmt::Display>(
+    rep: Box<dyn Reporter>,
+    mode: Mode,
+    config: Value,
+    doctor: Option<Value>,
+    planned_s: Option<f64>,
+    body: impl FnOnce(&mut Run) -> Result<Measured, E>,
+) -> Result<Ended, E> {
+    let mut run = Run::start_planned(rep, mode, config, doctor, planned_s);
     match body(&mut run) {
         Ok(m) => Ok(run.end(m)),
         Err(e) => {
@@ -424,6 +449,7 @@ mod tests {
         Event::Start(Box::new(Start {
             mode: Mode::Server,
             config: serde_json::json!({ "from": "engine" }),
+            planned_s: None,
             doctor: None,
             host: Host::here(),
         }))

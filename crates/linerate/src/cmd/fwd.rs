@@ -103,23 +103,32 @@ pub fn run(a: &FwdArgs) -> Result<u8> {
             a.iface
         );
     };
-    let ended = drive(&a.out, false, Mode::Fwd, config, Some(doc.clone()), |run| {
-        let r = linerate_packet::fwd(&cfg, stop.flag(), &mut ready, &mut |iv| run.interval(iv))?;
-        let error = r
-            .error
-            .as_ref()
-            .map(|e| format!("{e} (the counts are what was forwarded before it)"));
-        Ok(Measured {
-            duration_s: r.duration_s,
-            rows: r.rows(),
-            error,
-            outcome: Arc::new(FwdOutcome {
-                report: r,
-                doctor: doc,
-                fifo: a.fifo > 0,
-            }),
-        })
-    })?;
+    let planned = (config, Some(a.duration));
+    let ended = drive(
+        &a.out,
+        false,
+        Mode::Fwd,
+        planned,
+        Some(doc.clone()),
+        |run| {
+            let r =
+                linerate_packet::fwd(&cfg, stop.flag(), &mut ready, &mut |iv| run.interval(iv))?;
+            let error = r
+                .error
+                .as_ref()
+                .map(|e| format!("{e} (the counts are what was forwarded before it)"));
+            Ok(Measured {
+                duration_s: r.duration_s,
+                rows: r.rows(),
+                error,
+                outcome: Arc::new(FwdOutcome {
+                    report: r,
+                    doctor: doc,
+                    fifo: a.fifo > 0,
+                }),
+            })
+        },
+    )?;
     if let Some(e) = &ended.error {
         eprintln!("linerate: error: {e}");
     }

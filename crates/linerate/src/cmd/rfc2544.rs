@@ -283,28 +283,35 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
         },
     };
     let mut interrupted = false;
-    let ended = drive(&a.out, false, Mode::Rfc2544, config.clone(), None, |run| {
-        let mut o = Rfc2544Outcome {
-            config,
-            trial_time_s: a.trial_time,
-            bidir: a.bidir,
-            policy: a.repeat.asked().then(|| a.repeat.policy()),
-            throughput: Vec::new(),
-            repeats: Vec::new(),
-            latency: None,
-            frame_loss: None,
-            back_to_back: None,
-            error: None,
-        };
-        o.error = session.all(run, &mut o).err();
-        interrupted = session.runner.interrupted();
-        Ok(Measured {
-            duration_s: t0.elapsed().as_secs_f64(),
-            rows: Vec::new(),
-            error: o.error.clone(),
-            outcome: Arc::new(o),
-        })
-    })?;
+    let ended = drive(
+        &a.out,
+        false,
+        Mode::Rfc2544,
+        (config.clone(), None),
+        None,
+        |run| {
+            let mut o = Rfc2544Outcome {
+                config,
+                trial_time_s: a.trial_time,
+                bidir: a.bidir,
+                policy: a.repeat.asked().then(|| a.repeat.policy()),
+                throughput: Vec::new(),
+                repeats: Vec::new(),
+                latency: None,
+                frame_loss: None,
+                back_to_back: None,
+                error: None,
+            };
+            o.error = session.all(run, &mut o).err();
+            interrupted = session.runner.interrupted();
+            Ok(Measured {
+                duration_s: t0.elapsed().as_secs_f64(),
+                rows: Vec::new(),
+                error: o.error.clone(),
+                outcome: Arc::new(o),
+            })
+        },
+    )?;
     if interrupted {
         return Ok(EXIT_INTERRUPTED);
     }

@@ -273,7 +273,7 @@ fn server(a: &ServerArgs) -> Result<u8> {
         &a.out,
         false,
         Mode::RrServer,
-        config,
+        (config, a.time),
         Some(doc.clone()),
         |run| {
             let r = server.run(stop.flag(), |iv: &ServerInterval| server_interval(run, iv));
@@ -415,26 +415,33 @@ fn client(a: &ClientArgs, hold: bool) -> Result<Ended> {
         "close_reset": a.close_reset,
         "connect_timeout_ms": tcp.map(|t| t.connect_timeout.as_secs_f64() * 1e3),
     });
-    let ended = drive(&a.out, hold, Mode::RrClient, config, None, |run| {
-        let on_interval = |iv: &Interval| {
-            let rows = vec![client_row(
-                "all",
-                iv.completed,
-                iv.lost,
-                iv.latency.as_ref(),
-            )];
-            run.interval(&linerate_run::Interval::new(
-                iv.start.as_secs_f64(),
-                iv.end.as_secs_f64(),
-                rows,
-            ));
-        };
-        let result = match &tcp {
-            Some(t) => linerate_rr::run_tcp_client(&cfg, t, stop.flag(), on_interval),
-            None => run_client(&cfg, stop.flag(), on_interval),
-        };
-        client_measured(result, &cfg, a.timeout_ms)
-    })?;
+    let ended = drive(
+        &a.out,
+        hold,
+        Mode::RrClient,
+        (config, Some(a.time)),
+        None,
+        |run| {
+            let on_interval = |iv: &Interval| {
+                let rows = vec![client_row(
+                    "all",
+                    iv.completed,
+                    iv.lost,
+                    iv.latency.as_ref(),
+                )];
+                run.interval(&linerate_run::Interval::new(
+                    iv.start.as_secs_f64(),
+                    iv.end.as_secs_f64(),
+                    rows,
+                ));
+            };
+            let result = match &tcp {
+                Some(t) => linerate_rr::run_tcp_client(&cfg, t, stop.flag(), on_interval),
+                None => run_client(&cfg, stop.flag(), on_interval),
+            };
+            client_measured(result, &cfg, a.timeout_ms)
+        },
+    )?;
     if let Some(e) = &ended.error {
         // No answer at all: the run could not do what was asked.
         eprintln!("linerate: error: {e}");
@@ -603,7 +610,7 @@ fn tcp_server(a: &ServerArgs) -> Result<u8> {
         &a.out,
         false,
         Mode::RrServer,
-        config,
+        (config, a.time),
         Some(doc.clone()),
         |run| {
             let r = server.run(stop.flag(), |iv| server_interval(run, iv));
