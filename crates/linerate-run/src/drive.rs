@@ -413,6 +413,7 @@ mod tests {
                     engine.report(&Event::Start(Box::new(Start {
                         mode: Mode::Client,
                         config: Value::Null,
+                        planned_s: None,
                         doctor: None,
                         host: Host::here(),
                     })));
