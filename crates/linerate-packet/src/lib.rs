@@ -22,6 +22,7 @@ pub mod profile_trials;
 pub mod rfc2544;
 pub mod rfc2544_outcome;
 mod rx;
+mod settings;
 mod tx;
 
 pub use fwd::{FwdConfig, FwdCounts, FwdError, FwdMode, FwdOutcome, FwdReport, Noisy, apply, fwd};
@@ -31,6 +32,7 @@ pub use linerate_backend::port::{
 };
 pub use outcome::{BlastOutcome, HistWritten, SinkOutcome};
 pub use rx::{CaptureConfig, FLOW_ROWS_MAX, SinkConfig, SinkError, SinkReport, flow_rows, sink};
+pub use settings::StreamSettings;
 pub use tx::{
     BlastConfig, BlastError, BlastReport, ProfileConfig, Rate, Replay, StreamSent, Timing, blast,
     blast_profile, traffic,

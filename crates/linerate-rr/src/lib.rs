@@ -12,6 +12,7 @@
 pub mod client;
 mod doc;
 mod outcome;
+mod rows;
 pub mod server;
 pub mod tcp;
 pub mod track;
@@ -20,6 +21,7 @@ pub use client::{
     ClientConfig, ClientReport, Interval, Load, TcpClient, run_client, run_tcp_client,
 };
 pub use outcome::{RrClientOutcome, RrServerOutcome, RrTcpServerOutcome};
+pub use rows::{client_row, server_interval, server_row};
 pub use server::{
     Prefix, Server, ServerConfig, ServerCounts, ServerInterval, ServerReport, Steering,
 };

@@ -97,7 +97,7 @@ fn blast_report() -> BlastReport {
 }
 
 /// Two flows' probe frames, the second with one lost and one reordered,
-/// latency 10 µs and 30 µs; an end marker for the first.
+/// latency 10 µs and 30 µs.
 fn sink_report(shared: bool) -> SinkReport {
     let flows = FlowSpec::parse(
         "02:00:00:00:00:0a",

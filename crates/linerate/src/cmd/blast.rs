@@ -555,7 +555,7 @@ impl Sending {
             },
             Sending::Profile(cfg) => SendingSettings::Profile {
                 profile: &cfg.profile.file,
-                streams: super::profile::streams_json(cfg),
+                streams: cfg.stream_settings(),
             },
         };
         serde_json::to_value(BlastSettings {
@@ -596,7 +596,7 @@ enum SendingSettings<'a> {
     },
     Profile {
         profile: &'a std::path::Path,
-        streams: serde_json::Value,
+        streams: Vec<linerate_packet::StreamSettings<'a>>,
     },
 }
 

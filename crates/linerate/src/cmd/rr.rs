@@ -6,10 +6,10 @@ use super::stop_flag;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use linerate_rr::{
-    ClientConfig, Interval, Latency, Load, RrClientOutcome, RrError, RrServerOutcome,
-    RrTcpServerOutcome, ServerConfig, ServerInterval, Steering, run_client,
+    ClientConfig, Interval, Load, RrClientOutcome, RrError, RrServerOutcome, RrTcpServerOutcome,
+    ServerConfig, ServerInterval, Steering, client_row, run_client, server_row,
 };
-use linerate_run::{CountedBy, Counts, Gauges, Mode, Row, Scope};
+use linerate_run::{Counts, Mode};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::Duration;
@@ -276,7 +276,9 @@ fn server(a: &ServerArgs) -> Result<u8> {
         (config, a.time),
         Some(doc.clone()),
         |run| {
-            let r = server.run(stop.flag(), |iv: &ServerInterval| server_interval(run, iv));
+            let r = server.run(stop.flag(), |iv: &ServerInterval| {
+                run.interval(&linerate_rr::server_interval(iv));
+            });
             let rows = (r.workers.iter().enumerate())
                 .map(|(w, (_, c))| server_row(w, Some(c.requests), Some(c)))
                 .collect();
@@ -292,48 +294,6 @@ fn server(a: &ServerArgs) -> Result<u8> {
         },
     )?;
     Ok(ended.exit_code)
-}
-
-/// An rr server interval (either transport) to the run's reporters: a row
-/// per worker with its requests.
-fn server_interval<C>(run: &mut linerate_run::Run, iv: &ServerInterval<C>) {
-    let rows: Vec<Row> = (iv.per_worker.iter().enumerate())
-        .map(|(w, n)| server_row(w, Some(*n), None))
-        .collect();
-    run.interval(&linerate_run::Interval::new(
-        iv.start.as_secs_f64(),
-        iv.end.as_secs_f64(),
-        rows,
-    ));
-}
-
-/// An rr server worker's row: requests it received (server's count).
-fn server_row(w: usize, requests: Option<u64>, c: Option<&linerate_rr::ServerCounts>) -> Row {
-    Row::new(Scope::Worker, w.to_string(), "requests", CountedBy::Server).with_counts(Counts {
-        packets: requests,
-        bytes: c.map(|c| c.bytes_in),
-        errors: c.map(|c| c.malformed + c.too_large),
-        ..Counts::default()
-    })
-}
-
-/// An rr client row: transactions completed (client's count), latency.
-fn client_row(id: &str, completed: u64, lost: u64, l: Option<&Latency>) -> Row {
-    let mut r =
-        Row::new(Scope::Worker, id, "transactions", CountedBy::Client).with_counts(Counts {
-            packets: Some(completed),
-            lost: Some(lost),
-            ..Counts::default()
-        });
-    if let Some(l) = l {
-        r.gauges = Gauges {
-            latency_p50_ns: Some(l.p50),
-            latency_p99_ns: Some(l.p99),
-            latency_max_ns: Some(l.max),
-            jitter_ms: None,
-        };
-    }
-    r
 }
 
 /// `--pps` (any packet-rate spelling) or `--rate` (which must say its unit).
@@ -394,7 +354,7 @@ fn client(a: &ClientArgs, hold: bool) -> Result<Ended> {
     let tcp = tcp_client(a)?;
     let stop = stop_flag()?;
     if a.out.human() {
-        crate::say!("{}", client_banner(&cfg, tcp.as_ref()));
+        crate::say!("{}", cfg.banner(tcp.as_ref()));
     }
     let config = serde_json::json!({
         "server": server.to_string(),
@@ -470,37 +430,6 @@ fn tcp_client(a: &ClientArgs) -> Result<Option<linerate_rr::TcpClient>> {
     }))
 }
 
-/// The rr client's first line for people: what it is about to do.
-fn client_banner(cfg: &ClientConfig, tcp: Option<&linerate_rr::TcpClient>) -> String {
-    format!(
-        "rr client to {}{}: {} worker(s) x {} flow(s), {}, {} B requests, {} B responses{}",
-        cfg.server,
-        match tcp {
-            None => "",
-            Some(t) if t.connect_per_transaction => " over TCP, a connection per transaction",
-            Some(_) => " over TCP, persistent connections",
-        },
-        if cfg.cores.is_empty() {
-            cfg.threads
-        } else {
-            cfg.cores.len()
-        },
-        cfg.flows,
-        match cfg.load {
-            Load::Closed { outstanding } =>
-                format!("closed loop, {outstanding} in flight per flow"),
-            Load::Open { tps } => format!("open loop at {tps:.0} transactions/s"),
-        },
-        cfg.request_size,
-        cfg.response_size,
-        if cfg.busy_poll {
-            ", busy polling (a core spins per worker)"
-        } else {
-            ""
-        }
-    )
-}
-
 /// What an rr client run measured: its report, or with no answer at all
 /// what was measured before the error.
 fn client_measured(
@@ -512,17 +441,7 @@ fn client_measured(
     Ok(match result {
         Ok(r) => Measured {
             duration_s: r.elapsed.as_secs_f64(),
-            rows: (r.workers.iter().enumerate())
-                .map(|(w, wr)| {
-                    let mut row =
-                        client_row(&w.to_string(), wr.counts.completed, wr.counts.lost, None);
-                    if r.tcp.is_some() {
-                        // connect errors and resets, in every reporter's rows
-                        row.counts.errors = Some(wr.counts.connect_errors + wr.counts.resets);
-                    }
-                    row
-                })
-                .collect(),
+            rows: r.rows(),
             error: None,
             outcome: Arc::new(RrClientOutcome {
                 doctor: Some(linerate_doctor::test_summary_at(r.local_ip(), &cfg.cores)),
@@ -613,7 +532,9 @@ fn tcp_server(a: &ServerArgs) -> Result<u8> {
         (config, a.time),
         Some(doc.clone()),
         |run| {
-            let r = server.run(stop.flag(), |iv| server_interval(run, iv));
+            let r = server.run(stop.flag(), |iv| {
+                run.interval(&linerate_rr::server_interval(iv))
+            });
             let rows = (r.workers.iter().enumerate())
                 .map(|(w, (_, c))| {
                     server_row(w, Some(c.requests), None).with_counts(Counts {
