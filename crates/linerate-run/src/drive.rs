@@ -577,4 +577,54 @@ mod tests {
         .unwrap();
         assert_eq!((r.values.len(), r.figure), (0, Some(("v", "u"))));
     }
+
+    /// A start's planned length and its stream form.
+    type Said = (Option<f64>, Value);
+
+    /// What each start said.
+    #[derive(Clone, Default)]
+    struct Planned(Arc<Mutex<Vec<Said>>>);
+
+    impl Reporter for Planned {
+        fn report(&mut self, ev: &Event) -> std::io::Result<()> {
+            if let Event::Start(s) = ev {
+                self.0.lock().unwrap().push((s.planned_s, ev.json()));
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_runs_planned_length_is_its_starts_typed_field() {
+        let seen = Planned::default();
+        let m = || Measured {
+            duration_s: 1.0,
+            rows: Vec::new(),
+            outcome: outcome(1.0),
+            error: None,
+        };
+        let config = serde_json::json!({ "time_s": 9.0 });
+        drive_planned::<String>(
+            Box::new(seen.clone()),
+            Mode::Blast,
+            config.clone(),
+            None,
+            Some(2.5),
+            |_| Ok(m()),
+        )
+        .unwrap();
+        // The settings' own keys are not read for it.
+        drive::<String>(Box::new(seen.clone()), Mode::Blast, config, None, |_| {
+            Ok(m())
+        })
+        .unwrap();
+        let got = seen.0.lock().unwrap().clone();
+        assert_eq!((got[0].0, got[1].0), (Some(2.5), None));
+        // The stream's start event is unchanged: mode, config, doctor, host.
+        let keys: Vec<&str> = (got[0].1["data"].as_object().unwrap().keys())
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys.len(), 4, "{keys:?}");
+        assert!(!keys.contains(&"planned_s"), "{keys:?}");
+    }
 }
