@@ -30,7 +30,12 @@ pub fn run_client(
         false,
     );
     let mut said = None;
-    let ended = linerate_run::drive(reporters, linerate_run::Mode::Client, config, None, |run| {
+    // The live view and progress line know the run's length (-t; none
+    // for -n/-k/-0).
+    let p = &opts.params;
+    let planned = (p.time_s > 0).then(|| f64::from(p.time_s + p.omit_s));
+    let mode = linerate_run::Mode::Client;
+    let ended = linerate_run::drive_planned(reporters, mode, config, None, planned, |run| {
         let (events, end) = run.engine();
         opts.events = Some(events);
         match client::run(opts, out, stop) {

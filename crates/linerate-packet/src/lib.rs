@@ -15,19 +15,24 @@
 //! that opens and says what it chose and why.
 
 mod fwd;
+mod outcome;
 pub mod pair;
 mod pool;
 pub mod profile_trials;
 pub mod rfc2544;
+pub mod rfc2544_outcome;
 mod rx;
+mod settings;
 mod tx;
 
-pub use fwd::{FwdConfig, FwdCounts, FwdError, FwdMode, FwdReport, Noisy, apply, fwd};
+pub use fwd::{FwdConfig, FwdCounts, FwdError, FwdMode, FwdOutcome, FwdReport, Noisy, apply, fwd};
 pub use linerate_backend::port::{
     BackendError, BackendKind, Capabilities, Gso, Rx, RxCapabilities, RxFilter, Traffic, Tx,
     UDP_SOCKETS_MAX, open_rx, open_rx_workers, open_tx,
 };
+pub use outcome::{BlastOutcome, HistWritten, SinkOutcome};
 pub use rx::{CaptureConfig, FLOW_ROWS_MAX, SinkConfig, SinkError, SinkReport, flow_rows, sink};
+pub use settings::StreamSettings;
 pub use tx::{
     BlastConfig, BlastError, BlastReport, ProfileConfig, Rate, Replay, StreamSent, Timing, blast,
     blast_profile, traffic,

@@ -650,6 +650,7 @@ mod tests {
         Event::Start(Box::new(Start {
             mode: Mode::Sink,
             config: serde_json::json!({}),
+            planned_s: None,
             doctor: None,
             host: Host::here(),
         }))

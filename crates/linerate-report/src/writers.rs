@@ -324,6 +324,7 @@ mod tests {
             Event::Start(Box::new(Start {
                 mode: Mode::Sink,
                 config: json!({"iface": "x"}),
+                planned_s: None,
                 doctor: None,
                 host: Host::here(),
             })),

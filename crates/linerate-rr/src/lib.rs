@@ -10,6 +10,9 @@
 //! unknown, with latency percentiles overall and per interval.
 
 pub mod client;
+mod doc;
+mod outcome;
+mod rows;
 pub mod server;
 pub mod tcp;
 pub mod track;
@@ -17,13 +20,15 @@ pub mod track;
 pub use client::{
     ClientConfig, ClientReport, Interval, Load, TcpClient, run_client, run_tcp_client,
 };
+pub use outcome::{RrClientOutcome, RrServerOutcome, RrTcpServerOutcome};
+pub use rows::{client_row, server_interval, server_row};
 pub use server::{
     Prefix, Server, ServerConfig, ServerCounts, ServerInterval, ServerReport, Steering,
 };
 pub use tcp::{TcpServer, TcpServerConfig, TcpServerCounts, TcpServerReport};
 
 use hdrhistogram::Histogram;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::net::SocketAddr;
 
 /// The rr port when none is given (client and server).
@@ -90,18 +95,7 @@ impl Latency {
 
     /// Microseconds, to 3 decimals.
     pub fn json(&self) -> Value {
-        let us = |ns: u64| (ns as f64 / 1e3 * 1e3).round() / 1e3;
-        json!({
-            "count": self.count,
-            "min": us(self.min),
-            "mean": (self.mean / 1e3 * 1e3).round() / 1e3,
-            "p50": us(self.p50),
-            "p90": us(self.p90),
-            "p99": us(self.p99),
-            "p99.9": us(self.p999),
-            "p99.99": us(self.p9999),
-            "max": us(self.max),
-        })
+        serde_json::to_value(doc::LatencyDoc::of(self)).unwrap_or_default()
     }
 }
 

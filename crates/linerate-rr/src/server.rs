@@ -10,7 +10,7 @@ use crate::client::DATAGRAM_MAX;
 use crate::{RrError, pin};
 use linerate_backend::udp_rr::{Reflector, attach_cpu_select};
 use linerate_wire::{RR_HEADER_LEN, RrHeader};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -189,58 +189,10 @@ pub struct ServerReport {
 }
 
 impl ServerReport {
+    /// The server's document (`-J`'s, without the doctor's summary).
     pub fn json(&self) -> Value {
-        let v = json!({
-            "listen": self.local.to_string(),
-            "steering": match (self.config.reuseport, self.config.steering, &self.steering_note) {
-                (false, ..) => "none: one socket shared by every worker (no SO_REUSEPORT)",
-                (true, Steering::Cpu, None) => "cpu: a classic BPF program on the SO_REUSEPORT group hands each request to the socket of the CPU it was processed on",
-                _ => "hash: the kernel's SO_REUSEPORT hash of the 4-tuple",
-            },
-            "recipe": {
-                "reuseport": self.config.reuseport,
-                "pinned": self.config.pin && !self.config.cores.is_empty(),
-                "batch": self.config.batch,
-                "busy_poll_us": self.config.busy_poll_us,
-                "gso": self.config.gso,
-                "spin": self.config.spin,
-            },
-            "steering_note": self.steering_note,
-            "warnings": self.warnings,
-            "counted_by": "server: datagrams received and answered on its sockets",
-        });
-        with_counts(v, &self.workers, &self.total, self.elapsed, &self.intervals)
+        serde_json::to_value(crate::doc::ServerDoc::of(self)).unwrap_or_default()
     }
-}
-
-/// `doc` (either server's own keys) with what both servers' documents
-/// share: each worker's counts, the total, the duration, the request rate
-/// and the intervals.
-pub(crate) fn with_counts<C: Tally + serde::Serialize>(
-    mut doc: Value,
-    workers: &[(Option<usize>, C)],
-    total: &C,
-    elapsed: Duration,
-    intervals: &[ServerInterval<C>],
-) -> Value {
-    let per_s = |n: u64, d: Duration| n as f64 / d.as_secs_f64().max(1e-9);
-    let shared = json!({
-        "workers": workers.iter().map(|(cpu, c)| json!({ "cpu": cpu, "counts": c })).collect::<Vec<_>>(),
-        "counts": total,
-        "duration_s": elapsed.as_secs_f64(),
-        "requests_per_s": per_s(total.requests(), elapsed),
-        "intervals": intervals.iter().map(|i| json!({
-            "start": i.start.as_secs_f64(),
-            "end": i.end.as_secs_f64(),
-            "counts": i.total,
-            "requests_per_s": per_s(i.total.requests(), i.end - i.start),
-            "per_worker_requests": i.per_worker,
-        })).collect::<Vec<_>>(),
-    });
-    if let (Value::Object(d), Value::Object(s)) = (&mut doc, shared) {
-        d.extend(s);
-    }
-    doc
 }
 
 /// A bound server, ready to run: the sockets exist (so the port is taken

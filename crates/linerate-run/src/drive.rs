@@ -121,13 +121,25 @@ impl Ended {
 }
 
 impl Run {
-    /// Reports the start.
+    /// Reports the start (of a run with no planned length).
     pub fn start(rep: Box<dyn Reporter>, mode: Mode, config: Value, doctor: Option<Value>) -> Self {
+        Run::start_planned(rep, mode, config, doctor, None)
+    }
+
+    /// Reports the start of a run planned to last `planned_s` seconds.
+    pub fn start_planned(
+        rep: Box<dyn Reporter>,
+        mode: Mode,
+        config: Value,
+        doctor: Option<Value>,
+        planned_s: Option<f64>,
+    ) -> Self {
         let mut r = Run::unstarted(rep);
         r.started.store(true, Ordering::Release);
         r.emit(&Event::Start(Box::new(Start {
             mode,
             config,
+            planned_s,
             doctor,
             host: Host::here(),
         })));
@@ -240,7 +252,20 @@ pub fn drive<E: std::fmt::Display>(
     doctor: Option<Value>,
     body: impl FnOnce(&mut Run) -> Result<Measured, E>,
 ) -> Result<Ended, E> {
-    let mut run = Run::start(rep, mode, config, doctor);
+    drive_planned(rep, mode, config, doctor, None, body)
+}
+
+/// [`drive`] for a run planned to last `planned_s` seconds (its `Start`
+/// says so: a live view's progress).
+pub fn drive_planned<E: std::fmt::Display>(
+    rep: Box<dyn Reporter>,
+    mode: Mode,
+    config: Value,
+    doctor: Option<Value>,
+    planned_s: Option<f64>,
+    body: impl FnOnce(&mut Run) -> Result<Measured, E>,
+) -> Result<Ended, E> {
+    let mut run = Run::start_planned(rep, mode, config, doctor, planned_s);
     match body(&mut run) {
         Ok(m) => Ok(run.end(m)),
         Err(e) => {
@@ -388,6 +413,7 @@ mod tests {
                     engine.report(&Event::Start(Box::new(Start {
                         mode: Mode::Client,
                         config: Value::Null,
+                        planned_s: None,
                         doctor: None,
                         host: Host::here(),
                     })));
@@ -424,6 +450,7 @@ mod tests {
         Event::Start(Box::new(Start {
             mode: Mode::Server,
             config: serde_json::json!({ "from": "engine" }),
+            planned_s: None,
             doctor: None,
             host: Host::here(),
         }))
@@ -549,5 +576,55 @@ mod tests {
         })
         .unwrap();
         assert_eq!((r.values.len(), r.figure), (0, Some(("v", "u"))));
+    }
+
+    /// A start's planned length and its stream form.
+    type Said = (Option<f64>, Value);
+
+    /// What each start said.
+    #[derive(Clone, Default)]
+    struct Planned(Arc<Mutex<Vec<Said>>>);
+
+    impl Reporter for Planned {
+        fn report(&mut self, ev: &Event) -> std::io::Result<()> {
+            if let Event::Start(s) = ev {
+                self.0.lock().unwrap().push((s.planned_s, ev.json()));
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_runs_planned_length_is_its_starts_typed_field() {
+        let seen = Planned::default();
+        let m = || Measured {
+            duration_s: 1.0,
+            rows: Vec::new(),
+            outcome: outcome(1.0),
+            error: None,
+        };
+        let config = serde_json::json!({ "time_s": 9.0 });
+        drive_planned::<String>(
+            Box::new(seen.clone()),
+            Mode::Blast,
+            config.clone(),
+            None,
+            Some(2.5),
+            |_| Ok(m()),
+        )
+        .unwrap();
+        // The settings' own keys are not read for it.
+        drive::<String>(Box::new(seen.clone()), Mode::Blast, config, None, |_| {
+            Ok(m())
+        })
+        .unwrap();
+        let got = seen.0.lock().unwrap().clone();
+        assert_eq!((got[0].0, got[1].0), (Some(2.5), None));
+        // The stream's start event is unchanged: mode, config, doctor, host.
+        let keys: Vec<&str> = (got[0].1["data"].as_object().unwrap().keys())
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys.len(), 4, "{keys:?}");
+        assert!(!keys.contains(&"planned_s"), "{keys:?}");
     }
 }

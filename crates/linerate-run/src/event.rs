@@ -1,7 +1,7 @@
 //! The events a run emits, and the figures they carry.
 
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 /// Which mode a run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -198,24 +198,22 @@ impl Row {
 
     /// The row as JSON, with rates over `seconds`.
     pub fn json(&self, seconds: f64) -> Value {
-        let mut m = Map::new();
-        m.insert("scope".into(), json!(self.scope));
-        m.insert("id".into(), json!(self.id));
-        m.insert("role".into(), json!(self.role));
-        m.insert("counted_by".into(), json!(self.counted_by));
-        for src in [json!(self.counts), json!(self.gauges)] {
-            if let Value::Object(o) = src {
-                m.extend(o);
-            }
+        serde_json::to_value(self.doc(seconds)).unwrap_or_default()
+    }
+
+    /// The row as its document has it, with rates over `seconds`.
+    pub fn doc(&self, seconds: f64) -> RowDoc<'_> {
+        let (bits_per_second, packets_per_second) = self.rates(seconds);
+        RowDoc {
+            scope: self.scope,
+            id: &self.id,
+            role: &self.role,
+            counted_by: self.counted_by,
+            counts: &self.counts,
+            gauges: &self.gauges,
+            bits_per_second,
+            packets_per_second,
         }
-        let (bps, pps) = self.rates(seconds);
-        if let Some(b) = bps {
-            m.insert("bits_per_second".into(), json!(b));
-        }
-        if let Some(p) = pps {
-            m.insert("packets_per_second".into(), json!(p));
-        }
-        Value::Object(m)
     }
 
     /// Bits and packets per second over `seconds` (none for an empty span).
@@ -228,6 +226,24 @@ impl Row {
             self.counts.packets.map(|p| p as f64 / seconds),
         )
     }
+}
+
+/// A row in a document: who and what it counts, its counts and gauges,
+/// and its rates over the span.
+#[derive(Debug, Serialize)]
+pub struct RowDoc<'a> {
+    pub scope: Scope,
+    pub id: &'a str,
+    pub role: &'a str,
+    pub counted_by: CountedBy,
+    #[serde(flatten)]
+    pub counts: &'a Counts,
+    #[serde(flatten)]
+    pub gauges: &'a Gauges,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bits_per_second: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub packets_per_second: Option<f64>,
 }
 
 /// The sum rows of `rows`: one per role, in the order roles first appear.
@@ -258,6 +274,9 @@ pub struct Start {
     pub mode: Mode,
     /// The run's settings as the mode states them.
     pub config: Value,
+    /// How long the run is planned to last, seconds (none: until stopped,
+    /// or until a count is reached).
+    pub planned_s: Option<f64>,
     /// The doctor's summary for the interface and CPUs in use, where the
     /// mode has one.
     pub doctor: Option<Value>,
@@ -324,15 +343,34 @@ impl Interval {
     }
 
     pub fn json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+}
+
+/// An interval in a document: its span, and its rows and sums with their
+/// rates over it.
+#[derive(Debug, Serialize)]
+struct IntervalDoc<'a> {
+    start: f64,
+    end: f64,
+    seconds: f64,
+    omitted: bool,
+    rows: Vec<RowDoc<'a>>,
+    sums: Vec<RowDoc<'a>>,
+}
+
+impl Serialize for Interval {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
         let s = self.seconds();
-        json!({
-            "start": self.start_s,
-            "end": self.end_s,
-            "seconds": s,
-            "omitted": self.omitted,
-            "rows": self.rows.iter().map(|r| r.json(s)).collect::<Vec<_>>(),
-            "sums": self.sums.iter().map(|r| r.json(s)).collect::<Vec<_>>(),
-        })
+        IntervalDoc {
+            start: self.start_s,
+            end: self.end_s,
+            seconds: s,
+            omitted: self.omitted,
+            rows: self.rows.iter().map(|r| r.doc(s)).collect(),
+            sums: self.sums.iter().map(|r| r.doc(s)).collect(),
+        }
+        .serialize(ser)
     }
 }
 
@@ -352,14 +390,53 @@ pub struct End {
 
 impl End {
     pub fn json(&self) -> Value {
-        let s = self.duration_s;
-        json!({
-            "duration_s": s,
-            "rows": self.rows.iter().map(|r| r.json(s)).collect::<Vec<_>>(),
-            "sums": self.sums.iter().map(|r| r.json(s)).collect::<Vec<_>>(),
-            "result": self.outcome.document(),
-        })
+        serde_json::to_value(self.doc()).unwrap_or_default()
     }
+
+    fn doc(&self) -> EndDoc<'_> {
+        let s = self.duration_s;
+        EndDoc {
+            duration_s: s,
+            rows: self.rows.iter().map(|r| r.doc(s)).collect(),
+            sums: self.sums.iter().map(|r| r.doc(s)).collect(),
+            result: self.outcome.document(),
+        }
+    }
+}
+
+/// A run's end in a document: the totals with their rates, and the mode's
+/// own document.
+#[derive(Debug, Serialize)]
+struct EndDoc<'a> {
+    duration_s: f64,
+    rows: Vec<RowDoc<'a>>,
+    sums: Vec<RowDoc<'a>>,
+    result: Value,
+}
+
+/// A run's start in a document.
+#[derive(Debug, Serialize)]
+struct StartDoc<'a> {
+    mode: Mode,
+    config: &'a Value,
+    doctor: &'a Option<Value>,
+    host: &'a Host,
+}
+
+/// An event's data, as `{"event": NAME, "data": …}` carries it.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum EventData<'a> {
+    Start(StartDoc<'a>),
+    Interval(&'a Interval),
+    Error(&'a str),
+    End(EndDoc<'a>),
+}
+
+#[derive(Debug, Serialize)]
+struct EventDoc<'a> {
+    event: &'static str,
+    data: EventData<'a>,
 }
 
 /// Everything a run says, in order: one `Start`, any `Interval`s, at most
@@ -386,23 +463,28 @@ impl Event {
     /// `{"event": NAME, "data": …}`, iperf3's JSON-stream shape.
     pub fn json(&self) -> Value {
         let data = match self {
-            Event::Start(s) => json!({
-                "mode": s.mode,
-                "config": s.config,
-                "doctor": s.doctor,
-                "host": s.host,
+            Event::Start(s) => EventData::Start(StartDoc {
+                mode: s.mode,
+                config: &s.config,
+                doctor: &s.doctor,
+                host: &s.host,
             }),
-            Event::Interval(i) => i.json(),
-            Event::Error(e) => json!(e),
-            Event::End(e) => e.json(),
+            Event::Interval(i) => EventData::Interval(i),
+            Event::Error(e) => EventData::Error(e),
+            Event::End(e) => EventData::End(e.doc()),
         };
-        json!({ "event": self.name(), "data": data })
+        serde_json::to_value(EventDoc {
+            event: self.name(),
+            data,
+        })
+        .unwrap_or_default()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn row(role: &str, bytes: u64, packets: Option<u64>) -> Row {
         Row::new(Scope::Flow, "1", role, CountedBy::Receiver).with_counts(Counts {

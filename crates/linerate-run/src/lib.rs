@@ -19,10 +19,11 @@ pub mod sample;
 pub mod stats;
 
 pub use drive::{
-    Ended, EngineEnd, Measured, Repetition, Run, drive, drive_engine, repeat, without_repeats,
+    Ended, EngineEnd, Measured, Repetition, Run, drive, drive_engine, drive_planned, repeat,
+    without_repeats,
 };
 pub use event::{
-    CountedBy, Counts, End, Event, Gauges, Host, Interval, Mode, Row, Scope, Start, sums,
+    CountedBy, Counts, End, Event, Gauges, Host, Interval, Mode, Row, RowDoc, Scope, Start, sums,
 };
 pub use outcome::{Failed, Figure, Outcome, SharedOutcome, Written};
 pub use report::{Fanout, Reporter, Shared, SharedReporter};

@@ -33,15 +33,16 @@ pub trait Outcome: std::fmt::Debug + Send + Sync {
 /// A shared, typed outcome: what `End` carries and a repetition keeps.
 pub type SharedOutcome = Arc<dyn Outcome>;
 
-/// A run that failed before it measured anything worth keeping.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A run that failed before it measured anything worth keeping (its
+/// document: `{"error": …}`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Failed {
     pub error: String,
 }
 
 impl Outcome for Failed {
     fn document(&self) -> Value {
-        serde_json::json!({ "error": self.error })
+        serde_json::to_value(self).unwrap_or_default()
     }
 
     fn text(&self) -> String {

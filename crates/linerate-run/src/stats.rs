@@ -216,18 +216,57 @@ impl Policy {
     /// The report of a finished repetition: per-run values, warm-up runs,
     /// the statistics, the stop reason.
     pub fn report(&self, all: &[f64], stop: Stop, figure: &str) -> serde_json::Value {
-        let kept = all.get(self.warmup_runs..).unwrap_or(&[]);
-        serde_json::json!({
-            "figure": figure,
-            "values": kept,
-            "warmup_values": &all[..self.warmup_runs.min(all.len())],
-            "statistics": summarize(kept, self.confidence),
-            "stop": stop,
-            "confidence": self.confidence,
-            "ci_target": self.ci_target,
-            "max_runs": self.max_runs,
-        })
+        serde_json::to_value(self.report_of(all, stop.into(), figure)).unwrap_or_default()
     }
+
+    /// [`report`](Self::report), typed.
+    pub fn report_of<'a>(&self, all: &'a [f64], stop: Ending, figure: &'a str) -> Report<'a> {
+        let kept = all.get(self.warmup_runs..).unwrap_or(&[]);
+        Report {
+            figure,
+            values: kept,
+            warmup_values: &all[..self.warmup_runs.min(all.len())],
+            statistics: summarize(kept, self.confidence),
+            stop,
+            confidence: self.confidence,
+            ci_target: self.ci_target,
+            max_runs: self.max_runs,
+        }
+    }
+}
+
+/// How a repetition ended, as its report says: why it stopped, or that a
+/// run failed (the runs before it stand).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum Ending {
+    Stopped(Stop),
+    Failed(&'static str),
+}
+
+impl Ending {
+    /// A run failed: the repetition stopped there.
+    pub const RUN_FAILED: Ending = Ending::Failed("a run failed");
+}
+
+impl From<Stop> for Ending {
+    fn from(s: Stop) -> Self {
+        Ending::Stopped(s)
+    }
+}
+
+/// A finished repetition's report: the measured figure's name, each run's
+/// value (warm-up runs apart), the statistics, how it ended.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report<'a> {
+    pub figure: &'a str,
+    pub values: &'a [f64],
+    pub warmup_values: &'a [f64],
+    pub statistics: Option<Summary>,
+    pub stop: Ending,
+    pub confidence: f64,
+    pub ci_target: Option<f64>,
+    pub max_runs: usize,
 }
 
 /// One line for people: `5 runs: mean 9.41 Gbit/s, stdev 0.12, 95% CI

@@ -180,11 +180,9 @@ impl Drop for LiveView {
     }
 }
 
-fn planned(config: &serde_json::Value) -> Option<f64> {
-    ["time_s", "duration_s", "time", "duration"]
-        .iter()
-        .find_map(|k| config.get(*k).and_then(serde_json::Value::as_f64))
-        .filter(|t| *t > 0.0)
+/// The run's planned length, when it has one.
+fn planned(s: &linerate_run::Start) -> Option<f64> {
+    s.planned_s.filter(|t| *t > 0.0)
 }
 
 fn settings(config: &serde_json::Value) -> String {
@@ -212,7 +210,7 @@ impl Reporter for LiveView {
                     *st = State {
                         mode: s.mode.name().to_string(),
                         settings: settings(&s.config),
-                        planned_s: planned(&s.config),
+                        planned_s: planned(s),
                         started: Some(Instant::now()),
                         ..State::default()
                     };
@@ -447,7 +445,7 @@ impl Reporter for Progress {
         match ev {
             Event::Start(s) => {
                 self.started = Some(Instant::now());
-                self.planned_s = planned(&s.config);
+                self.planned_s = planned(s);
             }
             Event::Interval(i) => {
                 let elapsed = self.started.map_or(0.0, |t| t.elapsed().as_secs_f64());

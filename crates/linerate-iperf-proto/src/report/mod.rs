@@ -147,6 +147,8 @@ impl Report {
             .push_back(linerate_run::Event::Start(Box::new(linerate_run::Start {
                 mode,
                 config: serde_json::to_value(&self.start.test_start).unwrap_or(Value::Null),
+                planned_s: (self.info.params.time_s > 0)
+                    .then(|| f64::from(self.info.params.time_s)),
                 doctor: None,
                 host: self.info.host.clone(),
             })));

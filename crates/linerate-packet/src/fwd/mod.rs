@@ -13,6 +13,7 @@
 
 mod load;
 mod modes;
+mod outcome;
 mod worker;
 
 pub use modes::apply;
@@ -23,6 +24,7 @@ use linerate_backend::port::{
     BackendError, BackendKind, Rx, Tx, open_fwd, open_rx_workers, open_tx,
 };
 use linerate_run::{CountedBy, Counts, Interval, Row, Sampler, Scope};
+pub use outcome::FwdOutcome;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -152,35 +154,9 @@ impl FwdReport {
             .collect()
     }
 
+    /// The forwarder's document (`-J`'s, without the doctor's summary).
     pub fn json(&self) -> serde_json::Value {
-        let n = &self.noisy;
-        serde_json::json!({
-            "role": "fwd",
-            "mode": self.mode.name(),
-            "rx_iface": self.rx_iface,
-            "tx_iface": self.tx_iface,
-            "rx_backend": self.rx_backend,
-            "tx_backend": self.tx_backend,
-            "backend_notes": self.notes,
-            "counted_by": "forwarder: frames its receiving socket took and its sending backend accepted",
-            "counts": self.counts,
-            "kernel_drops": self.kernel_drops,
-            "duration_s": self.duration_s,
-            "rx_pps": self.counts.rx as f64 / self.duration_s.max(1e-9),
-            "tx_pps": self.counts.tx as f64 / self.duration_s.max(1e-9),
-            "intervals": self.intervals.iter().map(Interval::json).collect::<Vec<_>>(),
-            "noisy": {
-                "fifo_frames": n.fifo,
-                "flush_us": n.flush.as_micros() as u64,
-                "mem_bytes": n.mem_bytes,
-                "reads_per_frame": n.reads,
-                "writes_per_frame": n.writes,
-                "read_writes_per_frame": n.read_writes,
-            },
-            "mem_sum": self.mem_sum,
-            "workers": self.workers,
-            "error": self.error,
-        })
+        serde_json::to_value(outcome::FwdDoc::of(self)).unwrap_or_default()
     }
 }
 

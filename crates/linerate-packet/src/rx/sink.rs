@@ -232,63 +232,9 @@ impl SinkReport {
         (self.counts.bytes() + 4 * packets) as f64 * 8.0 / self.duration_s.max(1e-9)
     }
 
+    /// The receiver's document (`-J`'s, without the doctor's summary).
     pub fn json(&self) -> serde_json::Value {
-        let c = &self.counts;
-        let d = self.duration_s.max(1e-9);
-        // Bytes counted without FCS; add it back for L2, and 20 B per frame for L1.
-        let packets = c.packets();
-        let flows_json: Vec<serde_json::Value> = c.flows.iter().map(|(id, f)| serde_json::json!({
-                "flow": id, "packets": f.seq.received(), "bytes": f.bytes, "lost": f.lost(),
-                "sent_by_marker": f.sent_marker,
-                "reordered": f.seq.late, "duplicates": f.seq.duplicates,
-                "anomalies": f.seq.anomalies,
-                "jitter_ns": f.jitter_ns(),
-                "latency_ns": c.latency_summary(f).map(|l| serde_json::json!({
-                    "min": l[0], "mean": l[1], "p50": l[2], "p99": l[3], "p999": l[4], "max": l[5],
-                })),
-            })).collect::<Vec<_>>();
-        let (seen, flows) = c.markers_seen();
-        let markers = serde_json::json!({
-            "flows_with_marker": seen, "flows": flows, "frames": c.markers,
-            "lost_counts_the_tail": seen == flows && flows > 0,
-        });
-        let latency = c.latency_percentiles().map(|p| {
-            serde_json::json!({"p50": p[0], "p90": p[1], "p99": p[2], "p999": p[3], "max": p[4]})
-        });
-        serde_json::json!({
-            "role": "sink",
-            "backend": self.backend,
-            "backend_note": self.note,
-            "counted_by": "receiver: frames with a linerate probe that reached the socket",
-            "packets": packets,
-            "bytes": c.bytes() + 4 * packets,
-            "duration_s": self.duration_s,
-            "pps": self.pps(),
-            "bps_l2": self.bps_l2(),
-            "bps_l1": self.bps_l2() + (20 * 8 * packets) as f64 / d,
-            "lost": c.lost(),
-            "end_markers": markers,
-            "reordered": c.reordered(),
-            "duplicates": c.duplicates(),
-            "anomalies": c.anomalies(),
-            "other_frames": c.other,
-            "oversized_frames": c.oversized,
-            "backend_capabilities": self.capabilities,
-            "workers": self.workers,
-            "kernel_drops": self.kernel_drops,
-            "error": self.error,
-            "capture": self.capture.as_ref().map(|(path, frames, snaplen, error)| serde_json::json!({
-                "path": path, "frames": frames, "snaplen": snaplen, "error": error,
-            })),
-            "latency_ns": latency,
-            "latency_arrival": {
-                "kernel_receive_stamp": self.arrival_stamped,
-                "batch_handover": self.arrival_handover,
-            },
-            "latency_clock": if c.clocks_shared() { "shared (same host): one-way latency is valid" } else { "not shared: latency not measured" },
-            "intervals": self.intervals.iter().map(Interval::json).collect::<Vec<_>>(),
-            "flows": flows_json,
-        })
+        serde_json::to_value(crate::outcome::SinkDoc::of(self)).unwrap_or_default()
     }
 }
 

@@ -202,65 +202,10 @@ impl BlastReport {
         (self.bytes + 20 * self.packets) as f64 * 8.0 / self.duration_s.max(1e-9)
     }
 
+    /// The sender's document (`-J`'s, without the doctor's summary).
     pub fn json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "role": "blast",
-            "backend": self.backend,
-            "backend_note": self.note,
-            "counted_by": "sender: frames the kernel accepted",
-            "packets": self.packets,
-            "bytes": self.bytes,
-            "duration_s": self.duration_s,
-            "duration_from": self.duration_from,
-            "pps": self.pps(),
-            "bps_l1": self.bps_l1(),
-            "bps_l2": self.bps_l2(),
-            "send_calls": self.send_calls,
-            "send_errors": self.send_errors,
-            "flows": self.flows,
-            "workers": self.workers,
-            "end_markers": {"frames": self.end_marker_frames, "note": self.end_marker_note},
-            "tx_time": format!(
-                "per batch: the frames of one send call (up to {}) carry the same send time in their probe",
-                self.capabilities.batch
-            ),
-            "backend_stats": self.backend_stats,
-            "backend_capabilities": self.capabilities,
-            "pacing": self.pacing.iter().map(|(d, ns)| {
-                let per_call = d.units as f64 / d.calls as f64;
-                let [p50, p99, p999] = d.percentiles_us();
-                serde_json::json!({
-                    "measured_by": "sender, gaps between send calls",
-                    "calls": d.calls,
-                    "frames_per_call": per_call,
-                    "target_gap_us": ns * per_call / 1e3,
-                    "mean_gap_us": d.mean_gap_ns / 1e3,
-                    "stddev_gap_us": d.stddev_gap_ns() / 1e3,
-                    "min_gap_us": d.min_gap_ns as f64 / 1e3,
-                    "max_gap_us": d.max_gap_ns as f64 / 1e3,
-                    "p50_gap_us": p50,
-                    "p99_gap_us": p99,
-                    "p999_gap_us": p999,
-                })
-            }).collect::<Vec<_>>(),
-            "shape": self.shape.map(|s| shape_json(&s, self.catch_up)),
-            "intervals": self.intervals.iter().map(Interval::json).collect::<Vec<_>>(),
-            "streams": self.streams.iter().map(StreamSent::json).collect::<Vec<_>>(),
-            "per_flow_sent": self.per_flow.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
-        })
+        serde_json::to_value(crate::outcome::BlastDoc::of(self)).unwrap_or_default()
     }
-}
-
-/// A paced sender's shape as `-J` has it (sender's clock).
-pub fn shape_json(s: &Shape, catch_up: CatchUp) -> serde_json::Value {
-    serde_json::json!({
-        "measured_by": "sender, its own clock against its schedule",
-        "catch_up": catch_up.name(),
-        "late_wakeups": s.late_wakeups,
-        "max_late_us": s.max_late_ns as f64 / 1e3,
-        "max_burst": s.max_burst,
-        "skipped": s.skipped,
-    })
 }
 
 /// What one stream sent (sender's count).
@@ -274,25 +219,6 @@ pub struct StreamSent {
     /// The gaps between the stream's frames as they were handed to the
     /// backend (sender's clock).
     pub departures: Departures,
-}
-
-impl StreamSent {
-    pub fn json(&self) -> serde_json::Value {
-        let d = &self.departures;
-        serde_json::json!({
-            "name": self.name,
-            "id": self.id,
-            "packets": self.packets,
-            "bytes": self.bytes,
-            "gaps": {
-                "measured_by": "sender, per frame as handed to the backend",
-                "mean_us": d.mean_gap_ns / 1e3,
-                "stddev_us": d.stddev_gap_ns() / 1e3,
-                "min_us": d.min_gap_ns as f64 / 1e3,
-                "max_us": d.max_gap_ns as f64 / 1e3,
-            },
-        })
-    }
 }
 
 /// Sends `frames` three times 1 ms apart (end markers: a lost one only

@@ -1,10 +1,10 @@
 //! What the rr client counted: per worker, per interval and in total, and
 //! its JSON.
 
-use super::config::{ClientConfig, Load, TcpClient};
+use super::config::{ClientConfig, TcpClient};
 use crate::Latency;
 use hdrhistogram::Histogram;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
@@ -91,17 +91,6 @@ impl Interval {
     pub fn tps(&self) -> f64 {
         self.completed as f64 / (self.end - self.start).as_secs_f64().max(1e-9)
     }
-
-    pub fn json(&self) -> Value {
-        json!({
-            "start": self.start.as_secs_f64(),
-            "end": self.end.as_secs_f64(),
-            "completed": self.completed,
-            "transactions_per_s": self.tps(),
-            "lost": self.lost,
-            "latency_us": self.latency.as_ref().map(Latency::json),
-        })
-    }
 }
 
 #[derive(Debug)]
@@ -141,58 +130,8 @@ impl ClientReport {
         self.workers.first()?.local.first().map(SocketAddr::ip)
     }
 
+    /// The client's document (`-J`'s, without the doctor's summary).
     pub fn json(&self) -> Value {
-        let c = &self.config;
-        let (mode, load) = match c.load {
-            Load::Closed { outstanding } => (
-                "closed loop",
-                json!({ "outstanding_per_flow": outstanding }),
-            ),
-            Load::Open { tps } => ("open loop", json!({ "rate_tps": tps })),
-        };
-        json!({
-            "server": c.server.to_string(),
-            "mode": mode,
-            "load": load,
-            "workers": self.workers.iter().map(|w| json!({
-                "cpu": w.cpu,
-                "flows": w.local.iter().map(ToString::to_string).collect::<Vec<_>>(),
-                "counts": w.counts,
-            })).collect::<Vec<_>>(),
-            "flows": self.workers.iter().map(|w| w.local.len()).sum::<usize>(),
-            "request_bytes": c.request_size,
-            "response_bytes": c.response_size,
-            "transport": match self.tcp {
-                None => "udp",
-                Some(TcpClient { connect_per_transaction: false, .. }) => "tcp",
-                Some(TcpClient { connect_per_transaction: true, .. }) => "tcp, a connection per transaction",
-            },
-            "connect_timeout_ms": self.tcp.map(|t| t.connect_timeout.as_secs_f64() * 1e3),
-            "close": match self.tcp {
-                Some(TcpClient { connect_per_transaction: true, close_reset: true, .. }) => Some("reset"),
-                Some(TcpClient { connect_per_transaction: true, .. }) => Some("fin"),
-                _ => None,
-            },
-            "bytes_are": match self.tcp {
-                None => "UDP payload (the 32-byte rr header included)",
-                Some(_) => "rr message (the 32-byte rr header included; the 4-byte TCP frame length not)",
-            },
-            "duration_s": self.elapsed.as_secs_f64(),
-            "interrupted": self.interrupted,
-            "warnings": self.warnings,
-            "timeout_ms": c.timeout.as_secs_f64() * 1e3,
-            "busy_poll": c.busy_poll,
-            "counts": self.total,
-            "counted_by": "client: each response matched to its request by flow and sequence number; sent = completed + lost",
-            "transactions_per_s": self.tps(),
-            "latency_us": self.latency.as_ref().map(Latency::json),
-            "send_lag_us": self.send_lag.as_ref().map(Latency::json),
-            "send_lag_is": "open loop: how late each request left against its schedule (client clock); null in closed loop",
-            "latency_from": match c.load {
-                Load::Closed { .. } => "the request's send time to its response's receipt (client clock)",
-                Load::Open { .. } => "the request's scheduled send time to its response's receipt (client clock; includes the client's own delays)",
-            },
-            "intervals": self.intervals.iter().map(Interval::json).collect::<Vec<_>>(),
-        })
+        serde_json::to_value(crate::doc::ClientDoc::of(self)).unwrap_or_default()
     }
 }

@@ -7,11 +7,11 @@
 //! connection that breaks them is closed and counted, never the server.
 
 use super::frame::{FrameError, FrameReader, TCP_MESSAGE_MAX, put_len};
-use crate::server::{Clock, Prefix, ServerInterval, Tally, supervise, with_counts};
+use crate::server::{Clock, Prefix, ServerInterval, Tally, supervise};
 use crate::{RrError, pin};
 use linerate_wire::{RR_HEADER_LEN, RrHeader};
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
@@ -222,30 +222,9 @@ pub struct TcpServerReport {
 }
 
 impl TcpServerReport {
+    /// The server's document (`-J`'s, without the doctor's summary).
     pub fn json(&self) -> Value {
-        let c = &self.config;
-        let v = json!({
-            "listen": self.local.to_string(),
-            "transport": "tcp",
-            "framing": "each rr message preceded by its length (u32, big-endian)",
-            "limits": {
-                "max_conns": c.max_conns,
-                "max_per_source": c.max_per_source,
-                "idle_timeout_s": c.idle_timeout.as_secs_f64(),
-                "max_message": c.max_message,
-                "max_response": c.max_response,
-                "out_buffer": OUT_HIGH,
-            },
-            "recipe": {
-                "reuseport": true,
-                "pinned": c.pin && !c.cores.is_empty(),
-                "busy_poll_us": c.busy_poll_us,
-                "spin": c.spin,
-            },
-            "warnings": self.warnings,
-            "counted_by": "server: frames received and answered on its connections",
-        });
-        with_counts(v, &self.workers, &self.total, self.elapsed, &self.intervals)
+        serde_json::to_value(crate::doc::TcpServerDoc::of(self)).unwrap_or_default()
     }
 }
 

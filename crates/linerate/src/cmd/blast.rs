@@ -1,12 +1,12 @@
 //! `linerate blast` and `linerate sink`.
 
 use super::out::{Ended, Measured, OutputArgs, Run, drive};
-use super::packet_outcome::{BlastOutcome, SinkOutcome};
 use super::stop_flag;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use linerate_calc::{Imix, parse_bps, parse_pps};
 use linerate_packet::{BackendKind, BlastConfig, CaptureConfig, Gso, Rate, SinkConfig};
+use linerate_packet::{BlastOutcome, SinkOutcome};
 use linerate_run::Mode;
 use linerate_traffic::template::Framing;
 use linerate_traffic::{FlowSpec, SizeSequence};
@@ -540,28 +540,58 @@ impl Sending {
 
     /// The run's settings, as `Start` reports them.
     fn config(&self, a: &BlastArgs) -> serde_json::Value {
-        let mut v = serde_json::json!({
-            "iface": a.iface,
-            "count": a.count,
-            "duration_s": a.duration,
-            "burst": a.burst,
-            "backend": a.backend,
-            "cores": self.cores(),
-        });
-        match self {
-            Sending::Flows(cfg) => {
-                v["dst_ip"] = serde_json::json!(a.dst_ip);
-                v["pcap"] = serde_json::json!(a.pcap);
-                v["flows"] = serde_json::json!(cfg.flows.count());
-                v["rate"] = serde_json::json!(format!("{:?}", cfg.rate));
-            }
-            Sending::Profile(cfg) => {
-                v["profile"] = serde_json::json!(cfg.profile.file);
-                v["streams"] = serde_json::json!(super::profile::streams_json(cfg));
-            }
-        }
-        v
+        let sending = match self {
+            Sending::Flows(cfg) => SendingSettings::Flows {
+                dst_ip: a.dst_ip.as_deref(),
+                pcap: a.pcap.as_deref(),
+                flows: cfg.flows.count(),
+                rate: format!("{:?}", cfg.rate),
+            },
+            Sending::Profile(cfg) => SendingSettings::Profile {
+                profile: &cfg.profile.file,
+                streams: cfg.stream_settings(),
+            },
+        };
+        serde_json::to_value(BlastSettings {
+            iface: &a.iface,
+            count: a.count,
+            duration_s: a.duration,
+            burst: a.burst,
+            backend: a.backend,
+            cores: self.cores(),
+            sending,
+        })
+        .unwrap_or_default()
     }
+}
+
+/// blast's settings as its `Start` states them.
+#[derive(Debug, serde::Serialize)]
+struct BlastSettings<'a> {
+    iface: &'a str,
+    count: Option<u64>,
+    duration_s: f64,
+    burst: u32,
+    backend: BackendKind,
+    cores: Vec<usize>,
+    #[serde(flatten)]
+    sending: SendingSettings<'a>,
+}
+
+/// What blast sends: flows (or a trace), or a profile's streams.
+#[derive(Debug, serde::Serialize)]
+#[serde(untagged)]
+enum SendingSettings<'a> {
+    Flows {
+        dst_ip: Option<&'a str>,
+        pcap: Option<&'a std::path::Path>,
+        flows: u64,
+        rate: String,
+    },
+    Profile {
+        profile: &'a std::path::Path,
+        streams: Vec<linerate_packet::StreamSettings<'a>>,
+    },
 }
 
 /// Runs blast through the shared run model.
@@ -573,7 +603,7 @@ fn blast_run(a: &BlastArgs, sending: &Sending, hold: bool) -> Result<Ended> {
         &a.out,
         hold,
         Mode::Blast,
-        config,
+        (config, Some(a.duration)),
         Some(doc.clone()),
         |run| {
             let (r, rx) = match &a.rx_iface {
@@ -724,7 +754,7 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
         &a.out,
         false,
         Mode::Sink,
-        config,
+        (config, Some(a.duration.unwrap_or(SINK_UNTIL_STOPPED_S))),
         Some(doc.clone()),
         |run| {
             let r = linerate_packet::sink(&cfg, stop.flag(), &mut { ready }, &mut |iv| {

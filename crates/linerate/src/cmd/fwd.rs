@@ -4,8 +4,8 @@ use super::out::{Measured, OutputArgs, drive};
 use super::stop_flag;
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use linerate_packet::{BackendKind, FwdConfig, FwdMode, FwdReport, Noisy};
-use linerate_run::{Figure, Mode, Outcome};
+use linerate_packet::{BackendKind, FwdConfig, FwdMode, FwdOutcome, Noisy};
+use linerate_run::Mode;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -103,23 +103,32 @@ pub fn run(a: &FwdArgs) -> Result<u8> {
             a.iface
         );
     };
-    let ended = drive(&a.out, false, Mode::Fwd, config, Some(doc.clone()), |run| {
-        let r = linerate_packet::fwd(&cfg, stop.flag(), &mut ready, &mut |iv| run.interval(iv))?;
-        let error = r
-            .error
-            .as_ref()
-            .map(|e| format!("{e} (the counts are what was forwarded before it)"));
-        Ok(Measured {
-            duration_s: r.duration_s,
-            rows: r.rows(),
-            error,
-            outcome: Arc::new(FwdOutcome {
-                report: r,
-                doctor: doc,
-                fifo: a.fifo > 0,
-            }),
-        })
-    })?;
+    let planned = (config, Some(a.duration));
+    let ended = drive(
+        &a.out,
+        false,
+        Mode::Fwd,
+        planned,
+        Some(doc.clone()),
+        |run| {
+            let r =
+                linerate_packet::fwd(&cfg, stop.flag(), &mut ready, &mut |iv| run.interval(iv))?;
+            let error = r
+                .error
+                .as_ref()
+                .map(|e| format!("{e} (the counts are what was forwarded before it)"));
+            Ok(Measured {
+                duration_s: r.duration_s,
+                rows: r.rows(),
+                error,
+                outcome: Arc::new(FwdOutcome {
+                    report: r,
+                    doctor: doc,
+                    fifo: a.fifo > 0,
+                }),
+            })
+        },
+    )?;
     if let Some(e) = &ended.error {
         eprintln!("linerate: error: {e}");
     }
@@ -187,59 +196,4 @@ fn fwd_mode(a: &FwdArgs) -> Result<FwdMode> {
         bail!("--dst-mac only goes with --mode mac");
     }
     Ok(mode)
-}
-
-/// A fwd run: the forwarder's report.
-#[derive(Debug)]
-pub struct FwdOutcome {
-    pub report: FwdReport,
-    pub doctor: serde_json::Value,
-    /// A FIFO was asked for (its peak is shown).
-    pub fifo: bool,
-}
-
-impl Outcome for FwdOutcome {
-    fn document(&self) -> serde_json::Value {
-        let mut v = self.report.json();
-        v["doctor"] = self.doctor.clone();
-        v
-    }
-
-    fn text(&self) -> String {
-        let r = &self.report;
-        let c = &r.counts;
-        let mut text = format!(
-            "{}: {} frames received on {} ({}), {} sent on {} ({}), {} dropped (sender full), {} too long, {} not IP{} in {:.3} s (forwarder's count); kernel drops {}\n",
-            r.mode.name(),
-            c.rx,
-            r.rx_iface,
-            r.rx_backend,
-            c.tx,
-            r.tx_iface,
-            r.tx_backend,
-            c.tx_dropped,
-            c.too_long,
-            c.not_ip,
-            if self.fifo {
-                format!(", FIFO peak {}", c.fifo_peak)
-            } else {
-                String::new()
-            },
-            r.duration_s,
-            r.kernel_drops
-        );
-        for n in &r.notes {
-            text += &format!("backend: {n}\n");
-        }
-        text
-    }
-
-    /// Frames forwarded per second (sent on the out port).
-    fn figure(&self) -> Option<Figure> {
-        Some(Figure {
-            name: "forwarded pps",
-            unit: "frames/s",
-            value: self.report.counts.tx as f64 / self.report.duration_s.max(1e-9),
-        })
-    }
 }

@@ -11,13 +11,11 @@ pub mod iperf;
 pub mod lab;
 pub mod manual;
 pub mod out;
-pub mod packet_outcome;
 pub mod plot;
 pub mod profile;
 pub mod pscheduler;
 pub mod report;
 pub mod rfc2544;
-pub mod rfc2544_outcome;
 pub mod rr;
 pub mod selftest;
 

@@ -283,7 +283,7 @@ impl RepeatArgs {
     /// document back when `hold`. Prints the summary (text, or with -J one
     /// document: `runs` and `repeat`).
     pub fn run(&self, out: Shown, once: &mut dyn FnMut(bool) -> Result<Ended>) -> Result<u8> {
-        use linerate_run::stats::{Stop, line};
+        use linerate_run::stats::{Ending, Stop, line};
         if out.live || out.json_stream {
             bail!(
                 "--repeat/--ci-target print a summary over the runs: not with --live or --json-stream"
@@ -327,16 +327,15 @@ impl RepeatArgs {
                 .with_context(|| format!("--report {}", p.display()))?;
         }
         if out.json {
-            let mut summary = policy.report(&rep.values, stopped, name);
-            if rep.stop.is_none() {
-                summary["stop"] = serde_json::json!("a run failed");
-            }
-            let docs: Vec<Value> = rep.outcomes.iter().map(|o| o.document()).collect();
-            crate::say!(
-                "{}",
-                serde_json::to_string_pretty(&serde_json::json!({"runs": docs, "repeat": summary}))
-                    .unwrap_or_default()
-            );
+            let doc = RepeatDoc {
+                runs: rep.outcomes.iter().map(|o| o.document()).collect(),
+                repeat: policy.report_of(
+                    &rep.values,
+                    rep.stop.map_or(Ending::RUN_FAILED, Ending::from),
+                    name,
+                ),
+            };
+            crate::say!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
         } else {
             crate::say!(
                 "\n{}",
@@ -351,6 +350,13 @@ impl RepeatArgs {
         }
         Ok(u8::from(rep.stop.is_none()))
     }
+}
+
+/// A repetition's `-J`: every run's document, then the figure over them.
+#[derive(Debug, serde::Serialize)]
+struct RepeatDoc<'a> {
+    runs: Vec<Value>,
+    repeat: linerate_run::stats::Report<'a>,
 }
 
 /// The process's metrics endpoint (started once, on the first run that
@@ -378,21 +384,23 @@ pub fn interval(s: f64) -> Result<Option<Duration>> {
     Ok(Some(Duration::from_secs_f64(s)))
 }
 
-/// Runs a mode through the run model (`linerate_run::drive`) with the
-/// reporters `out` asks for; returns the run's end.
+/// Runs a mode through the run model (`linerate_run::drive_planned`) with
+/// the reporters `out` asks for; `planned_s`: how long the run is to last
+/// (none: until stopped or counted). Returns the run's end.
 pub fn drive(
     out: &OutputArgs,
     hold_document: bool,
     mode: Mode,
-    config: Value,
+    (config, planned_s): (Value, Option<f64>),
     doctor: Option<Value>,
     body: impl FnOnce(&mut Run) -> Result<Measured>,
 ) -> Result<Ended> {
-    linerate_run::drive(
+    linerate_run::drive_planned(
         Box::new(out.reporters(hold_document)?),
         mode,
         config,
         doctor,
+        planned_s,
         body,
     )
 }

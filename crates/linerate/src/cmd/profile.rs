@@ -5,7 +5,7 @@
 
 use anyhow::{Context, Result, bail};
 use linerate_packet::{BackendKind, ProfileConfig};
-use linerate_traffic::profile::{Pattern, Profile, Rate};
+use linerate_traffic::profile::Profile;
 use std::path::Path;
 use std::time::Duration;
 
@@ -55,36 +55,4 @@ pub fn blast_config(
 /// The streams' names by probe flow id.
 pub fn names(p: &Profile) -> Vec<(String, u16)> {
     p.streams.iter().map(|s| (s.name.clone(), s.id)).collect()
-}
-
-/// Each stream as the run's settings give it: its id, rate (resolved)
-/// and pattern.
-pub fn streams_json(cfg: &ProfileConfig) -> serde_json::Value {
-    let rate = |r: &Rate| match *r {
-        Rate::Pps(p) => serde_json::json!({"pps": p * cfg.scale}),
-        Rate::Bps { bps, extra_bytes } => serde_json::json!({
-            "bps": bps * cfg.scale,
-            "counts": if extra_bytes == 20 { "L1 (on the wire)" } else { "L2 (frames)" },
-        }),
-    };
-    let pattern = |p: &Pattern| match *p {
-        Pattern::Fixed => "fixed".to_string(),
-        Pattern::Poisson => "poisson".to_string(),
-        Pattern::Burst { frames } => format!("bursts of {frames}"),
-        Pattern::OnOff { on, off } => format!("on {on:?}, off {off:?}"),
-    };
-    (cfg.profile.streams.iter().zip(&cfg.rates))
-        .map(|(s, r)| {
-            serde_json::json!({
-                "name": s.name,
-                "id": s.id,
-                "rate": rate(r),
-                "pattern": pattern(&s.pattern),
-                "start_delay_s": s.start_delay.as_secs_f64(),
-                "count": s.count,
-                "duration_s": s.duration.map(|d| d.as_secs_f64()),
-                "seed": s.seed,
-            })
-        })
-        .collect()
 }

@@ -5,13 +5,13 @@
 //! `--json-stream`, `--csv`, `--metrics` and `--live` follow it.
 
 use super::out::{Measured, OutputArgs, Run, drive};
-use super::rfc2544_outcome::{RepeatedRate, Rfc2544Outcome};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use linerate_packet::rfc2544::{
     self, DeviceRunner, FrameSize, MaxRate, Settings, Trial, TrialRunner,
 };
-use linerate_run::{CountedBy, Counts, Interval, Mode, Row, Scope};
+use linerate_packet::rfc2544_outcome::{RepeatedRate, Rfc2544Outcome, trial_line, trial_rows};
+use linerate_run::{Interval, Mode};
 use linerate_traffic::FlowSpec;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -171,62 +171,6 @@ pub(crate) fn port_speed_bps(iface: &str) -> Option<f64> {
         .map(|m| m as f64 * 1e6)
 }
 
-fn trial_rows(n: usize, t: &Trial) -> Vec<Row> {
-    let id = format!("{} trial {n}", t.frame_size);
-    vec![
-        Row::new(Scope::Flow, id.clone(), "tx", CountedBy::Sender).with_counts(Counts {
-            packets: Some(t.sent),
-            bytes: Some(t.sent_bytes),
-            ..Counts::default()
-        }),
-        Row::new(Scope::Flow, id, "rx", CountedBy::Receiver).with_counts(Counts {
-            packets: Some(t.received),
-            bytes: Some(t.received_bytes),
-            lost: Some(t.sent.saturating_sub(t.received)),
-            ..Counts::default()
-        }),
-    ]
-}
-
-fn trial_line(t: &Trial) -> String {
-    let late = match t.shape {
-        Some(s) if s.late_wakeups > 0 => format!(
-            "  late {}x (worst {:.1} ms, burst {}, skipped {})",
-            s.late_wakeups,
-            s.max_late_us / 1e3,
-            s.max_burst,
-            s.skipped
-        ),
-        _ => String::new(),
-    };
-    format!(
-        "{:>7}  asked {:>12.0} fps{}  offered {:>12.0} fps  sent {:>10}  received {:>10}  loss {:.6}%  {}{late}",
-        t.frame_size.to_string(),
-        t.asked_fps,
-        if t.directions.is_some() {
-            " each way"
-        } else {
-            ""
-        },
-        t.offered_fps,
-        t.sent,
-        t.received,
-        t.loss_ratio * 100.0,
-        match (t.passed, t.held_back) {
-            (true, false) => "pass".to_string(),
-            (true, true) => format!(
-                "pass at {:.0} fps (held back: forwarded {:.0} fps)",
-                t.tested_fps(),
-                t.forwarded_fps
-            ),
-            (false, _) if t.interrupted =>
-                "interrupted (cut short by a stop: not scored)".to_string(),
-            (false, _) if t.spoiled.is_some() => "spoiled by this host: run again".to_string(),
-            (false, _) => format!("fail ({})", t.reason.as_deref().unwrap_or("")),
-        }
-    )
-}
-
 pub fn run(a: &Rfc2544Args) -> Result<u8> {
     check_args(a)?;
     let stop = super::stop_flag()?;
@@ -278,28 +222,35 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
         },
     };
     let mut interrupted = false;
-    let ended = drive(&a.out, false, Mode::Rfc2544, config.clone(), None, |run| {
-        let mut o = Rfc2544Outcome {
-            config,
-            trial_time_s: a.trial_time,
-            bidir: a.bidir,
-            policy: a.repeat.asked().then(|| a.repeat.policy()),
-            throughput: Vec::new(),
-            repeats: Vec::new(),
-            latency: None,
-            frame_loss: None,
-            back_to_back: None,
-            error: None,
-        };
-        o.error = session.all(run, &mut o).err();
-        interrupted = session.runner.interrupted();
-        Ok(Measured {
-            duration_s: t0.elapsed().as_secs_f64(),
-            rows: Vec::new(),
-            error: o.error.clone(),
-            outcome: Arc::new(o),
-        })
-    })?;
+    let ended = drive(
+        &a.out,
+        false,
+        Mode::Rfc2544,
+        (config.clone(), None),
+        None,
+        |run| {
+            let mut o = Rfc2544Outcome {
+                config,
+                trial_time_s: a.trial_time,
+                bidir: a.bidir,
+                policy: a.repeat.asked().then(|| a.repeat.policy()),
+                throughput: Vec::new(),
+                repeats: Vec::new(),
+                latency: None,
+                frame_loss: None,
+                back_to_back: None,
+                error: None,
+            };
+            o.error = session.all(run, &mut o).err();
+            interrupted = session.runner.interrupted();
+            Ok(Measured {
+                duration_s: t0.elapsed().as_secs_f64(),
+                rows: Vec::new(),
+                error: o.error.clone(),
+                outcome: Arc::new(o),
+            })
+        },
+    )?;
     if interrupted {
         return Ok(EXIT_INTERRUPTED);
     }
@@ -353,7 +304,7 @@ fn profile_runner(
     let config = serde_json::json!({
         "profile": {
             "file": path,
-            "streams": super::profile::streams_json(&sender),
+            "streams": sender.stream_settings(),
             "nominal_fps": nominal_fps,
             "mean_frame_bytes": mean_bytes,
             "scale": "each trial's rate over nominal_fps: every stream's rate times it",
@@ -622,61 +573,5 @@ impl Session<'_> {
             }
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_trial_log_line_puts_each_figure_in_its_place() {
-        let mut t = Trial {
-            frame_size: FrameSize::Fixed(64),
-            asked_fps: 1000.0,
-            offered_fps: 999.0,
-            forwarded_fps: 990.0,
-            sent: 1000,
-            received: 990,
-            sent_bytes: 64_000,
-            received_bytes: 63_360,
-            loss_ratio: 0.01,
-            passed: false,
-            reason: Some("loss".into()),
-            held_back: false,
-            latency_ns: None,
-            rx_iface_packets: None,
-            directions: None,
-            shape: None,
-            spoiled: None,
-            interrupted: false,
-        };
-        assert_eq!(
-            trial_line(&t),
-            "   64 B  asked         1000 fps  offered          999 fps  sent       1000  received        990  loss 1.000000%  fail (loss)"
-        );
-        let d = rfc2544::Direction {
-            sent: 500,
-            received: 495,
-            offered_fps: 999.0,
-            forwarded_fps: 990.0,
-            loss_ratio: 0.01,
-        };
-        let (mut held, mut asked_more) = (t.clone(), t.clone());
-        (held.passed, held.held_back, held.reason) = (true, true, None);
-        held.offered_fps = 900.0;
-        assert!(
-            trial_line(&held).ends_with("pass at 900 fps (held back: forwarded 990 fps)"),
-            "{}",
-            trial_line(&held)
-        );
-        (asked_more.passed, asked_more.reason) = (true, None);
-        assert!(trial_line(&asked_more).ends_with("loss 1.000000%  pass"));
-        t.directions = Some([d, d]);
-        assert!(
-            trial_line(&t).starts_with("   64 B  asked         1000 fps each way  offered "),
-            "{}",
-            trial_line(&t)
-        );
     }
 }

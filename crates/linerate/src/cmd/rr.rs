@@ -6,11 +6,10 @@ use super::stop_flag;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use linerate_rr::{
-    ClientConfig, Interval, Latency, Load, RrError, ServerConfig, ServerInterval, Steering,
-    run_client,
+    ClientConfig, Interval, Load, RrClientOutcome, RrError, RrServerOutcome, RrTcpServerOutcome,
+    ServerConfig, ServerInterval, Steering, client_row, run_client, server_row,
 };
-use linerate_run::{CountedBy, Counts, Gauges, Mode, Row, Scope};
-use linerate_run::{Figure, Outcome};
+use linerate_run::{Counts, Mode};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::Duration;
@@ -274,10 +273,12 @@ fn server(a: &ServerArgs) -> Result<u8> {
         &a.out,
         false,
         Mode::RrServer,
-        config,
+        (config, a.time),
         Some(doc.clone()),
         |run| {
-            let r = server.run(stop.flag(), |iv: &ServerInterval| server_interval(run, iv));
+            let r = server.run(stop.flag(), |iv: &ServerInterval| {
+                run.interval(&linerate_rr::server_interval(iv));
+            });
             let rows = (r.workers.iter().enumerate())
                 .map(|(w, (_, c))| server_row(w, Some(c.requests), Some(c)))
                 .collect();
@@ -293,122 +294,6 @@ fn server(a: &ServerArgs) -> Result<u8> {
         },
     )?;
     Ok(ended.exit_code)
-}
-
-/// An rr server run.
-#[derive(Debug)]
-pub struct RrServerOutcome {
-    pub report: linerate_rr::ServerReport,
-    pub doctor: serde_json::Value,
-}
-
-impl Outcome for RrServerOutcome {
-    fn document(&self) -> serde_json::Value {
-        let mut v = self.report.json();
-        v["doctor"] = self.doctor.clone();
-        v
-    }
-
-    fn text(&self) -> String {
-        let r = &self.report;
-        let t = &r.total;
-        server_text(
-            (t.requests, r.elapsed),
-            &format!(
-                "{} answered, {} malformed, {} over --max-response, {} reply errors",
-                t.answered, t.malformed, t.too_large, t.reply_errors
-            ),
-            r.steering_note.iter().map(|n| format!("note: {n}")),
-            &r.warnings,
-        )
-    }
-
-    fn figure(&self) -> Option<Figure> {
-        requests_figure(self.requests_per_s())
-    }
-}
-
-impl RrServerOutcome {
-    fn requests_per_s(&self) -> f64 {
-        per_second(self.report.total.requests, self.report.elapsed)
-    }
-}
-
-/// Requests received per second over a run (the server's count), either
-/// transport.
-fn per_second(requests: u64, elapsed: std::time::Duration) -> f64 {
-    requests as f64 / elapsed.as_secs_f64().max(1e-9)
-}
-
-/// An rr server's summary, either transport: its totals line (requests
-/// and their rate, then `counts`), `lines`, its warnings.
-fn server_text(
-    (requests, elapsed): (u64, Duration),
-    counts: &str,
-    lines: impl Iterator<Item = String>,
-    warnings: &[String],
-) -> String {
-    let mut text = format!(
-        "total: {requests} requests in {:.2} s = {:.0}/s, {counts} (server count)\n",
-        elapsed.as_secs_f64(),
-        per_second(requests, elapsed),
-    );
-    for l in lines.chain(warnings.iter().map(|w| format!("warning: {w}"))) {
-        text += &l;
-        text.push('\n');
-    }
-    text
-}
-
-/// An rr server interval (either transport) to the run's reporters: a row
-/// per worker with its requests.
-fn server_interval<C>(run: &mut linerate_run::Run, iv: &ServerInterval<C>) {
-    let rows: Vec<Row> = (iv.per_worker.iter().enumerate())
-        .map(|(w, n)| server_row(w, Some(*n), None))
-        .collect();
-    run.interval(&linerate_run::Interval::new(
-        iv.start.as_secs_f64(),
-        iv.end.as_secs_f64(),
-        rows,
-    ));
-}
-
-/// The figure a repetition of an rr server measures.
-fn requests_figure(per_s: f64) -> Option<Figure> {
-    Some(Figure {
-        name: "requests_per_s",
-        unit: "requests/s",
-        value: per_s,
-    })
-}
-
-/// An rr server worker's row: requests it received (server's count).
-fn server_row(w: usize, requests: Option<u64>, c: Option<&linerate_rr::ServerCounts>) -> Row {
-    Row::new(Scope::Worker, w.to_string(), "requests", CountedBy::Server).with_counts(Counts {
-        packets: requests,
-        bytes: c.map(|c| c.bytes_in),
-        errors: c.map(|c| c.malformed + c.too_large),
-        ..Counts::default()
-    })
-}
-
-/// An rr client row: transactions completed (client's count), latency.
-fn client_row(id: &str, completed: u64, lost: u64, l: Option<&Latency>) -> Row {
-    let mut r =
-        Row::new(Scope::Worker, id, "transactions", CountedBy::Client).with_counts(Counts {
-            packets: Some(completed),
-            lost: Some(lost),
-            ..Counts::default()
-        });
-    if let Some(l) = l {
-        r.gauges = Gauges {
-            latency_p50_ns: Some(l.p50),
-            latency_p99_ns: Some(l.p99),
-            latency_max_ns: Some(l.max),
-            jitter_ms: None,
-        };
-    }
-    r
 }
 
 /// `--pps` (any packet-rate spelling) or `--rate` (which must say its unit).
@@ -469,7 +354,7 @@ fn client(a: &ClientArgs, hold: bool) -> Result<Ended> {
     let tcp = tcp_client(a)?;
     let stop = stop_flag()?;
     if a.out.human() {
-        crate::say!("{}", client_banner(&cfg, tcp.as_ref()));
+        crate::say!("{}", cfg.banner(tcp.as_ref()));
     }
     let config = serde_json::json!({
         "server": server.to_string(),
@@ -490,26 +375,33 @@ fn client(a: &ClientArgs, hold: bool) -> Result<Ended> {
         "close_reset": a.close_reset,
         "connect_timeout_ms": tcp.map(|t| t.connect_timeout.as_secs_f64() * 1e3),
     });
-    let ended = drive(&a.out, hold, Mode::RrClient, config, None, |run| {
-        let on_interval = |iv: &Interval| {
-            let rows = vec![client_row(
-                "all",
-                iv.completed,
-                iv.lost,
-                iv.latency.as_ref(),
-            )];
-            run.interval(&linerate_run::Interval::new(
-                iv.start.as_secs_f64(),
-                iv.end.as_secs_f64(),
-                rows,
-            ));
-        };
-        let result = match &tcp {
-            Some(t) => linerate_rr::run_tcp_client(&cfg, t, stop.flag(), on_interval),
-            None => run_client(&cfg, stop.flag(), on_interval),
-        };
-        client_measured(result, &cfg, a.timeout_ms)
-    })?;
+    let ended = drive(
+        &a.out,
+        hold,
+        Mode::RrClient,
+        (config, Some(a.time)),
+        None,
+        |run| {
+            let on_interval = |iv: &Interval| {
+                let rows = vec![client_row(
+                    "all",
+                    iv.completed,
+                    iv.lost,
+                    iv.latency.as_ref(),
+                )];
+                run.interval(&linerate_run::Interval::new(
+                    iv.start.as_secs_f64(),
+                    iv.end.as_secs_f64(),
+                    rows,
+                ));
+            };
+            let result = match &tcp {
+                Some(t) => linerate_rr::run_tcp_client(&cfg, t, stop.flag(), on_interval),
+                None => run_client(&cfg, stop.flag(), on_interval),
+            };
+            client_measured(result, &cfg, a.timeout_ms)
+        },
+    )?;
     if let Some(e) = &ended.error {
         // No answer at all: the run could not do what was asked.
         eprintln!("linerate: error: {e}");
@@ -538,37 +430,6 @@ fn tcp_client(a: &ClientArgs) -> Result<Option<linerate_rr::TcpClient>> {
     }))
 }
 
-/// The rr client's first line for people: what it is about to do.
-fn client_banner(cfg: &ClientConfig, tcp: Option<&linerate_rr::TcpClient>) -> String {
-    format!(
-        "rr client to {}{}: {} worker(s) x {} flow(s), {}, {} B requests, {} B responses{}",
-        cfg.server,
-        match tcp {
-            None => "",
-            Some(t) if t.connect_per_transaction => " over TCP, a connection per transaction",
-            Some(_) => " over TCP, persistent connections",
-        },
-        if cfg.cores.is_empty() {
-            cfg.threads
-        } else {
-            cfg.cores.len()
-        },
-        cfg.flows,
-        match cfg.load {
-            Load::Closed { outstanding } =>
-                format!("closed loop, {outstanding} in flight per flow"),
-            Load::Open { tps } => format!("open loop at {tps:.0} transactions/s"),
-        },
-        cfg.request_size,
-        cfg.response_size,
-        if cfg.busy_poll {
-            ", busy polling (a core spins per worker)"
-        } else {
-            ""
-        }
-    )
-}
-
 /// What an rr client run measured: its report, or with no answer at all
 /// what was measured before the error.
 fn client_measured(
@@ -580,17 +441,7 @@ fn client_measured(
     Ok(match result {
         Ok(r) => Measured {
             duration_s: r.elapsed.as_secs_f64(),
-            rows: (r.workers.iter().enumerate())
-                .map(|(w, wr)| {
-                    let mut row =
-                        client_row(&w.to_string(), wr.counts.completed, wr.counts.lost, None);
-                    if r.tcp.is_some() {
-                        // connect errors and resets, in every reporter's rows
-                        row.counts.errors = Some(wr.counts.connect_errors + wr.counts.resets);
-                    }
-                    row
-                })
-                .collect(),
+            rows: r.rows(),
             error: None,
             outcome: Arc::new(RrClientOutcome {
                 doctor: Some(linerate_doctor::test_summary_at(r.local_ip(), &cfg.cores)),
@@ -617,115 +468,6 @@ fn client_measured(
             }
         }
     })
-}
-
-/// An rr client run.
-#[derive(Debug)]
-pub struct RrClientOutcome {
-    pub report: linerate_rr::ClientReport,
-    /// The doctor's summary (none when no answer came).
-    pub doctor: Option<serde_json::Value>,
-    pub load: Load,
-    pub timeout_ms: f64,
-}
-
-impl Outcome for RrClientOutcome {
-    fn document(&self) -> serde_json::Value {
-        let mut v = self.report.json();
-        if let Some(d) = &self.doctor {
-            v["doctor"] = d.clone();
-        }
-        v
-    }
-
-    fn text(&self) -> String {
-        match self.doctor {
-            Some(_) => client_text(&self.report, self.load, self.timeout_ms),
-            None => String::new(),
-        }
-    }
-
-    /// Transactions completed per second (client's count).
-    fn figure(&self) -> Option<Figure> {
-        Some(Figure {
-            name: "transactions_per_s",
-            unit: "transactions/s",
-            value: self.report.tps(),
-        })
-    }
-}
-
-/// The rr client's summary lines.
-fn client_text(r: &linerate_rr::ClientReport, load: Load, timeout_ms: f64) -> String {
-    use std::fmt::Write;
-    let mut s = String::new();
-    let t = &r.total;
-    let _ = writeln!(
-        s,
-        "total: {} transactions in {:.2} s = {:.0}/s (client count of matched responses)",
-        t.completed,
-        r.elapsed.as_secs_f64(),
-        r.tps()
-    );
-    let _ = writeln!(
-        s,
-        "requests: {} sent, {} answered, {} lost (timeout {} ms); {} late, {} duplicate, {} unknown, {} malformed answers; {} ICMP errors",
-        t.sent,
-        t.completed,
-        t.lost,
-        timeout_ms,
-        t.late,
-        t.duplicate,
-        t.unknown,
-        t.malformed,
-        t.refused
-    );
-    let us = |ns: u64| ns as f64 / 1e3;
-    if let Some(tcp) = &r.tcp {
-        let _ = writeln!(
-            s,
-            "connections: {} attempted, {} connect errors (refused, failed or over {} ms), {} reset or closed by the server, {} made again",
-            t.connects,
-            t.connect_errors,
-            tcp.connect_timeout.as_secs_f64() * 1e3,
-            t.resets,
-            t.reconnects
-        );
-    }
-    if let Some(l) = &r.latency {
-        let _ = writeln!(
-            s,
-            "latency (us, {}): min {:.1}  p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  p99.99 {:.1}  max {:.1}",
-            match load {
-                Load::Closed { .. } => "send to receipt",
-                Load::Open { .. } => "scheduled send to receipt",
-            },
-            us(l.min),
-            us(l.p50),
-            us(l.p90),
-            us(l.p99),
-            us(l.p999),
-            us(l.p9999),
-            us(l.max)
-        );
-    }
-    if let Some(l) = &r.send_lag {
-        let _ = writeln!(
-            s,
-            "send lag (us, how late requests left against the schedule): p50 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}",
-            us(l.p50),
-            us(l.p99),
-            us(l.p999),
-            us(l.max)
-        );
-    }
-    if r.interrupted {
-        let _ = writeln!(s, "interrupted: figures cover the time until the signal");
-    }
-    for w in &r.warnings {
-        let _ = writeln!(s, "warning: {w}");
-    }
-    s
 }
 
 fn tcp_server(a: &ServerArgs) -> Result<u8> {
@@ -787,10 +529,12 @@ fn tcp_server(a: &ServerArgs) -> Result<u8> {
         &a.out,
         false,
         Mode::RrServer,
-        config,
+        (config, a.time),
         Some(doc.clone()),
         |run| {
-            let r = server.run(stop.flag(), |iv| server_interval(run, iv));
+            let r = server.run(stop.flag(), |iv| {
+                run.interval(&linerate_rr::server_interval(iv))
+            });
             let rows = (r.workers.iter().enumerate())
                 .map(|(w, (_, c))| {
                     server_row(w, Some(c.requests), None).with_counts(Counts {
@@ -813,53 +557,4 @@ fn tcp_server(a: &ServerArgs) -> Result<u8> {
         },
     )?;
     Ok(ended.exit_code)
-}
-
-/// An rr server run over TCP.
-#[derive(Debug)]
-pub struct RrTcpServerOutcome {
-    pub report: linerate_rr::TcpServerReport,
-    pub doctor: serde_json::Value,
-}
-
-impl Outcome for RrTcpServerOutcome {
-    fn document(&self) -> serde_json::Value {
-        let mut v = self.report.json();
-        v["doctor"] = self.doctor.clone();
-        v
-    }
-
-    fn text(&self) -> String {
-        let r = &self.report;
-        let t = &r.total;
-        let connections = format!(
-            "connections: {} accepted, {} closed, {} reset, {} idle, {} refused over --max-conns, {} over --max-per-source, {} accept errors",
-            t.accepted,
-            t.closed,
-            t.resets,
-            t.idle_closed,
-            t.refused_total,
-            t.refused_source,
-            t.accept_errors
-        );
-        server_text(
-            (t.requests, r.elapsed),
-            &format!(
-                "{} answered, {} malformed, {} oversized, {} over --max-response",
-                t.answered, t.malformed, t.oversized, t.too_large
-            ),
-            std::iter::once(connections),
-            &r.warnings,
-        )
-    }
-
-    fn figure(&self) -> Option<Figure> {
-        requests_figure(self.requests_per_s())
-    }
-}
-
-impl RrTcpServerOutcome {
-    fn requests_per_s(&self) -> f64 {
-        per_second(self.report.total.requests, self.report.elapsed)
-    }
 }

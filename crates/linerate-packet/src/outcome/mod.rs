@@ -2,10 +2,15 @@
 //! counted them, their `-J` documents and summaries written from the
 //! typed figures, and the figure a repetition measures.
 
-use linerate_packet::{BlastReport, SinkReport};
+mod doc;
+
+pub use doc::{BlastDoc, SinkDoc, StreamDoc};
+
+use crate::{BlastReport, SinkReport};
 use linerate_run::{Figure, Outcome};
-use serde_json::{Value, json};
-use std::path::PathBuf;
+use serde::Serialize;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
 
 /// A blast run: the sender's report and, with `--rx-iface`, the receiver's
 /// on the other port.
@@ -20,23 +25,45 @@ pub struct BlastOutcome {
     pub streams: Vec<(String, u16)>,
 }
 
+/// blast's `-J`: the sender's document, the doctor's summary, and with
+/// `--rx-iface` the receiver's.
+#[derive(Debug, Serialize)]
+struct BlastOutcomeDoc<'a> {
+    #[serde(flatten)]
+    report: BlastDoc<'a>,
+    doctor: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    receiver: Option<ReceiverDoc<'a>>,
+}
+
+/// `blast --rx-iface`'s receiver: the sink's document, its interface, the
+/// frames sent that it did not count, a profile's streams.
+#[derive(Debug, Serialize)]
+struct ReceiverDoc<'a> {
+    #[serde(flatten)]
+    report: SinkDoc<'a>,
+    iface: &'a str,
+    /// Frames the sender counted that never reached the receiver: the
+    /// difference of the two counts, beside the per-flow sequence loss.
+    not_received: u64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    streams: Vec<StreamDoc<'a>>,
+}
+
 impl Outcome for BlastOutcome {
     fn document(&self) -> Value {
         let r = &self.report;
-        let mut v = r.json();
-        v["doctor"] = self.doctor.clone();
-        if let Some((iface, s)) = &self.receiver {
-            let mut sv = s.json();
-            sv["iface"] = json!(iface);
-            // Frames the sender counted that never reached the receiver: the
-            // difference of the two counts, beside the per-flow sequence loss.
-            sv["not_received"] = json!(r.packets.saturating_sub(s.counts.packets()));
-            if !self.streams.is_empty() {
-                sv["streams"] = streams_json(s, &self.streams);
-            }
-            v["receiver"] = sv;
-        }
-        v
+        serde_json::to_value(BlastOutcomeDoc {
+            report: BlastDoc::of(r),
+            doctor: &self.doctor,
+            receiver: self.receiver.as_ref().map(|(iface, s)| ReceiverDoc {
+                report: SinkDoc::of(s),
+                iface,
+                not_received: r.packets.saturating_sub(s.counts.packets()),
+                streams: StreamDoc::all(s, &self.streams),
+            }),
+        })
+        .unwrap_or_default()
     }
 
     fn text(&self) -> String {
@@ -126,20 +153,48 @@ pub struct SinkOutcome {
     pub streams: Vec<(String, u16)>,
 }
 
+/// sink's `-J`: its document, the doctor's summary, a profile's streams,
+/// where `--hist` went.
+#[derive(Debug, Serialize)]
+struct SinkOutcomeDoc<'a> {
+    #[serde(flatten)]
+    report: SinkDoc<'a>,
+    doctor: &'a Value,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    streams: Vec<StreamDoc<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hist: Option<HistDoc<'a>>,
+}
+
+/// `sink --hist`: the file written, or why it was not.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum HistDoc<'a> {
+    Written {
+        path: &'a Path,
+        format: &'static str,
+    },
+    Failed {
+        path: &'a Path,
+        error: &'a str,
+    },
+}
+
 impl Outcome for SinkOutcome {
     fn document(&self) -> Value {
-        let mut v = self.report.json();
-        v["doctor"] = self.doctor.clone();
-        if !self.streams.is_empty() {
-            v["streams"] = streams_json(&self.report, &self.streams);
-        }
-        if let Some((path, written)) = &self.hist {
-            v["hist"] = match written {
-                Ok(()) => json!({"path": path, "format": "HdrHistogram interval log V2, ns"}),
-                Err(e) => json!({"path": path, "error": e}),
-            };
-        }
-        v
+        serde_json::to_value(SinkOutcomeDoc {
+            report: SinkDoc::of(&self.report),
+            doctor: &self.doctor,
+            streams: StreamDoc::all(&self.report, &self.streams),
+            hist: self.hist.as_ref().map(|(path, written)| match written {
+                Ok(()) => HistDoc::Written {
+                    path,
+                    format: "HdrHistogram interval log V2, ns",
+                },
+                Err(error) => HistDoc::Failed { path, error },
+            }),
+        })
+        .unwrap_or_default()
     }
 
     fn text(&self) -> String {
@@ -171,31 +226,6 @@ fn stream_counts<'a>(
     streams
         .iter()
         .map(|(name, id)| (name.as_str(), *id, r.counts.flows.get(id)))
-}
-
-/// Per stream (receiver's count): loss, reordering, duplicates, jitter
-/// and one-way latency.
-fn streams_json(r: &SinkReport, streams: &[(String, u16)]) -> Value {
-    stream_counts(r, streams)
-        .map(|(name, id, f)| match f {
-            None => json!({"name": name, "id": id, "packets": 0}),
-            Some(f) => json!({
-                "name": name,
-                "id": id,
-                "counted_by": "receiver: the stream's probe flow id",
-                "packets": f.seq.received(),
-                "bytes": f.bytes + 4 * f.seq.received(),
-                "lost": f.lost(),
-                "sent_by_marker": f.sent_marker,
-                "reordered": f.seq.late,
-                "duplicates": f.seq.duplicates,
-                "jitter_ns": f.jitter_ns(),
-                "latency_ns": r.counts.latency_summary(f).map(|l| json!({
-                    "min": l[0], "mean": l[1], "p50": l[2], "p99": l[3], "p999": l[4], "max": l[5],
-                })),
-            }),
-        })
-        .collect()
 }
 
 /// One line per stream (receiver's count).
@@ -318,3 +348,6 @@ fn sink_text(r: &SinkReport, iface: &str, sent: Option<u64>, per_flow: bool) -> 
     }
     t
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,10 +1,12 @@
 //! rfc2544's typed outcome: every test's results as the searches typed
 //! them, the `-J` document and the tables written from them.
 
-use linerate_packet::rfc2544::{BackToBack, FrameLossStep, FrameSize, Latency, Throughput};
+use crate::rfc2544::{BackToBack, FrameLossStep, FrameSize, Latency, Throughput, Trial};
 use linerate_run::Outcome;
 use linerate_run::stats::{Policy, Stop, summarize};
-use serde_json::{Value, json};
+use linerate_run::{CountedBy, Counts, Row, Scope};
+use serde::Serialize;
+use serde_json::Value;
 use std::fmt::Write as _;
 
 /// A throughput search repeated until the policy stopped.
@@ -167,36 +169,48 @@ impl Rfc2544Outcome {
     }
 }
 
+/// rfc2544's `-J`: the settings, then each test asked for.
+#[derive(Debug, Serialize)]
+struct Rfc2544Doc<'a> {
+    config: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    latency: Option<&'a [Latency]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    frame_loss: Option<&'a [FrameLossStep]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    back_to_back: Option<&'a [BackToBack]>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    throughput: Vec<ThroughputDoc<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+}
+
+/// A throughput search, with its repetition when repeated.
+#[derive(Debug, Serialize)]
+struct ThroughputDoc<'a> {
+    #[serde(flatten)]
+    search: &'a Throughput,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    repeat: Option<linerate_run::stats::Report<'a>>,
+}
+
 impl Outcome for Rfc2544Outcome {
     fn document(&self) -> Value {
-        let mut doc = json!({ "config": self.config });
-        if let Some(l) = &self.latency {
-            doc["latency"] = json!(l);
-        }
-        if let Some(l) = &self.frame_loss {
-            doc["frame_loss"] = json!(l);
-        }
-        if let Some(b) = &self.back_to_back {
-            doc["back_to_back"] = json!(b);
-        }
-        if !self.throughput.is_empty() {
-            let tp: Vec<Value> = self
-                .throughput
-                .iter()
-                .map(|t| {
-                    let mut e = json!(t);
-                    if let Some((r, p)) = self.repeat_of(t) {
-                        e["repeat"] = p.report(&r.rates, r.stop, "rate_fps");
-                    }
-                    e
+        serde_json::to_value(Rfc2544Doc {
+            config: &self.config,
+            latency: self.latency.as_deref(),
+            frame_loss: self.frame_loss.as_deref(),
+            back_to_back: self.back_to_back.as_deref(),
+            throughput: (self.throughput.iter())
+                .map(|t| ThroughputDoc {
+                    search: t,
+                    repeat: (self.repeat_of(t))
+                        .map(|(r, p)| p.report_of(&r.rates, r.stop.into(), "rate_fps")),
                 })
-                .collect();
-            doc["throughput"] = json!(tp);
-        }
-        if let Some(e) = &self.error {
-            doc["error"] = json!(e);
-        }
-        doc
+                .collect(),
+            error: self.error.as_deref(),
+        })
+        .unwrap_or_default()
     }
 
     fn text(&self) -> String {
@@ -259,10 +273,69 @@ pub fn size_label(s: &FrameSize) -> String {
     }
 }
 
+/// A trial as the run's rows: sent by the tx port, received by the rx port.
+pub fn trial_rows(n: usize, t: &Trial) -> Vec<Row> {
+    let id = format!("{} trial {n}", t.frame_size);
+    vec![
+        Row::new(Scope::Flow, id.clone(), "tx", CountedBy::Sender).with_counts(Counts {
+            packets: Some(t.sent),
+            bytes: Some(t.sent_bytes),
+            ..Counts::default()
+        }),
+        Row::new(Scope::Flow, id, "rx", CountedBy::Receiver).with_counts(Counts {
+            packets: Some(t.received),
+            bytes: Some(t.received_bytes),
+            lost: Some(t.sent.saturating_sub(t.received)),
+            ..Counts::default()
+        }),
+    ]
+}
+
+/// A trial's log line for people.
+pub fn trial_line(t: &Trial) -> String {
+    let late = match t.shape {
+        Some(s) if s.late_wakeups > 0 => format!(
+            "  late {}x (worst {:.1} ms, burst {}, skipped {})",
+            s.late_wakeups,
+            s.max_late_us / 1e3,
+            s.max_burst,
+            s.skipped
+        ),
+        _ => String::new(),
+    };
+    format!(
+        "{:>7}  asked {:>12.0} fps{}  offered {:>12.0} fps  sent {:>10}  received {:>10}  loss {:.6}%  {}{late}",
+        t.frame_size.to_string(),
+        t.asked_fps,
+        if t.directions.is_some() {
+            " each way"
+        } else {
+            ""
+        },
+        t.offered_fps,
+        t.sent,
+        t.received,
+        t.loss_ratio * 100.0,
+        match (t.passed, t.held_back) {
+            (true, false) => "pass".to_string(),
+            (true, true) => format!(
+                "pass at {:.0} fps (held back: forwarded {:.0} fps)",
+                t.tested_fps(),
+                t.forwarded_fps
+            ),
+            (false, _) if t.interrupted =>
+                "interrupted (cut short by a stop: not scored)".to_string(),
+            (false, _) if t.spoiled.is_some() => "spoiled by this host: run again".to_string(),
+            (false, _) => format!("fail ({})", t.reason.as_deref().unwrap_or("")),
+        }
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linerate_packet::rfc2544;
+    use crate::rfc2544;
+    use serde_json::json;
 
     #[test]
     fn the_document_and_tables_come_from_the_typed_results() {
@@ -336,5 +409,56 @@ mod tests {
         assert!(text.ends_with(
             "linerate: rfc2544 stopped: the link went down (the results above stand)\n"
         ));
+    }
+
+    #[test]
+    fn the_trial_log_line_puts_each_figure_in_its_place() {
+        let mut t = Trial {
+            frame_size: FrameSize::Fixed(64),
+            asked_fps: 1000.0,
+            offered_fps: 999.0,
+            forwarded_fps: 990.0,
+            sent: 1000,
+            received: 990,
+            sent_bytes: 64_000,
+            received_bytes: 63_360,
+            loss_ratio: 0.01,
+            passed: false,
+            reason: Some("loss".into()),
+            held_back: false,
+            latency_ns: None,
+            rx_iface_packets: None,
+            directions: None,
+            shape: None,
+            spoiled: None,
+            interrupted: false,
+        };
+        assert_eq!(
+            trial_line(&t),
+            "   64 B  asked         1000 fps  offered          999 fps  sent       1000  received        990  loss 1.000000%  fail (loss)"
+        );
+        let d = rfc2544::Direction {
+            sent: 500,
+            received: 495,
+            offered_fps: 999.0,
+            forwarded_fps: 990.0,
+            loss_ratio: 0.01,
+        };
+        let (mut held, mut asked_more) = (t.clone(), t.clone());
+        (held.passed, held.held_back, held.reason) = (true, true, None);
+        held.offered_fps = 900.0;
+        assert!(
+            trial_line(&held).ends_with("pass at 900 fps (held back: forwarded 990 fps)"),
+            "{}",
+            trial_line(&held)
+        );
+        (asked_more.passed, asked_more.reason) = (true, None);
+        assert!(trial_line(&asked_more).ends_with("loss 1.000000%  pass"));
+        t.directions = Some([d, d]);
+        assert!(
+            trial_line(&t).starts_with("   64 B  asked         1000 fps each way  offered "),
+            "{}",
+            trial_line(&t)
+        );
     }
 }
