@@ -138,9 +138,9 @@ fn peers(a: &AgentArgs, token: &str) -> Result<Option<Arc<linerate_agent::Peers>
     })
 }
 
-pub fn run(a: &AgentArgs) -> Result<u8> {
-    let tx_backend = tx_backend(a.backend)?;
-    let rx_backend = a.rx_backend;
+/// The numeric flags' bounds and the interface names, before anything is
+/// opened.
+fn check_bounds(a: &AgentArgs) -> Result<()> {
     if !(0.0..=60.0).contains(&a.drain) {
         bail!("--drain must be between 0 and 60 seconds");
     }
@@ -155,6 +155,13 @@ pub fn run(a: &AgentArgs) -> Result<u8> {
             bail!("--allow-iface '{i}' is not an interface name");
         }
     }
+    Ok(())
+}
+
+pub fn run(a: &AgentArgs) -> Result<u8> {
+    let tx_backend = tx_backend(a.backend)?;
+    let rx_backend = a.rx_backend;
+    check_bounds(a)?;
     let (token, made) = token(a)?;
     let peers = peers(a, &token)?;
     let identity = match (&a.cert, &a.key) {
