@@ -6,7 +6,6 @@ use linerate_calc::{
     FrameSpec, Header, Imix, L1_OVERHEAD_BYTES, Payload, format_bps, format_count, line_rate,
     parse_bps, parse_pps, rate_at_pps,
 };
-use serde_json::json;
 use std::fmt::Write as _;
 
 /// Line-rate arithmetic: link speed ⇄ packets per second, for a frame size,
@@ -169,17 +168,52 @@ pub fn run(args: &CalcArgs) -> Result<()> {
     Ok(())
 }
 
+/// `calc --json`: the frame, then what was asked (keys in this order).
+#[derive(Debug, Default, serde::Serialize)]
+struct CalcDoc<'a> {
+    frame: FrameDoc<'a>,
+    l1_overhead_bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    utilization_pct: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fits: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    speed_bps: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pps_max: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bps_l2_max: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    frame_time_ns: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pps: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bps_l1: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bps_l2: Option<f64>,
+}
+
+#[derive(Debug, Default, serde::Serialize)]
+struct FrameDoc<'a> {
+    bytes_avg: f64,
+    wire_bytes_avg: f64,
+    pad_bytes: u64,
+    derivation: &'a str,
+    mix: &'a [linerate_calc::ImixEntry],
+}
+
 fn report(args: &CalcArgs, mix: &Mix) -> String {
-    let mut json = json!({
-        "frame": {
-            "bytes_avg": mix.imix.average_frame_bytes(),
-            "wire_bytes_avg": mix.imix.average_frame_bytes() + L1_OVERHEAD_BYTES as f64,
-            "pad_bytes": mix.pad_bytes,
-            "derivation": mix.derivation,
-            "mix": mix.imix.entries(),
+    let mut json = CalcDoc {
+        frame: FrameDoc {
+            bytes_avg: mix.imix.average_frame_bytes(),
+            wire_bytes_avg: mix.imix.average_frame_bytes() + L1_OVERHEAD_BYTES as f64,
+            pad_bytes: mix.pad_bytes,
+            derivation: &mix.derivation,
+            mix: mix.imix.entries(),
         },
-        "l1_overhead_bytes": L1_OVERHEAD_BYTES,
-    });
+        l1_overhead_bytes: L1_OVERHEAD_BYTES,
+        ..CalcDoc::default()
+    };
     let mut out = String::new();
     let line_rate = args.speed.map(|s| line_rate(s, &mix.imix));
     let at_pps = args.pps.map(|p| rate_at_pps(p, &mix.imix));
@@ -219,8 +253,8 @@ fn report(args: &CalcArgs, mix: &Mix) -> String {
                 format_bps(r.bps_l1),
                 format_count(lr.pps_max)
             );
-            json["utilization_pct"] = json!(util);
-            json["fits"] = json!(r.pps <= lr.pps_max);
+            json.utilization_pct = Some(util);
+            json.fits = Some(r.pps <= lr.pps_max);
         }
         (None, None) => unreachable!("checked in run"),
     }
@@ -238,10 +272,10 @@ fn report(args: &CalcArgs, mix: &Mix) -> String {
             format_bps(lr.bps_l2_max)
         );
         let _ = writeln!(out, "  time per frame     {:.3} ns", lr.frame_time_ns);
-        json["speed_bps"] = json!(lr.speed_bps);
-        json["pps_max"] = json!(lr.pps_max);
-        json["bps_l2_max"] = json!(lr.bps_l2_max);
-        json["frame_time_ns"] = json!(lr.frame_time_ns);
+        json.speed_bps = Some(lr.speed_bps);
+        json.pps_max = Some(lr.pps_max);
+        json.bps_l2_max = Some(lr.bps_l2_max);
+        json.frame_time_ns = Some(lr.frame_time_ns);
     }
     if let Some(r) = &at_pps {
         let _ = writeln!(
@@ -256,9 +290,9 @@ fn report(args: &CalcArgs, mix: &Mix) -> String {
             format_count(r.pps),
             format_bps(r.bps_l2)
         );
-        json["pps"] = json!(r.pps);
-        json["bps_l1"] = json!(r.bps_l1);
-        json["bps_l2"] = json!(r.bps_l2);
+        json.pps = Some(r.pps);
+        json.bps_l1 = Some(r.bps_l1);
+        json.bps_l2 = Some(r.bps_l2);
     }
     if args.json {
         let mut s = serde_json::to_string_pretty(&json).unwrap_or_default();

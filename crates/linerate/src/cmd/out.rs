@@ -315,26 +315,22 @@ impl RepeatArgs {
         }
         let stopped = rep.stop.unwrap_or(Stop::Count);
         let (name, unit) = rep.figure.unwrap_or(("", ""));
+        // One typed document: -J prints it, --report draws it.
+        let doc = RepeatDoc {
+            runs: rep.outcomes.iter().map(|o| o.document()).collect(),
+            repeat: policy.report_of(
+                &rep.values,
+                rep.stop.map_or(Ending::RUN_FAILED, Ending::from),
+                name,
+            ),
+        };
         if let Some((p, file)) = &mut report_file {
-            let mut summary = policy.report(&rep.values, stopped, name);
-            if rep.stop.is_none() {
-                summary["stop"] = serde_json::json!("a run failed");
-            }
-            let docs: Vec<Value> = rep.outcomes.iter().map(|o| o.document()).collect();
-            let doc = serde_json::json!({"runs": docs, "repeat": summary});
-            let page = linerate_html::repeat_page(&p.display().to_string(), &doc)?;
+            let value = serde_json::to_value(&doc).unwrap_or_default();
+            let page = linerate_html::repeat_page(&p.display().to_string(), &value)?;
             file.write_all(page.as_bytes())
                 .with_context(|| format!("--report {}", p.display()))?;
         }
         if out.json {
-            let doc = RepeatDoc {
-                runs: rep.outcomes.iter().map(|o| o.document()).collect(),
-                repeat: policy.report_of(
-                    &rep.values,
-                    rep.stop.map_or(Ending::RUN_FAILED, Ending::from),
-                    name,
-                ),
-            };
             crate::say!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
         } else {
             crate::say!(
