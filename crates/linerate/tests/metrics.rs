@@ -359,3 +359,19 @@ fn rr_over_tcp_metrics_follow_the_run() {
         "{text}"
     );
 }
+
+/// A repetition's runs share one endpoint (the command's, started by the
+/// first run): the second run does not try to bind the port again.
+#[test]
+fn a_repetitions_runs_share_one_metrics_endpoint() {
+    let maddr = format!("127.0.0.1:{}", free_port());
+    let (_srv, port) = support::server(&[]);
+    let c = linerate()
+        .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-J", "-n", "2M"])
+        .args(["--repeat", "3", "--metrics", &maddr])
+        .output()
+        .unwrap();
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    let v = json(&c.stdout);
+    assert_eq!(v["runs"].as_array().map(Vec::len), Some(3), "{v}");
+}

@@ -55,6 +55,9 @@ pub struct IperfArgs {
     /// (GET /metrics).
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics: Option<String>,
+    /// `--metrics`' endpoint, kept for the command's later runs.
+    #[arg(skip)]
+    pub endpoint: super::out::Endpoint,
     /// A live terminal view (streams, totals, a sparkline; the server's
     /// stays up from test to test); q or Ctrl-C stops the test (client) or
     /// the server, the end report follows.
@@ -821,7 +824,8 @@ fn reporters(args: &IperfArgs) -> Result<linerate_run::Fanout> {
         bail!("--csv needs a file here: standard output carries iperf3's own output");
     }
     let csv = args.csv.as_deref().map(|p| (p, args.force));
-    let mut f = super::out::side_reporters(view, false, args.metrics.as_deref(), csv)?;
+    let metrics = args.metrics.as_deref().map(|a| (a, &args.endpoint));
+    let mut f = super::out::side_reporters(view, false, metrics, csv)?;
     // A repetition writes one report of all its runs (`RepeatArgs::run`).
     if let Some(p) = args.report.as_deref().filter(|_| !args.repeat.asked()) {
         f.push(super::out::html_report(p, args.force)?);

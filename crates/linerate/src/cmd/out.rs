@@ -51,6 +51,10 @@ pub struct OutputArgs {
     /// and plots inline; see also `linerate report`).
     #[arg(long, value_name = "FILE.html")]
     pub report: Option<PathBuf>,
+    /// `--metrics`' endpoint, started by the first run that asks for it and
+    /// kept for the command's later runs (a repetition's).
+    #[arg(skip)]
+    pub endpoint: Endpoint,
 }
 
 impl OutputArgs {
@@ -90,7 +94,8 @@ impl OutputArgs {
         } else {
             View::Progress
         };
-        let mut f = side_reporters(view, self.human(), self.metrics.as_deref(), None)?;
+        let metrics = self.metrics.as_deref().map(|a| (a, &self.endpoint));
+        let mut f = side_reporters(view, self.human(), metrics, None)?;
         // A repetition writes one report of all its runs (`RepeatArgs::run`).
         if let Some(p) = self.report.as_deref().filter(|_| !hold_document) {
             f.push(html_report(p, self.force)?);
@@ -142,7 +147,7 @@ pub enum View {
 pub fn side_reporters(
     view: View,
     human: bool,
-    metrics: Option<&str>,
+    metrics: Option<(&str, &Endpoint)>,
     csv_file_at: Option<(&Path, bool)>,
 ) -> Result<Fanout> {
     let mut f = Fanout::new();
@@ -153,8 +158,8 @@ pub fn side_reporters(
         }
         View::Progress | View::None => {}
     }
-    if let Some(addr) = metrics {
-        f.push(Box::new(metrics_reporter(addr)?));
+    if let Some((addr, endpoint)) = metrics {
+        f.push(Box::new(endpoint.reporter(addr)?));
     }
     if let Some((p, force)) = csv_file_at {
         f.push(csv_file(p, force)?);
@@ -355,18 +360,26 @@ struct RepeatDoc<'a> {
     repeat: linerate_run::stats::Report<'a>,
 }
 
-/// The process's metrics endpoint (started once, on the first run that
-/// asks for it) and a reporter feeding it.
-pub fn metrics_reporter(addr: &str) -> Result<linerate_report::MetricsReporter> {
-    static ENDPOINT: std::sync::OnceLock<(linerate_report::Metrics, linerate_report::Endpoint)> =
-        std::sync::OnceLock::new();
-    if let Some((m, _)) = ENDPOINT.get() {
-        return Ok(m.reporter());
+/// A command's metrics endpoint: started on the first run that asks for
+/// it, then shared by the command's later runs (one series, one port).
+/// Owned by the command's arguments, not the process.
+#[derive(Debug, Clone, Default)]
+pub struct Endpoint(
+    std::sync::Arc<std::sync::OnceLock<(linerate_report::Metrics, linerate_report::Endpoint)>>,
+);
+
+impl Endpoint {
+    /// A reporter feeding the endpoint at `addr`, started now if it is not
+    /// yet.
+    pub fn reporter(&self, addr: &str) -> Result<linerate_report::MetricsReporter> {
+        if let Some((m, _)) = self.0.get() {
+            return Ok(m.reporter());
+        }
+        let m = linerate_report::Metrics::new();
+        let ep = m.serve(addr)?;
+        let (m, _) = self.0.get_or_init(|| (m, ep));
+        Ok(m.reporter())
     }
-    let m = linerate_report::Metrics::new();
-    let ep = m.serve(addr)?;
-    let (m, _) = ENDPOINT.get_or_init(|| (m, ep));
-    Ok(m.reporter())
 }
 
 /// `-i` checked: 0 = no intervals, else between 0.1 and 3600 seconds.
