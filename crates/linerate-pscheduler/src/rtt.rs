@@ -11,13 +11,15 @@ use crate::time::iso_duration;
 use linerate_rr::RrError;
 use linerate_rr::client::{ClientConfig, ClientReport, Load};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 /// Seconds an rtt run is given beyond its requests and timeout.
 pub const RTT_SLACK_S: f64 = 2.0;
+/// The most round trips listed (an rtt test's `count` is rarely above a
+/// few hundred; rr keeps the first this many answers).
+const KEEP_MAX: usize = 100_000;
 /// rr's request size when the spec has no length (`linerate rr client`'s).
 const REQUEST_BYTES: usize = 64;
 
@@ -51,9 +53,57 @@ pub struct RttResult {
     pub max: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stddev: Option<String>,
-    /// rr counts into a histogram and keeps no per-request list: empty.
+    /// Each answer as it arrived, as the ping tools list replies.
     #[serde(default)]
-    pub roundtrips: Vec<Value>,
+    pub roundtrips: Vec<Roundtrip>,
+    /// Answers that arrived after one to a later request (as the ping
+    /// tool counts them from its list).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reorders: Option<u64>,
+}
+
+/// One reply (pscheduler-test-rtt's `roundtrip`): the request's number
+/// (from 1), the reply's UDP payload length, who answered, the round trip.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Roundtrip {
+    pub seq: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub length: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ip: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rtt: Option<String>,
+}
+
+/// The ping tools' list from rr's kept answers: each answer in time and
+/// each duplicate (late and unknown ones are not replies to a waiting
+/// request), and how many arrived after a later request's.
+fn roundtrips(r: &ClientReport) -> (Vec<Roundtrip>, u64) {
+    use linerate_rr::client::RoundtripKind;
+    let ip = r.config.server.ip().to_string();
+    let length = r.config.response_size as u64;
+    let mut list = Vec::new();
+    let (mut reorders, mut highest) = (0, None);
+    for a in &r.roundtrips {
+        let rtt = match a.answer {
+            RoundtripKind::Answered => a.rtt_ns,
+            RoundtripKind::Duplicate => None,
+            RoundtripKind::Late | RoundtripKind::Unknown => continue,
+        };
+        if a.answer == RoundtripKind::Answered {
+            if highest.is_some_and(|h| a.seq < h) {
+                reorders += 1;
+            }
+            highest = highest.max(Some(a.seq));
+        }
+        list.push(Roundtrip {
+            seq: a.seq + 1,
+            length: Some(length),
+            ip: Some(ip.clone()),
+            rtt: rtt.map(|ns| iso_duration(ns as f64 / 1e9)),
+        });
+    }
+    (list, reorders)
 }
 
 impl RttResult {
@@ -77,6 +127,7 @@ pub fn from_report(r: &ClientReport) -> Result<RttResult, String> {
     }
     let iso = |ns: f64| Some(iso_duration(ns / 1e9));
     let l = r.latency.as_ref();
+    let (list, reorders) = roundtrips(r);
     Ok(RttResult {
         schema: 1,
         succeeded: true,
@@ -91,7 +142,8 @@ pub fn from_report(r: &ClientReport) -> Result<RttResult, String> {
         mean: l.and_then(|l| iso(l.mean)),
         max: l.and_then(|l| iso(l.max as f64)),
         stddev: l.and_then(|l| iso(l.stddev)),
-        roundtrips: Vec::new(),
+        roundtrips: list,
+        reorders: Some(reorders),
     })
 }
 
@@ -162,7 +214,7 @@ pub fn run(r: &RunInput, s: &RttSpec, configured_port: u16) -> Result<RttResult,
     let limit = plan.send_s + plan.timeout_s + RTT_SLACK_S;
     let stop = AtomicBool::new(false);
     let (ran, late) = crate::throughput::bounded(limit, &stop, || {
-        linerate_rr::client::run_client(&cfg, &stop, |_| {})
+        linerate_rr::client::run_client_keeping(&cfg, KEEP_MAX, &stop, |_| {})
     });
     Ok(result_of(&line, ran, late.then_some(limit)))
 }

@@ -187,6 +187,7 @@ fn client_report(load: Load, tcp: Option<TcpClient>) -> ClientReport {
         }],
         interrupted: true,
         warnings: vec!["a warning".into()],
+        roundtrips: Vec::new(),
     }
 }
 

@@ -849,6 +849,23 @@ fn rtt_through_rr() {
         sd <= iso_s(&r["max"]) - iso_s(&r["min"]) + 1e-6,
         "stddev {sd}"
     );
+    // Each reply listed as ping's: numbered from 1 in order, its length
+    // and who answered, its round trip within [min, max] (the histogram's
+    // three digits), no reorder on one loopback flow.
+    let trips = r["roundtrips"].as_array().unwrap();
+    assert_eq!(trips.len(), 5, "{r}");
+    for (i, t) in trips.iter().enumerate() {
+        assert_eq!(t["seq"], json!(i + 1), "{t}");
+        assert_eq!((&t["length"], &t["ip"]), (&json!(100), &json!("127.0.0.1")));
+        let rtt = iso_s(&t["rtt"]);
+        assert!(
+            rtt >= iso_s(&r["min"]) * 0.99 && rtt <= iso_s(&r["max"]) * 1.01,
+            "{t} against {} .. {}",
+            r["min"],
+            r["max"]
+        );
+    }
+    assert_eq!(r["reorders"], json!(0));
     // merged-results: the one participant's (as pscheduler-tool-ping's).
     let m = ok(
         "merged-results",
@@ -865,6 +882,7 @@ fn rtt_through_rr() {
         "max",
         "stddev",
         "roundtrips",
+        "reorders",
         "diags",
     ] {
         assert_eq!(m[k], r[k], "{k}");

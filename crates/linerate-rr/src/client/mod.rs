@@ -18,7 +18,7 @@ mod worker;
 
 pub use config::{ClientConfig, DATAGRAM_MAX, Load, TcpClient};
 use report::Sample;
-pub use report::{ClientReport, Counts, Interval, WorkerReport};
+pub use report::{ClientReport, Counts, Interval, Roundtrip, RoundtripKind, WorkerReport};
 use worker::Worker;
 
 use crate::{LATENCY_MAX_NS, Latency, RrError, pin};
@@ -49,6 +49,7 @@ type WorkerResult = (
     Vec<SocketAddr>,
     Option<usize>,
     Duration,
+    Vec<Roundtrip>,
 );
 
 /// Runs the client until the duration ends or `stop` is set; calls
@@ -58,14 +59,32 @@ pub fn run_client(
     stop: &AtomicBool,
     on_interval: impl FnMut(&Interval),
 ) -> Result<ClientReport, RrError> {
+    run_client_keeping(cfg, 0, stop, on_interval)
+}
+
+/// [`run_client`], keeping the first `keep` answers of each worker one by
+/// one (`ClientReport::roundtrips`): for a tool that lists round trips.
+pub fn run_client_keeping(
+    cfg: &ClientConfig,
+    keep: usize,
+    stop: &AtomicBool,
+    on_interval: impl FnMut(&Interval),
+) -> Result<ClientReport, RrError> {
     cfg.validate()?;
     // Sockets are opened here so that an unusable address fails before
     // any thread starts.
     let sockets = open_sockets(cfg, cfg.workers())?;
-    run_workers(cfg, None, sockets, stop, on_interval, |wk, socks| {
-        let local = socks.iter().filter_map(|s| s.local_addr().ok()).collect();
-        (local, wk.run(&socks, stop))
-    })
+    run_workers(
+        cfg,
+        (None, keep),
+        sockets,
+        stop,
+        on_interval,
+        |wk, socks| {
+            let local = socks.iter().filter_map(|s| s.local_addr().ok()).collect();
+            (local, wk.run(&socks, stop))
+        },
+    )
 }
 
 /// Runs the client over TCP: `cfg.flows` persistent connections per
@@ -85,7 +104,7 @@ pub fn run_tcp_client(
     }
     crate::tcp::raise_nofile(cfg.workers() * cfg.flows);
     let slots = vec![(); cfg.workers()];
-    run_workers(cfg, Some(*tcp), slots, stop, on_interval, |wk, ()| {
+    run_workers(cfg, (Some(*tcp), 0), slots, stop, on_interval, |wk, ()| {
         if tcp.connect_per_transaction {
             crr::run(wk, tcp, stop)
         } else {
@@ -99,7 +118,7 @@ pub fn run_tcp_client(
 /// the intervals and the workers' results into the report.
 fn run_workers<T: Send>(
     cfg: &ClientConfig,
-    tcp: Option<TcpClient>,
+    (tcp, keep): (Option<TcpClient>, usize),
     per_worker: Vec<T>,
     stop: &AtomicBool,
     mut on_interval: impl FnMut(&Interval),
@@ -120,8 +139,10 @@ fn run_workers<T: Send>(
                         pin(c, warnings);
                     }
                     let mut wk = Worker::new(cfg, w, cfg.flows, epoch, tx);
+                    wk.keep = keep;
                     let (local, sent_for) = body(&mut wk, item);
-                    (wk.counts, wk.hist, wk.lag, local, cpu, sent_for)
+                    let answers = std::mem::take(&mut wk.answers);
+                    (wk.counts, wk.hist, wk.lag, local, cpu, sent_for, answers)
                 })
             })
             .collect();
@@ -144,6 +165,7 @@ fn run_workers<T: Send>(
         intervals,
         interrupted: stop.load(Ordering::Relaxed),
         warnings: warnings.into_inner().unwrap_or_default(),
+        roundtrips: Vec::new(),
     };
     let report = absorb_workers(report, results);
     if report.total.completed == 0 {
@@ -230,7 +252,8 @@ fn gather_intervals(
 fn absorb_workers(mut report: ClientReport, results: Vec<WorkerResult>) -> ClientReport {
     let mut hist = new_hist();
     let mut lag = new_hist();
-    for (counts, h, l, local, cpu, sent_for) in results {
+    for (counts, h, l, local, cpu, sent_for, answers) in results {
+        report.roundtrips.extend(answers);
         report.total.absorb(&counts);
         hist.add(&h).ok();
         lag.add(&l).ok();

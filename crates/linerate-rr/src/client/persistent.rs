@@ -247,7 +247,7 @@ fn receive(w: &mut Worker<'_>, conn: &mut Conn, f: usize, once: bool) -> Option<
                         && h.flow == w.base_flow + f as u32 =>
                 {
                     let a = w.out[f].answer(h.seq, now);
-                    w.record(f, a);
+                    w.record(f, h.seq, a);
                     took += 1;
                 }
                 _ => w.counts.malformed += 1,

@@ -100,6 +100,31 @@ pub struct WorkerReport {
     pub local: Vec<SocketAddr>,
 }
 
+/// One answer as it arrived (`run_client_keeping`): which request, what
+/// it turned out to be, its round trip.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Roundtrip {
+    pub flow: u32,
+    /// The request's sequence number in its flow (from 0).
+    pub seq: u64,
+    /// Request sent to this answer, ns (answered in time only).
+    pub rtt_ns: Option<u64>,
+    pub answer: RoundtripKind,
+}
+
+/// What an answer was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoundtripKind {
+    /// The first answer to a request in flight.
+    Answered,
+    /// A second answer to a request already answered.
+    Duplicate,
+    /// An answer to a request already counted lost (after the timeout).
+    Late,
+    /// An answer to no request of this flow's window.
+    Unknown,
+}
+
 #[derive(Debug)]
 pub struct ClientReport {
     pub config: ClientConfig,
@@ -118,6 +143,9 @@ pub struct ClientReport {
     /// What went wrong without stopping the run (a worker that could not be
     /// pinned).
     pub warnings: Vec<String>,
+    /// The answers kept one by one (`run_client_keeping`), worker by
+    /// worker, each in arrival order.
+    pub roundtrips: Vec<Roundtrip>,
 }
 
 impl ClientReport {

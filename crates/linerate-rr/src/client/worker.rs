@@ -2,7 +2,7 @@
 //! matching every answer to its request.
 
 use super::config::{ClientConfig, Load};
-use super::report::{Counts, Sample};
+use super::report::{Counts, Roundtrip, RoundtripKind, Sample};
 use super::{DRAIN_MAX, new_hist, recv_slot};
 use crate::track::{Answer, Outstanding};
 use hdrhistogram::Histogram;
@@ -77,6 +77,10 @@ pub(super) struct Worker<'a> {
     pub(super) iv_index: usize,
     pub(super) iv_completed: u64,
     pub(super) iv_lost: u64,
+    /// The first `keep` answers one by one, in arrival order (a tool that
+    /// lists round trips: pScheduler's rtt); 0 keeps none.
+    pub(super) keep: usize,
+    pub(super) answers: Vec<Roundtrip>,
 }
 
 impl<'a> Worker<'a> {
@@ -118,6 +122,8 @@ impl<'a> Worker<'a> {
             iv_index: 0,
             iv_completed: 0,
             iv_lost: 0,
+            keep: 0,
+            answers: Vec::new(),
         }
     }
 
@@ -212,7 +218,7 @@ impl<'a> Worker<'a> {
                     }
                 };
                 let a = self.out[f].answer(h.seq, now);
-                self.record(f, a);
+                self.record(f, h.seq, a);
             }
             if n < BATCH_MAX {
                 return;
@@ -221,7 +227,24 @@ impl<'a> Worker<'a> {
     }
 
     /// Counts what an answer on flow `f` turned out to be.
-    pub(super) fn record(&mut self, f: usize, a: Answer) {
+    pub(super) fn record(&mut self, f: usize, seq: u64, a: Answer) {
+        if self.answers.len() < self.keep {
+            let rtt_ns = match a {
+                Answer::Completed(ns) => Some(ns),
+                _ => None,
+            };
+            self.answers.push(Roundtrip {
+                flow: self.base_flow + f as u32,
+                seq,
+                rtt_ns,
+                answer: match a {
+                    Answer::Completed(_) => RoundtripKind::Answered,
+                    Answer::Duplicate => RoundtripKind::Duplicate,
+                    Answer::Late => RoundtripKind::Late,
+                    Answer::Unknown => RoundtripKind::Unknown,
+                },
+            });
+        }
         match a {
             Answer::Completed(ns) => {
                 self.completed(ns);
