@@ -1472,3 +1472,7 @@ mod tests {
 #[cfg(test)]
 #[path = "api_custom_tests.rs"]
 mod custom_tests;
+
+#[cfg(test)]
+#[path = "api_random_tests.rs"]
+mod random_tests;
