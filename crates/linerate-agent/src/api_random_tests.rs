@@ -33,7 +33,10 @@ fn doc(udp: Value, dst: Value) -> Value {
 
 fn spec_of(a: &Agent) -> linerate_traffic::FlowSpec {
     let s = lock(&a.state);
-    s.campaign.as_ref().unwrap().plan.flows[0].blast.flows.clone()
+    s.campaign.as_ref().unwrap().plan.flows[0]
+        .blast
+        .flows
+        .clone()
 }
 
 #[test]
@@ -58,7 +61,10 @@ fn random_ports_and_addresses_follow_the_documented_sequence() {
         let f = spec.flow(n);
         assert_eq!(f.src_port, src[(n % 5) as usize], "frame {n}");
         assert_eq!(f.dst_port, dstp[(n % 4) as usize], "frame {n}");
-        assert_eq!(f.dst_ip, dst[(n % 3) as usize].parse::<std::net::IpAddr>().unwrap());
+        assert_eq!(
+            f.dst_ip,
+            dst[(n % 3) as usize].parse::<std::net::IpAddr>().unwrap()
+        );
         assert_eq!(f.src_ip, std::net::IpAddr::from([198, 18, 1, 1]));
         assert_eq!(c.wire(), &linerate_traffic::WireFlow::new(&f), "frame {n}");
         c.advance();

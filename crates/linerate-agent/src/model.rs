@@ -990,11 +990,7 @@ fn pattern_random(
     let values = p.list("values", VALUES_MAX)?;
     let inc = counter(&p, "increment", kind, default)?;
     let dec = counter(&p, "decrement", kind, default)?;
-    let rnd = if random_ok {
-        random(&p, kind)?
-    } else {
-        None
-    };
+    let rnd = if random_ok { random(&p, kind)? } else { None };
     if let Some(tags) = p.list("metric_tags", 16)?
         && !tags.is_empty()
     {
@@ -1048,7 +1044,10 @@ fn random(p: &Obj, kind: Kind) -> Result<Option<(Random, u64)>, Invalid> {
     let max = bound("max", kind.max())?;
     let seed = o.u64("seed")?.unwrap_or(1);
     if seed > u64::from(u32::MAX) {
-        return Err(invalid(&o.at("seed"), format!("{seed} is above {}", u32::MAX)));
+        return Err(invalid(
+            &o.at("seed"),
+            format!("{seed} is above {}", u32::MAX),
+        ));
     }
     let count = o.u64("count")?.unwrap_or(1);
     if count == 0 || count > u64::from(u32::MAX) {

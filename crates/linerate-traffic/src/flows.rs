@@ -630,7 +630,10 @@ mod tests {
         for n in 0..32u64 {
             let want = s.flow(n);
             assert_eq!(want.src_port, ports[(n % 5) as usize], "frame {n}");
-            assert_eq!(want.dst_ip, dsts[(n % 3) as usize].parse::<IpAddr>().unwrap());
+            assert_eq!(
+                want.dst_ip,
+                dsts[(n % 3) as usize].parse::<IpAddr>().unwrap()
+            );
             assert_eq!(want.dst_port, 6000 + (n % 3) as u16);
             assert_eq!(c.wire(), &WireFlow::new(&want), "frame {n}");
             assert_eq!(f.get(), (n % 15, &want));
