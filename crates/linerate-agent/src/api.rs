@@ -1108,9 +1108,10 @@ mod tests {
         let a = agent();
         let cases: Vec<(&str, Value, &str)> = vec![
             (
-                "/flows/0/packet/2/ipv4/src",
+                // ipv4.src takes random now; the TTL's model has none.
+                "/flows/0/packet/2/ipv4/time_to_live",
                 json!({"choice": "random"}),
-                "flows[0].packet[2].ipv4.src.choice",
+                "flows[0].packet[2].ipv4.time_to_live.choice",
             ),
             (
                 "/flows/0/packet/3/udp/src_port",
