@@ -1108,9 +1108,10 @@ mod tests {
         let a = agent();
         let cases: Vec<(&str, Value, &str)> = vec![
             (
-                "/flows/0/packet/2/ipv4/src",
+                // ipv4.src takes random now; the TTL's model has none.
+                "/flows/0/packet/2/ipv4/time_to_live",
                 json!({"choice": "random"}),
-                "flows[0].packet[2].ipv4.src.choice",
+                "flows[0].packet[2].ipv4.time_to_live.choice",
             ),
             (
                 "/flows/0/packet/3/udp/src_port",
@@ -1474,3 +1475,7 @@ mod tests {
 #[cfg(test)]
 #[path = "api_custom_tests.rs"]
 mod custom_tests;
+
+#[cfg(test)]
+#[path = "api_random_tests.rs"]
+mod random_tests;

@@ -5,11 +5,14 @@
 //!
 //! Patterns (a header field's values) become linerate ranges: `value`,
 //! `values` (evenly spaced), `increment` and `decrement`; `auto` where the
-//! model has it. Each field steps on its own per frame, as the model
-//! does (`FlowSpec::lockstep`): frame n carries value n mod count.
+//! model has it; `random` (ports, IPv4 addresses) as `count` values of
+//! a seeded SplitMix64 sequence (`linerate_traffic::random`). Each field
+//! steps on its own per frame, as the model does (`FlowSpec::lockstep`):
+//! frame n carries value n mod count.
 
 use crate::json::{Invalid, Obj, as_u64, invalid, short};
 use linerate_traffic::flows::Range;
+use linerate_traffic::random::Random;
 use serde_json::{Value, json};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -128,6 +131,11 @@ pub struct Headers {
     pub tcp_flags: Option<u8>,
     pub src_port: Range,
     pub dst_port: Range,
+    /// The fields drawn by the model's `random` (source port, destination
+    /// port, source IP, destination IP; `FlowSpec::random`'s order): the
+    /// field's range then holds `min` and the count, value n of the
+    /// sequence is frame n's (mod count).
+    pub random: [Option<Random>; 4],
     /// A VXLAN flow's outer headers (the fields above are then the inner
     /// frame's, which carries the probe).
     pub vxlan: Option<Outer>,
@@ -944,16 +952,33 @@ fn pattern(
     default: u128,
     auto_default: bool,
 ) -> Result<Field, Invalid> {
+    Ok(pattern_random(parent, key, kind, default, auto_default, false)?.0)
+}
+
+/// [`pattern`], with the model's `random` taken when `random_ok` (the
+/// fields whose model has it): its values' generator comes along.
+fn pattern_random(
+    parent: &Obj,
+    key: &'static str,
+    kind: Kind,
+    default: u128,
+    auto_default: bool,
+    random_ok: bool,
+) -> Result<(Field, Option<Random>), Invalid> {
     let Some(p) = parent.obj(key)? else {
-        return Ok(if auto_default {
+        let f = if auto_default {
             Field::Auto
         } else {
             Field::Range(Range::single(default))
-        });
+        };
+        return Ok((f, None));
     };
     let mut choices = vec!["value", "values", "increment", "decrement"];
     if auto_default {
         choices.push("auto");
+    }
+    if random_ok {
+        choices.push("random");
     }
     let c = p.choice(&choices, if auto_default { "auto" } else { "value" })?;
     // The other choices' values may come along (snappi sends only the
@@ -965,6 +990,7 @@ fn pattern(
     let values = p.list("values", VALUES_MAX)?;
     let inc = counter(&p, "increment", kind, default)?;
     let dec = counter(&p, "decrement", kind, default)?;
+    let rnd = if random_ok { random(&p, kind)? } else { None };
     if let Some(tags) = p.list("metric_tags", 16)?
         && !tags.is_empty()
     {
@@ -977,7 +1003,16 @@ fn pattern(
         return Err(invalid(&p.at("auto"), "this field has no auto"));
     }
     p.done()?;
-    Ok(match c {
+    if c == "random" {
+        let (r, count) = rnd.unwrap_or((Random::new(0, kind.max(), 1).expect("max >= 0"), 1));
+        let range = Range {
+            first: r.min,
+            count,
+            step: 1,
+        };
+        return Ok((Field::Range(range), Some(r)));
+    }
+    let f = match c {
         "auto" => Field::Auto,
         "value" => Field::Range(Range::single(value.unwrap_or(default))),
         "values" => Field::Range(values_range(&p, kind, values)?),
@@ -989,7 +1024,39 @@ fn pattern(
             let (s, st, n) = dec.unwrap_or((default, 1, 1));
             Field::Range(counter_range(&p, kind, s, st, n, false)?)
         }
-    })
+    };
+    Ok((f, None))
+}
+
+/// A pattern's `random` (min, max, seed, count; the model's defaults the
+/// field's whole span, seed 1, count 1): its generator and count.
+fn random(p: &Obj, kind: Kind) -> Result<Option<(Random, u64)>, Invalid> {
+    let Some(o) = p.obj("random")? else {
+        return Ok(None);
+    };
+    let bound = |k: &'static str, d: u128| {
+        o.raw(k)
+            .map(|v| kind.parse(&o.at(k), v))
+            .transpose()
+            .map(|v| v.unwrap_or(d))
+    };
+    let min = bound("min", 0)?;
+    let max = bound("max", kind.max())?;
+    let seed = o.u64("seed")?.unwrap_or(1);
+    if seed > u64::from(u32::MAX) {
+        return Err(invalid(
+            &o.at("seed"),
+            format!("{seed} is above {}", u32::MAX),
+        ));
+    }
+    let count = o.u64("count")?.unwrap_or(1);
+    if count == 0 || count > u64::from(u32::MAX) {
+        return Err(invalid(&o.at("count"), "from 1 to 4294967295"));
+    }
+    o.done()?;
+    let r = Random::new(min, max, seed)
+        .ok_or_else(|| invalid(&o.at("max"), format!("{max} is below min {min}")))?;
+    Ok(Some((r, count)))
 }
 
 /// A pattern's `increment` or `decrement` (key `k`): start, step, count.
@@ -1111,6 +1178,19 @@ fn ranged(parent: &Obj, key: &'static str, kind: Kind, default: u128) -> Result<
     match pattern(parent, key, kind, default, false)? {
         Field::Range(r) => Ok(r),
         Field::Auto => unreachable!("no auto without auto_default"),
+    }
+}
+
+/// A pattern that must be a range, or the model's `random` (the range
+/// then holds `min` and the count).
+fn ranged_random(
+    parent: &Obj,
+    key: &'static str,
+    kind: Kind,
+) -> Result<(Range, Option<Random>), Invalid> {
+    match pattern_random(parent, key, kind, 0, false, true)? {
+        (Field::Range(r), rnd) => Ok((r, rnd)),
+        (Field::Auto, _) => unreachable!("no auto without auto_default"),
     }
 }
 
@@ -1297,8 +1377,8 @@ fn frame_headers(hs: &[(&str, Obj)], auto_dst: bool) -> Result<Headers, Invalid>
     };
     ipo.done()?;
     let l4 = body(l4_h)?;
-    let src_port = ranged(&l4, "src_port", Kind::Bits(16), 0)?;
-    let dst_port = ranged(&l4, "dst_port", Kind::Bits(16), 0)?;
+    let (src_port, src_port_random) = ranged_random(&l4, "src_port", Kind::Bits(16))?;
+    let (dst_port, dst_port_random) = ranged_random(&l4, "dst_port", Kind::Bits(16))?;
     let tcp_flags = if tcp {
         Some(tcp_header(&l4)?)
     } else {
@@ -1325,6 +1405,7 @@ fn frame_headers(hs: &[(&str, Obj)], auto_dst: bool) -> Result<Headers, Invalid>
         tcp_flags,
         src_port,
         dst_port,
+        random: [src_port_random, dst_port_random, ip.random[0], ip.random[1]],
         vxlan: None,
         custom: None,
     })
@@ -1351,6 +1432,12 @@ fn outer_headers(
             ))
         }
     };
+    if outer.random.iter().any(Option::is_some) {
+        return Err(invalid(
+            path,
+            "linerate sends one value of an outer header's field (before vxlan): random is the inner headers'",
+        ));
+    }
     let eth_src = one(&outer.eth_src, format!("{path}[0].ethernet.src"))?;
     let eth_dst = match outer.eth_dst {
         Field::Auto => None,
@@ -1442,6 +1529,8 @@ fn vlan_tag(v: &Obj) -> Result<(u16, u8), Invalid> {
 struct Ip {
     src: Range,
     dst: Range,
+    /// Source's and destination's `random` (IPv4's).
+    random: [Option<Random>; 2],
     ttl: u8,
     dscp: u8,
 }
@@ -1503,6 +1592,7 @@ fn ipv6_header(ipo: &Obj, tcp: bool) -> Result<Ip, Invalid> {
     Ok(Ip {
         src,
         dst,
+        random: [None; 2],
         ttl,
         dscp,
     })
@@ -1510,8 +1600,8 @@ fn ipv6_header(ipo: &Obj, tcp: bool) -> Result<Ip, Invalid> {
 
 /// An IPv4 header's fields (carrying tcp or udp).
 fn ipv4_header(ipo: &Obj, tcp: bool) -> Result<Ip, Invalid> {
-    let src = ranged(ipo, "src", Kind::V4, 0)?;
-    let dst = ranged(ipo, "dst", Kind::V4, 0)?;
+    let (src, src_random) = ranged_random(ipo, "src", Kind::V4)?;
+    let (dst, dst_random) = ranged_random(ipo, "dst", Kind::V4)?;
     let ttl = single(ipo, "time_to_live", Kind::Bits(8), 64, false)?.unwrap_or(64) as u8;
     let dscp = ipv4_dscp(ipo)?;
     fixed(ipo, "version", Kind::Bits(4), 4, false, 4, "version 4")?;
@@ -1555,6 +1645,7 @@ fn ipv4_header(ipo: &Obj, tcp: bool) -> Result<Ip, Invalid> {
     Ok(Ip {
         src,
         dst,
+        random: [src_random, dst_random],
         ttl,
         dscp,
     })

@@ -394,6 +394,15 @@ fn flow_spec(
         ids: ProbeIds::default(),
         // The model's patterns: each field steps on its own per frame.
         lockstep: true,
+        // The model's `random`: ports and IPv4 addresses.
+        random: [
+            h.random[0],
+            h.random[1],
+            h.random[2],
+            h.random[3],
+            None,
+            None,
+        ],
     };
     // The frames repeat after the least common multiple of the fields'
     // counts.

@@ -8,8 +8,11 @@
 //! steps on its own at each flow: flow i takes value `i mod count` of each
 //! range, so the flows repeat after the least common multiple of the
 //! counts. A field's values are taken modulo its width, so a step of
-//! `2^width - s` walks downward by `s` (the model's `decrement`).
+//! `2^width - s` walks downward by `s` (the model's `decrement`). A field
+//! with a [`Random`] (the model's `random`, [`FlowSpec::random`]) takes
+//! value `d` of its seeded sequence instead of `first + d * step`.
 
+use crate::random::Random;
 use crate::template::WireFlow;
 use linerate_wire::MacAddr;
 use std::net::IpAddr;
@@ -169,6 +172,12 @@ pub struct FlowSpec {
     /// Every field steps at every flow (the OTG model) instead of the
     /// odometer's carry.
     pub lockstep: bool,
+    /// Fields whose values are drawn by a seeded generator, in the order
+    /// source port, destination port, source IP, destination IP, source
+    /// MAC, destination MAC: digit `d` of such a field (below its
+    /// range's `count`) is value `d` of the sequence; its range's
+    /// `first` and `step` are not used.
+    pub random: [Option<Random>; 6],
 }
 
 /// The probe flow ids a spec's flows carry: flow `i` takes `base + (i &
@@ -244,6 +253,7 @@ impl FlowSpec {
             dst_port: stepped(dst_port, port_range)?,
             ids: ProbeIds::default(),
             lockstep: false,
+            random: [None; 6],
         };
         let n = spec.count_u128();
         if n > FLOWS_MAX {
@@ -304,8 +314,8 @@ impl FlowSpec {
     /// The fields for one digit per range (each below its range's count).
     fn fields(&self, digits: &[u64; 6]) -> FlowFields {
         let mut v = [0u128; 6];
-        for (((slot, r), &d), m) in v.iter_mut().zip(self.order()).zip(digits).zip(self.masks()) {
-            *slot = r.first.wrapping_add(u128::from(d).wrapping_mul(r.step)) & m;
+        for (k, ((slot, r), &d)) in v.iter_mut().zip(self.order()).zip(digits).enumerate() {
+            *slot = value(r.first, r.step, self.random[k], d) & self.masks()[k];
         }
         let ip = |n: u128| -> IpAddr {
             if self.ipv6 {
@@ -393,6 +403,7 @@ pub struct WireCursor {
     ids: ProbeIds,
     /// Every field steps at every flow (no fast path, no carry).
     lockstep: bool,
+    random: [Option<Random>; 6],
     masks: [u128; 6],
     /// The fastest field that moves (a range of more than one value).
     lo: usize,
@@ -417,6 +428,7 @@ impl WireCursor {
             count: spec.count(),
             ids: spec.ids,
             lockstep: spec.lockstep,
+            random: spec.random,
             masks: spec.masks(),
             lo: 0,
             fast_left: 0,
@@ -428,7 +440,7 @@ impl WireCursor {
 
     fn with_fast_path(mut self) -> Self {
         self.lo = self.counts.iter().position(|&c| c > 1).unwrap_or(0);
-        if self.lo < 2 && !self.lockstep {
+        if self.lo < 2 && !self.lockstep && self.random[self.lo].is_none() {
             // A port's step is below 65536 (its range fits a u16).
             self.port_step = self.step[self.lo] as u16;
             self.fast_left = self.counts[self.lo] - 1 - self.digits[self.lo];
@@ -480,7 +492,9 @@ impl WireCursor {
             return;
         }
         let lo = self.lo;
-        if lo < 2 {
+        // The fast path moves a port stepped by a range (not a random one).
+        let fast = lo < 2 && self.random[lo].is_none();
+        if fast {
             // The fast path stepped the port without the digits: it is at
             // its last value now.
             self.digits[lo] = self.counts[lo] - 1;
@@ -496,18 +510,24 @@ impl WireCursor {
         loop {
             self.digits[top] += 1;
             if self.digits[top] < self.counts[top] {
-                self.values[top] += self.step[top];
+                self.values[top] = match self.random[top] {
+                    Some(_) => self.value(top),
+                    None => self.values[top] + self.step[top],
+                };
                 break;
             }
             self.digits[top] = 0;
-            self.values[top] = self.first[top];
+            self.values[top] = match self.random[top] {
+                Some(_) => self.value(top),
+                None => self.first[top],
+            };
             if top == 5 {
                 break;
             }
             top += 1;
         }
         self.write_wire(top);
-        if lo < 2 {
+        if fast {
             self.fast_left = self.counts[lo] - 1 - self.digits[lo];
         }
     }
@@ -528,11 +548,15 @@ impl WireCursor {
             if self.digits[k] == self.counts[k] {
                 self.digits[k] = 0;
             }
-            self.values[k] = self.first[k]
-                .wrapping_add(u128::from(self.digits[k]).wrapping_mul(self.step[k]))
-                & self.masks[k];
+            self.values[k] = self.value(k);
         }
         self.write_wire(4);
+    }
+
+    /// Field `k`'s value at its current digit.
+    #[inline(always)]
+    fn value(&self, k: usize) -> u128 {
+        value(self.first[k], self.step[k], self.random[k], self.digits[k]) & self.masks[k]
     }
 
     /// Writes the values into the wire fields: the ports always, the
@@ -562,6 +586,16 @@ impl WireCursor {
     }
 }
 
+/// Digit `d` of a field: `first + d * step`, or value `d` of its seeded
+/// sequence.
+#[inline(always)]
+fn value(first: u128, step: u128, random: Option<Random>, d: u64) -> u128 {
+    match random {
+        Some(r) => r.value(d),
+        None => first.wrapping_add(u128::from(d).wrapping_mul(step)),
+    }
+}
+
 fn gcd(a: u128, b: u128) -> u128 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
@@ -578,6 +612,49 @@ mod tests {
 
     fn spec(sip: &str, dip: &str, sp: &str, dp: &str) -> Result<FlowSpec, FlowError> {
         FlowSpec::parse("02:00:00:00:00:0a", "02:00:00:00:00:0b", sip, dip, sp, dp)
+    }
+
+    #[test]
+    fn random_fields_take_their_seeded_sequence_and_wrap_after_count() {
+        let mut s = spec("198.18.0.1", "198.19.0.1", "1", "6000-6002").unwrap();
+        s.lockstep = true;
+        s.src_port.count = 5;
+        s.random[0] = Random::new(1024, 65535, 42);
+        s.dst_ip.count = 3;
+        s.random[3] = Random::new(0xc612_0000, 0xc612_ffff, 9);
+        assert_eq!(s.count(), 15, "lcm(5, 3, 3)");
+        let ports = [17045, 50435, 3922, 28564, 4082];
+        let dsts = ["198.18.96.100", "198.18.234.98", "198.18.137.182"];
+        let mut c = WireCursor::new(&s);
+        let mut f = FlowCursor::new(&s);
+        for n in 0..32u64 {
+            let want = s.flow(n);
+            assert_eq!(want.src_port, ports[(n % 5) as usize], "frame {n}");
+            assert_eq!(
+                want.dst_ip,
+                dsts[(n % 3) as usize].parse::<IpAddr>().unwrap()
+            );
+            assert_eq!(want.dst_port, 6000 + (n % 3) as u16);
+            assert_eq!(c.wire(), &WireFlow::new(&want), "frame {n}");
+            assert_eq!(f.get(), (n % 15, &want));
+            c.advance();
+            f.advance();
+        }
+        // Another seed, another sequence.
+        s.random[0] = Random::new(1024, 65535, 43);
+        let other: Vec<u16> = (0..5).map(|n| s.flow(n).src_port).collect();
+        assert_eq!(other, [23432, 24395, 46183, 49023, 3583]);
+        // The odometer (not lockstep) carries through a random field too.
+        s.lockstep = false;
+        s.random[0] = Random::new(5000, 5009, 1);
+        s.src_port.count = 4;
+        let mut c = WireCursor::new(&s);
+        for n in 0..40u64 {
+            let want = s.flow(n);
+            assert_eq!(want.src_port, [5005, 5009, 5000, 5005][(n % 4) as usize]);
+            assert_eq!(c.wire(), &WireFlow::new(&want), "flow {n}");
+            c.advance();
+        }
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod flows;
 pub mod pacing;
 pub mod pcap;
 pub mod profile;
+pub mod random;
 pub mod rewrite;
 pub mod sizes;
 pub mod template;

@@ -462,6 +462,21 @@ mod tests {
         assert_eq!(encode(&M_CONFIG, &doc, "").unwrap(), hex(CUSTOM_WIRE));
     }
 
+    /// The `random` pattern of an IPv4 address and a UDP port by protobuf
+    /// (snappi 1.62's otg_pb2): read as the HTTP path's JSON, not opaque.
+    const RANDOM_WIRE: &str = "3246122a08053226722408064a200a0a3139382e31382e302e30120e3139382e31382e3235352e323535180920031215080a5a110a0f0806420b08800810ffff03182a20053a0166";
+
+    #[test]
+    fn a_random_pattern_reads_as_its_json() {
+        let doc = json!({"flows": [{"name": "f", "packet": [
+            {"choice": "ipv4", "ipv4": {"dst": {"choice": "random", "random":
+                {"min": "198.18.0.0", "max": "198.18.255.255", "seed": 9, "count": 3}}}},
+            {"choice": "udp", "udp": {"src_port": {"choice": "random", "random":
+                {"min": 1024, "max": 65535, "seed": 42, "count": 5}}}}]}]});
+        assert_eq!(decode(&M_CONFIG, &hex(RANDOM_WIRE), "").unwrap(), doc);
+        assert_eq!(encode(&M_CONFIG, &doc, "").unwrap(), hex(RANDOM_WIRE));
+    }
+
     /// A `MetricsResponse` by protobuf (snappi 1.62's otg_pb2).
     const METRICS_WIRE: &str = "08011a3f0a026631120274781a0272782802300a380a40800a48800a550000003f6500000000721b090000000000408f4011000000000088a340190000000000589b40";
 

@@ -295,6 +295,15 @@ pub static M_FLOW_IPV4_AUTO: Msg = Msg {
     ],
 };
 
+pub static RANDOM_STR: Msg = Msg {
+    fields: &[
+        f(1, "min", Ty::Str),
+        f(2, "max", Ty::Str),
+        f(3, "seed", Ty::U32),
+        f(4, "count", Ty::U32),
+    ],
+};
+
 pub static PATTERN_STR_AUTO_RANDOM: Msg = Msg {
     fields: &[
         f(1, "choice", Ty::Enum(E_PATTERNFLOWIPV4SRC_CHOICE_ENUM)),
@@ -304,7 +313,7 @@ pub static PATTERN_STR_AUTO_RANDOM: Msg = Msg {
         f(6, "decrement", Ty::Msg(&COUNTER_STR)),
         r(7, "metric_tags", Ty::Msg(&METRIC_TAG)),
         f(8, "auto", Ty::Msg(&M_FLOW_IPV4_AUTO)),
-        f(9, "random", Ty::Opaque),
+        f(9, "random", Ty::Msg(&RANDOM_STR)),
     ],
 };
 
@@ -330,6 +339,15 @@ pub static M_FLOW_IPV4: Msg = Msg {
 
 static E_PATTERNFLOWIPV6FLOWLABEL_CHOICE_ENUM: &[(i32, &str)] = &[(0, "unspecified"), (2, "value"), (3, "values"), (4, "increment"), (5, "decrement"), (6, "random")];
 
+pub static RANDOM_U32: Msg = Msg {
+    fields: &[
+        f(1, "min", Ty::U32),
+        f(2, "max", Ty::U32),
+        f(3, "seed", Ty::U32),
+        f(4, "count", Ty::U32),
+    ],
+};
+
 pub static PATTERN_U32_RANDOM: Msg = Msg {
     fields: &[
         f(1, "choice", Ty::Enum(E_PATTERNFLOWIPV6FLOWLABEL_CHOICE_ENUM)),
@@ -338,7 +356,7 @@ pub static PATTERN_U32_RANDOM: Msg = Msg {
         f(5, "increment", Ty::Msg(&COUNTER_U32)),
         f(6, "decrement", Ty::Msg(&COUNTER_U32)),
         r(7, "metric_tags", Ty::Msg(&METRIC_TAG)),
-        f(8, "random", Ty::Opaque),
+        f(8, "random", Ty::Msg(&RANDOM_U32)),
     ],
 };
 
@@ -441,6 +459,13 @@ pub static M_FLOW_SIZE_INCREMENT: Msg = Msg {
     ],
 };
 
+pub static M_FLOW_SIZE_RANDOM: Msg = Msg {
+    fields: &[
+        f(1, "min", Ty::U32),
+        f(2, "max", Ty::U32),
+    ],
+};
+
 static E_FLOWSIZEWEIGHTPAIRS_CHOICE_ENUM: &[(i32, &str)] = &[(0, "unspecified"), (1, "predefined"), (2, "custom")];
 
 static E_FLOWSIZEWEIGHTPAIRS_PREDEFINED_ENUM: &[(i32, &str)] = &[(0, "unspecified"), (1, "imix"), (2, "ipsec_imix"), (3, "ipv6_imix"), (4, "standard_imix"), (5, "tcp_imix")];
@@ -465,7 +490,7 @@ pub static M_FLOW_SIZE: Msg = Msg {
         f(1, "choice", Ty::Enum(E_FLOWSIZE_CHOICE_ENUM)),
         f(2, "fixed", Ty::U32),
         f(3, "increment", Ty::Msg(&M_FLOW_SIZE_INCREMENT)),
-        f(4, "random", Ty::Opaque),
+        f(4, "random", Ty::Msg(&M_FLOW_SIZE_RANDOM)),
         f(5, "weight_pairs", Ty::Msg(&M_FLOW_SIZE_WEIGHT_PAIRS)),
     ],
 };
