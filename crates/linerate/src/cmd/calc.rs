@@ -202,6 +202,46 @@ struct FrameDoc<'a> {
     mix: &'a [linerate_calc::ImixEntry],
 }
 
+/// The detail lines of a line rate and a rate at --pps, and their figures
+/// into the document.
+fn details(
+    out: &mut String,
+    json: &mut CalcDoc<'_>,
+    line_rate: Option<&linerate_calc::LineRate>,
+    at_pps: Option<&linerate_calc::RateReport>,
+) {
+    if let Some(lr) = line_rate {
+        let _ = writeln!(out, "  line rate          {} pps", format_count(lr.pps_max));
+        let _ = writeln!(
+            out,
+            "  L2 at line rate    {} (frames incl. FCS)",
+            format_bps(lr.bps_l2_max)
+        );
+        let _ = writeln!(out, "  time per frame     {:.3} ns", lr.frame_time_ns);
+        json.speed_bps = Some(lr.speed_bps);
+        json.pps_max = Some(lr.pps_max);
+        json.bps_l2_max = Some(lr.bps_l2_max);
+        json.frame_time_ns = Some(lr.frame_time_ns);
+    }
+    if let Some(r) = at_pps {
+        let _ = writeln!(
+            out,
+            "  L1 at {} pps   {}",
+            format_count(r.pps),
+            format_bps(r.bps_l1)
+        );
+        let _ = writeln!(
+            out,
+            "  L2 at {} pps   {}",
+            format_count(r.pps),
+            format_bps(r.bps_l2)
+        );
+        json.pps = Some(r.pps);
+        json.bps_l1 = Some(r.bps_l1);
+        json.bps_l2 = Some(r.bps_l2);
+    }
+}
+
 fn report(args: &CalcArgs, mix: &Mix) -> String {
     let mut json = CalcDoc {
         frame: FrameDoc {
@@ -264,36 +304,7 @@ fn report(args: &CalcArgs, mix: &Mix) -> String {
         "  on the wire (L1)   {:.2} B per frame (frame + 20 B preamble, SFD, inter-frame gap)",
         mix.imix.average_frame_bytes() + L1_OVERHEAD_BYTES as f64
     );
-    if let Some(lr) = &line_rate {
-        let _ = writeln!(out, "  line rate          {} pps", format_count(lr.pps_max));
-        let _ = writeln!(
-            out,
-            "  L2 at line rate    {} (frames incl. FCS)",
-            format_bps(lr.bps_l2_max)
-        );
-        let _ = writeln!(out, "  time per frame     {:.3} ns", lr.frame_time_ns);
-        json.speed_bps = Some(lr.speed_bps);
-        json.pps_max = Some(lr.pps_max);
-        json.bps_l2_max = Some(lr.bps_l2_max);
-        json.frame_time_ns = Some(lr.frame_time_ns);
-    }
-    if let Some(r) = &at_pps {
-        let _ = writeln!(
-            out,
-            "  L1 at {} pps   {}",
-            format_count(r.pps),
-            format_bps(r.bps_l1)
-        );
-        let _ = writeln!(
-            out,
-            "  L2 at {} pps   {}",
-            format_count(r.pps),
-            format_bps(r.bps_l2)
-        );
-        json.pps = Some(r.pps);
-        json.bps_l1 = Some(r.bps_l1);
-        json.bps_l2 = Some(r.bps_l2);
-    }
+    details(&mut out, &mut json, line_rate.as_ref(), at_pps.as_ref());
     if args.json {
         let mut s = serde_json::to_string_pretty(&json).unwrap_or_default();
         s.push('\n');
