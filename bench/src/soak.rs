@@ -105,15 +105,7 @@ struct Rigs {
 
 fn rigs() -> Result<Rigs> {
     let tests = Rig::pair()?;
-    let agent = Rig::pair()?;
-    let (ns0, ns1) = (agent.host(0).netns.clone(), agent.host(1).netns.clone());
-    for args in [
-        vec!["-n", &ns1, "link", "set", "dev", "veth0", "name", "veth1"],
-        vec!["-n", &ns1, "link", "set", "dev", "veth1", "netns", &ns0],
-        vec!["-n", &ns0, "link", "set", "dev", "veth1", "up"],
-    ] {
-        linerate_lab::ip_text(&args)?;
-    }
+    let agent = Rig::looped()?;
     Ok(Rigs { tests, agent })
 }
 

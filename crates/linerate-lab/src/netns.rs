@@ -270,6 +270,19 @@ impl Rig {
         Self::new(&RigConfig::default())
     }
 
+    /// A pair whose host 0 holds both ends: its `veth0`, and host 1's end
+    /// moved in as `veth1` (up, no address): two ports of one program (an
+    /// agent's), joined. Host 1's namespace stays, empty, and goes with
+    /// the rig.
+    pub fn looped() -> Result<Self, RigError> {
+        let rig = Self::pair()?;
+        let (ns0, ns1) = (rig.hosts[0].netns.clone(), rig.hosts[1].netns.clone());
+        ip(&["-n", &ns1, "link", "set", "dev", "veth0", "name", "veth1"])?;
+        ip(&["-n", &ns1, "link", "set", "dev", "veth1", "netns", &ns0])?;
+        ip(&["-n", &ns0, "link", "set", "dev", "veth1", "up"])?;
+        Ok(rig)
+    }
+
     pub fn new(cfg: &RigConfig) -> Result<Self, RigError> {
         if !(2..=200).contains(&cfg.hosts) {
             return Err(RigError::Config(format!(

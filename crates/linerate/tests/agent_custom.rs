@@ -14,34 +14,16 @@
 mod support;
 
 use linerate_lab::Rig;
-use linerate_testkit::{Requirement, require_program, require_root, should_skip};
+use linerate_testkit::{Requirement, require_program, require_root, should_skip, snappi_python};
 use serde_json::Value;
 use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
 use support::Proc;
 
 const BIN: &str = env!("CARGO_BIN_EXE_linerate");
 const PORT: u16 = 8443;
 const GRPC_PORT: u16 = 8444;
-
-/// The Python that has snappi: `LINERATE_SNAPPI_PYTHON`, the venv
-/// scripts/test makes, or python3 on PATH.
-fn snappi_python() -> Result<PathBuf, String> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    std::env::var_os("LINERATE_SNAPPI_PYTHON")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain([root.join("target/snappi-venv/bin/python"), "python3".into()])
-        .find(|p| {
-            Command::new(p)
-                .args(["-c", "import snappi"])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-        .ok_or_else(|| "needs Python with snappi (scripts/test installs it into target/snappi-venv; or set LINERATE_SNAPPI_PYTHON)".into())
-}
 
 fn require_snappi() -> Requirement {
     snappi_python().map(|_| ())
@@ -73,15 +55,7 @@ fn custom_flow(test: &str, grpc: bool) {
     let python = snappi_python().unwrap();
     // One agent with both ports: host 1's end of the pair moved into host
     // 0's namespace as veth1.
-    let rig = Rig::pair().unwrap();
-    let (ns0, ns1) = (rig.host(0).netns.clone(), rig.host(1).netns.clone());
-    for args in [
-        vec!["-n", &ns1, "link", "set", "dev", "veth0", "name", "veth1"],
-        vec!["-n", &ns1, "link", "set", "dev", "veth1", "netns", &ns0],
-        vec!["-n", &ns0, "link", "set", "dev", "veth1", "up"],
-    ] {
-        linerate_lab::ip_text(&args).unwrap();
-    }
+    let rig = Rig::looped().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let token = "custom-test-token-0123456789";
     let token_file = dir.path().join("token");

@@ -14,7 +14,7 @@
 
 mod support;
 
-use linerate_testkit::{Requirement, require_program, require_root, should_skip};
+use linerate_testkit::{Requirement, require_program, require_root, should_skip, snappi_python};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -24,23 +24,6 @@ use support::Proc;
 const BIN: &str = env!("CARGO_BIN_EXE_linerate");
 const PORT: u16 = 8443;
 const FRAMES: u64 = 1000;
-
-/// The Python that has snappi: `LINERATE_SNAPPI_PYTHON`, the venv the
-/// README's test command makes, or python3 on PATH.
-fn snappi_python() -> Result<PathBuf, String> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    std::env::var_os("LINERATE_SNAPPI_PYTHON")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain([root.join("target/snappi-venv/bin/python"), "python3".into()])
-        .find(|p| {
-            Command::new(p)
-                .args(["-c", "import snappi"])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-        .ok_or_else(|| "needs Python with snappi (scripts/test installs it into target/snappi-venv; or set LINERATE_SNAPPI_PYTHON)".into())
-}
 
 fn require_snappi() -> Requirement {
     snappi_python().map(|_| ())

@@ -225,15 +225,7 @@ fn conformance(test: &str, grpc: bool) {
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let (suite, python) = (suite().unwrap(), python().unwrap());
-    let rig = Rig::pair().unwrap();
-    let (ns0, ns1) = (rig.host(0).netns.clone(), rig.host(1).netns.clone());
-    for args in [
-        vec!["-n", &ns1, "link", "set", "dev", "veth0", "name", "veth1"],
-        vec!["-n", &ns1, "link", "set", "dev", "veth1", "netns", &ns0],
-        vec!["-n", &ns0, "link", "set", "dev", "veth1", "up"],
-    ] {
-        linerate_lab::ip_text(&args).unwrap();
-    }
+    let rig = Rig::looped().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let token = "otg-conformance-token-0123456789";
     let token_file = dir.path().join("token");

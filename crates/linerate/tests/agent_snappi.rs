@@ -11,39 +11,17 @@ mod support;
 
 use linerate_backend::raw::RawSocket;
 use linerate_lab::Rig;
-use linerate_testkit::{Requirement, require_program, require_root, should_skip};
+use linerate_testkit::{Requirement, require_program, require_root, should_skip, snappi_python};
 use linerate_wire::{L3, L4, parse_frame};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, TcpStream};
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
 use support::Proc;
 
 const BIN: &str = env!("CARGO_BIN_EXE_linerate");
 const PORT: u16 = 8443;
-
-/// The Python that has snappi: `LINERATE_SNAPPI_PYTHON`, the venv the
-/// README's test command makes, or python3 on PATH.
-fn snappi_python() -> Result<PathBuf, String> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let candidates: Vec<PathBuf> = std::env::var_os("LINERATE_SNAPPI_PYTHON")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain([root.join("target/snappi-venv/bin/python"), "python3".into()])
-        .collect();
-    for p in &candidates {
-        let ok = Command::new(p)
-            .args(["-c", "import snappi"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if ok {
-            return Ok(p.clone());
-        }
-    }
-    Err("needs Python with snappi (scripts/test installs it into target/snappi-venv; or set LINERATE_SNAPPI_PYTHON)".into())
-}
 
 fn require_snappi() -> Requirement {
     snappi_python().map(|_| ())
@@ -306,15 +284,7 @@ fn snappi_drives_one_agent_and_flow_metrics_equal_what_arrived() {
         return;
     }
     let python = snappi_python().unwrap();
-    let rig = Rig::pair().unwrap();
-    let (ns0, ns1) = (rig.host(0).netns.clone(), rig.host(1).netns.clone());
-    for args in [
-        vec!["-n", &ns1, "link", "set", "dev", "veth0", "name", "veth1"],
-        vec!["-n", &ns1, "link", "set", "dev", "veth1", "netns", &ns0],
-        vec!["-n", &ns0, "link", "set", "dev", "veth1", "up"],
-    ] {
-        linerate_lab::ip_text(&args).unwrap();
-    }
+    let rig = Rig::looped().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let token = "snappi-test-token-0123456789";
     let token_file = dir.path().join("token");
