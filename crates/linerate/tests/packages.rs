@@ -161,8 +161,11 @@ fn docs_files() -> Vec<String> {
     for sub in ["", "img"] {
         for e in std::fs::read_dir(tree().join("docs").join(sub)).unwrap() {
             let e = e.unwrap();
-            if e.file_type().unwrap().is_file() {
-                let name = e.file_name().into_string().unwrap();
+            let name = e.file_name().into_string().unwrap();
+            // The pages, their profiles and images (scripts/package's
+            // list); the docs' example scripts stay in the source tree.
+            let shipped = !sub.is_empty() || name.ends_with(".md") || name.ends_with(".toml");
+            if e.file_type().unwrap().is_file() && shipped {
                 files.push(if sub.is_empty() {
                     name
                 } else {
