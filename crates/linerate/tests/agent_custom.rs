@@ -16,9 +16,7 @@ mod support;
 use linerate_lab::Rig;
 use linerate_testkit::{Requirement, require_program, require_root, should_skip, snappi_python};
 use serde_json::Value;
-use std::net::TcpStream;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
 use support::Proc;
 
 const BIN: &str = env!("CARGO_BIN_EXE_linerate");
@@ -75,17 +73,7 @@ fn custom_flow(test: &str, grpc: bool) {
         cert.to_str().unwrap(),
     ]));
     let port = if grpc { GRPC_PORT } else { PORT };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !rig
-        .run_in(0, || TcpStream::connect(("127.0.0.1", port)).is_ok())
-        .unwrap()
-    {
-        assert!(
-            agent.is_running() && Instant::now() < deadline,
-            "the agent did not listen within 20 s"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    support::wait_agent(&rig, 0, port, &mut agent);
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/snappi/agent_custom.py");
     let location = if grpc {
         format!("127.0.0.1:{GRPC_PORT}")

@@ -22,10 +22,8 @@ mod support;
 use linerate_lab::Rig;
 use linerate_testkit::{Requirement, require_program, require_root, should_skip};
 use std::collections::BTreeSet;
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
 use support::Proc;
 
 const BIN: &str = env!("CARGO_BIN_EXE_linerate");
@@ -259,18 +257,8 @@ fn conformance(test: &str, grpc: bool) {
         "--write-cert",
         cert.to_str().unwrap(),
     ]));
-    let deadline = Instant::now() + Duration::from_secs(20);
     let port = if grpc { GRPC_PORT } else { PORT };
-    while !rig
-        .run_in(0, || TcpStream::connect(("127.0.0.1", port)).is_ok())
-        .unwrap()
-    {
-        assert!(
-            agent.is_running() && Instant::now() < deadline,
-            "the agent did not listen within 20 s"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    support::wait_agent(&rig, 0, port, &mut agent);
     let (passed, report) = run_suite(&rig, &python, &work, token, &cert);
     // The report, for the log (cargo shows it when the test fails, or
     // with --nocapture).

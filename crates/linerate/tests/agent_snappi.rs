@@ -33,22 +33,6 @@ pub fn script(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Waits until something in host `h`'s namespace accepts on `port`.
-fn wait_agent(rig: &Rig, h: usize, port: u16, agent: &mut Proc) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        assert!(agent.is_running(), "the agent exited at start");
-        let up = rig
-            .run_in(h, || TcpStream::connect(("127.0.0.1", port)).is_ok())
-            .unwrap();
-        if up {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("the agent did not listen within 20 s");
-}
-
 /// Frames with a probe (end markers apart) seen on `iface` of host `h`
 /// while `f` runs, by L4 destination port: (frames, bytes with FCS,
 /// sizes, source ports, destination addresses, TCP flags, DSCP).
@@ -305,7 +289,7 @@ fn snappi_drives_one_agent_and_flow_metrics_equal_what_arrived() {
         "-i",
         "0.5",
     ]));
-    wait_agent(&rig, 0, PORT, &mut agent);
+    support::wait_agent(&rig, 0, PORT, &mut agent);
     let (seen, out) = count_while(&rig, 0, "veth1", || {
         rig.command(0, python.to_str().unwrap())
             .arg(script("agent_flows.py"))
@@ -451,7 +435,7 @@ fn snappi_drives_two_agents_with_tx_and_rx_on_different_hosts() {
         cert.to_str().unwrap(),
         "--peer-clock-shared",
     ]));
-    wait_agent(&rig, 0, PORT, &mut tx_agent);
+    support::wait_agent(&rig, 0, PORT, &mut tx_agent);
     let rx_location = format!("{peer}/veth0");
     let (seen, out) = count_while(&rig, 1, "veth0", || {
         rig.command(0, python.to_str().unwrap())

@@ -343,3 +343,22 @@ pub fn sink_while<T: Send>(sink: &mut Command, f: impl FnOnce() -> T + Send) -> 
     out.stderr = stderr.into_bytes();
     (out, r)
 }
+
+/// Waits (20 s at most) until something in host `h`'s namespace of `rig`
+/// accepts on 127.0.0.1:`port`; fails at once if `agent` exited.
+pub fn wait_agent(rig: &linerate_lab::Rig, h: usize, port: u16, agent: &mut Proc) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        assert!(agent.is_running(), "the agent exited at start");
+        let up = rig
+            .run_in(h, || {
+                std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+            })
+            .unwrap();
+        if up {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("the agent did not listen within 20 s");
+}
