@@ -8,6 +8,7 @@
 //! "stop cleanly": the run ends, the terminal is given back, and the
 //! normal end report follows.
 
+use crate::output::Console;
 use linerate_run::{Event, Reporter, Row};
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
@@ -52,6 +53,8 @@ pub struct LiveView {
     /// text is printed when it closes.
     persistent: bool,
     last_text: Option<String>,
+    /// Where that text goes.
+    console: Console,
     /// Standard error held back while the view is up (a notice written
     /// under it would tear the screen): shown in the view's last line,
     /// printed whole when the view closes.
@@ -64,24 +67,22 @@ impl std::fmt::Debug for LiveView {
     }
 }
 
-/// Whether `--live` can draw here; if not, says why on stderr.
-pub fn available() -> bool {
+/// Whether `--live` can draw here; if not, says why on stderr (once a
+/// run: a server asks at every test).
+pub fn available(c: &Console) -> bool {
     if io::stdout().is_terminal() {
         return true;
     }
-    static SAID: std::sync::Once = std::sync::Once::new();
-    SAID.call_once(|| {
-        eprintln!(
-            "linerate: --live needs a terminal on standard output; printing interval lines instead"
-        );
-    });
+    c.warn_once(
+        "linerate: --live needs a terminal on standard output; printing interval lines instead",
+    );
     false
 }
 
 impl LiveView {
     /// `end_text`: print the mode's human end report when the view closes
     /// (the text reporter is not in use while the view is up).
-    pub fn new(end_text: bool) -> Self {
+    pub fn new(end_text: bool, console: &Console) -> Self {
         LiveView {
             state: Arc::new(Mutex::new(State::default())),
             done: Arc::new(AtomicBool::new(false)),
@@ -89,13 +90,14 @@ impl LiveView {
             end_text,
             persistent: false,
             last_text: None,
+            console: console.clone(),
             stderr: None,
         }
     }
 
     /// A view that stays up across runs (a server's tests) until dropped.
-    pub fn persistent() -> Self {
-        let mut l = LiveView::new(true);
+    pub fn persistent(console: &Console) -> Self {
+        let mut l = LiveView::new(true, console);
         l.persistent = true;
         if let Ok(mut st) = l.state.lock() {
             st.mode = "server".into();
@@ -174,7 +176,7 @@ impl Drop for LiveView {
         let was_open = self.thread.is_some();
         self.close();
         if was_open && let Some(t) = self.last_text.take() {
-            crate::say_raw!("{t}");
+            crate::say_raw!(self.console, "{t}");
             let _ = io::stdout().flush();
         }
     }

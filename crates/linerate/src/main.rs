@@ -117,46 +117,48 @@ fn expand_iperf3_options(argv: Vec<OsString>) -> Vec<OsString> {
 
 fn main() -> ExitCode {
     let argv = expand_iperf3_options(std::env::args_os().collect());
+    let console = output::Console::default();
+    let c = &console;
     let result = if iperf3_form(&argv) {
-        cmd::iperf::run(&IperfArgs::parse_from(argv))
+        cmd::iperf::run(&IperfArgs::parse_from(argv), c)
     } else {
         let matches = cli_command().get_matches_from(argv);
         let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
         match cli.command {
-            Command::Completions(args) => cmd::manual::completions(&args, cli_command()),
-            Command::Man(args) => cmd::manual::man(&args, cli_command()),
-            Command::Calc(args) => cmd::calc::run(&args).map(|()| 0),
-            Command::Plot(args) => cmd::plot::run(&args),
-            Command::Report(args) => cmd::report::report(&args),
-            Command::Compare(args) => cmd::report::compare(&args),
-            Command::Pscheduler(args) => cmd::pscheduler::run(&args),
-            Command::Agent(args) => cmd::agent::run(&args),
-            Command::Lab(args) => cmd::lab::run(&args),
-            Command::Rfc2544(args) => cmd::rfc2544::run(&args),
-            Command::Selftest(args) => cmd::selftest::run(&args),
-            Command::Doctor(args) => cmd::doctor::run(&args),
-            Command::Rr(args) => cmd::rr::run(&args),
-            Command::Fwd(args) => cmd::fwd::run(&args),
-            Command::Blast(args) => cmd::blast::run_blast(&args),
-            Command::Sink(args) => cmd::blast::run_sink(&args),
+            Command::Completions(args) => cmd::manual::completions(&args, cli_command(), c),
+            Command::Man(args) => cmd::manual::man(&args, cli_command(), c),
+            Command::Calc(args) => cmd::calc::run(&args, c).map(|()| 0),
+            Command::Plot(args) => cmd::plot::run(&args, c),
+            Command::Report(args) => cmd::report::report(&args, c),
+            Command::Compare(args) => cmd::report::compare(&args, c),
+            Command::Pscheduler(args) => cmd::pscheduler::run(&args, c),
+            Command::Agent(args) => cmd::agent::run(&args, c),
+            Command::Lab(args) => cmd::lab::run(&args, c),
+            Command::Rfc2544(args) => cmd::rfc2544::run(&args, c),
+            Command::Selftest(args) => cmd::selftest::run(&args, c),
+            Command::Doctor(args) => cmd::doctor::run(&args, c),
+            Command::Rr(args) => cmd::rr::run(&args, c),
+            Command::Fwd(args) => cmd::fwd::run(&args, c),
+            Command::Blast(args) => cmd::blast::run_blast(&args, c),
+            Command::Sink(args) => cmd::blast::run_sink(&args, c),
             Command::Server(mut args) => {
                 args.server = true;
-                cmd::iperf::run(&args)
+                cmd::iperf::run(&args, c)
             }
             Command::Client { host, mut args } => {
                 args.client = Some(host);
-                cmd::iperf::run(&args)
+                cmd::iperf::run(&args, c)
             }
         }
     };
     match result {
-        Ok(code) => ExitCode::from(output::finish(code)),
+        Ok(code) => ExitCode::from(console.finish(code)),
         Err(e) => {
             // The chain, without causes a message already spells out
             // (typed errors often embed their source in their text).
             let msg = linerate_run::without_repeats(&format!("{e:#}"));
             eprintln!("linerate: error: {msg}");
-            ExitCode::from(output::finish(2))
+            ExitCode::from(console.finish(2))
         }
     }
 }

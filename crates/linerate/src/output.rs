@@ -12,24 +12,73 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-/// Process-wide: the outputs that failed (each said once, when it
-/// failed) and whether each was a closed pipe; they decide the exit code.
-static FAILED: Mutex<Vec<(String, bool)>> = Mutex::new(Vec::new());
+/// A run's outputs: made once by `main`, handed to the command, and
+/// cloned into every [`Checked`] writer it opens. It keeps the outputs
+/// that failed (each said once, when it failed) and whether each was a
+/// closed pipe; [`Console::finish`] turns them into the exit code.
+#[derive(Debug, Clone, Default)]
+pub struct Console {
+    failed: Arc<Mutex<Vec<(String, bool)>>>,
+    /// The warnings said once a run, said.
+    warned: Arc<Mutex<Vec<&'static str>>>,
+}
 
-fn record(target: &str, e: &io::Error) {
-    let pipe = e.kind() == io::ErrorKind::BrokenPipe;
-    if let Ok(mut failed) = FAILED.lock()
-        && !failed.iter().any(|(t, _)| t == target)
-    {
-        failed.push((target.to_string(), pipe));
-        // Said when it happens (a server goes on serving); a reader that
-        // went away needs no word.
-        if !pipe {
-            eprintln!(
-                "linerate: error: the output to {target} could not be written ({e}): the result is not saved"
-            );
+impl Console {
+    /// Says `warning` on stderr unless this run said it already.
+    pub fn warn_once(&self, warning: &'static str) {
+        if let Ok(mut w) = self.warned.lock()
+            && !w.contains(&warning)
+        {
+            w.push(warning);
+            eprintln!("{warning}");
+        }
+    }
+
+    fn record(&self, target: &str, e: &io::Error) {
+        let pipe = e.kind() == io::ErrorKind::BrokenPipe;
+        if let Ok(mut failed) = self.failed.lock()
+            && !failed.iter().any(|(t, _)| t == target)
+        {
+            failed.push((target.to_string(), pipe));
+            // Said when it happens (a server goes on serving); a reader
+            // that went away needs no word.
+            if !pipe {
+                eprintln!(
+                    "linerate: error: the output to {target} could not be written ({e}): the result is not saved"
+                );
+            }
+        }
+    }
+
+    /// Standard output, checked.
+    pub fn stdout(&self) -> Checked<io::Stdout> {
+        self.checked(io::stdout(), "standard output")
+    }
+
+    /// `inner`, checked: its failure is kept under `target`'s name.
+    pub fn checked<W: Write>(&self, inner: W, target: impl Into<String>) -> Checked<W> {
+        Checked {
+            inner,
+            target: target.into(),
+            failed: false,
+            console: self.clone(),
+        }
+    }
+
+    /// The exit code once the command returned `code`: standard output
+    /// is flushed, and an output that failed (said on stderr when it did)
+    /// makes a successful run fail (1); only closed pipes end it with 141.
+    pub fn finish(&self, code: u8) -> u8 {
+        let _ = self.stdout().flush();
+        let failed = self.failed.lock().map(|f| f.clone()).unwrap_or_default();
+        if failed.iter().any(|(_, pipe)| !pipe) {
+            code.max(1)
+        } else if failed.is_empty() {
+            code
+        } else {
+            code.max(141)
         }
     }
 }
@@ -40,22 +89,15 @@ pub struct Checked<W> {
     inner: W,
     target: String,
     failed: bool,
+    console: Console,
 }
 
 impl<W: Write> Checked<W> {
-    pub fn new(inner: W, target: impl Into<String>) -> Self {
-        Checked {
-            inner,
-            target: target.into(),
-            failed: false,
-        }
-    }
-
     fn check<T>(&mut self, r: io::Result<T>, ok: T) -> io::Result<T> {
         match r {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => Err(e),
             Err(e) => {
-                record(&self.target, &e);
+                self.console.record(&self.target, &e);
                 self.failed = true;
                 Ok(ok)
             }
@@ -169,42 +211,23 @@ impl<F: Write + Truncate> Drop for Whole<F> {
     }
 }
 
-/// Standard output, checked.
-pub fn stdout() -> Checked<io::Stdout> {
-    Checked::new(io::stdout(), "standard output")
-}
-
-/// Writes a line to standard output (checked: never panics).
+/// Writes a line to the console's standard output (checked: never
+/// panics): `say!(console, "...", ...)`.
 #[macro_export]
 macro_rules! say {
-    ($($arg:tt)*) => {{
+    ($console:expr, $($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!($crate::output::stdout(), $($arg)*);
+        let _ = writeln!($console.stdout(), $($arg)*);
     }};
 }
 
-/// Writes to standard output without a newline (checked).
+/// Writes to the console's standard output without a newline (checked).
 #[macro_export]
 macro_rules! say_raw {
-    ($($arg:tt)*) => {{
+    ($console:expr, $($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = write!($crate::output::stdout(), $($arg)*);
+        let _ = write!($console.stdout(), $($arg)*);
     }};
-}
-
-/// The exit code once the command returned `code`: standard output is
-/// flushed, and an output that failed (said on stderr when it did) makes
-/// a successful run fail (1); only closed pipes end it with 141.
-pub fn finish(code: u8) -> u8 {
-    let _ = stdout().flush();
-    let failed = FAILED.lock().map(|f| f.clone()).unwrap_or_default();
-    if failed.iter().any(|(_, pipe)| !pipe) {
-        code.max(1)
-    } else if failed.is_empty() {
-        code
-    } else {
-        code.max(141)
-    }
 }
 
 /// Creates a result file that is not there yet: never through a symbolic
@@ -364,14 +387,42 @@ mod tests {
         );
     }
 
+    struct ClosedPipe;
+
+    impl Write for ClosedPipe {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::ErrorKind::BrokenPipe.into())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_closed_pipe_ends_quietly_with_141_unless_a_result_was_lost() {
+        let console = Console::default();
+        let _ = console.checked(ClosedPipe, "standard output").write(b"x");
+        assert_eq!(console.finish(0), 141);
+        assert_eq!(console.finish(2), 141, "the larger code stands");
+        let _ = console.checked(Full, "--csv out.csv").write(b"x");
+        assert_eq!(console.finish(0), 1, "a lost result is a failure");
+    }
+
     #[test]
     fn a_failed_write_is_kept_and_what_follows_is_dropped() {
-        let mut w = Checked::new(Full, "test target");
+        let console = Console::default();
+        assert_eq!(console.finish(3), 3, "nothing failed: the command's code");
+        let mut w = console.checked(Full, "test target");
         assert_eq!(w.write(b"abc").unwrap(), 3);
         assert!(w.failed);
         assert_eq!(w.write(b"more").unwrap(), 4);
-        let failed = FAILED.lock().unwrap().clone();
+        let failed = console.failed.lock().unwrap().clone();
         assert_eq!(failed, [("test target".to_string(), false)]);
-        assert_eq!(finish(0), 1, "a result not saved fails the run");
+        assert_eq!(console.finish(0), 1, "a result not saved fails the run");
+        assert_eq!(
+            Console::default().finish(0),
+            0,
+            "another run's console knows nothing of it"
+        );
     }
 }

@@ -2,6 +2,7 @@
 //! drives) over HTTPS with a bearer token, ports limited to an allow-list
 //! of interfaces (`linerate-agent`).
 
+use crate::output::Console;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use linerate_agent::{Agent, Identity, Options, TOKEN_MIN};
@@ -158,7 +159,7 @@ fn check_bounds(a: &AgentArgs) -> Result<()> {
     Ok(())
 }
 
-pub fn run(a: &AgentArgs) -> Result<u8> {
+pub fn run(a: &AgentArgs, c: &Console) -> Result<u8> {
     let tx_backend = tx_backend(a.backend)?;
     let rx_backend = a.rx_backend;
     check_bounds(a)?;
@@ -191,13 +192,13 @@ pub fn run(a: &AgentArgs) -> Result<u8> {
         bail!("--live: the agent serves one run after another; use --json-stream or --metrics");
     }
     let reporting = linerate_agent::Reporting {
-        events: linerate_run::SharedReporter::new(a.out.reporters(false)?),
+        events: linerate_run::SharedReporter::new(a.out.reporters(false, c)?),
         interval: a.out.interval()?,
     };
     // A machine reads standard output: the agent's own lines go to stderr.
     let say = |line: String| {
         if a.out.human() {
-            crate::say!("{line}");
+            crate::say!(c, "{line}");
         } else {
             eprintln!("{line}");
         }
@@ -240,7 +241,7 @@ pub fn run(a: &AgentArgs) -> Result<u8> {
     if made {
         say(format!("linerate agent: token {token}"));
     }
-    let _ = crate::output::stdout().flush();
+    let _ = c.stdout().flush();
     serve_both(listener, grpc, tls, agent, Arc::new(token), &stop)?;
     say("linerate agent: stopped".into());
     Ok(0)

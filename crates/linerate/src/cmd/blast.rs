@@ -2,6 +2,7 @@
 
 use super::out::{Ended, Measured, OutputArgs, Run, drive};
 use super::stop_flag;
+use crate::output::Console;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use linerate_calc::{Imix, parse_bps, parse_pps};
@@ -308,22 +309,23 @@ fn replay_config(a: &BlastArgs, path: &std::path::Path) -> Result<linerate_packe
     })
 }
 
-pub fn run_blast(a: &BlastArgs) -> Result<u8> {
+pub fn run_blast(a: &BlastArgs, c: &Console) -> Result<u8> {
     super::dpdk::port_exists(a.backend, &a.eal, &a.iface)?;
     if a.repeat.asked() {
         return a
             .repeat
-            .run((&a.out).into(), &mut |hold| run_blast_once(a, hold));
+            .run((&a.out).into(), c, &mut |hold| run_blast_once(a, hold, c));
     }
-    Ok(run_blast_once(a, false)?.exit_code)
+    Ok(run_blast_once(a, false, c)?.exit_code)
 }
 
-fn run_blast_once(a: &BlastArgs, hold: bool) -> Result<Ended> {
+fn run_blast_once(a: &BlastArgs, hold: bool, c: &Console) -> Result<Ended> {
     if let Some(path) = &a.pcap {
         return blast_run(
             a,
             &Sending::Flows(Box::new(replay_blast_config(a, path)?)),
             hold,
+            c,
         );
     }
     if let Some(path) = &a.profile {
@@ -340,7 +342,7 @@ fn run_blast_once(a: &BlastArgs, hold: bool) -> Result<Ended> {
             end_markers: !a.no_end_marker,
             ..cfg
         };
-        return blast_run(a, &Sending::Profile(cfg), hold);
+        return blast_run(a, &Sending::Profile(cfg), hold, c);
     }
     let dst_ip = a.dst_ip.clone().context("--dst-ip is required")?;
     let (src_ip, src_mac) = source_addrs(a, dst_ip.contains(':'))?;
@@ -402,7 +404,7 @@ fn run_blast_once(a: &BlastArgs, hold: bool) -> Result<Ended> {
         interval: a.out.interval()?,
         end_markers: !a.no_end_marker,
     };
-    blast_run(a, &Sending::Flows(Box::new(cfg)), hold)
+    blast_run(a, &Sending::Flows(Box::new(cfg)), hold, c)
 }
 
 /// The blast of `--pcap` `path`: its frames as they are, the flow flags
@@ -595,12 +597,12 @@ enum SendingSettings<'a> {
 }
 
 /// Runs blast through the shared run model.
-fn blast_run(a: &BlastArgs, sending: &Sending, hold: bool) -> Result<Ended> {
+fn blast_run(a: &BlastArgs, sending: &Sending, hold: bool, c: &Console) -> Result<Ended> {
     let stop = stop_flag()?;
     let doc = doctor(&a.iface, &sending.cores());
     let config = sending.config(a);
     drive(
-        &a.out,
+        (&a.out, c),
         hold,
         Mode::Blast,
         (config, Some(a.duration)),
@@ -718,7 +720,7 @@ fn sink_config(a: &SinkArgs) -> Result<SinkConfig> {
 /// A sink given no time listens until stopped, a day at most.
 const SINK_UNTIL_STOPPED_S: f64 = 86_400.0;
 
-pub fn run_sink(a: &SinkArgs) -> Result<u8> {
+pub fn run_sink(a: &SinkArgs, c: &Console) -> Result<u8> {
     super::dpdk::port_exists(a.backend, &a.eal, &a.iface)?;
     let streams = match &a.profile {
         Some(p) => super::profile::names(&linerate_traffic::profile::Profile::load(p)?),
@@ -751,7 +753,7 @@ pub fn run_sink(a: &SinkArgs) -> Result<u8> {
         eprintln!("linerate: sink receiving on {} ({backend}){until}", a.iface);
     };
     let ended = drive(
-        &a.out,
+        (&a.out, c),
         false,
         Mode::Sink,
         (config, Some(a.duration.unwrap_or(SINK_UNTIL_STOPPED_S))),

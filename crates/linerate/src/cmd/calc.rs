@@ -1,5 +1,6 @@
 //! `linerate calc`: line-rate arithmetic from the command line.
 
+use crate::output::Console;
 use anyhow::{Context, Result, bail};
 use clap::{ArgAction, Args};
 use linerate_calc::{
@@ -151,7 +152,7 @@ fn size_of(p: Payload) -> u64 {
     }
 }
 
-pub fn run(args: &CalcArgs) -> Result<()> {
+pub fn run(args: &CalcArgs, c: &Console) -> Result<()> {
     if args.speed.is_none() && args.pps.is_none() {
         bail!(
             "give --speed (e.g. 10G) to get packets per second, --pps (e.g. 1M) to get bits per second, or both"
@@ -164,7 +165,7 @@ pub fn run(args: &CalcArgs) -> Result<()> {
     }
     let mix = build_mix(args)?;
     let text = report(args, &mix);
-    crate::say_raw!("{text}");
+    crate::say_raw!(c, "{text}");
     Ok(())
 }
 

@@ -1,6 +1,7 @@
 //! `linerate doctor`: what on this host limits throughput, and the fix.
 
 use super::{CpuList, cpu_list_syntax};
+use crate::output::Console;
 use anyhow::Result;
 use clap::Args;
 use linerate_doctor::{Fixture, Source, ThisHost};
@@ -24,7 +25,7 @@ pub struct DoctorArgs {
 }
 
 /// Exit code: 0 nothing serious, 1 findings that will limit results.
-pub fn run(a: &DoctorArgs) -> Result<u8> {
+pub fn run(a: &DoctorArgs, c: &Console) -> Result<u8> {
     let fixture;
     let src: &dyn Source = match &a.root {
         Some(root) => {
@@ -41,9 +42,9 @@ pub fn run(a: &DoctorArgs) -> Result<u8> {
     let cpus = a.cpus.as_ref().map_or(&[][..], |c| &c.0[..]);
     let report = linerate_doctor::run_for(src, a.iface.as_deref(), cpus);
     if a.json {
-        crate::say!("{}", serde_json::to_string_pretty(&report)?);
+        crate::say!(c, "{}", serde_json::to_string_pretty(&report)?);
     } else {
-        crate::say_raw!("{}", report.text());
+        crate::say_raw!(c, "{}", report.text());
     }
     Ok(report.exit_code())
 }

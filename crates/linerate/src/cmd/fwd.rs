@@ -2,6 +2,7 @@
 
 use super::out::{Measured, OutputArgs, drive};
 use super::stop_flag;
+use crate::output::Console;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use linerate_packet::{BackendKind, FwdConfig, FwdMode, FwdOutcome, Noisy};
@@ -79,7 +80,7 @@ pub struct FwdArgs {
     out: OutputArgs,
 }
 
-pub fn run(a: &FwdArgs) -> Result<u8> {
+pub fn run(a: &FwdArgs, c: &Console) -> Result<u8> {
     let cfg = fwd_config(a)?;
     let stop = stop_flag()?;
     let doc = linerate_doctor::test_summary(Some(&a.iface), &cfg.cores);
@@ -105,7 +106,7 @@ pub fn run(a: &FwdArgs) -> Result<u8> {
     };
     let planned = (config, Some(a.duration));
     let ended = drive(
-        &a.out,
+        (&a.out, c),
         false,
         Mode::Fwd,
         planned,

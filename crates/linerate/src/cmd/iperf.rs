@@ -2,6 +2,7 @@
 //! `linerate -s` / `linerate -c HOST` (also when invoked as `iperf3`):
 //! the same flags with the same meanings as iperf3.
 
+use crate::output::Console;
 use anyhow::{Context, Result, bail};
 use clap::{ArgAction, Parser};
 use linerate_iperf::output::LockedWriter;
@@ -810,22 +811,22 @@ impl IperfArgs {
 /// The run-model reporters `--live`, `--csv` and `--metrics` ask for, set
 /// up as every mode's (`out::side_reporters`; iperf3's own text or
 /// document is the main output).
-fn reporters(args: &IperfArgs) -> Result<linerate_run::Fanout> {
+fn reporters(args: &IperfArgs, c: &Console) -> Result<linerate_run::Fanout> {
     use super::out::View;
     // The text is held back while the view is up. A client's view prints
     // its end report when it closes; a server's stays up from test to test
     // until the server stops (q), then prints the last test's report.
-    let view = match (live_view(args), args.server) {
+    let view = match (live_view(args, c), args.server) {
         (false, _) => View::None,
-        (true, true) => View::Live(crate::live::LiveView::persistent()),
-        (true, false) => View::Live(crate::live::LiveView::new(true)),
+        (true, true) => View::Live(crate::live::LiveView::persistent(c)),
+        (true, false) => View::Live(crate::live::LiveView::new(true, c)),
     };
     if args.csv.as_deref() == Some(std::path::Path::new("-")) {
         bail!("--csv needs a file here: standard output carries iperf3's own output");
     }
     let csv = args.csv.as_deref().map(|p| (p, args.force));
     let metrics = args.metrics.as_deref().map(|a| (a, &args.endpoint));
-    let mut f = super::out::side_reporters(view, false, metrics, csv)?;
+    let mut f = super::out::side_reporters(view, false, metrics, csv, c)?;
     // A repetition writes one report of all its runs (`RepeatArgs::run`).
     if let Some(p) = args.report.as_deref().filter(|_| !args.repeat.asked()) {
         f.push(super::out::html_report(p, args.force)?);
@@ -837,26 +838,26 @@ fn reporters(args: &IperfArgs) -> Result<linerate_run::Fanout> {
 /// said by the engine once the client's parameters are in, its intervals,
 /// its end) reported from the test's own thread, tests one after another
 /// or side by side (`--max-tests`).
-fn server_events(args: &IperfArgs) -> Result<Option<linerate_run::SharedReporter>> {
-    let f = reporters(args)?;
+fn server_events(args: &IperfArgs, c: &Console) -> Result<Option<linerate_run::SharedReporter>> {
+    let f = reporters(args, c)?;
     Ok((!f.is_empty()).then(|| linerate_run::SharedReporter::new(f)))
 }
 
 /// Whether this client run draws the live view.
-fn live_view(args: &IperfArgs) -> bool {
-    args.live && args.logfile.is_none() && !args.daemon && crate::live::available()
+fn live_view(args: &IperfArgs, c: &Console) -> bool {
+    args.live && args.logfile.is_none() && !args.daemon && crate::live::available(c)
 }
 
-fn output_sink(args: &IperfArgs) -> Result<Arc<Mutex<dyn Write + Send>>> {
-    if live_view(args) {
+fn output_sink(args: &IperfArgs, c: &Console) -> Result<Arc<Mutex<dyn Write + Send>>> {
+    if live_view(args, c) {
         return Ok(Arc::new(Mutex::new(std::io::sink())));
     }
     let inner: Box<dyn Write + Send> = match &args.logfile {
-        Some(p) => Box::new(crate::output::Checked::new(
+        Some(p) => Box::new(c.checked(
             crate::output::Whole::new(crate::output::append_log(p, "--logfile")?),
             format!("--logfile {}", p.display()),
         )),
-        None => Box::new(crate::output::stdout()),
+        None => Box::new(c.stdout()),
     };
     Ok(match &args.timestamps {
         Some(format) => Arc::new(Mutex::new(linerate_iperf::output::Stamped::new(
@@ -942,9 +943,9 @@ fn terminate_flag() -> Result<Arc<AtomicBool>> {
 }
 
 /// Runs iperf3-style arguments; returns the process exit code.
-pub fn run(args: &IperfArgs) -> Result<u8> {
+pub fn run(args: &IperfArgs, c: &Console) -> Result<u8> {
     if args.version {
-        crate::say!("{}", linerate_iperf::output::version_text());
+        crate::say!(c, "{}", linerate_iperf::output::version_text());
         return Ok(0);
     }
     args.warn_ignored_affinity();
@@ -957,14 +958,14 @@ pub fn run(args: &IperfArgs) -> Result<u8> {
         (Some(_), true) => bail!("cannot be both server and client"),
         (None, false) => bail!("parameter error - must either be a client (-c) or server (-s)"),
         (None, true) => {
-            let c = args.client_only_given();
-            if !c.is_empty() {
+            let given = args.client_only_given();
+            if !given.is_empty() {
                 bail!(
                     "parameter error - some option you are trying to set is client only: {}",
-                    c.join(", ")
+                    given.join(", ")
                 );
             }
-            run_server(args)
+            run_server(args, c)
         }
         (Some(host), false) => {
             let s = args.server_only_given();
@@ -974,12 +975,12 @@ pub fn run(args: &IperfArgs) -> Result<u8> {
                     s.join(", ")
                 );
             }
-            run_client(args, host)
+            run_client(args, host, c)
         }
     }
 }
 
-fn run_server(args: &IperfArgs) -> Result<u8> {
+fn run_server(args: &IperfArgs, c: &Console) -> Result<u8> {
     let opts = ServerOptions {
         port: args.port,
         bind: args.bind.as_ref().map(|(ip, _)| *ip),
@@ -1004,7 +1005,7 @@ fn run_server(args: &IperfArgs) -> Result<u8> {
         },
         udp_gso: !args.no_gso,
         affinity: args.stream_cpus()?,
-        events: server_events(args)?,
+        events: server_events(args, c)?,
         auth: server_auth(args)?,
         mptcp: args.mptcp,
         debug: args.debug.unwrap_or(0),
@@ -1012,7 +1013,7 @@ fn run_server(args: &IperfArgs) -> Result<u8> {
     };
     // The output (a --logfile) is opened, and the listening port checked,
     // before detaching, so a daemon that cannot serve says why and exits 2.
-    let out = output_sink(args)?;
+    let out = output_sink(args, c)?;
     let pidfile = args.pidfile.as_deref().map(absolute).transpose()?;
     let listener = linerate_iperf::net::tcp_listener(
         linerate_iperf::net::server_addr(opts.bind, opts.family, opts.port),
@@ -1078,7 +1079,7 @@ fn client_auth(args: &IperfArgs) -> Result<Option<ClientAuth>> {
     )?))
 }
 
-fn run_client(args: &IperfArgs, host: &str) -> Result<u8> {
+fn run_client(args: &IperfArgs, host: &str, c: &Console) -> Result<u8> {
     if args.repeat.asked() {
         let shown = super::out::Shown {
             json: args.json,
@@ -1088,20 +1089,25 @@ fn run_client(args: &IperfArgs, host: &str) -> Result<u8> {
         };
         return args
             .repeat
-            .run(shown, &mut |hold| run_client_once(args, host, hold));
+            .run(shown, c, &mut |hold| run_client_once(args, host, hold, c));
     }
-    Ok(run_client_once(args, host, false)?.exit_code)
+    Ok(run_client_once(args, host, false, c)?.exit_code)
 }
 
 /// One client test through the run model (`linerate_iperf::run_client`).
 /// With `quiet` (repeated with -J: one document for all runs, printed at
 /// the end) its own output is held back.
-fn run_client_once(args: &IperfArgs, host: &str, quiet: bool) -> Result<linerate_run::Ended> {
+fn run_client_once(
+    args: &IperfArgs,
+    host: &str,
+    quiet: bool,
+    c: &Console,
+) -> Result<linerate_run::Ended> {
     let mut opts = client_options(args, host)?;
     let out: Arc<Mutex<dyn Write + Send>> = if quiet {
         Arc::new(Mutex::new(std::io::sink()))
     } else {
-        output_sink(args)?
+        output_sink(args, c)?
     };
     let _pid = args
         .pidfile
@@ -1110,7 +1116,7 @@ fn run_client_once(args: &IperfArgs, host: &str, quiet: bool) -> Result<linerate
         .transpose()?;
     // With --live, q (SIGINT) ends the test early with its results, as
     // if its time ran out; SIGTERM still terminates it.
-    let stop = if live_view(args) {
+    let stop = if live_view(args, c) {
         let finish = Arc::new(AtomicBool::new(false));
         signal_hook::flag::register(signal_hook::consts::SIGINT, finish.clone())
             .context("installing signal handlers")?;
@@ -1124,7 +1130,7 @@ fn run_client_once(args: &IperfArgs, host: &str, quiet: bool) -> Result<linerate
     };
     let mut out = LockedWriter(out);
     out.write_all(args.verbose_banner(true).as_bytes())?;
-    let end = linerate_iperf::run_client(&mut opts, &mut out, &stop, Box::new(reporters(args)?));
+    let end = linerate_iperf::run_client(&mut opts, &mut out, &stop, Box::new(reporters(args, c)?));
     if let Some(e) = &end.error
         && !args.json
         && !args.json_stream
@@ -1249,11 +1255,11 @@ mod tests {
 
     #[test]
     fn a_flag_of_the_other_side_is_an_error() {
-        let e = run(&args(&["-c", "h", "--max-tests", "3"])).unwrap_err();
+        let e = run(&args(&["-c", "h", "--max-tests", "3"]), &Console::default()).unwrap_err();
         assert!(e.to_string().contains("server only: --max-tests"), "{e}");
-        let e = run(&args(&["-c", "h", "-1"])).unwrap_err();
+        let e = run(&args(&["-c", "h", "-1"]), &Console::default()).unwrap_err();
         assert!(e.to_string().contains("server only: -1/--one-off"), "{e}");
-        let e = run(&args(&["-s", "-n", "1M", "-R"])).unwrap_err();
+        let e = run(&args(&["-s", "-n", "1M", "-R"]), &Console::default()).unwrap_err();
         assert!(
             e.to_string()
                 .contains("client only: -n/--bytes, -R/--reverse"),

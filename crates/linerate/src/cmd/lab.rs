@@ -14,6 +14,7 @@
 //! the namespaces of its prefix. The labs themselves are
 //! `linerate_lab::{up, down, status}`; here are their options.
 
+use crate::output::Console;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 
@@ -89,7 +90,7 @@ fn prefix(s: &str) -> Result<String, String> {
     }
 }
 
-pub fn run(a: &LabArgs) -> Result<u8> {
+pub fn run(a: &LabArgs, c: &Console) -> Result<u8> {
     match &a.cmd {
         LabCmd::Up {
             topology,
@@ -113,11 +114,12 @@ pub fn run(a: &LabArgs) -> Result<u8> {
                 fwd_time: *fwd_time,
                 exe: &exe,
             })?;
-            crate::say_raw!("{text}");
+            crate::say_raw!(c, "{text}");
         }
         LabCmd::Down { p } => {
             let gone = linerate_lab::down(&p.prefix)?;
             crate::say!(
+                c,
                 "lab down: {}",
                 if gone.is_empty() {
                     "nothing to delete".into()
@@ -129,13 +131,13 @@ pub fn run(a: &LabArgs) -> Result<u8> {
         LabCmd::Status { p } => {
             let found = linerate_lab::status(&p.prefix)?;
             for (ns, addrs) in &found {
-                crate::say!("{ns}:");
+                crate::say!(c, "{ns}:");
                 for l in addrs {
-                    crate::say!("  {l}");
+                    crate::say!(c, "  {l}");
                 }
             }
             if found.is_empty() {
-                crate::say!("no lab: `linerate lab up --topology pair|dut`");
+                crate::say!(c, "no lab: `linerate lab up --topology pair|dut`");
             }
         }
     }

@@ -4,6 +4,7 @@
 //! generated is kept in the tree; `scripts/package` runs these to lay out
 //! the packages.
 
+use crate::output::Console;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 
@@ -36,7 +37,7 @@ pub struct ManArgs {
 }
 
 /// Prints the completion script for `a.shell`.
-pub fn completions(a: &CompletionsArgs, mut cmd: clap::Command) -> anyhow::Result<u8> {
+pub fn completions(a: &CompletionsArgs, mut cmd: clap::Command, c: &Console) -> anyhow::Result<u8> {
     let shell = match a.shell {
         Shell::Bash => clap_complete::Shell::Bash,
         Shell::Zsh => clap_complete::Shell::Zsh,
@@ -45,7 +46,7 @@ pub fn completions(a: &CompletionsArgs, mut cmd: clap::Command) -> anyhow::Resul
     let mut out = Vec::new();
     let name = cmd.get_name().to_owned();
     clap_complete::generate(shell, &mut cmd, name, &mut out);
-    crate::say_raw!("{}", String::from_utf8_lossy(&out));
+    crate::say_raw!(c, "{}", String::from_utf8_lossy(&out));
     Ok(0)
 }
 
@@ -72,10 +73,10 @@ fn pages(cmd: clap::Command) -> Vec<clap_mangen::Man> {
 }
 
 /// Writes every page into `a.dir`, or prints one page.
-pub fn man(a: &ManArgs, cmd: clap::Command) -> anyhow::Result<u8> {
+pub fn man(a: &ManArgs, cmd: clap::Command, c: &Console) -> anyhow::Result<u8> {
     let pages = pages(cmd);
     if let Some(dir) = &a.dir {
-        return write_pages(&pages, dir);
+        return write_pages(&pages, dir, c);
     }
     let want = std::iter::once("linerate")
         .chain(a.subcommand.iter().map(String::as_str))
@@ -87,13 +88,13 @@ pub fn man(a: &ManArgs, cmd: clap::Command) -> anyhow::Result<u8> {
         .with_context(|| format!("no such subcommand: {}", a.subcommand.join(" ")))?;
     let mut out = Vec::new();
     page.render(&mut out)?;
-    crate::say_raw!("{}", String::from_utf8_lossy(&out));
+    crate::say_raw!(c, "{}", String::from_utf8_lossy(&out));
     Ok(0)
 }
 
 /// Writes each page into `dir` as its file name says (a page there
 /// already is replaced; never written through a symbolic link).
-fn write_pages(pages: &[clap_mangen::Man], dir: &Path) -> anyhow::Result<u8> {
+fn write_pages(pages: &[clap_mangen::Man], dir: &Path, c: &Console) -> anyhow::Result<u8> {
     use std::io::Write;
     for page in pages {
         let path = dir.join(page.get_filename());
@@ -102,7 +103,7 @@ fn write_pages(pages: &[clap_mangen::Man], dir: &Path) -> anyhow::Result<u8> {
         crate::output::create_new(&path, true, "man --dir")?
             .write_all(&roff)
             .with_context(|| format!("man --dir {}", path.display()))?;
-        crate::say!("{}", path.display());
+        crate::say!(c, "{}", path.display());
     }
     Ok(0)
 }

@@ -2,6 +2,7 @@
 //! reporters: `Start`, intervals as they end, then `End` (also after an
 //! error, with what was measured).
 
+use crate::output::Console;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use linerate_report::{Csv, Document, JsonLines, Text};
@@ -70,8 +71,8 @@ impl OutputArgs {
 
     /// Whether the run draws the live view (asked, on a terminal, and the
     /// output not going to a log file).
-    fn live_view(&self) -> bool {
-        self.live && self.logfile.is_none() && crate::live::available()
+    fn live_view(&self, c: &Console) -> bool {
+        self.live && self.logfile.is_none() && crate::live::available(c)
     }
 
     fn csv_to_stdout(&self) -> bool {
@@ -80,22 +81,22 @@ impl OutputArgs {
 
     /// The reporters these flags ask for; `hold_document`: a repetition
     /// prints one `-J` document for all its runs, so a run's own is held.
-    pub fn reporters(&self, hold_document: bool) -> Result<Fanout> {
+    pub fn reporters(&self, hold_document: bool, c: &Console) -> Result<Fanout> {
         let main: Box<dyn Write + Send> = match &self.logfile {
-            Some(p) => Box::new(crate::output::Checked::new(
+            Some(p) => Box::new(c.checked(
                 crate::output::Whole::new(crate::output::append_log(p, "--logfile")?),
                 format!("--logfile {}", p.display()),
             )),
-            None => Box::new(crate::output::stdout()),
+            None => Box::new(c.stdout()),
         };
-        let live = self.live_view();
+        let live = self.live_view(c);
         let view = if live {
-            View::Live(crate::live::LiveView::new(self.human()))
+            View::Live(crate::live::LiveView::new(self.human(), c))
         } else {
             View::Progress
         };
         let metrics = self.metrics.as_deref().map(|a| (a, &self.endpoint));
-        let mut f = side_reporters(view, self.human(), metrics, None)?;
+        let mut f = side_reporters(view, self.human(), metrics, None, c)?;
         // A repetition writes one report of all its runs (`RepeatArgs::run`).
         if let Some(p) = self.report.as_deref().filter(|_| !hold_document) {
             f.push(html_report(p, self.force)?);
@@ -110,7 +111,7 @@ impl OutputArgs {
                 f.push(Box::new(Csv::new(main)));
                 return Ok(f);
             }
-            Some(p) => f.push(csv_file(p, self.force)?),
+            Some(p) => f.push(csv_file(p, self.force, c)?),
             None => {}
         }
         if self.json_stream {
@@ -149,6 +150,7 @@ pub fn side_reporters(
     human: bool,
     metrics: Option<(&str, &Endpoint)>,
     csv_file_at: Option<(&Path, bool)>,
+    c: &Console,
 ) -> Result<Fanout> {
     let mut f = Fanout::new();
     match view {
@@ -162,7 +164,7 @@ pub fn side_reporters(
         f.push(Box::new(endpoint.reporter(addr)?));
     }
     if let Some((p, force)) = csv_file_at {
-        f.push(csv_file(p, force)?);
+        f.push(csv_file(p, force, c)?);
     }
     Ok(f)
 }
@@ -191,8 +193,8 @@ pub fn html_report(p: &Path, force: bool) -> Result<Box<dyn Reporter>> {
 
 /// `--csv FILE`: a CSV reporter writing to a new file (`--force` replaces
 /// a regular file).
-fn csv_file(p: &Path, force: bool) -> Result<Box<dyn Reporter>> {
-    Ok(Box::new(Csv::new(crate::output::Checked::new(
+fn csv_file(p: &Path, force: bool, c: &Console) -> Result<Box<dyn Reporter>> {
+    Ok(Box::new(Csv::new(c.checked(
         crate::output::Whole::new(crate::output::create_new(p, force, "--csv")?),
         format!("--csv {}", p.display()),
     ))))
@@ -287,7 +289,12 @@ impl RepeatArgs {
     /// typed outcome; `once(hold)` runs the mode once, holding its own `-J`
     /// document back when `hold`. Prints the summary (text, or with -J one
     /// document: `runs` and `repeat`).
-    pub fn run(&self, out: Shown, once: &mut dyn FnMut(bool) -> Result<Ended>) -> Result<u8> {
+    pub fn run(
+        &self,
+        out: Shown,
+        c: &Console,
+        once: &mut dyn FnMut(bool) -> Result<Ended>,
+    ) -> Result<u8> {
         use linerate_run::stats::{Ending, Stop, line};
         if out.live || out.json_stream {
             bail!(
@@ -308,7 +315,7 @@ impl RepeatArgs {
                 } else {
                     ""
                 };
-                crate::say!("run {n}{warm}:");
+                crate::say!(c, "run {n}{warm}:");
             }
             once(out.json)
         })?;
@@ -336,9 +343,14 @@ impl RepeatArgs {
                 .with_context(|| format!("--report {}", p.display()))?;
         }
         if out.json {
-            crate::say!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+            crate::say!(
+                c,
+                "{}",
+                serde_json::to_string_pretty(&doc).unwrap_or_default()
+            );
         } else {
             crate::say!(
+                c,
                 "\n{}",
                 line(&rep.values, &policy, stopped, unit, &|v| {
                     if unit.ends_with("bit/s") {
@@ -397,7 +409,7 @@ pub fn interval(s: f64) -> Result<Option<Duration>> {
 /// the reporters `out` asks for; `planned_s`: how long the run is to last
 /// (none: until stopped or counted). Returns the run's end.
 pub fn drive(
-    out: &OutputArgs,
+    (out, c): (&OutputArgs, &Console),
     hold_document: bool,
     mode: Mode,
     (config, planned_s): (Value, Option<f64>),
@@ -405,7 +417,7 @@ pub fn drive(
     body: impl FnOnce(&mut Run) -> Result<Measured>,
 ) -> Result<Ended> {
     linerate_run::drive_planned(
-        Box::new(out.reporters(hold_document)?),
+        Box::new(out.reporters(hold_document, c)?),
         mode,
         config,
         doctor,

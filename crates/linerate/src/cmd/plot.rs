@@ -4,6 +4,7 @@
 //! one it has not is said on a line of its own (exit 1, or 2 when none
 //! was drawn).
 
+use crate::output::Console;
 use anyhow::{Context, Result};
 use clap::Args;
 use linerate_plot::{Figure, Input};
@@ -32,7 +33,7 @@ fn parse_figure(s: &str) -> Result<Figure, String> {
     Figure::parse(s).ok_or_else(|| format!("{s:?}: one of rate, loss, latency, cdf, runs"))
 }
 
-pub fn run(args: &PlotArgs) -> Result<u8> {
+pub fn run(args: &PlotArgs, _console: &Console) -> Result<u8> {
     let text = if args.result.as_os_str() == "-" {
         std::io::read_to_string(std::io::stdin()).context("reading standard input")?
     } else {

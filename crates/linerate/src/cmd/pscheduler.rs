@@ -1,6 +1,7 @@
 //! `linerate pscheduler <method>`: linerate as a perfSONAR pScheduler tool.
 //! The flags and the call; the tool is `linerate-pscheduler`.
 
+use crate::output::Console;
 use linerate_pscheduler::Method as M;
 use std::io::Read;
 
@@ -31,7 +32,7 @@ pub enum Method {
 
 /// Runs one method: reads its JSON, prints its JSON. Bad input is an error
 /// (exit 2 with the message); warnings go to standard error.
-pub fn run(a: &PschedulerArgs) -> anyhow::Result<u8> {
+pub fn run(a: &PschedulerArgs, c: &Console) -> anyhow::Result<u8> {
     let method = match a.method {
         Method::Enumerate => M::Enumerate,
         Method::CanRun => M::CanRun,
@@ -50,6 +51,6 @@ pub fn run(a: &PschedulerArgs) -> anyhow::Result<u8> {
     for w in &answer.warnings {
         eprintln!("linerate: warning: {w}");
     }
-    crate::say!("{}", answer.json);
+    crate::say!(c, "{}", answer.json);
     Ok(0)
 }

@@ -1,6 +1,7 @@
 //! `linerate report` and `linerate compare`: the flags, and a call to
 //! `linerate-html`, where the work is.
 
+use crate::output::Console;
 use anyhow::{Context, Result};
 use clap::Args;
 use linerate_html::{Condition, Loaded, Verdict};
@@ -68,7 +69,7 @@ fn write(path: &Path, force: bool, page: &str) -> Result<()> {
         .with_context(|| format!("-o {}", path.display()))
 }
 
-pub fn report(args: &ReportArgs) -> Result<u8> {
+pub fn report(args: &ReportArgs, _console: &Console) -> Result<u8> {
     let results = load(&args.results)?;
     for l in &results {
         for n in &l.notes {
@@ -83,11 +84,11 @@ pub fn report(args: &ReportArgs) -> Result<u8> {
     Ok(0)
 }
 
-pub fn compare(args: &CompareArgs) -> Result<u8> {
+pub fn compare(args: &CompareArgs, console: &Console) -> Result<u8> {
     let (a, b) = (load(&args.a)?, load(&args.b)?);
     let c = linerate_html::compare(&a, &b, args.confidence)?;
     let verdicts = c.judge(&args.fail_if);
-    crate::say!("{}", c.text().trim_end());
+    crate::say!(console, "{}", c.text().trim_end());
     let mut failed = false;
     for (cond, v) in &verdicts {
         let what = match v {
@@ -96,7 +97,7 @@ pub fn compare(args: &CompareArgs) -> Result<u8> {
             Verdict::Unknown(why) => format!("cannot be judged ({why}): fail"),
         };
         failed |= !matches!(v, Verdict::Clear);
-        crate::say!("--fail-if '{}': {what}", cond.text);
+        crate::say!(console, "--fail-if '{}': {what}", cond.text);
     }
     if let Some(p) = &args.output {
         write(

@@ -5,6 +5,7 @@
 //! `--json-stream`, `--csv`, `--metrics` and `--live` follow it.
 
 use super::out::{Measured, OutputArgs, Run, drive};
+use crate::output::Console;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use linerate_packet::rfc2544::{
@@ -171,7 +172,7 @@ pub(crate) fn port_speed_bps(iface: &str) -> Option<f64> {
         .map(|m| m as f64 * 1e6)
 }
 
-pub fn run(a: &Rfc2544Args) -> Result<u8> {
+pub fn run(a: &Rfc2544Args, c: &Console) -> Result<u8> {
     check_args(a)?;
     let stop = super::stop_flag()?;
     let (runner, sizes, mut config) = match &a.profile {
@@ -223,7 +224,7 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
     };
     let mut interrupted = false;
     let ended = drive(
-        &a.out,
+        (&a.out, c),
         false,
         Mode::Rfc2544,
         (config.clone(), None),

@@ -3,6 +3,7 @@
 
 use super::out::{Ended, Measured, OutputArgs, drive};
 use super::stop_flag;
+use crate::output::Console;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use linerate_rr::{
@@ -182,13 +183,15 @@ pub struct ClientArgs {
     out: OutputArgs,
 }
 
-pub fn run(a: &RrArgs) -> Result<u8> {
+pub fn run(a: &RrArgs, console: &Console) -> Result<u8> {
     match &a.command {
-        RrCommand::Server(s) => server(s),
+        RrCommand::Server(s) => server(s, console),
         RrCommand::Client(c) if c.repeat.asked() => {
-            c.repeat.run((&c.out).into(), &mut |hold| client(c, hold))
+            c.repeat.run((&c.out).into(), console, &mut |hold| {
+                client(c, hold, console)
+            })
         }
-        RrCommand::Client(c) => Ok(client(c, false)?.exit_code),
+        RrCommand::Client(c) => Ok(client(c, false, console)?.exit_code),
     }
 }
 
@@ -204,9 +207,9 @@ fn online_cpus() -> Vec<usize> {
     (0..n).collect()
 }
 
-fn server(a: &ServerArgs) -> Result<u8> {
+fn server(a: &ServerArgs, c: &Console) -> Result<u8> {
     if a.tcp {
-        return tcp_server(a);
+        return tcp_server(a, c);
     }
     let steering = match a.steering.as_str() {
         "cpu" => Steering::Cpu,
@@ -244,6 +247,7 @@ fn server(a: &ServerArgs) -> Result<u8> {
     let stop = stop_flag()?;
     if a.out.human() {
         crate::say!(
+            c,
             "rr server listening on {} (UDP), {} workers on CPUs {:?}",
             server.local_addr(),
             cores.len(),
@@ -270,7 +274,7 @@ fn server(a: &ServerArgs) -> Result<u8> {
         "spin": a.spin,
     });
     let ended = drive(
-        &a.out,
+        (&a.out, c),
         false,
         Mode::RrServer,
         (config, a.time),
@@ -316,7 +320,7 @@ fn parse_tps(s: &str, unit_required: bool) -> Result<f64> {
     Ok(v as f64)
 }
 
-fn client(a: &ClientArgs, hold: bool) -> Result<Ended> {
+fn client(a: &ClientArgs, hold: bool, c: &Console) -> Result<Ended> {
     let server = (a.host.as_str(), a.port)
         .to_socket_addrs()
         .with_context(|| format!("cannot resolve '{}'", a.host))?
@@ -354,7 +358,7 @@ fn client(a: &ClientArgs, hold: bool) -> Result<Ended> {
     let tcp = tcp_client(a)?;
     let stop = stop_flag()?;
     if a.out.human() {
-        crate::say!("{}", cfg.banner(tcp.as_ref()));
+        crate::say!(c, "{}", cfg.banner(tcp.as_ref()));
     }
     let config = serde_json::json!({
         "server": server.to_string(),
@@ -376,7 +380,7 @@ fn client(a: &ClientArgs, hold: bool) -> Result<Ended> {
         "connect_timeout_ms": tcp.map(|t| t.connect_timeout.as_secs_f64() * 1e3),
     });
     let ended = drive(
-        &a.out,
+        (&a.out, c),
         hold,
         Mode::RrClient,
         (config, Some(a.time)),
@@ -470,7 +474,7 @@ fn client_measured(
     })
 }
 
-fn tcp_server(a: &ServerArgs) -> Result<u8> {
+fn tcp_server(a: &ServerArgs, c: &Console) -> Result<u8> {
     let cores = a.cores.clone().map_or_else(online_cpus, |c| c.0);
     let cfg = linerate_rr::TcpServerConfig {
         bind: SocketAddr::new(a.bind, a.port),
@@ -498,6 +502,7 @@ fn tcp_server(a: &ServerArgs) -> Result<u8> {
     let stop = stop_flag()?;
     if a.out.human() {
         crate::say!(
+            c,
             "rr server listening on {} (TCP), {} workers on CPUs {:?}",
             server.local_addr(),
             cores.len(),
@@ -526,7 +531,7 @@ fn tcp_server(a: &ServerArgs) -> Result<u8> {
         "spin": a.spin,
     });
     let ended = drive(
-        &a.out,
+        (&a.out, c),
         false,
         Mode::RrServer,
         (config, a.time),

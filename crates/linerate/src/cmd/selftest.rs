@@ -2,6 +2,7 @@
 //! iperf3-compatible server inside this process on loopback, runs a short
 //! client test against it, and prints iperf3's report. No root, no setup.
 
+use crate::output::Console;
 use anyhow::{Context, Result};
 use clap::Args;
 use linerate_iperf::output::LockedWriter;
@@ -35,7 +36,7 @@ pub struct SelftestArgs {
     json: bool,
 }
 
-pub fn run(a: &SelftestArgs) -> Result<u8> {
+pub fn run(a: &SelftestArgs, c: &Console) -> Result<u8> {
     let listener =
         TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).context("binding a loopback port")?;
     let port = listener.local_addr()?.port();
@@ -50,6 +51,7 @@ pub fn run(a: &SelftestArgs) -> Result<u8> {
     };
     if !a.json {
         crate::say!(
+            c,
             "linerate selftest: {} {}s to an in-process iperf3-compatible server on 127.0.0.1:{port} \
              (receiver = the server; figures below are iperf3's: sender = bytes the kernel accepted, receiver = bytes that arrived)",
             if a.udp { "UDP" } else { "TCP" },
@@ -63,7 +65,7 @@ pub fn run(a: &SelftestArgs) -> Result<u8> {
         signal_hook::flag::register(sig, early.clone()).context("installing signal handlers")?;
     }
     let opts = client_options(a, port, early);
-    let out: Arc<Mutex<dyn Write + Send>> = Arc::new(Mutex::new(crate::output::stdout()));
+    let out: Arc<Mutex<dyn Write + Send>> = Arc::new(Mutex::new(c.stdout()));
     let interrupted = AtomicBool::new(false);
     let result = linerate_iperf::client::run(&opts, &mut LockedWriter(out), &interrupted);
     stop.store(true, Ordering::Relaxed);
