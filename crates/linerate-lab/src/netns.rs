@@ -28,6 +28,8 @@ pub enum RigError {
     Parse { cmd: String, what: String },
     #[error("{cmd}: no answer within {after:?} (ended)")]
     Timeout { cmd: String, after: Duration },
+    #[error("rig setup: {0}")]
+    Setup(String),
 }
 
 /// How to build a rig.
@@ -92,10 +94,41 @@ fn exists_netns(name: &str) -> bool {
 /// Prefix of every namespace a rig makes: `lrt-<pid>-<n>-<role>`.
 const PREFIX: &str = "lrt-";
 
-/// Held while a rig turns threaded NAPI on and tells its new NAPI threads
-/// from the ones before ([`Rig::threaded_napi`]): the threads are found by
-/// that difference, so two rigs of one process must not do it at once.
-static NAPI_SETUP: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// Locked while a rig turns threaded NAPI on and tells its new NAPI
+/// threads from the ones before ([`Rig::threaded_napi`]): the threads are
+/// found by that difference, so no two rigs on the host (of this process
+/// or another) may do it at once. A file lock: the host's, not a static.
+const NAPI_SETUP_LOCK: &str = "/run/lock/linerate-napi-setup.lock";
+
+/// The longest a rig waits for another's NAPI setup (it takes a second).
+const NAPI_SETUP_WAIT: Duration = Duration::from_secs(60);
+
+/// Takes the host's NAPI-setup lock (released when the file is dropped).
+fn napi_setup_lock(wait: Duration) -> Result<std::fs::File, RigError> {
+    let io = |e: std::io::Error| RigError::Setup(format!("{NAPI_SETUP_LOCK}: {e}"));
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(NAPI_SETUP_LOCK)
+        .map_err(io)?;
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        match f.try_lock() {
+            Ok(()) => return Ok(f),
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(RigError::Setup(format!(
+                    "{NAPI_SETUP_LOCK}: another rig held it for {:.1} s",
+                    wait.as_secs_f64()
+                )));
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
+        }
+    }
+}
 
 /// The longest a configuration command (ip, tc, ethtool) may take: they
 /// answer in milliseconds; one that hangs (a wedged netlink, a namespace
@@ -537,10 +570,10 @@ impl Rig {
 
     /// Turns GRO and threaded NAPI on for host `host`'s veth; the NAPI
     /// threads that appeared, in pid order. They are found by difference,
-    /// so rigs of one process do this one at a time.
+    /// so rigs on the host do this one at a time (a file lock).
     fn threaded_napi(&self, host: usize) -> Result<Vec<i32>, RigError> {
         let h = &self.hosts[host];
-        let _one_at_a_time = NAPI_SETUP.lock().unwrap_or_else(|e| e.into_inner());
+        let _one_at_a_time = napi_setup_lock(NAPI_SETUP_WAIT)?;
         let before = napi_threads();
         run(self
             .command(host, "ethtool")
@@ -669,6 +702,21 @@ impl Drop for Rig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_rig_at_a_time_sets_napi_up_on_the_host() {
+        if linerate_testkit::should_skip(
+            "one_rig_at_a_time_sets_napi_up_on_the_host",
+            &[linerate_testkit::require_root()],
+        ) {
+            return;
+        }
+        let held = napi_setup_lock(Duration::from_millis(10)).unwrap();
+        let e = napi_setup_lock(Duration::from_millis(100)).unwrap_err();
+        assert!(e.to_string().contains("another rig held it"), "{e}");
+        drop(held);
+        napi_setup_lock(Duration::from_millis(100)).expect("free once dropped");
+    }
 
     #[test]
     fn a_command_gets_its_output_and_its_failure_says_why() {
