@@ -5,7 +5,6 @@
 //! invocation through a link named `iperf3`.
 
 mod cmd;
-mod live;
 mod output;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};

@@ -818,8 +818,8 @@ fn reporters(args: &IperfArgs, c: &Console) -> Result<linerate_run::Fanout> {
     // until the server stops (q), then prints the last test's report.
     let view = match (live_view(args, c), args.server) {
         (false, _) => View::None,
-        (true, true) => View::Live(crate::live::LiveView::persistent(c)),
-        (true, false) => View::Live(crate::live::LiveView::new(true, c)),
+        (true, true) => View::Live(linerate_live::LiveView::persistent(Box::new(c.stdout()))),
+        (true, false) => View::Live(linerate_live::LiveView::new(true, Box::new(c.stdout()))),
     };
     if args.csv.as_deref() == Some(std::path::Path::new("-")) {
         bail!("--csv needs a file here: standard output carries iperf3's own output");
@@ -845,7 +845,10 @@ fn server_events(args: &IperfArgs, c: &Console) -> Result<Option<linerate_run::S
 
 /// Whether this client run draws the live view.
 fn live_view(args: &IperfArgs, c: &Console) -> bool {
-    args.live && args.logfile.is_none() && !args.daemon && crate::live::available(c)
+    args.live
+        && args.logfile.is_none()
+        && !args.daemon
+        && linerate_live::available(|w| c.warn_once(w))
 }
 
 fn output_sink(args: &IperfArgs, c: &Console) -> Result<Arc<Mutex<dyn Write + Send>>> {

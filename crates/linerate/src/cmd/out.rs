@@ -72,7 +72,7 @@ impl OutputArgs {
     /// Whether the run draws the live view (asked, on a terminal, and the
     /// output not going to a log file).
     fn live_view(&self, c: &Console) -> bool {
-        self.live && self.logfile.is_none() && crate::live::available(c)
+        self.live && self.logfile.is_none() && linerate_live::available(|w| c.warn_once(w))
     }
 
     fn csv_to_stdout(&self) -> bool {
@@ -91,7 +91,10 @@ impl OutputArgs {
         };
         let live = self.live_view(c);
         let view = if live {
-            View::Live(crate::live::LiveView::new(self.human(), c))
+            View::Live(linerate_live::LiveView::new(
+                self.human(),
+                Box::new(c.stdout()),
+            ))
         } else {
             View::Progress
         };
@@ -133,7 +136,7 @@ impl OutputArgs {
 /// What a run shows on the terminal beside its main output.
 pub enum View {
     /// The live view (`--live` on a terminal).
-    Live(crate::live::LiveView),
+    Live(linerate_live::LiveView),
     /// The one-line progress on stderr, when the run prints text to a
     /// terminal.
     Progress,
@@ -155,8 +158,8 @@ pub fn side_reporters(
     let mut f = Fanout::new();
     match view {
         View::Live(l) => f.push(Box::new(l)),
-        View::Progress if crate::live::Progress::wanted(human) => {
-            f.push(Box::new(crate::live::Progress::default()));
+        View::Progress if linerate_live::Progress::wanted(human) => {
+            f.push(Box::new(linerate_live::Progress::default()));
         }
         View::Progress | View::None => {}
     }

@@ -8,7 +8,6 @@
 //! "stop cleanly": the run ends, the terminal is given back, and the
 //! normal end report follows.
 
-use crate::output::Console;
 use linerate_run::{Event, Reporter, Row};
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
@@ -53,8 +52,8 @@ pub struct LiveView {
     /// text is printed when it closes.
     persistent: bool,
     last_text: Option<String>,
-    /// Where that text goes.
-    console: Console,
+    /// Where that text goes (standard output, checked by the caller).
+    out: Box<dyn Write + Send>,
     /// Standard error held back while the view is up (a notice written
     /// under it would tear the screen): shown in the view's last line,
     /// printed whole when the view closes.
@@ -69,11 +68,11 @@ impl std::fmt::Debug for LiveView {
 
 /// Whether `--live` can draw here; if not, says why on stderr (once a
 /// run: a server asks at every test).
-pub fn available(c: &Console) -> bool {
+pub fn available(warn_once: impl FnOnce(&'static str)) -> bool {
     if io::stdout().is_terminal() {
         return true;
     }
-    c.warn_once(
+    warn_once(
         "linerate: --live needs a terminal on standard output; printing interval lines instead",
     );
     false
@@ -82,7 +81,7 @@ pub fn available(c: &Console) -> bool {
 impl LiveView {
     /// `end_text`: print the mode's human end report when the view closes
     /// (the text reporter is not in use while the view is up).
-    pub fn new(end_text: bool, console: &Console) -> Self {
+    pub fn new(end_text: bool, out: Box<dyn Write + Send>) -> Self {
         LiveView {
             state: Arc::new(Mutex::new(State::default())),
             done: Arc::new(AtomicBool::new(false)),
@@ -90,14 +89,14 @@ impl LiveView {
             end_text,
             persistent: false,
             last_text: None,
-            console: console.clone(),
+            out,
             stderr: None,
         }
     }
 
     /// A view that stays up across runs (a server's tests) until dropped.
-    pub fn persistent(console: &Console) -> Self {
-        let mut l = LiveView::new(true, console);
+    pub fn persistent(out: Box<dyn Write + Send>) -> Self {
+        let mut l = LiveView::new(true, out);
         l.persistent = true;
         if let Ok(mut st) = l.state.lock() {
             st.mode = "server".into();
@@ -176,8 +175,8 @@ impl Drop for LiveView {
         let was_open = self.thread.is_some();
         self.close();
         if was_open && let Some(t) = self.last_text.take() {
-            crate::say_raw!(self.console, "{t}");
-            let _ = io::stdout().flush();
+            let _ = self.out.write_all(t.as_bytes());
+            let _ = self.out.flush();
         }
     }
 }
@@ -483,7 +482,7 @@ mod tests {
                 ..Counts::default()
             })
         };
-        let line = super::progress_figures(
+        let line = crate::progress_figures(
             &[
                 row("tx", CountedBy::Sender, 1000),
                 row("rx", CountedBy::Receiver, 900),
