@@ -354,16 +354,7 @@ fn flow_delay(
 
 /// A port's line rate from sysfs (Mb/s there), bits per second.
 pub fn speed_bps(iface: &str) -> Option<u64> {
-    if iface.contains('/') || iface.starts_with('.') {
-        return None;
-    }
-    std::fs::read_to_string(format!("/sys/class/net/{iface}/speed"))
-        .ok()?
-        .trim()
-        .parse::<i64>()
-        .ok()
-        .filter(|&m| m > 0)
-        .map(|m| m as u64 * 1_000_000)
+    linerate_backend::iface::speed_bps(iface)
 }
 
 fn flow_spec(

@@ -49,6 +49,22 @@ pub fn mtu(iface: &str) -> io::Result<usize> {
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad MTU in sysfs"))
 }
 
+/// An interface's line rate in bits per second, from sysfs (Mb/s there);
+/// none where it has none (a veth, a link that is down) or the name is
+/// not an interface's.
+pub fn speed_bps(iface: &str) -> Option<u64> {
+    if iface.is_empty() || iface.contains('/') || iface.starts_with('.') {
+        return None;
+    }
+    std::fs::read_to_string(format!("/sys/class/net/{iface}/speed"))
+        .ok()?
+        .trim()
+        .parse::<i64>()
+        .ok()
+        .filter(|&m| m > 0)
+        .map(|m| m as u64 * 1_000_000)
+}
+
 /// Whether an interface is administratively up (IFF_UP), asked of the
 /// calling thread's network namespace (SIOCGIFFLAGS); an error when it
 /// does not exist (any more).

@@ -20,7 +20,7 @@ pub fn blast_config(
     cores: Option<&[usize]>,
 ) -> Result<ProfileConfig> {
     let profile = Profile::load(path)?;
-    let rates = profile.rates(super::rfc2544::port_speed_bps(iface))?;
+    let rates = profile.rates(linerate_backend::iface::speed_bps(iface).map(|b| b as f64))?;
     let src_mac = match src_mac {
         Some(m) => {
             linerate_wire::MacAddr::parse(m)

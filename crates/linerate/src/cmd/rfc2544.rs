@@ -164,12 +164,8 @@ fn checked_max_rate(spec: &str) -> Result<String, String> {
     linerate_calc::parse_rate_with_unit("--max-rate", spec).map(|_| spec.to_string())
 }
 
-pub(crate) fn port_speed_bps(iface: &str) -> Option<f64> {
-    std::fs::read_to_string(format!("/sys/class/net/{iface}/speed"))
-        .ok()
-        .and_then(|s| s.trim().parse::<i64>().ok())
-        .filter(|m| *m > 0)
-        .map(|m| m as f64 * 1e6)
+fn port_speed_bps(iface: &str) -> Option<f64> {
+    linerate_backend::iface::speed_bps(iface).map(|b| b as f64)
 }
 
 pub fn run(a: &Rfc2544Args, c: &Console) -> Result<u8> {
