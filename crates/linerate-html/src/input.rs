@@ -66,6 +66,8 @@ pub struct HostFacts {
     pub cpus: u64,
     pub linerate: String,
     pub timestamp: f64,
+    /// The command line that ran it (absent in results before it was kept).
+    pub command: Vec<String>,
 }
 
 /// A run-model `start` event.

@@ -54,10 +54,30 @@ fn zero_packets(l: &Loaded) -> bool {
     }
 }
 
-/// Mode, host, kernel, backend, settings and the doctor's findings.
+/// A command line as a shell would take it back: a word with anything
+/// but letters, digits and `-_./:=,+@%` in single quotes.
+fn shell_words(words: &[String]) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c);
+    words
+        .iter()
+        .map(|w| {
+            if !w.is_empty() && w.chars().all(plain) {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Command, mode, host, kernel, backend, settings and the doctor's findings.
 fn what_ran(l: &Loaded) -> String {
     let mut items: Vec<(&str, String)> = vec![("mode", l.mode()), ("file", l.path.clone())];
     if let Some(h) = l.start.as_ref().and_then(|s| s.host.as_ref()) {
+        if !h.command.is_empty() {
+            items.push(("command", shell_words(&h.command)));
+        }
         items.push(("host", h.hostname.clone()));
         items.push(("kernel", h.kernel.clone()));
         items.push(("CPUs", h.cpus.to_string()));
@@ -460,4 +480,37 @@ fn iperf_streams(d: &crate::input::IperfDoc) -> String {
         ],
         &rows,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_line_is_shown_as_a_shell_takes_it_back() {
+        let w = |a: &[&str]| shell_words(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(
+            w(&["linerate", "-c", "198.18.0.2"]),
+            "linerate -c 198.18.0.2"
+        );
+        assert_eq!(w(&["--report", "a b.html"]), "--report 'a b.html'");
+        assert_eq!(w(&["it's", ""]), r"'it'\''s' ''");
+    }
+
+    #[test]
+    fn what_ran_starts_with_the_command_escaped() {
+        let text = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/blast.jsonl"),
+        )
+        .unwrap();
+        let l = Loaded::parse("blast.jsonl", text).unwrap();
+        let html = what_ran(&l);
+        assert!(
+            html.contains(
+                "<dt>command</dt><dd>linerate blast --iface lo --dst-ip 127.0.0.1 --pps 20k -t 1 \
+                 --json-stream --report &#39;it&#39;\\&#39;&#39;s &lt;mine&gt;.html&#39;</dd>"
+            ),
+            "{html}"
+        );
+    }
 }

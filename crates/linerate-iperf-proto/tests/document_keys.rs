@@ -71,6 +71,7 @@ fn info(c: &Case) -> StartInfo {
             cpus: 2,
             linerate: "v",
             timestamp: 0.0,
+            command: Vec::new(),
         },
     }
 }

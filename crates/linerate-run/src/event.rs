@@ -292,6 +292,10 @@ pub struct Host {
     pub linerate: &'static str,
     /// Seconds since the Unix epoch when the run started.
     pub timestamp: f64,
+    /// The command line that ran it (this process's arguments, as given:
+    /// linerate takes no secret on its command line).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
 }
 
 impl Host {
@@ -310,6 +314,9 @@ impl Host {
             timestamp: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0.0, |d| d.as_secs_f64()),
+            command: std::env::args_os()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
         }
     }
 }
