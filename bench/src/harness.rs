@@ -165,6 +165,9 @@ pub struct Scenario {
     /// CPU that runs the receiver's NAPI thread (threaded NAPI + GRO on its
     /// veth), so that receive work does not land on the sender's CPU.
     pub receive_cpu: Option<usize>,
+    /// Whether `setup` arranges the threaded placement's receive path
+    /// (socket UDP through NAPI): skipped in the default placement.
+    pub napi_setup: bool,
     /// TX and RX queues of the rig's veths (1: single queue).
     pub queues: u16,
     /// What the ratio compares: packets (small frames) or bytes (bulk).
@@ -175,6 +178,26 @@ pub struct Scenario {
     pub contenders: Vec<Contender>,
     /// Checks that the scenario's tools exist; the error says what is missing.
     pub check: fn() -> Result<()>,
+}
+
+/// Where the receiver's kernel work runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Placement {
+    /// The kernel's default path, as a user's host has it: no threaded
+    /// NAPI, GRO as the veth comes; a veth receives on the sender's CPU.
+    Default,
+    /// The scenario's own: threaded NAPI + GRO on the receiving veth, the
+    /// NAPI thread pinned to the receiver's CPU.
+    Threaded,
+}
+
+impl Placement {
+    pub fn name(self) -> &'static str {
+        match self {
+            Placement::Default => "default",
+            Placement::Threaded => "threaded",
+        }
+    }
 }
 
 /// Scenario set-up; the value it returns is dropped when the scenario ends.
@@ -561,8 +584,16 @@ fn stderr_tail(child: &mut Child) -> String {
         .join("\n")
 }
 
-pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {
+/// Runs a scenario in one placement (a scenario without a receive CPU of
+/// its own has one placement: the default).
+pub fn run(mut sc: Scenario, cfg: &Config, placement: Placement) -> Result<()> {
     (sc.check)()?;
+    if placement == Placement::Default {
+        sc.receive_cpu = None;
+        if sc.napi_setup {
+            sc.setup = None;
+        }
+    }
     let machine = machine::describe();
     let rig = Rig::new(&linerate_lab::RigConfig {
         queues: sc.queues,
@@ -714,6 +745,7 @@ pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {
         "machine": machine,
         "counted_at": "receiver interface rx_packets (veth); socket_* from the server's own -J report where it gives one",
         "receive_cpu": sc.receive_cpu,
+        "placement": placement.name(),
         "window_s": cfg.window.as_secs_f64(),
         "runs": cfg.runs,
         "samples": samples,
@@ -735,7 +767,9 @@ pub fn run(sc: Scenario, cfg: &Config) -> Result<()> {
         .as_str()
         .unwrap_or("now")
         .replace(':', "");
-    let path = cfg.out_dir.join(format!("{}-{stamp}.json", sc.name));
+    let path = cfg
+        .out_dir
+        .join(format!("{}-{}-{stamp}.json", sc.name, placement.name()));
     std::fs::write(&path, serde_json::to_string_pretty(&doc)? + "\n")?;
     println!("raw results: {}", path.display());
     Ok(())
@@ -771,10 +805,12 @@ fn print_header(sc: &Scenario, cfg: &Config, rig: &Rig, machine: &serde_json::Va
     match sc.receive_cpu {
         Some(cpu) => {
             println!(
-                "receiver: threaded NAPI + GRO on its veth, NAPI thread pinned to CPU{cpu}; it takes socket UDP only where the scenario turns rx-udp-gro-forwarding on (the iperf ones), else the veth receives on the sender's CPU; TCP and AF_XDP/AF_PACKET frames always on the sender's CPU"
+                "receiver (placement: threaded): threaded NAPI + GRO on its veth, NAPI thread pinned to CPU{cpu}; it takes socket UDP only where the scenario turns rx-udp-gro-forwarding on (the iperf ones), else the veth receives on the sender's CPU; TCP and AF_XDP/AF_PACKET frames always on the sender's CPU"
             )
         }
-        None => println!("receiver: default veth (receive work runs on the sending CPU)"),
+        None => println!(
+            "receiver: the kernel's default path (placement: default; no threaded NAPI, GRO as the veth comes: receive work runs on the sending CPU)"
+        ),
     }
 }
 

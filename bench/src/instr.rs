@@ -171,7 +171,7 @@ fn worker_fn(side: Side) -> &'static str {
         Side::Sink => "*sink::receive",
         Side::Fwd => "*worker::forward_in_place",
         Side::RrServer => "*server::serve",
-        Side::IperfUdpSender => "*stream::udp_send",
+        Side::IperfUdpSender => "*udp_io::udp_send",
     }
 }
 

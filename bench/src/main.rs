@@ -41,6 +41,17 @@ struct Args {
     /// soak: how long it runs, seconds (60 to 14400).
     #[arg(long, default_value_t = 3600.0)]
     soak_for: f64,
+    /// Where the receiver's kernel work runs, for the scenarios that pin
+    /// it (the transaction and UDP ones): `default` (the kernel's path as
+    /// a host has it), `threaded` (threaded NAPI pinned to the receiver's
+    /// CPU), or both, default first.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "default,threaded"
+    )]
+    placement: Vec<harness::Placement>,
     /// Where to write the raw results (JSON).
     #[arg(long, default_value = "bench/results")]
     out: PathBuf,
@@ -100,16 +111,25 @@ fn main() -> Result<()> {
         let Some(entry) = all.iter().find(|s| s.name == name) else {
             bail!("no scenario '{name}' (see --list)");
         };
-        let mut sc = (entry.build)();
-        if !args.only.is_empty() {
-            sc.contenders
-                .retain(|c| args.only.iter().any(|w| c.name.contains(w.as_str())));
-            if sc.contenders.len() < 2 {
-                bail!("--only leaves fewer than two contenders in {name}");
+        // A scenario that pins its receive path runs in each placement
+        // asked; one that does not has only the default.
+        let placements: Vec<harness::Placement> = if (entry.build)().receive_cpu.is_some() {
+            args.placement.clone()
+        } else {
+            vec![harness::Placement::Default]
+        };
+        for placement in placements {
+            let mut sc = (entry.build)();
+            if !args.only.is_empty() {
+                sc.contenders
+                    .retain(|c| args.only.iter().any(|w| c.name.contains(w.as_str())));
+                if sc.contenders.len() < 2 {
+                    bail!("--only leaves fewer than two contenders in {name}");
+                }
             }
+            harness::run(sc, &cfg, placement)?;
+            println!();
         }
-        harness::run(sc, &cfg)?;
-        println!();
     }
     Ok(())
 }

@@ -158,6 +158,7 @@ fn scenario(name: &'static str, about: &'static str, setup: crate::harness::Setu
         about,
         receiver: GEN,
         receive_cpu: None,
+        napi_setup: false,
         queues: 1,
         metric: Metric::Packets,
         setup: Some(setup),

@@ -192,6 +192,7 @@ fn scenario(
         about,
         receiver: RECEIVER,
         receive_cpu: Some(1),
+        napi_setup: false,
         queues: 1,
         metric,
         setup: Some(segment_before_the_wire),

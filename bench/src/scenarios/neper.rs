@@ -320,6 +320,7 @@ fn rr_scenario(
         about,
         receiver: SERVER,
         receive_cpu: Some(1),
+        napi_setup: false,
         queues: 1,
         metric: Metric::Packets,
         setup: None,
@@ -388,6 +389,7 @@ fn crr_scenario(
         about,
         receiver: SERVER,
         receive_cpu: Some(1),
+        napi_setup: false,
         queues: 1,
         metric: Metric::Count(Count {
             what: "connections the server's kernel accepted (Tcp PassiveOpens of its namespace's /proc/net/snmp)",

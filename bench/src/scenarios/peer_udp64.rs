@@ -113,6 +113,7 @@ pub fn build() -> Scenario {
         about: ABOUT,
         receiver: RECEIVER,
         receive_cpu: Some(1),
+        napi_setup: false,
         queues: 1,
         metric: Metric::Packets,
         setup: None,

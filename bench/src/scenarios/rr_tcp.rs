@@ -139,6 +139,7 @@ pub fn pingpong() -> Scenario {
         about: "TCP 64 B request/response, 1 connection, 1 in flight: linerate rr --tcp (spinning: client --busy-poll, server --spin; and sleeping) vs sockperf ping-pong --tcp (--nonblocked on both sides; and sleeping) (packets/s at the server's veth, about one per transaction)",
         receiver: SERVER,
         receive_cpu: Some(1),
+        napi_setup: false,
         queues: 1,
         metric: Metric::Packets,
         setup: None,

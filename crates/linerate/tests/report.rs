@@ -206,7 +206,10 @@ fn report_flag_writes_the_runs_report_at_its_end() {
         "the report's throughput is not the document's {bps}"
     );
     assert!(page.contains("<svg") && page.contains("class=\"streams\""));
-    let command = format!("-c 127.0.0.1 -p {port} -t 1 -J --report {}</dd>", one.display());
+    let command = format!(
+        "-c 127.0.0.1 -p {port} -t 1 -J --report {}</dd>",
+        one.display()
+    );
     assert!(
         page.contains("<dt>command</dt>") && page.contains(&command),
         "the report does not show the command line: {command}"
