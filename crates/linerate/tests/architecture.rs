@@ -348,10 +348,6 @@ const KNOWN_CIRCLES: &[&[&str]] = &[
         "linerate-agent/src/run.rs",
     ],
     &[
-        "linerate-rr/src/client/links.rs",
-        "linerate-rr/src/client/persistent.rs",
-    ],
-    &[
         "linerate-rr/src/doc.rs",
         "linerate-rr/src/server.rs",
         "linerate-rr/src/tcp/server.rs",

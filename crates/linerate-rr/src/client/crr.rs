@@ -15,8 +15,8 @@
 
 use super::DRAIN_MAX;
 use super::config::{Load, TcpClient};
+use super::conn::{Conn, connected, start_connect};
 use super::links::wait_ready;
-use super::persistent::{Conn, connected, start_connect};
 use super::worker::{OpenLoop, Worker};
 use linerate_wire::{RrHeader, RrKind};
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags};

@@ -6,7 +6,7 @@
 //! connections end before their first answer (a server refusing over its
 //! per-source limit accepts, then closes).
 
-use super::persistent::{Conn, connected, start_connect};
+use super::conn::{Conn, connected, start_connect};
 use super::worker::Worker;
 use nix::poll::{PollFd, PollFlags, ppoll};
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};

@@ -10,6 +10,7 @@
 //! (coordinated omission).
 
 mod config;
+mod conn;
 mod crr;
 mod links;
 mod persistent;

@@ -8,102 +8,15 @@
 //! in flight are lost at their timeout.
 
 use super::config::{Load, TcpClient};
+use super::conn::{Conn, WR_HIGH};
 use super::links::{Links, State};
 use super::worker::{OpenLoop, Worker};
-use crate::tcp::frame::{FrameReader, put_len};
 use linerate_wire::{RrHeader, RrKind};
 use nix::sys::epoll::EpollFlags;
-use std::io::{self, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-
-/// Request bytes a connection may have waiting for the kernel; beyond it
-/// no more are queued on it (counted `send_blocked`).
-const WR_HIGH: usize = 64 * 1024;
-
-/// One connection and its buffers.
-pub(super) struct Conn {
-    pub(super) s: Option<TcpStream>,
-    pub(super) rd: FrameReader,
-    pub(super) wr: Vec<u8>,
-    pub(super) wpos: usize,
-}
-
-impl Conn {
-    pub(super) fn new(max_response: usize) -> Self {
-        Self {
-            s: None,
-            rd: FrameReader::new(max_response),
-            wr: Vec::new(),
-            wpos: 0,
-        }
-    }
-
-    pub(super) fn pending(&self) -> usize {
-        self.wr.len() - self.wpos
-    }
-
-    /// Writes what the kernel takes.
-    pub(super) fn flush(&mut self) -> io::Result<()> {
-        let Some(s) = self.s.as_mut() else {
-            return Ok(());
-        };
-        while self.wpos < self.wr.len() {
-            match s.write(&self.wr[self.wpos..]) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => self.wpos += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        if self.wpos == self.wr.len() {
-            self.wr.clear();
-            self.wpos = 0;
-        } else if self.wpos >= WR_HIGH {
-            self.wr.drain(..self.wpos);
-            self.wpos = 0;
-        }
-        Ok(())
-    }
-
-    /// Appends a request frame of `size` bytes with header `h`.
-    pub(super) fn queue(&mut self, h: &RrHeader, size: usize) {
-        put_len(&mut self.wr, size);
-        let at = self.wr.len();
-        self.wr.resize(at + size, 0);
-        h.emit(&mut self.wr[at..]).expect("requests hold a header");
-    }
-}
-
-/// Starts a non-blocking connection to the server.
-pub(super) fn start_connect(
-    server: SocketAddr,
-    bind: Option<std::net::IpAddr>,
-) -> io::Result<TcpStream> {
-    let s = socket2::Socket::new(
-        socket2::Domain::for_address(server),
-        socket2::Type::STREAM,
-        None,
-    )?;
-    s.set_nonblocking(true)?;
-    s.set_tcp_nodelay(true)?;
-    if let Some(ip) = bind {
-        s.bind(&SocketAddr::new(ip, 0).into())?;
-    }
-    match s.connect(&server.into()) {
-        Ok(()) => {}
-        Err(e) if e.raw_os_error() == Some(nix::libc::EINPROGRESS) => {}
-        Err(e) => return Err(e),
-    }
-    Ok(TcpStream::from(s))
-}
-
-/// Whether a connection that polled writable is made.
-pub(super) fn connected(s: &TcpStream) -> bool {
-    matches!(s.take_error(), Ok(None)) && s.peer_addr().is_ok()
-}
 
 /// Connects every flow at once and waits up to the connect timeout for
 /// them; a flow not made is counted and tried again later (after its
