@@ -7,6 +7,7 @@ pub mod driven;
 mod meter;
 pub mod net;
 pub mod output;
+pub mod pidfile;
 pub mod server;
 mod set;
 mod stream;

@@ -6,6 +6,7 @@ use crate::output::Console;
 use anyhow::{Context, Result, bail};
 use clap::{ArgAction, Parser};
 use linerate_iperf::output::LockedWriter;
+use linerate_iperf::pidfile::PidFile;
 use linerate_iperf::{ClientAuth, ClientOptions, Family, Limits, ServerAuth, ServerOptions};
 use linerate_iperf_proto::IErr;
 use linerate_iperf_proto::auth;
@@ -871,68 +872,6 @@ fn output_sink(args: &IperfArgs, c: &Console) -> Result<Arc<Mutex<dyn Write + Se
     })
 }
 
-/// `-I FILE`: this process's ID in FILE while it runs, removed at exit
-/// if it is still the file this process created. A file that is there is
-/// replaced only when it names a process that is gone (as iperf3 does); a
-/// link, a live process's pidfile or any other file is refused.
-struct PidFile {
-    path: std::path::PathBuf,
-    /// The created file's device and inode.
-    id: (u64, u64),
-}
-
-impl PidFile {
-    fn write(path: &std::path::Path) -> Result<Self> {
-        use std::os::unix::fs::MetadataExt;
-        let shown = path.display();
-        if let Ok(m) = std::fs::symlink_metadata(path) {
-            if !m.file_type().is_file() {
-                bail!("--pidfile {shown} exists and is not a regular file");
-            }
-            let text = std::fs::read_to_string(path).unwrap_or_default();
-            match text.trim().parse::<u32>() {
-                Ok(pid) if std::path::Path::new(&format!("/proc/{pid}")).exists() => {
-                    bail!("--pidfile {shown}: process {pid} is running and holds it")
-                }
-                Ok(_) => std::fs::remove_file(path)
-                    .with_context(|| format!("--pidfile {shown}: removing a stale one"))?,
-                Err(_) => bail!("--pidfile {shown} exists and holds no process ID: not replaced"),
-            }
-        }
-        let mut f = crate::output::create_new(path, false, "--pidfile")?;
-        f.write_all(format!("{}\n", std::process::id()).as_bytes())
-            .with_context(|| format!("--pidfile {shown}"))?;
-        let m = f.metadata()?;
-        Ok(Self {
-            path: path.to_path_buf(),
-            id: (m.dev(), m.ino()),
-        })
-    }
-}
-
-impl Drop for PidFile {
-    fn drop(&mut self) {
-        use std::os::unix::fs::MetadataExt;
-        // Only the file this process made, still holding its ID.
-        let ours = std::fs::symlink_metadata(&self.path)
-            .is_ok_and(|m| m.file_type().is_file() && (m.dev(), m.ino()) == self.id)
-            && std::fs::read_to_string(&self.path)
-                .is_ok_and(|t| t.trim() == std::process::id().to_string());
-        if ours {
-            let _ = std::fs::remove_file(&self.path);
-        }
-    }
-}
-
-/// An absolute form of `p` (a daemon's working directory becomes /).
-fn absolute(p: &std::path::Path) -> Result<std::path::PathBuf> {
-    Ok(if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        std::env::current_dir()?.join(p)
-    })
-}
-
 fn terminate_flag() -> Result<Arc<AtomicBool>> {
     let flag = Arc::new(AtomicBool::new(false));
     for sig in [
@@ -1017,7 +956,9 @@ fn run_server(args: &IperfArgs, c: &Console) -> Result<u8> {
     // The output (a --logfile) is opened, and the listening port checked,
     // before detaching, so a daemon that cannot serve says why and exits 2.
     let out = output_sink(args, c)?;
-    let pidfile = args.pidfile.as_deref().map(absolute).transpose()?;
+    let pidfile = (args.pidfile.as_deref())
+        .map(linerate_iperf::pidfile::absolute)
+        .transpose()?;
     let listener = linerate_iperf::net::tcp_listener(
         linerate_iperf::net::server_addr(opts.bind, opts.family, opts.port),
         opts.family,
@@ -1112,11 +1053,7 @@ fn run_client_once(
     } else {
         output_sink(args, c)?
     };
-    let _pid = args
-        .pidfile
-        .as_deref()
-        .map(|p| absolute(p).and_then(|p| PidFile::write(&p)))
-        .transpose()?;
+    let _pid = args.pidfile.as_deref().map(PidFile::write).transpose()?;
     // With --live, q (SIGINT) ends the test early with its results, as
     // if its time ran out; SIGTERM still terminates it.
     let stop = if live_view(args, c) {
