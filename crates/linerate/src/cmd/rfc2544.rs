@@ -11,6 +11,7 @@ use linerate_packet::rfc2544::{
     self, DeviceRunner, FrameSize, MaxRate, Settings, Trial, TrialRunner,
 };
 use linerate_packet::rfc2544_outcome::{RepeatedRate, Rfc2544Outcome, trial_line, trial_rows};
+use linerate_packet::rfc2544_resume::Resumed;
 use linerate_run::{Interval, Mode};
 use linerate_traffic::FlowSpec;
 use std::sync::Arc;
@@ -134,6 +135,14 @@ pub struct Rfc2544Args {
     /// counted (the device learns addresses, fills caches).
     #[arg(long, default_value_t = 0.0)]
     warmup: f64,
+    /// Continue from FILE, the `-J` document (or `--json-stream` output)
+    /// of an interrupted run with the same settings: its finished searches
+    /// are taken as done, the one cut short goes on from its finished
+    /// trials; the output is the whole campaign's result. Throughput
+    /// searches only are taken back; latency, loss and back-to-back run
+    /// again in full.
+    #[arg(long, value_name = "FILE")]
+    resume: Option<std::path::PathBuf>,
     /// Throughput: repeat each search (per frame size and loss ratio) and
     /// report the rate found as the mean over the runs with its confidence
     /// interval (`--repeat N`, or `--ci-target 2% --max-runs M`).
@@ -204,10 +213,13 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
         "resolution": a.resolution, "backend": a.backend, "bidir": a.bidir,
         "catch_up": linerate_traffic::pacing::CatchUp::from(a.catch_up).name(),
         "burst_tolerance": a.burst_tolerance, "spoiled_max": a.spoiled_max,
+        "offered_min": a.offered_min, "max_trials": a.max_trials, "drain_s": a.drain,
+        "warmup_s": a.warmup,
     });
     for (k, v) in more.as_object().into_iter().flatten() {
         config[k] = v.clone();
     }
+    let resume = resumed(a, &mut config)?;
     let t0 = Instant::now();
     let mut session = Session {
         a,
@@ -220,6 +232,7 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
             t0,
             human: a.out.human(),
         },
+        resume,
     };
     let mut interrupted = false;
     let ended = drive(
@@ -255,6 +268,24 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
         return Ok(EXIT_INTERRUPTED);
     }
     Ok(ended.exit_code)
+}
+
+/// `--resume FILE`: the file's searches, its settings checked against the
+/// command's `config` (which then says where it resumed from).
+fn resumed(a: &Rfc2544Args, config: &mut serde_json::Value) -> Result<Option<Resumed>> {
+    let Some(path) = &a.resume else {
+        return Ok(None);
+    };
+    if a.repeat.asked() {
+        bail!(
+            "--resume continues one search per frame size and loss ratio: not with --repeat or --ci-target"
+        );
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("--resume {}", path.display()))?;
+    let r = Resumed::parse(&text, config)?;
+    config["resumed_from"] = serde_json::json!(path);
+    Ok(Some(r))
 }
 
 /// What the trials send, and the frame sizes searched: the flows given.
@@ -421,6 +452,9 @@ struct Session<'a> {
     sizes: Vec<FrameSize>,
     settings: Settings,
     log: TrialLog,
+    /// `--resume`: the searches of an earlier run, taken as each search
+    /// starts.
+    resume: Option<Resumed>,
 }
 
 impl Session<'_> {
@@ -486,10 +520,14 @@ impl Session<'_> {
                 if self.runner.interrupted() {
                     return Ok(());
                 }
+                let prior = (self.resume.as_mut()).map_or_else(Vec::new, |r| r.take(size, ratio));
                 let (runner, settings, log) = (&mut *self.runner, &self.settings, &mut self.log);
+                let mut r =
+                    rfc2544::throughput_resumed(runner, size, ratio, settings, prior, &mut |t| {
+                        log.log(t, run)
+                    })?;
                 let mut search =
                     || rfc2544::throughput(runner, size, ratio, settings, &mut |t| log.log(t, run));
-                let mut r = search()?;
                 if r.interrupted {
                     o.throughput.push(r);
                     return Ok(());
