@@ -832,6 +832,34 @@ impl Search {
     }
 }
 
+/// Trials a throughput search for `size` still needs after `prior` (its
+/// trials so far, in order), estimated from the bounds they set: the
+/// halvings from the interval to the resolution, at most what
+/// `max_trials` leaves; none when the search has ended.
+pub fn trials_left(prior: &[Trial], size: &FrameSize, s: &Settings) -> usize {
+    let mut search = Search::new(s.max_fps(size));
+    if search.replay(prior.to_vec(), s).is_some() {
+        return 0;
+    }
+    let Bounds { lo, hi } = search.bounds;
+    let halvings = if search.scored == 0 {
+        // the first trial at the maximum, then the search from 0 to it
+        1 + halvings_to(hi, hi, s.resolution)
+    } else {
+        halvings_to(hi - lo, hi, s.resolution)
+    };
+    halvings.min(s.max_trials.max(1).saturating_sub(search.scored))
+}
+
+/// Halvings of `width` until it is within `resolution` of `hi`.
+fn halvings_to(width: f64, hi: f64, resolution: f64) -> usize {
+    let floor = (resolution * hi).max(1.0);
+    if width <= floor {
+        return 1;
+    }
+    (width / floor).log2().ceil().max(1.0) as usize
+}
+
 /// RFC 2544 26.1, binary search: the first trial at the maximum; then
 /// halving between the highest pass and the lowest failure until they are
 /// within the resolution of the rate (relative to it, not to the

@@ -11,6 +11,7 @@ use linerate_packet::rfc2544::{
     self, DeviceRunner, FrameSize, MaxRate, Settings, Trial, TrialRunner,
 };
 use linerate_packet::rfc2544_outcome::{RepeatedRate, Rfc2544Outcome, trial_line, trial_rows};
+use linerate_packet::rfc2544_progress::{Plan, Progress, bounded_trials};
 use linerate_packet::rfc2544_resume::Resumed;
 use linerate_run::{Interval, Mode};
 use linerate_traffic::FlowSpec;
@@ -143,6 +144,11 @@ pub struct Rfc2544Args {
     /// again in full.
     #[arg(long, value_name = "FILE")]
     resume: Option<std::path::PathBuf>,
+    /// Show progress on stderr after each trial (trials done of the
+    /// estimated total, the time left) even when stderr is not a terminal
+    /// (on a terminal it is shown unasked).
+    #[arg(long)]
+    progress: bool,
     /// Throughput: repeat each search (per frame size and loss ratio) and
     /// report the rate found as the mean over the runs with its confidence
     /// interval (`--repeat N`, or `--ci-target 2% --max-runs M`).
@@ -221,6 +227,7 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
     }
     let resume = resumed(a, &mut config)?;
     let t0 = Instant::now();
+    let progress = show_progress(a).then(|| Progress::new(plan(a, &sizes, &settings)));
     let mut session = Session {
         a,
         runner,
@@ -231,6 +238,7 @@ pub fn run(a: &Rfc2544Args) -> Result<u8> {
             last_end: 0.0,
             t0,
             human: a.out.human(),
+            progress,
         },
         resume,
     };
@@ -424,12 +432,14 @@ const INTERRUPTED: &str = "interrupted by a stop: every trial finished is kept, 
 /// reports it).
 const EXIT_INTERRUPTED: u8 = 130;
 
-/// Each trial as an interval of the run (and a line on stderr for people).
+/// Each trial as an interval of the run (and a line on stderr for people,
+/// with the campaign's progress when shown).
 struct TrialLog {
     n: usize,
     last_end: f64,
     t0: Instant,
     human: bool,
+    progress: Option<Progress>,
 }
 
 impl TrialLog {
@@ -441,6 +451,56 @@ impl TrialLog {
         if self.human {
             eprintln!("linerate: trial {}: {}", self.n, trial_line(t));
         }
+        if let Some(p) = &mut self.progress {
+            p.trial(t);
+            // On a terminal, over the run's one-line progress, if drawn.
+            let clear = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+                "\r\x1b[K"
+            } else {
+                ""
+            };
+            eprintln!("{clear}linerate: progress: {}", p.line(self.t0.elapsed()));
+        }
+    }
+}
+
+/// Progress is for people: shown on a terminal, or when asked.
+fn show_progress(a: &Rfc2544Args) -> bool {
+    use std::io::IsTerminal;
+    a.progress || std::io::stderr().is_terminal()
+}
+
+/// What the campaign will run, for its progress: a search per frame size
+/// and loss ratio (throughput), then the other tests' trials at most.
+fn plan(a: &Rfc2544Args, sizes: &[FrameSize], settings: &Settings) -> Plan {
+    let want = |name: &str| a.tests.iter().any(|t| t == name);
+    let searches = if want("throughput") {
+        (sizes.iter())
+            .flat_map(|s| a.loss_ratio.iter().map(move |_| s.clone()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let latency = if want("latency") {
+        sizes.len() * a.latency_load.len()
+    } else {
+        0
+    };
+    let others: usize = (sizes.iter())
+        .map(|size| {
+            let b2b = want("back-to-back").then(|| {
+                let max_burst = (settings.max_fps(size) * a.b2b_max).round().max(1.0);
+                (max_burst as u64, a.b2b_repeats)
+            });
+            bounded_trials(want("loss"), b2b)
+        })
+        .sum();
+    Plan {
+        searches,
+        after: latency + others,
+        trial_guess: settings.trial_time
+            + Duration::from_secs_f64(a.drain.max(0.0) + a.warmup.max(0.0)),
+        settings: settings.clone(),
     }
 }
 
@@ -475,6 +535,9 @@ impl Session<'_> {
     fn tests(&mut self, run: &mut Run, o: &mut Rfc2544Outcome) -> Result<(), String> {
         if self.want("throughput") {
             self.throughput(run, o)?;
+        }
+        if let Some(p) = &mut self.log.progress {
+            p.searches_done();
         }
         if self.want("latency") {
             o.latency = Some(Vec::new());
@@ -521,6 +584,9 @@ impl Session<'_> {
                     return Ok(());
                 }
                 let prior = (self.resume.as_mut()).map_or_else(Vec::new, |r| r.take(size, ratio));
+                if let Some(p) = &mut self.log.progress {
+                    p.search_started(&prior);
+                }
                 let (runner, settings, log) = (&mut *self.runner, &self.settings, &mut self.log);
                 let mut r =
                     rfc2544::throughput_resumed(runner, size, ratio, settings, prior, &mut |t| {
