@@ -13,6 +13,7 @@ pub mod neigh;
 pub mod packet_ring;
 pub mod port;
 pub mod raw;
+pub mod rtnl;
 pub mod sockopt;
 pub mod term;
 pub mod udp_batch;

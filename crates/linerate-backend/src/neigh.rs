@@ -173,65 +173,27 @@ impl Neighbour {
     }
 }
 
-const NLMSG_HDRLEN: usize = 16;
+use crate::rtnl::{NLM_F_REQUEST, NLMSG_DONE, NLMSG_ERROR, NLMSG_HDRLEN};
 const RTM_NEWNEIGH: u16 = 28;
 const RTM_GETNEIGH: u16 = 30;
-const NLMSG_DONE: u16 = 3;
-const NLMSG_ERROR: u16 = 2;
-const NLM_F_REQUEST: u16 = 1;
 const NLM_F_DUMP: u16 = 0x300;
 const NDA_DST: u16 = 1;
 const NDA_LLADDR: u16 = 2;
 
 /// The kernel's neighbour table for one family, over rtnetlink.
 fn dump(v6: bool) -> io::Result<Vec<Neighbour>> {
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-    // SAFETY: socket(2) with constant arguments; the result is checked and
-    // owned at once.
-    let fd = unsafe { libc::socket(libc::AF_NETLINK, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fd is a new, valid descriptor owned by nobody else.
-    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
-    let tv = libc::timeval {
-        tv_sec: 1,
-        tv_usec: 0,
-    };
-    // SAFETY: a valid timeval of the size passed.
-    unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            (&tv as *const libc::timeval).cast(),
-            std::mem::size_of::<libc::timeval>() as u32,
-        );
-    }
-    let mut req = [0u8; NLMSG_HDRLEN + 12];
-    let req_len = req.len() as u32;
-    req[0..4].copy_from_slice(&req_len.to_ne_bytes());
-    req[4..6].copy_from_slice(&RTM_GETNEIGH.to_ne_bytes());
-    req[6..8].copy_from_slice(&(NLM_F_REQUEST | NLM_F_DUMP).to_ne_bytes());
-    req[8..12].copy_from_slice(&1u32.to_ne_bytes());
-    req[NLMSG_HDRLEN] = if v6 { libc::AF_INET6 } else { libc::AF_INET } as u8;
-    // SAFETY: sending from a buffer of the length passed.
-    let n = unsafe { libc::send(sock.as_raw_fd(), req.as_ptr().cast(), req.len(), 0) };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let sock = crate::rtnl::socket()?;
+    let mut body = [0u8; 12];
+    body[0] = if v6 { libc::AF_INET6 } else { libc::AF_INET } as u8;
+    crate::rtnl::send(&sock, RTM_GETNEIGH, NLM_F_REQUEST | NLM_F_DUMP, &body)?;
     let mut out = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
     loop {
-        // SAFETY: receiving into a buffer of the length passed.
-        let n = unsafe { libc::recv(sock.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        let n = crate::rtnl::recv(&sock, &mut buf)?;
         if n == 0 {
             break;
         }
-        if parse_dump(&buf[..n as usize], &mut out)? {
+        if parse_dump(&buf[..n], &mut out)? {
             break;
         }
     }

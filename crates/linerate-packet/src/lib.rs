@@ -21,6 +21,8 @@ mod pool;
 pub mod profile_trials;
 pub mod rfc2544;
 pub mod rfc2544_outcome;
+pub mod rfc2544_progress;
+pub mod rfc2544_resume;
 mod rx;
 mod settings;
 mod tx;

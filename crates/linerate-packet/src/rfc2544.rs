@@ -15,7 +15,7 @@ use crate::{SinkConfig, SinkReport};
 use linerate_calc::Imix;
 use linerate_traffic::pacing::{CatchUp, Shape};
 use linerate_traffic::{FlowSpec, SizeSequence};
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -84,6 +84,13 @@ impl FrameSize {
     }
 }
 
+impl FrameSize {
+    /// A trial read back from a document before its size is given.
+    fn unnamed() -> FrameSize {
+        FrameSize::Fixed(0)
+    }
+}
+
 impl std::fmt::Display for FrameSize {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -127,7 +134,7 @@ impl MaxRate {
 }
 
 /// One direction of a bidirectional trial.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 pub struct Direction {
     pub sent: u64,
     pub received: u64,
@@ -138,9 +145,12 @@ pub struct Direction {
     pub loss_ratio: f64,
 }
 
-/// One trial as it was run and judged.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+/// One trial as it was run and judged (read back from a document by
+/// `--resume`, which gives it its frame size: a document has the size's
+/// name only).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Trial {
+    #[serde(skip_deserializing, default = "FrameSize::unnamed")]
     pub frame_size: FrameSize,
     /// The rate asked for, frames/s.
     pub asked_fps: f64,
@@ -169,7 +179,7 @@ pub struct Trial {
     /// on the way, took frames no faster (or queued what it could not
     /// forward), or this host could not send faster. A pass is judged at
     /// the lower of the two rates: without loss the device passed that.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub held_back: bool,
     /// min, mean, p50, p99, max one-way latency (ns), where measured.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -194,7 +204,7 @@ pub struct Trial {
     pub spoiled: Option<String>,
     /// Cut short by a stop (SIGINT, SIGTERM): what it counted says nothing
     /// of the device; not scored, and the campaign ends after it.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
 }
 
@@ -213,10 +223,55 @@ pub struct TrialShape {
     pub burst_tolerance: u32,
 }
 
+/// The one `measured_by` a trial's shape has.
+const SHAPE_MEASURED_BY: &str = "sender, its own clock against its schedule";
+
+/// A [`TrialShape`] as a document has it (read back by `--resume`).
+#[derive(Deserialize)]
+struct TrialShapeIn {
+    measured_by: String,
+    catch_up: String,
+    late_wakeups: u64,
+    max_late_us: f64,
+    max_burst: u64,
+    skipped: u64,
+    burst_tolerance: u32,
+}
+
+impl TryFrom<TrialShapeIn> for TrialShape {
+    type Error = String;
+
+    fn try_from(s: TrialShapeIn) -> Result<Self, String> {
+        Ok(TrialShape {
+            measured_by: one_of(&s.measured_by, &[SHAPE_MEASURED_BY])?,
+            catch_up: one_of(&s.catch_up, &[CatchUp::Skip.name(), CatchUp::Burst.name()])?,
+            late_wakeups: s.late_wakeups,
+            max_late_us: s.max_late_us,
+            max_burst: s.max_burst,
+            skipped: s.skipped,
+            burst_tolerance: s.burst_tolerance,
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for TrialShape {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        TrialShapeIn::deserialize(d)?
+            .try_into()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// `s`, which must be one of `known` (as the `'static` one).
+fn one_of(s: &str, known: &[&'static str]) -> Result<&'static str, String> {
+    (known.iter().find(|k| **k == s).copied())
+        .ok_or_else(|| format!("'{s}' is not one of {known:?}"))
+}
+
 impl TrialShape {
     fn of(s: &Shape, pace: &Pace, size: &FrameSize) -> TrialShape {
         TrialShape {
-            measured_by: "sender, its own clock against its schedule",
+            measured_by: SHAPE_MEASURED_BY,
             catch_up: pace.catch_up.name(),
             late_wakeups: s.late_wakeups,
             max_late_us: s.max_late_ns as f64 / 1e3,
@@ -681,6 +736,130 @@ impl Bounds {
     }
 }
 
+/// A throughput search's state: its bounds, the best pass, the trials so
+/// far and the rate to ask next.
+struct Search {
+    bounds: Bounds,
+    best: Option<Trial>,
+    trials: Vec<Trial>,
+    held_back: bool,
+    bidirectional: bool,
+    rate: f64,
+    scored: usize,
+}
+
+impl Search {
+    fn new(max: f64) -> Self {
+        Search {
+            bounds: Bounds { lo: 0.0, hi: max },
+            best: None,
+            trials: Vec::new(),
+            held_back: false,
+            bidirectional: false,
+            rate: max.round().max(1.0),
+            scored: 0,
+        }
+    }
+
+    /// Takes a scored trial asked at `self.rate`: whether the search ends
+    /// (converged or not) after it, else the next rate is set.
+    fn take(&mut self, t: Trial, s: &Settings) -> Option<bool> {
+        self.scored += 1;
+        self.bidirectional |= t.directions.is_some();
+        let skipped_much = skipped_beyond_margin(&t, s.offered_min).is_some();
+        if self.bounds.take(&t, self.rate, skipped_much) {
+            self.best = Some(t.clone());
+        }
+        let held_back_pass = t.passed && t.held_back;
+        self.held_back |= held_back_pass;
+        self.trials.push(t);
+        if self.bounds.closed(s.resolution) {
+            return Some(true);
+        }
+        if self.scored >= s.max_trials.max(1) {
+            return Some(false);
+        }
+        self.rate = self.bounds.next(held_back_pass, s.resolution);
+        None
+    }
+
+    /// Takes the trials of an earlier run of this search, as they ran
+    /// (`--resume`): spoiled ones stand where they ran, the one a stop cut
+    /// short is dropped (it runs again), the others are scored at the rate
+    /// each was asked. Whether the search ended with them.
+    fn replay(&mut self, prior: Vec<Trial>, s: &Settings) -> Option<bool> {
+        for t in prior {
+            if t.interrupted {
+                continue;
+            }
+            if t.spoiled.is_some() {
+                self.trials.push(t);
+                continue;
+            }
+            self.rate = t.asked_fps;
+            if let Some(end) = self.take(t, s) {
+                return Some(end);
+            }
+        }
+        None
+    }
+
+    fn result(
+        self,
+        size: &FrameSize,
+        loss_allowed: f64,
+        max: f64,
+        (converged, interrupted): (bool, bool),
+    ) -> Throughput {
+        let rate_fps = self.best.as_ref().map_or(0.0, Trial::tested_fps);
+        let (l1, l2) = bits(rate_fps, size);
+        Throughput {
+            frame_size: size.clone(),
+            mean_frame_size: size.mean(),
+            bidirectional: self.bidirectional,
+            loss_allowed,
+            rate_fps,
+            rate_l1_bps: l1,
+            rate_l2_bps: l2,
+            loss_ratio: self.best.as_ref().map_or(1.0, |b| b.loss_ratio),
+            of_max: rate_fps / max,
+            held_back: self.held_back,
+            converged,
+            spoiled_trials: self.trials.iter().filter(|t| t.spoiled.is_some()).count(),
+            interrupted,
+            trials: self.trials,
+        }
+    }
+}
+
+/// Trials a throughput search for `size` still needs after `prior` (its
+/// trials so far, in order), estimated from the bounds they set: the
+/// halvings from the interval to the resolution, at most what
+/// `max_trials` leaves; none when the search has ended.
+pub fn trials_left(prior: &[Trial], size: &FrameSize, s: &Settings) -> usize {
+    let mut search = Search::new(s.max_fps(size));
+    if search.replay(prior.to_vec(), s).is_some() {
+        return 0;
+    }
+    let Bounds { lo, hi } = search.bounds;
+    let halvings = if search.scored == 0 {
+        // the first trial at the maximum, then the search from 0 to it
+        1 + halvings_to(hi, hi, s.resolution)
+    } else {
+        halvings_to(hi - lo, hi, s.resolution)
+    };
+    halvings.min(s.max_trials.max(1).saturating_sub(search.scored))
+}
+
+/// Halvings of `width` until it is within `resolution` of `hi`.
+fn halvings_to(width: f64, hi: f64, resolution: f64) -> usize {
+    let floor = (resolution * hi).max(1.0);
+    if width <= floor {
+        return 1;
+    }
+    (width / floor).log2().ceil().max(1.0) as usize
+}
+
 /// RFC 2544 26.1, binary search: the first trial at the maximum; then
 /// halving between the highest pass and the lowest failure until they are
 /// within the resolution of the rate (relative to it, not to the
@@ -694,15 +873,27 @@ pub fn throughput(
     s: &Settings,
     on_trial: &mut dyn FnMut(&Trial),
 ) -> Result<Throughput, String> {
+    throughput_resumed(runner, size, loss_allowed, s, Vec::new(), on_trial)
+}
+
+/// [`throughput`], picked up from the trials an earlier run of the same
+/// search finished (`prior`, in the order they ran): they are taken as
+/// they were judged, and trials run only where they left the search open
+/// (a search that had ended runs none and gives the same result).
+pub fn throughput_resumed(
+    runner: &mut dyn TrialRunner,
+    size: &FrameSize,
+    loss_allowed: f64,
+    s: &Settings,
+    prior: Vec<Trial>,
+    on_trial: &mut dyn FnMut(&Trial),
+) -> Result<Throughput, String> {
     let max = s.max_fps(size);
-    let mut bidirectional = false;
-    let mut bounds = Bounds { lo: 0.0, hi: max };
-    let mut best: Option<Trial> = None;
-    let mut trials = Vec::new();
-    let mut held_back = false;
-    let mut rate = max.round().max(1.0);
+    let mut search = Search::new(max);
+    if let Some(converged) = search.replay(prior, s) {
+        return Ok(search.result(size, loss_allowed, max, (converged, false)));
+    }
     let mut spoiled = Vec::new();
-    let mut scored = 0;
     let mut interrupted = false;
     let converged = loop {
         if runner.interrupted() {
@@ -712,7 +903,7 @@ pub fn throughput(
         // A pass whose sender skipped more departures than the offered
         // margin allows tested the rate it offered; one no higher than a
         // rate passed before taught the search nothing: run again.
-        let (lo, om) = (bounds.lo, s.offered_min);
+        let (lo, om) = (search.bounds.lo, s.offered_min);
         let uninformative = |t: &Trial| {
             if !t.passed || t.tested_fps() > lo {
                 return None;
@@ -728,7 +919,7 @@ pub fn throughput(
             runner,
             &TrialSpec {
                 frame_size: size.clone(),
-                rate_fps: rate,
+                rate_fps: search.rate,
                 duration: s.trial_time,
                 frames: None,
                 pace: s.pace,
@@ -740,46 +931,17 @@ pub fn throughput(
             &mut spoiled,
         )?;
         // Spoiled trials stand in the list where they ran, not scored.
-        trials.append(&mut spoiled);
+        search.trials.append(&mut spoiled);
         if t.interrupted {
-            trials.push(t);
+            search.trials.push(t);
             interrupted = true;
             break false;
         }
-        scored += 1;
-        bidirectional |= t.directions.is_some();
-        if bounds.take(&t, rate, skipped_beyond_margin(&t, s.offered_min).is_some()) {
-            best = Some(t.clone());
+        if let Some(converged) = search.take(t, s) {
+            break converged;
         }
-        let held_back_pass = t.passed && t.held_back;
-        held_back |= held_back_pass;
-        trials.push(t);
-        if bounds.closed(s.resolution) {
-            break true;
-        }
-        if scored >= s.max_trials.max(1) {
-            break false;
-        }
-        rate = bounds.next(held_back_pass, s.resolution);
     };
-    let rate_fps = best.as_ref().map_or(0.0, Trial::tested_fps);
-    let (l1, l2) = bits(rate_fps, size);
-    Ok(Throughput {
-        frame_size: size.clone(),
-        mean_frame_size: size.mean(),
-        bidirectional,
-        loss_allowed,
-        rate_fps,
-        rate_l1_bps: l1,
-        rate_l2_bps: l2,
-        loss_ratio: best.as_ref().map_or(1.0, |b| b.loss_ratio),
-        of_max: rate_fps / max,
-        held_back,
-        converged,
-        spoiled_trials: trials.iter().filter(|t| t.spoiled.is_some()).count(),
-        interrupted,
-        trials,
-    })
+    Ok(search.result(size, loss_allowed, max, (converged, interrupted)))
 }
 
 /// Latency at a rate: one trial of `time`, its latency figures.
@@ -1275,6 +1437,75 @@ mod tests {
             max_trials: 40,
             pace: Pace::default(),
         }
+    }
+
+    /// `--resume`: a search cut short at its fourth trial, written as its
+    /// document and read back, goes on from its three finished trials to
+    /// the result an uninterrupted search finds, running only the trials
+    /// that one ran after them (the cut one again); a finished search read
+    /// back runs none and gives the same result; a file of other settings
+    /// is refused naming the field.
+    #[test]
+    fn a_resumed_search_ends_where_an_uninterrupted_one_does() {
+        use crate::rfc2544_resume::{ResumeError, Resumed};
+        let s = settings(100_000.0);
+        let size = FrameSize::Fixed(64);
+        let whole = throughput(
+            &mut Sim::new(60_000.0, 0.0, 1e9),
+            &size,
+            0.0,
+            &s,
+            &mut |_| {},
+        )
+        .unwrap();
+        let mut cut_sim = Sim::new(60_000.0, 0.0, 1e9);
+        cut_sim.stop_in = 4;
+        let cut = throughput(&mut cut_sim, &size, 0.0, &s, &mut |_| {}).unwrap();
+        assert!(cut.interrupted);
+        let config = serde_json::json!({"sizes": [64], "trial_time_s": 1.0});
+        let doc =
+            |t: &Throughput| serde_json::json!({"config": config, "throughput": [t]}).to_string();
+        let mut resumed = Resumed::parse(&doc(&cut), &config).unwrap();
+        assert_eq!(resumed.trials(), 4);
+        let mut sim = Sim::new(60_000.0, 0.0, 1e9);
+        let prior = resumed.take(&size, 0.0);
+        let r = throughput_resumed(&mut sim, &size, 0.0, &s, prior, &mut |_| {}).unwrap();
+        assert!(!r.interrupted && r.converged, "{r:?}");
+        assert_eq!(r.rate_fps, whole.rate_fps);
+        assert_eq!(
+            r.trials, whole.trials,
+            "the same trials, as they were judged"
+        );
+        assert_eq!(sim.trials, whole.trials.len() - 3);
+        let mut again = Resumed::parse(&doc(&r), &config).unwrap();
+        let mut idle = Sim::new(1.0, 0.0, 1.0);
+        let prior = again.take(&size, 0.0);
+        let same = throughput_resumed(&mut idle, &size, 0.0, &s, prior, &mut |_| {}).unwrap();
+        assert_eq!((idle.trials, same.rate_fps), (0, whole.rate_fps));
+        assert!(same.converged);
+        let other = serde_json::json!({"sizes": [64], "trial_time_s": 2.0});
+        match Resumed::parse(&doc(&cut), &other) {
+            Err(
+                e @ ResumeError::Differs {
+                    field: "trial_time_s",
+                    ..
+                },
+            ) => {
+                assert!(e.to_string().contains("trial_time_s is 1.0"), "{e}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let lines = format!(
+            "{{\"event\":\"start\"}}\n{}\n",
+            serde_json::json!({
+                "event": "end", "data": {"result": serde_json::from_str::<serde_json::Value>(&doc(&cut)).unwrap()}
+            })
+        );
+        assert_eq!(Resumed::parse(&lines, &config).unwrap().trials(), 4);
+        assert!(matches!(
+            Resumed::parse("not json", &config),
+            Err(ResumeError::NotAResult(_))
+        ));
     }
 
     /// A stop during the fourth trial: the three before it stand, the

@@ -54,6 +54,9 @@ pub(crate) struct ServerCountsDoc<'a, C> {
     duration_s: f64,
     requests_per_s: f64,
     intervals: Vec<ServerIntervalDoc<'a, C>>,
+    /// Intervals older than the last ones kept, not listed (a server
+    /// keeps at most [`crate::INTERVALS_KEPT`]).
+    intervals_dropped: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -76,7 +79,7 @@ impl<'a, C: Tally> ServerCountsDoc<'a, C> {
         workers: &'a [(Option<usize>, C)],
         total: &'a C,
         elapsed: Duration,
-        intervals: &'a [ServerInterval<C>],
+        (intervals, intervals_dropped): (&'a [ServerInterval<C>], u64),
     ) -> Self {
         ServerCountsDoc {
             workers: (workers.iter())
@@ -94,6 +97,7 @@ impl<'a, C: Tally> ServerCountsDoc<'a, C> {
                     per_worker_requests: &i.per_worker,
                 })
                 .collect(),
+            intervals_dropped,
         }
     }
 }
@@ -144,7 +148,12 @@ impl<'a> ServerDoc<'a> {
             steering_note: &r.steering_note,
             warnings: &r.warnings,
             counted_by: "server: datagrams received and answered on its sockets",
-            shared: ServerCountsDoc::of(&r.workers, &r.total, r.elapsed, &r.intervals),
+            shared: ServerCountsDoc::of(
+                &r.workers,
+                &r.total,
+                r.elapsed,
+                (&r.intervals, r.intervals_dropped),
+            ),
         }
     }
 }
@@ -204,7 +213,12 @@ impl<'a> TcpServerDoc<'a> {
             },
             warnings: &r.warnings,
             counted_by: "server: frames received and answered on its connections",
-            shared: ServerCountsDoc::of(&r.workers, &r.total, r.elapsed, &r.intervals),
+            shared: ServerCountsDoc::of(
+                &r.workers,
+                &r.total,
+                r.elapsed,
+                (&r.intervals, r.intervals_dropped),
+            ),
         }
     }
 }

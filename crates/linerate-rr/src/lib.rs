@@ -23,7 +23,8 @@ pub use client::{
 pub use outcome::{RrClientOutcome, RrServerOutcome, RrTcpServerOutcome};
 pub use rows::{client_row, server_interval, server_row};
 pub use server::{
-    Prefix, Server, ServerConfig, ServerCounts, ServerInterval, ServerReport, Steering,
+    INTERVALS_KEPT, Prefix, Server, ServerConfig, ServerCounts, ServerInterval, ServerReport,
+    Steering,
 };
 pub use tcp::{TcpServer, TcpServerConfig, TcpServerCounts, TcpServerReport};
 

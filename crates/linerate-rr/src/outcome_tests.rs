@@ -71,6 +71,7 @@ fn server_report(steering_note: Option<String>) -> ServerReport {
             busy_poll_us: 50,
             gso: true,
             spin: false,
+            intervals_kept: 1,
         },
         local: addr("198.18.0.1:9000"),
         workers: vec![(Some(0), c), (None, c)],
@@ -83,6 +84,7 @@ fn server_report(steering_note: Option<String>) -> ServerReport {
             total: c,
             per_worker: vec![600, 400],
         }],
+        intervals_dropped: 2,
         warnings: vec!["CPU 1 not pinned".into()],
     }
 }
@@ -126,6 +128,7 @@ fn tcp_server_document_is_as_captured() {
                 idle_timeout: Duration::from_millis(2500),
                 spin: true,
                 busy_poll_us: 0,
+                intervals_kept: crate::INTERVALS_KEPT,
             },
             local: addr("[2001:db8::1]:9000"),
             workers: vec![(Some(3), c)],
@@ -137,6 +140,7 @@ fn tcp_server_document_is_as_captured() {
                 total: c,
                 per_worker: vec![500],
             }],
+            intervals_dropped: 0,
             warnings: Vec::new(),
         },
         doctor: doctor(),

@@ -59,7 +59,16 @@ pub struct ServerConfig {
     /// never sleeps in the kernel: the lowest latency a socket gives, as
     /// sockperf's `--nonblocked`).
     pub spin: bool,
+    /// Intervals kept for the end document: the last this many (0: none,
+    /// when no document that lists them is wanted); older ones are
+    /// dropped and counted, so a server that runs for days holds a
+    /// bounded memory.
+    pub intervals_kept: usize,
 }
+
+/// How many intervals a server keeps for its end document when one is
+/// wanted: an hour of one-second intervals.
+pub const INTERVALS_KEPT: usize = 3600;
 
 /// An address prefix (`198.18.0.0/15`, `2001:db8::/32`, or one address).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,7 +191,10 @@ pub struct ServerReport {
     pub elapsed: Duration,
     /// Why CPU steering is off, when it was asked for and could not be had.
     pub steering_note: Option<String>,
+    /// The last `intervals_kept` intervals, oldest first.
     pub intervals: Vec<ServerInterval>,
+    /// Intervals reported but not kept (over `intervals_kept`).
+    pub intervals_dropped: u64,
     /// What went wrong without stopping the run (a worker that could not be
     /// pinned).
     pub warnings: Vec<String>,
@@ -321,7 +333,7 @@ impl Server {
         let start = Instant::now();
         let end_flag = AtomicBool::new(false);
         let warnings = std::sync::Mutex::new(Vec::new());
-        let mut intervals = Vec::new();
+        let mut intervals = IntervalLog::new(cfg.intervals_kept);
         std::thread::scope(|s| {
             let mut handles = Vec::with_capacity(self.socks.len());
             for (i, sock) in self.socks.iter().enumerate() {
@@ -349,6 +361,7 @@ impl Server {
                 start,
                 duration: cfg.duration,
                 interval: cfg.interval,
+                intervals_kept: cfg.intervals_kept,
             };
             intervals = supervise(&clock, stop, &end_flag, handles, &shared, &mut on_interval);
         });
@@ -366,7 +379,8 @@ impl Server {
             total,
             elapsed: start.elapsed(),
             steering_note: self.steering_note,
-            intervals,
+            intervals_dropped: intervals.dropped,
+            intervals: intervals.kept.into(),
             warnings: warnings.into_inner().unwrap_or_default(),
         }
     }
@@ -400,12 +414,45 @@ pub(crate) struct Clock {
     pub(crate) start: Instant,
     pub(crate) duration: Option<Duration>,
     pub(crate) interval: Option<Duration>,
+    pub(crate) intervals_kept: usize,
+}
+
+/// A server's intervals for its end document: the last `cap` of them,
+/// and how many older ones were dropped.
+#[derive(Debug)]
+pub(crate) struct IntervalLog<C> {
+    pub(crate) kept: std::collections::VecDeque<ServerInterval<C>>,
+    cap: usize,
+    pub(crate) dropped: u64,
+}
+
+impl<C> IntervalLog<C> {
+    pub(crate) fn new(cap: usize) -> Self {
+        IntervalLog {
+            kept: std::collections::VecDeque::with_capacity(cap.min(64)),
+            cap,
+            dropped: 0,
+        }
+    }
+
+    fn push(&mut self, iv: ServerInterval<C>) {
+        if self.cap == 0 {
+            self.dropped += 1;
+            return;
+        }
+        if self.kept.len() == self.cap {
+            self.kept.pop_front();
+            self.dropped += 1;
+        }
+        self.kept.push_back(iv);
+    }
 }
 
 /// The supervising thread of a server: reports each interval from the
 /// workers' published counters until `stop` or the duration, then stops
 /// the workers (`end`) and joins them, so the last interval holds every
-/// request they answered and the intervals add up to the totals.
+/// request they answered and the intervals add up to the totals. Keeps
+/// the last `clock.intervals_kept` of them for the end document.
 pub(crate) fn supervise<C: Tally>(
     clock: &Clock,
     stop: &AtomicBool,
@@ -413,8 +460,8 @@ pub(crate) fn supervise<C: Tally>(
     mut handles: Vec<std::thread::ScopedJoinHandle<'_, ()>>,
     shared: &[Arc<Mutex<C>>],
     on_interval: &mut impl FnMut(&ServerInterval<C>),
-) -> Vec<ServerInterval<C>> {
-    let mut intervals = Vec::new();
+) -> IntervalLog<C> {
+    let mut intervals = IntervalLog::new(clock.intervals_kept);
     let tick = clock.interval.unwrap_or(Duration::from_secs(3600));
     let mut last = C::default();
     let mut last_per: Vec<u64> = vec![0; shared.len()];

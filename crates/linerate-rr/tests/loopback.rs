@@ -28,6 +28,7 @@ fn server_cfg(cores: Vec<usize>, steering: Steering) -> ServerConfig {
         busy_poll_us: 0,
         gso: true,
         spin: false,
+        intervals_kept: linerate_rr::INTERVALS_KEPT,
     }
 }
 
@@ -515,5 +516,33 @@ fn impossible_settings_are_refused_before_any_traffic() {
     for cfg in bad {
         let e = run_client(&cfg, &AtomicBool::new(false), |_| {}).unwrap_err();
         assert!(matches!(e, RrError::Config(_)), "{e}");
+    }
+}
+
+/// A server keeps no interval when no document lists them, and at most
+/// its bound when one does (the older ones counted as dropped and said in
+/// the document): a server that runs for days holds a bounded memory
+/// (issue 41: it kept every interval, ~1 MiB per 15 min).
+#[test]
+fn a_server_keeps_no_interval_unless_asked_and_at_most_its_bound() {
+    for kept in [0, 3] {
+        let cfg = ServerConfig {
+            // 1 ms intervals: one each time the supervisor wakes (20 ms)
+            interval: Some(Duration::from_millis(1)),
+            duration: Some(Duration::from_millis(400)),
+            intervals_kept: kept,
+            ..server_cfg(vec![], Steering::Hash)
+        };
+        let server = Server::bind(&cfg).unwrap();
+        let mut seen = Vec::new();
+        let r = server.run(&AtomicBool::new(false), |iv| seen.push(iv.end));
+        assert!(seen.len() > 5, "{} intervals", seen.len());
+        assert_eq!(r.intervals.len(), kept, "kept");
+        assert_eq!(r.intervals_dropped as usize, seen.len() - kept);
+        let last: Vec<Duration> = r.intervals.iter().map(|i| i.end).collect();
+        assert_eq!(last, seen[seen.len() - kept..], "the last ones, in order");
+        let doc = r.json();
+        assert_eq!(doc["intervals"].as_array().unwrap().len(), kept);
+        assert_eq!(doc["intervals_dropped"], seen.len() - kept);
     }
 }

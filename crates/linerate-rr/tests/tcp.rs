@@ -29,6 +29,7 @@ fn server_cfg() -> TcpServerConfig {
         idle_timeout: Duration::from_secs(10),
         spin: false,
         busy_poll_us: 0,
+        intervals_kept: linerate_rr::INTERVALS_KEPT,
     }
 }
 
@@ -500,4 +501,25 @@ fn a_connection_per_transaction_closed_with_a_reset_leaves_no_time_wait() {
         completed > 50 && waiting > 0,
         "{waiting} in TIME_WAIT after {completed} transactions"
     );
+}
+
+/// The TCP server's intervals are bounded as the UDP server's: none kept
+/// unless a document lists them, at most the bound when one does.
+#[test]
+fn the_tcp_server_keeps_no_interval_unless_asked_and_at_most_its_bound() {
+    for kept in [0, 2] {
+        let cfg = TcpServerConfig {
+            interval: Some(Duration::from_millis(1)),
+            duration: Some(Duration::from_millis(300)),
+            intervals_kept: kept,
+            ..server_cfg()
+        };
+        let server = TcpServer::bind(&cfg).unwrap();
+        let mut seen = 0usize;
+        let r = server.run(&AtomicBool::new(false), |_| seen += 1);
+        assert!(seen > 5, "{seen} intervals");
+        assert_eq!(r.intervals.len(), kept);
+        assert_eq!(r.intervals_dropped as usize, seen - kept);
+        assert_eq!(r.json()["intervals_dropped"], seen - kept);
+    }
 }

@@ -2120,6 +2120,59 @@ fn a_receiver_that_cannot_take_its_queue_is_refused() {
     drop(first);
 }
 
+/// A second sink told `--backend af_packet` on an interface whose AF_XDP
+/// queue another sink holds: it says so at start (before its ready line),
+/// and having counted nothing of the 1,000 frames the first one counts,
+/// it fails with the reason (issue 41: "lost 0", exit 0).
+#[test]
+fn an_af_packet_sink_behind_another_xdp_program_says_so_and_fails() {
+    if skip("an_af_packet_sink_behind_another_xdp_program_says_so_and_fails") {
+        return;
+    }
+    let rig = Rig::pair().unwrap();
+    let (first, second) = support::sink_while(
+        rig.command(1, BIN)
+            .args(["sink", "--iface", "veth0", "--backend", "af_xdp"])
+            .args(["--duration", "8", "--count", "1000", "--json"]),
+        || {
+            support::sink_while(
+                rig.command(1, BIN)
+                    .args(["sink", "--iface", "veth0", "--backend", "af_packet"])
+                    .args(["--duration", "2", "--json"]),
+                || {
+                    blast(
+                        &rig,
+                        &[
+                            "--dst-ip",
+                            "198.18.0.2",
+                            "--count",
+                            "1000",
+                            "--pps",
+                            "20000",
+                        ],
+                    )
+                },
+            )
+        },
+    );
+    let first = support::json(&first.stdout);
+    assert_eq!(first["packets"], 1000, "the holder counts them: {first}");
+    let (out, sent) = second;
+    assert!(
+        sent.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    let warned = err.find("warning: an XDP program (id ").expect(&err);
+    assert!(warned < err.find("sink receiving on").expect(&err), "{err}");
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("this sink counted nothing, and an XDP program"),
+        "{err}"
+    );
+}
+
 /// `blast --dst-ip 2001:db8::2 --count 1000` with no size: the smallest
 /// frame that carries IPv6, UDP and the probe (84 bytes), not a refusal
 /// of the 64-byte default nobody asked for.

@@ -766,6 +766,85 @@ fn latency_rises_with_load_through_a_loaded_forwarder() {
     );
 }
 
+impl DutLab {
+    /// rfc2544 --json-stream over sizes 64,1518 (and `args`), sent a
+    /// SIGINT 200 ms into the 1518 B trial after the `after`th: its events,
+    /// exit status, and whether the signal was sent.
+    fn interrupted(
+        &self,
+        args: &[&str],
+        after: usize,
+    ) -> (Vec<serde_json::Value>, std::process::ExitStatus, bool) {
+        use std::io::BufRead;
+        let dut_mac = self.dut_mac();
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", &self.gen_ns, BIN, "rfc2544"])
+            .args([
+                "--tx-iface",
+                "ga",
+                "--rx-iface",
+                "gb",
+                "--dst-mac",
+                &dut_mac,
+            ])
+            .args([
+                "--src-ip",
+                "198.18.0.1",
+                "--dst-ip",
+                "198.18.1.2",
+                "--json-stream",
+            ])
+            .args(["--sizes", "64,1518", "--tests", "throughput"])
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        let stdout = child.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut events: Vec<serde_json::Value> = Vec::new();
+            let mut signalled = false;
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                let ev: serde_json::Value = serde_json::from_str(&line).unwrap();
+                events.push(ev);
+                let big = events
+                    .iter()
+                    .filter(|e| {
+                        e["event"] == "interval"
+                            && e["data"]["rows"][0]["id"]
+                                .as_str()
+                                .is_some_and(|id| id.starts_with("1518 B trial"))
+                    })
+                    .count();
+                if big >= after && !signalled {
+                    // Into the next 1518 B trial.
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+                    signalled = true;
+                }
+            }
+            (events, signalled)
+        });
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("rfc2544 did not end within 300 s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        };
+        let (events, signalled) = reader.join().unwrap();
+        (events, status, signalled)
+    }
+}
+
 /// SIGINT during the second frame size's search: the first size's
 /// result and the second's finished trials are all in the result (the
 /// `--json-stream` end's, which is `-J`'s document), the trial cut short
@@ -773,83 +852,12 @@ fn latency_rises_with_load_through_a_loaded_forwarder() {
 /// interrupted (130).
 #[test]
 fn an_interrupted_campaign_keeps_every_finished_trial() {
-    use std::io::BufRead;
     let _one = serial();
     if skip("an_interrupted_campaign_keeps_every_finished_trial") {
         return;
     }
     let lab = DutLab::new("int", "20mbit");
-    let dut_mac = lab.dut_mac();
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", &lab.gen_ns, BIN, "rfc2544"])
-        .args([
-            "--tx-iface",
-            "ga",
-            "--rx-iface",
-            "gb",
-            "--dst-mac",
-            &dut_mac,
-        ])
-        .args([
-            "--src-ip",
-            "198.18.0.1",
-            "--dst-ip",
-            "198.18.1.2",
-            "--json-stream",
-        ])
-        .args([
-            "--sizes",
-            "64,1518",
-            "--trial-time",
-            "0.5",
-            "--tests",
-            "throughput",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-    let stdout = child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut events: Vec<serde_json::Value> = Vec::new();
-        let mut signalled = false;
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let ev: serde_json::Value = serde_json::from_str(&line).unwrap();
-            events.push(ev);
-            let big = events
-                .iter()
-                .filter(|e| {
-                    e["event"] == "interval"
-                        && e["data"]["rows"][0]["id"]
-                            .as_str()
-                            .is_some_and(|id| id.starts_with("1518 B trial"))
-                })
-                .count();
-            if big >= 2 && !signalled {
-                // Into the third 1518 B trial.
-                std::thread::sleep(std::time::Duration::from_millis(200));
-                nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
-                signalled = true;
-            }
-        }
-        (events, signalled)
-    });
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("rfc2544 did not end within 300 s");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    };
-    let (events, signalled) = reader.join().unwrap();
+    let (events, status, signalled) = lab.interrupted(&["--trial-time", "0.5"], 2);
     assert!(signalled, "no second 1518 B trial: {events:#?}");
     assert_eq!(status.code(), Some(130));
     let end = events.last().unwrap();
@@ -995,4 +1003,108 @@ fn a_real_search_writes_its_html_report() {
         .count();
     assert_eq!(rows, trials + 1, "a row per trial and the head");
     assert!(html.contains("<svg"));
+}
+
+/// `--resume`: a campaign cut short in its 1518 B search, resumed from
+/// its `--json-stream` output, ends as one whole result: the 64 B search
+/// taken as it was (no trial of it runs again), the 1518 B one going on
+/// from its finished trials, none interrupted, exit 0; a command with other
+/// settings is refused naming the field.
+#[test]
+fn an_interrupted_campaign_resumes_from_its_output() {
+    let _one = serial();
+    if skip("an_interrupted_campaign_resumes_from_its_output") {
+        return;
+    }
+    let lab = DutLab::new("res", "20mbit");
+    let quick = [
+        "--trial-time",
+        "0.5",
+        "--drain",
+        "0.2",
+        "--max-rate",
+        "40Mbps",
+        "--resolution",
+        "5%",
+        // a busy 2-CPU machine spoils a debug build's trials now and then
+        "--spoiled-max",
+        "20",
+    ];
+    let (events, status, signalled) = lab.interrupted(&quick, 1);
+    assert!(
+        signalled && status.code() == Some(130),
+        "{status:?} {events:#?}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cut.jsonl");
+    let lines: Vec<String> = events.iter().map(|e| e.to_string()).collect();
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let cut = &events.last().unwrap()["data"]["result"]["throughput"];
+    let done_1518 = cut[1]["trials"].as_array().unwrap().len() - 1;
+    let file_arg = file.to_str().unwrap();
+    let dut_mac = lab.dut_mac();
+    let resume = |extra: &[&str]| {
+        Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &lab.gen_ns,
+                BIN,
+                "rfc2544",
+                "--tx-iface",
+                "ga",
+            ])
+            .args([
+                "--rx-iface",
+                "gb",
+                "--dst-mac",
+                &dut_mac,
+                "--src-ip",
+                "198.18.0.1",
+            ])
+            .args([
+                "--dst-ip",
+                "198.18.1.2",
+                "--sizes",
+                "64,1518",
+                "--resume",
+                file_arg,
+            ])
+            .args(["-J", "--progress"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let o = resume(&quick);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    // Progress for people on stderr (asked: stderr is no terminal here),
+    // none in the document.
+    assert!(err.contains("linerate: progress: trial 1 of ~"), "{err}");
+    let v = support::json(&o.stdout);
+    assert!(!v.to_string().contains("of ~"), "{v}");
+    let tp = v["throughput"].as_array().unwrap();
+    assert_eq!(tp.len(), 2, "{v}");
+    assert!(v.get("error").is_none(), "{v}");
+    assert_eq!(v["config"]["resumed_from"], file_arg);
+    assert_eq!(tp[0]["trials"], cut[0]["trials"], "64 B taken as it was");
+    let trials = tp[1]["trials"].as_array().unwrap();
+    assert!(
+        trials.iter().all(|t| t.get("interrupted").is_none()),
+        "{}",
+        tp[1]
+    );
+    assert_eq!(
+        trials[..done_1518],
+        cut[1]["trials"].as_array().unwrap()[..done_1518]
+    );
+    assert!(trials.len() > done_1518 && tp[1]["rate_fps"].as_f64().unwrap() > 0.0);
+    let mut other = quick;
+    other[1] = "1";
+    let o = resume(&other);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("trial_time_s is 0.5"),
+        "{err}"
+    );
 }

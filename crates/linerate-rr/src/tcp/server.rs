@@ -48,6 +48,9 @@ pub struct TcpServerConfig {
     pub spin: bool,
     /// SO_BUSY_POLL microseconds on each connection (0: off).
     pub busy_poll_us: u32,
+    /// Intervals kept for the end document (as the UDP server's
+    /// [`crate::ServerConfig::intervals_kept`]).
+    pub intervals_kept: usize,
 }
 
 impl TcpServerConfig {
@@ -217,7 +220,10 @@ pub struct TcpServerReport {
     pub workers: Vec<(Option<usize>, TcpServerCounts)>,
     pub total: TcpServerCounts,
     pub elapsed: Duration,
+    /// The last `intervals_kept` intervals, oldest first.
     pub intervals: Vec<ServerInterval<TcpServerCounts>>,
+    /// Intervals reported but not kept.
+    pub intervals_dropped: u64,
     pub warnings: Vec<String>,
 }
 
@@ -324,6 +330,7 @@ impl TcpServer {
                 start,
                 duration: cfg.duration,
                 interval: cfg.interval,
+                intervals_kept: cfg.intervals_kept,
             };
             supervise(&clock, stop, &end, handles, &shared, &mut on_interval)
         });
@@ -338,7 +345,8 @@ impl TcpServer {
             workers,
             total,
             elapsed: start.elapsed(),
-            intervals,
+            intervals_dropped: intervals.dropped,
+            intervals: intervals.kept.into(),
             warnings: warnings.into_inner().unwrap_or_default(),
         }
     }

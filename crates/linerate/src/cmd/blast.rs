@@ -759,7 +759,17 @@ pub fn run_sink(a: &SinkArgs, c: &Console) -> Result<u8> {
         (config, Some(a.duration.unwrap_or(SINK_UNTIL_STOPPED_S))),
         Some(doc.clone()),
         |run| {
-            let r = linerate_packet::sink(&cfg, stop.flag(), &mut { ready }, &mut |iv| {
+            // Said before the ready line, and kept to judge a run that
+            // counted nothing.
+            let mut holder = None;
+            let mut on_ready = |backend: &str| {
+                holder = xdp_holder(&a.iface, backend);
+                if let Some(h) = &holder {
+                    eprintln!("linerate: warning: {h}: this sink fails if it counts nothing");
+                }
+                ready(backend);
+            };
+            let r = linerate_packet::sink(&cfg, stop.flag(), &mut on_ready, &mut |iv| {
                 run.interval(iv)
             })?;
             let hist = (a.hist.as_ref().zip(hist_file.take()))
@@ -785,7 +795,8 @@ pub fn run_sink(a: &SinkArgs, c: &Console) -> Result<u8> {
                 .map(|e| format!("{e} (the counts are what arrived before it)"))
                 .or(capture_error)
                 .or(hist_error)
-                .or_else(|| blind(&r));
+                .or_else(|| blind(&r))
+                .or_else(|| held_elsewhere(&r, holder.as_deref()));
             Ok(Measured {
                 duration_s: r.duration_s,
                 rows,
@@ -806,7 +817,6 @@ pub fn run_sink(a: &SinkArgs, c: &Console) -> Result<u8> {
     Ok(ended.exit_code)
 }
 
-/// `sink --hist`: the latency histogram log, written whole.
 /// A sink that counted no probe frame while the sender's end markers say
 /// it sent some: it saw the markers, not the frames (another program
 /// took them, or a filter): said, and the run fails.
@@ -819,6 +829,32 @@ fn blind(r: &linerate_packet::SinkReport) -> Option<String> {
     })
 }
 
+/// Why an af_packet sink on `iface` may be blind: an XDP program is
+/// attached there (another receiver's, whose AF_XDP socket takes the
+/// frames before af_packet sees them).
+fn xdp_holder(iface: &str, backend: &str) -> Option<String> {
+    if backend != "af_packet" {
+        return None;
+    }
+    let p = linerate_backend::rtnl::xdp_program(iface).ok().flatten()?;
+    Some(format!(
+        "an XDP program (id {}, {} mode) is attached to {iface}: an AF_XDP socket behind it (another receiver's) takes frames before af_packet sees them",
+        p.id, p.mode
+    ))
+}
+
+/// A sink that counted no frame at all while an XDP program held its
+/// interface (`holder`): it was blind, not idle; the run fails.
+fn held_elsewhere(r: &linerate_packet::SinkReport, holder: Option<&str>) -> Option<String> {
+    let h = holder?;
+    (r.counts.flows.values().all(|f| f.seq.received() == 0)).then(|| {
+        format!(
+            "this sink counted nothing, and {h}: stop the other receiver, or receive with --backend af_xdp on a queue of its own"
+        )
+    })
+}
+
+/// `sink --hist`: the latency histogram log, written whole.
 fn write_hist(r: &linerate_packet::SinkReport, f: std::fs::File) -> Result<(), String> {
     let started = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

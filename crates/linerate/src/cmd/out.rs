@@ -69,6 +69,13 @@ impl OutputArgs {
         !self.json && !self.json_stream && !self.csv_to_stdout()
     }
 
+    /// Whether an output that carries the mode's end document is asked
+    /// for: `-J`, `--json-stream`'s end line, `--report` (what a server
+    /// keeps its intervals for).
+    pub fn document_wanted(&self) -> bool {
+        self.json || self.json_stream || self.report.is_some()
+    }
+
     /// Whether the run draws the live view (asked, on a terminal, and the
     /// output not going to a log file).
     fn live_view(&self, c: &Console) -> bool {

@@ -12,6 +12,8 @@ use linerate_packet::rfc2544::{
     self, DeviceRunner, FrameSize, MaxRate, Settings, Trial, TrialRunner,
 };
 use linerate_packet::rfc2544_outcome::{RepeatedRate, Rfc2544Outcome, trial_line, trial_rows};
+use linerate_packet::rfc2544_progress::{Plan, Progress, bounded_trials};
+use linerate_packet::rfc2544_resume::Resumed;
 use linerate_run::{Interval, Mode};
 use linerate_traffic::FlowSpec;
 use std::sync::Arc;
@@ -135,6 +137,19 @@ pub struct Rfc2544Args {
     /// counted (the device learns addresses, fills caches).
     #[arg(long, default_value_t = 0.0)]
     warmup: f64,
+    /// Continue from FILE, the `-J` document (or `--json-stream` output)
+    /// of an interrupted run with the same settings: its finished searches
+    /// are taken as done, the one cut short goes on from its finished
+    /// trials; the output is the whole campaign's result. Throughput
+    /// searches only are taken back; latency, loss and back-to-back run
+    /// again in full.
+    #[arg(long, value_name = "FILE")]
+    resume: Option<std::path::PathBuf>,
+    /// Show progress on stderr after each trial (trials done of the
+    /// estimated total, the time left) even when stderr is not a terminal
+    /// (on a terminal it is shown unasked).
+    #[arg(long)]
+    progress: bool,
     /// Throughput: repeat each search (per frame size and loss ratio) and
     /// report the rate found as the mean over the runs with its confidence
     /// interval (`--repeat N`, or `--ci-target 2% --max-runs M`).
@@ -201,11 +216,15 @@ pub fn run(a: &Rfc2544Args, c: &Console) -> Result<u8> {
         "resolution": a.resolution, "backend": a.backend, "bidir": a.bidir,
         "catch_up": linerate_traffic::pacing::CatchUp::from(a.catch_up).name(),
         "burst_tolerance": a.burst_tolerance, "spoiled_max": a.spoiled_max,
+        "offered_min": a.offered_min, "max_trials": a.max_trials, "drain_s": a.drain,
+        "warmup_s": a.warmup,
     });
     for (k, v) in more.as_object().into_iter().flatten() {
         config[k] = v.clone();
     }
+    let resume = resumed(a, &mut config)?;
     let t0 = Instant::now();
+    let progress = show_progress(a).then(|| Progress::new(plan(a, &sizes, &settings)));
     let mut session = Session {
         a,
         runner,
@@ -216,7 +235,9 @@ pub fn run(a: &Rfc2544Args, c: &Console) -> Result<u8> {
             last_end: 0.0,
             t0,
             human: a.out.human(),
+            progress,
         },
+        resume,
     };
     let mut interrupted = false;
     let ended = drive(
@@ -252,6 +273,24 @@ pub fn run(a: &Rfc2544Args, c: &Console) -> Result<u8> {
         return Ok(EXIT_INTERRUPTED);
     }
     Ok(ended.exit_code)
+}
+
+/// `--resume FILE`: the file's searches, its settings checked against the
+/// command's `config` (which then says where it resumed from).
+fn resumed(a: &Rfc2544Args, config: &mut serde_json::Value) -> Result<Option<Resumed>> {
+    let Some(path) = &a.resume else {
+        return Ok(None);
+    };
+    if a.repeat.asked() {
+        bail!(
+            "--resume continues one search per frame size and loss ratio: not with --repeat or --ci-target"
+        );
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("--resume {}", path.display()))?;
+    let r = Resumed::parse(&text, config)?;
+    config["resumed_from"] = serde_json::json!(path);
+    Ok(Some(r))
 }
 
 /// What the trials send, and the frame sizes searched: the flows given.
@@ -390,12 +429,14 @@ const INTERRUPTED: &str = "interrupted by a stop: every trial finished is kept, 
 /// reports it).
 const EXIT_INTERRUPTED: u8 = 130;
 
-/// Each trial as an interval of the run (and a line on stderr for people).
+/// Each trial as an interval of the run (and a line on stderr for people,
+/// with the campaign's progress when shown).
 struct TrialLog {
     n: usize,
     last_end: f64,
     t0: Instant,
     human: bool,
+    progress: Option<Progress>,
 }
 
 impl TrialLog {
@@ -407,6 +448,56 @@ impl TrialLog {
         if self.human {
             eprintln!("linerate: trial {}: {}", self.n, trial_line(t));
         }
+        if let Some(p) = &mut self.progress {
+            p.trial(t);
+            // On a terminal, over the run's one-line progress, if drawn.
+            let clear = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+                "\r\x1b[K"
+            } else {
+                ""
+            };
+            eprintln!("{clear}linerate: progress: {}", p.line(self.t0.elapsed()));
+        }
+    }
+}
+
+/// Progress is for people: shown on a terminal, or when asked.
+fn show_progress(a: &Rfc2544Args) -> bool {
+    use std::io::IsTerminal;
+    a.progress || std::io::stderr().is_terminal()
+}
+
+/// What the campaign will run, for its progress: a search per frame size
+/// and loss ratio (throughput), then the other tests' trials at most.
+fn plan(a: &Rfc2544Args, sizes: &[FrameSize], settings: &Settings) -> Plan {
+    let want = |name: &str| a.tests.iter().any(|t| t == name);
+    let searches = if want("throughput") {
+        (sizes.iter())
+            .flat_map(|s| a.loss_ratio.iter().map(move |_| s.clone()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let latency = if want("latency") {
+        sizes.len() * a.latency_load.len()
+    } else {
+        0
+    };
+    let others: usize = (sizes.iter())
+        .map(|size| {
+            let b2b = want("back-to-back").then(|| {
+                let max_burst = (settings.max_fps(size) * a.b2b_max).round().max(1.0);
+                (max_burst as u64, a.b2b_repeats)
+            });
+            bounded_trials(want("loss"), b2b)
+        })
+        .sum();
+    Plan {
+        searches,
+        after: latency + others,
+        trial_guess: settings.trial_time
+            + Duration::from_secs_f64(a.drain.max(0.0) + a.warmup.max(0.0)),
+        settings: settings.clone(),
     }
 }
 
@@ -418,6 +509,9 @@ struct Session<'a> {
     sizes: Vec<FrameSize>,
     settings: Settings,
     log: TrialLog,
+    /// `--resume`: the searches of an earlier run, taken as each search
+    /// starts.
+    resume: Option<Resumed>,
 }
 
 impl Session<'_> {
@@ -438,6 +532,9 @@ impl Session<'_> {
     fn tests(&mut self, run: &mut Run, o: &mut Rfc2544Outcome) -> Result<(), String> {
         if self.want("throughput") {
             self.throughput(run, o)?;
+        }
+        if let Some(p) = &mut self.log.progress {
+            p.searches_done();
         }
         if self.want("latency") {
             o.latency = Some(Vec::new());
@@ -483,10 +580,17 @@ impl Session<'_> {
                 if self.runner.interrupted() {
                     return Ok(());
                 }
+                let prior = (self.resume.as_mut()).map_or_else(Vec::new, |r| r.take(size, ratio));
+                if let Some(p) = &mut self.log.progress {
+                    p.search_started(&prior);
+                }
                 let (runner, settings, log) = (&mut *self.runner, &self.settings, &mut self.log);
+                let mut r =
+                    rfc2544::throughput_resumed(runner, size, ratio, settings, prior, &mut |t| {
+                        log.log(t, run)
+                    })?;
                 let mut search =
                     || rfc2544::throughput(runner, size, ratio, settings, &mut |t| log.log(t, run));
-                let mut r = search()?;
                 if r.interrupted {
                     o.throughput.push(r);
                     return Ok(());

@@ -202,6 +202,17 @@ fn seconds(what: &str, s: f64) -> Result<Option<Duration>> {
     Ok((s > 0.0).then(|| Duration::from_secs_f64(s)))
 }
 
+/// The intervals a server keeps for its end document: none when no
+/// document is wanted (a server may run for days), else the last
+/// [`linerate_rr::INTERVALS_KEPT`].
+fn intervals_kept(out: &OutputArgs) -> usize {
+    if out.document_wanted() {
+        linerate_rr::INTERVALS_KEPT
+    } else {
+        0
+    }
+}
+
 fn online_cpus() -> Vec<usize> {
     let n = std::thread::available_parallelism().map_or(1, |n| n.get());
     (0..n).collect()
@@ -236,6 +247,7 @@ fn server(a: &ServerArgs, c: &Console) -> Result<u8> {
         busy_poll_us: a.busy_poll,
         gso: !a.no_gso,
         spin: a.spin,
+        intervals_kept: intervals_kept(&a.out),
     };
     if a.busy_poll > 100_000 {
         bail!("--busy-poll is at most 100000 microseconds");
@@ -494,6 +506,7 @@ fn tcp_server(a: &ServerArgs, c: &Console) -> Result<u8> {
             .context("--idle-timeout must be above zero")?,
         spin: a.spin,
         busy_poll_us: a.busy_poll,
+        intervals_kept: intervals_kept(&a.out),
     };
     if a.busy_poll > 100_000 {
         bail!("--busy-poll is at most 100000 microseconds");
