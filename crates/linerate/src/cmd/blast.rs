@@ -477,6 +477,7 @@ fn framing(a: &BlastArgs) -> Result<Framing> {
         tcp_flags: a.tcp_flags,
         vxlan: None,
         payload: None,
+        stack: None,
     })
 }
 
