@@ -78,17 +78,28 @@ fn gre_mpls_and_icmp_flows_are_counted_and_captured_as_the_model_says() {
         String::from_utf8_lossy(&out.stderr)
     );
     let doc: Value = serde_json::from_str(stdout.trim()).unwrap();
-    for (name, check) in [
-        ("gre", gre as fn(usize, &[u8])),
-        ("mpls", mpls),
-        ("icmp", icmp),
-        ("icmpv6", icmpv6),
+    // Each flow's tuples (the least common multiple of its IP packet's
+    // fields' counts): frame n is tuple n mod that, with a probe flow id of
+    // its own, and that tuple's sequence n / that + 1.
+    for (name, check, tuples) in [
+        ("gre", gre as fn(usize, &[u8]), 4),
+        ("mpls", mpls, 2),
+        ("icmp", icmp, 6),
+        ("icmpv6", icmpv6, 4),
     ] {
+        let mut first_id = None;
         for (n, f) in frames(&doc[name], name).iter().enumerate() {
-            assert_eq!(f.len(), 124, "{name} frame {n}: 128 bytes with the FCS");
+            // (the capture keeps a frame's 128 bytes, its FCS's 4 too)
+            assert_eq!(f.len(), 128, "{name} frame {n}");
+            let f = &f[..124];
             assert_eq!(&f[..12], &mac_pair(), "{name} frame {n}");
             let p = probe_of(f).unwrap_or_else(|| panic!("{name} frame {n}: no probe"));
-            assert_eq!(p.seq, n as u64 + 1, "{name} frame {n}");
+            let id0 = *first_id.get_or_insert(p.flow_id);
+            assert_eq!(
+                (p.flow_id, p.seq),
+                (id0 + (n % tuples) as u16, (n / tuples) as u64 + 1),
+                "{name} frame {n}"
+            );
             check(n, f);
         }
     }
