@@ -1,6 +1,6 @@
 //! `linerate agent` sends flows with the OTG model's `gre`, `mpls`,
 //! `icmp` and `icmpv6` headers, driven by snappi
-//! (tests/snappi/agent_headers.py) on a veth pair: each flow's 20 frames
+//! (tests/snappi/agent_headers.py) over HTTP and over gRPC on a veth pair: each flow's 20 frames
 //! are sent and counted by the receiver (frames_tx = frames_rx, bytes
 //! too), and the receive port's capture shows every frame, decoded here
 //! field by field: frame n carries what the model gives frame n (labels,
@@ -22,6 +22,7 @@ use support::Proc;
 
 const BIN: &str = env!("CARGO_BIN_EXE_linerate");
 const PORT: u16 = 8443;
+const GRPC_PORT: u16 = 8444;
 const FRAMES: usize = 20;
 
 fn require_snappi() -> Requirement {
@@ -29,8 +30,22 @@ fn require_snappi() -> Requirement {
 }
 
 #[test]
-fn gre_mpls_and_icmp_flows_are_counted_and_captured_as_the_model_says() {
-    let test = "gre_mpls_and_icmp_flows_are_counted_and_captured_as_the_model_says";
+fn gre_mpls_and_icmp_flows_over_http_are_counted_and_captured_as_the_model_says() {
+    headers_flows(
+        "gre_mpls_and_icmp_flows_over_http_are_counted_and_captured_as_the_model_says",
+        false,
+    );
+}
+
+#[test]
+fn gre_mpls_and_icmp_flows_over_grpc_are_counted_and_captured_as_the_model_says() {
+    headers_flows(
+        "gre_mpls_and_icmp_flows_over_grpc_are_counted_and_captured_as_the_model_says",
+        true,
+    );
+}
+
+fn headers_flows(test: &str, grpc: bool) {
     if should_skip(
         test,
         &[require_root(), require_program("ip"), require_snappi()],
@@ -45,32 +60,43 @@ fn gre_mpls_and_icmp_flows_are_counted_and_captured_as_the_model_says() {
     let token = "headers-test-token-0123456789";
     let token_file = dir.path().join("token");
     std::fs::write(&token_file, format!("{token}\n")).unwrap();
+    let cert = dir.path().join("cert.pem");
     let mut agent = Proc::spawn(rig.command(0, BIN).args([
         "agent",
         "--listen",
         &format!("127.0.0.1:{PORT}"),
+        "--grpc-listen",
+        &format!("127.0.0.1:{GRPC_PORT}"),
         "--allow-iface",
         "veth0,veth1",
         "--token-file",
         token_file.to_str().unwrap(),
+        "--write-cert",
+        cert.to_str().unwrap(),
     ]));
-    support::wait_agent(&rig, 0, PORT, &mut agent);
+    let port = if grpc { GRPC_PORT } else { PORT };
+    support::wait_agent(&rig, 0, port, &mut agent);
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/snappi/agent_headers.py");
-    let out = rig
-        .command(0, python.to_str().unwrap())
-        .arg(&script)
-        .args([
-            "--location",
-            &format!("https://127.0.0.1:{PORT}"),
-            "--token",
-            token,
-            "--tx",
-            "veth0",
-            "--rx",
-            "veth1",
-        ])
-        .output()
-        .unwrap();
+    let location = if grpc {
+        format!("127.0.0.1:{GRPC_PORT}")
+    } else {
+        format!("https://127.0.0.1:{PORT}")
+    };
+    let mut cmd = rig.command(0, python.to_str().unwrap());
+    cmd.arg(&script).args([
+        "--location",
+        &location,
+        "--token",
+        token,
+        "--tx",
+        "veth0",
+        "--rx",
+        "veth1",
+    ]);
+    if grpc {
+        cmd.args(["--grpc", "--cert", cert.to_str().unwrap()]);
+    }
+    let out = cmd.output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),

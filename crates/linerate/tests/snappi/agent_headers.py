@@ -7,7 +7,7 @@ prints one JSON document for the Rust test
 its captured frames (those from the flow's source MAC), in order, as hex.
 
     agent_headers.py --location https://127.0.0.1:8443 --token T \
-        --tx veth0 --rx veth1
+        --tx veth0 --rx veth1 [--grpc --cert cert.pem]
 """
 import argparse
 import json
@@ -93,9 +93,21 @@ def icmpv6(api, tx, rx):
 
 
 def api_for(args):
-    api = snappi.api(location=args.location, verify=False)
-    # snappi has no option for it: the session's headers carry it.
-    api._transport._session.headers["Authorization"] = "Bearer " + args.token
+    if not args.grpc:
+        api = snappi.api(location=args.location, verify=False)
+        # snappi has no option for it: the session's headers carry it.
+        api._transport._session.headers["Authorization"] = "Bearer " + args.token
+        return api
+    import grpc
+    from snappi import otg_pb2_grpc
+
+    api = snappi.api(location=args.location, transport="grpc")
+    creds = grpc.composite_channel_credentials(
+        grpc.ssl_channel_credentials(open(args.cert, "rb").read()),
+        grpc.access_token_call_credentials(args.token),
+    )
+    api._channel = grpc.secure_channel(args.location, creds)
+    api._stub = otg_pb2_grpc.OpenapiStub(api._channel)
     return api
 
 
@@ -143,6 +155,8 @@ def main():
     p.add_argument("--token", required=True)
     p.add_argument("--tx", required=True)
     p.add_argument("--rx", required=True)
+    p.add_argument("--grpc", action="store_true")
+    p.add_argument("--cert")
     args = p.parse_args()
     api = api_for(args)
     src = bytes(int(x, 16) for x in SRC_MAC.split(":"))
