@@ -3,8 +3,8 @@
 //! model says), and what is not taken refused by path in one answer.
 
 use super::*;
-use linerate_traffic::stack::{Gre, Label, Stack};
 use linerate_traffic::flows::Range;
+use linerate_traffic::stack::{Gre, Label, Stack};
 use linerate_wire::Probe;
 
 fn agent() -> Agent {
@@ -106,19 +106,21 @@ fn gre_frames_byte_for_byte() {
             reserved1: 0,
         })
     );
-    let want = hex(
-        "020000000002 020000000001 0800
+    let want = hex("020000000002 020000000001 0800
          45 00 004e 0000 4000 40 2f ac59 c6120101 c6120102
          8000 0800 0457 0000
          45 00 0032 0000 4000 40 11 ae93 c6120001 c6120002
          1388 1770 001e 9d8b
-         a901 0000 0000000000000001 000000000000 00010203",
-    );
+         a901 0000 0000000000000001 000000000000 00010203");
     assert_eq!(frame(&a, 0), want);
     // Frame n: destination port 6000 + n mod 3.
     for n in 1..7u64 {
         let b = frame(&a, n);
-        assert_eq!(&b[64..66], &(6000 + (n % 3) as u16).to_be_bytes(), "frame {n}");
+        assert_eq!(
+            &b[64..66],
+            &(6000 + (n % 3) as u16).to_be_bytes(),
+            "frame {n}"
+        );
         assert_eq!(linerate_wire::probe_of(&b).map(|p| p.seq), Some(1));
     }
 }
@@ -178,12 +180,10 @@ fn icmp_and_icmpv6_echo_frames_byte_for_byte() {
     let r = post(&a, &config(packet, 64));
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(stack(&a).icmp, Some((8, 0)));
-    let want = hex(
-        "020000000002 020000000001 0800
+    let want = hex("020000000002 020000000001 0800
          45 00 002e 0000 4000 40 01 aea7 c6120001 c6120002
          08 00 4ef2 0001 000a
-         a901 0000 0000000000000001 000000000000",
-    );
+         a901 0000 0000000000000001 000000000000");
     assert_eq!(frame(&a, 0), want);
     for n in 0..9u64 {
         let b = frame(&a, n);
@@ -197,12 +197,10 @@ fn icmp_and_icmpv6_echo_frames_byte_for_byte() {
     let r = post(&a, &config(packet, 84));
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(stack(&a).icmp, Some((128, 0)));
-    let want = hex(
-        "020000000002 020000000001 86dd
+    let want = hex("020000000002 020000000001 86dd
          60000000 001a 3a 40 20010db8000000000000000000000001 20010db8000000000000000000000002
          80 00 68f8 1234 0007
-         a901 0000 0000000000000001 000000000000",
-    );
+         a901 0000 0000000000000001 000000000000");
     assert_eq!(frame(&a, 0), want);
 }
 
@@ -214,19 +212,65 @@ fn what_these_headers_do_not_take_is_refused_by_path_in_one_answer() {
     let mpls = |m: Value| json!([eth(), {"choice": "mpls", "mpls": m}, ipv4("198.18.0.1", "198.18.0.2"), udp()]);
     let icmp = |e: Value| json!([eth(), ipv4("198.18.0.1", "198.18.0.2"), {"choice": "icmp", "icmp": {"echo": e}}]);
     let cases = [
-        (gre(json!({"protocol": v(json!(0x86dd))})), "flows[0].packet[2].gre.protocol", "0x0800 (auto)"),
-        (gre(json!({"reserved0": v(json!(0x800))})), "flows[0].packet[2].gre.reserved0", "RFC 1701"),
-        (gre(json!({"checksum": {"choice": "custom", "custom": 1}})), "flows[0].packet[2].gre.checksum", "good checksums"),
+        (
+            gre(json!({"protocol": v(json!(0x86dd))})),
+            "flows[0].packet[2].gre.protocol",
+            "0x0800 (auto)",
+        ),
+        (
+            gre(json!({"reserved0": v(json!(0x800))})),
+            "flows[0].packet[2].gre.reserved0",
+            "RFC 1701",
+        ),
+        (
+            gre(json!({"checksum": {"choice": "custom", "custom": 1}})),
+            "flows[0].packet[2].gre.checksum",
+            "good checksums",
+        ),
         (gre(json!({"key": 1})), "flows[0].packet[2].gre.key", ""),
-        (json!([eth(), {"choice": "ipv4", "ipv4": {"src": {"choice": "increment", "increment": {"start": "198.18.1.1", "count": 2}}}},
-            {"choice": "gre"}, ipv4("198.18.0.1", "198.18.0.2"), udp()]), "flows[0].packet[1].ipv4.src", "one value of an outer"),
-        (mpls(json!({"bottom_of_stack": {"choice": "values", "values": [0, 1]}})), "flows[0].packet[1].mpls.bottom_of_stack", "value or auto"),
-        (mpls(json!({"label": {"choice": "value", "value": 1 << 20}})), "flows[0].packet[1].mpls.label.value", "above"),
-        (mpls(json!({"label": {"choice": "value", "value": 16, "metric_tags": [{"name": "l"}]}})), "flows[0].packet[1].mpls.label.metric_tags", "not supported"),
-        (icmp(json!({"type": v(json!(3))})), "flows[0].packet[2].icmp.echo.type", "echo requests (8) or replies (0)"),
-        (icmp(json!({"identifier": {"choice": "random"}})), "flows[0].packet[2].icmp.echo.identifier.choice", ""),
-        (json!([eth(), {"choice": "ipv6"}, {"choice": "icmp"}]), "flows[0].packet", "icmpv6 (over ipv6)"),
-        (json!([eth(), ipv4("198.18.0.1", "198.18.0.2"), {"choice": "gre"}, udp()]), "flows[0].packet", "then gre"),
+        (
+            json!([eth(), {"choice": "ipv4", "ipv4": {"src": {"choice": "increment", "increment": {"start": "198.18.1.1", "count": 2}}}},
+            {"choice": "gre"}, ipv4("198.18.0.1", "198.18.0.2"), udp()]),
+            "flows[0].packet[1].ipv4.src",
+            "one value of an outer",
+        ),
+        (
+            mpls(json!({"bottom_of_stack": {"choice": "values", "values": [0, 1]}})),
+            "flows[0].packet[1].mpls.bottom_of_stack",
+            "value or auto",
+        ),
+        (
+            mpls(json!({"label": {"choice": "value", "value": 1 << 20}})),
+            "flows[0].packet[1].mpls.label.value",
+            "above",
+        ),
+        (
+            mpls(
+                json!({"label": {"choice": "value", "value": 16, "metric_tags": [{"name": "l"}]}}),
+            ),
+            "flows[0].packet[1].mpls.label.metric_tags",
+            "not supported",
+        ),
+        (
+            icmp(json!({"type": v(json!(3))})),
+            "flows[0].packet[2].icmp.echo.type",
+            "echo requests (8) or replies (0)",
+        ),
+        (
+            icmp(json!({"identifier": {"choice": "random"}})),
+            "flows[0].packet[2].icmp.echo.identifier.choice",
+            "",
+        ),
+        (
+            json!([eth(), {"choice": "ipv6"}, {"choice": "icmp"}]),
+            "flows[0].packet",
+            "icmpv6 (over ipv6)",
+        ),
+        (
+            json!([eth(), ipv4("198.18.0.1", "198.18.0.2"), {"choice": "gre"}, udp()]),
+            "flows[0].packet",
+            "then gre",
+        ),
     ];
     let mut doc = config(json!([]), 128);
     let flow = doc["flows"][0].clone();
@@ -260,7 +304,10 @@ fn what_these_headers_do_not_take_is_refused_by_path_in_one_answer() {
     let r = post(&a, &doc);
     assert_eq!(r.status, 400, "{}", r.body);
     let e = r.body["errors"][0].as_str().unwrap();
-    assert!(e.starts_with("flows[0].size:") && e.contains("needs at least 88"), "{e}");
+    assert!(
+        e.starts_with("flows[0].size:") && e.contains("needs at least 88"),
+        "{e}"
+    );
     doc["flows"][0]["size"]["fixed"] = json!(88);
     assert_eq!(post(&a, &doc).status, 200);
 }

@@ -1183,7 +1183,12 @@ fn values_range(p: &Obj, kind: Kind, values: Option<&[Value]>) -> Result<Range, 
 }
 
 /// A pattern that must be a range (the model has no auto for it).
-pub(crate) fn ranged(parent: &Obj, key: &'static str, kind: Kind, default: u128) -> Result<Range, Invalid> {
+pub(crate) fn ranged(
+    parent: &Obj,
+    key: &'static str,
+    kind: Kind,
+    default: u128,
+) -> Result<Range, Invalid> {
     match pattern(parent, key, kind, default, false)? {
         Field::Range(r) => Ok(r),
         Field::Auto => unreachable!("no auto without auto_default"),

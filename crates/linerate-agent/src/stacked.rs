@@ -14,8 +14,8 @@
 
 use crate::json::{Invalid, Obj, invalid};
 use crate::model::{
-    Field, Headers, Kind, body, ethernet_typed, good_checksum, ipv4_header, ipv6_header,
-    pattern, ranged, ranged_random, single, vlan_tag,
+    Field, Headers, Kind, body, ethernet_typed, good_checksum, ipv4_header, ipv6_header, pattern,
+    ranged, ranged_random, single, vlan_tag,
 };
 use linerate_traffic::flows::Range;
 use linerate_traffic::stack::{ETHERTYPE_MPLS, Gre, LABELS_MAX, Label, Stack};
@@ -43,12 +43,7 @@ struct Shape {
 }
 
 fn shape(path: &str, names: &[&str]) -> Result<Shape, Invalid> {
-    let bad = || {
-        invalid(
-            path,
-            format!("headers [{}]: {SHAPE}", names.join(", ")),
-        )
-    };
+    let bad = || invalid(path, format!("headers [{}]: {SHAPE}", names.join(", ")));
     if names.first() != Some(&"ethernet") {
         return Err(bad());
     }
@@ -166,7 +161,13 @@ fn transport(kind: &str, l4: &Obj) -> Result<Transport, Invalid> {
     let (src_port, src_random) = ranged_random(l4, "src_port", Kind::Bits(16))?;
     let (dst_port, dst_random) = ranged_random(l4, "dst_port", Kind::Bits(16))?;
     let tcp_flags = crate::model::l4_rest(l4, kind == "tcp")?;
-    Ok((src_port, dst_port, [src_random, dst_random], tcp_flags, None))
+    Ok((
+        src_port,
+        dst_port,
+        [src_random, dst_random],
+        tcp_flags,
+        None,
+    ))
 }
 
 /// An `icmp` or `icmpv6` header's echo: identifier, sequence number,
@@ -228,7 +229,11 @@ fn label(m: &Obj) -> Result<Label, Invalid> {
 
 /// GRE's outer IP header (one value of each field) and its `gre` header;
 /// `inner`: the inner packet's EtherType (the protocol's auto).
-fn gre(path: &str, (ip_h, gre_h): (&(&str, Obj), &(&str, Obj)), inner: u16) -> Result<Gre, Invalid> {
+fn gre(
+    path: &str,
+    (ip_h, gre_h): (&(&str, Obj), &(&str, Obj)),
+    inner: u16,
+) -> Result<Gre, Invalid> {
     let v6 = ip_h.0 == "ipv6";
     let ipo = body(ip_h)?;
     let ip = if v6 {

@@ -152,9 +152,7 @@ impl Stack {
     ) -> Result<(), TemplateError> {
         let ipv6 = flow.src_ip.is_ipv6();
         if ipv6 != flow.dst_ip.is_ipv6()
-            || self
-                .gre
-                .is_some_and(|g| g.src.is_ipv6() != g.dst.is_ipv6())
+            || self.gre.is_some_and(|g| g.src.is_ipv6() != g.dst.is_ipv6())
         {
             return Err(TemplateError::Family);
         }
@@ -218,7 +216,9 @@ impl Stack {
         emit_ethernet(b, (flow.src_mac, flow.dst_mac), framing.vlan, ethertype);
         for (i, l) in self.mpls.iter().enumerate() {
             let last = i + 1 == self.mpls.len();
-            let bos = l.bottom_of_stack.map_or(u32::from(last), |v| u32::from(v & 1));
+            let bos = l
+                .bottom_of_stack
+                .map_or(u32::from(last), |v| u32::from(v & 1));
             let word = value(&l.label, n, 20) << 12
                 | value(&l.traffic_class, n, 3) << 9
                 | bos << 8
@@ -244,7 +244,13 @@ impl Stack {
             (None, _) => ip_proto::UDP,
         };
         let ttl = if framing.ttl == 0 { 64 } else { framing.ttl };
-        emit_ip(&mut b[..l4], (flow.src_ip, flow.dst_ip), protocol, l4_len, (framing.dscp, ttl));
+        emit_ip(
+            &mut b[..l4],
+            (flow.src_ip, flow.dst_ip),
+            protocol,
+            l4_len,
+            (framing.dscp, ttl),
+        );
         match self.icmp {
             None => emit_l4(&mut b[l4..], flow, framing, l4_len),
             Some((kind, code)) => {
@@ -298,7 +304,13 @@ fn emit_ethernet(b: &mut [u8], macs: (MacAddr, MacAddr), vlan: Option<(u16, u8)>
 
 /// An IPv4 (identification 0, DF) or IPv6 header for `payload_len` bytes
 /// of `protocol`; `(dscp, ttl)`.
-fn emit_ip(b: &mut [u8], (src, dst): (IpAddr, IpAddr), protocol: u8, payload_len: usize, (dscp, ttl): (u8, u8)) {
+fn emit_ip(
+    b: &mut [u8],
+    (src, dst): (IpAddr, IpAddr),
+    protocol: u8,
+    payload_len: usize,
+    (dscp, ttl): (u8, u8),
+) {
     match (src, dst) {
         (IpAddr::V4(s), IpAddr::V4(d)) => Ipv4Repr {
             src: s,
@@ -338,9 +350,16 @@ fn v6(a: IpAddr) -> std::net::Ipv6Addr {
 /// packet.
 fn emit_gre(b: &mut [u8], g: &Gre, gre_at: usize, inner: u16) {
     let gre_len = b.len() - gre_at;
-    emit_ip(&mut b[..gre_at], (g.src, g.dst), linerate_wire::parse::GRE, gre_len, (g.dscp, g.ttl));
+    emit_ip(
+        &mut b[..gre_at],
+        (g.src, g.dst),
+        linerate_wire::parse::GRE,
+        gre_len,
+        (g.dscp, g.ttl),
+    );
     let h = &mut b[gre_at..];
-    let first = u16::from(g.checksum_present) << 15 | (g.reserved0 & 0xfff) << 3 | u16::from(g.version & 7);
+    let first =
+        u16::from(g.checksum_present) << 15 | (g.reserved0 & 0xfff) << 3 | u16::from(g.version & 7);
     h[..2].copy_from_slice(&first.to_be_bytes());
     h[2..4].copy_from_slice(&g.protocol.unwrap_or(inner).to_be_bytes());
     if g.checksum_present {

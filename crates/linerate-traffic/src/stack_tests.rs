@@ -15,7 +15,10 @@ fn hex(s: &str) -> Vec<u8> {
 
 fn flow(v6: bool) -> FlowFields {
     let (s, d): (IpAddr, IpAddr) = if v6 {
-        ("2001:db8::1".parse().unwrap(), "2001:db8::2".parse().unwrap())
+        (
+            "2001:db8::1".parse().unwrap(),
+            "2001:db8::2".parse().unwrap(),
+        )
     } else {
         ("198.18.0.1".parse().unwrap(), "198.18.0.2".parse().unwrap())
     };
@@ -114,19 +117,23 @@ fn decoded(frame: &[u8], l3: usize) -> Vec<u8> {
         }
         other => panic!("not the transport expected: {other:?}"),
     };
-    assert_eq!(linerate_wire::probe_of(frame), Some(Probe { tx_ns: PROBE.tx_ns, ..PROBE }));
+    assert_eq!(
+        linerate_wire::probe_of(frame),
+        Some(Probe {
+            tx_ns: PROBE.tx_ns,
+            ..PROBE
+        })
+    );
     payload
 }
 
 #[test]
 fn icmp_echo_over_ipv4_exact_bytes() {
     let b = frame(icmp(8), Framing::default(), 64, &flow(false), 0);
-    let want = hex(
-        "020000000002 020000000001 0800
+    let want = hex("020000000002 020000000001 0800
          45 00 002e 0000 4000 40 01 aea7 c6120001 c6120002
          08 00 33b3 1234 0007
-         a901 0003 0000000000000001 010203040506",
-    );
+         a901 0003 0000000000000001 010203040506");
     assert_eq!(b, want);
     assert_eq!(decoded(&b, 14).len(), PROBE_LEN);
 }
@@ -134,12 +141,10 @@ fn icmp_echo_over_ipv4_exact_bytes() {
 #[test]
 fn icmpv6_echo_exact_bytes() {
     let b = frame(icmp(128), Framing::default(), 86, &flow(true), 0);
-    let want = hex(
-        "020000000002 020000000001 86dd
+    let want = hex("020000000002 020000000001 86dd
          60000000 001c 3a 40 20010db8000000000000000000000001 20010db8000000000000000000000002
          80 00 5fe6 1234 0007
-         a901 0003 0000000000000001 010203040506 0001",
-    );
+         a901 0003 0000000000000001 010203040506 0001");
     assert_eq!(b, want);
     assert_eq!(decoded(&b, 14).len(), PROBE_LEN + 2);
 }
@@ -154,19 +159,20 @@ fn mpls_labels_exact_bytes_and_stepping() {
     };
     let f = flow(false);
     let b = frame(one_label(labels), Framing::default(), 68, &f, 0);
-    let want = hex(
-        "020000000002 020000000001 8847
+    let want = hex("020000000002 020000000001 8847
          00010b40
          45 00 002e 0000 4000 40 11 ae97 c6120001 c6120002
          1234 0007 001a af45
-         a901 0003 0000000000000001 010203040506",
-    );
+         a901 0003 0000000000000001 010203040506");
     assert_eq!(b, want);
     decoded(&b, 18);
     for (n, label) in [(1, 17u32), (2, 18), (3, 16), (5, 18)] {
         let b = frame(one_label(labels), Framing::default(), 68, &f, n);
         let word = u32::from_be_bytes(b[14..18].try_into().unwrap());
-        assert_eq!((word >> 12, word >> 9 & 7, word >> 8 & 1, word & 0xff), (label, 5, 1, 64));
+        assert_eq!(
+            (word >> 12, word >> 9 & 7, word >> 8 & 1, word & 0xff),
+            (label, 5, 1, 64)
+        );
     }
     // Two labels: bottom of stack on the last only (auto); a decrement.
     let mut two = one_label(Range::single(100));
@@ -190,22 +196,26 @@ fn mpls_labels_exact_bytes_and_stepping() {
 fn gre_exact_bytes_with_and_without_its_checksum() {
     let f = flow(false);
     let b = frame(gre(false), Framing::default(), 88, &f, 0);
-    let want = hex(
-        "020000000002 020000000001 0800
+    let want = hex("020000000002 020000000001 0800
          45 00 0046 0000 4000 40 2f ac61 c6120101 c6120102
          0000 0800
          45 00 002e 0000 4000 40 11 ae97 c6120001 c6120002
          1234 0007 001a af45
-         a901 0003 0000000000000001 010203040506",
-    );
+         a901 0003 0000000000000001 010203040506");
     assert_eq!(b, want);
     decoded(&b, 38);
     // The C bit and the checksum over the GRE packet; etherparse checks
     // the outer header's.
     let b = frame(gre(true), Framing::default(), 92, &f, 0);
     assert_eq!(&b[34..42], &hex("8000 0800 0453 0000")[..]);
-    assert_eq!(checksum::fold(checksum::sum(&b[34..], 0)), 0xffff, "GRE checksum");
-    let outer = etherparse::Ipv4HeaderSlice::from_slice(&b[14..]).unwrap().to_header();
+    assert_eq!(
+        checksum::fold(checksum::sum(&b[34..], 0)),
+        0xffff,
+        "GRE checksum"
+    );
+    let outer = etherparse::Ipv4HeaderSlice::from_slice(&b[14..])
+        .unwrap()
+        .to_header();
     assert_eq!(outer.header_checksum, outer.calc_header_checksum());
     assert_eq!(usize::from(outer.total_len), b.len() - 14);
     decoded(&b, 42);
@@ -245,7 +255,13 @@ fn sizes_that_cannot_be_built_are_refused() {
     )
     .unwrap();
     for i in 0..20 {
-        let b = frame(one_label(Range::single(16)), Framing::default(), 100, &spec.flow(i), i);
+        let b = frame(
+            one_label(Range::single(16)),
+            Framing::default(),
+            100,
+            &spec.flow(i),
+            i,
+        );
         assert!(linerate_wire::probe_of(&b).is_some());
     }
 }

@@ -59,7 +59,10 @@ fn ethernet(ethertype: u16, payload: &[u8]) -> Vec<u8> {
 }
 
 fn seq(frame: &[u8]) -> Option<u64> {
-    assert_eq!(probe_of(frame), parse_frame(frame).ok().and_then(|p| p.probe));
+    assert_eq!(
+        probe_of(frame),
+        parse_frame(frame).ok().and_then(|p| p.probe)
+    );
     parse_frame(frame).ok()?.probe.map(|p| p.seq)
 }
 
@@ -84,7 +87,10 @@ fn the_probe_behind_gre_is_found() {
     assert_eq!(seq(&frame), Some(43));
     // GRE in GRE: not looked into again.
     let mut twice = vec![0u8, 0, 0x08, 0x00];
-    twice.extend(ipv4(47, &[&[0u8, 0, 0x08, 0x00][..], &probe_packet(44)].concat()));
+    twice.extend(ipv4(
+        47,
+        &[&[0u8, 0, 0x08, 0x00][..], &probe_packet(44)].concat(),
+    ));
     let frame = ethernet(EtherType::IPV4, &ipv4(47, &twice));
     assert_eq!(seq(&frame), None);
     // An unknown protocol, and every cut: no probe, no panic.
@@ -106,12 +112,17 @@ fn the_probe_behind_an_mpls_label_stack_is_found() {
     let p = parse_frame(&frame).unwrap();
     assert_eq!(p.l3, L3::Other(0x8847));
     assert_eq!(seq(&frame), Some(51));
-    let three = [0x00, 0x01, 0x00, 0x40, 0x00, 0x02, 0x00, 0x40, 0x00, 0x03, 0x01, 0x40];
+    let three = [
+        0x00, 0x01, 0x00, 0x40, 0x00, 0x02, 0x00, 0x40, 0x00, 0x03, 0x01, 0x40,
+    ];
     let frame = ethernet(0x8847, &[&three[..], &probe_packet(52)].concat());
     assert_eq!(seq(&frame), Some(52));
     // No bottom of stack within 8 labels, a payload that is not IP, cuts.
     let deep = [0x00, 0x01, 0x00, 0x40].repeat(9);
-    assert_eq!(seq(&ethernet(0x8847, &[&deep[..], &probe_packet(53)].concat())), None);
+    assert_eq!(
+        seq(&ethernet(0x8847, &[&deep[..], &probe_packet(53)].concat())),
+        None
+    );
     let whole = [&one[..], &probe_packet(54)].concat();
     for cut in 0..whole.len() {
         assert_eq!(seq(&ethernet(0x8847, &whole[..cut])), None, "cut {cut}");

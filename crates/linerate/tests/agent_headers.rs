@@ -146,7 +146,11 @@ fn frames(doc: &Value, name: &str) -> Vec<Vec<u8>> {
         "{name}: {doc}"
     );
     assert_eq!(doc["bytes_tx"], doc["bytes_rx"], "{name}: {doc}");
-    assert_eq!(doc["bytes_tx"].as_u64(), Some(FRAMES as u64 * 128), "{name}: {doc}");
+    assert_eq!(
+        doc["bytes_tx"].as_u64(),
+        Some(FRAMES as u64 * 128),
+        "{name}: {doc}"
+    );
     let frames: Vec<Vec<u8>> = doc["frames"]
         .as_array()
         .unwrap()
@@ -174,12 +178,23 @@ fn ipv4_at(f: &[u8], at: usize, proto: u8, src: [u8; 4], dst: [u8; 4]) {
     let ip = Ipv4Packet::new_checked(&f[at..]).unwrap();
     assert!(ip.verify_checksum(), "IPv4 checksum at {at}");
     assert_eq!(usize::from(be16(f, at + 2)), f.len() - at);
-    assert_eq!((f[at + 9], &f[at + 12..at + 16], &f[at + 16..at + 20]), (proto, &src[..], &dst[..]));
+    assert_eq!(
+        (f[at + 9], &f[at + 12..at + 16], &f[at + 16..at + 20]),
+        (proto, &src[..], &dst[..])
+    );
 }
 
 fn udp_at(f: &[u8], at: usize, src: [u8; 4], dst: [u8; 4], ports: (u16, u16)) {
-    let (s, d) = (IpAddr::V4(Ipv4Addr::from(src)), IpAddr::V4(Ipv4Addr::from(dst)));
-    assert!(UdpPacket::new_checked(&f[at..]).unwrap().verify_checksum(s, d), "UDP checksum");
+    let (s, d) = (
+        IpAddr::V4(Ipv4Addr::from(src)),
+        IpAddr::V4(Ipv4Addr::from(dst)),
+    );
+    assert!(
+        UdpPacket::new_checked(&f[at..])
+            .unwrap()
+            .verify_checksum(s, d),
+        "UDP checksum"
+    );
     assert_eq!((be16(f, at), be16(f, at + 2)), ports);
     assert_eq!(usize::from(be16(f, at + 4)), f.len() - at);
 }
@@ -190,9 +205,19 @@ fn gre(n: usize, f: &[u8]) {
     assert_eq!(be16(f, 12), 0x0800);
     ipv4_at(f, 14, 47, [198, 18, 1, 1], [198, 18, 2, 1]);
     assert_eq!((be16(f, 34), be16(f, 36), be16(f, 40)), (0x8000, 0x0800, 0));
-    assert_eq!(checksum::fold(checksum::sum(&f[34..], 0)), 0xffff, "GRE checksum");
+    assert_eq!(
+        checksum::fold(checksum::sum(&f[34..], 0)),
+        0xffff,
+        "GRE checksum"
+    );
     ipv4_at(f, 42, 17, [198, 18, 3, 1], [198, 18, 4, 1]);
-    udp_at(f, 62, [198, 18, 3, 1], [198, 18, 4, 1], (5000, 6000 + (n % 4) as u16));
+    udp_at(
+        f,
+        62,
+        [198, 18, 3, 1],
+        [198, 18, 4, 1],
+        (5000, 6000 + (n % 4) as u16),
+    );
 }
 
 /// Ethernet (MPLS), label 100 + n mod 5 (ttl 32), label 200 (traffic
@@ -202,10 +227,20 @@ fn mpls(n: usize, f: &[u8]) {
     assert_eq!(be16(f, 12), 0x8847);
     let word = |at: usize| u32::from_be_bytes(f[at..at + 4].try_into().unwrap());
     let fields = |w: u32| (w >> 12, w >> 9 & 7, w >> 8 & 1, w & 0xff);
-    assert_eq!(fields(word(14)), (100 + (n % 5) as u32, 0, 0, 32), "frame {n}");
+    assert_eq!(
+        fields(word(14)),
+        (100 + (n % 5) as u32, 0, 0, 32),
+        "frame {n}"
+    );
     assert_eq!(fields(word(18)), (200, 5, 1, 64), "frame {n}");
     ipv4_at(f, 22, 17, [198, 18, 1, 2], [198, 18, 2, 1]);
-    udp_at(f, 42, [198, 18, 1, 2], [198, 18, 2, 1], (7000 + 2 * (n % 2) as u16, 6000));
+    udp_at(
+        f,
+        42,
+        [198, 18, 1, 2],
+        [198, 18, 2, 1],
+        (7000 + 2 * (n % 2) as u16, 6000),
+    );
 }
 
 /// Ethernet, IPv4 198.18.1.3 to 198.18.2.1, ICMP echo request, identifier
@@ -216,18 +251,35 @@ fn icmp(n: usize, f: &[u8]) {
     let m = IcmpEchoPacket::new_checked(&f[34..], IcmpVersion::V4).unwrap();
     assert!(m.verify_checksum(None), "ICMP checksum");
     assert_eq!((m.msg_type(), m.code()), (8, 0));
-    assert_eq!((m.ident(), m.seq()), (1 + (n % 3) as u16, [10, 20][n % 2]), "frame {n}");
+    assert_eq!(
+        (m.ident(), m.seq()),
+        (1 + (n % 3) as u16, [10, 20][n % 2]),
+        "frame {n}"
+    );
 }
 
 /// Ethernet, IPv6 2001:db8::1 to 2001:db8::2, ICMPv6 echo request,
 /// identifier 0x1234, sequence number 100 down by 2, 4 values.
 fn icmpv6(n: usize, f: &[u8]) {
     assert_eq!(be16(f, 12), 0x86dd);
-    let (s, d): (Ipv6Addr, Ipv6Addr) = ("2001:db8::1".parse().unwrap(), "2001:db8::2".parse().unwrap());
-    assert_eq!((f[20], &f[22..38], &f[38..54]), (58, &s.octets()[..], &d.octets()[..]));
+    let (s, d): (Ipv6Addr, Ipv6Addr) = (
+        "2001:db8::1".parse().unwrap(),
+        "2001:db8::2".parse().unwrap(),
+    );
+    assert_eq!(
+        (f[20], &f[22..38], &f[38..54]),
+        (58, &s.octets()[..], &d.octets()[..])
+    );
     assert_eq!(usize::from(be16(f, 18)), f.len() - 54);
     let m = IcmpEchoPacket::new_checked(&f[54..], IcmpVersion::V6).unwrap();
-    assert!(m.verify_checksum(Some((s.into(), d.into()))), "ICMPv6 checksum");
+    assert!(
+        m.verify_checksum(Some((s.into(), d.into()))),
+        "ICMPv6 checksum"
+    );
     assert_eq!((m.msg_type(), m.code()), (128, 0));
-    assert_eq!((m.ident(), m.seq()), (0x1234, 100 - 2 * (n % 4) as u16), "frame {n}");
+    assert_eq!(
+        (m.ident(), m.seq()),
+        (0x1234, 100 - 2 * (n % 4) as u16),
+        "frame {n}"
+    );
 }

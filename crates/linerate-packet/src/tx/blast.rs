@@ -191,9 +191,8 @@ fn end_markers(
             report.end_marker_note =
                 Some("end markers not sent: they are not encapsulated in VXLAN".into());
         } else if cfg.framing.stack.is_some() {
-            report.end_marker_note = Some(
-                "end markers not sent: they do not carry MPLS, GRE or ICMP headers".into(),
-            );
+            report.end_marker_note =
+                Some("end markers not sent: they do not carry MPLS, GRE or ICMP headers".into());
         } else if kernel_addressed {
             report.end_marker_note = Some(
                 "end markers not sent: the kernel addresses the UDP sockets' frames and a marker is a crafted frame (socket:raw, af_packet and af_xdp send them)".into(),
