@@ -65,10 +65,10 @@ fn shape(path: &str, names: &[&str]) -> Result<Shape, Invalid> {
     if !is_ip(i) || names.len() != i + 2 || mpls.len() > LABELS_MAX {
         return Err(bad());
     }
-    let l4_ok = match (names[i], names[i + 1]) {
-        (_, "udp" | "tcp") | ("ipv4", "icmp") | ("ipv6", "icmpv6") => true,
-        _ => false,
-    };
+    let l4_ok = matches!(
+        (names[i], names[i + 1]),
+        (_, "udp" | "tcp") | ("ipv4", "icmp") | ("ipv6", "icmpv6")
+    );
     if !l4_ok {
         return Err(bad());
     }
