@@ -1479,3 +1479,7 @@ mod custom_tests;
 #[cfg(test)]
 #[path = "api_random_tests.rs"]
 mod random_tests;
+
+#[cfg(test)]
+#[path = "api_stacked_tests.rs"]
+mod stacked_tests;

@@ -47,6 +47,7 @@ pub mod plan;
 pub mod protocols;
 pub mod run;
 pub mod server;
+pub mod stacked;
 pub mod tls;
 
 pub use api::{API_SPEC_VERSION, Agent, Reply};

@@ -142,6 +142,11 @@ pub struct Headers {
     /// A `custom` header after the (inner) transport header: bytes every
     /// frame carries in its payload, right after linerate's probe.
     pub custom: Option<Vec<u8>>,
+    /// MPLS labels, GRE before the IP packet, or ICMP echo as its
+    /// transport (`crate::stacked`): the fields above are then the
+    /// frame's Ethernet header's and the IP packet's (with ICMP echo, the
+    /// ports are the identifier and sequence number).
+    pub stack: Option<linerate_traffic::stack::Stack>,
 }
 
 /// Most bytes a `custom` header holds (a jumbo frame's).
@@ -536,10 +541,14 @@ fn flow(f: &Obj, ports: &[Port], devices: &[crate::devices::Device]) -> Result<F
         Some(v) => keep(&mut errs, Obj::new(&f.path, v).and_then(|p| headers(&p))),
         None => keep(&mut errs, headers(f)),
     };
-    if device.is_some() && headers.as_ref().is_some_and(|h| h.vxlan.is_some()) {
+    if device.is_some()
+        && headers
+            .as_ref()
+            .is_some_and(|h| h.vxlan.is_some() || h.stack.is_some())
+    {
         errs.push(invalid(
             &f.at("packet"),
-            "a device flow's frames are plain (ethernet, ip, udp or tcp): VXLAN flows are port flows",
+            "a device flow's frames are plain (ethernet, ip, udp or tcp): VXLAN, GRE, MPLS and ICMP flows are port flows",
         ));
     }
     let size = keep(&mut errs, f.obj("size").and_then(size));
@@ -895,7 +904,7 @@ fn duration(d: Option<Obj>) -> Result<Duration, Invalid> {
 
 /// What a pattern's values are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(crate) enum Kind {
     Mac,
     V4,
     V6,
@@ -945,7 +954,7 @@ impl Kind {
 /// A pattern object (`value`, `values`, `increment`, `decrement`, `auto`)
 /// as a field; `default` is the model's value when it is absent,
 /// `auto_default` whether the model's default choice is `auto`.
-fn pattern(
+pub(crate) fn pattern(
     parent: &Obj,
     key: &'static str,
     kind: Kind,
@@ -1174,7 +1183,12 @@ fn values_range(p: &Obj, kind: Kind, values: Option<&[Value]>) -> Result<Range, 
 }
 
 /// A pattern that must be a range (the model has no auto for it).
-fn ranged(parent: &Obj, key: &'static str, kind: Kind, default: u128) -> Result<Range, Invalid> {
+pub(crate) fn ranged(
+    parent: &Obj,
+    key: &'static str,
+    kind: Kind,
+    default: u128,
+) -> Result<Range, Invalid> {
     match pattern(parent, key, kind, default, false)? {
         Field::Range(r) => Ok(r),
         Field::Auto => unreachable!("no auto without auto_default"),
@@ -1183,7 +1197,7 @@ fn ranged(parent: &Obj, key: &'static str, kind: Kind, default: u128) -> Result<
 
 /// A pattern that must be a range, or the model's `random` (the range
 /// then holds `min` and the count).
-fn ranged_random(
+pub(crate) fn ranged_random(
     parent: &Obj,
     key: &'static str,
     kind: Kind,
@@ -1196,7 +1210,7 @@ fn ranged_random(
 
 /// A pattern linerate writes one value of: it must be that value (or the
 /// model's auto, when `auto` is).
-fn single(
+pub(crate) fn single(
     parent: &Obj,
     key: &'static str,
     kind: Kind,
@@ -1214,7 +1228,7 @@ fn single(
 }
 
 /// A field linerate writes as `fixed`: any other value is refused.
-fn fixed(
+pub(crate) fn fixed(
     parent: &Obj,
     key: &'static str,
     kind: Kind,
@@ -1234,7 +1248,7 @@ fn fixed(
 
 /// A header's own object (`ethernet`, `ipv4` …), an empty one when the
 /// client sent none: every field at its default.
-fn body<'a>((c, o): &(&str, Obj<'a>)) -> Result<Obj<'a>, Invalid> {
+pub(crate) fn body<'a>((c, o): &(&str, Obj<'a>)) -> Result<Obj<'a>, Invalid> {
     static EMPTY: std::sync::LazyLock<Value> =
         std::sync::LazyLock::new(|| Value::Object(Default::default()));
     let key = match *c {
@@ -1245,6 +1259,10 @@ fn body<'a>((c, o): &(&str, Obj<'a>)) -> Result<Obj<'a>, Invalid> {
         "udp" => "udp",
         "vxlan" => "vxlan",
         "custom" => "custom",
+        "gre" => "gre",
+        "mpls" => "mpls",
+        "icmp" => "icmp",
+        "icmpv6" => "icmpv6",
         _ => "tcp",
     };
     let b = o.obj(key)?;
@@ -1267,7 +1285,8 @@ fn headers(f: &Obj) -> Result<Headers, Invalid> {
         let o = Obj::new(&format!("{path}[{i}]"), h)?;
         let c = o.choice(
             &[
-                "ethernet", "vlan", "ipv4", "ipv6", "udp", "tcp", "vxlan", "custom",
+                "ethernet", "vlan", "ipv4", "ipv6", "udp", "tcp", "vxlan", "custom", "gre", "mpls",
+                "icmp", "icmpv6",
             ],
             "ethernet",
         )?;
@@ -1277,6 +1296,12 @@ fn headers(f: &Obj) -> Result<Headers, Invalid> {
     // A `custom` header last: bytes in the payload (after the probe).
     let custom_at = (names.last() == Some(&"custom")).then(|| names.len() - 1);
     let names = &names[..custom_at.unwrap_or(names.len())];
+    if crate::stacked::is_stacked(names) {
+        let custom = custom_at.map(|i| custom(&body(&hs[i])?)).transpose()?;
+        let mut h = crate::stacked::headers(&path, &hs[..names.len()])?;
+        h.custom = custom;
+        return Ok(h);
+    }
     let frame_ok = |n: &[&str], l4: &[&str]| match n {
         ["ethernet", ip, t] | ["ethernet", "vlan", ip, t] => {
             matches!(*ip, "ipv4" | "ipv6") && l4.contains(t)
@@ -1314,7 +1339,7 @@ fn headers(f: &Obj) -> Result<Headers, Invalid> {
 
 /// A `custom` header's bytes: hex digits (the model's pattern: an
 /// optional `0x`, colons and spaces between them), two a byte.
-fn custom(c: &Obj) -> Result<Vec<u8>, Invalid> {
+pub(crate) fn custom(c: &Obj) -> Result<Vec<u8>, Invalid> {
     let path = c.at("bytes");
     let s = c
         .str("bytes")?
@@ -1356,7 +1381,7 @@ fn custom(c: &Obj) -> Result<Vec<u8>, Invalid> {
 
 /// One frame's headers (`hs`, their shape checked); `auto_dst`: its
 /// ethernet dst may be auto (not a VXLAN flow's inner frame's).
-fn frame_headers(hs: &[(&str, Obj)], auto_dst: bool) -> Result<Headers, Invalid> {
+pub(crate) fn frame_headers(hs: &[(&str, Obj)], auto_dst: bool) -> Result<Headers, Invalid> {
     let names: Vec<&str> = hs.iter().map(|(c, _)| *c).collect();
     let mut it = hs.iter();
     let eth_h = it.next().expect("shape checked");
@@ -1370,22 +1395,17 @@ fn frame_headers(hs: &[(&str, Obj)], auto_dst: bool) -> Result<Headers, Invalid>
     let (eth_src, eth_dst) = ethernet(&eth, vlan_h.is_some(), ipv6)?;
     let vlan = vlan_h.map(|h| vlan_tag(&body(h)?)).transpose()?;
     let ipo = body(ip_h)?;
+    let proto = if tcp { 6 } else { 17 };
     let ip = if ipv6 {
-        ipv6_header(&ipo, tcp)?
+        ipv6_header(&ipo, proto)?
     } else {
-        ipv4_header(&ipo, tcp)?
+        ipv4_header(&ipo, proto)?
     };
     ipo.done()?;
     let l4 = body(l4_h)?;
     let (src_port, src_port_random) = ranged_random(&l4, "src_port", Kind::Bits(16))?;
     let (dst_port, dst_port_random) = ranged_random(&l4, "dst_port", Kind::Bits(16))?;
-    let tcp_flags = if tcp {
-        Some(tcp_header(&l4)?)
-    } else {
-        udp_header(&l4)?;
-        None
-    };
-    good_checksum(&l4, "checksum")?;
+    let tcp_flags = l4_rest(&l4, tcp)?;
     l4.done()?;
     if !auto_dst && eth_dst == Field::Auto {
         return Err(invalid(
@@ -1408,7 +1428,21 @@ fn frame_headers(hs: &[(&str, Obj)], auto_dst: bool) -> Result<Headers, Invalid>
         random: [src_port_random, dst_port_random, ip.random[0], ip.random[1]],
         vxlan: None,
         custom: None,
+        stack: None,
     })
+}
+
+/// A udp or tcp header's fields past its ports: TCP's flags (udp: none),
+/// the checksum a good one.
+pub(crate) fn l4_rest(l4: &Obj, tcp: bool) -> Result<Option<u8>, Invalid> {
+    let tcp_flags = if tcp {
+        Some(tcp_header(l4)?)
+    } else {
+        udp_header(l4)?;
+        None
+    };
+    good_checksum(l4, "checksum")?;
+    Ok(tcp_flags)
 }
 
 /// A VXLAN flow's outer headers (read as a frame's, `outer`) and its
@@ -1482,14 +1516,20 @@ fn outer_headers(
 
 /// The ethernet header's source and destination (its ether type the one
 /// a vlan tag or the IP version calls for), the header done.
-fn ethernet(eth: &Obj, vlan: bool, ipv6: bool) -> Result<(Range, Field), Invalid> {
-    let eth_src = ranged(eth, "src", Kind::Mac, 0)?;
-    let eth_dst = pattern(eth, "dst", Kind::Mac, 0, true)?;
+pub(crate) fn ethernet(eth: &Obj, vlan: bool, ipv6: bool) -> Result<(Range, Field), Invalid> {
     let ether_type = match (vlan, ipv6) {
         (true, _) => 0x8100,
         (false, false) => 0x0800,
         (false, true) => 0x86dd,
     };
+    ethernet_typed(eth, ether_type)
+}
+
+/// The ethernet header's source and destination, its ether type
+/// `ether_type` (or auto), the header done.
+pub(crate) fn ethernet_typed(eth: &Obj, ether_type: u128) -> Result<(Range, Field), Invalid> {
+    let eth_src = ranged(eth, "src", Kind::Mac, 0)?;
+    let eth_dst = pattern(eth, "dst", Kind::Mac, 0, true)?;
     fixed(
         eth,
         "ether_type",
@@ -1505,7 +1545,7 @@ fn ethernet(eth: &Obj, vlan: bool, ipv6: bool) -> Result<(Range, Field), Invalid
 }
 
 /// The vlan tag's id and priority, the header done.
-fn vlan_tag(v: &Obj) -> Result<(u16, u8), Invalid> {
+pub(crate) fn vlan_tag(v: &Obj) -> Result<(u16, u8), Invalid> {
     let id = single(v, "id", Kind::Bits(12), 0, false)?.unwrap_or(0) as u16;
     let prio = single(v, "priority", Kind::Bits(3), 0, false)?.unwrap_or(0) as u8;
     fixed(v, "cfi", Kind::Bits(1), 0, false, 0, "CFI 0")?;
@@ -1526,13 +1566,13 @@ fn vlan_tag(v: &Obj) -> Result<(u16, u8), Invalid> {
 }
 
 /// What an IP header (either version) gives a flow.
-struct Ip {
-    src: Range,
-    dst: Range,
+pub(crate) struct Ip {
+    pub src: Range,
+    pub dst: Range,
     /// Source's and destination's `random` (IPv4's).
-    random: [Option<Random>; 2],
-    ttl: u8,
-    dscp: u8,
+    pub random: [Option<Random>; 2],
+    pub ttl: u8,
+    pub dscp: u8,
 }
 
 /// A length field linerate writes itself: only `auto` is taken.
@@ -1543,7 +1583,7 @@ fn auto_length(o: &Obj, key: &'static str, default: u128) -> Result<(), Invalid>
 }
 
 /// A checksum object: only generated good ones are taken.
-fn good_checksum(o: &Obj, key: &'static str) -> Result<(), Invalid> {
+pub(crate) fn good_checksum(o: &Obj, key: &'static str) -> Result<(), Invalid> {
     if let Some(c) = o.obj(key)? {
         if c.str("choice")?.unwrap_or("generated") != "generated"
             || c.str("generated")?.unwrap_or("good") != "good"
@@ -1555,8 +1595,8 @@ fn good_checksum(o: &Obj, key: &'static str) -> Result<(), Invalid> {
     Ok(())
 }
 
-/// An IPv6 header's fields (carrying tcp or udp).
-fn ipv6_header(ipo: &Obj, tcp: bool) -> Result<Ip, Invalid> {
+/// An IPv6 header's fields (carrying protocol `proto`).
+pub(crate) fn ipv6_header(ipo: &Obj, proto: u128) -> Result<Ip, Invalid> {
     let src = ranged(ipo, "src", Kind::V6, 0)?;
     let dst = ranged(ipo, "dst", Kind::V6, 0)?;
     let ttl = single(ipo, "hop_limit", Kind::Bits(8), 64, false)?.unwrap_or(64) as u8;
@@ -1579,7 +1619,6 @@ fn ipv6_header(ipo: &Obj, tcp: bool) -> Result<Ip, Invalid> {
         "flow label 0",
     )?;
     auto_length(ipo, "payload_length", 0)?;
-    let proto = if tcp { 6 } else { 17 };
     fixed(
         ipo,
         "next_header",
@@ -1598,8 +1637,8 @@ fn ipv6_header(ipo: &Obj, tcp: bool) -> Result<Ip, Invalid> {
     })
 }
 
-/// An IPv4 header's fields (carrying tcp or udp).
-fn ipv4_header(ipo: &Obj, tcp: bool) -> Result<Ip, Invalid> {
+/// An IPv4 header's fields (carrying protocol `proto`).
+pub(crate) fn ipv4_header(ipo: &Obj, proto: u128) -> Result<Ip, Invalid> {
     let (src, src_random) = ranged_random(ipo, "src", Kind::V4)?;
     let (dst, dst_random) = ranged_random(ipo, "dst", Kind::V4)?;
     let ttl = single(ipo, "time_to_live", Kind::Bits(8), 64, false)?.unwrap_or(64) as u8;
@@ -1631,7 +1670,6 @@ fn ipv4_header(ipo: &Obj, tcp: bool) -> Result<Ip, Invalid> {
         fixed(ipo, k, Kind::Bits(13), 0, false, 0, "no fragments")?;
     }
     single(ipo, "dont_fragment", Kind::Bits(1), 0, false)?;
-    let proto = if tcp { 6 } else { 17 };
     fixed(
         ipo,
         "protocol",

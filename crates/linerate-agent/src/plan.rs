@@ -308,8 +308,11 @@ fn sink_config(iface: &str, blast: &BlastConfig, opts: &Options) -> SinkConfig {
         cores: Vec::new(),
         interval: Some(opts.interval),
         // AF_XDP takes probe frames by default; VXLAN's are UDP to its
-        // port (the probe is the inner frame's).
-        take: if blast.framing.vxlan.is_some() {
+        // port (the probe is the inner frame's); MPLS, GRE and ICMP frames
+        // are not UDP at all.
+        take: if blast.framing.stack.is_some() {
+            RxFilter::All
+        } else if blast.framing.vxlan.is_some() {
             RxFilter::Udp(Some((
                 linerate_wire::vxlan::PORT,
                 linerate_wire::vxlan::PORT,
@@ -370,7 +373,7 @@ fn flow_spec(
         // The next hop's, as the responder resolves it: put at start.
         Field::Auto if f.device.is_some() => Range::single(0),
         Field::Auto => Range::single(u128::from(
-            auto_mac((h.ipv6, h.ip_dst.first), tx_iface, rx, opts)
+            auto_mac(next_hop(h), tx_iface, rx, opts)
                 .map_err(|e| invalid(&format!("{path}.packet[0].ethernet.dst"), e))?,
         )),
     };
@@ -411,6 +414,11 @@ fn flow_spec(
     .try_fold(1u64, |l, r| {
         let c = r.count.max(1);
         (l / gcd(l, c)).checked_mul(c).filter(|&n| n <= 1 << 32)
+    })
+    .and_then(|n| {
+        // MPLS labels' fields too.
+        let p = h.stack.as_ref().map_or(Some(1), |s| s.period())?;
+        (n / gcd(n, p)).checked_mul(p).filter(|&n| n <= 1 << 32)
     });
     if n.is_none() {
         return Err(invalid(
@@ -419,6 +427,18 @@ fn flow_spec(
         ));
     }
     Ok(spec)
+}
+
+/// The address whose next hop an auto destination MAC is: the IP
+/// packet's destination, or behind GRE the outer header's.
+fn next_hop(h: &model::Headers) -> (bool, u128) {
+    match h.stack.as_ref().and_then(|s| s.gre.as_ref()) {
+        Some(g) => match g.dst {
+            IpAddr::V4(a) => (false, u128::from(u32::from(a))),
+            IpAddr::V6(a) => (true, u128::from(a)),
+        },
+        None => (h.ipv6, h.ip_dst.first),
+    }
 }
 
 /// The model's `auto` destination MAC: the receive port's own address
@@ -526,7 +546,9 @@ fn frames_build(
 ) -> Result<(), Invalid> {
     let flow0 = flows.flow(0);
     for &size in sizes.cycle() {
-        let built = if framing.vxlan.is_some() {
+        let built = if let Some(stack) = &framing.stack {
+            stack.check(usize::from(size), &flow0, framing)
+        } else if framing.vxlan.is_some() {
             linerate_traffic::vxlan::templates(usize::from(size), &flow0, framing).map(|_| ())
         } else {
             Template::new(usize::from(size), &flow0, framing).map(|_| ())
@@ -633,6 +655,7 @@ fn framing(h: &model::Headers, vxlan: Option<Vxlan>, iface: &str, opts: &Options
         tcp_flags: h.tcp_flags,
         vxlan,
         payload: h.custom.as_deref().map(std::sync::Arc::from),
+        stack: h.stack.clone(),
     }
 }
 

@@ -393,3 +393,69 @@ fn vxlan_frames_are_counted_behind_their_outer_headers() {
     assert_eq!(c.flows.len(), 2);
     assert_eq!(s.counts.bytes() + 4 * 1_000, 500 * 256 + 500 * 300);
 }
+
+#[test]
+fn stacked_headers_frames_are_counted_behind_them() {
+    use linerate_traffic::flows::Range;
+    use linerate_traffic::stack::{Gre, Label, Stack};
+    let label = |first| Label {
+        label: Range {
+            first,
+            count: 3,
+            step: 1,
+        },
+        traffic_class: Range::single(0),
+        bottom_of_stack: None,
+        ttl: Range::single(64),
+    };
+    let stacks = [
+        Stack {
+            icmp: Some((8, 0)),
+            ..Stack::default()
+        },
+        Stack {
+            mpls: vec![label(16), label(100)],
+            ..Stack::default()
+        },
+        Stack {
+            gre: Some(Gre {
+                src: "198.18.1.1".parse().unwrap(),
+                dst: "198.18.1.2".parse().unwrap(),
+                dscp: 0,
+                ttl: 64,
+                checksum_present: true,
+                reserved0: 0,
+                version: 0,
+                protocol: None,
+                reserved1: 0,
+            }),
+            ..Stack::default()
+        },
+    ];
+    for (i, stack) in stacks.into_iter().enumerate() {
+        let name = format!("lp-stack{i}");
+        let _port = Port::create(wires(), &name, 1500, Faults::default()).unwrap();
+        let mut cfg = blast_cfg(&name, "1000-1001", 1_000);
+        cfg.flows.lockstep = true;
+        cfg.sizes = SizeSequence::list(&[128, 200]);
+        cfg.framing.stack = Some(stack);
+        let sink = SinkConfig {
+            take: RxFilter::All,
+            ..sink_cfg(&name)
+        };
+        let (b, mut got) = linerate_packet::pair::while_counting(
+            &[sink],
+            Duration::from_millis(200),
+            || blast(&cfg),
+            |_| true,
+        )
+        .expect("sink ready");
+        let s = got.remove(0).expect("sink");
+        assert_eq!(b.packets, 1_000, "{name}");
+        assert_eq!(b.end_marker_frames, 0, "no marker carries these headers");
+        let c = &s.counts;
+        assert_eq!((c.packets(), c.lost(), c.other), (1_000, 0, 0), "{name}");
+        assert_eq!(c.flows.len(), 2);
+        assert_eq!(c.bytes() + 4 * 1_000, 500 * 128 + 500 * 200, "{name}");
+    }
+}

@@ -15,6 +15,7 @@ pub mod profile;
 pub mod random;
 pub mod rewrite;
 pub mod sizes;
+pub mod stack;
 pub mod template;
 pub mod vxlan;
 

@@ -75,6 +75,10 @@ pub struct Framing {
     /// `custom` header after the transport header): the rest of the
     /// payload is linerate's fixed pattern, as without them.
     pub payload: Option<std::sync::Arc<[u8]>>,
+    /// Headers a template does not lay (MPLS labels, GRE, ICMP echo):
+    /// each frame is then written whole by [`crate::stack`] (the fields
+    /// above are the flow's IP packet's; `vxlan` is then none).
+    pub stack: Option<crate::stack::Stack>,
 }
 
 /// A prebuilt frame of one size.

@@ -1,6 +1,9 @@
 //! Whole-frame parsing: Ethernet, up to two VLAN tags, IPv4 or IPv6 (with
 //! extension headers skipped), UDP/TCP/ICMP echo, and a probe in the payload
-//! or, in a UDP datagram to the VXLAN port, in the encapsulated frame's.
+//! or, in a UDP datagram to the VXLAN port, in the encapsulated frame's;
+//! behind GRE (IP protocol 47: an inner IPv4 or IPv6 packet, or Ethernet
+//! frame) and an MPLS label stack (an IPv4 or IPv6 packet after the
+//! bottom label), the probe of the packet carried, one level deep.
 //! This is what a receiver and the fuzz target call on untrusted bytes.
 
 use crate::error::Layer;
@@ -42,8 +45,8 @@ pub struct ParsedFrame<'a> {
     pub payload: &'a [u8],
     /// The probe in the payload; or, where the payload holds none and the
     /// frame is a UDP datagram to the VXLAN port ([`vxlan`](Self::vxlan)),
-    /// the probe of the frame it encapsulates (one level: the inner
-    /// frame is not looked into again).
+    /// a GRE packet or an MPLS frame, the probe of the frame or packet it
+    /// carries (one level: that one is not looked into again).
     pub probe: Option<Probe>,
     /// The VXLAN header of a UDP datagram to port 4789 whose payload holds
     /// no probe itself (the layers above are the outer frame's).
@@ -58,7 +61,7 @@ const IPV6_EXT_HEADERS_MAX: usize = 8;
 
 /// Parses an Ethernet frame (without FCS). Never panics.
 pub fn parse_frame(bytes: &[u8]) -> Result<ParsedFrame<'_>, Error> {
-    let mut out = parse_one(bytes)?;
+    let mut out = parse_one(bytes, true)?;
     if out.probe.is_none()
         && let L4::Udp(u) = out.l4
         && u.dst_port == crate::vxlan::PORT
@@ -66,14 +69,16 @@ pub fn parse_frame(bytes: &[u8]) -> Result<ParsedFrame<'_>, Error> {
     {
         out.vxlan = Some(VxlanRepr::parse(&h));
         // An inner frame that does not parse leaves the outer one as it is.
-        out.probe = parse_one(h.payload()).ok().and_then(|inner| inner.probe);
+        out.probe = parse_one(h.payload(), false)
+            .ok()
+            .and_then(|inner| inner.probe);
     }
     Ok(out)
 }
 
 /// One frame's layers, its payload's probe: [`parse_frame`] without
-/// looking behind VXLAN.
-fn parse_one(bytes: &[u8]) -> Result<ParsedFrame<'_>, Error> {
+/// looking behind VXLAN; behind GRE and MPLS too when `tunnels`.
+fn parse_one(bytes: &[u8], tunnels: bool) -> Result<ParsedFrame<'_>, Error> {
     let frame = EthernetFrame::new_checked(bytes)?;
     let eth = EthernetRepr::parse(&frame);
     let (vlans, ethertype, rest) =
@@ -93,6 +98,10 @@ fn parse_one(bytes: &[u8]) -> Result<ParsedFrame<'_>, Error> {
     let next = match ethertype {
         EtherType::IPV4 => parse_ipv4(&mut out, bytes, rest, l3)?,
         EtherType::IPV6 => parse_ipv6(&mut out, bytes, rest, l3)?,
+        MPLS | MPLS_MULTICAST if tunnels => {
+            out.probe = mpls_probe(rest);
+            None
+        }
         _ => None,
     };
     let Some((proto, l4_bytes, icmp_version)) = next else {
@@ -102,7 +111,85 @@ fn parse_one(bytes: &[u8]) -> Result<ParsedFrame<'_>, Error> {
     out.probe = ProbeView::new_checked(out.payload)
         .ok()
         .map(|v| Probe::parse(&v));
+    if tunnels && proto == GRE && out.probe.is_none() {
+        out.probe = gre_probe(l4_bytes);
+    }
     Ok(out)
+}
+
+/// MPLS's EtherTypes (unicast, multicast).
+pub const MPLS: u16 = 0x8847;
+pub const MPLS_MULTICAST: u16 = 0x8848;
+/// GRE's IP protocol number, and the protocol type of an Ethernet frame
+/// in GRE (transparent Ethernet bridging).
+pub const GRE: u8 = 47;
+pub const GRE_ETHERNET: u16 = 0x6558;
+/// MPLS labels walked over; a deeper stack is not looked into.
+const MPLS_LABELS_MAX: usize = 8;
+
+/// The probe of the IPv4 or IPv6 packet after an MPLS label stack (`b`
+/// from the first label on): the packet's version told by its first
+/// nibble, as label switching routers tell it.
+fn mpls_probe(b: &[u8]) -> Option<Probe> {
+    for i in 0..MPLS_LABELS_MAX {
+        let entry = b.get(4 * i..4 * i + 4)?;
+        if entry[2] & 1 == 1 {
+            let ip = &b[4 * i + 4..];
+            let ethertype = match ip.first()? >> 4 {
+                4 => EtherType::IPV4,
+                6 => EtherType::IPV6,
+                _ => return None,
+            };
+            return ip_probe(ethertype, ip);
+        }
+    }
+    None
+}
+
+/// The probe of what a GRE packet (`b`, its header on) carries: an IPv4
+/// or IPv6 packet, or an Ethernet frame (not looked behind again).
+fn gre_probe(b: &[u8]) -> Option<Probe> {
+    let flags = *b.first()?;
+    // Checksum (or routing) present: 4 bytes; key, sequence: 4 each.
+    let len = 4
+        + 4 * usize::from(flags & 0xc0 != 0)
+        + 4 * usize::from(flags & 0x20 != 0)
+        + 4 * usize::from(flags & 0x10 != 0);
+    let protocol = u16::from_be_bytes([*b.get(2)?, *b.get(3)?]);
+    let inner = b.get(len..)?;
+    match protocol {
+        GRE_ETHERNET => parse_one(inner, false).ok()?.probe,
+        p => ip_probe(p, inner),
+    }
+}
+
+/// The probe of an IP packet of `ethertype` (IPv4 or IPv6) in `b`.
+fn ip_probe(ethertype: u16, b: &[u8]) -> Option<Probe> {
+    let zero = crate::MacAddr([0; 6]);
+    let mut out = ParsedFrame {
+        eth: EthernetRepr {
+            src: zero,
+            dst: zero,
+            ethertype,
+        },
+        vlans: [None; 2],
+        l3: L3::Other(ethertype),
+        l4: L4::None,
+        payload: &[],
+        probe: None,
+        vxlan: None,
+        ip: None,
+    };
+    let next = match ethertype {
+        EtherType::IPV4 => parse_ipv4(&mut out, b, b, 0).ok()?,
+        EtherType::IPV6 => parse_ipv6(&mut out, b, b, 0).ok()?,
+        _ => None,
+    };
+    let (proto, l4, icmp_version) = next?;
+    parse_l4(&mut out, proto, l4, icmp_version).ok()?;
+    ProbeView::new_checked(out.payload)
+        .ok()
+        .map(|v| Probe::parse(&v))
 }
 
 /// A frame's VLAN tags, outer first.

@@ -418,6 +418,74 @@ pub static M_FLOW_UDP: Msg = Msg {
     ],
 };
 
+pub static PATTERN_U32_AUTO_2: Msg = Msg {
+    fields: &[
+        f(1, "choice", Ty::Enum(E_PATTERNFLOWIPV6SRC_CHOICE_ENUM)),
+        f(2, "value", Ty::U32),
+        r(3, "values", Ty::U32),
+        f(5, "increment", Ty::Msg(&COUNTER_U32)),
+        f(6, "decrement", Ty::Msg(&COUNTER_U32)),
+        r(7, "metric_tags", Ty::Msg(&METRIC_TAG)),
+        f(8, "auto", Ty::U32),
+    ],
+};
+
+pub static M_FLOW_GRE: Msg = Msg {
+    fields: &[
+        f(1, "checksum_present", Ty::Msg(&PATTERN_U32)),
+        f(2, "reserved0", Ty::Msg(&PATTERN_U32)),
+        f(3, "version", Ty::Msg(&PATTERN_U32)),
+        f(4, "protocol", Ty::Msg(&PATTERN_U32_AUTO_2)),
+        f(5, "checksum", Ty::Msg(&M_PATTERN_FLOW_IPV4_HEADER_CHECKSUM)),
+        f(6, "reserved1", Ty::Msg(&PATTERN_U32)),
+    ],
+};
+
+static E_FLOWICMP_CHOICE_ENUM: &[(i32, &str)] = &[(0, "unspecified"), (1, "echo")];
+
+pub static M_FLOW_ICMP_ECHO: Msg = Msg {
+    fields: &[
+        f(1, "type", Ty::Msg(&PATTERN_U32)),
+        f(2, "code", Ty::Msg(&PATTERN_U32)),
+        f(3, "checksum", Ty::Msg(&M_PATTERN_FLOW_IPV4_HEADER_CHECKSUM)),
+        f(4, "identifier", Ty::Msg(&PATTERN_U32)),
+        f(5, "sequence_number", Ty::Msg(&PATTERN_U32)),
+    ],
+};
+
+pub static M_FLOW_ICMP: Msg = Msg {
+    fields: &[
+        f(1, "choice", Ty::Enum(E_FLOWICMP_CHOICE_ENUM)),
+        f(2, "echo", Ty::Msg(&M_FLOW_ICMP_ECHO)),
+    ],
+};
+
+pub static M_FLOW_ICMPV6_ECHO: Msg = Msg {
+    fields: &[
+        f(1, "type", Ty::Msg(&PATTERN_U32)),
+        f(2, "code", Ty::Msg(&PATTERN_U32)),
+        f(3, "identifier", Ty::Msg(&PATTERN_U32)),
+        f(4, "sequence_number", Ty::Msg(&PATTERN_U32)),
+        f(5, "checksum", Ty::Msg(&M_PATTERN_FLOW_IPV4_HEADER_CHECKSUM)),
+    ],
+};
+
+pub static M_FLOW_ICMPV6: Msg = Msg {
+    fields: &[
+        f(1, "choice", Ty::Enum(E_FLOWICMP_CHOICE_ENUM)),
+        f(2, "echo", Ty::Msg(&M_FLOW_ICMPV6_ECHO)),
+    ],
+};
+
+pub static M_FLOW_MPLS: Msg = Msg {
+    fields: &[
+        f(1, "label", Ty::Msg(&PATTERN_U32_AUTO)),
+        f(2, "traffic_class", Ty::Msg(&PATTERN_U32)),
+        f(3, "bottom_of_stack", Ty::Msg(&PATTERN_U32_AUTO)),
+        f(4, "time_to_live", Ty::Msg(&PATTERN_U32)),
+    ],
+};
+
 pub static M_FLOW_HEADER: Msg = Msg {
     fields: &[
         f(1, "choice", Ty::Enum(E_FLOWHEADER_CHOICE_ENUM)),
@@ -431,15 +499,15 @@ pub static M_FLOW_HEADER: Msg = Msg {
         f(9, "ethernetpause", Ty::Opaque),
         f(10, "tcp", Ty::Msg(&M_FLOW_TCP)),
         f(11, "udp", Ty::Msg(&M_FLOW_UDP)),
-        f(12, "gre", Ty::Opaque),
+        f(12, "gre", Ty::Msg(&M_FLOW_GRE)),
         f(13, "gtpv1", Ty::Opaque),
         f(14, "gtpv2", Ty::Opaque),
         f(15, "arp", Ty::Opaque),
-        f(16, "icmp", Ty::Opaque),
-        f(17, "icmpv6", Ty::Opaque),
+        f(16, "icmp", Ty::Msg(&M_FLOW_ICMP)),
+        f(17, "icmpv6", Ty::Msg(&M_FLOW_ICMPV6)),
         f(18, "ppp", Ty::Opaque),
         f(19, "igmpv1", Ty::Opaque),
-        f(20, "mpls", Ty::Opaque),
+        f(20, "mpls", Ty::Msg(&M_FLOW_MPLS)),
         f(21, "snmpv2c", Ty::Opaque),
         f(22, "rsvp", Ty::Opaque),
         f(23, "macsec", Ty::Opaque),

@@ -190,6 +190,9 @@ fn end_markers(
         if cfg.framing.vxlan.is_some() {
             report.end_marker_note =
                 Some("end markers not sent: they are not encapsulated in VXLAN".into());
+        } else if cfg.framing.stack.is_some() {
+            report.end_marker_note =
+                Some("end markers not sent: they do not carry MPLS, GRE or ICMP headers".into());
         } else if kernel_addressed {
             report.end_marker_note = Some(
                 "end markers not sent: the kernel addresses the UDP sockets' frames and a marker is a crafted frame (socket:raw, af_packet and af_xdp send them)".into(),
@@ -212,6 +215,9 @@ fn run_layout(
 ) -> Result<WorkerOut, BlastError> {
     if job.cfg.framing.vxlan.is_some() {
         return run_vxlan_layout(layout, job, sock, stop);
+    }
+    if job.cfg.framing.stack.is_some() {
+        return run_stack(job, sock, stop);
     }
     match layout {
         Some((false, false, false)) | None => run_worker::<false, false, false>(job, sock, stop),
@@ -288,7 +294,8 @@ fn send_end_markers(
 
 /// Every frame size's template (with VXLAN, the inner frame's, and its
 /// encapsulation), built (and checked against the MTU) before anything is
-/// sent.
+/// sent; with stacked headers, none (each frame is written whole), each
+/// size checked.
 type Templates = (HashMap<u16, Template>, HashMap<u16, Encap>, Framing);
 fn templates(cfg: &BlastConfig) -> Result<Templates, BlastError> {
     let mtu = linerate_backend::port::port_mtu(cfg.backend, &cfg.wires, &cfg.iface).ok();
@@ -302,7 +309,11 @@ fn templates(cfg: &BlastConfig) -> Result<Templates, BlastError> {
     for &size in cfg.sizes.cycle() {
         if let std::collections::hash_map::Entry::Vacant(e) = templates.entry(size) {
             let err = |source| BlastError::Template { size, source };
-            if framing.vxlan.is_some() {
+            if let Some(stack) = &framing.stack {
+                stack
+                    .check(usize::from(size), &flow0, &framing)
+                    .map_err(err)?;
+            } else if framing.vxlan.is_some() {
                 let (t, encap) =
                     linerate_traffic::vxlan::templates(usize::from(size), &flow0, &framing)
                         .map_err(err)?;
@@ -782,9 +793,22 @@ fn run_vxlan<const VLAN: bool, const V6: bool, const TCP: bool>(
     send_all(job, sock, stop, fill)
 }
 
+/// [`run_worker`] for frames of stacked headers (written whole).
+#[inline(never)]
+fn run_stack(job: Job, sock: Tx, stop: &AtomicBool) -> Result<WorkerOut, BlastError> {
+    let cfg = job.cfg;
+    let fill = super::stack_fill::StackFiller::new(
+        &cfg.framing,
+        &cfg.flows,
+        cfg.sizes.cycle(),
+        (job.worker, job.workers),
+    );
+    send_all(job, sock, stop, fill)
+}
+
 /// What [`send_all`] sends from: a frame builder with the batch's send
 /// time, and its count of frames per probe flow id.
-trait Fill: FrameSource + PayloadSource {
+pub(super) trait Fill: FrameSource + PayloadSource {
     fn set_stamp(&mut self, tx_ns: u64);
     fn per_flow(&self) -> Vec<(u16, u64)>;
 }

@@ -6,6 +6,7 @@ mod blast;
 mod profile;
 mod replay;
 mod send;
+mod stack_fill;
 
 pub use blast::blast;
 pub use profile::{ProfileConfig, blast_profile};

@@ -33,6 +33,8 @@ pub(crate) fn worker_row(w: usize, packets: u64, bytes: u64, refused: u64) -> Ro
 pub fn traffic(flows: &FlowSpec, framing: &Framing, macs_given: bool, gso: Gso) -> Traffic {
     let crafted = if framing.vxlan.is_some() {
         Some("VXLAN frames are crafted")
+    } else if framing.stack.is_some() {
+        Some("MPLS, GRE and ICMP frames are crafted")
     } else if framing.tcp_flags.is_some() {
         Some("TCP-flagged frames are crafted")
     } else if framing.vlan.is_some() {

@@ -107,6 +107,7 @@ impl StreamFrames {
             tcp_flags: h.tcp_flags,
             vxlan: None,
             payload: None,
+            stack: None,
         };
         let sizes = s.size.values(SIZES_MAX).unwrap_or_default();
         let mut templates = HashMap::new();

@@ -479,6 +479,7 @@ fn framing(a: &BlastArgs) -> Result<Framing> {
         tcp_flags: a.tcp_flags,
         vxlan: None,
         payload: None,
+        stack: None,
     })
 }
 
