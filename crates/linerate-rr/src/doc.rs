@@ -368,3 +368,17 @@ impl<'a> ClientDoc<'a> {
         }
     }
 }
+
+impl ServerReport {
+    /// The server's document (`-J`'s, without the doctor's summary).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::to_value(ServerDoc::of(self)).unwrap_or_default()
+    }
+}
+
+impl TcpServerReport {
+    /// The server's document (`-J`'s, without the doctor's summary).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::to_value(TcpServerDoc::of(self)).unwrap_or_default()
+    }
+}

@@ -10,7 +10,6 @@ use crate::client::DATAGRAM_MAX;
 use crate::{RrError, pin};
 use linerate_backend::udp_rr::{Reflector, attach_cpu_select};
 use linerate_wire::{RR_HEADER_LEN, RrHeader};
-use serde_json::Value;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -198,13 +197,6 @@ pub struct ServerReport {
     /// What went wrong without stopping the run (a worker that could not be
     /// pinned).
     pub warnings: Vec<String>,
-}
-
-impl ServerReport {
-    /// The server's document (`-J`'s, without the doctor's summary).
-    pub fn json(&self) -> Value {
-        serde_json::to_value(crate::doc::ServerDoc::of(self)).unwrap_or_default()
-    }
 }
 
 /// A bound server, ready to run: the sockets exist (so the port is taken

@@ -13,7 +13,7 @@
 //! value `d` of its seeded sequence instead of `first + d * step`.
 
 use crate::random::Random;
-use crate::template::WireFlow;
+use crate::wire_flow::WireFlow;
 use linerate_wire::MacAddr;
 use std::net::IpAddr;
 use thiserror::Error;
@@ -603,6 +603,17 @@ fn gcd(a: u128, b: u128) -> u128 {
 /// The least common multiple, saturating (a count beyond any bound).
 fn lcm(a: u128, b: u128) -> u128 {
     (a / gcd(a, b).max(1)).saturating_mul(b)
+}
+
+impl WireFlow {
+    /// A flow's fields on the wire.
+    pub fn new(f: &FlowFields) -> Self {
+        let mut w = WireFlow::default();
+        w.set_macs(f.src_mac.0, f.dst_mac.0);
+        w.set_addrs(f.src_ip, f.dst_ip);
+        w.set_ports(f.src_port, f.dst_port);
+        w
+    }
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //! AF_PACKET, AF_XDP) only move the bytes.
 
 pub mod accounting;
+pub mod encap;
 pub mod flows;
 pub mod pacing;
 pub mod pcap;
@@ -18,6 +19,7 @@ pub mod sizes;
 pub mod stack;
 pub mod template;
 pub mod vxlan;
+pub mod wire_flow;
 
 pub use accounting::SinkCounts;
 pub use flows::{FlowCursor, FlowError, FlowFields, FlowSpec, ProbeIds, WireCursor};

@@ -4,6 +4,8 @@
 //! (RFC 1624) from sums taken once at build time.
 
 use crate::FlowFields;
+pub use crate::wire_flow::WireFlow;
+use crate::wire_flow::{words32, words64, words128};
 use linerate_wire::checksum;
 use linerate_wire::{
     EtherType, EthernetFrame, EthernetRepr, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, PROBE_LEN,
@@ -70,7 +72,7 @@ pub struct Framing {
     /// Encapsulate each frame in VXLAN: the fields above are then the
     /// inner frame's (the one that carries the probe), `mtu` the outer
     /// frame's ([`crate::vxlan`]).
-    pub vxlan: Option<crate::vxlan::Vxlan>,
+    pub vxlan: Option<crate::encap::Vxlan>,
     /// Bytes every frame carries right after its probe (the OTG model's
     /// `custom` header after the transport header): the rest of the
     /// payload is linerate's fixed pattern, as without them.
@@ -78,7 +80,7 @@ pub struct Framing {
     /// Headers a template does not lay (MPLS labels, GRE, ICMP echo):
     /// each frame is then written whole by [`crate::stack`] (the fields
     /// above are the flow's IP packet's; `vxlan` is then none).
-    pub stack: Option<crate::stack::Stack>,
+    pub stack: Option<crate::encap::Stack>,
 }
 
 /// A prebuilt frame of one size.
@@ -103,88 +105,6 @@ pub struct Template {
     /// per-template half of each packet's incremental update.
     udp_base: u32,
     ip_base: u32,
-}
-
-/// One flow's header fields as they go on the wire, with what they add to
-/// the checksums: kept by [`WireCursor`](crate::WireCursor) as it steps,
-/// so a packet only stores them. The probe's flow id is not here: it is
-/// the flow index mod 65536, which the caller has.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct WireFlow {
-    /// Destination then source MAC.
-    pub macs: [u8; 12],
-    /// Source then destination address (4 + 4 or 16 + 16 bytes).
-    pub addrs: [u8; 32],
-    /// Source then destination port (host order).
-    pub ports: [u16; 2],
-    /// Sum of the addresses' 16-bit words (IPv4 header, pseudo-header).
-    pub addr_sum: u32,
-    /// The addresses' and ports' words under the transport checksum.
-    pub l4_sum: u32,
-}
-
-impl WireFlow {
-    pub fn new(f: &FlowFields) -> Self {
-        let mut w = WireFlow::default();
-        w.set_macs(f.src_mac.0, f.dst_mac.0);
-        w.set_addrs(f.src_ip, f.dst_ip);
-        w.set_ports(f.src_port, f.dst_port);
-        w
-    }
-
-    /// New addresses (both of one family).
-    #[inline]
-    pub fn set_addrs(&mut self, src: IpAddr, dst: IpAddr) {
-        self.addr_sum = match (src, dst) {
-            (IpAddr::V4(s), IpAddr::V4(d)) => {
-                let (s, d) = (s.to_bits(), d.to_bits());
-                self.addrs[..4].copy_from_slice(&s.to_be_bytes());
-                self.addrs[4..8].copy_from_slice(&d.to_be_bytes());
-                words32(s) + words32(d)
-            }
-            (s, d) => {
-                let (s, d) = (v6_bits(s), v6_bits(d));
-                self.addrs[..16].copy_from_slice(&s.to_be_bytes());
-                self.addrs[16..].copy_from_slice(&d.to_be_bytes());
-                words128(s) + words128(d)
-            }
-        };
-        self.resum();
-    }
-
-    /// New ports.
-    #[inline]
-    pub fn set_ports(&mut self, src: u16, dst: u16) {
-        self.ports = [src, dst];
-        self.resum();
-    }
-
-    /// Port `which` (0 source, 1 destination) moves up by `step` without
-    /// wrapping: the common step of a walk over flows.
-    #[inline]
-    pub fn step_port(&mut self, which: usize, step: u16) {
-        self.ports[which & 1] += step;
-        self.l4_sum += u32::from(step);
-    }
-
-    /// New MACs.
-    #[inline]
-    pub fn set_macs(&mut self, src: [u8; 6], dst: [u8; 6]) {
-        self.macs[..6].copy_from_slice(&dst);
-        self.macs[6..].copy_from_slice(&src);
-    }
-
-    #[inline]
-    fn resum(&mut self) {
-        self.l4_sum = self.addr_sum + u32::from(self.ports[0]) + u32::from(self.ports[1]);
-    }
-}
-
-fn v6_bits(a: IpAddr) -> u128 {
-    match a {
-        IpAddr::V4(v) => v.to_ipv6_mapped().to_bits(),
-        IpAddr::V6(v) => v.to_bits(),
-    }
 }
 
 /// A send time as the probe carries it (its low 48 bits) and their
@@ -560,22 +480,6 @@ impl Template {
             out[self.l3 + 10..self.l3 + 12].copy_from_slice(&ip.to_be_bytes());
         }
     }
-}
-
-/// The sum of a value's big-endian 16-bit words.
-#[inline]
-pub(crate) fn words32(x: u32) -> u32 {
-    (x >> 16) + (x & 0xffff)
-}
-
-#[inline]
-fn words64(x: u64) -> u32 {
-    ((x >> 48) + ((x >> 32) & 0xffff) + ((x >> 16) & 0xffff) + (x & 0xffff)) as u32
-}
-
-#[inline]
-fn words128(x: u128) -> u32 {
-    words64((x >> 64) as u64) + words64(x as u64)
 }
 
 /// The smallest frame (FCS included, at least 64 bytes) that carries these

@@ -16,27 +16,12 @@
 //! to minus its pseudo-header's sum), so a frame's sequence and send time
 //! never change the outer checksum.
 
-use crate::flows::{FlowFields, Range};
+pub use crate::encap::Vxlan;
+use crate::flows::FlowFields;
 use crate::template::{FCS, Framing, Template, TemplateError, WireFlow, emit_l2, emit_l3, emit_l4};
 use linerate_wire::checksum;
 use linerate_wire::vxlan::{HEADER_LEN, VNI_MAX};
 use linerate_wire::{VxlanHeader, VxlanRepr};
-
-/// A flow's outer headers and VXLAN header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Vxlan {
-    /// Outer MACs, addresses (both of one family) and UDP ports.
-    pub outer: FlowFields,
-    /// Outer 802.1Q tag: VLAN id and priority.
-    pub vlan: Option<(u16, u8)>,
-    pub dscp: u8,
-    pub ttl: u8,
-    pub flags: u8,
-    pub reserved0: u32,
-    pub reserved1: u8,
-    /// The VNIs: frame n carries value `n mod count` (modulo 2^24).
-    pub vni: Range,
-}
 
 impl Vxlan {
     /// Bytes before the inner frame: outer Ethernet (and tag), IP, UDP,
@@ -256,6 +241,7 @@ impl Encap {
 mod tests {
     use super::*;
     use crate::FlowSpec;
+    use crate::flows::Range;
     use crate::template::Stamp;
     use linerate_wire::{Ipv4Packet, L3, L4, MacAddr, TcpFlags, TcpPacket, UdpPacket, parse_frame};
     use proptest::prelude::*;

@@ -1,7 +1,7 @@
 //! Sending crafted frames: templates patched per packet, batched sends,
 //! pacing to a packet or bit rate, exact per-flow counts.
 
-use super::send::{BlastConfig, BlastError, BlastReport, SPIN, target_pps, worker_row};
+use super::send::{BlastConfig, BlastError, BlastReport, Fill, SPIN, target_pps, worker_row};
 use crate::pool::{Watch, run_pinned};
 use linerate_backend::clock;
 use linerate_backend::port::{Endpoints, PayloadSource};
@@ -804,13 +804,6 @@ fn run_stack(job: Job, sock: Tx, stop: &AtomicBool) -> Result<WorkerOut, BlastEr
         (job.worker, job.workers),
     );
     send_all(job, sock, stop, fill)
-}
-
-/// What [`send_all`] sends from: a frame builder with the batch's send
-/// time, and its count of frames per probe flow id.
-pub(super) trait Fill: FrameSource + PayloadSource {
-    fn set_stamp(&mut self, tx_ns: u64);
-    fn per_flow(&self) -> Vec<(u16, u64)>;
 }
 
 impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool> Fill

@@ -289,6 +289,15 @@ pub struct Replay {
     pub timing: Timing,
 }
 
+/// What a blast worker sends from (`blast::send_all`): a frame builder
+/// with the batch's send time, and its count of frames per probe flow id.
+pub(super) trait Fill:
+    linerate_backend::FrameSource + linerate_backend::port::PayloadSource
+{
+    fn set_stamp(&mut self, tx_ns: u64);
+    fn per_flow(&self) -> Vec<(u16, u64)>;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,7 @@
 //! spec's flow of its index (every field stepping as the spec says), its
 //! probe that flow's id and next sequence number.
 
-use super::blast::Fill;
+use super::send::Fill;
 use linerate_backend::FrameSource;
 use linerate_backend::port::{Endpoints, PayloadSource};
 use linerate_traffic::FlowSpec;

@@ -11,7 +11,6 @@ use crate::server::{Clock, Prefix, ServerInterval, Tally, supervise};
 use crate::{RrError, pin};
 use linerate_wire::{RR_HEADER_LEN, RrHeader};
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
-use serde_json::Value;
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
@@ -225,13 +224,6 @@ pub struct TcpServerReport {
     /// Intervals reported but not kept.
     pub intervals_dropped: u64,
     pub warnings: Vec<String>,
-}
-
-impl TcpServerReport {
-    /// The server's document (`-J`'s, without the doctor's summary).
-    pub fn json(&self) -> Value {
-        serde_json::to_value(crate::doc::TcpServerDoc::of(self)).unwrap_or_default()
-    }
 }
 
 /// Raises the open-file limit to its hard limit; a warning when it still
