@@ -13,6 +13,9 @@ pub(crate) struct Watch<'a> {
     pub rows: &'a mut dyn FnMut(&dyn Fn() -> bool) -> Vec<Row>,
     pub on_interval: &'a mut dyn FnMut(&Interval),
     pub kept: &'a mut Vec<Interval>,
+    /// When the counted activity began (s from the sampler's start), once
+    /// it has: the interval it falls in starts there (blast's first frame).
+    pub begin: Option<&'a dyn Fn() -> Option<f64>>,
 }
 
 /// Runs `work(index, item, pinned)` on a thread of its own for each item,
@@ -43,6 +46,7 @@ pub(crate) fn run_pinned<T: Send, R: Send>(
         watch.sampler.watch(
             running,
             || (watch.rows)(&running),
+            watch.begin,
             watch.on_interval,
             watch.kept,
         );
@@ -89,6 +93,7 @@ mod tests {
                 rows: &mut |_running| totals(),
                 on_interval: &mut |_| seen += 1,
                 kept: &mut kept,
+                begin: None,
             },
         );
         assert_eq!(out, vec![Some((0, 20)), Some((1, 40)), Some((2, 60))]);
@@ -119,6 +124,7 @@ mod tests {
                 rows: &mut |_| Vec::new(),
                 on_interval: &mut |_| {},
                 kept: &mut Vec::new(),
+                begin: None,
             },
         );
         assert_eq!(out, vec![Some(1), None]);
@@ -136,6 +142,7 @@ mod tests {
                 rows: &mut |_| Vec::new(),
                 on_interval: &mut |_| {},
                 kept: &mut Vec::new(),
+                begin: None,
             },
         );
         let err = out[0].clone().unwrap().unwrap_err();

@@ -177,6 +177,7 @@ pub struct Text<W: Write + Send> {
     header: bool,
     said_many: bool,
     echo_errors: bool,
+    intervals: bool,
 }
 
 impl<W: Write + Send> Text<W> {
@@ -190,7 +191,15 @@ impl<W: Write + Send> Text<W> {
             header: false,
             said_many: false,
             echo_errors: true,
+            intervals: true,
         }
+    }
+
+    /// Whether interval rows are printed (off with `-i 0`: no intervals
+    /// asked, the run's one closing interval is the summary's business).
+    pub fn intervals(mut self, yes: bool) -> Self {
+        self.intervals = yes;
+        self
     }
 
     /// Whether the run's error is written here too (on by default, so a
@@ -248,6 +257,7 @@ impl<W: Write + Send> Reporter for Text<W> {
     fn report(&mut self, ev: &Event) -> io::Result<()> {
         match ev {
             Event::Start(_) => self.header = false,
+            Event::Interval(_) if !self.intervals => {}
             Event::Interval(iv) => {
                 if !self.header {
                     writeln!(

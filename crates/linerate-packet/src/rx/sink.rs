@@ -291,6 +291,7 @@ pub fn sink(
     let want = AtomicU64::new(0);
     on_ready(backend);
     let start = Instant::now();
+    let start_ns = clock::monotonic_ns();
     let mut sampler = Sampler::new(start, cfg.interval);
     let mut intervals = Vec::new();
     // The capture file goes to the one worker there is with --write.
@@ -313,6 +314,7 @@ pub fn sink(
             rows: &mut |running| ask_live(&want, &live, running),
             on_interval,
             kept: &mut intervals,
+            begin: None,
         },
     );
     let outs: Vec<WorkerOut> = outs
@@ -325,6 +327,21 @@ pub fn sink(
     let duration_s = all
         .first
         .map_or(0.0, |f| all.last.saturating_sub(f) as f64 / 1e9);
+    // The intervals on the summary's time base: the one the first arrival
+    // falls in starts there; with no intervals asked (-i 0) the one
+    // interval ends at the last arrival too, so its rate is the summary's.
+    let since_start = |ns: u64| Duration::from_nanos(ns.saturating_sub(start_ns));
+    let end = match all.first {
+        Some(first) => {
+            sampler.begin_at(since_start(first).as_secs_f64());
+            if cfg.interval.is_none() {
+                start + since_start(all.last)
+            } else {
+                end
+            }
+        }
+        None => end,
+    };
     for iv in sampler.finish(end, flow_rows(&all.counts)) {
         on_interval(&iv);
         intervals.push(iv);

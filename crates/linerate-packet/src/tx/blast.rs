@@ -45,7 +45,19 @@ pub fn blast(
     let interval_ns = target_pps(cfg.rate, avg).map(|pps| 1e9 * workers as f64 / pps.max(1e-9));
     let counters: Vec<Counters> = (0..workers).map(|_| Counters::default()).collect();
     let start = Instant::now();
+    let start_ns = clock::monotonic_ns();
     let mut sampler = Sampler::new(start, cfg.interval);
+    // The intervals are over the sending span as the summary is: the first
+    // starts at the first frame (set-up is not sending time), the last
+    // ends at the last.
+    let since_start = |ns: u64| ns.saturating_sub(start_ns) as f64 / 1e9;
+    let first_send = || {
+        (counters.iter())
+            .map(|c| c.first_ns.load(Ordering::Relaxed))
+            .filter(|&ns| ns > 0)
+            .min()
+            .map(since_start)
+    };
     let mut intervals = Vec::new();
     let jobs = jobs(cfg, (&templates, &encaps), socks, interval_ns, &counters);
     let results = run_pinned(
@@ -61,6 +73,7 @@ pub fn blast(
             rows: &mut |_| live_rows(&counters),
             on_interval,
             kept: &mut intervals,
+            begin: Some(&first_send),
         },
     );
     let end = Instant::now();
@@ -78,6 +91,19 @@ pub fn blast(
             end.duration_since(start).as_secs_f64(),
             crate::tx::send::WHOLE_RUN,
         ),
+    };
+    // The last interval ends at the last frame, the first begins at the
+    // first: the intervals span what `duration_s` spans.
+    let span = outs
+        .iter()
+        .filter_map(|o| o.span)
+        .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
+    let end = match span {
+        Some((first, last)) => {
+            sampler.begin_at(since_start(first));
+            start + Duration::from_nanos(last.saturating_sub(start_ns))
+        }
+        None => end,
     };
     let mut report = BlastReport {
         duration_from,
@@ -395,10 +421,13 @@ struct Counters {
     bytes: std::sync::atomic::AtomicU64,
     calls: std::sync::atomic::AtomicU64,
     errors: std::sync::atomic::AtomicU64,
+    /// When the first send call began (monotonic ns; 0: none yet).
+    first_ns: std::sync::atomic::AtomicU64,
 }
 
 impl Counters {
-    fn publish(&self, packets: u64, bytes: u64, calls: u64, errors: u64) {
+    fn publish(&self, packets: u64, bytes: u64, calls: u64, errors: u64, first_ns: u64) {
+        self.first_ns.store(first_ns, Ordering::Relaxed);
         self.packets.store(packets, Ordering::Relaxed);
         self.bytes.store(bytes, Ordering::Relaxed);
         self.calls.store(calls, Ordering::Relaxed);
@@ -971,7 +1000,8 @@ fn send_all<F: Fill>(
         if let Some(s) = schedule.as_mut() {
             s.sent(n as u64);
         }
-        job.counters.publish(packets, bytes, calls, errors);
+        job.counters
+            .publish(packets, bytes, calls, errors, span.map_or(0, |s| s.0));
     }
     sock.finish().map_err(send_err)?;
     Ok(WorkerOut {
