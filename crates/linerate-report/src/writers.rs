@@ -404,6 +404,16 @@ mod tests {
         assert!(out.ends_with("received 42\n"));
     }
 
+    /// Issue 43 item 8: `-i 0` (no intervals) prints no interval row,
+    /// only the summary.
+    #[test]
+    fn text_without_intervals_prints_the_summary_only() {
+        let mut t = Text::new(Vec::new()).intervals(false);
+        run(&mut t);
+        let out = String::from_utf8(t.w).unwrap();
+        assert_eq!(out, "received 42\n");
+    }
+
     #[test]
     fn text_shows_only_the_sum_of_many_rows_and_says_so_once() {
         let rows: Vec<Row> = (0..10)

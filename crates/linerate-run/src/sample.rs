@@ -121,11 +121,17 @@ impl Sampler {
         self.held.replace(iv).map(|h| self.clipped(h))
     }
 
-    /// The run ended at `now` with the final totals `rows`: the interval(s)
-    /// still to report. A tail shorter than [`MIN_TAIL`] joins the interval
-    /// before it.
+    /// The run ended at `now` (or its counted activity: a sender's last
+    /// frame, a receiver's last arrival) with the final totals `rows`: the
+    /// interval(s) still to report. A tail shorter than [`MIN_TAIL`] joins
+    /// the interval before it.
     pub fn finish(&mut self, now: Instant, rows: Vec<Row>) -> Vec<Interval> {
-        let end_s = now.duration_since(self.start).as_secs_f64();
+        // Not before the last interval's end (an end at the activity's
+        // last frame may come before it: the tail is then empty).
+        let end_s = now
+            .duration_since(self.start)
+            .as_secs_f64()
+            .max(self.last_s);
         let tail = self.diff(end_s, rows);
         match self.held.take() {
             Some(mut h) if tail.seconds() < MIN_TAIL.as_secs_f64() => {
@@ -263,6 +269,13 @@ mod tests {
         let only = s.finish(t0 + Duration::from_millis(1100), snap(3, 4));
         assert_eq!((only[0].start_s, only[0].end_s), (0.1, 1.1));
         assert_eq!(only[0].seconds(), 1.0);
+        // An activity that ended before the last interval did: no interval
+        // runs backwards, the last one keeps its end.
+        let mut s = Sampler::new(t0, Some(Duration::from_secs(1)));
+        assert!(s.sample(t0 + Duration::from_secs(1), snap(10, 5)).is_none());
+        let rest = s.finish(t0 + Duration::from_millis(700), snap(10, 5));
+        assert_eq!(rest.len(), 1);
+        assert_eq!((rest[0].start_s, rest[0].end_s), (0.0, 1.0));
     }
 
     #[test]

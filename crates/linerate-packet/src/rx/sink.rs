@@ -293,6 +293,13 @@ pub fn sink(
     let start = Instant::now();
     let start_ns = clock::monotonic_ns();
     let mut sampler = Sampler::new(start, cfg.interval);
+    // The first probe's arrival (monotonic ns; MAX: none yet), for the
+    // intervals' time base as the summary's: from the first arrival.
+    let first_arrival = AtomicU64::new(u64::MAX);
+    let first_seen = || {
+        let ns = first_arrival.load(Ordering::Relaxed);
+        (ns != u64::MAX).then(|| ns.saturating_sub(start_ns) as f64 / 1e9)
+    };
     let mut intervals = Vec::new();
     // The capture file goes to the one worker there is with --write.
     let mut file = capture.as_mut();
@@ -303,7 +310,15 @@ pub fn sink(
         &cfg.cores,
         items,
         |_, (rx, live, capture), pinned| {
-            let mut out = receive(rx, cfg, stop, &total, capture, frame_max, (&want, live));
+            let mut out = receive(
+                rx,
+                cfg,
+                stop,
+                (&total, &first_arrival),
+                capture,
+                frame_max,
+                (&want, live),
+            );
             if let Err(e) = pinned {
                 out.error = out.error.or(Some(e));
             }
@@ -314,7 +329,7 @@ pub fn sink(
             rows: &mut |running| ask_live(&want, &live, running),
             on_interval,
             kept: &mut intervals,
-            begin: None,
+            begin: Some(&first_seen),
         },
     );
     let outs: Vec<WorkerOut> = outs
@@ -327,18 +342,14 @@ pub fn sink(
     let duration_s = all
         .first
         .map_or(0.0, |f| all.last.saturating_sub(f) as f64 / 1e9);
-    // The intervals on the summary's time base: the one the first arrival
-    // falls in starts there; with no intervals asked (-i 0) the one
-    // interval ends at the last arrival too, so its rate is the summary's.
+    // The intervals on the summary's time base (the arrivals' span): the
+    // one the first arrival falls in starts there, the last ends at the
+    // last arrival (with -i 0 the one interval is the summary's span).
     let since_start = |ns: u64| Duration::from_nanos(ns.saturating_sub(start_ns));
     let end = match all.first {
         Some(first) => {
             sampler.begin_at(since_start(first).as_secs_f64());
-            if cfg.interval.is_none() {
-                start + since_start(all.last)
-            } else {
-                end
-            }
+            start + since_start(all.last)
         }
         None => end,
     };
@@ -544,7 +555,7 @@ fn receive(
     rx: &mut Rx,
     cfg: &SinkConfig,
     stop: &AtomicBool,
-    total: &AtomicU64,
+    (total, first_arrival): (&AtomicU64, &AtomicU64),
     capture: Option<&mut CaptureWriter>,
     frame_max: usize,
     (want, live): (&AtomicU64, &RunningTotals),
@@ -598,6 +609,9 @@ fn receive(
                 if probes > 0 {
                     total.fetch_add(probes, Ordering::Relaxed);
                     last = now;
+                    if first.is_none() {
+                        first_arrival.fetch_min(last, Ordering::Relaxed);
+                    }
                     first.get_or_insert(last);
                 }
             }
