@@ -4,6 +4,7 @@
 //! due from the workers' published totals.
 
 use linerate_run::{Interval, Row, Sampler};
+use std::time::Instant;
 
 /// How the pool reports while its workers run: the sampler, the live rows
 /// (asked with a test of whether any worker still runs, for the sink's
@@ -16,6 +17,33 @@ pub(crate) struct Watch<'a> {
     /// When the counted activity began (s from the sampler's start), once
     /// it has: the interval it falls in starts there (blast's first frame).
     pub begin: Option<&'a dyn Fn() -> Option<f64>>,
+}
+
+/// A run's start on both clocks: `Instant` (the sampler's) and the
+/// monotonic ns the workers stamp their first and last frames with.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RunClock {
+    pub start: Instant,
+    start_ns: u64,
+}
+
+impl RunClock {
+    pub fn now() -> Self {
+        RunClock {
+            start: Instant::now(),
+            start_ns: linerate_backend::clock::monotonic_ns(),
+        }
+    }
+
+    /// Seconds from the start to monotonic `ns`.
+    pub fn secs(&self, ns: u64) -> f64 {
+        ns.saturating_sub(self.start_ns) as f64 / 1e9
+    }
+
+    /// Monotonic `ns` as an `Instant`.
+    pub fn instant(&self, ns: u64) -> Instant {
+        self.start + std::time::Duration::from_nanos(ns.saturating_sub(self.start_ns))
+    }
 }
 
 /// Runs `work(index, item, pinned)` on a thread of its own for each item,

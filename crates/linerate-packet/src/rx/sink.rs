@@ -1,7 +1,7 @@
 //! Receiving and counting: every frame with a linerate probe is accounted
 //! per flow (loss, reordering, duplicates) and its latency recorded.
 
-use crate::pool::{Watch, run_pinned};
+use crate::pool::{RunClock, Watch, run_pinned};
 use linerate_backend::port::{
     BackendError, BackendKind, Rx, RxCapabilities, open_rx_workers, recv_idle,
 };
@@ -113,6 +113,19 @@ fn ask_live(want: &AtomicU64, live: &[RunningTotals], running: impl Fn() -> bool
 }
 
 impl WorkerOut {
+    /// Where the intervals end, on the summary's time base (the arrivals'
+    /// span): the one the first arrival falls in starts there, the last
+    /// ends at the last arrival (with -i 0 the one interval is the
+    /// summary's span); nothing arrived: the run's `end`.
+    fn arrivals_end(&self, clock: RunClock, end: Instant, sampler: &mut Sampler) -> Instant {
+        match self.first {
+            Some(first) => {
+                sampler.begin_at(clock.secs(first));
+                clock.instant(self.last)
+            }
+            None => end,
+        }
+    }
     /// Every worker's counts in one.
     fn merge(outs: Vec<WorkerOut>) -> WorkerOut {
         let mut outs = outs.into_iter();
@@ -290,16 +303,16 @@ pub fn sink(
     let live: Vec<RunningTotals> = (0..workers).map(|_| RunningTotals::default()).collect();
     let want = AtomicU64::new(0);
     on_ready(backend);
-    let start = Instant::now();
-    let start_ns = clock::monotonic_ns();
-    let mut sampler = Sampler::new(start, cfg.interval);
+    let clock = RunClock::now();
+    let mut sampler = Sampler::new(clock.start, cfg.interval);
     // The first probe's arrival (monotonic ns; MAX: none yet), for the
     // intervals' time base as the summary's: from the first arrival.
     let first_arrival = AtomicU64::new(u64::MAX);
     let first_seen = || {
         let ns = first_arrival.load(Ordering::Relaxed);
-        (ns != u64::MAX).then(|| ns.saturating_sub(start_ns) as f64 / 1e9)
+        (ns != u64::MAX).then(|| clock.secs(ns))
     };
+    let counted = (&total, &first_arrival);
     let mut intervals = Vec::new();
     // The capture file goes to the one worker there is with --write.
     let mut file = capture.as_mut();
@@ -310,15 +323,7 @@ pub fn sink(
         &cfg.cores,
         items,
         |_, (rx, live, capture), pinned| {
-            let mut out = receive(
-                rx,
-                cfg,
-                stop,
-                (&total, &first_arrival),
-                capture,
-                frame_max,
-                (&want, live),
-            );
+            let mut out = receive(rx, cfg, stop, counted, capture, frame_max, (&want, live));
             if let Err(e) = pinned {
                 out.error = out.error.or(Some(e));
             }
@@ -342,17 +347,7 @@ pub fn sink(
     let duration_s = all
         .first
         .map_or(0.0, |f| all.last.saturating_sub(f) as f64 / 1e9);
-    // The intervals on the summary's time base (the arrivals' span): the
-    // one the first arrival falls in starts there, the last ends at the
-    // last arrival (with -i 0 the one interval is the summary's span).
-    let since_start = |ns: u64| Duration::from_nanos(ns.saturating_sub(start_ns));
-    let end = match all.first {
-        Some(first) => {
-            sampler.begin_at(since_start(first).as_secs_f64());
-            start + since_start(all.last)
-        }
-        None => end,
-    };
+    let end = all.arrivals_end(clock, end, &mut sampler);
     for iv in sampler.finish(end, flow_rows(&all.counts)) {
         on_interval(&iv);
         intervals.push(iv);

@@ -2,7 +2,7 @@
 //! pacing to a packet or bit rate, exact per-flow counts.
 
 use super::send::{BlastConfig, BlastError, BlastReport, SPIN, target_pps, worker_row};
-use crate::pool::{Watch, run_pinned};
+use crate::pool::{RunClock, Watch, run_pinned};
 use linerate_backend::clock;
 use linerate_backend::port::{Endpoints, PayloadSource};
 use linerate_backend::port::{Traffic, Tx, open_tx, send_refused};
@@ -44,19 +44,17 @@ pub fn blast(
         / cfg.sizes.cycle().len() as f64;
     let interval_ns = target_pps(cfg.rate, avg).map(|pps| 1e9 * workers as f64 / pps.max(1e-9));
     let counters: Vec<Counters> = (0..workers).map(|_| Counters::default()).collect();
-    let start = Instant::now();
-    let start_ns = clock::monotonic_ns();
+    let clock = RunClock::now();
+    let start = clock.start;
     let mut sampler = Sampler::new(start, cfg.interval);
     // The intervals are over the sending span as the summary is: the first
-    // starts at the first frame (set-up is not sending time), the last
-    // ends at the last.
-    let since_start = |ns: u64| ns.saturating_sub(start_ns) as f64 / 1e9;
+    // starts at the first frame (set-up is not sending time).
     let first_send = || {
         (counters.iter())
             .map(|c| c.first_ns.load(Ordering::Relaxed))
             .filter(|&ns| ns > 0)
             .min()
-            .map(since_start)
+            .map(|ns| clock.secs(ns))
     };
     let mut intervals = Vec::new();
     let jobs = jobs(cfg, (&templates, &encaps), socks, interval_ns, &counters);
@@ -81,30 +79,7 @@ pub fn blast(
         .into_iter()
         .map(|r| r.ok_or(BlastError::Worker)?)
         .collect::<Result<_, _>>()?;
-    // The rate is over the sending span, first frame to last, as the sink's
-    // is over the arrivals: the set-up before (sockets, rings, threads,
-    // pinning) and the backend's finish after are not sending time (they
-    // made a short run's rate low: 9329 pps for --pps 10000 -t 0.3).
-    let (duration_s, duration_from) = match sending_span_s(outs.iter().map(|o| o.span)) {
-        Some(s) => (s, crate::tx::send::SENDING_SPAN),
-        None => (
-            end.duration_since(start).as_secs_f64(),
-            crate::tx::send::WHOLE_RUN,
-        ),
-    };
-    // The last interval ends at the last frame, the first begins at the
-    // first: the intervals span what `duration_s` spans.
-    let span = outs
-        .iter()
-        .filter_map(|o| o.span)
-        .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
-    let end = match span {
-        Some((first, last)) => {
-            sampler.begin_at(since_start(first));
-            start + Duration::from_nanos(last.saturating_sub(start_ns))
-        }
-        None => end,
-    };
+    let (duration_s, duration_from, end) = sending_time(&outs, clock, end, &mut sampler);
     let mut report = BlastReport {
         duration_from,
         backend,
@@ -137,6 +112,36 @@ pub fn blast(
         report.intervals.push(iv);
     }
     Ok(report)
+}
+
+/// The run's duration and what it spans, and where its intervals end.
+/// The rate is over the sending span, first frame to last, as the sink's
+/// is over the arrivals: the set-up before (sockets, rings, threads,
+/// pinning) and the backend's finish after are not sending time (they
+/// made a short run's rate low: 9329 pps for --pps 10000 -t 0.3). The
+/// intervals span the same: the first begins at the first frame, the last
+/// ends at the last.
+fn sending_time(
+    outs: &[WorkerOut],
+    clock: RunClock,
+    end: Instant,
+    sampler: &mut Sampler,
+) -> (f64, &'static str, Instant) {
+    let span = outs
+        .iter()
+        .filter_map(|o| o.span)
+        .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
+    match (sending_span_s(outs.iter().map(|o| o.span)), span) {
+        (Some(s), Some((first, last))) => {
+            sampler.begin_at(clock.secs(first));
+            (s, crate::tx::send::SENDING_SPAN, clock.instant(last))
+        }
+        _ => (
+            end.duration_since(clock.start).as_secs_f64(),
+            crate::tx::send::WHOLE_RUN,
+            end,
+        ),
+    }
 }
 
 /// Refuses more workers than flows to split among them (and, past 65536
