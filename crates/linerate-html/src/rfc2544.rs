@@ -152,6 +152,7 @@ fn loss_chart(d: &Rfc2544Doc) -> linerate_plot::Chart {
             None => series.push(linerate_plot::Series {
                 name,
                 points: vec![p],
+                starts: Vec::new(),
                 total: false,
                 marks: true,
             }),

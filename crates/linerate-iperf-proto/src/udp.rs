@@ -40,6 +40,14 @@ use linerate_wire::SeqTracker;
 /// also keeps exact figures beside them (from [`SeqTracker`]): duplicates (a
 /// sequence number seen twice within the last 4096) and late (first
 /// arrivals below the highest), and the gaps never filled.
+/// A jitter in seconds as the documents write it, in milliseconds to the
+/// nanosecond: the timestamps are of µs or ns, so what lies below is the
+/// running average's float residue (after a step, a run of equal transit
+/// times decays it towards 0 without ever reaching it: 3.86e-18 ms).
+pub fn jitter_ms(jitter_s: f64) -> f64 {
+    (jitter_s * 1e9).round() / 1e6
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct UdpReceiver {
     pub packet_count: u64,
@@ -137,6 +145,21 @@ mod tests {
         assert_eq!((r.packet_count, r.cnt_error, r.out_of_order), (8, 2, 2));
         // Exact: 6 and 7 lost, 3 late once, duplicated once.
         assert_eq!((r.lost_exact(), r.late, r.duplicates), (2, 1, 1));
+    }
+
+    /// Issue 43 item 10: a jitter of float residue is written as 0.
+    #[test]
+    fn a_jitter_decayed_to_float_residue_is_written_as_zero() {
+        let mut r = UdpReceiver::default();
+        // One 1 µs step in the transit time, then 2000 equal ones.
+        r.on_datagram(1, 100, 0.0, 0.001);
+        r.on_datagram(2, 100, 0.0, 0.001001);
+        for s in 3..2000 {
+            r.on_datagram(s, 100, 0.0, 0.001001);
+        }
+        assert!(r.jitter_s > 0.0 && r.jitter_s < 1e-30, "{}", r.jitter_s);
+        assert_eq!(jitter_ms(r.jitter_s), 0.0);
+        assert_eq!(jitter_ms(0.0012345678), 1.234568);
     }
 
     #[test]

@@ -260,7 +260,7 @@ impl Meter {
                     s.udp_tx_packets = Some(now.blocks - prev.blocks);
                 } else {
                     s.udp_rx = Some(UdpRxSample {
-                        jitter_ms: now.rx.jitter_s * 1000.0,
+                        jitter_ms: linerate_iperf_proto::udp::jitter_ms(now.rx.jitter_s),
                         lost: now.rx.cnt_error.saturating_sub(prev.rx.cnt_error),
                         packets: now.rx.packet_count.saturating_sub(prev.rx.packet_count),
                     });

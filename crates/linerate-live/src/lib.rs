@@ -294,7 +294,7 @@ fn table_row(r: &Row, secs: f64, bold: bool) -> TRow<'static> {
         r.role.clone(),
         r.counted_by.name().to_string(),
         rate(bps, "bit/s"),
-        rate(pps, "pkt/s"),
+        rate(pps, "pps"),
         opt(c.lost),
         opt(c.reordered),
         us(r.gauges.latency_p50_ns),
@@ -432,7 +432,7 @@ fn progress_figures(sums: &[linerate_run::Row], secs: f64) -> String {
                 f.push(linerate_run::report::format_rate(b, "bit/s"));
             }
             if let Some(p) = p {
-                f.push(linerate_run::report::format_rate(p, "pkt/s"));
+                f.push(linerate_run::report::format_rate(p, "pps"));
             }
             format!("{} ({})", f.join(" "), r.counted_by.name())
         })

@@ -4,6 +4,7 @@
 //! due from the workers' published totals.
 
 use linerate_run::{Interval, Row, Sampler};
+use std::time::Instant;
 
 /// How the pool reports while its workers run: the sampler, the live rows
 /// (asked with a test of whether any worker still runs, for the sink's
@@ -13,6 +14,36 @@ pub(crate) struct Watch<'a> {
     pub rows: &'a mut dyn FnMut(&dyn Fn() -> bool) -> Vec<Row>,
     pub on_interval: &'a mut dyn FnMut(&Interval),
     pub kept: &'a mut Vec<Interval>,
+    /// When the counted activity began (s from the sampler's start), once
+    /// it has: the interval it falls in starts there (blast's first frame).
+    pub begin: Option<&'a dyn Fn() -> Option<f64>>,
+}
+
+/// A run's start on both clocks: `Instant` (the sampler's) and the
+/// monotonic ns the workers stamp their first and last frames with.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RunClock {
+    pub start: Instant,
+    start_ns: u64,
+}
+
+impl RunClock {
+    pub fn now() -> Self {
+        RunClock {
+            start: Instant::now(),
+            start_ns: linerate_backend::clock::monotonic_ns(),
+        }
+    }
+
+    /// Seconds from the start to monotonic `ns`.
+    pub fn secs(&self, ns: u64) -> f64 {
+        ns.saturating_sub(self.start_ns) as f64 / 1e9
+    }
+
+    /// Monotonic `ns` as an `Instant`.
+    pub fn instant(&self, ns: u64) -> Instant {
+        self.start + std::time::Duration::from_nanos(ns.saturating_sub(self.start_ns))
+    }
 }
 
 /// Runs `work(index, item, pinned)` on a thread of its own for each item,
@@ -43,6 +74,7 @@ pub(crate) fn run_pinned<T: Send, R: Send>(
         watch.sampler.watch(
             running,
             || (watch.rows)(&running),
+            watch.begin,
             watch.on_interval,
             watch.kept,
         );
@@ -89,6 +121,7 @@ mod tests {
                 rows: &mut |_running| totals(),
                 on_interval: &mut |_| seen += 1,
                 kept: &mut kept,
+                begin: None,
             },
         );
         assert_eq!(out, vec![Some((0, 20)), Some((1, 40)), Some((2, 60))]);
@@ -119,6 +152,7 @@ mod tests {
                 rows: &mut |_| Vec::new(),
                 on_interval: &mut |_| {},
                 kept: &mut Vec::new(),
+                begin: None,
             },
         );
         assert_eq!(out, vec![Some(1), None]);
@@ -136,6 +170,7 @@ mod tests {
                 rows: &mut |_| Vec::new(),
                 on_interval: &mut |_| {},
                 kept: &mut Vec::new(),
+                begin: None,
             },
         );
         let err = out[0].clone().unwrap().unwrap_err();

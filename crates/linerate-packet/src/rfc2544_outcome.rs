@@ -317,7 +317,8 @@ pub fn trial_line(t: &Trial) -> String {
         t.received,
         t.loss_ratio * 100.0,
         match (t.passed, t.held_back) {
-            (true, false) => "pass".to_string(),
+            // The rate the result is made of, on the line it came from.
+            (true, false) => format!("pass at {:.0} fps", t.tested_fps()),
             (true, true) => format!(
                 "pass at {:.0} fps (held back: forwarded {:.0} fps)",
                 t.tested_fps(),
@@ -453,7 +454,13 @@ mod tests {
             trial_line(&held)
         );
         (asked_more.passed, asked_more.reason) = (true, None);
-        assert!(trial_line(&asked_more).ends_with("loss 1.000000%  pass"));
+        // Issue 43 item 8: a pass says the rate the result takes from it
+        // (the lowest of asked, offered and forwarded: 990 here).
+        assert!(
+            trial_line(&asked_more).ends_with("loss 1.000000%  pass at 990 fps"),
+            "{}",
+            trial_line(&asked_more)
+        );
         t.directions = Some([d, d]);
         assert!(
             trial_line(&t).starts_with("   64 B  asked         1000 fps each way  offered "),

@@ -14,10 +14,10 @@
 //! PNG by the output's extension, drawn with `plotters` and a bundled
 //! DejaVu Sans (no system fonts).
 
-use plotters::coord::Shift;
-use plotters::prelude::*;
+mod draw;
+
+pub use draw::{render, svg};
 use serde_json::Value;
-use std::path::Path;
 
 /// What to draw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +73,10 @@ pub enum PlotError {
 pub struct Series {
     pub name: String,
     pub points: Vec<(f64, f64)>,
+    /// Where each point is a figure over an interval ending at its x: each
+    /// interval's start (drawn as a step function, the level held from the
+    /// interval's start to its end). Empty: the points are joined.
+    pub starts: Vec<f64>,
     /// A total: drawn thicker.
     pub total: bool,
     /// Each point marked (a line of one point always is).
@@ -80,9 +84,10 @@ pub struct Series {
 }
 
 impl Series {
-    /// Whether its points are drawn as markers: asked, or a lone point.
+    /// Whether its points are drawn as markers: asked, or a lone point
+    /// (not an interval's: that is a level from its start to its end).
     pub fn marked(&self) -> bool {
-        self.marks || self.points.len() == 1
+        self.marks || (self.points.len() == 1 && self.starts.is_empty())
     }
 }
 
@@ -120,7 +125,7 @@ struct Rec {
 /// its own start), its rows named after the run ("run 2", "run 2: stream 5").
 #[derive(Debug, Default)]
 pub struct Input {
-    intervals: Vec<(f64, Vec<Rec>)>,
+    intervals: Vec<(Span, Vec<Rec>)>,
     /// Latency percentiles of the whole run, or of each run of a
     /// repetition: the line's name ("" for the run's mode) and
     /// (fraction, microseconds).
@@ -150,7 +155,7 @@ struct Repeat {
 /// One result document, normalized.
 #[derive(Debug, Default)]
 struct Run {
-    intervals: Vec<(f64, Vec<Rec>)>,
+    intervals: Vec<(Span, Vec<Rec>)>,
     percentiles: Vec<(f64, f64)>,
     mode: String,
 }
@@ -160,8 +165,11 @@ fn f(v: &Value, k: &str) -> Option<f64> {
 }
 
 /// iperf3's interval: streams and the sum(s).
-fn iperf_interval(iv: &Value, bidir: bool) -> (f64, Vec<Rec>) {
-    let end = f(&iv["sum"], "end").unwrap_or(0.0);
+fn iperf_interval(iv: &Value, bidir: bool) -> (Span, Vec<Rec>) {
+    let span = (
+        f(&iv["sum"], "start").unwrap_or(f64::NAN),
+        f(&iv["sum"], "end").unwrap_or(0.0),
+    );
     let mut recs = Vec::new();
     for s in iv["streams"].as_array().into_iter().flatten() {
         let dir = match s.get("sender").and_then(Value::as_bool) {
@@ -188,12 +196,15 @@ fn iperf_interval(iv: &Value, bidir: bool) -> (f64, Vec<Rec>) {
             });
         }
     }
-    (end, recs)
+    (span, recs)
 }
 
 /// A run-model interval (`start`, `end`, `rows`, `sums`).
-fn run_interval(iv: &Value) -> (f64, Vec<Rec>) {
-    let end = f(iv, "end").unwrap_or(0.0);
+fn run_interval(iv: &Value) -> (Span, Vec<Rec>) {
+    let span = (
+        f(iv, "start").unwrap_or(f64::NAN),
+        f(iv, "end").unwrap_or(0.0),
+    );
     let mut recs = Vec::new();
     for (key, total) in [("rows", false), ("sums", true)] {
         for r in iv[key].as_array().into_iter().flatten() {
@@ -221,15 +232,18 @@ fn run_interval(iv: &Value) -> (f64, Vec<Rec>) {
             });
         }
     }
-    (end, recs)
+    (span, recs)
 }
 
 /// The rr client's `-J` interval (`end`, `transactions_per_s`, `lost`,
 /// `latency_us`): the total transactions, named as its run-model row.
-fn rr_interval(iv: &Value) -> (f64, Vec<Rec>) {
+fn rr_interval(iv: &Value) -> (Span, Vec<Rec>) {
     let lat = &iv["latency_us"];
     (
-        f(iv, "end").unwrap_or(0.0),
+        (
+            f(iv, "start").unwrap_or(f64::NAN),
+            f(iv, "end").unwrap_or(0.0),
+        ),
         vec![Rec {
             name: "total transactions".into(),
             total: true,
@@ -240,6 +254,72 @@ fn rr_interval(iv: &Value) -> (f64, Vec<Rec>) {
             ..Rec::default()
         }],
     )
+}
+
+/// A UDP sender's document has no loss in its intervals (the receiver
+/// counts it): the receiver's intervals where the server's output came
+/// with it (`--get-server-output`), else the receiver's count over the
+/// whole run from `end`, as one interval from the start to the end.
+fn receivers_loss(doc: &Value, intervals: &mut Vec<(Span, Vec<Rec>)>) {
+    if intervals
+        .iter()
+        .any(|(_, recs)| recs.iter().any(|r| r.lost.is_some()))
+    {
+        return;
+    }
+    let server = &doc["server_output_json"];
+    if let Some(ivs) = server["intervals"].as_array() {
+        let bidir = server["start"]["test_start"]["bidir"].as_i64() == Some(1);
+        for (i, iv) in ivs.iter().enumerate() {
+            let (span, recs) = iperf_interval(iv, bidir);
+            let recs = recs.into_iter().filter(|r| r.lost.is_some()).map(|r| Rec {
+                name: format!("{} (receiver's count)", r.name),
+                total: r.total,
+                lost: r.lost,
+                ..Rec::default()
+            });
+            match intervals.get_mut(i) {
+                Some((_, mine)) => mine.extend(recs),
+                None => push_interval(intervals, (span, recs.collect())),
+            }
+        }
+        if intervals
+            .iter()
+            .any(|(_, recs)| recs.iter().any(|r| r.lost.is_some()))
+        {
+            return;
+        }
+    }
+    let end = &doc["end"];
+    let Some(sum) = [&end["sum_received"], &end["sum"]]
+        .into_iter()
+        .find(|s| f(s, "lost_packets").is_some())
+    else {
+        return;
+    };
+    intervals.push((
+        (f(sum, "start").unwrap_or(0.0), f(sum, "end").unwrap_or(0.0)),
+        vec![Rec {
+            name: "total over the whole run (receiver's count)".into(),
+            total: true,
+            lost: f(sum, "lost_packets"),
+            ..Rec::default()
+        }],
+    ));
+}
+
+/// An interval's start and end (s).
+type Span = (f64, f64);
+
+/// Adds an interval; one without a start (NaN) starts where the one
+/// before ended (the first: at 0).
+fn push_interval(list: &mut Vec<(Span, Vec<Rec>)>, ((start, end), recs): (Span, Vec<Rec>)) {
+    let start = if start.is_nan() {
+        list.last().map_or(0.0, |((_, e), _)| *e)
+    } else {
+        start
+    };
+    list.push(((start, end), recs));
 }
 
 /// One result document (a client's, a mode's, one run of a repetition).
@@ -261,7 +341,14 @@ fn read_run(doc: &Value) -> Result<Run, PlotError> {
                 run_interval(iv)
             }
         })
-        .collect();
+        .fold(Vec::new(), |mut ivs, iv| {
+            push_interval(&mut ivs, iv);
+            ivs
+        });
+    let mut intervals = intervals;
+    if iperf {
+        receivers_loss(doc, &mut intervals);
+    }
     let mode = if iperf {
         "iperf3".into()
     } else if rr {
@@ -323,11 +410,11 @@ impl Input {
                         input.mode = data["mode"].as_str().unwrap_or("").to_string();
                     }
                     Some("interval") if data.get("rows").is_some() => {
-                        input.intervals.push(run_interval(data));
+                        push_interval(&mut input.intervals, run_interval(data));
                     }
                     Some("interval") => {
                         let bidir = data.get("sum_bidir_reverse").is_some();
-                        input.intervals.push(iperf_interval(data, bidir));
+                        push_interval(&mut input.intervals, iperf_interval(data, bidir));
                     }
                     Some("end") => {
                         input.percentiles = vec![(String::new(), percentiles(&data["result"]))];
@@ -407,14 +494,14 @@ impl Input {
             );
             // A failed run ("error" only) has nothing to draw.
             let Ok(run) = read_run(doc) else { continue };
-            for (end, mut recs) in run.intervals {
+            for (span, mut recs) in run.intervals {
                 for r in &mut recs {
                     r.name = match r.name.strip_prefix("total") {
                         Some(rest) if r.total => format!("{label}{rest}"),
                         _ => format!("{label}: {}", r.name),
                     };
                 }
-                self.intervals.push((end, recs));
+                self.intervals.push((span, recs));
             }
             self.percentiles
                 .push((format!("{label} latency"), run.percentiles));
@@ -475,7 +562,7 @@ impl Input {
         unit: impl Fn(f64) -> (String, f64),
     ) -> Result<Chart, PlotError> {
         let mut series: Vec<(Series, f64)> = Vec::new();
-        for (end, recs) in &self.intervals {
+        for ((start, end), recs) in &self.intervals {
             let have_total = recs.iter().any(|r| r.total && value(r).is_some());
             for r in recs {
                 if (self.repeat.is_some() || self.overlay) && r.total != have_total {
@@ -485,6 +572,7 @@ impl Input {
                 match series.iter_mut().find(|(s, _)| s.name == r.name) {
                     Some((s, sum)) => {
                         s.points.push((*end, v));
+                        s.starts.push(*start);
                         *sum += v;
                     }
                     None => series.push((
@@ -493,6 +581,7 @@ impl Input {
                             points: vec![(*end, v)],
                             total: r.total,
                             marks: false,
+                            starts: vec![*start],
                         },
                         v,
                     )),
@@ -555,11 +644,11 @@ impl Input {
             ..Input::default()
         };
         for (label, input) in parts {
-            for (end, mut recs) in input.intervals {
+            for (span, mut recs) in input.intervals {
                 for r in &mut recs {
                     r.name = format!("{label}: {}", r.name);
                 }
-                out.intervals.push((end, recs));
+                out.intervals.push((span, recs));
             }
             for (name, p) in input.percentiles {
                 let name = if name.is_empty() {
@@ -578,30 +667,51 @@ impl Input {
 
     fn latency(&self) -> Result<Chart, PlotError> {
         let mut series: Vec<Series> = Vec::new();
-        let mut add = |name: String, total: bool, t: f64, v: Option<f64>| {
+        // `start`: the interval's start, for a figure over the interval
+        // (a percentile); none for one taken at its end (TCP's RTT).
+        let mut add = |name: String, total: bool, start: Option<f64>, t: f64, v: Option<f64>| {
             let Some(v) = v else { return };
-            match series.iter_mut().find(|s| s.name == name) {
-                Some(s) => s.points.push((t, v)),
-                None => series.push(Series {
-                    name,
-                    points: vec![(t, v)],
-                    total,
-                    marks: false,
-                }),
-            }
+            let i = match series.iter().position(|s| s.name == name) {
+                Some(i) => i,
+                None => {
+                    series.push(Series {
+                        name,
+                        points: Vec::new(),
+                        starts: Vec::new(),
+                        total,
+                        marks: false,
+                    });
+                    series.len() - 1
+                }
+            };
+            series[i].points.push((t, v));
+            series[i].starts.extend(start);
         };
-        for (end, recs) in &self.intervals {
+        for ((start, end), recs) in &self.intervals {
             // The sums' percentiles where there are any, else each row's.
             let have_sum = recs.iter().any(|r| r.total && r.p50_us.is_some());
             for r in recs
                 .iter()
                 .filter(|r| r.total == have_sum || r.rtt_us.is_some())
             {
-                add(format!("{} p50", r.name), r.total, *end, r.p50_us);
-                add(format!("{} p99", r.name), r.total, *end, r.p99_us);
+                add(
+                    format!("{} p50", r.name),
+                    r.total,
+                    Some(*start),
+                    *end,
+                    r.p50_us,
+                );
+                add(
+                    format!("{} p99", r.name),
+                    r.total,
+                    Some(*start),
+                    *end,
+                    r.p99_us,
+                );
                 add(
                     format!("{} RTT (sender's TCP_INFO)", r.name),
                     false,
+                    None,
                     *end,
                     r.rtt_us,
                 );
@@ -671,6 +781,7 @@ impl Input {
                 points,
                 total: true,
                 marks: false,
+                starts: Vec::new(),
             });
         }
         const RUNS_MAX: usize = 20;
@@ -710,6 +821,7 @@ impl Input {
             points,
             total,
             marks: true,
+            starts: Vec::new(),
         };
         if !rep.warmup.is_empty() {
             series.push(mark(
@@ -749,6 +861,7 @@ impl Input {
                 points: vec![(a, v / scale), (b, v / scale)],
                 total: false,
                 marks: false,
+                starts: Vec::new(),
             };
             series.push(level("mean".into(), mean));
             let pct = (rep.confidence * 100.0).round();
@@ -823,6 +936,7 @@ fn campaign_chart(doc: &Value, fig: Figure) -> Result<Chart, PlotError> {
             points: vec![(x, y)],
             total,
             marks: false,
+            starts: Vec::new(),
         }),
     };
     let (title, y_label) = match fig {
@@ -901,165 +1015,6 @@ fn rate_unit(max: f64) -> (String, f64) {
     (format!("rate ({name})"), scale)
 }
 
-/// An axis number without needless decimals (1000, 2.5, 0.99).
-fn axis_number(v: f64) -> String {
-    let s = format!("{v:.3}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s == "-0" { "0".into() } else { s.to_string() }
-}
-
-fn font() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let _ = plotters::style::register_font(
-            "sans-serif",
-            FontStyle::Normal,
-            include_bytes!("../assets/DejaVuSans.ttf"),
-        );
-    });
-}
-
-fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &Chart) -> Result<(), String>
-where
-    DB::ErrorType: 'static,
-{
-    font();
-    root.fill(&WHITE).map_err(|e| e.to_string())?;
-    let (x0, x1, y1) = bounds(c);
-    let title = if c.left_out > 0 {
-        format!("{} ({} more lines not drawn)", c.title, c.left_out)
-    } else {
-        c.title.clone()
-    };
-    // A count on the x axis: a tick per whole number (up to 10).
-    let x_labels = if c.x_whole {
-        ((x1 - x0).floor() as usize + 1).clamp(2, 10)
-    } else {
-        8
-    };
-    let x_format = |v: &f64| {
-        if c.x_whole && v.fract() != 0.0 {
-            String::new()
-        } else {
-            axis_number(*v)
-        }
-    };
-    let mut b = ChartBuilder::on(root);
-    b.caption(title, ("sans-serif", 22))
-        .margin(16)
-        .x_label_area_size(48)
-        .y_label_area_size(72);
-    macro_rules! body {
-        ($ch:expr) => {{
-            let mut ch = $ch;
-            ch.configure_mesh()
-                .x_labels(x_labels)
-                .x_label_formatter(&x_format)
-                .y_label_formatter(&|v| axis_number(*v))
-                .x_desc(c.x_label.as_str())
-                .y_desc(c.y_label.as_str())
-                .label_style(("sans-serif", 14))
-                .draw()
-                .map_err(|e| e.to_string())?;
-            let mut totals = 0;
-            for (i, s) in c.series.iter().enumerate() {
-                let st = if s.total {
-                    totals += 1;
-                    line_style(totals - 1, true)
-                } else {
-                    line_style(i + 1, false)
-                };
-                ch.draw_series(LineSeries::new(s.points.iter().copied(), st))
-                    .map_err(|e| e.to_string())?
-                    .label(s.name.as_str())
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], st));
-                // A line of one point draws nothing: its point is marked.
-                if s.marked() {
-                    ch.draw_series(s.points.iter().map(|&p| Circle::new(p, 4, st.filled())))
-                        .map_err(|e| e.to_string())?;
-                }
-            }
-            ch.configure_series_labels()
-                .position(SeriesLabelPosition::UpperRight)
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .label_font(("sans-serif", 13))
-                .draw()
-                .map_err(|e| e.to_string())?;
-        }};
-    }
-    if c.log_x {
-        body!(
-            b.build_cartesian_2d((x0..x1).log_scale(), 0.0..y1)
-                .map_err(|e| e.to_string())?
-        );
-    } else {
-        body!(
-            b.build_cartesian_2d(x0..x1, 0.0..y1)
-                .map_err(|e| e.to_string())?
-        );
-    }
-    root.present().map_err(|e| e.to_string())
-}
-
-/// The chart's axes: x from, x to, y to (y from 0).
-fn bounds(c: &Chart) -> (f64, f64, f64) {
-    let pts = || c.series.iter().flat_map(|s| s.points.iter());
-    let (mut x0, mut x1) = pts().fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
-    // Headroom for the legend in the upper right.
-    let y1 = pts().fold(0.0f64, |a, p| a.max(p.1)) * 1.3;
-    let y1 = c.y_max.unwrap_or(if y1 > 0.0 { y1 } else { 1.0 });
-    if c.log_x {
-        x0 = x0.max(1e-3);
-    } else {
-        x0 = x0.min(0.0);
-    }
-    if x1 <= x0 {
-        x1 = x0 + 1.0;
-    }
-    // Markers at the last x stay inside the plotting area.
-    if c.series.iter().any(Series::marked) {
-        if c.log_x {
-            x1 *= 1.1;
-        } else {
-            x1 += (x1 - x0) * 0.05;
-        }
-    }
-    (x0, x1, y1)
-}
-
-/// Line `i`'s style: totals thick (the first black), the others thin.
-fn line_style(i: usize, total: bool) -> ShapeStyle {
-    let color = if total && i == 0 {
-        BLACK.to_rgba()
-    } else {
-        Palette99::pick(i).to_rgba()
-    };
-    color.stroke_width(if total { 3 } else { 1 })
-}
-
-/// The chart as SVG text.
-pub fn svg(c: &Chart) -> Result<String, PlotError> {
-    let mut out = String::new();
-    {
-        let root = SVGBackend::with_string(&mut out, (960, 540)).into_drawing_area();
-        draw(&root, c).map_err(PlotError::Draw)?;
-    }
-    Ok(out)
-}
-
-/// Writes the chart to `path`: SVG or PNG by its extension.
-pub fn render(c: &Chart, path: &Path) -> Result<(), PlotError> {
-    match path.extension().and_then(|e| e.to_str()) {
-        Some("svg") => std::fs::write(path, svg(c)?).map_err(|e| PlotError::Draw(e.to_string())),
-        Some("png") => {
-            let root = BitMapBackend::new(path, (1280, 720)).into_drawing_area();
-            draw(&root, c).map_err(PlotError::Draw)
-        }
-        _ => Err(PlotError::Format(path.display().to_string())),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1125,10 +1080,12 @@ mod tests {
         ] {
             assert!(t.iter().any(|x| x == text), "no {text:?} in the SVG: {t:?}");
         }
-        // Three data lines of three points (the legend's marks are 2-point lines).
-        let mut data: Vec<usize> = polylines(&svg).into_iter().filter(|&n| n == 3).collect();
+        // Three data lines, each three intervals drawn as steps: a level
+        // from each one's start to its end (the legend's marks are 2-point
+        // lines).
+        let mut data: Vec<usize> = polylines(&svg).into_iter().filter(|&n| n > 2).collect();
         data.sort_unstable();
-        assert_eq!(data, [3, 3, 3], "{:?}", polylines(&svg));
+        assert_eq!(data, [6, 6, 6], "{:?}", polylines(&svg));
     }
 
     #[test]
@@ -1248,30 +1205,141 @@ mod tests {
             .collect()
     }
 
+    /// The `<polyline>`s' points: (x, y) each.
+    fn lines(svg: &str) -> Vec<Vec<(f64, f64)>> {
+        svg.split("<polyline")
+            .skip(1)
+            .filter_map(|p| {
+                let pts = p.split("points=\"").nth(1)?.split('"').next()?;
+                Some(
+                    pts.split_whitespace()
+                        .filter_map(|xy| {
+                            let (x, y) = xy.split_once(',')?;
+                            Some((x.parse().ok()?, y.parse().ok()?))
+                        })
+                        .collect(),
+                )
+            })
+            .collect()
+    }
+
+    /// Issue 43 item 7: a one-interval result is a level from the
+    /// interval's start to its end (before: a lone marked point).
     #[test]
-    fn a_one_interval_result_is_drawn_as_marked_points_inside_the_axes() {
+    fn a_one_interval_result_is_a_level_over_its_interval() {
         let input = Input::parse(&iperf_run(&[2e9]).to_string()).unwrap();
         let c = input.chart(Figure::Rate).unwrap();
         assert_eq!(c.series.len(), 2);
         assert!(
             c.series
                 .iter()
-                .all(|s| s.points == [(1.0, 2.0)] && s.marked())
+                .all(|s| s.points == [(1.0, 2.0)] && s.starts == [0.0] && !s.marked())
         );
         let svg = svg(&c).unwrap();
-        // One marker per line, left of the plotting area's right edge (the
-        // x axis ends at 943 in a 960-wide SVG; a point at the range's end
-        // would sit on it).
-        let xs = circles_x(&svg);
-        assert_eq!(xs.len(), 2, "{svg}");
-        assert!(xs.iter().all(|&x| x > 100.0 && x < 930.0), "{xs:?}");
-        // A longer line is not marked.
-        let c = Input::parse(&iperf_doc())
+        assert!(circles_x(&svg).is_empty(), "{svg}");
+        // A point where nothing is an interval (a CDF's) is still marked.
+        let lone = Series {
+            name: "p".into(),
+            points: vec![(1.0, 1.0)],
+            starts: Vec::new(),
+            total: true,
+            marks: false,
+        };
+        assert!(lone.marked());
+    }
+
+    /// A steady blast's run-model document: two intervals of 1 s at 10
+    /// Mbit/s, the sender's row and its sum.
+    fn steady_blast() -> String {
+        let iv = |t: f64| {
+            serde_json::json!({"start": t - 1.0, "end": t,
+                "rows": [{"scope": "worker", "id": "0", "role": "tx", "bits_per_second": 1e7}],
+                "sums": [{"scope": "sum", "id": "sum", "role": "tx", "bits_per_second": 1e7}]})
+        };
+        serde_json::json!({"role": "blast", "intervals": [iv(1.0), iv(2.0)]}).to_string()
+    }
+
+    /// Issue 43 item 7: a steady 2 s blast's rate is a flat line over
+    /// the whole 2 s (it was a triangle: points at the intervals' ends
+    /// joined from 0), and the legend is right of the plotting area.
+    #[test]
+    fn a_steady_rate_is_drawn_flat_and_the_legend_covers_no_line() {
+        let c = Input::parse(&steady_blast())
             .unwrap()
             .chart(Figure::Rate)
             .unwrap();
-        assert!(c.series.iter().all(|s| !s.marked()));
-        assert!(circles_x(&super::svg(&c).unwrap()).is_empty());
+        let svg = svg(&c).unwrap();
+        let data: Vec<Vec<(f64, f64)>> = lines(&svg).into_iter().filter(|l| l.len() > 2).collect();
+        // The row and its total, each: from x(0 s) = 88 to x(2 s) = 836 at
+        // y(10 Mbit/s) = 83, the step at x(1 s) = 462 of height 0.
+        assert_eq!(data.len(), 2, "{:?}", lines(&svg));
+        for l in &data {
+            assert_eq!(
+                l,
+                &[(88.0, 83.0), (462.0, 83.0), (462.0, 83.0), (836.0, 83.0)],
+                "{svg}"
+            );
+        }
+        // The x axis ends at 836; each legend label starts right of it, so
+        // the legend covers no line.
+        assert!(lines(&svg).contains(&vec![(88.0, 476.0), (836.0, 476.0)]));
+        for name in ["worker 0 tx", "total tx"] {
+            let x: f64 = svg
+                .split("<text")
+                .find(|t| t.contains(&format!(">\n{name}\n</text>")))
+                .and_then(|t| t.split(" x=\"").nth(1)?.split('"').next()?.parse().ok())
+                .unwrap_or_else(|| panic!("no legend label {name:?}: {svg}"));
+            assert!(x > 836.0, "{name} at x {x}");
+        }
+    }
+
+    /// Issue 43 item 7: a UDP sender's document (its intervals have no
+    /// loss: the receiver counts it) draws the receiver's loss: each
+    /// interval's with the server's output, else the run's from `end`.
+    #[test]
+    fn a_udp_senders_loss_is_the_receivers() {
+        let iv = |t: f64, lost: Option<u64>| {
+            let mut s = serde_json::json!({"socket": 5, "start": t - 1.0, "end": t,
+                "bits_per_second": 1e6, "sender": lost.is_none()});
+            if let Some(l) = lost {
+                s["lost_packets"] = l.into();
+            }
+            serde_json::json!({"streams": [s.clone()], "sum": s})
+        };
+        let mut doc = serde_json::json!({
+            "start": {"connected": [], "test_start": {"bidir": 0}},
+            "intervals": [iv(1.0, None), iv(2.0, None)],
+            "end": {"sum": {"start": 0, "end": 2.0, "lost_packets": 270, "packets": 1000}}
+        });
+        let loss = Input::parse(&doc.to_string())
+            .unwrap()
+            .chart(Figure::Loss)
+            .unwrap();
+        assert_eq!(loss.series.len(), 1, "{:?}", loss.series);
+        let s = &loss.series[0];
+        assert_eq!(s.name, "total over the whole run (receiver's count)");
+        assert_eq!(
+            (&s.points[..], &s.starts[..]),
+            (&[(2.0, 270.0)][..], &[0.0][..])
+        );
+        // With the server's output: its intervals.
+        doc["server_output_json"] = serde_json::json!({
+            "start": {"test_start": {"bidir": 0}},
+            "intervals": [iv(1.0, Some(100)), iv(2.0, Some(170))]
+        });
+        let loss = Input::parse(&doc.to_string())
+            .unwrap()
+            .chart(Figure::Loss)
+            .unwrap();
+        let total = loss.series.iter().find(|s| s.total).unwrap();
+        assert_eq!(total.name, "total (receiver's count)");
+        assert_eq!(total.points, [(1.0, 100.0), (2.0, 170.0)]);
+        // The rate is still the sender's alone.
+        let rate = Input::parse(&doc.to_string())
+            .unwrap()
+            .chart(Figure::Rate)
+            .unwrap();
+        assert_eq!(rate.series.len(), 2, "{:?}", rate.series);
     }
 
     /// A `--repeat 2 --warmup-runs 1` document, its third run failed.
@@ -1345,7 +1413,23 @@ mod tests {
         let xs = circles_x(&svg);
         assert_eq!(xs.len(), 3, "{xs:?}");
         assert!(xs.windows(2).all(|w| w[0] < w[1]), "{xs:?}");
-        let t = texts(&svg);
+        // The x axis's tick labels: the texts just below it (y 486; the
+        // axis is at 476).
+        let t: Vec<String> = svg
+            .split("<text")
+            .skip(1)
+            .filter(|e| e.contains(" y=\"486\""))
+            .filter_map(|e| {
+                Some(
+                    e.split_once('>')?
+                        .1
+                        .split("</text>")
+                        .next()?
+                        .trim()
+                        .to_string(),
+                )
+            })
+            .collect();
         for n in ["1", "2", "3"] {
             assert!(t.iter().any(|x| x == n), "{t:?}");
         }
@@ -1452,7 +1536,7 @@ mod tests {
             .chart(Figure::Rate)
             .unwrap();
         assert!(matches!(
-            render(&c, Path::new("x.jpg")),
+            render(&c, std::path::Path::new("x.jpg")),
             Err(PlotError::Format(_))
         ));
     }

@@ -177,6 +177,7 @@ pub struct Text<W: Write + Send> {
     header: bool,
     said_many: bool,
     echo_errors: bool,
+    intervals: bool,
 }
 
 impl<W: Write + Send> Text<W> {
@@ -190,7 +191,15 @@ impl<W: Write + Send> Text<W> {
             header: false,
             said_many: false,
             echo_errors: true,
+            intervals: true,
         }
+    }
+
+    /// Whether interval rows are printed (off with `-i 0`: no intervals
+    /// asked, the run's one closing interval is the summary's business).
+    pub fn intervals(mut self, yes: bool) -> Self {
+        self.intervals = yes;
+        self
     }
 
     /// Whether the run's error is written here too (on by default, so a
@@ -248,6 +257,7 @@ impl<W: Write + Send> Reporter for Text<W> {
     fn report(&mut self, ev: &Event) -> io::Result<()> {
         match ev {
             Event::Start(_) => self.header = false,
+            Event::Interval(_) if !self.intervals => {}
             Event::Interval(iv) => {
                 if !self.header {
                     writeln!(
@@ -392,6 +402,16 @@ mod tests {
         assert!(out.contains("[  1]    0.00-1.00    sec  rx"));
         assert!(out.contains("lost 1"));
         assert!(out.ends_with("received 42\n"));
+    }
+
+    /// Issue 43 item 8: `-i 0` (no intervals) prints no interval row,
+    /// only the summary.
+    #[test]
+    fn text_without_intervals_prints_the_summary_only() {
+        let mut t = Text::new(Vec::new()).intervals(false);
+        run(&mut t);
+        let out = String::from_utf8(t.w).unwrap();
+        assert_eq!(out, "received 42\n");
     }
 
     #[test]

@@ -62,20 +62,22 @@ impl ClientConfig {
     /// The rr client's first line for people: what it is about to do.
     pub fn banner(&self, tcp: Option<&TcpClient>) -> String {
         let cfg = self;
+        let workers = if cfg.cores.is_empty() {
+            cfg.threads
+        } else {
+            cfg.cores.len()
+        };
+        let n = |n: usize, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
         format!(
-            "rr client to {}{}: {} worker(s) x {} flow(s), {}, {} B requests, {} B responses{}",
+            "rr client to {}{}: {} x {}, {}, {} B requests, {} B responses{}",
             cfg.server,
             match tcp {
                 None => "",
                 Some(t) if t.connect_per_transaction => " over TCP, a connection per transaction",
                 Some(_) => " over TCP, persistent connections",
             },
-            if cfg.cores.is_empty() {
-                cfg.threads
-            } else {
-                cfg.cores.len()
-            },
-            cfg.flows,
+            n(workers, "worker"),
+            n(cfg.flows, "flow"),
             match cfg.load {
                 Load::Closed { outstanding } =>
                     format!("closed loop, {outstanding} in flight per flow"),

@@ -24,6 +24,10 @@ pub struct Sampler {
     /// An interval held back until the next one shows whether the run ends
     /// within [`MIN_TAIL`] of it.
     held: Option<Interval>,
+    /// When the counted activity began (s from `start`; a sender's first
+    /// frame): the interval it falls in starts there, as the run's
+    /// summary's span does, so the two agree on the time.
+    begin_s: Option<f64>,
 }
 
 impl Sampler {
@@ -38,7 +42,28 @@ impl Sampler {
             last: Vec::new(),
             last_s: 0.0,
             held: None,
+            begin_s: None,
         }
+    }
+
+    /// The counted activity began `begin_s` after the start (a sender's
+    /// first frame): the interval it falls in is reported from there, not
+    /// from the start (set-up is not counted time). The earliest told
+    /// holds.
+    pub fn begin_at(&mut self, begin_s: f64) {
+        self.begin_s = Some(self.begin_s.map_or(begin_s, |b| b.min(begin_s)));
+    }
+
+    /// An interval as handed out: its start moved to the activity's
+    /// begin where that falls inside it.
+    fn clipped(&self, mut iv: Interval) -> Interval {
+        if let Some(b) = self.begin_s
+            && iv.start_s < b
+            && b < iv.end_s
+        {
+            iv.start_s = b;
+        }
+        iv
     }
 
     /// When the next interval is due (`None`: only at the end).
@@ -64,10 +89,14 @@ impl Sampler {
         &mut self,
         running: impl Fn() -> bool,
         mut rows: impl FnMut() -> Vec<Row>,
+        begin: Option<&dyn Fn() -> Option<f64>>,
         on: &mut dyn FnMut(&Interval),
         kept: &mut Vec<Interval>,
     ) {
         while running() {
+            if let Some(b) = begin.and_then(|b| b()) {
+                self.begin_at(b);
+            }
             std::thread::sleep(self.wait(Instant::now(), Duration::from_millis(20)));
             let now = Instant::now();
             if self.due(now)
@@ -89,24 +118,30 @@ impl Sampler {
             }
         }
         let iv = self.diff(end_s, rows);
-        self.held.replace(iv)
+        self.held.replace(iv).map(|h| self.clipped(h))
     }
 
-    /// The run ended at `now` with the final totals `rows`: the interval(s)
-    /// still to report. A tail shorter than [`MIN_TAIL`] joins the interval
-    /// before it.
+    /// The run ended at `now` (or its counted activity: a sender's last
+    /// frame, a receiver's last arrival) with the final totals `rows`: the
+    /// interval(s) still to report. A tail shorter than [`MIN_TAIL`] joins
+    /// the interval before it.
     pub fn finish(&mut self, now: Instant, rows: Vec<Row>) -> Vec<Interval> {
-        let end_s = now.duration_since(self.start).as_secs_f64();
+        // Not before the last interval's end (an end at the activity's
+        // last frame may come before it: the tail is then empty).
+        let end_s = now
+            .duration_since(self.start)
+            .as_secs_f64()
+            .max(self.last_s);
         let tail = self.diff(end_s, rows);
         match self.held.take() {
             Some(mut h) if tail.seconds() < MIN_TAIL.as_secs_f64() => {
                 h.end_s = tail.end_s;
                 merge(&mut h.rows, &tail.rows);
                 h.sums = sums(&h.rows);
-                vec![h]
+                vec![self.clipped(h)]
             }
-            Some(h) => vec![h, tail],
-            None => vec![tail],
+            Some(h) => vec![self.clipped(h), self.clipped(tail)],
+            None => vec![self.clipped(tail)],
         }
     }
 
@@ -213,6 +248,34 @@ mod tests {
         assert_eq!(all, 40);
         assert_eq!(rest[1].rows[0].counts.packets, Some(6));
         assert_eq!((rest[1].start_s, rest[1].end_s), (2.0, 2.5));
+    }
+
+    /// Issue 43 item 8: the interval the activity begins in starts at its
+    /// begin (set-up is not counted time); the others keep their span.
+    #[test]
+    fn the_interval_the_activity_begins_in_starts_there() {
+        let t0 = Instant::now();
+        let mut s = Sampler::new(t0, Some(Duration::from_secs(1)));
+        assert!(s.sample(t0 + Duration::from_secs(1), snap(10, 5)).is_none());
+        s.begin_at(0.25);
+        s.begin_at(0.5);
+        let first = s.sample(t0 + Duration::from_secs(2), snap(20, 5)).unwrap();
+        assert_eq!((first.start_s, first.end_s), (0.25, 1.0));
+        let rest = s.finish(t0 + Duration::from_millis(2500), snap(20, 5));
+        assert_eq!((rest[0].start_s, rest[0].end_s), (1.0, 2.0));
+        // One interval at the end only: it too starts at the begin.
+        let mut s = Sampler::new(t0, None);
+        s.begin_at(0.1);
+        let only = s.finish(t0 + Duration::from_millis(1100), snap(3, 4));
+        assert_eq!((only[0].start_s, only[0].end_s), (0.1, 1.1));
+        assert_eq!(only[0].seconds(), 1.0);
+        // An activity that ended before the last interval did: no interval
+        // runs backwards, the last one keeps its end.
+        let mut s = Sampler::new(t0, Some(Duration::from_secs(1)));
+        assert!(s.sample(t0 + Duration::from_secs(1), snap(10, 5)).is_none());
+        let rest = s.finish(t0 + Duration::from_millis(700), snap(10, 5));
+        assert_eq!(rest.len(), 1);
+        assert_eq!((rest[0].start_s, rest[0].end_s), (0.0, 1.0));
     }
 
     #[test]

@@ -95,9 +95,10 @@ fn plots_of_real_results() {
     );
     let streams: Vec<&String> = t.iter().filter(|x| x.starts_with("stream ")).collect();
     assert_eq!(streams.len(), 2, "{t:?}");
-    // Two streams and the total, one point per interval each.
+    // Two streams and the total, each interval a level from its start to
+    // its end (two points per interval).
     assert_eq!(
-        polylines(&s).iter().filter(|&&k| k == n).count(),
+        polylines(&s).iter().filter(|&&k| k == 2 * n).count(),
         3,
         "{n} intervals: {:?}",
         polylines(&s)
@@ -135,7 +136,18 @@ fn plots_of_real_results() {
             .iter()
             .any(|x| x == "lost packets per interval")
     );
-    // A sender has no loss figures: said plainly, exit 2.
+    // Issue 43 item 7: a UDP sender's loss is the receiver's count over
+    // the run (its intervals have none): drawn, not "no loss figures".
+    let sent = dir.path().join("udp-sent.json");
+    std::fs::write(&sent, client_json(port, &["-t", "1", "-u", "-b", "10M"])).unwrap();
+    let o = plot(&sent, &dir.path().join("sent-loss.svg"), "loss");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        texts(&std::fs::read_to_string(dir.path().join("sent-loss.svg")).unwrap())
+            .iter()
+            .any(|x| x.starts_with("total over the whole run"))
+    );
+    // A TCP sender has no loss figures: said plainly, exit 2.
     let o = plot(&tcp, &dir.path().join("none.svg"), "loss");
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no loss figures"));
@@ -260,8 +272,28 @@ fn one_interval(dir: &std::path::Path, port: u16) -> std::path::PathBuf {
     one
 }
 
-/// Issue 26 item 6: a one-interval result draws its point visibly (a
-/// marker inside the plotting area, not a one-point line on its edge).
+/// The `<polyline>`s' points.
+fn lines(svg: &str) -> Vec<Vec<(f64, f64)>> {
+    svg.split("<polyline")
+        .skip(1)
+        .filter_map(|p| {
+            let pts = p.split("points=\"").nth(1)?.split('"').next()?;
+            Some(
+                pts.split_whitespace()
+                    .filter_map(|xy| {
+                        let (x, y) = xy.split_once(',')?;
+                        Some((x.parse().ok()?, y.parse().ok()?))
+                    })
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+/// Issue 26 item 6, issue 43 item 7: a one-interval result draws its
+/// figure visibly: a level from the interval's start (the x axis's left
+/// end, 0 s) to its end inside the plotting area, not a one-point line on
+/// its edge.
 #[test]
 fn a_one_interval_result_draws_its_point() {
     let dir = tempfile::tempdir().unwrap();
@@ -272,17 +304,42 @@ fn a_one_interval_result_draws_its_point() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let s = std::fs::read_to_string(&svg).unwrap();
     let (left, right) = x_axis(&s);
-    // The stream and the total: one point each, each with its marker,
-    // inside the plotting area (not on its right edge).
-    let data: Vec<usize> = polylines(&s).into_iter().filter(|&k| k == 1).collect();
-    assert_eq!(data.len(), 2, "{:?}", polylines(&s));
-    let marks = circles(&s);
-    assert_eq!(marks.len(), 2, "{marks:?}");
-    for (cx, _) in &marks {
-        assert!(
-            *cx > left + 1.0 && *cx < right - 5.0,
-            "{cx} in {left}..{right}"
-        );
+    // The stream and the total: one level each, from 0 s to 1 s.
+    let levels: Vec<Vec<(f64, f64)>> = lines(&s)
+        .into_iter()
+        .filter(|l| l.len() == 2 && l[0].0 == left && l[0].1 == l[1].1 && l[1].0 > left + 100.0)
+        // Not the x axis itself (at the plotting area's bottom, y 476).
+        .filter(|l| l[1].0 <= right && l[0].1 < 470.0)
+        .collect();
+    assert_eq!(levels.len(), 2, "{:?}", lines(&s));
+    assert!(circles(&s).is_empty());
+}
+
+/// Issue 43 item 7: `plot` does not overwrite a file (as --csv does
+/// not) unless --force.
+#[test]
+fn plot_overwrites_only_with_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_srv, port) = support::server(&[]);
+    let one = one_interval(dir.path(), port);
+    for ext in ["svg", "png"] {
+        let out = dir.path().join(format!("there.{ext}"));
+        std::fs::write(&out, "keep me").unwrap();
+        let o = plot(&one, &out, "rate");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("exists: not overwritten (--force"), "{err}");
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "keep me");
+        let o = linerate()
+            .arg("plot")
+            .arg(&one)
+            .arg("-o")
+            .arg(&out)
+            .arg("--force")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_ne!(std::fs::read(&out).unwrap(), b"keep me");
     }
 }
 
@@ -352,8 +409,9 @@ fn a_repeat_document_plots_each_run_and_the_runs() {
     }
     assert!(!t.iter().any(|x| x.starts_with("stream")), "{t:?}");
     // Data lines: more than the 2 points of the axis ticks and legend marks.
+    // Each interval a level: two points each.
     let mut per_run: Vec<usize> = (0..2)
-        .map(|i| doc["runs"][i]["intervals"].as_array().unwrap().len())
+        .map(|i| 2 * doc["runs"][i]["intervals"].as_array().unwrap().len())
         .collect();
     per_run.sort_unstable();
     assert!(per_run[0] >= 3, "{per_run:?}");

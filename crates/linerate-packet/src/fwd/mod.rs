@@ -406,6 +406,7 @@ fn run_workers<T: Send>(
             },
             on_interval,
             kept: &mut intervals,
+            begin: None,
         },
     );
     let outs: Vec<WorkerOut> = outs

@@ -78,10 +78,11 @@ impl Outcome for BlastOutcome {
             linerate_calc::format_bps(r.bps_l2()),
             r.backend,
             r.flows,
-            if r.streams.is_empty() {
-                "flows"
-            } else {
-                "streams"
+            match (r.streams.is_empty(), r.flows == 1) {
+                (true, true) => "flow",
+                (true, false) => "flows",
+                (false, true) => "stream",
+                (false, false) => "streams",
             },
             r.send_calls,
             r.send_errors
@@ -301,7 +302,12 @@ fn sink_text(r: &SinkReport, iface: &str, sent: Option<u64>, per_flow: bool) -> 
         let _ = if seen == flows {
             writeln!(
                 t,
-                "end markers from the sender for all {flows} flow(s): loss includes frames lost after each flow's last arrival"
+                "end markers from the sender for {}: loss includes frames lost after each flow's last arrival",
+                if flows == 1 {
+                    "its flow".to_string()
+                } else {
+                    format!("all {flows} flows")
+                }
             )
         } else if seen == 0 {
             writeln!(

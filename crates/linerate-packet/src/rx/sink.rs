@@ -1,7 +1,7 @@
 //! Receiving and counting: every frame with a linerate probe is accounted
 //! per flow (loss, reordering, duplicates) and its latency recorded.
 
-use crate::pool::{Watch, run_pinned};
+use crate::pool::{RunClock, Watch, run_pinned};
 use linerate_backend::port::{
     BackendError, BackendKind, Rx, RxCapabilities, open_rx_workers, recv_idle,
 };
@@ -113,6 +113,19 @@ fn ask_live(want: &AtomicU64, live: &[RunningTotals], running: impl Fn() -> bool
 }
 
 impl WorkerOut {
+    /// Where the intervals end, on the summary's time base (the arrivals'
+    /// span): the one the first arrival falls in starts there, the last
+    /// ends at the last arrival (with -i 0 the one interval is the
+    /// summary's span); nothing arrived: the run's `end`.
+    fn arrivals_end(&self, clock: RunClock, end: Instant, sampler: &mut Sampler) -> Instant {
+        match self.first {
+            Some(first) => {
+                sampler.begin_at(clock.secs(first));
+                clock.instant(self.last)
+            }
+            None => end,
+        }
+    }
     /// Every worker's counts in one.
     fn merge(outs: Vec<WorkerOut>) -> WorkerOut {
         let mut outs = outs.into_iter();
@@ -290,8 +303,16 @@ pub fn sink(
     let live: Vec<RunningTotals> = (0..workers).map(|_| RunningTotals::default()).collect();
     let want = AtomicU64::new(0);
     on_ready(backend);
-    let start = Instant::now();
-    let mut sampler = Sampler::new(start, cfg.interval);
+    let clock = RunClock::now();
+    let mut sampler = Sampler::new(clock.start, cfg.interval);
+    // The first probe's arrival (monotonic ns; MAX: none yet), for the
+    // intervals' time base as the summary's: from the first arrival.
+    let first_arrival = AtomicU64::new(u64::MAX);
+    let first_seen = || {
+        let ns = first_arrival.load(Ordering::Relaxed);
+        (ns != u64::MAX).then(|| clock.secs(ns))
+    };
+    let counted = (&total, &first_arrival);
     let mut intervals = Vec::new();
     // The capture file goes to the one worker there is with --write.
     let mut file = capture.as_mut();
@@ -302,7 +323,7 @@ pub fn sink(
         &cfg.cores,
         items,
         |_, (rx, live, capture), pinned| {
-            let mut out = receive(rx, cfg, stop, &total, capture, frame_max, (&want, live));
+            let mut out = receive(rx, cfg, stop, counted, capture, frame_max, (&want, live));
             if let Err(e) = pinned {
                 out.error = out.error.or(Some(e));
             }
@@ -313,6 +334,7 @@ pub fn sink(
             rows: &mut |running| ask_live(&want, &live, running),
             on_interval,
             kept: &mut intervals,
+            begin: Some(&first_seen),
         },
     );
     let outs: Vec<WorkerOut> = outs
@@ -325,6 +347,7 @@ pub fn sink(
     let duration_s = all
         .first
         .map_or(0.0, |f| all.last.saturating_sub(f) as f64 / 1e9);
+    let end = all.arrivals_end(clock, end, &mut sampler);
     for iv in sampler.finish(end, flow_rows(&all.counts)) {
         on_interval(&iv);
         intervals.push(iv);
@@ -527,7 +550,7 @@ fn receive(
     rx: &mut Rx,
     cfg: &SinkConfig,
     stop: &AtomicBool,
-    total: &AtomicU64,
+    (total, first_arrival): (&AtomicU64, &AtomicU64),
     capture: Option<&mut CaptureWriter>,
     frame_max: usize,
     (want, live): (&AtomicU64, &RunningTotals),
@@ -581,6 +604,9 @@ fn receive(
                 if probes > 0 {
                     total.fetch_add(probes, Ordering::Relaxed);
                     last = now;
+                    if first.is_none() {
+                        first_arrival.fetch_min(last, Ordering::Relaxed);
+                    }
                     first.get_or_insert(last);
                 }
             }

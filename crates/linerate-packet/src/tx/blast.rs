@@ -2,7 +2,7 @@
 //! pacing to a packet or bit rate, exact per-flow counts.
 
 use super::send::{BlastConfig, BlastError, BlastReport, Fill, SPIN, target_pps, worker_row};
-use crate::pool::{Watch, run_pinned};
+use crate::pool::{RunClock, Watch, run_pinned};
 use linerate_backend::clock;
 use linerate_backend::port::{Endpoints, PayloadSource};
 use linerate_backend::port::{Traffic, Tx, open_tx, send_refused};
@@ -44,8 +44,18 @@ pub fn blast(
         / cfg.sizes.cycle().len() as f64;
     let interval_ns = target_pps(cfg.rate, avg).map(|pps| 1e9 * workers as f64 / pps.max(1e-9));
     let counters: Vec<Counters> = (0..workers).map(|_| Counters::default()).collect();
-    let start = Instant::now();
+    let clock = RunClock::now();
+    let start = clock.start;
     let mut sampler = Sampler::new(start, cfg.interval);
+    // The intervals are over the sending span as the summary is: the first
+    // starts at the first frame (set-up is not sending time).
+    let first_send = || {
+        (counters.iter())
+            .map(|c| c.first_ns.load(Ordering::Relaxed))
+            .filter(|&ns| ns > 0)
+            .min()
+            .map(|ns| clock.secs(ns))
+    };
     let mut intervals = Vec::new();
     let jobs = jobs(cfg, (&templates, &encaps), socks, interval_ns, &counters);
     let results = run_pinned(
@@ -61,6 +71,7 @@ pub fn blast(
             rows: &mut |_| live_rows(&counters),
             on_interval,
             kept: &mut intervals,
+            begin: Some(&first_send),
         },
     );
     let end = Instant::now();
@@ -68,17 +79,7 @@ pub fn blast(
         .into_iter()
         .map(|r| r.ok_or(BlastError::Worker)?)
         .collect::<Result<_, _>>()?;
-    // The rate is over the sending span, first frame to last, as the sink's
-    // is over the arrivals: the set-up before (sockets, rings, threads,
-    // pinning) and the backend's finish after are not sending time (they
-    // made a short run's rate low: 9329 pps for --pps 10000 -t 0.3).
-    let (duration_s, duration_from) = match sending_span_s(outs.iter().map(|o| o.span)) {
-        Some(s) => (s, crate::tx::send::SENDING_SPAN),
-        None => (
-            end.duration_since(start).as_secs_f64(),
-            crate::tx::send::WHOLE_RUN,
-        ),
-    };
+    let (duration_s, duration_from, end) = sending_time(&outs, clock, end, &mut sampler);
     let mut report = BlastReport {
         duration_from,
         backend,
@@ -111,6 +112,36 @@ pub fn blast(
         report.intervals.push(iv);
     }
     Ok(report)
+}
+
+/// The run's duration and what it spans, and where its intervals end.
+/// The rate is over the sending span, first frame to last, as the sink's
+/// is over the arrivals: the set-up before (sockets, rings, threads,
+/// pinning) and the backend's finish after are not sending time (they
+/// made a short run's rate low: 9329 pps for --pps 10000 -t 0.3). The
+/// intervals span the same: the first begins at the first frame, the last
+/// ends at the last.
+fn sending_time(
+    outs: &[WorkerOut],
+    clock: RunClock,
+    end: Instant,
+    sampler: &mut Sampler,
+) -> (f64, &'static str, Instant) {
+    let span = outs
+        .iter()
+        .filter_map(|o| o.span)
+        .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
+    match (sending_span_s(outs.iter().map(|o| o.span)), span) {
+        (Some(s), Some((first, last))) => {
+            sampler.begin_at(clock.secs(first));
+            (s, crate::tx::send::SENDING_SPAN, clock.instant(last))
+        }
+        _ => (
+            end.duration_since(clock.start).as_secs_f64(),
+            crate::tx::send::WHOLE_RUN,
+            end,
+        ),
+    }
 }
 
 /// Refuses more workers than flows to split among them (and, past 65536
@@ -406,10 +437,13 @@ struct Counters {
     bytes: std::sync::atomic::AtomicU64,
     calls: std::sync::atomic::AtomicU64,
     errors: std::sync::atomic::AtomicU64,
+    /// When the first send call began (monotonic ns; 0: none yet).
+    first_ns: std::sync::atomic::AtomicU64,
 }
 
 impl Counters {
-    fn publish(&self, packets: u64, bytes: u64, calls: u64, errors: u64) {
+    fn publish(&self, packets: u64, bytes: u64, calls: u64, errors: u64, first_ns: u64) {
+        self.first_ns.store(first_ns, Ordering::Relaxed);
         self.packets.store(packets, Ordering::Relaxed);
         self.bytes.store(bytes, Ordering::Relaxed);
         self.calls.store(calls, Ordering::Relaxed);
@@ -988,7 +1022,8 @@ fn send_all<F: Fill>(
         if let Some(s) = schedule.as_mut() {
             s.sent(n as u64);
         }
-        job.counters.publish(packets, bytes, calls, errors);
+        job.counters
+            .publish(packets, bytes, calls, errors, span.map_or(0, |s| s.0));
     }
     sock.finish().map_err(send_err)?;
     Ok(WorkerOut {

@@ -132,6 +132,7 @@ pub fn blast_profile(
             },
             on_interval,
             kept: &mut intervals,
+            begin: None,
         },
     );
     let end = Instant::now();

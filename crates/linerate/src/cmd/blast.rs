@@ -548,7 +548,7 @@ impl Sending {
                 dst_ip: a.dst_ip.as_deref(),
                 pcap: a.pcap.as_deref(),
                 flows: cfg.flows.count(),
-                rate: format!("{:?}", cfg.rate),
+                rate: cfg.rate,
             },
             Sending::Profile(cfg) => SendingSettings::Profile {
                 profile: &cfg.profile.file,
@@ -589,7 +589,9 @@ enum SendingSettings<'a> {
         dst_ip: Option<&'a str>,
         pcap: Option<&'a std::path::Path>,
         flows: u64,
-        rate: String,
+        /// As every rate in a document: `"max"`, `{"pps": N}`,
+        /// `{"bps_l1": N}` or `{"bps_l2": N}`.
+        rate: linerate_packet::Rate,
     },
     Profile {
         profile: &'a std::path::Path,

@@ -14,7 +14,8 @@ pub struct DoctorArgs {
     iface: Option<String>,
     /// CPUs you will pin linerate's workers to (`0-3,8`): adds the checks
     /// that they are online, not doubled up, and on the interface's NUMA node.
-    #[arg(long, value_name = "LIST", value_parser = cpu_list_syntax)]
+    /// Spelt as every command's --cores (the old name still works).
+    #[arg(long = "cores", alias = "cpus", value_name = "LIST", value_parser = cpu_list_syntax)]
     cpus: Option<CpuList>,
     /// Print JSON instead of text.
     #[arg(short = 'J', long)]

@@ -704,7 +704,7 @@ impl IperfArgs {
         }
         if self.rcv_timeout.is_some() && !self.reverse && !self.bidir {
             bail!(
-                "parameter error - client receive timeout is valid only in receiving mode (-R or --bidir)"
+                "parameter error: client receive timeout is valid only in receiving mode (-R or --bidir)"
             );
         }
         if !(1..=128).contains(&self.parallel) {
@@ -722,7 +722,7 @@ impl IperfArgs {
             self.blockcount.is_some(),
         ];
         if ends.iter().filter(|e| **e).count() > 1 {
-            bail!("parameter error - only one test end condition (-t, -n, -k) may be specified");
+            bail!("parameter error: only one test end condition (-t, -n, -k) may be specified");
         }
         Ok(())
     }
@@ -898,12 +898,12 @@ pub fn run(args: &IperfArgs, c: &Console) -> Result<u8> {
     }
     match (&args.client, args.server) {
         (Some(_), true) => bail!("cannot be both server and client"),
-        (None, false) => bail!("parameter error - must either be a client (-c) or server (-s)"),
+        (None, false) => bail!("parameter error: must either be a client (-c) or server (-s)"),
         (None, true) => {
             let given = args.client_only_given();
             if !given.is_empty() {
                 bail!(
-                    "parameter error - some option you are trying to set is client only: {}",
+                    "parameter error: some option you are trying to set is client only: {}",
                     given.join(", ")
                 );
             }
@@ -913,7 +913,7 @@ pub fn run(args: &IperfArgs, c: &Console) -> Result<u8> {
             let s = args.server_only_given();
             if !s.is_empty() {
                 bail!(
-                    "parameter error - some option you are trying to set is server only: {}",
+                    "parameter error: some option you are trying to set is server only: {}",
                     s.join(", ")
                 );
             }
@@ -1075,7 +1075,7 @@ fn run_client_once(
         && !args.json
         && !args.json_stream
     {
-        eprintln!("linerate: error - {e}");
+        eprintln!("linerate: error: {e}");
     }
     Ok(end.ended)
 }

@@ -134,7 +134,11 @@ impl OutputArgs {
             use std::io::IsTerminal;
             // On one terminal the error is shown once, from stderr.
             let one_terminal = std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
-            f.push(Box::new(Text::new(main).echo_errors(!one_terminal)));
+            f.push(Box::new(
+                Text::new(main)
+                    .echo_errors(!one_terminal)
+                    .intervals(self.interval != 0.0),
+            ));
         }
         Ok(f)
     }

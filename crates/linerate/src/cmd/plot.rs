@@ -27,6 +27,10 @@ pub struct PlotArgs {
     /// result has are drawn, the others said (exit 1).
     #[arg(short = 'f', long, default_value = "rate", value_delimiter = ',', value_parser = parse_figure)]
     pub figure: Vec<Figure>,
+    /// Replace output files that exist (a symbolic link or anything but a
+    /// regular file is refused all the same).
+    #[arg(long)]
+    pub force: bool,
 }
 
 fn parse_figure(s: &str) -> Result<Figure, String> {
@@ -77,7 +81,8 @@ pub fn run(args: &PlotArgs, _console: &Console) -> Result<u8> {
         // a sender) does not keep the others from being drawn.
         match input
             .chart(fig)
-            .and_then(|chart| linerate_plot::render(&chart, &out))
+            .map_err(anyhow::Error::from)
+            .and_then(|chart| draw(&chart, &out, args.force))
         {
             Ok(()) => {
                 drawn += 1;
@@ -96,4 +101,23 @@ pub fn run(args: &PlotArgs, _console: &Console) -> Result<u8> {
         _ if drawn > 0 => 1,
         _ => 2,
     })
+}
+
+/// Draws `chart` into a file `out` created new (`force`: an existing
+/// regular file replaced), as `--csv` does: drawn first, so a figure the
+/// result has not leaves no file behind.
+fn draw(chart: &linerate_plot::Chart, out: &std::path::Path, force: bool) -> Result<()> {
+    use std::io::Write;
+    if out.extension().is_some_and(|e| e == "svg") {
+        let svg = linerate_plot::svg(chart)?;
+        let mut f = crate::output::create_new(out, force, "-o")?;
+        f.write_all(svg.as_bytes())
+            .with_context(|| out.display().to_string())?;
+    } else {
+        // The PNG encoder writes to a path: the file made first (refused
+        // where it exists), then drawn over.
+        drop(crate::output::create_new(out, force, "-o")?);
+        linerate_plot::render(chart, out)?;
+    }
+    Ok(())
 }

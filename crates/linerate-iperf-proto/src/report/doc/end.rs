@@ -352,7 +352,7 @@ fn udp_stream_end(
         seconds: round6(sent_s),
         bytes: sent,
         bits_per_second: bps(sent, sent_s),
-        jitter_ms: jitter_s * 1000.0,
+        jitter_ms: crate::udp::jitter_ms(jitter_s),
         lost_packets: lost,
         packets,
         lost_percent: percent(lost, packets),
@@ -422,7 +422,7 @@ fn sums(a: &Acc, sends: bool, udp: bool) -> (SumDoc, SumDoc, Option<SumDoc>) {
     }
     let jitter = if a.n > 0 { a.jitter / a.n as f64 } else { 0.0 };
     let loss = UdpSum {
-        jitter_ms: jitter,
+        jitter_ms: crate::udp::jitter_ms(jitter / 1000.0),
         lost_packets: a.lost,
         packets: a.packets,
         lost_percent: percent(a.lost, a.packets),

@@ -75,7 +75,7 @@ impl IntervalDoc {
     pub fn new(s: &IntervalSample, with_socket: bool) -> Self {
         let secs = s.end - s.start;
         let udp_rx = s.udp_rx.map(|rx| UdpRx {
-            jitter_ms: rx.jitter_ms,
+            jitter_ms: crate::udp::jitter_ms(rx.jitter_ms / 1000.0),
             lost_packets: rx.lost,
             packets: s.udp_tx_packets.is_none().then_some(rx.packets),
             lost_percent: percent(rx.lost, rx.packets),

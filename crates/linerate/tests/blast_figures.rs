@@ -1,0 +1,111 @@
+//! One figure per run, written one way (issue 43 items 8 and 10): blast's
+//! intervals add up to its summary and say its rate; its settings write
+//! the rate typed. On loopback through UDP sockets, so no namespace and no
+//! root are needed. Apart from blast_times.rs, whose timing a blast run
+//! beside it would disturb.
+
+mod support;
+
+use support::{json, linerate};
+
+/// A `--pps 10000 --count 3000` blast on loopback with `-i SECONDS`: its
+/// JSON document.
+fn blast_with_intervals(interval: &str) -> serde_json::Value {
+    let out = linerate()
+        .args(["blast", "--iface", "lo", "--backend", "socket"])
+        .args(["--dst-ip", "127.0.0.1", "--src-ip", "127.0.0.1"])
+        .args(["--pps", "10000", "--count", "3000", "-t", "5", "-J"])
+        .args(["-i", interval])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json(&out.stdout)
+}
+
+/// Issue 43 item 8: one rate per run. The intervals are on the summary's
+/// time base (the first starts at the first frame, the last ends at the
+/// last) and of its counts: their packets add up to the summary's
+/// exactly, their seconds to its duration, and the rate over them is its
+/// rate (before: an interval row of 98.012 kpps beside a summary of
+/// 100,011 pps, the set-up counted in the first interval only).
+#[test]
+fn blast_intervals_add_up_to_its_summary_and_say_its_rate() {
+    for interval in ["0.1", "0"] {
+        let v = blast_with_intervals(interval);
+        let ivs = v["intervals"].as_array().unwrap();
+        let tx = |iv: &serde_json::Value| {
+            iv["sums"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["role"] == "tx")
+                .cloned()
+                .unwrap_or_else(|| panic!("no tx sum in {iv}"))
+        };
+        let packets: u64 = ivs
+            .iter()
+            .map(|iv| tx(iv)["packets"].as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            packets,
+            v["packets"].as_u64().unwrap(),
+            "-i {interval}: {v}"
+        );
+        assert_eq!(packets, 3000);
+        let seconds: f64 = ivs.iter().map(|iv| iv["seconds"].as_f64().unwrap()).sum();
+        let duration = v["duration_s"].as_f64().unwrap();
+        assert!(
+            (seconds - duration).abs() < 1e-5,
+            "-i {interval}: intervals of {seconds} s, the summary's {duration} s: {v}"
+        );
+        let pps = v["pps"].as_f64().unwrap();
+        assert!(
+            (packets as f64 / seconds - pps).abs() < pps * 1e-4,
+            "-i {interval}: {} pps over the intervals, {pps} in the summary",
+            packets as f64 / seconds
+        );
+        if interval == "0" {
+            assert_eq!(ivs.len(), 1, "{v}");
+            let iv_pps = tx(&ivs[0])["packets_per_second"].as_f64().unwrap();
+            assert!((iv_pps - pps).abs() < pps * 1e-4, "{iv_pps} vs {pps}");
+        } else {
+            assert!(ivs.len() >= 2, "{v}");
+        }
+    }
+}
+
+/// Issue 43 item 10: blast's start event writes its rate as every rate
+/// in a document (`{"pps": N}`, not Rust's `"Pps(N)"`), and its summary
+/// counts "1 flow", not "1 flows".
+#[test]
+fn blast_writes_its_rate_typed_and_its_flow_in_the_singular() {
+    let base = |extra: &[&str]| {
+        let out = linerate()
+            .args(["blast", "--iface", "lo", "--backend", "socket"])
+            .args(["--dst-ip", "127.0.0.1", "--src-ip", "127.0.0.1"])
+            .args(["--pps", "20k", "--count", "100", "-t", "5"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let stream = base(&["--json-stream"]);
+    let start: serde_json::Value = serde_json::from_str(stream.lines().next().unwrap()).unwrap();
+    assert_eq!(start["event"], "start", "{stream}");
+    assert_eq!(
+        start["data"]["config"]["rate"],
+        serde_json::json!({"pps": 20000}),
+        "{start}"
+    );
+    let text = base(&[]);
+    assert!(text.contains("; 1 flow;"), "{text}");
+}
