@@ -1059,13 +1059,7 @@ mod tests {
         );
         set(&mut doc, "/devices", json!([{"name": "d"}]));
         let r = post(&a, "/config", &doc);
-        assert_eq!(r.status, 400, "{}", r.body);
-        let errs: Vec<&str> = r.body["errors"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| e.as_str().unwrap())
-            .collect();
+        let errs = refusals::errors(&r);
         let paths: Vec<&str> = errs.iter().map(|e| e.split(':').next().unwrap()).collect();
         assert_eq!(
             paths,
@@ -1468,6 +1462,36 @@ mod tests {
             for path in ["/config", "/control/state", "/monitor/metrics"] {
                 assert_eq!(a.handle("POST", path, &bytes).status, 400);
             }
+        }
+    }
+}
+
+/// What the API tests check of a refusal.
+#[cfg(test)]
+pub(crate) mod refusals {
+    use super::Reply;
+
+    /// A 400's `errors`, in order.
+    pub fn errors(r: &Reply) -> Vec<String> {
+        assert_eq!(r.status, 400, "{}", r.body);
+        r.body["errors"]
+            .as_array()
+            .expect("an errors list")
+            .iter()
+            .map(|e| e.as_str().expect("an error is text").to_string())
+            .collect()
+    }
+
+    /// Flow i refused at case i's path (its `flows[0]` read as
+    /// `flows[i]`) for case i's reason, in order.
+    pub fn each_at_its_path<T>(errs: &[String], cases: &[(T, &str, &str)]) {
+        for (i, (_, path, why)) in cases.iter().enumerate() {
+            let path = path.replace("flows[0]", &format!("flows[{i}]"));
+            assert!(
+                errs[i].starts_with(&format!("{path}:")) && errs[i].contains(why),
+                "{i}: {}",
+                errs[i]
+            );
         }
     }
 }
