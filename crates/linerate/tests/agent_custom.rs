@@ -13,19 +13,7 @@
 
 mod support;
 
-use linerate_lab::Rig;
-use linerate_testkit::{Requirement, require_program, require_root, should_skip, snappi_python};
 use serde_json::Value;
-use std::path::PathBuf;
-use support::Proc;
-
-const BIN: &str = env!("CARGO_BIN_EXE_linerate");
-const PORT: u16 = 8443;
-const GRPC_PORT: u16 = 8444;
-
-fn require_snappi() -> Requirement {
-    snappi_python().map(|_| ())
-}
 
 #[test]
 fn a_custom_header_flow_over_http_is_captured_as_the_model_says() {
@@ -44,66 +32,10 @@ fn a_custom_header_flow_over_grpc_is_captured_as_the_model_says() {
 }
 
 fn custom_flow(test: &str, grpc: bool) {
-    if should_skip(
-        test,
-        &[require_root(), require_program("ip"), require_snappi()],
-    ) {
+    let Some(doc) = support::snappi_on_looped_agent(test, "agent_custom.py", grpc) else {
         return;
-    }
-    let python = snappi_python().unwrap();
-    // One agent with both ports: host 1's end of the pair moved into host
-    // 0's namespace as veth1.
-    let rig = Rig::looped().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let token = "custom-test-token-0123456789";
-    let token_file = dir.path().join("token");
-    std::fs::write(&token_file, format!("{token}\n")).unwrap();
-    let cert = dir.path().join("cert.pem");
-    let mut agent = Proc::spawn(rig.command(0, BIN).args([
-        "agent",
-        "--listen",
-        &format!("127.0.0.1:{PORT}"),
-        "--grpc-listen",
-        &format!("127.0.0.1:{GRPC_PORT}"),
-        "--allow-iface",
-        "veth0,veth1",
-        "--token-file",
-        token_file.to_str().unwrap(),
-        "--write-cert",
-        cert.to_str().unwrap(),
-    ]));
-    let port = if grpc { GRPC_PORT } else { PORT };
-    support::wait_agent(&rig, 0, port, &mut agent);
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/snappi/agent_custom.py");
-    let location = if grpc {
-        format!("127.0.0.1:{GRPC_PORT}")
-    } else {
-        format!("https://127.0.0.1:{PORT}")
     };
-    let mut cmd = rig.command(0, python.to_str().unwrap());
-    cmd.arg(&script).args([
-        "--location",
-        &location,
-        "--token",
-        token,
-        "--tx",
-        "veth0",
-        "--rx",
-        "veth1",
-    ]);
-    if grpc {
-        cmd.args(["--grpc", "--cert", cert.to_str().unwrap()]);
-    }
-    let out = cmd.output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_str(stdout.trim()).unwrap();
     check(&doc);
-    drop(agent);
 }
 
 /// 20 frames sent and received; frame n carries src values[n % 5], dst

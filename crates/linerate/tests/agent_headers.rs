@@ -12,22 +12,11 @@
 
 mod support;
 
-use linerate_lab::Rig;
-use linerate_testkit::{Requirement, require_program, require_root, should_skip, snappi_python};
 use linerate_wire::{IcmpEchoPacket, IcmpVersion, Ipv4Packet, UdpPacket, checksum, probe_of};
 use serde_json::Value;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::path::PathBuf;
-use support::Proc;
 
-const BIN: &str = env!("CARGO_BIN_EXE_linerate");
-const PORT: u16 = 8443;
-const GRPC_PORT: u16 = 8444;
 const FRAMES: usize = 20;
-
-fn require_snappi() -> Requirement {
-    snappi_python().map(|_| ())
-}
 
 #[test]
 fn gre_mpls_and_icmp_flows_over_http_are_counted_and_captured_as_the_model_says() {
@@ -46,64 +35,9 @@ fn gre_mpls_and_icmp_flows_over_grpc_are_counted_and_captured_as_the_model_says(
 }
 
 fn headers_flows(test: &str, grpc: bool) {
-    if should_skip(
-        test,
-        &[require_root(), require_program("ip"), require_snappi()],
-    ) {
+    let Some(doc) = support::snappi_on_looped_agent(test, "agent_headers.py", grpc) else {
         return;
-    }
-    let python = snappi_python().unwrap();
-    // One agent with both ports: host 1's end of the pair moved into host
-    // 0's namespace as veth1.
-    let rig = Rig::looped().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let token = "headers-test-token-0123456789";
-    let token_file = dir.path().join("token");
-    std::fs::write(&token_file, format!("{token}\n")).unwrap();
-    let cert = dir.path().join("cert.pem");
-    let mut agent = Proc::spawn(rig.command(0, BIN).args([
-        "agent",
-        "--listen",
-        &format!("127.0.0.1:{PORT}"),
-        "--grpc-listen",
-        &format!("127.0.0.1:{GRPC_PORT}"),
-        "--allow-iface",
-        "veth0,veth1",
-        "--token-file",
-        token_file.to_str().unwrap(),
-        "--write-cert",
-        cert.to_str().unwrap(),
-    ]));
-    let port = if grpc { GRPC_PORT } else { PORT };
-    support::wait_agent(&rig, 0, port, &mut agent);
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/snappi/agent_headers.py");
-    let location = if grpc {
-        format!("127.0.0.1:{GRPC_PORT}")
-    } else {
-        format!("https://127.0.0.1:{PORT}")
     };
-    let mut cmd = rig.command(0, python.to_str().unwrap());
-    cmd.arg(&script).args([
-        "--location",
-        &location,
-        "--token",
-        token,
-        "--tx",
-        "veth0",
-        "--rx",
-        "veth1",
-    ]);
-    if grpc {
-        cmd.args(["--grpc", "--cert", cert.to_str().unwrap()]);
-    }
-    let out = cmd.output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_str(stdout.trim()).unwrap();
     // Each flow's tuples (the least common multiple of its IP packet's
     // fields' counts): frame n is tuple n mod that, with a probe flow id of
     // its own, and that tuple's sequence n / that + 1.
@@ -129,7 +63,6 @@ fn headers_flows(test: &str, grpc: bool) {
             check(n, f);
         }
     }
-    drop(agent);
 }
 
 fn mac_pair() -> [u8; 12] {

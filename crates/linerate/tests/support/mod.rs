@@ -362,3 +362,73 @@ pub fn wait_agent(rig: &linerate_lab::Rig, h: usize, port: u16, agent: &mut Proc
     }
     panic!("the agent did not listen within 20 s");
 }
+
+/// Runs the snappi script `tests/snappi/<script>` against one agent that
+/// holds both ends of a looped veth pair (veth0 sends, veth1 receives),
+/// over HTTP or over gRPC (with the agent's certificate), and returns the
+/// JSON the script printed; `None` when the test is skipped (no root, `ip`
+/// or snappi's Python). The script's failure fails the test with its
+/// output.
+pub fn snappi_on_looped_agent(test: &str, script: &str, grpc: bool) -> Option<serde_json::Value> {
+    use linerate_testkit::{require_program, require_root, should_skip, snappi_python};
+    const PORT: u16 = 8443;
+    const GRPC_PORT: u16 = 8444;
+    let snappi = snappi_python().map(|_| ());
+    if should_skip(test, &[require_root(), require_program("ip"), snappi]) {
+        return None;
+    }
+    let python = snappi_python().unwrap();
+    // One agent with both ports: host 1's end of the pair moved into host
+    // 0's namespace as veth1.
+    let rig = linerate_lab::Rig::looped().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let token = "snappi-test-token-0123456789";
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, format!("{token}\n")).unwrap();
+    let cert = dir.path().join("cert.pem");
+    let mut agent = Proc::spawn(rig.command(0, env!("CARGO_BIN_EXE_linerate")).args([
+        "agent",
+        "--listen",
+        &format!("127.0.0.1:{PORT}"),
+        "--grpc-listen",
+        &format!("127.0.0.1:{GRPC_PORT}"),
+        "--allow-iface",
+        "veth0,veth1",
+        "--token-file",
+        token_file.to_str().unwrap(),
+        "--write-cert",
+        cert.to_str().unwrap(),
+    ]));
+    let (port, location) = if grpc {
+        (GRPC_PORT, format!("127.0.0.1:{GRPC_PORT}"))
+    } else {
+        (PORT, format!("https://127.0.0.1:{PORT}"))
+    };
+    wait_agent(&rig, 0, port, &mut agent);
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snappi")
+        .join(script);
+    let mut cmd = rig.command(0, python.to_str().unwrap());
+    cmd.arg(&script).args([
+        "--location",
+        &location,
+        "--token",
+        token,
+        "--tx",
+        "veth0",
+        "--rx",
+        "veth1",
+    ]);
+    if grpc {
+        cmd.args(["--grpc", "--cert", cert.to_str().unwrap()]);
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    drop(agent);
+    Some(serde_json::from_str(stdout.trim()).unwrap())
+}
