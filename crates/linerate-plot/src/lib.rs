@@ -1051,13 +1051,7 @@ mod tests {
 
     /// The points of each `<polyline>` in an SVG.
     fn polylines(svg: &str) -> Vec<usize> {
-        svg.split("<polyline")
-            .skip(1)
-            .filter_map(|p| {
-                let pts = p.split("points=\"").nth(1)?.split('"').next()?;
-                Some(pts.split_whitespace().count())
-            })
-            .collect()
+        lines(svg).iter().map(Vec::len).collect()
     }
 
     #[test]
@@ -1207,20 +1201,7 @@ mod tests {
 
     /// The `<polyline>`s' points: (x, y) each.
     fn lines(svg: &str) -> Vec<Vec<(f64, f64)>> {
-        svg.split("<polyline")
-            .skip(1)
-            .filter_map(|p| {
-                let pts = p.split("points=\"").nth(1)?.split('"').next()?;
-                Some(
-                    pts.split_whitespace()
-                        .filter_map(|xy| {
-                            let (x, y) = xy.split_once(',')?;
-                            Some((x.parse().ok()?, y.parse().ok()?))
-                        })
-                        .collect(),
-                )
-            })
-            .collect()
+        linerate_testkit::svg_polylines(svg)
     }
 
     /// Issue 43 item 7: a one-interval result is a level from the

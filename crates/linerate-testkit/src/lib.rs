@@ -121,6 +121,25 @@ pub fn should_skip(test: &str, reqs: &[Requirement]) -> bool {
     true
 }
 
+/// The points of each `<polyline>` of an SVG, (x, y) each, in order: what
+/// the plot tests read a drawing back by.
+pub fn svg_polylines(svg: &str) -> Vec<Vec<(f64, f64)>> {
+    svg.split("<polyline")
+        .skip(1)
+        .filter_map(|p| {
+            let pts = p.split("points=\"").nth(1)?.split('"').next()?;
+            Some(
+                pts.split_whitespace()
+                    .filter_map(|xy| {
+                        let (x, y) = xy.split_once(',')?;
+                        Some((x.parse().ok()?, y.parse().ok()?))
+                    })
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -28,19 +28,7 @@ fn texts(svg: &str) -> Vec<String> {
 
 /// Points per `<polyline>`.
 fn polylines(svg: &str) -> Vec<usize> {
-    svg.split("<polyline")
-        .skip(1)
-        .filter_map(|p| {
-            Some(
-                p.split("points=\"")
-                    .nth(1)?
-                    .split('"')
-                    .next()?
-                    .split_whitespace()
-                    .count(),
-            )
-        })
-        .collect()
+    lines(svg).iter().map(Vec::len).collect()
 }
 
 fn plot(input: &std::path::Path, out: &std::path::Path, figure: &str) -> std::process::Output {
@@ -274,20 +262,7 @@ fn one_interval(dir: &std::path::Path, port: u16) -> std::path::PathBuf {
 
 /// The `<polyline>`s' points.
 fn lines(svg: &str) -> Vec<Vec<(f64, f64)>> {
-    svg.split("<polyline")
-        .skip(1)
-        .filter_map(|p| {
-            let pts = p.split("points=\"").nth(1)?.split('"').next()?;
-            Some(
-                pts.split_whitespace()
-                    .filter_map(|xy| {
-                        let (x, y) = xy.split_once(',')?;
-                        Some((x.parse().ok()?, y.parse().ok()?))
-                    })
-                    .collect(),
-            )
-        })
-        .collect()
+    linerate_testkit::svg_polylines(svg)
 }
 
 /// Issue 26 item 6, issue 43 item 7: a one-interval result draws its
