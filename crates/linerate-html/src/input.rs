@@ -388,6 +388,9 @@ pub struct Loaded {
     pub text: String,
     /// A `--json-stream` file's start event.
     pub start: Option<StreamStart>,
+    /// The host the run was on: a stream's `start.host`, or a native
+    /// mode's `-J` document's `host`.
+    pub host: Option<HostFacts>,
     /// A `--json-stream` file's intervals (run-model ones).
     pub intervals: Vec<RunInterval>,
     /// A `--json-stream` file's totals.
@@ -489,6 +492,7 @@ impl Loaded {
             path: path.to_string(),
             text: String::new(),
             start: None,
+            host: None,
             intervals: Vec::new(),
             end: None,
             doc: None,
@@ -507,6 +511,9 @@ impl Loaded {
             Ok(v) if v.get("event").is_none() => {
                 let doc = Doc::read(&v).map_err(unknown)?;
                 l.error = v.get("error").and_then(Value::as_str).map(str::to_string);
+                l.host = v
+                    .get("host")
+                    .and_then(|h| serde_json::from_value(h.clone()).ok());
                 l.doc = Some(doc);
             }
             _ => l.read_lines(&text).map_err(unknown)?,
@@ -553,7 +560,8 @@ impl Loaded {
         let data = ev.get("data").cloned().unwrap_or(Value::Null);
         match ev["event"].as_str().unwrap_or("") {
             "start" if data.get("mode").is_some() => {
-                self.start = serde_json::from_value(data).ok();
+                self.start = serde_json::from_value::<StreamStart>(data).ok();
+                self.host = self.start.as_ref().and_then(|s| s.host.clone());
             }
             "interval" if data.get("rows").is_some() => match serde_json::from_value(data) {
                 Ok(iv) => self.intervals.push(iv),

@@ -74,7 +74,7 @@ fn shell_words(words: &[String]) -> String {
 /// Command, mode, host, kernel, backend, settings and the doctor's findings.
 fn what_ran(l: &Loaded) -> String {
     let mut items: Vec<(&str, String)> = vec![("mode", l.mode()), ("file", l.path.clone())];
-    if let Some(h) = l.start.as_ref().and_then(|s| s.host.as_ref()) {
+    if let Some(h) = l.host.as_ref() {
         if !h.command.is_empty() {
             items.push(("command", shell_words(&h.command)));
         }
@@ -512,5 +512,28 @@ mod tests {
             ),
             "{html}"
         );
+    }
+
+    #[test]
+    fn a_native_documents_host_is_what_ran() {
+        let text = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rr.json"),
+        )
+        .unwrap();
+        let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let without = what_ran(&Loaded::parse("rr.json", text).unwrap());
+        assert!(!without.contains("<dt>kernel</dt>"), "{without}");
+        doc["host"] = serde_json::json!({"hostname": "gen1", "kernel": "6.1.0-28-amd64",
+            "cpus": 2, "linerate": "0.1.0", "timestamp": 1.7e9,
+            "command": ["linerate", "rr", "client", "198.18.0.2", "-J"]});
+        let html = what_ran(&Loaded::parse("rr.json", doc.to_string()).unwrap());
+        for fact in [
+            "<dt>command</dt><dd>linerate rr client 198.18.0.2 -J</dd>",
+            "<dt>host</dt><dd>gen1</dd>",
+            "<dt>kernel</dt><dd>6.1.0-28-amd64</dd>",
+            "<dt>CPUs</dt><dd>2</dd>",
+        ] {
+            assert!(html.contains(fact), "{fact} not in {html}");
+        }
     }
 }

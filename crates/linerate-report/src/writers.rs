@@ -9,7 +9,7 @@
 //!   sum, then the totals (`--csv`).
 
 use linerate_run::report::{format_bytes, format_rate};
-use linerate_run::{Event, Reporter, Row};
+use linerate_run::{Event, Host, Mode, Reporter, Row};
 use std::io::{self, Write};
 
 /// `--json-stream`: one JSON object per line per event.
@@ -30,16 +30,50 @@ impl<W: Write + Send> Reporter for JsonLines<W> {
     }
 }
 
-/// `-J`: the final document, pretty-printed, once the run has ended.
+/// `-J`: the final document, pretty-printed, once the run has ended. A
+/// native mode's document ends with the host it ran on (`host`: the
+/// command, host name, kernel, CPUs, linerate's version, the start time),
+/// from the run's start; an iperf3 mode's is iperf3's, key for key (its
+/// `start.system_info` says the host).
 #[derive(Debug)]
-pub struct Document<W: Write + Send>(pub W);
+pub struct Document<W: Write + Send> {
+    w: W,
+    host: Option<Host>,
+}
+
+impl<W: Write + Send> Document<W> {
+    pub fn new(w: W) -> Self {
+        Document { w, host: None }
+    }
+}
+
+/// A native mode's document with its host after the mode's own keys.
+#[derive(serde::Serialize)]
+struct WithHost<'a> {
+    #[serde(flatten)]
+    result: &'a serde_json::Map<String, serde_json::Value>,
+    host: &'a Host,
+}
 
 impl<W: Write + Send> Reporter for Document<W> {
     fn report(&mut self, ev: &Event) -> io::Result<()> {
-        if let Event::End(e) = ev {
-            serde_json::to_writer_pretty(&mut self.0, &e.outcome.document())?;
-            self.0.write_all(b"\n")?;
-            self.0.flush()?;
+        match ev {
+            Event::Start(s) if !matches!(s.mode, Mode::Client | Mode::Server) => {
+                self.host = Some(s.host.clone());
+            }
+            Event::End(e) => {
+                let doc = e.outcome.document();
+                match (&doc, &self.host) {
+                    (serde_json::Value::Object(m), Some(host)) if !m.contains_key("host") => {
+                        let with = WithHost { result: m, host };
+                        serde_json::to_writer_pretty(&mut self.w, &with)?;
+                    }
+                    _ => serde_json::to_writer_pretty(&mut self.w, &doc)?,
+                }
+                self.w.write_all(b"\n")?;
+                self.w.flush()?;
+            }
+            _ => {}
         }
         Ok(())
     }
@@ -358,6 +392,35 @@ mod tests {
         for e in events() {
             r.report(&e).unwrap();
         }
+    }
+
+    #[test]
+    fn a_native_document_ends_with_its_host_and_an_iperf3_one_has_none() {
+        let mut d = Document::new(Vec::new());
+        run(&mut d);
+        let text = String::from_utf8(d.w.clone()).unwrap();
+        let at = |k: &str| text.find(&format!("\n  \"{k}\":")).unwrap();
+        assert!(
+            at("packets") < at("host"),
+            "the host after the mode's keys: {text}"
+        );
+        let v: serde_json::Value = serde_json::from_slice(&d.w).unwrap();
+        assert_eq!(v.as_object().unwrap().len(), 2);
+        assert_eq!(v["packets"], 42);
+        let here = Host::here();
+        assert_eq!(v["host"]["kernel"], here.kernel.as_str());
+        assert_eq!(v["host"]["cpus"], here.cpus);
+        assert_eq!(v["host"]["command"], json!(here.command));
+        // An iperf3 client's document is iperf3's: no key of linerate's.
+        let mut d = Document::new(Vec::new());
+        for mut e in events() {
+            if let Event::Start(s) = &mut e {
+                s.mode = Mode::Client;
+            }
+            d.report(&e).unwrap();
+        }
+        let v: serde_json::Value = serde_json::from_slice(&d.w).unwrap();
+        assert_eq!(v, json!({"packets": 42}));
     }
 
     #[test]

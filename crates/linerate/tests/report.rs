@@ -242,3 +242,61 @@ fn report_flag_writes_the_runs_report_at_its_end() {
     assert!(t0.elapsed().as_secs_f64() < 1.5, "{:?}", t0.elapsed());
     assert_eq!(std::fs::read_to_string(&rep).unwrap(), page);
 }
+
+/// A native mode's `-J` (an rr client on loopback) ends with the host it
+/// ran on, and `linerate report` of that file shows its command and kernel.
+#[test]
+fn a_native_document_carries_its_host_and_the_report_shows_it() {
+    let (_srv, port) = support::rr_tcp_server(&["-t", "30"]);
+    let d = tmp();
+    let out = support::rr_tcp_client(port)
+        .args(["-t", "1", "-J"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = support::json(&out.stdout);
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    assert_eq!(doc["host"]["kernel"], kernel.trim());
+    let command: Vec<&str> = doc["host"]["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let port = port.to_string();
+    assert_eq!(
+        command[1..],
+        [
+            "rr",
+            "client",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "--tcp",
+            "-t",
+            "1",
+            "-J"
+        ]
+    );
+    let json = d.path().join("rr.json");
+    std::fs::write(&json, &out.stdout).unwrap();
+    let page = d.path().join("rr.html");
+    let st = linerate()
+        .arg("report")
+        .arg(&json)
+        .arg("-o")
+        .arg(&page)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let page = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        page.contains(&format!("rr client 127.0.0.1 -p {port} --tcp -t 1 -J</dd>")),
+        "the report does not show the command"
+    );
+    assert!(page.contains(&format!("<dt>kernel</dt><dd>{}</dd>", kernel.trim())));
+}

@@ -128,7 +128,7 @@ impl OutputArgs {
             f.push(Box::new(JsonLines(main)));
         } else if self.json {
             if !hold_document {
-                f.push(Box::new(Document(main)));
+                f.push(Box::new(Document::new(main)));
             }
         } else if !live {
             use std::io::IsTerminal;
