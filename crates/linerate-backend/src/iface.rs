@@ -69,18 +69,12 @@ pub fn speed_bps(iface: &str) -> Option<u64> {
 /// calling thread's network namespace (SIOCGIFFLAGS); an error when it
 /// does not exist (any more).
 pub fn is_up(iface: &str) -> io::Result<bool> {
-    let (sock, name) = ioctl_target(iface)?;
-    // SAFETY: an all-zero ifreq is valid; we fill in the name.
-    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
-    req.ifr_name = name;
-    // SAFETY: SIOCGIFFLAGS reads the name and writes ifru_flags inside `req`.
-    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS as _, &mut req) };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: the kernel filled the flags member of the union.
-    let flags = unsafe { req.ifr_ifru.ifru_flags };
-    Ok(flags & libc::IFF_UP as libc::c_short != 0)
+    Ok(flags(iface)? & libc::IFF_UP as libc::c_short != 0)
+}
+
+/// Whether an interface is a loopback (IFF_LOOPBACK), as [`is_up`] asks.
+pub fn is_loopback(iface: &str) -> io::Result<bool> {
+    Ok(flags(iface)? & libc::IFF_LOOPBACK as libc::c_short != 0)
 }
 
 /// The first address of the family on `iface` (for IPv6, not link-local
@@ -211,6 +205,8 @@ mod tests {
     fn loopback_facts() {
         assert!(is_up("lo").unwrap());
         assert!(is_up("no-such-if0").is_err());
+        assert!(is_loopback("lo").unwrap());
+        assert!(is_loopback("no-such-if0").is_err());
         assert!(is_up("").is_err());
         assert!(mtu("lo").unwrap() > 0);
         assert_eq!(mac("lo").unwrap(), [0; 6]);

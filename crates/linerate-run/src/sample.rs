@@ -28,6 +28,11 @@ pub struct Sampler {
     /// frame): the interval it falls in starts there, as the run's
     /// summary's span does, so the two agree on the time.
     begin_s: Option<f64>,
+    /// Most idle intervals held back after a counted one (0: none held).
+    hold_idle: usize,
+    /// Idle intervals (nothing counted) after the held one: reported when
+    /// counting resumes, dropped when the run ends without more.
+    idle: Vec<Interval>,
 }
 
 impl Sampler {
@@ -43,7 +48,21 @@ impl Sampler {
             last_s: 0.0,
             held: None,
             begin_s: None,
+            hold_idle: 0,
+            idle: Vec::new(),
         }
+    }
+
+    /// For a receiver whose activity ends when the last frame arrives: up
+    /// to `max` idle intervals after a counted one are held back (shown
+    /// once counting resumes, or once more than `max` are held), and at
+    /// the end, given the last arrival, the interval it falls in ends
+    /// there and the idle ones after it are left out (they lie after the
+    /// activity the summary spans), as the interval the first arrival
+    /// falls in starts there.
+    pub fn hold_idle(mut self, max: usize) -> Self {
+        self.hold_idle = max;
+        self
     }
 
     /// The counted activity began `begin_s` after the start (a sender's
@@ -99,18 +118,27 @@ impl Sampler {
             }
             std::thread::sleep(self.wait(Instant::now(), Duration::from_millis(20)));
             let now = Instant::now();
-            if self.due(now)
-                && let Some(iv) = self.sample(now, rows())
-            {
-                on(&iv);
-                kept.push(iv);
+            if self.due(now) {
+                for iv in self.sample_all(now, rows()) {
+                    on(&iv);
+                    kept.push(iv);
+                }
             }
         }
     }
 
     /// Closes the interval due now with the snapshot `rows`; returns the
-    /// interval before it, which is final once this one exists.
+    /// interval before it, which is final once this one exists (for a
+    /// sampler that holds no idle intervals: see [`Sampler::sample_all`]).
     pub fn sample(&mut self, now: Instant, rows: Vec<Row>) -> Option<Interval> {
+        debug_assert_eq!(self.hold_idle, 0, "sample_all releases several");
+        self.sample_all(now, rows).pop()
+    }
+
+    /// Closes the interval due now with the snapshot `rows`; returns the
+    /// intervals that are final now (the one before it, and idle ones
+    /// held back once counting resumes).
+    pub fn sample_all(&mut self, now: Instant, rows: Vec<Row>) -> Vec<Interval> {
         let end_s = now.duration_since(self.start).as_secs_f64();
         if let (Some(n), Some(d)) = (self.next.as_mut(), self.every) {
             while *n <= now {
@@ -118,7 +146,22 @@ impl Sampler {
             }
         }
         let iv = self.diff(end_s, rows);
-        self.held.replace(iv).map(|h| self.clipped(h))
+        let held_counted = self.held.as_ref().is_some_and(|h| !idle(h));
+        if self.hold_idle > 0 && held_counted && idle(&iv) {
+            self.idle.push(iv);
+            if self.idle.len() <= self.hold_idle {
+                return Vec::new();
+            }
+            // Idle for long: show it after all.
+            let last = self.idle.pop();
+            let mut out: Vec<Interval> = self.held.take().into_iter().collect();
+            out.append(&mut self.idle);
+            self.held = last;
+            return out.into_iter().map(|i| self.clipped(i)).collect();
+        }
+        let mut out: Vec<Interval> = self.held.replace(iv).into_iter().collect();
+        out.append(&mut self.idle);
+        out.into_iter().map(|i| self.clipped(i)).collect()
     }
 
     /// The run ended at `now` (or its counted activity: a sender's last
@@ -133,6 +176,38 @@ impl Sampler {
             .as_secs_f64()
             .max(self.last_s);
         let tail = self.diff(end_s, rows);
+        if self.hold_idle > 0
+            && idle(&tail)
+            && let Some(mut h) = self.held.take_if(|h| !idle(h))
+        {
+            // Nothing after the held interval: the activity ended in it,
+            // at `now`; the idle ones after it are left out. (Totals are
+            // published late: an arrival counted in it may lie before its
+            // start; it then keeps MIN_TAIL.)
+            self.idle.clear();
+            let at = now.duration_since(self.start).as_secs_f64();
+            let at = if at > h.start_s {
+                at
+            } else {
+                h.start_s + MIN_TAIL.as_secs_f64()
+            };
+            h.end_s = at.min(h.end_s);
+            return vec![self.clipped(h)];
+        }
+        let mut out: Vec<Interval> = Vec::new();
+        if !self.idle.is_empty() {
+            // Counting resumed after idle intervals: they stand.
+            out.extend(self.held.take().map(|h| self.clipped(h)));
+            let idle = std::mem::take(&mut self.idle);
+            out.extend(idle.into_iter().map(|i| self.clipped(i)));
+            self.held = out.pop();
+        }
+        out.extend(self.finish_tail(tail));
+        out
+    }
+
+    /// The held interval and the tail, a short tail joined to it.
+    fn finish_tail(&mut self, tail: Interval) -> Vec<Interval> {
         match self.held.take() {
             Some(mut h) if tail.seconds() < MIN_TAIL.as_secs_f64() => {
                 h.end_s = tail.end_s;
@@ -165,6 +240,13 @@ impl Sampler {
         self.last_s = end_s;
         iv
     }
+}
+
+/// Whether an interval counted nothing (no packet, no byte in any row).
+fn idle(iv: &Interval) -> bool {
+    iv.rows
+        .iter()
+        .all(|r| r.counts.packets.unwrap_or(0) == 0 && r.counts.bytes.unwrap_or(0) == 0)
 }
 
 /// Adds `more` into `rows`, row by row (same scope, id and role).
@@ -276,6 +358,58 @@ mod tests {
         let rest = s.finish(t0 + Duration::from_millis(700), snap(10, 5));
         assert_eq!(rest.len(), 1);
         assert_eq!((rest[0].start_s, rest[0].end_s), (0.0, 1.0));
+    }
+
+    /// Issue 43: a receiver's intervals span its summary's time: the
+    /// interval of the last arrival ends there, idle ones after it are
+    /// left out; idle ones between traffic stand, shown once it resumes.
+    #[test]
+    fn a_receivers_last_interval_ends_at_its_last_arrival() {
+        let t0 = Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        let mut s = Sampler::new(t0, Some(Duration::from_secs(1))).hold_idle(10);
+        assert!(s.sample_all(at(1000), snap(1000, 0)).is_empty());
+        let first = s.sample_all(at(2000), snap(1209, 0));
+        assert_eq!(first.len(), 1);
+        assert_eq!((first[0].start_s, first[0].end_s), (0.0, 1.0));
+        // Idle from here: nothing is shown while it lasts.
+        assert!(s.sample_all(at(3000), snap(1209, 0)).is_empty());
+        assert!(s.sample_all(at(4000), snap(1209, 0)).is_empty());
+        let rest = s.finish(at(1210), snap(1209, 0));
+        assert_eq!(rest.len(), 1);
+        assert_eq!((rest[0].start_s, rest[0].end_s), (1.0, 1.21));
+        assert_eq!(rest[0].sums[0].counts.packets, Some(209));
+        // Traffic that resumes after a pause: the idle intervals stand.
+        let mut s = Sampler::new(t0, Some(Duration::from_secs(1))).hold_idle(10);
+        assert!(s.sample_all(at(1000), snap(10, 0)).is_empty());
+        assert!(s.sample_all(at(2000), snap(10, 0)).is_empty());
+        let resumed = s.sample_all(at(3000), snap(15, 0));
+        let spans: Vec<(f64, f64)> = resumed.iter().map(|i| (i.start_s, i.end_s)).collect();
+        assert_eq!(spans, [(0.0, 1.0), (1.0, 2.0)]);
+        let rest = s.finish(at(3500), snap(15, 0));
+        assert_eq!((rest[0].start_s, rest[0].end_s), (2.0, 3.0));
+        let total: u64 = resumed
+            .iter()
+            .chain(&rest)
+            .map(|i| i.sums[0].counts.packets.unwrap())
+            .sum();
+        assert_eq!(total, 15);
+        // Idle longer than the bound: shown after all, then as usual.
+        let mut s = Sampler::new(t0, Some(Duration::from_secs(1))).hold_idle(2);
+        assert!(s.sample_all(at(1000), snap(5, 0)).is_empty());
+        assert!(s.sample_all(at(2000), snap(5, 0)).is_empty());
+        assert!(s.sample_all(at(3000), snap(5, 0)).is_empty());
+        assert_eq!(s.sample_all(at(4000), snap(5, 0)).len(), 3);
+        let rest = s.finish(at(4200), snap(5, 0));
+        let spans: Vec<(f64, f64)> = rest.iter().map(|i| (i.start_s, i.end_s)).collect();
+        assert_eq!(spans, [(3.0, 4.0), (4.0, 4.2)]);
+        // An arrival published after its interval began: no interval
+        // shorter than MIN_TAIL.
+        let mut s = Sampler::new(t0, Some(Duration::from_secs(1))).hold_idle(10);
+        assert!(s.sample_all(at(1000), snap(5, 0)).is_empty());
+        assert_eq!(s.sample_all(at(2000), snap(6, 0)).len(), 1);
+        let rest = s.finish(at(990), snap(6, 0));
+        assert_eq!((rest[0].start_s, rest[0].end_s), (1.0, 1.05));
     }
 
     #[test]

@@ -321,6 +321,24 @@ impl UdpTx {
                      `ethtool -K {iface} tx-udp-segmentation off` lets the kernel split them (and turns GSO on)"
                 )),
             ),
+            // The kernel taps a loopback's frames before it splits a GSO
+            // batch: a packet socket on it (a sink's) sees one frame.
+            Gso::Auto
+                if crate::iface::is_loopback(iface).unwrap_or(false)
+                    && crate::ethtool::feature(iface, "tx-udp-segmentation")
+                        .ok()
+                        .flatten()
+                        != Some(false) =>
+            {
+                (
+                    false,
+                    Some(
+                        "GSO off on loopback (a packet socket on it, a sink's, sees a GSO batch as one frame); \
+                         --gso on for the sender's own figure"
+                            .to_string(),
+                    ),
+                )
+            }
             Gso::Auto => (true, None),
         };
         let n = socks.len();

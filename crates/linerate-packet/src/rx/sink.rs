@@ -146,6 +146,11 @@ impl WorkerOut {
     }
 }
 
+/// Most idle intervals held back after traffic: at the end the interval
+/// of the last arrival ends there and the idle ones after it are left out
+/// (the intervals span the summary's time); after more, they are shown.
+const IDLE_HELD: usize = 10;
+
 /// Longest the interval reporter waits for the workers' totals.
 const PUBLISH_WAIT: Duration = Duration::from_millis(60);
 
@@ -304,7 +309,7 @@ pub fn sink(
     let want = AtomicU64::new(0);
     on_ready(backend);
     let clock = RunClock::now();
-    let mut sampler = Sampler::new(clock.start, cfg.interval);
+    let mut sampler = Sampler::new(clock.start, cfg.interval).hold_idle(IDLE_HELD);
     // The first probe's arrival (monotonic ns; MAX: none yet), for the
     // intervals' time base as the summary's: from the first arrival.
     let first_arrival = AtomicU64::new(u64::MAX);
