@@ -11,6 +11,7 @@
 //! Reporters take the events ([`Reporter`]); the writers (human text, the
 //! final JSON document, JSON lines, CSV, metrics) are in `linerate-report`.
 
+pub mod advice;
 pub mod drive;
 pub mod event;
 pub mod outcome;

@@ -157,6 +157,10 @@ fn main() -> ExitCode {
             // (typed errors often embed their source in their text).
             let msg = linerate_run::without_repeats(&format!("{e:#}"));
             eprintln!("linerate: error: {msg}");
+            // An OS error says what the user can do about it.
+            if let Some(fix) = linerate_run::advice::for_error(e.chain(), &msg) {
+                eprintln!("linerate: what to do: {fix}");
+            }
             ExitCode::from(console.finish(2))
         }
     }

@@ -386,3 +386,42 @@ fn every_commands_help_spells_units_and_flags_one_way() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// Issue 43: an OS error says what to do about it, on a line of its own,
+/// once (an address no interface has; a port another process holds; a
+/// file that is not there).
+#[test]
+fn an_os_error_says_what_to_do() {
+    let port = support::free_port().to_string();
+    let cases: [(&[&str], &str); 2] = [
+        (
+            &["-s", "-B", "198.18.99.99", "-p", &port, "-1"],
+            "what to do: no interface of this host",
+        ),
+        (
+            &[
+                "blast",
+                "--iface",
+                "lo",
+                "--dst-ip",
+                "127.0.0.1",
+                "--pcap",
+                "/nonexistent/x.pcap",
+            ],
+            "what to do: no such file or directory: check the path",
+        ),
+    ];
+    for (args, fix) in cases {
+        fails(args, fix);
+        let out = linerate().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.matches("what to do:").count(), 1, "{err}");
+    }
+    // A port another process holds.
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let p = held.local_addr().unwrap().port().to_string();
+    fails(
+        &["-s", "-B", "127.0.0.1", "-p", &p, "-1"],
+        "what to do: another process holds that address and port",
+    );
+}
