@@ -19,6 +19,7 @@
 
 mod field;
 mod frames;
+mod node;
 mod read;
 mod rng;
 mod schedule;
