@@ -14,6 +14,7 @@ pub mod arp;
 pub mod checksum;
 mod error;
 pub mod ethernet;
+mod fast_probe;
 pub mod icmp;
 pub mod ipv4;
 pub mod ipv6;
