@@ -7,13 +7,16 @@ use std::ops::Range;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
+mod queue;
+pub use queue::{RxQueue, TxQueue};
+
 #[repr(C)]
-struct RteMempool {
+pub(crate) struct RteMempool {
     _opaque: [u8; 0],
 }
 
 #[repr(C)]
-struct RteMbuf {
+pub(crate) struct RteMbuf {
     _opaque: [u8; 0],
 }
 
@@ -73,23 +76,23 @@ pub const QUEUES_MAX: u16 = 4;
 /// carried yet).
 pub const DATA_ROOM: usize = 2048;
 /// Descriptors per queue asked for (the driver adjusts them).
-const DESCRIPTORS: u16 = 1024;
+pub(crate) const DESCRIPTORS: u16 = 1024;
 /// mbufs per RX queue's pool and per TX queue's pool.
-const RX_MBUFS: u32 = 4095;
-const TX_MBUFS: u32 = 4095;
+pub(crate) const RX_MBUFS: u32 = 4095;
+pub(crate) const TX_MBUFS: u32 = 4095;
 /// mbufs per RX queue's pool on net_af_xdp, whose UMEM that pool is: a
 /// TX queue builds its frames in the same pool (the PMD sends an mbuf of
 /// its UMEM without a copy; one of another pool it copies into a new
 /// UMEM mbuf), mbufs given back only when half the completion ring has
 /// come back, while the RX fill ring holds its share: with 4095 the port
 /// found it empty and took a few frames per burst.
-const RX_MBUFS_AF_XDP: u32 = 16383;
+pub(crate) const RX_MBUFS_AF_XDP: u32 = 16383;
 /// The bit of an mbuf's slot word the shim sets when a frame was received
 /// into it (`LR_RECEIVED` in shim.c).
-const RECEIVED: u32 = 0x8000_0000;
+pub(crate) const RECEIVED: u32 = 0x8000_0000;
 
 /// DPDK's text for error `e` (an errno or one of DPDK's own).
-fn strerror(e: c_int) -> String {
+pub(crate) fn strerror(e: c_int) -> String {
     // SAFETY: rte_strerror returns a pointer to a static or thread-local
     // NUL-terminated string, valid until the next call on this thread.
     unsafe { CStr::from_ptr(lr_strerror(e.abs())) }
@@ -97,7 +100,7 @@ fn strerror(e: c_int) -> String {
         .into_owned()
 }
 
-fn err(what: &str, e: c_int) -> io::Error {
+pub(crate) fn err(what: &str, e: c_int) -> io::Error {
     let kind = match e.abs() {
         // ENOENT, ENODEV
         2 | 19 => io::ErrorKind::NotFound,
@@ -110,12 +113,12 @@ fn err(what: &str, e: c_int) -> io::Error {
     io::Error::new(kind, format!("{what}: {}", strerror(e)))
 }
 
-fn check(what: &str, r: c_int) -> io::Result<()> {
+pub(crate) fn check(what: &str, r: c_int) -> io::Result<()> {
     if r < 0 { Err(err(what, r)) } else { Ok(()) }
 }
 
-static EAL_ARGS: OnceLock<Vec<String>> = OnceLock::new();
-static EAL: OnceLock<Result<(), String>> = OnceLock::new();
+pub(crate) static EAL_ARGS: OnceLock<Vec<String>> = OnceLock::new();
+pub(crate) static EAL: OnceLock<Result<(), String>> = OnceLock::new();
 
 /// The EAL's arguments for this process (split as words: `--no-huge -m 256
 /// --vdev net_null0`). The EAL is set up once: arguments given after that,
@@ -278,12 +281,12 @@ pub fn stats(id: u16) -> io::Result<PortStats> {
 /// A pool's pointer, kept in the port table (pools live as long as the
 /// process).
 #[derive(Debug, Clone, Copy)]
-struct Pool(*mut RteMempool);
+pub(crate) struct Pool(*mut RteMempool);
 // SAFETY: a mempool is made for use from any thread (ring_mp_mc, no cache).
 unsafe impl Send for Pool {}
 
 #[derive(Debug)]
-struct PortState {
+pub(crate) struct PortState {
     queues: u16,
     driver: String,
     socket: c_int,
@@ -298,7 +301,7 @@ struct PortState {
     shared_pools: bool,
 }
 
-fn ports() -> MutexGuard<'static, HashMap<u16, PortState>> {
+pub(crate) fn ports() -> MutexGuard<'static, HashMap<u16, PortState>> {
     static PORTS: OnceLock<Mutex<HashMap<u16, PortState>>> = OnceLock::new();
     PORTS
         .get_or_init(Default::default)
@@ -309,7 +312,7 @@ fn ports() -> MutexGuard<'static, HashMap<u16, PortState>> {
 /// An mbuf pool of `n`; `packed`: its objects end to end where DPDK has
 /// no hugepages (what net_af_xdp registers as its UMEM must be; see
 /// `pool_packed` in shim.c).
-fn pool(name: &str, n: u32, socket: c_int, packed: bool) -> io::Result<Pool> {
+pub(crate) fn pool(name: &str, n: u32, socket: c_int, packed: bool) -> io::Result<Pool> {
     let c = CString::new(name).expect("pool names have no NUL");
     let mut e = 0;
     // SAFETY: c is NUL-terminated; e is a valid out pointer.
@@ -330,7 +333,7 @@ fn pool(name: &str, n: u32, socket: c_int, packed: bool) -> io::Result<Pool> {
 }
 
 /// The port table with `id` configured and started (done the first time).
-fn started(id: u16) -> io::Result<MutexGuard<'static, HashMap<u16, PortState>>> {
+pub(crate) fn started(id: u16) -> io::Result<MutexGuard<'static, HashMap<u16, PortState>>> {
     let mut table = ports();
     if table.contains_key(&id) {
         return Ok(table);
@@ -385,7 +388,7 @@ fn started(id: u16) -> io::Result<MutexGuard<'static, HashMap<u16, PortState>>> 
 }
 
 /// Takes queue `queue` of port `id` (RX or TX) for one user at a time.
-fn take(
+pub(crate) fn take(
     table: &mut HashMap<u16, PortState>,
     id: u16,
     queue: u16,
@@ -418,7 +421,7 @@ fn take(
     Ok(())
 }
 
-fn release(id: u16, queue: u16, tx: bool) {
+pub(crate) fn release(id: u16, queue: u16, tx: bool) {
     if let Some(st) = ports().get_mut(&id) {
         let taken = if tx {
             &mut st.tx_taken
@@ -434,382 +437,6 @@ fn release(id: u16, queue: u16, tx: bool) {
 /// The driver of a started port and its queue count.
 pub fn port_info(id: u16) -> Option<(String, u16)> {
     ports().get(&id).map(|s| (s.driver.clone(), s.queues))
-}
-
-/// One TX queue of a port, frames built in its own mbufs.
-#[derive(Debug)]
-pub struct TxQueue {
-    port: u16,
-    queue: u16,
-    pool: Pool,
-    /// The pool's mbufs (the slots frames are built in).
-    pool_mbufs: u32,
-    mbufs: Vec<*mut RteMbuf>,
-    data: Vec<*mut u8>,
-    slots: Vec<u32>,
-    lens: Vec<u16>,
-    /// Built but not yet taken by the port: sent first next time.
-    pending: Range<usize>,
-}
-
-// SAFETY: the queue is taken by this handle alone (`take`); its mbufs are
-// this handle's until sent or freed; DPDK queues may be used from any one
-// thread at a time.
-unsafe impl Send for TxQueue {}
-
-impl TxQueue {
-    /// Takes TX queue `queue` of port `name` (starting the port the first
-    /// time).
-    pub fn open(name: &str, queue: u16) -> io::Result<TxQueue> {
-        let id = port_id(name)?;
-        let mut table = started(id)?;
-        take(&mut table, id, queue, true, name)?;
-        let st = table.get_mut(&id).expect("started");
-        let (pool, mbufs) = match st.tx_pools[usize::from(queue)] {
-            Some(p) => p,
-            None => match pool(&format!("lr_tx{id}_{queue}"), TX_MBUFS, st.socket, false) {
-                Ok(p) => *st.tx_pools[usize::from(queue)].insert((p, TX_MBUFS)),
-                Err(e) => {
-                    st.tx_taken[usize::from(queue)] = false;
-                    return Err(e);
-                }
-            },
-        };
-        Ok(TxQueue {
-            port: id,
-            queue,
-            pool,
-            pool_mbufs: mbufs,
-            mbufs: vec![std::ptr::null_mut(); BURST],
-            data: vec![std::ptr::null_mut(); BURST],
-            slots: vec![0; BURST],
-            lens: vec![0; BURST],
-            pending: 0..0,
-        })
-    }
-
-    pub fn port(&self) -> u16 {
-        self.port
-    }
-
-    pub fn queue(&self) -> u16 {
-        self.queue
-    }
-
-    /// Distinct mbufs (slots) frames are built in.
-    pub fn slots(&self) -> usize {
-        self.pool_mbufs as usize
-    }
-
-    /// Bytes of frame an mbuf holds.
-    pub fn slot_len(&self) -> usize {
-        DATA_ROOM
-    }
-
-    /// Takes `n` mbufs (all or none) into `self.mbufs[..n]`.
-    fn alloc(&mut self, n: usize) -> Option<usize> {
-        let mut room = 0u16;
-        // SAFETY: the arrays have BURST >= n entries; the pool is valid for
-        // the process's life.
-        let r = unsafe {
-            lr_alloc(
-                self.pool.0,
-                self.mbufs.as_mut_ptr(),
-                n as c_uint,
-                self.data.as_mut_ptr(),
-                self.slots.as_mut_ptr(),
-                &mut room,
-            )
-        };
-        (r == 0).then_some(usize::from(room))
-    }
-
-    /// Sends `self.mbufs[pending]` (lengths set): what the port took.
-    fn push(&mut self) -> (usize, u64) {
-        let r = self.pending.clone();
-        // SAFETY: mbufs[r] are this handle's built mbufs; the queue is ours.
-        let sent = usize::from(unsafe {
-            lr_tx(
-                self.port,
-                self.queue,
-                self.mbufs.as_mut_ptr().add(r.start),
-                r.len() as u16,
-            )
-        });
-        let bytes = self.lens[r.start..r.start + sent]
-            .iter()
-            .map(|&l| u64::from(l))
-            .sum();
-        self.pending = r.start + sent..r.end;
-        (sent, bytes)
-    }
-
-    /// Builds up to `n` frames (at most [`BURST`]) in mbufs and sends them:
-    /// `build(buf, slot, received)` writes a frame into the mbuf's data
-    /// room and returns its length; `slot` names the mbuf, which still
-    /// holds what was last built in it by this queue unless `received`
-    /// (a frame was received into it since: net_af_xdp, where the RX
-    /// queue shares the pool). Returns the frames the port took
-    /// and their bytes (0: full, try again); frames built but not taken are
-    /// sent before anything more is built.
-    #[inline]
-    pub fn send_with(
-        &mut self,
-        n: usize,
-        mut build: impl FnMut(&mut [u8], usize, bool) -> usize,
-    ) -> io::Result<(usize, u64)> {
-        if self.pending.is_empty() {
-            let n = n.min(BURST);
-            if n == 0 {
-                return Ok((0, 0));
-            }
-            // No mbuf free: the port still holds them; try again.
-            let Some(room) = self.alloc(n) else {
-                return Ok((0, 0));
-            };
-            for i in 0..n {
-                // SAFETY: data[i] points to mbuf i's data room of `room`
-                // bytes, this handle's alone until it is sent.
-                let buf = unsafe { std::slice::from_raw_parts_mut(self.data[i], room) };
-                let s = self.slots[i];
-                self.lens[i] =
-                    build(buf, (s & !RECEIVED) as usize, s & RECEIVED != 0).min(room) as u16;
-            }
-            // SAFETY: mbufs[..n] and lens[..n] are set.
-            unsafe { lr_set_lens(self.mbufs.as_ptr(), self.lens.as_ptr(), n as c_uint) };
-            self.pending = 0..n;
-        }
-        Ok(self.push())
-    }
-
-    /// Sends frames built elsewhere (copied into mbufs); returns how many
-    /// the port took (0: full). What it did not take is not kept.
-    pub fn send(&mut self, frames: &[&[u8]]) -> io::Result<usize> {
-        if !self.pending.is_empty() {
-            let (sent, _) = self.push();
-            if !self.pending.is_empty() || sent == 0 {
-                return Ok(0);
-            }
-        }
-        let n = frames.len().min(BURST);
-        if n == 0 {
-            return Ok(0);
-        }
-        let Some(room) = self.alloc(n) else {
-            return Ok(0);
-        };
-        for (i, f) in frames[..n].iter().enumerate() {
-            let len = f.len().min(room);
-            // SAFETY: data[i] points to `room` writable bytes of mbuf i.
-            unsafe { std::ptr::copy_nonoverlapping(f.as_ptr(), self.data[i], len) };
-            self.lens[i] = len as u16;
-        }
-        // SAFETY: mbufs[..n] and lens[..n] are set.
-        unsafe { lr_set_lens(self.mbufs.as_ptr(), self.lens.as_ptr(), n as c_uint) };
-        self.pending = 0..n;
-        let (sent, _) = self.push();
-        self.drop_pending();
-        Ok(sent)
-    }
-
-    fn drop_pending(&mut self) {
-        let r = std::mem::replace(&mut self.pending, 0..0);
-        if !r.is_empty() {
-            // SAFETY: mbufs[r] are this handle's, not handed to the port.
-            unsafe { lr_free(self.mbufs.as_ptr().add(r.start), r.len() as c_uint) };
-        }
-    }
-}
-
-impl Drop for TxQueue {
-    fn drop(&mut self) {
-        self.drop_pending();
-        release(self.port, self.queue, true);
-    }
-}
-
-/// One RX queue of a port.
-#[derive(Debug)]
-pub struct RxQueue {
-    port: u16,
-    queue: u16,
-    mbufs: Vec<*mut RteMbuf>,
-    data: Vec<*const u8>,
-    lens: Vec<u16>,
-    /// Marks the mbufs frames are received into (its pool is a TX queue's
-    /// too).
-    mark: bool,
-    /// The port's counters when this queue was opened.
-    base: PortStats,
-}
-
-// SAFETY: as TxQueue: the queue is this handle's alone.
-unsafe impl Send for RxQueue {}
-
-impl RxQueue {
-    /// Takes RX queue `queue` of port `name` (starting the port the first
-    /// time); frames left in it from before are thrown away.
-    pub fn open(name: &str, queue: u16) -> io::Result<RxQueue> {
-        let id = port_id(name)?;
-        let mut table = started(id)?;
-        take(&mut table, id, queue, false, name)?;
-        let mark = table.get(&id).is_some_and(|st| st.shared_pools);
-        drop(table);
-        let mut q = RxQueue {
-            port: id,
-            queue,
-            mark,
-            mbufs: vec![std::ptr::null_mut(); BURST],
-            data: vec![std::ptr::null(); BURST],
-            lens: vec![0; BURST],
-            base: PortStats::default(),
-        };
-        let until = Instant::now() + Duration::from_millis(100);
-        while q.poll() == BURST && Instant::now() < until {}
-        q.base = stats(id).unwrap_or_default();
-        Ok(q)
-    }
-
-    pub fn port(&self) -> u16 {
-        self.port
-    }
-
-    pub fn queue(&self) -> u16 {
-        self.queue
-    }
-
-    /// One burst in and freed at once (nothing handed over).
-    fn poll(&mut self) -> usize {
-        let n = self.burst();
-        self.free(n);
-        n
-    }
-
-    fn burst(&mut self) -> usize {
-        // SAFETY: the arrays have BURST entries; the queue is ours.
-        usize::from(unsafe {
-            lr_rx(
-                self.port,
-                self.queue,
-                self.mbufs.as_mut_ptr(),
-                BURST as u16,
-                self.data.as_mut_ptr(),
-                self.lens.as_mut_ptr(),
-                c_int::from(self.mark),
-            )
-        })
-    }
-
-    /// A burst, polling up to `wait` for one.
-    #[inline]
-    fn burst_within(&mut self, wait: Duration) -> usize {
-        let mut n = self.burst();
-        if n == 0 {
-            let until = Instant::now() + wait;
-            loop {
-                for _ in 0..64 {
-                    n = self.burst();
-                    if n > 0 {
-                        return n;
-                    }
-                    std::hint::spin_loop();
-                }
-                if Instant::now() >= until {
-                    break;
-                }
-            }
-        }
-        n
-    }
-
-    /// Forwards a burst in place (polling up to `wait` for it): `each`
-    /// rewrites every received frame in its mbuf (false: not sent), the
-    /// frames kept go out of `tx` as they are, no copy, a few tries
-    /// while its ring is full; what it does not take is freed. Returns
-    /// (received, sent, not taken by `tx`).
-    #[inline]
-    pub fn forward(
-        &mut self,
-        wait: Duration,
-        tx: &mut TxQueue,
-        mut each: impl FnMut(&mut [u8]) -> bool,
-    ) -> (usize, usize, usize) {
-        let n = self.burst_within(wait);
-        let mut kept = 0;
-        for i in 0..n {
-            // SAFETY: data[i] points to lens[i] bytes of received mbuf i,
-            // this queue's alone until sent or freed.
-            let frame = unsafe {
-                std::slice::from_raw_parts_mut(self.data[i].cast_mut(), usize::from(self.lens[i]))
-            };
-            if each(frame) {
-                self.mbufs[kept] = self.mbufs[i];
-                kept += 1;
-            } else {
-                // SAFETY: mbuf i is ours and not kept.
-                unsafe { lr_free(self.mbufs.as_ptr().add(i), 1) };
-            }
-        }
-        let mut sent = 0;
-        for _ in 0..4 {
-            if sent == kept {
-                break;
-            }
-            // SAFETY: mbufs[sent..kept] are received mbufs still ours; the
-            // TX queue is `tx`'s alone (borrowed mutably).
-            sent += usize::from(unsafe {
-                lr_tx(
-                    tx.port,
-                    tx.queue,
-                    self.mbufs.as_mut_ptr().add(sent),
-                    (kept - sent) as u16,
-                )
-            });
-        }
-        if kept > sent {
-            // SAFETY: mbufs[sent..kept] were not taken by the port.
-            unsafe { lr_free(self.mbufs.as_ptr().add(sent), (kept - sent) as c_uint) };
-        }
-        (n, sent, kept - sent)
-    }
-
-    fn free(&mut self, n: usize) {
-        if n > 0 {
-            // SAFETY: mbufs[..n] came from the last burst and are ours.
-            unsafe { lr_free(self.mbufs.as_ptr(), n as c_uint) };
-        }
-    }
-
-    /// Polls for up to `wait` until frames arrive; then calls `each` with
-    /// every frame of the burst (at most [`BURST`]) and its index in it,
-    /// and gives the mbufs back. Returns the frames handed over.
-    #[inline]
-    pub fn recv(&mut self, wait: Duration, mut each: impl FnMut(usize, &[u8])) -> usize {
-        let n = self.burst_within(wait);
-        for i in 0..n {
-            // SAFETY: data[i] points to lens[i] bytes of received mbuf i,
-            // ours until freed below.
-            each(i, unsafe {
-                std::slice::from_raw_parts(self.data[i], usize::from(self.lens[i]))
-            });
-        }
-        self.free(n);
-        n
-    }
-
-    /// Frames the port dropped before this queue could take them (no room
-    /// in its ring, no mbuf), since it was opened (port-wide).
-    pub fn drops(&self) -> u64 {
-        stats(self.port).map_or(0, |s| {
-            (s.imissed + s.rx_nombuf).saturating_sub(self.base.imissed + self.base.rx_nombuf)
-        })
-    }
-}
-
-impl Drop for RxQueue {
-    fn drop(&mut self) {
-        release(self.port, self.queue, false);
-    }
 }
 
 #[cfg(test)]
