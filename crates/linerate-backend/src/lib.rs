@@ -35,6 +35,44 @@ pub trait FrameSource {
     /// was received into it: a DPDK net_af_xdp pool is its RX queue's
     /// too); the next [`build`](Self::build) there writes it whole.
     fn forget(&mut self, slot: usize);
+
+    /// Builds a frame in each buffer `bufs` hands out, in order, and tells
+    /// it each frame's length; returns their bytes. The backend's batch is
+    /// one call: a source whose per-frame state fits in registers
+    /// overrides it to keep that state in locals for the batch (a field
+    /// behind `&mut self` is reloaded and stored around every store into
+    /// the backend's memory and every atomic the backend makes).
+    #[inline(always)]
+    fn build_each<B: Buffers>(&mut self, bufs: &mut B) -> u64
+    where
+        Self: Sized,
+    {
+        build_each_by_one(self, bufs)
+    }
+}
+
+/// [`FrameSource::build_each`] one [`build`](FrameSource::build) at a
+/// time (the default, and an override's path for the cases it does not
+/// specialise).
+#[inline(always)]
+pub fn build_each_by_one<S: FrameSource, B: Buffers>(source: &mut S, bufs: &mut B) -> u64 {
+    let mut bytes = 0u64;
+    while let Some((buf, slot)) = bufs.next_buf() {
+        let len = source.build(buf, slot);
+        bufs.built(len);
+        bytes += len as u64;
+    }
+    bytes
+}
+
+/// A sending backend's free buffers for one batch, handed out in order
+/// (see [`FrameSource::build_each`]).
+pub trait Buffers {
+    /// The next buffer to build a frame in and its slot; `None` when the
+    /// batch is full.
+    fn next_buf(&mut self) -> Option<(&mut [u8], usize)>;
+    /// The frame just built in the last buffer handed out is `len` bytes.
+    fn built(&mut self, len: usize);
 }
 
 /// What takes received frames from a receiving backend's buffers (see

@@ -155,45 +155,25 @@ impl TxRing {
         n: usize,
         fill: &mut F,
     ) -> io::Result<(usize, u64)> {
-        let (mut queued, mut bytes) = (0, 0u64);
-        let (room, size, slots) = (self.frame_size - HDR_LEN, self.frame_size, self.frame_nr);
-        let mut slot = self.next;
-        while queued < n {
-            // SAFETY: `slot` < frame_nr: its header lies inside the mapping.
-            let base = unsafe { self.map.add(slot * size) };
-            // SAFETY: the status word is 4-byte aligned (slots are
-            // power-of-two sized) and the kernel updates it concurrently,
-            // hence the atomic view.
-            let status = unsafe { &*(base.add(STATUS_OFF) as *const AtomicU32) };
-            let st = status.load(Ordering::Acquire);
-            if st == TP_STATUS_WRONG_FORMAT {
-                self.wrong_format += 1;
-            } else if st != TP_STATUS_AVAILABLE {
-                break;
-            }
-            // SAFETY: the slot is ours (AVAILABLE or rejected) and its data
-            // area `HDR_LEN..frame_size` lies inside the mapping; the kernel
-            // does not touch it until the status says SEND_REQUEST. A length
-            // past the area is the kernel's to refuse (it checks tp_len).
-            let len = unsafe {
-                let buf = std::slice::from_raw_parts_mut(base.add(HDR_LEN), room);
-                let len = fill.build(buf, slot);
-                (base.add(LEN_OFF) as *mut u32).write(len as u32);
-                (base.add(SNAPLEN_OFF) as *mut u32).write(len as u32);
-                // tp_next_offset must be 0 for V3 TX: the ring starts
-                // zeroed and only the status word is the kernel's to write.
-                len
-            };
-            bytes += len as u64;
-            status.store(TP_STATUS_SEND_REQUEST, Ordering::Release);
-            slot = if slot + 1 == slots { 0 } else { slot + 1 };
-            queued += 1;
-        }
-        self.next = slot;
-        if queued > 0 {
+        let mut bufs = RingBufs {
+            map: self.map,
+            room: self.frame_size - HDR_LEN,
+            size: self.frame_size,
+            slots: self.frame_nr,
+            slot: self.next,
+            left: n,
+            queued: 0,
+            wrong_format: 0,
+            status: std::ptr::null(),
+            base: std::ptr::null_mut(),
+        };
+        let bytes = fill.build_each(&mut bufs);
+        self.next = bufs.slot;
+        self.wrong_format += bufs.wrong_format;
+        if bufs.queued > 0 {
             self.kick()?;
         }
-        Ok((queued, bytes))
+        Ok((bufs.queued, bytes))
     }
 
     /// Slots in the ring.
@@ -223,6 +203,73 @@ impl TxRing {
         } else {
             Ok(())
         }
+    }
+}
+
+/// A TX ring's free slots for one batch (see [`TxRing::send_with`]):
+/// each frame's length and then its status written as it is built.
+struct RingBufs {
+    map: *mut u8,
+    room: usize,
+    size: usize,
+    slots: usize,
+    /// The next slot to hand out.
+    slot: usize,
+    /// Frames still wanted.
+    left: usize,
+    queued: usize,
+    wrong_format: u64,
+    /// The status word and the slot of the buffer handed out last.
+    status: *const AtomicU32,
+    base: *mut u8,
+}
+
+impl crate::Buffers for RingBufs {
+    #[inline(always)]
+    fn next_buf(&mut self) -> Option<(&mut [u8], usize)> {
+        if self.left == 0 {
+            return None;
+        }
+        // SAFETY: `slot` < slots: its header lies inside the mapping.
+        let base = unsafe { self.map.add(self.slot * self.size) };
+        // SAFETY: the status word is 4-byte aligned (slots are
+        // power-of-two sized) and the kernel updates it concurrently,
+        // hence the atomic view.
+        let status = unsafe { &*(base.add(STATUS_OFF) as *const AtomicU32) };
+        let st = status.load(Ordering::Acquire);
+        if st != TP_STATUS_AVAILABLE {
+            if st != TP_STATUS_WRONG_FORMAT {
+                return None;
+            }
+            self.wrong_format += 1;
+        }
+        self.status = status;
+        self.base = base;
+        // SAFETY: the slot is ours (AVAILABLE or rejected) and its data
+        // area `HDR_LEN..frame_size` lies inside the mapping; the kernel
+        // does not touch it until the status says SEND_REQUEST.
+        let buf = unsafe { std::slice::from_raw_parts_mut(base.add(HDR_LEN), self.room) };
+        Some((buf, self.slot))
+    }
+
+    #[inline(always)]
+    fn built(&mut self, len: usize) {
+        // SAFETY: `base` is the slot handed out last (ours, inside the
+        // mapping). A length past the area is the kernel's to refuse (it
+        // checks tp_len). tp_next_offset must be 0 for V3 TX: the ring
+        // starts zeroed and only the status word is the kernel's to write.
+        unsafe {
+            (self.base.add(LEN_OFF) as *mut u32).write(len as u32);
+            (self.base.add(SNAPLEN_OFF) as *mut u32).write(len as u32);
+            (*self.status).store(TP_STATUS_SEND_REQUEST, Ordering::Release);
+        }
+        self.slot = if self.slot + 1 == self.slots {
+            0
+        } else {
+            self.slot + 1
+        };
+        self.left -= 1;
+        self.queued += 1;
     }
 }
 

@@ -107,6 +107,46 @@ pub struct Template {
     ip_base: u32,
 }
 
+/// The transport checksum of a frame whose sum, reduced modulo 0xffff,
+/// is `folded` (below 0xffff). The sum is never zero (the pseudo-header's
+/// protocol and length are in it): a residue of 0 is the folded sum
+/// 0xffff, whose complement is 0, sent by UDP as all ones; any other
+/// residue is the folded sum itself.
+#[inline(always)]
+pub fn csum_of_folded<const TCP: bool>(folded: u16) -> u16 {
+    if folded == 0 {
+        if TCP { 0 } else { 0xffff }
+    } else {
+        !folded
+    }
+}
+
+/// The residue [`csum_of_folded`] wrote `c` for.
+#[inline(always)]
+pub fn folded_of_csum<const TCP: bool>(c: u16) -> u16 {
+    if c == if TCP { 0 } else { 0xffff } {
+        0
+    } else {
+        !c
+    }
+}
+
+/// The checksum of the next frame of a run, whose sum is one more (its
+/// sequence one more): `csum_of_folded((folded + 1) % 0xffff)` from
+/// `csum_of_folded(folded)`, in a compare and a subtraction.
+#[inline(always)]
+pub fn next_csum<const TCP: bool>(c: u16) -> u16 {
+    // The complement falls by one as the residue rises, but for the
+    // residue 0's spelling: UDP's 0xffff follows 1, TCP's 0 goes to 0xfffe.
+    if TCP {
+        if c == 0 { 0xfffe } else { c - 1 }
+    } else if c == 1 {
+        0xffff
+    } else {
+        c - 1
+    }
+}
+
 /// A send time as the probe carries it (its low 48 bits) and their
 /// checksum words: taken once per batch of frames.
 #[derive(Debug, Clone, Copy)]
@@ -390,21 +430,26 @@ impl Template {
         folded: u16,
         stamp: &Stamp,
     ) {
-        debug_assert_eq!(self.layout(), (VLAN, V6, TCP));
         debug_assert!(folded < 0xffff);
+        self.put_seq_csum_at::<VLAN, V6, TCP>(out, seq, csum_of_folded::<TCP>(folded), stamp);
+    }
+
+    /// [`put_seq_folded_at`](Self::put_seq_folded_at) with the transport
+    /// checksum given as it is written ([`csum_of_folded`]): a run of one
+    /// flow's frames moves it with [`next_csum`], one compare a frame.
+    #[inline(always)]
+    pub fn put_seq_csum_at<const VLAN: bool, const V6: bool, const TCP: bool>(
+        &self,
+        out: &mut [u8],
+        seq: u64,
+        c: u16,
+        stamp: &Stamp,
+    ) {
+        debug_assert_eq!(self.layout(), (VLAN, V6, TCP));
         let l4 = if VLAN { 18 } else { 14 } + if V6 { 40 } else { 20 };
         let csum = l4 + if TCP { 16 } else { 6 };
         let probe = l4 + if TCP { 20 } else { 8 };
         let out = &mut out[..probe + PROBE_LEN];
-        // The sum is never zero (the pseudo-header's protocol and length
-        // are in it): a residue of 0 is the folded sum 0xffff, whose
-        // complement is 0, sent by UDP as all ones; any other residue is
-        // the folded sum itself.
-        let c = if folded == 0 {
-            if TCP { 0 } else { 0xffff }
-        } else {
-            !folded
-        };
         out[csum..csum + 2].copy_from_slice(&c.to_be_bytes());
         out[probe + 4..probe + 12].copy_from_slice(&seq.to_be_bytes());
         out[probe + 12..probe + 16].copy_from_slice(&stamp.hi);
@@ -629,6 +674,28 @@ pub(crate) fn emit_l4(b: &mut [u8], flow: &FlowFields, framing: &Framing, l4_len
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every residue: the checksum moved by `next_csum` is the next
+    /// residue's, and `folded_of_csum` gives the residue back (UDP and TCP).
+    #[test]
+    fn the_checksum_of_the_next_frame_follows_the_residue() {
+        fn check<const TCP: bool>() {
+            for f in 0..0xffffu16 {
+                let c = csum_of_folded::<TCP>(f);
+                let next = ((u32::from(f) + 1) % 0xffff) as u16;
+                assert_eq!(
+                    next_csum::<TCP>(c),
+                    csum_of_folded::<TCP>(next),
+                    "TCP {TCP}, {f}"
+                );
+                assert_eq!(folded_of_csum::<TCP>(c), f, "TCP {TCP}, {f}");
+            }
+        }
+        check::<false>();
+        check::<true>();
+        assert_eq!(csum_of_folded::<false>(0), 0xffff);
+        assert_eq!(csum_of_folded::<true>(0), 0);
+    }
     use crate::FlowSpec;
     use linerate_wire::{L3, L4, parse_frame};
     use proptest::prelude::*;

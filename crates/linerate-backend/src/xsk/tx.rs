@@ -171,32 +171,21 @@ impl XskTx {
                 - prod.wrapping_sub(self.tx.consumer().load(Ordering::Acquire)) as usize,
         );
         let n = n.min(room);
-        let mut bytes = 0u64;
         // Both sizes are powers of two; everything the loop needs in locals.
-        let (mask, ring_mask) = (self.frames - 1, self.tx.size - 1);
-        let (umem, descs) = (self.umem.ptr, self.tx.desc.cast::<libc::xdp_desc>());
         let first = self.next_frame;
-        for k in 0..n {
-            let slot = first.wrapping_add(k) & mask;
-            let addr = slot * FRAME_SIZE;
-            // SAFETY: the buffer `addr..addr + FRAME_SIZE` lies inside the
-            // UMEM and is not in flight (outstanding < frames), so nothing
-            // else reads or writes it while the slice lives.
-            let buf = unsafe { std::slice::from_raw_parts_mut(umem.add(addr), FRAME_SIZE) };
-            // A length past the buffer makes an invalid descriptor, which
-            // the kernel refuses and counts (tx_invalid_descs).
-            let len = fill.build(buf, slot);
-            bytes += len as u64;
-            let idx = (prod.wrapping_add(k as u32) & ring_mask) as usize;
-            // SAFETY: `idx` is inside the TX ring, a slot the kernel does not own (room above).
-            unsafe {
-                descs.add(idx).write(libc::xdp_desc {
-                    addr: addr as u64,
-                    len: len as u32,
-                    options: 0,
-                });
-            }
-        }
+        let mut bufs = DescBufs {
+            umem: self.umem.ptr,
+            descs: self.tx.desc.cast::<libc::xdp_desc>(),
+            mask: self.frames - 1,
+            ring_mask: self.tx.size - 1,
+            first,
+            prod,
+            k: 0,
+            n,
+            addr: 0,
+        };
+        let bytes = fill.build_each(&mut bufs);
+        debug_assert_eq!(bufs.k, n, "every free buffer is handed out");
         self.next_frame = first.wrapping_add(n);
         if n > 0 {
             self.outstanding += n;
@@ -296,5 +285,54 @@ impl XskTx {
     pub fn stats(&self) -> io::Result<(u64, u64)> {
         let st = xdp_statistics(self.fd.as_raw_fd())?;
         Ok((st.tx_invalid_descs, st.tx_ring_empty_descs))
+    }
+}
+
+/// The free UMEM buffers of one batch (see [`XskTx::send_with`]): each
+/// frame's descriptor written on the TX ring as it is built.
+struct DescBufs {
+    umem: *mut u8,
+    descs: *mut libc::xdp_desc,
+    mask: usize,
+    ring_mask: u32,
+    first: usize,
+    prod: u32,
+    /// Buffers handed out so far, of `n`.
+    k: usize,
+    n: usize,
+    /// The UMEM address of the buffer handed out last.
+    addr: usize,
+}
+
+impl crate::Buffers for DescBufs {
+    #[inline(always)]
+    fn next_buf(&mut self) -> Option<(&mut [u8], usize)> {
+        if self.k == self.n {
+            return None;
+        }
+        let slot = self.first.wrapping_add(self.k) & self.mask;
+        self.addr = slot * FRAME_SIZE;
+        // SAFETY: the buffer `addr..addr + FRAME_SIZE` lies inside the
+        // UMEM and is not in flight (outstanding < frames), so nothing
+        // else reads or writes it while the slice lives.
+        let buf = unsafe { std::slice::from_raw_parts_mut(self.umem.add(self.addr), FRAME_SIZE) };
+        Some((buf, slot))
+    }
+
+    #[inline(always)]
+    fn built(&mut self, len: usize) {
+        let idx = (self.prod.wrapping_add(self.k as u32) & self.ring_mask) as usize;
+        // SAFETY: `idx` is inside the TX ring, a slot the kernel does not
+        // own (the batch fits the ring's room). A length past the buffer
+        // makes an invalid descriptor, which the kernel refuses and counts
+        // (tx_invalid_descs).
+        unsafe {
+            self.descs.add(idx).write(libc::xdp_desc {
+                addr: self.addr as u64,
+                len: len as u32,
+                options: 0,
+            });
+        }
+        self.k += 1;
     }
 }

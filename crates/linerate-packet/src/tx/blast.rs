@@ -8,10 +8,11 @@ use linerate_backend::port::{Endpoints, PayloadSource};
 use linerate_backend::port::{Traffic, Tx, open_tx, send_refused};
 use linerate_traffic::pacing::{Departures, Due, Schedule, Shape, spin_until};
 
-use linerate_backend::FrameSource;
+use linerate_backend::{Buffers, FrameSource};
 use linerate_run::{Interval, Row, Sampler};
 use linerate_traffic::template::Framing;
 use linerate_traffic::template::WireFlow;
+use linerate_traffic::template::{csum_of_folded, folded_of_csum, next_csum};
 use linerate_traffic::vxlan::{Encap, Vxlan};
 use linerate_traffic::{Stamp, Template, WireCursor};
 use linerate_wire::PROBE_LEN;
@@ -665,6 +666,43 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool> FrameSo
         if let Some(h) = self.held.get_mut(slot) {
             *h = EMPTY;
         }
+    }
+
+    /// One flow, one size: the batch's frames with the sequence and its
+    /// checksum's sum in locals (registers), written back once at the
+    /// batch's end; otherwise one [`build`](Self::build) at a time.
+    #[inline(always)]
+    fn build_each<B: Buffers>(&mut self, bufs: &mut B) -> u64 {
+        if !ONE {
+            return linerate_backend::build_each_by_one(self, bufs);
+        }
+        let t = self.cur.0;
+        let (tag, id, len) = (self.one.tag, self.one.id, self.one.len);
+        // The checksum as written, moved by one compare a frame.
+        let (mut seq, mut c) = (self.one.seq, csum_of_folded::<TCP>(self.one.folded));
+        let stamp = self.stamp;
+        let w = self.cursor.wire();
+        let mut frames = 0u64;
+        while let Some((buf, slot)) = bufs.next_buf() {
+            let held = &mut self.held[slot];
+            if *held != tag {
+                if *held & SIZE_TAG != tag & SIZE_TAG {
+                    t.lay(buf);
+                }
+                t.put_flow_at::<VLAN, V6, TCP>(buf, w, id);
+                *held = tag;
+            }
+            // (past u64::MAX the sequence wraps: frames enough for that
+            // are not sent)
+            seq += 1;
+            c = next_csum::<TCP>(c);
+            t.put_seq_csum_at::<VLAN, V6, TCP>(buf, seq, c, &stamp);
+            bufs.built(len);
+            frames += 1;
+        }
+        self.one.seq = seq;
+        self.one.folded = folded_of_csum::<TCP>(c);
+        frames * len as u64
     }
 }
 
