@@ -13,6 +13,8 @@
 //!   `neighbors`: the responders' threads and the neighbour tables.
 //! - `layer1`: the ports' link settings applied (MTU, promiscuous),
 //!   checked (speed) and put back.
+//! - `tags`: the model's `metric_tags`, counted per value of the
+//!   tagged bits by the receivers' probe ids.
 //! - `plan`: a configuration made runnable (allow-list, probe ids,
 //!   blast and sink configurations), all refusals before anything is sent.
 //! - `capture`: the ports' captures (the sinks' capture files, handed
@@ -48,6 +50,7 @@ pub mod protocols;
 pub mod run;
 pub mod server;
 pub mod stacked;
+pub mod tags;
 pub mod tls;
 
 pub use api::{API_SPEC_VERSION, Agent, Reply};
