@@ -1202,8 +1202,8 @@ mod tests {
             ),
             (
                 "/captures",
-                json!([{"name": "c", "port_names": ["rx"], "filters": [{"choice": "ethernet"}]}]),
-                "captures[0].filters: not supported",
+                json!([{"name": "c", "port_names": ["rx"], "filters": [{"choice": "ethernet", "ethernet": {"pfc_queue": {"value": "1"}}}]}]),
+                "captures[0].filters[0].ethernet.pfc_queue: not supported",
             ),
             (
                 "/flows/0/packet/2/ipv4/time_to_live",
@@ -1526,3 +1526,7 @@ mod stacked_tests;
 #[cfg(test)]
 #[path = "api_tags_tests.rs"]
 mod tags_tests;
+
+#[cfg(test)]
+#[path = "api_capture_tests.rs"]
+mod capture_tests;

@@ -18,7 +18,8 @@
 //! - `plan`: a configuration made runnable (allow-list, probe ids,
 //!   blast and sink configurations), all refusals before anything is sent.
 //! - `capture`: the ports' captures (the sinks' capture files, handed
-//!   back as one pcap or pcapng).
+//!   back as one pcap or pcapng); `capture_filter`: the model's capture
+//!   filters, the frames a capture keeps.
 //! - `campaign`: running flows and their counts.
 //! - `metrics`: the models' metrics answers, typed.
 //! - `run`: each start of traffic as a run of the run contract (start,
@@ -35,6 +36,7 @@
 pub mod api;
 pub mod campaign;
 pub mod capture;
+pub mod capture_filter;
 pub mod devices;
 pub mod grpc;
 pub mod guard;

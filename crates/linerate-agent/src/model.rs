@@ -64,6 +64,9 @@ pub struct Capture {
     pub overwrite: bool,
     /// Bytes kept of each frame (the model's `packet_size`; none: whole).
     pub packet_size: Option<u32>,
+    /// Its `filters`' tests (`crate::capture_filter`): the frames kept
+    /// pass them all.
+    pub filters: Vec<crate::capture_filter::FieldMatch>,
 }
 
 /// The model's link speeds, in bits per second.
@@ -480,12 +483,7 @@ fn captures(o: &Obj, ports: &[Port]) -> Result<Vec<Capture>, Invalid> {
                 format!("{p}: 1 to 65535 bytes of each frame"),
             ));
         }
-        if c.list("filters", 16)?.is_some_and(|f| !f.is_empty()) {
-            return Err(invalid(
-                &c.at("filters"),
-                "not supported by linerate agent (it keeps every frame the port receives)",
-            ));
-        }
+        let filters = crate::capture_filter::read(&c)?;
         c.done()?;
         out.push(Capture {
             name,
@@ -493,6 +491,7 @@ fn captures(o: &Obj, ports: &[Port]) -> Result<Vec<Capture>, Invalid> {
             pcapng,
             overwrite,
             packet_size: packet_size.map(|p| p as u32),
+            filters,
         });
     }
     Ok(out)
