@@ -8,6 +8,7 @@ use crate::json::{Invalid, Obj, invalid};
 use crate::metrics::{FlowMetric, MetricsResponse, PortMetric};
 use crate::model;
 use crate::plan::{self, Options, Plan};
+use crate::tags::TagRequest;
 use serde_json::{Value, json};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -646,23 +647,37 @@ impl Agent {
         match c {
             "flow" => {
                 let req = o.obj("flow").map_err(Reply::invalid)?;
-                let names = match &req {
+                let (names, tag_req) = match &req {
                     Some(r) => {
                         r.strs("metric_names", 32).map_err(Reply::invalid)?;
-                        r.raw("tagged_metrics");
+                        let t = r
+                            .obj("tagged_metrics")
+                            .and_then(TagRequest::read)
+                            .map_err(Reply::invalid)?;
                         let n = r
                             .strs("flow_names", model::FLOWS_MAX)
                             .map_err(Reply::invalid)?;
                         r.done().map_err(Reply::invalid)?;
-                        n.unwrap_or_default()
+                        (n.unwrap_or_default(), t)
                     }
-                    None => Vec::new(),
+                    None => (Vec::new(), TagRequest::default()),
                 };
                 o.done().map_err(Reply::invalid)?;
                 let which = Self::chosen(&camp.plan, &names)?;
+                crate::tags::check_filters(
+                    &tag_req,
+                    which.iter().map(|&i| camp.plan.flows[i].tags.as_deref()),
+                )
+                .map_err(Reply::invalid)?;
                 let flow_metrics = which
                     .iter()
-                    .map(|&i| FlowMetric::of(&camp.plan, i, &snaps[i]))
+                    .map(|&i| {
+                        let mut m = FlowMetric::of(&camp.plan, i, &snaps[i]);
+                        if let Some(t) = &camp.plan.flows[i].tags {
+                            m.tagged_metrics = crate::tags::rows(t, &snaps[i], &tag_req);
+                        }
+                        m
+                    })
                     .collect();
                 Ok(Reply::typed(&MetricsResponse::FlowMetrics { flow_metrics }))
             }
@@ -1187,8 +1202,8 @@ mod tests {
             ),
             (
                 "/captures",
-                json!([{"name": "c", "port_names": ["rx"], "filters": [{"choice": "ethernet"}]}]),
-                "captures[0].filters: not supported",
+                json!([{"name": "c", "port_names": ["rx"], "filters": [{"choice": "ethernet", "ethernet": {"pfc_queue": {"value": "1"}}}]}]),
+                "captures[0].filters[0].ethernet.pfc_queue: not supported",
             ),
             (
                 "/flows/0/packet/2/ipv4/time_to_live",
@@ -1507,3 +1522,11 @@ mod random_tests;
 #[cfg(test)]
 #[path = "api_stacked_tests.rs"]
 mod stacked_tests;
+
+#[cfg(test)]
+#[path = "api_tags_tests.rs"]
+mod tags_tests;
+
+#[cfg(test)]
+#[path = "api_capture_tests.rs"]
+mod capture_tests;

@@ -35,6 +35,12 @@ pub struct FlowCounts {
     /// min, max, mean one-way latency, ns (when measured).
     pub latency: Option<(f64, f64, f64)>,
     pub error: Option<String>,
+    /// A tagged flow's (`crate::tags`) counts per probe id of its block
+    /// (by place from the base): frames sent (from the sender's report,
+    /// once ended; empty before), and frames and bytes received on this
+    /// agent's receive ports together.
+    pub tx_ids: Vec<u64>,
+    pub rx_ids: Vec<(u64, u64)>,
 }
 
 impl FlowCounts {
@@ -117,6 +123,7 @@ impl FlowRun {
                 rx: vec![(0, 0); n],
                 rx_pps: vec![0.0; n],
                 rx_bps: vec![0.0; n],
+                rx_ids: vec![(0, 0); flow.tags.as_ref().map_or(0, |_| flow.ids.span() as usize)],
                 ..FlowCounts::default()
             };
             c.generation
@@ -279,17 +286,26 @@ impl FlowRun {
                 return;
             };
             let (mut p, mut b) = (0u64, 0u64);
+            let mut c = lock(&self.counts);
             for r in iv.rows.iter().filter(|r| r.scope == Scope::Flow) {
-                if r.key
-                    .and_then(|k| u16::try_from(k).ok())
-                    .is_some_and(|id| flow.ids.contains(id))
-                {
-                    p += r.counts.packets.unwrap_or(0);
-                    b += r.counts.bytes.unwrap_or(0);
+                let Some(id) = r.key.and_then(|k| u16::try_from(k).ok()) else {
+                    continue;
+                };
+                if flow.ids.contains(id) {
+                    let (rp, rb) = (r.counts.packets.unwrap_or(0), r.counts.bytes.unwrap_or(0));
+                    p += rp;
+                    b += rb;
+                    if let Some(t) = c
+                        .rx_ids
+                        .get_mut(usize::from(id.wrapping_sub(flow.ids.base)))
+                    {
+                        // With the FCS, as the final counts have it.
+                        t.0 += rp;
+                        t.1 += rb + 4 * rp;
+                    }
                 }
             }
             let secs = (iv.end_s - iv.start_s).max(1e-3);
-            let mut c = lock(&self.counts);
             if let Some(slot) = c.rx.get_mut(i) {
                 slot.0 += p;
                 slot.1 += b;
@@ -330,6 +346,19 @@ impl FlowRun {
 fn settle(c: &mut FlowCounts, flow: &PlanFlow, o: &Outcome) {
     c.tx_packets = o.sent.packets;
     c.tx_bytes = o.sent.bytes;
+    if flow.tags.is_some() {
+        let span = flow.ids.span() as usize;
+        c.tx_ids = vec![0; span];
+        for (&id, &n) in &o.sent.per_flow {
+            if let Some(t) = c
+                .tx_ids
+                .get_mut(usize::from(id.wrapping_sub(flow.ids.base)))
+            {
+                *t += n;
+            }
+        }
+        c.rx_ids = vec![(0, 0); span];
+    }
     let mut hist = LatencyHist3::new();
     for (j, r) in o.got.iter().enumerate() {
         let i = flow.sink_rx[j];
@@ -342,6 +371,13 @@ fn settle(c: &mut FlowCounts, flow: &PlanFlow, o: &Outcome) {
                         p += n;
                         // The sink counts bytes without the FCS.
                         b += f.bytes + 4 * n;
+                        if let Some(t) = c
+                            .rx_ids
+                            .get_mut(usize::from(id.wrapping_sub(flow.ids.base)))
+                        {
+                            t.0 += n;
+                            t.1 += f.bytes + 4 * n;
+                        }
                         if let Some(h) = s.counts.latency_of(f) {
                             hist.add(&h);
                         }

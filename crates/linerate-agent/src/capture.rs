@@ -179,6 +179,9 @@ impl Captures {
             frames.extend(got);
         }
         frames.sort_by_key(|f| f.0);
+        // The configuration's filters: what the port received that they
+        // do not keep is left out (before the port's bounds).
+        frames.retain(|f| crate::capture_filter::matches(&c.filters, &f.2));
         // The port's bounds over all its files.
         let mut bytes = 0u64;
         let keep = frames
@@ -303,6 +306,7 @@ mod tests {
             pcapng,
             overwrite: true,
             packet_size,
+            filters: Vec::new(),
         }
     }
 

@@ -13,10 +13,13 @@
 //!   `neighbors`: the responders' threads and the neighbour tables.
 //! - `layer1`: the ports' link settings applied (MTU, promiscuous),
 //!   checked (speed) and put back.
+//! - `tags`: the model's `metric_tags`, counted per value of the
+//!   tagged bits by the receivers' probe ids.
 //! - `plan`: a configuration made runnable (allow-list, probe ids,
 //!   blast and sink configurations), all refusals before anything is sent.
 //! - `capture`: the ports' captures (the sinks' capture files, handed
-//!   back as one pcap or pcapng).
+//!   back as one pcap or pcapng); `capture_filter`: the model's capture
+//!   filters, the frames a capture keeps.
 //! - `campaign`: running flows and their counts.
 //! - `metrics`: the models' metrics answers, typed.
 //! - `run`: each start of traffic as a run of the run contract (start,
@@ -33,6 +36,7 @@
 pub mod api;
 pub mod campaign;
 pub mod capture;
+pub mod capture_filter;
 pub mod devices;
 pub mod grpc;
 pub mod guard;
@@ -48,6 +52,7 @@ pub mod protocols;
 pub mod run;
 pub mod server;
 pub mod stacked;
+pub mod tags;
 pub mod tls;
 
 pub use api::{API_SPEC_VERSION, Agent, Reply};

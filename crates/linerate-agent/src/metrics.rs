@@ -74,6 +74,10 @@ pub struct FlowMetric {
     pub rx_l1_rate_bps: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency: Option<LatencyMetric>,
+    /// Per value of its `metric_tags` (`crate::tags::rows`), when it has
+    /// some and the request asks for them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tagged_metrics: Vec<crate::tags::TaggedMetric>,
 }
 
 /// One-way latency, nanoseconds.
@@ -152,6 +156,7 @@ impl FlowMetric {
             tx_l1_rate_bps: c.tx_bps + c.tx_pps * L1_BITS,
             rx_l1_rate_bps: rx_bps + rx_pps * L1_BITS,
             latency,
+            tagged_metrics: Vec::new(),
         }
     }
 }

@@ -64,6 +64,9 @@ pub struct Capture {
     pub overwrite: bool,
     /// Bytes kept of each frame (the model's `packet_size`; none: whole).
     pub packet_size: Option<u32>,
+    /// Its `filters`' tests (`crate::capture_filter`): the frames kept
+    /// pass them all.
+    pub filters: Vec<crate::capture_filter::FieldMatch>,
 }
 
 /// The model's link speeds, in bits per second.
@@ -106,6 +109,8 @@ pub struct Flow {
     pub latency: bool,
     /// A `tx_rx.device` flow's ends (its ports are theirs).
     pub device: Option<crate::devices::DeviceFlow>,
+    /// Its packet's `metric_tags`.
+    pub tags: Vec<crate::tags::TagSpec>,
 }
 
 /// A header field: a range of values, or the model's `auto`.
@@ -478,12 +483,7 @@ fn captures(o: &Obj, ports: &[Port]) -> Result<Vec<Capture>, Invalid> {
                 format!("{p}: 1 to 65535 bytes of each frame"),
             ));
         }
-        if c.list("filters", 16)?.is_some_and(|f| !f.is_empty()) {
-            return Err(invalid(
-                &c.at("filters"),
-                "not supported by linerate agent (it keeps every frame the port receives)",
-            ));
-        }
+        let filters = crate::capture_filter::read(&c)?;
         c.done()?;
         out.push(Capture {
             name,
@@ -491,6 +491,7 @@ fn captures(o: &Obj, ports: &[Port]) -> Result<Vec<Capture>, Invalid> {
             pcapng,
             overwrite,
             packet_size: packet_size.map(|p| p as u32),
+            filters,
         });
     }
     Ok(out)
@@ -551,12 +552,16 @@ fn flow(f: &Obj, ports: &[Port], devices: &[crate::devices::Device]) -> Result<F
             "a device flow's frames are plain (ethernet, ip, udp or tcp): VXLAN, GRE, MPLS and ICMP flows are port flows",
         ));
     }
+    let packet = filled.as_ref().map(|v| &v["packet"]).or(f.raw("packet"));
+    let tags = headers
+        .as_ref()
+        .and_then(|_| keep(&mut errs, crate::tags::read(&f.at("packet"), packet)));
     let size = keep(&mut errs, f.obj("size").and_then(size));
     let rate = keep(&mut errs, f.obj("rate").and_then(rate));
     let duration = keep(&mut errs, f.obj("duration").and_then(duration));
     let latency = keep(&mut errs, f.obj("metrics").and_then(metrics));
     keep(&mut errs, f.done());
-    match (name, txrx, headers, size, rate, duration, latency) {
+    match (name, txrx, headers, size, rate, duration, latency, tags) {
         (
             Some(name),
             Some((tx, rx, _)),
@@ -565,6 +570,7 @@ fn flow(f: &Obj, ports: &[Port], devices: &[crate::devices::Device]) -> Result<F
             Some(rate),
             Some(duration),
             Some(latency),
+            Some(tags),
         ) if errs.is_empty() => Ok(Flow {
             name,
             tx,
@@ -575,6 +581,7 @@ fn flow(f: &Obj, ports: &[Port], devices: &[crate::devices::Device]) -> Result<F
             duration,
             latency,
             device,
+            tags,
         }),
         _ => Err(errs),
     }
@@ -1000,14 +1007,9 @@ fn pattern_random(
     let inc = counter(&p, "increment", kind, default)?;
     let dec = counter(&p, "decrement", kind, default)?;
     let rnd = if random_ok { random(&p, kind)? } else { None };
-    if let Some(tags) = p.list("metric_tags", 16)?
-        && !tags.is_empty()
-    {
-        return Err(invalid(
-            &p.at("metric_tags"),
-            "not supported by linerate agent",
-        ));
-    }
+    // Tags are read with the flow's whole packet (`crate::tags::read`):
+    // which fields take them depends on the header.
+    p.raw("metric_tags");
     if p.raw("auto").is_some() && !auto_default {
         return Err(invalid(&p.at("auto"), "this field has no auto"));
     }

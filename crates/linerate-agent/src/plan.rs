@@ -106,6 +106,9 @@ pub struct PlanFlow {
     /// responder, `crate::neighbors`) is its destination MAC at start:
     /// (ethernet, address).
     pub neighbor: Option<(String, IpAddr)>,
+    /// Its `metric_tags`, if it has any: which probe ids carry which tag
+    /// values.
+    pub tags: Option<Arc<crate::tags::TagPlan>>,
 }
 
 /// Makes `cfg` runnable under `opts`: its first error.
@@ -253,6 +256,9 @@ fn plan_flow(
         .filter_map(|(k, &r)| Some((k, ports[r].remote.clone()?, ports[r].iface.clone())))
         .collect();
     let delay = flow_delay(path, f, &ports[tx].iface, opts)?;
+    let one_size = blast.sizes.cycle().windows(2).all(|w| w[0] == w[1]);
+    let remote = rx.iter().any(|&r| ports[r].remote.is_some());
+    let tags = crate::tags::plan(path, &f.tags, &blast.flows, remote, one_size)?.map(Arc::new);
     Ok(PlanFlow {
         name: f.name.clone(),
         tx,
@@ -271,6 +277,7 @@ fn plan_flow(
             .as_ref()
             .filter(|_| f.headers.eth_dst == Field::Auto)
             .map(|d| (d.tx.ethernet.clone(), d.next_hop())),
+        tags,
     })
 }
 

@@ -480,6 +480,54 @@ mod tests {
     /// A `MetricsResponse` by protobuf (snappi 1.62's otg_pb2).
     const METRICS_WIRE: &str = "08011a3f0a026631120274781a0272782802300a380a40800a48800a550000003f6500000000721b090000000000408f4011000000000088a340190000000000589b40";
 
+    /// A capture's `filters` by protobuf (snappi 1.62's otg_pb2): read
+    /// as the HTTP path's JSON, not opaque.
+    const CAPTURE_FILTERS_WIRE: &str = "22450a027278122408021a200a1e0a0c303230303030303030303031120c3030303030303030303030301800121608011212081010101a04313737302204303030312801320163";
+
+    #[test]
+    fn capture_filters_read_as_their_json() {
+        let doc = json!({"captures": [{"port_names": ["rx"], "filters": [
+            {"choice": "ethernet", "ethernet": {"src": {"value": "020000000001", "mask": "000000000000", "negate": false}}},
+            {"choice": "custom", "custom": {"offset": 16, "bit_length": 16, "value": "1770", "mask": "0001", "negate": true}}],
+            "name": "c"}]});
+        assert_eq!(
+            decode(&M_CONFIG, &hex(CAPTURE_FILTERS_WIRE), "").unwrap(),
+            doc
+        );
+        assert_eq!(
+            encode(&M_CONFIG, &doc, "").unwrap(),
+            hex(CAPTURE_FILTERS_WIRE)
+        );
+    }
+
+    /// A flow's tagged metrics and a request's `tagged_metrics` by
+    /// protobuf (snappi 1.62's otg_pb2 from this JSON): written and read
+    /// as the HTTP path's JSON, not opaque.
+    const TAGGED_WIRE: &str =
+        "08011a240a016630067a1d0a110a03647374120a0801120630783137373010061806208006288006";
+    const TAGGED_REQUEST_WIRE: &str =
+        "08021a1b0a01662216080010011a0102220d0a036473741206307831373730";
+
+    #[test]
+    fn tagged_metrics_are_the_models_fields() {
+        let m = json!({"choice": "flow_metrics", "flow_metrics": [{"name": "f", "frames_tx": "6",
+            "tagged_metrics": [{"tags": [{"name": "dst", "value": {"choice": "hex", "hex": "0x1770"}}],
+                "frames_tx": "6", "frames_rx": "6", "bytes_tx": "768", "bytes_rx": "768"}]}]});
+        let wire = encode(&M_METRICS_RESPONSE, &m, "").unwrap();
+        assert_eq!(wire, hex(TAGGED_WIRE), "protobuf's own bytes");
+        assert_eq!(decode(&M_METRICS_RESPONSE, &wire, "").unwrap(), m);
+        let req = json!({"choice": "flow", "flow": {"flow_names": ["f"], "tagged_metrics": {
+            "include": false, "include_empty_metrics": true, "metric_names": ["frames_rx"],
+            "filters": [{"name": "dst", "values": ["0x1770"]}]}}});
+        let got = decode(
+            &super::super::table_api::M_METRICS_REQUEST,
+            &hex(TAGGED_REQUEST_WIRE),
+            "",
+        )
+        .unwrap();
+        assert_eq!(got, req);
+    }
+
     #[test]
     fn metrics_are_the_models_fields() {
         let m = json!({"choice": "flow_metrics", "flow_metrics": [{

@@ -62,11 +62,29 @@ pub static M_PORT_METRICS_REQUEST: Msg = Msg {
 
 static E_FLOWMETRICSREQUEST_METRICNAMES_ENUM: &[(i32, &str)] = &[(0, "unspecified"), (1, "transmit"), (2, "frames_tx"), (3, "frames_rx"), (4, "bytes_tx"), (5, "bytes_rx"), (6, "frames_tx_rate"), (7, "frames_rx_rate"), (8, "tx_l1_rate_bps"), (9, "rx_l1_rate_bps"), (10, "tx_rate_bytes"), (11, "rx_rate_bytes"), (12, "tx_rate_bps"), (13, "rx_rate_bps"), (14, "tx_rate_kbps"), (15, "rx_rate_kbps"), (16, "tx_rate_mbps"), (17, "rx_rate_mbps")];
 
+static E_FLOWTAGGEDMETRICSFILTER_METRICNAMES_ENUM: &[(i32, &str)] = &[(0, "unspecified"), (1, "frames_tx"), (2, "frames_rx"), (3, "bytes_tx"), (4, "bytes_rx"), (5, "frames_tx_rate"), (6, "frames_rx_rate"), (7, "tx_l1_rate_bps"), (8, "rx_l1_rate_bps"), (9, "tx_rate_bytes"), (10, "rx_rate_bytes"), (11, "tx_rate_bps"), (12, "rx_rate_bps"), (13, "tx_rate_kbps"), (14, "rx_rate_kbps"), (15, "tx_rate_mbps"), (16, "rx_rate_mbps")];
+
+pub static M_FLOW_METRIC_TAG_FILTER: Msg = Msg {
+    fields: &[
+        f(1, "name", Ty::Str),
+        r(2, "values", Ty::Str),
+    ],
+};
+
+pub static M_FLOW_TAGGED_METRICS_FILTER: Msg = Msg {
+    fields: &[
+        f(1, "include", Ty::Bool),
+        f(2, "include_empty_metrics", Ty::Bool),
+        r(3, "metric_names", Ty::Enum(E_FLOWTAGGEDMETRICSFILTER_METRICNAMES_ENUM)),
+        r(4, "filters", Ty::Msg(&M_FLOW_METRIC_TAG_FILTER)),
+    ],
+};
+
 pub static M_FLOW_METRICS_REQUEST: Msg = Msg {
     fields: &[
         r(1, "flow_names", Ty::Str),
         r(3, "metric_names", Ty::Enum(E_FLOWMETRICSREQUEST_METRICNAMES_ENUM)),
-        f(4, "tagged_metrics", Ty::Opaque),
+        f(4, "tagged_metrics", Ty::Msg(&M_FLOW_TAGGED_METRICS_FILTER)),
     ],
 };
 
@@ -143,6 +161,49 @@ pub static M_METRIC_LATENCY: Msg = Msg {
     ],
 };
 
+static E_FLOWMETRICTAGVALUE_CHOICE_ENUM: &[(i32, &str)] = &[(0, "unspecified"), (1, "hex"), (2, "str")];
+
+pub static M_FLOW_METRIC_TAG_VALUE: Msg = Msg {
+    fields: &[
+        f(1, "choice", Ty::Enum(E_FLOWMETRICTAGVALUE_CHOICE_ENUM)),
+        f(2, "hex", Ty::Str),
+        f(3, "str", Ty::Str),
+    ],
+};
+
+pub static M_FLOW_METRIC_TAG: Msg = Msg {
+    fields: &[
+        f(1, "name", Ty::Str),
+        f(2, "value", Ty::Msg(&M_FLOW_METRIC_TAG_VALUE)),
+    ],
+};
+
+pub static M_FLOW_TAGGED_METRIC: Msg = Msg {
+    fields: &[
+        r(1, "tags", Ty::Msg(&M_FLOW_METRIC_TAG)),
+        f(2, "frames_tx", Ty::U64),
+        f(3, "frames_rx", Ty::U64),
+        f(4, "bytes_tx", Ty::U64),
+        f(5, "bytes_rx", Ty::U64),
+        f(6, "frames_tx_rate", Ty::F32),
+        f(7, "frames_rx_rate", Ty::F32),
+        f(8, "loss", Ty::F32),
+        f(9, "timestamps", Ty::Opaque),
+        f(10, "latency", Ty::Msg(&M_METRIC_LATENCY)),
+        f(11, "tx_l1_rate_bps", Ty::F32),
+        f(12, "rx_l1_rate_bps", Ty::F32),
+        f(13, "tx_rate_bytes", Ty::F32),
+        f(14, "rx_rate_bytes", Ty::F32),
+        f(15, "tx_rate_bps", Ty::F32),
+        f(16, "rx_rate_bps", Ty::F32),
+        f(17, "tx_rate_kbps", Ty::F32),
+        f(18, "rx_rate_kbps", Ty::F32),
+        f(19, "tx_rate_mbps", Ty::F32),
+        f(20, "rx_rate_mbps", Ty::F32),
+        f(21, "packet_loss_duration", Ty::Opaque),
+    ],
+};
+
 pub static M_FLOW_METRIC: Msg = Msg {
     fields: &[
         f(1, "name", Ty::Str),
@@ -158,7 +219,7 @@ pub static M_FLOW_METRIC: Msg = Msg {
         f(12, "loss", Ty::F32),
         f(13, "timestamps", Ty::Opaque),
         f(14, "latency", Ty::Msg(&M_METRIC_LATENCY)),
-        r(15, "tagged_metrics", Ty::Opaque),
+        r(15, "tagged_metrics", Ty::Msg(&M_FLOW_TAGGED_METRIC)),
         f(16, "tx_l1_rate_bps", Ty::F32),
         f(17, "rx_l1_rate_bps", Ty::F32),
         f(18, "tx_rate_bytes", Ty::F32),

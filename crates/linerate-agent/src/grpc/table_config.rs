@@ -27,12 +27,93 @@ pub static M_LAYER1: Msg = Msg {
     ],
 };
 
+static E_CAPTUREFILTER_CHOICE_ENUM: &[(i32, &str)] = &[(0, "unspecified"), (1, "custom"), (2, "ethernet"), (3, "vlan"), (4, "ipv4"), (5, "ipv6")];
+
+pub static M_CAPTURE_CUSTOM: Msg = Msg {
+    fields: &[
+        f(1, "offset", Ty::U32),
+        f(2, "bit_length", Ty::U32),
+        f(3, "value", Ty::Str),
+        f(4, "mask", Ty::Str),
+        f(5, "negate", Ty::Bool),
+    ],
+};
+
+pub static M_CAPTURE_FIELD: Msg = Msg {
+    fields: &[
+        f(1, "value", Ty::Str),
+        f(2, "mask", Ty::Str),
+        f(3, "negate", Ty::Bool),
+    ],
+};
+
+pub static M_CAPTURE_ETHERNET: Msg = Msg {
+    fields: &[
+        f(1, "src", Ty::Msg(&M_CAPTURE_FIELD)),
+        f(2, "dst", Ty::Msg(&M_CAPTURE_FIELD)),
+        f(3, "ether_type", Ty::Msg(&M_CAPTURE_FIELD)),
+        f(4, "pfc_queue", Ty::Msg(&M_CAPTURE_FIELD)),
+    ],
+};
+
+pub static M_CAPTURE_VLAN: Msg = Msg {
+    fields: &[
+        f(1, "priority", Ty::Msg(&M_CAPTURE_FIELD)),
+        f(2, "cfi", Ty::Msg(&M_CAPTURE_FIELD)),
+        f(3, "id", Ty::Msg(&M_CAPTURE_FIELD)),
+        f(4, "protocol", Ty::Msg(&M_CAPTURE_FIELD)),
+    ],
+};
+
+pub static M_CAPTURE_IPV4: Msg = Msg {
+    fields: &[
+        f(1, "version", Ty::Msg(&M_CAPTURE_FIELD)),
+        f(2, "header_length", Ty::Msg(&M_CAPTURE_FIELD)),
+        f(3, "priority", Ty::Msg(&M_CAPTURE_FIELD)),
+        f(4, "total_length", Ty::Msg(&M_CAPTURE_FIELD)),
+        f(5, "identification", Ty::Msg(&M_CAPTURE_FIELD)),
+        f(6, "reserved", Ty::Msg(&M_CAPTURE_FIELD)),
+        f(7, "dont_fragment", Ty::Msg(&M_CAPTURE_FIELD)),
+        f(8, "more_fragments", Ty::Msg(&M_CAPTURE_FIELD)),
+        f(9, "fragment_offset", Ty::Msg(&M_CAPTURE_FIELD)),
+        f(10, "time_to_live", Ty::Msg(&M_CAPTURE_FIELD)),
+        f(11, "protocol", Ty::Msg(&M_CAPTURE_FIELD)),
+        f(12, "header_checksum", Ty::Msg(&M_CAPTURE_FIELD)),
+        f(13, "src", Ty::Msg(&M_CAPTURE_FIELD)),
+        f(14, "dst", Ty::Msg(&M_CAPTURE_FIELD)),
+    ],
+};
+
+pub static M_CAPTURE_IPV6: Msg = Msg {
+    fields: &[
+        f(1, "version", Ty::Msg(&M_CAPTURE_FIELD)),
+        f(2, "traffic_class", Ty::Msg(&M_CAPTURE_FIELD)),
+        f(3, "flow_label", Ty::Msg(&M_CAPTURE_FIELD)),
+        f(4, "payload_length", Ty::Msg(&M_CAPTURE_FIELD)),
+        f(5, "next_header", Ty::Msg(&M_CAPTURE_FIELD)),
+        f(6, "hop_limit", Ty::Msg(&M_CAPTURE_FIELD)),
+        f(7, "src", Ty::Msg(&M_CAPTURE_FIELD)),
+        f(8, "dst", Ty::Msg(&M_CAPTURE_FIELD)),
+    ],
+};
+
+pub static M_CAPTURE_FILTER: Msg = Msg {
+    fields: &[
+        f(1, "choice", Ty::Enum(E_CAPTUREFILTER_CHOICE_ENUM)),
+        f(2, "custom", Ty::Msg(&M_CAPTURE_CUSTOM)),
+        f(3, "ethernet", Ty::Msg(&M_CAPTURE_ETHERNET)),
+        f(4, "vlan", Ty::Msg(&M_CAPTURE_VLAN)),
+        f(5, "ipv4", Ty::Msg(&M_CAPTURE_IPV4)),
+        f(6, "ipv6", Ty::Msg(&M_CAPTURE_IPV6)),
+    ],
+};
+
 static E_CAPTURE_FORMAT_ENUM: &[(i32, &str)] = &[(0, "unspecified"), (1, "pcap"), (2, "pcapng")];
 
 pub static M_CAPTURE: Msg = Msg {
     fields: &[
         r(1, "port_names", Ty::Str),
-        r(2, "filters", Ty::Opaque),
+        r(2, "filters", Ty::Msg(&M_CAPTURE_FILTER)),
         f(3, "overwrite", Ty::Bool),
         f(4, "packet_size", Ty::U32),
         f(5, "format", Ty::Enum(E_CAPTURE_FORMAT_ENUM)),
