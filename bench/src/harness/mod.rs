@@ -6,9 +6,9 @@ mod measure;
 mod process;
 
 pub use counts::*;
-pub use process::stop_child;
 use figures::*;
 use measure::*;
+pub use process::stop_child;
 use process::*;
 
 use crate::machine;
