@@ -11,6 +11,8 @@
 
 pub mod client;
 mod doc;
+pub mod flags;
+pub mod mode;
 mod outcome;
 mod rows;
 pub mod server;
@@ -20,6 +22,7 @@ pub mod track;
 pub use client::{
     ClientConfig, ClientReport, Interval, Load, TcpClient, run_client, run_tcp_client,
 };
+pub use flags::{ClientFlags, ServerFlags};
 pub use outcome::{RrClientOutcome, RrServerOutcome, RrTcpServerOutcome};
 pub use rows::{client_row, server_interval, server_row};
 pub use server::{
