@@ -8,6 +8,7 @@ mod meter;
 pub mod net;
 pub mod output;
 pub mod pidfile;
+pub mod selftest;
 pub mod server;
 mod set;
 mod stream;
