@@ -4,6 +4,8 @@
 pub mod client;
 pub mod credentials;
 pub mod driven;
+pub mod flags;
+pub mod getopt;
 mod meter;
 pub mod net;
 pub mod output;

@@ -105,7 +105,8 @@ fn expand_iperf3_options(argv: Vec<OsString>) -> Vec<OsString> {
     } else {
         return argv;
     };
-    match cmd::getopt::expand(&argv[skip.min(argv.len())..], &IperfArgs::command()) {
+    let table = cmd::iperf::getopt_table(&IperfArgs::command());
+    match linerate_iperf::getopt::expand(&argv[skip.min(argv.len())..], &table) {
         Ok(rest) => argv.iter().take(skip).cloned().chain(rest).collect(),
         Err(e) => {
             eprintln!("linerate: error: {e}");
