@@ -354,3 +354,225 @@ struct ClientStart<'a> {
     close_reset: bool,
     connect_timeout_ms: Option<f64>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server() -> ServerFlags {
+        ServerFlags {
+            bind: "127.0.0.1".parse().unwrap(),
+            port: 5300,
+            cores: Some(vec![0]),
+            steering: "cpu".into(),
+            time_s: Some(2.5),
+            batch: 64,
+            max_response: None,
+            allow: vec![],
+            no_reuseport: false,
+            no_pin: false,
+            busy_poll_us: 0,
+            spin: false,
+            no_gso: false,
+            max_conns: 10_000,
+            max_per_source: 1_000,
+            idle_timeout_s: 60.0,
+            max_message: 65_536,
+            interval: None,
+            intervals_kept: 0,
+        }
+    }
+
+    fn client() -> ClientFlags {
+        ClientFlags {
+            host: "127.0.0.1".into(),
+            port: 5300,
+            bind: None,
+            cores: None,
+            threads: 1,
+            flows: 1,
+            outstanding: 1,
+            pps: None,
+            rate: None,
+            request_size: 64,
+            response_size: None,
+            time_s: 10.0,
+            timeout_ms: 1000.0,
+            busy_poll: false,
+            tcp: false,
+            connect_per_transaction: false,
+            close_reset: false,
+            connect_timeout_ms: 1000.0,
+            interval: None,
+        }
+    }
+
+    fn message(e: RrError) -> String {
+        e.to_string()
+    }
+
+    #[test]
+    fn rates_say_their_unit_where_asked() {
+        assert_eq!(parse_tps("100k", false).unwrap(), 100_000.0);
+        assert_eq!(parse_tps("1Mtps", true).unwrap(), 1_000_000.0);
+        assert_eq!(parse_tps("250000pps", true).unwrap(), 250_000.0);
+        assert_eq!(
+            message(parse_tps("100k", true).unwrap_err()),
+            "--rate 100k is ambiguous: write --pps 100k (requests per second) or --rate 100ktps"
+        );
+        assert_eq!(
+            message(parse_tps("0", false).unwrap_err()),
+            "'0' is not a rate (100k, 1M, 250000): '0' must be greater than zero"
+        );
+        assert!(
+            message(parse_tps("x", false).unwrap_err())
+                .starts_with("'x' is not a rate (100k, 1M, 250000): ")
+        );
+    }
+
+    #[test]
+    fn server_flags_make_checked_configurations() {
+        let c = server().udp_config().unwrap();
+        assert_eq!(
+            (c.steering, c.workers, c.duration),
+            (Steering::Cpu, 1, Some(Duration::from_millis(2500)))
+        );
+        let bad = |f: ServerFlags| message(f.udp_config().unwrap_err());
+        assert_eq!(
+            bad(ServerFlags {
+                steering: "rss".into(),
+                ..server()
+            }),
+            "--steering is cpu or hash, not 'rss'"
+        );
+        assert_eq!(
+            bad(ServerFlags {
+                busy_poll_us: 100_001,
+                ..server()
+            }),
+            "--busy-poll is at most 100000 microseconds"
+        );
+        assert!(
+            bad(ServerFlags {
+                no_reuseport: true,
+                steering: "hash".into(),
+                ..server()
+            })
+            .starts_with("--no-reuseport shares one socket")
+        );
+        assert_eq!(
+            bad(ServerFlags {
+                time_s: Some(-1.0),
+                ..server()
+            }),
+            "--time must be a number of seconds >= 0, not -1"
+        );
+        let t = server().tcp_config().unwrap();
+        assert_eq!(t.idle_timeout, Duration::from_secs(60));
+        assert_eq!(
+            message(
+                ServerFlags {
+                    idle_timeout_s: 0.0,
+                    ..server()
+                }
+                .tcp_config()
+                .unwrap_err()
+            ),
+            "--idle-timeout must be above zero"
+        );
+    }
+
+    #[test]
+    fn start_configs_keep_their_keys_in_order() {
+        let at: SocketAddr = "127.0.0.1:5300".parse().unwrap();
+        let keys =
+            |v: serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        assert_eq!(
+            keys(server().udp_start(at)),
+            [
+                "listen",
+                "cores",
+                "steering",
+                "time_s",
+                "batch",
+                "max_response",
+                "reuseport",
+                "pin",
+                "busy_poll_us",
+                "gso",
+                "spin"
+            ]
+        );
+        assert_eq!(
+            keys(server().tcp_start(at)),
+            [
+                "listen",
+                "transport",
+                "cores",
+                "time_s",
+                "max_response",
+                "max_conns",
+                "max_per_source",
+                "idle_timeout_s",
+                "max_message",
+                "pin",
+                "busy_poll_us",
+                "spin"
+            ]
+        );
+        let f = ClientFlags {
+            pps: Some("1k".into()),
+            tcp: true,
+            ..client()
+        };
+        let (cfg, tcp) = f.config().unwrap();
+        assert_eq!(cfg.load, Load::Open { tps: 1000.0 });
+        let v = f.start(&cfg, tcp.as_ref());
+        assert_eq!(v["rate_tps"], 1000.0);
+        assert_eq!(v["connect_timeout_ms"], 1000.0);
+        assert_eq!(v["server"], "127.0.0.1:5300");
+        assert_eq!(
+            keys(v).last().map(String::as_str),
+            Some("connect_timeout_ms")
+        );
+    }
+
+    #[test]
+    fn client_flags_are_checked() {
+        let bad = |f: ClientFlags| message(f.config().unwrap_err());
+        assert_eq!(
+            bad(ClientFlags {
+                time_s: 0.0,
+                ..client()
+            }),
+            "--time must be above zero"
+        );
+        assert_eq!(
+            bad(ClientFlags {
+                timeout_ms: 0.0,
+                ..client()
+            }),
+            "--timeout-ms must be above zero"
+        );
+        assert_eq!(
+            bad(ClientFlags {
+                tcp: true,
+                connect_timeout_ms: f64::NAN,
+                ..client()
+            }),
+            "--connect-timeout-ms must be above zero"
+        );
+        assert_eq!(
+            bad(ClientFlags {
+                rate: Some("5k".into()),
+                ..client()
+            }),
+            "--rate 5k is ambiguous: write --pps 5k (requests per second) or --rate 5ktps"
+        );
+        let (cfg, tcp) = client().config().unwrap();
+        assert_eq!(
+            (cfg.load, cfg.response_size, tcp),
+            (Load::Closed { outstanding: 1 }, 64, None)
+        );
+    }
+}
