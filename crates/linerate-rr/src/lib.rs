@@ -14,6 +14,7 @@ mod doc;
 pub mod flags;
 pub mod mode;
 mod outcome;
+mod prefix;
 mod rows;
 pub mod server;
 pub mod tcp;
@@ -24,10 +25,10 @@ pub use client::{
 };
 pub use flags::{ClientFlags, ServerFlags};
 pub use outcome::{RrClientOutcome, RrServerOutcome, RrTcpServerOutcome};
+pub use prefix::Prefix;
 pub use rows::{client_row, server_interval, server_row};
 pub use server::{
-    INTERVALS_KEPT, Prefix, Server, ServerConfig, ServerCounts, ServerInterval, ServerReport,
-    Steering,
+    INTERVALS_KEPT, Server, ServerConfig, ServerCounts, ServerInterval, ServerReport, Steering,
 };
 pub use tcp::{TcpServer, TcpServerConfig, TcpServerCounts, TcpServerReport};
 
