@@ -253,15 +253,14 @@ impl ClientArgs {
     }
 }
 
+/// A bound server's run, into the run model.
+type Serve = Box<dyn FnOnce(&AtomicBool, &mut Run, Value) -> Measured>;
+
 /// The server, bound, then run until stopped or its time is up.
 fn server(a: &ServerArgs, c: &Console) -> Result<u8> {
     let flags = a.flags()?;
     let cores = flags.cores();
-    let (transport, listen, serve): (
-        _,
-        _,
-        Box<dyn FnOnce(&AtomicBool, &mut Run, Value) -> Measured>,
-    ) = if a.tcp {
+    let (transport, listen, serve): (_, _, Serve) = if a.tcp {
         let s = linerate_rr::TcpServer::bind(&flags.tcp_config()?)?;
         let at = s.local_addr();
         (
