@@ -380,28 +380,6 @@ pub fn split_help(cmd: clap::Command) -> clap::Command {
         .mut_subcommand("server", |c| hide(c, CLIENT_ONLY))
 }
 
-/// The options of `cmd` as getopt reads them (`linerate_iperf::getopt`
-/// writes iperf3's abbreviations out against them).
-pub fn getopt_table(cmd: &clap::Command) -> linerate_iperf::getopt::Table {
-    use linerate_iperf::getopt::{Opt, Table, Takes};
-    Table::new(cmd.get_arguments().map(|a| {
-        Opt {
-            long: a.get_long().map(str::to_string),
-            aliases: (a.get_all_aliases().unwrap_or_default().iter())
-                .map(|s| s.to_string())
-                .collect(),
-            short: a.get_short(),
-            takes: if !a.get_action().takes_values() {
-                Takes::Nothing
-            } else if a.get_num_args().is_some_and(|r| r.min_values() == 0) {
-                Takes::Optional
-            } else {
-                Takes::Required
-            },
-        }
-    }))
-}
-
 impl IperfArgs {
     /// iperf3's flags as given, for `linerate_iperf::flags` to judge.
     pub fn flags(&self) -> Flags {
@@ -669,7 +647,7 @@ mod tests {
 
     #[test]
     fn every_iperf3_option_is_one_of_ours() {
-        let t = getopt_table(&<IperfArgs as clap::CommandFactory>::command());
+        let t = crate::getopt_table(&<IperfArgs as clap::CommandFactory>::command());
         for (name, main) in linerate_iperf::getopt::IPERF3_LONG {
             let (ours, _) = t
                 .long(name)
