@@ -11,11 +11,13 @@
 //! - **L1** figures add the 20 bytes every frame costs on the wire:
 //!   7 preamble + 1 start-of-frame delimiter + 12 inter-frame gap.
 
+mod explain;
 mod frame;
 mod imix;
 mod rate;
 mod units;
 
+pub use explain::{Query, QueryError, Size, explain};
 pub use frame::{Frame, FrameError, FrameSpec, Header, Payload};
 pub use imix::{Imix, ImixEntry, ImixError};
 pub use rate::{LineRate, RateReport, line_rate, rate_at_pps};

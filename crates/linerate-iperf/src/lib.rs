@@ -4,10 +4,13 @@
 pub mod client;
 pub mod credentials;
 pub mod driven;
+pub mod flags;
+pub mod getopt;
 mod meter;
 pub mod net;
 pub mod output;
 pub mod pidfile;
+pub mod selftest;
 pub mod server;
 mod set;
 mod stream;

@@ -18,4 +18,6 @@ mod netns;
 mod topology;
 
 pub use netns::{Host, IfaceStats, Rig, RigConfig, RigError, ip_text, napi_threads};
-pub use topology::{LabError, Up, down, status, suggested_commands, up};
+pub use topology::{
+    LabError, Up, down, down_text, status, status_text, suggested_commands, up, valid_prefix,
+};

@@ -501,8 +501,69 @@ pub fn status(prefix: &str) -> Result<Vec<(String, Vec<String>)>> {
     Ok(found)
 }
 
+/// A lab's name prefix, checked: 1 to 16 lower-case letters, digits or
+/// '-' (it names the lab's namespaces and files).
+pub fn valid_prefix(s: &str) -> std::result::Result<String, String> {
+    if !s.is_empty()
+        && s.len() <= 16
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    {
+        Ok(s.to_string())
+    } else {
+        Err(format!("'{s}': 1 to 16 lower-case letters, digits or '-'"))
+    }
+}
+
+/// `lab down`'s line: what [`down`] ended.
+pub fn down_text(gone: &[String]) -> String {
+    match gone {
+        [] => "lab down: nothing to delete\n".into(),
+        _ => format!("lab down: {}\n", gone.join(", ")),
+    }
+}
+
+/// `lab status`'s lines: what [`status`] found, each namespace with its
+/// addresses, or how to make a lab.
+pub fn status_text(found: &[(String, Vec<String>)]) -> String {
+    let mut out = String::new();
+    for (ns, addrs) in found {
+        out += &format!("{ns}:\n");
+        for l in addrs {
+            out += &format!("  {l}\n");
+        }
+    }
+    if found.is_empty() {
+        out += "no lab: `linerate lab up --topology pair|dut`\n";
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    use super::{down_text, status_text, valid_prefix};
+
+    #[test]
+    fn prefixes_and_texts() {
+        assert_eq!(valid_prefix("lr-t1"), Ok("lr-t1".into()));
+        assert!(valid_prefix("").is_err());
+        assert!(valid_prefix("Lr").is_err());
+        assert!(valid_prefix("a-very-long-prefix").is_err());
+        assert_eq!(down_text(&[]), "lab down: nothing to delete\n");
+        assert_eq!(
+            down_text(&["lr-a".into(), "lr-b".into()]),
+            "lab down: lr-a, lr-b\n"
+        );
+        assert_eq!(
+            status_text(&[("lr-a".into(), vec!["veth0 UP 198.18.0.1/24".into()])]),
+            "lr-a:\n  veth0 UP 198.18.0.1/24\n"
+        );
+        assert_eq!(
+            status_text(&[]),
+            "no lab: `linerate lab up --topology pair|dut`\n"
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -3,7 +3,7 @@
 
 use crate::client::{Counts, Interval, WorkerReport};
 use crate::server::{ServerInterval, Steering, Tally};
-use crate::tcp::server::OUT_HIGH;
+use crate::tcp::config::OUT_HIGH;
 use crate::{ClientReport, Latency, Load, ServerReport, TcpClient, TcpServerReport};
 use serde::Serialize;
 use std::time::Duration;

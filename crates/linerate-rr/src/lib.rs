@@ -11,7 +11,10 @@
 
 pub mod client;
 mod doc;
+pub mod flags;
+pub mod mode;
 mod outcome;
+mod prefix;
 mod rows;
 pub mod server;
 pub mod tcp;
@@ -20,11 +23,12 @@ pub mod track;
 pub use client::{
     ClientConfig, ClientReport, Interval, Load, TcpClient, run_client, run_tcp_client,
 };
+pub use flags::{ClientFlags, ServerFlags};
 pub use outcome::{RrClientOutcome, RrServerOutcome, RrTcpServerOutcome};
+pub use prefix::Prefix;
 pub use rows::{client_row, server_interval, server_row};
 pub use server::{
-    INTERVALS_KEPT, Prefix, Server, ServerConfig, ServerCounts, ServerInterval, ServerReport,
-    Steering,
+    INTERVALS_KEPT, Server, ServerConfig, ServerCounts, ServerInterval, ServerReport, Steering,
 };
 pub use tcp::{TcpServer, TcpServerConfig, TcpServerCounts, TcpServerReport};
 

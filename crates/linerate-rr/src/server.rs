@@ -7,7 +7,7 @@
 //! the server never stops for a client's bytes.
 
 use crate::client::DATAGRAM_MAX;
-use crate::{RrError, pin};
+use crate::{Prefix, RrError, pin};
 use linerate_backend::udp_rr::{Reflector, attach_cpu_select};
 use linerate_wire::{RR_HEADER_LEN, RrHeader};
 use std::net::{SocketAddr, UdpSocket};
@@ -68,54 +68,6 @@ pub struct ServerConfig {
 /// How many intervals a server keeps for its end document when one is
 /// wanted: an hour of one-second intervals.
 pub const INTERVALS_KEPT: usize = 3600;
-
-/// An address prefix (`198.18.0.0/15`, `2001:db8::/32`, or one address).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Prefix {
-    pub addr: std::net::IpAddr,
-    pub len: u8,
-}
-
-impl Prefix {
-    /// Parses `ADDR/LEN` or a bare address.
-    pub fn parse(s: &str) -> Result<Self, RrError> {
-        let bad = || RrError::Config(format!("'{s}' is not an address prefix (198.18.0.0/15)"));
-        let (a, l) = s.split_once('/').unwrap_or((s, ""));
-        let addr: std::net::IpAddr = a.trim().parse().map_err(|_| bad())?;
-        let max = if addr.is_ipv4() { 32 } else { 128 };
-        let len = if l.is_empty() {
-            max
-        } else {
-            l.trim()
-                .parse::<u8>()
-                .ok()
-                .filter(|l| *l <= max)
-                .ok_or_else(bad)?
-        };
-        Ok(Prefix { addr, len })
-    }
-
-    /// Whether `ip` is inside (an IPv4-mapped IPv6 address counts as IPv4).
-    pub fn contains(&self, ip: std::net::IpAddr) -> bool {
-        use std::net::IpAddr;
-        let ip = match ip {
-            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
-            v4 => v4,
-        };
-        let bits = |a: IpAddr| -> (u128, u32) {
-            match a {
-                IpAddr::V4(v) => (u128::from(u32::from(v)), 32),
-                IpAddr::V6(v) => (u128::from(v), 128),
-            }
-        };
-        let ((p, w), (x, wx)) = (bits(self.addr), bits(ip));
-        if w != wx {
-            return false;
-        }
-        let shift = w - u32::from(self.len);
-        shift >= 128 || (p >> shift) == (x >> shift)
-    }
-}
 
 impl ServerConfig {
     fn worker_count(&self) -> usize {

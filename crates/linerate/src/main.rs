@@ -94,6 +94,28 @@ fn iperf3_form(argv: &[OsString]) -> bool {
         .is_some_and(|a| a.starts_with('-') && !matches!(a, "-h" | "--help" | "--version"))
 }
 
+/// The options of `cmd` as getopt reads them (`linerate_iperf::getopt`
+/// writes iperf3's abbreviations out against them).
+pub(crate) fn getopt_table(cmd: &clap::Command) -> linerate_iperf::getopt::Table {
+    use linerate_iperf::getopt::{Opt, Table, Takes};
+    Table::new(cmd.get_arguments().map(|a| {
+        Opt {
+            long: a.get_long().map(str::to_string),
+            aliases: (a.get_all_aliases().unwrap_or_default().iter())
+                .map(|s| s.to_string())
+                .collect(),
+            short: a.get_short(),
+            takes: if !a.get_action().takes_values() {
+                Takes::Nothing
+            } else if a.get_num_args().is_some_and(|r| r.min_values() == 0) {
+                Takes::Optional
+            } else {
+                Takes::Required
+            },
+        }
+    }))
+}
+
 /// The command line with iperf3's long-option abbreviations written out
 /// (for the iperf3 forms and `server`/`client`); an ambiguous one ends
 /// the run as a usage error.
@@ -105,7 +127,8 @@ fn expand_iperf3_options(argv: Vec<OsString>) -> Vec<OsString> {
     } else {
         return argv;
     };
-    match cmd::getopt::expand(&argv[skip.min(argv.len())..], &IperfArgs::command()) {
+    let table = getopt_table(&IperfArgs::command());
+    match linerate_iperf::getopt::expand(&argv[skip.min(argv.len())..], &table) {
         Ok(rest) => argv.iter().take(skip).cloned().chain(rest).collect(),
         Err(e) => {
             eprintln!("linerate: error: {e}");

@@ -28,7 +28,7 @@ pub struct LabArgs {
 #[derive(Debug, Clone, Args)]
 struct Prefix {
     /// Name prefix of the lab's namespaces (letters, digits, '-').
-    #[arg(long, default_value = "lr", value_parser = prefix)]
+    #[arg(long, default_value = "lr", value_parser = linerate_lab::valid_prefix)]
     prefix: String,
 }
 
@@ -78,18 +78,6 @@ enum LabCmd {
     },
 }
 
-fn prefix(s: &str) -> Result<String, String> {
-    if !s.is_empty()
-        && s.len() <= 16
-        && s.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-    {
-        Ok(s.to_string())
-    } else {
-        Err(format!("'{s}': 1 to 16 lower-case letters, digits or '-'"))
-    }
-}
-
 pub fn run(a: &LabArgs, c: &Console) -> Result<u8> {
     match &a.cmd {
         LabCmd::Up {
@@ -117,28 +105,15 @@ pub fn run(a: &LabArgs, c: &Console) -> Result<u8> {
             crate::say_raw!(c, "{text}");
         }
         LabCmd::Down { p } => {
-            let gone = linerate_lab::down(&p.prefix)?;
-            crate::say!(
+            crate::say_raw!(
                 c,
-                "lab down: {}",
-                if gone.is_empty() {
-                    "nothing to delete".into()
-                } else {
-                    gone.join(", ")
-                }
+                "{}",
+                linerate_lab::down_text(&linerate_lab::down(&p.prefix)?)
             );
         }
         LabCmd::Status { p } => {
             let found = linerate_lab::status(&p.prefix)?;
-            for (ns, addrs) in &found {
-                crate::say!(c, "{ns}:");
-                for l in addrs {
-                    crate::say!(c, "  {l}");
-                }
-            }
-            if found.is_empty() {
-                crate::say!(c, "no lab: `linerate lab up --topology pair|dut`");
-            }
+            crate::say_raw!(c, "{}", linerate_lab::status_text(&found));
         }
     }
     Ok(0)

@@ -6,7 +6,6 @@ pub mod calc;
 pub mod doctor;
 pub mod dpdk;
 pub mod fwd;
-pub mod getopt;
 pub mod iperf;
 pub mod lab;
 pub mod manual;

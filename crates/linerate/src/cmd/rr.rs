@@ -1,19 +1,17 @@
 //! `linerate rr server` and `linerate rr client`: UDP request/response
-//! transactions.
+//! transactions. Their flags and wiring; `linerate_rr::flags` checks the
+//! flags and makes the configurations, `linerate_rr::mode` runs them.
 
-use super::out::{Ended, Measured, OutputArgs, drive};
+use super::out::{Ended, Measured, OutputArgs, Run, drive};
 use super::stop_flag;
 use crate::output::Console;
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use clap::{Args, Subcommand};
-use linerate_rr::{
-    ClientConfig, Interval, Load, RrClientOutcome, RrError, RrServerOutcome, RrTcpServerOutcome,
-    ServerConfig, ServerInterval, Steering, client_row, run_client, server_row,
-};
-use linerate_run::{Counts, Mode};
-use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
-use std::sync::Arc;
-use std::time::Duration;
+use linerate_rr::{ClientFlags, ServerFlags, mode};
+use linerate_run::Mode;
+use serde_json::Value;
+use std::net::IpAddr;
+use std::sync::atomic::AtomicBool;
 
 use linerate_rr::DEFAULT_PORT;
 
@@ -195,227 +193,143 @@ pub fn run(a: &RrArgs, console: &Console) -> Result<u8> {
     }
 }
 
-fn seconds(what: &str, s: f64) -> Result<Option<Duration>> {
-    if !s.is_finite() || s < 0.0 {
-        bail!("{what} must be a number of seconds >= 0, not {s}");
+impl ServerArgs {
+    /// The flags as given, for `linerate_rr::flags` to judge.
+    fn flags(&self) -> Result<ServerFlags> {
+        Ok(ServerFlags {
+            bind: self.bind,
+            port: self.port,
+            cores: self.cores.clone().map(|c| c.0),
+            steering: self.steering.clone(),
+            time_s: self.time,
+            batch: self.batch,
+            max_response: self.max_response,
+            allow: self.allow.clone(),
+            no_reuseport: self.no_reuseport,
+            no_pin: self.no_pin,
+            busy_poll_us: self.busy_poll,
+            spin: self.spin,
+            no_gso: self.no_gso,
+            max_conns: self.max_conns,
+            max_per_source: self.max_per_source,
+            idle_timeout_s: self.idle_timeout,
+            max_message: self.max_message,
+            interval: self.out.interval()?,
+            // A server may run for days: its intervals are kept only for
+            // an output that carries the end document.
+            intervals_kept: if self.out.document_wanted() {
+                linerate_rr::INTERVALS_KEPT
+            } else {
+                0
+            },
+        })
     }
-    Ok((s > 0.0).then(|| Duration::from_secs_f64(s)))
 }
 
-/// The intervals a server keeps for its end document: none when no
-/// document is wanted (a server may run for days), else the last
-/// [`linerate_rr::INTERVALS_KEPT`].
-fn intervals_kept(out: &OutputArgs) -> usize {
-    if out.document_wanted() {
-        linerate_rr::INTERVALS_KEPT
-    } else {
-        0
+impl ClientArgs {
+    /// The flags as given, for `linerate_rr::flags` to judge.
+    fn flags(&self) -> Result<ClientFlags> {
+        Ok(ClientFlags {
+            host: self.host.clone(),
+            port: self.port,
+            bind: self.bind,
+            cores: self.cores.clone().map(|c| c.0),
+            threads: self.threads,
+            flows: self.flows,
+            outstanding: self.outstanding,
+            pps: self.pps.clone(),
+            rate: self.rate.clone(),
+            request_size: self.request_size,
+            response_size: self.response_size,
+            time_s: self.time,
+            timeout_ms: self.timeout_ms,
+            busy_poll: self.busy_poll,
+            tcp: self.tcp,
+            connect_per_transaction: self.connect_per_transaction,
+            close_reset: self.close_reset,
+            connect_timeout_ms: self.connect_timeout_ms,
+            interval: self.out.interval()?,
+        })
     }
 }
 
-fn online_cpus() -> Vec<usize> {
-    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-    (0..n).collect()
-}
+/// A bound server's run, into the run model.
+type Serve = Box<dyn FnOnce(&AtomicBool, &mut Run, Value) -> Measured>;
 
+/// The server, bound, then run until stopped or its time is up.
 fn server(a: &ServerArgs, c: &Console) -> Result<u8> {
-    if a.tcp {
-        return tcp_server(a, c);
-    }
-    let steering = match a.steering.as_str() {
-        "cpu" => Steering::Cpu,
-        "hash" => Steering::Hash,
-        other => bail!("--steering is cpu or hash, not '{other}'"),
+    let flags = a.flags()?;
+    let cores = flags.cores();
+    let (transport, listen, serve): (_, _, Serve) = if a.tcp {
+        let s = linerate_rr::TcpServer::bind(&flags.tcp_config()?)?;
+        let at = s.local_addr();
+        (
+            "TCP",
+            at,
+            Box::new(move |stop, run, doc| mode::serve_tcp(s, stop, run, doc)),
+        )
+    } else {
+        let s = linerate_rr::Server::bind(&flags.udp_config()?)?;
+        let at = s.local_addr();
+        (
+            "UDP",
+            at,
+            Box::new(move |stop, run, doc| mode::serve_udp(s, stop, run, doc)),
+        )
     };
-    let cores = a.cores.clone().map_or_else(online_cpus, |c| c.0);
-    let cfg = ServerConfig {
-        bind: SocketAddr::new(a.bind, a.port),
-        workers: cores.len(),
-        cores: cores.clone(),
-        steering,
-        duration: seconds("--time", a.time.unwrap_or(0.0))?,
-        interval: a.out.interval()?,
-        batch: usize::from(a.batch),
-        max_response: a.max_response.unwrap_or(0),
-        allow: a
-            .allow
-            .iter()
-            .map(|p| linerate_rr::Prefix::parse(p))
-            .collect::<Result<_, _>>()?,
-        reuseport: !a.no_reuseport,
-        pin: !a.no_pin,
-        busy_poll_us: a.busy_poll,
-        gso: !a.no_gso,
-        spin: a.spin,
-        intervals_kept: intervals_kept(&a.out),
-    };
-    if a.busy_poll > 100_000 {
-        bail!("--busy-poll is at most 100000 microseconds");
-    }
-    if a.no_reuseport && a.steering != "cpu" {
-        bail!("--no-reuseport shares one socket: there is nothing to steer (leave out --steering)");
-    }
-    let server = linerate_rr::Server::bind(&cfg)?;
     let stop = stop_flag()?;
     if a.out.human() {
         crate::say!(
             c,
-            "rr server listening on {} (UDP), {} workers on CPUs {:?}",
-            server.local_addr(),
+            "rr server listening on {listen} ({transport}), {} workers on CPUs {cores:?}",
             cores.len(),
-            cores
         );
+    } else if a.tcp {
+        eprintln!("linerate: rr server listening on {listen} (TCP)");
     } else {
         // Standard output carries the document; say it is ready here (as
         // sink and fwd do), for whoever waits to send.
-        eprintln!("linerate: rr server listening on {}", server.local_addr());
+        eprintln!("linerate: rr server listening on {listen}");
     }
     let doc =
         linerate_doctor::test_summary_at((!a.bind.is_unspecified()).then_some(a.bind), &cores);
-    let config = serde_json::json!({
-        "listen": server.local_addr().to_string(),
-        "cores": cores,
-        "steering": a.steering,
-        "time_s": a.time,
-        "batch": a.batch,
-        "max_response": a.max_response,
-        "reuseport": !a.no_reuseport,
-        "pin": !a.no_pin,
-        "busy_poll_us": a.busy_poll,
-        "gso": !a.no_gso,
-        "spin": a.spin,
-    });
+    let config = if a.tcp {
+        flags.tcp_start(listen)
+    } else {
+        flags.udp_start(listen)
+    };
     let ended = drive(
         (&a.out, c),
         false,
         Mode::RrServer,
         (config, a.time),
         Some(doc.clone()),
-        |run| {
-            let r = server.run(stop.flag(), |iv: &ServerInterval| {
-                run.interval(&linerate_rr::server_interval(iv));
-            });
-            let rows = (r.workers.iter().enumerate())
-                .map(|(w, (_, c))| server_row(w, Some(c.requests), Some(c)))
-                .collect();
-            Ok(Measured {
-                duration_s: r.elapsed.as_secs_f64(),
-                rows,
-                error: None,
-                outcome: Arc::new(RrServerOutcome {
-                    report: r,
-                    doctor: doc,
-                }),
-            })
-        },
+        |run| Ok(serve(stop.flag(), run, doc)),
     )?;
     Ok(ended.exit_code)
 }
 
-/// `--pps` (any packet-rate spelling) or `--rate` (which must say its unit).
-fn parse_tps(s: &str, unit_required: bool) -> Result<f64> {
-    let t = s.trim();
-    let bare = t
-        .strip_suffix("tps")
-        .or_else(|| t.strip_suffix("pps"))
-        .or_else(|| t.strip_suffix("/s"));
-    if unit_required && bare.is_none() {
-        bail!("--rate {s} is ambiguous: write --pps {s} (requests per second) or --rate {s}tps");
-    }
-    let t = bare.unwrap_or(t);
-    let v = linerate_calc::parse_pps(t)
-        .map_err(anyhow::Error::msg)
-        .with_context(|| format!("'{s}' is not a rate (100k, 1M, 250000)"))?;
-    if v == 0 {
-        bail!("--rate must be above zero");
-    }
-    Ok(v as f64)
-}
-
 fn client(a: &ClientArgs, hold: bool, c: &Console) -> Result<Ended> {
-    let server = (a.host.as_str(), a.port)
-        .to_socket_addrs()
-        .with_context(|| format!("cannot resolve '{}'", a.host))?
-        .next()
-        .with_context(|| format!("'{}' has no address", a.host))?;
-    let load = match (&a.pps, &a.rate) {
-        (Some(r), _) => Load::Open {
-            tps: parse_tps(r, false)?,
-        },
-        (None, Some(r)) => Load::Open {
-            tps: parse_tps(r, true)?,
-        },
-        (None, None) => Load::Closed {
-            outstanding: a.outstanding,
-        },
-    };
-    let cfg = ClientConfig {
-        server,
-        bind: a.bind,
-        cores: a.cores.clone().map(|c| c.0).unwrap_or_default(),
-        threads: a.threads,
-        flows: a.flows,
-        load,
-        request_size: a.request_size,
-        response_size: a.response_size.unwrap_or(a.request_size),
-        duration: seconds("--time", a.time)?.context("--time must be above zero")?,
-        timeout: Duration::from_secs_f64(
-            (a.timeout_ms.is_finite() && a.timeout_ms > 0.0)
-                .then_some(a.timeout_ms / 1e3)
-                .context("--timeout-ms must be above zero")?,
-        ),
-        interval: a.out.interval()?,
-        busy_poll: a.busy_poll,
-    };
-    let tcp = tcp_client(a)?;
+    let flags = a.flags()?;
+    let (cfg, tcp) = flags.config()?;
     let stop = stop_flag()?;
     if a.out.human() {
         crate::say!(c, "{}", cfg.banner(tcp.as_ref()));
     }
-    let config = serde_json::json!({
-        "server": server.to_string(),
-        "cores": cfg.cores,
-        "threads": cfg.threads,
-        "flows": cfg.flows,
-        "outstanding": a.outstanding,
-        "rate_tps": match load {
-            Load::Open { tps } => Some(tps),
-            Load::Closed { .. } => None,
-        },
-        "request_size": cfg.request_size,
-        "response_size": cfg.response_size,
-        "time_s": a.time,
-        "timeout_ms": a.timeout_ms,
-        "tcp": a.tcp,
-        "connect_per_transaction": a.connect_per_transaction,
-        "close_reset": a.close_reset,
-        "connect_timeout_ms": tcp.map(|t| t.connect_timeout.as_secs_f64() * 1e3),
-    });
     let ended = drive(
         (&a.out, c),
         hold,
         Mode::RrClient,
-        (config, Some(a.time)),
+        (flags.start(&cfg, tcp.as_ref()), Some(a.time)),
         None,
         |run| {
-            let on_interval = |iv: &Interval| {
-                let rows = vec![client_row(
-                    "all",
-                    iv.completed,
-                    iv.lost,
-                    iv.latency.as_ref(),
-                )];
-                run.interval(&linerate_run::Interval::new(
-                    iv.start.as_secs_f64(),
-                    iv.end.as_secs_f64(),
-                    rows,
-                ));
-            };
-            let result = match &tcp {
-                Some(t) => linerate_rr::run_tcp_client(&cfg, t, stop.flag(), on_interval),
-                None => run_client(&cfg, stop.flag(), on_interval),
-            };
-            client_measured(result, &cfg, a.timeout_ms)
+            Ok(mode::run_client(
+                &cfg,
+                tcp.as_ref(),
+                stop.flag(),
+                run,
+                a.timeout_ms,
+            )?)
         },
     )?;
     if let Some(e) = &ended.error {
@@ -427,152 +341,4 @@ fn client(a: &ClientArgs, hold: bool, c: &Console) -> Result<Ended> {
         });
     }
     Ok(ended)
-}
-
-/// With `--tcp`, how the client uses its connections.
-fn tcp_client(a: &ClientArgs) -> Result<Option<linerate_rr::TcpClient>> {
-    if !a.tcp {
-        return Ok(None);
-    }
-    let ms = a.connect_timeout_ms;
-    anyhow::ensure!(
-        ms.is_finite() && ms > 0.0,
-        "--connect-timeout-ms must be above zero"
-    );
-    Ok(Some(linerate_rr::TcpClient {
-        connect_per_transaction: a.connect_per_transaction,
-        connect_timeout: Duration::from_secs_f64(ms / 1e3),
-        close_reset: a.close_reset,
-    }))
-}
-
-/// What an rr client run measured: its report, or with no answer at all
-/// what was measured before the error.
-fn client_measured(
-    result: Result<linerate_rr::ClientReport, RrError>,
-    cfg: &ClientConfig,
-    timeout_ms: f64,
-) -> Result<Measured> {
-    let load = cfg.load;
-    Ok(match result {
-        Ok(r) => Measured {
-            duration_s: r.elapsed.as_secs_f64(),
-            rows: r.rows(),
-            error: None,
-            outcome: Arc::new(RrClientOutcome {
-                doctor: Some(linerate_doctor::test_summary_at(r.local_ip(), &cfg.cores)),
-                report: r,
-                load,
-                timeout_ms,
-            }),
-        },
-        Err(e) => {
-            let msg = e.to_string();
-            let RrError::NoAnswer { report, .. } = e else {
-                return Err(e.into());
-            };
-            Measured {
-                duration_s: 0.0,
-                rows: Vec::new(),
-                error: Some(msg),
-                outcome: Arc::new(RrClientOutcome {
-                    report: *report,
-                    doctor: None,
-                    load,
-                    timeout_ms,
-                }),
-            }
-        }
-    })
-}
-
-fn tcp_server(a: &ServerArgs, c: &Console) -> Result<u8> {
-    let cores = a.cores.clone().map_or_else(online_cpus, |c| c.0);
-    let cfg = linerate_rr::TcpServerConfig {
-        bind: SocketAddr::new(a.bind, a.port),
-        workers: cores.len(),
-        cores: cores.clone(),
-        pin: !a.no_pin,
-        duration: seconds("--time", a.time.unwrap_or(0.0))?,
-        interval: a.out.interval()?,
-        max_response: a.max_response.unwrap_or(0),
-        allow: (a.allow.iter())
-            .map(|p| linerate_rr::Prefix::parse(p))
-            .collect::<Result<_, _>>()?,
-        max_message: a.max_message,
-        max_conns: a.max_conns,
-        max_per_source: a.max_per_source,
-        idle_timeout: seconds("--idle-timeout", a.idle_timeout)?
-            .context("--idle-timeout must be above zero")?,
-        spin: a.spin,
-        busy_poll_us: a.busy_poll,
-        intervals_kept: intervals_kept(&a.out),
-    };
-    if a.busy_poll > 100_000 {
-        bail!("--busy-poll is at most 100000 microseconds");
-    }
-    let server = linerate_rr::TcpServer::bind(&cfg)?;
-    let stop = stop_flag()?;
-    if a.out.human() {
-        crate::say!(
-            c,
-            "rr server listening on {} (TCP), {} workers on CPUs {:?}",
-            server.local_addr(),
-            cores.len(),
-            cores
-        );
-    } else {
-        eprintln!(
-            "linerate: rr server listening on {} (TCP)",
-            server.local_addr()
-        );
-    }
-    let doc =
-        linerate_doctor::test_summary_at((!a.bind.is_unspecified()).then_some(a.bind), &cores);
-    let config = serde_json::json!({
-        "listen": server.local_addr().to_string(),
-        "transport": "tcp",
-        "cores": cores,
-        "time_s": a.time,
-        "max_response": a.max_response,
-        "max_conns": a.max_conns,
-        "max_per_source": a.max_per_source,
-        "idle_timeout_s": a.idle_timeout,
-        "max_message": a.max_message,
-        "pin": !a.no_pin,
-        "busy_poll_us": a.busy_poll,
-        "spin": a.spin,
-    });
-    let ended = drive(
-        (&a.out, c),
-        false,
-        Mode::RrServer,
-        (config, a.time),
-        Some(doc.clone()),
-        |run| {
-            let r = server.run(stop.flag(), |iv| {
-                run.interval(&linerate_rr::server_interval(iv))
-            });
-            let rows = (r.workers.iter().enumerate())
-                .map(|(w, (_, c))| {
-                    server_row(w, Some(c.requests), None).with_counts(Counts {
-                        packets: Some(c.requests),
-                        bytes: Some(c.bytes_in),
-                        errors: Some(c.malformed + c.oversized + c.too_large),
-                        ..Counts::default()
-                    })
-                })
-                .collect();
-            Ok(Measured {
-                duration_s: r.elapsed.as_secs_f64(),
-                rows,
-                error: None,
-                outcome: Arc::new(RrTcpServerOutcome {
-                    report: r,
-                    doctor: doc,
-                }),
-            })
-        },
-    )?;
-    Ok(ended.exit_code)
 }

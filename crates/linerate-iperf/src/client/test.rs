@@ -1,210 +1,12 @@
-//! The client: drives an iperf3-compatible server (iperf3 itself or
-//! `linerate server`) through one test.
+//! One test from the client's side: the sans-IO session plus the I/O
+//! around it, one method per event.
 
-use crate::meter::{CONTROL_WAKE, Meter, until_due};
-use crate::net::{self, CpuMeter, Family};
-use crate::set::{Conn, Running, StreamOpts, forward_events, spawn_streams};
-use linerate_iperf_proto::client::{ClientError, ClientEvent, ClientSession};
-use linerate_iperf_proto::params::{TCP_LEN_DEFAULT, UDP_RATE_DEFAULT_BPS};
-use linerate_iperf_proto::report::doc::{ErrorDocument, StreamEvent};
-use linerate_iperf_proto::report::{
-    Extra, Mptcp, OutputMode, Report, Role, StartInfo, StreamDesc, StreamFinal, peer_results,
-};
-use linerate_iperf_proto::{Params, PeerResults, Protocol, cookie_str, make_cookie, udp_connect};
-use std::io::{ErrorKind, Write};
-use std::net::{IpAddr, SocketAddr};
-use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
-
-/// What the user asked for.
-#[derive(Debug, Clone)]
-pub struct ClientOptions {
-    pub host: String,
-    pub port: u16,
-    /// Test parameters; `len` 0 means iperf3's default for the protocol,
-    /// `bandwidth_bps` `None` means iperf3's default (1 Mbit/s for UDP).
-    pub params: Params,
-    /// The test's time when `-t` has a fraction: iperf3's parameters carry
-    /// whole seconds (they say it rounded up, and the server bounds the
-    /// test by that), and this client ends the test at this time.
-    pub time: Option<Duration>,
-    pub bandwidth_given: bool,
-    pub bind: Option<IpAddr>,
-    pub cport: Option<u16>,
-    pub family: Family,
-    pub interval: Duration,
-    pub output: OutputMode,
-    pub connect_timeout: Duration,
-    /// Give up when a control read waits longer than this.
-    pub control_timeout: Duration,
-    /// Send UDP with generic segmentation offload where the kernel has it.
-    pub udp_gso: bool,
-    /// CPUs for the stream threads: stream i runs on `affinity[i % len]`.
-    pub affinity: Vec<usize>,
-    /// TCP senders use MSG_ZEROCOPY.
-    pub zerocopy: bool,
-    /// The shared run-model reporters (`--csv`), fed the test's events.
-    pub events: Option<linerate_run::SharedReporter>,
-    /// `--bind-dev`: every socket goes through this interface.
-    pub bind_dev: Option<String>,
-    /// `--cntl-ka[=IDLE/INTERVAL/COUNT]`: TCP keepalive on the control
-    /// connection (0: the system's setting for that part).
-    pub cntl_ka: Option<(u32, u32, u32)>,
-    /// `--rcv-timeout`: receiving streams that get nothing this long fail
-    /// the test.
-    pub rcv_timeout: Duration,
-    /// `--snd-timeout`: TCP_USER_TIMEOUT on the TCP data streams.
-    pub snd_timeout: Option<Duration>,
-    /// RSA authentication: who we are, and the server's public key.
-    pub auth: Option<ClientAuth>,
-    /// `-d`: control messages and stream set-up on stderr (0: off).
-    pub debug: u8,
-    /// `-F`: TCP senders send this file; receivers write what arrives to it.
-    pub file: Option<std::path::PathBuf>,
-    /// Set from outside (`--live`'s q): end the test now, as if its time
-    /// ran out: TEST_END, the results exchange and the full report.
-    pub finish_early: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
-}
-
-/// iperf3's RSA authentication on the client.
-#[derive(Clone)]
-pub struct ClientAuth {
-    pub user: String,
-    pub password: String,
-    pub key: linerate_iperf_proto::auth::RsaPublicKey,
-    pub padding: linerate_iperf_proto::auth::Padding,
-}
-
-/// Shows the user and padding, never the password.
-impl std::fmt::Debug for ClientAuth {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClientAuth")
-            .field("user", &self.user)
-            .field("padding", &self.padding)
-            .finish_non_exhaustive()
-    }
-}
-
-impl ClientAuth {
-    /// The token for parameters sent now.
-    pub fn token(&self) -> Result<String, ClientFailure> {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs() as i64);
-        linerate_iperf_proto::auth::encode_token(
-            &self.key,
-            &self.user,
-            &self.password,
-            now,
-            self.padding,
-        )
-        .map_err(|e| ClientFailure::Data(format!("authentication: {e}")))
-    }
-}
-
-/// Why a client run failed, with what it printed so far.
-#[derive(Debug, thiserror::Error)]
-pub enum ClientFailure {
-    #[error("unable to connect to server {0}: {1}")]
-    Connect(String, std::io::Error),
-    #[error("{0}")]
-    Protocol(#[from] ClientError),
-    #[error("unable to create data stream: {0}")]
-    Stream(std::io::Error),
-    #[error("control connection: {0}")]
-    Io(std::io::Error),
-    #[error("timed out waiting for the server")]
-    Timeout,
-    #[error("{0}")]
-    Data(String),
-    /// The test never started (no connection, refused, authentication
-    /// failed, set-up failed): nothing was measured.
-    #[error(transparent)]
-    NotRun(Box<ClientFailure>),
-}
-
-impl ClientFailure {
-    /// Whether the test ran (data moved) before it failed: a run that
-    /// could not start exits 2, one that failed part-way 1.
-    pub fn ran(&self) -> bool {
-        !matches!(self, ClientFailure::NotRun(_))
-    }
-}
-
-/// Runs one test and writes its output to `out`. Returns the exit status
-/// iperf3 would give (0 ok, 1 failure).
-pub fn run(
-    opts: &ClientOptions,
-    out: &mut dyn Write,
-    interrupt: &AtomicBool,
-) -> Result<(), ClientFailure> {
-    let human = !opts.output.json && !opts.output.json_stream;
-    match (&opts.params.title, human) {
-        // iperf3 prefixes every human line with the title.
-        (Some(t), true) => {
-            let mut w = TitleWriter {
-                inner: out,
-                prefix: format!("{t}:  "),
-                at_line_start: true,
-            };
-            run_inner(opts, &mut w, interrupt)
-        }
-        _ => run_inner(opts, out, interrupt),
-    }
-}
-
-/// Puts `title:  ` in front of every line.
-struct TitleWriter<'a> {
-    inner: &'a mut dyn Write,
-    prefix: String,
-    at_line_start: bool,
-}
-
-impl Write for TitleWriter<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        for line in buf.split_inclusive(|&b| b == b'\n') {
-            if self.at_line_start {
-                self.inner.write_all(self.prefix.as_bytes())?;
-            }
-            self.inner.write_all(line)?;
-            self.at_line_start = line.ends_with(b"\n");
-        }
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
-}
-
-fn run_inner(
-    opts: &ClientOptions,
-    out: &mut dyn Write,
-    interrupt: &AtomicBool,
-) -> Result<(), ClientFailure> {
-    let mut t = match ClientTest::connect(opts, out) {
-        Ok(t) => t,
-        Err(e) => {
-            // No connection: iperf3 still prints its document (-J) or an
-            // error event (--json-stream).
-            if !opts.output.human() {
-                let _ = writeln!(out, "{}", error_document(opts, &e));
-            }
-            return Err(ClientFailure::NotRun(Box::new(e)));
-        }
-    };
-    let result = t.drive(interrupt);
-    t.conclude(&result);
-    match result {
-        Err(e) if t.start_at.is_none() => Err(ClientFailure::NotRun(Box::new(e))),
-        r => r,
-    }
-}
+use super::streams::{buf_size, create_stream};
+use super::*;
 
 /// One test from the client's side: the sans-IO session plus the I/O
 /// around it, one method per event.
-struct ClientTest<'a> {
+pub(super) struct ClientTest<'a> {
     opts: &'a ClientOptions,
     out: &'a mut dyn Write,
     peer: SocketAddr,
@@ -223,7 +25,7 @@ struct ClientTest<'a> {
     running: Option<Running>,
     report: Option<Report>,
     meter: Option<Meter>,
-    start_at: Option<Instant>,
+    pub(super) start_at: Option<Instant>,
     server_results: Option<PeerResults>,
     finals: Vec<StreamFinal>,
     /// When the current wait for the server began.
@@ -250,7 +52,10 @@ const ERROR_PAYLOAD_WAIT: Duration = Duration::from_secs(2);
 
 impl<'a> ClientTest<'a> {
     /// Connects the control connection and fills in iperf3's defaults.
-    fn connect(opts: &'a ClientOptions, out: &'a mut dyn Write) -> Result<Self, ClientFailure> {
+    pub(super) fn connect(
+        opts: &'a ClientOptions,
+        out: &'a mut dyn Write,
+    ) -> Result<Self, ClientFailure> {
         let peer = net::resolve(&opts.host, opts.port, opts.family)
             .map_err(|e| ClientFailure::Connect(opts.host.clone(), e))?;
         let local = net::client_bind(opts.bind, None, &peer);
@@ -347,7 +152,7 @@ impl<'a> ClientTest<'a> {
     }
 
     /// Runs the control loop until the test ends, fails or is interrupted.
-    fn drive(&mut self, interrupt: &AtomicBool) -> Result<(), ClientFailure> {
+    pub(super) fn drive(&mut self, interrupt: &AtomicBool) -> Result<(), ClientFailure> {
         let mut buf = [0u8; 65536];
         loop {
             if let Err(e) = self.send_queued()
@@ -719,7 +524,7 @@ impl<'a> ClientTest<'a> {
 
     /// The streams stop, the control connection closes, and the report ends
     /// with what was measured (or iperf3's error document).
-    fn conclude(&mut self, result: &Result<(), ClientFailure>) {
+    pub(super) fn conclude(&mut self, result: &Result<(), ClientFailure>) {
         if let Some(r) = self.running.as_mut() {
             r.stop(false);
         }
@@ -796,7 +601,7 @@ fn client_event_name(ev: &ClientEvent) -> String {
 /// The document iperf3 prints for a test that failed before it started:
 /// `start` with no connections, the version and the host, and the error
 /// (`--json-stream`: one error event).
-fn error_document(opts: &ClientOptions, e: &ClientFailure) -> String {
+pub(super) fn error_document(opts: &ClientOptions, e: &ClientFailure) -> String {
     let error = e.to_string();
     if opts.output.json_stream {
         return serde_json::to_string(&StreamEvent::new("error", &error)).unwrap_or_default();
@@ -820,125 +625,4 @@ fn amount_bytes(p: &Params) -> u64 {
 
 fn session_eof_or(session: &mut ClientSession, _e: std::io::Error) {
     session.handle_eof();
-}
-
-fn buf_size(conns: &[(Conn, StreamDesc)], recv: bool) -> u64 {
-    conns.first().map_or(0, |(c, _)| {
-        let s = match c {
-            Conn::Tcp(t) => socket2::SockRef::from(t),
-            Conn::Udp(u) => socket2::SockRef::from(u),
-        };
-        let v = if recv {
-            s.recv_buffer_size()
-        } else {
-            s.send_buffer_size()
-        };
-        v.unwrap_or(0) as u64
-    })
-}
-
-fn create_stream(
-    p: &Params,
-    peer: SocketAddr,
-    local: Option<SocketAddr>,
-    cookie: &[u8],
-    opts: &ClientOptions,
-) -> std::io::Result<Conn> {
-    match p.protocol {
-        Protocol::Tcp => {
-            let mut t = net::tcp_connect(
-                peer,
-                local,
-                Some(p),
-                opts.connect_timeout,
-                opts.bind_dev.as_deref(),
-            )?;
-            if let Some(d) = opts.snd_timeout {
-                net::set_snd_timeout(&t, d)?;
-            }
-            net::write_within(&mut t, cookie, opts.control_timeout)?;
-            Ok(Conn::Tcp(t))
-        }
-        Protocol::Udp => {
-            let bind = local.unwrap_or_else(|| {
-                net::server_addr(
-                    None,
-                    if peer.is_ipv4() {
-                        Family::V4
-                    } else {
-                        Family::V6
-                    },
-                    0,
-                )
-            });
-            let family = if bind.is_ipv4() {
-                Family::V4
-            } else {
-                Family::V6
-            };
-            let u = net::udp_bound(bind, family, opts.bind_dev.as_deref())?;
-            let peer = net::with_flow_label(&u, peer, p.flowlabel)?;
-            u.connect(peer)?;
-            udp_hello(&u, p, opts.control_timeout)?;
-            Ok(Conn::Udp(u))
-        }
-    }
-}
-
-/// iperf3's UDP "connect": the hello sent, the server's reply awaited.
-/// The whole wait is bounded: datagrams that are not a reply do not
-/// restart it. The hello is a datagram and may be lost: it is sent again
-/// after 1 s, 2 s, 4 s, ... without an answer (a server that took the
-/// first one ignores a repeat as a runt).
-fn udp_hello(u: &std::net::UdpSocket, p: &Params, within: Duration) -> std::io::Result<()> {
-    u.send(&udp_connect::CONNECT)?;
-    let mut reply = vec![0u8; 4 + 2 * p.len as usize];
-    let deadline = Instant::now() + within;
-    let mut gap = Duration::from_secs(1);
-    let mut again = Instant::now() + gap;
-    loop {
-        let now = Instant::now();
-        if now >= again {
-            u.send(&udp_connect::CONNECT)?;
-            gap *= 2;
-            again = now + gap;
-        }
-        let left = deadline.saturating_duration_since(now).min(
-            again
-                .saturating_duration_since(now)
-                .max(Duration::from_millis(1)),
-        );
-        if deadline <= now {
-            return Err(std::io::Error::new(
-                ErrorKind::TimedOut,
-                format!(
-                    "no UDP connect reply from the server within {} ms",
-                    within.as_millis()
-                ),
-            ));
-        }
-        u.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
-        let n = match u.recv(&mut reply) {
-            Ok(n) => n,
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                continue;
-            }
-            Err(e) => return Err(e),
-        };
-        if n == 4
-            && udp_connect::REPLIES_ACCEPTED
-                .iter()
-                .any(|r| r[..] == reply[..4])
-        {
-            return Ok(());
-        }
-        if n != 4 {
-            // Data that raced ahead of the reply (reverse mode): keep waiting.
-            continue;
-        }
-        return Err(std::io::Error::new(
-            ErrorKind::InvalidData,
-            "unexpected UDP connect reply",
-        ));
-    }
 }
