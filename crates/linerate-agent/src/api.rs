@@ -674,7 +674,8 @@ impl Agent {
                     .map(|&i| {
                         let mut m = FlowMetric::of(&camp.plan, i, &snaps[i]);
                         if let Some(t) = &camp.plan.flows[i].tags {
-                            m.tagged_metrics = crate::tags::rows(t, &snaps[i], &tag_req);
+                            m.tagged_metrics =
+                                crate::tags::rows(t, &snaps[i].tag_counts(), &tag_req);
                         }
                         m
                     })

@@ -44,6 +44,19 @@ pub struct FlowCounts {
 }
 
 impl FlowCounts {
+    /// The counts its tags' rows are made of.
+    pub fn tag_counts(&self) -> crate::tags::TagCounts<'_> {
+        crate::tags::TagCounts {
+            running: self.running,
+            tx_packets: self.tx_packets,
+            tx_bytes: self.tx_bytes,
+            tx_ids: &self.tx_ids,
+            rx_ids: &self.rx_ids,
+        }
+    }
+}
+
+impl FlowCounts {
     pub fn rx_packets(&self) -> u64 {
         self.rx.iter().map(|r| r.0).sum()
     }

@@ -42,6 +42,7 @@ pub mod grpc;
 pub mod guard;
 pub mod http;
 pub mod json;
+pub mod kinds;
 pub mod layer1;
 pub mod metrics;
 pub mod model;

@@ -21,13 +21,7 @@ use linerate_traffic::flows::Range;
 use linerate_traffic::stack::{ETHERTYPE_MPLS, Gre, LABELS_MAX, Label, Stack};
 use std::net::IpAddr;
 
-/// Whether a packet's headers (a custom header left out) need a stack:
-/// it has one of these headers.
-pub fn is_stacked(names: &[&str]) -> bool {
-    names
-        .iter()
-        .any(|n| matches!(*n, "mpls" | "gre" | "icmp" | "icmpv6"))
-}
+pub use crate::kinds::is_stacked;
 
 /// The shape a stacked packet must have, said in refusals.
 const SHAPE: &str = "linerate sends ethernet, an optional vlan, mpls labels (any number to 8), an optional ipv4 or ipv6 then gre, then ipv4 or ipv6 and udp, tcp, icmp (over ipv4) or icmpv6 (over ipv6); a custom header may come last";

@@ -10,7 +10,6 @@
 //! ids with other tag values is refused (its counts could not be told
 //! apart), as are tags on fields whose values are not the tuple's.
 
-use crate::campaign::FlowCounts;
 use crate::json::{Invalid, Obj, invalid};
 use linerate_traffic::{FlowFields, FlowSpec, ProbeIds};
 use serde::{Serialize, Serializer};
@@ -104,7 +103,7 @@ pub fn read(path: &str, packet: Option<&Value>) -> Result<Vec<TagSpec>, Invalid>
                 .unwrap_or("ethernet")
         })
         .collect();
-    let stacked = crate::stacked::is_stacked(&names);
+    let stacked = crate::kinds::is_stacked(&names);
     let inner_from = names
         .iter()
         .position(|n| *n == "vxlan")
@@ -410,8 +409,21 @@ pub enum TagValue {
     Hex { hex: String },
 }
 
+/// What a flow's counts say to its tags (the campaign's `FlowCounts`
+/// lends them: `FlowCounts::tag_counts`).
+#[derive(Debug, Clone, Copy)]
+pub struct TagCounts<'a> {
+    pub running: bool,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    /// Frames sent per probe id slot (empty while the flow runs).
+    pub tx_ids: &'a [u64],
+    /// Frames and bytes received per probe id slot.
+    pub rx_ids: &'a [(u64, u64)],
+}
+
 /// Per key: (frames sent, frames received, bytes received).
-fn per_key(p: &TagPlan, c: &FlowCounts) -> Vec<(u64, u64, u64)> {
+fn per_key(p: &TagPlan, c: &TagCounts) -> Vec<(u64, u64, u64)> {
     let mut out = vec![(0u64, 0u64, 0u64); p.keys.len()];
     if c.tx_ids.is_empty() {
         // Running (or never run): frame n carried tuple n mod count.
@@ -436,7 +448,7 @@ fn per_key(p: &TagPlan, c: &FlowCounts) -> Vec<(u64, u64, u64)> {
 }
 
 /// Flow counts `c`'s rows per tag values, as `req` asks.
-pub fn rows(p: &TagPlan, c: &FlowCounts, req: &TagRequest) -> Vec<TaggedMetric> {
+pub fn rows(p: &TagPlan, c: &TagCounts, req: &TagRequest) -> Vec<TaggedMetric> {
     if !req.include {
         return Vec::new();
     }

@@ -20,11 +20,15 @@ pub mod pair;
 mod pool;
 pub mod profile_trials;
 pub mod rfc2544;
+pub mod rfc2544_campaign;
 pub mod rfc2544_outcome;
 pub mod rfc2544_progress;
 pub mod rfc2544_resume;
+pub mod rfc2544_setup;
 mod rx;
+pub mod sending;
 mod settings;
+pub mod setup;
 mod tx;
 
 pub use fwd::{FwdConfig, FwdCounts, FwdError, FwdMode, FwdOutcome, FwdReport, Noisy, apply, fwd};
@@ -33,6 +37,7 @@ pub use linerate_backend::port::{
     UDP_SOCKETS_MAX, open_rx, open_rx_workers, open_tx,
 };
 pub use outcome::{BlastOutcome, HistWritten, SinkOutcome};
+pub use rx::checks::{sink_measured, write_hist, xdp_holder};
 pub use rx::{CaptureConfig, FLOW_ROWS_MAX, SinkConfig, SinkError, SinkReport, flow_rows, sink};
 pub use settings::StreamSettings;
 pub use tx::{

@@ -583,6 +583,26 @@ impl Reporter for MetricsReporter {
     }
 }
 
+/// A command's metrics endpoint: started on the first run that asks for
+/// it, then shared by the command's later runs (one series, one port).
+/// Owned by the command's arguments, not the process.
+#[derive(Debug, Clone, Default)]
+pub struct Shared(Arc<std::sync::OnceLock<(Metrics, Endpoint)>>);
+
+impl Shared {
+    /// A reporter feeding the endpoint at `addr`, started now if it is not
+    /// yet.
+    pub fn reporter(&self, addr: &str) -> io::Result<MetricsReporter> {
+        if let Some((m, _)) = self.0.get() {
+            return Ok(m.reporter());
+        }
+        let m = Metrics::new();
+        let ep = m.serve(addr)?;
+        let (m, _) = self.0.get_or_init(|| (m, ep));
+        Ok(m.reporter())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     /// Scrapers that connect and send nothing sit there (hundreds, more

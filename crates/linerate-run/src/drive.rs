@@ -356,6 +356,42 @@ pub fn repeat<E>(
     }
 }
 
+/// A repetition's `-J`: every run's document, then the figure over them.
+#[derive(Debug, serde::Serialize)]
+pub struct RepeatDoc<'a> {
+    pub runs: Vec<Value>,
+    pub repeat: crate::stats::Report<'a>,
+}
+
+impl Repetition {
+    /// Its one typed document (-J prints it, `--report` draws it).
+    pub fn document<'a>(&'a self, policy: &'a Policy) -> RepeatDoc<'a> {
+        use crate::stats::Ending;
+        RepeatDoc {
+            runs: self.outcomes.iter().map(|o| o.document()).collect(),
+            repeat: policy.report_of(
+                &self.values,
+                self.stop.map_or(Ending::RUN_FAILED, Ending::from),
+                self.figure.map_or("", |f| f.0),
+            ),
+        }
+    }
+
+    /// Its summary for people: the figure over the runs, and why they
+    /// stopped.
+    pub fn line(&self, policy: &Policy) -> String {
+        let unit = self.figure.map_or("", |f| f.1);
+        let stopped = self.stop.unwrap_or(Stop::Count);
+        crate::stats::line(&self.values, policy, stopped, unit, &|v| {
+            if unit.ends_with("bit/s") {
+                crate::report::format_rate(v, "bit/s")
+            } else {
+                format!("{v:.1}")
+            }
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -52,6 +52,34 @@ impl FwdMode {
             FwdMode::FiveTupleSwap => "5tswap",
         }
     }
+
+    /// `--mode` (with `--dst-mac` for mac, and only then).
+    pub fn from_flags(mode: &str, dst_mac: Option<&str>) -> Result<Self, FwdError> {
+        let bad = |s: String| Err(FwdError::Config(s));
+        let m = match mode {
+            "io" => FwdMode::Io,
+            "mac" => {
+                let Some(s) = dst_mac else {
+                    return bad("--mode mac needs --dst-mac (the next hop's MAC)".into());
+                };
+                let Some(m) = linerate_wire::MacAddr::parse(s) else {
+                    return bad(format!("'{s}' is not a MAC address"));
+                };
+                FwdMode::Mac { dst: m.0 }
+            }
+            "macswap" => FwdMode::MacSwap,
+            "5tswap" => FwdMode::FiveTupleSwap,
+            other => {
+                return bad(format!(
+                    "--mode is io, mac, macswap or 5tswap, not '{other}'"
+                ));
+            }
+        };
+        if dst_mac.is_some() && !matches!(m, FwdMode::Mac { .. }) {
+            return bad("--dst-mac only goes with --mode mac".into());
+        }
+        Ok(m)
+    }
 }
 
 /// A loaded server's behaviour (all zero: none).
@@ -92,6 +120,25 @@ pub struct FwdConfig {
     /// With AF_XDP, the frames taken from the kernel to forward (default:
     /// UDP only, so ARP, ping and TCP to this host keep working).
     pub take: linerate_backend::port::RxFilter,
+}
+
+impl FwdConfig {
+    /// The configuration, its loaded-server flags checked (a zero
+    /// duration: one that was not a number of seconds above zero).
+    pub fn checked(self) -> Result<Self, FwdError> {
+        let bad = |s: &str| Err(FwdError::Config(s.into()));
+        if self.duration.is_zero() {
+            return bad("--duration must be a number of seconds above zero");
+        }
+        let n = &self.noisy;
+        if n.reads + n.writes + n.read_writes > 0 && n.mem_bytes == 0 {
+            return bad("--reads/--writes/--read-writes need a memory area (--mem-mb)");
+        }
+        if n.fifo > 0 && n.flush.is_zero() {
+            return bad("--fifo needs --flush-us (how long a frame may wait)");
+        }
+        Ok(self)
+    }
 }
 
 #[derive(Debug, Error)]
@@ -457,5 +504,85 @@ fn report(
         rx_iface: cfg.rx_iface.clone(),
         tx_iface,
         workers: outs.iter().map(|o| o.counts).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn said<T: std::fmt::Debug>(r: Result<T, FwdError>) -> String {
+        r.unwrap_err().to_string()
+    }
+
+    #[test]
+    fn the_mode_takes_a_mac_only_when_it_is_mac() {
+        assert_eq!(
+            FwdMode::from_flags("5tswap", None).unwrap(),
+            FwdMode::FiveTupleSwap
+        );
+        assert_eq!(
+            FwdMode::from_flags("mac", Some("02:00:00:00:00:01")).unwrap(),
+            FwdMode::Mac {
+                dst: [2, 0, 0, 0, 0, 1]
+            }
+        );
+        assert_eq!(
+            said(FwdMode::from_flags("mac", None)),
+            "--mode mac needs --dst-mac (the next hop's MAC)"
+        );
+        assert_eq!(
+            said(FwdMode::from_flags("io", Some("02:00:00:00:00:01"))),
+            "--dst-mac only goes with --mode mac"
+        );
+        assert_eq!(
+            said(FwdMode::from_flags("swap", None)),
+            "--mode is io, mac, macswap or 5tswap, not 'swap'"
+        );
+    }
+
+    #[test]
+    fn a_loaded_server_needs_its_memory_and_flush_time() {
+        let cfg = FwdConfig {
+            rx_iface: "lo".into(),
+            tx_iface: None,
+            mode: FwdMode::Io,
+            backend: BackendKind::Auto,
+            wires: Default::default(),
+            duration: Duration::from_secs(1),
+            count: None,
+            noisy: Noisy::default(),
+            cores: Vec::new(),
+            interval: None,
+            take: linerate_backend::port::RxFilter::Probes,
+        };
+        assert!(cfg.clone().checked().is_ok());
+        let zero = FwdConfig {
+            duration: Duration::ZERO,
+            ..cfg.clone()
+        };
+        assert_eq!(
+            said(zero.checked()),
+            "--duration must be a number of seconds above zero"
+        );
+        let reads = FwdConfig {
+            noisy: Noisy {
+                reads: 1,
+                ..Noisy::default()
+            },
+            ..cfg.clone()
+        };
+        assert!(said(reads.checked()).starts_with("--reads/--writes/--read-writes need"));
+        let fifo = FwdConfig {
+            noisy: Noisy {
+                fifo: 8,
+                ..Noisy::default()
+            },
+            ..cfg
+        };
+        assert_eq!(
+            said(fifo.checked()),
+            "--fifo needs --flush-us (how long a frame may wait)"
+        );
     }
 }

@@ -338,3 +338,39 @@ fn rfc2544_documents_are_as_captured() {
     };
     golden("rfc2544_none", &none.document());
 }
+
+#[test]
+fn a_sink_is_judged_by_its_first_failure() {
+    let judged = |r: SinkReport, hist: Option<crate::HistWritten>, holder: Option<&str>| {
+        crate::sink_measured(r, hist, holder, doctor(), ("veth1".into(), Vec::new())).error
+    };
+    assert_eq!(judged(sink_report(true), None, None), None);
+    assert_eq!(
+        judged(sink_report(true), None, Some("an XDP program")),
+        None,
+        "a sink behind an XDP program that counted frames was not blind"
+    );
+    let hist = Some(("/tmp/h.hlog".into(), Err("disk full".to_string())));
+    assert_eq!(
+        judged(sink_report(true), hist.clone(), None).as_deref(),
+        Some("--hist /tmp/h.hlog: disk full (the histograms were not saved)")
+    );
+    let mut failed = sink_report(true);
+    failed.error = Some("link down".into());
+    assert_eq!(
+        judged(failed, hist, None).as_deref(),
+        Some("link down (the counts are what arrived before it)"),
+        "the receiver's error comes first"
+    );
+    let mut empty = sink_report(true);
+    empty.counts = SinkCounts::new(true);
+    assert_eq!(judged(empty, None, None), None, "idle, not blind");
+    let mut empty = sink_report(true);
+    empty.counts = SinkCounts::new(true);
+    assert_eq!(
+        judged(empty, None, Some("an XDP program")).as_deref(),
+        Some(
+            "this sink counted nothing, and an XDP program: stop the other receiver, or receive with --backend af_xdp on a queue of its own"
+        )
+    );
+}

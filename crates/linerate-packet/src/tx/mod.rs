@@ -3,6 +3,7 @@
 //! errors, pacing margin).
 
 mod blast;
+mod filler;
 mod profile;
 mod replay;
 mod send;

@@ -1,18 +1,14 @@
 //! `linerate blast` and `linerate sink`.
 
-use super::out::{Ended, Measured, OutputArgs, Run, drive};
+use super::out::{Ended, OutputArgs, drive};
 use super::stop_flag;
 use crate::output::Console;
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use clap::Args;
-use linerate_calc::{Imix, parse_bps, parse_pps};
-use linerate_packet::{BackendKind, BlastConfig, CaptureConfig, Gso, Rate, SinkConfig};
-use linerate_packet::{BlastOutcome, SinkOutcome};
+use linerate_packet::sending::{Sending, Stated};
+use linerate_packet::setup::{self, BlastFlags};
+use linerate_packet::{BackendKind, CaptureConfig, SinkConfig};
 use linerate_run::Mode;
-use linerate_traffic::template::Framing;
-use linerate_traffic::{FlowSpec, SizeSequence};
-use std::sync::Arc;
-use std::time::Duration;
 
 /// Send crafted UDP frames (with linerate's probe) as fast as asked.
 #[derive(Debug, Args)]
@@ -221,92 +217,44 @@ fn parse_tcp_flags(s: &str) -> Result<u8, String> {
     linerate_traffic::template::tcp_flags(s)
 }
 
-fn gso(s: &str) -> Result<Gso> {
-    Ok(match s {
-        "auto" => Gso::Auto,
-        "on" => Gso::On,
-        "off" => Gso::Off,
-        _ => bail!("--gso takes auto, on or off"),
-    })
-}
-
-fn duration(s: f64) -> Result<Duration> {
-    if !(0.01..=86400.0).contains(&s) {
-        bail!("--duration must be between 0.01 and 86400 seconds");
-    }
-    Ok(Duration::from_secs_f64(s))
-}
-
-/// The target rate from `--pps`, `--bitrate` or `--rate` (which must say
-/// its unit: a packet rate and a bit rate are never guessed).
-fn rate(a: &BlastArgs) -> Result<Rate> {
-    let bits = |s: &str| -> Result<Rate> {
-        let b = parse_bps(s).map_err(anyhow::Error::msg)?;
-        Ok(if a.rate_l2 {
-            Rate::BpsL2(b)
-        } else {
-            Rate::BpsL1(b)
-        })
-    };
-    if let Some(p) = &a.pps {
-        return Ok(Rate::Pps(parse_pps(p).map_err(anyhow::Error::msg)?));
-    }
-    if let Some(b) = &a.bitrate {
-        return bits(b);
-    }
-    let Some(s) = a.rate.as_deref() else {
-        return Ok(Rate::Max);
-    };
-    let lower = s.to_ascii_lowercase();
-    if lower.ends_with("pps") {
-        return Ok(Rate::Pps(parse_pps(s).map_err(anyhow::Error::msg)?));
-    }
-    if lower.ends_with("bps") || lower.ends_with("bit") || lower.ends_with("b/s") {
-        return bits(s);
-    }
-    bail!(
-        "--rate {s} is ambiguous: write --pps {s} (packets/s), --bitrate {s} (bits/s), or the unit (--rate {s}pps, --rate {s}bps)"
-    )
-}
-
-fn replay_config(a: &BlastArgs, path: &std::path::Path) -> Result<linerate_packet::Replay> {
-    use linerate_traffic::pcap::{Rewrite, Trace};
-    let mac = |m: &Option<String>| -> Result<Option<linerate_wire::MacAddr>> {
-        m.as_deref()
-            .map(|s| {
-                linerate_wire::MacAddr::parse(s)
-                    .with_context(|| format!("'{s}' is not a MAC address"))
-            })
-            .transpose()
-    };
-    let ip = |m: &Option<String>| -> Result<Option<std::net::IpAddr>> {
-        m.as_deref()
-            .map(|s| {
-                s.parse().with_context(|| {
-                    format!("'{s}' is not an IP address (a trace takes one address, not a range)")
-                })
-            })
-            .transpose()
-    };
-    let timing = match a.pcap_timing.as_str() {
-        "fast" => linerate_packet::Timing::Fast,
-        "original" => linerate_packet::Timing::Scaled(1.0),
-        x => match x.parse::<f64>() {
-            Ok(k) if k > 0.0 && k.is_finite() => linerate_packet::Timing::Scaled(k),
-            _ => bail!("--pcap-timing takes original, fast or a speed-up factor > 0"),
-        },
-    };
-    Ok(linerate_packet::Replay {
-        trace: Trace::load(path)?,
-        rewrite: Rewrite {
-            src_mac: mac(&a.src_mac)?,
-            dst_mac: mac(&a.dst_mac)?,
-            src_ip: ip(&a.src_ip)?,
-            dst_ip: ip(&a.dst_ip)?,
-        },
+/// The flags as `linerate_packet::setup` reads them.
+fn flags(a: &BlastArgs) -> Result<BlastFlags<'_>> {
+    Ok(BlastFlags {
+        iface: &a.iface,
+        dst_ip: a.dst_ip.as_deref(),
+        src_ip: a.src_ip.as_deref(),
+        dst_mac: a.dst_mac.as_deref(),
+        src_mac: a.src_mac.as_deref(),
+        src_port: &a.src_port,
+        dst_port: &a.dst_port,
+        size: a.size,
+        sizes: a.sizes.as_deref(),
+        imix: a.imix.as_deref(),
         loops: a.loops,
-        timing,
+        pcap_timing: &a.pcap_timing,
+        duration: a.duration,
+        count: a.count,
+        pps: a.pps.as_deref(),
+        bitrate: a.bitrate.as_deref(),
+        rate: a.rate.as_deref(),
+        rate_l2: a.rate_l2,
+        burst: a.burst,
+        catch_up: a.catch_up.into(),
+        burst_tolerance: a.burst_tolerance,
+        end_markers: !a.no_end_marker,
+        vlan: a.vlan,
+        tcp_flags: a.tcp_flags,
+        dscp: a.dscp,
+        backend: a.backend,
+        gso: &a.gso,
+        cores: a.cores.as_ref().map_or(&[], |c| c.0.as_slice()),
+        interval: a.out.interval()?,
     })
+}
+
+/// A warning of the flags' setup, said on stderr.
+fn warn(w: &str) {
+    eprintln!("linerate: {w}");
 }
 
 pub fn run_blast(a: &BlastArgs, c: &Console) -> Result<u8> {
@@ -320,290 +268,41 @@ pub fn run_blast(a: &BlastArgs, c: &Console) -> Result<u8> {
 }
 
 fn run_blast_once(a: &BlastArgs, hold: bool, c: &Console) -> Result<Ended> {
-    if let Some(path) = &a.pcap {
-        return blast_run(
-            a,
-            &Sending::Flows(Box::new(replay_blast_config(a, path)?)),
-            hold,
-            c,
-        );
-    }
-    if let Some(path) = &a.profile {
-        let cfg = super::profile::blast_config(
+    let sending = if let Some(path) = &a.pcap {
+        Sending::Flows(Box::new(flags(a)?.replay_config(path)?))
+    } else if let Some(path) = &a.profile {
+        let cfg = setup::profile_config(
             path,
             &a.iface,
             a.backend,
             a.src_mac.as_deref(),
             a.cores.as_ref().map(|c| c.0.as_slice()),
         )?;
-        let cfg = linerate_packet::ProfileConfig {
-            duration: duration(a.duration)?,
+        Sending::Profile(linerate_packet::ProfileConfig {
+            duration: setup::duration(a.duration)?,
             interval: a.out.interval()?,
             end_markers: !a.no_end_marker,
             ..cfg
-        };
-        return blast_run(a, &Sending::Profile(cfg), hold, c);
-    }
-    let dst_ip = a.dst_ip.clone().context("--dst-ip is required")?;
-    let (src_ip, src_mac) = source_addrs(a, dst_ip.contains(':'))?;
-    let kind = a.backend;
-    // Flags are checked before the neighbour is looked up.
-    let offered = rate(a)?;
-    let dst_mac = match &a.dst_mac {
-        Some(m) => m.clone(),
-        // The kernel's UDP socket addresses its own frames.
-        None if kind == BackendKind::Udp => "00:00:00:00:00:00".into(),
-        None => next_hop_mac(&a.iface, &dst_ip)?,
-    };
-    if matches!(offered, Rate::Max) {
-        eprintln!(
-            "linerate: blast: no --pps or --bitrate: sending {} as fast as {} allows",
-            a.count
-                .map_or("until --time ends".to_string(), |n| format!("{n} frames")),
-            a.iface
-        );
-    }
-    let flows = FlowSpec::parse(
-        &src_mac,
-        &dst_mac,
-        &src_ip,
-        &dst_ip,
-        &a.src_port,
-        &a.dst_port,
-    )?;
-    let framing = framing(a)?;
-    // No size given: the smallest frame that carries these headers and
-    // the probe (64 bytes, 84 over IPv6).
-    let smallest =
-        || linerate_traffic::min_frame(&framing, flows.ipv6, framing.tcp_flags.is_some()) as u16;
-    let sizes = match (&a.size, &a.sizes, &a.imix) {
-        (_, Some(list), _) => SizeSequence::list(list),
-        (_, _, Some(spec)) => SizeSequence::from_mix(&Imix::parse(spec)?),
-        (s, ..) => SizeSequence::list(&[s.unwrap_or_else(smallest)]),
-    };
-    if sizes.cycle().is_empty() {
-        bail!("--sizes needs at least one size");
-    }
-    let cfg = BlastConfig {
-        iface: a.iface.clone(),
-        flows,
-        sizes,
-        framing,
-        count: a.count,
-        duration: duration(a.duration)?,
-        rate: rate(a)?,
-        burst: a.burst,
-        catch_up: a.catch_up.into(),
-        burst_tolerance: a.burst_tolerance,
-        backend: a.backend,
-        wires: Default::default(),
-        cores: a.cores.clone().map(|c| c.0).unwrap_or_default(),
-        replay: None,
-        macs_given: a.src_mac.is_some() || a.dst_mac.is_some(),
-        gso: gso(&a.gso)?,
-        interval: a.out.interval()?,
-        end_markers: !a.no_end_marker,
-    };
-    blast_run(a, &Sending::Flows(Box::new(cfg)), hold, c)
-}
-
-/// The blast of `--pcap` `path`: its frames as they are, the flow flags
-/// unused.
-fn replay_blast_config(a: &BlastArgs, path: &std::path::Path) -> Result<BlastConfig> {
-    Ok(BlastConfig {
-        iface: a.iface.clone(),
-        flows: FlowSpec::parse(
-            "00:00:00:00:00:00",
-            "00:00:00:00:00:00",
-            "0.0.0.0",
-            "0.0.0.0",
-            "0",
-            "0",
-        )?,
-        sizes: SizeSequence::list(&[64]),
-        framing: Framing::default(),
-        count: a.count,
-        duration: duration(a.duration)?,
-        rate: rate(a)?,
-        burst: a.burst,
-        catch_up: a.catch_up.into(),
-        burst_tolerance: a.burst_tolerance,
-        backend: a.backend,
-        wires: Default::default(),
-        cores: vec![],
-        replay: Some(replay_config(a, path)?),
-        macs_given: true,
-        gso: gso(&a.gso)?,
-        interval: a.out.interval()?,
-        end_markers: false,
-    })
-}
-
-/// The source address (of the IP version `v6` says) and MAC: given, or
-/// the interface's.
-fn source_addrs(a: &BlastArgs, v6: bool) -> Result<(String, String)> {
-    let src_ip = match &a.src_ip {
-        Some(s) => s.clone(),
-        None => linerate_backend::iface::addr(&a.iface, v6)
-            .with_context(|| {
-                format!(
-                    "{} has no {} address: give --src-ip",
-                    a.iface,
-                    if v6 { "IPv6" } else { "IPv4" }
-                )
-            })?
-            .to_string(),
-    };
-    let src_mac = match &a.src_mac {
-        Some(m) => m.clone(),
-        None => linerate_backend::port::port_mac(a.backend, &Default::default(), &a.iface)
-            .map(linerate_backend::iface::format_mac)
-            .with_context(|| format!("interface {} does not exist", a.iface))?,
-    };
-    Ok((src_ip, src_mac))
-}
-
-/// The frames' VLAN tag, DSCP and TCP flags from the flags (checked).
-fn framing(a: &BlastArgs) -> Result<Framing> {
-    if a.dscp > 63 {
-        bail!("--dscp must be 0..63");
-    }
-    if a.vlan.is_some_and(|v| v > 4094) {
-        bail!("--vlan must be 0..4094");
-    }
-    Ok(Framing {
-        vlan: a.vlan.map(|v| (v, 0)),
-        dscp: a.dscp,
-        ttl: 64,
-        mtu: None,
-        tcp_flags: a.tcp_flags,
-        vxlan: None,
-        payload: None,
-        stack: None,
-    })
-}
-
-/// Without --dst-mac, frames go to the next hop's MAC from the kernel's
-/// neighbour table (resolved by the kernel if missing), never to broadcast:
-/// on a real switch broadcast floods every port.
-pub(crate) fn next_hop_mac(iface: &str, dst_ip: &str) -> Result<String> {
-    // An interface without a link-layer address (loopback) has no
-    // neighbours: its frames carry zeros.
-    if linerate_backend::iface::mac(iface).is_ok_and(|m| m == [0; 6]) {
-        return Ok("00:00:00:00:00:00".into());
-    }
-    let first = dst_ip.split(['-', '@']).next().unwrap_or(dst_ip).trim();
-    let ip: std::net::IpAddr = first
-        .parse()
-        .with_context(|| format!("'{first}' is not an IP address"))?;
-    let mac = linerate_backend::neigh::resolve(iface, ip, std::time::Duration::from_secs(1))
-        .with_context(|| {
-            format!("no destination MAC for {ip}: give --dst-mac (ff:ff:ff:ff:ff:ff for broadcast, if that is really meant)")
-        })?;
-    if dst_ip.contains('-') && linerate_backend::neigh::next_hop(iface, ip) == ip {
-        eprintln!(
-            "linerate: blast: every frame goes to {} ({first}'s MAC); give --dst-mac to address the rest of the range",
-            linerate_backend::iface::format_mac(mac)
-        );
-    }
-    Ok(linerate_backend::iface::format_mac(mac))
-}
-
-/// What blast sends: flows (or a trace), or a profile's streams.
-enum Sending {
-    Flows(Box<BlastConfig>),
-    Profile(linerate_packet::ProfileConfig),
-}
-
-impl Sending {
-    fn send(
-        &self,
-        stop: &std::sync::atomic::AtomicBool,
-        on_interval: &mut dyn FnMut(&linerate_run::Interval),
-    ) -> Result<linerate_packet::BlastReport, linerate_packet::BlastError> {
-        match self {
-            Sending::Flows(cfg) => linerate_packet::blast(cfg, stop, on_interval),
-            Sending::Profile(cfg) => linerate_packet::blast_profile(cfg, stop, on_interval),
-        }
-    }
-
-    fn cores(&self) -> Vec<usize> {
-        match self {
-            Sending::Flows(cfg) => cfg.cores.clone(),
-            Sending::Profile(cfg) => cfg.core.into_iter().collect(),
-        }
-    }
-
-    fn duration(&self) -> Duration {
-        match self {
-            Sending::Flows(cfg) => cfg.duration,
-            Sending::Profile(cfg) => cfg.duration,
-        }
-    }
-
-    /// The run's settings, as `Start` reports them.
-    fn config(&self, a: &BlastArgs) -> serde_json::Value {
-        let sending = match self {
-            Sending::Flows(cfg) => SendingSettings::Flows {
-                dst_ip: a.dst_ip.as_deref(),
-                pcap: a.pcap.as_deref(),
-                flows: cfg.flows.count(),
-                rate: cfg.rate,
-            },
-            Sending::Profile(cfg) => SendingSettings::Profile {
-                profile: &cfg.profile.file,
-                streams: cfg.stream_settings(),
-            },
-        };
-        serde_json::to_value(BlastSettings {
-            iface: &a.iface,
-            count: a.count,
-            duration_s: a.duration,
-            burst: a.burst,
-            backend: a.backend,
-            cores: self.cores(),
-            sending,
         })
-        .unwrap_or_default()
-    }
-}
-
-/// blast's settings as its `Start` states them.
-#[derive(Debug, serde::Serialize)]
-struct BlastSettings<'a> {
-    iface: &'a str,
-    count: Option<u64>,
-    duration_s: f64,
-    burst: u32,
-    backend: BackendKind,
-    cores: Vec<usize>,
-    #[serde(flatten)]
-    sending: SendingSettings<'a>,
-}
-
-/// What blast sends: flows (or a trace), or a profile's streams.
-#[derive(Debug, serde::Serialize)]
-#[serde(untagged)]
-enum SendingSettings<'a> {
-    Flows {
-        dst_ip: Option<&'a str>,
-        pcap: Option<&'a std::path::Path>,
-        flows: u64,
-        /// As every rate in a document: `"max"`, `{"pps": N}`,
-        /// `{"bps_l1": N}` or `{"bps_l2": N}`.
-        rate: linerate_packet::Rate,
-    },
-    Profile {
-        profile: &'a std::path::Path,
-        streams: Vec<linerate_packet::StreamSettings<'a>>,
-    },
+    } else {
+        Sending::Flows(Box::new(flags(a)?.flows_config(&mut warn)?))
+    };
+    blast_run(a, &sending, hold, c)
 }
 
 /// Runs blast through the shared run model.
 fn blast_run(a: &BlastArgs, sending: &Sending, hold: bool, c: &Console) -> Result<Ended> {
     let stop = stop_flag()?;
     let doc = doctor(&a.iface, &sending.cores());
-    let config = sending.config(a);
+    let config = sending.config(&Stated {
+        iface: &a.iface,
+        count: a.count,
+        duration_s: a.duration,
+        burst: a.burst,
+        backend: a.backend,
+        dst_ip: a.dst_ip.as_deref(),
+        pcap: a.pcap.as_deref(),
+    });
     drive(
         (&a.out, c),
         hold,
@@ -611,10 +310,13 @@ fn blast_run(a: &BlastArgs, sending: &Sending, hold: bool, c: &Console) -> Resul
         (config, Some(a.duration)),
         Some(doc.clone()),
         |run| {
+            let mut on_interval = |iv: &linerate_run::Interval| run.interval(iv);
             let (r, rx) = match &a.rx_iface {
-                None => (sending.send(stop.flag(), &mut |iv| run.interval(iv))?, None),
+                None => (sending.send(stop.flag(), &mut on_interval)?, None),
                 Some(rx) => {
-                    let (r, s) = blast_and_count(a, rx, sending, stop.flag(), run)?;
+                    let ports = (a.iface.as_str(), rx.as_str(), a.rx_backend);
+                    let (r, s) =
+                        sending.blast_and_count(ports, a.drain, stop.flag(), &mut on_interval)?;
                     (r, Some((rx.clone(), s)))
                 }
             };
@@ -623,74 +325,14 @@ fn blast_run(a: &BlastArgs, sending: &Sending, hold: bool, c: &Console) -> Resul
                     eprintln!("linerate: {n}");
                 }
             }
-            let mut rows = r.worker_rows.clone();
-            let mut error = None;
-            if let Some((iface, s)) = &rx {
-                rows.extend(linerate_packet::flow_rows(&s.counts));
-                error = s.error.as_ref().map(|e| {
-                    format!("receiving on {iface}: {e} (the counts are what arrived before it)")
-                });
-            }
-            Ok(Measured {
-                duration_s: r.duration_s,
-                rows,
-                error,
-                outcome: Arc::new(BlastOutcome {
-                    report: r,
-                    doctor: doc,
-                    receiver: rx,
-                    streams: match sending {
-                        Sending::Profile(cfg) => super::profile::names(&cfg.profile),
-                        Sending::Flows(_) => Vec::new(),
-                    },
-                }),
-            })
+            Ok(linerate_packet::sending::blast_measured(
+                r,
+                rx,
+                doc,
+                sending.streams(),
+            ))
         },
     )
-}
-
-/// blast with a receiver on another interface of this host: the sink is
-/// counting before the first frame leaves, and stops a drain wait after
-/// the last.
-fn blast_and_count(
-    a: &BlastArgs,
-    rx: &str,
-    sending: &Sending,
-    stop: &std::sync::atomic::AtomicBool,
-    run: &mut Run,
-) -> Result<(linerate_packet::BlastReport, linerate_packet::SinkReport)> {
-    if rx == a.iface {
-        bail!(
-            "--rx-iface must be another interface than --iface (the sink of the same port is `linerate sink`)"
-        );
-    }
-    if !(0.0..=60.0).contains(&a.drain) {
-        bail!("--drain must be between 0 and 60 seconds");
-    }
-    let drain = Duration::from_secs_f64(a.drain);
-    let scfg = SinkConfig {
-        iface: rx.to_string(),
-        // Bounded in any case: the sender's time, the drain, and slack.
-        duration: sending.duration() + drain + Duration::from_secs(30),
-        backend: a.rx_backend,
-        wires: Default::default(),
-        clocks_shared: true,
-        until_packets: None,
-        capture: None,
-        cores: Vec::new(),
-        interval: None,
-        take: linerate_packet::RxFilter::Probes,
-    };
-    let (sent, mut got) = linerate_packet::pair::while_counting(
-        std::slice::from_ref(&scfg),
-        drain,
-        || sending.send(stop, &mut |iv| run.interval(iv)),
-        Result::is_ok,
-    )
-    .map_err(anyhow::Error::msg)?;
-    let b = sent?;
-    let s = got.remove(0).map_err(anyhow::Error::msg)?;
-    Ok((b, s))
 }
 
 /// The doctor's short summary for the interface a test used and the CPUs
@@ -703,7 +345,7 @@ fn doctor(iface: &str, pinned: &[usize]) -> serde_json::Value {
 fn sink_config(a: &SinkArgs) -> Result<SinkConfig> {
     Ok(SinkConfig {
         iface: a.iface.clone(),
-        duration: duration(a.duration.unwrap_or(SINK_UNTIL_STOPPED_S))?,
+        duration: setup::duration(a.duration.unwrap_or(SINK_UNTIL_STOPPED_S))?,
         backend: a.backend,
         wires: Default::default(),
         clocks_shared: !a.remote_sender,
@@ -726,7 +368,7 @@ const SINK_UNTIL_STOPPED_S: f64 = 86_400.0;
 pub fn run_sink(a: &SinkArgs, c: &Console) -> Result<u8> {
     super::dpdk::port_exists(a.backend, &a.eal, &a.iface)?;
     let streams = match &a.profile {
-        Some(p) => super::profile::names(&linerate_traffic::profile::Profile::load(p)?),
+        Some(p) => setup::stream_names(&linerate_traffic::profile::Profile::load(p)?),
         None => Vec::new(),
     };
     let cfg = sink_config(a)?;
@@ -766,7 +408,7 @@ pub fn run_sink(a: &SinkArgs, c: &Console) -> Result<u8> {
             // counted nothing.
             let mut holder = None;
             let mut on_ready = |backend: &str| {
-                holder = xdp_holder(&a.iface, backend);
+                holder = linerate_packet::xdp_holder(&a.iface, backend);
                 if let Some(h) = &holder {
                     eprintln!("linerate: warning: {h}: this sink fails if it counts nothing");
                 }
@@ -776,99 +418,20 @@ pub fn run_sink(a: &SinkArgs, c: &Console) -> Result<u8> {
                 run.interval(iv)
             })?;
             let hist = (a.hist.as_ref().zip(hist_file.take()))
-                .map(|(path, f)| (path.clone(), write_hist(&r, f)));
-            let hist_error = hist.as_ref().and_then(|(p, w)| {
-                w.as_ref().err().map(|e| {
-                    format!(
-                        "--hist {}: {e} (the histograms were not saved)",
-                        p.display()
-                    )
-                })
-            });
-            let rows = linerate_packet::flow_rows(&r.counts);
-            // A capture that could not be written fails the run (the counts stand).
-            let capture_error = r.capture.as_ref().and_then(|(_, frames, _, e)| {
-                e.as_ref().map(|e| {
-                    format!("capture failed after {frames} frames: {e} (the counts are complete)")
-                })
-            });
-            let error = r
-                .error
-                .as_ref()
-                .map(|e| format!("{e} (the counts are what arrived before it)"))
-                .or(capture_error)
-                .or(hist_error)
-                .or_else(|| blind(&r))
-                .or_else(|| held_elsewhere(&r, holder.as_deref()));
-            Ok(Measured {
-                duration_s: r.duration_s,
-                rows,
-                error,
-                outcome: Arc::new(SinkOutcome {
-                    report: r,
-                    doctor: doc,
-                    iface: a.iface.clone(),
-                    hist,
-                    streams: streams.clone(),
-                }),
-            })
+                .map(|(path, f)| (path.clone(), linerate_packet::write_hist(&r, f)));
+            Ok(linerate_packet::sink_measured(
+                r,
+                hist,
+                holder.as_deref(),
+                doc,
+                (a.iface.clone(), streams.clone()),
+            ))
         },
     )?;
     if let Some(e) = &ended.error {
         eprintln!("linerate: error: {e}");
     }
     Ok(ended.exit_code)
-}
-
-/// A sink that counted no probe frame while the sender's end markers say
-/// it sent some: it saw the markers, not the frames (another program
-/// took them, or a filter): said, and the run fails.
-fn blind(r: &linerate_packet::SinkReport) -> Option<String> {
-    let sent: u64 = r.counts.flows.values().filter_map(|f| f.sent_marker).sum();
-    (sent > 0 && r.counts.flows.values().all(|f| f.seq.received() == 0)).then(|| {
-        format!(
-            "the sender's end markers say {sent} frames were sent and this sink counted none of them: something else takes them before it (another receiver's XDP program, a filter)"
-        )
-    })
-}
-
-/// Why an af_packet sink on `iface` may be blind: an XDP program is
-/// attached there (another receiver's, whose AF_XDP socket takes the
-/// frames before af_packet sees them).
-fn xdp_holder(iface: &str, backend: &str) -> Option<String> {
-    if backend != "af_packet" {
-        return None;
-    }
-    let p = linerate_backend::rtnl::xdp_program(iface).ok().flatten()?;
-    Some(format!(
-        "an XDP program (id {}, {} mode) is attached to {iface}: an AF_XDP socket behind it (another receiver's) takes frames before af_packet sees them",
-        p.id, p.mode
-    ))
-}
-
-/// A sink that counted no frame at all while an XDP program held its
-/// interface (`holder`): it was blind, not idle; the run fails.
-fn held_elsewhere(r: &linerate_packet::SinkReport, holder: Option<&str>) -> Option<String> {
-    let h = holder?;
-    (r.counts.flows.values().all(|f| f.seq.received() == 0)).then(|| {
-        format!(
-            "this sink counted nothing, and {h}: stop the other receiver, or receive with --backend af_xdp on a queue of its own"
-        )
-    })
-}
-
-/// `sink --hist`: the latency histogram log, written whole.
-fn write_hist(r: &linerate_packet::SinkReport, f: std::fs::File) -> Result<(), String> {
-    let started = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
-        - r.duration_s;
-    let mut w = std::io::BufWriter::new(f);
-    r.counts
-        .write_histogram_log(&mut w, started, r.duration_s)
-        .and_then(|()| std::io::Write::flush(&mut w))
-        .and_then(|()| w.get_ref().sync_all())
-        .map_err(|e| e.to_string())
 }
 
 /// `--catch-up`: what a late paced sender does with the departures that

@@ -3,7 +3,7 @@
 use super::out::{Measured, OutputArgs, drive};
 use super::stop_flag;
 use crate::output::Console;
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use clap::Args;
 use linerate_packet::{BackendKind, FwdConfig, FwdMode, FwdOutcome, Noisy};
 use linerate_run::Mode;
@@ -142,25 +142,15 @@ fn fwd_config(a: &FwdArgs) -> Result<FwdConfig> {
     if let Some(o) = &a.out_iface {
         super::dpdk::port_exists(a.backend, &a.eal, o)?;
     }
-    let mode = fwd_mode(a)?;
-    let backend = a.backend;
-    if !(a.duration.is_finite() && a.duration > 0.0) {
-        bail!("--duration must be a number of seconds above zero");
-    }
-    let memory_work = a.reads + a.writes + a.read_writes > 0;
-    if memory_work && a.mem_mb == 0 {
-        bail!("--reads/--writes/--read-writes need a memory area (--mem-mb)");
-    }
-    if a.fifo > 0 && a.flush_us == 0 {
-        bail!("--fifo needs --flush-us (how long a frame may wait)");
-    }
-    Ok(FwdConfig {
+    let mode = FwdMode::from_flags(&a.mode, a.dst_mac.as_deref())?;
+    let cfg = FwdConfig {
         rx_iface: a.iface.clone(),
         tx_iface: a.out_iface.clone(),
         mode,
-        backend,
+        backend: a.backend,
         wires: Default::default(),
-        duration: Duration::from_secs_f64(a.duration),
+        // Not a number of seconds above zero: zero, refused by `checked`.
+        duration: Duration::try_from_secs_f64(a.duration).unwrap_or_default(),
         count: a.count,
         noisy: Noisy {
             fifo: a.fifo,
@@ -171,30 +161,12 @@ fn fwd_config(a: &FwdArgs) -> Result<FwdConfig> {
             read_writes: a.read_writes,
         },
         cores: a.cores.clone().map(|c| c.0).unwrap_or_default(),
-        interval: a.out.interval()?,
+        interval: None,
         take: super::rx_filter(a.take_queue, a.udp_ports),
-    })
-}
-
-/// `--mode` (with `--dst-mac` for mac, and only then).
-fn fwd_mode(a: &FwdArgs) -> Result<FwdMode> {
-    let mode = match a.mode.as_str() {
-        "io" => FwdMode::Io,
-        "mac" => {
-            let s = a
-                .dst_mac
-                .as_deref()
-                .context("--mode mac needs --dst-mac (the next hop's MAC)")?;
-            let m = linerate_wire::MacAddr::parse(s)
-                .with_context(|| format!("'{s}' is not a MAC address"))?;
-            FwdMode::Mac { dst: m.0 }
-        }
-        "macswap" => FwdMode::MacSwap,
-        "5tswap" => FwdMode::FiveTupleSwap,
-        other => bail!("--mode is io, mac, macswap or 5tswap, not '{other}'"),
-    };
-    if a.dst_mac.is_some() && !matches!(mode, FwdMode::Mac { .. }) {
-        bail!("--dst-mac only goes with --mode mac");
     }
-    Ok(mode)
+    .checked()?;
+    Ok(FwdConfig {
+        interval: a.out.interval()?,
+        ..cfg
+    })
 }

@@ -11,7 +11,6 @@ pub mod lab;
 pub mod manual;
 pub mod out;
 pub mod plot;
-pub mod profile;
 pub mod pscheduler;
 pub mod report;
 pub mod rfc2544;

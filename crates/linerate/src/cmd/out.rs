@@ -309,7 +309,6 @@ impl RepeatArgs {
         c: &Console,
         once: &mut dyn FnMut(bool) -> Result<Ended>,
     ) -> Result<u8> {
-        use linerate_run::stats::{Ending, Stop, line};
         if out.live || out.json_stream {
             bail!(
                 "--repeat/--ci-target print a summary over the runs: not with --live or --json-stream"
@@ -339,17 +338,8 @@ impl RepeatArgs {
                 rep.outcomes.len()
             );
         }
-        let stopped = rep.stop.unwrap_or(Stop::Count);
-        let (name, unit) = rep.figure.unwrap_or(("", ""));
         // One typed document: -J prints it, --report draws it.
-        let doc = RepeatDoc {
-            runs: rep.outcomes.iter().map(|o| o.document()).collect(),
-            repeat: policy.report_of(
-                &rep.values,
-                rep.stop.map_or(Ending::RUN_FAILED, Ending::from),
-                name,
-            ),
-        };
+        let doc = rep.document(&policy);
         if let Some((p, file)) = &mut report_file {
             let value = serde_json::to_value(&doc).unwrap_or_default();
             let page = linerate_html::repeat_page(&p.display().to_string(), &value)?;
@@ -363,50 +353,14 @@ impl RepeatArgs {
                 serde_json::to_string_pretty(&doc).unwrap_or_default()
             );
         } else {
-            crate::say!(
-                c,
-                "\n{}",
-                line(&rep.values, &policy, stopped, unit, &|v| {
-                    if unit.ends_with("bit/s") {
-                        linerate_run::report::format_rate(v, "bit/s")
-                    } else {
-                        format!("{v:.1}")
-                    }
-                })
-            );
+            crate::say!(c, "\n{}", rep.line(&policy));
         }
         Ok(u8::from(rep.stop.is_none()))
     }
 }
 
-/// A repetition's `-J`: every run's document, then the figure over them.
-#[derive(Debug, serde::Serialize)]
-struct RepeatDoc<'a> {
-    runs: Vec<Value>,
-    repeat: linerate_run::stats::Report<'a>,
-}
-
-/// A command's metrics endpoint: started on the first run that asks for
-/// it, then shared by the command's later runs (one series, one port).
-/// Owned by the command's arguments, not the process.
-#[derive(Debug, Clone, Default)]
-pub struct Endpoint(
-    std::sync::Arc<std::sync::OnceLock<(linerate_report::Metrics, linerate_report::Endpoint)>>,
-);
-
-impl Endpoint {
-    /// A reporter feeding the endpoint at `addr`, started now if it is not
-    /// yet.
-    pub fn reporter(&self, addr: &str) -> Result<linerate_report::MetricsReporter> {
-        if let Some((m, _)) = self.0.get() {
-            return Ok(m.reporter());
-        }
-        let m = linerate_report::Metrics::new();
-        let ep = m.serve(addr)?;
-        let (m, _) = self.0.get_or_init(|| (m, ep));
-        Ok(m.reporter())
-    }
-}
+/// A command's metrics endpoint, owned by its arguments.
+pub use linerate_report::metrics::Shared as Endpoint;
 
 /// `-i` checked: 0 = no intervals, else between 0.1 and 3600 seconds.
 pub fn interval(s: f64) -> Result<Option<Duration>> {

@@ -1,0 +1,462 @@
+//! What blast's workers send: [`Filler`] builds each worker's frames in
+//! the backend's own buffers (flow fields, probe, size cycle, checksums
+//! from the flows' sums), [`VxlanFiller`] the same inside VXLAN; a
+//! worker's [`Job`] and its live [`Counters`].
+
+use super::send::{BlastConfig, Fill};
+use linerate_backend::port::{Endpoints, PayloadSource};
+use linerate_backend::{Buffers, FrameSource};
+use linerate_traffic::template::WireFlow;
+use linerate_traffic::template::{csum_of_folded, folded_of_csum, next_csum};
+use linerate_traffic::vxlan::{Encap, Vxlan};
+use linerate_traffic::{Stamp, Template, WireCursor};
+use linerate_wire::PROBE_LEN;
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+
+/// A worker's live counters (single writer), for the per-second report.
+#[derive(Debug, Default)]
+pub(super) struct Counters {
+    pub(super) packets: std::sync::atomic::AtomicU64,
+    pub(super) bytes: std::sync::atomic::AtomicU64,
+    pub(super) calls: std::sync::atomic::AtomicU64,
+    pub(super) errors: std::sync::atomic::AtomicU64,
+    /// When the first send call began (monotonic ns; 0: none yet).
+    pub(super) first_ns: std::sync::atomic::AtomicU64,
+}
+
+impl Counters {
+    pub(super) fn publish(&self, packets: u64, bytes: u64, calls: u64, errors: u64, first_ns: u64) {
+        self.first_ns.store(first_ns, Ordering::Relaxed);
+        self.packets.store(packets, Ordering::Relaxed);
+        self.bytes.store(bytes, Ordering::Relaxed);
+        self.calls.store(calls, Ordering::Relaxed);
+        self.errors.store(errors, Ordering::Relaxed);
+    }
+}
+
+pub(super) struct Job<'a> {
+    pub(super) cfg: &'a BlastConfig,
+    pub(super) templates: &'a HashMap<u16, Template>,
+    /// Each size's VXLAN encapsulation (none without VXLAN).
+    pub(super) encaps: &'a HashMap<u16, Encap>,
+    pub(super) worker: usize,
+    pub(super) workers: usize,
+    pub(super) count: Option<u64>,
+    pub(super) interval_ns: Option<f64>,
+    pub(super) counters: &'a Counters,
+}
+
+/// Builds the frames of one worker's flows in turn, in the backend's own
+/// buffers: flow fields, probe (flow id, sequence, send time) and size
+/// from the cycle. It remembers which template and flow each buffer
+/// (slot) holds: a slot of another size gets the template laid anew, a
+/// slot of another flow gets the flow's fields, and every frame gets its
+/// sequence, time and transport checksum (updated from the flow's sums,
+/// never summed over the bytes).
+pub(super) struct Filler<'a, const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool> {
+    /// The size cycle's templates and their sizes (<< 48, as in `held`).
+    cycle: Vec<(&'a Template, u64)>,
+    pos: usize,
+    /// `cycle[pos]`, at hand.
+    cur: (&'a Template, u64),
+    cursor: WireCursor,
+    /// Probe flow ids (flow index mod 65536) and their last sequence (a
+    /// u16 indexes it without a bounds check).
+    seq: Box<[u64; 1 << 16]>,
+    stride: usize,
+    /// One size and one worker (the usual case): the next frame is the
+    /// cursor's next flow, told by one test per frame.
+    plain: bool,
+    /// What each slot holds: size << 48 | flow index (`EMPTY`: nothing yet).
+    held: Vec<u64>,
+    /// The send time of the batch being built.
+    stamp: Stamp,
+    /// The UDP path moves on to the next frame when it starts one (the
+    /// flow's endpoints it hands back stay borrowed until then).
+    payload_started: bool,
+    /// `ONE` (one flow, one size, one worker): every frame is the same
+    /// but for its sequence, which moves by one (see [`One`]).
+    one: One,
+}
+
+/// The one flow of a one-flow run, one size: its slot tag and probe flow
+/// id, its sequence (kept here, not in `seq`, until the run ends) and its
+/// transport checksum's sum modulo 0xffff, which moves by one with the
+/// sequence (set again for each batch's stamp): no table, no cursor and
+/// no checksum folding per frame.
+pub(super) struct One {
+    tag: u64,
+    id: u16,
+    /// The frame's length, and its UDP payload's.
+    len: usize,
+    payload_len: usize,
+    seq: u64,
+    /// The sum for `seq` (the last frame's), reduced modulo 0xffff.
+    folded: u16,
+}
+
+/// A slot nothing was built in.
+pub(super) const EMPTY: u64 = u64::MAX;
+/// The bits of a slot's tag that hold the frame size.
+pub(super) const SIZE_TAG: u64 = 0xffff << 48;
+
+impl<'a, const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
+    Filler<'a, VLAN, V6, TCP, ONE>
+{
+    pub(super) fn new(job: &Job<'a>, slots: usize) -> Self {
+        let cfg = job.cfg;
+        let cycle = cfg
+            .sizes
+            .cycle()
+            .iter()
+            .map(|s| (&job.templates[s], u64::from(*s) << 48))
+            .collect::<Vec<_>>();
+        let mut cursor = WireCursor::new(&cfg.flows);
+        for _ in 0..job.worker {
+            cursor.advance();
+        }
+        let cycle_len = cycle.len();
+        debug_assert!(!ONE || one_flow(job));
+        let one = One {
+            tag: cycle[0].1 | cursor.index(),
+            id: cursor.flow_id(),
+            len: cycle[0].0.len(),
+            payload_len: cycle[0].0.payload().len(),
+            seq: 0,
+            folded: 0,
+        };
+        Filler {
+            cur: cycle[0],
+            cycle,
+            pos: 0,
+            cursor,
+            seq: vec![0u64; 1 << 16]
+                .into_boxed_slice()
+                .try_into()
+                .expect("65536 entries"),
+            stride: job.workers,
+            plain: cycle_len == 1 && job.workers == 1,
+            held: vec![EMPTY; slots],
+            stamp: Stamp::new(0),
+            payload_started: false,
+            one,
+        }
+    }
+
+    /// The send time of the frames built from now on (one per batch).
+    #[inline]
+    fn set_stamp(&mut self, tx_ns: u64) {
+        self.stamp = Stamp::new(tx_ns);
+        if ONE {
+            let o = &mut self.one;
+            let base = self
+                .cur
+                .0
+                .seq_sum_base(self.cursor.wire(), o.id, &self.stamp);
+            o.folded = ((u64::from(base) + o.seq % 0xffff) % 0xffff) as u16;
+        }
+    }
+
+    /// Frames sent per probe flow id.
+    fn per_flow(&self) -> Vec<(u16, u64)> {
+        let one = ONE.then_some((self.one.id, self.one.seq));
+        (self.seq.iter().enumerate())
+            .map(|(i, s)| match one {
+                Some((id, seq)) if usize::from(id) == i => (i as u16, seq),
+                _ => (i as u16, *s),
+            })
+            .filter(|(_, s)| *s > 0)
+            .collect()
+    }
+}
+
+impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool> FrameSource
+    for Filler<'_, VLAN, V6, TCP, ONE>
+{
+    /// Builds the next frame in `buf`, which holds what was last built in
+    /// `slot`; returns its length.
+    #[inline(always)]
+    fn build(&mut self, buf: &mut [u8], slot: usize) -> usize {
+        if ONE {
+            let o = &mut self.one;
+            let t = self.cur.0;
+            let held = &mut self.held[slot];
+            if *held != o.tag {
+                if *held & SIZE_TAG != o.tag & SIZE_TAG {
+                    t.lay(buf);
+                }
+                t.put_flow_at::<VLAN, V6, TCP>(buf, self.cursor.wire(), o.id);
+                *held = o.tag;
+            }
+            o.seq += 1;
+            // (past u64::MAX the sequence wraps: frames enough for that
+            // are not sent)
+            o.folded = if o.folded == 0xfffe { 0 } else { o.folded + 1 };
+            t.put_seq_folded_at::<VLAN, V6, TCP>(buf, o.seq, o.folded, &self.stamp);
+            return o.len;
+        }
+        let stamp = &self.stamp;
+        let (t, size_tag) = self.cur;
+        let w = self.cursor.wire();
+        let tag = size_tag | self.cursor.index();
+        let held = &mut self.held[slot];
+        if *held != tag {
+            if *held & SIZE_TAG != size_tag {
+                t.lay(buf);
+            }
+            t.put_flow_at::<VLAN, V6, TCP>(buf, w, self.cursor.flow_id());
+            *held = tag;
+        }
+        let id = self.cursor.flow_id();
+        let seq = &mut self.seq[usize::from(id)];
+        *seq += 1;
+        t.put_seq_at::<VLAN, V6, TCP>(buf, w, id, *seq, stamp);
+        self.next_frame();
+        t.len()
+    }
+
+    /// A frame was received into `slot`: its next frame is laid whole.
+    #[inline]
+    fn forget(&mut self, slot: usize) {
+        if let Some(h) = self.held.get_mut(slot) {
+            *h = EMPTY;
+        }
+    }
+
+    /// One flow, one size: the batch's frames with the sequence and the
+    /// checksum as written in locals (registers), written back once at
+    /// the batch's end; otherwise one [`build`](Self::build) at a time.
+    #[inline(always)]
+    fn build_each<B: Buffers>(&mut self, bufs: &mut B) -> u64 {
+        if !ONE {
+            return linerate_backend::build_each_by_one(self, bufs);
+        }
+        let t = self.cur.0;
+        let (tag, id, len) = (self.one.tag, self.one.id, self.one.len);
+        // The checksum as written, moved by one compare a frame.
+        let (mut seq, mut c) = (self.one.seq, csum_of_folded::<TCP>(self.one.folded));
+        let stamp = self.stamp;
+        let w = self.cursor.wire();
+        let mut frames = 0u64;
+        while let Some((buf, slot)) = bufs.next_buf() {
+            let held = &mut self.held[slot];
+            if *held != tag {
+                if *held & SIZE_TAG != tag & SIZE_TAG {
+                    t.lay(buf);
+                }
+                t.put_flow_at::<VLAN, V6, TCP>(buf, w, id);
+                *held = tag;
+            }
+            // (past u64::MAX the sequence wraps: frames enough for that
+            // are not sent)
+            seq += 1;
+            c = next_csum::<TCP>(c);
+            t.put_seq_csum_at::<VLAN, V6, TCP>(buf, seq, c, &stamp);
+            bufs.built(len);
+            frames += 1;
+        }
+        self.one.seq = seq;
+        self.one.folded = folded_of_csum::<TCP>(c);
+        frames * len as u64
+    }
+}
+
+impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
+    Filler<'_, VLAN, V6, TCP, ONE>
+{
+    /// Moves on to the next frame's size and flow.
+    #[inline(always)]
+    fn next_frame(&mut self) {
+        if self.plain {
+            // One flow: the cursor stands still (its first test says so).
+            self.cursor.advance();
+            return;
+        }
+        if self.cycle.len() > 1 {
+            self.pos = if self.pos + 1 == self.cycle.len() {
+                0
+            } else {
+                self.pos + 1
+            };
+            self.cur = self.cycle[self.pos];
+        }
+        // One flow: the cursor stands still (its first test says so).
+        self.cursor.advance();
+        for _ in 1..self.stride {
+            self.cursor.advance();
+        }
+    }
+}
+
+impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool> PayloadSource
+    for Filler<'_, VLAN, V6, TCP, ONE>
+{
+    /// The UDP path: the next frame's payload only (probe, then the
+    /// template's pattern) in `buf`, which holds what was last written
+    /// for `slot`; the flow's endpoints when the slot's flow changed.
+    #[inline(always)]
+    fn payload(&mut self, buf: &mut [u8], slot: usize) -> (usize, usize, Option<Endpoints<'_>>) {
+        if ONE {
+            let o = &mut self.one;
+            // One flow: the cursor stands still.
+            let held = &mut self.held[slot];
+            let mut ends = None;
+            if *held != o.tag {
+                if *held & SIZE_TAG != o.tag & SIZE_TAG {
+                    buf[..o.payload_len].copy_from_slice(self.cur.0.payload());
+                }
+                buf[2..4].copy_from_slice(&o.id.to_be_bytes());
+                ends = Some(endpoints::<V6>(self.cursor.wire()));
+                *held = o.tag;
+            }
+            o.seq += 1;
+            let probe = &mut buf[..PROBE_LEN];
+            probe[4..12].copy_from_slice(&o.seq.to_be_bytes());
+            probe[12..16].copy_from_slice(&self.stamp.hi());
+            probe[16..18].copy_from_slice(&self.stamp.lo());
+            return (o.payload_len, o.len, ends);
+        }
+        if self.payload_started {
+            self.next_frame();
+        }
+        self.payload_started = true;
+        let stamp = &self.stamp;
+        let (t, size_tag) = self.cur;
+        let p = t.payload();
+        let tag = size_tag | self.cursor.index();
+        let id = self.cursor.flow_id();
+        let held = &mut self.held[slot];
+        let mut ends = None;
+        if *held != tag {
+            if *held & SIZE_TAG != size_tag {
+                buf[..p.len()].copy_from_slice(p);
+            }
+            buf[2..4].copy_from_slice(&id.to_be_bytes());
+            ends = Some(endpoints::<V6>(self.cursor.wire()));
+            *held = tag;
+        }
+        let seq = &mut self.seq[usize::from(id)];
+        *seq += 1;
+        let probe = &mut buf[..PROBE_LEN];
+        probe[4..12].copy_from_slice(&seq.to_be_bytes());
+        probe[12..16].copy_from_slice(&stamp.hi());
+        probe[16..18].copy_from_slice(&stamp.lo());
+        (p.len(), t.len(), ends)
+    }
+}
+
+/// A flow's endpoints from its wire fields.
+#[inline(always)]
+pub(super) fn endpoints<const V6: bool>(w: &WireFlow) -> Endpoints<'_> {
+    Endpoints {
+        addrs: &w.addrs,
+        ports: w.ports,
+        v6: V6,
+    }
+}
+
+impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool> Fill
+    for Filler<'_, VLAN, V6, TCP, ONE>
+{
+    #[inline(always)]
+    fn set_stamp(&mut self, tx_ns: u64) {
+        Filler::set_stamp(self, tx_ns)
+    }
+
+    fn per_flow(&self) -> Vec<(u16, u64)> {
+        Filler::per_flow(self)
+    }
+}
+
+/// Builds VXLAN frames: the inner frame as [`Filler`] builds it (its flow,
+/// probe and checksums), after outer headers laid once per slot and size,
+/// then the frame's VNI and the outer UDP checksum. Frame n (of the run,
+/// every worker counted) carries VNI value n mod the VNIs' count.
+pub(super) struct VxlanFiller<'a, const VLAN: bool, const V6: bool, const TCP: bool> {
+    inner: Filler<'a, VLAN, V6, TCP, false>,
+    vx: Vxlan,
+    /// The size cycle's encapsulations, in the cycle's order.
+    encaps: Vec<&'a Encap>,
+    /// The size tag of the outer headers each slot holds.
+    laid: Vec<u64>,
+    /// The VNI's digit (below its count) and the step per frame.
+    vni_digit: u64,
+    stride: u64,
+}
+
+impl<'a, const VLAN: bool, const V6: bool, const TCP: bool> VxlanFiller<'a, VLAN, V6, TCP> {
+    pub(super) fn new(job: &Job<'a>, slots: usize) -> Self {
+        let vx = job.cfg.framing.vxlan.expect("a VXLAN run");
+        let count = vx.vni.count.max(1);
+        VxlanFiller {
+            inner: Filler::new(job, slots),
+            vx,
+            encaps: job
+                .cfg
+                .sizes
+                .cycle()
+                .iter()
+                .map(|s| &job.encaps[s])
+                .collect(),
+            laid: vec![EMPTY; slots],
+            vni_digit: job.worker as u64 % count,
+            stride: job.workers as u64 % count,
+        }
+    }
+}
+
+impl<const VLAN: bool, const V6: bool, const TCP: bool> FrameSource
+    for VxlanFiller<'_, VLAN, V6, TCP>
+{
+    #[inline(always)]
+    fn build(&mut self, buf: &mut [u8], slot: usize) -> usize {
+        let e = self.encaps[self.inner.pos];
+        let size_tag = self.inner.cur.1;
+        // (the inner builder moves its cursor on: its flow taken first)
+        let w = *self.inner.cursor.wire();
+        if self.laid[slot] != size_tag {
+            e.lay(buf);
+            self.laid[slot] = size_tag;
+        }
+        self.inner.build(&mut buf[e.prefix_len()..], slot);
+        e.put(buf, &w, self.vx.vni_of(self.vni_digit));
+        self.vni_digit += self.stride;
+        if self.vni_digit >= self.vx.vni.count {
+            self.vni_digit -= self.vx.vni.count;
+        }
+        e.len()
+    }
+
+    #[inline]
+    fn forget(&mut self, slot: usize) {
+        self.inner.forget(slot);
+        if let Some(h) = self.laid.get_mut(slot) {
+            *h = EMPTY;
+        }
+    }
+}
+
+impl<const VLAN: bool, const V6: bool, const TCP: bool> PayloadSource
+    for VxlanFiller<'_, VLAN, V6, TCP>
+{
+    fn payload(&mut self, _: &mut [u8], _: usize) -> (usize, usize, Option<Endpoints<'_>>) {
+        unreachable!("VXLAN frames are crafted: `traffic` never gives them the UDP socket path")
+    }
+}
+
+impl<const VLAN: bool, const V6: bool, const TCP: bool> Fill for VxlanFiller<'_, VLAN, V6, TCP> {
+    fn set_stamp(&mut self, tx_ns: u64) {
+        self.inner.set_stamp(tx_ns)
+    }
+
+    fn per_flow(&self) -> Vec<(u16, u64)> {
+        self.inner.per_flow()
+    }
+}
+
+/// Whether a worker sends one flow of one size, every frame the same but
+/// for its sequence (one worker: workers never outnumber flows).
+pub(super) fn one_flow(job: &Job) -> bool {
+    job.cfg.sizes.cycle().len() == 1 && job.workers == 1 && job.cfg.flows.count() == 1
+}
