@@ -323,6 +323,8 @@ pub struct Repetition {
     pub stop: Option<Stop>,
     /// The measured figure's name and unit (from the first run that had one).
     pub figure: Option<(&'static str, &'static str)>,
+    /// The host it ran on, at its start.
+    pub host: Host,
 }
 
 /// Runs `once(n)` (n from 1) until `policy` stops, each run's figure read
@@ -336,6 +338,7 @@ pub fn repeat<E>(
         outcomes: Vec::new(),
         stop: None,
         figure: None,
+        host: Host::here(),
     };
     loop {
         let ended = once(rep.values.len() + 1)?;
@@ -361,6 +364,9 @@ pub fn repeat<E>(
 pub struct RepeatDoc<'a> {
     pub runs: Vec<Value>,
     pub repeat: crate::stats::Report<'a>,
+    /// Where and how it ran (the command, kernel, CPUs), as a native
+    /// mode's `-J` ends with.
+    pub host: &'a Host,
 }
 
 impl Repetition {
@@ -374,6 +380,7 @@ impl Repetition {
                 self.stop.map_or(Ending::RUN_FAILED, Ending::from),
                 self.figure.map_or("", |f| f.0),
             ),
+            host: &self.host,
         }
     }
 

@@ -417,6 +417,17 @@ fn an_os_error_says_what_to_do() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(err.matches("what to do:").count(), 1, "{err}");
     }
+    // A client's run that could not connect (its error kept as text).
+    let closed = support::free_port().to_string();
+    let out = linerate()
+        .args(["-c", "127.0.0.1", "-p", &closed, "-t", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("Connection refused") && err.contains("what to do: nothing listens there"),
+        "{err}"
+    );
     // A port another process holds.
     let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let p = held.local_addr().unwrap().port().to_string();

@@ -115,4 +115,28 @@ fn rr_repeats_transactions() {
     assert_eq!(values, from);
     assert_eq!(v["repeat"]["figure"], "transactions_per_s");
     assert_eq!(v["repeat"]["statistics"]["n"], 3);
+    // The repetition's document says where it ran and the command (issue 44).
+    let command: Vec<&str> = v["host"]["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        command[1..],
+        [
+            "rr",
+            "client",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-t",
+            "1",
+            "-J",
+            "--repeat",
+            "3"
+        ]
+    );
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    assert_eq!(v["host"]["kernel"], kernel.trim());
 }

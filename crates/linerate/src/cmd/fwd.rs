@@ -131,7 +131,7 @@ pub fn run(a: &FwdArgs, c: &Console) -> Result<u8> {
         },
     )?;
     if let Some(e) = &ended.error {
-        eprintln!("linerate: error: {e}");
+        eprint!("{}", linerate_run::advice::error_lines(e));
     }
     Ok(ended.exit_code)
 }

@@ -632,7 +632,7 @@ fn run_client_once(
         && !args.json
         && !args.json_stream
     {
-        eprintln!("linerate: error: {e}");
+        eprint!("{}", linerate_run::advice::error_lines(e));
     }
     Ok(end.ended)
 }

@@ -334,7 +334,7 @@ fn client(a: &ClientArgs, hold: bool, c: &Console) -> Result<Ended> {
     )?;
     if let Some(e) = &ended.error {
         // No answer at all: the run could not do what was asked.
-        eprintln!("linerate: error: {e}");
+        eprint!("{}", linerate_run::advice::error_lines(e));
         return Ok(Ended {
             exit_code: 2,
             ..ended
