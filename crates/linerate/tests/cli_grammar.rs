@@ -90,7 +90,7 @@ fn cpu_lists_take_ranges_everywhere_and_bad_ones_are_refused() {
         assert!(h.contains("<CPUS>") || h.contains("<LIST>"), "{cmd:?}");
     }
     fails(
-        &["client", "127.0.0.1", "--stream-cpus", "0-x"],
+        &["client", "127.0.0.1", "--cores", "0-x"],
         "not a CPU number",
     );
 }
@@ -185,7 +185,7 @@ fn client_and_server_help_show_their_own_flags() {
     ] {
         assert!(lists(&c, f) && !lists(&s, f), "{f}");
     }
-    for f in ["--port", "--json", "--csv", "--bind", "--stream-cpus"] {
+    for f in ["--port", "--json", "--csv", "--bind", "--cores"] {
         assert!(lists(&c, f) && lists(&s, f), "{f}");
     }
     assert!(!lists(&c, "--server") && !lists(&s, "--client"));
@@ -328,6 +328,8 @@ const SPELLINGS: &[(&str, &str)] = &[
     ("--interface", "--iface"),
     ("--json-lines", "--json-stream"),
     ("--jsonstream", "--json-stream"),
+    ("--out-iface", "--tx-iface"),
+    ("--stream-cpus", "--cores"),
 ];
 
 /// Every command's and subcommand's argv (from each help's "Commands:"
@@ -435,4 +437,71 @@ fn an_os_error_says_what_to_do() {
         &["-s", "-B", "127.0.0.1", "-p", &p, "-1"],
         "what to do: another process holds that address and port",
     );
+}
+
+/// Issue 43 item 10: one name for one thing. A second port is named by
+/// its direction (`--tx-iface`, `--rx-iface`) beside a command's
+/// `--iface`; the CPUs a command's workers are pinned to are `--cores`
+/// (the client's streams too); a frame size is blast's `--size`, and
+/// blast refuses iperf3's `-l` (a payload length) naming it. The older
+/// spellings still work.
+#[test]
+fn one_name_for_one_thing_across_commands() {
+    for (cmd, flag) in [
+        (&["fwd"][..], "--tx-iface"),
+        (&["blast"], "--rx-iface"),
+        (&["rfc2544"], "--tx-iface"),
+        (&["rfc2544"], "--rx-iface"),
+        (&["client"], "--cores"),
+        (&["blast"], "--cores"),
+        (&["sink"], "--cores"),
+        (&["fwd"], "--cores"),
+    ] {
+        assert!(lists(&help(cmd), flag), "{cmd:?} --help lacks {flag}");
+    }
+    assert!(
+        help(&["rfc2544"]).contains("--iface"),
+        "rfc2544 takes --iface too"
+    );
+    fails(
+        &[
+            "blast",
+            "--iface",
+            "lo",
+            "--dst-ip",
+            "127.0.0.1",
+            "-l",
+            "18",
+        ],
+        "give --size",
+    );
+    // The older spellings parse (a usage error would say the flag).
+    for args in [
+        &[
+            "fwd",
+            "--iface",
+            "lo",
+            "--out-iface",
+            "no-such-if0",
+            "-t",
+            "1",
+        ][..],
+        &[
+            "client",
+            "127.0.0.1",
+            "--stream-cpus",
+            "0",
+            "-p",
+            "1",
+            "-t",
+            "1",
+        ],
+    ] {
+        let out = linerate().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !err.contains("unexpected argument"),
+            "{args:?} no longer parses: {err}"
+        );
+    }
 }

@@ -38,9 +38,13 @@ pub struct BlastArgs {
     dst_port: String,
     /// Frame size on the wire, FCS included (64..=9216; default: the
     /// smallest that carries the headers and the probe, 64, or 84 over
-    /// IPv6).
+    /// IPv6). Not iperf3's -l, a payload length.
     #[arg(long, group = "sz")]
     size: Option<u16>,
+    /// iperf3's -l (a payload length): refused, naming --size.
+    #[arg(short = 'l', long = "length", hide = true, value_parser = not_a_frame_size)]
+    #[allow(dead_code)]
+    length: Option<u16>,
     /// Frame sizes sent in turn (64,594,1518).
     #[arg(long, group = "sz", value_delimiter = ',')]
     sizes: Option<Vec<u16>>,
@@ -129,8 +133,9 @@ pub struct BlastArgs {
     #[command(flatten)]
     eal: super::dpdk::EalArgs,
     /// UDP GSO on the socket backend's UDP path: auto (on, except on a veth
-    /// with tx-udp-segmentation on, which would pass a GSO batch to its
-    /// peer as one packet), on or off.
+    /// or a loopback with tx-udp-segmentation on: a veth passes a GSO
+    /// batch to its peer as one packet, a loopback to a packet socket), on
+    /// or off.
     #[arg(long, default_value = "auto")]
     gso: String,
     /// One pinned sending worker per listed core (0,1), each with its own
@@ -255,6 +260,15 @@ fn flags(a: &BlastArgs) -> Result<BlastFlags<'_>> {
 /// A warning of the flags' setup, said on stderr.
 fn warn(w: &str) {
     eprintln!("linerate: {w}");
+}
+
+/// blast's `-l`: refused with the spelling blast takes.
+fn not_a_frame_size(_: &str) -> Result<u16, String> {
+    Err(
+        "blast sizes frames on the wire: give --size (64 to 9216 bytes, FCS included); \
+         -l is iperf3's payload length (a UDP payload of L bytes over IPv4 is a frame of L + 46)"
+            .into(),
+    )
 }
 
 pub fn run_blast(a: &BlastArgs, c: &Console) -> Result<u8> {

@@ -17,7 +17,7 @@ pub struct FwdArgs {
     #[arg(long)]
     iface: String,
     /// Interface to send on (default: back out of --iface).
-    #[arg(long)]
+    #[arg(long = "tx-iface", alias = "out-iface", value_name = "IFACE")]
     out_iface: Option<String>,
     /// AF_XDP: take every frame of the interface's queues from the kernel
     /// (ARP, ping, SSH and all); by default only linerate's probe frames

@@ -160,7 +160,10 @@ pub struct IperfArgs {
     /// Blocks (writes/datagrams) to transmit (instead of -t).
     #[arg(short = 'k', long, value_parser = parse::size)]
     pub blockcount: Option<u64>,
-    /// Block size to read or write (TCP default 128K; UDP default path MSS).
+    /// Block size to read or write: a TCP buffer or a UDP datagram's
+    /// payload (TCP default 128K; UDP default path MSS). Not a frame size
+    /// (blast's `--size` is one: a UDP payload of -l bytes over IPv4 is a
+    /// frame of -l + 46).
     #[arg(short = 'l', long, value_parser = parse::size)]
     pub length: Option<u64>,
     /// Client port (stream i uses PORT+i).
@@ -218,8 +221,9 @@ pub struct IperfArgs {
     /// a client's `-A n,m` also asks the server to use CPU m.
     #[arg(short = 'A', long, value_name = "n[,m]")]
     pub affinity: Option<String>,
-    /// Pin stream i to CPU LIST[i % len] (e.g. 0,1 or 2-5): one core per stream.
-    #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
+    /// Pin stream i to CPU LIST[i % len] (e.g. 0,1 or 2-5): one core per
+    /// stream, as blast's and rr's `--cores`.
+    #[arg(long = "cores", alias = "stream-cpus", value_name = "CPUS", value_parser = parse_cpus)]
     pub stream_cpus: Option<CpuList>,
     /// Set DF on UDP datagrams (IPv4).
     #[arg(long)]

@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 #[derive(Debug, Args)]
 pub struct Rfc2544Args {
-    /// The port that sends into the device.
-    #[arg(long, value_name = "IFACE")]
+    /// The port that sends into the device (`--iface`, as blast's).
+    #[arg(long, visible_alias = "iface", value_name = "IFACE")]
     tx_iface: String,
     /// The port that receives what the device forwards.
     #[arg(long, value_name = "IFACE")]
