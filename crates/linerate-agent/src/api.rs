@@ -646,23 +646,7 @@ impl Agent {
         let snaps: Vec<FlowCounts> = camp.flows.iter().map(|f| f.snapshot()).collect();
         match c {
             "flow" => {
-                let req = o.obj("flow").map_err(Reply::invalid)?;
-                let (names, tag_req) = match &req {
-                    Some(r) => {
-                        r.strs("metric_names", 32).map_err(Reply::invalid)?;
-                        let t = r
-                            .obj("tagged_metrics")
-                            .and_then(TagRequest::read)
-                            .map_err(Reply::invalid)?;
-                        let n = r
-                            .strs("flow_names", model::FLOWS_MAX)
-                            .map_err(Reply::invalid)?;
-                        r.done().map_err(Reply::invalid)?;
-                        (n.unwrap_or_default(), t)
-                    }
-                    None => (Vec::new(), TagRequest::default()),
-                };
-                o.done().map_err(Reply::invalid)?;
+                let (names, tag_req) = flow_request(&o)?;
                 let which = Self::chosen(&camp.plan, &names)?;
                 crate::tags::check_filters(
                     &tag_req,
@@ -734,6 +718,29 @@ impl Agent {
             ))),
         }
     }
+}
+
+/// A flow metrics request's `flow`: the flows asked (none: all) and what
+/// it asks of their tags.
+fn flow_request<'a>(o: &Obj<'a>) -> Result<(Vec<&'a str>, TagRequest), Reply> {
+    let req = o.obj("flow").map_err(Reply::invalid)?;
+    let asked = match &req {
+        Some(r) => {
+            r.strs("metric_names", 32).map_err(Reply::invalid)?;
+            let t = r
+                .obj("tagged_metrics")
+                .and_then(TagRequest::read)
+                .map_err(Reply::invalid)?;
+            let n = r
+                .strs("flow_names", model::FLOWS_MAX)
+                .map_err(Reply::invalid)?;
+            r.done().map_err(Reply::invalid)?;
+            (n.unwrap_or_default(), t)
+        }
+        None => (Vec::new(), TagRequest::default()),
+    };
+    o.done().map_err(Reply::invalid)?;
+    Ok(asked)
 }
 
 /// Beyond the drain, how long a stop waits for flows to end.
