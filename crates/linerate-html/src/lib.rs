@@ -16,6 +16,7 @@
 
 pub mod compare;
 pub mod figures;
+pub mod files;
 pub mod gate;
 pub mod html;
 pub mod input;
@@ -26,8 +27,9 @@ pub mod stats;
 
 pub use compare::{CompareError, Comparison, compare};
 pub use figures::{Figure, FigureName};
+pub use files::expand;
 pub use gate::{Condition, GateError, Verdict};
-pub use input::{Doc, Loaded, ReadError, expand};
+pub use input::{Doc, Loaded, ReadError};
 
 use linerate_run::{Event, Reporter};
 use std::io::{self, Write};

@@ -14,6 +14,7 @@ pub mod pacing;
 pub mod pcap;
 pub mod profile;
 pub mod random;
+pub mod residue;
 pub mod rewrite;
 pub mod sizes;
 pub mod stack;

@@ -18,6 +18,7 @@ mod contract;
 mod dispatch;
 mod dpdk;
 pub mod error;
+mod gso;
 mod loopback;
 mod socket;
 mod udp;
