@@ -146,10 +146,12 @@ impl WorkerOut {
     }
 }
 
-/// Most idle intervals held back after traffic: at the end the interval
-/// of the last arrival ends there and the idle ones after it are left out
-/// (the intervals span the summary's time); after more, they are shown.
-const IDLE_HELD: usize = 10;
+/// Most idle intervals held back after traffic: a run that ends within
+/// them has the interval of its last arrival end there and the idle ones
+/// left out (the intervals span the summary's time); past them they are
+/// shown. One: live readers (`--metrics`, the live view) see the last
+/// counts at most two intervals late.
+const IDLE_HELD: usize = 1;
 
 /// Longest the interval reporter waits for the workers' totals.
 const PUBLISH_WAIT: Duration = Duration::from_millis(60);
