@@ -8,6 +8,17 @@ mod support;
 
 use support::{json, linerate};
 
+/// An interval's sum row of `role` (a run-model document's).
+fn sum_row(iv: &serde_json::Value, role: &str) -> serde_json::Value {
+    iv["sums"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["role"] == role)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {role} sum in {iv}"))
+}
+
 /// A `--pps 10000 --count 3000` blast on loopback with `-i SECONDS`: its
 /// JSON document.
 fn blast_with_intervals(interval: &str) -> serde_json::Value {
@@ -37,15 +48,7 @@ fn blast_intervals_add_up_to_its_summary_and_say_its_rate() {
     for interval in ["0.1", "0"] {
         let v = blast_with_intervals(interval);
         let ivs = v["intervals"].as_array().unwrap();
-        let tx = |iv: &serde_json::Value| {
-            iv["sums"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|s| s["role"] == "tx")
-                .cloned()
-                .unwrap_or_else(|| panic!("no tx sum in {iv}"))
-        };
+        let tx = |iv: &serde_json::Value| sum_row(iv, "tx");
         let packets: u64 = ivs
             .iter()
             .map(|iv| tx(iv)["packets"].as_u64().unwrap())
@@ -156,15 +159,7 @@ fn a_sinks_intervals_span_its_arrivals() {
     );
     let v = json(&out.stdout);
     let ivs = v["intervals"].as_array().unwrap();
-    let rx = |iv: &serde_json::Value| {
-        iv["sums"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["role"] == "rx")
-            .and_then(|s| s["packets"].as_u64())
-            .unwrap_or_else(|| panic!("no rx sum in {iv}"))
-    };
+    let rx = |iv: &serde_json::Value| sum_row(iv, "rx")["packets"].as_u64().unwrap();
     let packets: u64 = ivs.iter().map(rx).sum();
     assert_eq!(packets, v["packets"].as_u64().unwrap(), "{v}");
     assert_eq!(packets, 1000, "{v}");
