@@ -143,13 +143,25 @@ impl<'a> StreamSentDoc<'a> {
     }
 }
 
+/// What a sender's count is, by backend: the frames the kernel took, or
+/// on DPDK those its port's `tx_burst` took (no kernel in the way).
+pub(crate) fn sender_counted(backend: &str) -> &'static str {
+    match backend {
+        "dpdk" => "frames the DPDK port took",
+        _ => "frames the kernel accepted",
+    }
+}
+
 impl<'a> BlastDoc<'a> {
     pub fn of(r: &'a BlastReport) -> Self {
         BlastDoc {
             role: "blast",
             backend: r.backend,
             backend_note: &r.note,
-            counted_by: "sender: frames the kernel accepted",
+            counted_by: match r.backend {
+                "dpdk" => "sender: frames the DPDK port took",
+                _ => "sender: frames the kernel accepted",
+            },
             packets: r.packets,
             bytes: r.bytes,
             duration_s: r.duration_s,

@@ -69,13 +69,14 @@ impl Outcome for BlastOutcome {
     fn text(&self) -> String {
         let r = &self.report;
         let mut text = format!(
-            "sent {} frames ({} bytes) in {:.3} s: {:.0} pps, {} L1, {} L2 (sender's count: frames the kernel accepted; backend {}; {} {}; {} send calls, {} refused and retried)\n",
+            "sent {} frames ({} bytes) in {:.3} s: {:.0} pps, {} L1, {} L2 (sender's count: {}; backend {}; {} {}; {} send calls, {} refused and retried)\n",
             r.packets,
             r.bytes,
             r.duration_s,
             r.pps(),
             linerate_calc::format_bps(r.bps_l1()),
             linerate_calc::format_bps(r.bps_l2()),
+            doc::sender_counted(r.backend),
             r.backend,
             r.flows,
             match (r.streams.is_empty(), r.flows == 1) {
