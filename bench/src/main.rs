@@ -9,6 +9,7 @@
 mod harness;
 mod instr;
 mod machine;
+mod null;
 mod scenarios;
 mod soak;
 
@@ -41,6 +42,10 @@ struct Args {
     /// soak: how long it runs, seconds (60 to 14400).
     #[arg(long, default_value_t = 3600.0)]
     soak_for: f64,
+    /// dpdk-null: also count linerate's worker instructions per frame
+    /// under callgrind.
+    #[arg(long)]
+    callgrind: bool,
     /// Where the receiver's kernel work runs, for the scenarios that pin
     /// it (the transaction and UDP ones): `default` (the kernel's path as
     /// a host has it), `threaded` (threaded NAPI pinned to the receiver's
@@ -70,6 +75,10 @@ fn main() -> Result<()> {
             "instr"
         );
         println!(
+            "{:<16} DPDK net_null: linerate blast/fwd io vs testpmd txonly/io, the frame builders alone (--callgrind adds instructions per frame)",
+            "dpdk-null"
+        );
+        println!(
             "{:<16} an hour of churned tests against linerate's daemons: memory and descriptors flat (--soak-for S)",
             "soak"
         );
@@ -95,6 +104,16 @@ fn main() -> Result<()> {
         }
     }
     for name in names {
+        if name == "dpdk-null" {
+            null::run(
+                cfg.runs,
+                cfg.window.as_secs_f64(),
+                args.callgrind,
+                &cfg.out_dir,
+            )?;
+            println!();
+            continue;
+        }
         if name == "soak" {
             soak::run(args.soak_for, &cfg.out_dir)?;
             continue;
