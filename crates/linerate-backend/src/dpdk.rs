@@ -103,24 +103,43 @@ impl DpdkTx {
     }
 
     /// Builds up to `n` frames in the queue's mbufs and sends them (see
-    /// the port layer's `Tx::send_with`).
+    /// the port layer's `Tx::send_with`): the source builds the burst in
+    /// one [`build_each`](crate::FrameSource::build_each), as on every
+    /// backend.
     #[inline]
-    pub fn send_with<F: crate::FrameSource + ?Sized>(
+    pub fn send_with<F: crate::FrameSource>(
         &mut self,
         n: usize,
         fill: &mut F,
     ) -> io::Result<(usize, u64)> {
-        self.q.send_with(n, |buf, slot, received| {
-            if received {
+        self.q.send_burst(n, |burst| {
+            for slot in burst.received() {
                 fill.forget(slot);
             }
-            fill.build(buf, slot)
+            fill.build_each(&mut Mbufs(burst));
         })
     }
 
     /// Frames built elsewhere, copied into mbufs.
     pub fn send(&mut self, frames: &[&[u8]]) -> io::Result<usize> {
         self.q.send(frames)
+    }
+}
+
+/// A burst's mbufs as the frame builders' [`Buffers`](crate::Buffers).
+#[cfg(feature = "dpdk")]
+struct Mbufs<'a, 'b>(&'a mut linerate_dpdk::TxBurst<'b>);
+
+#[cfg(feature = "dpdk")]
+impl crate::Buffers for Mbufs<'_, '_> {
+    #[inline(always)]
+    fn next_buf(&mut self) -> Option<(&mut [u8], usize)> {
+        self.0.next_mbuf().map(|(buf, slot, _)| (buf, slot))
+    }
+
+    #[inline(always)]
+    fn built(&mut self, len: usize) {
+        self.0.built(len);
     }
 }
 

@@ -5,6 +5,7 @@
  * Errors are negative errno values.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,9 +104,70 @@ int lr_port_info(uint16_t port, uint16_t *max_queues, char *driver, size_t len, 
 	return 0;
 }
 
+/* mbufs each lcore keeps of a pool (testpmd's default is 250): an
+ * lcore takes and gives back mbufs there, the pool's ring (atomic
+ * operations shared between threads) touched once per half cache. */
+#define LR_POOL_CACHE 256
+
+/* linerate's workers are threads of its own, not the EAL's: the first
+ * burst a thread moves registers it as an lcore (rte_thread_register),
+ * so that the pools' per-lcore caches serve it, and so do the PMDs'
+ * frees (net_null and net_af_packet give the mbufs they sent back on the
+ * sending thread). When the thread ends, what its caches hold goes back
+ * to the pools and its lcore id is released (a pthread key's destructor),
+ * so that threads that come and go (rfc2544's trials) neither strand
+ * mbufs nor use up the lcore ids. A thread the EAL made, or one that
+ * finds no lcore id left, works without a cache, as before. */
+static pthread_key_t lcore_key;
+static pthread_once_t lcore_key_once = PTHREAD_ONCE_INIT;
+static __thread int lcore_tried;
+
+static void flush_cache(struct rte_mempool *mp, void *arg)
+{
+	unsigned lcore = *(unsigned *)arg;
+	struct rte_mempool_cache *c = rte_mempool_default_cache(mp, lcore);
+	if (c != NULL)
+		rte_mempool_cache_flush(c, mp);
+}
+
+static void lcore_release(void *v)
+{
+	unsigned lcore = rte_lcore_id();
+	(void)v;
+	if (lcore == LCORE_ID_ANY)
+		return;
+	rte_mempool_walk(flush_cache, &lcore);
+	rte_thread_unregister();
+}
+
+static void lcore_key_make(void)
+{
+	(void)pthread_key_create(&lcore_key, lcore_release);
+}
+
+static inline void lcore_enter(void)
+{
+	if (likely(lcore_tried))
+		return;
+	lcore_tried = 1;
+	if (rte_lcore_id() != LCORE_ID_ANY)
+		return;
+	if (rte_thread_register() != 0)
+		return;
+	(void)pthread_once(&lcore_key_once, lcore_key_make);
+	(void)pthread_setspecific(lcore_key, (void *)1);
+}
+
+/* The lcore id this thread moves bursts as (registering it first), or -1
+ * where it has none (no cache). */
+int lr_thread_lcore(void)
+{
+	lcore_enter();
+	return rte_lcore_id() == LCORE_ID_ANY ? -1 : (int)rte_lcore_id();
+}
+
 /* An mbuf pool whose every mbuf carries its index (0..n) in a 4-byte
- * private area: the slot a frame builder remembers it by. No per-lcore
- * cache: linerate's workers are not EAL threads. */
+ * private area: the slot a frame builder remembers it by. */
 static void set_index(struct rte_mempool *mp, void *arg, void *obj, unsigned idx)
 {
 	(void)mp;
@@ -130,7 +192,7 @@ static struct rte_mempool *pool_packed(const char *name, unsigned n, uint16_t ro
 	memset(&priv, 0, sizeof(priv));
 	priv.mbuf_data_room_size = room;
 	priv.mbuf_priv_size = RTE_MBUF_PRIV_ALIGN;
-	mp = rte_mempool_create_empty(name, n, elt, 0, sizeof(priv), socket, RTE_MEMPOOL_F_NO_IOVA_CONTIG);
+	mp = rte_mempool_create_empty(name, n, elt, LR_POOL_CACHE, sizeof(priv), socket, RTE_MEMPOOL_F_NO_IOVA_CONTIG);
 	if (mp == NULL)
 		return NULL;
 	e = rte_mempool_set_ops_byname(mp, rte_mbuf_best_mempool_ops(), NULL);
@@ -157,7 +219,7 @@ struct rte_mempool *lr_pool_create(const char *name, unsigned n, uint16_t data_r
 	 * physically contiguous: the default layout then. */
 	struct rte_mempool *mp = packed && !rte_eal_has_hugepages()
 				     ? pool_packed(name, n, room, socket)
-				     : rte_pktmbuf_pool_create(name, n, 0, RTE_MBUF_PRIV_ALIGN, room, socket);
+				     : rte_pktmbuf_pool_create(name, n, LR_POOL_CACHE, RTE_MBUF_PRIV_ALIGN, room, socket);
 	if (mp == NULL) {
 		*err = -rte_errno;
 		return NULL;
@@ -219,7 +281,9 @@ int lr_port_start(uint16_t port, uint16_t nq, uint16_t nb_desc, struct rte_mempo
  * handed out here; cleared now), and the bytes a frame may take in it. */
 int lr_alloc(struct rte_mempool *mp, struct rte_mbuf **m, unsigned n, uint8_t **data, uint32_t *slot, uint16_t *room)
 {
-	int r = rte_pktmbuf_alloc_bulk(mp, m, n);
+	int r;
+	lcore_enter();
+	r = rte_pktmbuf_alloc_bulk(mp, m, n);
 	if (r != 0)
 		return -ENOENT;
 	for (unsigned i = 0; i < n; i++) {
@@ -251,7 +315,9 @@ uint16_t lr_tx(uint16_t port, uint16_t queue, struct rte_mbuf **m, uint16_t n)
 uint16_t lr_rx(uint16_t port, uint16_t queue, struct rte_mbuf **m, uint16_t n, const uint8_t **data, uint16_t *lens,
 	      int mark)
 {
-	uint16_t got = rte_eth_rx_burst(port, queue, m, n);
+	uint16_t got;
+	lcore_enter();
+	got = rte_eth_rx_burst(port, queue, m, n);
 	for (uint16_t i = 0; i < got; i++) {
 		data[i] = rte_pktmbuf_mtod(m[i], const uint8_t *);
 		lens[i] = m[i]->data_len;
@@ -260,6 +326,13 @@ uint16_t lr_rx(uint16_t port, uint16_t queue, struct rte_mbuf **m, uint16_t n, c
 		for (uint16_t i = 0; i < got; i++)
 			*(uint32_t *)rte_mbuf_to_priv(m[i]) |= LR_RECEIVED;
 	return got;
+}
+
+/* mbufs of the pool that no one holds: in its ring and in its lcores'
+ * caches. */
+unsigned lr_pool_avail(struct rte_mempool *mp)
+{
+	return rte_mempool_avail_count(mp);
 }
 
 void lr_free(struct rte_mbuf **m, unsigned n)

@@ -8,7 +8,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 mod queue;
-pub use queue::{RxQueue, TxQueue};
+pub use queue::{RxQueue, TxBurst, TxQueue};
 
 #[repr(C)]
 pub(crate) struct RteMempool {
@@ -65,6 +65,8 @@ unsafe extern "C" {
         mark: c_int,
     ) -> u16;
     fn lr_free(m: *const *mut RteMbuf, n: c_uint);
+    fn lr_pool_avail(mp: *mut RteMempool) -> c_uint;
+    fn lr_thread_lcore() -> c_int;
     fn lr_port_stats(port: u16, out: *mut u64) -> c_int;
 }
 
@@ -278,11 +280,22 @@ pub fn stats(id: u16) -> io::Result<PortStats> {
     })
 }
 
+/// The EAL lcore this thread moves its bursts as, registering it first
+/// (`rte_thread_register`): its mempool caches are this lcore's. `None`
+/// where DPDK has no lcore id left (the thread then works without a
+/// cache). A thread that registered gives its caches' mbufs back to
+/// their pools and its lcore id back when it ends.
+pub fn thread_lcore() -> Option<u32> {
+    // SAFETY: no arguments; registers the calling thread at most once.
+    u32::try_from(unsafe { lr_thread_lcore() }).ok()
+}
+
 /// A pool's pointer, kept in the port table (pools live as long as the
 /// process).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Pool(*mut RteMempool);
-// SAFETY: a mempool is made for use from any thread (ring_mp_mc, no cache).
+// SAFETY: a mempool is made for use from any thread (ring_mp_mc; each
+// lcore's cache is used by that lcore's thread alone).
 unsafe impl Send for Pool {}
 
 #[derive(Debug)]

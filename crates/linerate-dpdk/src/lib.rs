@@ -10,8 +10,9 @@
 //! is configured and started once, with one RX and one TX queue per
 //! worker it may have ([`QUEUES_MAX`] at most), and stays started for the
 //! process: [`TxQueue`] and [`RxQueue`] take one of its queues while they
-//! live. linerate's workers are not EAL threads: mempools have no
-//! per-lcore cache, and every queue is used by one thread at a time.
+//! live. linerate's workers are threads of its own, each registered as an
+//! EAL lcore on its first burst (mempools have per-lcore caches; see
+//! [`thread_lcore`]), and every queue is used by one thread at a time.
 
 #[cfg(feature = "ffi")]
 mod ffi;

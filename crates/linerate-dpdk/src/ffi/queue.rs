@@ -68,6 +68,13 @@ impl TxQueue {
         self.pool_mbufs as usize
     }
 
+    /// The queue's pool's mbufs that no one holds now (in its ring or an
+    /// lcore's cache; neither built in nor handed to the port).
+    pub fn free_mbufs(&self) -> usize {
+        // SAFETY: the pool is valid for the process's life.
+        unsafe { lr_pool_avail(self.pool.0) as usize }
+    }
+
     /// Bytes of frame an mbuf holds.
     pub fn slot_len(&self) -> usize {
         DATA_ROOM
@@ -112,18 +119,18 @@ impl TxQueue {
     }
 
     /// Builds up to `n` frames (at most [`BURST`]) in mbufs and sends them:
-    /// `build(buf, slot, received)` writes a frame into the mbuf's data
-    /// room and returns its length; `slot` names the mbuf, which still
-    /// holds what was last built in it by this queue unless `received`
-    /// (a frame was received into it since: net_af_xdp, where the RX
-    /// queue shares the pool). Returns the frames the port took
-    /// and their bytes (0: full, try again); frames built but not taken are
-    /// sent before anything more is built.
+    /// `build` is handed the burst's mbufs ([`TxBurst`]) and builds a
+    /// frame in each one it takes, in order; an mbuf still holds what was
+    /// last built in it by this queue unless its slot is among
+    /// [`TxBurst::received`] (a frame was received into it since:
+    /// net_af_xdp, where the RX queue shares the pool). Returns the frames
+    /// the port took and their bytes (0: full, try again); frames built
+    /// but not taken are sent before anything more is built.
     #[inline]
-    pub fn send_with(
+    pub fn send_burst(
         &mut self,
         n: usize,
-        mut build: impl FnMut(&mut [u8], usize, bool) -> usize,
+        build: impl FnOnce(&mut TxBurst<'_>),
     ) -> io::Result<(usize, u64)> {
         if self.pending.is_empty() {
             let n = n.min(BURST);
@@ -134,17 +141,22 @@ impl TxQueue {
             let Some(room) = self.alloc(n) else {
                 return Ok((0, 0));
             };
-            for i in 0..n {
-                // SAFETY: data[i] points to mbuf i's data room of `room`
-                // bytes, this handle's alone until it is sent.
-                let buf = unsafe { std::slice::from_raw_parts_mut(self.data[i], room) };
-                let s = self.slots[i];
-                self.lens[i] =
-                    build(buf, (s & !RECEIVED) as usize, s & RECEIVED != 0).min(room) as u16;
+            let mut burst = TxBurst {
+                data: &self.data[..n],
+                slots: &mut self.slots[..n],
+                lens: &mut self.lens[..n],
+                room,
+                next: 0,
+            };
+            build(&mut burst);
+            let built = burst.next;
+            if built < n {
+                // SAFETY: mbufs[built..n] are this handle's, nothing built.
+                unsafe { lr_free(self.mbufs.as_ptr().add(built), (n - built) as c_uint) };
             }
-            // SAFETY: mbufs[..n] and lens[..n] are set.
-            unsafe { lr_set_lens(self.mbufs.as_ptr(), self.lens.as_ptr(), n as c_uint) };
-            self.pending = 0..n;
+            // SAFETY: mbufs[..built] and lens[..built] are set.
+            unsafe { lr_set_lens(self.mbufs.as_ptr(), self.lens.as_ptr(), built as c_uint) };
+            self.pending = 0..built;
         }
         Ok(self.push())
     }
@@ -185,6 +197,55 @@ impl TxQueue {
             // SAFETY: mbufs[r] are this handle's, not handed to the port.
             unsafe { lr_free(self.mbufs.as_ptr().add(r.start), r.len() as c_uint) };
         }
+    }
+}
+
+/// One burst's mbufs, handed out in order to a frame builder (see
+/// [`TxQueue::send_burst`]).
+#[derive(Debug)]
+pub struct TxBurst<'a> {
+    data: &'a [*mut u8],
+    slots: &'a mut [u32],
+    lens: &'a mut [u16],
+    /// Bytes a frame may take in each mbuf.
+    room: usize,
+    /// The next mbuf to hand out.
+    next: usize,
+}
+
+impl TxBurst<'_> {
+    /// The next mbuf's data room, its slot and whether a frame was
+    /// received into it since this queue last built there; `None` when
+    /// the burst is full. [`built`](Self::built) follows each.
+    #[inline(always)]
+    pub fn next_mbuf(&mut self) -> Option<(&mut [u8], usize, bool)> {
+        let i = self.next;
+        let &p = self.data.get(i)?;
+        self.next = i + 1;
+        let s = self.slots[i];
+        // SAFETY: data[i] points to mbuf i's data room of `room` bytes,
+        // this queue's alone until it is sent; each mbuf is handed out once.
+        let buf = unsafe { std::slice::from_raw_parts_mut(p, self.room) };
+        Some((buf, (s & !RECEIVED) as usize, s & RECEIVED != 0))
+    }
+
+    /// The frame built in the last mbuf handed out is `len` bytes (cut to
+    /// the mbuf's room).
+    #[inline(always)]
+    pub fn built(&mut self, len: usize) {
+        if let Some(l) = self.next.checked_sub(1).and_then(|i| self.lens.get_mut(i)) {
+            *l = len.min(self.room) as u16;
+        }
+    }
+
+    /// The slots of this burst's mbufs that a frame was received into
+    /// since this queue last built there (none but on a pool an RX queue
+    /// shares).
+    pub fn received(&self) -> impl Iterator<Item = usize> + '_ {
+        self.slots
+            .iter()
+            .filter(|&&s| s & RECEIVED != 0)
+            .map(|&s| (s & !RECEIVED) as usize)
     }
 }
 
