@@ -278,21 +278,40 @@ int lr_port_start(uint16_t port, uint16_t nq, uint16_t nb_desc, struct rte_mempo
 
 /* `n` mbufs, all or none (-ENOENT); each one's data pointer and slot word
  * (LR_RECEIVED set if a frame was received into it since it was last
- * handed out here; cleared now), and the bytes a frame may take in it. */
-int lr_alloc(struct rte_mempool *mp, struct rte_mbuf **m, unsigned n, uint8_t **data, uint32_t *slot, uint16_t *room)
+ * handed out here; cleared now), and the bytes a frame may take in it.
+ *
+ * `shared`: the pool is an RX queue's too (net_af_xdp's UMEM), whose
+ * receive path sets an mbuf's fields as it likes: each is reset whole.
+ * Otherwise the pool is this TX queue's alone, and an mbuf comes back as
+ * the PMD freed it (one segment, no next, reference 1: what
+ * rte_pktmbuf_free leaves) with the offsets and flags set here (none):
+ * only its data offset is set, and the frame's lengths before it is sent
+ * (lr_set_lens), as testpmd's txonly does, not rte_pktmbuf_reset's dozen
+ * stores a frame. */
+int lr_alloc(struct rte_mempool *mp, struct rte_mbuf **m, unsigned n, uint8_t **data, uint32_t *slot, uint16_t *room,
+	     int shared)
 {
-	int r;
 	lcore_enter();
-	r = rte_pktmbuf_alloc_bulk(mp, m, n);
-	if (r != 0)
-		return -ENOENT;
-	for (unsigned i = 0; i < n; i++) {
-		uint32_t *priv = rte_mbuf_to_priv(m[i]);
-		data[i] = rte_pktmbuf_mtod(m[i], uint8_t *);
-		slot[i] = *priv;
-		*priv &= ~LR_RECEIVED;
+	if (shared) {
+		if (rte_pktmbuf_alloc_bulk(mp, m, n) != 0)
+			return -ENOENT;
+		for (unsigned i = 0; i < n; i++) {
+			uint32_t *priv = rte_mbuf_to_priv(m[i]);
+			data[i] = rte_pktmbuf_mtod(m[i], uint8_t *);
+			slot[i] = *priv;
+			*priv &= ~LR_RECEIVED;
+		}
+	} else {
+		if (rte_mempool_get_bulk(mp, (void **)m, n) != 0)
+			return -ENOENT;
+		for (unsigned i = 0; i < n; i++) {
+			struct rte_mbuf *b = m[i];
+			b->data_off = RTE_PKTMBUF_HEADROOM;
+			data[i] = (uint8_t *)b->buf_addr + RTE_PKTMBUF_HEADROOM;
+			slot[i] = *(const uint32_t *)rte_mbuf_to_priv(b);
+		}
 	}
-	*room = n ? rte_pktmbuf_tailroom(m[0]) : 0;
+	*room = n ? m[0]->buf_len - RTE_PKTMBUF_HEADROOM : 0;
 	return 0;
 }
 

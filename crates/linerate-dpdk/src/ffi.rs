@@ -52,6 +52,7 @@ unsafe extern "C" {
         data: *mut *mut u8,
         slot: *mut u32,
         room: *mut u16,
+        shared: c_int,
     ) -> c_int;
     fn lr_set_lens(m: *const *mut RteMbuf, lens: *const u16, n: c_uint);
     fn lr_tx(port: u16, queue: u16, m: *mut *mut RteMbuf, n: u16) -> u16;

@@ -17,6 +17,9 @@ pub struct TxQueue {
     lens: Vec<u16>,
     /// Built but not yet taken by the port: sent first next time.
     pending: Range<usize>,
+    /// The pool is the port's RX queue's too (net_af_xdp): its mbufs are
+    /// reset whole when taken.
+    shared: bool,
 }
 
 // SAFETY: the queue is taken by this handle alone (`take`); its mbufs are
@@ -32,6 +35,7 @@ impl TxQueue {
         let mut table = started(id)?;
         take(&mut table, id, queue, true, name)?;
         let st = table.get_mut(&id).expect("started");
+        let shared = st.shared_pools;
         let (pool, mbufs) = match st.tx_pools[usize::from(queue)] {
             Some(p) => p,
             None => match pool(&format!("lr_tx{id}_{queue}"), TX_MBUFS, st.socket, false) {
@@ -52,6 +56,7 @@ impl TxQueue {
             slots: vec![0; BURST],
             lens: vec![0; BURST],
             pending: 0..0,
+            shared,
         })
     }
 
@@ -93,6 +98,7 @@ impl TxQueue {
                 self.data.as_mut_ptr(),
                 self.slots.as_mut_ptr(),
                 &mut room,
+                c_int::from(self.shared),
             )
         };
         (r == 0).then_some(usize::from(room))
