@@ -4,11 +4,13 @@
 //! receivers tell the flows apart. Everything that can be refused is
 //! refused here, before anything is sent.
 
+use crate::devices::Device;
 use crate::json::{Invalid, invalid};
 use crate::model::{self, Config, Delay, Field, Rate, Size, Stop};
 use crate::peer::Peers;
 use linerate_calc::{Imix, ImixEntry};
 use linerate_packet::{BackendKind, BlastConfig, Gso, RxFilter, SinkConfig};
+use linerate_run::SharedReporter;
 use linerate_traffic::flows::Range;
 use linerate_traffic::template::Framing;
 use linerate_traffic::vxlan::Vxlan;
@@ -44,7 +46,15 @@ pub struct Options {
     /// Other agents whose ports a configuration may use.
     pub peers: Option<Arc<Peers>>,
     /// Where each start of traffic is reported as a run (`crate::run`).
-    pub reporting: Option<crate::run::Reporting>,
+    pub reporting: Option<Reporting>,
+}
+
+/// Where the agent's runs are reported, and how often.
+#[derive(Debug, Clone)]
+pub struct Reporting {
+    pub events: SharedReporter,
+    /// Between intervals (`None`: one interval, at the end).
+    pub interval: Option<Duration>,
 }
 
 impl Options {
@@ -127,7 +137,7 @@ pub fn plan_all(cfg: &Config, opts: &Options) -> Result<Plan, Vec<Invalid>> {
             Err(e) => errs.push(e),
         }
     }
-    errs.extend(crate::devices::local_ports(&cfg.devices, &ports));
+    errs.extend(local_ports(&cfg.devices, &ports));
     if !errs.is_empty() {
         // The flows need their ports.
         return Err(errs);
@@ -145,6 +155,26 @@ pub fn plan_all(cfg: &Config, opts: &Options) -> Result<Plan, Vec<Invalid>> {
     } else {
         Err(errs)
     }
+}
+
+/// Devices on ports of peer agents: refused (a responder runs on this
+/// agent's ports only), each by its ethernet's path.
+pub fn local_ports(devices: &[Device], ports: &[PlanPort]) -> Vec<Invalid> {
+    let mut errs = Vec::new();
+    for (i, d) in devices.iter().enumerate() {
+        for (k, e) in d.ethernets.iter().enumerate() {
+            if ports.iter().any(|p| p.name == e.port && p.remote.is_some()) {
+                errs.push(invalid(
+                    &format!("devices[{i}].ethernets[{k}].connection.port_name"),
+                    format!(
+                        "port '{}' is on a peer agent: devices are emulated on this agent's ports only",
+                        e.port
+                    ),
+                ));
+            }
+        }
+    }
+    errs
 }
 
 /// Port `i`: on a peer, or an interface of the allow-list on this host.
