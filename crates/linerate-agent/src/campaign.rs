@@ -3,6 +3,7 @@
 //! its last (`linerate_packet::pair`), running counts taken from their
 //! intervals, and the exact counts of the reports once the flow ends.
 
+pub use crate::lock::lock;
 use crate::peer::{RxCounts, RxId, RxIds, RxStart};
 use crate::plan::{Plan, PlanFlow};
 use linerate_packet::{BlastReport, SinkReport};
@@ -486,12 +487,6 @@ impl Campaign {
             .iter()
             .all(|f| f.stop_within(end.saturating_duration_since(Instant::now())))
     }
-}
-
-/// A lock that a panicked holder does not poison for the rest (counts
-/// are plain numbers: a half-written update is still numbers).
-pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 //! own when it is on it.
 
 use crate::json::{Invalid, Obj, invalid};
-use crate::model::Port;
+use crate::model::ports::Port;
 use linerate_wire::MacAddr;
 use serde_json::{Value, json};
 use std::net::IpAddr;
@@ -473,26 +473,6 @@ pub fn fill_packet(packet: Option<&Value>, d: &DeviceFlow) -> Value {
         }
     }
     p
-}
-
-/// Devices on ports of peer agents: refused (a responder runs on this
-/// agent's ports only), each by its ethernet's path.
-pub fn local_ports(devices: &[Device], ports: &[crate::plan::PlanPort]) -> Vec<Invalid> {
-    let mut errs = Vec::new();
-    for (i, d) in devices.iter().enumerate() {
-        for (k, e) in d.ethernets.iter().enumerate() {
-            if ports.iter().any(|p| p.name == e.port && p.remote.is_some()) {
-                errs.push(invalid(
-                    &format!("devices[{i}].ethernets[{k}].connection.port_name"),
-                    format!(
-                        "port '{}' is on a peer agent: devices are emulated on this agent's ports only",
-                        e.port
-                    ),
-                ));
-            }
-        }
-    }
-    errs
 }
 
 #[cfg(test)]

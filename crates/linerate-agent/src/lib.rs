@@ -20,7 +20,8 @@
 //! - `capture`: the ports' captures (the sinks' capture files, handed
 //!   back as one pcap or pcapng); `capture_filter`: the model's capture
 //!   filters, the frames a capture keeps.
-//! - `campaign`: running flows and their counts.
+//! - `campaign`: running flows and their counts; `lock`: a lock a
+//!   panicked holder does not poison.
 //! - `metrics`: the models' metrics answers, typed.
 //! - `run`: each start of traffic as a run of the run contract (start,
 //!   intervals, a typed end) to the binary's reporters.
@@ -44,6 +45,7 @@ pub mod http;
 pub mod json;
 pub mod kinds;
 pub mod layer1;
+pub mod lock;
 pub mod metrics;
 pub mod model;
 pub mod neighbors;

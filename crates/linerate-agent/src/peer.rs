@@ -16,8 +16,8 @@
 //! The receiving side of these routes is [`Receivers`]; the calling side
 //! is [`Peers::call`].
 
-use crate::campaign::lock;
 use crate::json::{Invalid, Obj, invalid};
+use crate::lock::lock;
 use linerate_packet::{BackendKind, RxFilter, SinkConfig};
 use linerate_run::{Interval, Scope};
 use linerate_traffic::ProbeIds;

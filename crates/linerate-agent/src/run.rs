@@ -8,24 +8,15 @@
 //! binary's (`--json-stream`, `--csv`, `--metrics`, text).
 
 use crate::campaign::{FlowCounts, FlowRun};
+pub use crate::plan::Reporting;
 use crate::plan::{Plan, PlanFlow};
 use linerate_packet::Rate;
-use linerate_run::{
-    CountedBy, Counts, Measured, Mode, Outcome, Row, Run, Sampler, Scope, SharedReporter,
-};
+use linerate_run::{CountedBy, Counts, Measured, Mode, Outcome, Row, Run, Sampler, Scope};
 use serde::Serialize;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-/// Where the agent's runs are reported, and how often.
-#[derive(Debug, Clone)]
-pub struct Reporting {
-    pub events: SharedReporter,
-    /// Between intervals (`None`: one interval, at the end).
-    pub interval: Option<Duration>,
-}
 
 /// What a run was asked to do: its `Start` event's `config`.
 #[derive(Debug, Clone, Serialize)]

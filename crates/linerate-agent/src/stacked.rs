@@ -13,10 +13,10 @@
 //! each field, as VXLAN's outer headers do.
 
 use crate::json::{Invalid, Obj, invalid};
-use crate::model::{
-    Field, Headers, Kind, body, ethernet_typed, good_checksum, ipv4_header, ipv6_header, pattern,
-    ranged, ranged_random, single, vlan_tag,
+use crate::model::headers::{
+    Headers, body, ethernet_typed, good_checksum, ipv4_header, ipv6_header, vlan_tag,
 };
+use crate::model::patterns::{Field, Kind, pattern, ranged, ranged_random, single};
 use linerate_traffic::flows::Range;
 use linerate_traffic::stack::{ETHERTYPE_MPLS, Gre, LABELS_MAX, Label, Stack};
 use std::net::IpAddr;
@@ -154,7 +154,7 @@ fn transport(kind: &str, l4: &Obj) -> Result<Transport, Invalid> {
     // (udp and tcp as a plain flow's: the model's own reader)
     let (src_port, src_random) = ranged_random(l4, "src_port", Kind::Bits(16))?;
     let (dst_port, dst_random) = ranged_random(l4, "dst_port", Kind::Bits(16))?;
-    let tcp_flags = crate::model::l4_rest(l4, kind == "tcp")?;
+    let tcp_flags = crate::model::headers::l4_rest(l4, kind == "tcp")?;
     Ok((
         src_port,
         dst_port,

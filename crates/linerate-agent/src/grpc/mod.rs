@@ -7,8 +7,8 @@
 //! (`service`), off the data path.
 //!
 //! - `messages`: the envelopes (prost derives).
-//! - `schema`, `table_config`, `table_api`: protobuf to and from the
-//!   OTG JSON the routes take and answer.
+//! - `schema`, `table_config` (`table_flow` its flows'), `table_api`:
+//!   protobuf to and from the OTG JSON the routes take and answer.
 //! - `service`: the methods without I/O.
 //!
 //! Bounds, as the HTTPS side's (`crate::guard`, its own slots): at most
@@ -29,6 +29,8 @@ pub mod service;
 pub mod table_api;
 #[rustfmt::skip]
 pub mod table_config;
+#[rustfmt::skip]
+pub mod table_flow;
 
 use crate::api::{Agent, Reply};
 use crate::guard::{Failures, Held, Slots};

@@ -1,10 +1,10 @@
 //! Protobuf wire data to and from the OTG JSON the HTTP path reads and
 //! answers, by a table of the models' messages (`table_config`,
-//! `table_api`: field numbers, the JSON names, types, enums' names): a
-//! `Config` in protobuf becomes the very document the HTTP path's reader
-//! checks, and the API's JSON answers become protobuf. The mapping is
-//! protobuf's own JSON mapping (proto3): 64-bit integers as strings of
-//! digits, enums by name, field names as the models spell them.
+//! `table_flow`, `table_api`: field numbers, the JSON names, types, enums'
+//! names): a `Config` in protobuf becomes the very document the HTTP
+//! path's reader checks, and the API's JSON answers become protobuf. The
+//! mapping is protobuf's own JSON mapping (proto3): 64-bit integers as
+//! strings of digits, enums by name, field names as the models spell them.
 //!
 //! A field the table knows by name only ([`Ty::Opaque`]: a part of the
 //! models the agent does not run) comes out as `{}` under its name, for
