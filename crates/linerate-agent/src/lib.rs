@@ -44,6 +44,7 @@ pub mod guard;
 pub mod http;
 pub mod json;
 pub mod kinds;
+pub mod launch;
 pub mod layer1;
 pub mod lock;
 pub mod metrics;

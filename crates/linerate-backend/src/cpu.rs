@@ -102,6 +102,31 @@ pub fn pin_worker(cpu: usize) -> Result<(), String> {
     pin(cpu).map_err(|e| format!("cannot pin a worker to CPU {cpu}: {e}"))
 }
 
+/// Workers one CPU list may ask for (a CPU may be named more than once).
+pub const LIST_MAX: usize = 256;
+
+/// A CPU list (`--cores`, `--stream-cpus`) checked against this process's
+/// CPUs before anything is opened: every CPU one it may run on, at most
+/// [`LIST_MAX`] entries.
+pub fn checked_list(s: &str) -> Result<Vec<usize>, String> {
+    let list = parse_list(s)?;
+    let bad = not_allowed(&list);
+    if !bad.is_empty() {
+        return Err(format!(
+            "CPU(s) {} are not online or not allowed for this process (it may run on {})",
+            format_list(&bad),
+            format_list(&allowed())
+        ));
+    }
+    if list.len() > LIST_MAX {
+        return Err(format!(
+            "{} CPUs: at most {LIST_MAX} (one worker each)",
+            list.len()
+        ));
+    }
+    Ok(list)
+}
+
 #[cfg(test)]
 mod tests {
 

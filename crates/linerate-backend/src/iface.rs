@@ -24,6 +24,19 @@ pub fn index(iface: &str) -> io::Result<i32> {
 }
 
 /// The MAC address of an interface, from sysfs.
+/// `--iface NAME` checked before anything else is asked of it, so a
+/// mistyped name is said as such (not as a missing address or MAC).
+pub fn exists(name: &str) -> Result<(), NoSuchIface> {
+    index(name)
+        .map(|_| ())
+        .map_err(|_| NoSuchIface(name.to_string()))
+}
+
+/// An interface name this host has not.
+#[derive(Debug, thiserror::Error)]
+#[error("no interface named {0} (`ip link` lists them)")]
+pub struct NoSuchIface(pub String);
+
 pub fn mac(iface: &str) -> io::Result<[u8; 6]> {
     let s = std::fs::read_to_string(format!("/sys/class/net/{iface}/address"))?;
     let mut m = [0u8; 6];

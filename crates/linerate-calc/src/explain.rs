@@ -30,6 +30,24 @@ pub enum Size<'a> {
     Imix(&'a str),
 }
 
+impl<'a> Size<'a> {
+    /// The size `calc`'s flags give (they exclude one another): `--imix`,
+    /// `--udp-payload`, `--tcp-payload`, `--ip-packet`, `--frame`; none:
+    /// the default.
+    pub fn from_flags(
+        imix: Option<&'a str>,
+        [udp, tcp, ip, frame]: [Option<u64>; 4],
+    ) -> Option<Size<'a>> {
+        match (imix, udp, tcp, ip) {
+            (Some(spec), ..) => Some(Size::Imix(spec)),
+            (_, Some(p), _, _) => Some(Size::Payload(Payload::Udp(p))),
+            (_, _, Some(p), _) => Some(Size::Payload(Payload::Tcp(p))),
+            (_, _, _, Some(p)) => Some(Size::Payload(Payload::IpPacket(p))),
+            _ => frame.map(|f| Size::Payload(Payload::Frame(f))),
+        }
+    }
+}
+
 /// Why a query has no answer.
 #[derive(Debug, thiserror::Error)]
 pub enum QueryError {

@@ -23,6 +23,7 @@ pub use imix::{Imix, ImixEntry, ImixError};
 pub use rate::{LineRate, RateReport, line_rate, rate_at_pps};
 pub use units::{
     UnitError, UnitRate, format_bps, format_count, parse_bps, parse_pps, parse_rate_with_unit,
+    ratio, share,
 };
 
 /// Preamble (7) + start-of-frame delimiter (1) + inter-frame gap (12).

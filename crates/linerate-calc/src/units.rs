@@ -180,6 +180,25 @@ pub fn format_bps(bps: f64) -> String {
     format!("{:.3} {prefix}bit/s", bps / div)
 }
 
+/// `95%` or `0.95`: a share strictly between 0 and 1.
+pub fn share(s: &str) -> Result<f64, String> {
+    ratio(s)
+        .ok()
+        .filter(|x| *x > 0.0 && *x < 1.0)
+        .ok_or_else(|| format!("'{s}' is not a share (95%, 2%, 0.02)"))
+}
+
+/// `0`, `0.001%`, `1e-5`, `100%`: a ratio from 0 to 1 inclusive.
+pub fn ratio(s: &str) -> Result<f64, String> {
+    let v = match s.trim().strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
+        None => s.trim().parse::<f64>(),
+    };
+    v.ok()
+        .filter(|x| (0.0..=1.0).contains(x))
+        .ok_or_else(|| format!("'{s}' is not a ratio (0.5%, 0.001, 0)"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,5 +285,15 @@ mod tests {
         assert_eq!(format_bps(7_619_047_619.0), "7.619 Gbit/s");
         assert_eq!(format_bps(512.0), "512.000 bit/s");
         assert_eq!(format_bps(1.5e12), "1.500 Tbit/s");
+    }
+
+    #[test]
+    fn ratios_and_shares() {
+        assert_eq!(ratio("0.5%"), Ok(0.005));
+        assert_eq!(ratio("1e-5"), Ok(1e-5));
+        assert_eq!(ratio("100%"), Ok(1.0));
+        assert!(ratio("101%").is_err());
+        assert_eq!(share("95%"), Ok(0.95));
+        assert!(share("100%").is_err() && share("0").is_err());
     }
 }

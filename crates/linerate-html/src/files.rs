@@ -37,3 +37,12 @@ pub fn expand(paths: &[std::path::PathBuf]) -> Result<Vec<std::path::PathBuf>, R
     }
     Ok(out)
 }
+
+/// The results `paths` name (files, or directories of them), each read (a
+/// damaged file read as far as it goes).
+pub fn load_all(paths: &[std::path::PathBuf]) -> Result<Vec<crate::Loaded>, ReadError> {
+    expand(paths)?
+        .iter()
+        .map(|p| crate::Loaded::read(p))
+        .collect()
+}

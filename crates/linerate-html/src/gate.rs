@@ -91,6 +91,18 @@ pub enum Verdict {
     Unknown(String),
 }
 
+impl Verdict {
+    /// What `compare` says of it after the condition, and whether the
+    /// gate fails on it.
+    pub fn said(&self) -> (String, bool) {
+        match self {
+            Verdict::Holds => ("holds: fail".into(), true),
+            Verdict::Clear => ("does not hold".into(), false),
+            Verdict::Unknown(why) => (format!("cannot be judged ({why}): fail"), true),
+        }
+    }
+}
+
 impl std::str::FromStr for Condition {
     type Err = GateError;
 

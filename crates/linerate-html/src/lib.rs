@@ -27,7 +27,7 @@ pub mod stats;
 
 pub use compare::{CompareError, Comparison, compare};
 pub use figures::{Figure, FigureName};
-pub use files::expand;
+pub use files::{expand, load_all};
 pub use gate::{Condition, GateError, Verdict};
 pub use input::{Doc, Loaded, ReadError};
 
@@ -92,6 +92,25 @@ impl HtmlReporter {
             open,
             runs: Vec::new(),
         }
+    }
+
+    /// A reporter writing to `path`: the first page into `first` (the
+    /// file made new by the caller), later runs' pages (a server's tests)
+    /// over it, the file opened again and truncated.
+    pub fn to_file(path: &std::path::Path, first: std::fs::File) -> Self {
+        let mut first = Some(first);
+        let at = path.to_path_buf();
+        let open: Open = Box::new(move || {
+            let f = match first.take() {
+                Some(f) => f,
+                None => std::fs::OpenOptions::new()
+                    .write(true)
+                    .truncate(true)
+                    .open(&at)?,
+            };
+            Ok(Box::new(f) as Box<dyn Write>)
+        });
+        HtmlReporter::new(path.display().to_string(), open)
     }
 
     /// The page of the runs so far.

@@ -273,6 +273,21 @@ pub fn expand(args: &[OsString], t: &Table) -> Result<Vec<OsString>, Ambiguous> 
     Ok(out)
 }
 
+/// Whether the command line is iperf3's (`-s`, `-c HOST`, or argv[0] iperf3).
+pub fn iperf3_form(argv: &[std::ffi::OsString]) -> bool {
+    let prog = argv
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .and_then(|f| f.to_str())
+        .unwrap_or("");
+    if prog == "iperf3" {
+        return true;
+    }
+    argv.get(1)
+        .and_then(|a| a.to_str())
+        .is_some_and(|a| a.starts_with('-') && !matches!(a, "-h" | "--help" | "--version"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -413,5 +428,18 @@ mod tests {
             "max-tests or max-tests-per-source"
         );
         assert_eq!(exp(&["--nosuch"]).unwrap(), ["--nosuch"]);
+    }
+
+    #[test]
+    fn iperf3_forms_are_known_by_their_first_word_or_name() {
+        let argv = |a: &[&str]| {
+            a.iter()
+                .map(Into::into)
+                .collect::<Vec<std::ffi::OsString>>()
+        };
+        assert!(iperf3_form(&argv(&["linerate", "-s"])));
+        assert!(iperf3_form(&argv(&["/usr/bin/iperf3", "--help"])));
+        assert!(!iperf3_form(&argv(&["linerate", "--help"])));
+        assert!(!iperf3_form(&argv(&["linerate", "blast", "-c"])));
     }
 }

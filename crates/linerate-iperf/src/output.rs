@@ -30,6 +30,19 @@ impl Write for LockedWriter {
     }
 }
 
+/// The output sink a client or server writes to: `inner`, each line
+/// stamped with the local time when `--timestamps` gave a format.
+pub fn shared(
+    inner: Box<dyn Write + Send>,
+    timestamps: Option<&str>,
+) -> std::sync::Arc<std::sync::Mutex<dyn Write + Send>> {
+    use std::sync::{Arc, Mutex};
+    match timestamps {
+        Some(format) => Arc::new(Mutex::new(Stamped::new(inner, format.to_string()))),
+        None => Arc::new(Mutex::new(inner)),
+    }
+}
+
 /// `--timestamps`: the local time (strftime format) before every line.
 pub struct Stamped {
     inner: Box<dyn Write + Send>,

@@ -31,13 +31,17 @@ mod settings;
 pub mod setup;
 mod tx;
 
-pub use fwd::{FwdConfig, FwdCounts, FwdError, FwdMode, FwdOutcome, FwdReport, Noisy, apply, fwd};
+pub use fwd::{
+    FwdConfig, FwdCounts, FwdError, FwdMode, FwdOutcome, FwdReport, FwdStart, Noisy, apply, fwd,
+};
 pub use linerate_backend::port::{
     BackendError, BackendKind, Capabilities, Gso, Rx, RxCapabilities, RxFilter, Traffic, Tx,
     UDP_SOCKETS_MAX, open_rx, open_rx_workers, open_tx,
 };
 pub use outcome::{BlastOutcome, HistWritten, SinkOutcome};
-pub use rx::checks::{sink_measured, write_hist, xdp_holder};
+pub use rx::checks::{
+    SINK_UNTIL_STOPPED_S, SinkStart, sink_measured, sink_ready_line, write_hist, xdp_holder,
+};
 pub use rx::{CaptureConfig, FLOW_ROWS_MAX, SinkConfig, SinkError, SinkReport, flow_rows, sink};
 pub use settings::StreamSettings;
 pub use tx::{

@@ -1,17 +1,21 @@
-//! rfc2544's flags into its trial runner: the flows through the device
-//! (the device's MACs given or learnt from the neighbour table, the
-//! reverse flows of `--bidir`) or a traffic profile's streams, scaled;
-//! `--max-rate` with its unit; `--resume`'s earlier run read and checked.
+//! rfc2544's flags into its campaign (`setup`): the tests checked, the
+//! trial runner (the flows through the device, the device's MACs given or
+//! learnt from the neighbour table, the reverse flows of `--bidir`; or a
+//! traffic profile's streams, scaled), `--max-rate` with its unit or the
+//! port's speed, the searches' settings, `--resume`'s earlier run read
+//! and checked, and the run's `Start` settings as a typed `StartConfig`.
 
 use crate::BackendKind;
+use crate::StreamSettings;
 use crate::profile_trials::ProfileRunner;
-use crate::rfc2544::{DeviceRunner, FrameSize, MaxRate, TrialRunner};
+use crate::rfc2544::{DeviceRunner, FrameSize, MaxRate, Pace, Settings, TrialRunner};
+use crate::rfc2544_campaign::{Campaign, TESTS};
 use crate::rfc2544_resume::{ResumeError, Resumed};
 use crate::setup::{SetupError, next_hop_mac, port_mac, profile_config};
 use linerate_traffic::FlowSpec;
-use serde_json::Value;
+use serde::Serialize;
 use std::net::IpAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -44,7 +48,7 @@ pub fn max_rate(spec: &str) -> Result<MaxRate, String> {
 pub fn resumed(
     path: Option<&Path>,
     repeated: bool,
-    config: &mut Value,
+    config: &mut StartConfig,
 ) -> Result<Option<Resumed>, ResumeFileError> {
     let Some(path) = path else {
         return Ok(None);
@@ -54,9 +58,183 @@ pub fn resumed(
     }
     let text = std::fs::read_to_string(path)
         .map_err(|e| ResumeFileError::Read(path.display().to_string(), e))?;
-    let r = Resumed::parse(&text, config)?;
-    config["resumed_from"] = serde_json::json!(path);
+    let r = Resumed::parse(&text, &serde_json::to_value(&*config).unwrap_or_default())?;
+    config.resumed_from = Some(path.to_path_buf());
     Ok(Some(r))
+}
+
+/// Why rfc2544 cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum Rfc2544SetupError {
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    #[error(transparent)]
+    Resume(#[from] ResumeFileError),
+}
+
+/// rfc2544's command line as plain values.
+#[derive(Debug)]
+pub struct Flags<'a> {
+    pub ports: Ports<'a>,
+    /// The flows' flags (with `--profile`, only `src_mac` is read).
+    pub device: DeviceFlags<'a>,
+    pub profile: Option<&'a Path>,
+    pub sizes: &'a [FrameSize],
+    pub campaign: Campaign,
+    /// Seconds per trial, as given.
+    pub trial_time: f64,
+    pub max_rate: Option<&'a str>,
+    pub resolution: f64,
+    pub offered_min: f64,
+    pub max_trials: u16,
+    pub pace: Pace,
+    pub resume: Option<&'a Path>,
+    /// `--repeat`/`--ci-target` asked.
+    pub repeated: bool,
+}
+
+/// A campaign ready to run: what it sends, the sizes it searches, its
+/// tests and settings, what it resumes, and what its `Start` says.
+pub struct Setup {
+    pub runner: Box<dyn TrialRunner>,
+    pub sizes: Vec<FrameSize>,
+    pub campaign: Campaign,
+    pub settings: Settings,
+    pub resume: Option<Resumed>,
+    pub config: StartConfig,
+}
+
+impl std::fmt::Debug for Setup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Setup")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// rfc2544's settings as its `Start` (and `-J`'s `config`) states them,
+/// in this order; `--resume` compares the `SETTINGS` keys of it.
+#[derive(Debug, Clone, Serialize)]
+pub struct StartConfig {
+    #[serde(flatten)]
+    pub sent: Sent,
+    pub tx_iface: String,
+    pub rx_iface: String,
+    pub sizes: Vec<FrameSize>,
+    pub tests: Vec<String>,
+    pub loss_ratio: Vec<f64>,
+    pub trial_time_s: f64,
+    pub max_rate: Option<String>,
+    pub resolution: f64,
+    pub backend: BackendKind,
+    pub bidir: bool,
+    pub catch_up: &'static str,
+    pub burst_tolerance: Option<u32>,
+    pub spoiled_max: u32,
+    pub offered_min: f64,
+    pub max_trials: u16,
+    pub drain_s: f64,
+    pub warmup_s: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resumed_from: Option<PathBuf>,
+}
+
+/// What the trials send, as `Start` says it: the device's MAC and the
+/// flows' addresses, or the profile.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum Sent {
+    Device {
+        dst_mac: String,
+        src_ip: String,
+        dst_ip: String,
+    },
+    Profile {
+        profile: ProfileStart,
+    },
+}
+
+/// `--profile`'s streams as `Start` says them.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProfileStart {
+    pub file: PathBuf,
+    pub streams: Vec<StreamSettings>,
+    pub nominal_fps: f64,
+    pub mean_frame_bytes: f64,
+    pub scale: &'static str,
+}
+
+/// The campaign the flags ask for: the tests known and the ports two,
+/// then the runner, the highest rate (`--max-rate`, else the tx port's
+/// speed), the settings, the resumed run; `warn` hears what the flows'
+/// set-up warns of.
+pub fn setup(f: Flags, warn: &mut dyn FnMut(&str)) -> Result<Setup, Rfc2544SetupError> {
+    let flag = |m: String| Rfc2544SetupError::Setup(SetupError::Flag(m));
+    if let Some(t) = (f.campaign.tests.iter()).find(|t| !TESTS.contains(&t.as_str())) {
+        return Err(flag(format!(
+            "--tests: '{t}' is not one of throughput, latency, loss, back-to-back"
+        )));
+    }
+    if f.ports.tx_iface == f.ports.rx_iface {
+        return Err(flag(
+            "--tx-iface and --rx-iface must be two ports with the device between them".into(),
+        ));
+    }
+    let (runner, sizes, sent) = match f.profile {
+        Some(path) => profile_runner(&f.ports, path, f.device.src_mac)?,
+        None => device_runner(&f.ports, &f.device, f.sizes, warn)?,
+    };
+    let max_rate = match (
+        f.max_rate,
+        linerate_backend::iface::speed_bps(f.ports.tx_iface),
+    ) {
+        (Some(m), _) => max_rate(m).map_err(flag)?,
+        (None, Some(bps)) => MaxRate::L1Bps(bps as f64),
+        (None, None) => {
+            return Err(flag(format!(
+                "{} does not report its speed (a veth?): give --max-rate",
+                f.ports.tx_iface
+            )));
+        }
+    };
+    let settings = Settings {
+        max_rate,
+        trial_time: Duration::from_secs_f64(f.trial_time.max(0.1)),
+        resolution: f.resolution.max(1e-4),
+        offered_min: f.offered_min,
+        max_trials: usize::from(f.max_trials),
+        pace: f.pace,
+    };
+    let mut config = StartConfig {
+        sent,
+        tx_iface: f.ports.tx_iface.to_string(),
+        rx_iface: f.ports.rx_iface.to_string(),
+        sizes: sizes.clone(),
+        tests: f.campaign.tests.clone(),
+        loss_ratio: f.campaign.loss_ratio.clone(),
+        trial_time_s: f.trial_time,
+        max_rate: f.max_rate.map(str::to_string),
+        resolution: f.resolution,
+        backend: f.ports.backend,
+        bidir: f.device.bidir,
+        catch_up: f.pace.catch_up.name(),
+        burst_tolerance: f.pace.burst_tolerance,
+        spoiled_max: f.pace.spoiled_max,
+        offered_min: f.offered_min,
+        max_trials: f.max_trials,
+        drain_s: f.ports.drain,
+        warmup_s: f.ports.warmup,
+        resumed_from: None,
+    };
+    let resume = resumed(f.resume, f.repeated, &mut config)?;
+    Ok(Setup {
+        runner,
+        sizes,
+        campaign: f.campaign,
+        settings,
+        resume,
+        config,
+    })
 }
 
 /// The flags that say what the trials send through the device.
@@ -85,12 +263,12 @@ pub struct DeviceFlags<'a> {
     pub reverse_dst_mac: Option<&'a str>,
 }
 
-/// A trial runner, the frame sizes it searches and the settings it adds
-/// to the run's `Start`.
-pub type Runner = (Box<dyn TrialRunner>, Vec<FrameSize>, Value);
+/// A trial runner, the frame sizes it searches and what `Start` says it
+/// sends.
+type Runner = (Box<dyn TrialRunner>, Vec<FrameSize>, Sent);
 
 /// What the trials send, and the frame sizes searched: the flows given.
-pub fn device_runner(
+fn device_runner(
     p: &Ports,
     f: &DeviceFlags,
     sizes: &[FrameSize],
@@ -112,13 +290,17 @@ pub fn device_runner(
         stop: p.stop.clone(),
         warmup: Duration::from_secs_f64(p.warmup.max(0.0)),
     };
-    let config = serde_json::json!({"dst_mac": dst_mac, "src_ip": f.src_ip, "dst_ip": f.dst_ip});
-    Ok((Box::new(runner), sizes.to_vec(), config))
+    let sent = Sent::Device {
+        dst_mac,
+        src_ip: f.src_ip.to_string(),
+        dst_ip: f.dst_ip.to_string(),
+    };
+    Ok((Box::new(runner), sizes.to_vec(), sent))
 }
 
 /// What the trials send with `--profile`: the profile's streams, scaled;
 /// the one "frame size" searched is the profile's (its mean frame).
-pub fn profile_runner(p: &Ports, path: &Path, src_mac: Option<&str>) -> Result<Runner, SetupError> {
+fn profile_runner(p: &Ports, path: &Path, src_mac: Option<&str>) -> Result<Runner, SetupError> {
     let mut sender = profile_config(path, p.tx_iface, p.backend, src_mac, None)?;
     sender.profile = sender.profile.for_trials();
     let (nominal_fps, mean_bytes) = sender.profile.nominal(&sender.rates);
@@ -127,15 +309,15 @@ pub fn profile_runner(p: &Ports, path: &Path, src_mac: Option<&str>) -> Result<R
         || "profile".to_string(),
         |s| s.to_string_lossy().into_owned(),
     );
-    let config = serde_json::json!({
-        "profile": {
-            "file": path,
-            "streams": sender.stream_settings(),
-            "nominal_fps": nominal_fps,
-            "mean_frame_bytes": mean_bytes,
-            "scale": "each trial's rate over nominal_fps: every stream's rate times it",
+    let sent = Sent::Profile {
+        profile: ProfileStart {
+            file: path.to_path_buf(),
+            streams: sender.stream_settings(),
+            nominal_fps,
+            mean_frame_bytes: mean_bytes,
+            scale: "each trial's rate over nominal_fps: every stream's rate times it",
         },
-    });
+    };
     let runner = ProfileRunner {
         sender,
         nominal_fps,
@@ -147,7 +329,7 @@ pub fn profile_runner(p: &Ports, path: &Path, src_mac: Option<&str>) -> Result<R
         warmup: Duration::from_secs_f64(p.warmup.max(0.0)),
     };
     let size = FrameSize::Profile { name, mean_bytes };
-    Ok((Box::new(runner), vec![size], config))
+    Ok((Box::new(runner), vec![size], sent))
 }
 
 /// The tx side's source and destination MACs (given, or learnt).
@@ -214,9 +396,41 @@ mod tests {
         assert!(max_rate("100M").is_err(), "a bare number is refused");
     }
 
+    fn config(sent: Sent) -> StartConfig {
+        StartConfig {
+            sent,
+            tx_iface: "ga".into(),
+            rx_iface: "gb".into(),
+            sizes: vec![FrameSize::Fixed(64)],
+            tests: vec!["throughput".into()],
+            loss_ratio: vec![0.0],
+            trial_time_s: 10.0,
+            max_rate: None,
+            resolution: 0.005,
+            backend: BackendKind::AfPacket,
+            bidir: false,
+            catch_up: "skip",
+            burst_tolerance: None,
+            spoiled_max: 5,
+            offered_min: 0.99,
+            max_trials: 30,
+            drain_s: 0.5,
+            warmup_s: 0.0,
+            resumed_from: None,
+        }
+    }
+
+    fn device() -> Sent {
+        Sent::Device {
+            dst_mac: "02:00:00:00:00:01".into(),
+            src_ip: "198.18.0.1".into(),
+            dst_ip: "198.19.0.1".into(),
+        }
+    }
+
     #[test]
     fn resume_is_refused_with_a_repetition_and_a_missing_file_named() {
-        let mut config = serde_json::json!({});
+        let mut config = config(device());
         assert!(resumed(None, true, &mut config).unwrap().is_none());
         let e = resumed(Some(Path::new("/nonexistent/r.json")), true, &mut config);
         assert!(matches!(e, Err(ResumeFileError::Repeated)));
@@ -224,7 +438,37 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert_eq!(e, "--resume /nonexistent/r.json");
-        assert_eq!(config, serde_json::json!({}), "untouched");
+        assert_eq!(config.resumed_from, None, "untouched");
+    }
+
+    /// `Start`'s config as the binary merged it by key before it was
+    /// typed: what is sent first, then the settings in this order, then
+    /// `resumed_from`.
+    #[test]
+    fn the_start_config_keeps_its_keys_and_order() {
+        let mut c = config(device());
+        c.resumed_from = Some("r.json".into());
+        assert_eq!(
+            serde_json::to_string(&c).unwrap(),
+            r#"{"dst_mac":"02:00:00:00:00:01","src_ip":"198.18.0.1","dst_ip":"198.19.0.1","tx_iface":"ga","rx_iface":"gb","sizes":[64],"tests":["throughput"],"loss_ratio":[0.0],"trial_time_s":10.0,"max_rate":null,"resolution":0.005,"backend":"af_packet","bidir":false,"catch_up":"skip","burst_tolerance":null,"spoiled_max":5,"offered_min":0.99,"max_trials":30,"drain_s":0.5,"warmup_s":0.0,"resumed_from":"r.json"}"#
+        );
+        let c = config(Sent::Profile {
+            profile: ProfileStart {
+                file: "p.toml".into(),
+                streams: Vec::new(),
+                nominal_fps: 1000.0,
+                mean_frame_bytes: 64.0,
+                scale: "s",
+            },
+        });
+        let text = serde_json::to_string(&c).unwrap();
+        assert!(
+            text.starts_with(
+                r#"{"profile":{"file":"p.toml","streams":[],"nominal_fps":1000.0,"mean_frame_bytes":64.0,"scale":"s"},"tx_iface":"ga","#
+            ),
+            "{text}"
+        );
+        assert!(text.ends_with(r#""warmup_s":0.0}"#), "{text}");
     }
 
     #[test]

@@ -181,7 +181,7 @@ enum SendingSettings<'a> {
     },
     Profile {
         profile: &'a Path,
-        streams: Vec<crate::StreamSettings<'a>>,
+        streams: Vec<crate::StreamSettings>,
     },
 }
 

@@ -7,9 +7,9 @@ use serde::Serialize;
 
 /// A stream as the run's settings give it: its id, rate (resolved, the
 /// profile's scale applied) and pattern.
-#[derive(Debug, Serialize)]
-pub struct StreamSettings<'a> {
-    name: &'a str,
+#[derive(Debug, Clone, Serialize)]
+pub struct StreamSettings {
+    name: String,
     id: u16,
     rate: RateSettings,
     pattern: String,
@@ -20,7 +20,7 @@ pub struct StreamSettings<'a> {
 }
 
 /// A stream's rate: frames or bits per second, and which bits it counts.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
 enum RateSettings {
     Pps { pps: f64 },
@@ -29,7 +29,7 @@ enum RateSettings {
 
 impl ProfileConfig {
     /// Each stream as the run's settings give it.
-    pub fn stream_settings(&self) -> Vec<StreamSettings<'_>> {
+    pub fn stream_settings(&self) -> Vec<StreamSettings> {
         let rate = |r: &Rate| match *r {
             Rate::Pps(p) => RateSettings::Pps {
                 pps: p * self.scale,
@@ -51,7 +51,7 @@ impl ProfileConfig {
         };
         (self.profile.streams.iter().zip(&self.rates))
             .map(|(s, r)| StreamSettings {
-                name: &s.name,
+                name: s.name.clone(),
                 id: s.id,
                 rate: rate(r),
                 pattern: pattern(&s.pattern),

@@ -285,6 +285,27 @@ pub fn render(c: &Chart, path: &Path) -> Result<(), PlotError> {
     }
 }
 
+/// The files `plot -o OUT` draws `figures` into: each figure once, in
+/// the order asked; one figure into OUT, several each into OUT with its
+/// name before the extension (run.rate.svg, run.loss.svg).
+pub fn outputs(out: &Path, figures: &[crate::Figure]) -> Vec<(crate::Figure, std::path::PathBuf)> {
+    let mut once: Vec<crate::Figure> = Vec::new();
+    for &f in figures {
+        if !once.contains(&f) {
+            once.push(f);
+        }
+    }
+    let many = once.len() > 1;
+    let stem = out.file_stem().unwrap_or_default().to_string_lossy();
+    let ext = out.extension().unwrap_or_default().to_string_lossy();
+    (once.iter())
+        .map(|&f| match many {
+            false => (f, out.to_path_buf()),
+            true => (f, out.with_file_name(format!("{stem}.{}.{ext}", f.name()))),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -339,5 +360,20 @@ mod tests {
             ]
         );
         assert!(!s.marked());
+    }
+
+    #[test]
+    fn each_figure_once_and_named_when_several() {
+        use crate::Figure::{Loss, Rate};
+        let one = super::outputs(Path::new("d/run.svg"), &[Rate, Rate]);
+        assert_eq!(one, [(Rate, "d/run.svg".into())]);
+        let two = super::outputs(Path::new("d/run.svg"), &[Rate, Loss, Rate]);
+        assert_eq!(
+            two,
+            [
+                (Rate, "d/run.rate.svg".into()),
+                (Loss, "d/run.loss.svg".into())
+            ]
+        );
     }
 }

@@ -16,7 +16,7 @@
 
 mod draw;
 
-pub use draw::{render, svg};
+pub use draw::{outputs, render, svg};
 use serde_json::Value;
 
 /// What to draw.

@@ -4,6 +4,7 @@
 //! in `linerate-run`, which has no output dependencies (the iperf3 protocol
 //! crate builds on it); the writers here bring CSV and Prometheus in.
 
+pub mod console;
 pub mod files;
 pub mod metrics;
 pub mod writers;

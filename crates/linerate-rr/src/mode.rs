@@ -11,6 +11,63 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+/// An rr server bound to its port, over UDP or TCP (`--tcp`).
+#[derive(Debug)]
+pub enum Bound {
+    Udp(Server),
+    Tcp(TcpServer),
+}
+
+impl Bound {
+    /// The server `flags` ask for, bound.
+    pub fn bind(flags: &crate::ServerFlags, tcp: bool) -> Result<Bound, RrError> {
+        Ok(if tcp {
+            Bound::Tcp(TcpServer::bind(&flags.tcp_config()?)?)
+        } else {
+            Bound::Udp(Server::bind(&flags.udp_config()?)?)
+        })
+    }
+
+    pub fn local_addr(&self) -> std::net::SocketAddr {
+        match self {
+            Bound::Udp(s) => s.local_addr(),
+            Bound::Tcp(s) => s.local_addr(),
+        }
+    }
+
+    /// The run's `Start` settings.
+    pub fn start(&self, flags: &crate::ServerFlags) -> Value {
+        match self {
+            Bound::Udp(s) => flags.udp_start(s.local_addr()),
+            Bound::Tcp(s) => flags.tcp_start(s.local_addr()),
+        }
+    }
+
+    /// The line saying where it listens: for people on standard output
+    /// (with its workers' CPUs), else on stderr for whoever waits to send
+    /// (standard output carries the document).
+    pub fn listening_line(&self, human: bool, cores: &[usize]) -> String {
+        let (at, tcp) = (self.local_addr(), matches!(self, Bound::Tcp(_)));
+        let transport = if tcp { "TCP" } else { "UDP" };
+        match (human, tcp) {
+            (true, _) => format!(
+                "rr server listening on {at} ({transport}), {} workers on CPUs {cores:?}",
+                cores.len()
+            ),
+            (false, true) => format!("linerate: rr server listening on {at} (TCP)"),
+            (false, false) => format!("linerate: rr server listening on {at}"),
+        }
+    }
+
+    /// Serves until `stop` (or the configured time).
+    pub fn serve(self, stop: &AtomicBool, run: &mut Run, doctor: Value) -> Measured {
+        match self {
+            Bound::Udp(s) => serve_udp(s, stop, run, doctor),
+            Bound::Tcp(s) => serve_tcp(s, stop, run, doctor),
+        }
+    }
+}
+
 /// Serves UDP until `stop` (or the configured time); `doctor`: the host's
 /// summary for the document.
 pub fn serve_udp(server: Server, stop: &AtomicBool, run: &mut Run, doctor: Value) -> Measured {

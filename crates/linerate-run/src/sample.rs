@@ -294,6 +294,33 @@ impl Cancel {
     }
 }
 
+/// `-i` out of bounds: 0 (none) or 0.1 to 3600 seconds.
+#[derive(Debug)]
+pub struct IntervalError(pub f64);
+
+impl std::fmt::Display for IntervalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self.0;
+        write!(
+            f,
+            "--interval must be 0 (none) or between 0.1 and 3600 seconds, not {s}"
+        )
+    }
+}
+
+impl std::error::Error for IntervalError {}
+
+/// `-i` checked: 0 = no intervals, else between 0.1 and 3600 seconds.
+pub fn interval(s: f64) -> Result<Option<Duration>, IntervalError> {
+    if s == 0.0 {
+        return Ok(None);
+    }
+    if !(0.1..=3600.0).contains(&s) {
+        return Err(IntervalError(s));
+    }
+    Ok(Some(Duration::from_secs_f64(s)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@
 //! AF_PACKET, AF_XDP) only move the bytes.
 
 pub mod accounting;
+pub mod dscp;
 pub mod encap;
 pub mod flows;
 pub mod pacing;

@@ -9,6 +9,7 @@ mod output;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use cmd::iperf::IperfArgs;
+use linerate_iperf::getopt::iperf3_form;
 use std::ffi::OsString;
 use std::process::ExitCode;
 
@@ -79,21 +80,6 @@ fn cli_command() -> clap::Command {
     cmd::iperf::split_help(Cli::command())
 }
 
-/// Whether the command line is iperf3's (`-s`, `-c HOST`, or argv[0] iperf3).
-fn iperf3_form(argv: &[OsString]) -> bool {
-    let prog = argv
-        .first()
-        .and_then(|a| std::path::Path::new(a).file_name())
-        .and_then(|f| f.to_str())
-        .unwrap_or("");
-    if prog == "iperf3" {
-        return true;
-    }
-    argv.get(1)
-        .and_then(|a| a.to_str())
-        .is_some_and(|a| a.starts_with('-') && !matches!(a, "-h" | "--help" | "--version"))
-}
-
 /// The options of `cmd` as getopt reads them (`linerate_iperf::getopt`
 /// writes iperf3's abbreviations out against them).
 pub(crate) fn getopt_table(cmd: &clap::Command) -> linerate_iperf::getopt::Table {
@@ -139,7 +125,7 @@ fn expand_iperf3_options(argv: Vec<OsString>) -> Vec<OsString> {
 
 fn main() -> ExitCode {
     let argv = expand_iperf3_options(std::env::args_os().collect());
-    let console = output::Console::default();
+    let console = output::console();
     let c = &console;
     let result = if iperf3_form(&argv) {
         cmd::iperf::run(&IperfArgs::parse_from(argv), c)

@@ -21,6 +21,29 @@ pub enum RxFilter {
 }
 
 impl RxFilter {
+    /// What the flags ask: `--take-queue` every frame, `--udp-ports` UDP
+    /// to those ports, by default only linerate's probe frames (a UDP
+    /// service on the interface keeps its datagrams).
+    pub fn from_flags(take_queue: bool, udp_ports: Option<(u16, u16)>) -> RxFilter {
+        match (take_queue, udp_ports) {
+            (true, _) => RxFilter::All,
+            (false, Some(p)) => RxFilter::Udp(Some(p)),
+            (false, None) => RxFilter::Probes,
+        }
+    }
+
+    /// `--udp-ports`: one port or LO-HI.
+    pub fn port_range(s: &str) -> Result<(u16, u16), String> {
+        let bad = || format!("'{s}' is not a port or a range of ports (9, 1000-1999)");
+        let (lo, hi) = s.split_once('-').unwrap_or((s, s));
+        let lo: u16 = lo.trim().parse().map_err(|_| bad())?;
+        let hi: u16 = hi.trim().parse().map_err(|_| bad())?;
+        if lo > hi {
+            return Err(bad());
+        }
+        Ok((lo, hi))
+    }
+
     /// The XDP program that redirects the frames this filter takes to
     /// the AF_XDP socket of their queue and passes the rest.
     pub fn program(&self, xskmap_fd: i32) -> Vec<Insn> {

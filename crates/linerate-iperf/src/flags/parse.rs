@@ -106,6 +106,54 @@ pub fn tos(s: &str) -> Result<u32, String> {
         .ok_or_else(|| format!("bad TOS value '{s}' (0..255)"))
 }
 
+/// The command line's ids (the clap declarations' field names) of the
+/// flags only a server uses: hidden from `linerate client --help`.
+pub const SERVER_ONLY_IDS: &[&str] = &[
+    "one_off",
+    "server_max_duration",
+    "server_bitrate_limit",
+    "server_grace",
+    "max_tests",
+    "max_tests_per_source",
+    "max_pending_per_source",
+    "server_max_streams",
+    "daemon",
+];
+
+/// The ids of the flags only a client uses: hidden from `linerate server
+/// --help`.
+pub const CLIENT_ONLY_IDS: &[&str] = &[
+    "udp",
+    "bitrate",
+    "fq_rate",
+    "no_fq_socket_pacing",
+    "time",
+    "bytes",
+    "blockcount",
+    "length",
+    "cport",
+    "parallel",
+    "reverse",
+    "bidir",
+    "window",
+    "mss",
+    "nodelay",
+    "tos",
+    "dscp",
+    "omit",
+    "title",
+    "extra_data",
+    "congestion",
+    "get_server_output",
+    "udp_counters_64bit",
+    "repeating_payload",
+    "zerocopy",
+    "dont_fragment",
+    "connect_timeout",
+    "cntl_ka",
+    "snd_timeout",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;

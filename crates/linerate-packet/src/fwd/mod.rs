@@ -24,7 +24,7 @@ use linerate_backend::port::{
     BackendError, BackendKind, Rx, Tx, open_fwd, open_rx_workers, open_tx,
 };
 use linerate_run::{CountedBy, Counts, Interval, Row, Sampler, Scope};
-pub use outcome::FwdOutcome;
+pub use outcome::{FwdOutcome, FwdStart};
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};

@@ -6,6 +6,39 @@ use linerate_run::{Figure, Interval, Outcome};
 use serde::Serialize;
 use serde_json::Value;
 
+/// fwd's settings as its `Start` states them: the flags as given.
+#[derive(Debug, Serialize)]
+pub struct FwdStart<'a> {
+    pub iface: &'a str,
+    pub out_iface: Option<&'a str>,
+    pub mode: &'a str,
+    pub backend: crate::BackendKind,
+    pub duration_s: f64,
+    pub count: Option<u64>,
+    pub cores: &'a [usize],
+    pub fifo: usize,
+    pub flush_us: u64,
+}
+
+impl FwdOutcome {
+    /// A forwarder's run as the run model takes it: its rows, its error
+    /// (the counts before it stand) and this outcome.
+    pub fn measured(report: FwdReport, doctor: Value, fifo: bool) -> linerate_run::Measured {
+        let error = (report.error.as_ref())
+            .map(|e| format!("{e} (the counts are what was forwarded before it)"));
+        linerate_run::Measured {
+            duration_s: report.duration_s,
+            rows: report.rows(),
+            error,
+            outcome: std::sync::Arc::new(FwdOutcome {
+                report,
+                doctor,
+                fifo,
+            }),
+        }
+    }
+}
+
 /// fwd's document (forwarder's count).
 #[derive(Debug, Serialize)]
 pub(super) struct FwdDoc<'a> {

@@ -105,3 +105,49 @@ pub fn sink_measured(
         }),
     }
 }
+
+/// A sink given no time listens until stopped, a day at most.
+pub const SINK_UNTIL_STOPPED_S: f64 = 86_400.0;
+
+/// The sink's settings as its `Start` states them.
+#[derive(Debug, serde::Serialize)]
+pub struct SinkStart<'a> {
+    pub iface: &'a str,
+    pub duration_s: f64,
+    pub count: Option<u64>,
+    pub backend: crate::BackendKind,
+    pub cores: &'a [usize],
+    pub write: Option<&'a std::path::Path>,
+}
+
+/// The line a sink says on stderr once it counts (scripts start their
+/// traffic on it): where, through which backend, and until when when no
+/// time was given.
+pub fn sink_ready_line(iface: &str, backend: &str, timed: bool, counted: bool) -> String {
+    let until = match (timed, counted) {
+        (true, _) => "",
+        (false, true) => ", until --count or Ctrl-C",
+        (false, false) => ", until Ctrl-C (-t sets a time)",
+    };
+    format!("linerate: sink receiving on {iface} ({backend}){until}")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_ready_line_says_until_when() {
+        let line = super::sink_ready_line;
+        assert_eq!(
+            line("veth0", "af_packet", true, true),
+            "linerate: sink receiving on veth0 (af_packet)"
+        );
+        assert_eq!(
+            line("veth0", "af_xdp", false, true),
+            "linerate: sink receiving on veth0 (af_xdp), until --count or Ctrl-C"
+        );
+        assert_eq!(
+            line("veth0", "af_xdp", false, false),
+            "linerate: sink receiving on veth0 (af_xdp), until Ctrl-C (-t sets a time)"
+        );
+    }
+}

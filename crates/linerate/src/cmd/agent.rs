@@ -5,7 +5,7 @@
 use crate::output::Console;
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use linerate_agent::{Agent, Identity, Options, TOKEN_MIN};
+use linerate_agent::{Agent, Identity, Options, launch};
 use linerate_packet::BackendKind;
 use std::io::Write as _;
 use std::net::{SocketAddr, TcpListener};
@@ -87,84 +87,18 @@ pub struct AgentArgs {
     out: super::out::OutputArgs,
 }
 
-/// The sending backend: UDP sockets cannot carry the model's MACs, tags
-/// or TCP flags.
-fn tx_backend(k: BackendKind) -> Result<BackendKind> {
-    match k {
-        BackendKind::Udp | BackendKind::Socket | BackendKind::Auto => {
-            bail!("--backend {k}: the agent sends crafted frames: af_packet, socket:raw or af_xdp")
-        }
-        k => Ok(k),
-    }
-}
-
-fn token(a: &AgentArgs) -> Result<(String, bool)> {
-    match &a.token_file {
-        None => Ok((linerate_agent::random_token(), true)),
-        Some(path) => read_token(path).map(|t| (t, false)),
-    }
-}
-
-fn read_token(path: &std::path::Path) -> Result<String> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("--token-file {}", path.display()))?;
-    let t = text.lines().next().unwrap_or("").trim().to_string();
-    if t.len() < TOKEN_MIN || !t.bytes().all(|b| b.is_ascii_graphic()) {
-        bail!(
-            "--token-file {}: its first line must be a token of at least {TOKEN_MIN} printable characters, no spaces",
-            path.display()
-        );
-    }
-    Ok(t)
-}
-
-/// The peers a configuration may use (`--peer`, pinned by `--peer-cert`).
-fn peers(a: &AgentArgs, token: &str) -> Result<Option<Arc<linerate_agent::Peers>>> {
-    Ok(match &a.peer_cert {
-        None if a.peers.is_empty() => None,
-        None => bail!("--peer needs --peer-cert"),
-        Some(cert) => {
-            if a.peers.is_empty() {
-                bail!("--peer-cert without --peer");
-            }
-            let peer_token = match &a.peer_token_file {
-                Some(p) => read_token(p)?,
-                None => token.to_string(),
-            };
-            Some(Arc::new(
-                linerate_agent::Peers::new(a.peers.clone(), cert, peer_token, a.peer_clock_shared)
-                    .map_err(anyhow::Error::msg)?,
-            ))
-        }
-    })
-}
-
-/// The numeric flags' bounds and the interface names, before anything is
-/// opened.
-fn check_bounds(a: &AgentArgs) -> Result<()> {
-    if !(0.0..=60.0).contains(&a.drain) {
-        bail!("--drain must be between 0 and 60 seconds");
-    }
-    if !(1..=86_400).contains(&a.max_run) {
-        bail!("--max-run must be between 1 and 86400 seconds");
-    }
-    if a.time.is_some_and(|t| !(0.1..=31_536_000.0).contains(&t)) {
-        bail!("--time must be between 0.1 s and a year");
-    }
-    for i in &a.allow_iface {
-        if i.is_empty() || i.len() > 15 || i.contains(['/', ' ']) || i == "." || i == ".." {
-            bail!("--allow-iface '{i}' is not an interface name");
-        }
-    }
-    Ok(())
-}
-
 pub fn run(a: &AgentArgs, c: &Console) -> Result<u8> {
-    let tx_backend = tx_backend(a.backend)?;
+    let tx_backend = launch::tx_backend(a.backend)?;
     let rx_backend = a.rx_backend;
-    check_bounds(a)?;
-    let (token, made) = token(a)?;
-    let peers = peers(a, &token)?;
+    launch::check_bounds(a.drain, a.max_run, a.time, &a.allow_iface)?;
+    let (token, made) = launch::token(a.token_file.as_deref())?;
+    let peers = launch::peers(
+        &a.peers,
+        a.peer_cert.as_deref(),
+        a.peer_token_file.as_deref(),
+        &token,
+        a.peer_clock_shared,
+    )?;
     let identity = match (&a.cert, &a.key) {
         (Some(cert), Some(key)) => Identity::Files {
             cert: cert.clone(),
@@ -176,17 +110,7 @@ pub fn run(a: &AgentArgs, c: &Console) -> Result<u8> {
     };
     let tls = linerate_agent::tls::server(&identity)?;
     if let Some(p) = &a.write_cert {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(p)
-            .and_then(|mut f| f.write_all(tls.cert_pem.as_bytes()))
-            .with_context(|| {
-                format!(
-                    "--write-cert {} (written new, never over a file)",
-                    p.display()
-                )
-            })?;
+        launch::write_cert(p, &tls.cert_pem)?;
     }
     if a.out.live {
         bail!("--live: the agent serves one run after another; use --json-stream or --metrics");
@@ -206,10 +130,10 @@ pub fn run(a: &AgentArgs, c: &Console) -> Result<u8> {
     let listener =
         TcpListener::bind(a.listen).with_context(|| format!("listening on {}", a.listen))?;
     let addr = listener.local_addr()?;
-    let grpc = a.grpc_listen.map(bind_grpc).transpose()?;
+    let grpc = a.grpc_listen.map(launch::bind_grpc).transpose()?;
     let stop = super::stop_flag()?;
     if let Some(t) = a.time {
-        stop_after(Duration::from_secs_f64(t), stop.shared())?;
+        launch::stop_after(Duration::from_secs_f64(t), stop.shared())?;
     }
     let agent = Arc::new(Agent::new(Options {
         allow: a.allow_iface.clone(),
@@ -223,7 +147,12 @@ pub fn run(a: &AgentArgs, c: &Console) -> Result<u8> {
         reporting: Some(reporting),
     }));
     say(format!("linerate agent: listening on https://{addr}"));
-    grpc.iter().map(grpc_line).try_for_each(|l| l.map(&say))?;
+    if let Some(g) = &grpc {
+        say(format!(
+            "linerate agent: gRPC on https://{}",
+            g.local_addr()?
+        ));
+    }
     say(format!(
         "linerate agent: certificate sha256 {}",
         tls.fingerprint
@@ -242,76 +171,7 @@ pub fn run(a: &AgentArgs, c: &Console) -> Result<u8> {
         say(format!("linerate agent: token {token}"));
     }
     let _ = c.stdout().flush();
-    serve_both(listener, grpc, tls, agent, Arc::new(token), &stop)?;
+    launch::serve_both(listener, grpc, tls, agent, Arc::new(token), &stop)?;
     say("linerate agent: stopped".into());
     Ok(0)
-}
-
-/// `--time`: a thread that sets `stop` once `after` has passed (or
-/// returns at once when something else set it).
-fn stop_after(after: Duration, stop: Arc<std::sync::atomic::AtomicBool>) -> Result<()> {
-    use std::sync::atomic::Ordering;
-    let until = std::time::Instant::now() + after;
-    std::thread::Builder::new()
-        .name("agent-time".into())
-        .spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                let left = until.saturating_duration_since(std::time::Instant::now());
-                if left.is_zero() {
-                    stop.store(true, Ordering::Relaxed);
-                    return;
-                }
-                std::thread::sleep(left.min(Duration::from_millis(100)));
-            }
-        })
-        .context("starting the --time thread")?;
-    Ok(())
-}
-
-/// `--grpc-listen`'s socket.
-fn bind_grpc(addr: SocketAddr) -> Result<TcpListener> {
-    TcpListener::bind(addr).with_context(|| format!("--grpc-listen {addr}"))
-}
-
-/// The line saying where gRPC is served.
-fn grpc_line(g: &TcpListener) -> Result<String> {
-    Ok(format!(
-        "linerate agent: gRPC on https://{}",
-        g.local_addr()?
-    ))
-}
-
-/// HTTPS on `listener` and, from a thread of its own, gRPC on `grpc`
-/// (the same certificate, agent and token) until `stop`; the HTTPS
-/// server's end ends the gRPC one.
-fn serve_both(
-    listener: TcpListener,
-    grpc: Option<TcpListener>,
-    tls: linerate_agent::Tls,
-    agent: Arc<Agent>,
-    token: Arc<String>,
-    stop: &linerate_run::Cancel,
-) -> Result<()> {
-    let grpc = grpc
-        .map(|g| {
-            let (tls, agent, token, stop) = (
-                tls.config.clone(),
-                agent.clone(),
-                token.clone(),
-                stop.shared(),
-            );
-            std::thread::Builder::new()
-                .name("agent-grpc".into())
-                .spawn(move || linerate_agent::grpc::serve(g, tls, agent, token, stop))
-        })
-        .transpose()
-        .context("starting the gRPC server")?;
-    let served = linerate_agent::serve(listener, tls.config, agent, token, stop.flag());
-    stop.cancel();
-    if let Some(t) = grpc {
-        t.join()
-            .map_err(|_| anyhow::anyhow!("the gRPC server panicked"))?
-            .context("serving gRPC")?;
-    }
-    served.context("serving")
 }

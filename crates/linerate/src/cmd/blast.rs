@@ -7,7 +7,8 @@ use anyhow::Result;
 use clap::Args;
 use linerate_packet::sending::{Sending, Stated};
 use linerate_packet::setup::{self, BlastFlags};
-use linerate_packet::{BackendKind, CaptureConfig, SinkConfig};
+use linerate_packet::sink_ready_line;
+use linerate_packet::{BackendKind, CaptureConfig, SINK_UNTIL_STOPPED_S, SinkConfig, SinkStart};
 use linerate_run::Mode;
 
 /// Send crafted UDP frames (with linerate's probe) as fast as asked.
@@ -208,7 +209,7 @@ pub struct SinkArgs {
     #[arg(long, value_name = "FILE")]
     hist: Option<std::path::PathBuf>,
     /// AF_XDP: take only UDP to these destination ports (9, or 1000-1999).
-    #[arg(long, value_name = "PORTS", conflicts_with = "take_queue", value_parser = super::port_range)]
+    #[arg(long, value_name = "PORTS", conflicts_with = "take_queue", value_parser = super::RxFilter::port_range)]
     udp_ports: Option<(u16, u16)>,
     /// The traffic profile the sender sends (blast --profile): the counts
     /// reported per stream, by name (a stream is its probe flow id).
@@ -372,12 +373,9 @@ fn sink_config(a: &SinkArgs) -> Result<SinkConfig> {
         }),
         cores: a.cores.clone().map(|c| c.0).unwrap_or_default(),
         interval: a.out.interval()?,
-        take: super::rx_filter(a.take_queue, a.udp_ports),
+        take: super::RxFilter::from_flags(a.take_queue, a.udp_ports),
     })
 }
-
-/// A sink given no time listens until stopped, a day at most.
-const SINK_UNTIL_STOPPED_S: f64 = 86_400.0;
 
 pub fn run_sink(a: &SinkArgs, c: &Console) -> Result<u8> {
     super::dpdk::port_exists(a.backend, &a.eal, &a.iface)?;
@@ -393,23 +391,19 @@ pub fn run_sink(a: &SinkArgs, c: &Console) -> Result<u8> {
         .transpose()?;
     let pinned = a.cores.clone().map(|c| c.0).unwrap_or_default();
     let doc = doctor(&a.iface, &pinned);
-    let config = serde_json::json!({
-        "iface": a.iface,
-        "duration_s": a.duration.unwrap_or(SINK_UNTIL_STOPPED_S),
-        "count": a.count,
-        "backend": a.backend,
-        "cores": pinned,
-        "write": a.write,
-    });
+    let config = serde_json::to_value(SinkStart {
+        iface: &a.iface,
+        duration_s: a.duration.unwrap_or(SINK_UNTIL_STOPPED_S),
+        count: a.count,
+        backend: a.backend,
+        cores: &pinned,
+        write: a.write.as_deref(),
+    })?;
     // On stderr, so scripts (and tests) can start their traffic once the
     // sink counts it.
-    let until = match (a.duration, a.count) {
-        (Some(_), _) => "",
-        (None, Some(_)) => ", until --count or Ctrl-C",
-        (None, None) => ", until Ctrl-C (-t sets a time)",
-    };
     let ready = |backend: &str| {
-        eprintln!("linerate: sink receiving on {} ({backend}){until}", a.iface);
+        let line = sink_ready_line(&a.iface, backend, a.duration.is_some(), a.count.is_some());
+        eprintln!("{line}");
     };
     let ended = drive(
         (&a.out, c),

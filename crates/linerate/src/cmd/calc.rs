@@ -3,7 +3,7 @@
 use crate::output::Console;
 use anyhow::Result;
 use clap::{ArgAction, Args};
-use linerate_calc::{Payload, Query, Size, parse_bps, parse_pps};
+use linerate_calc::{Query, Size, parse_bps, parse_pps};
 
 /// Line-rate arithmetic: link speed ⇄ packets per second, for a frame size,
 /// a payload size or an IMIX.
@@ -59,18 +59,13 @@ fn parse_rate(s: &str) -> Result<u64, String> {
 
 /// Runs `calc`: the answer (`linerate_calc::explain`) printed.
 pub fn run(args: &CalcArgs, c: &Console) -> Result<()> {
-    let size = match (
-        &args.imix,
+    let sizes = [
         args.udp_payload,
         args.tcp_payload,
         args.ip_packet,
-    ) {
-        (Some(spec), ..) => Some(Size::Imix(spec)),
-        (_, Some(p), _, _) => Some(Size::Payload(Payload::Udp(p))),
-        (_, _, Some(p), _) => Some(Size::Payload(Payload::Tcp(p))),
-        (_, _, _, Some(p)) => Some(Size::Payload(Payload::IpPacket(p))),
-        _ => args.frame.map(|f| Size::Payload(Payload::Frame(f))),
-    };
+        args.frame,
+    ];
+    let size = Size::from_flags(args.imix.as_deref(), sizes);
     let query = Query {
         speed_bps: args.speed,
         pps: args.pps,

@@ -1,13 +1,12 @@
 //! `linerate fwd`: a reflector / forwarder that can act like a loaded server.
 
-use super::out::{Measured, OutputArgs, drive};
+use super::out::{OutputArgs, drive};
 use super::stop_flag;
 use crate::output::Console;
 use anyhow::Result;
 use clap::Args;
-use linerate_packet::{BackendKind, FwdConfig, FwdMode, FwdOutcome, Noisy};
+use linerate_packet::{BackendKind, FwdConfig, FwdMode, FwdOutcome, FwdStart, Noisy};
 use linerate_run::Mode;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Receive frames and send them back (or on), rewritten by mode.
@@ -26,7 +25,7 @@ pub struct FwdArgs {
     #[arg(long)]
     take_queue: bool,
     /// AF_XDP: take only UDP to these destination ports (9, or 1000-1999).
-    #[arg(long, value_name = "PORTS", conflicts_with = "take_queue", value_parser = super::port_range)]
+    #[arg(long, value_name = "PORTS", conflicts_with = "take_queue", value_parser = super::RxFilter::port_range)]
     udp_ports: Option<(u16, u16)>,
     /// io (unchanged), mac (source: the sending interface's MAC,
     /// destination: --dst-mac), macswap, 5tswap (MACs, IP addresses and
@@ -84,17 +83,17 @@ pub fn run(a: &FwdArgs, c: &Console) -> Result<u8> {
     let cfg = fwd_config(a)?;
     let stop = stop_flag()?;
     let doc = linerate_doctor::test_summary(Some(&a.iface), &cfg.cores);
-    let config = serde_json::json!({
-        "iface": a.iface,
-        "out_iface": a.out_iface,
-        "mode": a.mode,
-        "backend": a.backend,
-        "duration_s": a.duration,
-        "count": a.count,
-        "cores": cfg.cores,
-        "fifo": a.fifo,
-        "flush_us": a.flush_us,
-    });
+    let config = serde_json::to_value(FwdStart {
+        iface: &a.iface,
+        out_iface: a.out_iface.as_deref(),
+        mode: &a.mode,
+        backend: a.backend,
+        duration_s: a.duration,
+        count: a.count,
+        cores: &cfg.cores,
+        fifo: a.fifo,
+        flush_us: a.flush_us,
+    })?;
     // On stderr, so scripts (and `lab up --dut fwd`) can start their
     // traffic once it is forwarded.
     let tx_iface = a.out_iface.as_deref().unwrap_or(&a.iface);
@@ -114,20 +113,7 @@ pub fn run(a: &FwdArgs, c: &Console) -> Result<u8> {
         |run| {
             let r =
                 linerate_packet::fwd(&cfg, stop.flag(), &mut ready, &mut |iv| run.interval(iv))?;
-            let error = r
-                .error
-                .as_ref()
-                .map(|e| format!("{e} (the counts are what was forwarded before it)"));
-            Ok(Measured {
-                duration_s: r.duration_s,
-                rows: r.rows(),
-                error,
-                outcome: Arc::new(FwdOutcome {
-                    report: r,
-                    doctor: doc,
-                    fifo: a.fifo > 0,
-                }),
-            })
+            Ok(FwdOutcome::measured(r, doc, a.fifo > 0))
         },
     )?;
     if let Some(e) = &ended.error {
@@ -162,7 +148,7 @@ fn fwd_config(a: &FwdArgs) -> Result<FwdConfig> {
         },
         cores: a.cores.clone().map(|c| c.0).unwrap_or_default(),
         interval: None,
-        take: super::rx_filter(a.take_queue, a.udp_ports),
+        take: super::RxFilter::from_flags(a.take_queue, a.udp_ports),
     }
     .checked()?;
     Ok(FwdConfig {

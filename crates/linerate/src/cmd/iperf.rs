@@ -11,10 +11,13 @@ use clap::{ArgAction, Parser};
 use linerate_iperf::flags::{self, Flags, Side, parse};
 use linerate_iperf::output::LockedWriter;
 use linerate_iperf::pidfile::PidFile;
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use std::io::Write;
 use std::net::IpAddr;
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
+
+/// The signals that end a server, or a client's test (with its results).
+const TERMINATE: &[i32] = &[SIGINT, SIGTERM, SIGHUP];
 
 /// iperf3's command line (a repeated option's last value wins, as with
 /// getopt).
@@ -326,52 +329,6 @@ fn parse_dscp(s: &str) -> Result<u32, String> {
     super::dscp(s).map(|d| u32::from(d) << 2)
 }
 
-/// Flags only a server uses (hidden from `client --help`).
-pub const SERVER_ONLY: &[&str] = &[
-    "one_off",
-    "server_max_duration",
-    "server_bitrate_limit",
-    "server_grace",
-    "max_tests",
-    "max_tests_per_source",
-    "max_pending_per_source",
-    "server_max_streams",
-    "daemon",
-];
-
-/// Flags only a client uses (hidden from `server --help`).
-pub const CLIENT_ONLY: &[&str] = &[
-    "udp",
-    "bitrate",
-    "fq_rate",
-    "no_fq_socket_pacing",
-    "time",
-    "bytes",
-    "blockcount",
-    "length",
-    "cport",
-    "parallel",
-    "reverse",
-    "bidir",
-    "window",
-    "mss",
-    "nodelay",
-    "tos",
-    "dscp",
-    "omit",
-    "title",
-    "extra_data",
-    "congestion",
-    "get_server_output",
-    "udp_counters_64bit",
-    "repeating_payload",
-    "zerocopy",
-    "dont_fragment",
-    "connect_timeout",
-    "cntl_ka",
-    "snd_timeout",
-];
-
 /// `linerate client` and `linerate server` share iperf3's flag set; each
 /// shows only its own side's flags (and not `-s`/`-c`) in its help.
 pub fn split_help(cmd: clap::Command) -> clap::Command {
@@ -380,8 +337,8 @@ pub fn split_help(cmd: clap::Command) -> clap::Command {
             .chain(&["server", "client"])
             .fold(c, |c, id| c.mut_arg(*id, |a| a.hide(true)))
     };
-    cmd.mut_subcommand("client", |c| hide(c, SERVER_ONLY))
-        .mut_subcommand("server", |c| hide(c, CLIENT_ONLY))
+    cmd.mut_subcommand("client", |c| hide(c, parse::SERVER_ONLY_IDS))
+        .mut_subcommand("server", |c| hide(c, parse::CLIENT_ONLY_IDS))
 }
 
 impl IperfArgs {
@@ -509,32 +466,9 @@ fn output_sink(args: &IperfArgs, c: &Console) -> Result<Arc<Mutex<dyn Write + Se
     if live_view(args, c) {
         return Ok(Arc::new(Mutex::new(std::io::sink())));
     }
-    let inner: Box<dyn Write + Send> = match &args.logfile {
-        Some(p) => Box::new(c.checked(
-            crate::output::Whole::new(crate::output::append_log(p, "--logfile")?),
-            format!("--logfile {}", p.display()),
-        )),
-        None => Box::new(c.stdout()),
-    };
-    Ok(match &args.timestamps {
-        Some(format) => Arc::new(Mutex::new(linerate_iperf::output::Stamped::new(
-            inner,
-            format.clone(),
-        ))),
-        None => Arc::new(Mutex::new(inner)),
-    })
-}
-
-fn terminate_flag() -> Result<Arc<AtomicBool>> {
-    let flag = Arc::new(AtomicBool::new(false));
-    for sig in [
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ] {
-        signal_hook::flag::register(sig, flag.clone()).context("installing signal handlers")?;
-    }
-    Ok(flag)
+    let inner = super::out::main_output(args.logfile.as_deref(), c)?;
+    let stamps = args.timestamps.as_deref();
+    Ok(linerate_iperf::output::shared(inner, stamps))
 }
 
 /// Runs iperf3-style arguments; returns the process exit code.
@@ -573,7 +507,7 @@ fn run_server(args: &IperfArgs, flags: &Flags, c: &Console) -> Result<u8> {
         linerate_backend::clock::daemonize().context("-D: unable to detach")?;
     }
     let _pid = pidfile.as_deref().map(PidFile::write).transpose()?;
-    let stop = terminate_flag()?;
+    let stop = super::flag_on(TERMINATE)?;
     if let Ok(mut o) = out.lock() {
         o.write_all(flags.verbose_banner(false).as_bytes())?;
     }
@@ -618,16 +552,10 @@ fn run_client_once(
     // With --live, q (SIGINT) ends the test early with its results, as
     // if its time ran out; SIGTERM still terminates it.
     let stop = if live_view(args, c) {
-        let finish = Arc::new(AtomicBool::new(false));
-        signal_hook::flag::register(signal_hook::consts::SIGINT, finish.clone())
-            .context("installing signal handlers")?;
-        let stop = Arc::new(AtomicBool::new(false));
-        signal_hook::flag::register(signal_hook::consts::SIGTERM, stop.clone())
-            .context("installing signal handlers")?;
-        opts.finish_early = Some(finish);
-        stop
+        opts.finish_early = Some(super::flag_on(&[SIGINT])?);
+        super::flag_on(&[SIGTERM])?
     } else {
-        terminate_flag()?
+        super::flag_on(TERMINATE)?
     };
     let mut out = LockedWriter(out);
     out.write_all(flags.verbose_banner(true).as_bytes())?;

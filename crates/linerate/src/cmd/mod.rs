@@ -17,6 +17,9 @@ pub mod rfc2544;
 pub mod rr;
 pub mod selftest;
 
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
 /// `--backend` (and `--rx-backend`) of every command: the names
 /// `linerate_backend::port::BackendKind` lists, shown by help and the
 /// completions; an unknown name refused with the list.
@@ -61,58 +64,13 @@ pub fn cpu_list_syntax(s: &str) -> Result<CpuList, String> {
     linerate_backend::cpu::parse_list(s).map(CpuList)
 }
 
-/// Workers one CPU list may ask for (a CPU may be named more than once).
-pub const CPU_LIST_MAX: usize = 256;
-
-/// Parses `--cores`, `--stream-cpus`, `--cpus`, and checks them against
-/// this process's CPUs before anything is opened: every CPU one it may
-/// run on, at most [`CPU_LIST_MAX`] entries.
+/// `--cores`, `--stream-cpus`, `--cpus`, checked against this process's
+/// CPUs (`linerate_backend::cpu::checked_list`).
 pub fn cpu_list(s: &str) -> Result<CpuList, String> {
-    let list = linerate_backend::cpu::parse_list(s)?;
-    let bad = linerate_backend::cpu::not_allowed(&list);
-    if !bad.is_empty() {
-        let have = linerate_backend::cpu::allowed();
-        return Err(format!(
-            "CPU(s) {} are not online or not allowed for this process (it may run on {})",
-            linerate_backend::cpu::format_list(&bad),
-            linerate_backend::cpu::format_list(&have)
-        ));
-    }
-    if list.len() > CPU_LIST_MAX {
-        return Err(format!(
-            "{} CPUs: at most {CPU_LIST_MAX} (one worker each)",
-            list.len()
-        ));
-    }
-    Ok(CpuList(list))
+    linerate_backend::cpu::checked_list(s).map(CpuList)
 }
 
-/// A DSCP: a name (`ef`, `af41`, `cs5`, `va`, `le`) or a number 0..63
-/// (decimal or 0x hex), the same in every command.
-pub fn dscp(s: &str) -> Result<u8, String> {
-    let named = match s.to_ascii_lowercase().as_str() {
-        "ef" => Some(46),
-        "va" => Some(44),
-        "le" => Some(1),
-        n if n.starts_with("cs") => n[2..].parse::<u8>().ok().filter(|c| *c <= 7).map(|c| c * 8),
-        n if n.starts_with("af") && n.len() == 4 => {
-            let (c, d) = (
-                n.as_bytes()[2].wrapping_sub(b'0'),
-                n.as_bytes()[3].wrapping_sub(b'0'),
-            );
-            ((1..=4).contains(&c) && (1..=3).contains(&d)).then(|| c * 8 + d * 2)
-        }
-        _ => None,
-    };
-    let number = || match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(h) => u8::from_str_radix(h, 16).ok(),
-        None => s.parse::<u8>().ok(),
-    };
-    named
-        .or_else(number)
-        .filter(|v| *v <= 63)
-        .ok_or_else(|| format!("bad DSCP value '{s}' (0..63, or a name such as ef, af41, cs5)"))
-}
+pub use linerate_traffic::dscp::parse as dscp;
 
 /// The run's cancellation handle, set by SIGINT or SIGTERM: the run ends
 /// early and reports what it measured.
@@ -124,34 +82,19 @@ pub(crate) fn stop_flag() -> anyhow::Result<linerate_run::Cancel> {
     Ok(c)
 }
 
-/// `--udp-ports`: one port or LO-HI.
-pub fn port_range(s: &str) -> Result<(u16, u16), String> {
-    let bad = || format!("'{s}' is not a port or a range of ports (9, 1000-1999)");
-    let (lo, hi) = s.split_once('-').unwrap_or((s, s));
-    let lo: u16 = lo.trim().parse().map_err(|_| bad())?;
-    let hi: u16 = hi.trim().parse().map_err(|_| bad())?;
-    if lo > hi {
-        return Err(bad());
+/// A flag set by any of `signals` (`signal_hook::consts`).
+pub(crate) fn flag_on(signals: &[i32]) -> anyhow::Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for &sig in signals {
+        signal_hook::flag::register(sig, flag.clone())
+            .map_err(|e| anyhow::Error::new(e).context("installing signal handlers"))?;
     }
-    Ok((lo, hi))
+    Ok(flag)
 }
 
-/// What an AF_XDP receiver takes from the kernel: `--take-queue` every
-/// frame, `--udp-ports` UDP to those ports, by default only linerate's
-/// probe frames (a UDP service on the interface keeps its datagrams).
-pub fn rx_filter(take_queue: bool, udp_ports: Option<(u16, u16)>) -> linerate_packet::RxFilter {
-    use linerate_packet::RxFilter;
-    match (take_queue, udp_ports) {
-        (true, _) => RxFilter::All,
-        (false, Some(p)) => RxFilter::Udp(Some(p)),
-        (false, None) => RxFilter::Probes,
-    }
-}
+pub use linerate_packet::RxFilter;
 
-/// `--iface NAME` checked before anything else is asked of it, so a
-/// mistyped name is said as such (not as a missing address or MAC).
+/// `--iface NAME` checked before anything else is asked of it.
 pub fn iface_exists(name: &str) -> anyhow::Result<()> {
-    linerate_backend::iface::index(name)
-        .map(|_| ())
-        .map_err(|_| anyhow::anyhow!("no interface named {name} (`ip link` lists them)"))
+    Ok(linerate_backend::iface::exists(name)?)
 }

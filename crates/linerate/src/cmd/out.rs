@@ -89,13 +89,7 @@ impl OutputArgs {
     /// The reporters these flags ask for; `hold_document`: a repetition
     /// prints one `-J` document for all its runs, so a run's own is held.
     pub fn reporters(&self, hold_document: bool, c: &Console) -> Result<Fanout> {
-        let main: Box<dyn Write + Send> = match &self.logfile {
-            Some(p) => Box::new(c.checked(
-                crate::output::Whole::new(crate::output::append_log(p, "--logfile")?),
-                format!("--logfile {}", p.display()),
-            )),
-            None => Box::new(c.stdout()),
-        };
+        let main = main_output(self.logfile.as_deref(), c)?;
         let live = self.live_view(c);
         let view = if live {
             View::Live(linerate_live::LiveView::new(
@@ -144,6 +138,18 @@ impl OutputArgs {
     }
 }
 
+/// The main output: `--logfile` (appended, whole records), else standard
+/// output; checked.
+pub fn main_output(logfile: Option<&Path>, c: &Console) -> Result<Box<dyn Write + Send>> {
+    Ok(match logfile {
+        Some(p) => Box::new(c.checked(
+            crate::output::Whole::new(crate::output::append_log(p, "--logfile")?),
+            format!("--logfile {}", p.display()),
+        )),
+        None => Box::new(c.stdout()),
+    })
+}
+
 /// What a run shows on the terminal beside its main output.
 pub enum View {
     /// The live view (`--live` on a terminal).
@@ -186,23 +192,8 @@ pub fn side_reporters(
 /// `--report FILE`: the HTML report, the file created new now (`--force`
 /// replaces a regular file) and written whole at each run's end.
 pub fn html_report(p: &Path, force: bool) -> Result<Box<dyn Reporter>> {
-    let mut first = Some(crate::output::create_new(p, force, "--report")?);
-    let path = p.to_path_buf();
-    let open: linerate_html::Open = Box::new(move || {
-        let f = match first.take() {
-            Some(f) => f,
-            // Later runs (a server's tests): the file made above, rewritten.
-            None => std::fs::OpenOptions::new()
-                .write(true)
-                .truncate(true)
-                .open(&path)?,
-        };
-        Ok(Box::new(f) as Box<dyn Write>)
-    });
-    Ok(Box::new(linerate_html::HtmlReporter::new(
-        p.display().to_string(),
-        open,
-    )))
+    let first = crate::output::create_new(p, force, "--report")?;
+    Ok(Box::new(linerate_html::HtmlReporter::to_file(p, first)))
 }
 
 /// `--csv FILE`: a CSV reporter writing to a new file (`--force` replaces
@@ -237,24 +228,7 @@ pub struct RepeatArgs {
     pub warmup_runs: usize,
 }
 
-/// `95%` or `0.95`: a share strictly between 0 and 1.
-pub fn share(s: &str) -> Result<f64, String> {
-    ratio(s)
-        .ok()
-        .filter(|x| *x > 0.0 && *x < 1.0)
-        .ok_or_else(|| format!("'{s}' is not a share (95%, 2%, 0.02)"))
-}
-
-/// `0`, `0.001%`, `1e-5`, `100%`: a ratio from 0 to 1 inclusive.
-pub fn ratio(s: &str) -> Result<f64, String> {
-    let v = match s.trim().strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
-        None => s.trim().parse::<f64>(),
-    };
-    v.ok()
-        .filter(|x| (0.0..=1.0).contains(x))
-        .ok_or_else(|| format!("'{s}' is not a ratio (0.5%, 0.001, 0)"))
-}
+pub use linerate_calc::{ratio, share};
 
 /// How a mode shows its output, for the repetition's own printing.
 #[derive(Debug, Clone, Copy)]
@@ -364,13 +338,7 @@ pub use linerate_report::metrics::Shared as Endpoint;
 
 /// `-i` checked: 0 = no intervals, else between 0.1 and 3600 seconds.
 pub fn interval(s: f64) -> Result<Option<Duration>> {
-    if s == 0.0 {
-        return Ok(None);
-    }
-    if !(0.1..=3600.0).contains(&s) {
-        bail!("--interval must be 0 (none) or between 0.1 and 3600 seconds, not {s}");
-    }
-    Ok(Some(Duration::from_secs_f64(s)))
+    Ok(linerate_run::sample::interval(s)?)
 }
 
 /// Runs a mode through the run model (`linerate_run::drive_planned`) with

@@ -53,36 +53,15 @@ pub fn run(args: &PlotArgs, _console: &Console) -> Result<u8> {
         return Err(linerate_plot::PlotError::Format(args.output.display().to_string()).into());
     }
     // Each figure once (`-f rate,rate` draws one file).
-    let mut figures: Vec<Figure> = Vec::new();
-    for &f in &args.figure {
-        if !figures.contains(&f) {
-            figures.push(f);
-        }
-    }
+    let outputs = linerate_plot::outputs(&args.output, &args.figure);
     let mut drawn = 0;
-    for &fig in &figures {
-        let out = if figures.len() == 1 {
-            args.output.clone()
-        } else {
-            let stem = args
-                .output
-                .file_stem()
-                .unwrap_or_default()
-                .to_string_lossy();
-            let ext = args
-                .output
-                .extension()
-                .unwrap_or_default()
-                .to_string_lossy();
-            args.output
-                .with_file_name(format!("{stem}.{}.{ext}", fig.name()))
-        };
+    for &(fig, ref out) in &outputs {
         // A figure this result has not (latency of a TCP receiver, loss of
         // a sender) does not keep the others from being drawn.
         match input
             .chart(fig)
             .map_err(anyhow::Error::from)
-            .and_then(|chart| draw(&chart, &out, args.force))
+            .and_then(|chart| draw(&chart, out, args.force))
         {
             Ok(()) => {
                 drawn += 1;
@@ -96,7 +75,7 @@ pub fn run(args: &PlotArgs, _console: &Console) -> Result<u8> {
         }
     }
     // 0: all drawn; 1: some; 2: none (nothing could be done).
-    Ok(match figures.len() - drawn {
+    Ok(match outputs.len() - drawn {
         0 => 0,
         _ if drawn > 0 => 1,
         _ => 2,

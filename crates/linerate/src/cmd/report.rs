@@ -4,7 +4,7 @@
 use crate::output::Console;
 use anyhow::{Context, Result};
 use clap::Args;
-use linerate_html::{Condition, Loaded, Verdict};
+use linerate_html::Condition;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -56,11 +56,8 @@ fn condition(s: &str) -> Result<Condition, String> {
 }
 
 /// The results named, read (a damaged file read as far as it goes).
-fn load(paths: &[PathBuf]) -> Result<Vec<Loaded>> {
-    linerate_html::expand(paths)?
-        .iter()
-        .map(|p| Loaded::read(p).map_err(Into::into))
-        .collect()
+fn load(paths: &[PathBuf]) -> Result<Vec<linerate_html::Loaded>> {
+    Ok(linerate_html::load_all(paths)?)
 }
 
 fn write(path: &Path, force: bool, page: &str) -> Result<()> {
@@ -91,12 +88,8 @@ pub fn compare(args: &CompareArgs, console: &Console) -> Result<u8> {
     crate::say!(console, "{}", c.text().trim_end());
     let mut failed = false;
     for (cond, v) in &verdicts {
-        let what = match v {
-            Verdict::Holds => "holds: fail".to_string(),
-            Verdict::Clear => "does not hold".to_string(),
-            Verdict::Unknown(why) => format!("cannot be judged ({why}): fail"),
-        };
-        failed |= !matches!(v, Verdict::Clear);
+        let (what, fails) = v.said();
+        failed |= fails;
         crate::say!(console, "--fail-if '{}': {what}", cond.text);
     }
     if let Some(p) = &args.output {

@@ -6,16 +6,16 @@
 
 use super::out::{Measured, OutputArgs, drive};
 use crate::output::Console;
-use anyhow::{Result, bail};
+use anyhow::Result;
 use clap::Args;
-use linerate_packet::rfc2544::{self, FrameSize, MaxRate, Settings, Trial};
-use linerate_packet::rfc2544_campaign::{Campaign, Session, TESTS, Watcher, plan};
+use linerate_packet::rfc2544::{self, FrameSize, Trial};
+use linerate_packet::rfc2544_campaign::{Campaign, Session, Watcher, plan};
 use linerate_packet::rfc2544_outcome::{Rfc2544Outcome, trial_line};
 use linerate_packet::rfc2544_progress::Progress;
 use linerate_packet::rfc2544_setup as setup;
 use linerate_run::Mode;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 #[derive(Debug, Args)]
 pub struct Rfc2544Args {
@@ -168,63 +168,23 @@ fn checked_max_rate(spec: &str) -> Result<String, String> {
 }
 
 pub fn run(a: &Rfc2544Args, c: &Console) -> Result<u8> {
-    check_args(a)?;
+    super::dpdk::port_exists(a.backend, &a.eal, &a.tx_iface)?;
+    super::dpdk::port_exists(a.backend, &a.eal, &a.rx_iface)?;
     let stop = super::stop_flag()?;
-    let campaign = Campaign {
-        tests: a.tests.clone(),
-        loss_ratio: a.loss_ratio.clone(),
-        latency_time: a.latency_time,
-        latency_load: a.latency_load.clone(),
-        b2b_repeats: a.b2b_repeats,
-        b2b_max: a.b2b_max,
-        drain: a.drain,
-        warmup: a.warmup,
-    };
-    let (runner, sizes, mut config) = runner(a, &stop)?;
-    let max = match (&a.max_rate, linerate_backend::iface::speed_bps(&a.tx_iface)) {
-        (Some(m), _) => setup::max_rate(m).map_err(anyhow::Error::msg)?,
-        (None, Some(bps)) => MaxRate::L1Bps(bps as f64),
-        (None, None) => bail!(
-            "{} does not report its speed (a veth?): give --max-rate",
-            a.tx_iface
-        ),
-    };
-    let settings = Settings {
-        max_rate: max,
-        trial_time: Duration::from_secs_f64(a.trial_time.max(0.1)),
-        resolution: a.resolution.max(1e-4),
-        offered_min: a.offered_min,
-        max_trials: usize::from(a.max_trials),
-        pace: rfc2544::Pace {
-            catch_up: a.catch_up.into(),
-            burst_tolerance: a.burst_tolerance,
-            spoiled_max: a.spoiled_max,
-        },
-    };
-    let more = serde_json::json!({
-        "tx_iface": a.tx_iface, "rx_iface": a.rx_iface, "sizes": sizes, "tests": a.tests,
-        "loss_ratio": a.loss_ratio, "trial_time_s": a.trial_time, "max_rate": a.max_rate,
-        "resolution": a.resolution, "backend": a.backend, "bidir": a.bidir,
-        "catch_up": linerate_traffic::pacing::CatchUp::from(a.catch_up).name(),
-        "burst_tolerance": a.burst_tolerance, "spoiled_max": a.spoiled_max,
-        "offered_min": a.offered_min, "max_trials": a.max_trials, "drain_s": a.drain,
-        "warmup_s": a.warmup,
-    });
-    for (k, v) in more.as_object().into_iter().flatten() {
-        config[k] = v.clone();
-    }
-    let resume = setup::resumed(a.resume.as_deref(), a.repeat.asked(), &mut config)?;
+    let warn = &mut |w: &str| eprintln!("linerate: {w}");
+    let s = setup::setup(flags(a, &stop), warn)?;
     let t0 = Instant::now();
     let mut people = People {
         t0,
         human: a.out.human(),
-        progress: show_progress(a).then(|| Progress::new(plan(&campaign, &sizes, &settings))),
+        progress: show_progress(a).then(|| Progress::new(plan(&s.campaign, &s.sizes, &s.settings))),
     };
+    let config = serde_json::to_value(&s.config)?;
     let mut session = Session::new(
-        &campaign,
-        (runner, sizes),
-        settings,
-        resume,
+        &s.campaign,
+        (s.runner, s.sizes),
+        s.settings,
+        s.resume,
         (t0, &mut people),
     );
     let mut interrupted = false;
@@ -263,48 +223,53 @@ pub fn run(a: &Rfc2544Args, c: &Console) -> Result<u8> {
     Ok(ended.exit_code)
 }
 
-/// What the trials send (the flows given, or `--profile`'s streams), the
-/// frame sizes searched, and the settings it adds to `Start`.
-fn runner(a: &Rfc2544Args, stop: &linerate_run::Cancel) -> Result<setup::Runner> {
-    let ports = setup::Ports {
-        tx_iface: &a.tx_iface,
-        rx_iface: &a.rx_iface,
-        backend: a.backend,
-        drain: a.drain,
-        warmup: a.warmup,
-        stop: stop.shared(),
-    };
-    if let Some(path) = &a.profile {
-        return Ok(setup::profile_runner(&ports, path, a.src_mac.as_deref())?);
+/// The flags as `linerate_packet::rfc2544_setup` reads them.
+fn flags<'a>(a: &'a Rfc2544Args, stop: &linerate_run::Cancel) -> setup::Flags<'a> {
+    setup::Flags {
+        ports: setup::Ports {
+            tx_iface: &a.tx_iface,
+            rx_iface: &a.rx_iface,
+            backend: a.backend,
+            drain: a.drain,
+            warmup: a.warmup,
+            stop: stop.shared(),
+        },
+        device: setup::DeviceFlags {
+            src_ip: a.src_ip.as_deref().unwrap_or_default(),
+            dst_ip: a.dst_ip.as_deref().unwrap_or_default(),
+            src_port: &a.src_port,
+            dst_port: &a.dst_port,
+            src_mac: a.src_mac.as_deref(),
+            dst_mac: a.dst_mac.as_deref(),
+            dut_ip: a.dut_ip,
+            bidir: a.bidir,
+            reverse_dst_mac: a.reverse_dst_mac.as_deref(),
+        },
+        profile: a.profile.as_deref(),
+        sizes: &a.sizes,
+        campaign: Campaign {
+            tests: a.tests.clone(),
+            loss_ratio: a.loss_ratio.clone(),
+            latency_time: a.latency_time,
+            latency_load: a.latency_load.clone(),
+            b2b_repeats: a.b2b_repeats,
+            b2b_max: a.b2b_max,
+            drain: a.drain,
+            warmup: a.warmup,
+        },
+        trial_time: a.trial_time,
+        max_rate: a.max_rate.as_deref(),
+        resolution: a.resolution,
+        offered_min: a.offered_min,
+        max_trials: a.max_trials,
+        pace: rfc2544::Pace {
+            catch_up: a.catch_up.into(),
+            burst_tolerance: a.burst_tolerance,
+            spoiled_max: a.spoiled_max,
+        },
+        resume: a.resume.as_deref(),
+        repeated: a.repeat.asked(),
     }
-    let flags = setup::DeviceFlags {
-        src_ip: a.src_ip.as_deref().unwrap_or_default(),
-        dst_ip: a.dst_ip.as_deref().unwrap_or_default(),
-        src_port: &a.src_port,
-        dst_port: &a.dst_port,
-        src_mac: a.src_mac.as_deref(),
-        dst_mac: a.dst_mac.as_deref(),
-        dut_ip: a.dut_ip,
-        bidir: a.bidir,
-        reverse_dst_mac: a.reverse_dst_mac.as_deref(),
-    };
-    let warn = &mut |w: &str| eprintln!("linerate: {w}");
-    Ok(setup::device_runner(&ports, &flags, &a.sizes, warn)?)
-}
-
-/// The ports exist, are two, and the tests are known ones.
-fn check_args(a: &Rfc2544Args) -> Result<()> {
-    super::dpdk::port_exists(a.backend, &a.eal, &a.tx_iface)?;
-    super::dpdk::port_exists(a.backend, &a.eal, &a.rx_iface)?;
-    for t in &a.tests {
-        if !TESTS.contains(&t.as_str()) {
-            bail!("--tests: '{t}' is not one of throughput, latency, loss, back-to-back");
-        }
-    }
-    if a.tx_iface == a.rx_iface {
-        bail!("--tx-iface and --rx-iface must be two ports with the device between them");
-    }
-    Ok(())
 }
 
 /// Exit code of a campaign cut short by a stop (128 + SIGINT, as a shell

@@ -2,16 +2,14 @@
 //! transactions. Their flags and wiring; `linerate_rr::flags` checks the
 //! flags and makes the configurations, `linerate_rr::mode` runs them.
 
-use super::out::{Ended, Measured, OutputArgs, Run, drive};
+use super::out::{Ended, OutputArgs, drive};
 use super::stop_flag;
 use crate::output::Console;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use linerate_rr::{ClientFlags, ServerFlags, mode};
 use linerate_run::Mode;
-use serde_json::Value;
 use std::net::IpAddr;
-use std::sync::atomic::AtomicBool;
 
 use linerate_rr::DEFAULT_PORT;
 
@@ -253,58 +251,27 @@ impl ClientArgs {
     }
 }
 
-/// A bound server's run, into the run model.
-type Serve = Box<dyn FnOnce(&AtomicBool, &mut Run, Value) -> Measured>;
-
 /// The server, bound, then run until stopped or its time is up.
 fn server(a: &ServerArgs, c: &Console) -> Result<u8> {
     let flags = a.flags()?;
     let cores = flags.cores();
-    let (transport, listen, serve): (_, _, Serve) = if a.tcp {
-        let s = linerate_rr::TcpServer::bind(&flags.tcp_config()?)?;
-        let at = s.local_addr();
-        (
-            "TCP",
-            at,
-            Box::new(move |stop, run, doc| mode::serve_tcp(s, stop, run, doc)),
-        )
-    } else {
-        let s = linerate_rr::Server::bind(&flags.udp_config()?)?;
-        let at = s.local_addr();
-        (
-            "UDP",
-            at,
-            Box::new(move |stop, run, doc| mode::serve_udp(s, stop, run, doc)),
-        )
-    };
+    let server = mode::Bound::bind(&flags, a.tcp)?;
     let stop = stop_flag()?;
+    let line = server.listening_line(a.out.human(), &cores);
     if a.out.human() {
-        crate::say!(
-            c,
-            "rr server listening on {listen} ({transport}), {} workers on CPUs {cores:?}",
-            cores.len(),
-        );
-    } else if a.tcp {
-        eprintln!("linerate: rr server listening on {listen} (TCP)");
+        crate::say!(c, "{line}");
     } else {
-        // Standard output carries the document; say it is ready here (as
-        // sink and fwd do), for whoever waits to send.
-        eprintln!("linerate: rr server listening on {listen}");
+        eprintln!("{line}");
     }
     let doc =
         linerate_doctor::test_summary_at((!a.bind.is_unspecified()).then_some(a.bind), &cores);
-    let config = if a.tcp {
-        flags.tcp_start(listen)
-    } else {
-        flags.udp_start(listen)
-    };
     let ended = drive(
         (&a.out, c),
         false,
         Mode::RrServer,
-        (config, a.time),
+        (server.start(&flags), a.time),
         Some(doc.clone()),
-        |run| Ok(serve(stop.flag(), run, doc)),
+        |run| Ok(server.serve(stop.flag(), run, doc)),
     )?;
     Ok(ended.exit_code)
 }

@@ -6,7 +6,6 @@ use crate::output::Console;
 use anyhow::{Context, Result};
 use clap::Args;
 use linerate_iperf::selftest::{LoopbackServer, Selftest};
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 /// A short throughput test against an in-process server on loopback.
@@ -39,10 +38,7 @@ pub fn run(a: &SelftestArgs, c: &Console) -> Result<u8> {
     }
     // Ctrl-C (or SIGTERM) ends the test early with its results, as if its
     // time ran out: what ran is reported.
-    let early = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, early.clone()).context("installing signal handlers")?;
-    }
+    let early = super::flag_on(&[signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])?;
     match test.run(server, Arc::new(Mutex::new(c.stdout())), early) {
         Ok(()) => Ok(0),
         Err(e) => {
