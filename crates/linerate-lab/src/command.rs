@@ -1,7 +1,7 @@
 //! Running the commands a rig is built with (ip, tc, ethtool), each under a
 //! deadline.
 
-use crate::netns::RigError;
+use crate::error::RigError;
 use std::io::Read;
 use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;

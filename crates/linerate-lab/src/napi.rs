@@ -3,7 +3,8 @@
 //! host sets NAPI up at a time.
 
 use crate::command::run;
-use crate::netns::{Rig, RigError};
+use crate::error::RigError;
+use crate::netns::Rig;
 use std::time::Duration;
 
 /// Locked while a rig turns threaded NAPI on and tells its new NAPI

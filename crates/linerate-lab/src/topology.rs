@@ -14,7 +14,7 @@
 //! namespaces of its prefix.
 
 use crate::command::ip_text;
-use crate::netns::RigError;
+use crate::error::RigError;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
