@@ -14,10 +14,16 @@
 //! Tests that need root or a peer program skip through `linerate-testkit`
 //! (a skip is a failure under `LINERATE_STRICT=1`).
 
+mod command;
+mod error;
+mod napi;
 mod netns;
 mod topology;
 
-pub use netns::{Host, IfaceStats, Rig, RigConfig, RigError, ip_text, napi_threads};
+pub use command::ip_text;
+pub use error::RigError;
+pub use napi::napi_threads;
+pub use netns::{Host, IfaceStats, Rig, RigConfig};
 pub use topology::{
     LabError, Up, down, down_text, status, status_text, suggested_commands, up, valid_prefix,
 };

@@ -1,36 +1,11 @@
 //! Creating, using and deleting the namespaces of a rig.
 
+use crate::command::ip;
+use crate::error::RigError;
 use nix::sched::{CloneFlags, setns};
 use std::fs::File;
-use std::io::Read;
 use std::net::{Ipv4Addr, Ipv6Addr};
-use std::process::{Command, Output, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
-use thiserror::Error;
-
-/// Why a rig could not be built or used.
-#[derive(Debug, Error)]
-pub enum RigError {
-    #[error("{cmd}: {stderr} ({status})")]
-    Command {
-        cmd: String,
-        status: String,
-        stderr: String,
-    },
-    #[error("could not run {cmd}: {source}")]
-    Spawn { cmd: String, source: std::io::Error },
-    #[error("rig configuration: {0}")]
-    Config(String),
-    #[error("network namespace {ns}: {source}")]
-    Netns { ns: String, source: std::io::Error },
-    #[error("unexpected output from {cmd}: {what}")]
-    Parse { cmd: String, what: String },
-    #[error("{cmd}: no answer within {after:?} (ended)")]
-    Timeout { cmd: String, after: Duration },
-    #[error("rig setup: {0}")]
-    Setup(String),
-}
+use std::process::Command;
 
 /// How to build a rig.
 #[derive(Debug, Clone)]
@@ -78,11 +53,11 @@ pub struct IfaceStats {
 /// A set of test hosts. Dropping it deletes every namespace it made.
 #[derive(Debug)]
 pub struct Rig {
-    hosts: Vec<Host>,
+    pub(crate) hosts: Vec<Host>,
     /// Every namespace this rig created, switch included.
     namespaces: Vec<String>,
     /// TX and RX queues of every veth.
-    queues: u16,
+    pub(crate) queues: u16,
 }
 
 /// Whether a named network namespace exists (`ip netns` keeps them in
@@ -93,136 +68,6 @@ fn exists_netns(name: &str) -> bool {
 
 /// Prefix of every namespace a rig makes: `lrt-<pid>-<n>-<role>`.
 const PREFIX: &str = "lrt-";
-
-/// Locked while a rig turns threaded NAPI on and tells its new NAPI
-/// threads from the ones before ([`Rig::threaded_napi`]): the threads are
-/// found by that difference, so no two rigs on the host (of this process
-/// or another) may do it at once. A file lock: the host's, not a static.
-const NAPI_SETUP_LOCK: &str = "/run/lock/linerate-napi-setup.lock";
-
-/// The longest a rig waits for another's NAPI setup (it takes a second).
-const NAPI_SETUP_WAIT: Duration = Duration::from_secs(60);
-
-/// Takes the host's NAPI-setup lock (released when the file is dropped).
-fn napi_setup_lock(wait: Duration) -> Result<std::fs::File, RigError> {
-    let io = |e: std::io::Error| RigError::Setup(format!("{NAPI_SETUP_LOCK}: {e}"));
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(NAPI_SETUP_LOCK)
-        .map_err(io)?;
-    let deadline = std::time::Instant::now() + wait;
-    loop {
-        match f.try_lock() {
-            Ok(()) => return Ok(f),
-            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(RigError::Setup(format!(
-                    "{NAPI_SETUP_LOCK}: another rig held it for {:.1} s",
-                    wait.as_secs_f64()
-                )));
-            }
-            Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
-        }
-    }
-}
-
-/// The longest a configuration command (ip, tc, ethtool) may take: they
-/// answer in milliseconds; one that hangs (a wedged netlink, a namespace
-/// being torn down) is ended, not waited for.
-const COMMAND_DEADLINE: Duration = Duration::from_secs(30);
-
-fn run(cmd: &mut Command) -> Result<Output, RigError> {
-    run_within(cmd, COMMAND_DEADLINE)
-}
-
-/// Runs `cmd` to its end within `deadline`: its output, or which command
-/// failed and why. A command still running at the deadline is killed (it
-/// is this process's child) and reaped; one that exited but left its
-/// output open (a child of its own holding the pipe) is not waited for
-/// past the deadline either.
-fn run_within(cmd: &mut Command, deadline: Duration) -> Result<Output, RigError> {
-    let text = format!("{cmd:?}").replace('"', "");
-    let end = Instant::now() + deadline;
-    let timeout = || RigError::Timeout {
-        cmd: text.clone(),
-        after: deadline,
-    };
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|source| RigError::Spawn {
-            cmd: text.clone(),
-            source,
-        })?;
-    // Both pipes read on their own threads (a command that fills one pipe
-    // while we wait on the other would never end); each answers once.
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut v = Vec::new();
-            if let Some(mut p) = pipe {
-                let _ = p.read_to_end(&mut v);
-            }
-            let _ = tx.send(v);
-        });
-        rx
-    };
-    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
-    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
-    let mut pause = Duration::from_micros(100);
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() < end => {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(10));
-            }
-            Ok(None) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(timeout());
-            }
-            Err(source) => {
-                return Err(RigError::Spawn {
-                    cmd: text.clone(),
-                    source,
-                });
-            }
-        }
-    };
-    let left = |rx: mpsc::Receiver<Vec<u8>>| {
-        rx.recv_timeout(end.saturating_duration_since(Instant::now()))
-            .map_err(|_| timeout())
-    };
-    let out = Output {
-        status,
-        stdout: left(stdout)?,
-        stderr: left(stderr)?,
-    };
-    if !out.status.success() {
-        return Err(RigError::Command {
-            cmd: text,
-            status: out.status.to_string(),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        });
-    }
-    Ok(out)
-}
-
-fn ip(args: &[&str]) -> Result<Output, RigError> {
-    run(Command::new("ip").args(args))
-}
-
-/// Runs `ip ARGS`: its standard output, or which command failed and why.
-pub fn ip_text(args: &[&str]) -> Result<String, RigError> {
-    ip(args).map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-}
 
 /// Deletes namespaces left by rig processes that no longer exist (a test
 /// killed with SIGKILL cannot run its destructor).
@@ -540,138 +385,10 @@ impl Rig {
         })
     }
 
-    /// Makes host `i`'s receive path run in its own kernel thread (threaded
-    /// NAPI, which veth enables with GRO) pinned to `cpu`, so receive cost
-    /// lands on that CPU instead of on the sender's, as on two real hosts.
-    ///
-    /// But a veth hands a frame to its peer's NAPI only if the frame may be
-    /// aggregated: when the sending veth has TSO on (the default), only
-    /// datagrams of local UDP sockets, and only if the receiving veth has
-    /// `rx-udp-gro-forwarding` (or `rx-gro-list`) on (see
-    /// [`udp_through_napi`](Self::udp_through_napi)). Everything else (TCP,
-    /// whose TSO super-packets pass whole, frames sent by AF_XDP or
-    /// AF_PACKET) is received through the backlog on the sending CPU.
-    ///
-    /// Returns the NAPI threads it pinned.
-    pub fn pin_receive_path(&self, host: usize, cpu: usize) -> Result<Vec<i32>, RigError> {
-        let fresh = self.threaded_napi(host)?;
-        if fresh.is_empty() {
-            let h = &self.hosts[host];
-            return Err(RigError::Config(format!(
-                "no NAPI thread appeared for {} in {}",
-                h.iface, h.netns
-            )));
-        }
-        for &pid in &fresh {
-            self.pin_thread(host, pid, cpu)?;
-        }
-        Ok(fresh)
-    }
-
-    /// Turns GRO and threaded NAPI on for host `host`'s veth; the NAPI
-    /// threads that appeared, in pid order. They are found by difference,
-    /// so rigs on the host do this one at a time (a file lock).
-    fn threaded_napi(&self, host: usize) -> Result<Vec<i32>, RigError> {
-        let h = &self.hosts[host];
-        let _one_at_a_time = napi_setup_lock(NAPI_SETUP_WAIT)?;
-        let before = napi_threads();
-        run(self
-            .command(host, "ethtool")
-            .args(["-K", &h.iface, "gro", "on"]))?;
-        run(self.command(host, "sh").args([
-            "-c",
-            &format!("echo 1 > /sys/class/net/{}/threaded", h.iface),
-        ]))?;
-        let mut fresh: Vec<i32> = napi_threads()
-            .into_iter()
-            .filter(|p| !before.contains(p))
-            .collect();
-        fresh.sort_unstable();
-        Ok(fresh)
-    }
-
-    /// Holds kernel thread `pid` (of host `host`'s veth) to `cpu`.
-    fn pin_thread(&self, host: usize, pid: i32, cpu: usize) -> Result<(), RigError> {
-        let mut set = nix::sched::CpuSet::new();
-        set.set(cpu)
-            .map_err(|e| RigError::Config(format!("CPU {cpu}: {e}")))?;
-        nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(pid), &set).map_err(|e| {
-            RigError::Netns {
-                ns: self.hosts[host].netns.clone(),
-                source: e.into(),
-            }
-        })
-    }
-
-    /// Turns `rx-udp-gro-forwarding` on for host `i`'s veth: UDP datagrams
-    /// from sockets then take its NAPI thread (see
-    /// [`pin_receive_path`](Self::pin_receive_path)) and GRO, as on a NIC:
-    /// coalesced only for sockets that ask for UDP_GRO (and forwarded UDP,
-    /// which the rig does not route). Without it they are received on the
-    /// sender's CPU.
-    pub fn udp_through_napi(&self, host: usize) -> Result<(), RigError> {
-        let h = &self.hosts[host];
-        run(self
-            .command(host, "ethtool")
-            .args(["-K", &h.iface, "rx-udp-gro-forwarding", "on"]))?;
-        Ok(())
-    }
-
-    /// Host `host`'s veth as a multi-queue NIC with RSS: one threaded NAPI
-    /// per receive queue, with GRO and socket UDP through it (see
-    /// [`udp_through_napi`](Self::udp_through_napi)), the threads pinned
-    /// in turn to `cpus`, as each queue's interrupt would be. A veth
-    /// receives on the queue its peer sent on, which the peer picks by the
-    /// flow's hash: flows spread over the queues as RSS spreads them.
-    /// Returns each NAPI thread and its CPU.
-    pub fn spread_receive_queues(
-        &self,
-        host: usize,
-        cpus: &[usize],
-    ) -> Result<Vec<(i32, usize)>, RigError> {
-        if cpus.is_empty() {
-            return Err(RigError::Config("no CPU to spread the queues over".into()));
-        }
-        self.udp_through_napi(host)?;
-        let fresh = self.threaded_napi(host)?;
-        if fresh.len() != usize::from(self.queues) {
-            let h = &self.hosts[host];
-            return Err(RigError::Config(format!(
-                "{} NAPI threads appeared for {} in {}, not one per queue ({})",
-                fresh.len(),
-                h.iface,
-                h.netns,
-                self.queues
-            )));
-        }
-        let placed: Vec<(i32, usize)> = fresh
-            .into_iter()
-            .zip(cpus.iter().cycle())
-            .map(|(pid, &cpu)| (pid, cpu))
-            .collect();
-        for &(pid, cpu) in &placed {
-            self.pin_thread(host, pid, cpu)?;
-        }
-        Ok(placed)
-    }
-
     /// Names of the namespaces this rig made (hosts and switch).
     pub fn namespaces(&self) -> &[String] {
         &self.namespaces
     }
-}
-
-/// PIDs of the kernel's NAPI threads (`napi/<iface>-<id>`).
-pub fn napi_threads() -> Vec<i32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| {
-        let pid: i32 = e.ok()?.file_name().to_str()?.parse().ok()?;
-        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
-        comm.starts_with("napi/").then_some(pid)
-    })
-    .collect()
 }
 
 fn parse_stats(json: &[u8]) -> Option<IfaceStats> {
@@ -702,75 +419,6 @@ impl Drop for Rig {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn one_rig_at_a_time_sets_napi_up_on_the_host() {
-        if linerate_testkit::should_skip(
-            "one_rig_at_a_time_sets_napi_up_on_the_host",
-            &[linerate_testkit::require_root()],
-        ) {
-            return;
-        }
-        let held = napi_setup_lock(Duration::from_millis(10)).unwrap();
-        let e = napi_setup_lock(Duration::from_millis(100)).unwrap_err();
-        assert!(e.to_string().contains("another rig held it"), "{e}");
-        drop(held);
-        napi_setup_lock(Duration::from_millis(100)).expect("free once dropped");
-    }
-
-    #[test]
-    fn a_command_gets_its_output_and_its_failure_says_why() {
-        let out = run(Command::new("sh").args(["-c", "echo out; echo err >&2"])).unwrap();
-        assert_eq!(
-            (&out.stdout[..], &out.stderr[..]),
-            (&b"out\n"[..], &b"err\n"[..])
-        );
-        // More than a pipe's buffer on both pipes: read as it comes.
-        let out = run(Command::new("sh").args([
-            "-c",
-            "head -c 200000 /dev/zero; head -c 200000 /dev/zero >&2",
-        ]))
-        .unwrap();
-        assert_eq!((out.stdout.len(), out.stderr.len()), (200_000, 200_000));
-        match run(Command::new("sh").args(["-c", "echo no >&2; exit 3"])) {
-            Err(RigError::Command { stderr, status, .. }) => {
-                assert_eq!(stderr, "no");
-                assert!(status.contains('3'), "{status}");
-            }
-            other => panic!("{other:?}"),
-        }
-        assert!(matches!(
-            run(&mut Command::new("/nonexistent/linerate-lab-test")),
-            Err(RigError::Spawn { .. })
-        ));
-    }
-
-    #[test]
-    fn a_command_that_hangs_is_ended_at_its_deadline() {
-        // (Sleeps of 2 s: without the deadline each call would return Ok
-        // after them, and what the test leaves behind ends by itself.)
-        let t = Instant::now();
-        let e = run_within(Command::new("sleep").arg("2"), Duration::from_millis(200)).unwrap_err();
-        assert!(matches!(e, RigError::Timeout { .. }), "{e}");
-        assert!(
-            t.elapsed() < Duration::from_millis(1500),
-            "{:?}",
-            t.elapsed()
-        );
-        // Exited, but a child of its own holds the output open.
-        let t = Instant::now();
-        let e = run_within(
-            Command::new("sh").args(["-c", "sleep 2 & echo started"]),
-            Duration::from_millis(300),
-        )
-        .unwrap_err();
-        assert!(matches!(e, RigError::Timeout { .. }), "{e}");
-        assert!(
-            t.elapsed() < Duration::from_millis(1500),
-            "{:?}",
-            t.elapsed()
-        );
-    }
 
     #[test]
     fn stats_from_ip_json() {

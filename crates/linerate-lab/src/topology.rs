@@ -13,7 +13,8 @@
 //! ends the lab's forwarder by the PID it recorded and deletes only the
 //! namespaces of its prefix.
 
-use crate::netns::{RigError, ip_text};
+use crate::command::ip_text;
+use crate::error::RigError;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
