@@ -299,6 +299,9 @@ impl Agent {
         })?;
         let names: Vec<String> = plan.ports.iter().map(|p| p.name.clone()).collect();
         captures.configure(&cfg.captures, &names);
+        if self.opts.rx_backend != linerate_packet::BackendKind::Loopback {
+            captures.use_interfaces(crate::port_capture::interfaces(&plan.ports));
+        }
         if let Some(i) = plan.ports.iter().position(|p| {
             p.remote.is_some() && cfg.captures.iter().any(|c| c.ports.contains(&p.name))
         }) {
@@ -420,8 +423,7 @@ impl Agent {
                     })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        caps.set(&ports, start).map_err(Reply::invalid)?;
-        let mut w = Vec::new();
+        let mut w = caps.set(&ports, start).map_err(Reply::invalid)?;
         if !start {
             for (i, p) in caps.ports.iter().enumerate() {
                 if p.capture.is_some() && caps.was_cut(i) {

@@ -17,8 +17,9 @@
 //!   tagged bits by the receivers' probe ids.
 //! - `plan`: a configuration made runnable (allow-list, probe ids,
 //!   blast and sink configurations), all refusals before anything is sent.
-//! - `capture`: the ports' captures (the sinks' capture files, handed
-//!   back as one pcap or pcapng); `capture_filter`: the model's capture
+//! - `capture`: the ports' captures (files handed back as one pcap or
+//!   pcapng); `port_capture`: a capturing port's own receive path (an
+//!   AF_PACKET socket from the capture's start to its stop); `capture_filter`: the model's capture
 //!   filters, the frames a capture keeps.
 //! - `campaign`: running flows and their counts.
 //! - `metrics`: the models' metrics answers, typed.
@@ -49,6 +50,7 @@ pub mod model;
 pub mod neighbors;
 pub mod peer;
 pub mod plan;
+pub mod port_capture;
 pub mod protocols;
 pub mod run;
 pub mod server;
