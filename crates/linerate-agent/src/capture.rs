@@ -148,10 +148,11 @@ impl Captures {
                 self.start_own(p, &iface)?;
             }
             let slot = &mut self.ports[p];
-            if !start && let Some(o) = slot.own.take() {
-                if let Some(e) = o.stop() {
-                    warnings.push(format!("capture of port '{}': {e}", slot.name));
-                }
+            if !start
+                && let Some(o) = slot.own.take()
+                && let Some(e) = o.stop()
+            {
+                warnings.push(format!("capture of port '{}': {e}", slot.name));
             }
             slot.started = start;
             if !start {
