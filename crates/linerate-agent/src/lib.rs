@@ -13,6 +13,8 @@
 //!   `neighbors`: the responders' threads and the neighbour tables.
 //! - `layer1`: the ports' link settings applied (MTU, promiscuous),
 //!   checked (speed) and put back.
+//! - `arp_flow`: the model's `arp` flows (frames laid out ahead, sent as
+//!   a replay, counted on the receive ports by their headers).
 //! - `tags`: the model's `metric_tags`, counted per value of the
 //!   tagged bits by the receivers' probe ids.
 //! - `plan`: a configuration made runnable (allow-list, probe ids,
@@ -35,6 +37,7 @@
 //!   routes).
 
 pub mod api;
+pub mod arp_flow;
 pub mod campaign;
 pub mod capture;
 pub mod capture_filter;

@@ -152,6 +152,9 @@ pub struct Headers {
     /// frame's Ethernet header's and the IP packet's (with ICMP echo, the
     /// ports are the identifier and sequence number).
     pub stack: Option<linerate_traffic::stack::Stack>,
+    /// An ARP flow's `arp` header (`crate::arp_flow`): the fields above
+    /// are then its Ethernet header's.
+    pub arp: Option<Box<crate::arp_flow::Arp>>,
 }
 
 /// Most bytes a `custom` header holds (a jumbo frame's).
@@ -1265,6 +1268,7 @@ pub(crate) fn body<'a>((c, o): &(&str, Obj<'a>)) -> Result<Obj<'a>, Invalid> {
         "mpls" => "mpls",
         "icmp" => "icmp",
         "icmpv6" => "icmpv6",
+        "arp" => "arp",
         _ => "tcp",
     };
     let b = o.obj(key)?;
@@ -1288,13 +1292,16 @@ fn headers(f: &Obj) -> Result<Headers, Invalid> {
         let c = o.choice(
             &[
                 "ethernet", "vlan", "ipv4", "ipv6", "udp", "tcp", "vxlan", "custom", "gre", "mpls",
-                "icmp", "icmpv6",
+                "icmp", "icmpv6", "arp",
             ],
             "ethernet",
         )?;
         hs.push((c, o));
     }
     let names: Vec<&str> = hs.iter().map(|(c, _)| *c).collect();
+    if crate::arp_flow::is_arp(&names) {
+        return crate::arp_flow::headers(&path, &hs);
+    }
     // A `custom` header last: bytes in the payload (after the probe).
     let custom_at = (names.last() == Some(&"custom")).then(|| names.len() - 1);
     let names = &names[..custom_at.unwrap_or(names.len())];
@@ -1431,6 +1438,7 @@ pub(crate) fn frame_headers(hs: &[(&str, Obj)], auto_dst: bool) -> Result<Header
         vxlan: None,
         custom: None,
         stack: None,
+        arp: None,
     })
 }
 

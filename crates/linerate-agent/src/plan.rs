@@ -135,7 +135,8 @@ pub fn plan_all(cfg: &Config, opts: &Options) -> Result<Plan, Vec<Invalid>> {
     let mut flows = Vec::new();
     let mut next_id: u32 = 0;
     for (i, f) in cfg.flows.iter().enumerate() {
-        match plan_flow(&format!("flows[{i}]"), f, &ports, opts, &mut next_id) {
+        let path = format!("flows[{i}]");
+        match crate::arp_flow::planned(&path, f, &ports, opts, &mut next_id, plan_flow) {
             Ok(f) => flows.push(f),
             Err(e) => errs.push(e),
         }
