@@ -242,6 +242,12 @@ pub fn planned(
             format!("port '{r}' is on a peer agent: an arp flow's receive ports are this agent's"),
         ));
     }
+    if !f.tags.is_empty() {
+        return Err(invalid(
+            &format!("{path}.packet"),
+            "metric_tags: an arp flow's frames carry no probe to count tags by",
+        ));
+    }
     let sizes = sizes(&format!("{path}.size"), &f.size)?;
     // Planned as a flow of one size the templates take (its rate and
     // count checks): the frames sent are the ARP ones below.

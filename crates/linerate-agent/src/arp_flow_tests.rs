@@ -138,6 +138,13 @@ fn what_an_arp_flow_cannot_be_is_refused_by_path() {
         ),
         "repeat after more than 65536 frames",
     );
+    let mut tagged = config(arp(json!({})), fixed(64));
+    tagged["flows"][0]["packet"][0]["ethernet"]["src"]["metric_tags"] =
+        json!([{"name": "t", "offset": 0, "length": 4}]);
+    refused(
+        tagged,
+        "flows[0].packet: metric_tags: an arp flow's frames carry no probe",
+    );
     // On loopback ports (no interface to count on): refused.
     let cfg = crate::model::config(&config(arp(json!({})), fixed(64))).unwrap();
     let e = crate::plan::plan(&cfg, &Options::loopback(&["wire0", "wire1"])).unwrap_err();
