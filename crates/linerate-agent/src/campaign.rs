@@ -344,6 +344,14 @@ impl FlowRun {
             c.tx_pps = p as f64 / secs;
             c.tx_bps = b as f64 * 8.0 / secs;
         };
+        if crate::arp_flow::is_arp_flow(flow) {
+            let on_rx = |k: usize, p: u64, b: u64| {
+                if let Some(slot) = lock(&self.counts).rx.get_mut(k) {
+                    *slot = (p, b);
+                }
+            };
+            return crate::arp_flow::send_and_count(flow, &self.stop, on_tx, &on_rx);
+        }
         let (sent, got) = linerate_packet::pair::while_counting_live(
             &flow.sinks,
             flow.drain,

@@ -1,11 +1,16 @@
-//! A configuration's `captures`: what arrived on a port while its capture
-//! was started, kept by the sinks' capture writer (`sink --write`,
-//! `linerate_traffic::pcap::CaptureWriter`) into files of the agent's own
-//! directory, and handed back by `/monitor/capture` as one pcap or pcapng
-//! file in arrival order.
+//! A configuration's `captures`: what arrived on a port from its
+//! capture's start to its stop, kept in files of the agent's own
+//! directory by the sinks' capture writer
+//! (`linerate_traffic::pcap::CaptureWriter`), and handed back by
+//! `/monitor/capture` as one pcap or pcapng file in arrival order.
 //!
-//! A port's frames are those a sink receiving there sees: every frame on
-//! the interface (a flow's or not), whole, with the kernel's receive time.
+//! A port with an interface captures on a receive path of its own
+//! (`crate::port_capture`, from the capture's start to its stop, whether
+//! a flow receives there or not); then no flow's sink writes for it, so a
+//! frame is kept once. A loopback port (no interface) is captured by the
+//! sink of the flow receiving there while it runs (one at a time).
+//! Either way a port's frames are every frame that arrived there (a
+//! flow's or not), whole, with the kernel's receive time.
 //! Interfaces hand frames up without their FCS; the capture writes each
 //! frame with the FCS the wire carried (its CRC-32, computed), so a
 //! frame's captured length is the model's frame size. Bounds: at most
@@ -14,6 +19,7 @@
 
 use crate::json::{Invalid, invalid};
 use crate::model::Capture;
+use linerate_traffic::pcap::CaptureWriter;
 use std::path::{Path, PathBuf};
 
 /// Most frames a port's capture keeps.
@@ -41,6 +47,12 @@ pub struct PortCapture {
     pub writer_flow: Option<usize>,
     /// The files the sinks wrote, with the frames each could take.
     files: Vec<(PathBuf, u64)>,
+    /// The port's interface when the port captures on a receive path of
+    /// its own (`crate::port_capture`; not on loopback ports, whose
+    /// flows' sinks write the capture).
+    pub iface: Option<String>,
+    /// That path, while the capture runs.
+    own: Option<crate::port_capture::OwnCapture>,
 }
 
 /// A capture file a sink is to write.
@@ -80,8 +92,21 @@ impl Captures {
         }
     }
 
+    /// The ports' interfaces (`None`: a port without one, its flows'
+    /// sinks capture): each capturing port then captures on a receive
+    /// path of its own from its start to its stop.
+    pub fn use_interfaces(&mut self, ifaces: Vec<Option<String>>) {
+        for (slot, i) in self.ports.iter_mut().zip(ifaces) {
+            slot.iface = i;
+        }
+    }
+
     fn clear_files(&mut self) {
         for p in &mut self.ports {
+            // Its own path ended (and its file flushed) first.
+            if let Some(o) = p.own.take() {
+                let _ = o.stop();
+            }
             for (f, _) in p.files.drain(..) {
                 let _ = std::fs::remove_file(f);
             }
@@ -89,8 +114,10 @@ impl Captures {
     }
 
     /// Starts (or stops) the capture of `ports` (every capture port when
-    /// empty); an overwriting capture drops what it held.
-    pub fn set(&mut self, ports: &[usize], start: bool) -> Result<(), Invalid> {
+    /// empty); an overwriting capture drops what it held. A port with a
+    /// receive path of its own has it started (or stopped) here; what went
+    /// wrong on one that stopped comes back as warnings.
+    pub fn set(&mut self, ports: &[usize], start: bool) -> Result<Vec<String>, Invalid> {
         let which: Vec<usize> = if ports.is_empty() {
             (0..self.ports.len())
                 .filter(|&p| self.ports[p].capture.is_some())
@@ -107,19 +134,52 @@ impl Captures {
                 ),
             ));
         }
+        let mut warnings = Vec::new();
         for &p in &which {
             let slot = &mut self.ports[p];
             let Some(c) = &slot.capture else { continue };
-            if start && !slot.started && c.overwrite {
+            let begins = start && !slot.started;
+            if begins && c.overwrite {
                 for (f, _) in slot.files.drain(..) {
                     let _ = std::fs::remove_file(f);
                 }
+            }
+            if begins && let Some(iface) = slot.iface.clone() {
+                self.start_own(p, &iface)?;
+            }
+            let slot = &mut self.ports[p];
+            if !start
+                && let Some(o) = slot.own.take()
+                && let Some(e) = o.stop()
+            {
+                warnings.push(format!("capture of port '{}': {e}", slot.name));
             }
             slot.started = start;
             if !start {
                 slot.writer_flow = None;
             }
         }
+        Ok(warnings)
+    }
+
+    /// Port `p`'s own receive path on `iface`, started into a new file.
+    fn start_own(&mut self, p: usize, iface: &str) -> Result<(), Invalid> {
+        let mtu = linerate_backend::iface::mtu(iface).unwrap_or(1500);
+        let Some(f) = self.next_file(p, mtu) else {
+            return Ok(());
+        };
+        let name = self.ports[p].name.clone();
+        let fail = |e: String| {
+            invalid(
+                "port.capture.port_names",
+                format!("port '{name}' ({iface}): the capture: {e}"),
+            )
+        };
+        let w = CaptureWriter::create(&f.path, f.snaplen, f.max_frames, false)
+            .map_err(|e| fail(e.to_string()))?;
+        let own =
+            crate::port_capture::OwnCapture::start(iface, w).map_err(|e| fail(e.to_string()))?;
+        self.ports[p].own = Some(own);
         Ok(())
     }
 
@@ -134,10 +194,23 @@ impl Captures {
         running: &dyn Fn(usize) -> bool,
     ) -> Option<FileSpec> {
         let slot = self.ports.get_mut(p)?;
-        let c = slot.capture.as_ref()?;
+        // A port capturing on its own path: it keeps every frame once.
+        if slot.capture.is_none() || slot.iface.is_some() {
+            return None;
+        }
         if !slot.started || slot.writer_flow.is_some_and(|f| f != flow && running(f)) {
             return None;
         }
+        let f = self.next_file(p, mtu)?;
+        self.ports[p].writer_flow = Some(flow);
+        Some(f)
+    }
+
+    /// A new file for port `p`'s capture (MTU `mtu`), bounded by what its
+    /// earlier files hold; `None` once they hold the port's bound.
+    fn next_file(&mut self, p: usize, mtu: usize) -> Option<FileSpec> {
+        let slot = self.ports.get_mut(p)?;
+        let c = slot.capture.as_ref()?;
         // Whole frames: the interface's largest (a VLAN tag included).
         let snaplen = c.packet_size.unwrap_or((mtu + 18) as u32).max(64);
         // What the port's earlier files hold counts against its bounds.
@@ -154,7 +227,6 @@ impl Captures {
         }
         let path = self.dir.join(format!("port{p}-{}.pcap", self.next_file));
         self.next_file += 1;
-        slot.writer_flow = Some(flow);
         slot.files.push((path.clone(), max_frames));
         Some(FileSpec {
             path,

@@ -13,12 +13,15 @@
 //!   `neighbors`: the responders' threads and the neighbour tables.
 //! - `layer1`: the ports' link settings applied (MTU, promiscuous),
 //!   checked (speed) and put back.
+//! - `arp_flow`: the model's `arp` flows (frames laid out ahead, sent as
+//!   a replay, counted on the receive ports by their headers).
 //! - `tags`: the model's `metric_tags`, counted per value of the
 //!   tagged bits by the receivers' probe ids.
 //! - `plan`: a configuration made runnable (allow-list, probe ids,
 //!   blast and sink configurations), all refusals before anything is sent.
-//! - `capture`: the ports' captures (the sinks' capture files, handed
-//!   back as one pcap or pcapng); `capture_filter`: the model's capture
+//! - `capture`: the ports' captures (files handed back as one pcap or
+//!   pcapng); `port_capture`: a capturing port's own receive path (an
+//!   AF_PACKET socket from the capture's start to its stop); `capture_filter`: the model's capture
 //!   filters, the frames a capture keeps.
 //! - `campaign`: running flows and their counts; `lock`: a lock a
 //!   panicked holder does not poison.
@@ -35,6 +38,7 @@
 //!   routes).
 
 pub mod api;
+pub mod arp_flow;
 pub mod campaign;
 pub mod capture;
 pub mod capture_filter;
@@ -52,6 +56,7 @@ pub mod model;
 pub mod neighbors;
 pub mod peer;
 pub mod plan;
+pub mod port_capture;
 pub mod protocols;
 pub mod run;
 pub mod server;

@@ -9,6 +9,7 @@
 //! - `packet`: a flow's list of headers, each read by `headers`, its
 //!   fields' values by `patterns`.
 
+pub mod arp;
 pub mod captures;
 pub mod flows;
 pub mod headers;

@@ -8,6 +8,7 @@
 //! - `ports`: each port an interface here or a peer's;
 //! - `blast`: each flow's blast configuration.
 
+pub mod arp;
 pub mod blast;
 pub mod options;
 pub mod ports;
@@ -88,7 +89,8 @@ pub fn plan_all(cfg: &Config, opts: &Options) -> Result<Plan, Vec<Invalid>> {
     let mut flows = Vec::new();
     let mut next_id: u32 = 0;
     for (i, f) in cfg.flows.iter().enumerate() {
-        match plan_flow(&format!("flows[{i}]"), f, &ports, opts, &mut next_id) {
+        let path = format!("flows[{i}]");
+        match plan_any_flow(&path, f, &ports, opts, &mut next_id) {
             Ok(f) => flows.push(f),
             Err(e) => errs.push(e),
         }
@@ -102,6 +104,45 @@ pub fn plan_all(cfg: &Config, opts: &Options) -> Result<Plan, Vec<Invalid>> {
 
 /// Flow `f` at `path` over `ports`, its probe ids the block from
 /// `next_id` on (moved past them).
+/// Plans flow `f` at `path`: an ARP flow as a flow of its Ethernet
+/// addresses, then sent as a replay of its laid-out frames and counted by
+/// `crate::arp_flow::send_and_count` (no sinks); any other by
+/// [`plan_flow`].
+fn plan_any_flow(
+    path: &str,
+    f: &model::Flow,
+    ports: &[PlanPort],
+    opts: &Options,
+    next_id: &mut u32,
+) -> Result<PlanFlow, Invalid> {
+    let Some(a) = &f.headers.arp else {
+        return plan_flow(path, f, ports, opts, next_id);
+    };
+    arp::check(path, f, ports, opts)?;
+    let sizes = arp::sizes(&format!("{path}.size"), &f.size)?;
+    // Planned as a flow of one size the templates take (its rate and
+    // count checks): the frames sent are the ARP ones.
+    let g = model::Flow {
+        size: model::Size::Fixed(128),
+        tags: Vec::new(),
+        ..f.clone()
+    };
+    let mut pf = plan_flow(path, &g, ports, opts, next_id)?;
+    pf.blast.replay = Some(arp::replay(
+        path,
+        a,
+        &f.headers.eth_src,
+        &pf.blast.flows.dst_mac,
+        &sizes,
+    )?);
+    pf.blast.end_markers = false;
+    // The sinks stay as the receive ports' interfaces (what counts is
+    // `send_and_count`'s; no sink runs).
+    pf.latency = false;
+    pf.tags = None;
+    Ok(pf)
+}
+
 fn plan_flow(
     path: &str,
     f: &model::Flow,

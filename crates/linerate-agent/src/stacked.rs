@@ -131,6 +131,7 @@ pub fn headers(path: &str, hs: &[(&str, Obj)]) -> Result<Headers, Invalid> {
         vxlan: None,
         custom: None,
         stack: Some(Stack { icmp, mpls, gre }),
+        arp: None,
     })
 }
 

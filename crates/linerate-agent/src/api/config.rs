@@ -56,6 +56,9 @@ impl Agent {
         })?;
         let names: Vec<String> = plan.ports.iter().map(|p| p.name.clone()).collect();
         captures.configure(&cfg.captures, &names);
+        if self.opts.rx_backend != linerate_packet::BackendKind::Loopback {
+            captures.use_interfaces(crate::port_capture::interfaces(&plan.ports));
+        }
         if let Some(i) = plan.ports.iter().position(|p| {
             p.remote.is_some() && cfg.captures.iter().any(|c| c.ports.contains(&p.name))
         }) {

@@ -96,8 +96,7 @@ impl Agent {
                     })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        caps.set(&ports, start).map_err(Reply::invalid)?;
-        let mut w = Vec::new();
+        let mut w = caps.set(&ports, start).map_err(Reply::invalid)?;
         if !start {
             for (i, p) in caps.ports.iter().enumerate() {
                 if p.capture.is_some() && caps.was_cut(i) {

@@ -337,6 +337,20 @@ pub static M_FLOW_GRE: Msg = Msg {
     ],
 };
 
+pub static M_FLOW_ARP: Msg = Msg {
+    fields: &[
+        f(1, "hardware_type", Ty::Msg(&PATTERN_U32)),
+        f(2, "protocol_type", Ty::Msg(&PATTERN_U32)),
+        f(3, "hardware_length", Ty::Msg(&PATTERN_U32)),
+        f(4, "protocol_length", Ty::Msg(&PATTERN_U32)),
+        f(5, "operation", Ty::Msg(&PATTERN_U32)),
+        f(6, "sender_hardware_addr", Ty::Msg(&PATTERN_STR)),
+        f(7, "sender_protocol_addr", Ty::Msg(&PATTERN_STR)),
+        f(8, "target_hardware_addr", Ty::Msg(&PATTERN_STR)),
+        f(9, "target_protocol_addr", Ty::Msg(&PATTERN_STR)),
+    ],
+};
+
 static E_FLOWICMP_CHOICE_ENUM: &[(i32, &str)] = &[(0, "unspecified"), (1, "echo")];
 
 pub static M_FLOW_ICMP_ECHO: Msg = Msg {
@@ -398,7 +412,7 @@ pub static M_FLOW_HEADER: Msg = Msg {
         f(12, "gre", Ty::Msg(&M_FLOW_GRE)),
         f(13, "gtpv1", Ty::Opaque),
         f(14, "gtpv2", Ty::Opaque),
-        f(15, "arp", Ty::Opaque),
+        f(15, "arp", Ty::Msg(&M_FLOW_ARP)),
         f(16, "icmp", Ty::Msg(&M_FLOW_ICMP)),
         f(17, "icmpv6", Ty::Msg(&M_FLOW_ICMPV6)),
         f(18, "ppp", Ty::Opaque),

@@ -40,6 +40,9 @@ pub struct Headers {
     /// frame's Ethernet header's and the IP packet's (with ICMP echo, the
     /// ports are the identifier and sequence number).
     pub stack: Option<linerate_traffic::stack::Stack>,
+    /// An ARP flow's `arp` header (`crate::arp_flow`): the fields above
+    /// are then its Ethernet header's.
+    pub arp: Option<Box<super::arp::Arp>>,
 }
 
 /// Most bytes a `custom` header holds (a jumbo frame's).
@@ -84,6 +87,7 @@ pub(crate) fn body<'a>((c, o): &(&str, Obj<'a>)) -> Result<Obj<'a>, Invalid> {
         "mpls" => "mpls",
         "icmp" => "icmp",
         "icmpv6" => "icmpv6",
+        "arp" => "arp",
         _ => "tcp",
     };
     let b = o.obj(key)?;
@@ -186,6 +190,7 @@ pub(crate) fn frame_headers(hs: &[(&str, Obj)], auto_dst: bool) -> Result<Header
         vxlan: None,
         custom: None,
         stack: None,
+        arp: None,
     })
 }
 
