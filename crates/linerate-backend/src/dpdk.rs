@@ -172,6 +172,19 @@ impl DpdkRx {
         self.q.forward(wait, &mut tx.q, rewrite)
     }
 
+    /// Forwards a burst out of `tx` as it arrived, no frame read but for
+    /// its length (polling up to `wait` for it); frames longer than
+    /// `frame_max` dropped. Returns (received, sent, too long).
+    #[inline]
+    pub fn forward_untouched(
+        &mut self,
+        tx: &mut DpdkTx,
+        wait: std::time::Duration,
+        frame_max: usize,
+    ) -> (usize, usize, usize) {
+        self.q.forward_untouched(wait, &mut tx.q, frame_max)
+    }
+
     pub fn batch(&self) -> usize {
         linerate_dpdk::BURST
     }

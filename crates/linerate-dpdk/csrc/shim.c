@@ -347,6 +347,29 @@ uint16_t lr_rx(uint16_t port, uint16_t queue, struct rte_mbuf **m, uint16_t n, c
 	return got;
 }
 
+/* Up to `n` received frames' mbufs alone, their data not read: those of
+ * frames over `max` bytes freed and counted in `*over`, the others packed
+ * at the front of `m`; returns how many were kept. With `mark` as lr_rx. */
+uint16_t lr_rx_mbufs(uint16_t port, uint16_t queue, struct rte_mbuf **m, uint16_t n, int mark, uint16_t max,
+		     uint16_t *over)
+{
+	uint16_t got, kept = 0;
+	lcore_enter();
+	got = rte_eth_rx_burst(port, queue, m, n);
+	for (uint16_t i = 0; i < got; i++) {
+		struct rte_mbuf *b = m[i];
+		if (unlikely(b->pkt_len > max)) {
+			rte_pktmbuf_free(b);
+			continue;
+		}
+		if (mark)
+			*(uint32_t *)rte_mbuf_to_priv(b) |= LR_RECEIVED;
+		m[kept++] = b;
+	}
+	*over = got - kept;
+	return kept;
+}
+
 /* mbufs of the pool that no one holds: in its ring and in its lcores'
  * caches. */
 unsigned lr_pool_avail(struct rte_mempool *mp)

@@ -65,6 +65,15 @@ unsafe extern "C" {
         lens: *mut u16,
         mark: c_int,
     ) -> u16;
+    fn lr_rx_mbufs(
+        port: u16,
+        queue: u16,
+        m: *mut *mut RteMbuf,
+        n: u16,
+        mark: c_int,
+        max: u16,
+        over: *mut u16,
+    ) -> u16;
     fn lr_free(m: *const *mut RteMbuf, n: c_uint);
     fn lr_pool_avail(mp: *mut RteMempool) -> c_uint;
     fn lr_thread_lcore() -> c_int;

@@ -239,6 +239,44 @@ fn dpdk_blast_on_net_null_sends_exactly_the_count_from_each_worker() {
     assert!(note.contains("net_null"), "{note}");
 }
 
+/// fwd's io mode on one net_null port (what its RX queue makes up, sent
+/// back out of its TX queue; each burst handed over whole, no frame
+/// read): every frame received is sent, none dropped, and it stops at
+/// `--count` within the burst (64 frames) that crossed it.
+#[test]
+fn dpdk_fwd_io_on_net_null_sends_every_frame_it_receives() {
+    if skip(
+        "dpdk_fwd_io_on_net_null_sends_every_frame_it_receives",
+        false,
+    ) {
+        return;
+    }
+    let v = run(Command::new(BIN).args([
+        "fwd",
+        "--backend",
+        "dpdk",
+        "--eal",
+        &eal(&["net_null0"]),
+        "--iface",
+        "net_null0",
+        "--mode",
+        "io",
+        "--count",
+        "100000",
+        "--duration",
+        "20",
+        "--json",
+    ]));
+    let c = &v["counts"];
+    let tx = c["tx"].as_u64().unwrap();
+    assert_eq!(c["rx"], tx, "{v}");
+    assert!((100_000..100_064).contains(&tx), "{v}");
+    for k in ["tx_dropped", "too_long", "not_ip"] {
+        assert_eq!(c[k], 0, "{k}: {v}");
+    }
+    assert_eq!(v["rx_backend"], "dpdk", "{v}");
+}
+
 #[test]
 fn dpdk_without_a_port_or_with_eal_alone_is_refused_before_sending() {
     if skip(

@@ -165,6 +165,31 @@ pub trait FwdPort {
         rewrite: &mut F,
     ) -> io::Result<(u64, u64, u64)>;
 
+    /// Whether this port has [`forward_untouched`](Self::forward_untouched)
+    /// of its own (the default is [`forward`](Self::forward)'s path).
+    fn can_forward_untouched(&self) -> bool {
+        false
+    }
+
+    /// Waits up to `wait` for frames and sends them back out as they are,
+    /// none read but for its length (fwd's `io` mode): the burst handed
+    /// over whole, as testpmd's io forwarding does, but frames longer than
+    /// `frame_max`, which are dropped. Returns (received, sent, dropped
+    /// (too long or for want of room), too long).
+    fn forward_untouched(
+        &mut self,
+        wait: Duration,
+        frame_max: usize,
+    ) -> io::Result<(u64, u64, u64, u64)> {
+        let mut too_long = 0u64;
+        let (rx, sent, dropped) = self.forward(wait, &mut |f: &mut [u8]| {
+            let fits = f.len() <= frame_max;
+            too_long += u64::from(!fits);
+            fits
+        })?;
+        Ok((rx, sent, dropped, too_long))
+    }
+
     /// Waits until everything sent is gone.
     fn finish(&mut self) -> io::Result<()> {
         Ok(())

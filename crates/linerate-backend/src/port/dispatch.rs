@@ -319,6 +319,25 @@ macro_rules! backends {
                 }
             }
 
+            /// See [`FwdPort::can_forward_untouched`].
+            pub fn can_forward_untouched(&self) -> bool {
+                match self {
+                    $(Fwd::$V(f) => FwdPort::can_forward_untouched(f),)*
+                }
+            }
+
+            /// See [`FwdPort::forward_untouched`].
+            #[inline]
+            pub fn forward_untouched(
+                &mut self,
+                wait: Duration,
+                frame_max: usize,
+            ) -> io::Result<(u64, u64, u64, u64)> {
+                match self {
+                    $(Fwd::$V(f) => FwdPort::forward_untouched(f, wait, frame_max),)*
+                }
+            }
+
             /// Waits until everything sent is gone.
             pub fn finish(&mut self) -> io::Result<()> {
                 match self {

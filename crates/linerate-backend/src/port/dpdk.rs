@@ -256,6 +256,25 @@ mod built {
             Ok((got as u64, sent as u64, (got - sent) as u64))
         }
 
+        fn can_forward_untouched(&self) -> bool {
+            true
+        }
+
+        #[inline]
+        fn forward_untouched(
+            &mut self,
+            wait: Duration,
+            frame_max: usize,
+        ) -> io::Result<(u64, u64, u64, u64)> {
+            let (got, sent, too_long) = self.rx.forward_untouched(&mut self.tx, wait, frame_max);
+            Ok((
+                got as u64,
+                sent as u64,
+                (got - sent) as u64,
+                too_long as u64,
+            ))
+        }
+
         fn drops(&mut self) -> u64 {
             DpdkRx::drops(&self.rx)
         }

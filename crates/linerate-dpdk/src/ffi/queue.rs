@@ -384,6 +384,69 @@ impl RxQueue {
                 unsafe { lr_free(self.mbufs.as_ptr().add(i), 1) };
             }
         }
+        let sent = self.send_out(tx, kept);
+        (n, sent, kept - sent)
+    }
+
+    /// Forwards a burst out of `tx` as it arrived, no frame read but for
+    /// its length (polling up to `wait` for it), as
+    /// [`forward`](Self::forward) does with a rewrite that keeps every
+    /// frame up to `frame_max` bytes; longer ones are freed. Returns
+    /// (received, sent, too long).
+    #[inline]
+    pub fn forward_untouched(
+        &mut self,
+        wait: Duration,
+        tx: &mut TxQueue,
+        frame_max: usize,
+    ) -> (usize, usize, usize) {
+        let max = u16::try_from(frame_max).unwrap_or(u16::MAX);
+        let mut too_long = 0;
+        let mut n = self.burst_mbufs(max, &mut too_long);
+        if n + too_long == 0 {
+            let until = Instant::now() + wait;
+            'wait: loop {
+                for _ in 0..64 {
+                    n = self.burst_mbufs(max, &mut too_long);
+                    if n + too_long > 0 {
+                        break 'wait;
+                    }
+                    std::hint::spin_loop();
+                }
+                if Instant::now() >= until {
+                    break;
+                }
+            }
+        }
+        (n + too_long, self.send_out(tx, n), too_long)
+    }
+
+    /// A burst's mbufs alone, but those of frames over `max` bytes, freed
+    /// and counted in `too_long`: the ones kept.
+    fn burst_mbufs(&mut self, max: u16, too_long: &mut usize) -> usize {
+        let mut over: u16 = 0;
+        // SAFETY: the array has BURST entries; the queue is ours; `over`
+        // is a valid out pointer.
+        let kept = usize::from(unsafe {
+            lr_rx_mbufs(
+                self.port,
+                self.queue,
+                self.mbufs.as_mut_ptr(),
+                BURST as u16,
+                c_int::from(self.mark),
+                max,
+                &mut over,
+            )
+        });
+        *too_long = usize::from(over);
+        kept
+    }
+
+    /// Sends `mbufs[..kept]` (received, ours) out of `tx`, a few tries
+    /// while its ring is full; frees what it did not take. Returns the
+    /// frames sent.
+    #[inline]
+    fn send_out(&mut self, tx: &mut TxQueue, kept: usize) -> usize {
         let mut sent = 0;
         for _ in 0..4 {
             if sent == kept {
@@ -404,7 +467,7 @@ impl RxQueue {
             // SAFETY: mbufs[sent..kept] were not taken by the port.
             unsafe { lr_free(self.mbufs.as_ptr().add(sent), (kept - sent) as c_uint) };
         }
-        (n, sent, kept - sent)
+        sent
     }
 
     fn free(&mut self, n: usize) {

@@ -66,6 +66,16 @@ pub(super) fn forward_in_place(job: &Job<'_>, w: usize, x: Fwd) -> WorkerOut {
         let mut out = by_mode(job, w, x, || m.per_frame());
         out.mem_sum = std::hint::black_box(m.sum);
         out
+    } else if job.cfg.mode == FwdMode::Io && x.can_forward_untouched() {
+        // io with nothing to do a frame but check its length: each burst
+        // handed back whole.
+        let frame_max = job.frame_max;
+        forward_bursts(job, w, x, |x| {
+            match x.forward_untouched(RECV_WAIT, frame_max) {
+                Ok((rx, tx, dropped, too_long)) => (Ok((rx, tx, dropped)), too_long, 0),
+                Err(e) => (Err(e), 0, 0),
+            }
+        })
     } else {
         by_mode(job, w, x, || {})
     }
@@ -92,21 +102,12 @@ fn by_mode(job: &Job<'_>, w: usize, x: Fwd, load: impl FnMut()) -> WorkerOut {
 fn forward_with(
     job: &Job<'_>,
     w: usize,
-    mut x: Fwd,
+    x: Fwd,
     mut load: impl FnMut(),
     rewrite: impl Fn(&mut [u8]) -> bool,
 ) -> WorkerOut {
-    let cfg = job.cfg;
     let frame_max = job.frame_max;
-    let mut c = FwdCounts::default();
-    let live = &job.live[w];
-    let mut ends = Ends::new(job);
-    let error;
-    loop {
-        if let Some(e) = should_stop(job, &mut ends) {
-            error = e;
-            break;
-        }
+    forward_bursts(job, w, x, |x| {
         let (mut too_long, mut not_ip) = (0u64, 0u64);
         let r = x.forward(RECV_WAIT, &mut |frame| {
             if frame.len() > frame_max {
@@ -119,6 +120,31 @@ fn forward_with(
             load();
             true
         });
+        (r, too_long, not_ip)
+    })
+}
+
+/// The worker's loop over bursts until it should stop: `burst` forwards
+/// one and returns (received, sent, dropped) with the frames of them
+/// too long and without an IP header.
+#[inline(always)]
+fn forward_bursts(
+    job: &Job<'_>,
+    w: usize,
+    mut x: Fwd,
+    mut burst: impl FnMut(&mut Fwd) -> (std::io::Result<(u64, u64, u64)>, u64, u64),
+) -> WorkerOut {
+    let cfg = job.cfg;
+    let mut c = FwdCounts::default();
+    let live = &job.live[w];
+    let mut ends = Ends::new(job);
+    let error;
+    loop {
+        if let Some(e) = should_stop(job, &mut ends) {
+            error = e;
+            break;
+        }
+        let (r, too_long, not_ip) = burst(&mut x);
         match r {
             Ok((rx, tx, dropped)) => {
                 c.rx += rx;
