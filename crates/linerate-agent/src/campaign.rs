@@ -345,9 +345,31 @@ impl FlowRun {
             c.tx_bps = b as f64 * 8.0 / secs;
         };
         if crate::arp_flow::is_arp_flow(flow) {
+            // The running rates over at least the last 200 ms, from the
+            // counts published every 100 ms.
+            let ports = lock(&self.counts).rx.len();
+            let last: Vec<Mutex<(Instant, u64, u64)>> = (0..ports)
+                .map(|_| Mutex::new((Instant::now(), 0, 0)))
+                .collect();
             let on_rx = |k: usize, p: u64, b: u64| {
-                if let Some(slot) = lock(&self.counts).rx.get_mut(k) {
+                let now = Instant::now();
+                let mut c = lock(&self.counts);
+                if let Some(slot) = c.rx.get_mut(k) {
                     *slot = (p, b);
+                }
+                let Some(l) = last.get(k) else {
+                    return;
+                };
+                let mut l = lock(l);
+                let secs = now.duration_since(l.0).as_secs_f64();
+                if secs >= 0.2 {
+                    if let Some(r) = c.rx_pps.get_mut(k) {
+                        *r = p.saturating_sub(l.1) as f64 / secs;
+                    }
+                    if let Some(r) = c.rx_bps.get_mut(k) {
+                        *r = b.saturating_sub(l.2) as f64 * 8.0 / secs;
+                    }
+                    *l = (now, p, b);
                 }
             };
             return crate::arp_flow::send_and_count(flow, &self.stop, on_tx, &on_rx);

@@ -3,9 +3,10 @@
 //! over HTTP and over gRPC on a looped veth pair: two ARP flows at once into one port, "a" (30
 //! frames of 64 bytes, operation values 1 and 2, sender MAC incremented
 //! over 5, sender IP over 3, target IP decremented by 2 over 4) and "b"
-//! (20 frames of 80 bytes, other addresses). Each flow's frames_tx and
-//! frames_rx are exact (30 and 20, bytes to the frame), no latency is
-//! given, and the port's capture holds each frame n of flow "a" with the
+//! (400 frames of 80 bytes, other addresses). Each flow's frames_tx and
+//! frames_rx are exact (30 and 400, bytes to the frame), no latency is
+//! given, flow "b"'s running receive rate is shown while it runs, and
+//! the port's capture holds each frame n of flow "a" with the
 //! fields the model says frame n carries, padded with zeros.
 //!
 //! Needs root (namespaces), `ip` and a Python with snappi
@@ -56,7 +57,7 @@ fn arp(test: &str, grpc: bool) {
     let Some(doc) = support::snappi_on_looped_agent(test, "agent_arp.py", grpc) else {
         return;
     };
-    for (name, n, size) in [("a", 30u64, 64u64), ("b", 20, 80)] {
+    for (name, n, size) in [("a", 30u64, 64u64), ("b", 400, 80)] {
         let m = &doc["flows"][name];
         assert_eq!(m["transmit"], "stopped", "{doc}");
         assert_eq!(
@@ -72,7 +73,7 @@ fn arp(test: &str, grpc: bool) {
         assert!(m["latency"].is_null(), "flow {name}: no latency: {doc}");
     }
     let frames: Vec<Vec<u8>> = doc["frames"].as_array().unwrap().iter().map(hex).collect();
-    assert_eq!(frames.len(), 50, "{doc}");
+    assert_eq!(frames.len(), 430, "{doc}");
     let a: Vec<&Vec<u8>> = frames
         .iter()
         .filter(|f| f[28..31] == [198, 18, 5])
@@ -87,5 +88,12 @@ fn arp(test: &str, grpc: bool) {
         b.clone()
             .all(|f| f.len() == 80 && f[42..76].iter().all(|&x| x == 0))
     );
-    assert_eq!(b.count(), 20, "{doc}");
+    assert_eq!(b.count(), 400, "{doc}");
+    // While flow b runs (0.4 s at 1,000 pps), its running receive rate
+    // is shown (over the last 200 ms or more), not 0.
+    let rate = doc["flows"]["b"]["frames_rx_rate_max"].as_f64().unwrap();
+    assert!(
+        (500.0..=1500.0).contains(&rate),
+        "flow b's running receive rate {rate}: {doc}"
+    );
 }

@@ -47,7 +47,7 @@ def config(api, args):
     a.target_protocol_addr.decrement.start = "198.18.6.10"
     a.target_protocol_addr.decrement.step = "0.0.0.2"
     a.target_protocol_addr.decrement.count = 4
-    b = arp_flow(c, "b", 20, 80)
+    b = arp_flow(c, "b", 400, 80)
     b.sender_protocol_addr.value = "198.18.7.1"
     b.target_protocol_addr.value = "198.18.7.2"
     return c
@@ -71,8 +71,11 @@ def main():
     req = api.metrics_request()
     req.flow.flow_names = ["a", "b"]
     deadline = time.time() + 20
+    rate_max = {}
     while True:
         ms = api.get_metrics(req).flow_metrics
+        for m in ms:
+            rate_max[m.name] = max(rate_max.get(m.name, 0.0), float(m.frames_rx_rate))
         if all(m.transmit == m.STOPPED for m in ms) or time.time() > deadline:
             break
         time.sleep(0.1)
@@ -85,6 +88,7 @@ def main():
         flows[m.name] = {"transmit": m.transmit, "frames_tx": int(m.frames_tx),
                          "frames_rx": int(m.frames_rx), "bytes_tx": int(m.bytes_tx),
                          "bytes_rx": int(m.bytes_rx),
+                         "frames_rx_rate_max": rate_max.get(m.name, 0.0),
                          "latency": m.serialize(m.DICT).get("latency")}
     print(json.dumps({"flows": flows, "frames": [f.hex() for f in got]}))
 
