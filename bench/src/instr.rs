@@ -238,17 +238,7 @@ fn callgrind_finish(
         let _ = std::io::Read::read_to_end(&mut stdout, &mut b);
         b
     });
-    let until = Instant::now() + within;
-    let status = loop {
-        if let Some(st) = child.try_wait()? {
-            break st;
-        }
-        if Instant::now() > until {
-            crate::harness::stop_child(&mut child);
-            bail!("still running after {within:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = crate::harness::exit_within(&mut child, within)?;
     let stdout = reader.join().unwrap_or_default();
     if std::env::var_os("LINERATE_INSTR_KEEP").is_some() {
         std::fs::write(out.with_extension("stdout"), &stdout)?;

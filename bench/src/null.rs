@@ -28,7 +28,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Where the forwarding runs, and the EAL's main lcore.
 const WORK_CPU: usize = 0;
@@ -122,17 +122,8 @@ fn output_within(mut cmd: Command, limit: Duration) -> Result<String> {
         let _ = std::io::Read::read_to_string(&mut stderr, &mut s);
         s
     });
-    let until = Instant::now() + limit;
-    let status = loop {
-        if let Some(st) = child.try_wait()? {
-            break st;
-        }
-        if Instant::now() > until {
-            crate::harness::stop_child(&mut child);
-            bail!("{cmd:?}: still running after {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status =
+        crate::harness::exit_within(&mut child, limit).with_context(|| format!("{cmd:?}"))?;
     let (out, err) = (
         out.join().unwrap_or_default(),
         err.join().unwrap_or_default(),

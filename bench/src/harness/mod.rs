@@ -8,8 +8,8 @@ mod process;
 pub use counts::*;
 use figures::*;
 use measure::*;
-pub use process::stop_child;
 use process::*;
+pub use process::{exit_within, stop_child};
 
 use crate::machine;
 use anyhow::{Context, Result};

@@ -71,6 +71,22 @@ pub(crate) fn schedstat(pids: &[i32]) -> [u64; 3] {
 }
 
 /// Waits up to `limit` for a child to end by itself.
+/// The child's exit status once it ends within `limit`; past it, the
+/// child is stopped (by PID) and that is the error.
+pub fn exit_within(child: &mut Child, limit: Duration) -> anyhow::Result<std::process::ExitStatus> {
+    let until = Instant::now() + limit;
+    loop {
+        if let Some(st) = child.try_wait()? {
+            return Ok(st);
+        }
+        if Instant::now() > until {
+            stop(child);
+            anyhow::bail!("still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 pub(crate) fn wait_exit(child: &mut Child, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
