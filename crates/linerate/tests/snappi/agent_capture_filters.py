@@ -13,7 +13,7 @@ import argparse
 import json
 import struct
 
-from agent_headers import api_for, pcap_frames, run
+from agent_headers import api_for, pcap_frames, run, udp_flow
 
 
 def config(api, tx, rx):
@@ -28,19 +28,7 @@ def config(api, tx, rx):
     custom.bit_length = 16
     custom.value = "1770"
     custom.mask = "0001"
-    f = c.flows.flow(name="f")[-1]
-    f.tx_rx.port.tx_name = ptx.name
-    f.tx_rx.port.rx_names = [prx.name]
-    f.metrics.enable = True
-    f.duration.fixed_packets.packets = 20
-    f.size.fixed = 128
-    f.rate.pps = 1000
-    e, i, u = f.packet.ethernet().ipv4().udp()[-3:]
-    e.src.value = "02:00:00:00:01:01"
-    e.dst.value = "02:00:00:00:01:02"
-    i.src.value = "198.18.1.1"
-    i.dst.value = "198.18.2.1"
-    u.src_port.value = 5000
+    u = udp_flow(c, ptx, prx)
     u.dst_port.increment.start = 6000
     u.dst_port.increment.step = 1
     u.dst_port.increment.count = 4

@@ -37,6 +37,26 @@ def flow_config(api, tx, rx, name):
     return c, f
 
 
+def udp_flow(c, ptx, prx):
+    """Flow "f" of config `c` from port `ptx` to `prx`: 20 frames of 128
+    bytes at 1000 pps, ethernet, ipv4 198.18.1.1 -> 198.18.2.1, udp from
+    port 5000; its udp header (the caller sets the destination port)."""
+    f = c.flows.flow(name="f")[-1]
+    f.tx_rx.port.tx_name = ptx.name
+    f.tx_rx.port.rx_names = [prx.name]
+    f.metrics.enable = True
+    f.duration.fixed_packets.packets = FRAMES
+    f.size.fixed = 128
+    f.rate.pps = 1000
+    e, i, u = f.packet.ethernet().ipv4().udp()[-3:]
+    e.src.value = SRC_MAC
+    e.dst.value = "02:00:00:00:01:02"
+    i.src.value = "198.18.1.1"
+    i.dst.value = "198.18.2.1"
+    u.src_port.value = 5000
+    return u
+
+
 def gre(api, tx, rx):
     c, f = flow_config(api, tx, rx, "gre")
     outer, g, inner, udp = f.packet.ipv4().gre().ipv4().udp()[-4:]

@@ -17,7 +17,7 @@ import socket
 import struct
 import time
 
-from agent_headers import api_for
+from agent_headers import api_for, udp_flow
 
 RAW = 50
 SRC = bytes.fromhex("020000000303")
@@ -49,19 +49,7 @@ def config(api, args):
     ptx, prx = c.ports.port(name="p1", location=args.tx).port(name="p2", location=args.rx)
     c.captures.capture(name="cap", port_names=[prx.name],
                        format="pcapng" if args.grpc else "pcap")
-    f = c.flows.flow(name="f")[-1]
-    f.tx_rx.port.tx_name = ptx.name
-    f.tx_rx.port.rx_names = [prx.name]
-    f.metrics.enable = True
-    f.duration.fixed_packets.packets = 20
-    f.size.fixed = 128
-    f.rate.pps = 1000
-    e, i, u = f.packet.ethernet().ipv4().udp()[-3:]
-    e.src.value = "02:00:00:00:01:01"
-    e.dst.value = "02:00:00:00:01:02"
-    i.src.value = "198.18.1.1"
-    i.dst.value = "198.18.2.1"
-    u.src_port.value = 5000
+    u = udp_flow(c, ptx, prx)
     u.dst_port.value = 6000
     return c
 
