@@ -143,12 +143,13 @@ impl<'a> StreamSentDoc<'a> {
     }
 }
 
-/// What a sender's count is, by backend: the frames the kernel took, or
-/// on DPDK those its port's `tx_burst` took (no kernel in the way).
+/// What a sender's count is, by backend (the document's `counted_by`; the
+/// text says it after "sender's count: "): the frames the kernel took,
+/// or on DPDK those its port's `tx_burst` took (no kernel in the way).
 pub(crate) fn sender_counted(backend: &str) -> &'static str {
     match backend {
-        "dpdk" => "frames the DPDK port took",
-        _ => "frames the kernel accepted",
+        "dpdk" => "sender: frames the DPDK port took",
+        _ => "sender: frames the kernel accepted",
     }
 }
 
@@ -158,10 +159,7 @@ impl<'a> BlastDoc<'a> {
             role: "blast",
             backend: r.backend,
             backend_note: &r.note,
-            counted_by: match r.backend {
-                "dpdk" => "sender: frames the DPDK port took",
-                _ => "sender: frames the kernel accepted",
-            },
+            counted_by: sender_counted(r.backend),
             packets: r.packets,
             bytes: r.bytes,
             duration_s: r.duration_s,

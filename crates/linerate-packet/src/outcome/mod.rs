@@ -76,7 +76,7 @@ impl Outcome for BlastOutcome {
             r.pps(),
             linerate_calc::format_bps(r.bps_l1()),
             linerate_calc::format_bps(r.bps_l2()),
-            doc::sender_counted(r.backend),
+            doc::sender_counted(r.backend).trim_start_matches("sender: "),
             r.backend,
             r.flows,
             match (r.streams.is_empty(), r.flows == 1) {
