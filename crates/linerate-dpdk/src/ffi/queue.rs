@@ -337,23 +337,30 @@ impl RxQueue {
     /// A burst, polling up to `wait` for one.
     #[inline]
     fn burst_within(&mut self, wait: Duration) -> usize {
-        let mut n = self.burst();
-        if n == 0 {
-            let until = Instant::now() + wait;
-            loop {
-                for _ in 0..64 {
-                    n = self.burst();
-                    if n > 0 {
-                        return n;
-                    }
-                    std::hint::spin_loop();
+        self.poll_within(wait, Self::burst)
+    }
+
+    /// Calls `burst` until it returns more than 0 or `wait` has passed
+    /// (the clock read once every 64 tries); its last result.
+    #[inline]
+    fn poll_within(&mut self, wait: Duration, mut burst: impl FnMut(&mut Self) -> usize) -> usize {
+        let n = burst(self);
+        if n > 0 {
+            return n;
+        }
+        let until = Instant::now() + wait;
+        loop {
+            for _ in 0..64 {
+                let n = burst(self);
+                if n > 0 {
+                    return n;
                 }
-                if Instant::now() >= until {
-                    break;
-                }
+                std::hint::spin_loop();
+            }
+            if Instant::now() >= until {
+                return 0;
             }
         }
-        n
     }
 
     /// Forwards a burst in place (polling up to `wait` for it): `each`
@@ -401,29 +408,19 @@ impl RxQueue {
         frame_max: usize,
     ) -> (usize, usize, usize) {
         let max = u16::try_from(frame_max).unwrap_or(u16::MAX);
-        let mut too_long = 0;
-        let mut n = self.burst_mbufs(max, &mut too_long);
-        if n + too_long == 0 {
-            let until = Instant::now() + wait;
-            'wait: loop {
-                for _ in 0..64 {
-                    n = self.burst_mbufs(max, &mut too_long);
-                    if n + too_long > 0 {
-                        break 'wait;
-                    }
-                    std::hint::spin_loop();
-                }
-                if Instant::now() >= until {
-                    break;
-                }
-            }
-        }
+        // (kept, too long) of the burst that came
+        let mut got = (0, 0);
+        self.poll_within(wait, |q| {
+            got = q.burst_mbufs(max);
+            got.0 + got.1
+        });
+        let (n, too_long) = got;
         (n + too_long, self.send_out(tx, n), too_long)
     }
 
-    /// A burst's mbufs alone, but those of frames over `max` bytes, freed
-    /// and counted in `too_long`: the ones kept.
-    fn burst_mbufs(&mut self, max: u16, too_long: &mut usize) -> usize {
+    /// A burst's mbufs alone, but those of frames over `max` bytes, freed:
+    /// (the ones kept, the ones too long).
+    fn burst_mbufs(&mut self, max: u16) -> (usize, usize) {
         let mut over: u16 = 0;
         // SAFETY: the array has BURST entries; the queue is ours; `over`
         // is a valid out pointer.
@@ -438,8 +435,7 @@ impl RxQueue {
                 &mut over,
             )
         });
-        *too_long = usize::from(over);
-        kept
+        (kept, usize::from(over))
     }
 
     /// Sends `mbufs[..kept]` (received, ours) out of `tx`, a few tries
