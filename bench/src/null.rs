@@ -128,7 +128,8 @@ fn output_within(mut cmd: Command, limit: Duration) -> Result<String> {
         out.join().unwrap_or_default(),
         err.join().unwrap_or_default(),
     );
-    // testpmd stopped by timeout's SIGINT ends with 124.
+    // testpmd stopped by timeout's SIGINT ends with 124 (a SIGKILL 5 s later if
+    // it ignores it: its output pipes close, so the readers end).
     if !status.success() && status.code() != Some(124) {
         bail!("{cmd:?}: {status}: {}", err.trim());
     }
@@ -197,7 +198,7 @@ fn run_testpmd(job: Job, secs: f64) -> Result<f64> {
     let main = MAIN_CPU.to_string();
     let stop = format!("{}", secs.ceil() as u64 + 2);
     let mut c = Command::new("timeout");
-    c.args(["-s", "INT", &stop, "dpdk-testpmd", "-l", &lcores])
+    c.args(["-s", "INT", "-k", "5", &stop, "dpdk-testpmd", "-l", &lcores])
         .args(["--main-lcore", &main, "--file-prefix", &prefix])
         .args([
             "--no-huge",
