@@ -41,7 +41,6 @@ unsafe extern "C" {
         n: c_uint,
         data_room: u16,
         socket: c_int,
-        packed: c_int,
         err: *mut c_int,
     ) -> *mut RteMempool;
     fn lr_port_start(port: u16, nq: u16, nb_desc: u16, rx_pools: *const *mut RteMempool) -> c_int;
@@ -49,12 +48,9 @@ unsafe extern "C" {
         mp: *mut RteMempool,
         m: *mut *mut RteMbuf,
         n: c_uint,
-        data: *mut *mut u8,
-        slot: *mut u32,
         room: *mut u16,
         shared: c_int,
     ) -> c_int;
-    fn lr_set_lens(m: *const *mut RteMbuf, lens: *const u16, n: c_uint);
     fn lr_tx(port: u16, queue: u16, m: *mut *mut RteMbuf, n: u16) -> u16;
     fn lr_rx(
         port: u16,
@@ -80,7 +76,7 @@ unsafe extern "C" {
     fn lr_port_stats(port: u16, out: *mut u64) -> c_int;
 }
 
-/// Frames per burst (TX and RX), as testpmd's default.
+/// Frames per burst (TX and RX).
 pub const BURST: usize = 64;
 /// Queues a port is set up with at most (one per worker).
 pub const QUEUES_MAX: u16 = 4;
@@ -99,6 +95,18 @@ pub(crate) const TX_MBUFS: u32 = 4095;
 /// come back, while the RX fill ring holds its share: with 4095 the port
 /// found it empty and took a few frames per burst.
 pub(crate) const RX_MBUFS_AF_XDP: u32 = 16383;
+/// Where the fields the frame builder sets itself lie in an `rte_mbuf`
+/// (DPDK 22.11's layout; shim.c's static asserts fail the build on a
+/// DPDK where they differ): the buffer's address, the data's offset in
+/// it, the frame's length and its first segment's, and the private area
+/// (the slot word) after the struct.
+pub(crate) const MBUF_BUF_ADDR: usize = 0;
+pub(crate) const MBUF_DATA_OFF: usize = 16;
+pub(crate) const MBUF_PKT_LEN: usize = 36;
+pub(crate) const MBUF_DATA_LEN: usize = 40;
+pub(crate) const MBUF_PRIV: usize = 128;
+/// `RTE_PKTMBUF_HEADROOM`: where a frame starts in an mbuf's buffer.
+pub(crate) const HEADROOM: u16 = 128;
 /// The bit of an mbuf's slot word the shim sets when a frame was received
 /// into it (`LR_RECEIVED` in shim.c).
 pub(crate) const RECEIVED: u32 = 0x8000_0000;
@@ -332,23 +340,15 @@ pub(crate) fn ports() -> MutexGuard<'static, HashMap<u16, PortState>> {
         .unwrap_or_else(|p| p.into_inner())
 }
 
-/// An mbuf pool of `n`; `packed`: its objects end to end where DPDK has
-/// no hugepages (what net_af_xdp registers as its UMEM must be; see
+/// An mbuf pool of `n`, its objects end to end where DPDK has no
+/// hugepages (what net_af_xdp registers as its UMEM must be, and what
+/// keeps a burst's mbufs from evicting each other from the L1 cache; see
 /// `pool_packed` in shim.c).
-pub(crate) fn pool(name: &str, n: u32, socket: c_int, packed: bool) -> io::Result<Pool> {
+pub(crate) fn pool(name: &str, n: u32, socket: c_int) -> io::Result<Pool> {
     let c = CString::new(name).expect("pool names have no NUL");
     let mut e = 0;
     // SAFETY: c is NUL-terminated; e is a valid out pointer.
-    let p = unsafe {
-        lr_pool_create(
-            c.as_ptr(),
-            n,
-            DATA_ROOM as u16,
-            socket,
-            c_int::from(packed),
-            &mut e,
-        )
-    };
+    let p = unsafe { lr_pool_create(c.as_ptr(), n, DATA_ROOM as u16, socket, &mut e) };
     if p.is_null() {
         return Err(err(&format!("mbuf pool {name} ({n} mbufs)"), e));
     }
@@ -383,7 +383,7 @@ pub(crate) fn started(id: u16) -> io::Result<MutexGuard<'static, HashMap<u16, Po
     };
     let shared_pools = driver == "net_af_xdp";
     let rx_pools = (0..queues)
-        .map(|q| pool(&format!("lr_rx{id}_{q}"), rx_mbufs, socket, shared_pools))
+        .map(|q| pool(&format!("lr_rx{id}_{q}"), rx_mbufs, socket))
         .collect::<io::Result<Vec<_>>>()?;
     let ptrs: Vec<*mut RteMempool> = rx_pools.iter().map(|p| p.0).collect();
     // SAFETY: ptrs holds `queues` valid pools; the port is not started yet

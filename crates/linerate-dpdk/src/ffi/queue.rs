@@ -12,8 +12,6 @@ pub struct TxQueue {
     /// The pool's mbufs (the slots frames are built in).
     pool_mbufs: u32,
     mbufs: Vec<*mut RteMbuf>,
-    data: Vec<*mut u8>,
-    slots: Vec<u32>,
     lens: Vec<u16>,
     /// Built but not yet taken by the port: sent first next time.
     pending: Range<usize>,
@@ -38,7 +36,7 @@ impl TxQueue {
         let shared = st.shared_pools;
         let (pool, mbufs) = match st.tx_pools[usize::from(queue)] {
             Some(p) => p,
-            None => match pool(&format!("lr_tx{id}_{queue}"), TX_MBUFS, st.socket, false) {
+            None => match pool(&format!("lr_tx{id}_{queue}"), TX_MBUFS, st.socket) {
                 Ok(p) => *st.tx_pools[usize::from(queue)].insert((p, TX_MBUFS)),
                 Err(e) => {
                     st.tx_taken[usize::from(queue)] = false;
@@ -52,8 +50,6 @@ impl TxQueue {
             pool,
             pool_mbufs: mbufs,
             mbufs: vec![std::ptr::null_mut(); BURST],
-            data: vec![std::ptr::null_mut(); BURST],
-            slots: vec![0; BURST],
             lens: vec![0; BURST],
             pending: 0..0,
             shared,
@@ -95,8 +91,6 @@ impl TxQueue {
                 self.pool.0,
                 self.mbufs.as_mut_ptr(),
                 n as c_uint,
-                self.data.as_mut_ptr(),
-                self.slots.as_mut_ptr(),
                 &mut room,
                 c_int::from(self.shared),
             )
@@ -148,11 +142,11 @@ impl TxQueue {
                 return Ok((0, 0));
             };
             let mut burst = TxBurst {
-                data: &self.data[..n],
-                slots: &mut self.slots[..n],
+                mbufs: &self.mbufs[..n],
                 lens: &mut self.lens[..n],
                 room,
                 next: 0,
+                shared: self.shared,
             };
             build(&mut burst);
             let built = burst.next;
@@ -160,8 +154,6 @@ impl TxQueue {
                 // SAFETY: mbufs[built..n] are this handle's, nothing built.
                 unsafe { lr_free(self.mbufs.as_ptr().add(built), (n - built) as c_uint) };
             }
-            // SAFETY: mbufs[..built] and lens[..built] are set.
-            unsafe { lr_set_lens(self.mbufs.as_ptr(), self.lens.as_ptr(), built as c_uint) };
             self.pending = 0..built;
         }
         Ok(self.push())
@@ -183,14 +175,21 @@ impl TxQueue {
         let Some(room) = self.alloc(n) else {
             return Ok(0);
         };
-        for (i, f) in frames[..n].iter().enumerate() {
-            let len = f.len().min(room);
-            // SAFETY: data[i] points to `room` writable bytes of mbuf i.
-            unsafe { std::ptr::copy_nonoverlapping(f.as_ptr(), self.data[i], len) };
-            self.lens[i] = len as u16;
+        let mut burst = TxBurst {
+            mbufs: &self.mbufs[..n],
+            lens: &mut self.lens[..n],
+            room,
+            next: 0,
+            shared: self.shared,
+        };
+        for f in &frames[..n] {
+            let Some((buf, _, _)) = burst.next_mbuf() else {
+                break;
+            };
+            let len = f.len().min(buf.len());
+            buf[..len].copy_from_slice(&f[..len]);
+            burst.built(len);
         }
-        // SAFETY: mbufs[..n] and lens[..n] are set.
-        unsafe { lr_set_lens(self.mbufs.as_ptr(), self.lens.as_ptr(), n as c_uint) };
         self.pending = 0..n;
         let (sent, _) = self.push();
         self.drop_pending();
@@ -207,16 +206,19 @@ impl TxQueue {
 }
 
 /// One burst's mbufs, handed out in order to a frame builder (see
-/// [`TxQueue::send_burst`]).
+/// [`TxQueue::send_burst`]): each one's data offset, lengths and slot
+/// word are read and set as it is built, one pass over the burst (the
+/// shim only takes them from the pool).
 #[derive(Debug)]
 pub struct TxBurst<'a> {
-    data: &'a [*mut u8],
-    slots: &'a mut [u32],
+    mbufs: &'a [*mut RteMbuf],
     lens: &'a mut [u16],
     /// Bytes a frame may take in each mbuf.
     room: usize,
     /// The next mbuf to hand out.
     next: usize,
+    /// The pool is an RX queue's too: slot words carry [`RECEIVED`].
+    shared: bool,
 }
 
 impl TxBurst<'_> {
@@ -226,32 +228,58 @@ impl TxBurst<'_> {
     #[inline(always)]
     pub fn next_mbuf(&mut self) -> Option<(&mut [u8], usize, bool)> {
         let i = self.next;
-        let &p = self.data.get(i)?;
+        let &m = self.mbufs.get(i)?;
         self.next = i + 1;
-        let s = self.slots[i];
-        // SAFETY: data[i] points to mbuf i's data room of `room` bytes,
-        // this queue's alone until it is sent; each mbuf is handed out once.
-        let buf = unsafe { std::slice::from_raw_parts_mut(p, self.room) };
+        let m = m.cast::<u8>();
+        // SAFETY: m is an mbuf of this burst, this queue's alone until
+        // sent (taken from its pool, each handed out once); the offsets
+        // are rte_mbuf's (MBUF_*, held by the shim's static asserts); its
+        // private area holds the slot word (every linerate pool has one).
+        let (buf, s) = unsafe {
+            let base = m.add(MBUF_BUF_ADDR).cast::<*mut u8>().read();
+            m.add(MBUF_DATA_OFF).cast::<u16>().write(HEADROOM);
+            let word = m.add(MBUF_PRIV).cast::<u32>();
+            let s = word.read();
+            if self.shared && s & RECEIVED != 0 {
+                word.write(s & !RECEIVED);
+            }
+            let buf = std::slice::from_raw_parts_mut(base.add(usize::from(HEADROOM)), self.room);
+            (buf, s)
+        };
         Some((buf, (s & !RECEIVED) as usize, s & RECEIVED != 0))
     }
 
     /// The frame built in the last mbuf handed out is `len` bytes (cut to
-    /// the mbuf's room).
+    /// the mbuf's room): its lengths are set.
     #[inline(always)]
     pub fn built(&mut self, len: usize) {
-        if let Some(l) = self.next.checked_sub(1).and_then(|i| self.lens.get_mut(i)) {
-            *l = len.min(self.room) as u16;
+        let Some(i) = self.next.checked_sub(1) else {
+            return;
+        };
+        let (Some(&m), Some(l)) = (self.mbufs.get(i), self.lens.get_mut(i)) else {
+            return;
+        };
+        let len = len.min(self.room) as u16;
+        *l = len;
+        let m = m.cast::<u8>();
+        // SAFETY: as in next_mbuf: mbuf i is this burst's, the offsets
+        // rte_mbuf's; one segment, so its data length is the frame's.
+        unsafe {
+            m.add(MBUF_DATA_LEN).cast::<u16>().write(len);
+            m.add(MBUF_PKT_LEN).cast::<u32>().write(u32::from(len));
         }
     }
 
     /// The slots of this burst's mbufs that a frame was received into
     /// since this queue last built there (none but on a pool an RX queue
-    /// shares).
+    /// shares; their words are cleared as each is handed out).
     pub fn received(&self) -> impl Iterator<Item = usize> + '_ {
-        self.slots
-            .iter()
-            .filter(|&&s| s & RECEIVED != 0)
-            .map(|&s| (s & !RECEIVED) as usize)
+        let mbufs = if self.shared { self.mbufs } else { &[] };
+        mbufs.iter().filter_map(|&m| {
+            // SAFETY: as in next_mbuf: the slot word after the struct.
+            let s = unsafe { m.cast::<u8>().add(MBUF_PRIV).cast::<u32>().read() };
+            (s & RECEIVED != 0).then_some((s & !RECEIVED) as usize)
+        })
     }
 }
 
