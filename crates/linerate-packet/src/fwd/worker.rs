@@ -152,7 +152,11 @@ fn forward_bursts(
                 c.too_long += too_long;
                 c.not_ip += not_ip;
                 c.tx_dropped += dropped - too_long;
-                job.total_tx.fetch_add(tx, Ordering::Relaxed);
+                // (the workers' sum is read for `count` alone: no shared
+                // read-modify-write a burst without one)
+                if cfg.count.is_some() {
+                    job.total_tx.fetch_add(tx, Ordering::Relaxed);
+                }
             }
             Err(e) => {
                 error = Some(format!("forwarding on {}: {e}", cfg.rx_iface));

@@ -459,6 +459,7 @@ struct WorkerOut {
 fn due_now(
     job: &Job,
     schedule: Option<&mut Schedule>,
+    elapsed_ns: u64,
     start: Instant,
     deadline: Instant,
     batch: u64,
@@ -466,7 +467,7 @@ fn due_now(
     let Some(schedule) = schedule else {
         return Some(batch);
     };
-    match schedule.due(start.elapsed().as_nanos() as u64, batch) {
+    match schedule.due(elapsed_ns, batch) {
         Due::Send(n) => Some(n),
         Due::WaitUntil(at) => {
             // Evenly spaced frames spin the last microseconds for
@@ -560,50 +561,77 @@ fn send_all<F: Fill>(
             u64::from(cfg.burst_tolerance),
         )
     });
+    // One clock read a batch, at its start: the deadline, the probes'
+    // send time, the pacing, the first send's start and the last send's
+    // end (closed by the next batch's read, or the one after the loop).
     let start = Instant::now();
+    let start_ns = clock::monotonic_ns();
     let deadline = start + cfg.duration;
-    'run: while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+    let deadline_ns = start_ns.saturating_add(cfg.duration.as_nanos() as u64);
+    let mut span_open = false;
+    'run: loop {
+        let now_ns = clock::monotonic_ns();
+        if std::mem::take(&mut span_open) {
+            span = span.map(|(f, _)| (f, now_ns));
+        }
+        if stop.load(Ordering::Relaxed) || now_ns >= deadline_ns {
+            break;
+        }
         // A count is of departures: sent, or skipped by a late sender.
         let used = schedule.as_ref().map_or(packets, Schedule::slots);
         let left = job.count.map_or(u64::MAX, |c| c.saturating_sub(used));
         if left == 0 {
             break;
         }
-        let Some(due) = due_now(&job, schedule.as_mut(), start, deadline, batch as u64) else {
+        let elapsed_ns = now_ns - start_ns;
+        let Some(due) = due_now(
+            &job,
+            schedule.as_mut(),
+            elapsed_ns,
+            start,
+            deadline,
+            batch as u64,
+        ) else {
             continue;
         };
         let n = due.min(left) as usize;
         // One send time per batch (the probe's time is when the batch was
         // built, not each frame's departure: blast -J says so).
-        fill.set_stamp(clock::monotonic_ns());
-        let mut sent = 0;
+        fill.set_stamp(now_ns);
+        let (mut sent, mut before) = (0, now_ns);
         while sent < n {
             calls += 1;
-            let before = clock::monotonic_ns();
             let r = sock.send_with(n - sent, &mut fill);
             if refused(&r) {
                 // Ring or socket buffer full: let the kernel catch up.
                 errors += 1;
-                if stop.load(Ordering::Relaxed)
-                    || Instant::now() >= deadline + Duration::from_secs(1)
-                {
+                let t = clock::monotonic_ns();
+                if std::mem::take(&mut span_open) {
+                    span = span.map(|(f, _)| (f, t));
+                }
+                if stop.load(Ordering::Relaxed) || t >= deadline_ns.saturating_add(1_000_000_000) {
                     packets += sent as u64;
                     break 'run;
                 }
                 std::thread::yield_now();
+                before = clock::monotonic_ns();
                 continue;
             }
             let (k, b) = r.map_err(send_err)?;
             if k > 0 {
-                let after = clock::monotonic_ns();
-                span = Some((span.map_or(before, |(f, _)| f), after));
+                span = Some((span.map_or(before, |(f, _)| f), before));
+                span_open = true;
             }
             if job.interval_ns.is_some() {
-                departures.record(Instant::now(), k as u64);
+                departures.record(start + Duration::from_nanos(before - start_ns), k as u64);
             }
             // On the wire each frame also carries its FCS.
             bytes += b + 4 * k as u64;
             sent += k;
+            if sent < n {
+                // (a part taken: the rest's call is timed on its own)
+                before = clock::monotonic_ns();
+            }
         }
         packets += n as u64;
         if let Some(s) = schedule.as_mut() {
@@ -611,6 +639,10 @@ fn send_all<F: Fill>(
         }
         job.counters
             .publish(packets, bytes, calls, errors, span.map_or(0, |s| s.0));
+    }
+    if span_open {
+        let end = clock::monotonic_ns();
+        span = span.map(|(f, _)| (f, end));
     }
     sock.finish().map_err(send_err)?;
     Ok(WorkerOut {
