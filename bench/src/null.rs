@@ -18,6 +18,13 @@
 //! it sends; testpmd's txonly writes its headers only. Runs alternate
 //! which tool goes first.
 //!
+//! Both tools run twice over: with their memory in 4 KiB pages
+//! (`--no-huge`, what a host without hugepages has) and, where 2 MiB
+//! hugepages are free and hugetlbfs is mounted, in hugepages (testpmd's
+//! best; `echo 300 > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages`
+//! and `mount -t hugetlbfs nodev /dev/hugepages` reserve them, and the
+//! bench says when it finds none).
+//!
 //! `--callgrind` adds the instructions per frame of linerate's worker
 //! (callgrind, user space, the difference of two counts over the
 //! difference of their frames), with the same EAL and port.
@@ -49,14 +56,63 @@ impl Job {
     }
 }
 
+/// Where both tools' memory (and so their mbufs) is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Memory {
+    /// 4 KiB pages (`--no-huge`).
+    Pages,
+    /// 2 MiB hugepages.
+    Huge,
+}
+
+impl Memory {
+    fn name(self) -> &'static str {
+        match self {
+            Memory::Pages => "4k-pages",
+            Memory::Huge => "hugepages",
+        }
+    }
+
+    /// The EAL's memory options.
+    fn eal(self) -> &'static [&'static str] {
+        match self {
+            Memory::Pages => &["--no-huge", "-m", "256"],
+            Memory::Huge => &["-m", "256", "--in-memory"],
+        }
+    }
+}
+
+/// Whether 2 MiB hugepages enough for one tool's 256 MiB are free and
+/// hugetlbfs is mounted (the reason where not).
+fn hugepages() -> std::result::Result<(), String> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let free = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("HugePages_Free:"))
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    let mounted = std::fs::read_to_string("/proc/mounts")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.split_whitespace().nth(2) == Some("hugetlbfs"));
+    match (free >= 160, mounted) {
+        (true, true) => Ok(()),
+        (false, _) => Err(format!("{free} 2 MiB hugepages free, 160 needed")),
+        (true, false) => Err("no hugetlbfs mounted".into()),
+    }
+}
+
 /// linerate's EAL: its main lcore on MAIN_CPU, one net_null port.
-fn eal() -> String {
-    format!("-l {MAIN_CPU} --no-huge -m 256 --no-pci --no-shconf --vdev net_null0")
+fn eal(memory: Memory) -> String {
+    format!(
+        "-l {MAIN_CPU} {} --no-pci --no-shconf --vdev net_null0",
+        memory.eal().join(" ")
+    )
 }
 
 /// linerate's arguments for `job`, sending or forwarding for `secs` (or
 /// `count` frames).
-fn linerate_args(job: Job, secs: f64, count: Option<u64>) -> Vec<String> {
+fn linerate_args(job: Job, memory: Memory, secs: f64, count: Option<u64>) -> Vec<String> {
     let mut a: Vec<String> = match job {
         Job::TxOnly => [
             "blast",
@@ -90,7 +146,7 @@ fn linerate_args(job: Job, secs: f64, count: Option<u64>) -> Vec<String> {
     };
     a.extend([
         "--eal".into(),
-        eal(),
+        eal(memory),
         "--cores".into(),
         WORK_CPU.to_string(),
     ]);
@@ -180,19 +236,19 @@ fn testpmd_pps(out: &str) -> Option<f64> {
     median(per_s)
 }
 
-fn run_linerate(job: Job, secs: f64) -> Result<f64> {
+fn run_linerate(job: Job, memory: Memory, secs: f64) -> Result<f64> {
     let bin = linerate_bin()?;
     let mut c = Command::new("taskset");
     c.args(["-c", &format!("{WORK_CPU},{MAIN_CPU}")])
         .arg(&bin)
-        .args(linerate_args(job, secs, None))
+        .args(linerate_args(job, memory, secs, None))
         .args(["-i", "1", "-J"]);
     let out = output_within(c, Duration::from_secs_f64(secs + 30.0))?;
     let doc: Value = serde_json::from_str(&out).context("linerate's -J")?;
     linerate_pps(&doc).with_context(|| format!("no whole interval after the first in {doc}"))
 }
 
-fn run_testpmd(job: Job, secs: f64) -> Result<f64> {
+fn run_testpmd(job: Job, memory: Memory, secs: f64) -> Result<f64> {
     let prefix = format!("linerate-bench-null-{}", std::process::id());
     let lcores = format!("{WORK_CPU},{MAIN_CPU}");
     let main = MAIN_CPU.to_string();
@@ -200,15 +256,8 @@ fn run_testpmd(job: Job, secs: f64) -> Result<f64> {
     let mut c = Command::new("timeout");
     c.args(["-s", "INT", "-k", "5", &stop, "dpdk-testpmd", "-l", &lcores])
         .args(["--main-lcore", &main, "--file-prefix", &prefix])
-        .args([
-            "--no-huge",
-            "-m",
-            "256",
-            "--no-pci",
-            "--vdev",
-            "net_null0",
-            "--",
-        ])
+        .args(memory.eal())
+        .args(["--no-pci", "--vdev", "net_null0", "--"])
         .args([
             "--nb-cores=1",
             "--total-num-mbufs=8192",
@@ -238,7 +287,7 @@ fn callgrind(job: Job, frames: u64, dir: &Path) -> Result<u64> {
         .arg(format!("--toggle-collect={worker}"))
         .arg("--toggle-collect=*backend::link_lost")
         .arg(&bin)
-        .args(linerate_args(job, 0.0, Some(frames)))
+        .args(linerate_args(job, Memory::Pages, 0.0, Some(frames)))
         .arg("-J");
     output_within(c, Duration::from_secs(600))?;
     let text = std::fs::read_to_string(&out).context("callgrind output")?;
@@ -252,6 +301,43 @@ fn callgrind(job: Job, frames: u64, dir: &Path) -> Result<u64> {
         .context("no totals in the callgrind output")
 }
 
+/// Runs `job` in `memory` `runs` times with each tool, alternating which
+/// goes first; prints the medians and the ratio; their raw figures.
+fn run_job(job: Job, memory: Memory, runs: usize, secs: f64) -> Result<Value> {
+    let (mut lr, mut tp) = (Vec::new(), Vec::new());
+    for r in 0..runs {
+        let order: [bool; 2] = if r % 2 == 0 {
+            [true, false]
+        } else {
+            [false, true]
+        };
+        for ours in order {
+            if ours {
+                lr.push(run_linerate(job, memory, secs).context("linerate")?);
+            } else {
+                match run_testpmd(job, memory, secs) {
+                    Ok(v) => tp.push(v),
+                    Err(e) => eprintln!("  testpmd {}: {e:#}", job.name()),
+                }
+            }
+        }
+    }
+    let (l, t) = (median(lr.clone()), median(tp.clone()));
+    let ratio = l.zip(t).map(|(l, t)| l / t);
+    println!(
+        "{:<7} {:<9} linerate {:>8.2} Mpps   testpmd {:>8.2} Mpps   ratio {}",
+        job.name(),
+        memory.name(),
+        l.unwrap_or(f64::NAN) / 1e6,
+        t.unwrap_or(f64::NAN) / 1e6,
+        ratio.map_or("-".into(), |r| format!("{r:.2}x"))
+    );
+    Ok(json!({
+        "job": job.name(), "memory": memory.name(), "linerate_pps": lr, "testpmd_pps": tp,
+        "median_linerate_pps": l, "median_testpmd_pps": t, "ratio": ratio,
+    }))
+}
+
 /// Runs both jobs `runs` times each, alternating; prints medians and
 /// ratios and writes the raw figures under `out_dir`.
 pub fn run(runs: usize, secs: f64, with_callgrind: bool, out_dir: &Path) -> Result<()> {
@@ -263,39 +349,18 @@ pub fn run(runs: usize, secs: f64, with_callgrind: bool, out_dir: &Path) -> Resu
     println!(
         "dpdk-null: frames per second the driver took, each tool's own count, median of its 1-s figures after the first; 64 B; forwarding on CPU {WORK_CPU}, EAL main lcore on CPU {MAIN_CPU}; {runs} runs of {secs} s, alternating"
     );
+    let mut memories = vec![Memory::Pages];
+    match hugepages() {
+        Ok(()) => memories.push(Memory::Huge),
+        Err(why) => println!(
+            "hugepages: {why}; skipped (echo 300 > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages; mount -t hugetlbfs nodev /dev/hugepages)"
+        ),
+    }
     let mut rows = Vec::new();
-    for job in [Job::TxOnly, Job::Io] {
-        let (mut lr, mut tp) = (Vec::new(), Vec::new());
-        for r in 0..runs {
-            let order: [bool; 2] = if r % 2 == 0 {
-                [true, false]
-            } else {
-                [false, true]
-            };
-            for ours in order {
-                if ours {
-                    lr.push(run_linerate(job, secs).context("linerate")?);
-                } else {
-                    match run_testpmd(job, secs) {
-                        Ok(v) => tp.push(v),
-                        Err(e) => eprintln!("  testpmd {}: {e:#}", job.name()),
-                    }
-                }
-            }
+    for memory in memories {
+        for job in [Job::TxOnly, Job::Io] {
+            rows.push(run_job(job, memory, runs, secs)?);
         }
-        let (l, t) = (median(lr.clone()), median(tp.clone()));
-        let ratio = l.zip(t).map(|(l, t)| l / t);
-        println!(
-            "{:<7} linerate {:>8.2} Mpps   testpmd {:>8.2} Mpps   ratio {}",
-            job.name(),
-            l.unwrap_or(f64::NAN) / 1e6,
-            t.unwrap_or(f64::NAN) / 1e6,
-            ratio.map_or("-".into(), |r| format!("{r:.2}x"))
-        );
-        rows.push(json!({
-            "job": job.name(), "linerate_pps": lr, "testpmd_pps": tp,
-            "median_linerate_pps": l, "median_testpmd_pps": t, "ratio": ratio,
-        }));
     }
     let mut instr = Vec::new();
     if with_callgrind {
