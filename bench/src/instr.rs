@@ -45,6 +45,8 @@ struct Case {
     /// which costs it nothing). Unpinned, the two run side by side and a
     /// measured side that keeps up wakes for every frame or two.
     one_cpu: Option<usize>,
+    /// Sink: the sender's rate (`--pps`); `None`: [`SEND_PPS`].
+    pps: Option<&'static str>,
 }
 
 fn cases() -> Vec<Case> {
@@ -58,6 +60,7 @@ fn cases() -> Vec<Case> {
                 flows,
                 imix: false,
                 one_cpu: None,
+                pps: None,
             });
         }
     }
@@ -71,6 +74,7 @@ fn cases() -> Vec<Case> {
         flows: 1000,
         imix: false,
         one_cpu: None,
+        pps: None,
     });
     v.push(Case {
         name: "blast af_xdp, 1 flow, IMIX".into(),
@@ -79,6 +83,7 @@ fn cases() -> Vec<Case> {
         flows: 1,
         imix: true,
         one_cpu: None,
+        pps: None,
     });
     for backend in ["af_xdp", "af_packet"] {
         for flows in [1, 4096] {
@@ -89,6 +94,7 @@ fn cases() -> Vec<Case> {
                 flows,
                 imix: false,
                 one_cpu: None,
+                pps: None,
             });
             v.push(Case {
                 name: format!("sink {backend}, {flows} flow(s), 64 B, full batches (one CPU)"),
@@ -97,8 +103,21 @@ fn cases() -> Vec<Case> {
                 flows,
                 imix: false,
                 one_cpu: Some(1),
+                pps: None,
             });
         }
+        // A light load (issue 42 item 4): a wake-up for each frame or
+        // two, so the per-wake-up work (the wait, the clock, the ring
+        // bookkeeping) is most of the figure.
+        v.push(Case {
+            name: format!("sink {backend}, 1 flow, 64 B, light load ({LIGHT_PPS} pps)"),
+            side: Side::Sink,
+            backend,
+            flows: 1,
+            imix: false,
+            one_cpu: None,
+            pps: Some(LIGHT_PPS),
+        });
     }
     v.push(Case {
         name: "fwd macswap af_xdp, 1 flow, 64 B".into(),
@@ -107,6 +126,7 @@ fn cases() -> Vec<Case> {
         flows: 1,
         imix: false,
         one_cpu: None,
+        pps: None,
     });
     // As the sink's: the forwarder and the sender on one CPU, so the
     // forwarder takes full batches (its per-batch work, the kick and the
@@ -118,6 +138,7 @@ fn cases() -> Vec<Case> {
         flows: 1,
         imix: false,
         one_cpu: Some(1),
+        pps: None,
     });
     v.push(Case {
         name: "rr server, 64 B requests (per transaction)".into(),
@@ -126,6 +147,7 @@ fn cases() -> Vec<Case> {
         flows: 1,
         imix: false,
         one_cpu: None,
+        pps: None,
     });
     v.push(Case {
         name: "iperf3 UDP sender, 64 B (per datagram)".into(),
@@ -134,6 +156,7 @@ fn cases() -> Vec<Case> {
         flows: 1,
         imix: false,
         one_cpu: None,
+        pps: None,
     });
     v
 }
@@ -148,6 +171,9 @@ fn cases() -> Vec<Case> {
 /// kernel's side is slow, so an AF_XDP receiver can still see small
 /// batches: the figure then carries its per-wake-up work.
 const SEND_PPS: Option<&str> = None;
+
+/// The sender's rate for the sink's light-load cases.
+const LIGHT_PPS: &str = "30k";
 
 /// The backend that sender uses: the rig's fastest (AF_XDP).
 const SEND_BACKEND: &str = "af_xdp";
@@ -424,7 +450,7 @@ fn measure(rig: &Rig, c: &Case, frames: u64, toggle: bool, dir: &Path) -> Result
                 }
             }
             let sent = pinned(rig, 0, &bin, c.one_cpu)
-                .args(&blast_args(frames, SEND_BACKEND, SEND_PPS)[1..])
+                .args(&blast_args(frames, SEND_BACKEND, c.pps.or(SEND_PPS))[1..])
                 .output()
                 .context("blast")?;
             if !sent.status.success() {
@@ -455,6 +481,17 @@ fn wait_ready(err: &Path, words: &str, name: &str) -> Result<()> {
     Ok(())
 }
 
+/// Whether case `name` is one `only` asks for: its name contains one of
+/// the words, or does with its commas left out (`--only` splits at
+/// commas: `--only "blast af_xdp 4096"` names one case).
+fn wanted(name: &str, only: &[String]) -> bool {
+    let bare = name.replace(',', "");
+    only.is_empty()
+        || only
+            .iter()
+            .any(|w| name.contains(w.as_str()) || bare.contains(w.as_str()))
+}
+
 /// Runs every case (or those whose name contains one of `only`).
 pub fn run(small: u64, large: u64, only: &[String], out_dir: &Path) -> Result<()> {
     crate::scenarios::tools::need(&["valgrind", "ip"])?;
@@ -468,10 +505,7 @@ pub fn run(small: u64, large: u64, only: &[String], out_dir: &Path) -> Result<()
     println!(
         "instructions per frame (callgrind, user space; ({large} - {small}) frames; worker function only)"
     );
-    for c in cases()
-        .into_iter()
-        .filter(|c| only.is_empty() || only.iter().any(|w| c.name.contains(w.as_str())))
-    {
+    for c in cases().into_iter().filter(|c| wanted(&c.name, only)) {
         let mut toggle = true;
         let mut m = (
             measure(&rig, &c, small, toggle, &dir)?,

@@ -130,6 +130,13 @@ impl Stamp {
         self.lo
     }
 
+    /// The sum of the time's words under the transport checksum, reduced
+    /// modulo 0xffff (see [`Template::seq_sum_base`]).
+    #[inline]
+    pub fn residue(&self) -> u16 {
+        (self.sum % 0xffff) as u16
+    }
+
     pub fn new(tx_ns: u64) -> Self {
         let ts = tx_ns & ((1 << 48) - 1);
         Stamp {

@@ -427,12 +427,18 @@ impl<S: QueueSocket> Queues<S> {
                 })
                 .collect();
         }
-        // SAFETY: `pfds` is a valid array of that many pollfds.
+        // (No u128 arithmetic: this runs once per wake-up.)
+        let ms = (timeout.as_secs().min(1) * 1000 + u64::from(timeout.subsec_millis())).min(1000);
+        // SAFETY: `pfds` is a valid array of that many pollfds. The system
+        // call itself, not libc's `poll`: that one is a cancellation point
+        // (two calls around the wait, some 30 instructions of a light
+        // load's wake-up), and nothing here cancels threads.
         unsafe {
-            libc::poll(
+            libc::syscall(
+                libc::SYS_poll,
                 self.pfds.as_mut_ptr(),
                 self.pfds.len() as libc::nfds_t,
-                timeout.as_millis().min(1000) as i32,
+                ms as libc::c_int,
             )
         };
     }

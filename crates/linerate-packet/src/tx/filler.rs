@@ -3,6 +3,7 @@
 //! from the flows' sums), [`VxlanFiller`] the same inside VXLAN; a
 //! worker's [`Job`] and its live [`Counters`].
 
+use super::flow_table::FlowTable;
 use super::send::{BlastConfig, Fill};
 use linerate_backend::port::{Endpoints, PayloadSource};
 use linerate_backend::{Buffers, FrameSource};
@@ -78,6 +79,12 @@ pub(super) struct Filler<'a, const VLAN: bool, const V6: bool, const TCP: bool, 
     /// `ONE` (one flow, one size, one worker): every frame is the same
     /// but for its sequence, which moves by one (see [`One`]).
     one: One,
+    /// One size and one worker, up to [`super::flow_table::MAX_FLOWS`]
+    /// flows with distinct probe ids: the flows from a table, each with
+    /// its checksum's residue (the cursor and `seq` are then unused).
+    table: Option<FlowTable>,
+    /// The batch's send time's residue (see `Stamp::residue`).
+    stamp_residue: u16,
 }
 
 /// The one flow of a one-flow run, one size: its slot tag and probe flow
@@ -117,6 +124,10 @@ impl<'a, const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
             cursor.advance();
         }
         let cycle_len = cycle.len();
+        let plain = cycle_len == 1 && job.workers == 1;
+        let table = (!ONE && plain)
+            .then(|| FlowTable::new(&cursor, cfg.flows.count(), cycle[0].0))
+            .flatten();
         debug_assert!(!ONE || one_flow(job));
         let one = One {
             tag: cycle[0].1 | cursor.index(),
@@ -136,11 +147,13 @@ impl<'a, const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
                 .try_into()
                 .expect("65536 entries"),
             stride: job.workers,
-            plain: cycle_len == 1 && job.workers == 1,
+            plain,
             held: vec![EMPTY; slots],
             stamp: Stamp::new(0),
             payload_started: false,
             one,
+            table,
+            stamp_residue: 0,
         }
     }
 
@@ -148,6 +161,7 @@ impl<'a, const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
     #[inline]
     fn set_stamp(&mut self, tx_ns: u64) {
         self.stamp = Stamp::new(tx_ns);
+        self.stamp_residue = self.stamp.residue();
         if ONE {
             let o = &mut self.one;
             let base = self
@@ -158,8 +172,22 @@ impl<'a, const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
         }
     }
 
+    #[cfg(test)]
+    pub(super) fn has_table(&self) -> bool {
+        self.table.is_some()
+    }
+
+    /// The cursor's walk instead of the table (tests compare the two).
+    #[cfg(test)]
+    pub(super) fn drop_table(&mut self) {
+        self.table = None;
+    }
+
     /// Frames sent per probe flow id.
     fn per_flow(&self) -> Vec<(u16, u64)> {
+        if let Some(t) = &self.table {
+            return t.per_flow();
+        }
         let one = ONE.then_some((self.one.id, self.one.seq));
         (self.seq.iter().enumerate())
             .map(|(i, s)| match one {
@@ -196,6 +224,9 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool> FrameSo
             t.put_seq_folded_at::<VLAN, V6, TCP>(buf, o.seq, o.folded, &self.stamp);
             return o.len;
         }
+        if self.table.is_some() {
+            return self.build_from_table(buf, slot);
+        }
         let stamp = &self.stamp;
         let (t, size_tag) = self.cur;
         let w = self.cursor.wire();
@@ -230,6 +261,9 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool> FrameSo
     #[inline(always)]
     fn build_each<B: Buffers>(&mut self, bufs: &mut B) -> u64 {
         if !ONE {
+            if self.table.is_some() {
+                return self.build_each_from_table(bufs);
+            }
             return linerate_backend::build_each_by_one(self, bufs);
         }
         let t = self.cur.0;
@@ -289,6 +323,102 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
     }
 }
 
+impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
+    Filler<'_, VLAN, V6, TCP, ONE>
+{
+    /// [`build`](FrameSource::build) for the table's next flow: its
+    /// fields when `slot` held another, its sequence and checksum.
+    #[inline(always)]
+    fn build_from_table(&mut self, buf: &mut [u8], slot: usize) -> usize {
+        let Some(tb) = &mut self.table else {
+            unreachable!("called with a table")
+        };
+        let (t, size_tag) = self.cur;
+        let i = tb.next;
+        tb.next = if i + 1 == tb.state.len() { 0 } else { i + 1 };
+        let tag = size_tag | i as u64;
+        let f = &mut tb.state[i];
+        let held = &mut self.held[slot];
+        if *held != tag {
+            if *held & SIZE_TAG != size_tag {
+                t.lay(buf);
+            }
+            t.put_flow_at::<VLAN, V6, TCP>(buf, &tb.wire[i], f.id);
+            *held = tag;
+        }
+        let (seq, folded) = f.step(self.stamp_residue);
+        t.put_seq_folded_at::<VLAN, V6, TCP>(buf, seq, folded, &self.stamp);
+        t.len()
+    }
+
+    /// [`build_each`](FrameSource::build_each) from the table, the next
+    /// flow's index, the send time and the template in locals.
+    #[inline(always)]
+    fn build_each_from_table<B: Buffers>(&mut self, bufs: &mut B) -> u64 {
+        let Some(tb) = &mut self.table else {
+            unreachable!("called with a table")
+        };
+        let (t, size_tag) = self.cur;
+        let (stamp, stamp_residue, len) = (self.stamp, self.stamp_residue, t.len());
+        let (state, wire) = (&mut tb.state[..], &tb.wire[..]);
+        let mut i = tb.next;
+        let mut frames = 0u64;
+        while let Some((buf, slot)) = bufs.next_buf() {
+            let tag = size_tag | i as u64;
+            let f = &mut state[i];
+            let held = &mut self.held[slot];
+            if *held != tag {
+                if *held & SIZE_TAG != size_tag {
+                    t.lay(buf);
+                }
+                t.put_flow_at::<VLAN, V6, TCP>(buf, &wire[i], f.id);
+                *held = tag;
+            }
+            let (seq, folded) = f.step(stamp_residue);
+            t.put_seq_folded_at::<VLAN, V6, TCP>(buf, seq, folded, &stamp);
+            bufs.built(len);
+            frames += 1;
+            i = if i + 1 == state.len() { 0 } else { i + 1 };
+        }
+        tb.next = i;
+        frames * len as u64
+    }
+
+    /// [`payload`](PayloadSource::payload) for the table's next flow.
+    #[inline(always)]
+    fn payload_from_table(
+        &mut self,
+        buf: &mut [u8],
+        slot: usize,
+    ) -> (usize, usize, Option<Endpoints<'_>>) {
+        let Some(tb) = &mut self.table else {
+            unreachable!("called with a table")
+        };
+        let (t, size_tag) = self.cur;
+        let p = t.payload();
+        let i = tb.next;
+        tb.next = if i + 1 == tb.state.len() { 0 } else { i + 1 };
+        let tag = size_tag | i as u64;
+        let f = &mut tb.state[i];
+        let held = &mut self.held[slot];
+        let mut ends = None;
+        if *held != tag {
+            if *held & SIZE_TAG != size_tag {
+                buf[..p.len()].copy_from_slice(p);
+            }
+            buf[2..4].copy_from_slice(&f.id.to_be_bytes());
+            ends = Some(endpoints::<V6>(&tb.wire[i]));
+            *held = tag;
+        }
+        let (seq, _) = f.step(0);
+        let probe = &mut buf[..PROBE_LEN];
+        probe[4..12].copy_from_slice(&seq.to_be_bytes());
+        probe[12..16].copy_from_slice(&self.stamp.hi());
+        probe[16..18].copy_from_slice(&self.stamp.lo());
+        (p.len(), t.len(), ends)
+    }
+}
+
 impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool> PayloadSource
     for Filler<'_, VLAN, V6, TCP, ONE>
 {
@@ -316,6 +446,9 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool> Payload
             probe[12..16].copy_from_slice(&self.stamp.hi());
             probe[16..18].copy_from_slice(&self.stamp.lo());
             return (o.payload_len, o.len, ends);
+        }
+        if self.table.is_some() {
+            return self.payload_from_table(buf, slot);
         }
         if self.payload_started {
             self.next_frame();
@@ -389,8 +522,11 @@ impl<'a, const VLAN: bool, const V6: bool, const TCP: bool> VxlanFiller<'a, VLAN
     pub(super) fn new(job: &Job<'a>, slots: usize) -> Self {
         let vx = job.cfg.framing.vxlan.expect("a VXLAN run");
         let count = vx.vni.count.max(1);
+        let mut inner = Filler::new(job, slots);
+        // The outer headers follow the inner filler's cursor.
+        inner.table = None;
         VxlanFiller {
-            inner: Filler::new(job, slots),
+            inner,
             vx,
             encaps: job
                 .cfg

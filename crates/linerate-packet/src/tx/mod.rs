@@ -4,6 +4,7 @@
 
 mod blast;
 mod filler;
+mod flow_table;
 mod profile;
 mod replay;
 mod send;
