@@ -139,7 +139,7 @@ const DIRECT_MAX: usize = 4;
 /// [`SPARE_EVERY`] turns (a new connection waits some microseconds more),
 /// not an `epoll_wait` system call per turn beside each direct read.
 fn polls_set(spin: bool, in_set: usize, turn: u32) -> bool {
-    !spin || in_set > 0 || turn % SPARE_EVERY == 0
+    !spin || in_set > 0 || turn.is_multiple_of(SPARE_EVERY)
 }
 
 pub(super) struct Worker<'a> {
