@@ -128,6 +128,33 @@ pub fn of_addr(ip: IpAddr) -> Option<String> {
     })
 }
 
+/// Whether `iface` receives in NAPI kernel threads (its
+/// `/sys/class/net/IF/threaded` is not 0): then a thread spinning on the
+/// CPU of such a NAPI thread must give it that CPU. None when it cannot
+/// be read (no such interface, sysfs of another namespace, old kernel).
+pub fn threaded_napi(iface: &str) -> Option<bool> {
+    if iface.is_empty() || iface.contains('/') || iface.starts_with('.') {
+        return None;
+    }
+    let s = std::fs::read_to_string(format!("/sys/class/net/{iface}/threaded")).ok()?;
+    parse_threaded(&s)
+}
+
+/// Whether any interface of this network namespace receives in NAPI
+/// kernel threads (for a socket bound to every address).
+pub fn any_threaded_napi() -> bool {
+    std::fs::read_dir("/sys/class/net").is_ok_and(|d| {
+        d.flatten()
+            .any(|e| threaded_napi(&e.file_name().to_string_lossy()) == Some(true))
+    })
+}
+
+/// A `threaded` sysfs file's text: 0 off; 1 (or 2, busy-polling threads
+/// on newer kernels) on.
+fn parse_threaded(s: &str) -> Option<bool> {
+    s.trim().parse::<u8>().ok().map(|v| v != 0)
+}
+
 /// Sets an interface's MTU (SIOCSIFMTU; needs CAP_NET_ADMIN).
 pub fn set_mtu(iface: &str, mtu: usize) -> io::Result<()> {
     let mtu = libc::c_int::try_from(mtu)
@@ -213,6 +240,19 @@ pub(crate) fn ioctl_target(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn threaded_files_are_read() {
+        assert_eq!(parse_threaded("0\n"), Some(false));
+        assert_eq!(parse_threaded("1\n"), Some(true));
+        assert_eq!(parse_threaded("2"), Some(true));
+        assert_eq!(parse_threaded(""), None);
+        assert_eq!(parse_threaded("on"), None);
+        // names that would leave /sys/class/net are not read
+        assert_eq!(threaded_napi("../../../etc"), None);
+        assert_eq!(threaded_napi(""), None);
+        assert_eq!(threaded_napi("no-such-iface-here"), None);
+    }
 
     #[test]
     fn loopback_facts() {

@@ -17,6 +17,7 @@ mod outcome;
 mod prefix;
 mod rows;
 pub mod server;
+pub mod spin;
 pub mod tcp;
 pub mod track;
 

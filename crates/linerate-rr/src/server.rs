@@ -7,6 +7,7 @@
 //! the server never stops for a client's bytes.
 
 use crate::client::DATAGRAM_MAX;
+use crate::spin::Spin;
 use crate::{Prefix, RrError, pin};
 use linerate_backend::udp_rr::{Reflector, attach_cpu_select};
 use linerate_wire::{RR_HEADER_LEN, RrHeader};
@@ -278,6 +279,14 @@ impl Server {
         let end_flag = AtomicBool::new(false);
         let warnings = std::sync::Mutex::new(Vec::new());
         let mut intervals = IntervalLog::new(cfg.intervals_kept);
+        // A spinning worker yields after each empty poll only where a NAPI
+        // thread may need its CPU (see `spin`); a blocking one's receive
+        // fails only on its timeout or a signal, and it yields after each.
+        let spin = if cfg.spin {
+            Spin::for_local(Some(self.local_addr().ip()))
+        } else {
+            Spin::new(Some(true))
+        };
         std::thread::scope(|s| {
             let mut handles = Vec::with_capacity(self.socks.len());
             for (i, sock) in self.socks.iter().enumerate() {
@@ -294,7 +303,7 @@ impl Server {
                     }
                     serve(
                         sock,
-                        &sh,
+                        (&sh, spin),
                         batch,
                         (max_response, &allow),
                         (end_flag, warnings),
@@ -520,7 +529,7 @@ pub fn decide(
 #[inline(never)]
 fn serve(
     sock: &UdpSocket,
-    sh: &Shared,
+    (sh, mut spin): (&Shared, Spin),
     (batch, mut gso): (usize, bool),
     (max_response, allow): (usize, &[Prefix]),
     (end, warnings): (&AtomicBool, &std::sync::Mutex<Vec<String>>),
@@ -531,13 +540,16 @@ fn serve(
     let mut c = ServerCounts::default();
     while !end.load(Ordering::Relaxed) {
         let n = match r.recv(sock) {
-            Ok(n) => n,
+            Ok(n) => {
+                spin.got();
+                n
+            }
             // Nothing yet (a spinning worker asks again at once, after
-            // yielding its CPU to a thread that is ready to run there: the
-            // NAPI thread that will deliver the next request), the timeout
-            // (to look at `end`), EINTR, ICMP errors.
+            // yielding its CPU where a NAPI thread delivering the next
+            // request may need it: `spin`), the timeout (to look at
+            // `end`), EINTR, ICMP errors.
             Err(_) => {
-                std::thread::yield_now();
+                spin.idle();
                 continue;
             }
         };

@@ -4,6 +4,7 @@
 use super::config::{ClientConfig, Load};
 use super::report::{Counts, Roundtrip, RoundtripKind, Sample};
 use super::{DRAIN_MAX, new_hist, recv_slot};
+use crate::spin::Spin;
 use crate::track::{Answer, Outstanding};
 use hdrhistogram::Histogram;
 use linerate_backend::udp_batch::{BATCH_MAX, Batch};
@@ -181,14 +182,17 @@ impl<'a> Worker<'a> {
         }
     }
 
-    /// Reads everything queued on flow `f` and matches it.
+    /// Reads everything queued on flow `f` and matches it (a batch that
+    /// is not full means the socket is empty, or held no more than was
+    /// in flight: the next poll takes a late duplicate).
     fn receive(&mut self, sock: &UdpSocket, f: usize) {
         loop {
             let mut bufs: [&mut [u8]; BATCH_MAX] = {
                 let mut it = self.resp.iter_mut();
                 std::array::from_fn(|_| it.next().expect("BATCH_MAX buffers").as_mut_slice())
             };
-            let n = match self.batch.recv(sock, &mut bufs, &mut self.lens) {
+            let want = recv_slots(self.out[f].in_flight());
+            let n = match self.batch.recv(sock, &mut bufs[..want], &mut self.lens) {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -355,6 +359,14 @@ impl<'a> Worker<'a> {
         let mut open = self.open_loop(start);
         let mut last_expire = start;
         let blocking = self.receive_blocking(socks);
+        // Busy polling: where to yield (see `spin`), by the interface the
+        // answers come in on.
+        let mut spin = Spin::for_local(
+            socks
+                .first()
+                .and_then(|s| s.local_addr().ok())
+                .map(|a| a.ip()),
+        );
         let mut fds: Vec<PollFd> = socks
             .iter()
             .map(|s| PollFd::new(s.as_fd(), PollFlags::POLLIN))
@@ -398,7 +410,7 @@ impl<'a> Worker<'a> {
                     wake = wake.min(b);
                 }
             }
-            self.await_answers(socks, &mut fds, blocking, wake);
+            self.await_answers(socks, (&mut fds, &mut spin), blocking, wake);
         }
         self.finish(sent_for);
         sent_for
@@ -434,7 +446,7 @@ impl<'a> Worker<'a> {
     fn await_answers(
         &mut self,
         socks: &[UdpSocket],
-        fds: &mut [PollFd],
+        (fds, spin): (&mut [PollFd], &mut Spin),
         blocking: bool,
         wake: u64,
     ) {
@@ -445,9 +457,11 @@ impl<'a> Worker<'a> {
                 self.receive(s, f);
             }
             if self.counts.completed == before {
-                // Nothing came: the CPU to a thread ready to run here (the
-                // NAPI thread delivering the answer) before asking again.
-                std::thread::yield_now();
+                // Nothing came: the CPU to a NAPI thread that may deliver
+                // the answer here, where the interface has one (`spin`).
+                spin.idle();
+            } else {
+                spin.got();
             }
         } else if blocking {
             self.receive(&socks[0], 0);
@@ -471,5 +485,27 @@ impl<'a> Worker<'a> {
             self.iv_lost += lost;
             self.flush_interval(Some(sent_for));
         }
+    }
+}
+
+/// Datagrams one receive asks for on a flow with `in_flight` requests
+/// unanswered: no more than can come (with one in flight, a receive of
+/// one returns with it, where a batch would look for a second and find
+/// the socket empty), at least one (a late answer), at most a batch.
+fn recv_slots(in_flight: usize) -> usize {
+    in_flight.clamp(1, BATCH_MAX)
+}
+
+#[cfg(test)]
+mod recv_slots_tests {
+    use super::*;
+
+    #[test]
+    fn a_receive_asks_for_what_is_in_flight() {
+        assert_eq!(recv_slots(0), 1);
+        assert_eq!(recv_slots(1), 1);
+        assert_eq!(recv_slots(16), 16);
+        assert_eq!(recv_slots(BATCH_MAX), BATCH_MAX);
+        assert_eq!(recv_slots(10 * BATCH_MAX), BATCH_MAX);
     }
 }

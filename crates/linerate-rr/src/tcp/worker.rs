@@ -8,6 +8,7 @@
 use super::config::{OUT_HIGH, TcpServerConfig, TcpServerCounts};
 use super::frame::{FrameError, FrameReader, TCP_MESSAGE_MAX, put_len};
 use crate::Prefix;
+use crate::spin::SPARE_EVERY;
 use linerate_wire::{RR_HEADER_LEN, RrHeader};
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use std::collections::HashMap;
@@ -132,6 +133,15 @@ const READS_PER_WAKE: usize = 8;
 /// connections than this wait in the epoll set.
 const DIRECT_MAX: usize = 4;
 
+/// Whether a turn of the worker's loop waits on (or, spinning, looks at)
+/// its epoll set. A spinning worker whose connections are all read
+/// directly has only the listener there: it looks once every
+/// [`SPARE_EVERY`] turns (a new connection waits some microseconds more),
+/// not an `epoll_wait` system call per turn beside each direct read.
+fn polls_set(spin: bool, in_set: usize, turn: u32) -> bool {
+    !spin || in_set > 0 || turn.is_multiple_of(SPARE_EVERY)
+}
+
 pub(super) struct Worker<'a> {
     cfg: &'a TcpServerConfig,
     listener: &'a TcpListener,
@@ -176,8 +186,15 @@ impl<'a> Worker<'a> {
         };
         let mut last_sweep = Instant::now();
         let mut published = last_sweep;
+        let mut turn = 0u32;
         while !end.load(Ordering::Relaxed) {
-            let mut n = self.ep.wait(&mut events, timeout).unwrap_or(0);
+            let in_set = (self.conns.len() - self.free.len()).saturating_sub(self.direct.len());
+            let mut n = if polls_set(self.cfg.spin, in_set, turn) {
+                self.ep.wait(&mut events, timeout).unwrap_or(0)
+            } else {
+                0
+            };
+            turn = turn.wrapping_add(1);
             self.now = Instant::now();
             for ev in &events[..n] {
                 match ev.data() {
@@ -447,6 +464,20 @@ pub fn answer_len(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_spinning_worker_looks_at_its_set_only_when_it_must() {
+        // blocking: every turn waits in epoll
+        assert!((0..200).all(|t| polls_set(false, 0, t)));
+        // connections in the set: every turn
+        assert!((0..200).all(|t| polls_set(true, 1, t)));
+        // only the listener: once every SPARE_EVERY turns
+        let looks = (0..4 * SPARE_EVERY).filter(|&t| polls_set(true, 0, t));
+        assert_eq!(
+            looks.collect::<Vec<_>>(),
+            [0, 1, 2, 3].map(|k| k * SPARE_EVERY)
+        );
+    }
 
     #[test]
     fn answers_are_no_larger_than_requests_unless_allowed() {
