@@ -283,7 +283,7 @@ fn a_refused_config_answers_every_error_with_its_path() {
     let a = call(
         &s,
         Some(TOKEN),
-        "SetControlAction",
+        "streamSetControlAction",
         Holding::of(Vec::new()).encode_to_vec(),
     );
     assert_eq!(a.status, 12, "UNIMPLEMENTED: {a:?}");
