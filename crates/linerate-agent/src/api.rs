@@ -987,3 +987,7 @@ mod tags_tests;
 #[cfg(test)]
 #[path = "api_capture_tests.rs"]
 mod capture_tests;
+
+#[cfg(test)]
+#[path = "api/update_tests.rs"]
+mod update_tests;
