@@ -260,9 +260,8 @@ impl Responder {
             .partition(|p| p.ident == ident);
         self.pings = rest;
         let pings = &self.pings;
-        self.neighbors.retain(|n| {
-            !n.for_ping || pings.iter().any(|p| p.iface == n.iface && p.hop == n.ip)
-        });
+        self.neighbors
+            .retain(|n| !n.for_ping || pings.iter().any(|p| p.iface == n.iface && p.hop == n.ip));
         mine
     }
 

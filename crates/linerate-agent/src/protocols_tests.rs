@@ -567,7 +567,10 @@ fn a_ping_resolves_its_next_hop_sends_its_echo_and_takes_only_its_reply() {
     // before its answer.
     let n = r.poll_transmit(t0, &mut out).expect("the ARP request");
     let p = ArpRepr::parse(&ArpPacket::new_checked(&out[14..n]).unwrap());
-    assert_eq!((p.sender_ip, p.target_ip), (v4("198.18.1.2"), v4("198.18.1.7")));
+    assert_eq!(
+        (p.sender_ip, p.target_ip),
+        (v4("198.18.1.2"), v4("198.18.1.7"))
+    );
     assert_eq!(r.poll_transmit(t0, &mut out), None);
     let reply = arp_from(arp::REPLY, ROUTER, "198.18.1.7", "198.18.1.2", D1);
     assert_eq!(r.handle_frame(&reply, &mut out), Verdict::Learnt);
@@ -577,28 +580,50 @@ fn a_ping_resolves_its_next_hop_sends_its_echo_and_takes_only_its_reply() {
     assert_eq!((f.src, f.dst, f.ethertype), (D1, ROUTER, EtherType::IPV4));
     let p = Ipv4Packet::new_checked(&out[14..n]).unwrap();
     assert!(p.verify_checksum());
-    assert_eq!((p.src(), p.dst(), p.protocol()), (v4("198.18.1.2"), v4("198.18.1.7"), ip_proto::ICMP));
+    assert_eq!(
+        (p.src(), p.dst(), p.protocol()),
+        (v4("198.18.1.2"), v4("198.18.1.7"), ip_proto::ICMP)
+    );
     let m = p.payload();
     assert_eq!(&m[..2], &[8, 0]);
-    assert_eq!(&m[4..8], &[0, 5, 0, 0], "its identifier and sequence number");
+    assert_eq!(
+        &m[4..8],
+        &[0, 5, 0, 0],
+        "its identifier and sequence number"
+    );
     assert_eq!(checksum::checksum(m), 0);
     // Not again before PING_EVERY.
     assert_eq!(r.poll_transmit(t0, &mut out), None);
     assert_eq!(r.poll_at(), Some(t0 + PING_EVERY));
     // Replies of another identifier, sequence or source are not its own.
-    for (src, id, seq) in [("198.18.1.7", 6, 0), ("198.18.1.7", 5, 1), ("198.18.1.8", 5, 0)] {
+    for (src, id, seq) in [
+        ("198.18.1.7", 6, 0),
+        ("198.18.1.7", 5, 1),
+        ("198.18.1.8", 5, 0),
+    ] {
         let b = echo_reply(src, "198.18.1.2", id, seq);
-        assert_eq!(r.handle_frame(&b, &mut out), Verdict::Ignored, "{src} {id} {seq}");
+        assert_eq!(
+            r.handle_frame(&b, &mut out),
+            Verdict::Ignored,
+            "{src} {id} {seq}"
+        );
     }
     assert!(!r.pings()[0].replied);
     let b = echo_reply("198.18.1.7", "198.18.1.2", 5, 0);
     assert_eq!(r.handle_frame(&b, &mut out), Verdict::Learnt);
     assert!(r.pings()[0].replied);
-    assert_eq!(r.poll_transmit(t0 + PING_EVERY * 3, &mut out), None, "answered: not sent again");
+    assert_eq!(
+        r.poll_transmit(t0 + PING_EVERY * 3, &mut out),
+        None,
+        "answered: not sent again"
+    );
     let got = r.take_pings(5);
     assert_eq!((got.len(), got[0].replied), (1, true));
     assert!(r.pings().is_empty());
-    assert!(r.neighbors().is_empty(), "the destination asked for the ping alone is forgotten");
+    assert!(
+        r.neighbors().is_empty(),
+        "the destination asked for the ping alone is forgotten"
+    );
 }
 
 #[test]
@@ -607,19 +632,35 @@ fn an_ipv6_ping_goes_through_its_gateway_and_is_sent_again_until_answered() {
     let e = eth();
     let mut r = Responder::new(&[&e], &[], t0);
     let ip = |s: &str| s.parse::<IpAddr>().unwrap();
-    let (from, dst, gw) = (ip("2001:db8:1::2"), ip("2001:db8:9::9"), ip("2001:db8:1::1"));
+    let (from, dst, gw) = (
+        ip("2001:db8:1::2"),
+        ip("2001:db8:9::9"),
+        ip("2001:db8:1::1"),
+    );
     assert!(r.ping("d1.eth", (from, dst, gw, Some(ROUTER)), (7, 3), t0));
     let mut out = vec![0u8; 9216];
     let mut sent = 0;
     for k in 0..3 {
         let t = t0 + PING_EVERY * k;
-        let n = r.poll_transmit(t, &mut out).expect("an echo request each second");
+        let n = r
+            .poll_transmit(t, &mut out)
+            .expect("an echo request each second");
         sent += 1;
-        assert_eq!(&out[..12], &[ROUTER.0, D1.0].concat()[..], "to the gateway's MAC");
+        assert_eq!(
+            &out[..12],
+            &[ROUTER.0, D1.0].concat()[..],
+            "to the gateway's MAC"
+        );
         let p = Ipv6Packet::new_checked(&out[14..n]).unwrap();
-        assert_eq!((p.src(), p.dst()), (v6("2001:db8:1::2"), v6("2001:db8:9::9")));
+        assert_eq!(
+            (p.src(), p.dst()),
+            (v6("2001:db8:1::2"), v6("2001:db8:9::9"))
+        );
         assert!(ndisc::checksum_ok(p.payload(), p.src(), p.dst()));
-        assert_eq!(&p.payload()[..8], &[128, 0, p.payload()[2], p.payload()[3], 0, 7, 0, 3]);
+        assert_eq!(
+            &p.payload()[..8],
+            &[128, 0, p.payload()[2], p.payload()[3], 0, 7, 0, 3]
+        );
         assert_eq!(r.poll_transmit(t, &mut out), None);
     }
     assert_eq!(sent, 3);

@@ -148,13 +148,23 @@ fn inside() {
         ("ipv6", false, "2001:db8:1::3", "2001:db8:1::98"),
     ] {
         let (d1, d2) = (format!("d1.{family}"), format!("d2.{family}"));
-        let mine = if family == "ipv4" { "198.18.1.2" } else { "2001:db8:1::2" };
+        let mine = if family == "ipv4" {
+            "198.18.1.2"
+        } else {
+            "2001:db8:1::2"
+        };
         // Answered: back as soon as the replies are in.
         let (got, took) = ping(&a, grpc, &action(family, &[(&d1, peer), (&d2, mine)]));
-        let want = responses(family, &[(&d1, peer, "succeeded"), (&d2, mine, "succeeded")]);
+        let want = responses(
+            family,
+            &[(&d1, peer, "succeeded"), (&d2, mine, "succeeded")],
+        );
         let over = if grpc { "gRPC" } else { "HTTP" };
         assert_eq!(got["response"], want, "{family} over {over}: {got}");
-        assert!(took < Duration::from_secs(2), "{family} over {over}: {took:?}");
+        assert!(
+            took < Duration::from_secs(2),
+            "{family} over {over}: {took:?}"
+        );
         // One unanswered: failed at the deadline, the other succeeded.
         let (got, took) = ping(&a, grpc, &action(family, &[(&d1, nobody), (&d1, peer)]));
         let want = responses(family, &[(&d1, nobody, "failed"), (&d1, peer, "succeeded")]);
@@ -176,5 +186,10 @@ fn inside() {
         .iter()
         .map(|n| n["ipv4_address"].as_str().unwrap())
         .collect();
-    assert_eq!(rows, ["198.18.1.1", "198.18.1.1"], "the gateways only: {}", r.body);
+    assert_eq!(
+        rows,
+        ["198.18.1.1", "198.18.1.1"],
+        "the gateways only: {}",
+        r.body
+    );
 }

@@ -158,3 +158,118 @@ fn request(r: &Obj, v6: bool) -> Result<(PingRequest, String), Invalid> {
         given.to_string(),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::grpc::service::{Rpc, call};
+    use crate::grpc::{schema, table_action};
+    use crate::{Agent, Options};
+    use serde_json::{Value, json};
+
+    fn agent() -> Agent {
+        let a = Agent::new(Options::loopback(&["wire0", "wire1"]));
+        let cfg = json!({
+            "ports": [{"name": "p1", "location": "wire0"}],
+            "devices": [{"name": "d1", "ethernets": [{
+                "name": "d1.eth",
+                "connection": {"choice": "port_name", "port_name": "p1"},
+                "mac": "02:00:00:00:01:02",
+                "ipv4_addresses": [{"name": "d1.ipv4", "address": "198.18.1.2", "gateway": "198.18.1.1", "prefix": 24}],
+                "ipv6_addresses": [{"name": "d1.ipv6", "address": "2001:db8:1::2", "gateway": "2001:db8:1::1", "prefix": 64}]
+            }]}]
+        });
+        let r = a.handle("POST", "/config", cfg.to_string().as_bytes());
+        assert_eq!(r.status, 200, "{}", r.body);
+        a
+    }
+
+    fn errors(a: &Agent, doc: &Value) -> Value {
+        let r = a.handle("POST", "/control/action", doc.to_string().as_bytes());
+        assert_eq!(r.status, 400, "{}", r.body);
+        r.body["errors"].clone()
+    }
+
+    fn ping(family: &str, reqs: Value) -> Value {
+        json!({"choice": "protocol", "protocol": {"choice": family,
+            family: {"choice": "ping", "ping": {"requests": reqs}}}})
+    }
+
+    #[test]
+    fn what_the_agent_does_not_do_is_refused_by_path() {
+        let a = agent();
+        assert_eq!(
+            errors(&a, &json!({"choice": "port", "port": {"choice": "reboot"}})),
+            json!([
+                "choice: 'port': not supported by linerate agent (it takes protocol: the devices' ipv4 and ipv6 ping)"
+            ])
+        );
+        let bgp = json!({"choice": "protocol", "protocol": {"choice": "bgp", "bgp": {}}});
+        assert_eq!(
+            errors(&a, &bgp),
+            json!([
+                "protocol.choice: 'bgp': not supported by linerate agent (it takes ipv4 and ipv6: ping from the devices' addresses)"
+            ])
+        );
+        // Over gRPC: the same words, INVALID_ARGUMENT (the BGP message is
+        // one the table knows by name only: the choice says it).
+        let bare = json!({"choice": "protocol", "protocol": {"choice": "bgp"}});
+        let wire = schema::encode(&table_action::M_CONTROL_ACTION, &bare, "").unwrap();
+        let s = call(&a, Rpc::SetControlAction, &wire, a.arrival()).unwrap_err();
+        assert_eq!(s.code(), tonic::Code::InvalidArgument);
+        let e: Value = serde_json::from_str(s.message()).unwrap();
+        assert_eq!(e["errors"], errors(&a, &bgp));
+        // Every request's error at once.
+        let reqs = json!([
+            {"src_name": "d1.ipv6", "dst_ip": "198.18.1.3"},
+            {"src_name": "d1.ipv4", "dst_ip": "2001:db8::1"},
+            {"src_name": "d1.ipv4"},
+            {"src_name": "d1.ipv4", "dst_ip": "224.0.0.1", "ttl": 3}
+        ]);
+        assert_eq!(
+            errors(&a, &ping("ipv4", reqs)),
+            json!([
+                "protocol.ipv4.ping.requests[1].dst_ip: '2001:db8::1' is not a unicast IPv4 address",
+                "protocol.ipv4.ping.requests[2].dst_ip: required",
+                "protocol.ipv4.ping.requests[3].dst_ip: '224.0.0.1' is not a unicast IPv4 address"
+            ])
+        );
+        let reqs = json!([{"src_name": "d1.ipv6", "dst_ip": "198.18.1.3"}, {"src_name": "d9.ipv4", "dst_ip": "198.18.1.3"}]);
+        assert_eq!(
+            errors(&a, &ping("ipv4", reqs)),
+            json!([
+                "protocol.ipv4.ping.requests[0].src_name: no IPv4 address of a device is named 'd1.ipv6'",
+                "protocol.ipv4.ping.requests[1].src_name: no IPv4 address of a device is named 'd9.ipv4'"
+            ])
+        );
+    }
+
+    /// On loopback ports nothing answers: a ping fails when its deadline
+    /// passes; no request, nothing to wait for.
+    #[test]
+    fn an_unanswered_ping_fails_and_no_request_answers_at_once() {
+        let a = agent();
+        let r = a.handle(
+            "POST",
+            "/control/action",
+            ping("ipv6", json!([])).to_string().as_bytes(),
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(
+            r.body["response"]["protocol"]["ipv6"]["ping"]["responses"],
+            json!([])
+        );
+        let t = std::time::Instant::now();
+        let doc = ping(
+            "ipv4",
+            json!([{"src_name": "d1.ipv4", "dst_ip": "198.18.1.3"}]),
+        );
+        let r = a.handle("POST", "/control/action", doc.to_string().as_bytes());
+        assert!(t.elapsed() >= crate::neighbors::PING_WITHIN);
+        assert_eq!(
+            r.body,
+            json!({"warnings": [], "response": {"choice": "protocol", "protocol": {"choice": "ipv4",
+                "ipv4": {"choice": "ping", "ping": {"responses": [
+                    {"src_name": "d1.ipv4", "dst_ip": "198.18.1.3", "result": "failed"}]}}}}})
+        );
+    }
+}

@@ -162,7 +162,10 @@ fn update_request(doc: &Value) -> Result<(Vec<&'static str>, Vec<(String, Value)
         }
     }
     if props.is_empty() && errs.is_empty() {
-        errs.push(invalid("flows.property_names", "required: rate, size or both"));
+        errs.push(invalid(
+            "flows.property_names",
+            "required: rate, size or both",
+        ));
     }
     let mut flows = Vec::new();
     for (i, v) in f
@@ -239,7 +242,10 @@ impl Agent {
         let cfg = model::config_all(&new).map_err(Reply::invalid_all)?;
         let plan = plan::plan_all(&cfg, &self.opts).map_err(Reply::invalid_all)?;
         if plan.flows.len() != camp.plan.flows.len() {
-            return Err(Reply::error(500, "the updated configuration's flows differ"));
+            return Err(Reply::error(
+                500,
+                "the updated configuration's flows differ",
+            ));
         }
         for k in which {
             camp.plan.flows[k] = plan.flows[k].clone();
