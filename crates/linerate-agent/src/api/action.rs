@@ -69,7 +69,10 @@ impl Agent {
 
 /// A `ControlAction` read: the family (IPv6 or not) and each request
 /// with its `dst_ip` as given; every error of the document at once.
-fn requests(doc: &Value) -> Result<(bool, Vec<(PingRequest, String)>), Vec<Invalid>> {
+/// A ping request and its `dst_ip` as given.
+type Asked = (PingRequest, String);
+
+fn requests(doc: &Value) -> Result<(bool, Vec<Asked>), Vec<Invalid>> {
     let one = |e: Invalid| vec![e];
     let o = Obj::new("", doc).map_err(one)?;
     let c = o.str("choice").map_err(one)?.unwrap_or("");
@@ -129,7 +132,7 @@ fn required<'a>(o: &Obj<'a>, key: &'static str) -> Result<Obj<'a>, Vec<Invalid>>
         .ok_or_else(|| vec![invalid(&o.at(key), "required")])
 }
 
-fn request(r: &Obj, v6: bool) -> Result<(PingRequest, String), Invalid> {
+fn request(r: &Obj, v6: bool) -> Result<Asked, Invalid> {
     let src = r
         .str("src_name")?
         .ok_or_else(|| invalid(&r.at("src_name"), "required"))?;

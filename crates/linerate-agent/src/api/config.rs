@@ -125,7 +125,10 @@ fn flow_name(f: &Value) -> Option<&str> {
 }
 
 /// A `ConfigUpdate` read: the properties named and the flows given.
-fn update_request(doc: &Value) -> Result<(Vec<&'static str>, Vec<(String, Value)>), Vec<Invalid>> {
+/// The properties an update names, and its flows by name.
+type Update = (Vec<&'static str>, Vec<(String, Value)>);
+
+fn update_request(doc: &Value) -> Result<Update, Vec<Invalid>> {
     let one = |e: Invalid| vec![e];
     let o = Obj::new("", doc).map_err(one)?;
     let c = o.str("choice").map_err(one)?.unwrap_or("");

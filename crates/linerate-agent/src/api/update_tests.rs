@@ -105,10 +105,7 @@ fn an_updated_size_and_rate_are_the_next_runs() {
     assert_eq!(run(&a, "f1"), ("10".into(), "2560".into(), "10".into()));
     let rate = |a: &Agent| {
         let st = lock(&a.state);
-        st.campaign.as_ref().unwrap().plan.flows[0]
-            .blast
-            .rate
-            .clone()
+        st.campaign.as_ref().unwrap().plan.flows[0].blast.rate
     };
     assert_eq!(rate(&a), Rate::Pps(1000));
     // Now the rate, and the size back to the model's default (absent).
