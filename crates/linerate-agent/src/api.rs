@@ -687,6 +687,8 @@ mod tests {
         );
         assert_eq!(a.handle("GET", "/nope", b"").status, 404);
         assert_eq!(a.handle("DELETE", "/config", b"").status, 405);
+        assert_eq!(a.handle("POST", "/config/append", b"{}").status, 405);
+        assert_eq!(a.handle("GET", "/control/action", b"").status, 405);
         assert_eq!(a.handle("POST", "/config", b"{").status, 400);
         let start = json!({"choice": "traffic", "traffic": {"choice": "flow_transmit", "flow_transmit": {"state": "start"}}});
         assert_eq!(

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use linerate_agent::grpc::messages::{Data, Empty, Holding};
-use linerate_agent::grpc::{schema, table_api, table_config};
+use linerate_agent::grpc::{schema, table_action, table_api, table_config};
 use linerate_agent::{Agent, Identity, Options};
 use prost::Message;
 use rustls::pki_types::CertificateDer;
@@ -287,6 +287,36 @@ fn a_refused_config_answers_every_error_with_its_path() {
         Holding::of(Vec::new()).encode_to_vec(),
     );
     assert_eq!(a.status, 12, "UNIMPLEMENTED: {a:?}");
+    // The control action and the config update: served, their refusals
+    // INVALID_ARGUMENT with the path.
+    let bgp = json!({"choice": "protocol", "protocol": {"choice": "bgp"}});
+    let msg = schema::encode(&table_action::M_CONTROL_ACTION, &bgp, "").unwrap();
+    let a = call(
+        &s,
+        Some(TOKEN),
+        "SetControlAction",
+        Holding::of(msg).encode_to_vec(),
+    );
+    assert_eq!(a.status, 3, "INVALID_ARGUMENT: {a:?}");
+    assert_eq!(
+        error(&a)["errors"],
+        json!([
+            "protocol.choice: 'bgp': not supported by linerate agent (it takes ipv4 and ipv6: ping from the devices' addresses)"
+        ])
+    );
+    let up = json!({"choice": "flows", "flows": {"property_names": ["rate"]}});
+    let msg = schema::encode(&table_action::M_CONFIG_UPDATE, &up, "").unwrap();
+    let a = call(
+        &s,
+        Some(TOKEN),
+        "UpdateConfig",
+        Holding::of(msg).encode_to_vec(),
+    );
+    assert_eq!(a.status, 3, "INVALID_ARGUMENT: {a:?}");
+    assert_eq!(
+        error(&a)["errors"],
+        json!(["no configuration: POST /config first"])
+    );
     // And a good one taken, then read back.
     let doc = json!({"ports": [{"name": "tx", "location": "wire0"}]});
     let config = schema::encode(&table_config::M_CONFIG, &doc, "").unwrap();
