@@ -1,5 +1,5 @@
-//! `/control/action`'s pings for real, over HTTP's route and gRPC's
-//! method: two devices on the two ends of a veth pair in a namespace of
+//! `/control/action`'s pings for real, over HTTPS and gRPC (the agent's
+//! servers on loopback, the token in each call): two devices on the two ends of a veth pair in a namespace of
 //! the test's own (198.18.1.0/24, 2001:db8:1::/64; the kernel has no
 //! address there), the agent's responders answering for them. A ping of
 //! the device on the peer port succeeds, at once; a ping of an address
@@ -9,13 +9,19 @@
 //! the agent in that process, so nothing it sends leaves the namespace.
 //! Needs root and `ip`: skipped without them, unless LINERATE_STRICT=1.
 
-use linerate_agent::grpc::service::{Answer, Rpc, call};
+#[path = "support/grpc_client.rs"]
+mod grpc_client;
+
+use linerate_agent::grpc::messages::Holding;
 use linerate_agent::grpc::{schema, table_action};
-use linerate_agent::{Agent, Options};
+use linerate_agent::{Agent, Identity, Options, Peers};
 use linerate_packet::BackendKind;
 use linerate_testkit::{require_program, require_root, should_skip};
+use prost::Message;
 use serde_json::{Value, json};
 use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 const TEST: &str = "device_pings_succeed_on_the_peer_port_and_fail_in_time";
@@ -65,6 +71,7 @@ fn device_pings_succeed_on_the_peer_port_and_fail_in_time() {
         ]);
         sh(&["ip", "-n", &ns.0, "link", "set", p, "up"]);
     }
+    sh(&["ip", "-n", &ns.0, "link", "set", "lo", "up"]);
     let out = Command::new("ip")
         .args(["netns", "exec", &ns.0])
         .arg(std::env::current_exe().unwrap())
@@ -101,22 +108,81 @@ fn action(family: &str, reqs: &[(&str, &str)]) -> Value {
         family: {"choice": "ping", "ping": {"requests": reqs}}}})
 }
 
-/// The action's responses, over HTTP's route or gRPC's method, and how
-/// long it took.
-fn ping(a: &Agent, grpc: bool, doc: &Value) -> (Value, Duration) {
-    let t = Instant::now();
-    let body = if grpc {
-        let wire = schema::encode(&table_action::M_CONTROL_ACTION, doc, "").unwrap();
-        let Answer::Held(h) = call(a, Rpc::SetControlAction, &wire, a.arrival()).unwrap() else {
-            panic!("a unary answer")
+/// The agent's two servers: HTTPS (called as peer agents call one
+/// another: the certificate pinned, the token sent) and gRPC.
+struct Servers {
+    https: Peers,
+    base: String,
+    grpc: grpc_client::Server,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+    cert: std::path::PathBuf,
+}
+
+impl Servers {
+    fn start(agent: &Arc<Agent>) -> Self {
+        let tls = linerate_agent::tls::server(&Identity::SelfSigned {
+            names: vec!["localhost".into()],
+        })
+        .unwrap();
+        let cert = std::env::temp_dir().join(format!("lract-{}.pem", std::process::id()));
+        std::fs::write(&cert, &tls.cert_pem).unwrap();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("https://{}", listener.local_addr().unwrap());
+        let stop = Arc::new(AtomicBool::new(false));
+        let (a, s, config) = (agent.clone(), stop.clone(), tls.config.clone());
+        let token = Arc::new(grpc_client::TOKEN.to_string());
+        let thread = Some(std::thread::spawn(move || {
+            linerate_agent::serve(listener, config, a, token, &s)
+        }));
+        let https =
+            Peers::new(vec![base.clone()], &cert, grpc_client::TOKEN.into(), false).unwrap();
+        Self {
+            https,
+            base,
+            grpc: grpc_client::Server::serving(agent.clone()),
+            stop,
+            thread,
+            cert,
+        }
+    }
+
+    /// POSTs `doc` to `path` over HTTPS: the answer (200 only).
+    fn post(&self, path: &str, doc: &Value) -> Value {
+        self.https
+            .call(&self.base, path, doc, Duration::from_secs(20))
+            .unwrap()
+    }
+
+    /// The action's responses, over HTTPS or gRPC, and how long it took.
+    fn ping(&self, grpc: bool, doc: &Value) -> (Value, Duration) {
+        let t = Instant::now();
+        let body = if grpc {
+            let wire = schema::encode(&table_action::M_CONTROL_ACTION, doc, "").unwrap();
+            let a = grpc_client::call(
+                &self.grpc,
+                Some(grpc_client::TOKEN),
+                "SetControlAction",
+                Holding::of(wire).encode_to_vec(),
+            );
+            assert_eq!(a.status, 0, "{a:?}");
+            let h = Holding::decode(&a.body[..]).unwrap();
+            schema::decode(&table_action::M_CONTROL_ACTION_RESPONSE, h.bytes(), "").unwrap()
+        } else {
+            self.post("/control/action", doc)
         };
-        schema::decode(&table_action::M_CONTROL_ACTION_RESPONSE, h.bytes(), "").unwrap()
-    } else {
-        let r = a.handle("POST", "/control/action", doc.to_string().as_bytes());
-        assert_eq!(r.status, 200, "{}", r.body);
-        r.body
-    };
-    (body, t.elapsed())
+        (body, t.elapsed())
+    }
+}
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_file(&self.cert);
+    }
 }
 
 fn responses(family: &str, got: &[(&str, &str, &str)]) -> Value {
@@ -129,17 +195,17 @@ fn responses(family: &str, got: &[(&str, &str, &str)]) -> Value {
 }
 
 fn inside() {
-    let a = Agent::new(Options {
+    let a = Arc::new(Agent::new(Options {
         tx_backend: BackendKind::Auto,
         rx_backend: BackendKind::Auto,
         ..Options::loopback(&["p1", "p2"])
-    });
+    }));
+    let servers = Servers::start(&a);
     let cfg = json!({
         "ports": [{"name": "p1", "location": "p1"}, {"name": "p2", "location": "p2"}],
         "devices": [device("d1", "p1", "02:00:00:00:01:02", 2), device("d2", "p2", "02:00:00:00:02:02", 3)]
     });
-    let r = a.handle("POST", "/config", cfg.to_string().as_bytes());
-    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(servers.post("/config", &cfg), json!({"warnings": []}));
     let within = linerate_agent::neighbors::PING_WITHIN;
     for (family, grpc, peer, nobody) in [
         ("ipv4", false, "198.18.1.3", "198.18.1.99"),
@@ -154,19 +220,19 @@ fn inside() {
             "2001:db8:1::2"
         };
         // Answered: back as soon as the replies are in.
-        let (got, took) = ping(&a, grpc, &action(family, &[(&d1, peer), (&d2, mine)]));
+        let (got, took) = servers.ping(grpc, &action(family, &[(&d1, peer), (&d2, mine)]));
         let want = responses(
             family,
             &[(&d1, peer, "succeeded"), (&d2, mine, "succeeded")],
         );
-        let over = if grpc { "gRPC" } else { "HTTP" };
+        let over = if grpc { "gRPC" } else { "HTTPS" };
         assert_eq!(got["response"], want, "{family} over {over}: {got}");
         assert!(
             took < Duration::from_secs(2),
             "{family} over {over}: {took:?}"
         );
         // One unanswered: failed at the deadline, the other succeeded.
-        let (got, took) = ping(&a, grpc, &action(family, &[(&d1, nobody), (&d1, peer)]));
+        let (got, took) = servers.ping(grpc, &action(family, &[(&d1, nobody), (&d1, peer)]));
         let want = responses(family, &[(&d1, nobody, "failed"), (&d1, peer, "succeeded")]);
         assert_eq!(got["response"], want, "{family} over {over}: {got}");
         assert!(
@@ -175,21 +241,12 @@ fn inside() {
         );
     }
     // The destinations asked for the pings are not kept as neighbours.
-    let r = a.handle(
-        "POST",
-        "/monitor/states",
-        json!({"choice": "ipv4_neighbors"}).to_string().as_bytes(),
-    );
-    let rows: Vec<&str> = r.body["ipv4_neighbors"]
+    let r = servers.post("/monitor/states", &json!({"choice": "ipv4_neighbors"}));
+    let rows: Vec<&str> = r["ipv4_neighbors"]
         .as_array()
         .unwrap()
         .iter()
         .map(|n| n["ipv4_address"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        rows,
-        ["198.18.1.1", "198.18.1.1"],
-        "the gateways only: {}",
-        r.body
-    );
+    assert_eq!(rows, ["198.18.1.1", "198.18.1.1"], "the gateways only: {r}");
 }
