@@ -6,11 +6,11 @@
 //! ports a row); every row's frames and bytes exact, sent and received;
 //! `include` false gives no rows, a filter and `metric_names` one row of
 //! frames_rx; every row's loss 0 and its latency given. Beside them a
-//! flow of 3,000 frames at 2,000 a second tagged on two ports: while it
+//! flow of 6,000 frames at 2,000 a second tagged on two ports: while it
 //! runs each row's frames sent a second are half the flow's, the rows'
 //! received rates sum to the flow's, and the median row rate lies within
 //! 30% of 1,000 a second; once stopped its rows' frames sum to the
-//! flow's 3,000, sent and received.
+//! flow's 6,000, sent and received.
 //!
 //! Needs root (namespaces), `ip` and a Python with snappi
 //! (`target/snappi-venv`, or `LINERATE_SNAPPI_PYTHON`).
@@ -100,22 +100,26 @@ fn long_flow_rates(doc: &Value) {
     assert_eq!(f["transmit"], "stopped", "{doc}");
     assert_eq!(
         (&f["frames_tx"], &f["frames_rx"]),
-        (&json!(3000), &json!(3000)),
+        (&json!(6000), &json!(6000)),
         "{doc}"
     );
     let rows = f["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 2, "{doc}");
     let sum = |k: &str| rows.iter().map(|r| r[k].as_u64().unwrap()).sum::<u64>();
-    assert_eq!((sum("frames_tx"), sum("frames_rx")), (3000, 3000), "{doc}");
+    assert_eq!((sum("frames_tx"), sum("frames_rx")), (6000, 6000), "{doc}");
     let samples = f["samples"].as_array().unwrap();
-    assert!(samples.len() >= 4, "rates seen while running: {doc}");
+    assert!(samples.len() >= 3, "rates seen while running: {doc}");
     let (mut tx, mut rx) = (Vec::new(), Vec::new());
     for s in samples {
         let n = |v: &Value| v.as_f64().unwrap();
         let r = s["rows"].as_array().unwrap();
         assert_eq!(r.len(), 2, "{s}");
-        // Halving is exact in binary floats (gRPC's float too).
-        assert!(r.iter().all(|r| n(&r[0]) == n(&s["tx"]) / 2.0), "{s}");
+        // Half the flow's (to the 8 digits gRPC's float is read to).
+        let half = n(&s["tx"]) / 2.0;
+        assert!(
+            r.iter().all(|r| (n(&r[0]) - half).abs() <= 1e-6 * half),
+            "{s}"
+        );
         let got: f64 = r.iter().map(|r| n(&r[1])).sum();
         assert!(
             (got - n(&s["rx"])).abs() <= 1e-4 * n(&s["rx"]).max(1.0),

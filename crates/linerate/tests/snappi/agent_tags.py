@@ -10,7 +10,7 @@ test (crates/linerate/tests/agent_tags.rs):
 
 22 frames of 128 bytes each, latency measured. Read three ways: the
 default request, with `include` false, and filtered to one "pair" value
-with frames_rx only. Beside them, "long": 3,000 frames at 2,000 a second,
+with frames_rx only. Beside them, "long": 6,000 frames at 2,000 a second,
 udp dst_port 8000/8001 tagged whole ("half"), its flow and rows' rates
 sampled while it runs, its rows' counts, loss and latency once stopped.
 
@@ -25,7 +25,7 @@ import snappi
 from agent_headers import api_for
 
 FRAMES = 22
-LONG = 3000
+LONG = 6000
 
 
 def config(api, tx, rx):
@@ -108,10 +108,10 @@ def main():
             samples.append({"tx": float(lm.frames_tx_rate), "rx": float(lm.frames_rx_rate),
                             "rows": [[float(r.frames_tx_rate), float(r.frames_rx_rate)]
                                      for r in lm.tagged_metrics]})
-        done = all(m.transmit == m.STOPPED for m in ms + [lm])
+        done = all(m.transmit == m.STOPPED for m in list(ms) + [lm])
         if done or time.time() > deadline:
             break
-        time.sleep(0.1)
+        time.sleep(0.05)
 
     def off(t):
         t.include = False
