@@ -442,8 +442,11 @@ pub struct TagCounts<'a> {
     pub rx_id_rates: &'a [Vec<(f64, f64)>],
     /// Per key: one-way latency (min, max, mean, ns) of its frames; none
     /// when the flow measures none.
-    pub latency: Option<&'a [Option<(f64, f64, f64)>]>,
+    pub latency: Option<&'a [Option<MinMaxMean>]>,
 }
+
+/// One-way latency: min, max, mean, ns.
+pub type MinMaxMean = (f64, f64, f64);
 
 /// One key's share of a flow's counts.
 #[derive(Debug, Clone, Copy, Default)]
@@ -612,7 +615,7 @@ mod tests {
     fn counts<'a>(
         rx_ids: &'a [(u64, u64)],
         rates: &'a [Vec<(f64, f64)>],
-        latency: Option<&'a [Option<(f64, f64, f64)>]>,
+        latency: Option<&'a [Option<MinMaxMean>]>,
     ) -> TagCounts<'a> {
         TagCounts {
             running: true,

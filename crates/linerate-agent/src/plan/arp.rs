@@ -122,7 +122,9 @@ pub(crate) fn check(
     {
         return Err(invalid(
             &format!("{path}.tx_rx.port.rx_names"),
-            format!("port '{r}' is on a peer agent: an arp flow's receive ports are this agent's"),
+            format!(
+                "port '{r}' is on a peer agent: an arp flow's receive ports are this agent's (a peer's receivers count probe frames, and an ARP frame carries none)"
+            ),
         ));
     }
     if !f.tags.is_empty() {
