@@ -5,9 +5,11 @@
 //!
 //! - `config`: `/config`;
 //! - `control`: `/control/state` (flows, ports' captures);
+//! - `action`: `/control/action` (the devices' pings);
 //! - `monitor`: `/monitor/metrics`, `/monitor/capture`;
 //! - `peer`: the routes peer agents call.
 
+mod action;
 mod config;
 mod control;
 mod monitor;
@@ -150,7 +152,11 @@ impl Agent {
         let route = match (method, path) {
             ("POST", "/config") => Route::SetConfig,
             ("GET", "/config") => Route::GetConfig,
+            ("PATCH", "/config") => Route::UpdateConfig,
+            ("PATCH", "/config/append") => Route::AppendConfig,
+            ("PATCH", "/config/delete") => Route::DeleteConfig,
             ("POST", "/control/state") => Route::ControlState,
+            ("POST", "/control/action") => Route::ControlAction,
             ("POST", "/monitor/metrics") => Route::Metrics,
             ("POST", "/monitor/capture") => Route::Capture,
             ("POST", "/monitor/states") => Route::States,
@@ -167,7 +173,10 @@ impl Agent {
             (
                 _,
                 "/config"
+                | "/config/append"
+                | "/config/delete"
                 | "/control/state"
+                | "/control/action"
                 | "/monitor/metrics"
                 | "/monitor/capture"
                 | "/monitor/states"
@@ -179,7 +188,7 @@ impl Agent {
                 return Reply::error(
                     404,
                     format!(
-                        "{path}: not a path of the agent (it serves /config, /control/state, /monitor/metrics, /monitor/capture, /monitor/states and /capabilities/version)"
+                        "{path}: not a path of the agent (it serves /config, /config/append, /config/delete, /control/state, /control/action, /monitor/metrics, /monitor/capture, /monitor/states and /capabilities/version)"
                     ),
                 );
             }
@@ -194,7 +203,11 @@ impl Agent {
         };
         let r = match route {
             Route::SetConfig => self.set_config(doc),
+            Route::UpdateConfig => self.update_config(&doc),
+            Route::AppendConfig => self.append_config(&doc),
+            Route::DeleteConfig => self.delete_config(&doc),
             Route::ControlState => self.control_state(&doc, arrived),
+            Route::ControlAction => self.control_action(&doc),
             Route::Capture => self.capture(&doc),
             Route::States => {
                 let d = lock(&self.state).devices.clone();
@@ -223,7 +236,11 @@ const STOP_SLACK: Duration = Duration::from_secs(15);
 enum Route {
     SetConfig,
     GetConfig,
+    UpdateConfig,
+    AppendConfig,
+    DeleteConfig,
     ControlState,
+    ControlAction,
     Metrics,
     Capture,
     States,
@@ -670,6 +687,8 @@ mod tests {
         );
         assert_eq!(a.handle("GET", "/nope", b"").status, 404);
         assert_eq!(a.handle("DELETE", "/config", b"").status, 405);
+        assert_eq!(a.handle("POST", "/config/append", b"{}").status, 405);
+        assert_eq!(a.handle("GET", "/control/action", b"").status, 405);
         assert_eq!(a.handle("POST", "/config", b"{").status, 400);
         let start = json!({"choice": "traffic", "traffic": {"choice": "flow_transmit", "flow_transmit": {"state": "start"}}});
         assert_eq!(
@@ -970,3 +989,7 @@ mod tags_tests;
 #[cfg(test)]
 #[path = "api_capture_tests.rs"]
 mod capture_tests;
+
+#[cfg(test)]
+#[path = "api/update_tests.rs"]
+mod update_tests;

@@ -344,3 +344,99 @@ fn a_vxlan_flows_outer_fields_take_no_tags() {
         "{errs:?}"
     );
 }
+
+/// The models' per-tag rates, loss and latency: a flow of 3,000 frames
+/// at 2,000 a second tagged by a port's top 15 bits (two values, each
+/// on half the tuples). While it runs, each row's frames sent a second
+/// are exactly half the flow's, the rows' received rates sum to the
+/// flow's, and each row's rates lie within 30% of 1,000 a second (the
+/// median of the samples); once stopped, the rows' frames sum to the
+/// flow's, their loss is 0 (the loopback wire loses none), their rates
+/// 0, and each gives its latency, within the flow's.
+#[test]
+fn rows_rates_while_running_loss_and_latency_are_the_rows_own() {
+    let (a, _wire) = agent();
+    let mut doc = tagged(json!([{"name": "pair", "offset": 0, "length": 15}]));
+    let f = &mut doc["flows"][0];
+    f["packet"][1]["ipv4"]["src"]
+        .as_object_mut()
+        .unwrap()
+        .remove("metric_tags");
+    f["duration"] = json!({"choice": "fixed_packets", "fixed_packets": {"packets": 3000}});
+    f["metrics"] = json!({"enable": true, "latency": {"enable": true, "mode": "store_forward"}});
+    assert_eq!(post(&a, "/config", &doc).status, 200);
+    let ctl = json!({"choice": "traffic", "traffic": {"choice": "flow_transmit", "flow_transmit": {"state": "start"}}});
+    assert_eq!(post(&a, "/control/state", &ctl).status, 200);
+    let req = json!({"choice": "flow", "flow": {"flow_names": ["f"]}});
+    let num = |v: &Value| v.as_f64().unwrap();
+    let (mut tx_rates, mut rx_rates) = (Vec::new(), Vec::new());
+    let end = std::time::Instant::now() + Duration::from_secs(20);
+    let m = loop {
+        let m = post(&a, "/monitor/metrics", &req).body["flow_metrics"][0].clone();
+        if m["transmit"] == "stopped" {
+            break m;
+        }
+        let rows = m["tagged_metrics"].as_array().cloned().unwrap_or_default();
+        if num(&m["frames_tx_rate"]) > 0.0 && rows.len() == 2 {
+            let half = num(&m["frames_tx_rate"]) / 2.0;
+            let mut rx = 0.0;
+            for r in &rows {
+                assert!((num(&r["frames_tx_rate"]) - half).abs() < 1e-6, "{m}");
+                tx_rates.push(num(&r["frames_tx_rate"]));
+                rx += num(&r["frames_rx_rate"]);
+                rx_rates.push(num(&r["frames_rx_rate"]));
+            }
+            let flow_rx = num(&m["frames_rx_rate"]);
+            assert!((rx - flow_rx).abs() <= 1e-6 * flow_rx.max(1.0), "{m}");
+        }
+        assert!(std::time::Instant::now() < end, "the flow did not stop");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        tx_rates.len() >= 4,
+        "rates seen while running: {tx_rates:?}"
+    );
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    for (what, v) in [("sent", &mut tx_rates), ("received", &mut rx_rates)] {
+        let mid = median(v);
+        assert!(
+            (700.0..=1300.0).contains(&mid),
+            "a row's frames {what} a second: median {mid} of {v:?}"
+        );
+    }
+    assert_eq!(
+        (&m["frames_tx"], &m["frames_rx"]),
+        (&json!("3000"), &json!("3000")),
+        "{m}"
+    );
+    let rows = m["tagged_metrics"].as_array().unwrap();
+    let sum = |k: &str| -> u64 {
+        rows.iter()
+            .map(|r| r[k].as_str().unwrap().parse::<u64>().unwrap())
+            .sum()
+    };
+    assert_eq!((sum("frames_tx"), sum("frames_rx")), (3000, 3000), "{m}");
+    let flow_lat = &m["latency"];
+    for r in rows {
+        assert_eq!(r["loss"], 0.0, "{r}");
+        assert_eq!(
+            (&r["frames_tx_rate"], &r["frames_rx_rate"]),
+            (&json!(0.0), &json!(0.0)),
+            "{r}"
+        );
+        let l = &r["latency"];
+        let (min, max, avg) = (
+            num(&l["minimum_ns"]),
+            num(&l["maximum_ns"]),
+            num(&l["average_ns"]),
+        );
+        assert!(0.0 < min && min <= avg && avg <= max, "{r}");
+        assert!(
+            min >= num(&flow_lat["minimum_ns"]) && max <= num(&flow_lat["maximum_ns"]),
+            "{m}"
+        );
+    }
+}

@@ -38,13 +38,53 @@ pub fn is_arp_flow(flow: &PlanFlow) -> bool {
     flow.blast.replay.is_some()
 }
 
-/// The kernel filter of a counting socket: ARP frames only.
-const FILTER: [(u16, u8, u8, u32); 4] = [
-    (0x28, 0, 0, 12),          // ldh [12]: the ether type
-    (0x15, 0, 1, 0x0806),      // ARP: accept, else drop
-    (0x06, 0, 0, 0x0004_0000), // accept
-    (0x06, 0, 0, 0),           // drop
-];
+/// The kernel's ancillary loads (`SKF_AD_OFF` + `SKF_AD_VLAN_TAG`, +
+/// `SKF_AD_VLAN_TAG_PRESENT`): the 802.1Q tag the kernel took off a
+/// frame it received, and whether it took one.
+const AD_VLAN_TCI: u32 = 0xffff_f000 + 44;
+const AD_VLAN_PRESENT: u32 = 0xffff_f000 + 48;
+
+/// The kernel filter of a counting socket: ARP frames (their ether type
+/// read once the kernel took any VLAN tag off, as it does to every frame
+/// it receives) with the flow's 802.1Q tag (`vlan`: its id and priority;
+/// DEI not compared), or with none.
+fn filter(vlan: Option<(u16, u8)>) -> Vec<(u16, u8, u8, u32)> {
+    const ACCEPT: (u16, u8, u8, u32) = (0x06, 0, 0, 0x0004_0000);
+    const DROP: (u16, u8, u8, u32) = (0x06, 0, 0, 0);
+    match vlan {
+        None => vec![
+            (0x28, 0, 0, 12),              // ldh [12]: the ether type
+            (0x15, 0, 3, 0x0806),          // ARP, else drop
+            (0x20, 0, 0, AD_VLAN_PRESENT), // ld vlan_avail
+            (0x15, 0, 1, 0),               // untagged: accept, else drop
+            ACCEPT,
+            DROP,
+        ],
+        Some((id, prio)) => vec![
+            (0x28, 0, 0, 12),
+            (0x15, 0, 6, 0x0806),
+            (0x20, 0, 0, AD_VLAN_PRESENT),
+            (0x15, 0, 4, 1),           // tagged, else drop
+            (0x20, 0, 0, AD_VLAN_TCI), // ld vlan_tci
+            (0x54, 0, 0, 0xefff),      // and: priority and id
+            (0x15, 0, 1, u32::from(u16::from(prio) << 13 | id)),
+            ACCEPT,
+            DROP,
+        ],
+    }
+}
+
+/// Frame `f`'s Ethernet and ARP headers as a counting socket reads them:
+/// without the 802.1Q tag (`tagged`), which the kernel takes off.
+fn header_of(f: &[u8], tagged: bool) -> Option<[u8; HEADER_LEN]> {
+    if !tagged {
+        return f.get(..HEADER_LEN)?.try_into().ok();
+    }
+    let mut h = [0u8; HEADER_LEN];
+    h[..12].copy_from_slice(f.get(..12)?);
+    h[12..].copy_from_slice(f.get(16..HEADER_LEN + 4)?);
+    Some(h)
+}
 const POLL: Duration = Duration::from_millis(20);
 const BATCH: usize = 16;
 const FRAME_MAX: usize = 9216;
@@ -61,6 +101,7 @@ pub fn send_and_count(
     on_tx: &mut dyn FnMut(&Interval),
     on_rx: &(dyn Fn(usize, u64, u64) + Sync),
 ) -> Result<(BlastReport, Vec<Result<SinkReport, String>>), String> {
+    let vlan = flow.blast.framing.vlan;
     let keys: HashSet<[u8; HEADER_LEN]> = flow
         .blast
         .replay
@@ -69,15 +110,17 @@ pub fn send_and_count(
             r.trace
                 .frames
                 .iter()
-                .filter_map(|f| f.get(..HEADER_LEN)?.try_into().ok())
+                .filter_map(|f| header_of(f, vlan.is_some()))
                 .collect()
         })
         .unwrap_or_default();
+    // A received frame's bytes: the tag the kernel took off, and the FCS.
+    let beyond = if vlan.is_some() { 8 } else { 4 };
     // Every counting socket open before the first frame.
     let mut socks = Vec::new();
     for s in &flow.sinks {
         let iface = &s.iface;
-        socks.push(open(iface).map_err(|e| format!("counting on {iface}: {e}"))?);
+        socks.push(open(iface, vlan).map_err(|e| format!("counting on {iface}: {e}"))?);
     }
     let counted: Vec<std::sync::Mutex<(u64, u64)>> = socks
         .iter()
@@ -90,9 +133,12 @@ pub fn send_and_count(
             let (keys, counted, sent_frames) = (&keys, &counted[k], &sent_frames);
             let (drain, at) = (flow.drain, flow.sink_rx[k]);
             threads.push(sc.spawn(move || {
-                count(sock, keys, counted, sent_frames, drain, &|p, b| {
-                    on_rx(at, p, b)
-                })
+                let socket = Counting {
+                    keys,
+                    beyond,
+                    drain,
+                };
+                socket.count(sock, counted, sent_frames, &|p, b| on_rx(at, p, b))
             }));
         }
         let r = linerate_packet::blast(&flow.blast, stop, on_tx);
@@ -117,71 +163,82 @@ pub fn send_and_count(
     Ok((sent, Vec::new()))
 }
 
-fn open(iface: &str) -> std::io::Result<linerate_backend::raw::RawSocket> {
+fn open(iface: &str, vlan: Option<(u16, u8)>) -> std::io::Result<linerate_backend::raw::RawSocket> {
     let sock = linerate_backend::raw::RawSocket::open(iface)?;
-    sock.attach_filter(&FILTER)?;
+    sock.attach_filter(&filter(vlan))?;
     // Frames queued before the filter took: not the flow's (none sent).
     let _ = sock.set_rcvbuf(4 << 20);
     sock.set_read_timeout(POLL)?;
     Ok(sock)
 }
 
-/// One receive port's counting: until the sender is done and every sent
-/// frame counted, or `drain` after it is done. Returns a receive error.
-fn count(
-    mut sock: linerate_backend::raw::RawSocket,
-    keys: &HashSet<[u8; HEADER_LEN]>,
-    counted: &std::sync::Mutex<(u64, u64)>,
-    sent: &std::sync::atomic::AtomicU64,
+/// What one receive port's counting looks for: the flow's frames'
+/// headers (`header_of`), the bytes a frame had beyond those read (its
+/// FCS, a tag the kernel took off), how long to wait after the last.
+struct Counting<'a> {
+    keys: &'a HashSet<[u8; HEADER_LEN]>,
+    beyond: u64,
     drain: Duration,
-    publish: &dyn Fn(u64, u64),
-) -> Option<String> {
-    let mut bufs = vec![vec![0u8; FRAME_MAX]; BATCH];
-    let mut lens = [0usize; BATCH];
-    let mut stamps = [0u64; BATCH];
-    let (mut p, mut b) = (0u64, 0u64);
-    let mut done_at: Option<Instant> = None;
-    let mut published = Instant::now();
-    loop {
-        let total = sent.load(Ordering::Relaxed);
-        if total != u64::MAX {
-            let at = *done_at.get_or_insert_with(Instant::now);
-            if p >= total || at.elapsed() >= drain {
-                break;
+}
+
+impl Counting<'_> {
+    /// One receive port's counting: until the sender is done and every sent
+    /// frame counted, or `drain` after it is done. Returns a receive error.
+    fn count(
+        &self,
+        mut sock: linerate_backend::raw::RawSocket,
+        counted: &std::sync::Mutex<(u64, u64)>,
+        sent: &std::sync::atomic::AtomicU64,
+        publish: &dyn Fn(u64, u64),
+    ) -> Option<String> {
+        let (keys, drain) = (self.keys, self.drain);
+        let mut bufs = vec![vec![0u8; FRAME_MAX]; BATCH];
+        let mut lens = [0usize; BATCH];
+        let mut stamps = [0u64; BATCH];
+        let (mut p, mut b) = (0u64, 0u64);
+        let mut done_at: Option<Instant> = None;
+        let mut published = Instant::now();
+        loop {
+            let total = sent.load(Ordering::Relaxed);
+            if total != u64::MAX {
+                let at = *done_at.get_or_insert_with(Instant::now);
+                if p >= total || at.elapsed() >= drain {
+                    break;
+                }
             }
-        }
-        let n = match sock.recv_stamped(&mut bufs, &mut lens, &mut stamps) {
-            Ok(n) => n,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::TimedOut
-                        | std::io::ErrorKind::Interrupted
-                ) =>
-            {
-                0
+            let n = match sock.recv_stamped(&mut bufs, &mut lens, &mut stamps) {
+                Ok(n) => n,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock
+                            | std::io::ErrorKind::TimedOut
+                            | std::io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    0
+                }
+                Err(e) => return Some(format!("receiving: {e}")),
+            };
+            for i in 0..n {
+                let f = &bufs[i][..lens[i]];
+                if lens[i] >= HEADER_LEN
+                    && let Ok(h) = <[u8; HEADER_LEN]>::try_from(&f[..HEADER_LEN])
+                    && keys.contains(&h)
+                {
+                    p += 1;
+                    b += lens[i] as u64 + self.beyond;
+                }
             }
-            Err(e) => return Some(format!("receiving: {e}")),
-        };
-        for i in 0..n {
-            let f = &bufs[i][..lens[i]];
-            if lens[i] >= HEADER_LEN
-                && let Ok(h) = <[u8; HEADER_LEN]>::try_from(&f[..HEADER_LEN])
-                && keys.contains(&h)
-            {
-                p += 1;
-                b += lens[i] as u64 + 4;
+            *counted.lock().unwrap_or_else(|e| e.into_inner()) = (p, b);
+            if published.elapsed() >= PUBLISH {
+                publish(p, b);
+                published = Instant::now();
             }
         }
         *counted.lock().unwrap_or_else(|e| e.into_inner()) = (p, b);
-        if published.elapsed() >= PUBLISH {
-            publish(p, b);
-            published = Instant::now();
-        }
+        None
     }
-    *counted.lock().unwrap_or_else(|e| e.into_inner()) = (p, b);
-    None
 }
 
 #[cfg(test)]

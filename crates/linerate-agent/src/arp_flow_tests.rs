@@ -103,16 +103,24 @@ fn what_an_arp_flow_cannot_be_is_refused_by_path() {
     refused(
         config(
             arp(json!({})),
-            json!({"choice": "weight_pairs", "weight_pairs": {"choice": "predefined", "predefined": "imix"}}),
+            json!({"choice": "weight_pairs", "weight_pairs": {"choice": "predefined", "predefined": "ipv6_imix"}}),
         ),
-        "flows[0].size: an arp flow's size is fixed or increment",
+        "flows[0].size.weight_pairs: 60 bytes",
     );
     refused(
         config(
-            json!([eth(), {"choice": "vlan", "vlan": {}}, {"choice": "arp", "arp": {}}]),
+            json!([eth(), {"choice": "arp", "arp": {}}, {"choice": "vlan", "vlan": {}}]),
             fixed(64),
         ),
-        "flows[0].packet: headers [ethernet, vlan, arp]",
+        "flows[0].packet: headers [ethernet, arp, vlan]: an arp flow's packet is ethernet, an optional vlan, then arp",
+    );
+    refused(
+        config(
+            json!([eth(), {"choice": "vlan", "vlan": {"id": {"choice": "values", "values": [1, 2]}}},
+                   {"choice": "arp", "arp": {}}]),
+            fixed(64),
+        ),
+        "flows[0].packet[1].vlan.id",
     );
     refused(
         config(
@@ -149,4 +157,67 @@ fn what_an_arp_flow_cannot_be_is_refused_by_path() {
     let cfg = crate::model::config(&config(arp(json!({})), fixed(64))).unwrap();
     let e = crate::plan::plan(&cfg, &Options::loopback(&["wire0", "wire1"])).unwrap_err();
     assert!(e.to_string().contains("not on loopback ports"), "{e}");
+}
+
+/// A vlan between ethernet and arp: each frame tagged (0x8100, the
+/// priority and id), the ARP header after it, zeros to the size; the
+/// counting sockets read it untagged (the kernel takes the tag off) and
+/// filter on the tag.
+#[test]
+fn a_vlan_tagged_arp_flow_is_ethernet_vlan_arp() {
+    let packet = json!([eth(),
+        {"choice": "vlan", "vlan": {"id": v(json!(100)), "priority": v(json!(5))}},
+        {"choice": "arp", "arp": {"operation": {"choice": "values", "values": [1, 2]},
+            "sender_protocol_addr": v(json!("198.18.5.1"))}}]);
+    let frames = planned_frames(&config(packet, fixed(64))).unwrap();
+    assert_eq!(frames.len(), 2);
+    for (n, f) in frames.iter().enumerate() {
+        let mut want = vec![0xff; 6];
+        want.extend_from_slice(&[2, 0, 0, 0, 0, 1]);
+        want.extend_from_slice(&[0x81, 0x00, 0xa0, 100, 8, 6]);
+        want.extend_from_slice(&[0, 1, 8, 0, 6, 4, 0, [1, 2][n]]);
+        want.extend_from_slice(&[0, 0, 0, 0, 0, 0, 198, 18, 5, 1]);
+        want.resize(60, 0);
+        assert_eq!(f, &want, "frame {n}");
+        // As a counting socket reads it: the same without the tag.
+        let h = header_of(f, true).unwrap();
+        assert_eq!(h[..12], f[..12]);
+        assert_eq!(h[12..], f[16..46]);
+    }
+    assert_eq!(header_of(&frames[0], false).unwrap()[..], frames[0][..42]);
+    // The filter: ARP, tagged, priority 5 and id 100 (DEI left out).
+    let prog = filter(Some((100, 5)));
+    assert_eq!(prog[6], (0x15, 0, 1, 0xa064));
+    assert_eq!(prog.len(), 9);
+    assert_eq!(filter(None).len(), 6);
+}
+
+/// `weight_pairs`: the mix's sizes in its cycle (IMIX: 7 of 64 bytes, 4
+/// of 570, 1 of 1518, spread as a plain flow's), each frame padded with
+/// zeros to its size.
+#[test]
+fn an_arp_flow_takes_a_mix_of_sizes() {
+    let doc = config(
+        arp(json!({})),
+        json!({"choice": "weight_pairs", "weight_pairs": {"choice": "predefined", "predefined": "imix"}}),
+    );
+    let frames = planned_frames(&doc).unwrap();
+    assert_eq!(frames.len(), 12, "one cycle of the mix");
+    let sizes: Vec<usize> = frames.iter().map(|f| f.len() + 4).collect();
+    for (size, n) in [(64, 7), (570, 4), (1518, 1)] {
+        assert_eq!(sizes.iter().filter(|&&s| s == size).count(), n, "{sizes:?}");
+    }
+    assert!(frames.iter().all(|f| f[42..].iter().all(|&b| b == 0)));
+    let custom = config(
+        arp(json!({})),
+        json!({"choice": "weight_pairs", "weight_pairs": {"choice": "custom",
+            "custom": [{"size": 100, "weight": 1}, {"size": 64, "weight": 3}]}}),
+    );
+    let sizes: Vec<usize> = planned_frames(&custom)
+        .unwrap()
+        .iter()
+        .map(|f| f.len() + 4)
+        .collect();
+    assert_eq!(sizes.len(), 4);
+    assert_eq!(sizes.iter().filter(|&&s| s == 100).count(), 1, "{sizes:?}");
 }

@@ -42,17 +42,28 @@ pub struct FlowCounts {
     /// agent's receive ports together.
     pub tx_ids: Vec<u64>,
     pub rx_ids: Vec<(u64, u64)>,
+    /// A tagged flow's per receive port, per probe id slot: the last
+    /// interval's frames and bits a second (as `rx_pps` and `rx_bps`).
+    pub rx_id_rates: Vec<Vec<(f64, f64)>>,
+    /// A tagged flow's per key (`TagPlan::keys`): one-way latency, as
+    /// `latency` (once ended).
+    pub tag_latency: Vec<Option<(f64, f64, f64)>>,
 }
 
 impl FlowCounts {
-    /// The counts its tags' rows are made of.
-    pub fn tag_counts(&self) -> crate::tags::TagCounts<'_> {
+    /// The counts its tags' rows are made of (`latency`: the flow
+    /// reports latency).
+    pub fn tag_counts(&self, latency: bool) -> crate::tags::TagCounts<'_> {
         crate::tags::TagCounts {
             running: self.running,
             tx_packets: self.tx_packets,
             tx_bytes: self.tx_bytes,
+            tx_pps: self.tx_pps,
+            tx_bps: self.tx_bps,
             tx_ids: &self.tx_ids,
             rx_ids: &self.rx_ids,
+            rx_id_rates: &self.rx_id_rates,
+            latency: latency.then_some(&self.tag_latency[..]),
         }
     }
 }
@@ -130,6 +141,7 @@ impl FlowRun {
         let generation = {
             let mut c = lock(&self.counts);
             let n = flow.rx.len();
+            let tagged_span = flow.tags.as_ref().map_or(0, |_| flow.ids.span() as usize);
             *c = FlowCounts {
                 running: true,
                 ran: true,
@@ -137,7 +149,8 @@ impl FlowRun {
                 rx: vec![(0, 0); n],
                 rx_pps: vec![0.0; n],
                 rx_bps: vec![0.0; n],
-                rx_ids: vec![(0, 0); flow.tags.as_ref().map_or(0, |_| flow.ids.span() as usize)],
+                rx_ids: vec![(0, 0); tagged_span],
+                rx_id_rates: vec![vec![(0.0, 0.0); tagged_span]; n],
                 ..FlowCounts::default()
             };
             c.generation
@@ -185,6 +198,9 @@ impl FlowRun {
         c.tx_bps = 0.0;
         c.rx_pps.iter_mut().for_each(|r| *r = 0.0);
         c.rx_bps.iter_mut().for_each(|r| *r = 0.0);
+        c.rx_id_rates
+            .iter_mut()
+            .for_each(|r| r.iter_mut().for_each(|x| *x = (0.0, 0.0)));
         // Reported before `running` falls, under the lock: no new start
         // can reset the counts before the run watching this one has them.
         if let Some((i, to)) = report {
@@ -300,7 +316,12 @@ impl FlowRun {
                 return;
             };
             let (mut p, mut b) = (0u64, 0u64);
+            let secs = (iv.end_s - iv.start_s).max(1e-3);
             let mut c = lock(&self.counts);
+            if let Some(r) = c.rx_id_rates.get_mut(i) {
+                // This port's per-id rates are this interval's.
+                r.iter_mut().for_each(|x| *x = (0.0, 0.0));
+            }
             for r in iv.rows.iter().filter(|r| r.scope == Scope::Flow) {
                 let Some(id) = r.key.and_then(|k| u16::try_from(k).ok()) else {
                     continue;
@@ -309,17 +330,18 @@ impl FlowRun {
                     let (rp, rb) = (r.counts.packets.unwrap_or(0), r.counts.bytes.unwrap_or(0));
                     p += rp;
                     b += rb;
-                    if let Some(t) = c
-                        .rx_ids
-                        .get_mut(usize::from(id.wrapping_sub(flow.ids.base)))
-                    {
+                    let slot = usize::from(id.wrapping_sub(flow.ids.base));
+                    if let Some(t) = c.rx_ids.get_mut(slot) {
                         // With the FCS, as the final counts have it.
                         t.0 += rp;
                         t.1 += rb + 4 * rp;
                     }
+                    if let Some(t) = c.rx_id_rates.get_mut(i).and_then(|r| r.get_mut(slot)) {
+                        // As the port's own rates below.
+                        *t = (rp as f64 / secs, rb as f64 * 8.0 / secs);
+                    }
                 }
             }
-            let secs = (iv.end_s - iv.start_s).max(1e-3);
             if let Some(slot) = c.rx.get_mut(i) {
                 slot.0 += p;
                 slot.1 += b;
@@ -404,6 +426,8 @@ fn settle(c: &mut FlowCounts, flow: &PlanFlow, o: &Outcome) {
         c.rx_ids = vec![(0, 0); span];
     }
     let mut hist = LatencyHist3::new();
+    // A tagged flow's per key: (min, max, mean, frames) of its ids'.
+    let mut by_key: Vec<Option<Lat>> = vec![None; flow.tags.as_ref().map_or(0, |t| t.keys.len())];
     for (j, r) in o.got.iter().enumerate() {
         let i = flow.sink_rx[j];
         match r {
@@ -415,15 +439,18 @@ fn settle(c: &mut FlowCounts, flow: &PlanFlow, o: &Outcome) {
                         p += n;
                         // The sink counts bytes without the FCS.
                         b += f.bytes + 4 * n;
-                        if let Some(t) = c
-                            .rx_ids
-                            .get_mut(usize::from(id.wrapping_sub(flow.ids.base)))
-                        {
+                        let slot = usize::from(id.wrapping_sub(flow.ids.base));
+                        if let Some(t) = c.rx_ids.get_mut(slot) {
                             t.0 += n;
                             t.1 += f.bytes + 4 * n;
                         }
                         if let Some(h) = s.counts.latency_of(f) {
                             hist.add(&h);
+                            let key = flow.tags.as_ref().and_then(|t| *t.of_id.get(slot)?);
+                            if let (Some(k), Some(l)) = (key, summary(&h)) {
+                                let acc = &mut by_key[k as usize];
+                                *acc = Some(fold(*acc, l));
+                            }
                         }
                     }
                 }
@@ -441,9 +468,7 @@ fn settle(c: &mut FlowCounts, flow: &PlanFlow, o: &Outcome) {
     }
     // Local latency from the histograms; the peers' min, max and mean
     // folded in (the mean weighted by frames).
-    let local_n = hist.len();
-    let mut lat = linerate_traffic::accounting::latency_summary(&hist)
-        .map(|l| (l[0], l[5], l[1], local_n as f64));
+    let mut lat = summary(&hist);
     for (k, r) in &o.remote {
         match r {
             Ok(r) => {
@@ -453,16 +478,7 @@ fn settle(c: &mut FlowCounts, flow: &PlanFlow, o: &Outcome) {
                         .get_or_insert_with(|| format!("receiving on a peer: {e}"));
                 }
                 if let Some((min, max, avg)) = r.latency {
-                    let n = r.frames as f64;
-                    lat = Some(match lat {
-                        None => (min, max, avg, n),
-                        Some((a, b, m, w)) => (
-                            a.min(min),
-                            b.max(max),
-                            (m * w + avg * n) / (w + n).max(1.0),
-                            w + n,
-                        ),
-                    });
+                    lat = Some(fold(lat, (min, max, avg, r.frames as f64)));
                 }
             }
             Err(e) => {
@@ -471,6 +487,33 @@ fn settle(c: &mut FlowCounts, flow: &PlanFlow, o: &Outcome) {
         }
     }
     c.latency = lat.map(|(a, b, m, _)| (a, b, m));
+    c.tag_latency = by_key
+        .into_iter()
+        .map(|l| l.map(|(a, b, m, _)| (a, b, m)))
+        .collect();
+}
+
+/// One-way latency: min, max, mean (ns) and the frames it is over.
+type Lat = (f64, f64, f64, f64);
+
+/// Histogram `h`'s latency, if it holds any.
+fn summary(h: &LatencyHist3) -> Option<Lat> {
+    linerate_traffic::accounting::latency_summary(h).map(|l| (l[0], l[5], l[1], h.len() as f64))
+}
+
+/// Latency `l` folded into `acc`: the least minimum, the greatest
+/// maximum, the mean weighted by frames.
+fn fold(acc: Option<Lat>, l: Lat) -> Lat {
+    let (min, max, avg, n) = l;
+    match acc {
+        None => l,
+        Some((a, b, m, w)) => (
+            a.min(min),
+            b.max(max),
+            (m * w + avg * n) / (w + n).max(1.0),
+            w + n,
+        ),
+    }
 }
 
 /// What a flow's run gave: blast's report, each local sink's, each peer

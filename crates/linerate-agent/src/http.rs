@@ -283,6 +283,12 @@ mod tests {
             ("POST", "/config", &b"{}"[..])
         );
         assert_eq!(r.header("host"), Some("a"));
+        // snappi's update, append and delete are PATCH requests.
+        let r = read(b"PATCH /config/append HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}").unwrap();
+        assert_eq!(
+            (r.method.as_str(), r.path.as_str(), r.body.as_slice()),
+            ("PATCH", "/config/append", &b"{}"[..])
+        );
     }
 
     #[test]

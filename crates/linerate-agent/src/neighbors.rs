@@ -81,7 +81,23 @@ struct PortResponder {
 #[derive(Debug, Default)]
 pub struct Responders {
     ports: Vec<PortResponder>,
+    /// The devices they answer for (their addresses' names and subnets).
+    devices: Vec<Device>,
+    /// The identifier of the next ping action's echo requests.
+    ident: std::sync::atomic::AtomicU16,
 }
+
+/// One ping of `/control/action`: a device address by name, the
+/// destination.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PingRequest {
+    pub src_name: String,
+    pub dst: IpAddr,
+}
+
+/// How long a ping action waits for its echo replies: its requests are
+/// answered `failed` after it.
+pub const PING_WITHIN: Duration = Duration::from_secs(3);
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -128,7 +144,11 @@ impl Responders {
                 ports.push(e.port.clone());
             }
         }
-        let mut out = Responders::default();
+        let mut out = Responders {
+            ports: Vec::new(),
+            devices: devices.to_vec(),
+            ident: std::sync::atomic::AtomicU16::new(1),
+        };
         for port in ports {
             let iface = iface_of(&port).ok_or_else(|| format!("port '{port}': no interface"))?;
             let ethernets: Vec<_> = devices
@@ -227,6 +247,67 @@ impl Responders {
             }
         }
         out
+    }
+
+    /// The device address named `name` of the family of `v6`, with its
+    /// ethernet's name.
+    pub fn address(&self, name: &str, v6: bool) -> Option<(String, crate::devices::Address)> {
+        self.devices
+            .iter()
+            .flat_map(|d| &d.ethernets)
+            .flat_map(|e| e.addresses.iter().map(move |a| (e, a)))
+            .find(|(_, a)| a.name == name && a.ip.is_ipv6() == v6)
+            .map(|(e, a)| (e.name.clone(), a.clone()))
+    }
+
+    /// Sends each request's echo (from its address, through its gateway
+    /// when the destination is off its subnet) and waits until every one
+    /// is answered or `deadline`: whether each was answered, in order. A
+    /// request whose address is not known answers false (the caller
+    /// checks the names first).
+    pub fn ping(&self, requests: &[PingRequest], deadline: Instant) -> Vec<bool> {
+        let ident = self.ident.fetch_add(1, Ordering::Relaxed);
+        let now = Instant::now();
+        let mut placed = vec![None; requests.len()];
+        for (k, r) in requests.iter().enumerate() {
+            let Some((eth, a)) = self.address(&r.src_name, r.dst.is_ipv6()) else {
+                continue;
+            };
+            let (hop, mac) = if a.on_link(r.dst) {
+                (r.dst, None)
+            } else {
+                (a.gateway, a.gateway_mac)
+            };
+            let seq = u16::try_from(k).unwrap_or(u16::MAX);
+            placed[k] = self.ports.iter().position(|p| {
+                lock(&p.table).ping(&eth, (a.ip, r.dst, hop, mac), (ident, seq), now)
+            });
+        }
+        let answered = |p: &PortResponder, seq: usize| {
+            lock(&p.table)
+                .pings()
+                .iter()
+                .any(|x| x.ident == ident && usize::from(x.seq) == seq && x.replied)
+        };
+        loop {
+            let all = placed
+                .iter()
+                .enumerate()
+                .all(|(k, p)| p.is_none_or(|p| answered(&self.ports[p], k)));
+            if all || Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let mut got = vec![false; requests.len()];
+        for p in &self.ports {
+            for x in lock(&p.table).take_pings(ident) {
+                if let Some(g) = got.get_mut(usize::from(x.seq)) {
+                    *g |= x.replied;
+                }
+            }
+        }
+        got
     }
 
     /// Every ethernet's name.

@@ -128,13 +128,12 @@ fn plan_any_flow(
         ..f.clone()
     };
     let mut pf = plan_flow(path, &g, ports, opts, next_id)?;
-    pf.blast.replay = Some(arp::replay(
-        path,
-        a,
-        &f.headers.eth_src,
-        &pf.blast.flows.dst_mac,
-        &sizes,
-    )?);
+    let eth = arp::Ethernet {
+        src: &f.headers.eth_src,
+        dst: &pf.blast.flows.dst_mac,
+        vlan: f.headers.vlan,
+    };
+    pf.blast.replay = Some(arp::replay(path, a, eth, &sizes)?);
     pf.blast.end_markers = false;
     // The sinks stay as the receive ports' interfaces (what counts is
     // `send_and_count`'s; no sink runs).

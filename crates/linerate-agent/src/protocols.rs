@@ -14,6 +14,12 @@
 //! retried with a backoff at most [`TRIES_MAX`] times, and learns their
 //! MACs only from answers to, or requests for, the devices' addresses:
 //! the table holds the neighbours it was given and nothing more.
+//!
+//! It pings for `/control/action` ([`Responder::ping`]): an ICMP or
+//! ICMPv6 echo request from a device's address to a destination, through
+//! the next hop it is given (resolved as the other neighbours are, and
+//! forgotten with the ping), sent again every [`PING_EVERY`] until an
+//! echo reply with its identifier and sequence number comes back.
 
 use crate::devices::Ethernet;
 use linerate_wire::ndisc::{self, NdiscRepr};
@@ -39,6 +45,10 @@ const FRAME_MIN: usize = 60;
 pub const ANSWER_MAX: usize = 14 + 40 + ndisc::HEADER_LEN + ndisc::LLADDR_OPT_LEN;
 /// The hop limit of echo answers.
 const TTL: u8 = 64;
+/// How often a ping's echo request is sent while it has no reply.
+pub const PING_EVERY: Duration = Duration::from_secs(1);
+/// The bytes an echo request carries after its ICMP header.
+const PING_DATA: usize = 56;
 
 /// A device ethernet on this port as the responder sees it.
 #[derive(Debug, Clone)]
@@ -60,6 +70,8 @@ pub struct Neighbor {
     pub mac: Option<MacAddr>,
     tries: u32,
     next_at: Instant,
+    /// Asked for a ping only: forgotten with it.
+    for_ping: bool,
 }
 
 /// A neighbour to resolve: (ethernet name, its address, the ethernet's
@@ -70,6 +82,7 @@ pub type Want = (String, IpAddr, IpAddr, Option<MacAddr>);
 pub struct Responder {
     ifaces: Vec<Iface>,
     neighbors: Vec<Neighbor>,
+    pings: Vec<Ping>,
 }
 
 /// What a frame was, as far as the responder is concerned.
@@ -127,9 +140,14 @@ impl Responder {
                 mac: *mac,
                 tries: 0,
                 next_at: now,
+                for_ping: false,
             });
         }
-        Self { ifaces, neighbors }
+        Self {
+            ifaces,
+            neighbors,
+            pings: Vec::new(),
+        }
     }
 
     pub fn ifaces(&self) -> &[Iface] {
@@ -151,23 +169,32 @@ impl Responder {
     /// When [`poll_transmit`](Self::poll_transmit) next has a request to
     /// send (`None`: none ever, unless a neighbour is forgotten).
     pub fn poll_at(&self) -> Option<Instant> {
+        let pings = self
+            .pings
+            .iter()
+            .filter(|p| !p.replied && self.resolved_at(p.iface, p.hop).is_some())
+            .map(|p| p.due);
         self.neighbors
             .iter()
             .filter(|n| n.mac.is_none() && n.tries < TRIES_MAX)
             .map(|n| n.next_at)
+            .chain(pings)
             .min()
     }
 
     /// A neighbour request due at `now`, written into `out` (at least
     /// [`ANSWER_MAX`] bytes, else none is): its length.
     pub fn poll_transmit(&mut self, now: Instant, out: &mut [u8]) -> Option<usize> {
-        if out.len() < ANSWER_MAX {
+        if out.len() < ANSWER_MAX.max(FRAME_MIN + 48 + PING_DATA) {
             return None;
         }
-        let n = self
+        let Some(n) = self
             .neighbors
             .iter_mut()
-            .find(|n| n.mac.is_none() && n.tries < TRIES_MAX && n.next_at <= now)?;
+            .find(|n| n.mac.is_none() && n.tries < TRIES_MAX && n.next_at <= now)
+        else {
+            return self.poll_ping(now, out);
+        };
         let wait = RETRY_FIRST
             .saturating_mul(1 << n.tries.min(8))
             .min(RETRY_MAX);
@@ -307,7 +334,13 @@ impl Responder {
             return Verdict::Ignored;
         };
         let msg = p.payload();
-        if msg.len() < 8 || msg[0] != 8 || msg[1] != 0 || checksum::checksum(msg) != 0 {
+        if msg.len() < 8 || msg[1] != 0 || checksum::checksum(msg) != 0 {
+            return Verdict::Ignored;
+        }
+        if msg[0] == 0 {
+            return self.replied(i, (IpAddr::V4(p.src()), IpAddr::V4(p.dst())), msg);
+        }
+        if msg[0] != 8 {
             return Verdict::Ignored;
         }
         let h = linerate_wire::ethernet::HEADER_LEN;
@@ -348,6 +381,10 @@ impl Responder {
         }
         match msg[0] {
             128 => self.echo6(eth, (src, dst), msg, out),
+            129 => match self.owner(IpAddr::V6(dst), eth.dst, None) {
+                Some(i) => self.replied(i, (IpAddr::V6(src), IpAddr::V6(dst)), msg),
+                None => Verdict::Ignored,
+            },
             ndisc::SOLICIT | ndisc::ADVERT if p.hop_limit() == 255 => {
                 self.ndisc(eth, (src, dst), msg, out)
             }
@@ -491,6 +528,10 @@ fn ndisc_frame(
     nd.emit(&mut out[h..h + n], src, dst);
     pad(out, h + n)
 }
+
+#[path = "protocols_ping.rs"]
+mod ping;
+pub use ping::Ping;
 
 #[cfg(test)]
 #[path = "protocols_tests.rs"]

@@ -521,3 +521,151 @@ fn arbitrary_bytes_are_never_answered_for_others_nor_panicked_on() {
         }
     }
 }
+
+/// An echo reply (ICMP type 0 or ICMPv6 129) from ROUTER to D1, with
+/// `ident` and `seq`.
+fn echo_reply(src: &str, dst: &str, ident: u16, seq: u16) -> Vec<u8> {
+    let mut msg = vec![0u8; 8 + 56];
+    msg[4..6].copy_from_slice(&ident.to_be_bytes());
+    msg[6..8].copy_from_slice(&seq.to_be_bytes());
+    if src.contains(':') {
+        msg[0] = 129;
+        return icmp6(D1, src, dst, 64, &msg);
+    }
+    let n = 14 + 20 + msg.len();
+    let mut b = vec![0u8; n];
+    write_eth(&mut b, ROUTER, D1, EtherType::IPV4);
+    let c = checksum::checksum(&msg);
+    msg[2..4].copy_from_slice(&c.to_be_bytes());
+    b[34..].copy_from_slice(&msg);
+    Ipv4Repr {
+        src: v4(src),
+        dst: v4(dst),
+        protocol: ip_proto::ICMP,
+        payload_len: msg.len(),
+        ttl: 64,
+        dscp: 0,
+        ecn: 0,
+        ident: 9,
+        dont_frag: false,
+    }
+    .emit(&mut Ipv4Packet::new_unchecked(&mut b[14..n]));
+    b
+}
+
+#[test]
+fn a_ping_resolves_its_next_hop_sends_its_echo_and_takes_only_its_reply() {
+    let t0 = Instant::now();
+    let e = eth();
+    let mut r = Responder::new(&[&e], &[], t0);
+    let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+    let (from, dst) = (ip("198.18.1.2"), ip("198.18.1.7"));
+    assert!(!r.ping("other.eth", (from, dst, dst, None), (5, 0), t0));
+    assert!(r.ping("d1.eth", (from, dst, dst, None), (5, 0), t0));
+    let mut out = vec![0u8; 9216];
+    // The destination is on link: asked for first, nothing sent to it
+    // before its answer.
+    let n = r.poll_transmit(t0, &mut out).expect("the ARP request");
+    let p = ArpRepr::parse(&ArpPacket::new_checked(&out[14..n]).unwrap());
+    assert_eq!(
+        (p.sender_ip, p.target_ip),
+        (v4("198.18.1.2"), v4("198.18.1.7"))
+    );
+    assert_eq!(r.poll_transmit(t0, &mut out), None);
+    let reply = arp_from(arp::REPLY, ROUTER, "198.18.1.7", "198.18.1.2", D1);
+    assert_eq!(r.handle_frame(&reply, &mut out), Verdict::Learnt);
+    let n = r.poll_transmit(t0, &mut out).expect("the echo request");
+    assert_eq!(n, 14 + 20 + 8 + 56);
+    let f = EthernetRepr::parse(&EthernetFrame::new_checked(&out[..n]).unwrap());
+    assert_eq!((f.src, f.dst, f.ethertype), (D1, ROUTER, EtherType::IPV4));
+    let p = Ipv4Packet::new_checked(&out[14..n]).unwrap();
+    assert!(p.verify_checksum());
+    assert_eq!(
+        (p.src(), p.dst(), p.protocol()),
+        (v4("198.18.1.2"), v4("198.18.1.7"), ip_proto::ICMP)
+    );
+    let m = p.payload();
+    assert_eq!(&m[..2], &[8, 0]);
+    assert_eq!(
+        &m[4..8],
+        &[0, 5, 0, 0],
+        "its identifier and sequence number"
+    );
+    assert_eq!(checksum::checksum(m), 0);
+    // Not again before PING_EVERY.
+    assert_eq!(r.poll_transmit(t0, &mut out), None);
+    assert_eq!(r.poll_at(), Some(t0 + PING_EVERY));
+    // Replies of another identifier, sequence or source are not its own.
+    for (src, id, seq) in [
+        ("198.18.1.7", 6, 0),
+        ("198.18.1.7", 5, 1),
+        ("198.18.1.8", 5, 0),
+    ] {
+        let b = echo_reply(src, "198.18.1.2", id, seq);
+        assert_eq!(
+            r.handle_frame(&b, &mut out),
+            Verdict::Ignored,
+            "{src} {id} {seq}"
+        );
+    }
+    assert!(!r.pings()[0].replied);
+    let b = echo_reply("198.18.1.7", "198.18.1.2", 5, 0);
+    assert_eq!(r.handle_frame(&b, &mut out), Verdict::Learnt);
+    assert!(r.pings()[0].replied);
+    assert_eq!(
+        r.poll_transmit(t0 + PING_EVERY * 3, &mut out),
+        None,
+        "answered: not sent again"
+    );
+    let got = r.take_pings(5);
+    assert_eq!((got.len(), got[0].replied), (1, true));
+    assert!(r.pings().is_empty());
+    assert!(
+        r.neighbors().is_empty(),
+        "the destination asked for the ping alone is forgotten"
+    );
+}
+
+#[test]
+fn an_ipv6_ping_goes_through_its_gateway_and_is_sent_again_until_answered() {
+    let t0 = Instant::now();
+    let e = eth();
+    let mut r = Responder::new(&[&e], &[], t0);
+    let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+    let (from, dst, gw) = (
+        ip("2001:db8:1::2"),
+        ip("2001:db8:9::9"),
+        ip("2001:db8:1::1"),
+    );
+    assert!(r.ping("d1.eth", (from, dst, gw, Some(ROUTER)), (7, 3), t0));
+    let mut out = vec![0u8; 9216];
+    let mut sent = 0;
+    for k in 0..3 {
+        let t = t0 + PING_EVERY * k;
+        let n = r
+            .poll_transmit(t, &mut out)
+            .expect("an echo request each second");
+        sent += 1;
+        assert_eq!(
+            &out[..12],
+            &[ROUTER.0, D1.0].concat()[..],
+            "to the gateway's MAC"
+        );
+        let p = Ipv6Packet::new_checked(&out[14..n]).unwrap();
+        assert_eq!(
+            (p.src(), p.dst()),
+            (v6("2001:db8:1::2"), v6("2001:db8:9::9"))
+        );
+        assert!(ndisc::checksum_ok(p.payload(), p.src(), p.dst()));
+        assert_eq!(
+            &p.payload()[..8],
+            &[128, 0, p.payload()[2], p.payload()[3], 0, 7, 0, 3]
+        );
+        assert_eq!(r.poll_transmit(t, &mut out), None);
+    }
+    assert_eq!(sent, 3);
+    let b = echo_reply("2001:db8:9::9", "2001:db8:1::2", 7, 3);
+    assert_eq!(r.handle_frame(&b, &mut out), Verdict::Learnt);
+    assert!(r.take_pings(7)[0].replied);
+    assert!(r.neighbors().is_empty());
+}

@@ -11,6 +11,7 @@
 //! apart), as are tags on fields whose values are not the tuple's.
 
 use crate::json::{Invalid, Obj, invalid};
+use crate::metrics::{LatencyMetric, RATE_NAMES, Rates};
 use linerate_traffic::{FlowFields, FlowSpec, ProbeIds};
 use serde::{Serialize, Serializer};
 use serde_json::Value;
@@ -330,7 +331,7 @@ impl Default for TagRequest {
     }
 }
 
-/// The counters a tagged row can give.
+/// The counters a tagged row can give (its rates: `metrics::RATE_NAMES`).
 const TAG_METRICS: [&str; 4] = ["frames_tx", "frames_rx", "bytes_tx", "bytes_rx"];
 
 impl TagRequest {
@@ -347,10 +348,14 @@ impl TagRequest {
             .map(String::from)
             .collect();
         for (i, n) in r.metric_names.iter().enumerate() {
-            if !TAG_METRICS.contains(&n.as_str()) && !n.contains("rate") {
+            if !TAG_METRICS.contains(&n.as_str()) && !RATE_NAMES.contains(&n.as_str()) {
                 return Err(invalid(
                     &format!("{}[{i}]", o.at("metric_names")),
-                    format!("'{n}' is not a tagged metric"),
+                    format!(
+                        "'{n}' is not a tagged metric: the models' are {}, {}",
+                        TAG_METRICS.join(", "),
+                        RATE_NAMES.join(", ")
+                    ),
                 ));
             }
         }
@@ -381,7 +386,9 @@ fn digits<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
     }
 }
 
-/// The models' `Flow.TaggedMetric` (the counters the agent keeps).
+/// The models' `Flow.TaggedMetric`: the counters, rates, loss and
+/// latency of the frames that carry one set of tag values (no
+/// `timestamps`: the flow rows have none either).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TaggedMetric {
     pub tags: Vec<MetricTag>,
@@ -393,6 +400,12 @@ pub struct TaggedMetric {
     pub bytes_tx: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "digits")]
     pub bytes_rx: Option<u64>,
+    #[serde(flatten)]
+    pub rates: Rates,
+    /// Percent of the row's frames sent that did not arrive.
+    pub loss: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencyMetric>,
 }
 
 /// The models' `Flow.MetricTag`: a tag's name and value.
@@ -416,64 +429,109 @@ pub struct TagCounts<'a> {
     pub running: bool,
     pub tx_packets: u64,
     pub tx_bytes: u64,
+    /// The flow's last interval's frames and bits a second sent (0 once
+    /// ended).
+    pub tx_pps: f64,
+    pub tx_bps: f64,
     /// Frames sent per probe id slot (empty while the flow runs).
     pub tx_ids: &'a [u64],
     /// Frames and bytes received per probe id slot.
     pub rx_ids: &'a [(u64, u64)],
+    /// Per receive port, per probe id slot: the port's last interval's
+    /// frames and bits a second received (0 once ended).
+    pub rx_id_rates: &'a [Vec<(f64, f64)>],
+    /// Per key: one-way latency (min, max, mean, ns) of its frames; none
+    /// when the flow measures none.
+    pub latency: Option<&'a [Option<MinMaxMean>]>,
 }
 
-/// Per key: (frames sent, frames received, bytes received).
-fn per_key(p: &TagPlan, c: &TagCounts) -> Vec<(u64, u64, u64)> {
-    let mut out = vec![(0u64, 0u64, 0u64); p.keys.len()];
-    if c.tx_ids.is_empty() {
-        // Running (or never run): frame n carried tuple n mod count.
-        let n = p.of_tuple.len() as u64;
-        for (i, &k) in p.of_tuple.iter().enumerate() {
-            out[k as usize].0 += c.tx_packets / n + u64::from((i as u64) < c.tx_packets % n);
+/// One-way latency: min, max, mean, ns.
+pub type MinMaxMean = (f64, f64, f64);
+
+/// One key's share of a flow's counts.
+#[derive(Debug, Clone, Copy, Default)]
+struct KeyCounts {
+    /// Tuples carrying it.
+    tuples: u64,
+    tx: u64,
+    rx: u64,
+    rx_bytes: u64,
+    rx_pps: f64,
+    rx_bps: f64,
+}
+
+/// Per key: its tuples, frames sent, frames and bytes received, receive
+/// rates.
+fn per_key(p: &TagPlan, c: &TagCounts) -> Vec<KeyCounts> {
+    let mut out = vec![KeyCounts::default(); p.keys.len()];
+    let n = p.of_tuple.len() as u64;
+    for (i, &k) in p.of_tuple.iter().enumerate() {
+        let o = &mut out[k as usize];
+        o.tuples += 1;
+        if c.tx_ids.is_empty() {
+            // Running (or never run): frame n carried tuple n mod count.
+            o.tx += c.tx_packets / n + u64::from((i as u64) < c.tx_packets % n);
         }
-    } else {
-        for (slot, &sent) in c.tx_ids.iter().enumerate() {
-            if let Some(Some(k)) = p.of_id.get(slot) {
-                out[*k as usize].0 += sent;
-            }
+    }
+    for (slot, &sent) in c.tx_ids.iter().enumerate() {
+        if let Some(Some(k)) = p.of_id.get(slot) {
+            out[*k as usize].tx += sent;
         }
     }
     for (slot, &(frames, bytes)) in c.rx_ids.iter().enumerate() {
         if let Some(Some(k)) = p.of_id.get(slot) {
-            out[*k as usize].1 += frames;
-            out[*k as usize].2 += bytes;
+            out[*k as usize].rx += frames;
+            out[*k as usize].rx_bytes += bytes;
+        }
+    }
+    for port in c.rx_id_rates {
+        for (slot, &(pps, bps)) in port.iter().enumerate() {
+            if let Some(Some(k)) = p.of_id.get(slot) {
+                out[*k as usize].rx_pps += pps;
+                out[*k as usize].rx_bps += bps;
+            }
         }
     }
     out
 }
 
-/// Flow counts `c`'s rows per tag values, as `req` asks.
+/// A key's values as the models' tags.
+fn tags_of(p: &TagPlan, key: &[u128]) -> Vec<MetricTag> {
+    p.tags
+        .iter()
+        .zip(key)
+        .map(|(t, v)| MetricTag {
+            name: t.name.clone(),
+            value: TagValue::Hex {
+                hex: format!("{v:#x}"),
+            },
+        })
+        .collect()
+}
+
+/// Flow counts `c`'s rows per tag values, as `req` asks: the counters,
+/// the rates (frame n carries tuple n mod count, so a key's share of
+/// the frames sent a second is its share of the tuples; of the bits, when
+/// every frame has one size), the loss and the latency, made as the
+/// flow's row makes its own (`crate::metrics`).
 pub fn rows(p: &TagPlan, c: &TagCounts, req: &TagRequest) -> Vec<TaggedMetric> {
     if !req.include {
         return Vec::new();
     }
     let frame_bytes = (p.one_size && c.tx_packets > 0).then(|| c.tx_bytes / c.tx_packets);
+    let n = p.of_tuple.len().max(1) as f64;
     let mut rows = Vec::new();
-    for (key, (tx, mut rx, mut rx_b)) in p.keys.iter().zip(per_key(p, c)) {
-        if c.running && rx > tx {
+    for (k, (key, mut kc)) in p.keys.iter().zip(per_key(p, c)).enumerate() {
+        if c.running && kc.rx > kc.tx {
             // Counted apart while running: what arrived is at most what left.
-            rx_b = (u128::from(rx_b) * u128::from(tx) / u128::from(rx.max(1))) as u64;
-            rx = tx;
+            kc.rx_bytes =
+                (u128::from(kc.rx_bytes) * u128::from(kc.tx) / u128::from(kc.rx.max(1))) as u64;
+            kc.rx = kc.tx;
         }
-        if !req.include_empty && tx == 0 && rx == 0 {
+        if !req.include_empty && kc.tx == 0 && kc.rx == 0 {
             continue;
         }
-        let tags: Vec<MetricTag> = p
-            .tags
-            .iter()
-            .zip(key)
-            .map(|(t, v)| MetricTag {
-                name: t.name.clone(),
-                value: TagValue::Hex {
-                    hex: format!("{v:#x}"),
-                },
-            })
-            .collect();
+        let tags = tags_of(p, key);
         let passes = req.filters.iter().all(|(name, values)| {
             values.is_empty()
                 || tags.iter().any(|t| {
@@ -484,13 +542,24 @@ pub fn rows(p: &TagPlan, c: &TagCounts, req: &TagRequest) -> Vec<TaggedMetric> {
         if !passes {
             continue;
         }
+        let share = kc.tuples as f64 / n;
+        let rates = Rates::of(
+            c.tx_pps * share,
+            p.one_size.then_some(c.tx_bps * share),
+            kc.rx_pps,
+            kc.rx_bps,
+        );
+        let latency = c.latency.and_then(|l| *l.get(k)?).map(LatencyMetric::from);
         let pick = |m: &str, v: Option<u64>| v.filter(|_| req.wants(m));
         rows.push(TaggedMetric {
             tags,
-            frames_tx: pick("frames_tx", Some(tx)),
-            frames_rx: pick("frames_rx", Some(rx)),
-            bytes_tx: pick("bytes_tx", frame_bytes.map(|b| b * tx)),
-            bytes_rx: pick("bytes_rx", Some(rx_b)),
+            frames_tx: pick("frames_tx", Some(kc.tx)),
+            frames_rx: pick("frames_rx", Some(kc.rx)),
+            bytes_tx: pick("bytes_tx", frame_bytes.map(|b| b * kc.tx)),
+            bytes_rx: pick("bytes_rx", Some(kc.rx_bytes)),
+            rates: rates.only(|m| req.wants(m)),
+            loss: crate::run::loss_pct(kc.tx, kc.rx),
+            latency,
         });
     }
     rows
@@ -515,4 +584,144 @@ pub fn check_filters<'a>(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// 4 tuples, tag "t": tuples 0 to 2 carry 0x0 (ids 0 to 2), tuple 3
+    /// carries 0x1 (id 3).
+    fn plan(one_size: bool) -> TagPlan {
+        TagPlan {
+            tags: vec![TagSpec {
+                name: "t".into(),
+                field: TagField::DstPort,
+                width: 16,
+                offset: 0,
+                length: 16,
+            }],
+            keys: vec![vec![0], vec![1]],
+            of_tuple: vec![0, 0, 0, 1],
+            of_id: vec![Some(0), Some(0), Some(0), Some(1)],
+            ids: ProbeIds::block(0, 4).unwrap(),
+            one_size,
+        }
+    }
+
+    /// A running flow of 128-byte frames: 10 sent (tuples 0 and 1 three,
+    /// 2 and 3 two), 400 frames a second; received on two ports.
+    fn counts<'a>(
+        rx_ids: &'a [(u64, u64)],
+        rates: &'a [Vec<(f64, f64)>],
+        latency: Option<&'a [Option<MinMaxMean>]>,
+    ) -> TagCounts<'a> {
+        TagCounts {
+            running: true,
+            tx_packets: 10,
+            tx_bytes: 1280,
+            tx_pps: 400.0,
+            tx_bps: 400.0 * 1024.0,
+            tx_ids: &[],
+            rx_ids,
+            rx_id_rates: rates,
+            latency,
+        }
+    }
+
+    /// A row's rates are the key's share of the tuples of the sent rates
+    /// and its ids' received rates over every port, its loss and latency
+    /// its own, each made as the flow row's (`Rates::of`, `loss_pct`).
+    #[test]
+    fn a_rows_rates_loss_and_latency_are_its_frames() {
+        let rx_ids = [(3, 384), (3, 384), (1, 128), (3, 384)];
+        let rates = [
+            vec![
+                (100.0, 102_400.0),
+                (50.0, 51_200.0),
+                (30.0, 30_720.0),
+                (0.0, 0.0),
+            ],
+            vec![(20.0, 20_480.0), (0.0, 0.0), (0.0, 0.0), (90.0, 92_160.0)],
+        ];
+        let lat = [Some((1000.0, 5000.0, 2000.0)), None];
+        let p = plan(true);
+        let got = rows(
+            &p,
+            &counts(&rx_ids, &rates, Some(&lat)),
+            &TagRequest::default(),
+        );
+        let v = serde_json::to_value(&got).unwrap();
+        assert_eq!(
+            v,
+            json!([
+                {"tags": [{"name": "t", "value": {"choice": "hex", "hex": "0x0"}}],
+                 "frames_tx": "8", "frames_rx": "7", "bytes_tx": "1024", "bytes_rx": "896",
+                 "frames_tx_rate": 300.0, "frames_rx_rate": 200.0,
+                 "tx_rate_bps": 307_200.0, "rx_rate_bps": 204_800.0,
+                 "tx_rate_bytes": 38_400.0, "rx_rate_bytes": 25_600.0,
+                 "tx_rate_kbps": 307.2, "rx_rate_kbps": 204.8,
+                 "tx_rate_mbps": 0.3072, "rx_rate_mbps": 0.2048,
+                 "tx_l1_rate_bps": 307_200.0 + 300.0 * 160.0,
+                 "rx_l1_rate_bps": 204_800.0 + 200.0 * 160.0,
+                 "loss": 12.5,
+                 "latency": {"minimum_ns": 1000.0, "maximum_ns": 5000.0, "average_ns": 2000.0}},
+                // 3 arrived of 2 sent, counted apart while running: 2
+                // shown, its bytes in proportion.
+                {"tags": [{"name": "t", "value": {"choice": "hex", "hex": "0x1"}}],
+                 "frames_tx": "2", "frames_rx": "2", "bytes_tx": "256", "bytes_rx": "256",
+                 "frames_tx_rate": 100.0, "frames_rx_rate": 90.0,
+                 "tx_rate_bps": 102_400.0, "rx_rate_bps": 92_160.0,
+                 "tx_rate_bytes": 12_800.0, "rx_rate_bytes": 11_520.0,
+                 "tx_rate_kbps": 102.4, "rx_rate_kbps": 92.16,
+                 "tx_rate_mbps": 0.1024, "rx_rate_mbps": 0.09216,
+                 "tx_l1_rate_bps": 102_400.0 + 100.0 * 160.0,
+                 "rx_l1_rate_bps": 92_160.0 + 90.0 * 160.0,
+                 "loss": 0.0}
+            ])
+        );
+        // The rows' sent rates sum to the flow's.
+        let tx: f64 = got.iter().map(|r| r.rates.frames_tx_rate.unwrap()).sum();
+        assert_eq!(tx, 400.0);
+        // No latency asked of the flow: none a row.
+        let got = rows(&p, &counts(&rx_ids, &rates, None), &TagRequest::default());
+        assert!(got.iter().all(|r| r.latency.is_none()));
+        // Frames of several sizes: no bytes sent, no sent bit rates.
+        let got = rows(
+            &plan(false),
+            &counts(&rx_ids, &rates, None),
+            &TagRequest::default(),
+        );
+        let r = &got[0];
+        assert_eq!((r.bytes_tx, r.rates.frames_tx_rate), (None, Some(300.0)));
+        assert_eq!((r.rates.tx_rate_bps, r.rates.tx_l1_rate_bps), (None, None));
+        assert_eq!(r.rates.rx_rate_bps, Some(204_800.0));
+    }
+
+    /// `metric_names` keeps the counters and rates it names (loss and
+    /// latency, which it cannot name, stay); a name the models do not
+    /// have is refused at its path.
+    #[test]
+    fn metric_names_pick_counters_and_rates() {
+        let doc = json!({"metric_names": ["frames_rx", "rx_rate_mbps"]});
+        let req = TagRequest::read(Some(Obj::new("flow.tagged_metrics", &doc).unwrap())).unwrap();
+        let rates = [vec![(10.0, 8e6); 4]];
+        let got = rows(&plan(true), &counts(&[(1, 128); 4], &rates, None), &req);
+        assert_eq!(
+            serde_json::to_value(&got[1]).unwrap(),
+            json!({"tags": [{"name": "t", "value": {"choice": "hex", "hex": "0x1"}}],
+                   "frames_rx": "1", "rx_rate_mbps": 8.0, "loss": 50.0})
+        );
+        let doc = json!({"metric_names": ["frames_rx", "bytes_rx_rate"]});
+        let e = TagRequest::read(Some(Obj::new("flow.tagged_metrics", &doc).unwrap()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(
+                "flow.tagged_metrics.metric_names[1]: 'bytes_rx_rate' is not a tagged metric"
+            ),
+            "{e}"
+        );
+    }
 }

@@ -3,191 +3,15 @@
 //! framing and statuses, the models' messages; a client made of hyper's
 //! HTTP/2 client, so the bytes on the wire are the test's own.
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+#[path = "support/grpc_client.rs"]
+mod grpc_client;
+
+use grpc_client::{Client, Server, TOKEN, call, error};
 use linerate_agent::grpc::messages::{Data, Empty, Holding};
-use linerate_agent::grpc::{schema, table_api, table_config};
-use linerate_agent::{Agent, Identity, Options};
+use linerate_agent::grpc::{schema, table_action, table_api, table_config};
 use prost::Message;
-use rustls::pki_types::CertificateDer;
-use rustls::pki_types::pem::PemObject;
-use serde_json::{Value, json};
-use std::net::SocketAddr;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use serde_json::json;
 use std::time::Duration;
-
-const TOKEN: &str = "grpc-test-token-0123456789abcdef";
-
-/// An agent's gRPC server on a free loopback port, stopped on drop.
-struct Server {
-    addr: SocketAddr,
-    cert: CertificateDer<'static>,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
-}
-
-impl Server {
-    fn start() -> Self {
-        let tls = linerate_agent::tls::server(&Identity::SelfSigned {
-            names: vec!["localhost".into()],
-        })
-        .unwrap();
-        let cert = CertificateDer::from_pem_slice(tls.cert_pem.as_bytes()).unwrap();
-        let agent = Arc::new(Agent::new(Options::loopback(&["wire0", "wire1"])));
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let (s, config) = (stop.clone(), tls.config.clone());
-        let thread = std::thread::spawn(move || {
-            linerate_agent::grpc::serve(listener, config, agent, Arc::new(TOKEN.into()), s)
-        });
-        Self {
-            addr,
-            cert,
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let r = t.join().expect("the server thread");
-            if !std::thread::panicking() {
-                r.expect("the server's end");
-            }
-        }
-    }
-}
-
-/// A call's end: its gRPC status and message, and the answer's message.
-#[derive(Debug)]
-struct Answer {
-    status: u32,
-    message: String,
-    body: Vec<u8>,
-}
-
-/// `grpc-message` is percent-encoded.
-fn unpercent(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            out.push(u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap());
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).unwrap()
-}
-
-type Sender = hyper::client::conn::http2::SendRequest<Full<Bytes>>;
-
-/// A client connection, kept open across calls on its own runtime.
-struct Client {
-    rt: tokio::runtime::Runtime,
-    send: Sender,
-}
-
-impl Client {
-    fn connect(server: &Server) -> Self {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let send = rt.block_on(async {
-            let pinned = linerate_agent::peer::pinned_client(vec![server.cert.clone()]).unwrap();
-            let mut config = (*pinned).clone();
-            config.alpn_protocols = vec![b"h2".to_vec()];
-            let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
-            let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
-                .connect("localhost".try_into().unwrap(), tcp)
-                .await
-                .unwrap();
-            assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
-            let (send, conn) =
-                hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
-                    .await
-                    .unwrap();
-            tokio::spawn(conn);
-            send
-        });
-        Self { rt, send }
-    }
-
-    /// One unary call of `method` with `request` (its envelope's bytes);
-    /// `None` when the connection is gone.
-    fn call(&mut self, token: Option<&str>, method: &str, request: Vec<u8>) -> Option<Answer> {
-        let send = &mut self.send;
-        self.rt.block_on(async {
-            let mut framed = vec![0u8];
-            framed.extend((request.len() as u32).to_be_bytes());
-            framed.extend(request);
-            let mut req = hyper::Request::post(format!("https://localhost/otg.Openapi/{method}"))
-                .header("content-type", "application/grpc")
-                .header("te", "trailers");
-            if let Some(t) = token {
-                req = req.header("authorization", format!("Bearer {t}"));
-            }
-            send.ready().await.ok()?;
-            let resp = send
-                .send_request(req.body(Full::new(Bytes::from(framed))).unwrap())
-                .await
-                .ok()?;
-            assert_eq!(resp.status(), 200, "gRPC answers in HTTP 200");
-            let head = resp.headers().clone();
-            let all = resp.into_body().collect().await.ok()?;
-            let trailers = all.trailers().cloned().unwrap_or_default();
-            Some(answer(&head, &trailers, &all.to_bytes()))
-        })
-    }
-}
-
-/// A call's status, message and answer from its headers, body and
-/// trailers.
-fn answer(head: &hyper::HeaderMap, trailers: &hyper::HeaderMap, bytes: &Bytes) -> Answer {
-    let field = |k: &str| {
-        trailers
-            .get(k)
-            .or(head.get(k))
-            .map(|v| v.to_str().unwrap().to_string())
-    };
-    let status = field("grpc-status").expect("grpc-status").parse().unwrap();
-    let message = unpercent(&field("grpc-message").unwrap_or_default());
-    let body = if bytes.is_empty() {
-        Vec::new()
-    } else {
-        assert_eq!(bytes[0], 0, "not compressed");
-        let n = u32::from_be_bytes(bytes[1..5].try_into().unwrap()) as usize;
-        assert_eq!(bytes.len(), 5 + n, "one message");
-        bytes[5..].to_vec()
-    };
-    Answer {
-        status,
-        message,
-        body,
-    }
-}
-
-/// One call on a connection of its own.
-fn call(server: &Server, token: Option<&str>, method: &str, request: Vec<u8>) -> Answer {
-    Client::connect(server)
-        .call(token, method, request)
-        .expect("an answer")
-}
-
-fn error(a: &Answer) -> Value {
-    serde_json::from_str(&a.message).unwrap()
-}
 
 #[test]
 fn the_version_is_answered_with_the_token() {
@@ -283,10 +107,40 @@ fn a_refused_config_answers_every_error_with_its_path() {
     let a = call(
         &s,
         Some(TOKEN),
-        "SetControlAction",
+        "streamSetControlAction",
         Holding::of(Vec::new()).encode_to_vec(),
     );
     assert_eq!(a.status, 12, "UNIMPLEMENTED: {a:?}");
+    // The control action and the config update: served, their refusals
+    // INVALID_ARGUMENT with the path.
+    let bgp = json!({"choice": "protocol", "protocol": {"choice": "bgp"}});
+    let msg = schema::encode(&table_action::M_CONTROL_ACTION, &bgp, "").unwrap();
+    let a = call(
+        &s,
+        Some(TOKEN),
+        "SetControlAction",
+        Holding::of(msg).encode_to_vec(),
+    );
+    assert_eq!(a.status, 3, "INVALID_ARGUMENT: {a:?}");
+    assert_eq!(
+        error(&a)["errors"],
+        json!([
+            "protocol.choice: 'bgp': not supported by linerate agent (it takes ipv4 and ipv6: ping from the devices' addresses)"
+        ])
+    );
+    let up = json!({"choice": "flows", "flows": {"property_names": ["rate"]}});
+    let msg = schema::encode(&table_action::M_CONFIG_UPDATE, &up, "").unwrap();
+    let a = call(
+        &s,
+        Some(TOKEN),
+        "UpdateConfig",
+        Holding::of(msg).encode_to_vec(),
+    );
+    assert_eq!(a.status, 3, "INVALID_ARGUMENT: {a:?}");
+    assert_eq!(
+        error(&a)["errors"],
+        json!(["no configuration: POST /config first"])
+    );
     // And a good one taken, then read back.
     let doc = json!({"ports": [{"name": "tx", "location": "wire0"}]});
     let config = schema::encode(&table_config::M_CONFIG, &doc, "").unwrap();

@@ -3,8 +3,10 @@
 //! over HTTP and over gRPC on a looped veth pair: two ARP flows at once into one port, "a" (30
 //! frames of 64 bytes, operation values 1 and 2, sender MAC incremented
 //! over 5, sender IP over 3, target IP decremented by 2 over 4) and "b"
-//! (400 frames of 80 bytes, other addresses). Each flow's frames_tx and
-//! frames_rx are exact (30 and 400, bytes to the frame), no latency is
+//! (400 frames of 80 bytes, other addresses), "c" (50 frames of 64 bytes
+//! behind a vlan tag) and "d" (24 frames, two cycles of the IMIX: 14 of
+//! 64 bytes, 8 of 570, 2 of 1518). Each flow's frames_tx and frames_rx
+//! are exact (30, 400, 50, 24; bytes to the frame), no latency is
 //! given, flow "b"'s running receive rate is shown while it runs, and
 //! the port's capture holds each frame n of flow "a" with the
 //! fields the model says frame n carries, padded with zeros.
@@ -57,7 +59,13 @@ fn arp(test: &str, grpc: bool) {
     let Some(doc) = support::snappi_on_looped_agent(test, "agent_arp.py", grpc) else {
         return;
     };
-    for (name, n, size) in [("a", 30u64, 64u64), ("b", 400, 80)] {
+    let imix = 2 * (7 * 64 + 4 * 570 + 1518);
+    for (name, n, bytes) in [
+        ("a", 30u64, 30 * 64u64),
+        ("b", 400, 400 * 80),
+        ("c", 50, 50 * 64),
+        ("d", 24, imix),
+    ] {
         let m = &doc["flows"][name];
         assert_eq!(m["transmit"], "stopped", "{doc}");
         assert_eq!(
@@ -67,13 +75,24 @@ fn arp(test: &str, grpc: bool) {
         );
         assert_eq!(
             (&m["bytes_tx"], &m["bytes_rx"]),
-            (&json!(n * size), &json!(n * size)),
+            (&json!(bytes), &json!(bytes)),
             "flow {name}: {doc}"
         );
         assert!(m["latency"].is_null(), "flow {name}: no latency: {doc}");
     }
     let frames: Vec<Vec<u8>> = doc["frames"].as_array().unwrap().iter().map(hex).collect();
-    assert_eq!(frames.len(), 430, "{doc}");
+    // The capture reads the vlan flow's frames as the kernel gives them,
+    // untagged: 504 ARP frames in all, each flow's once.
+    assert_eq!(frames.len(), 504, "{doc}");
+    let from = |ip: [u8; 4]| frames.iter().filter(move |f| f[28..32] == ip);
+    assert_eq!(from([198, 18, 8, 1]).count(), 50, "flow c: {doc}");
+    let mut d: Vec<usize> = from([198, 18, 9, 1]).map(Vec::len).collect();
+    d.sort_unstable();
+    assert_eq!(
+        d,
+        [[64; 14].as_slice(), &[570; 8], &[1518; 2]].concat(),
+        "flow d's sizes: {doc}"
+    );
     let a: Vec<&Vec<u8>> = frames
         .iter()
         .filter(|f| f[28..31] == [198, 18, 5])

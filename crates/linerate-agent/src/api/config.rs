@@ -4,7 +4,7 @@
 
 use super::{Agent, Reply};
 use crate::campaign::{Campaign, lock};
-use crate::json::invalid;
+use crate::json::{Invalid, Obj, invalid};
 use crate::model;
 use crate::plan::{self, Plan};
 use serde_json::Value;
@@ -106,4 +106,266 @@ fn warnings(cfg: &model::Config, plan: &Plan) -> Vec<String> {
         }
     }
     w
+}
+
+/// The flows of the configuration document `cfg` (its `flows` list).
+fn flows_of(cfg: &mut Value) -> &mut Vec<Value> {
+    if !cfg.get("flows").is_some_and(Value::is_array) {
+        cfg["flows"] = Value::Array(Vec::new());
+    }
+    match cfg.get_mut("flows") {
+        Some(Value::Array(l)) => l,
+        _ => unreachable!("made an array above"),
+    }
+}
+
+/// A flow's name in a document.
+fn flow_name(f: &Value) -> Option<&str> {
+    f.get("name").and_then(Value::as_str)
+}
+
+/// A `ConfigUpdate` read: the properties named and the flows given.
+/// The properties an update names, and its flows by name.
+type Update = (Vec<&'static str>, Vec<(String, Value)>);
+
+fn update_request(doc: &Value) -> Result<Update, Vec<Invalid>> {
+    let one = |e: Invalid| vec![e];
+    let o = Obj::new("", doc).map_err(one)?;
+    let c = o.str("choice").map_err(one)?.unwrap_or("");
+    if c != "flows" {
+        return Err(one(invalid(
+            "choice",
+            format!("'{c}': not supported by linerate agent (it updates flows' rate and size)"),
+        )));
+    }
+    let f = o
+        .obj("flows")
+        .map_err(one)?
+        .ok_or_else(|| one(invalid("flows", "required")))?;
+    let mut errs = Vec::new();
+    let mut props = Vec::new();
+    for (i, p) in f
+        .strs("property_names", 2)
+        .map_err(one)?
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+    {
+        match p {
+            "rate" | "size" if props.contains(&p) => errs.push(invalid(
+                &format!("flows.property_names[{i}]"),
+                format!("'{p}' is named twice"),
+            )),
+            "rate" => props.push("rate"),
+            "size" => props.push("size"),
+            _ => errs.push(invalid(
+                &format!("flows.property_names[{i}]"),
+                format!("'{p}' is not a property the agent updates (rate, size)"),
+            )),
+        }
+    }
+    if props.is_empty() && errs.is_empty() {
+        errs.push(invalid(
+            "flows.property_names",
+            "required: rate, size or both",
+        ));
+    }
+    let mut flows = Vec::new();
+    for (i, v) in f
+        .list("flows", model::FLOWS_MAX)
+        .map_err(one)?
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+    {
+        match flow_name(v) {
+            Some(n) => flows.push((n.to_string(), v.clone())),
+            None => errs.push(invalid(&format!("flows.flows[{i}].name"), "required")),
+        }
+    }
+    for d in [f.done(), o.done()] {
+        errs.extend(d.err());
+    }
+    if errs.is_empty() {
+        Ok((props, flows))
+    } else {
+        Err(errs)
+    }
+}
+
+impl Agent {
+    /// `PATCH /config` (`UpdateConfig`): the flows named take the given
+    /// `rate` and `size` (absent: the model's default), checked as a
+    /// whole configuration, for their next start. A flow that transmits
+    /// is refused: its blast was made with its rate and size.
+    pub(super) fn update_config(&self, doc: &Value) -> Result<Reply, Reply> {
+        let (props, flows) = update_request(doc).map_err(Reply::invalid_all)?;
+        let mut s = lock(&self.state);
+        let s = &mut *s;
+        let (Some(cur), Some(camp)) = (s.config.as_ref(), s.campaign.as_mut()) else {
+            return Err(Reply::error(400, "no configuration: POST /config first"));
+        };
+        let mut new = cur.clone();
+        let mut errs = Vec::new();
+        let mut which = Vec::new();
+        for (i, (name, f)) in flows.iter().enumerate() {
+            let list = flows_of(&mut new);
+            let Some(k) = list.iter().position(|x| flow_name(x) == Some(name)) else {
+                errs.push(invalid(
+                    &format!("flows.flows[{i}].name"),
+                    format!("no flow is named '{name}'"),
+                ));
+                continue;
+            };
+            if camp.flows.get(k).is_some_and(|r| r.running()) {
+                errs.push(invalid(
+                    &format!("flows.flows[{i}]"),
+                    format!(
+                        "flow '{name}' is transmitting: linerate agent does not change a flow's rate or size while it runs (stop it, update it, start it again)"
+                    ),
+                ));
+                continue;
+            }
+            for p in &props {
+                match (f.get(*p), list[k].as_object_mut()) {
+                    (Some(v), Some(m)) => {
+                        m.insert((*p).to_string(), v.clone());
+                    }
+                    (None, Some(m)) => {
+                        m.remove(*p);
+                    }
+                    _ => {}
+                }
+            }
+            which.push(k);
+        }
+        if !errs.is_empty() {
+            return Err(Reply::invalid_all(errs));
+        }
+        let cfg = model::config_all(&new).map_err(Reply::invalid_all)?;
+        let plan = plan::plan_all(&cfg, &self.opts).map_err(Reply::invalid_all)?;
+        if plan.flows.len() != camp.plan.flows.len() {
+            return Err(Reply::error(
+                500,
+                "the updated configuration's flows differ",
+            ));
+        }
+        for k in which {
+            camp.plan.flows[k] = plan.flows[k].clone();
+        }
+        s.config = Some(new);
+        Ok(Reply::warnings(Vec::new()))
+    }
+
+    /// `PATCH /config/append` (`AppendConfig`): flows added, the
+    /// configuration taken again whole (its counts start from zero).
+    pub(super) fn append_config(&self, doc: &Value) -> Result<Reply, Reply> {
+        let one = |e: Invalid| Reply::invalid(e);
+        let o = Obj::new("", doc).map_err(one)?;
+        let list = o
+            .list("config_append_list", model::FLOWS_MAX)
+            .map_err(one)?
+            .unwrap_or_default();
+        let mut new = self.config_now()?;
+        let mut errs = Vec::new();
+        for (i, v) in list.iter().enumerate() {
+            let r = Obj::new(&format!("config_append_list[{i}]"), v).map_err(one)?;
+            if let Err(e) = r.choice(&["flows"], "flows") {
+                errs.push(e);
+                continue;
+            }
+            for (j, f) in r
+                .list("flows", model::FLOWS_MAX)
+                .map_err(one)?
+                .unwrap_or_default()
+                .iter()
+                .enumerate()
+            {
+                let at = format!("config_append_list[{i}].flows[{j}].name");
+                let fl = flows_of(&mut new);
+                match flow_name(f) {
+                    None => errs.push(invalid(&at, "required")),
+                    Some(n) if fl.iter().any(|x| flow_name(x) == Some(n)) => errs.push(invalid(
+                        &at,
+                        format!("a flow is named '{n}' already (DeleteConfig it first)"),
+                    )),
+                    Some(_) => fl.push(f.clone()),
+                }
+            }
+            errs.extend(r.done().err());
+        }
+        errs.extend(o.done().err());
+        if !errs.is_empty() {
+            return Err(Reply::invalid_all(errs));
+        }
+        self.set_again(new)
+    }
+
+    /// `PATCH /config/delete` (`DeleteConfig`): flows removed by name, the
+    /// configuration taken again whole (its counts start from zero).
+    pub(super) fn delete_config(&self, doc: &Value) -> Result<Reply, Reply> {
+        let one = |e: Invalid| Reply::invalid(e);
+        let o = Obj::new("", doc).map_err(one)?;
+        let list = o
+            .list("config_delete_list", model::FLOWS_MAX)
+            .map_err(one)?
+            .unwrap_or_default();
+        let mut new = self.config_now()?;
+        let mut errs = Vec::new();
+        for (i, v) in list.iter().enumerate() {
+            let r = Obj::new(&format!("config_delete_list[{i}]"), v).map_err(one)?;
+            if let Err(e) = r.choice(&["flows"], "flows") {
+                errs.push(e);
+                continue;
+            }
+            let names = r.strs("flows", model::FLOWS_MAX).map_err(one)?;
+            for (j, n) in names.unwrap_or_default().into_iter().enumerate() {
+                let fl = flows_of(&mut new);
+                match fl.iter().position(|x| flow_name(x) == Some(n)) {
+                    Some(k) => {
+                        fl.remove(k);
+                    }
+                    None => errs.push(invalid(
+                        &format!("config_delete_list[{i}].flows[{j}]"),
+                        format!("no flow is named '{n}'"),
+                    )),
+                }
+            }
+            errs.extend(r.done().err());
+        }
+        errs.extend(o.done().err());
+        if !errs.is_empty() {
+            return Err(Reply::invalid_all(errs));
+        }
+        self.set_again(new)
+    }
+
+    /// The configuration document in force (refused when none is).
+    fn config_now(&self) -> Result<Value, Reply> {
+        lock(&self.state)
+            .config
+            .clone()
+            .ok_or_else(|| Reply::error(400, "no configuration: POST /config first"))
+    }
+
+    /// `new` taken as a `POST /config`, with a warning that it was.
+    fn set_again(&self, new: Value) -> Result<Reply, Reply> {
+        if lock(&self.state)
+            .campaign
+            .as_ref()
+            .is_some_and(Campaign::any_running)
+        {
+            return Err(Reply::error(
+                400,
+                "traffic is running: linerate agent takes flows in or out only while none transmits (stop it first)",
+            ));
+        }
+        let mut r = self.set_config(new)?;
+        if let Some(Value::Array(w)) = r.body.get_mut("warnings") {
+            w.push(Value::from(
+                "the configuration was taken again whole: every flow's counts and the captures start from zero",
+            ));
+        }
+        Ok(r)
+    }
 }

@@ -62,14 +62,7 @@ impl Agent {
                 .map_err(Reply::invalid)?;
                 let flow_metrics = which
                     .iter()
-                    .map(|&i| {
-                        let mut m = FlowMetric::of(&camp.plan, i, &snaps[i]);
-                        if let Some(t) = &camp.plan.flows[i].tags {
-                            m.tagged_metrics =
-                                crate::tags::rows(t, &snaps[i].tag_counts(), &tag_req);
-                        }
-                        m
-                    })
+                    .map(|&i| FlowMetric::with_tags(&camp.plan, i, &snaps[i], &tag_req))
                     .collect();
                 Ok(Reply::typed(&MetricsResponse::FlowMetrics { flow_metrics }))
             }

@@ -7,7 +7,8 @@
 //! (`service`), off the data path.
 //!
 //! - `messages`: the envelopes (prost derives).
-//! - `schema`, `table_config` (`table_flow` its flows'), `table_api`:
+//! - `schema`, `table_config` (`table_flow` its flows'), `table_api`,
+//!   `table_action` (control actions, config updates):
 //!   protobuf to and from the OTG JSON the routes take and answer.
 //! - `service`: the methods without I/O.
 //!
@@ -25,6 +26,8 @@
 pub mod messages;
 pub mod schema;
 pub mod service;
+#[rustfmt::skip]
+pub mod table_action;
 #[rustfmt::skip]
 pub mod table_api;
 #[rustfmt::skip]
@@ -281,7 +284,14 @@ async fn handle(req: Request<Incoming>, conn: &Conn) -> Response<Body> {
             })
             .await
         }
-        Rpc::SetConfig | Rpc::SetControlState | Rpc::GetMetrics | Rpc::GetStates => {
+        Rpc::SetConfig
+        | Rpc::UpdateConfig
+        | Rpc::AppendConfig
+        | Rpc::DeleteConfig
+        | Rpc::SetControlState
+        | Rpc::SetControlAction
+        | Rpc::GetMetrics
+        | Rpc::GetStates => {
             unary(req, move |h: Holding| {
                 job(h.bytes().to_vec()).and_then(held)
             })

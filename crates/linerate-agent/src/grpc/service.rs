@@ -6,6 +6,7 @@
 
 use super::messages::{GetCaptureResponse, Holding};
 use super::schema::{self, Msg};
+use super::table_action as action;
 use super::table_api as api;
 use super::table_config::M_CONFIG;
 use crate::api::{Agent, Reply};
@@ -20,7 +21,11 @@ pub const SERVICE: &str = "otg.Openapi";
 pub enum Rpc {
     SetConfig,
     GetConfig,
+    UpdateConfig,
+    AppendConfig,
+    DeleteConfig,
     SetControlState,
+    SetControlAction,
     GetMetrics,
     GetCapture,
     GetVersion,
@@ -35,11 +40,7 @@ pub enum Rpc {
 /// path refuses a path it does not have).
 pub const UNSERVED: &[&str] = &[
     "streamSetConfig",
-    "UpdateConfig",
-    "AppendConfig",
-    "DeleteConfig",
     "streamSetControlState",
-    "SetControlAction",
     "streamSetControlAction",
 ];
 
@@ -53,7 +54,11 @@ pub fn rpc(path: &str) -> Result<Rpc, Status> {
     let served = [
         ("SetConfig", Rpc::SetConfig),
         ("GetConfig", Rpc::GetConfig),
+        ("UpdateConfig", Rpc::UpdateConfig),
+        ("AppendConfig", Rpc::AppendConfig),
+        ("DeleteConfig", Rpc::DeleteConfig),
         ("SetControlState", Rpc::SetControlState),
+        ("SetControlAction", Rpc::SetControlAction),
         ("GetMetrics", Rpc::GetMetrics),
         ("GetCapture", Rpc::GetCapture),
         ("GetVersion", Rpc::GetVersion),
@@ -68,7 +73,7 @@ pub fn rpc(path: &str) -> Result<Rpc, Status> {
     }
     let what = match name {
         Some(n) if UNSERVED.contains(&n) => format!(
-            "{SERVICE}/{n}: not served by linerate agent (it serves SetConfig, GetConfig, SetControlState, GetMetrics, GetStates, GetCapture, GetVersion and the stream forms of the Get methods)"
+            "{SERVICE}/{n}: not served by linerate agent (it serves SetConfig, GetConfig, UpdateConfig, AppendConfig, DeleteConfig, SetControlState, SetControlAction, GetMetrics, GetStates, GetCapture, GetVersion and the stream forms of the Get methods)"
         ),
         _ => format!("{path}: not a method of {SERVICE}"),
     };
@@ -167,6 +172,20 @@ pub fn call(agent: &Agent, rpc: Rpc, wire: &[u8], arrived: u64) -> Result<Answer
             } else {
                 Answer::Stream(b)
             })
+        }
+        Rpc::UpdateConfig | Rpc::AppendConfig | Rpc::DeleteConfig => {
+            let (msg, path) = match rpc {
+                Rpc::UpdateConfig => (&action::M_CONFIG_UPDATE, "/config"),
+                Rpc::AppendConfig => (&action::M_CONFIG_APPEND, "/config/append"),
+                _ => (&action::M_CONFIG_DELETE, "/config/delete"),
+            };
+            let doc = request(msg, wire)?;
+            held(&api::M_WARNING, &route("PATCH", path, &doc)?.body)
+        }
+        Rpc::SetControlAction => {
+            let doc = request(&action::M_CONTROL_ACTION, wire)?;
+            let r = route("POST", "/control/action", &doc)?;
+            held(&action::M_CONTROL_ACTION_RESPONSE, &r.body)
         }
         Rpc::SetControlState => {
             let doc = request(&api::M_CONTROL_STATE, wire)?;
@@ -424,10 +443,14 @@ mod tests {
             Rpc::StreamGetCapture
         );
         assert_eq!(rpc("/otg.Openapi/GetStates").unwrap(), Rpc::GetStates);
-        let s = rpc("/otg.Openapi/SetControlAction").unwrap_err();
+        assert_eq!(
+            rpc("/otg.Openapi/SetControlAction").unwrap(),
+            Rpc::SetControlAction
+        );
+        let s = rpc("/otg.Openapi/streamSetControlAction").unwrap_err();
         assert_eq!(s.code(), Code::Unimplemented);
         assert!(
-            s.message().contains("SetControlAction: not served"),
+            s.message().contains("streamSetControlAction: not served"),
             "{}",
             s.message()
         );

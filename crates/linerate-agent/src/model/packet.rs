@@ -1,7 +1,7 @@
 //! A flow's `packet`: its list of headers' shape checked, then each
 //! header read (`super::headers`; MPLS, GRE and ICMP by `crate::stacked`).
 
-use super::headers::{Headers, Outer, body, custom, ethernet_typed, frame_headers};
+use super::headers::{Headers, Outer, body, custom, frame_headers};
 use super::patterns::{Field, Kind, ranged, single};
 use crate::json::{Invalid, Obj, invalid};
 use linerate_traffic::flows::Range;
@@ -27,7 +27,7 @@ pub(super) fn headers(f: &Obj) -> Result<Headers, Invalid> {
     }
     let names: Vec<&str> = hs.iter().map(|(c, _)| *c).collect();
     if is_arp(&names) {
-        return arp_headers(&path, &hs);
+        return super::arp::headers(&path, &hs);
     }
     // A `custom` header last: bytes in the payload (after the probe).
     let custom_at = (names.last() == Some(&"custom")).then(|| names.len() - 1);
@@ -145,53 +145,4 @@ fn outer_headers(
 /// Whether a packet's headers are an ARP flow's.
 fn is_arp(names: &[&str]) -> bool {
     names.contains(&"arp")
-}
-
-/// An ARP flow's packet (`hs`: its headers, `path` the packet's path):
-/// ethernet then arp, read into [`Headers`] (the IP and port fields
-/// unused, one value each).
-fn arp_headers(path: &str, hs: &[(&str, Obj)]) -> Result<Headers, Invalid> {
-    let names: Vec<&str> = hs.iter().map(|(c, _)| *c).collect();
-    if names != ["ethernet", "arp"] {
-        return Err(invalid(
-            path,
-            format!(
-                "headers [{}]: an arp flow's packet is ethernet then arp (no vlan, nothing after)",
-                names.join(", ")
-            ),
-        ));
-    }
-    let (eth_src, eth_dst) = ethernet_typed(&body(&hs[0])?, 0x0806)?;
-    let a = body(&hs[1])?;
-    let arp = super::arp::Arp {
-        hardware_type: ranged(&a, "hardware_type", Kind::Bits(16), 1)?,
-        protocol_type: ranged(&a, "protocol_type", Kind::Bits(16), 0x0800)?,
-        hardware_length: ranged(&a, "hardware_length", Kind::Bits(8), 6)?,
-        protocol_length: ranged(&a, "protocol_length", Kind::Bits(8), 4)?,
-        operation: ranged(&a, "operation", Kind::Bits(16), 1)?,
-        sender_hardware_addr: ranged(&a, "sender_hardware_addr", Kind::Mac, 0)?,
-        sender_protocol_addr: ranged(&a, "sender_protocol_addr", Kind::V4, 0)?,
-        target_hardware_addr: ranged(&a, "target_hardware_addr", Kind::Mac, 0)?,
-        target_protocol_addr: ranged(&a, "target_protocol_addr", Kind::V4, 0)?,
-    };
-    a.done()?;
-    let zero = Range::single(0);
-    Ok(Headers {
-        eth_src,
-        eth_dst,
-        vlan: None,
-        ipv6: false,
-        ip_src: zero,
-        ip_dst: zero,
-        ttl: 64,
-        dscp: 0,
-        tcp_flags: None,
-        src_port: zero,
-        dst_port: zero,
-        random: [None; 4],
-        vxlan: None,
-        custom: None,
-        stack: None,
-        arp: Some(Box::new(arp)),
-    })
 }

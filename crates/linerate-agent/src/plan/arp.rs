@@ -27,15 +27,24 @@ fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
+/// An ARP flow's Ethernet header: its addresses (`dst` resolved) and its
+/// 802.1Q tag (VLAN id and priority), if it has one.
+#[derive(Debug, Clone, Copy)]
+pub struct Ethernet<'a> {
+    pub src: &'a Range,
+    pub dst: &'a Range,
+    pub vlan: Option<(u16, u8)>,
+}
+
 /// The frames of one period of the flow's patterns and sizes (each
-/// without its FCS), from its Ethernet addresses (`dst` resolved).
+/// without its FCS), behind its Ethernet header `eth`.
 pub fn frames(
     path: &str,
     arp: &Arp,
-    src: &Range,
-    dst: &Range,
+    eth: Ethernet,
     sizes: &[u16],
 ) -> Result<Vec<Vec<u8>>, Invalid> {
+    let (src, dst) = (eth.src, eth.dst);
     let mut period = 1u64;
     let counts = arp
         .fields()
@@ -60,6 +69,10 @@ pub fn frames(
             let mut f = Vec::with_capacity(size - 4);
             f.extend_from_slice(&nth(dst, n, 6).to_be_bytes()[10..]);
             f.extend_from_slice(&nth(src, n, 6).to_be_bytes()[10..]);
+            if let Some((id, prio)) = eth.vlan {
+                f.extend_from_slice(&[0x81, 0x00]);
+                f.extend_from_slice(&(u16::from(prio) << 13 | id).to_be_bytes());
+            }
             f.extend_from_slice(&[0x08, 0x06]);
             for (r, w) in arp.fields() {
                 f.extend_from_slice(&nth(&r, n, w).to_be_bytes()[16 - w..]);
@@ -70,21 +83,10 @@ pub fn frames(
         .collect())
 }
 
-/// The sizes an ARP flow's frames take in turn, each at least
-/// [`SIZE_MIN`].
+/// The sizes an ARP flow's frames take in turn (a mix's: one cycle of
+/// its sizes, spread as a plain flow's are), each at least [`SIZE_MIN`].
 pub(crate) fn sizes(path: &str, s: &Size) -> Result<Vec<u16>, Invalid> {
-    let v: Vec<u16> = match s {
-        Size::Fixed(n) => vec![*n],
-        Size::Increment { start, end, step } => {
-            (*start..=*end).step_by(usize::from(*step)).collect()
-        }
-        Size::Weights(_) => {
-            return Err(invalid(
-                path,
-                "an arp flow's size is fixed or increment (its frames are laid out ahead)",
-            ));
-        }
-    };
+    let v = super::blast::sizes(path, s)?.cycle().to_vec();
     if let Some(&small) = v.iter().find(|&&n| n < SIZE_MIN) {
         return Err(invalid(
             path,
@@ -120,7 +122,9 @@ pub(crate) fn check(
     {
         return Err(invalid(
             &format!("{path}.tx_rx.port.rx_names"),
-            format!("port '{r}' is on a peer agent: an arp flow's receive ports are this agent's"),
+            format!(
+                "port '{r}' is on a peer agent: an arp flow's receive ports are this agent's (a peer's receivers count probe frames, and an ARP frame carries none)"
+            ),
         ));
     }
     if !f.tags.is_empty() {
@@ -132,16 +136,15 @@ pub(crate) fn check(
     Ok(())
 }
 
-/// The replay that sends an ARP flow's frames (`dst`: its destination
-/// MAC, resolved) in turn, as fast as the flow's rate lets it.
+/// The replay that sends an ARP flow's frames (behind `eth`, its
+/// destination MAC resolved) in turn, as fast as the flow's rate lets it.
 pub(crate) fn replay(
     path: &str,
     arp: &Arp,
-    src: &Range,
-    dst: &Range,
+    eth: Ethernet,
     sizes: &[u16],
 ) -> Result<linerate_packet::Replay, Invalid> {
-    let frames = frames(&format!("{path}.packet"), arp, src, dst, sizes)?;
+    let frames = frames(&format!("{path}.packet"), arp, eth, sizes)?;
     let times = vec![Duration::ZERO; frames.len()];
     Ok(linerate_packet::Replay {
         trace: linerate_traffic::pcap::Trace { frames, times },

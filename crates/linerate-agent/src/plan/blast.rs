@@ -249,7 +249,9 @@ fn framing(h: &model::Headers, vxlan: Option<Vxlan>, iface: &str, opts: &Options
     }
 }
 
-fn sizes(path: &str, s: &Size) -> Result<SizeSequence, Invalid> {
+/// The sizes flow frames take in turn: a list, or one cycle of a mix
+/// (weights to hundredths).
+pub(super) fn sizes(path: &str, s: &Size) -> Result<SizeSequence, Invalid> {
     Ok(match s {
         Size::Fixed(n) => SizeSequence::list(&[*n]),
         Size::Increment { start, end, step } => {

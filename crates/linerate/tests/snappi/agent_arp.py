@@ -3,7 +3,9 @@
 receive port: flow "a" (30 frames of 64 bytes, its fields stepped per
 frame: operation values 1, 2; sender MAC increment by 1 over 5; sender IP
 increment over 3; target IP decrement by 2 over 4) and flow "b" (20
-frames of 80 bytes, another sender IP). The receive port is captured.
+frames of 80 bytes, another sender IP), flow "c" (50 frames of 64 bytes
+behind a vlan tag, id 100, priority 3) and flow "d" (24 frames, two
+cycles of the IMIX). The receive port is captured.
 Prints each flow's metrics and the captured ARP frames (hex, FCS
 included) as JSON for the Rust test (crates/linerate/tests/agent_arp.rs).
 
@@ -18,15 +20,23 @@ from agent_headers import api_for
 from agent_port_capture import capture, frames
 
 
-def arp_flow(c, name, packets, size):
+def arp_flow(c, name, packets, size, vlan=False):
     f = c.flows.flow(name=name)[-1]
     f.tx_rx.port.tx_name = "p1"
     f.tx_rx.port.rx_names = ["p2"]
     f.metrics.enable = True
     f.duration.fixed_packets.packets = packets
-    f.size.fixed = size
+    if size == "imix":
+        f.size.weight_pairs.predefined = "imix"
+    else:
+        f.size.fixed = size
     f.rate.pps = 1000
-    e, a = f.packet.ethernet().arp()[-2:]
+    if vlan:
+        e, v, a = f.packet.ethernet().vlan().arp()[-3:]
+        v.id.value = 100
+        v.priority.value = 3
+    else:
+        e, a = f.packet.ethernet().arp()[-2:]
     e.src.value = "02:00:00:00:05:01"
     e.dst.value = "ff:ff:ff:ff:ff:ff"
     return a
@@ -50,6 +60,10 @@ def config(api, args):
     b = arp_flow(c, "b", 400, 80)
     b.sender_protocol_addr.value = "198.18.7.1"
     b.target_protocol_addr.value = "198.18.7.2"
+    t = arp_flow(c, "c", 50, 64, vlan=True)
+    t.sender_protocol_addr.value = "198.18.8.1"
+    m = arp_flow(c, "d", 24, "imix")
+    m.sender_protocol_addr.value = "198.18.9.1"
     return c
 
 
@@ -69,7 +83,7 @@ def main():
     cs.traffic.flow_transmit.state = cs.traffic.flow_transmit.START
     api.set_control_state(cs)
     req = api.metrics_request()
-    req.flow.flow_names = ["a", "b"]
+    req.flow.flow_names = ["a", "b", "c", "d"]
     deadline = time.time() + 20
     rate_max = {}
     while True:
