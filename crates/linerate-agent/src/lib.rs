@@ -58,6 +58,7 @@ pub mod peer;
 pub mod plan;
 pub mod port_capture;
 pub mod protocols;
+pub mod rates;
 pub mod run;
 pub mod server;
 pub mod stacked;

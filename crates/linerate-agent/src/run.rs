@@ -112,16 +112,7 @@ impl FlowResult {
     }
 }
 
-/// The model's flow `loss`: the share of sent frames not received,
-/// percent (a flow received on several ports can count more than it sent:
-/// 0 then).
-pub fn loss_pct(tx: u64, rx: u64) -> f64 {
-    if tx == 0 {
-        0.0
-    } else {
-        tx.saturating_sub(rx) as f64 * 100.0 / tx as f64
-    }
-}
+pub use crate::rates::loss_pct;
 
 impl Outcome for AgentOutcome {
     fn document(&self) -> serde_json::Value {

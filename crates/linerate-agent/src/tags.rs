@@ -11,7 +11,7 @@
 //! apart), as are tags on fields whose values are not the tuple's.
 
 use crate::json::{Invalid, Obj, invalid};
-use crate::metrics::{LatencyMetric, RATE_NAMES, Rates};
+use crate::rates::{LatencyMetric, RATE_NAMES, Rates};
 use linerate_traffic::{FlowFields, FlowSpec, ProbeIds};
 use serde::{Serialize, Serializer};
 use serde_json::Value;
@@ -558,7 +558,7 @@ pub fn rows(p: &TagPlan, c: &TagCounts, req: &TagRequest) -> Vec<TaggedMetric> {
             bytes_tx: pick("bytes_tx", frame_bytes.map(|b| b * kc.tx)),
             bytes_rx: pick("bytes_rx", Some(kc.rx_bytes)),
             rates: rates.only(|m| req.wants(m)),
-            loss: crate::run::loss_pct(kc.tx, kc.rx),
+            loss: crate::rates::loss_pct(kc.tx, kc.rx),
             latency,
         });
     }

@@ -2,41 +2,11 @@
 //! then `arp`, read for `packet.rs`; the `arp` header's fields held by
 //! `headers.rs`'s `Headers`.
 
+pub use super::headers::Arp;
 use super::headers::{Headers, body, ethernet_typed, vlan_tag};
 use super::patterns::{Kind, ranged};
 use crate::json::{Invalid, Obj, invalid};
 use linerate_traffic::flows::Range;
-
-/// An `arp` header's fields, each a range walked per frame.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Arp {
-    pub hardware_type: Range,
-    pub protocol_type: Range,
-    pub hardware_length: Range,
-    pub protocol_length: Range,
-    pub operation: Range,
-    pub sender_hardware_addr: Range,
-    pub sender_protocol_addr: Range,
-    pub target_hardware_addr: Range,
-    pub target_protocol_addr: Range,
-}
-
-impl Arp {
-    /// The fields with their widths in bytes, in frame order.
-    pub(crate) fn fields(&self) -> [(Range, usize); 9] {
-        [
-            (self.hardware_type, 2),
-            (self.protocol_type, 2),
-            (self.hardware_length, 1),
-            (self.protocol_length, 1),
-            (self.operation, 2),
-            (self.sender_hardware_addr, 6),
-            (self.sender_protocol_addr, 4),
-            (self.target_hardware_addr, 6),
-            (self.target_protocol_addr, 4),
-        ]
-    }
-}
 
 /// An ARP flow's packet (`hs`: its headers, `path` the packet's path):
 /// ethernet, an optional vlan (one id and priority), then arp, read into

@@ -460,10 +460,10 @@ fn due_now(
     job: &Job,
     schedule: Option<&mut Schedule>,
     elapsed_ns: u64,
-    start: Instant,
-    deadline: Instant,
+    times: &Times,
     batch: u64,
 ) -> Option<u64> {
+    let (start, deadline) = (times.start, times.deadline);
     let Some(schedule) = schedule else {
         return Some(batch);
     };
@@ -533,8 +533,42 @@ fn run_stack(job: Job, sock: Tx, stop: &AtomicBool) -> Result<WorkerOut, BlastEr
     send_all(job, sock, stop, fill)
 }
 
+/// A worker's tally: what it sent and when.
+#[derive(Default)]
+struct Tally {
+    packets: u64,
+    bytes: u64,
+    calls: u64,
+    errors: u64,
+    departures: Departures,
+    /// The first send's start and the last send's end (ns).
+    span: Option<(u64, u64)>,
+    /// The last send's end is the next clock read's.
+    span_open: bool,
+}
+
+impl Tally {
+    #[inline(always)]
+    fn close_span(&mut self, t: u64) {
+        if std::mem::take(&mut self.span_open) {
+            self.span = self.span.map(|(f, _)| (f, t));
+        }
+    }
+}
+
+/// When a worker's run started and ends, on both clocks.
+struct Times {
+    start: Instant,
+    start_ns: u64,
+    deadline: Instant,
+    deadline_ns: u64,
+}
+
 /// [`run_worker`]'s loop, built for a one-flow run or any other (inlined
-/// into it, where the instructions are counted).
+/// into it, where the instructions are counted). One clock read a batch,
+/// at its start: the deadline, the probes' send time, the pacing, the
+/// first send's start and the last send's end (closed by the next
+/// batch's read, or the one after the loop).
 #[inline(always)]
 fn send_all<F: Fill>(
     job: Job,
@@ -544,13 +578,7 @@ fn send_all<F: Fill>(
 ) -> Result<WorkerOut, BlastError> {
     let cfg = job.cfg;
     let batch = sock.batch();
-    let (mut packets, mut bytes, mut calls, mut errors) = (0u64, 0u64, 0u64, 0u64);
-    let mut departures = Departures::default();
-    let mut span: Option<(u64, u64)> = None;
-    let send_err = |source| BlastError::Send {
-        iface: cfg.iface.clone(),
-        source,
-    };
+    let mut t = Tally::default();
     // Precise sleeps instead of spinning through the gaps between bursts.
     let _ = clock::set_timer_slack_ns(1_000);
     let mut schedule = job.interval_ns.map(|ns| {
@@ -561,101 +589,123 @@ fn send_all<F: Fill>(
             u64::from(cfg.burst_tolerance),
         )
     });
-    // One clock read a batch, at its start: the deadline, the probes'
-    // send time, the pacing, the first send's start and the last send's
-    // end (closed by the next batch's read, or the one after the loop).
-    let start = Instant::now();
-    let start_ns = clock::monotonic_ns();
-    let deadline = start + cfg.duration;
-    let deadline_ns = start_ns.saturating_add(cfg.duration.as_nanos() as u64);
-    let mut span_open = false;
-    'run: loop {
+    let (start, start_ns) = (Instant::now(), clock::monotonic_ns());
+    let times = Times {
+        start,
+        start_ns,
+        deadline: start + cfg.duration,
+        deadline_ns: start_ns.saturating_add(cfg.duration.as_nanos() as u64),
+    };
+    loop {
         let now_ns = clock::monotonic_ns();
-        if std::mem::take(&mut span_open) {
-            span = span.map(|(f, _)| (f, now_ns));
-        }
-        if stop.load(Ordering::Relaxed) || now_ns >= deadline_ns {
+        t.close_span(now_ns);
+        if stop.load(Ordering::Relaxed) || now_ns >= times.deadline_ns {
             break;
         }
         // A count is of departures: sent, or skipped by a late sender.
-        let used = schedule.as_ref().map_or(packets, Schedule::slots);
+        let used = schedule.as_ref().map_or(t.packets, Schedule::slots);
         let left = job.count.map_or(u64::MAX, |c| c.saturating_sub(used));
         if left == 0 {
             break;
         }
         let elapsed_ns = now_ns - start_ns;
-        let Some(due) = due_now(
-            &job,
-            schedule.as_mut(),
-            elapsed_ns,
-            start,
-            deadline,
-            batch as u64,
-        ) else {
+        let due = due_now(&job, schedule.as_mut(), elapsed_ns, &times, batch as u64);
+        let Some(due) = due else {
             continue;
         };
         let n = due.min(left) as usize;
         // One send time per batch (the probe's time is when the batch was
         // built, not each frame's departure: blast -J says so).
         fill.set_stamp(now_ns);
-        let (mut sent, mut before) = (0, now_ns);
-        while sent < n {
-            calls += 1;
-            let r = sock.send_with(n - sent, &mut fill);
-            if refused(&r) {
-                // Ring or socket buffer full: let the kernel catch up.
-                errors += 1;
-                let t = clock::monotonic_ns();
-                if std::mem::take(&mut span_open) {
-                    span = span.map(|(f, _)| (f, t));
-                }
-                if stop.load(Ordering::Relaxed) || t >= deadline_ns.saturating_add(1_000_000_000) {
-                    packets += sent as u64;
-                    break 'run;
-                }
-                std::thread::yield_now();
-                before = clock::monotonic_ns();
-                continue;
-            }
-            let (k, b) = r.map_err(send_err)?;
-            if k > 0 {
-                span = Some((span.map_or(before, |(f, _)| f), before));
-                span_open = true;
-            }
-            if job.interval_ns.is_some() {
-                departures.record(start + Duration::from_nanos(before - start_ns), k as u64);
-            }
-            // On the wire each frame also carries its FCS.
-            bytes += b + 4 * k as u64;
-            sent += k;
-            if sent < n {
-                // (a part taken: the rest's call is timed on its own)
-                before = clock::monotonic_ns();
-            }
+        if !send_batch(&job, &mut sock, &mut fill, n, now_ns, stop, &times, &mut t)? {
+            break;
         }
-        packets += n as u64;
         if let Some(s) = schedule.as_mut() {
             s.sent(n as u64);
         }
-        job.counters
-            .publish(packets, bytes, calls, errors, span.map_or(0, |s| s.0));
+        job.counters.publish(
+            t.packets,
+            t.bytes,
+            t.calls,
+            t.errors,
+            t.span.map_or(0, |s| s.0),
+        );
     }
-    if span_open {
-        let end = clock::monotonic_ns();
-        span = span.map(|(f, _)| (f, end));
-    }
-    sock.finish().map_err(send_err)?;
+    t.close_span(clock::monotonic_ns());
+    sock.finish().map_err(|source| send_error(&job, source))?;
     Ok(WorkerOut {
-        span,
-        packets,
-        bytes,
-        calls,
-        errors,
+        span: t.span,
+        packets: t.packets,
+        bytes: t.bytes,
+        calls: t.calls,
+        errors: t.errors,
         per_flow: fill.per_flow(),
         backend_stats: sock.stats(),
-        departures,
+        departures: t.departures,
         shape: schedule.map(|s| s.shape()),
     })
+}
+
+fn send_error(job: &Job, source: std::io::Error) -> BlastError {
+    BlastError::Send {
+        iface: job.cfg.iface.clone(),
+        source,
+    }
+}
+
+/// Sends `n` frames built by `fill` (its stamp set), the batch's clock
+/// read `now_ns`; false when the worker is to stop (a full ring past the
+/// deadline's grace, or a stop), its frames sent so far counted.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn send_batch<F: Fill>(
+    job: &Job,
+    sock: &mut Tx,
+    fill: &mut F,
+    n: usize,
+    now_ns: u64,
+    stop: &AtomicBool,
+    times: &Times,
+    t: &mut Tally,
+) -> Result<bool, BlastError> {
+    let (mut sent, mut before) = (0, now_ns);
+    while sent < n {
+        t.calls += 1;
+        let r = sock.send_with(n - sent, fill);
+        if refused(&r) {
+            // Ring or socket buffer full: let the kernel catch up.
+            t.errors += 1;
+            let now = clock::monotonic_ns();
+            t.close_span(now);
+            if stop.load(Ordering::Relaxed)
+                || now >= times.deadline_ns.saturating_add(1_000_000_000)
+            {
+                t.packets += sent as u64;
+                return Ok(false);
+            }
+            std::thread::yield_now();
+            before = clock::monotonic_ns();
+            continue;
+        }
+        let (k, b) = r.map_err(|source| send_error(job, source))?;
+        if k > 0 {
+            t.span = Some((t.span.map_or(before, |(f, _)| f), before));
+            t.span_open = true;
+        }
+        if job.interval_ns.is_some() {
+            let at = times.start + Duration::from_nanos(before - times.start_ns);
+            t.departures.record(at, k as u64);
+        }
+        // On the wire each frame also carries its FCS.
+        t.bytes += b + 4 * k as u64;
+        sent += k;
+        if sent < n {
+            // (a part taken: the rest's call is timed on its own)
+            before = clock::monotonic_ns();
+        }
+    }
+    t.packets += n as u64;
+    Ok(true)
 }
 
 #[cfg(test)]
