@@ -208,16 +208,7 @@ impl Counting<'_> {
             }
             let n = match sock.recv_stamped(&mut bufs, &mut lens, &mut stamps) {
                 Ok(n) => n,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock
-                            | std::io::ErrorKind::TimedOut
-                            | std::io::ErrorKind::Interrupted
-                    ) =>
-                {
-                    0
-                }
+                Err(e) if linerate_backend::port::recv_idle(&e) => 0,
                 Err(e) => return Some(format!("receiving: {e}")),
             };
             for i in 0..n {

@@ -366,16 +366,7 @@ fn serve(
         }
         let n = match sock.recv_stamped(&mut store, &mut lens, &mut [0u64; BATCH]) {
             Ok(n) => n,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::TimedOut
-                        | std::io::ErrorKind::Interrupted
-                ) =>
-            {
-                0
-            }
+            Err(e) if linerate_backend::port::recv_idle(&e) => 0,
             Err(e) => {
                 *lock(failed) = Some(format!("receiving: {e}"));
                 return;

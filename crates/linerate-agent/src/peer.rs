@@ -204,13 +204,7 @@ impl Peers {
                         return Err(fail("an answer above 1 MiB".into()));
                     }
                 }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock
-                            | std::io::ErrorKind::TimedOut
-                            | std::io::ErrorKind::Interrupted
-                    ) => {}
+                Err(e) if linerate_backend::port::recv_idle(&e) => {}
                 // A peer that closes without close_notify after a whole
                 // answer: what came is read below.
                 Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,

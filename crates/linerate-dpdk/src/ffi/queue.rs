@@ -98,6 +98,18 @@ impl TxQueue {
         (r == 0).then_some(usize::from(room))
     }
 
+    /// The first `n` mbufs (just taken, `room` bytes each) handed out to
+    /// a frame builder.
+    fn burst(&mut self, n: usize, room: usize) -> TxBurst<'_> {
+        TxBurst {
+            mbufs: &self.mbufs[..n],
+            lens: &mut self.lens[..n],
+            room,
+            next: 0,
+            shared: self.shared,
+        }
+    }
+
     /// Sends `self.mbufs[pending]` (lengths set): what the port took.
     fn push(&mut self) -> (usize, u64) {
         let r = self.pending.clone();
@@ -141,13 +153,7 @@ impl TxQueue {
             let Some(room) = self.alloc(n) else {
                 return Ok((0, 0));
             };
-            let mut burst = TxBurst {
-                mbufs: &self.mbufs[..n],
-                lens: &mut self.lens[..n],
-                room,
-                next: 0,
-                shared: self.shared,
-            };
+            let mut burst = self.burst(n, room);
             build(&mut burst);
             let built = burst.next;
             if built < n {
@@ -175,13 +181,7 @@ impl TxQueue {
         let Some(room) = self.alloc(n) else {
             return Ok(0);
         };
-        let mut burst = TxBurst {
-            mbufs: &self.mbufs[..n],
-            lens: &mut self.lens[..n],
-            room,
-            next: 0,
-            shared: self.shared,
-        };
+        let mut burst = self.burst(n, room);
         for f in &frames[..n] {
             let Some((buf, _, _)) = burst.next_mbuf() else {
                 break;
