@@ -260,29 +260,11 @@ impl Agent {
     /// `PATCH /config/append` (`AppendConfig`): flows added, the
     /// configuration taken again whole (its counts start from zero).
     pub(super) fn append_config(&self, doc: &Value) -> Result<Reply, Reply> {
-        let one = |e: Invalid| Reply::invalid(e);
-        let o = Obj::new("", doc).map_err(one)?;
-        let list = o
-            .list("config_append_list", model::FLOWS_MAX)
-            .map_err(one)?
-            .unwrap_or_default();
-        let mut new = self.config_now()?;
-        let mut errs = Vec::new();
-        for (i, v) in list.iter().enumerate() {
-            let r = Obj::new(&format!("config_append_list[{i}]"), v).map_err(one)?;
-            if let Err(e) = r.choice(&["flows"], "flows") {
-                errs.push(e);
-                continue;
-            }
-            for (j, f) in r
-                .list("flows", model::FLOWS_MAX)
-                .map_err(one)?
-                .unwrap_or_default()
-                .iter()
-                .enumerate()
-            {
-                let at = format!("config_append_list[{i}].flows[{j}].name");
-                let fl = flows_of(&mut new);
+        self.edit_flows(doc, "config_append_list", |at, r, new, errs| {
+            let list = r.list("flows", model::FLOWS_MAX).map_err(Reply::invalid)?;
+            for (j, f) in list.unwrap_or_default().iter().enumerate() {
+                let at = format!("{at}.flows[{j}].name");
+                let fl = flows_of(new);
                 match flow_name(f) {
                     None => errs.push(invalid(&at, "required")),
                     Some(n) if fl.iter().any(|x| flow_name(x) == Some(n)) => errs.push(invalid(
@@ -292,45 +274,56 @@ impl Agent {
                     Some(_) => fl.push(f.clone()),
                 }
             }
-            errs.extend(r.done().err());
-        }
-        errs.extend(o.done().err());
-        if !errs.is_empty() {
-            return Err(Reply::invalid_all(errs));
-        }
-        self.set_again(new)
+            Ok(())
+        })
     }
 
     /// `PATCH /config/delete` (`DeleteConfig`): flows removed by name, the
     /// configuration taken again whole (its counts start from zero).
     pub(super) fn delete_config(&self, doc: &Value) -> Result<Reply, Reply> {
-        let one = |e: Invalid| Reply::invalid(e);
-        let o = Obj::new("", doc).map_err(one)?;
-        let list = o
-            .list("config_delete_list", model::FLOWS_MAX)
-            .map_err(one)?
-            .unwrap_or_default();
-        let mut new = self.config_now()?;
-        let mut errs = Vec::new();
-        for (i, v) in list.iter().enumerate() {
-            let r = Obj::new(&format!("config_delete_list[{i}]"), v).map_err(one)?;
-            if let Err(e) = r.choice(&["flows"], "flows") {
-                errs.push(e);
-                continue;
-            }
-            let names = r.strs("flows", model::FLOWS_MAX).map_err(one)?;
+        self.edit_flows(doc, "config_delete_list", |at, r, new, errs| {
+            let names = r.strs("flows", model::FLOWS_MAX).map_err(Reply::invalid)?;
             for (j, n) in names.unwrap_or_default().into_iter().enumerate() {
-                let fl = flows_of(&mut new);
+                let fl = flows_of(new);
                 match fl.iter().position(|x| flow_name(x) == Some(n)) {
                     Some(k) => {
                         fl.remove(k);
                     }
                     None => errs.push(invalid(
-                        &format!("config_delete_list[{i}].flows[{j}]"),
+                        &format!("{at}.flows[{j}]"),
                         format!("no flow is named '{n}'"),
                     )),
                 }
             }
+            Ok(())
+        })
+    }
+
+    /// Append's and delete's walk: each entry of `key` (a `flows`
+    /// choice) handed to `each` with its path and the configuration in
+    /// force to change; every error at once, or the changed configuration
+    /// taken again whole.
+    fn edit_flows(
+        &self,
+        doc: &Value,
+        key: &'static str,
+        mut each: impl FnMut(&str, &Obj, &mut Value, &mut Vec<Invalid>) -> Result<(), Reply>,
+    ) -> Result<Reply, Reply> {
+        let o = Obj::new("", doc).map_err(Reply::invalid)?;
+        let list = o
+            .list(key, model::FLOWS_MAX)
+            .map_err(Reply::invalid)?
+            .unwrap_or_default();
+        let mut new = self.config_now()?;
+        let mut errs = Vec::new();
+        for (i, v) in list.iter().enumerate() {
+            let at = format!("{key}[{i}]");
+            let r = Obj::new(&at, v).map_err(Reply::invalid)?;
+            if let Err(e) = r.choice(&["flows"], "flows") {
+                errs.push(e);
+                continue;
+            }
+            each(&at, &r, &mut new, &mut errs)?;
             errs.extend(r.done().err());
         }
         errs.extend(o.done().err());
