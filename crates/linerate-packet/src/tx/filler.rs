@@ -3,7 +3,7 @@
 //! from the flows' sums), [`VxlanFiller`] the same inside VXLAN; a
 //! worker's [`Job`] and its live [`Counters`].
 
-use super::flow_table::FlowTable;
+use super::flow_table::{FlowTable, table_csum};
 use super::send::{BlastConfig, Fill};
 use linerate_backend::port::{Endpoints, PayloadSource};
 use linerate_backend::{Buffers, FrameSource};
@@ -81,10 +81,8 @@ pub(super) struct Filler<'a, const VLAN: bool, const V6: bool, const TCP: bool, 
     one: One,
     /// One size and one worker, up to [`super::flow_table::MAX_FLOWS`]
     /// flows with distinct probe ids: the flows from a table, each with
-    /// its checksum's residue (the cursor and `seq` are then unused).
+    /// its checksum's base (the cursor and `seq` are then unused).
     table: Option<FlowTable>,
-    /// The batch's send time's residue (see `Stamp::residue`).
-    stamp_residue: u16,
 }
 
 /// The one flow of a one-flow run, one size: its slot tag and probe flow
@@ -101,6 +99,9 @@ pub(super) struct One {
     seq: u64,
     /// The sum for `seq` (the last frame's), reduced modulo 0xffff.
     folded: u16,
+    /// Slots that do not hold the flow's frame (`held` is not `tag`):
+    /// none, and a batch builds without looking at `held`.
+    unlaid: usize,
 }
 
 /// A slot nothing was built in.
@@ -136,6 +137,7 @@ impl<'a, const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
             payload_len: cycle[0].0.payload().len(),
             seq: 0,
             folded: 0,
+            unlaid: slots,
         };
         Filler {
             cur: cycle[0],
@@ -153,7 +155,6 @@ impl<'a, const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
             payload_started: false,
             one,
             table,
-            stamp_residue: 0,
         }
     }
 
@@ -161,7 +162,9 @@ impl<'a, const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
     #[inline]
     fn set_stamp(&mut self, tx_ns: u64) {
         self.stamp = Stamp::new(tx_ns);
-        self.stamp_residue = self.stamp.residue();
+        if let Some(tb) = &mut self.table {
+            tb.set_stamp(self.stamp.residue());
+        }
         if ONE {
             let o = &mut self.one;
             let base = self
@@ -216,6 +219,7 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool> FrameSo
                 }
                 t.put_flow_at::<VLAN, V6, TCP>(buf, self.cursor.wire(), o.id);
                 *held = o.tag;
+                o.unlaid -= 1;
             }
             o.seq += 1;
             // (past u64::MAX the sequence wraps: frames enough for that
@@ -251,6 +255,9 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool> FrameSo
     #[inline]
     fn forget(&mut self, slot: usize) {
         if let Some(h) = self.held.get_mut(slot) {
+            if ONE && *h == self.one.tag {
+                self.one.unlaid += 1;
+            }
             *h = EMPTY;
         }
     }
@@ -266,21 +273,43 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool> FrameSo
             }
             return linerate_backend::build_each_by_one(self, bufs);
         }
+        // Every slot laid with the flow (the usual case after the first
+        // lap): nothing to look up per frame.
+        if self.one.unlaid == 0 {
+            self.one_batch::<B, false>(bufs)
+        } else {
+            self.one_batch::<B, true>(bufs)
+        }
+    }
+}
+
+impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
+    Filler<'_, VLAN, V6, TCP, ONE>
+{
+    /// [`build_each`](FrameSource::build_each) for one flow: `LAY`, each
+    /// slot's frame laid first where it does not hold the flow's; without
+    /// it, every slot holds it (`One::unlaid` is 0).
+    #[inline(always)]
+    fn one_batch<B: Buffers, const LAY: bool>(&mut self, bufs: &mut B) -> u64 {
         let t = self.cur.0;
         let (tag, id, len) = (self.one.tag, self.one.id, self.one.len);
         // The checksum as written, moved by one compare a frame.
         let (mut seq, mut c) = (self.one.seq, csum_of_folded::<TCP>(self.one.folded));
         let stamp = self.stamp;
         let w = self.cursor.wire();
+        let mut unlaid = self.one.unlaid;
         let mut frames = 0u64;
         while let Some((buf, slot)) = bufs.next_buf() {
-            let held = &mut self.held[slot];
-            if *held != tag {
-                if *held & SIZE_TAG != tag & SIZE_TAG {
-                    t.lay(buf);
+            if LAY {
+                let held = &mut self.held[slot];
+                if *held != tag {
+                    if *held & SIZE_TAG != tag & SIZE_TAG {
+                        t.lay(buf);
+                    }
+                    t.put_flow_at::<VLAN, V6, TCP>(buf, w, id);
+                    *held = tag;
+                    unlaid -= 1;
                 }
-                t.put_flow_at::<VLAN, V6, TCP>(buf, w, id);
-                *held = tag;
             }
             // (past u64::MAX the sequence wraps: frames enough for that
             // are not sent)
@@ -292,6 +321,7 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool> FrameSo
         }
         self.one.seq = seq;
         self.one.folded = folded_of_csum::<TCP>(c);
+        self.one.unlaid = unlaid;
         frames * len as u64
     }
 }
@@ -327,17 +357,18 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
     Filler<'_, VLAN, V6, TCP, ONE>
 {
     /// [`build`](FrameSource::build) for the table's next flow: its
-    /// fields when `slot` held another, its sequence and checksum.
+    /// fields when `slot` held another, the lap's sequence, its checksum.
     #[inline(always)]
     fn build_from_table(&mut self, buf: &mut [u8], slot: usize) -> usize {
         let Some(tb) = &mut self.table else {
             unreachable!("called with a table")
         };
         let (t, size_tag) = self.cur;
-        let i = tb.next;
-        tb.next = if i + 1 == tb.state.len() { 0 } else { i + 1 };
+        // (the lap's, before the flow taken ends it)
+        let (seq, part) = (tb.lap + 1, tb.lap_part);
+        let i = tb.take();
         let tag = size_tag | i as u64;
-        let f = &mut tb.state[i];
+        let f = tb.flows[i];
         let held = &mut self.held[slot];
         if *held != tag {
             if *held & SIZE_TAG != size_tag {
@@ -346,26 +377,28 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
             t.put_flow_at::<VLAN, V6, TCP>(buf, &tb.wire[i], f.id);
             *held = tag;
         }
-        let (seq, folded) = f.step(self.stamp_residue);
-        t.put_seq_folded_at::<VLAN, V6, TCP>(buf, seq, folded, &self.stamp);
+        let c = table_csum::<TCP>(f.base, part);
+        t.put_seq_csum_at::<VLAN, V6, TCP>(buf, seq, c, &self.stamp);
         t.len()
     }
 
     /// [`build_each`](FrameSource::build_each) from the table, the next
-    /// flow's index, the send time and the template in locals.
+    /// flow's index, the lap's sequence and checksum part, the send time
+    /// and the template in locals; nothing written per frame but the
+    /// frame (and `held` when the slot held another flow).
     #[inline(always)]
     fn build_each_from_table<B: Buffers>(&mut self, bufs: &mut B) -> u64 {
         let Some(tb) = &mut self.table else {
             unreachable!("called with a table")
         };
         let (t, size_tag) = self.cur;
-        let (stamp, stamp_residue, len) = (self.stamp, self.stamp_residue, t.len());
-        let (state, wire) = (&mut tb.state[..], &tb.wire[..]);
-        let mut i = tb.next;
+        let (stamp, len) = (self.stamp, t.len());
+        let (flows, wire, stamp_residue) = (&tb.flows[..], &tb.wire[..], tb.stamp_residue);
+        let (mut i, mut seq, mut part) = (tb.next, tb.lap + 1, tb.lap_part);
         let mut frames = 0u64;
         while let Some((buf, slot)) = bufs.next_buf() {
             let tag = size_tag | i as u64;
-            let f = &mut state[i];
+            let f = flows[i];
             let held = &mut self.held[slot];
             if *held != tag {
                 if *held & SIZE_TAG != size_tag {
@@ -374,13 +407,21 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
                 t.put_flow_at::<VLAN, V6, TCP>(buf, &wire[i], f.id);
                 *held = tag;
             }
-            let (seq, folded) = f.step(stamp_residue);
-            t.put_seq_folded_at::<VLAN, V6, TCP>(buf, seq, folded, &stamp);
+            let c = table_csum::<TCP>(f.base, part);
+            t.put_seq_csum_at::<VLAN, V6, TCP>(buf, seq, c, &stamp);
             bufs.built(len);
             frames += 1;
-            i = if i + 1 == state.len() { 0 } else { i + 1 };
+            i += 1;
+            if i == flows.len() {
+                // A lap done: every flow's next frame is one on.
+                i = 0;
+                seq += 1;
+                part = super::flow_table::lap_part(seq, stamp_residue, TCP);
+            }
         }
         tb.next = i;
+        tb.lap = seq - 1;
+        tb.lap_part = part;
         frames * len as u64
     }
 
@@ -396,21 +437,19 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
         };
         let (t, size_tag) = self.cur;
         let p = t.payload();
-        let i = tb.next;
-        tb.next = if i + 1 == tb.state.len() { 0 } else { i + 1 };
+        let seq = tb.lap + 1;
+        let i = tb.take();
         let tag = size_tag | i as u64;
-        let f = &mut tb.state[i];
         let held = &mut self.held[slot];
         let mut ends = None;
         if *held != tag {
             if *held & SIZE_TAG != size_tag {
                 buf[..p.len()].copy_from_slice(p);
             }
-            buf[2..4].copy_from_slice(&f.id.to_be_bytes());
+            buf[2..4].copy_from_slice(&tb.flows[i].id.to_be_bytes());
             ends = Some(endpoints::<V6>(&tb.wire[i]));
             *held = tag;
         }
-        let (seq, _) = f.step(0);
         let probe = &mut buf[..PROBE_LEN];
         probe[4..12].copy_from_slice(&seq.to_be_bytes());
         probe[12..16].copy_from_slice(&self.stamp.hi());
@@ -439,6 +478,7 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool> Payload
                 buf[2..4].copy_from_slice(&o.id.to_be_bytes());
                 ends = Some(endpoints::<V6>(self.cursor.wire()));
                 *held = o.tag;
+                o.unlaid -= 1;
             }
             o.seq += 1;
             let probe = &mut buf[..PROBE_LEN];
@@ -595,4 +635,83 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool> Fill for VxlanFiller<'_,
 /// for its sequence (one worker: workers never outnumber flows).
 pub(super) fn one_flow(job: &Job) -> bool {
     job.cfg.sizes.cycle().len() == 1 && job.workers == 1 && job.cfg.flows.count() == 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::flow_table::tests::{Slots, cfg};
+    use super::super::send::Fill;
+    use super::{Counters, Filler, Job};
+    use linerate_backend::FrameSource;
+    use linerate_traffic::template::Template;
+    use std::collections::HashMap;
+
+    /// One flow: batches by `build_each` (which stops looking at the
+    /// slots once all hold the flow's frame) and frames by `build` (which
+    /// looks every time) are the same bytes, and a slot forgotten (a
+    /// frame received into it, scribbled over here) is laid whole again.
+    fn one_flow_frames<const TCP: bool>(slots: usize) {
+        let cfg = cfg("198.18.0.1", "9", TCP);
+        let templates: HashMap<u16, Template> = HashMap::from([(
+            100,
+            Template::new(100, &cfg.flows.flow(0), &cfg.framing).unwrap(),
+        )]);
+        let (encaps, counters) = (HashMap::new(), Counters::default());
+        let job = Job {
+            cfg: &cfg,
+            templates: &templates,
+            encaps: &encaps,
+            worker: 0,
+            workers: 1,
+            count: None,
+            interval_ns: None,
+            counters: &counters,
+        };
+        let mut each = Filler::<false, false, TCP, true>::new(&job, slots);
+        let mut by_one = Filler::<false, false, TCP, true>::new(&job, slots);
+        let (mut a, mut b) = (vec![vec![0u8; 256]; slots], vec![vec![0u8; 256]; slots]);
+        let (mut next_a, mut next_b) = (0, 0);
+        let (mut stamp, mut fast) = (0x0bad_cafe_u64, 0);
+        for batch in 0..300u64 {
+            stamp = stamp.wrapping_mul(6364136223846793005).wrapping_add(batch);
+            Fill::set_stamp(&mut each, stamp);
+            Fill::set_stamp(&mut by_one, stamp);
+            if batch % 7 == 6 {
+                let slot = (batch as usize * 5) % slots;
+                for (f, bufs) in [(&mut each, &mut a), (&mut by_one, &mut b)] {
+                    f.forget(slot);
+                    bufs[slot].fill(0xaa);
+                }
+            }
+            fast += u64::from(each.one.unlaid == 0);
+            let n = 1 + (batch as usize * 11) % 40;
+            let first = next_a;
+            let mut s = Slots {
+                bufs: &mut a,
+                next: &mut next_a,
+                left: n,
+                lens: Vec::new(),
+            };
+            assert_eq!(each.build_each(&mut s), 96 * n as u64);
+            for _ in 0..n {
+                let slot = next_b;
+                next_b = (slot + 1) % slots;
+                assert_eq!(by_one.build(&mut b[slot], slot), 96);
+            }
+            for k in 0..n {
+                let slot = (first + k) % slots;
+                assert_eq!(a[slot][..96], b[slot][..96], "batch {batch}, slot {slot}");
+            }
+        }
+        assert!(fast > 100, "batches with every slot laid: {fast}");
+        assert_eq!(Fill::per_flow(&each), Fill::per_flow(&by_one));
+    }
+
+    #[test]
+    fn one_flow_batches_lay_forgotten_slots_again() {
+        for slots in [1, 8, 64] {
+            one_flow_frames::<false>(slots);
+            one_flow_frames::<true>(slots);
+        }
+    }
 }

@@ -1,51 +1,71 @@
 //! The flows of a run of one size and one worker, walked from a table
-//! made once (see [`FlowTable`]): per frame no cursor step and no
-//! checksum fold, only the flow's sequence and the residue of its
-//! transport checksum's sum, each moved by one.
+//! made once (see [`FlowTable`]): per frame no cursor step, no checksum
+//! fold and no per-flow state written: the walk visits every flow once a
+//! lap, so every frame of a lap carries the same sequence, and a flow's
+//! transport checksum is its constant part added to the lap's.
 
 use linerate_traffic::{Template, WireCursor, template::WireFlow};
 
 /// Most flows a table is made for (every flow's fields, 56 bytes, and
-/// its 16 bytes of state: 4.5 MiB at most); more walk the cursor.
+/// its 4 bytes of checksum base and probe id: 3.8 MiB at most); more
+/// walk the cursor.
 pub(super) const MAX_FLOWS: u64 = 1 << 16;
 
-/// One flow's state: its sequence (the last frame's) and its transport
-/// checksum's sum for that sequence less the send time's words, reduced
-/// modulo 0xffff (the sum rises by one with the sequence: 2^16 and 2^32
-/// are both 1 modulo 0xffff).
+/// What a frame needs of its flow every time: its probe id (for a buffer
+/// that held another flow) and the [`complement`] of its transport
+/// checksum's sum for sequence 0 and send time 0.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct FlowState {
-    pub(super) seq: u64,
-    pub(super) residue: u16,
+pub(super) struct TableFlow {
+    pub(super) base: u16,
     pub(super) id: u16,
 }
 
-impl FlowState {
-    /// The next frame's sequence and checksum residue with the send time's
-    /// residue `stamp_residue` (below 0xffff) added.
-    #[inline(always)]
-    pub(super) fn step(&mut self, stamp_residue: u16) -> (u64, u16) {
-        self.seq += 1;
-        // (past u64::MAX the sequence wraps: frames enough for that are
-        // not sent)
-        self.residue = if self.residue == 0xfffe {
-            0
-        } else {
-            self.residue + 1
-        };
-        let x = u32::from(self.residue) + u32::from(stamp_residue);
-        let x = if x >= 0xffff { x - 0xffff } else { x };
-        (self.seq, x as u16)
-    }
+/// `0xffff` less `m` (a sum's residue, below 0xffff): 1..=0xffff for
+/// UDP, and 0 for 0xffff for TCP (0..=0xfffe), so that two added need
+/// one reduction in [`table_csum`].
+#[inline]
+pub(super) fn complement(m: u16, tcp: bool) -> u32 {
+    let v = 0xffff - u32::from(m);
+    if tcp && v == 0xffff { 0 } else { v }
+}
+
+/// The [`complement`] of the sum's part every frame of a lap shares: the
+/// sequence and the send time's residue (the sum rises by one with the
+/// sequence: 2^16 and 2^32 are both 1 modulo 0xffff).
+#[inline]
+pub(super) fn lap_part(seq: u64, stamp_residue: u16, tcp: bool) -> u32 {
+    let m = (seq % 0xffff + u64::from(stamp_residue)) % 0xffff;
+    complement(m as u16, tcp)
+}
+
+/// The transport checksum as written for a flow's `base` and a lap's
+/// `lap_part` (both [`complement`]s): the two added, less 0xffff where
+/// above it (UDP: 1..=0xffff) or at it (TCP: 0..=0xfffe); what
+/// `csum_of_folded` writes for the residue of the sum, 0 spelt 0xffff in
+/// UDP and 0 in TCP.
+#[inline(always)]
+pub(super) fn table_csum<const TCP: bool>(base: u16, lap_part: u32) -> u16 {
+    let t = u32::from(base) + lap_part;
+    let over = if TCP { t >= 0xffff } else { t > 0xffff };
+    (if over { t - 0xffff } else { t }) as u16
 }
 
 /// Every flow of a periodic walk with distinct probe ids, in the walk's
 /// order: their wire fields (read when a buffer held another flow) and
-/// their state (read and written every frame), and the next flow's index.
+/// [`TableFlow`]s (read every frame), the next flow's index and the laps
+/// done: the flows before `next` sent `lap + 1` frames, the others `lap`,
+/// and the next frame's sequence is `lap + 1`.
 pub(super) struct FlowTable {
     pub(super) wire: Vec<WireFlow>,
-    pub(super) state: Vec<FlowState>,
+    pub(super) flows: Vec<TableFlow>,
     pub(super) next: usize,
+    pub(super) lap: u64,
+    /// The batch's send time's residue, and [`lap_part`] for `lap + 1`
+    /// with it.
+    pub(super) stamp_residue: u16,
+    pub(super) lap_part: u32,
+    /// The template's transport (see [`complement`]).
+    pub(super) tcp: bool,
 }
 
 impl FlowTable {
@@ -59,33 +79,63 @@ impl FlowTable {
         }
         let mut c = cursor.clone();
         let n = count as usize;
-        let (mut wire, mut state) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        let (mut wire, mut flows) = (Vec::with_capacity(n), Vec::with_capacity(n));
         let mut seen = vec![false; 1 << 16];
+        let tcp = t.layout().2;
         for _ in 0..n {
             let id = c.flow_id();
             if std::mem::replace(&mut seen[usize::from(id)], true) {
                 return None;
             }
             wire.push(*c.wire());
-            state.push(FlowState {
-                seq: 0,
-                residue: t.seq_sum_base(c.wire(), id, &linerate_traffic::Stamp::new(0)),
+            let sum = t.seq_sum_base(c.wire(), id, &linerate_traffic::Stamp::new(0));
+            flows.push(TableFlow {
+                base: complement(sum, tcp) as u16,
                 id,
             });
             c.advance();
         }
         (c.index() == 0 && c.wire() == cursor.wire()).then_some(FlowTable {
             wire,
-            state,
+            flows,
             next: 0,
+            lap: 0,
+            stamp_residue: 0,
+            lap_part: lap_part(1, 0, tcp),
+            tcp,
         })
+    }
+
+    /// The send time of the frames built from now on has residue `r`.
+    pub(super) fn set_stamp(&mut self, r: u16) {
+        self.stamp_residue = r;
+        self.lap_part = lap_part(self.lap + 1, r, self.tcp);
+    }
+
+    /// The next flow's index, moved on past it.
+    #[inline(always)]
+    pub(super) fn take(&mut self) -> usize {
+        let i = self.next;
+        self.next = i + 1;
+        if self.next == self.flows.len() {
+            self.next = 0;
+            self.lap_done();
+        }
+        i
+    }
+
+    /// Every flow sent one more frame: the next lap's sequence.
+    #[inline]
+    pub(super) fn lap_done(&mut self) {
+        self.lap += 1;
+        self.lap_part = lap_part(self.lap + 1, self.stamp_residue, self.tcp);
     }
 
     /// Frames sent per probe flow id, in the ids' order.
     pub(super) fn per_flow(&self) -> Vec<(u16, u64)> {
-        let mut v: Vec<(u16, u64)> = (self.state.iter())
-            .filter(|s| s.seq > 0)
-            .map(|s| (s.id, s.seq))
+        let mut v: Vec<(u16, u64)> = (self.flows.iter().enumerate())
+            .map(|(i, f)| (f.id, self.lap + u64::from(i < self.next)))
+            .filter(|(_, s)| *s > 0)
             .collect();
         v.sort_unstable();
         v
@@ -93,7 +143,7 @@ impl FlowTable {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::filler::{Counters, Filler, Job};
     use super::super::send::{BlastConfig, Fill, Rate};
     use linerate_backend::{Buffers, FrameSource};
@@ -102,7 +152,7 @@ mod tests {
     use std::collections::HashMap;
     use std::time::Duration;
 
-    fn cfg(src_ip: &str, src_ports: &str, tcp: bool) -> BlastConfig {
+    pub(in crate::tx) fn cfg(src_ip: &str, src_ports: &str, tcp: bool) -> BlastConfig {
         BlastConfig {
             iface: "lo".into(),
             flows: FlowSpec::parse(
@@ -146,11 +196,11 @@ mod tests {
     }
 
     /// A batch's buffers: `n` slots taken in turn from `next`.
-    struct Slots<'a> {
-        bufs: &'a mut [Vec<u8>],
-        next: &'a mut usize,
-        left: usize,
-        lens: Vec<usize>,
+    pub(in crate::tx) struct Slots<'a> {
+        pub(in crate::tx) bufs: &'a mut [Vec<u8>],
+        pub(in crate::tx) next: &'a mut usize,
+        pub(in crate::tx) left: usize,
+        pub(in crate::tx) lens: Vec<usize>,
     }
 
     impl Buffers for Slots<'_> {
@@ -253,5 +303,39 @@ mod tests {
         let one = cfg("198.18.0.1", "9", false);
         let cursor = linerate_traffic::WireCursor::new(&one.flows);
         assert!(super::FlowTable::new(&cursor, 1, &t).is_none());
+    }
+
+    /// A flow's base and a lap's part give the checksum `csum_of_folded`
+    /// writes for their sum's residue: every residue against a few of
+    /// the other's, both ways round, UDP and TCP.
+    #[test]
+    fn the_tables_checksum_is_the_residues() {
+        use super::{complement, lap_part, table_csum};
+        use linerate_traffic::template::csum_of_folded;
+        fn check<const TCP: bool>() {
+            for b in [0u32, 1, 2, 0x7fff, 0x8000, 0xfffd, 0xfffe] {
+                for l in 0..0xffffu32 {
+                    for (x, y) in [(b, l), (l, b)] {
+                        let want = csum_of_folded::<TCP>(((x + y) % 0xffff) as u16);
+                        let base = complement(x as u16, TCP) as u16;
+                        let got = table_csum::<TCP>(base, lap_part(u64::from(y), 0, TCP));
+                        assert_eq!(got, want, "TCP {TCP}, {x} + {y}");
+                    }
+                }
+            }
+        }
+        check::<false>();
+        check::<true>();
+        // The sequence and the send time's residue add modulo 0xffff.
+        for (seq, r) in [
+            (0u64, 0u16),
+            (0xffff, 0xfffe),
+            (u64::MAX, 7),
+            (1 << 40, 0x1234),
+        ] {
+            let want = 0xffff - ((u128::from(seq) + u128::from(r)) % 0xffff) as u32;
+            assert_eq!(lap_part(seq, r, false), want, "{seq} {r}");
+            assert_eq!(lap_part(seq, r, true), want % 0xffff, "{seq} {r}");
+        }
     }
 }
