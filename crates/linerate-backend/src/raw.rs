@@ -226,10 +226,11 @@ impl RawTx {
         self.bufs.first().map_or(0, |b| b.len())
     }
 
-    /// Builds up to `n` frames in the staging buffers (`fill.build(buffer,
-    /// slot)`, the buffer holding what was last built there) and sends
-    /// them; returns the frames the kernel took and their bytes. Frames a
-    /// full socket refused stay and go first on the next call.
+    /// Builds up to `n` frames in the staging buffers (one
+    /// `fill.build_each` over a run of them, each holding what was last
+    /// built there) and sends them; returns the frames the kernel took
+    /// and their bytes. Frames a full socket refused stay and go first on
+    /// the next call.
     #[inline]
     pub fn send_with<F: crate::FrameSource>(
         &mut self,
@@ -241,13 +242,13 @@ impl RawTx {
             let start = self.head;
             let n = n.min(RAW_BATCH_MAX).min(self.bufs.len() - start);
             let run = start..start + n;
-            for ((i, b), v) in run
-                .clone()
-                .zip(&mut self.bufs[run.clone()])
-                .zip(&mut self.iov[run])
-            {
-                v.iov_len = fill.build(b, i).min(b.len());
-            }
+            let len = self.slot_len();
+            fill.build_each(&mut StagedBufs {
+                bufs: self.bufs[run.clone()].iter_mut(),
+                iov: self.iov[run].iter_mut(),
+                slot: start,
+                len,
+            });
             self.sent = start;
             self.filled = start + n;
             self.head = if start + n == self.bufs.len() {
@@ -268,6 +269,35 @@ impl RawTx {
             .sum();
         self.sent += k;
         Ok((k, bytes))
+    }
+}
+
+/// A run of [`RawTx`]'s staging buffers for one batch (see
+/// [`FrameSource::build_each`](crate::FrameSource::build_each)): each
+/// frame's length goes in its buffer's iovec, cut to the buffer.
+struct StagedBufs<'a> {
+    bufs: std::slice::IterMut<'a, Box<[u8]>>,
+    iov: std::slice::IterMut<'a, libc::iovec>,
+    /// The slot of the next buffer handed out.
+    slot: usize,
+    /// Every buffer's length.
+    len: usize,
+}
+
+impl crate::Buffers for StagedBufs<'_> {
+    #[inline(always)]
+    fn next_buf(&mut self) -> Option<(&mut [u8], usize)> {
+        let b = self.bufs.next()?;
+        self.slot += 1;
+        Some((&mut b[..], self.slot - 1))
+    }
+
+    #[inline(always)]
+    fn built(&mut self, len: usize) {
+        // (one iovec a buffer: as many as the buffers handed out)
+        if let Some(v) = self.iov.next() {
+            v.iov_len = len.min(self.len);
+        }
     }
 }
 

@@ -298,6 +298,75 @@ pub struct UdpSlots {
     own_hdrs: Vec<libc::mmsghdr>,
 }
 
+/// Sets a slot's destination (see [`UdpSlots::set_dst`]).
+#[inline]
+fn put_dst(name: &mut libc::sockaddr_in6, v6: bool, addr: &[u8], port: u16) -> io::Result<()> {
+    if v6 {
+        name.sin6_addr.s6_addr = addr.try_into().map_err(|_| family_err())?;
+    } else {
+        let a: [u8; 4] = addr.try_into().map_err(|_| family_err())?;
+        // sockaddr_in: port, then the address, where sockaddr_in6 has
+        // its port and flow info.
+        name.sin6_flowinfo = u32::from_ne_bytes(a);
+    }
+    name.sin6_port = port.to_be();
+    Ok(())
+}
+
+/// A run of [`UdpSlots`] for one batch of datagrams to the slots' own
+/// destinations (one socket, no GSO): each payload's length goes in its
+/// slot's own message, and the slot's destination when its flow changed;
+/// a destination refused (another family) ends the batch.
+pub struct SlotRun<'a> {
+    bufs: std::slice::IterMut<'a, Vec<u8>>,
+    iov: std::slice::IterMut<'a, libc::iovec>,
+    names: &'a mut [libc::sockaddr_in6],
+    first: usize,
+    /// Buffers handed out so far.
+    k: usize,
+    len: usize,
+    v6: bool,
+    /// Why the batch ended early.
+    pub err: Option<io::Error>,
+}
+
+impl std::fmt::Debug for SlotRun<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SlotRun")
+            .field("first", &self.first)
+            .field("k", &self.k)
+            .finish()
+    }
+}
+
+impl crate::port::PayloadBufs for SlotRun<'_> {
+    #[inline(always)]
+    fn next_buf(&mut self) -> Option<(&mut [u8], usize)> {
+        let b = self.bufs.next()?;
+        self.k += 1;
+        Some((&mut b[..], self.first + self.k - 1))
+    }
+
+    #[inline(always)]
+    fn built(&mut self, len: usize, ends: Option<crate::port::Endpoints<'_>>) {
+        // (one message a buffer: as many as the buffers handed out)
+        if let Some(v) = self.iov.next() {
+            v.iov_len = len.min(self.len);
+        }
+        if let Some(e) = ends
+            && let Err(x) = put_dst(
+                &mut self.names[self.k - 1],
+                self.v6,
+                e.dst_addr(),
+                e.ports[1],
+            )
+        {
+            self.err = Some(x);
+            self.bufs = Default::default();
+        }
+    }
+}
+
 impl std::fmt::Debug for UdpSlots {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("UdpSlots")
@@ -393,17 +462,23 @@ impl UdpSlots {
     /// another length is refused), `port` in host order.
     #[inline(always)]
     pub fn set_dst(&mut self, slot: usize, addr: &[u8], port: u16) -> io::Result<()> {
-        let name = &mut self.names[slot];
-        if self.v6 {
-            name.sin6_addr.s6_addr = addr.try_into().map_err(|_| family_err())?;
-        } else {
-            let a: [u8; 4] = addr.try_into().map_err(|_| family_err())?;
-            // sockaddr_in: port, then the address, where sockaddr_in6 has
-            // its port and flow info.
-            name.sin6_flowinfo = u32::from_ne_bytes(a);
+        put_dst(&mut self.names[slot], self.v6, addr, port)
+    }
+
+    /// Slots `first..first + n` as one batch's buffers for a
+    /// [`PayloadSource`](crate::port::PayloadSource) (see [`SlotRun`]).
+    pub fn run(&mut self, first: usize, n: usize) -> SlotRun<'_> {
+        let run = first..first + n;
+        SlotRun {
+            bufs: self.bufs[run.clone()].iter_mut(),
+            iov: self.own_iov[run.clone()].iter_mut(),
+            names: &mut self.names[run],
+            first,
+            k: 0,
+            len: self.len,
+            v6: self.v6,
+            err: None,
         }
-        name.sin6_port = port.to_be();
-        Ok(())
     }
 
     /// Whether slots `a` and `b` go to the same destination.

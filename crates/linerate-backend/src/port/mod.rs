@@ -36,7 +36,8 @@ pub use error::{BackendError, NEEDS_PRIVILEGE, recv_idle, send_refused, with_pri
 pub use loopback::Loopback;
 pub use socket::{Socket, SocketRx, SocketTx};
 pub use udp::{
-    Endpoints, Gso, PayloadSource, Span, TX_BATCH_MAX, Traffic, UDP_SOCKETS_MAX, UdpFlows, UdpTx,
+    Endpoints, Gso, PayloadBufs, PayloadSource, Span, TX_BATCH_MAX, Traffic, UDP_SOCKETS_MAX,
+    UdpFlows, UdpTx, payload_each_by_one,
 };
 
 pub use crate::loopback::Wires;

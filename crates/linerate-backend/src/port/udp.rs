@@ -110,7 +110,7 @@ impl Endpoints<'_> {
     }
 
     /// The destination address's bytes.
-    fn dst_addr(&self) -> &[u8] {
+    pub(crate) fn dst_addr(&self) -> &[u8] {
         if self.v6 {
             &self.addrs[16..32]
         } else {
@@ -128,6 +128,44 @@ pub trait PayloadSource {
     /// the endpoints of its flow when the slot's flow is not the one it
     /// held (`None`: the same as before).
     fn payload(&mut self, buf: &mut [u8], slot: usize) -> (usize, usize, Option<Endpoints<'_>>);
+
+    /// Writes a payload in each buffer `bufs` hands out, in order, and
+    /// tells it each one's length and new endpoints; returns their
+    /// frames' bytes on the wire. The batch is one call, as
+    /// [`FrameSource::build_each`](crate::FrameSource::build_each): a
+    /// source overrides it to keep its per-datagram state in locals.
+    #[inline(always)]
+    fn payload_each<B: PayloadBufs>(&mut self, bufs: &mut B) -> u64
+    where
+        Self: Sized,
+    {
+        payload_each_by_one(self, bufs)
+    }
+}
+
+/// [`PayloadSource::payload_each`] one [`payload`](PayloadSource::payload)
+/// at a time (the default, and an override's path for what it does not
+/// specialise).
+#[inline(always)]
+pub fn payload_each_by_one<S: PayloadSource, B: PayloadBufs>(source: &mut S, bufs: &mut B) -> u64 {
+    let mut bytes = 0u64;
+    while let Some((buf, slot)) = bufs.next_buf() {
+        let (len, wire, ends) = source.payload(buf, slot);
+        bufs.built(len, ends);
+        bytes += wire as u64;
+    }
+    bytes
+}
+
+/// The UDP path's free buffers for one batch, handed out in order (see
+/// [`PayloadSource::payload_each`]).
+pub trait PayloadBufs {
+    /// The next buffer to write a payload in and its slot; `None` when
+    /// the batch is full (or a slot's new flow was refused).
+    fn next_buf(&mut self) -> Option<(&mut [u8], usize)>;
+    /// The payload just written in the last buffer handed out is `len`
+    /// bytes; `ends`: its flow's endpoints, when the slot held another.
+    fn built(&mut self, len: usize, ends: Option<Endpoints<'_>>);
 }
 
 /// Sends blast's datagrams through UDP sockets.
@@ -365,17 +403,14 @@ impl UdpTx {
         } else {
             first + n
         };
-        let mut bytes = 0u64;
         if self.socks.len() == 1 && !self.gso {
             // Slot k's message to slot k's destination, made once: only
             // its length is written.
-            for i in first..first + n {
-                let (len, wire, ends) = src.payload(self.slots.buf_mut(i), i);
-                if let Some(e) = ends {
-                    self.new_flow(i, &e)?;
-                }
-                bytes += wire as u64;
-                self.slots.set_len(i, len);
+            // (one socket: no slot's socket to set for a new flow)
+            let mut run = self.slots.run(first, n);
+            let bytes = src.payload_each(&mut run);
+            if let Some(e) = run.err {
+                return Err(e);
             }
             let (slots, sock) = (&mut self.slots, &self.socks[0]);
             let messages = &mut self.messages;
@@ -387,6 +422,7 @@ impl UdpTx {
             self.datagrams += n as u64;
             return Ok((n, bytes));
         }
+        let mut bytes = 0u64;
         for k in 0..n {
             let i = first + k;
             let (len, wire, ends) = src.payload(self.slots.buf_mut(i), i);

@@ -5,7 +5,7 @@
 
 use super::flow_table::{FlowTable, table_csum};
 use super::send::{BlastConfig, Fill};
-use linerate_backend::port::{Endpoints, PayloadSource};
+use linerate_backend::port::{Endpoints, PayloadBufs, PayloadSource, payload_each_by_one};
 use linerate_backend::{Buffers, FrameSource};
 use linerate_traffic::template::WireFlow;
 use linerate_traffic::template::{csum_of_folded, folded_of_csum, next_csum};
@@ -456,6 +456,89 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
         probe[16..18].copy_from_slice(&self.stamp.lo());
         (p.len(), t.len(), ends)
     }
+
+    /// [`payload_each`](PayloadSource::payload_each) for one flow, its
+    /// sequence in a local; `LAY` as in [`one_batch`](Self::one_batch).
+    #[inline(always)]
+    fn one_payloads<B: PayloadBufs, const LAY: bool>(&mut self, bufs: &mut B) -> u64 {
+        let (tag, id, plen, len) = (
+            self.one.tag,
+            self.one.id,
+            self.one.payload_len,
+            self.one.len,
+        );
+        let p = self.cur.0.payload();
+        let (hi, lo) = (self.stamp.hi(), self.stamp.lo());
+        let w = self.cursor.wire();
+        let (mut seq, mut unlaid) = (self.one.seq, self.one.unlaid);
+        let mut frames = 0u64;
+        while let Some((buf, slot)) = bufs.next_buf() {
+            let mut ends = None;
+            if LAY {
+                let held = &mut self.held[slot];
+                if *held != tag {
+                    if *held & SIZE_TAG != tag & SIZE_TAG {
+                        buf[..plen].copy_from_slice(p);
+                    }
+                    buf[2..4].copy_from_slice(&id.to_be_bytes());
+                    ends = Some(endpoints::<V6>(w));
+                    *held = tag;
+                    unlaid -= 1;
+                }
+            }
+            seq += 1;
+            let probe = &mut buf[..PROBE_LEN];
+            probe[4..12].copy_from_slice(&seq.to_be_bytes());
+            probe[12..16].copy_from_slice(&hi);
+            probe[16..18].copy_from_slice(&lo);
+            bufs.built(plen, ends);
+            frames += 1;
+        }
+        self.one.seq = seq;
+        self.one.unlaid = unlaid;
+        frames * len as u64
+    }
+
+    /// [`payload_each`](PayloadSource::payload_each) from the table.
+    #[inline(always)]
+    fn payload_each_from_table<B: PayloadBufs>(&mut self, bufs: &mut B) -> u64 {
+        let Some(tb) = &mut self.table else {
+            unreachable!("called with a table")
+        };
+        let (t, size_tag) = self.cur;
+        let (p, wire_len) = (t.payload(), t.len());
+        let (hi, lo) = (self.stamp.hi(), self.stamp.lo());
+        let (flows, wire) = (&tb.flows[..], &tb.wire[..]);
+        let (mut i, mut seq) = (tb.next, tb.lap + 1);
+        let mut frames = 0u64;
+        while let Some((buf, slot)) = bufs.next_buf() {
+            let tag = size_tag | i as u64;
+            let held = &mut self.held[slot];
+            let mut ends = None;
+            if *held != tag {
+                if *held & SIZE_TAG != size_tag {
+                    buf[..p.len()].copy_from_slice(p);
+                }
+                buf[2..4].copy_from_slice(&flows[i].id.to_be_bytes());
+                ends = Some(endpoints::<V6>(&wire[i]));
+                *held = tag;
+            }
+            let probe = &mut buf[..PROBE_LEN];
+            probe[4..12].copy_from_slice(&seq.to_be_bytes());
+            probe[12..16].copy_from_slice(&hi);
+            probe[16..18].copy_from_slice(&lo);
+            bufs.built(p.len(), ends);
+            frames += 1;
+            i += 1;
+            if i == flows.len() {
+                i = 0;
+                seq += 1;
+            }
+        }
+        tb.next = i;
+        tb.set_lap(seq - 1);
+        frames * wire_len as u64
+    }
 }
 
 impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool> PayloadSource
@@ -516,6 +599,24 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool> Payload
         probe[12..16].copy_from_slice(&stamp.hi());
         probe[16..18].copy_from_slice(&stamp.lo());
         (p.len(), t.len(), ends)
+    }
+
+    /// From the table: the next flow's index, the lap's sequence, the
+    /// send time and the template in locals; otherwise one
+    /// [`payload`](Self::payload) at a time.
+    #[inline(always)]
+    fn payload_each<B: PayloadBufs>(&mut self, bufs: &mut B) -> u64 {
+        if ONE {
+            return if self.one.unlaid == 0 {
+                self.one_payloads::<B, false>(bufs)
+            } else {
+                self.one_payloads::<B, true>(bufs)
+            };
+        }
+        if self.table.is_none() {
+            return payload_each_by_one(self, bufs);
+        }
+        self.payload_each_from_table(bufs)
     }
 }
 
@@ -707,8 +808,77 @@ mod tests {
         assert_eq!(Fill::per_flow(&each), Fill::per_flow(&by_one));
     }
 
+    /// One flow, the UDP path: payloads by `payload_each` and by
+    /// `payload` are the same bytes with the same new endpoints, a
+    /// forgotten slot's written whole again.
+    fn one_flow_payloads(slots: usize) {
+        use super::super::flow_table::tests::PayloadSlots;
+        use linerate_backend::port::PayloadSource;
+        let cfg = cfg("198.18.0.1", "9", false);
+        let templates: HashMap<u16, Template> = HashMap::from([(
+            100,
+            Template::new(100, &cfg.flows.flow(0), &cfg.framing).unwrap(),
+        )]);
+        let (encaps, counters) = (HashMap::new(), Counters::default());
+        let job = Job {
+            cfg: &cfg,
+            templates: &templates,
+            encaps: &encaps,
+            worker: 0,
+            workers: 1,
+            count: None,
+            interval_ns: None,
+            counters: &counters,
+        };
+        let mut each = Filler::<false, false, false, true>::new(&job, slots);
+        let mut by_one = Filler::<false, false, false, true>::new(&job, slots);
+        let (mut a, mut b) = (vec![vec![0u8; 256]; slots], vec![vec![0u8; 256]; slots]);
+        let (mut next_a, mut next_b) = (0, 0);
+        let (mut stamp, mut fast) = (0x0bad_f00d_u64, 0);
+        for batch in 0..300u64 {
+            stamp = stamp.wrapping_mul(6364136223846793005).wrapping_add(batch);
+            Fill::set_stamp(&mut each, stamp);
+            Fill::set_stamp(&mut by_one, stamp);
+            if batch % 7 == 6 {
+                let slot = (batch as usize * 5) % slots;
+                for (f, bufs) in [(&mut each, &mut a), (&mut by_one, &mut b)] {
+                    f.forget(slot);
+                    bufs[slot].fill(0xaa);
+                }
+            }
+            fast += u64::from(each.one.unlaid == 0);
+            let n = 1 + (batch as usize * 11) % 40;
+            let first = next_a;
+            let mut s = PayloadSlots {
+                bufs: &mut a,
+                next: &mut next_a,
+                left: n,
+                got: Vec::new(),
+            };
+            assert_eq!(each.payload_each(&mut s), 96 * n as u64);
+            let got = s.got;
+            let mut want = Vec::new();
+            for _ in 0..n {
+                let slot = next_b;
+                next_b = (slot + 1) % slots;
+                let (len, _, ends) = by_one.payload(&mut b[slot], slot);
+                want.push((len, ends.map(|e| (*e.addrs, e.ports))));
+            }
+            assert_eq!(got, want, "batch {batch}");
+            for k in 0..n {
+                let slot = (first + k) % slots;
+                assert_eq!(a[slot][..54], b[slot][..54], "batch {batch}, slot {slot}");
+            }
+        }
+        assert!(fast > 100, "batches with every slot laid: {fast}");
+        assert_eq!(Fill::per_flow(&each), Fill::per_flow(&by_one));
+    }
+
     #[test]
     fn one_flow_batches_lay_forgotten_slots_again() {
+        for slots in [1, 8, 64] {
+            one_flow_payloads(slots);
+        }
         for slots in [1, 8, 64] {
             one_flow_frames::<false>(slots);
             one_flow_frames::<true>(slots);

@@ -124,6 +124,16 @@ impl FlowTable {
         i
     }
 
+    /// `lap` laps done (the UDP path's batch, which needs no checksum,
+    /// counts them in a local).
+    #[inline]
+    pub(super) fn set_lap(&mut self, lap: u64) {
+        if lap != self.lap {
+            self.lap = lap;
+            self.lap_part = lap_part(lap + 1, self.stamp_residue, self.tcp);
+        }
+    }
+
     /// Every flow sent one more frame: the next lap's sequence.
     #[inline]
     pub(super) fn lap_done(&mut self) {
@@ -337,5 +347,109 @@ pub(super) mod tests {
             assert_eq!(lap_part(seq, r, false), want, "{seq} {r}");
             assert_eq!(lap_part(seq, r, true), want % 0xffff, "{seq} {r}");
         }
+    }
+
+    /// A batch's payload buffers for the UDP path: `n` slots in turn,
+    /// each payload's length and new endpoints (addresses, ports) kept.
+    pub(in crate::tx) struct PayloadSlots<'a> {
+        pub(in crate::tx) bufs: &'a mut [Vec<u8>],
+        pub(in crate::tx) next: &'a mut usize,
+        pub(in crate::tx) left: usize,
+        pub(in crate::tx) got: Vec<(usize, Option<([u8; 32], [u16; 2])>)>,
+    }
+
+    impl linerate_backend::port::PayloadBufs for PayloadSlots<'_> {
+        fn next_buf(&mut self) -> Option<(&mut [u8], usize)> {
+            if self.left == 0 {
+                return None;
+            }
+            self.left -= 1;
+            let slot = *self.next;
+            *self.next = (slot + 1) % self.bufs.len();
+            Some((&mut self.bufs[slot][..], slot))
+        }
+        fn built(&mut self, len: usize, ends: Option<linerate_backend::port::Endpoints<'_>>) {
+            self.got.push((len, ends.map(|e| (*e.addrs, e.ports))));
+        }
+    }
+
+    /// The UDP path: payloads from the table (by `payload_each`, and by
+    /// `payload` every third batch) and from the cursor (`payload` on a
+    /// filler without its table) are the same bytes with the same new
+    /// endpoints, and each flow's count is the same.
+    fn same_payloads<const V6: bool>(cfg: &BlastConfig, slots: usize) {
+        use linerate_backend::port::PayloadSource;
+        let templates: HashMap<u16, Template> = HashMap::from([(
+            100,
+            Template::new(100, &cfg.flows.flow(0), &cfg.framing).unwrap(),
+        )]);
+        let (encaps, counters) = (HashMap::new(), Counters::default());
+        let job = Job {
+            cfg,
+            templates: &templates,
+            encaps: &encaps,
+            worker: 0,
+            workers: 1,
+            count: None,
+            interval_ns: None,
+            counters: &counters,
+        };
+        let mut table = Filler::<false, V6, false, false>::new(&job, slots);
+        assert!(table.has_table(), "{} flows", cfg.flows.count());
+        let mut cursor = Filler::<false, V6, false, false>::new(&job, slots);
+        cursor.drop_table();
+        let (mut a, mut b) = (vec![vec![0u8; 256]; slots], vec![vec![0u8; 256]; slots]);
+        let (mut next_a, mut next_b) = (0, 0);
+        let mut stamp = 0x0123_4567_u64;
+        for batch in 0..200 {
+            stamp = stamp.wrapping_mul(6364136223846793005).wrapping_add(batch);
+            Fill::set_stamp(&mut table, stamp);
+            Fill::set_stamp(&mut cursor, stamp);
+            let n = 1 + (batch as usize * 7) % 64;
+            let first = next_a;
+            let mut got = Vec::new();
+            if batch % 3 == 2 {
+                for _ in 0..n {
+                    let slot = next_a;
+                    next_a = (slot + 1) % slots;
+                    let (len, wire, ends) = table.payload(&mut a[slot], slot);
+                    assert_eq!(wire, 96);
+                    got.push((len, ends.map(|e| (*e.addrs, e.ports))));
+                }
+            } else {
+                let mut s = PayloadSlots {
+                    bufs: &mut a,
+                    next: &mut next_a,
+                    left: n,
+                    got: Vec::new(),
+                };
+                assert_eq!(table.payload_each(&mut s), 96 * n as u64);
+                got = s.got;
+            }
+            let mut want = Vec::new();
+            for _ in 0..n {
+                let slot = next_b;
+                next_b = (slot + 1) % slots;
+                let (len, _, ends) = cursor.payload(&mut b[slot], slot);
+                want.push((len, ends.map(|e| (*e.addrs, e.ports))));
+            }
+            assert_eq!(got, want, "batch {batch}");
+            // (a batch over more datagrams than slots writes some twice)
+            for k in 0..n {
+                let slot = (first + k) % slots;
+                let len = want[k].0;
+                assert_eq!(a[slot][..len], b[slot][..len], "batch {batch}, slot {slot}");
+            }
+        }
+        assert_eq!(Fill::per_flow(&table), Fill::per_flow(&cursor));
+    }
+
+    #[test]
+    fn payloads_from_the_table_are_the_cursors() {
+        for slots in [16, 78] {
+            same_payloads::<false>(&cfg("198.18.0.1-198.18.0.3", "1000-1012", false), slots);
+            same_payloads::<true>(&cfg("2001:db8::1-2001:db8::3", "1000-1012", false), slots);
+        }
+        same_payloads::<false>(&cfg("198.18.0.1", "1000-5095", false), 4096);
     }
 }
