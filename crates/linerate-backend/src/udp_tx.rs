@@ -320,10 +320,10 @@ fn put_dst(name: &mut libc::sockaddr_in6, v6: bool, addr: &[u8], port: u16) -> i
 pub struct SlotRun<'a> {
     bufs: std::slice::IterMut<'a, Vec<u8>>,
     iov: std::slice::IterMut<'a, libc::iovec>,
+    /// Every slot's destination.
     names: &'a mut [libc::sockaddr_in6],
-    first: usize,
-    /// Buffers handed out so far.
-    k: usize,
+    /// The slot of the next buffer handed out.
+    slot: usize,
     len: usize,
     v6: bool,
     /// Why the batch ended early.
@@ -332,10 +332,7 @@ pub struct SlotRun<'a> {
 
 impl std::fmt::Debug for SlotRun<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SlotRun")
-            .field("first", &self.first)
-            .field("k", &self.k)
-            .finish()
+        f.debug_struct("SlotRun").field("slot", &self.slot).finish()
     }
 }
 
@@ -343,8 +340,8 @@ impl crate::port::PayloadBufs for SlotRun<'_> {
     #[inline(always)]
     fn next_buf(&mut self) -> Option<(&mut [u8], usize)> {
         let b = self.bufs.next()?;
-        self.k += 1;
-        Some((&mut b[..], self.first + self.k - 1))
+        self.slot += 1;
+        Some((&mut b[..], self.slot - 1))
     }
 
     #[inline(always)]
@@ -355,7 +352,7 @@ impl crate::port::PayloadBufs for SlotRun<'_> {
         }
         if let Some(e) = ends
             && let Err(x) = put_dst(
-                &mut self.names[self.k - 1],
+                &mut self.names[self.slot - 1],
                 self.v6,
                 e.dst_addr(),
                 e.ports[1],
@@ -472,9 +469,8 @@ impl UdpSlots {
         SlotRun {
             bufs: self.bufs[run.clone()].iter_mut(),
             iov: self.own_iov[run.clone()].iter_mut(),
-            names: &mut self.names[run],
-            first,
-            k: 0,
+            names: &mut self.names[..],
+            slot: first,
             len: self.len,
             v6: self.v6,
             err: None,

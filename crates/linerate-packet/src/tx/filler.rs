@@ -394,8 +394,8 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
         let (t, size_tag) = self.cur;
         let (stamp, len) = (self.stamp, t.len());
         let (flows, wire, stamp_residue) = (&tb.flows[..], &tb.wire[..], tb.stamp_residue);
-        let (mut i, mut seq, mut part) = (tb.next, tb.lap + 1, tb.lap_part);
-        let mut frames = 0u64;
+        let (i0, seq0) = (tb.next, tb.lap + 1);
+        let (mut i, mut seq, mut part) = (i0, seq0, tb.lap_part);
         while let Some((buf, slot)) = bufs.next_buf() {
             let tag = size_tag | i as u64;
             let f = flows[i];
@@ -410,7 +410,6 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
             let c = table_csum::<TCP>(f.base, part);
             t.put_seq_csum_at::<VLAN, V6, TCP>(buf, seq, c, &stamp);
             bufs.built(len);
-            frames += 1;
             i += 1;
             if i == flows.len() {
                 // A lap done: every flow's next frame is one on.
@@ -419,6 +418,8 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
                 part = super::flow_table::lap_part(seq, stamp_residue, TCP);
             }
         }
+        // (the frames: whole laps and the index's move)
+        let frames = (seq - seq0) * flows.len() as u64 + i as u64 - i0 as u64;
         tb.next = i;
         tb.lap = seq - 1;
         tb.lap_part = part;
@@ -507,10 +508,11 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
         };
         let (t, size_tag) = self.cur;
         let (p, wire_len) = (t.payload(), t.len());
-        let (hi, lo) = (self.stamp.hi(), self.stamp.lo());
         let (flows, wire) = (&tb.flows[..], &tb.wire[..]);
-        let (mut i, mut seq) = (tb.next, tb.lap + 1);
-        let mut frames = 0u64;
+        let (i0, seq0) = (tb.next, tb.lap + 1);
+        let (mut i, mut seq) = (i0, seq0);
+        // The probe's sequence and send time: the same for a lap.
+        let mut tail = probe_tail(seq, &self.stamp);
         while let Some((buf, slot)) = bufs.next_buf() {
             let tag = size_tag | i as u64;
             let held = &mut self.held[slot];
@@ -523,18 +525,17 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
                 ends = Some(endpoints::<V6>(&wire[i]));
                 *held = tag;
             }
-            let probe = &mut buf[..PROBE_LEN];
-            probe[4..12].copy_from_slice(&seq.to_be_bytes());
-            probe[12..16].copy_from_slice(&hi);
-            probe[16..18].copy_from_slice(&lo);
+            buf[4..PROBE_LEN].copy_from_slice(&tail);
             bufs.built(p.len(), ends);
-            frames += 1;
             i += 1;
             if i == flows.len() {
                 i = 0;
                 seq += 1;
+                tail = probe_tail(seq, &self.stamp);
             }
         }
+        // (the frames: whole laps and the index's move)
+        let frames = (seq - seq0) * flows.len() as u64 + i as u64 - i0 as u64;
         tb.next = i;
         tb.set_lap(seq - 1);
         frames * wire_len as u64
@@ -618,6 +619,16 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool> Payload
         }
         self.payload_each_from_table(bufs)
     }
+}
+
+/// A probe's bytes from its sequence on (sequence, send time).
+#[inline(always)]
+fn probe_tail(seq: u64, stamp: &Stamp) -> [u8; PROBE_LEN - 4] {
+    let mut b = [0u8; PROBE_LEN - 4];
+    b[..8].copy_from_slice(&seq.to_be_bytes());
+    b[8..12].copy_from_slice(&stamp.hi());
+    b[12..14].copy_from_slice(&stamp.lo());
+    b
 }
 
 /// A flow's endpoints from its wire fields.
