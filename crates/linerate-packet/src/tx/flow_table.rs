@@ -351,11 +351,14 @@ pub(super) mod tests {
 
     /// A batch's payload buffers for the UDP path: `n` slots in turn,
     /// each payload's length and new endpoints (addresses, ports) kept.
+    /// A payload's length and its new endpoints (addresses, ports).
+    pub(in crate::tx) type Written = (usize, Option<([u8; 32], [u16; 2])>);
+
     pub(in crate::tx) struct PayloadSlots<'a> {
         pub(in crate::tx) bufs: &'a mut [Vec<u8>],
         pub(in crate::tx) next: &'a mut usize,
         pub(in crate::tx) left: usize,
-        pub(in crate::tx) got: Vec<(usize, Option<([u8; 32], [u16; 2])>)>,
+        pub(in crate::tx) got: Vec<Written>,
     }
 
     impl linerate_backend::port::PayloadBufs for PayloadSlots<'_> {
@@ -435,9 +438,8 @@ pub(super) mod tests {
             }
             assert_eq!(got, want, "batch {batch}");
             // (a batch over more datagrams than slots writes some twice)
-            for k in 0..n {
+            for (k, &(len, _)) in want.iter().enumerate() {
                 let slot = (first + k) % slots;
-                let len = want[k].0;
                 assert_eq!(a[slot][..len], b[slot][..len], "batch {batch}, slot {slot}");
             }
         }
