@@ -100,16 +100,19 @@ impl Ring {
         }
     }
 
+    #[inline(always)]
     fn producer(&self) -> &AtomicU32 {
         // SAFETY: points into the live mapping; the kernel updates it concurrently.
         unsafe { &*self.producer }
     }
 
+    #[inline(always)]
     fn consumer(&self) -> &AtomicU32 {
         // SAFETY: as above.
         unsafe { &*self.consumer }
     }
 
+    #[inline(always)]
     fn needs_wakeup(&self) -> bool {
         // SAFETY: as above.
         unsafe { (*self.flags).load(Ordering::Acquire) & libc::XDP_RING_NEED_WAKEUP != 0 }
@@ -326,11 +329,47 @@ macro_rules! queue_socket {
             fn zero_copy(&self) -> bool {
                 self.zero_copy
             }
+            #[inline(always)]
             fn pending(&self) -> bool {
                 <$t>::pending(self)
             }
         }
     };
+}
+
+/// poll(2) on `pfds` for up to `ms`, its result left unread (the caller
+/// looks at its rings). The system call itself, not libc's `poll`: that
+/// one is a cancellation point (two calls around the wait, some 30
+/// instructions of a light load's wake-up), and nothing here cancels
+/// threads; on x86-64 not through libc's `syscall` either (its shuffle of
+/// seven registers, a wake-up's 11 instructions).
+#[inline(always)]
+fn poll(pfds: &mut [libc::pollfd], ms: i32) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: poll reads and writes `pfds.len()` pollfds at `pfds`, valid
+    // and writable for the call; the kernel clobbers rcx and r11 only.
+    unsafe {
+        std::arch::asm!(
+            "syscall",
+            inlateout("rax") libc::SYS_poll => _,
+            in("rdi") pfds.as_mut_ptr(),
+            in("rsi") pfds.len(),
+            in("rdx") ms as isize,
+            lateout("rcx") _,
+            lateout("r11") _,
+            options(nostack),
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: as above, through libc's system call wrapper.
+    unsafe {
+        libc::syscall(
+            libc::SYS_poll,
+            pfds.as_mut_ptr(),
+            pfds.len() as libc::nfds_t,
+            ms as libc::c_int,
+        );
+    }
 }
 
 /// One socket per RX queue of an interface (the ethtool channel count; 1
@@ -410,37 +449,36 @@ impl<S: QueueSocket> Queues<S> {
         Ok(out)
     }
 
+    #[inline(always)]
     fn any_pending(&self) -> bool {
         self.socks.iter().any(S::pending)
     }
 
-    /// Waits up to `timeout` (to the millisecond) for any socket to have frames.
+    /// Waits up to `timeout` (to the millisecond) for any socket to have
+    /// frames. (Inlined: a caller's constant timeout is its constant ms.)
+    #[inline(always)]
     fn wait(&mut self, timeout: Duration) {
         if self.pfds.len() != self.socks.len() {
-            self.pfds = self
-                .socks
-                .iter()
-                .map(|s| libc::pollfd {
-                    fd: s.fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                })
-                .collect();
+            self.make_pfds();
         }
         // (No u128 arithmetic: this runs once per wake-up.)
         let ms = (timeout.as_secs().min(1) * 1000 + u64::from(timeout.subsec_millis())).min(1000);
-        // SAFETY: `pfds` is a valid array of that many pollfds. The system
-        // call itself, not libc's `poll`: that one is a cancellation point
-        // (two calls around the wait, some 30 instructions of a light
-        // load's wake-up), and nothing here cancels threads.
-        unsafe {
-            libc::syscall(
-                libc::SYS_poll,
-                self.pfds.as_mut_ptr(),
-                self.pfds.len() as libc::nfds_t,
-                ms as libc::c_int,
-            )
-        };
+        poll(&mut self.pfds, ms as i32);
+    }
+
+    /// One pollfd per socket, for [`wait`](Self::wait).
+    #[cold]
+    #[inline(never)]
+    fn make_pfds(&mut self) {
+        self.pfds = self
+            .socks
+            .iter()
+            .map(|s| libc::pollfd {
+                fd: s.fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
     }
 
     /// The sockets' indices for one round, starting one further each round.
@@ -455,6 +493,22 @@ impl<S: QueueSocket> Queues<S> {
                 start + i
             }
         })
+    }
+
+    /// The socket a round starts at (one further each round, as
+    /// [`round`](Self::round)'s), for a caller that walks the sockets
+    /// itself: the next one after `i` is [`after`](Self::after)`(i)`.
+    #[inline(always)]
+    fn round_start(&mut self) -> usize {
+        let start = self.next;
+        self.next = self.after(start);
+        start
+    }
+
+    /// The socket after `i`, back to the first after the last.
+    #[inline(always)]
+    fn after(&self, i: usize) -> usize {
+        if i + 1 >= self.socks.len() { 0 } else { i + 1 }
     }
 
     /// XDP_STATISTICS over every queue: (rx_dropped, rx_ring_full,

@@ -67,6 +67,7 @@ impl RxSocket {
         })
     }
 
+    #[inline(always)]
     fn pending(&self) -> bool {
         self.rx.producer().load(Ordering::Acquire) != self.rx.consumer().load(Ordering::Relaxed)
     }
@@ -367,12 +368,16 @@ impl XskRx {
         if !self.q.any_pending() {
             self.q.wait(timeout);
         }
+        // (Each socket once, from the round's first: no iterator to set
+        // up for the one socket a queue of its own has.)
+        let mut i = self.q.round_start();
         let mut got = 0;
-        for i in self.q.round() {
+        for _ in 0..self.q.socks.len() {
             got += self.q.socks[i].drain(max - got, f);
             if got == max {
                 break;
             }
+            i = self.q.after(i);
         }
         Ok(got)
     }

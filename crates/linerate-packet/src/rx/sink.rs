@@ -66,7 +66,9 @@ struct RunningTotals {
 
 impl RunningTotals {
     /// Publishes this worker's running totals if the reporter asked for
-    /// them (a new generation in `want`).
+    /// them (a new generation in `want`). (The test inline, once per
+    /// turn of the receive loop; the publishing out of line.)
+    #[inline(always)]
     fn answer(
         &self,
         want: &AtomicU64,
@@ -76,20 +78,27 @@ impl RunningTotals {
     ) {
         let g = want.load(Ordering::Relaxed);
         if g != *published {
-            let mut rows = flow_rows(counts);
-            // Each flow's latency over the interval (its first few flows).
-            for (id, p50, p99) in latency.take(counts) {
-                if let Some(r) = rows.iter_mut().find(|r| r.id == id.to_string()) {
-                    r.gauges.latency_p50_ns = Some(p50);
-                    r.gauges.latency_p99_ns = Some(p99);
-                }
-            }
-            if let Ok(mut l) = self.rows.lock() {
-                *l = rows;
-            }
-            self.generation.store(g, Ordering::Release);
+            self.publish(g, counts, latency);
             *published = g;
         }
+    }
+
+    /// This worker's running totals as of generation `g`.
+    #[cold]
+    #[inline(never)]
+    fn publish(&self, g: u64, counts: &SinkCounts, latency: &mut IntervalLatency) {
+        let mut rows = flow_rows(counts);
+        // Each flow's latency over the interval (its first few flows).
+        for (id, p50, p99) in latency.take(counts) {
+            if let Some(r) = rows.iter_mut().find(|r| r.id == id.to_string()) {
+                r.gauges.latency_p50_ns = Some(p50);
+                r.gauges.latency_p99_ns = Some(p99);
+            }
+        }
+        if let Ok(mut l) = self.rows.lock() {
+            *l = rows;
+        }
+        self.generation.store(g, Ordering::Release);
     }
 }
 
@@ -585,6 +594,9 @@ fn receive(
     };
     // Frames the backend handed over.
     let mut frames = 0u64;
+    let counting = cfg.until_packets.is_some();
+    // Frames counted but not as probes so far (as of the last batch).
+    let mut before = 0;
     while !stop.load(Ordering::Relaxed) && now < end {
         live.answer(want, &mut published, &t.counts, &mut interval_latency);
         match ends.check(now, cfg, total, &t.counts) {
@@ -595,7 +607,6 @@ fn receive(
             Some(End::Counted) => break,
             None => {}
         }
-        let before = t.not_probes();
         let r;
         (r, now) = t.take_batch(rx);
         match r {
@@ -604,12 +615,17 @@ fn receive(
                 // marker or another (so the probes are counted per batch,
                 // not per frame).
                 frames += n as u64;
-                let probes = (n as u64).saturating_sub(t.not_probes() - before);
+                let after = t.not_probes();
+                let probes = (n as u64).saturating_sub(after - before);
+                before = after;
                 // Rates cover the span over which probe frames arrived;
                 // other frames (neighbour discovery, multicast reports) do
                 // not open it.
                 if probes > 0 {
-                    total.fetch_add(probes, Ordering::Relaxed);
+                    // (All workers' count: read only to stop at `--count`.)
+                    if counting {
+                        total.fetch_add(probes, Ordering::Relaxed);
+                    }
                     last = now;
                     if first.is_none() {
                         first_arrival.fetch_min(last, Ordering::Relaxed);
@@ -617,7 +633,7 @@ fn receive(
                     first.get_or_insert(last);
                 }
             }
-            Err(e) if recv_idle(&e) => {}
+            Err(e) if recv_idle(&e) => before = t.not_probes(),
             Err(e) => {
                 // Keep what was counted: report it with the error.
                 error = Some(format!("receiving on {}: {e}", cfg.iface));
