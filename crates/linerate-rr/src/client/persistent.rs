@@ -11,6 +11,7 @@ use super::config::{Load, TcpClient};
 use super::conn::{Conn, WR_HIGH};
 use super::links::{Links, State};
 use super::worker::{OpenLoop, Worker};
+use linerate_backend::stream::RawStream;
 use linerate_wire::{RrHeader, RrKind};
 use nix::sys::epoll::EpollFlags;
 use std::io;
@@ -143,6 +144,11 @@ fn send_due(o: &mut OpenLoop, w: &mut Worker<'_>, links: &mut Links, now: u64) -
 fn receive(w: &mut Worker<'_>, conn: &mut Conn, f: usize, once: bool) -> Option<usize> {
     let mut now = w.now_ns();
     let mut took = 0;
+    // The last read emptied the socket: what it brought is taken, and no
+    // read is needed to hear EAGAIN (a system call per answer, on a
+    // ping-pong's path; a level-triggered wait or the next spin says when
+    // more comes).
+    let mut emptied = false;
     loop {
         loop {
             let m = match conn.rd.next_frame() {
@@ -167,12 +173,15 @@ fn receive(w: &mut Worker<'_>, conn: &mut Conn, f: usize, once: bool) -> Option<
             }
         }
         let s = conn.s.as_mut()?;
-        if once && took > 0 {
+        if emptied || (once && took > 0) {
             return Some(took);
         }
-        match conn.rd.fill(s) {
+        match conn.rd.fill(&mut RawStream(&*s)) {
             Ok(0) => return None,
-            Ok(_) => now = w.now_ns(),
+            Ok(_) => {
+                now = w.now_ns();
+                emptied = conn.rd.last_read_short();
+            }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Some(took),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(_) => return None,
