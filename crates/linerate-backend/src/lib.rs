@@ -15,6 +15,7 @@ pub mod port;
 pub mod raw;
 pub mod rtnl;
 pub mod sockopt;
+pub mod stream;
 pub mod term;
 pub mod udp_batch;
 pub mod udp_rr;

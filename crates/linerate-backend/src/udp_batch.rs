@@ -55,12 +55,80 @@ pub(crate) fn send_each(
 /// Returns how many messages the kernel took.
 pub(crate) fn send_prepared(fd: i32, hdrs: &mut [libc::mmsghdr]) -> io::Result<usize> {
     // SAFETY: the caller's headers point at live buffers.
-    let rc = unsafe { libc::sendmmsg(fd, hdrs.as_mut_ptr(), hdrs.len() as u32, 0) };
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_sendmmsg,
+            fd,
+            hdrs.as_mut_ptr(),
+            hdrs.len() as libc::c_uint,
+            0 as libc::c_int,
+        )
+    };
+    done(rc)
+}
+
+/// A system call's return as a count, or the error it set. The calls here
+/// go by `syscall(2)` rather than the C library's wrappers: those are
+/// pthread cancellation points, and in a process with more than one thread
+/// each wraps the call in two atomic updates of the thread's cancel state
+/// (about 45 ns a call on the rig's VM, a fifth of an empty receive), for
+/// a cancellation nothing here uses.
+fn done(rc: libc::c_long) -> io::Result<usize> {
     if rc < 0 {
         Err(io::Error::last_os_error())
     } else {
         Ok(rc as usize)
     }
+}
+
+/// One `recvfrom(2)` of a single datagram into `buf` on a connected (or
+/// bound) socket, waiting as the socket's timeout (or O_NONBLOCK) allows:
+/// no message header to copy in and no batch to look further into, the
+/// cheapest receive where at most one datagram is due (a ping-pong's
+/// answer). Returns its length, cut to `buf`.
+pub fn recv_one(sock: &impl AsRawFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is live and writable for its length; no address asked.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_recvfrom,
+            sock.as_raw_fd(),
+            buf.as_mut_ptr(),
+            buf.len(),
+            0 as libc::c_int,
+            std::ptr::null_mut::<libc::sockaddr>(),
+            std::ptr::null_mut::<libc::socklen_t>(),
+        )
+    };
+    done(rc)
+}
+
+/// One `sendto(2)` of `buf` as one datagram on a connected socket (the
+/// single-message counterpart of [`Batch::send`]). Returns the bytes sent.
+pub fn send_one(sock: &impl AsRawFd, buf: &[u8]) -> io::Result<usize> {
+    send_to_raw(sock.as_raw_fd(), buf, std::ptr::null(), 0)
+}
+
+/// One `sendto(2)` of `buf` to `name` (`len` bytes of it; null and 0 on a
+/// connected socket). `name` must point at a live socket address.
+pub(crate) fn send_to_raw(
+    fd: i32,
+    buf: &[u8],
+    name: *const libc::sockaddr_storage,
+    len: libc::socklen_t,
+) -> io::Result<usize> {
+    // SAFETY: `buf` is live for its length; `name` is the caller's.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_sendto,
+            fd,
+            buf.as_ptr(),
+            buf.len(),
+            0 as libc::c_int,
+            name,
+            len,
+        )
+    };
+    done(rc)
 }
 
 /// One `recvmmsg(2)` into `hdrs`, waiting (as the socket's timeout allows)
@@ -69,19 +137,16 @@ pub(crate) fn send_prepared(fd: i32, hdrs: &mut [libc::mmsghdr]) -> io::Result<u
 pub(crate) fn recv_each(fd: i32, hdrs: &mut [libc::mmsghdr]) -> io::Result<usize> {
     // SAFETY: the caller's headers point at live, writable buffers.
     let rc = unsafe {
-        libc::recvmmsg(
+        libc::syscall(
+            libc::SYS_recvmmsg,
             fd,
             hdrs.as_mut_ptr(),
-            hdrs.len() as u32,
+            hdrs.len() as libc::c_uint,
             libc::MSG_WAITFORONE,
-            std::ptr::null_mut(),
+            std::ptr::null_mut::<libc::timespec>(),
         )
     };
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(rc as usize)
-    }
+    done(rc)
 }
 
 impl Batch {
@@ -139,6 +204,27 @@ mod tests {
     use super::*;
     use std::net::UdpSocket;
     use std::time::Duration;
+
+    #[test]
+    fn one_datagram_each_way_by_sendto_and_recvfrom() {
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        a.connect(b.local_addr().unwrap()).unwrap();
+        b.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        assert_eq!(send_one(&a, &[5u8; 30]).unwrap(), 30);
+        let mut buf = [0u8; 64];
+        assert_eq!(recv_one(&b, &mut buf).unwrap(), 30);
+        assert_eq!(&buf[..30], &[5u8; 30]);
+        // cut to the buffer, as a batch's receive is
+        send_one(&a, &[6u8; 100]).unwrap();
+        assert_eq!(recv_one(&b, &mut buf).unwrap(), 64);
+        // nothing queued: the socket's timeout, as an error
+        let e = recv_one(&b, &mut buf).unwrap_err();
+        assert!(matches!(
+            e.kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+        ));
+    }
 
     #[test]
     fn batch_round_trip() {

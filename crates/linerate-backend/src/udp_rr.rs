@@ -395,6 +395,15 @@ impl Reflector {
     /// socket's timeout (or O_NONBLOCK) allows. A datagram longer than the
     /// slot is cut to it; [`Reflector::truncated`] says so.
     pub fn recv(&mut self, sock: &impl AsRawFd) -> io::Result<usize> {
+        self.recv_upto(sock, self.rx.len())
+    }
+
+    /// Receives up to `want` datagrams (1 to the batch size), as
+    /// [`recv`](Self::recv). One comes by `recvfrom(2)`, with no message
+    /// headers to copy in and no look for a second datagram that is not
+    /// there (what a batch of one or more costs `recvmmsg`).
+    pub fn recv_upto(&mut self, sock: &impl AsRawFd, want: usize) -> io::Result<usize> {
+        let want = want.clamp(1, self.rx.len());
         // Only the headers the kernel wrote last time need resetting.
         for h in &mut self.rx[..self.dirty] {
             h.msg_hdr.msg_namelen =
@@ -402,11 +411,44 @@ impl Reflector {
             h.msg_hdr.msg_flags = 0;
             h.msg_len = 0;
         }
-        // The headers point at this struct's slots, iovecs and addresses.
-        let r = crate::udp_batch::recv_each(sock.as_raw_fd(), &mut self.rx);
+        let r = if want == 1 {
+            self.recv_one(sock.as_raw_fd())
+        } else {
+            // The headers point at this struct's slots, iovecs and addresses.
+            crate::udp_batch::recv_each(sock.as_raw_fd(), &mut self.rx[..want])
+        };
         // after an error, assume the worst
-        self.dirty = *r.as_ref().unwrap_or(&self.rx.len());
+        self.dirty = *r.as_ref().unwrap_or(&want);
         r
+    }
+
+    /// One datagram into slot 0 by `recvfrom(2)`, its sender, length and
+    /// truncation written into receive header 0 as `recvmmsg` would.
+    fn recv_one(&mut self, fd: i32) -> io::Result<usize> {
+        let h = &mut self.rx[0];
+        // MSG_TRUNC: the datagram's whole length, to tell a cut one.
+        // SAFETY: slot 0 is `self.slot` writable bytes inside `data`; the
+        // address and its length are this struct's.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_recvfrom,
+                fd,
+                self.data.as_mut_ptr(),
+                self.slot,
+                libc::MSG_TRUNC,
+                h.msg_hdr.msg_name,
+                &mut h.msg_hdr.msg_namelen as *mut libc::socklen_t,
+            )
+        };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let whole = rc as usize;
+        if whole > self.slot {
+            h.msg_hdr.msg_flags = libc::MSG_TRUNC;
+        }
+        h.msg_len = whole.min(self.slot) as libc::c_uint;
+        Ok(1)
     }
 
     /// Datagram `i` of the last receive, as received.
@@ -473,6 +515,21 @@ impl Reflector {
         }
         let answers = &mut answers[..n];
         self.group(answers);
+        if self.groups.len() == 1 && self.groups[0] == 1 {
+            // One answer: `sendto(2)`, no message header to copy in.
+            let (i, len) = answers[0];
+            let name = &self.names[i] as *const libc::sockaddr_storage;
+            let at = i * self.slot;
+            let buf = &self.data[at..at + len];
+            crate::udp_batch::send_to_raw(
+                sock.as_raw_fd(),
+                buf,
+                name,
+                self.rx[i].msg_hdr.msg_namelen,
+            )?;
+            self.messages += 1;
+            return Ok(1);
+        }
         let base = self.data.as_mut_ptr();
         for (k, &(i, len)) in answers.iter().enumerate() {
             assert!(
@@ -594,6 +651,44 @@ mod tests {
             let n = c.recv(&mut b).unwrap();
             assert_eq!(&b[..n], &[k as u8 + 100; 12]);
         }
+    }
+
+    #[test]
+    fn a_receive_of_one_gives_its_sender_length_and_truncation() {
+        let (server, to, clients) = server_and_clients("127.0.0.1:0", 2);
+        clients[0].send_to(&[7u8; 10], to).unwrap();
+        clients[1].send_to(&[9u8; 40], to).unwrap();
+        let mut r = Reflector::new(4, 16);
+        assert_eq!(r.recv_upto(&server, 1).unwrap(), 1);
+        assert_eq!(r.source(0), Some(clients[0].local_addr().unwrap()));
+        assert_eq!(r.datagram(0), &[7u8; 10]);
+        assert!(!r.truncated(0));
+        r.slot_mut(0)[..10].fill(17);
+        assert_eq!(r.reply(&server, &mut [(0, 10)]).unwrap(), 1);
+        assert_eq!(r.messages(), 1);
+        let mut b = [0u8; 64];
+        assert_eq!(clients[0].recv(&mut b).unwrap(), 10);
+        assert_eq!(&b[..10], &[17u8; 10]);
+        // longer than the slot: cut to it, and said so
+        assert_eq!(r.recv_upto(&server, 1).unwrap(), 1);
+        assert_eq!(r.source(0), Some(clients[1].local_addr().unwrap()));
+        assert_eq!(r.datagram(0), &[9u8; 16]);
+        assert!(r.truncated(0));
+        // nothing more: a receive of one times out as a batch does
+        server
+            .set_read_timeout(Some(Duration::from_millis(20)))
+            .unwrap();
+        assert!(r.recv_upto(&server, 1).is_err());
+        // then a batch after a receive of one starts clean
+        clients[0].send_to(&[1u8; 3], to).unwrap();
+        clients[0].send_to(&[2u8; 4], to).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(r.recv_upto(&server, 4).unwrap(), 2);
+        assert_eq!(
+            (r.datagram(0), r.datagram(1)),
+            (&[1u8; 3][..], &[2u8; 4][..])
+        );
+        assert!(!r.truncated(0) && !r.truncated(1));
     }
 
     /// Three clients' requests, interleaved, answered in one batch with

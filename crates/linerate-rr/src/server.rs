@@ -7,7 +7,7 @@
 //! the server never stops for a client's bytes.
 
 use crate::client::DATAGRAM_MAX;
-use crate::spin::Spin;
+use crate::spin::{Fill, Spin};
 use crate::{Prefix, RrError, pin};
 use linerate_backend::udp_rr::{Reflector, attach_cpu_select};
 use linerate_wire::{RR_HEADER_LEN, RrHeader};
@@ -303,7 +303,7 @@ impl Server {
                     }
                     serve(
                         sock,
-                        (&sh, spin),
+                        (&sh, spin, Fill::new(cfg.spin, cfg.batch)),
                         batch,
                         (max_response, &allow),
                         (end_flag, warnings),
@@ -529,7 +529,7 @@ pub fn decide(
 #[inline(never)]
 fn serve(
     sock: &UdpSocket,
-    (sh, mut spin): (&Shared, Spin),
+    (sh, mut spin, mut fill): (&Shared, Spin, Fill),
     (batch, mut gso): (usize, bool),
     (max_response, allow): (usize, &[Prefix]),
     (end, warnings): (&AtomicBool, &std::sync::Mutex<Vec<String>>),
@@ -539,9 +539,10 @@ fn serve(
     let mut answers = Vec::with_capacity(r.capacity());
     let mut c = ServerCounts::default();
     while !end.load(Ordering::Relaxed) {
-        let n = match r.recv(sock) {
+        let n = match r.recv_upto(sock, fill.want()) {
             Ok(n) => {
                 spin.got();
+                fill.got(n);
                 n
             }
             // Nothing yet (a spinning worker asks again at once, after
@@ -550,6 +551,7 @@ fn serve(
             // `end`), EINTR, ICMP errors.
             Err(_) => {
                 spin.idle();
+                fill.empty();
                 continue;
             }
         };

@@ -84,6 +84,69 @@ impl Spin {
     }
 }
 
+/// How many datagrams a worker's next receive asks for. A blocking
+/// worker asks for its whole batch each time. A spinning one starts at
+/// one, which costs the least (`recvfrom`, see
+/// `Reflector::recv_upto`): a ping-pong's request comes alone, and a
+/// batch's receive would look for a second behind it. It doubles its ask
+/// after two receives in a row that came back full (requests queue
+/// faster than it takes them: a load), up to the batch, and drops back to
+/// what came when a receive was not full, to one after an empty poll.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fill {
+    want: usize,
+    max: usize,
+    adapt: bool,
+    /// The last receive came back full.
+    full: bool,
+}
+
+impl Fill {
+    /// A spinning worker's (`spin`) or a blocking one's ask, with a batch
+    /// of `max`.
+    pub fn new(spin: bool, max: usize) -> Self {
+        let max = max.max(1);
+        Fill {
+            want: if spin { 1 } else { max },
+            max,
+            adapt: spin,
+            full: false,
+        }
+    }
+
+    /// Datagrams to ask for now.
+    #[inline]
+    pub fn want(&self) -> usize {
+        self.want
+    }
+
+    /// A receive that asked for [`want`](Self::want) got `n` (at least one).
+    #[inline]
+    pub fn got(&mut self, n: usize) {
+        if !self.adapt {
+            return;
+        }
+        let full = n >= self.want;
+        self.want = if full && self.full {
+            (self.want * 2).min(self.max)
+        } else if full {
+            self.want
+        } else {
+            n.max(1)
+        };
+        self.full = full;
+    }
+
+    /// A receive found nothing.
+    #[inline]
+    pub fn empty(&mut self) {
+        if self.adapt {
+            self.want = 1;
+            self.full = false;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,5 +187,44 @@ mod tests {
         // lo has no NAPI thread: its `threaded` reads 0 or is absent.
         let s = Spin::for_local(Some(IpAddr::from([127, 0, 0, 1])));
         assert!(!s.yields_always());
+    }
+
+    #[test]
+    fn a_blocking_worker_always_asks_for_its_batch() {
+        let mut f = Fill::new(false, 64);
+        assert_eq!(f.want(), 64);
+        f.got(1);
+        f.empty();
+        assert_eq!(f.want(), 64);
+    }
+
+    #[test]
+    fn a_ping_pong_asks_for_one_datagram_at_a_time() {
+        let mut f = Fill::new(true, 64);
+        for _ in 0..5 {
+            assert_eq!(f.want(), 1);
+            f.got(1);
+            assert_eq!(f.want(), 1, "one full receive is not a load");
+            f.empty();
+        }
+    }
+
+    #[test]
+    fn a_load_doubles_the_ask_up_to_the_batch_and_an_empty_poll_ends_it() {
+        let mut f = Fill::new(true, 64);
+        let mut asks = vec![];
+        for _ in 0..9 {
+            asks.push(f.want());
+            f.got(f.want());
+        }
+        assert_eq!(asks, [1, 1, 2, 4, 8, 16, 32, 64, 64]);
+        f.got(10);
+        assert_eq!(f.want(), 10, "a receive not full: what came");
+        f.got(10);
+        assert_eq!(f.want(), 10, "full once more: not yet doubled");
+        f.got(10);
+        assert_eq!(f.want(), 20);
+        f.empty();
+        assert_eq!(f.want(), 1);
     }
 }

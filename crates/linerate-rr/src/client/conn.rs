@@ -5,6 +5,7 @@
 //! (`crr.rs`) share them.
 
 use crate::tcp::frame::{FrameReader, put_len};
+use linerate_backend::stream::RawStream;
 use linerate_wire::RrHeader;
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -41,7 +42,7 @@ impl Conn {
             return Ok(());
         };
         while self.wpos < self.wr.len() {
-            match s.write(&self.wr[self.wpos..]) {
+            match RawStream(&*s).write(&self.wr[self.wpos..]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => self.wpos += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,

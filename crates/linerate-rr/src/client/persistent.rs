@@ -11,6 +11,7 @@ use super::config::{Load, TcpClient};
 use super::conn::{Conn, WR_HIGH};
 use super::links::{Links, State};
 use super::worker::{OpenLoop, Worker};
+use linerate_backend::stream::RawStream;
 use linerate_wire::{RrHeader, RrKind};
 use nix::sys::epoll::EpollFlags;
 use std::io;
@@ -141,8 +142,15 @@ fn send_due(o: &mut OpenLoop, w: &mut Worker<'_>, links: &mut Links, now: u64) -
 /// would otherwise wait for more). The answers taken; None when the
 /// connection broke.
 fn receive(w: &mut Worker<'_>, conn: &mut Conn, f: usize, once: bool) -> Option<usize> {
-    let mut now = w.now_ns();
+    // The clock is read when an answer is there to stamp, not on each
+    // spin that finds the socket empty.
+    let mut now = None;
     let mut took = 0;
+    // The last read emptied the socket: what it brought is taken, and no
+    // read is needed to hear EAGAIN (a system call per answer, on a
+    // ping-pong's path; a level-triggered wait or the next spin says when
+    // more comes).
+    let mut emptied = false;
     loop {
         loop {
             let m = match conn.rd.next_frame() {
@@ -159,7 +167,8 @@ fn receive(w: &mut Worker<'_>, conn: &mut Conn, f: usize, once: bool) -> Option<
                         && m.len() == w.cfg.response_size
                         && h.flow == w.base_flow + f as u32 =>
                 {
-                    let a = w.out[f].answer(h.seq, now);
+                    let t = *now.get_or_insert_with(|| w.now_ns());
+                    let a = w.out[f].answer(h.seq, t);
                     w.record(f, h.seq, a);
                     took += 1;
                 }
@@ -167,12 +176,15 @@ fn receive(w: &mut Worker<'_>, conn: &mut Conn, f: usize, once: bool) -> Option<
             }
         }
         let s = conn.s.as_mut()?;
-        if once && took > 0 {
+        if emptied || (once && took > 0) {
             return Some(took);
         }
-        match conn.rd.fill(s) {
+        match conn.rd.fill(&mut RawStream(&*s)) {
             Ok(0) => return None,
-            Ok(_) => now = w.now_ns(),
+            Ok(_) => {
+                now = None;
+                emptied = conn.rd.last_read_short();
+            }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Some(took),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(_) => return None,
@@ -188,8 +200,7 @@ fn await_answers(w: &mut Worker<'_>, links: &mut Links, wake: u64) {
         // One flow: wait in (or spin on) the read itself, one system call
         // fewer per transaction than epoll and then read.
         let took = receive(w, &mut links.list[0].conn, 0, links.blocking);
-        let now = w.now_ns();
-        return took_or_broken(w, links, 0, took, now);
+        return took_or_broken(w, links, 0, took, None);
     }
     let n = links.wait(w.now_ns(), wake, w.cfg.busy_poll);
     let now = w.now_ns();
@@ -204,7 +215,7 @@ fn await_answers(w: &mut Worker<'_>, links: &mut Links, wake: u64) {
                 }
                 if links.up(f) {
                     let took = receive(w, &mut links.list[f].conn, f, false);
-                    took_or_broken(w, links, f, took, now);
+                    took_or_broken(w, links, f, took, Some(now));
                 }
             }
             State::Down(_) => {}
@@ -214,7 +225,14 @@ fn await_answers(w: &mut Worker<'_>, links: &mut Links, wake: u64) {
 
 /// After flow `f` read: looked at for sending if it took answers (which
 /// also shortens its next back-off) or still waits; broken otherwise.
-fn took_or_broken(w: &mut Worker<'_>, links: &mut Links, f: usize, took: Option<usize>, now: u64) {
+/// `now`: the time if the caller has it (read here only for a broken one).
+fn took_or_broken(
+    w: &mut Worker<'_>,
+    links: &mut Links,
+    f: usize,
+    took: Option<usize>,
+    now: Option<u64>,
+) {
     match took {
         Some(n) => {
             if n > 0 {
@@ -222,7 +240,10 @@ fn took_or_broken(w: &mut Worker<'_>, links: &mut Links, f: usize, took: Option<
             }
             links.mark(f);
         }
-        None => links.broken(w, f, now),
+        None => {
+            let now = now.unwrap_or_else(|| w.now_ns());
+            links.broken(w, f, now);
+        }
     }
 }
 

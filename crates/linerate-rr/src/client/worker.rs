@@ -7,7 +7,7 @@ use super::{DRAIN_MAX, new_hist, recv_slot};
 use crate::spin::Spin;
 use crate::track::{Answer, Outstanding};
 use hdrhistogram::Histogram;
-use linerate_backend::udp_batch::{BATCH_MAX, Batch};
+use linerate_backend::udp_batch::{self, BATCH_MAX, Batch};
 use linerate_wire::{RrHeader, RrKind};
 use nix::poll::{PollFd, PollFlags, ppoll};
 use nix::sys::time::TimeSpec;
@@ -155,8 +155,14 @@ impl<'a> Worker<'a> {
             h.emit(&mut self.req[k])
                 .expect("request buffers hold a header");
         }
-        let bufs: [&[u8]; BATCH_MAX] = std::array::from_fn(|k| self.req[k].as_slice());
-        let went = match self.batch.send(sock, &bufs[..n]) {
+        let sent = if n == 1 {
+            // one request: sendto, no message header (a ping-pong's)
+            udp_batch::send_one(sock, &self.req[0]).map(|_| 1)
+        } else {
+            let bufs: [&[u8]; BATCH_MAX] = std::array::from_fn(|k| self.req[k].as_slice());
+            self.batch.send(sock, &bufs[..n])
+        };
+        let went = match sent {
             Ok(m) => m,
             Err(e) => {
                 self.send_error(&e);
@@ -187,12 +193,8 @@ impl<'a> Worker<'a> {
     /// in flight: the next poll takes a late duplicate).
     fn receive(&mut self, sock: &UdpSocket, f: usize) {
         loop {
-            let mut bufs: [&mut [u8]; BATCH_MAX] = {
-                let mut it = self.resp.iter_mut();
-                std::array::from_fn(|_| it.next().expect("BATCH_MAX buffers").as_mut_slice())
-            };
             let want = recv_slots(self.out[f].in_flight());
-            let n = match self.batch.recv(sock, &mut bufs[..want], &mut self.lens) {
+            let n = match self.recv_batch(sock, want) {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -228,6 +230,23 @@ impl<'a> Worker<'a> {
                 return;
             }
         }
+    }
+
+    /// One receive of up to `want` datagrams into `resp` (their lengths
+    /// in `lens`): one alone by `recvfrom`, with no headers to set up here
+    /// or to copy in for the kernel.
+    #[inline]
+    fn recv_batch(&mut self, sock: &UdpSocket, want: usize) -> io::Result<usize> {
+        if want == 1 {
+            let len = udp_batch::recv_one(sock, &mut self.resp[0])?;
+            self.lens[0] = len;
+            return Ok(1);
+        }
+        let mut bufs: [&mut [u8]; BATCH_MAX] = {
+            let mut it = self.resp.iter_mut();
+            std::array::from_fn(|_| it.next().expect("BATCH_MAX buffers").as_mut_slice())
+        };
+        self.batch.recv(sock, &mut bufs[..want], &mut self.lens)
     }
 
     /// Counts what an answer on flow `f` turned out to be.

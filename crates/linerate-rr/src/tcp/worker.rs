@@ -9,6 +9,7 @@ use super::config::{OUT_HIGH, TcpServerConfig, TcpServerCounts};
 use super::frame::{FrameError, FrameReader, TCP_MESSAGE_MAX, put_len};
 use crate::Prefix;
 use crate::spin::SPARE_EVERY;
+use linerate_backend::stream::RawStream;
 use linerate_wire::{RR_HEADER_LEN, RrHeader};
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use std::collections::HashMap;
@@ -82,7 +83,7 @@ impl Conn {
     /// Writes what the kernel takes; Err when the connection failed.
     fn flush(&mut self, now: Instant) -> io::Result<()> {
         while self.wpos < self.out.len() {
-            match self.s.write(&self.out[self.wpos..]) {
+            match RawStream(&self.s).write(&self.out[self.wpos..]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => {
                     self.wpos += n;
@@ -369,7 +370,7 @@ impl<'a> Worker<'a> {
                 break;
             }
             reads += 1;
-            match conn.rd.fill(&mut conn.s) {
+            match conn.rd.fill(&mut RawStream(&conn.s)) {
                 Ok(0) => {
                     // The peer is done sending: what it asked is answered
                     // as far as the kernel takes it now, then closed.
