@@ -209,14 +209,18 @@ impl LatencyStore {
 
     /// The slot at `at` (a flow's `hist_at`), to count in with
     /// [`record_in`](Self::record_in).
-    pub(crate) fn slot_mut(&mut self, at: usize) -> &mut [u64] {
-        &mut self.counts[at..at + Self::SLOT]
+    pub(crate) fn slot_mut(&mut self, at: usize) -> &mut [u64; Self::SLOT] {
+        (&mut self.counts[at..at + Self::SLOT])
+            .try_into()
+            .expect("a slot is SLOT long")
     }
 
     /// [`record`](Self::record) in a slot taken with
     /// [`slot_mut`](Self::slot_mut).
     #[inline(always)]
-    pub(crate) fn record_in(slot: &mut [u64], t: i64) {
+    pub(crate) fn record_in(slot: &mut [u64; Self::SLOT], t: i64) {
+        // (Every u64's index is below SLOT: a fixed length, compared
+        // with a constant, not a length kept live through a run.)
         if let Some(c) = slot.get_mut(LatencyHist3::index(t as u64)) {
             *c += 1;
         }
