@@ -751,12 +751,10 @@ pub(super) fn one_flow(job: &Job) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::flow_table::tests::{Slots, cfg};
+    use super::super::flow_table::tests::{Fixture, Slots, cfg};
     use super::super::send::Fill;
-    use super::{Counters, Filler, Job};
+    use super::Filler;
     use linerate_backend::FrameSource;
-    use linerate_traffic::template::Template;
-    use std::collections::HashMap;
 
     /// One flow: batches by `build_each` (which stops looking at the
     /// slots once all hold the flow's frame) and frames by `build` (which
@@ -764,21 +762,8 @@ mod tests {
     /// frame received into it, scribbled over here) is laid whole again.
     fn one_flow_frames<const TCP: bool>(slots: usize) {
         let cfg = cfg("198.18.0.1", "9", TCP);
-        let templates: HashMap<u16, Template> = HashMap::from([(
-            100,
-            Template::new(100, &cfg.flows.flow(0), &cfg.framing).unwrap(),
-        )]);
-        let (encaps, counters) = (HashMap::new(), Counters::default());
-        let job = Job {
-            cfg: &cfg,
-            templates: &templates,
-            encaps: &encaps,
-            worker: 0,
-            workers: 1,
-            count: None,
-            interval_ns: None,
-            counters: &counters,
-        };
+        let fx = Fixture::new(&cfg);
+        let job = fx.job(&cfg);
         let mut each = Filler::<false, false, TCP, true>::new(&job, slots);
         let mut by_one = Filler::<false, false, TCP, true>::new(&job, slots);
         let (mut a, mut b) = (vec![vec![0u8; 256]; slots], vec![vec![0u8; 256]; slots]);
@@ -826,21 +811,8 @@ mod tests {
         use super::super::flow_table::tests::PayloadSlots;
         use linerate_backend::port::PayloadSource;
         let cfg = cfg("198.18.0.1", "9", false);
-        let templates: HashMap<u16, Template> = HashMap::from([(
-            100,
-            Template::new(100, &cfg.flows.flow(0), &cfg.framing).unwrap(),
-        )]);
-        let (encaps, counters) = (HashMap::new(), Counters::default());
-        let job = Job {
-            cfg: &cfg,
-            templates: &templates,
-            encaps: &encaps,
-            worker: 0,
-            workers: 1,
-            count: None,
-            interval_ns: None,
-            counters: &counters,
-        };
+        let fx = Fixture::new(&cfg);
+        let job = fx.job(&cfg);
         let mut each = Filler::<false, false, false, true>::new(&job, slots);
         let mut by_one = Filler::<false, false, false, true>::new(&job, slots);
         let (mut a, mut b) = (vec![vec![0u8; 256]; slots], vec![vec![0u8; 256]; slots]);

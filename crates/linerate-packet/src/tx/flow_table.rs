@@ -158,6 +158,7 @@ pub(super) mod tests {
     use super::super::send::{BlastConfig, Fill, Rate};
     use linerate_backend::{Buffers, FrameSource};
     use linerate_traffic::template::{Framing, Template};
+    use linerate_traffic::vxlan::Encap;
     use linerate_traffic::{FlowSpec, SizeSequence};
     use std::collections::HashMap;
     use std::time::Duration;
@@ -201,6 +202,39 @@ pub(super) mod tests {
         }
     }
 
+    /// What a test's filler borrows: the one 100-byte template of `cfg`'s
+    /// first flow, no encapsulations, fresh counters.
+    pub(in crate::tx) struct Fixture {
+        templates: HashMap<u16, Template>,
+        encaps: HashMap<u16, Encap>,
+        counters: Counters,
+    }
+
+    impl Fixture {
+        pub(in crate::tx) fn new(cfg: &BlastConfig) -> Self {
+            let t = Template::new(100, &cfg.flows.flow(0), &cfg.framing).unwrap();
+            Fixture {
+                templates: HashMap::from([(100, t)]),
+                encaps: HashMap::new(),
+                counters: Counters::default(),
+            }
+        }
+
+        /// One worker's job (of one) over `cfg`.
+        pub(in crate::tx) fn job<'a>(&'a self, cfg: &'a BlastConfig) -> Job<'a> {
+            Job {
+                cfg,
+                templates: &self.templates,
+                encaps: &self.encaps,
+                worker: 0,
+                workers: 1,
+                count: None,
+                interval_ns: None,
+                counters: &self.counters,
+            }
+        }
+    }
+
     fn linerate_packet_kind() -> crate::BackendKind {
         crate::BackendKind::Loopback
     }
@@ -233,21 +267,8 @@ pub(super) mod tests {
     /// table) are the same bytes, batch after batch with new send times,
     /// and each flow's count is the same.
     fn same_frames<const V6: bool, const TCP: bool>(cfg: &BlastConfig, slots: usize) {
-        let flow0 = cfg.flows.flow(0);
-        let templates: HashMap<u16, Template> =
-            HashMap::from([(100, Template::new(100, &flow0, &cfg.framing).unwrap())]);
-        let encaps = HashMap::new();
-        let counters = Counters::default();
-        let job = Job {
-            cfg,
-            templates: &templates,
-            encaps: &encaps,
-            worker: 0,
-            workers: 1,
-            count: None,
-            interval_ns: None,
-            counters: &counters,
-        };
+        let fx = Fixture::new(cfg);
+        let job = fx.job(cfg);
         let mut table = Filler::<false, V6, TCP, false>::new(&job, slots);
         assert!(table.has_table(), "{} flows", cfg.flows.count());
         let mut cursor = Filler::<false, V6, TCP, false>::new(&job, slots);
@@ -382,21 +403,8 @@ pub(super) mod tests {
     /// endpoints, and each flow's count is the same.
     fn same_payloads<const V6: bool>(cfg: &BlastConfig, slots: usize) {
         use linerate_backend::port::PayloadSource;
-        let templates: HashMap<u16, Template> = HashMap::from([(
-            100,
-            Template::new(100, &cfg.flows.flow(0), &cfg.framing).unwrap(),
-        )]);
-        let (encaps, counters) = (HashMap::new(), Counters::default());
-        let job = Job {
-            cfg,
-            templates: &templates,
-            encaps: &encaps,
-            worker: 0,
-            workers: 1,
-            count: None,
-            interval_ns: None,
-            counters: &counters,
-        };
+        let fx = Fixture::new(cfg);
+        let job = fx.job(cfg);
         let mut table = Filler::<false, V6, false, false>::new(&job, slots);
         assert!(table.has_table(), "{} flows", cfg.flows.count());
         let mut cursor = Filler::<false, V6, false, false>::new(&job, slots);
