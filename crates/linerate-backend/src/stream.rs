@@ -6,6 +6,7 @@
 //! transaction, and a spinning one reads an empty socket between them:
 //! these calls are most of their work.
 
+use crate::udp_batch::done;
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 
@@ -49,14 +50,6 @@ impl<S: AsRawFd> Write for RawStream<'_, S> {
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
-    }
-}
-
-fn done(rc: libc::c_long) -> io::Result<usize> {
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(rc as usize)
     }
 }
 

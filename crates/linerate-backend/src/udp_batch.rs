@@ -72,8 +72,8 @@ pub(crate) fn send_prepared(fd: i32, hdrs: &mut [libc::mmsghdr]) -> io::Result<u
 /// pthread cancellation points, and in a process with more than one thread
 /// each wraps the call in two atomic updates of the thread's cancel state
 /// (about 45 ns a call on the rig's VM, a fifth of an empty receive), for
-/// a cancellation nothing here uses.
-fn done(rc: libc::c_long) -> io::Result<usize> {
+/// a cancellation nothing here uses (`stream`'s calls return through it too).
+pub(crate) fn done(rc: libc::c_long) -> io::Result<usize> {
     if rc < 0 {
         Err(io::Error::last_os_error())
     } else {

@@ -440,10 +440,7 @@ impl Reflector {
                 &mut h.msg_hdr.msg_namelen as *mut libc::socklen_t,
             )
         };
-        if rc < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let whole = rc as usize;
+        let whole = crate::udp_batch::done(rc)?;
         if whole > self.slot {
             h.msg_hdr.msg_flags = libc::MSG_TRUNC;
         }
