@@ -393,7 +393,7 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
         };
         let (t, size_tag) = self.cur;
         let (stamp, len) = (self.stamp, t.len());
-        let (flows, wire, stamp_residue) = (&tb.flows[..], &tb.wire[..], tb.stamp_residue);
+        let (flows, wire) = (&tb.flows[..], &tb.wire[..]);
         let (i0, seq0) = (tb.next, tb.lap + 1);
         let (mut i, mut seq, mut part) = (i0, seq0, tb.lap_part);
         while let Some((buf, slot)) = bufs.next_buf() {
@@ -415,7 +415,7 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
                 // A lap done: every flow's next frame is one on.
                 i = 0;
                 seq += 1;
-                part = super::flow_table::lap_part(seq, stamp_residue, TCP);
+                part = super::flow_table::next_lap_part::<TCP>(part);
             }
         }
         // (the frames: whole laps and the index's move)

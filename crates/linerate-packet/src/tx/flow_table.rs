@@ -43,6 +43,20 @@ pub(super) fn lap_part(seq: u64, stamp_residue: u16, tcp: bool) -> u32 {
 /// above it (UDP: 1..=0xffff) or at it (TCP: 0..=0xfffe); what
 /// `csum_of_folded` writes for the residue of the sum, 0 spelt 0xffff in
 /// UDP and 0 in TCP.
+/// The lap part of the next lap from this one's, `lap_part(seq + 1, r,
+/// tcp)` from `lap_part(seq, r, tcp)` without the divisions: the sum's
+/// residue rises by one, so its complement falls by one, from 1 back to
+/// 0xffff (UDP; TCP's complement of a zero residue is 0, so from 0 to
+/// 0xfffe).
+#[inline(always)]
+pub(super) fn next_lap_part<const TCP: bool>(part: u32) -> u32 {
+    match (TCP, part) {
+        (false, 1) => 0xffff,
+        (true, 0) => 0xfffe,
+        _ => part - 1,
+    }
+}
+
 #[inline(always)]
 pub(super) fn table_csum<const TCP: bool>(base: u16, lap_part: u32) -> u16 {
     let t = u32::from(base) + lap_part;
@@ -138,7 +152,11 @@ impl FlowTable {
     #[inline]
     pub(super) fn lap_done(&mut self) {
         self.lap += 1;
-        self.lap_part = lap_part(self.lap + 1, self.stamp_residue, self.tcp);
+        self.lap_part = if self.tcp {
+            next_lap_part::<true>(self.lap_part)
+        } else {
+            next_lap_part::<false>(self.lap_part)
+        };
     }
 
     /// Frames sent per probe flow id, in the ids' order.
@@ -341,7 +359,7 @@ pub(super) mod tests {
     /// the other's, both ways round, UDP and TCP.
     #[test]
     fn the_tables_checksum_is_the_residues() {
-        use super::{complement, lap_part, table_csum};
+        use super::{complement, lap_part, next_lap_part, table_csum};
         use linerate_traffic::template::csum_of_folded;
         fn check<const TCP: bool>() {
             for b in [0u32, 1, 2, 0x7fff, 0x8000, 0xfffd, 0xfffe] {
@@ -357,6 +375,14 @@ pub(super) mod tests {
         }
         check::<false>();
         check::<true>();
+        // the next lap's part by one step is the one computed whole
+        for r in [0u16, 1, 0x8000, 0xfffe] {
+            for seq in 0..0x2_0002u64 {
+                let (u, t) = (lap_part(seq, r, false), lap_part(seq, r, true));
+                assert_eq!(next_lap_part::<false>(u), lap_part(seq + 1, r, false));
+                assert_eq!(next_lap_part::<true>(t), lap_part(seq + 1, r, true));
+            }
+        }
         // The sequence and the send time's residue add modulo 0xffff.
         for (seq, r) in [
             (0u64, 0u16),
