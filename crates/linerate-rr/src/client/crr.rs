@@ -15,9 +15,10 @@
 
 use super::DRAIN_MAX;
 use super::config::{Load, TcpClient};
-use super::conn::{Conn, connected, start_connect};
+use super::conn::{Conn, connect_made, start_connect};
 use super::links::wait_ready;
 use super::worker::{OpenLoop, Worker};
+use crate::tcp::frame::{LEN_PREFIX, ONE_SEGMENT};
 use linerate_wire::{RrHeader, RrKind};
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags};
 use std::io;
@@ -115,7 +116,10 @@ impl Slots {
         slot.started = stamp;
         slot.seq += 1;
         let watch = EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT | EpollFlags::EPOLLET;
-        let made = start_connect(w.cfg.server, w.cfg.bind).and_then(|s| {
+        // One request a connection: TCP_NODELAY only where it is more
+        // than one segment (the tail could wait for the head's ACK).
+        let nodelay = LEN_PREFIX + w.cfg.request_size > ONE_SEGMENT;
+        let made = start_connect(w.cfg.server, w.cfg.bind, nodelay).and_then(|s| {
             if self.close_reset {
                 // Closing it sends a reset, not a FIN.
                 socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO))?;
@@ -149,24 +153,27 @@ impl Slots {
         self.idle.push(i);
     }
 
-    /// Moves slot `i` on; idle again if its transaction ended.
-    fn advance(&mut self, w: &mut Worker<'_>, i: usize) {
+    /// Moves slot `i` on (its socket polled `events`); idle again if its
+    /// transaction ended.
+    fn advance(&mut self, w: &mut Worker<'_>, i: usize, events: EpollFlags) {
         if self.list[i].phase == Phase::Idle {
             return;
         }
-        advance(w, i, &mut self.list[i]);
+        advance(w, i, &mut self.list[i], events);
         if self.list[i].phase == Phase::Idle {
             self.idle.push(i);
         }
     }
 }
 
-/// Moves a slot whose socket polled ready on (as far as it goes: the
+/// Moves a slot whose socket polled `events` on (as far as it goes: the
 /// socket waits edge-triggered).
-fn advance(w: &mut Worker<'_>, f: usize, slot: &mut Slot) {
+fn advance(w: &mut Worker<'_>, f: usize, slot: &mut Slot, events: EpollFlags) {
     let mut just_sent = false;
     if slot.phase == Phase::Connecting {
-        if !connected(slot.conn.s.as_ref().expect("connecting")) {
+        // The socket's first readiness since its connect began says
+        // whether it was made (no SO_ERROR or getpeername to ask).
+        if !connect_made(events) {
             return end(w, slot, End::ConnectError);
         }
         let h = RrHeader {
@@ -265,8 +272,8 @@ fn await_ready(w: &mut Worker<'_>, slots: &mut Slots, wake: u64, coarse: bool) {
     };
     let n = wait_ready(&slots.ep, &mut slots.events, now, wake, w.cfg.busy_poll);
     for k in 0..n {
-        let i = slots.events[k].data() as usize;
-        slots.advance(w, i);
+        let (i, events) = (slots.events[k].data() as usize, slots.events[k].events());
+        slots.advance(w, i, events);
     }
 }
 

@@ -121,7 +121,7 @@ impl Links {
         if self.list[f].was_up {
             w.counts.reconnects += 1;
         }
-        let made = start_connect(w.cfg.server, w.cfg.bind).and_then(|s| {
+        let made = start_connect(w.cfg.server, w.cfg.bind, true).and_then(|s| {
             self.ep
                 .add(&s, EpollEvent::new(EpollFlags::EPOLLOUT, f as u64))?;
             Ok(s)
@@ -244,9 +244,9 @@ impl Links {
 
 /// Waits on `ep` until `wake` (monotonic ns; not at all when `spin`); the
 /// number of events put in `events`. What is ready already is taken at
-/// once; epoll_wait counts in milliseconds, so a wait under one goes
-/// through ppoll on the epoll descriptor (nanoseconds), then takes the
-/// events.
+/// once; epoll_wait counts in milliseconds, so a wait under one looks
+/// without waiting first, then goes through ppoll on the epoll descriptor
+/// (nanoseconds), then takes the events.
 pub(super) fn wait_ready(
     ep: &Epoll,
     events: &mut [EpollEvent],
@@ -254,14 +254,16 @@ pub(super) fn wait_ready(
     wake: u64,
     spin: bool,
 ) -> usize {
-    let n = ep.wait(events, EpollTimeout::ZERO).unwrap_or(0);
     let left = wake.saturating_sub(now);
-    if n > 0 || spin || left == 0 {
-        return n;
-    }
-    if left >= 1_000_000 {
+    if left >= 1_000_000 && !spin {
+        // A wait with a timeout returns what is ready already at once:
+        // no zero-timeout look first (a system call a wake-up).
         let ms = (left / 1_000_000).min(u64::from(u16::MAX)) as u16;
         return ep.wait(events, ms).unwrap_or(0);
+    }
+    let n = ep.wait(events, EpollTimeout::ZERO).unwrap_or(0);
+    if n > 0 || spin || left == 0 {
+        return n;
     }
     let mut fd = [PollFd::new(ep.0.as_fd(), PollFlags::POLLIN)];
     let ts = TimeSpec::from_duration(Duration::from_nanos(left));

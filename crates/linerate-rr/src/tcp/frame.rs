@@ -10,6 +10,14 @@ use std::io::{self, Read};
 /// Bytes of the length before each message.
 pub const LEN_PREFIX: usize = 4;
 
+/// What a connection writes first, if no longer than this, goes out in
+/// one segment whatever the path's MSS (IPv4's smallest, 536 bytes): with
+/// nothing sent before it, nothing is unacknowledged, and Nagle's
+/// algorithm holds a small segment back only while something is. So
+/// TCP_NODELAY matters from a connection's second write, or for a first
+/// one longer than this.
+pub const ONE_SEGMENT: usize = 536;
+
 /// Largest message (header and payload) either side accepts on TCP.
 pub const TCP_MESSAGE_MAX: usize = 1 << 20;
 

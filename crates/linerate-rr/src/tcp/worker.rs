@@ -6,7 +6,7 @@
 //! its connection, never the server.
 
 use super::config::{OUT_HIGH, TcpServerConfig, TcpServerCounts};
-use super::frame::{FrameError, FrameReader, TCP_MESSAGE_MAX, put_len};
+use super::frame::{FrameError, FrameReader, ONE_SEGMENT, TCP_MESSAGE_MAX, put_len};
 use crate::Prefix;
 use crate::spin::SPARE_EVERY;
 use linerate_backend::stream::RawStream;
@@ -73,6 +73,12 @@ struct Conn {
     interest: EpollFlags,
     /// Read by the spinning worker's loop itself, not in its epoll set.
     direct: bool,
+    /// TCP_NODELAY set: from the connection's second write on, or for a
+    /// first longer than [`ONE_SEGMENT`] (before, Nagle's algorithm
+    /// holds nothing back; a connection per transaction never needs it).
+    nodelay: bool,
+    /// Something was written on the connection.
+    wrote: bool,
 }
 
 impl Conn {
@@ -82,12 +88,20 @@ impl Conn {
 
     /// Writes what the kernel takes; Err when the connection failed.
     fn flush(&mut self, now: Instant) -> io::Result<()> {
+        if !self.nodelay
+            && self.wpos < self.out.len()
+            && (self.wrote || self.pending() > ONE_SEGMENT)
+        {
+            self.s.set_nodelay(true)?;
+            self.nodelay = true;
+        }
         while self.wpos < self.out.len() {
             match RawStream(&self.s).write(&self.out[self.wpos..]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => {
                     self.wpos += n;
                     self.last = now;
+                    self.wrote = true;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -238,8 +252,16 @@ impl<'a> Worker<'a> {
     /// wake-up, a connection's worth per connection under TCP_CRR.
     fn accept_one(&mut self) {
         let (s, peer) = loop {
-            match self.listener.accept() {
-                Ok(x) => break x,
+            // Made non-blocking by accept4 itself (no ioctl after).
+            let flags = nix::libc::SOCK_NONBLOCK | nix::libc::SOCK_CLOEXEC;
+            match socket2::SockRef::from(&self.listener).accept4(flags) {
+                Ok((s, a)) => match a.as_socket() {
+                    Some(peer) => break (TcpStream::from(s), peer),
+                    None => {
+                        self.c.accept_errors += 1;
+                        return;
+                    }
+                },
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => {
@@ -256,7 +278,6 @@ impl<'a> Worker<'a> {
     }
 
     fn adopt(&mut self, s: TcpStream, peer: IpAddr) {
-        let ready = s.set_nonblocking(true).and_then(|()| s.set_nodelay(true));
         if self.cfg.busy_poll_us > 0 {
             linerate_backend::sockopt::set_busy_poll(&s, self.cfg.busy_poll_us).ok();
         }
@@ -265,15 +286,13 @@ impl<'a> Worker<'a> {
             self.conns.len() - 1
         });
         let direct = self.cfg.spin && self.direct.len() < DIRECT_MAX;
-        let ready = ready.and_then(|()| {
-            if direct {
-                self.direct.push(i);
-                return Ok(());
-            }
+        let ready = if direct {
+            self.direct.push(i);
+            Ok(())
+        } else {
             self.ep
                 .add(&s, EpollEvent::new(EpollFlags::EPOLLIN, i as u64))
-                .map_err(io::Error::from)
-        });
+        };
         self.c.accepted += 1;
         let conn = Conn {
             s,
@@ -288,6 +307,8 @@ impl<'a> Worker<'a> {
             last: self.now,
             interest: EpollFlags::EPOLLIN,
             direct,
+            nodelay: false,
+            wrote: false,
         };
         if ready.is_err() {
             self.close(i, conn, Close::Reset);
@@ -299,9 +320,9 @@ impl<'a> Worker<'a> {
     fn close(&mut self, i: usize, conn: Conn, why: Close) {
         if conn.direct {
             self.direct.retain(|&d| d != i);
-        } else {
-            self.ep.delete(&conn.s).ok();
         }
+        // (An epoll set forgets a socket when its last descriptor closes,
+        // as `conn` does at the end of this call: no EPOLL_CTL_DEL.)
         self.limits.release(conn.peer);
         self.c.closed += 1;
         self.c.unsent_bytes += conn.pending() as u64;
@@ -478,6 +499,47 @@ mod tests {
             looks.collect::<Vec<_>>(),
             [0, 1, 2, 3].map(|k| k * SPARE_EVERY)
         );
+    }
+
+    /// A connected pair's accepted end as the server keeps it.
+    fn accepted_conn() -> (Conn, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, peer) = l.accept().unwrap();
+        let conn = Conn {
+            s,
+            peer: peer.ip(),
+            rd: FrameReader::new(TCP_MESSAGE_MAX),
+            out: Vec::new(),
+            wpos: 0,
+            last: Instant::now(),
+            interest: EpollFlags::EPOLLIN,
+            direct: false,
+            nodelay: false,
+            wrote: false,
+        };
+        (conn, client)
+    }
+
+    #[test]
+    fn nodelay_is_set_from_the_second_write_or_for_a_long_first() {
+        let (mut c, _client) = accepted_conn();
+        // nothing to write: nothing set
+        c.flush(Instant::now()).unwrap();
+        assert!(!c.nodelay && !c.s.nodelay().unwrap());
+        // a first write of one segment: Nagle holds nothing back, not set
+        c.out.extend_from_slice(&[7u8; ONE_SEGMENT]);
+        c.flush(Instant::now()).unwrap();
+        assert!(c.wrote && !c.nodelay && !c.s.nodelay().unwrap());
+        // the second write: set on the socket before it goes
+        c.out.extend_from_slice(&[7u8; 10]);
+        c.flush(Instant::now()).unwrap();
+        assert!(c.nodelay && c.s.nodelay().unwrap());
+        // a first write longer than a segment: set before it goes
+        let (mut c, _client) = accepted_conn();
+        c.out.extend_from_slice(&[7u8; ONE_SEGMENT + 1]);
+        c.flush(Instant::now()).unwrap();
+        assert!(c.nodelay && c.s.nodelay().unwrap());
     }
 
     #[test]
