@@ -28,7 +28,7 @@ const EAL: &str = "--no-huge -m 128 --no-pci --no-shconf -l 0";
 /// frames from a full ring, which its port counters do not show).
 const RING: &str = "blocksz=4096,framesz=2048,framecnt=16384";
 
-/// DPDK's net_null, net_af_packet and net_af_xdp drivers, which the EAL loads from its
+/// DPDK's net_null, net_af_packet, net_af_xdp and net_pcap drivers, which the EAL loads from its
 /// plugin directory (`<libdir>/dpdk/pmds-*`).
 fn require_dpdk_pmds() -> Requirement {
     let libdir = Command::new("pkg-config")
@@ -52,10 +52,11 @@ fn require_dpdk_pmds() -> Requirement {
         "librte_net_null.so",
         "librte_net_af_packet.so",
         "librte_net_af_xdp.so",
+        "librte_net_pcap.so",
     ] {
         if !names.iter().any(|n| n.starts_with(pmd)) {
             return Err(format!(
-                "needs DPDK's {pmd} under {libdir}/dpdk (apt-get install dpdk librte-net-af-packet23 librte-net-af-xdp23)"
+                "needs DPDK's {pmd} under {libdir}/dpdk (apt-get install dpdk librte-net-af-packet23 librte-net-af-xdp23 librte-net-pcap23)"
             ));
         }
     }
@@ -275,6 +276,114 @@ fn dpdk_fwd_io_on_net_null_sends_every_frame_it_receives() {
         assert_eq!(c[k], 0, "{k}: {v}");
     }
     assert_eq!(v["rx_backend"], "dpdk", "{v}");
+}
+
+/// Frame `k` of [`mixed_lengths_pcap`]'s file: 64 B every tenth, else
+/// 600, 1,514 (the port's largest) and 1,600 B (too long) in turn.
+fn mixed_length(k: u64) -> usize {
+    if k % 10 == 0 {
+        64
+    } else {
+        [600, 1514, 1600][(k % 3) as usize]
+    }
+}
+
+/// A pcap file of 300 Ethernet frames of [`mixed_length`]s, each with its
+/// index after the Ethernet header.
+fn mixed_lengths_pcap(path: &std::path::Path) {
+    let mut b = Vec::new();
+    for w in [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 65535, 1] {
+        b.extend_from_slice(&w.to_le_bytes());
+    }
+    for k in 0..300u64 {
+        let n = mixed_length(k) as u32;
+        for w in [0, k as u32, n, n] {
+            b.extend_from_slice(&w.to_le_bytes());
+        }
+        let mut f = vec![0u8; n as usize];
+        f[..12].copy_from_slice(&[2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1]);
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        // (its index, to find it again in what was sent)
+        f[14..18].copy_from_slice(&(k as u32).to_le_bytes());
+        b.extend_from_slice(&f);
+    }
+    std::fs::write(path, b).unwrap();
+}
+
+/// fwd's io mode hands a burst over whole after one look at its frames'
+/// lengths (their OR, the exact maximum only when the OR is over the
+/// port's largest frame): a burst of 64, 600 and 1,514 B frames (OR
+/// 1,530) keeps every one, a 1,600 B frame is dropped and counted
+/// `too_long`, exactly, frame by frame, over net_pcap replaying a file.
+#[test]
+fn dpdk_fwd_io_drops_exactly_the_frames_too_long_for_the_port() {
+    if skip(
+        "dpdk_fwd_io_drops_exactly_the_frames_too_long_for_the_port",
+        false,
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (rx, tx) = (dir.path().join("in.pcap"), dir.path().join("out.pcap"));
+    mixed_lengths_pcap(&rx);
+    let vdev = format!(
+        "net_pcap0,rx_pcap={},tx_pcap={},infinite_rx=1",
+        rx.display(),
+        tx.display()
+    );
+    let v = run(Command::new(BIN).args([
+        "fwd",
+        "--backend",
+        "dpdk",
+        "--eal",
+        &eal(&[&vdev]),
+        "--iface",
+        "net_pcap0",
+        "--mode",
+        "io",
+        "--count",
+        "3000",
+        "--duration",
+        "20",
+        "--json",
+    ]));
+    let c = &v["counts"];
+    let (got, sent, long) = (
+        c["rx"].as_u64().unwrap(),
+        c["tx"].as_u64().unwrap(),
+        c["too_long"].as_u64().unwrap(),
+    );
+    assert!(sent >= 3000 && long > 0, "{v}");
+    assert_eq!(got, sent + long, "{v}");
+    assert_eq!(c["tx_dropped"], 0, "{v}");
+    // What went out, frame by frame (the file replays from where the PMD
+    // stands when the run starts): each frame its own length, at most
+    // 1,514 B, in the file's order with only too-long frames missing
+    // (never two in a row) between them; those counted too long are the
+    // ones missing, give or take one before the first and after the last.
+    let out = std::fs::read(&tx).unwrap();
+    let (mut at, mut last, mut n, mut skipped) = (24, None::<u64>, 0u64, 0u64);
+    while at + 16 <= out.len() {
+        let len = u32::from_le_bytes(out[at + 8..at + 12].try_into().unwrap()) as usize;
+        let f = &out[at + 16..at + 16 + len];
+        let k = u64::from(u32::from_le_bytes(f[14..18].try_into().unwrap()));
+        assert_eq!(len, mixed_length(k), "frame {k}");
+        assert!(len <= 1514, "frame {k} of {len} B went out");
+        if let Some(p) = last {
+            let gap = (k + 300 - p) % 300;
+            assert!(
+                gap == 1 || (gap == 2 && mixed_length((p + 1) % 300) > 1514),
+                "{p} then {k}"
+            );
+            skipped += gap - 1;
+        }
+        (last, n, at) = (Some(k), n + 1, at + 16 + len);
+    }
+    assert_eq!(n, sent, "frames in the TX file");
+    assert!(
+        (skipped..=skipped + 2).contains(&long),
+        "{skipped} missing, {long} counted"
+    );
 }
 
 #[test]
