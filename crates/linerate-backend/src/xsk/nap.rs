@@ -134,15 +134,34 @@ pub(super) fn bound_ns(peak_pps: u64, ring_frames: usize) -> u64 {
     (frames.saturating_mul(1_000_000_000) / peak_pps.max(1)).min(NAP_MAX_NS)
 }
 
-/// nanosleep(2) for `ns` (under a second).
+/// nanosleep(2) for `ns`: the system call itself, as `poll` in
+/// `mod.rs` (libc's wrapper is a cancellation point: two calls around the
+/// sleep, some 40 instructions a nap).
 fn sleep_ns(ns: u64) {
     let ts = libc::timespec {
         tv_sec: (ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (ns % 1_000_000_000) as libc::c_long,
     };
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: nanosleep reads the timespec at `ts`, valid for the call,
+    // and writes no remainder (null); the kernel clobbers rcx and r11.
+    unsafe {
+        std::arch::asm!(
+            "syscall",
+            inlateout("rax") libc::SYS_nanosleep => _,
+            in("rdi") &ts as *const libc::timespec,
+            in("rsi") 0usize,
+            lateout("rcx") _,
+            lateout("r11") _,
+            options(nostack, readonly),
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
     // SAFETY: a valid timespec; no remainder wanted (an interrupted nap
     // is just shorter).
-    unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
+    unsafe {
+        libc::nanosleep(&ts, std::ptr::null_mut())
+    };
 }
 
 #[cfg(test)]
