@@ -1,6 +1,6 @@
 //! Coalesced wake-ups for an AF_XDP receiver at a light load, as
-//! TPACKET_V3's block timeout coalesces them: when the last receive found
-//! fewer frames than a batch, all of them stamped by the XDP program with
+//! TPACKET_V3's block timeout coalesces them: when the last receive left
+//! its rings empty, its frames all stamped by the XDP program with
 //! their kernel receive time (`xdp::stamp_then`), the next receive naps a
 //! short bounded time after its wake-up before it drains, so each wake-up
 //! finds many frames and its fixed work is spread over them. The frames'
@@ -35,8 +35,8 @@ const MIN_FRAME_WIRE_BITS: u64 = (64 + 20) * 8;
 pub(super) struct Nap {
     /// The longest nap (ns); 0: napping is off.
     max_ns: u64,
-    /// The last receive found fewer frames than a batch, every one
-    /// stamped: the next one naps.
+    /// The last receive left its rings empty, every frame stamped: the
+    /// next one naps.
     light: bool,
     /// This receive napped before its drain.
     napped: bool,
@@ -85,25 +85,25 @@ impl Nap {
         self.max_ns.min(wait_ns)
     }
 
-    /// After a drain that handed over `got` frames of at most `max`,
-    /// `stamped` when every frame of its queues' last batches carried a
-    /// kernel receive time: whether the next receive naps. A drain after
-    /// a nap that came back full may have met a full ring: `drops` (the
-    /// sockets' rx_dropped + rx_ring_full) is read then, and any drop
-    /// turns napping off.
+    /// After a drain that left frames in the rings (`more`: it took its
+    /// most, descriptors not frames: a multi-buffer frame is several) or
+    /// none, `stamped` when every frame of its queues' last batches
+    /// carried a kernel receive time: whether the next receive naps. A
+    /// drain after a nap that left frames behind may have met a full
+    /// ring: `drops` (the sockets' rx_dropped + rx_ring_full) is read
+    /// then, and any drop turns napping off.
     #[inline(always)]
     pub(super) fn after(
         &mut self,
-        got: usize,
-        max: usize,
+        more: bool,
         stamped: bool,
         drops: impl FnOnce() -> io::Result<u64>,
     ) {
-        if self.napped && got >= max {
+        if self.napped && more {
             self.check(drops);
         }
         self.napped = false;
-        self.light = self.max_ns != 0 && got < max && stamped;
+        self.light = self.max_ns != 0 && !more && stamped;
     }
 
     #[cold]
@@ -192,40 +192,45 @@ mod tests {
     }
 
     #[test]
-    fn naps_only_after_a_light_stamped_batch_and_never_after_a_drop() {
-        let none = || -> io::Result<u64> { panic!("read only after a napped full drain") };
+    fn naps_only_after_an_emptied_stamped_ring_and_never_after_a_drop() {
+        let none = || -> io::Result<u64> { panic!("read only after a nap that left frames") };
         let mut n = Nap::with_bound(500_000);
         assert!(!n.wanted(), "not before the first batch");
-        n.after(3, 256, true, none);
-        assert!(n.wanted(), "a light stamped batch");
-        n.after(3, 256, false, none);
+        n.after(false, true, none);
+        assert!(n.wanted(), "rings emptied, frames stamped");
+        n.after(false, false, none);
         assert!(
             !n.wanted(),
             "frames without a kernel time: their latency would grow"
         );
-        n.after(256, 256, true, none);
-        assert!(!n.wanted(), "a full batch: more is waiting");
-        n.after(0, 256, true, none);
-        assert!(n.wanted(), "an empty wait after stamped frames");
-        // A nap, then a full drain without drops: napping goes on.
+        n.after(true, true, none);
+        assert!(!n.wanted(), "frames left in the rings: more is waiting");
+        // A nap, then a drain that empties the rings: napping goes on,
+        // nothing read.
+        n.after(false, true, none);
         n.take(Duration::ZERO);
-        n.after(256, 256, true, || Ok(0));
-        n.after(5, 256, true, none);
+        n.after(false, true, none);
         assert!(n.wanted());
-        // A nap, then a full drain with a drop: off for good.
+        // A nap, then a drain that leaves frames, no drops: on.
         n.take(Duration::ZERO);
-        n.after(256, 256, true, || Ok(1));
+        n.after(true, true, || Ok(0));
+        assert_eq!(n.bound(), 500_000);
+        n.after(false, true, none);
+        assert!(n.wanted());
+        // A nap, then a drain that leaves frames, a drop: off for good.
+        n.take(Duration::ZERO);
+        n.after(true, true, || Ok(1));
         assert_eq!(n.bound(), 0);
-        n.after(5, 256, true, none);
+        n.after(false, true, none);
         assert!(!n.wanted(), "off after a drop");
         // Unreadable statistics: off too.
         let mut n = Nap::with_bound(500_000);
         n.take(Duration::ZERO);
-        n.after(256, 256, true, || Err(io::Error::other("gone")));
+        n.after(true, true, || Err(io::Error::other("gone")));
         assert_eq!(n.bound(), 0);
         // Napping off from the start: never.
         let mut n = Nap::with_bound(0);
-        n.after(3, 256, true, none);
+        n.after(false, true, none);
         assert!(!n.wanted());
     }
 

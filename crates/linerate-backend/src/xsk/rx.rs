@@ -462,10 +462,13 @@ impl XskRx {
             }
             i = self.q.after(i);
         }
+        // (Frames left: the drain took its most descriptors; several to a
+        // multi-buffer frame.)
+        let more = self.q.any_pending();
         let stamped = self.q.socks.iter().all(|s| s.stamped);
         let q = &self.q;
         self.nap
-            .after(got, max, stamped, || q.stats().map(|(d, full, _)| d + full));
+            .after(more, stamped, || q.stats().map(|(d, full, _)| d + full));
         Ok(got)
     }
 
