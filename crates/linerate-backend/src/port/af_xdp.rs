@@ -178,7 +178,10 @@ impl super::contract::RxPort for XskRx {
             max_frame: self.max_frame(),
             queues: Some(self.queues()),
             zero_copy: self.zero_copy,
-            kernel_receive_stamps: false,
+            // The redirect program's stamp in each frame's metadata
+            // (frames of a driver without metadata: the handover time,
+            // counted as such).
+            kernel_receive_stamps: true,
         }
     }
 

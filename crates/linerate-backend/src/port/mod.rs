@@ -133,7 +133,8 @@ impl Rx {
     /// for the first. Frames this host sent itself are skipped. Each
     /// comes with its arrival time: the kernel's receive time where the
     /// backend has one (the af_packet ring, the raw socket's
-    /// SO_TIMESTAMPNS), else the batch's handover time (AF_XDP). Returns
+    /// SO_TIMESTAMPNS, AF_XDP's XDP program stamp), else the batch's
+    /// handover time. Returns
     /// exactly the frames handed to `f` (the sink counts its probes per
     /// batch from it).
     #[inline]

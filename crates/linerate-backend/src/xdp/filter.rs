@@ -2,7 +2,7 @@
 //! it takes (all, UDP to some ports, linerate's probes) and which go on to
 //! the kernel, written as labelled BPF and resolved to jumps.
 
-use super::{Insn, XDP_PASS, asm, redirect_to_xsk_program};
+use super::{Insn, XDP_PASS, asm, redirect_to_xsk_program, stamp_then};
 
 /// Which received frames an AF_XDP receiver takes from the kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,14 +45,21 @@ impl RxFilter {
     }
 
     /// The XDP program that redirects the frames this filter takes to
-    /// the AF_XDP socket of their queue and passes the rest.
-    pub fn program(&self, xskmap_fd: i32) -> Vec<Insn> {
+    /// the AF_XDP socket of their queue and passes the rest; with
+    /// `stamp`, each frame it redirects carries its receive time in its
+    /// metadata ([`stamp_then`]: a receiver's latency from the kernel's
+    /// time, not its own wake-up's).
+    pub fn program(&self, xskmap_fd: i32, stamp: bool) -> Vec<Insn> {
+        let redirect = redirect_to_xsk_program(xskmap_fd);
+        let on_match = if stamp {
+            stamp_then(&redirect)
+        } else {
+            redirect.to_vec()
+        };
         match self {
-            RxFilter::All => redirect_to_xsk_program(xskmap_fd).to_vec(),
-            RxFilter::Udp(ports) => {
-                udp_filter_program(*ports, false, &redirect_to_xsk_program(xskmap_fd))
-            }
-            RxFilter::Probes => udp_filter_program(None, true, &redirect_to_xsk_program(xskmap_fd)),
+            RxFilter::All => on_match,
+            RxFilter::Udp(ports) => udp_filter_program(*ports, false, &on_match),
+            RxFilter::Probes => udp_filter_program(None, true, &on_match),
         }
     }
 

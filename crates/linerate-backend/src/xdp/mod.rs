@@ -101,6 +101,60 @@ pub fn redirect_to_xsk_program(xskmap_fd: i32) -> [Insn; 6] {
     ]
 }
 
+/// Bytes of XDP metadata [`stamp_then`] puts in front of a frame: its
+/// receive time (u64, CLOCK_MONOTONIC ns, native byte order) then
+/// [`RX_STAMP_MAGIC`] (u64).
+pub const RX_STAMP_LEN: usize = 16;
+
+/// The word after a receive time in a frame's metadata that says the
+/// time is one [`stamp_then`] wrote ("LRSTAMP1"): bytes a chunk held
+/// before are never taken for a stamp (the receiver clears it as it
+/// reads it).
+pub const RX_STAMP_MAGIC: u64 = u64::from_le_bytes(*b"LRSTAMP1");
+
+/// bpf_ktime_get_ns and bpf_xdp_adjust_meta.
+const BPF_FUNC_KTIME_GET_NS: i32 = 5;
+const BPF_FUNC_XDP_ADJUST_META: i32 = 54;
+
+/// `then` (which finds the context in r1) after the frame's receive time
+/// (bpf_ktime_get_ns: CLOCK_MONOTONIC, linerate's clock) is written with
+/// [`RX_STAMP_MAGIC`] in [`RX_STAMP_LEN`] bytes of XDP metadata in front
+/// of it (bpf_xdp_adjust_meta). AF_XDP copies the metadata into the UMEM
+/// chunk in front of the frame (copy mode) or leaves it there
+/// (zero-copy). A driver without metadata refuses the adjustment: `then`
+/// runs all the same, the frame unstamped.
+pub fn stamp_then(then: &[Insn]) -> Vec<Insn> {
+    use asm::*;
+    let len = RX_STAMP_LEN as i32;
+    let magic = ld_imm64(R5, RX_STAMP_MAGIC);
+    let mut code = vec![
+        mov(R6, R1),
+        // The time first: a helper call clobbers r1-r5, r6-r7 survive.
+        call(BPF_FUNC_KTIME_GET_NS),
+        mov(R7, R0),
+        mov(R1, R6),
+        mov_imm(R2, -len),
+        call(BPF_FUNC_XDP_ADJUST_META),
+        // Refused (no metadata here): on unstamped.
+        jne_imm(R0, 0, 9),
+        // The adjustment moved the pointers: read again, and bounded for
+        // the verifier (data_meta + 16 <= data).
+        ldx_w(R2, R6, 8), // data_meta
+        ldx_w(R3, R6, 0), // data
+        mov(R4, R2),
+        add_imm(R4, len),
+        jgt(R4, R3, 4),
+        stx_dw(R2, R7, 0),
+        magic[0],
+        magic[1],
+        stx_dw(R2, R5, 8),
+        // (both jumps land here)
+        mov(R1, R6),
+    ];
+    code.extend_from_slice(then);
+    code
+}
+
 /// Instruction builders for the small programs below.
 mod asm {
     use super::Insn;
@@ -111,6 +165,7 @@ mod asm {
     pub const R4: u8 = 4;
     pub const R5: u8 = 5;
     pub const R6: u8 = 6;
+    pub const R7: u8 = 7;
     const fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
         Insn {
             code,
@@ -189,6 +244,21 @@ mod asm {
     }
     pub const fn exit() -> Insn {
         insn(0x95, 0, 0, 0, 0)
+    }
+    /// `call helper`
+    pub const fn call(helper: i32) -> Insn {
+        insn(0x85, 0, 0, 0, helper)
+    }
+    /// `*(u64 *)(dst + off) = src`
+    pub const fn stx_dw(dst: u8, src: u8, off: i16) -> Insn {
+        insn(0x7b, dst, src, off, 0)
+    }
+    /// `dst = imm` (a 64-bit immediate: two instruction slots)
+    pub const fn ld_imm64(dst: u8, imm: u64) -> [Insn; 2] {
+        [
+            insn(0x18, dst, 0, 0, imm as u32 as i32),
+            insn(0, 0, 0, 0, (imm >> 32) as u32 as i32),
+        ]
     }
 }
 
@@ -518,19 +588,68 @@ pub fn test_run(prog: &OwnedFd, frame: &[u8]) -> io::Result<u32> {
         repeat: 1,
         ..TestRunAttr::default()
     };
-    // SAFETY: valid bpf_attr for BPF_PROG_TEST_RUN; `frame` and `out` outlive the call.
+    test_run_call(&mut attr)?;
+    Ok(attr.retval)
+}
+
+/// The XDP context (`struct xdp_md`) a test run takes and gives back.
+#[repr(C)]
+#[derive(Default)]
+struct XdpMd {
+    data: u32,
+    data_end: u32,
+    data_meta: u32,
+    ingress_ifindex: u32,
+    rx_queue_index: u32,
+    egress_ifindex: u32,
+}
+
+/// As [`test_run`], with the frame's metadata: the verdict and the bytes
+/// the program put in front of the frame (bpf_xdp_adjust_meta; empty
+/// when none). The kernel's test run gives back the metadata and the
+/// frame as one buffer, and where the frame starts in it in the context
+/// (Linux 5.15 and later).
+pub fn test_run_meta(prog: &OwnedFd, frame: &[u8]) -> io::Result<(u32, Vec<u8>)> {
+    let mut out = vec![0u8; frame.len() + 256];
+    let ctx_in = XdpMd {
+        data_end: frame.len() as u32,
+        ..XdpMd::default()
+    };
+    let mut ctx_out = XdpMd::default();
+    let mut attr = TestRunAttr {
+        prog_fd: prog.as_raw_fd() as u32,
+        data_size_in: frame.len() as u32,
+        data_size_out: out.len() as u32,
+        data_in: frame.as_ptr() as u64,
+        data_out: out.as_mut_ptr() as u64,
+        repeat: 1,
+        ctx_size_in: std::mem::size_of::<XdpMd>() as u32,
+        ctx_size_out: std::mem::size_of::<XdpMd>() as u32,
+        ctx_in: (&ctx_in as *const XdpMd) as u64,
+        ctx_out: (&mut ctx_out as *mut XdpMd) as u64,
+        ..TestRunAttr::default()
+    };
+    test_run_call(&mut attr)?;
+    let meta = (ctx_out.data as usize).min(out.len());
+    out.truncate(meta);
+    Ok((attr.retval, out))
+}
+
+fn test_run_call(attr: &mut TestRunAttr) -> io::Result<()> {
+    // SAFETY: valid bpf_attr for BPF_PROG_TEST_RUN; the buffers it points
+    // at outlive the call.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_bpf,
             BPF_PROG_TEST_RUN,
-            &mut attr as *mut TestRunAttr,
+            attr as *mut TestRunAttr,
             std::mem::size_of::<TestRunAttr>(),
         )
     };
     if rc < 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(attr.retval)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -708,9 +827,53 @@ mod tests {
             RxFilter::Udp(Some((9, 9))),
             RxFilter::Probes,
         ] {
-            let p = load(&f.program(map.fd()), "lr_f_redirect").unwrap();
-            // No socket in the map: everything passes.
-            assert_eq!(run(&p, &frame(false, 17, 18)), XDP_PASS, "{f:?}");
+            for stamp in [false, true] {
+                let p = load(&f.program(map.fd(), stamp), "lr_f_redirect").unwrap();
+                // No socket in the map: everything passes.
+                assert_eq!(run(&p, &frame(false, 17, 18)), XDP_PASS, "{f:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn stamping_program_puts_the_receive_time_in_front_of_taken_frames() {
+        if !nix_root() {
+            assert!(
+                std::env::var("LINERATE_STRICT").as_deref() != Ok("1"),
+                "LINERATE_STRICT=1: loading XDP programs needs root"
+            );
+            eprintln!("SKIP: loading XDP programs needs root");
+            return;
+        }
+        // XDP_DROP stands for "redirected", as above.
+        let taken = stamp_then(&verdict_program(XDP_DROP));
+        let probes = load(&udp_filter_program(None, true, &taken), "lr_f_stamp").unwrap();
+        let mut probe = frame(false, 17, 18);
+        probe[14 + 20 + 8..14 + 20 + 10].copy_from_slice(&[0xA9, 1]);
+        let before = crate::clock::monotonic_ns();
+        let (verdict, meta) = test_run_meta(&probes, &probe).unwrap();
+        let after = crate::clock::monotonic_ns();
+        assert_eq!(verdict as i32, XDP_DROP);
+        assert_eq!(meta.len(), RX_STAMP_LEN, "{meta:?}");
+        let t = u64::from_ne_bytes(meta[..8].try_into().unwrap());
+        let magic = u64::from_ne_bytes(meta[8..].try_into().unwrap());
+        assert_eq!(magic, RX_STAMP_MAGIC);
+        // The kernel's CLOCK_MONOTONIC, read while the program ran.
+        assert!((before..=after).contains(&t), "{before} <= {t} <= {after}");
+        // A frame the filter passes gets no metadata.
+        let (verdict, meta) = test_run_meta(&probes, &frame(false, 17, 18)).unwrap();
+        assert_eq!((verdict as i32, meta.len()), (XDP_PASS, 0));
+        // The real program (no socket in the map: it passes) stamps too,
+        // for every filter; without `stamp`, nothing.
+        let map = XskMap::new(1).unwrap();
+        for f in [RxFilter::All, RxFilter::Udp(None), RxFilter::Probes] {
+            for stamp in [false, true] {
+                let p = load(&f.program(map.fd(), stamp), "lr_f_redirect").unwrap();
+                let (verdict, meta) = test_run_meta(&p, &probe).unwrap();
+                assert_eq!(verdict as i32, XDP_PASS, "{f:?}");
+                let want = if stamp { RX_STAMP_LEN } else { 0 };
+                assert_eq!(meta.len(), want, "{f:?} stamp={stamp}");
+            }
         }
     }
 

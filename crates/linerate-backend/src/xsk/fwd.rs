@@ -235,7 +235,7 @@ impl XskFwd {
     /// buffers each and attaches the program that redirects the frames
     /// `filter` takes (the rest go on to the kernel).
     pub fn open(iface: &str, frames: usize, filter: crate::xdp::RxFilter) -> io::Result<Self> {
-        let q = Queues::open(iface, frames, "lr_xsk_fwd", filter)?;
+        let q = Queues::open(iface, frames, "lr_xsk_fwd", filter, false)?;
         Ok(Self {
             zero_copy: q.zero_copy,
             q,

@@ -375,7 +375,8 @@ fn poll(pfds: &mut [libc::pollfd], ms: i32) {
 /// One socket per RX queue of an interface (the ethtool channel count; 1
 /// where the driver does not say), one XSKMAP, and the redirect program
 /// attached to the interface (in this thread's namespace) while any part
-/// of the set lives.
+/// of the set lives (with `stamp` at open, one that writes each frame's
+/// receive time in its metadata: `xdp::stamp_then`).
 #[derive(Debug)]
 struct Queues<S> {
     socks: Vec<S>,
@@ -393,6 +394,7 @@ impl<S: QueueSocket> Queues<S> {
         frames: usize,
         program: &str,
         filter: crate::xdp::RxFilter,
+        stamp: bool,
     ) -> io::Result<Self> {
         let ifindex = crate::iface::index(iface)?;
         let frames = frames.next_power_of_two().max(64);
@@ -410,7 +412,7 @@ impl<S: QueueSocket> Queues<S> {
         for (q, s) in socks.iter().enumerate() {
             map.set(q as u32, s.fd())?;
         }
-        let link = crate::xdp::attach(&filter.program(map.fd()), ifindex, program)?;
+        let link = crate::xdp::attach(&filter.program(map.fd(), stamp), ifindex, program)?;
         Ok(Self {
             zero_copy: socks.iter().all(S::zero_copy),
             socks,
@@ -526,6 +528,7 @@ impl<S: QueueSocket> Queues<S> {
 }
 
 mod fwd;
+mod nap;
 mod rx;
 mod tx;
 

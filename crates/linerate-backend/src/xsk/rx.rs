@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::Frames;
+use crate::xdp::{RX_STAMP_LEN, RX_STAMP_MAGIC};
 
 /// One AF_XDP receive socket: the fill ring keeps every free buffer
 /// posted, frames arrive on its RX ring.
@@ -20,6 +21,11 @@ struct RxSocket {
     partial: Vec<u8>,
     /// The frame being put together is longer than [`MAX_SG_FRAME`].
     too_long: bool,
+    /// The receive time of the frame being put together (its first
+    /// piece's stamp; 0: none).
+    partial_at: u64,
+    /// The last batch's frames all carried the kernel's receive time.
+    stamped: bool,
 }
 
 /// Longest multi-buffer frame put together (longer: dropped, counted as
@@ -64,6 +70,8 @@ impl RxSocket {
             sg,
             partial: Vec::new(),
             too_long: false,
+            partial_at: 0,
+            stamped: false,
         })
     }
 
@@ -83,9 +91,10 @@ impl RxSocket {
         let fprod = self.fq.producer().load(Ordering::Relaxed);
         let (rx_desc, rx_size) = (self.rx.desc.cast::<libc::xdp_desc>(), self.rx.size);
         let (fq_desc, fq_size) = (self.fq.desc.cast::<u64>(), self.fq.size);
-        // AF_XDP frames carry no receive time: the batch's handover time.
+        // Frames the program did not stamp (see `Descs::time`) take the
+        // batch's handover time.
         let at = if n > 0 { f.handover_time() } else { 0 };
-        let mut skipped = 0;
+        let (mut skipped, mut unstamped) = (0, 0);
         // A multi-buffer frame begun in the last batch goes on.
         let mut in_partial = !self.partial.is_empty();
         // The batch in runs that wrap neither ring (one run, or two or
@@ -110,20 +119,24 @@ impl RxSocket {
                     umem_len: self.umem.len,
                     at,
                     skipped: 0,
+                    unstamped: 0,
                     partial: &mut self.partial,
                     too_long: &mut self.too_long,
+                    partial_at: &mut self.partial_at,
                     in_partial: false,
                 }
             };
             // A multi-buffer frame begun before goes on.
             if in_partial && descs.gather(None) {
-                f.frame(&descs.partial[..], at);
+                let t = descs.time(*descs.partial_at);
+                f.frame(&descs.partial[..], t);
             }
             f.frames(&mut descs);
             // (Every descriptor read, so every chunk given back, whatever
             // `f` read.)
             while descs.next_frame().is_some() {}
             skipped += descs.skipped;
+            unstamped += descs.unstamped;
             in_partial = descs.in_partial;
             done += run as u32;
         }
@@ -132,7 +145,8 @@ impl RxSocket {
             self.partial.clear();
         }
         if n > 0 {
-            f.handed_over(n - skipped);
+            f.handed_over(unstamped);
+            self.stamped = unstamped == 0;
             self.rx
                 .consumer()
                 .store(cons.wrapping_add(n as u32), Ordering::Release);
@@ -169,15 +183,20 @@ struct Descs<'a> {
     fill: *mut u64,
     umem: std::ptr::NonNull<u8>,
     umem_len: usize,
-    /// The frames' arrival time.
+    /// The arrival time of frames without a receive time in their
+    /// metadata: the batch's handover time.
     at: u64,
     /// Descriptors read but not handed over as frames (outside the UMEM,
     /// pieces of a multi-buffer frame but its last, a frame too long).
     skipped: usize,
+    /// Frames handed over with `at` (no stamp).
+    unstamped: usize,
     /// The socket's multi-buffer frame so far, and whether it is longer
     /// than [`MAX_SG_FRAME`].
     partial: &'a mut Vec<u8>,
     too_long: &'a mut bool,
+    /// The multi-buffer frame's receive time (its first piece's stamp).
+    partial_at: &'a mut u64,
     /// The run ended in a multi-buffer frame: the next run's (or
     /// batch's) first descriptors are its pieces (else `partial` holds
     /// nothing of use: a frame handed over, or none).
@@ -188,23 +207,39 @@ impl crate::Frames for Descs<'_> {
     #[inline(always)]
     fn next_frame(&mut self) -> Option<(&[u8], u64)> {
         loop {
-            let (piece, options) = self.next_piece()?;
+            let (piece, options, stamp) = self.next_piece()?;
             if options & libc::XDP_PKT_CONTD == 0 {
-                return Some((piece, self.at));
+                return Some((piece, self.time(stamp)));
             }
-            // A multi-buffer frame's first piece: the rest follow.
+            // A multi-buffer frame's first piece (whose stamp is the
+            // frame's): the rest follow.
+            *self.partial_at = stamp;
             if self.gather(Some((piece, options))) {
-                return Some((&self.partial[..], self.at));
+                let t = self.time(*self.partial_at);
+                return Some((&self.partial[..], t));
             }
         }
     }
 }
 
 impl<'a> Descs<'a> {
-    /// The next descriptor's bytes and options, its chunk given back
-    /// (one outside the UMEM is skipped); `None` at the run's end.
+    /// A frame's arrival time: its receive time from its metadata
+    /// (`stamp`), else (0: none) the batch's handover time, counted.
     #[inline(always)]
-    fn next_piece(&mut self) -> Option<(&'a [u8], u32)> {
+    fn time(&mut self, stamp: u64) -> u64 {
+        if stamp != 0 {
+            stamp
+        } else {
+            self.unstamped += 1;
+            self.at
+        }
+    }
+
+    /// The next descriptor's bytes, options and receive time (0: none;
+    /// see [`stamp`]), its chunk given back (one outside the UMEM is
+    /// skipped); `None` at the run's end.
+    #[inline(always)]
+    fn next_piece(&mut self) -> Option<(&'a [u8], u32, u64)> {
         while self.desc != self.end {
             // SAFETY: `desc` is before `end`: an RX descriptor of the run
             // (see `drain`), and `fill` the fill slot beside it.
@@ -226,7 +261,9 @@ impl<'a> Descs<'a> {
             // the run's borrow of it; the chunk is ours until the fill
             // ring's producer moves, after the whole run is read.
             let piece = unsafe { std::slice::from_raw_parts(self.umem.add(addr).as_ptr(), len) };
-            return Some((piece, d.options));
+            // SAFETY: as the piece's: the bytes before it in its chunk.
+            let at = unsafe { stamp(self.umem.add(addr).as_ptr(), addr) };
+            return Some((piece, d.options, at));
         }
         None
     }
@@ -238,7 +275,8 @@ impl<'a> Descs<'a> {
     #[inline(always)]
     fn gather(&mut self, first: Option<(&[u8], u32)>) -> bool {
         let begins = first.is_some();
-        let Some(mut next) = first.or_else(|| self.next_piece()) else {
+        let piece = || self.next_piece().map(|(p, o, _)| (p, o));
+        let Some(mut next) = first.or_else(piece) else {
             self.in_partial = true;
             return false;
         };
@@ -251,12 +289,41 @@ impl<'a> Descs<'a> {
             if !more {
                 return whole;
             }
-            let Some(piece) = self.next_piece() else {
+            let Some((piece, options, _)) = self.next_piece() else {
                 self.in_partial = true;
                 return false;
             };
-            next = piece;
+            next = (piece, options);
         }
+    }
+}
+
+/// The receive time the XDP program wrote in front of the frame at
+/// `data` (UMEM offset `addr`): the [`RX_STAMP_LEN`] bytes before it, a
+/// time then [`RX_STAMP_MAGIC`]; 0 where there is none (no stamp, or
+/// less headroom than that in its chunk). The magic is cleared as it is
+/// read: the chunk goes back to the fill ring, and what it holds there
+/// must never pass for the next frame's stamp (a program or driver that
+/// writes no metadata leaves those bytes as they were).
+///
+/// # Safety
+/// `data` is a frame's start in a UMEM chunk of [`FRAME_SIZE`] bytes at
+/// offset `addr` from the UMEM's start, and the chunk is the caller's
+/// (read, not yet back on the fill ring).
+#[inline(always)]
+unsafe fn stamp(data: *mut u8, addr: usize) -> u64 {
+    if addr & (FRAME_SIZE - 1) < RX_STAMP_LEN {
+        return 0;
+    }
+    // SAFETY: RX_STAMP_LEN bytes before `data` lie in its chunk (its
+    // offset in the chunk is at least that), the caller's.
+    unsafe {
+        let magic = data.sub(8).cast::<u64>();
+        if magic.read_unaligned() != RX_STAMP_MAGIC {
+            return 0;
+        }
+        magic.write_unaligned(0);
+        data.sub(RX_STAMP_LEN).cast::<u64>().read_unaligned()
     }
 }
 
@@ -300,6 +367,8 @@ queue_socket!(RxSocket);
 pub struct XskRx {
     q: Queues<RxSocket>,
     pub zero_copy: bool,
+    /// Coalesced wake-ups at a light load (see `nap.rs`).
+    nap: super::nap::Nap,
 }
 
 // SAFETY: as for XskTx.
@@ -314,9 +383,10 @@ impl XskRx {
         // more chunks, so as many frames wait in the rings (at most 64 MiB).
         let per_frame = crate::iface::mtu(iface).map_or(1, |m| (m + 18).div_ceil(FRAME_SIZE));
         let frames = (frames * per_frame).min((64 << 20) / FRAME_SIZE);
-        let q = Queues::open(iface, frames, "lr_xsk_redir", filter)?;
+        let q = Queues::open(iface, frames, "lr_xsk_redir", filter, true)?;
         Ok(Self {
             zero_copy: q.zero_copy,
+            nap: super::nap::Nap::new(iface, frames.next_power_of_two().max(64)),
             q,
         })
     }
@@ -324,15 +394,23 @@ impl XskRx {
     /// Splits the queues' sockets between `parts` receivers, for one
     /// receive thread each. Fails when there are fewer queues than parts.
     pub fn split(self, parts: usize) -> io::Result<Vec<XskRx>> {
+        let bound = self.nap.bound();
         Ok(self
             .q
             .split(parts, "receive workers")?
             .into_iter()
             .map(|q| XskRx {
                 zero_copy: q.zero_copy,
+                nap: super::nap::Nap::with_bound(bound),
                 q,
             })
             .collect())
+    }
+
+    /// The longest nap before a drain at a light load (ns; 0: napping
+    /// off, or turned off by a drop).
+    pub fn nap_bound_ns(&self) -> u64 {
+        self.nap.bound()
     }
 
     /// RX queues read (one socket each).
@@ -357,7 +435,9 @@ impl XskRx {
 
     /// Hands received frames (up to `max`, from every queue) to `f`, then
     /// gives the buffers back to the kernel. Waits up to `timeout` for the
-    /// first. Returns the frames handed over.
+    /// first; at a light load, when frames carry their kernel receive
+    /// time, naps a bounded moment more (within `timeout`) so the wake-up
+    /// finds more (`nap.rs`). Returns the frames handed over.
     #[inline]
     pub fn recv<F: crate::FrameSink>(
         &mut self,
@@ -367,6 +447,9 @@ impl XskRx {
     ) -> io::Result<usize> {
         if !self.q.any_pending() {
             self.q.wait(timeout);
+        }
+        if self.nap.wanted() && self.q.any_pending() {
+            self.nap.take(timeout);
         }
         // (Each socket once, from the round's first: no iterator to set
         // up for the one socket a queue of its own has.)
@@ -379,6 +462,13 @@ impl XskRx {
             }
             i = self.q.after(i);
         }
+        // (Frames left: the drain took its most descriptors; several to a
+        // multi-buffer frame.)
+        let more = self.q.any_pending();
+        let stamped = self.q.socks.iter().all(|s| s.stamped);
+        let q = &self.q;
+        self.nap
+            .after(more, stamped, || q.stats().map(|(d, full, _)| d + full));
         Ok(got)
     }
 
@@ -386,5 +476,56 @@ impl XskRx {
     /// rx_fill_ring_empty_descs).
     pub fn stats(&self) -> io::Result<(u64, u64, u64)> {
         self.q.stats()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two chunks as a UMEM holds them, a frame at `at` in the second.
+    fn umem_with_frame(at: usize, meta: Option<(u64, u64)>) -> Vec<u64> {
+        let mut words = vec![0u64; 2 * FRAME_SIZE / 8];
+        if let Some((time, magic)) = meta {
+            let w = (FRAME_SIZE + at - RX_STAMP_LEN) / 8;
+            (words[w], words[w + 1]) = (time, magic);
+        }
+        words
+    }
+
+    fn read(words: &mut [u64], at: usize) -> u64 {
+        let addr = FRAME_SIZE + at;
+        // SAFETY: `addr` lies inside the two chunks, which the test owns.
+        unsafe { stamp(words.as_mut_ptr().cast::<u8>().add(addr), addr) }
+    }
+
+    #[test]
+    fn a_frames_stamp_is_read_once_and_only_with_its_magic() {
+        // The kernel's copy mode: the frame 256 bytes into its chunk.
+        let mut u = umem_with_frame(256, Some((123_456_789, RX_STAMP_MAGIC)));
+        assert_eq!(read(&mut u, 256), 123_456_789);
+        // The magic is cleared as it is read: the chunk back on the fill
+        // ring, a frame without metadata in it later is not taken for
+        // stamped (the time left behind is no stamp).
+        assert_eq!(read(&mut u, 256), 0);
+        // Another word there: no stamp.
+        let mut u = umem_with_frame(256, Some((123_456_789, RX_STAMP_MAGIC ^ 1)));
+        assert_eq!(read(&mut u, 256), 0);
+        assert_eq!(
+            u[(FRAME_SIZE + 256 - 8) / 8],
+            RX_STAMP_MAGIC ^ 1,
+            "left as it was"
+        );
+        // Less headroom than a stamp in the chunk: nothing read before
+        // the chunk (the previous chunk's last bytes hold a magic here).
+        let mut u = umem_with_frame(0, None);
+        let last = FRAME_SIZE / 8 - 1;
+        (u[last - 1], u[last]) = (5, RX_STAMP_MAGIC);
+        assert_eq!(read(&mut u, 0), 0);
+        assert_eq!(read(&mut u, 8), 0);
+        assert_eq!(u[last], RX_STAMP_MAGIC, "the other chunk untouched");
+        // Exactly a stamp's room: read.
+        let mut u = umem_with_frame(16, Some((7, RX_STAMP_MAGIC)));
+        assert_eq!(read(&mut u, 16), 7);
     }
 }
