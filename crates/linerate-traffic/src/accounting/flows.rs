@@ -195,6 +195,19 @@ pub(crate) fn jitter_step(jitter16: &mut u64, last: &mut i64, transit: i64) {
     *jitter16 = *jitter16 - ((*jitter16 + 8) >> 4) + d;
 }
 
+/// [`jitter_step`] with the transit times held shifted up by 16 bits
+/// (`t16`, `last16`: a transit time modulo 2^48 in the top 48 bits), as a
+/// run of one flow's frames keeps them: their difference as an `i64` is
+/// the 48-bit difference read as signed, times 2^16, so its size shifted
+/// back down is `jitter_step`'s |D| (2^47 included), without the two
+/// shifts that read each difference as signed.
+#[inline(always)]
+pub(crate) fn jitter_step16(jitter16: &mut u64, last16: &mut u64, t16: u64) {
+    let d = (t16.wrapping_sub(*last16) as i64).unsigned_abs() >> 16;
+    *last16 = t16;
+    *jitter16 = *jitter16 - ((*jitter16 + 8) >> 4) + d;
+}
+
 impl FlowCounts {
     /// RFC 3550 interarrival jitter, ns.
     pub fn jitter_ns(&self) -> f64 {
@@ -233,4 +246,45 @@ impl FlowCounts {
 /// A total that stays at u64::MAX rather than wrapping past it.
 pub(crate) fn saturating_sum(it: impl Iterator<Item = u64>) -> u64 {
     it.fold(0, u64::saturating_add)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shifted step keeps the same jitter and last transit time as
+    /// [`jitter_step`] over transit times that jump across the 48-bit
+    /// wrap, by exactly 2^47 either way, and below 0 (clock skew).
+    #[test]
+    fn the_shifted_jitter_step_is_the_step() {
+        let edges = [
+            0u64,
+            1,
+            7,
+            1 << 47,
+            (1 << 47) - 1,
+            (1 << 47) + 1,
+            TS_MASK,
+            1 << 48,
+        ];
+        let mut raws: Vec<u64> = Vec::new();
+        for e in edges {
+            for d in [0u64, 1, 2, 999, 123_456_789] {
+                raws.extend([e.wrapping_add(d), e.wrapping_sub(d), u64::MAX - e - d]);
+            }
+        }
+        for &first in &raws {
+            let (mut j, mut last) = (5 * 16, transit(first, 0));
+            let (mut j16, mut last16) = (j, first << 16);
+            for &raw in &raws {
+                jitter_step(&mut j, &mut last, transit(raw, 0));
+                jitter_step16(&mut j16, &mut last16, raw << 16);
+                assert_eq!(
+                    (j16, (last16 as i64) >> 16),
+                    (j, last),
+                    "{first} then {raw}"
+                );
+            }
+        }
+    }
 }
