@@ -76,7 +76,7 @@ fn threads_come_and_go_as_lcores_and_give_their_mbufs_back() {
     let q = TxQueue::open("net_null0", 0).unwrap();
     assert_eq!(
         q.free_mbufs(),
-        q.slots(),
+        q.pool_mbufs(),
         "mbufs left in ended threads' caches"
     );
 }
