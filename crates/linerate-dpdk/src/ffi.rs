@@ -87,8 +87,9 @@ pub const QUEUES_MAX: u16 = 4;
 pub const DATA_ROOM: usize = 2048;
 /// Descriptors per queue asked for (the driver adjusts them).
 pub(crate) const DESCRIPTORS: u16 = 1024;
-/// mbufs per RX queue's pool and per TX queue's pool.
+/// mbufs per RX queue's pool.
 pub(crate) const RX_MBUFS: u32 = 4095;
+/// mbufs per TX queue's pool: the queue keeps [`TX_KEPT`] of them.
 pub(crate) const TX_MBUFS: u32 = TX_KEPT as u32 + 1023;
 /// mbufs a TX queue keeps for its life (on a pool of its own), handed out
 /// in turn, so that each holds what was last built in it (see

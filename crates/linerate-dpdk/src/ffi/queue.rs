@@ -328,7 +328,8 @@ impl TxQueue {
 /// One burst's mbufs, handed out in order to a frame builder (see
 /// [`TxQueue::send_burst`]): each one's data offset, lengths and slot
 /// word are read and set as it is built, one pass over the burst (the
-/// shim only takes them from the pool).
+/// shim only takes them from the pool); a kept mbuf's count is raised
+/// instead, its offset set once for its life and its slot its index.
 #[derive(Debug)]
 pub struct TxBurst<'a> {
     mbufs: &'a [*mut RteMbuf],
