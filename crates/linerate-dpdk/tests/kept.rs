@@ -58,7 +58,7 @@ fn a_tx_queue_hands_out_its_kept_mbufs_in_turn_with_their_frames() {
         let build = if rng >> 60 == 0 { n / 2 } else { n };
         let mut built = 0;
         let (sent, _) = q
-            .send_burst(n, |b| {
+            .send_burst(n, |mut b| {
                 for _ in 0..build {
                     let Some((buf, slot, received)) = b.next_mbuf() else {
                         assert_eq!(next, 0, "a burst cut short but at the last kept mbuf");
@@ -78,6 +78,7 @@ fn a_tx_queue_hands_out_its_kept_mbufs_in_turn_with_their_frames() {
                     frames += 1;
                     built += 1;
                 }
+                b.taken()
             })
             .unwrap();
         assert_eq!(sent, built, "net_null takes every frame");

@@ -38,11 +38,12 @@ fn send(q: &mut TxQueue, bursts: usize) -> usize {
     let mut sent = 0;
     for _ in 0..bursts {
         let (n, bytes) = q
-            .send_burst(64, |b| {
+            .send_burst(64, |mut b| {
                 while let Some((buf, _, _)) = b.next_mbuf() {
                     buf[..60].fill(0x5a);
                     b.built(60);
                 }
+                b.taken()
             })
             .unwrap();
         assert_eq!(bytes, n as u64 * 60);

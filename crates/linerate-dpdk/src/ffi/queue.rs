@@ -208,17 +208,20 @@ impl TxQueue {
         // SAFETY: base[r] are this handle's built mbufs; the queue is ours.
         let sent =
             usize::from(unsafe { lr_tx(self.port, self.queue, base.add(r.start), r.len() as u16) });
-        let bytes = self.lens[r.start..r.start + sent]
-            .iter()
-            .map(|&l| u64::from(l))
-            .sum();
+        // (a burst's lengths add up to less than 2^32: summed as u32,
+        // which the compiler does several at a time)
+        let bytes = (self.lens[r.start..r.start + sent].iter())
+            .map(|&l| u32::from(l))
+            .sum::<u32>();
         self.pending = r.start + sent..r.end;
-        (sent, bytes)
+        (sent, u64::from(bytes))
     }
 
     /// Builds up to `n` frames (at most [`BURST`]) in mbufs and sends them:
-    /// `build` is handed the burst's mbufs ([`TxBurst`]) and builds a
-    /// frame in each one it takes, in order; an mbuf still holds what was
+    /// `build` is handed the burst's mbufs ([`TxBurst`], by value: its
+    /// state a local of the builder's loop) and builds a frame in each one
+    /// it takes, in order, giving back [`TxBurst::taken`]; an mbuf still
+    /// holds what was
     /// last built in it by this queue unless its slot is among
     /// [`TxBurst::received`] (a frame was received into it since:
     /// net_af_xdp, where the RX queue shares the pool). Returns the frames
@@ -228,7 +231,7 @@ impl TxQueue {
     pub fn send_burst(
         &mut self,
         n: usize,
-        build: impl FnOnce(&mut TxBurst<'_>),
+        build: impl FnOnce(TxBurst<'_>) -> usize,
     ) -> io::Result<(usize, u64)> {
         if self.pending.is_empty() {
             let n = n.min(BURST);
@@ -242,9 +245,7 @@ impl TxQueue {
             let Some(room) = self.alloc(n) else {
                 return Ok((0, 0));
             };
-            let mut burst = self.burst(n, room);
-            build(&mut burst);
-            let built = burst.next;
+            let built = build(self.burst(n, room));
             if built < n {
                 // SAFETY: mbufs[built..n] are this handle's, nothing built.
                 unsafe { lr_free(self.mbufs.as_ptr().add(built), (n - built) as c_uint) };
@@ -259,11 +260,9 @@ impl TxQueue {
     /// pending: the builder takes them in turn, as many as it builds in
     /// before the last kept one or one the port still holds.
     #[inline(always)]
-    fn send_kept(&mut self, n: usize, build: impl FnOnce(&mut TxBurst<'_>)) -> (usize, u64) {
+    fn send_kept(&mut self, n: usize, build: impl FnOnce(TxBurst<'_>) -> usize) -> (usize, u64) {
         let at = self.kept_at;
-        let mut burst = self.kept_burst(n);
-        build(&mut burst);
-        let built = burst.next;
+        let built = build(self.kept_burst(n));
         if built == 0 {
             // The port holds the next one: asked to free what it sent
             // (-ENOTSUP is no harm); try again.
@@ -412,6 +411,12 @@ impl TxBurst<'_> {
             m.add(MBUF_DATA_LEN).cast::<u16>().write(len);
             m.add(MBUF_PKT_LEN).cast::<u32>().write(u32::from(len));
         }
+    }
+
+    /// The mbufs handed out (what the builder gives back to
+    /// [`TxQueue::send_burst`]).
+    pub fn taken(&self) -> usize {
+        self.next
     }
 
     /// The slots of this burst's mbufs that a frame was received into
