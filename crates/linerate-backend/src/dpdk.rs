@@ -116,9 +116,7 @@ impl DpdkTx {
             for slot in burst.received() {
                 fill.forget(slot);
             }
-            let mut bufs = Mbufs(burst);
-            fill.build_each(&mut bufs);
-            bufs.0.taken()
+            fill.build_each(&mut Mbufs(burst));
         })
     }
 
@@ -130,10 +128,10 @@ impl DpdkTx {
 
 /// A burst's mbufs as the frame builders' [`Buffers`](crate::Buffers).
 #[cfg(feature = "dpdk")]
-struct Mbufs<'a>(linerate_dpdk::TxBurst<'a>);
+struct Mbufs<'a, 'b>(&'a mut linerate_dpdk::TxBurst<'b>);
 
 #[cfg(feature = "dpdk")]
-impl crate::Buffers for Mbufs<'_> {
+impl crate::Buffers for Mbufs<'_, '_> {
     #[inline(always)]
     fn next_buf(&mut self) -> Option<(&mut [u8], usize)> {
         self.0.next_mbuf().map(|(buf, slot, _)| (buf, slot))

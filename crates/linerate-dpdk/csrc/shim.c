@@ -287,8 +287,6 @@ int lr_port_start(uint16_t port, uint16_t nq, uint16_t nb_desc, struct rte_mempo
  * run time, on a DPDK whose layout differs. */
 _Static_assert(offsetof(struct rte_mbuf, buf_addr) == 0, "rte_mbuf.buf_addr moved");
 _Static_assert(offsetof(struct rte_mbuf, data_off) == 16, "rte_mbuf.data_off moved");
-_Static_assert(offsetof(struct rte_mbuf, refcnt) == 18, "rte_mbuf.refcnt moved");
-_Static_assert(sizeof(((struct rte_mbuf *)0)->refcnt) == 2, "rte_mbuf.refcnt's size changed");
 _Static_assert(offsetof(struct rte_mbuf, pkt_len) == 36, "rte_mbuf.pkt_len moved");
 _Static_assert(offsetof(struct rte_mbuf, data_len) == 40, "rte_mbuf.data_len moved");
 _Static_assert(sizeof(struct rte_mbuf) == 128, "rte_mbuf's size changed (its private area follows)");
@@ -316,25 +314,6 @@ int lr_alloc(struct rte_mempool *mp, struct rte_mbuf **m, unsigned n, uint16_t *
 	}
 	*room = n ? m[0]->buf_len - RTE_PKTMBUF_HEADROOM : 0;
 	return 0;
-}
-
-/* `n` mbufs for a TX queue to keep for its life (its ring, see TxQueue in
- * ffi/queue.rs), all or none (-ENOENT), and the bytes a frame may take in
- * each; taken on whatever thread opens the queue without making it an
- * lcore (so past any lcore's cache). */
-int lr_take_kept(struct rte_mempool *mp, struct rte_mbuf **m, unsigned n, uint16_t *room)
-{
-	if (rte_mempool_get_bulk(mp, (void **)m, n) != 0)
-		return -ENOENT;
-	*room = n ? m[0]->buf_len - RTE_PKTMBUF_HEADROOM : 0;
-	return 0;
-}
-
-/* Asks the PMD to free the mbufs it sent (those a TX queue keeps come
- * back to it); -ENOTSUP where the PMD cannot. */
-int lr_tx_cleanup(uint16_t port, uint16_t queue)
-{
-	return rte_eth_tx_done_cleanup(port, queue, 0);
 }
 
 uint16_t lr_tx(uint16_t port, uint16_t queue, struct rte_mbuf **m, uint16_t n)

@@ -51,8 +51,6 @@ unsafe extern "C" {
         room: *mut u16,
         shared: c_int,
     ) -> c_int;
-    fn lr_take_kept(mp: *mut RteMempool, m: *mut *mut RteMbuf, n: c_uint, room: *mut u16) -> c_int;
-    fn lr_tx_cleanup(port: u16, queue: u16) -> c_int;
     fn lr_tx(port: u16, queue: u16, m: *mut *mut RteMbuf, n: u16) -> u16;
     fn lr_rx(
         port: u16,
@@ -87,17 +85,9 @@ pub const QUEUES_MAX: u16 = 4;
 pub const DATA_ROOM: usize = 2048;
 /// Descriptors per queue asked for (the driver adjusts them).
 pub(crate) const DESCRIPTORS: u16 = 1024;
-/// mbufs per RX queue's pool.
+/// mbufs per RX queue's pool and per TX queue's pool.
 pub(crate) const RX_MBUFS: u32 = 4095;
-/// mbufs per TX queue's pool: the queue keeps [`TX_KEPT`] of them.
-pub(crate) const TX_MBUFS: u32 = TX_KEPT as u32 + 1023;
-/// mbufs a TX queue keeps for its life (on a pool of its own), handed out
-/// in turn, so that each holds what was last built in it (see
-/// [`TxQueue`]): four times the descriptors asked for, so that the PMD
-/// has freed an mbuf before the queue comes back to it, and a multiple of
-/// 4,096 flows; the pool's other 1,023 serve frames built elsewhere and
-/// a queue opened again while the PMD still holds some of the last one's.
-pub(crate) const TX_KEPT: usize = 4096;
+pub(crate) const TX_MBUFS: u32 = 4095;
 /// mbufs per RX queue's pool on net_af_xdp, whose UMEM that pool is: a
 /// TX queue builds its frames in the same pool (the PMD sends an mbuf of
 /// its UMEM without a copy; one of another pool it copies into a new
@@ -112,8 +102,6 @@ pub(crate) const RX_MBUFS_AF_XDP: u32 = 16383;
 /// (the slot word) after the struct.
 pub(crate) const MBUF_BUF_ADDR: usize = 0;
 pub(crate) const MBUF_DATA_OFF: usize = 16;
-/// The mbuf's reference count (a `u16` DPDK reads and moves atomically).
-pub(crate) const MBUF_REFCNT: usize = 18;
 pub(crate) const MBUF_PKT_LEN: usize = 36;
 pub(crate) const MBUF_DATA_LEN: usize = 40;
 pub(crate) const MBUF_PRIV: usize = 128;

@@ -38,12 +38,11 @@ fn send(q: &mut TxQueue, bursts: usize) -> usize {
     let mut sent = 0;
     for _ in 0..bursts {
         let (n, bytes) = q
-            .send_burst(64, |mut b| {
+            .send_burst(64, |b| {
                 while let Some((buf, _, _)) = b.next_mbuf() {
                     buf[..60].fill(0x5a);
                     b.built(60);
                 }
-                b.taken()
             })
             .unwrap();
         assert_eq!(bytes, n as u64 * 60);
@@ -77,7 +76,7 @@ fn threads_come_and_go_as_lcores_and_give_their_mbufs_back() {
     let q = TxQueue::open("net_null0", 0).unwrap();
     assert_eq!(
         q.free_mbufs(),
-        q.pool_mbufs(),
+        q.slots(),
         "mbufs left in ended threads' caches"
     );
 }

@@ -2,32 +2,8 @@
 //! own mbufs, bursts handed to and taken from the PMD.
 
 use super::*;
-use std::sync::atomic::{AtomicU16, Ordering};
-
-/// The reference count of mbuf `m`.
-///
-/// # Safety
-/// `m` is a valid mbuf (its count lies at `MBUF_REFCNT`, held by
-/// shim.c's static asserts) and lives as long as the reference.
-#[inline(always)]
-unsafe fn refcnt<'a>(m: *mut RteMbuf) -> &'a AtomicU16 {
-    // SAFETY: the caller's; the count is 2-aligned in a 64-aligned mbuf.
-    unsafe { AtomicU16::from_ptr(m.cast::<u8>().add(MBUF_REFCNT).cast::<u16>()) }
-}
 
 /// One TX queue of a port, frames built in its own mbufs.
-///
-/// On a pool of its own (every driver but net_af_xdp) the queue keeps
-/// [`TX_KEPT`] mbufs for its life (`kept`) and hands them out in turn
-/// in place, each with its index there as its slot: an mbuf comes back to the
-/// frame builder after every other, still holding what was last built in
-/// it (with 4,096 flows, the same flow's frame). The queue raises an
-/// mbuf's reference count to 2 when it hands it out, so that the PMD's
-/// free (`rte_pktmbuf_free`) only brings it back to 1 and the mbuf stays
-/// the queue's; one still at 2 is the port's yet, and a burst stops
-/// before it. Without this, the pool's per-lcore cache hands back the
-/// mbufs last freed, last first, and every frame of a walk over more
-/// flows than a cache's worth has its flow's fields written anew.
 #[derive(Debug)]
 pub struct TxQueue {
     port: u16,
@@ -37,18 +13,11 @@ pub struct TxQueue {
     pool_mbufs: u32,
     mbufs: Vec<*mut RteMbuf>,
     lens: Vec<u16>,
-    /// Built but not yet taken by the port: sent first next time (of
-    /// `kept` when `pending_kept`, else of `mbufs`).
+    /// Built but not yet taken by the port: sent first next time.
     pending: Range<usize>,
-    pending_kept: bool,
     /// The pool is the port's RX queue's too (net_af_xdp): its mbufs are
     /// reset whole when taken.
     shared: bool,
-    /// The mbufs the queue keeps (none on a shared pool), the next to
-    /// hand out, and the bytes a frame may take in each.
-    kept: Vec<*mut RteMbuf>,
-    kept_at: usize,
-    kept_room: usize,
 }
 
 // SAFETY: the queue is taken by this handle alone (`take`); its mbufs are
@@ -75,33 +44,16 @@ impl TxQueue {
                 }
             },
         };
-        drop(table);
-        let (kept, kept_room) = if shared {
-            (Vec::new(), 0)
-        } else {
-            take_kept(pool, TX_KEPT)
-        };
-        let q = TxQueue {
+        Ok(TxQueue {
             port: id,
             queue,
             pool,
             pool_mbufs: mbufs,
             mbufs: vec![std::ptr::null_mut(); BURST],
-            lens: vec![0; BURST.max(kept.len())],
+            lens: vec![0; BURST],
             pending: 0..0,
-            pending_kept: false,
             shared,
-            kept,
-            kept_at: 0,
-            kept_room,
-        };
-        if !shared && q.kept.is_empty() {
-            return Err(io::Error::new(
-                io::ErrorKind::OutOfMemory,
-                format!("TX queue {queue} of DPDK port {name}: no mbuf free in its pool"),
-            ));
-        }
-        Ok(q)
+        })
     }
 
     pub fn port(&self) -> u16 {
@@ -112,32 +64,16 @@ impl TxQueue {
         self.queue
     }
 
-    /// Distinct mbufs (slots) frames are built in: the kept ones, or
-    /// the shared pool's.
+    /// Distinct mbufs (slots) frames are built in.
     pub fn slots(&self) -> usize {
-        if self.kept.is_empty() {
-            self.pool_mbufs as usize
-        } else {
-            self.kept.len()
-        }
-    }
-
-    /// The mbufs of the queue's pool.
-    pub fn pool_mbufs(&self) -> usize {
         self.pool_mbufs as usize
     }
 
     /// The queue's pool's mbufs that no one holds now (in its ring or an
-    /// lcore's cache, or kept by this queue; neither built in nor handed
-    /// to the port).
+    /// lcore's cache; neither built in nor handed to the port).
     pub fn free_mbufs(&self) -> usize {
-        // SAFETY: the pool is valid for the process's life; the kept
-        // mbufs are this queue's.
-        let kept = (self.kept.iter())
-            .filter(|&&m| unsafe { refcnt(m) }.load(Ordering::Acquire) == 1)
-            .count();
         // SAFETY: the pool is valid for the process's life.
-        kept + unsafe { lr_pool_avail(self.pool.0) as usize }
+        unsafe { lr_pool_avail(self.pool.0) as usize }
     }
 
     /// Bytes of frame an mbuf holds.
@@ -170,58 +106,33 @@ impl TxQueue {
             lens: &mut self.lens[..n],
             room,
             next: 0,
-            last: std::ptr::null_mut(),
             shared: self.shared,
-            kept_at: None,
         }
     }
 
-    /// Up to `n` kept mbufs from the turn's next, not past the last (a
-    /// burst stops short at one the port still holds).
-    fn kept_burst(&mut self, n: usize) -> TxBurst<'_> {
-        let at = self.kept_at;
-        let n = n.min(self.kept.len() - at);
-        TxBurst {
-            mbufs: &self.kept[at..at + n],
-            lens: &mut self.lens[at..at + n],
-            room: self.kept_room,
-            next: 0,
-            last: std::ptr::null_mut(),
-            shared: false,
-            kept_at: Some(at),
-        }
-    }
-
-    /// The array `pending` indexes.
-    fn pending_base(&mut self) -> *mut *mut RteMbuf {
-        if self.pending_kept {
-            self.kept.as_mut_ptr()
-        } else {
-            self.mbufs.as_mut_ptr()
-        }
-    }
-
-    /// Sends the pending mbufs (lengths set): what the port took.
+    /// Sends `self.mbufs[pending]` (lengths set): what the port took.
     fn push(&mut self) -> (usize, u64) {
         let r = self.pending.clone();
-        let base = self.pending_base();
-        // SAFETY: base[r] are this handle's built mbufs; the queue is ours.
-        let sent =
-            usize::from(unsafe { lr_tx(self.port, self.queue, base.add(r.start), r.len() as u16) });
-        // (a burst's lengths add up to less than 2^32: summed as u32,
-        // which the compiler does several at a time)
-        let bytes = (self.lens[r.start..r.start + sent].iter())
-            .map(|&l| u32::from(l))
-            .sum::<u32>();
+        // SAFETY: mbufs[r] are this handle's built mbufs; the queue is ours.
+        let sent = usize::from(unsafe {
+            lr_tx(
+                self.port,
+                self.queue,
+                self.mbufs.as_mut_ptr().add(r.start),
+                r.len() as u16,
+            )
+        });
+        let bytes = self.lens[r.start..r.start + sent]
+            .iter()
+            .map(|&l| u64::from(l))
+            .sum();
         self.pending = r.start + sent..r.end;
-        (sent, u64::from(bytes))
+        (sent, bytes)
     }
 
     /// Builds up to `n` frames (at most [`BURST`]) in mbufs and sends them:
-    /// `build` is handed the burst's mbufs ([`TxBurst`], by value: its
-    /// state a local of the builder's loop) and builds a frame in each one
-    /// it takes, in order, giving back [`TxBurst::taken`]; an mbuf still
-    /// holds what was
+    /// `build` is handed the burst's mbufs ([`TxBurst`]) and builds a
+    /// frame in each one it takes, in order; an mbuf still holds what was
     /// last built in it by this queue unless its slot is among
     /// [`TxBurst::received`] (a frame was received into it since:
     /// net_af_xdp, where the RX queue shares the pool). Returns the frames
@@ -231,53 +142,27 @@ impl TxQueue {
     pub fn send_burst(
         &mut self,
         n: usize,
-        build: impl FnOnce(TxBurst<'_>) -> usize,
+        build: impl FnOnce(&mut TxBurst<'_>),
     ) -> io::Result<(usize, u64)> {
         if self.pending.is_empty() {
             let n = n.min(BURST);
             if n == 0 {
                 return Ok((0, 0));
             }
-            if !self.kept.is_empty() {
-                return Ok(self.send_kept(n, build));
-            }
             // No mbuf free: the port still holds them; try again.
             let Some(room) = self.alloc(n) else {
                 return Ok((0, 0));
             };
-            let built = build(self.burst(n, room));
+            let mut burst = self.burst(n, room);
+            build(&mut burst);
+            let built = burst.next;
             if built < n {
                 // SAFETY: mbufs[built..n] are this handle's, nothing built.
                 unsafe { lr_free(self.mbufs.as_ptr().add(built), (n - built) as c_uint) };
             }
             self.pending = 0..built;
-            self.pending_kept = false;
         }
         Ok(self.push())
-    }
-
-    /// [`send_burst`](Self::send_burst) in the kept mbufs, nothing
-    /// pending: the builder takes them in turn, as many as it builds in
-    /// before the last kept one or one the port still holds.
-    #[inline(always)]
-    fn send_kept(&mut self, n: usize, build: impl FnOnce(TxBurst<'_>) -> usize) -> (usize, u64) {
-        let at = self.kept_at;
-        let built = build(self.kept_burst(n));
-        if built == 0 {
-            // The port holds the next one: asked to free what it sent
-            // (-ENOTSUP is no harm); try again.
-            // SAFETY: the queue is ours.
-            unsafe { lr_tx_cleanup(self.port, self.queue) };
-            return (0, 0);
-        }
-        self.kept_at = if at + built == self.kept.len() {
-            0
-        } else {
-            at + built
-        };
-        self.pending = at..at + built;
-        self.pending_kept = true;
-        self.push()
     }
 
     /// Sends frames built elsewhere (copied into mbufs); returns how many
@@ -306,20 +191,16 @@ impl TxQueue {
             burst.built(len);
         }
         self.pending = 0..n;
-        self.pending_kept = false;
         let (sent, _) = self.push();
         self.drop_pending();
         Ok(sent)
     }
 
-    /// Gives back what was built and not sent: to the pool, or (a kept
-    /// mbuf, its count 2) to the turn.
     fn drop_pending(&mut self) {
         let r = std::mem::replace(&mut self.pending, 0..0);
         if !r.is_empty() {
-            let base = self.pending_base();
-            // SAFETY: base[r] are this handle's, not handed to the port.
-            unsafe { lr_free(base.add(r.start), r.len() as c_uint) };
+            // SAFETY: mbufs[r] are this handle's, not handed to the port.
+            unsafe { lr_free(self.mbufs.as_ptr().add(r.start), r.len() as c_uint) };
         }
     }
 }
@@ -327,24 +208,17 @@ impl TxQueue {
 /// One burst's mbufs, handed out in order to a frame builder (see
 /// [`TxQueue::send_burst`]): each one's data offset, lengths and slot
 /// word are read and set as it is built, one pass over the burst (the
-/// shim only takes them from the pool); a kept mbuf's count is raised
-/// instead, its offset set once for its life and its slot its index.
+/// shim only takes them from the pool).
 #[derive(Debug)]
 pub struct TxBurst<'a> {
     mbufs: &'a [*mut RteMbuf],
     lens: &'a mut [u16],
     /// Bytes a frame may take in each mbuf.
     room: usize,
-    /// The next mbuf to hand out, and the last handed out.
+    /// The next mbuf to hand out.
     next: usize,
-    last: *mut RteMbuf,
     /// The pool is an RX queue's too: slot words carry [`RECEIVED`].
     shared: bool,
-    /// The queue's kept mbufs (see [`TxQueue`]) from this index among
-    /// them on: each one's slot is its index, its data offset stays as
-    /// set when it was first kept, and it is handed out only while the
-    /// port does not hold it (its count raised from 1 to 2).
-    kept_at: Option<usize>,
 }
 
 impl TxBurst<'_> {
@@ -355,26 +229,7 @@ impl TxBurst<'_> {
     pub fn next_mbuf(&mut self) -> Option<(&mut [u8], usize, bool)> {
         let i = self.next;
         let &m = self.mbufs.get(i)?;
-        if let Some(at) = self.kept_at {
-            // SAFETY: a kept mbuf, its queue's for its life.
-            let rc = unsafe { refcnt(m) };
-            if rc.load(Ordering::Acquire) != 1 {
-                return None;
-            }
-            rc.store(2, Ordering::Relaxed);
-            self.next = i + 1;
-            self.last = m;
-            // SAFETY: m is this queue's (count 2 now: the port's free will
-            // bring it back to 1); its data room from HEADROOM holds
-            // `room` bytes; the offset is rte_mbuf's (MBUF_BUF_ADDR).
-            let buf = unsafe {
-                let base = m.cast::<u8>().add(MBUF_BUF_ADDR).cast::<*mut u8>().read();
-                std::slice::from_raw_parts_mut(base.add(usize::from(HEADROOM)), self.room)
-            };
-            return Some((buf, at + i, false));
-        }
         self.next = i + 1;
-        self.last = m;
         let m = m.cast::<u8>();
         // SAFETY: m is an mbuf of this burst, this queue's alone until
         // sent (taken from its pool, each handed out once); the offsets
@@ -398,25 +253,21 @@ impl TxBurst<'_> {
     /// the mbuf's room): its lengths are set.
     #[inline(always)]
     pub fn built(&mut self, len: usize) {
-        // (none handed out yet: `next` 0, no length)
-        let Some(l) = self.lens.get_mut(self.next.wrapping_sub(1)) else {
+        let Some(i) = self.next.checked_sub(1) else {
+            return;
+        };
+        let (Some(&m), Some(l)) = (self.mbufs.get(i), self.lens.get_mut(i)) else {
             return;
         };
         let len = len.min(self.room) as u16;
         *l = len;
-        let m = self.last.cast::<u8>();
-        // SAFETY: as in next_mbuf: `last` is this burst's, the offsets
+        let m = m.cast::<u8>();
+        // SAFETY: as in next_mbuf: mbuf i is this burst's, the offsets
         // rte_mbuf's; one segment, so its data length is the frame's.
         unsafe {
             m.add(MBUF_DATA_LEN).cast::<u16>().write(len);
             m.add(MBUF_PKT_LEN).cast::<u32>().write(u32::from(len));
         }
-    }
-
-    /// The mbufs handed out (what the builder gives back to
-    /// [`TxQueue::send_burst`]).
-    pub fn taken(&self) -> usize {
-        self.next
     }
 
     /// The slots of this burst's mbufs that a frame was received into
@@ -435,11 +286,6 @@ impl TxBurst<'_> {
 impl Drop for TxQueue {
     fn drop(&mut self) {
         self.drop_pending();
-        if !self.kept.is_empty() {
-            // SAFETY: the kept mbufs are this queue's: each goes back to
-            // the pool now (count 1) or when the port frees it (count 2).
-            unsafe { lr_free(self.kept.as_ptr(), self.kept.len() as c_uint) };
-        }
         release(self.port, self.queue, true);
     }
 }
@@ -685,36 +531,4 @@ impl Drop for RxQueue {
     fn drop(&mut self) {
         release(self.port, self.queue, false);
     }
-}
-
-/// Up to `want` mbufs of `pool` for a TX queue to keep (fewer where the
-/// pool has fewer free), each one's data offset set (for its life), and
-/// the bytes a frame may take in each.
-fn take_kept(pool: Pool, want: usize) -> (Vec<*mut RteMbuf>, usize) {
-    let (mut kept, mut room) = (vec![std::ptr::null_mut::<RteMbuf>(); want], 0u16);
-    let (mut got, mut chunk) = (0, 256);
-    while got < want {
-        let c = chunk.min(want - got);
-        // SAFETY: kept has room for `c` more from `got`; the pool is valid
-        // for the process's life.
-        let r = unsafe { lr_take_kept(pool.0, kept.as_mut_ptr().add(got), c as c_uint, &mut room) };
-        if r == 0 {
-            got += c;
-        } else if chunk > 1 {
-            chunk = 1;
-        } else {
-            break;
-        }
-    }
-    kept.truncate(got);
-    for &m in &kept {
-        // SAFETY: m is an mbuf just taken, ours; the offset is rte_mbuf's.
-        unsafe {
-            m.cast::<u8>()
-                .add(MBUF_DATA_OFF)
-                .cast::<u16>()
-                .write(HEADROOM)
-        };
-    }
-    (kept, usize::from(room))
 }
