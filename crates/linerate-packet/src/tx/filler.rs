@@ -394,29 +394,34 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
         let (t, size_tag) = self.cur;
         let (stamp, len) = (self.stamp, t.len());
         let (flows, wire) = (&tb.flows[..], &tb.wire[..]);
+        let held = &mut self.held[..];
         let (i0, seq0) = (tb.next, tb.lap + 1);
         let (mut i, mut seq, mut part) = (i0, seq0, tb.lap_part);
-        while let Some((buf, slot)) = bufs.next_buf() {
-            let tag = size_tag | i as u64;
-            let f = flows[i];
-            let held = &mut self.held[slot];
-            if *held != tag {
-                if *held & SIZE_TAG != size_tag {
-                    t.lay(buf);
+        // A lap's flows from `i` on, then the next lap's from 0: the
+        // index's wrap tested once a lap, not once a frame.
+        'batch: loop {
+            while let Some(&f) = flows.get(i) {
+                let Some((buf, slot)) = bufs.next_buf() else {
+                    break 'batch;
+                };
+                let tag = size_tag | i as u64;
+                let h = &mut held[slot];
+                if *h != tag {
+                    if *h & SIZE_TAG != size_tag {
+                        t.lay(buf);
+                    }
+                    t.put_flow_at::<VLAN, V6, TCP>(buf, &wire[i], f.id);
+                    *h = tag;
                 }
-                t.put_flow_at::<VLAN, V6, TCP>(buf, &wire[i], f.id);
-                *held = tag;
+                let c = table_csum::<TCP>(f.base, part);
+                t.put_seq_csum_at::<VLAN, V6, TCP>(buf, seq, c, &stamp);
+                bufs.built(len);
+                i += 1;
             }
-            let c = table_csum::<TCP>(f.base, part);
-            t.put_seq_csum_at::<VLAN, V6, TCP>(buf, seq, c, &stamp);
-            bufs.built(len);
-            i += 1;
-            if i == flows.len() {
-                // A lap done: every flow's next frame is one on.
-                i = 0;
-                seq += 1;
-                part = super::flow_table::next_lap_part::<TCP>(part);
-            }
+            // A lap done: every flow's next frame is one on.
+            i = 0;
+            seq += 1;
+            part = super::flow_table::next_lap_part::<TCP>(part);
         }
         // (the frames: whole laps and the index's move)
         let frames = (seq - seq0) * flows.len() as u64 + i as u64 - i0 as u64;
