@@ -281,7 +281,7 @@ fn dpdk_fwd_io_on_net_null_sends_every_frame_it_receives() {
 /// Frame `k` of [`mixed_lengths_pcap`]'s file: 64 B every tenth, else
 /// 600, 1,514 (the port's largest) and 1,600 B (too long) in turn.
 fn mixed_length(k: u64) -> usize {
-    if k % 10 == 0 {
+    if k.is_multiple_of(10) {
         64
     } else {
         [600, 1514, 1600][(k % 3) as usize]
