@@ -658,12 +658,7 @@ mod tests {
 
     #[test]
     fn drop_program_attaches_to_loopback_and_detaches() {
-        if !nix_root() {
-            assert!(
-                std::env::var("LINERATE_STRICT").as_deref() != Ok("1"),
-                "LINERATE_STRICT=1: attaching XDP needs root"
-            );
-            eprintln!("SKIP: attaching XDP needs root");
+        if skip_unless_root("attaching XDP") {
             return;
         }
         let lo = crate::iface::index("lo").unwrap();
@@ -710,12 +705,7 @@ mod tests {
 
     #[test]
     fn udp_payload_drop_program_verdicts() {
-        if !nix_root() {
-            assert!(
-                std::env::var("LINERATE_STRICT").as_deref() != Ok("1"),
-                "LINERATE_STRICT=1: loading XDP programs needs root"
-            );
-            eprintln!("SKIP: loading XDP programs needs root");
+        if skip_unless_root("loading XDP programs") {
             return;
         }
         let prog = load(&udp_payload_drop_program(4), "lr_udp_sink").unwrap();
@@ -750,12 +740,7 @@ mod tests {
 
     #[test]
     fn udp_filter_takes_only_udp_to_its_ports() {
-        if !nix_root() {
-            assert!(
-                std::env::var("LINERATE_STRICT").as_deref() != Ok("1"),
-                "LINERATE_STRICT=1: loading XDP programs needs root"
-            );
-            eprintln!("SKIP: loading XDP programs needs root");
+        if skip_unless_root("loading XDP programs") {
             return;
         }
         // XDP_DROP stands for "taken" (the real program redirects).
@@ -837,12 +822,7 @@ mod tests {
 
     #[test]
     fn stamping_program_puts_the_receive_time_in_front_of_taken_frames() {
-        if !nix_root() {
-            assert!(
-                std::env::var("LINERATE_STRICT").as_deref() != Ok("1"),
-                "LINERATE_STRICT=1: loading XDP programs needs root"
-            );
-            eprintln!("SKIP: loading XDP programs needs root");
+        if skip_unless_root("loading XDP programs") {
             return;
         }
         // XDP_DROP stands for "redirected", as above.
@@ -875,6 +855,20 @@ mod tests {
                 assert_eq!(meta.len(), want, "{f:?} stamp={stamp}");
             }
         }
+    }
+
+    /// Whether a test that `what` (needs root) must skip: not root, and
+    /// not under LINERATE_STRICT=1 (where that fails it).
+    fn skip_unless_root(what: &str) -> bool {
+        if nix_root() {
+            return false;
+        }
+        assert!(
+            std::env::var("LINERATE_STRICT").as_deref() != Ok("1"),
+            "LINERATE_STRICT=1: {what} needs root"
+        );
+        eprintln!("SKIP: {what} needs root");
+        true
     }
 
     fn nix_root() -> bool {
