@@ -267,6 +267,9 @@ fn snappi_drives_one_agent_and_flow_metrics_equal_what_arrived() {
     ) {
         return;
     }
+    // (flows paced at 500/s, counted against the second they ran: one
+    // such test at a time)
+    let _one = linerate_testkit::measuring();
     let python = snappi_python().unwrap();
     let rig = Rig::looped().unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -391,6 +394,9 @@ fn snappi_drives_two_agents_with_tx_and_rx_on_different_hosts() {
     ) {
         return;
     }
+    // (flows paced at 500/s, counted against the second they ran: one
+    // such test at a time)
+    let _one = linerate_testkit::measuring();
     let python = snappi_python().unwrap();
     let rig = Rig::pair().unwrap();
     let dir = tempfile::tempdir().unwrap();
