@@ -578,18 +578,7 @@ struct TestRunAttr {
 /// Runs a loaded XDP program once on `frame` (BPF_PROG_TEST_RUN) and
 /// returns its verdict: programs can be checked without any traffic.
 pub fn test_run(prog: &OwnedFd, frame: &[u8]) -> io::Result<u32> {
-    let mut out = vec![0u8; frame.len() + 256];
-    let mut attr = TestRunAttr {
-        prog_fd: prog.as_raw_fd() as u32,
-        data_size_in: frame.len() as u32,
-        data_size_out: out.len() as u32,
-        data_in: frame.as_ptr() as u64,
-        data_out: out.as_mut_ptr() as u64,
-        repeat: 1,
-        ..TestRunAttr::default()
-    };
-    test_run_call(&mut attr)?;
-    Ok(attr.retval)
+    test_run_meta(prog, frame).map(|(verdict, _)| verdict)
 }
 
 /// The XDP context (`struct xdp_md`) a test run takes and gives back.
