@@ -76,6 +76,11 @@ unsafe extern "C" {
     fn lr_port_stats(port: u16, out: *mut u64) -> c_int;
 }
 
+/// How DPDK was linked into this build: `"static"` (its `librte_*.a` and
+/// drivers in the binary, the default) or `"dynamic"` (its shared
+/// libraries; `LINERATE_DPDK_LINK=dynamic` at build time).
+pub const LINKED: &str = env!("LINERATE_DPDK_LINKED");
+
 /// Frames per burst (TX and RX).
 pub const BURST: usize = 64;
 /// Queues a port is set up with at most (one per worker).

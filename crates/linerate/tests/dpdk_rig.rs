@@ -28,8 +28,10 @@ const EAL: &str = "--no-huge -m 128 --no-pci --no-shconf -l 0";
 /// frames from a full ring, which its port counters do not show).
 const RING: &str = "blocksz=4096,framesz=2048,framecnt=16384";
 
-/// DPDK's net_null, net_af_packet, net_af_xdp and net_pcap drivers, which the EAL loads from its
-/// plugin directory (`<libdir>/dpdk/pmds-*`).
+/// DPDK's net_null, net_af_packet, net_af_xdp and net_pcap drivers: in a
+/// static build (the default) they are linked into the binary, in a
+/// dynamic one (`LINERATE_DPDK_LINK=dynamic`) the EAL loads them from its
+/// plugin directory (`<libdir>/dpdk/pmds-*`); libdpdk-dev installs both.
 fn require_dpdk_pmds() -> Requirement {
     let libdir = Command::new("pkg-config")
         .args(["--variable=libdir", "libdpdk"])
