@@ -3,7 +3,7 @@
 //! from the flows' sums), [`VxlanFiller`] the same inside VXLAN; a
 //! worker's [`Job`] and its live [`Counters`].
 
-use super::flow_table::{FlowTable, table_csum};
+use super::flow_table::{FlowTable, image_len, put_image, table_csum};
 use super::send::{BlastConfig, Fill};
 use linerate_backend::port::{Endpoints, PayloadBufs, PayloadSource, payload_each_by_one};
 use linerate_backend::{Buffers, FrameSource};
@@ -353,6 +353,30 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
     }
 }
 
+/// Lays flow `i` of table `tb` (template `t`) over `buf`, which held
+/// another flow's frame (`other_size`: of another size, or nothing): its
+/// frame head copied from the table's images (the template laid first
+/// where they do not cover the frame and `other_size`), or, in a buffer
+/// shorter than a head, the template and the flow's fields.
+#[inline(always)]
+fn lay_flow<const VLAN: bool, const V6: bool, const TCP: bool>(
+    buf: &mut [u8],
+    t: &Template,
+    tb: &FlowTable,
+    other_size: bool,
+    i: usize,
+) {
+    if buf.len() >= image_len::<V6>() {
+        if other_size && !tb.covers {
+            t.lay(buf);
+        }
+        put_image::<V6>(buf, &tb.images, i);
+    } else {
+        t.lay(buf);
+        t.put_flow_at::<VLAN, V6, TCP>(buf, &tb.wire[i], tb.flows[i].id);
+    }
+}
+
 impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
     Filler<'_, VLAN, V6, TCP, ONE>
 {
@@ -371,10 +395,7 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
         let f = tb.flows[i];
         let held = &mut self.held[slot];
         if *held != tag {
-            if *held & SIZE_TAG != size_tag {
-                t.lay(buf);
-            }
-            t.put_flow_at::<VLAN, V6, TCP>(buf, &tb.wire[i], f.id);
+            lay_flow::<VLAN, V6, TCP>(buf, t, tb, *held & SIZE_TAG != size_tag, i);
             *held = tag;
         }
         let c = table_csum::<TCP>(f.base, part);
@@ -393,7 +414,7 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
         };
         let (t, size_tag) = self.cur;
         let (stamp, len) = (self.stamp, t.len());
-        let (flows, wire) = (&tb.flows[..], &tb.wire[..]);
+        let flows = &tb.flows[..];
         let held = &mut self.held[..];
         let (i0, seq0) = (tb.next, tb.lap + 1);
         let (mut i, mut seq, mut part) = (i0, seq0, tb.lap_part);
@@ -407,10 +428,7 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
                 let tag = size_tag | i as u64;
                 let h = &mut held[slot];
                 if *h != tag {
-                    if *h & SIZE_TAG != size_tag {
-                        t.lay(buf);
-                    }
-                    t.put_flow_at::<VLAN, V6, TCP>(buf, &wire[i], f.id);
+                    lay_flow::<VLAN, V6, TCP>(buf, t, tb, *h & SIZE_TAG != size_tag, i);
                     *h = tag;
                 }
                 let c = table_csum::<TCP>(f.base, part);
