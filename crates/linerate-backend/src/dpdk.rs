@@ -113,9 +113,7 @@ impl DpdkTx {
         fill: &mut F,
     ) -> io::Result<(usize, u64)> {
         self.q.send_burst(n, |burst| {
-            for slot in burst.received() {
-                fill.forget(slot);
-            }
+            burst.take_received(|slot| fill.forget(slot));
             fill.build_each(&mut Mbufs(burst));
         })
     }
@@ -134,7 +132,7 @@ struct Mbufs<'a, 'b>(&'a mut linerate_dpdk::TxBurst<'b>);
 impl crate::Buffers for Mbufs<'_, '_> {
     #[inline(always)]
     fn next_buf(&mut self) -> Option<(&mut [u8], usize)> {
-        self.0.next_mbuf().map(|(buf, slot, _)| (buf, slot))
+        self.0.next_mbuf()
     }
 
     #[inline(always)]

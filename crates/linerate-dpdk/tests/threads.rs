@@ -39,7 +39,7 @@ fn send(q: &mut TxQueue, bursts: usize) -> usize {
     for _ in 0..bursts {
         let (n, bytes) = q
             .send_burst(64, |b| {
-                while let Some((buf, _, _)) = b.next_mbuf() {
+                while let Some((buf, _)) = b.next_mbuf() {
                     buf[..60].fill(0x5a);
                     b.built(60);
                 }

@@ -183,7 +183,7 @@ impl TxQueue {
         };
         let mut burst = self.burst(n, room);
         for f in &frames[..n] {
-            let Some((buf, _, _)) = burst.next_mbuf() else {
+            let Some((buf, _)) = burst.next_mbuf() else {
                 break;
             };
             let len = f.len().min(buf.len());
@@ -222,11 +222,12 @@ pub struct TxBurst<'a> {
 }
 
 impl TxBurst<'_> {
-    /// The next mbuf's data room, its slot and whether a frame was
-    /// received into it since this queue last built there; `None` when
-    /// the burst is full. [`built`](Self::built) follows each.
+    /// The next mbuf's data room and its slot; `None` when the burst is
+    /// full. [`built`](Self::built) follows each. (Whether a frame was
+    /// received into it since this queue last built there is told by
+    /// [`take_received`](Self::take_received), before.)
     #[inline(always)]
-    pub fn next_mbuf(&mut self) -> Option<(&mut [u8], usize, bool)> {
+    pub fn next_mbuf(&mut self) -> Option<(&mut [u8], usize)> {
         let i = self.next;
         let &m = self.mbufs.get(i)?;
         self.next = i + 1;
@@ -238,15 +239,11 @@ impl TxBurst<'_> {
         let (buf, s) = unsafe {
             let base = m.add(MBUF_BUF_ADDR).cast::<*mut u8>().read();
             m.add(MBUF_DATA_OFF).cast::<u16>().write(HEADROOM);
-            let word = m.add(MBUF_PRIV).cast::<u32>();
-            let s = word.read();
-            if self.shared && s & RECEIVED != 0 {
-                word.write(s & !RECEIVED);
-            }
+            let s = m.add(MBUF_PRIV).cast::<u32>().read();
             let buf = std::slice::from_raw_parts_mut(base.add(usize::from(HEADROOM)), self.room);
             (buf, s)
         };
-        Some((buf, (s & !RECEIVED) as usize, s & RECEIVED != 0))
+        Some((buf, (s & !RECEIVED) as usize))
     }
 
     /// The frame built in the last mbuf handed out is `len` bytes (cut to
@@ -270,16 +267,24 @@ impl TxBurst<'_> {
         }
     }
 
-    /// The slots of this burst's mbufs that a frame was received into
-    /// since this queue last built there (none but on a pool an RX queue
-    /// shares; their words are cleared as each is handed out).
-    pub fn received(&self) -> impl Iterator<Item = usize> + '_ {
+    /// Calls `f` with each slot of this burst's mbufs that a frame was
+    /// received into since this queue last built there, and clears the
+    /// mark (none but on a pool an RX queue shares: a pass before the
+    /// burst is built, not a test per frame as it is handed out).
+    pub fn take_received(&mut self, mut f: impl FnMut(usize)) {
         let mbufs = if self.shared { self.mbufs } else { &[] };
-        mbufs.iter().filter_map(|&m| {
-            // SAFETY: as in next_mbuf: the slot word after the struct.
-            let s = unsafe { m.cast::<u8>().add(MBUF_PRIV).cast::<u32>().read() };
-            (s & RECEIVED != 0).then_some((s & !RECEIVED) as usize)
-        })
+        for &m in mbufs {
+            // SAFETY: as in next_mbuf: the slot word after the struct, of
+            // an mbuf this burst holds.
+            unsafe {
+                let word = m.cast::<u8>().add(MBUF_PRIV).cast::<u32>();
+                let s = word.read();
+                if s & RECEIVED != 0 {
+                    word.write(s & !RECEIVED);
+                    f((s & !RECEIVED) as usize);
+                }
+            }
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 //! from the flows' sums), [`VxlanFiller`] the same inside VXLAN; a
 //! worker's [`Job`] and its live [`Counters`].
 
-use super::flow_table::{FlowTable, table_csum};
+use super::flow_table::{FlowTable, image_len, put_image, table_csum};
 use super::send::{BlastConfig, Fill};
 use linerate_backend::port::{Endpoints, PayloadBufs, PayloadSource, payload_each_by_one};
 use linerate_backend::{Buffers, FrameSource};
@@ -69,7 +69,9 @@ pub(super) struct Filler<'a, const VLAN: bool, const V6: bool, const TCP: bool, 
     /// One size and one worker (the usual case): the next frame is the
     /// cursor's next flow, told by one test per frame.
     plain: bool,
-    /// What each slot holds: size << 48 | flow index (`EMPTY`: nothing yet).
+    /// What each slot holds: size << 48 | flow index (`EMPTY`: nothing
+    /// yet). Not kept by frames from a table whose heads cover the frame
+    /// (they are written whole every time).
     held: Vec<u64>,
     /// The send time of the batch being built.
     stamp: Stamp,
@@ -353,6 +355,30 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
     }
 }
 
+/// Lays flow `i` of table `tb` (template `t`) over `buf`, which held
+/// another flow's frame (`other_size`: of another size, or nothing): its
+/// frame head copied from the table's images (the template laid first
+/// where they do not cover the frame and `other_size`), or, in a buffer
+/// shorter than a head, the template and the flow's fields.
+#[inline(always)]
+fn lay_flow<const VLAN: bool, const V6: bool, const TCP: bool>(
+    buf: &mut [u8],
+    t: &Template,
+    tb: &FlowTable,
+    other_size: bool,
+    i: usize,
+) {
+    if buf.len() >= image_len::<V6>() {
+        if other_size && !tb.covers {
+            t.lay(buf);
+        }
+        put_image::<V6>(buf, &tb.images, i);
+    } else {
+        t.lay(buf);
+        t.put_flow_at::<VLAN, V6, TCP>(buf, &tb.wire[i], tb.flows[i].id);
+    }
+}
+
 impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
     Filler<'_, VLAN, V6, TCP, ONE>
 {
@@ -370,11 +396,9 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
         let tag = size_tag | i as u64;
         let f = tb.flows[i];
         let held = &mut self.held[slot];
-        if *held != tag {
-            if *held & SIZE_TAG != size_tag {
-                t.lay(buf);
-            }
-            t.put_flow_at::<VLAN, V6, TCP>(buf, &tb.wire[i], f.id);
+        // (`held` is not kept where the heads cover the frame)
+        if tb.covers || *held != tag {
+            lay_flow::<VLAN, V6, TCP>(buf, t, tb, *held & SIZE_TAG != size_tag, i);
             *held = tag;
         }
         let c = table_csum::<TCP>(f.base, part);
@@ -385,14 +409,32 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
     /// [`build_each`](FrameSource::build_each) from the table, the next
     /// flow's index, the lap's sequence and checksum part, the send time
     /// and the template in locals; nothing written per frame but the
-    /// frame (and `held` when the slot held another flow).
+    /// frame (and `held` when the slot held another flow). Frame heads
+    /// of `N` bytes ([`image_len`]).
     #[inline(always)]
     fn build_each_from_table<B: Buffers>(&mut self, bufs: &mut B) -> u64 {
+        let covers = self.table.as_ref().is_some_and(|tb| tb.covers);
+        match (V6, covers) {
+            (false, true) => self.table_batch::<B, { image_len::<false>() }, true>(bufs),
+            (false, false) => self.table_batch::<B, { image_len::<false>() }, false>(bufs),
+            (true, true) => self.table_batch::<B, { image_len::<true>() }, true>(bufs),
+            (true, false) => self.table_batch::<B, { image_len::<true>() }, false>(bufs),
+        }
+    }
+
+    /// [`build_each_from_table`](Self::build_each_from_table) with heads
+    /// of `N` bytes; `COVERS`: a head is the frame whole, copied into
+    /// every buffer without asking what it held (a buffer from DPDK's
+    /// pool held another flow's frame all but always; `held` is not
+    /// kept: see [`FlowTable::covers`]).
+    #[inline(always)]
+    fn table_batch<B: Buffers, const N: usize, const COVERS: bool>(&mut self, bufs: &mut B) -> u64 {
         let Some(tb) = &mut self.table else {
             unreachable!("called with a table")
         };
         let (t, size_tag) = self.cur;
         let (stamp, len) = (self.stamp, t.len());
+        let (heads, _) = tb.images.as_chunks::<N>();
         let (flows, wire) = (&tb.flows[..], &tb.wire[..]);
         let held = &mut self.held[..];
         let (i0, seq0) = (tb.next, tb.lap + 1);
@@ -400,18 +442,30 @@ impl<const VLAN: bool, const V6: bool, const TCP: bool, const ONE: bool>
         // A lap's flows from `i` on, then the next lap's from 0: the
         // index's wrap tested once a lap, not once a frame.
         'batch: loop {
-            while let Some(&f) = flows.get(i) {
+            for (f, head) in flows[i..].iter().zip(&heads[i..]) {
                 let Some((buf, slot)) = bufs.next_buf() else {
                     break 'batch;
                 };
-                let tag = size_tag | i as u64;
-                let h = &mut held[slot];
-                if *h != tag {
-                    if *h & SIZE_TAG != size_tag {
+                if COVERS {
+                    if let Some(b) = buf.first_chunk_mut::<N>() {
+                        *b = *head;
+                    } else {
                         t.lay(buf);
+                        t.put_flow_at::<VLAN, V6, TCP>(buf, &wire[i], f.id);
                     }
-                    t.put_flow_at::<VLAN, V6, TCP>(buf, &wire[i], f.id);
-                    *h = tag;
+                } else {
+                    let tag = size_tag | i as u64;
+                    let h = &mut held[slot];
+                    if *h != tag {
+                        if *h & SIZE_TAG != size_tag || buf.len() < N {
+                            t.lay(buf);
+                        }
+                        match buf.first_chunk_mut::<N>() {
+                            Some(b) => *b = *head,
+                            None => t.put_flow_at::<VLAN, V6, TCP>(buf, &wire[i], f.id),
+                        }
+                        *h = tag;
+                    }
                 }
                 let c = table_csum::<TCP>(f.base, part);
                 t.put_seq_csum_at::<VLAN, V6, TCP>(buf, seq, c, &stamp);

@@ -11,6 +11,24 @@ use linerate_traffic::{Template, WireCursor, template::WireFlow};
 /// walk the cursor.
 pub(super) const MAX_FLOWS: u64 = 1 << 16;
 
+/// Bytes of a flow's frame head in [`FlowTable::images`]: every field a
+/// flow sets lies in the first 64 bytes of an IPv4 frame and the first
+/// 96 of an IPv6 one (VLAN tag and TCP header included), a fixed size so
+/// that the copy is a few wide moves; a 64-byte IPv4 frame (60 bytes) or
+/// the shortest IPv6 one lies in it whole.
+#[inline(always)]
+pub(super) const fn image_len<const V6: bool>() -> usize {
+    if V6 { 96 } else { 64 }
+}
+
+/// Lays flow `i`'s frame head from `images` ([`FlowTable::images`]) over
+/// `buf`: a fixed-size copy.
+#[inline(always)]
+pub(super) fn put_image<const V6: bool>(buf: &mut [u8], images: &[u8], i: usize) {
+    let n = image_len::<V6>();
+    buf[..n].copy_from_slice(&images[i * n..][..n]);
+}
+
 /// What a frame needs of its flow every time: its probe id (for a buffer
 /// that held another flow) and the [`complement`] of its transport
 /// checksum's sum for sequence 0 and send time 0.
@@ -72,6 +90,18 @@ pub(super) fn table_csum<const TCP: bool>(base: u16, lap_part: u32) -> u16 {
 pub(super) struct FlowTable {
     pub(super) wire: Vec<WireFlow>,
     pub(super) flows: Vec<TableFlow>,
+    /// Each flow's frame head, [`image_len`] bytes a flow in the walk's
+    /// order: the template laid with the flow's fields (its IPv4 header
+    /// checksum and probe id), copied whole over a buffer that held
+    /// another flow's frame; only the probe's sequence and send time and
+    /// the transport checksum are written after it.
+    pub(super) images: Vec<u8>,
+    /// The images cover the whole frame (the template is no longer than
+    /// [`image_len`]): a frame is its head copied whole and the probe,
+    /// whatever the buffer held (no slot's `held` asked or kept: a test
+    /// a frame costs about what the copy does, and from DPDK's pool the
+    /// buffer held another flow's frame all but always).
+    pub(super) covers: bool,
     pub(super) next: usize,
     pub(super) lap: u64,
     /// The batch's send time's residue, and [`lap_part`] for `lap + 1`
@@ -95,13 +125,23 @@ impl FlowTable {
         let n = count as usize;
         let (mut wire, mut flows) = (Vec::with_capacity(n), Vec::with_capacity(n));
         let mut seen = vec![false; 1 << 16];
-        let tcp = t.layout().2;
-        for _ in 0..n {
+        let (_, v6, tcp) = t.layout();
+        let img = if v6 {
+            image_len::<true>()
+        } else {
+            image_len::<false>()
+        };
+        let mut images = vec![0u8; n * img];
+        let mut frame = vec![0u8; t.len().max(img)];
+        t.lay(&mut frame);
+        for k in 0..n {
             let id = c.flow_id();
             if std::mem::replace(&mut seen[usize::from(id)], true) {
                 return None;
             }
             wire.push(*c.wire());
+            t.put_flow(&mut frame, c.wire(), id);
+            images[k * img..(k + 1) * img].copy_from_slice(&frame[..img]);
             let sum = t.seq_sum_base(c.wire(), id, &linerate_traffic::Stamp::new(0));
             flows.push(TableFlow {
                 base: complement(sum, tcp) as u16,
@@ -112,6 +152,8 @@ impl FlowTable {
         (c.index() == 0 && c.wire() == cursor.wire()).then_some(FlowTable {
             wire,
             flows,
+            images,
+            covers: t.len() <= img,
             next: 0,
             lap: 0,
             stamp_residue: 0,
@@ -230,9 +272,14 @@ pub(super) mod tests {
 
     impl Fixture {
         pub(in crate::tx) fn new(cfg: &BlastConfig) -> Self {
-            let t = Template::new(100, &cfg.flows.flow(0), &cfg.framing).unwrap();
+            Self::sized(cfg, 100)
+        }
+
+        /// The one template of `size` bytes (`cfg`'s sizes must be it).
+        pub(in crate::tx) fn sized(cfg: &BlastConfig, size: u16) -> Self {
+            let t = Template::new(size.into(), &cfg.flows.flow(0), &cfg.framing).unwrap();
             Fixture {
-                templates: HashMap::from([(100, t)]),
+                templates: HashMap::from([(size, t)]),
                 encaps: HashMap::new(),
                 counters: Counters::default(),
             }
@@ -285,7 +332,20 @@ pub(super) mod tests {
     /// table) are the same bytes, batch after batch with new send times,
     /// and each flow's count is the same.
     fn same_frames<const V6: bool, const TCP: bool>(cfg: &BlastConfig, slots: usize) {
-        let fx = Fixture::new(cfg);
+        same_frames_sized::<V6, TCP>(cfg, slots, 100);
+    }
+
+    /// [`same_frames`] for frames of `size` bytes (`cfg`'s overridden).
+    fn same_frames_sized<const V6: bool, const TCP: bool>(
+        cfg: &BlastConfig,
+        slots: usize,
+        size: u16,
+    ) {
+        let mut cfg = cfg.clone();
+        cfg.sizes = SizeSequence::list(&[size]);
+        let cfg = &cfg;
+        let len = usize::from(size) - 4;
+        let fx = Fixture::sized(cfg, size);
         let job = fx.job(cfg);
         let mut table = Filler::<false, V6, TCP, false>::new(&job, slots);
         assert!(table.has_table(), "{} flows", cfg.flows.count());
@@ -304,8 +364,7 @@ pub(super) mod tests {
                 for _ in 0..n {
                     let slot = next_a;
                     next_a = (slot + 1) % slots;
-                    let len = table.build(&mut a[slot], slot);
-                    assert_eq!(len, 96);
+                    assert_eq!(table.build(&mut a[slot], slot), len);
                 }
             } else {
                 let mut s = Slots {
@@ -314,8 +373,8 @@ pub(super) mod tests {
                     left: n,
                     lens: Vec::new(),
                 };
-                assert_eq!(table.build_each(&mut s), 96 * n as u64);
-                assert_eq!(s.lens, vec![96; n]);
+                assert_eq!(table.build_each(&mut s), (len * n) as u64);
+                assert_eq!(s.lens, vec![len; n]);
             }
             for _ in 0..n {
                 let slot = next_b;
@@ -324,7 +383,7 @@ pub(super) mod tests {
             }
             for k in 0..n {
                 let slot = (first + k) % slots;
-                assert_eq!(a[slot][..96], b[slot][..96], "batch {batch}, slot {slot}");
+                assert_eq!(a[slot][..len], b[slot][..len], "batch {batch}, slot {slot}");
             }
         }
         assert_eq!(Fill::per_flow(&table), Fill::per_flow(&cursor));
@@ -341,6 +400,15 @@ pub(super) mod tests {
         }
         // 4,096 flows in step with 4,096 slots (the bench's case).
         same_frames::<false, false>(&cfg("198.18.0.1", "1000-5095", false), 4096);
+        // Frames no longer than a flow's head (written whole, `held` not
+        // kept), `build` and `build_each` in turn.
+        let few = cfg("198.18.0.1-198.18.0.3", "1000-1012", false);
+        same_frames_sized::<false, false>(&few, 16, 64);
+        same_frames_sized::<true, false>(
+            &cfg("2001:db8::1-2001:db8::3", "1000-1012", false),
+            16,
+            100,
+        );
     }
 
     /// A batch's buffers taken from a free list, as DPDK hands out its
@@ -372,17 +440,31 @@ pub(super) mod tests {
     /// would make them), and a queue's kept mbufs in turn, a burst cut
     /// short where the port still holds the next one. A field left as
     /// the buffer's last flow had it fails here.
-    fn same_frames_in_any_order<const TCP: bool>(cfg: &BlastConfig, slots: usize) {
-        let fx = Fixture::new(cfg);
+    /// (Before each batch a few slots, now and then, get a received
+    /// frame's bytes over theirs and are forgotten, as net_af_xdp's
+    /// shared pool makes them; every buffer starts as such bytes.) Run
+    /// for frames of `size` bytes (`cfg`'s size is overridden), IPv4 or
+    /// IPv6 (`V6`, `cfg`'s addresses).
+    fn same_frames_in_any_order<const V6: bool, const TCP: bool>(
+        cfg: &BlastConfig,
+        slots: usize,
+        size: u16,
+    ) {
+        let mut cfg = cfg.clone();
+        cfg.sizes = SizeSequence::list(&[size]);
+        let cfg = &cfg;
+        let fx = Fixture::sized(cfg, size);
         let job = fx.job(cfg);
+        let len = usize::from(size) - 4;
         let mut want = vec![0u8; 256];
         for kept in [false, true] {
-            let mut table = Filler::<false, false, TCP, false>::new(&job, slots);
+            let mut table = Filler::<false, V6, TCP, false>::new(&job, slots);
             assert!(table.has_table(), "{} flows", cfg.flows.count());
             // (each frame built whole in a zeroed buffer)
-            let mut cursor = Filler::<false, false, TCP, false>::new(&job, 1);
+            let mut cursor = Filler::<false, V6, TCP, false>::new(&job, 1);
             cursor.drop_table();
-            let mut bufs = vec![vec![0u8; 256]; slots];
+            let received: Vec<u8> = (0..256u32).map(|b| (b * 37 + 11) as u8).collect();
+            let mut bufs = vec![received.clone(); slots];
             // the free list, its top last; the kept turn's next slot
             let mut free: Vec<usize> = (0..slots).rev().collect();
             let (mut at, mut rng, mut stamp) = (0usize, 0x2545_f491_u64, 0x0fed_cba9_u64);
@@ -393,6 +475,13 @@ pub(super) mod tests {
                 stamp = stamp.wrapping_add(rng >> 40);
                 Fill::set_stamp(&mut table, stamp);
                 Fill::set_stamp(&mut cursor, stamp);
+                if batch % 7 == 3 {
+                    for k in 0..3 {
+                        let slot = (rng >> (8 * k)) as usize % slots;
+                        bufs[slot].copy_from_slice(&received);
+                        table.forget(slot);
+                    }
+                }
                 let n = 1 + (rng >> 33) as usize % 64;
                 let order: Vec<usize> = if kept {
                     // (a burst cut short: the port holds the rest)
@@ -416,15 +505,15 @@ pub(super) mod tests {
                 };
                 let bytes = table.build_each(&mut h);
                 let (taken, lens) = (h.taken, h.lens);
-                assert_eq!(bytes, 96 * taken.len() as u64);
+                assert_eq!(bytes, (len * taken.len()) as u64);
                 for (k, &slot) in taken.iter().enumerate() {
-                    assert_eq!(lens[k], 96);
+                    assert_eq!(lens[k], len);
                     want.fill(0);
                     cursor.forget(0);
                     cursor.build(&mut want, 0);
                     assert_eq!(
-                        bufs[slot][..96],
-                        want[..96],
+                        bufs[slot][..len],
+                        want[..len],
                         "kept {kept}, batch {batch}, frame {k}, slot {slot}"
                     );
                 }
@@ -441,13 +530,22 @@ pub(super) mod tests {
     fn frames_from_the_table_are_exact_in_reused_buffers_in_any_order() {
         // 39 flows (an address carries) over 100 buffers, and the
         // bench's 4,096 flows over the 4,096 a DPDK queue keeps and over
-        // a pool of 5,119.
+        // a pool of 5,119: frames longer than a flow's frame head (100
+        // bytes: the template laid under it), and as long as it or
+        // shorter (64 bytes over IPv4, 100 over IPv6: the head the frame
+        // whole, laid over another frame's or a received frame's bytes).
         let few = cfg("198.18.0.1-198.18.0.3", "1000-1012", false);
-        same_frames_in_any_order::<false>(&few, 100);
-        same_frames_in_any_order::<true>(&cfg("198.18.0.1-198.18.0.3", "1000-1012", true), 100);
+        let few_tcp = cfg("198.18.0.1-198.18.0.3", "1000-1012", true);
+        let few6 = cfg("2001:db8::1-2001:db8::3", "1000-1012", false);
+        for size in [64, 100] {
+            same_frames_in_any_order::<false, false>(&few, 100, size);
+            same_frames_in_any_order::<false, true>(&few_tcp, 100, size + 16);
+            same_frames_in_any_order::<true, false>(&few6, 100, size + 36);
+        }
+        same_frames_in_any_order::<true, false>(&few6, 100, 200);
         let many = cfg("198.18.0.1", "1000-5095", false);
-        same_frames_in_any_order::<false>(&many, 4096);
-        same_frames_in_any_order::<false>(&many, 5119);
+        same_frames_in_any_order::<false, false>(&many, 4096, 100);
+        same_frames_in_any_order::<false, false>(&many, 5119, 64);
     }
 
     #[test]
