@@ -245,8 +245,12 @@ impl<'a> Descs<'a> {
             // (see `drain`), and `fill` the fill slot beside it.
             let d = unsafe {
                 let d = *self.desc;
-                // The chunk goes back to the kernel.
-                *self.fill = d.addr & !(FRAME_SIZE as u64 - 1);
+                // The chunk goes back to the kernel: its address as the
+                // descriptor gives it (the frame's, inside the chunk), as
+                // a UMEM of aligned chunks takes it (the kernel masks
+                // every fill address down to its chunk's start:
+                // `xp_aligned_extract_addr`), no mask here.
+                *self.fill = d.addr;
                 self.desc = self.desc.add(1);
                 self.fill = self.fill.add(1);
                 d
