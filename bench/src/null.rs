@@ -9,6 +9,10 @@
 //!   --forward-mode=io --port-topology=loop`, what one port receives sent
 //!   back out of it.
 //!
+//! testpmd runs with `--burst=64`, linerate's burst and testpmd's best for
+//! these jobs (callgrind: io 121.2 instructions a frame at 64 against
+//! 124.9 at its default 32).
+//!
 //! Both run their forwarding on CPU 0, their EAL's main lcore on CPU 1
 //! (testpmd prints its statistics from there once a second). Each figure
 //! is the tool's own count of the frames the driver took, per second:
@@ -261,6 +265,7 @@ fn run_testpmd(job: Job, memory: Memory, secs: f64) -> Result<f64> {
         .args([
             "--nb-cores=1",
             "--total-num-mbufs=8192",
+            "--burst=64",
             "--stats-period",
             "1",
         ]);
