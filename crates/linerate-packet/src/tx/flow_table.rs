@@ -434,11 +434,11 @@ pub(super) mod tests {
     /// Frames from the table in buffers that come back in another order
     /// than they were sent in are the cursor's, byte for byte (flow
     /// fields, probe id and sequence, send time, checksums), every flow
-    /// counted the same. The two orders of the DPDK port: a pool's
-    /// per-lcore cache (the buffers last freed come back first, last
-    /// first; now and then a few trade places, as a second lcore's frees
-    /// would make them), and a queue's kept mbufs in turn, a burst cut
-    /// short where the port still holds the next one. A field left as
+    /// counted the same. Two orders: a DPDK pool's per-lcore cache (the
+    /// buffers last freed come back first, last first; now and then a
+    /// few trade places, as a second lcore's frees would make them), and
+    /// buffers in turn, as a ring's slots come back, a burst cut short
+    /// where the port still holds the next one. A field left as
     /// the buffer's last flow had it fails here.
     /// (Before each batch a few slots, now and then, get a received
     /// frame's bytes over theirs and are forgotten, as net_af_xdp's
