@@ -319,6 +319,7 @@ step!(r_pin, &["--batch", "1", "--no-gso"]);
 step!(r_batch, &["--no-gso"]);
 step!(r_gso, &[]);
 step!(r_busy, &["--busy-poll", "50"]);
+step!(r_coalesce, &["--busy-poll", "50", "--coalesce", "100"]);
 
 /// The server's veth as a two-queue NIC with RSS (`rr-recipe-rss`): each
 /// receive queue's NAPI thread pinned to one of the two CPUs the server's
@@ -344,7 +345,7 @@ pub fn recipe_rss_scenario() -> Scenario {
 pub fn recipe_scenario() -> Scenario {
     Scenario {
         name: "rr-recipe",
-        about: "the rr server's recipe switch by switch, cumulative: all off (one shared socket, unpinned, 1 datagram per call) -> SO_REUSEPORT (hash) -> CPU steering -> pinning -> batches of 64 -> answers to one client as one UDP GSO message -> busy polling 50 us (requests/s at the server's veth, closed loop)",
+        about: "the rr server's recipe switch by switch, cumulative: all off (one shared socket, unpinned, 1 datagram per call) -> SO_REUSEPORT (hash) -> CPU steering -> pinning -> batches of 64 -> answers to one client as one UDP GSO message -> busy polling 50 us -> naps of 100 us after a drained receive (requests/s at the server's veth, closed loop)",
         receiver: SERVER,
         receive_cpu: None,
         napi_setup: false,
@@ -379,6 +380,10 @@ pub fn recipe_scenario() -> Scenario {
             Contender {
                 name: "+ busy poll 50 us",
                 start: r_busy,
+            },
+            Contender {
+                name: "+ coalesce 100 us",
+                start: r_coalesce,
             },
         ],
         check: || {

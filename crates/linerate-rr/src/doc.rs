@@ -123,6 +123,7 @@ struct UdpRecipe {
     busy_poll_us: u32,
     gso: bool,
     spin: bool,
+    coalesce_us: u64,
 }
 
 impl<'a> ServerDoc<'a> {
@@ -144,6 +145,7 @@ impl<'a> ServerDoc<'a> {
                 busy_poll_us: c.busy_poll_us,
                 gso: c.gso,
                 spin: c.spin,
+                coalesce_us: u64::try_from(c.coalesce.as_micros()).unwrap_or(u64::MAX),
             },
             steering_note: &r.steering_note,
             warnings: &r.warnings,

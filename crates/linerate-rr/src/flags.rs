@@ -24,6 +24,9 @@ pub struct ServerFlags {
     pub no_pin: bool,
     pub busy_poll_us: u32,
     pub spin: bool,
+    /// `--coalesce` (UDP): microseconds a worker sleeps after a receive
+    /// that drained its socket (0: none).
+    pub coalesce_us: u32,
     pub no_gso: bool,
     pub max_conns: usize,
     pub max_per_source: usize,
@@ -80,6 +83,33 @@ fn seconds(what: &str, s: f64) -> Result<Option<Duration>, RrError> {
 fn online_cpus() -> Vec<usize> {
     let n = std::thread::available_parallelism().map_or(1, |n| n.get());
     (0..n).collect()
+}
+
+/// The longest `--coalesce`: a nap longer than a millisecond would be
+/// a timer, not coalescing (and a socket's buffer fills in it at speed).
+pub const COALESCE_MAX_US: u32 = 1_000;
+
+/// `--coalesce` against the rest of the UDP server's recipe.
+fn check_coalesce(us: u32, batch: u16, spin: bool) -> Result<(), RrError> {
+    if us == 0 {
+        return Ok(());
+    }
+    if us > COALESCE_MAX_US {
+        return Err(config(format!(
+            "--coalesce is at most {COALESCE_MAX_US} microseconds"
+        )));
+    }
+    if spin {
+        return Err(config(
+            "--coalesce sleeps between receives and --spin never sleeps: choose one".into(),
+        ));
+    }
+    if batch <= 1 {
+        return Err(config(
+            "--coalesce gathers requests into batches: it needs --batch above 1".into(),
+        ));
+    }
+    Ok(())
 }
 
 fn check_busy_poll(us: u32) -> Result<(), RrError> {
@@ -144,9 +174,11 @@ impl ServerFlags {
             busy_poll_us: self.busy_poll_us,
             gso: !self.no_gso,
             spin: self.spin,
+            coalesce: std::time::Duration::from_micros(u64::from(self.coalesce_us)),
             intervals_kept: self.intervals_kept,
         };
         check_busy_poll(self.busy_poll_us)?;
+        check_coalesce(self.coalesce_us, self.batch, self.spin)?;
         if self.no_reuseport && self.steering != "cpu" {
             return Err(config(
                 "--no-reuseport shares one socket: there is nothing to steer (leave out --steering)"
@@ -195,6 +227,7 @@ impl ServerFlags {
             busy_poll_us: self.busy_poll_us,
             gso: !self.no_gso,
             spin: self.spin,
+            coalesce_us: self.coalesce_us,
         };
         serde_json::to_value(doc).unwrap_or_default()
     }
@@ -317,6 +350,7 @@ struct UdpServerStart<'a> {
     busy_poll_us: u32,
     gso: bool,
     spin: bool,
+    coalesce_us: u32,
 }
 
 /// The TCP server's `start.config`.
@@ -373,6 +407,7 @@ mod tests {
             no_pin: false,
             busy_poll_us: 0,
             spin: false,
+            coalesce_us: 0,
             no_gso: false,
             max_conns: 10_000,
             max_per_source: 1_000,
@@ -452,6 +487,23 @@ mod tests {
             }),
             "--busy-poll is at most 100000 microseconds"
         );
+        let nap = |us, batch, spin| ServerFlags {
+            coalesce_us: us,
+            batch,
+            spin,
+            ..server()
+        };
+        assert_eq!(
+            nap(100, 64, false).udp_config().unwrap().coalesce,
+            Duration::from_micros(100)
+        );
+        assert_eq!(server().udp_config().unwrap().coalesce, Duration::ZERO);
+        assert_eq!(
+            bad(nap(1_001, 64, false)),
+            "--coalesce is at most 1000 microseconds"
+        );
+        assert!(bad(nap(100, 64, true)).contains("--spin never sleeps"));
+        assert!(bad(nap(100, 1, false)).contains("needs --batch above 1"));
         assert!(
             bad(ServerFlags {
                 no_reuseport: true,
@@ -500,7 +552,8 @@ mod tests {
                 "pin",
                 "busy_poll_us",
                 "gso",
-                "spin"
+                "spin",
+                "coalesce_us"
             ]
         );
         assert_eq!(

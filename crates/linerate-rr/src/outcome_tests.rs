@@ -71,6 +71,7 @@ fn server_report(steering_note: Option<String>) -> ServerReport {
             busy_poll_us: 50,
             gso: true,
             spin: false,
+            coalesce: Duration::ZERO,
             intervals_kept: 1,
         },
         local: addr("198.18.0.1:9000"),

@@ -59,6 +59,9 @@ pub struct ServerConfig {
     /// never sleeps in the kernel: the lowest latency a socket gives, as
     /// sockperf's `--nonblocked`).
     pub spin: bool,
+    /// `--coalesce`: how long a worker sleeps after a receive that
+    /// drained its socket, before the next ([`nap_after`]; zero: never).
+    pub coalesce: Duration,
     /// Intervals kept for the end document: the last this many (0: none,
     /// when no document that lists them is wanted); older ones are
     /// dropped and counted, so a server that runs for days holds a
@@ -294,7 +297,7 @@ impl Server {
                 let cpu = cfg.cores.get(i).copied();
                 let end_flag = &end_flag;
                 let warnings = &warnings;
-                let batch = (cfg.batch, cfg.gso);
+                let batch = (cfg.batch, cfg.gso, cfg.coalesce);
                 let max_response = cfg.max_response;
                 let allow = cfg.allow.clone();
                 handles.push(s.spawn(move || {
@@ -530,7 +533,7 @@ pub fn decide(
 fn serve(
     sock: &UdpSocket,
     (sh, mut spin, mut fill): (&Shared, Spin, Fill),
-    (batch, mut gso): (usize, bool),
+    (batch, mut gso, coalesce): (usize, bool, Duration),
     (max_response, allow): (usize, &[Prefix]),
     (end, warnings): (&AtomicBool, &std::sync::Mutex<Vec<String>>),
 ) {
@@ -539,7 +542,8 @@ fn serve(
     let mut answers = Vec::with_capacity(r.capacity());
     let mut c = ServerCounts::default();
     while !end.load(Ordering::Relaxed) {
-        let n = match r.recv_upto(sock, fill.want()) {
+        let want = fill.want();
+        let n = match r.recv_upto(sock, want) {
             Ok(n) => {
                 spin.got();
                 fill.got(n);
@@ -609,8 +613,21 @@ fn serve(
             );
         }
         publish(sh, &c);
+        if let Some(nap) = nap_after(n, want, coalesce) {
+            std::thread::sleep(nap);
+        }
     }
     publish(sh, &c);
+}
+
+/// How long a worker sleeps after a receive that took `got` datagrams
+/// of the `asked` it asked for, its requests answered (`--coalesce`):
+/// `coalesce` when the receive drained the socket (fewer than asked),
+/// so the requests that come meanwhile gather into the next batch and
+/// are queued without waking the worker; none after a full receive (more
+/// may be waiting) or without `--coalesce`.
+fn nap_after(got: usize, asked: usize, coalesce: Duration) -> Option<Duration> {
+    (got < asked && !coalesce.is_zero()).then_some(coalesce)
 }
 
 fn publish(sh: &Shared, c: &ServerCounts) {
@@ -620,6 +637,16 @@ fn publish(sh: &Shared, c: &ServerCounts) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_worker_naps_only_after_draining_its_socket_with_coalesce() {
+        let us = Duration::from_micros;
+        assert_eq!(nap_after(3, 64, us(100)), Some(us(100)));
+        assert_eq!(nap_after(1, 64, us(100)), Some(us(100)));
+        // a full receive: more may be waiting, ask again at once
+        assert_eq!(nap_after(64, 64, us(100)), None);
+        assert_eq!(nap_after(3, 64, Duration::ZERO), None);
+    }
 
     #[test]
     fn response_sizes_are_checked() {

@@ -28,6 +28,7 @@ fn server_cfg(cores: Vec<usize>, steering: Steering) -> ServerConfig {
         busy_poll_us: 0,
         gso: true,
         spin: false,
+        coalesce: std::time::Duration::ZERO,
         intervals_kept: linerate_rr::INTERVALS_KEPT,
     }
 }
@@ -133,6 +134,42 @@ fn closed_loop_accounts_for_every_request_on_both_sides() {
     assert_eq!(j["mode"], "closed loop");
     assert!(c.send_lag.is_none() && j["send_lag_us"].is_null());
     assert!(j["latency_us"]["p99.9"].as_f64().unwrap() > 0.0);
+}
+
+/// `--coalesce`: a worker that naps 500 us after each receive that
+/// drained its socket still answers every request, counted alike on both
+/// sides, and its receives are bounded by its naps: each receive that
+/// came back short of the batch (32) was followed by a nap, so there are
+/// at most elapsed / 500 us of those, plus at most one full receive per
+/// 32 requests. A server that never naps makes a receive every request
+/// or two (tens of thousands here) and fails the bound.
+#[test]
+fn a_coalescing_server_answers_every_request_in_batches_its_naps_bound() {
+    let nap = Duration::from_micros(500);
+    let cfg = ServerConfig {
+        coalesce: nap,
+        ..server_cfg(vec![], Steering::Hash)
+    };
+    let (c, s) = with_server(&cfg, |addr| {
+        run(&ClientConfig {
+            load: Load::Closed { outstanding: 16 },
+            ..client_cfg(addr)
+        })
+    });
+    let t = &c.total;
+    assert!(t.completed > 1_000, "{t:?}");
+    assert_eq!(t.lost + t.late + t.duplicate + t.unknown, 0, "{t:?}");
+    assert_eq!(s.total.requests, t.sent);
+    assert_eq!(s.total.answered, t.sent);
+    let short_receives_max = (s.elapsed.as_secs_f64() / nap.as_secs_f64()).ceil() as u64 + 1;
+    let bound = short_receives_max + s.total.requests / 32;
+    assert!(
+        s.total.batches <= bound,
+        "{} receives for {} requests in {:?}: more than the naps allow ({bound})",
+        s.total.batches,
+        s.total.requests,
+        s.elapsed
+    );
 }
 
 /// A spinning server (non-blocking sockets, never asleep) with a spinning

@@ -69,23 +69,22 @@ pub struct ServerArgs {
     /// for up to US microseconds before sleeping (costs CPU for latency).
     #[arg(long, value_name = "US", default_value_t = 0)]
     busy_poll: u32,
-    /// Workers spin on non-blocking sockets instead of sleeping in the
-    /// kernel between requests, yielding their CPU between empty polls to
-    /// any thread ready to run there (the NAPI thread bringing the next
-    /// request): the lowest latency, a core kept busy per worker (as
-    /// sockperf's --nonblocked; with the client's --busy-poll for
-    /// ping-pong latency).
+    /// Workers spin on non-blocking sockets instead of sleeping, yielding their CPU between
+    /// empty polls to a thread ready there (the NAPI thread): the lowest latency, a core busy
+    /// per worker (as sockperf's --nonblocked; with the client's --busy-poll for ping-pong).
     #[arg(long)]
     spin: bool,
+    /// After a receive that drained its socket, sleep US microseconds (<= 1000): bigger
+    /// batches, fewer wake-ups, less CPU a request, up to US more latency (not with --spin).
+    #[arg(long, value_name = "US", default_value_t = 0, conflicts_with = "tcp")]
+    coalesce: u32,
     /// Send every answer as its own datagram message. By default answers
     /// of one length to one client in a batch leave as one UDP GSO message
     /// (one trip down the stack; the kernel or a NIC with USO cuts it).
     #[arg(long)]
     no_gso: bool,
-    /// Serve rr over TCP (each message preceded by its length) instead of
-    /// UDP: a listener per worker on the port, connections spread over them.
-    /// (The UDP recipe's --steering, --batch, --no-reuseport and --no-gso
-    /// do not apply.)
+    /// Serve rr over TCP (each message preceded by its length): a listener per worker on the
+    /// port. (The UDP recipe's --steering, --batch, --no-reuseport and --no-gso do not apply.)
     #[arg(long, conflicts_with_all = ["steering", "batch", "no_reuseport", "no_gso"])]
     tcp: bool,
     /// TCP: most connections open at once; more are closed on accept.
@@ -207,6 +206,7 @@ impl ServerArgs {
             no_pin: self.no_pin,
             busy_poll_us: self.busy_poll,
             spin: self.spin,
+            coalesce_us: self.coalesce,
             no_gso: self.no_gso,
             max_conns: self.max_conns,
             max_per_source: self.max_per_source,

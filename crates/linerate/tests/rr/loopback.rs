@@ -37,6 +37,22 @@ fn rr_refuses_impossible_settings_with_a_clear_message() {
         "at most 100000 microseconds",
     );
     fails_with(
+        &[&srv[..], &["--coalesce", "2000"]].concat(),
+        "--coalesce is at most 1000 microseconds",
+    );
+    fails_with(
+        &[&srv[..], &["--coalesce", "100", "--spin"]].concat(),
+        "--spin never sleeps",
+    );
+    fails_with(
+        &[&srv[..], &["--coalesce", "100", "--batch", "1"]].concat(),
+        "needs --batch above 1",
+    );
+    fails_with(
+        &[&srv[..], &["--tcp", "--coalesce", "100"]].concat(),
+        "cannot be used with",
+    );
+    fails_with(
         &[&c[..], &["-l", "10"]].concat(),
         "request size 10 is outside 32..=65507",
     );
@@ -154,4 +170,37 @@ fn rr_on_loopback_text_output() {
     assert!(text.contains("scheduled send to receipt"), "{text}");
     let s = String::from_utf8_lossy(&server.wait(Duration::from_secs(5)).stdout).to_string();
     assert!(s.contains("total: 1000 requests"), "{s}");
+}
+
+/// `--coalesce` end to end: the server's document says the nap it was
+/// given, and every one of a paced client's 1,000 requests is answered.
+#[test]
+fn rr_server_coalesces_as_told_and_answers_every_request() {
+    let port = support::free_port();
+    let server = Proc::spawn(linerate().args(["rr", "server", "-B", "127.0.0.1"]).args([
+        "-p",
+        &port.to_string(),
+        "-t",
+        "2",
+        "--steering",
+        "hash",
+        "--coalesce",
+        "200",
+        "-J",
+    ]));
+    std::thread::sleep(Duration::from_millis(300));
+    let out = linerate()
+        .args(["rr", "client", "127.0.0.1", "-p", &port.to_string()])
+        .args(["-t", "0.5", "--pps", "2k"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json(&server.wait(Duration::from_secs(5)).stdout);
+    assert_eq!(doc["recipe"]["coalesce_us"], 200, "{doc}");
+    assert_eq!(u(&doc, "counts.requests"), 1000, "{doc}");
+    assert_eq!(u(&doc, "counts.answered"), 1000, "{doc}");
 }
