@@ -130,18 +130,24 @@ fn rr_client_without_a_server_reports_then_fails() {
     assert!(u(&v, "counts.refused") > 0);
 }
 
+/// `linerate rr server` on loopback on a fresh port for 2 s (hash
+/// steering), with `extra`, given 300 ms to bind (UDP: no listening state
+/// to wait for); its port.
+fn udp_rr_server(extra: &[&str]) -> (Proc, u16) {
+    let port = support::free_port();
+    let server = Proc::spawn(
+        linerate()
+            .args(["rr", "server", "-B", "127.0.0.1", "-p", &port.to_string()])
+            .args(["-t", "2", "--steering", "hash"])
+            .args(extra),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    (server, port)
+}
+
 #[test]
 fn rr_on_loopback_text_output() {
-    let port = support::free_port();
-    let server = Proc::spawn(linerate().args(["rr", "server", "-B", "127.0.0.1"]).args([
-        "-p",
-        &port.to_string(),
-        "-t",
-        "2",
-        "--steering",
-        "hash",
-    ]));
-    std::thread::sleep(Duration::from_millis(300));
+    let (server, port) = udp_rr_server(&[]);
     let out = linerate()
         .args([
             "rr",
@@ -176,19 +182,7 @@ fn rr_on_loopback_text_output() {
 /// given, and every one of a paced client's 1,000 requests is answered.
 #[test]
 fn rr_server_coalesces_as_told_and_answers_every_request() {
-    let port = support::free_port();
-    let server = Proc::spawn(linerate().args(["rr", "server", "-B", "127.0.0.1"]).args([
-        "-p",
-        &port.to_string(),
-        "-t",
-        "2",
-        "--steering",
-        "hash",
-        "--coalesce",
-        "200",
-        "-J",
-    ]));
-    std::thread::sleep(Duration::from_millis(300));
+    let (server, port) = udp_rr_server(&["--coalesce", "200", "-J"]);
     let out = linerate()
         .args(["rr", "client", "127.0.0.1", "-p", &port.to_string()])
         .args(["-t", "0.5", "--pps", "2k"])
