@@ -320,6 +320,7 @@ step!(r_batch, &["--no-gso"]);
 step!(r_gso, &[]);
 step!(r_busy, &["--busy-poll", "50"]);
 step!(r_coalesce, &["--busy-poll", "50", "--coalesce", "100"]);
+step!(r_coalesce_only, &["--coalesce", "100"]);
 
 /// The server's veth as a two-queue NIC with RSS (`rr-recipe-rss`): each
 /// receive queue's NAPI thread pinned to one of the two CPUs the server's
@@ -345,7 +346,7 @@ pub fn recipe_rss_scenario() -> Scenario {
 pub fn recipe_scenario() -> Scenario {
     Scenario {
         name: "rr-recipe",
-        about: "the rr server's recipe switch by switch, cumulative: all off (one shared socket, unpinned, 1 datagram per call) -> SO_REUSEPORT (hash) -> CPU steering -> pinning -> batches of 64 -> answers to one client as one UDP GSO message -> busy polling 50 us -> naps of 100 us after a drained receive (requests/s at the server's veth, closed loop)",
+        about: "the rr server's recipe switch by switch, cumulative: all off (one shared socket, unpinned, 1 datagram per call) -> SO_REUSEPORT (hash) -> CPU steering -> pinning -> batches of 64 -> answers to one client as one UDP GSO message -> busy polling 50 us -> naps of 100 us after a drained receive, then the same naps without busy polling (requests/s at the server's veth, closed loop)",
         receiver: SERVER,
         receive_cpu: None,
         napi_setup: false,
@@ -384,6 +385,10 @@ pub fn recipe_scenario() -> Scenario {
             Contender {
                 name: "+ coalesce 100 us",
                 start: r_coalesce,
+            },
+            Contender {
+                name: "+ coalesce 100 us, busy poll off",
+                start: r_coalesce_only,
             },
         ],
         check: || {
