@@ -510,7 +510,9 @@ fn collect(rig: &Rig, sc: &Scenario, cfg: &Config, napi: &[i32]) -> Result<Vec<S
 
 #[cfg(test)]
 mod tests {
-    use super::{SocketCount, median, parse_udp_errors, snmp_value, socket_count};
+    use super::{
+        SocketCount, median, parse_ip_received, parse_udp_errors, snmp_value, socket_count,
+    };
     use serde_json::json;
 
     #[test]
