@@ -90,6 +90,22 @@ pub(crate) fn udp_errors(rig: &Rig, host: usize) -> (u64, u64) {
     parse_udp_errors(&String::from_utf8_lossy(&out.stdout)).unwrap_or((0, 0))
 }
 
+/// Packets host `host`'s IP layer received, a GSO packet counted as its
+/// segments (`/proc/net/netstat`'s IpExt ECN counters; 0 where unread).
+pub(crate) fn ip_received(rig: &Rig, host: usize) -> u64 {
+    let Ok(out) = rig.command(host, "cat").arg("/proc/net/netstat").output() else {
+        return 0;
+    };
+    parse_ip_received(&String::from_utf8_lossy(&out.stdout)).unwrap_or(0)
+}
+
+pub(crate) fn parse_ip_received(netstat: &str) -> Option<u64> {
+    ["InNoECTPkts", "InECT1Pkts", "InECT0Pkts", "InCEPkts"]
+        .iter()
+        .map(|k| snmp_value(netstat, "IpExt", k))
+        .sum()
+}
+
 pub(crate) fn parse_udp_errors(snmp: &str) -> Option<(u64, u64)> {
     Some((
         snmp_value(snmp, "Udp", "RcvbufErrors")?,

@@ -354,7 +354,7 @@ pub fn run(mut sc: Scenario, cfg: &Config, placement: Placement) -> Result<()> {
         "scenario": sc.name,
         "about": sc.about,
         "machine": machine,
-        "counted_at": "receiver interface rx_packets (veth); socket_* from the server's own -J report where it gives one",
+        "counted_at": "receiver interface rx_packets (veth), or where more the receiver namespace's IP packets (IpExt In*Pkts: a GSO packet as its segments); socket_* from the server's own -J report where it gives one",
         "receive_cpu": sc.receive_cpu,
         "placement": placement.name(),
         "window_s": cfg.window.as_secs_f64(),
@@ -510,7 +510,9 @@ fn collect(rig: &Rig, sc: &Scenario, cfg: &Config, napi: &[i32]) -> Result<Vec<S
 
 #[cfg(test)]
 mod tests {
-    use super::{SocketCount, median, parse_udp_errors, snmp_value, socket_count};
+    use super::{
+        SocketCount, median, parse_ip_received, parse_udp_errors, snmp_value, socket_count,
+    };
     use serde_json::json;
 
     #[test]
@@ -543,6 +545,9 @@ mod tests {
         let snmp = "Ip: Forwarding DefaultTTL\nIp: 1 64\nUdp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors\nUdp: 10 0 7 3 5 0\nUdpLite: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors\nUdpLite: 0 0 0 0 0 0\n";
         assert_eq!(parse_udp_errors(snmp), Some((5, 7)));
         assert_eq!(parse_udp_errors("Ip: 1\n"), None);
+        let netstat = "TcpExt: SyncookiesSent\nTcpExt: 0\nIpExt: InNoRoutes InNoECTPkts InECT1Pkts InECT0Pkts InCEPkts\nIpExt: 9 100 1 20 3\n";
+        assert_eq!(parse_ip_received(netstat), Some(124));
+        assert_eq!(parse_ip_received(snmp), None);
         let tcp = "Tcp: RtoAlgorithm ActiveOpens PassiveOpens\nTcp: 1 12 345\n";
         assert_eq!(snmp_value(tcp, "Tcp", "PassiveOpens"), Some(345));
         assert_eq!(snmp_value(tcp, "Tcp", "InSegs"), None);

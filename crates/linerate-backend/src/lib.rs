@@ -6,6 +6,7 @@
 pub mod clock;
 pub mod cpu;
 pub mod dpdk;
+pub mod epoll;
 pub mod ethtool;
 pub mod iface;
 pub mod loopback;

@@ -135,6 +135,11 @@ pub(crate) fn send_to_raw(
 /// for the first message only. Every header must point at buffers that
 /// stay alive and writable for the call. Returns how many were filled.
 pub(crate) fn recv_each(fd: i32, hdrs: &mut [libc::mmsghdr]) -> io::Result<usize> {
+    recv_each_with(fd, hdrs, 0)
+}
+
+/// [`recv_each`] with `flags` added to MSG_WAITFORONE (MSG_TRUNC).
+fn recv_each_with(fd: i32, hdrs: &mut [libc::mmsghdr], flags: libc::c_int) -> io::Result<usize> {
     // SAFETY: the caller's headers point at live, writable buffers.
     let rc = unsafe {
         libc::syscall(
@@ -142,7 +147,7 @@ pub(crate) fn recv_each(fd: i32, hdrs: &mut [libc::mmsghdr]) -> io::Result<usize
             fd,
             hdrs.as_mut_ptr(),
             hdrs.len() as libc::c_uint,
-            libc::MSG_WAITFORONE,
+            libc::MSG_WAITFORONE | flags,
             std::ptr::null_mut::<libc::timespec>(),
         )
     };
@@ -168,6 +173,32 @@ impl Batch {
     /// as errors for the caller to count and retry.
     pub fn send(&mut self, sock: &impl AsRawFd, bufs: &[&[u8]]) -> io::Result<usize> {
         send_each(sock.as_raw_fd(), &mut self.iov, &mut self.hdrs, bufs)
+    }
+
+    /// Sends `bytes` cut into datagrams of `size` bytes (the last one
+    /// shorter where they do not divide), at most [`BATCH_MAX`], on a
+    /// connected socket: no list of buffers made by the caller. Returns
+    /// how many went, as [`send`](Self::send).
+    pub fn send_split(
+        &mut self,
+        sock: &impl AsRawFd,
+        bytes: &[u8],
+        size: usize,
+    ) -> io::Result<usize> {
+        let mut n = 0;
+        for (i, b) in bytes.chunks(size.max(1)).take(BATCH_MAX).enumerate() {
+            self.iov[i] = libc::iovec {
+                iov_base: b.as_ptr() as *mut libc::c_void,
+                iov_len: b.len(),
+            };
+            // SAFETY: zeroed mmsghdr is valid; we then point it at one iovec.
+            self.hdrs[i] = unsafe { std::mem::zeroed() };
+            self.hdrs[i].msg_hdr.msg_iov = &mut self.iov[i];
+            self.hdrs[i].msg_hdr.msg_iovlen = 1;
+            n = i + 1;
+        }
+        // hdrs[..n] point to iovecs that point into `bytes`, alive for the call.
+        send_prepared(sock.as_raw_fd(), &mut self.hdrs[..n])
     }
 
     /// Receives up to `bufs.len()` datagrams; `lens[i]` gets datagram i's
@@ -224,6 +255,24 @@ mod tests {
             e.kind(),
             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
         ));
+    }
+
+    #[test]
+    fn a_split_send_cuts_its_bytes_into_datagrams() {
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        a.connect(b.local_addr().unwrap()).unwrap();
+        b.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let bytes: Vec<u8> = (0..250u32).map(|i| (i / 100) as u8).collect();
+        assert_eq!(Batch::new().send_split(&a, &bytes, 100).unwrap(), 3);
+        let mut buf = [0u8; 512];
+        for (len, fill) in [(100, 0u8), (100, 1), (50, 2)] {
+            assert_eq!(b.recv(&mut buf).unwrap(), len);
+            assert!(buf[..len].iter().all(|&x| x == fill));
+        }
+        // at most a batch
+        let many = vec![0u8; 10 * BATCH_MAX];
+        assert_eq!(Batch::new().send_split(&a, &many, 1).unwrap(), BATCH_MAX);
     }
 
     #[test]
@@ -352,11 +401,16 @@ impl GroBatch {
 
     /// Turns UDP_GRO on for the socket.
     pub fn enable(sock: &impl AsRawFd) -> io::Result<()> {
+        Self::set(sock, true)
+    }
+
+    /// Turns UDP_GRO on or off for the socket.
+    pub fn set(sock: &impl AsRawFd, on: bool) -> io::Result<()> {
         crate::sockopt::setsockopt_raw(
             sock.as_raw_fd(),
             libc::SOL_UDP,
             libc::UDP_GRO,
-            &1i32.to_ne_bytes(),
+            &i32::from(on).to_ne_bytes(),
         )
     }
 
@@ -388,20 +442,10 @@ impl GroBatch {
             h.msg_control = self.control[i].as_mut_ptr().cast();
             h.msg_controllen = std::mem::size_of::<[u64; 8]>() as _;
         }
-        // SAFETY: headers point into `bufs` and `self.control`, alive for the call.
-        let rc = unsafe {
-            libc::recvmmsg(
-                sock.as_raw_fd(),
-                self.inner.hdrs.as_mut_ptr(),
-                n as u32,
-                libc::MSG_WAITFORONE | if self.truncate { libc::MSG_TRUNC } else { 0 },
-                std::ptr::null_mut(),
-            )
-        };
-        if rc < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        for i in 0..rc as usize {
+        // headers point into `bufs` and `self.control`, alive for the call.
+        let flags = if self.truncate { libc::MSG_TRUNC } else { 0 };
+        let rc = recv_each_with(sock.as_raw_fd(), &mut self.inner.hdrs[..n], flags)?;
+        for i in 0..rc {
             lens[i] = self.inner.hdrs[i].msg_len as usize;
             segs[i] = lens[i];
             let h = &self.inner.hdrs[i].msg_hdr;
@@ -421,7 +465,7 @@ impl GroBatch {
                 }
             }
         }
-        Ok(rc as usize)
+        Ok(rc)
     }
 }
 

@@ -337,6 +337,53 @@ fn loss_duplicates_and_garbage_are_counted_exactly() {
     assert_eq!(t.unknown + t.late, 0, "{t:?}");
 }
 
+/// A responder that answers each source's requests queued together in
+/// one UDP GSO message (as the rr server's GSO answers come).
+fn gso_responder(sock: UdpSocket, stop: &AtomicBool) {
+    linerate_backend::sockopt::set_udp_segment(&sock, 200).unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(20)))
+        .unwrap();
+    let mut buf = [0u8; 2048];
+    let mut groups: Vec<(SocketAddr, Vec<u8>)> = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        let Ok((n, from)) = sock.recv_from(&mut buf) else {
+            continue;
+        };
+        sock.set_nonblocking(true).unwrap();
+        let mut next = Some((n, from));
+        while let Some((n, from)) = next {
+            let out = response_to(RrHeader::parse(&buf[..n]).unwrap());
+            assert_eq!(out.len(), 200);
+            match groups.iter_mut().find(|(to, _)| *to == from) {
+                Some((_, msg)) => msg.extend_from_slice(&out),
+                None => groups.push((from, out)),
+            }
+            next = sock.recv_from(&mut buf).ok();
+        }
+        for (to, msg) in groups.drain(..) {
+            sock.send_to(&msg, to).unwrap();
+        }
+        sock.set_nonblocking(false).unwrap();
+    }
+}
+
+#[test]
+fn answers_coming_as_gso_messages_are_counted_and_timed_one_by_one() {
+    let c = against(gso_responder, |addr| ClientConfig {
+        flows: 2,
+        load: Load::Closed { outstanding: 16 },
+        duration: Duration::from_millis(400),
+        timeout: Duration::from_millis(500),
+        ..client_cfg(addr)
+    });
+    let t = &c.total;
+    assert!(t.completed > 1000, "{t:?}");
+    assert_eq!((t.completed, t.lost), (t.sent, 0), "{t:?}");
+    assert_eq!(t.malformed + t.duplicate + t.unknown + t.late, 0, "{t:?}");
+    let lat = c.latency.as_ref().unwrap();
+    assert_eq!(lat.count, t.completed, "one latency per answer");
+}
+
 /// A responder that holds every request 40 ms before answering it and
 /// never answers sequence numbers ending in 3.
 fn slow_responder(sock: UdpSocket, stop: &AtomicBool) {

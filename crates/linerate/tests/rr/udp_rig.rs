@@ -81,12 +81,13 @@ fn across_rig(v6: bool) {
     let sent = u(&c, "counts.sent");
     assert!(u(&c, "counts.completed") > 1000, "{c}");
     assert_eq!(sent, u(&c, "counts.completed") + u(&c, "counts.lost"));
-    // The server answered exactly what the client sent, and the veth
-    // counted at least that many frames in.
+    // The server answered exactly what the client sent, and it crossed
+    // the veth: a frame for each request, or for each batch of them the
+    // client sent as one GSO packet (at most 64 requests in one).
     assert_eq!(u(&s, "counts.requests"), sent, "{s}");
     assert_eq!(u(&s, "counts.answered"), sent);
     assert_eq!(u(&s, "counts.bytes_out"), sent * 300);
-    assert!(after.rx_packets - before.rx_packets >= sent);
+    assert!(after.rx_packets - before.rx_packets >= sent.div_ceil(64));
     assert_eq!(c["workers"].as_array().unwrap().len(), 2);
     assert_eq!(c["flows"], 8);
     assert!(s["steering"].as_str().unwrap().starts_with("cpu"), "{s}");
