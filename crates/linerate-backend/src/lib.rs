@@ -120,7 +120,10 @@ pub trait FrameSink {
 /// that the sink's loop holds its state across frames.
 pub trait Frames {
     /// The next frame and its arrival time (as [`FrameSink::frame`]'s);
-    /// `None` at the batch's end.
+    /// `None` at the batch's end, or before a descriptor or slot the
+    /// backend does not hand over (so its walk keeps no count of them in
+    /// the loop): the backend steps over it and hands the rest to
+    /// [`FrameSink::frames`] again.
     fn next_frame(&mut self) -> Option<(&[u8], u64)>;
 }
 

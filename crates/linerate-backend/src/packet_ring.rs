@@ -341,12 +341,12 @@ unsafe fn walk_block<const OUTGOING: bool, F: crate::FrameSink>(
         )
     };
     let mut frames = BlockFrames::<OUTGOING> {
-        base,
-        block_size,
-        // The last offset a frame's header (up to its packet type) fits at.
-        header_last: block_size - (PKTTYPE_OFF + 1),
+        p: base.wrapping_add(off),
+        // The last address a frame's header (up to its packet type) fits
+        // at, and the block's end.
+        header_last: base as usize + block_size - (PKTTYPE_OFF + 1),
+        end: base as usize + block_size,
         offset,
-        off,
         left: num,
         cut: 0,
         skipped: 0,
@@ -354,58 +354,83 @@ unsafe fn walk_block<const OUTGOING: bool, F: crate::FrameSink>(
     f.frames(&mut frames);
     // (Walked to the end, whatever `f` read: the count is the block's.)
     while crate::Frames::next_frame(&mut frames).is_some() {}
+    // The walk stops at a frame not whole in the block (no counter in
+    // its loop): skipped, and the rest handed over after it.
+    while frames.left > 0 {
+        frames.skip_one();
+        f.frames(&mut frames);
+        while crate::Frames::next_frame(&mut frames).is_some() {}
+    }
     num - frames.cut - frames.skipped
 }
 
 /// A retired block's frames (see [`walk_block`]), read in turn.
 struct BlockFrames<const OUTGOING: bool> {
-    base: *mut u8,
-    block_size: usize,
+    /// The next frame's header (its offset from the kernel: the address
+    /// is compared with the block's bounds before anything is read
+    /// through it).
+    p: *mut u8,
     header_last: usize,
+    end: usize,
     /// CLOCK_REALTIME - CLOCK_MONOTONIC.
     offset: i64,
-    /// The next frame's offset in the block, and the frames left.
-    off: usize,
+    /// The frames left.
     left: u32,
-    /// Frames left when the walk was cut short (an offset outside the
+    /// Frames left when the walk was cut short (a header outside the
     /// block), and frames skipped (counted apart, as they are rare): the
     /// block's frames less these were handed over.
     cut: u32,
     skipped: u32,
 }
 
+impl<const OUTGOING: bool> BlockFrames<OUTGOING> {
+    /// Steps over the frame the walk is on, counted as skipped.
+    #[cold]
+    fn skip_one(&mut self) {
+        // SAFETY: `next_frame` stopped on this header: inside the block.
+        let next = unsafe { (self.p as *const u32).read() } as usize;
+        self.p = self.p.wrapping_add(next);
+        self.left -= 1;
+        self.skipped += 1;
+    }
+}
+
 impl<const OUTGOING: bool> crate::Frames for BlockFrames<OUTGOING> {
+    /// The next frame whole in the block; `None` at the block's end, and
+    /// on a frame that is not (left for `walk_block` to skip).
     #[inline(always)]
     fn next_frame(&mut self) -> Option<(&[u8], u64)> {
         // SAFETY: (for the whole body) the block `walk_block`'s caller
-        // gave; every offset from the kernel is checked against it before
-        // it is read through.
+        // gave; every address from the kernel's offsets is checked
+        // against it before it is read through.
         unsafe {
             while self.left > 0 {
-                if self.off > self.header_last {
+                let p = self.p;
+                if p as usize > self.header_last {
                     (self.cut, self.left) = (self.left, 0);
                     return None;
                 }
-                self.left -= 1;
-                let p = self.base.add(self.off);
+                let snaplen = (p.add(SNAPLEN_OFF) as *const u32).read() as usize;
+                let mac = (p.add(MAC_OFF) as *const u16).read() as usize;
+                if p as usize + mac + snaplen > self.end {
+                    return None;
+                }
                 // Every frame's header gives the next one's offset (the
                 // last one's is 0, and `num` ends the walk there).
                 let next = (p as *const u32).read() as usize;
-                let snaplen = (p.add(SNAPLEN_OFF) as *const u32).read() as usize;
-                let mac = (p.add(MAC_OFF) as *const u16).read() as usize;
+                if OUTGOING && p.add(PKTTYPE_OFF).read() == libc::PACKET_OUTGOING {
+                    self.skip_one();
+                    continue;
+                }
+                self.left -= 1;
+                self.p = p.wrapping_add(next);
                 let sec = (p.add(SEC_OFF) as *const u32).read();
                 let nsec = (p.add(NSEC_OFF) as *const u32).read();
                 // (A stamp before the monotonic clock's start cannot be:
                 // it would wrap to a time far ahead, counted as skew.)
                 let at = (i64::from(sec) * 1_000_000_000 + i64::from(nsec))
                     .wrapping_sub(self.offset) as u64;
-                let whole = self.off + mac + snaplen <= self.block_size
-                    && (!OUTGOING || p.add(PKTTYPE_OFF).read() != libc::PACKET_OUTGOING);
-                self.off += next;
-                if whole {
-                    return Some((std::slice::from_raw_parts(p.add(mac), snaplen), at));
-                }
-                self.skipped += 1;
+                return Some((std::slice::from_raw_parts(p.add(mac), snaplen), at));
             }
             None
         }

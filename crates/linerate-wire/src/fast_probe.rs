@@ -89,7 +89,9 @@ pub fn fast_probe_ipv4(b: &[u8], within: FastLen) -> Option<Probe> {
 
 /// The header of the last untagged IPv4 probe frame a receiver took, as
 /// far as [`fast_probe_ipv4`] reads it: the frame's length, EtherType,
-/// version and header length, IP total length, fragment bits, protocol,
+/// version and header length (and the TOS byte beside them, which the
+/// fast path does not read: a frame with another, one marked ECN CE,
+/// goes the fast path's way, no less exact), IP total length, fragment bits, protocol,
 /// UDP length, probe magic and version, and flow id (the fields that vary
 /// from frame to frame, the IP identification, TTL, checksums, left
 /// out). A frame whose header matches it is one `fast_probe_ipv4` takes,
@@ -102,6 +104,8 @@ pub struct SameHeader {
     /// The frame's length less the smallest probe frame's (a `u16`, so
     /// that a frame of the length is known to hold every fixed offset).
     excess: u16,
+    /// Bytes 12..16: EtherType, version and header length, TOS.
+    w12: u32,
     /// Bytes 16..24 under `m16`.
     w16: u64,
     /// Bytes 38..46 under `m38`.
@@ -142,6 +146,7 @@ impl SameHeader {
     /// Matches no frame (its words are no frame's under the masks).
     pub const NONE: SameHeader = SameHeader {
         excess: 0,
+        w12: 0,
         w16: u64::MAX,
         w38: u64::MAX,
         m16: Self::M16,
@@ -200,8 +205,9 @@ impl SameHeader {
             return None;
         }
         let b = b.first_chunk::<PROBE_FRAME_MIN>()?;
-        // Bytes 12..15: EtherType and version/IHL, as the fast path's.
-        if le16(b, 12) != 0x0008 || b[14] != 0x45 || le64(b, 16) & self.m16 != self.w16 {
+        // Bytes 12..16: EtherType and version/IHL as the fast path's
+        // (the kept frame's, which it took), and TOS.
+        if le32(b, 12) != self.w12 || le64(b, 16) & self.m16 != self.w16 {
             return None;
         }
         Some(b)
@@ -223,6 +229,7 @@ pub fn fast_probe_ipv4_header(b: &[u8], within: FastLen) -> Option<(Probe, SameH
     // (fast_probe_ipv4 found a probe: the frame holds every fixed offset.)
     let h = SameHeader {
         excess: (b.len() - PROBE_FRAME_MIN) as u16,
+        w12: le32(b, 12),
         w16: le64(b, 16) & SameHeader::M16,
         w38: le64(b, 38) & SameHeader::M38,
         ..SameHeader::NONE

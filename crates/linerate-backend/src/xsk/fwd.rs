@@ -39,7 +39,7 @@ fn refill(fq: &Ring, addrs: impl Iterator<Item = u64>) {
 }
 
 impl FwdSocket {
-    fn open(ifindex: i32, queue: u32, frames: usize) -> io::Result<Self> {
+    fn open(ifindex: i32, queue: u32, frames: usize, _multi_buffer: bool) -> io::Result<Self> {
         let n = frames as u32;
         let rings = [
             (libc::XDP_UMEM_FILL_RING, n),
@@ -235,7 +235,7 @@ impl XskFwd {
     /// buffers each and attaches the program that redirects the frames
     /// `filter` takes (the rest go on to the kernel).
     pub fn open(iface: &str, frames: usize, filter: crate::xdp::RxFilter) -> io::Result<Self> {
-        let q = Queues::open(iface, frames, "lr_xsk_fwd", filter, false)?;
+        let q = Queues::open(iface, frames, "lr_xsk_fwd", filter, false, false)?;
         Ok(Self {
             zero_copy: q.zero_copy,
             q,

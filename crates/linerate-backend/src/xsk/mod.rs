@@ -309,7 +309,9 @@ fn post_every_buffer(fq: &Ring, n: u32) {
 
 /// An AF_XDP socket bound to one queue, one of a [`Queues`] set.
 trait QueueSocket: Sized {
-    fn open(ifindex: i32, queue: u32, frames: usize) -> io::Result<Self>;
+    /// `multi_buffer`: frames may span several chunks (a receiver's
+    /// choice; the others ignore it).
+    fn open(ifindex: i32, queue: u32, frames: usize, multi_buffer: bool) -> io::Result<Self>;
     fn fd(&self) -> i32;
     fn zero_copy(&self) -> bool;
     fn pending(&self) -> bool;
@@ -320,8 +322,13 @@ trait QueueSocket: Sized {
 macro_rules! queue_socket {
     ($t:ty) => {
         impl QueueSocket for $t {
-            fn open(ifindex: i32, queue: u32, frames: usize) -> io::Result<Self> {
-                <$t>::open(ifindex, queue, frames)
+            fn open(
+                ifindex: i32,
+                queue: u32,
+                frames: usize,
+                multi_buffer: bool,
+            ) -> io::Result<Self> {
+                <$t>::open(ifindex, queue, frames, multi_buffer)
             }
             fn fd(&self) -> i32 {
                 self.fd.as_raw_fd()
@@ -395,6 +402,7 @@ impl<S: QueueSocket> Queues<S> {
         program: &str,
         filter: crate::xdp::RxFilter,
         stamp: bool,
+        multi_buffer: bool,
     ) -> io::Result<Self> {
         let ifindex = crate::iface::index(iface)?;
         let frames = frames.next_power_of_two().max(64);
@@ -404,7 +412,7 @@ impl<S: QueueSocket> Queues<S> {
             .clamp(1, 256);
         let socks = (0..queues)
             .map(|q| {
-                S::open(ifindex, q, frames)
+                S::open(ifindex, q, frames, multi_buffer)
                     .map_err(|e| io::Error::new(e.kind(), format!("queue {q}: {e}")))
             })
             .collect::<io::Result<Vec<_>>>()?;

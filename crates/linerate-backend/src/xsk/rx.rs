@@ -22,8 +22,8 @@ struct RxSocket {
     /// The frame being put together is longer than [`MAX_SG_FRAME`].
     too_long: bool,
     /// The receive time of the frame being put together (its first
-    /// piece's stamp; 0: none).
-    partial_at: u64,
+    /// piece's stamp, if it had one).
+    partial_at: Option<u64>,
     /// The last batch's frames all carried the kernel's receive time.
     stamped: bool,
 }
@@ -33,7 +33,7 @@ struct RxSocket {
 const MAX_SG_FRAME: usize = MAX_CHUNKS * FRAME_SIZE;
 
 impl RxSocket {
-    fn open(ifindex: i32, queue: u32, frames: usize) -> io::Result<Self> {
+    fn open(ifindex: i32, queue: u32, frames: usize, multi_buffer: bool) -> io::Result<Self> {
         let n = frames as u32;
         let rings = [
             (libc::XDP_UMEM_FILL_RING, n),
@@ -52,13 +52,15 @@ impl RxSocket {
         let fq = Ring::map(raw, &off.fr, n, 8, libc::XDP_UMEM_PGOFF_FILL_RING)?;
         let cq = Ring::map(raw, &off.cr, 64, 8, libc::XDP_UMEM_PGOFF_COMPLETION_RING)?;
         post_every_buffer(&fq, n);
-        // Multi-buffer where the kernel and driver take it (frames over a
-        // chunk: a jumbo MTU), single-buffer otherwise.
-        let (zero_copy, sg) = match bind_any(raw, ifindex, queue, true) {
-            Ok(z) => (z, true),
+        // Multi-buffer where the link's frames need it (an MTU over a
+        // chunk) and the kernel and driver take it, single-buffer
+        // otherwise (a walk with no piece to put together; a longer frame,
+        // a veth's GSO aggregate, is the kernel's drop: rx_dropped).
+        let (zero_copy, sg) = match multi_buffer.then(|| bind_any(raw, ifindex, queue, true)) {
+            Some(Ok(z)) => (z, true),
             // Held by another socket: no other mode would do.
-            Err(e) if super::busy(&e) => return Err(e),
-            Err(_) => (bind_any(raw, ifindex, queue, false)?, false),
+            Some(Err(e)) if super::busy(&e) => return Err(e),
+            _ => (bind_any(raw, ifindex, queue, false)?, false),
         };
         Ok(Self {
             fd,
@@ -70,7 +72,7 @@ impl RxSocket {
             sg,
             partial: Vec::new(),
             too_long: false,
-            partial_at: 0,
+            partial_at: None,
             stamped: false,
         })
     }
@@ -85,6 +87,18 @@ impl RxSocket {
     /// is taken off the ring but not handed over).
     #[inline]
     fn drain<F: crate::FrameSink>(&mut self, max: usize, f: &mut F) -> usize {
+        if self.sg {
+            self.drain_as::<true, F>(max, f)
+        } else {
+            self.drain_as::<false, F>(max, f)
+        }
+    }
+
+    /// [`drain`](Self::drain) for a socket bound with multi-buffer (`SG`)
+    /// or without (every frame one descriptor: a walk with nothing to put
+    /// together).
+    #[inline(always)]
+    fn drain_as<const SG: bool, F: crate::FrameSink>(&mut self, max: usize, f: &mut F) -> usize {
         let prod = self.rx.producer().load(Ordering::Acquire);
         let cons = self.rx.consumer().load(Ordering::Relaxed);
         let n = (prod.wrapping_sub(cons) as usize).min(max);
@@ -111,7 +125,7 @@ impl RxSocket {
             // moves past them; `run` fill slots from `fi` lie inside the
             // fill ring, past its producer: ours until it moves.
             let mut descs = unsafe {
-                Descs {
+                Descs::<SG> {
                     desc: rx_desc.add(ri as usize),
                     end: rx_desc.add(ri as usize + run),
                     fill: fq_desc.add(fi as usize),
@@ -127,7 +141,7 @@ impl RxSocket {
                 }
             };
             // A multi-buffer frame begun before goes on.
-            if in_partial && descs.gather(None) {
+            if SG && in_partial && descs.gather(None) {
                 let t = descs.time(*descs.partial_at);
                 f.frame(&descs.partial[..], t);
             }
@@ -135,6 +149,14 @@ impl RxSocket {
             // (Every descriptor read, so every chunk given back, whatever
             // `f` read.)
             while descs.next_frame().is_some() {}
+            // Without multi-buffer the walk stops at a descriptor outside
+            // the UMEM (no counter of its own): given back, not handed
+            // over, and the run goes on after it.
+            while !SG && descs.desc != descs.end {
+                descs.skip_one();
+                f.frames(&mut descs);
+                while descs.next_frame().is_some() {}
+            }
             skipped += descs.skipped;
             unstamped += descs.unstamped;
             in_partial = descs.in_partial;
@@ -175,7 +197,7 @@ impl RxSocket {
 /// as frames: each descriptor's chunk goes back to the fill ring as it is
 /// read, the pieces of a multi-buffer frame are put together and handed
 /// over whole at its last.
-struct Descs<'a> {
+struct Descs<'a, const SG: bool> {
     /// The next RX descriptor, and the run's end.
     desc: *const libc::xdp_desc,
     end: *const libc::xdp_desc,
@@ -196,16 +218,19 @@ struct Descs<'a> {
     partial: &'a mut Vec<u8>,
     too_long: &'a mut bool,
     /// The multi-buffer frame's receive time (its first piece's stamp).
-    partial_at: &'a mut u64,
+    partial_at: &'a mut Option<u64>,
     /// The run ended in a multi-buffer frame: the next run's (or
     /// batch's) first descriptors are its pieces (else `partial` holds
     /// nothing of use: a frame handed over, or none).
     in_partial: bool,
 }
 
-impl crate::Frames for Descs<'_> {
+impl<const SG: bool> crate::Frames for Descs<'_, SG> {
     #[inline(always)]
     fn next_frame(&mut self) -> Option<(&[u8], u64)> {
+        if !SG {
+            return self.next_whole();
+        }
         loop {
             let (piece, options, stamp) = self.next_piece()?;
             if options & libc::XDP_PKT_CONTD == 0 {
@@ -222,24 +247,71 @@ impl crate::Frames for Descs<'_> {
     }
 }
 
-impl<'a> Descs<'a> {
-    /// A frame's arrival time: its receive time from its metadata
-    /// (`stamp`), else (0: none) the batch's handover time, counted.
+impl<'a, const SG: bool> Descs<'a, SG> {
+    /// Without multi-buffer: the next descriptor as a whole frame, its
+    /// chunk given back; `None` at the run's end and at a descriptor
+    /// outside the UMEM (left unread: `desc` stays on it, for the drain's
+    /// [`skip_one`](Self::skip_one)), so that the walk keeps no count.
     #[inline(always)]
-    fn time(&mut self, stamp: u64) -> u64 {
-        if stamp != 0 {
-            stamp
-        } else {
-            self.unstamped += 1;
-            self.at
+    fn next_whole(&mut self) -> Option<(&'a [u8], u64)> {
+        if self.desc == self.end {
+            return None;
+        }
+        // SAFETY: `desc` is before `end`: an RX descriptor of the run (see
+        // `drain`), and `fill` the fill slot beside it.
+        let d = unsafe { *self.desc };
+        let (addr, len) = (d.addr as usize, d.len as usize);
+        if addr + len > self.umem_len {
+            return None;
+        }
+        // SAFETY: as above; the chunk goes back to the kernel at the
+        // descriptor's address (see `next_piece`).
+        unsafe {
+            *self.fill = d.addr;
+            self.desc = self.desc.add(1);
+            self.fill = self.fill.add(1);
+        }
+        // SAFETY: as `next_piece`'s: inside the UMEM, checked above.
+        let frame = unsafe { std::slice::from_raw_parts(self.umem.add(addr).as_ptr(), len) };
+        // SAFETY: as the frame's: the bytes before it in its chunk.
+        let at = unsafe { stamp(self.umem.add(addr).as_ptr(), addr) };
+        Some((frame, self.time(at)))
+    }
+
+    /// Gives back the chunk of the descriptor `next_whole` stopped at
+    /// (outside the UMEM), counted as skipped.
+    #[cold]
+    fn skip_one(&mut self) {
+        // SAFETY: `desc` is before `end` (the caller's test), its fill
+        // slot beside it.
+        unsafe {
+            *self.fill = (*self.desc).addr;
+            self.desc = self.desc.add(1);
+            self.fill = self.fill.add(1);
+        }
+        self.skipped += 1;
+    }
+
+    /// A frame's arrival time: its receive time from its metadata
+    /// (`stamp`), else the batch's handover time, counted.
+    #[inline(always)]
+    fn time(&mut self, stamp: Option<u64>) -> u64 {
+        match stamp {
+            Some(t) => t,
+            None => {
+                // (A branch, not a select: the stamped way is the run's.)
+                std::hint::cold_path();
+                self.unstamped += 1;
+                self.at
+            }
         }
     }
 
-    /// The next descriptor's bytes, options and receive time (0: none;
-    /// see [`stamp`]), its chunk given back (one outside the UMEM is
+    /// The next descriptor's bytes, options and receive time (see
+    /// [`stamp`]), its chunk given back (one outside the UMEM is
     /// skipped); `None` at the run's end.
     #[inline(always)]
-    fn next_piece(&mut self) -> Option<(&'a [u8], u32, u64)> {
+    fn next_piece(&mut self) -> Option<(&'a [u8], u32, Option<u64>)> {
         while self.desc != self.end {
             // SAFETY: `desc` is before `end`: an RX descriptor of the run
             // (see `drain`), and `fill` the fill slot beside it.
@@ -304,8 +376,8 @@ impl<'a> Descs<'a> {
 
 /// The receive time the XDP program wrote in front of the frame at
 /// `data` (UMEM offset `addr`): the [`RX_STAMP_LEN`] bytes before it, a
-/// time then [`RX_STAMP_MAGIC`]; 0 where there is none (no stamp, or
-/// less headroom than that in its chunk). The magic is cleared as it is
+/// time then [`RX_STAMP_MAGIC`]; `None` where there is none (no stamp,
+/// or less headroom than that in its chunk). The magic is cleared as it is
 /// read: the chunk goes back to the fill ring, and what it holds there
 /// must never pass for the next frame's stamp (a program or driver that
 /// writes no metadata leaves those bytes as they were).
@@ -315,19 +387,19 @@ impl<'a> Descs<'a> {
 /// offset `addr` from the UMEM's start, and the chunk is the caller's
 /// (read, not yet back on the fill ring).
 #[inline(always)]
-unsafe fn stamp(data: *mut u8, addr: usize) -> u64 {
+unsafe fn stamp(data: *mut u8, addr: usize) -> Option<u64> {
     if addr & (FRAME_SIZE - 1) < RX_STAMP_LEN {
-        return 0;
+        return None;
     }
     // SAFETY: RX_STAMP_LEN bytes before `data` lie in its chunk (its
     // offset in the chunk is at least that), the caller's.
     unsafe {
         let magic = data.sub(8).cast::<u64>();
         if magic.read_unaligned() != RX_STAMP_MAGIC {
-            return 0;
+            return None;
         }
         magic.write_unaligned(0);
-        data.sub(RX_STAMP_LEN).cast::<u64>().read_unaligned()
+        Some(data.sub(RX_STAMP_LEN).cast::<u64>().read_unaligned())
     }
 }
 
@@ -387,7 +459,8 @@ impl XskRx {
         // more chunks, so as many frames wait in the rings (at most 64 MiB).
         let per_frame = crate::iface::mtu(iface).map_or(1, |m| (m + 18).div_ceil(FRAME_SIZE));
         let frames = (frames * per_frame).min((64 << 20) / FRAME_SIZE);
-        let q = Queues::open(iface, frames, "lr_xsk_redir", filter, true)?;
+        // (Multi-buffer only where a frame takes more than a chunk.)
+        let q = Queues::open(iface, frames, "lr_xsk_redir", filter, true, per_frame > 1)?;
         Ok(Self {
             zero_copy: q.zero_copy,
             nap: super::nap::Nap::new(iface, frames.next_power_of_two().max(64)),
@@ -497,7 +570,7 @@ mod tests {
         words
     }
 
-    fn read(words: &mut [u64], at: usize) -> u64 {
+    fn read(words: &mut [u64], at: usize) -> Option<u64> {
         let addr = FRAME_SIZE + at;
         // SAFETY: `addr` lies inside the two chunks, which the test owns.
         unsafe { stamp(words.as_mut_ptr().cast::<u8>().add(addr), addr) }
@@ -507,14 +580,14 @@ mod tests {
     fn a_frames_stamp_is_read_once_and_only_with_its_magic() {
         // The kernel's copy mode: the frame 256 bytes into its chunk.
         let mut u = umem_with_frame(256, Some((123_456_789, RX_STAMP_MAGIC)));
-        assert_eq!(read(&mut u, 256), 123_456_789);
+        assert_eq!(read(&mut u, 256), Some(123_456_789));
         // The magic is cleared as it is read: the chunk back on the fill
         // ring, a frame without metadata in it later is not taken for
         // stamped (the time left behind is no stamp).
-        assert_eq!(read(&mut u, 256), 0);
+        assert_eq!(read(&mut u, 256), None);
         // Another word there: no stamp.
         let mut u = umem_with_frame(256, Some((123_456_789, RX_STAMP_MAGIC ^ 1)));
-        assert_eq!(read(&mut u, 256), 0);
+        assert_eq!(read(&mut u, 256), None);
         assert_eq!(
             u[(FRAME_SIZE + 256 - 8) / 8],
             RX_STAMP_MAGIC ^ 1,
@@ -525,11 +598,11 @@ mod tests {
         let mut u = umem_with_frame(0, None);
         let last = FRAME_SIZE / 8 - 1;
         (u[last - 1], u[last]) = (5, RX_STAMP_MAGIC);
-        assert_eq!(read(&mut u, 0), 0);
-        assert_eq!(read(&mut u, 8), 0);
+        assert_eq!(read(&mut u, 0), None);
+        assert_eq!(read(&mut u, 8), None);
         assert_eq!(u[last], RX_STAMP_MAGIC, "the other chunk untouched");
         // Exactly a stamp's room: read.
         let mut u = umem_with_frame(16, Some((7, RX_STAMP_MAGIC)));
-        assert_eq!(read(&mut u, 16), 7);
+        assert_eq!(read(&mut u, 16), Some(7));
     }
 }

@@ -208,7 +208,7 @@ impl LatencyStore {
     }
 
     /// The slot at `at` (a flow's `hist_at`), to count in with
-    /// [`record_in`](Self::record_in).
+    /// [`record_in16`](Self::record_in16).
     pub(crate) fn slot_mut(&mut self, at: usize) -> &mut [u64; Self::SLOT] {
         (&mut self.counts[at..at + Self::SLOT])
             .try_into()
@@ -216,14 +216,24 @@ impl LatencyStore {
     }
 
     /// [`record`](Self::record) in a slot taken with
-    /// [`slot_mut`](Self::slot_mut).
+    /// [`slot_mut`](Self::slot_mut), of the transit time shifted up by 16
+    /// bits (`t16`: a run's, see `jitter_step16`), its bucket found by
+    /// [`index16`].
     #[inline(always)]
-    pub(crate) fn record_in(slot: &mut [u64; Self::SLOT], t: i64) {
-        // (Every u64's index is below SLOT: a fixed length, compared
-        // with a constant, not a length kept live through a run.)
-        if let Some(c) = slot.get_mut(LatencyHist3::index(t as u64)) {
-            *c += 1;
+    pub(crate) fn record_in16(slot: &mut [u64; Self::SLOT], t16: u64) {
+        // (A fixed length, compared with a constant, not a length kept
+        // live through a run.)
+        match slot.get_mut(index16(t16)) {
+            Some(c) => *c += 1,
+            // (below 0: clock skew)
+            None => Self::record_skew(slot),
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn record_skew(slot: &mut [u64; Self::SLOT]) {
+        slot[Self::SKEW] += 1;
     }
 
     /// Transit times below 0 counted, in every slot.
@@ -254,6 +264,28 @@ impl LatencyStore {
             }
         }
     }
+}
+
+/// [`LatencyHist3::index`] of a transit time `t` from 0 to 2^47 - 1 given
+/// as `t16 = t << 16`, by the `f64` it converts to (exactly: 47
+/// significant bits at most): from 2^10 up, the exponent is the power of
+/// two and the first 10 bits of the mantissa the sub-bucket (the bits
+/// below, dropped, are those `index` shifts out), so the index is the
+/// float's bits shifted down, less a constant; below 2^11 the value
+/// itself, as in `index`. A negative `t` (`t16` from 2^63: as `i64`
+/// below 0, a negative float) gives an index past every slot's end
+/// (from 2^21 - 1048 * 2^10), none a [`LatencyStore`] slot holds. One
+/// conversion and a shift in place of a bit scan and two shifts by it.
+#[inline(always)]
+pub(crate) fn index16(t16: u64) -> usize {
+    if t16 < 1 << (11 + 16) {
+        return (t16 >> 16) as usize;
+    }
+    // (f64 bits: sign, 11 of exponent biased by 1023, 52 of mantissa.
+    // t in [2^k, 2^(k+1)), k >= 10: the exponent field is k + 16 + 1023,
+    // index(t) = ((k - 9) << 10) + the top 10 mantissa bits.)
+    let bits = (t16 as i64 as f64).to_bits();
+    ((bits >> 42) as usize).wrapping_sub((1023 + 16 + 9) << 10)
 }
 
 /// Each flow's latency over the last interval (shared clocks): its

@@ -195,8 +195,8 @@ impl SinkCounts {
                     // The transit time modulo 2^48, in the top 48 bits.
                     let t16 = at.wrapping_sub(tx_ns) << 16;
                     jitter_step16(&mut run.jitter16, &mut run.last16, t16);
-                    // (An arithmetic shift down: `transit(at, tx_ns)`.)
-                    LatencyStore::record_in(slot, (t16 as i64) >> 16);
+                    // (`transit(at, tx_ns)` shifted up: see `index16`.)
+                    LatencyStore::record_in16(slot, t16);
                 }
                 _ => break Some((b, at)),
             }
@@ -654,6 +654,72 @@ mod tests {
             s.counts.len(),
             (FLOW_HISTOGRAMS_MAX + 1) * LatencyStore::SLOT
         );
+    }
+
+    /// `index16` (a run's bucket from the transit time shifted up 16 bits,
+    /// through an f64) is `LatencyHist3::index` for every transit time
+    /// from 0 to 2^47 - 1: at and beside every power of two, and at
+    /// every sub-bucket's edge of some; a negative one is past the slot
+    /// (counted as skew). A run's counting then matches `record`'s.
+    #[test]
+    fn the_float_bucket_is_the_bit_scan_bucket() {
+        let check = |t: u64| {
+            assert_eq!(index16(t << 16), LatencyHist3::index(t), "{t}");
+        };
+        for t in 0..5_000 {
+            check(t);
+        }
+        for k in 11..47 {
+            let p = 1u64 << k;
+            for t in [
+                p - 2,
+                p - 1,
+                p,
+                p + 1,
+                p + 2,
+                p + (p >> 10) - 1,
+                p + (p >> 10),
+            ] {
+                check(t);
+            }
+            // Every sub-bucket's first and last value of this power.
+            for sub in (0..1024u64).step_by(37) {
+                let lo = p + sub * (p >> 10);
+                check(lo);
+                check(lo + (p >> 10) - 1);
+            }
+        }
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..100_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            check(x >> (17 + x % 40));
+            check((x >> 17) & ((1 << 47) - 1));
+        }
+        check((1 << 47) - 1);
+        for t in [-1i64, -2, -1_000, -(1 << 20), -(1 << 46) - 3, -(1 << 47)] {
+            let i = index16((t as u64) << 16);
+            assert!(i >= LatencyStore::SLOT, "{t}: {i}");
+        }
+        // Counted in a slot: the same buckets as `record`, skew apart.
+        let mut s = LatencyStore::new();
+        let (a, b) = (s.take_slot(), s.take_slot());
+        for t in [
+            0i64,
+            1,
+            2_047,
+            2_048,
+            1_000_000,
+            (1 << 47) - 1,
+            -1,
+            -(1 << 47),
+        ] {
+            s.record(a, t);
+            LatencyStore::record_in16(s.slot_mut(b), (t as u64) << 16);
+        }
+        assert_eq!(s.slot(a), s.slot(b));
+        assert_eq!(s.slot(b)[LatencyStore::SKEW], 2);
     }
 
     /// The fast histogram read through `to_hdr` gives what HdrHistogram
