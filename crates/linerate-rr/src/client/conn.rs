@@ -74,18 +74,10 @@ impl Conn {
 /// TCP_NODELAY (a connection that sends one frame of at most
 /// [`ONE_SEGMENT`](crate::tcp::frame::ONE_SEGMENT) bytes has no use for it: Nagle's algorithm holds a
 /// small segment only while data is unacknowledged).
-///
-/// `ack_late` (a connection that sends its request as soon as it is
-/// made) puts the socket in delayed-ACK mode before it connects
-/// (TCP_QUICKACK off): the kernel then holds the handshake's last ACK for
-/// the request to carry, and the response's for the close's FIN or reset,
-/// where a new connection otherwise acknowledges each at once in a segment
-/// of its own: two segments fewer per connection of one transaction.
 pub(super) fn start_connect(
     server: SocketAddr,
     bind: Option<std::net::IpAddr>,
     nodelay: bool,
-    ack_late: bool,
 ) -> io::Result<TcpStream> {
     let s = socket2::Socket::new(
         socket2::Domain::for_address(server),
@@ -94,9 +86,6 @@ pub(super) fn start_connect(
     )?;
     if nodelay {
         s.set_tcp_nodelay(true)?;
-    }
-    if ack_late {
-        s.set_tcp_quickack(false)?;
     }
     if let Some(ip) = bind {
         s.bind(&SocketAddr::new(ip, 0).into())?;
@@ -142,48 +131,6 @@ mod tests {
         assert!(!connect_made(F::EPOLLIN));
     }
 
-    /// The server's kernel makes a connection when the handshake's last
-    /// ACK comes: at once, or, acknowledging late, with the request.
-    #[test]
-    fn a_late_acknowledging_connect_sends_its_last_ack_with_the_request() {
-        use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent};
-        use std::io::Read;
-        use std::time::{Duration, Instant};
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.set_nonblocking(true).unwrap();
-        let accept_within = |limit: Duration| {
-            let t0 = Instant::now();
-            loop {
-                match l.accept() {
-                    Ok((a, _)) => return Some(a),
-                    Err(_) if t0.elapsed() >= limit => return None,
-                    Err(_) => std::thread::sleep(Duration::from_millis(1)),
-                }
-            }
-        };
-        for ack_late in [false, true] {
-            let ep = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC).unwrap();
-            let s = start_connect(l.local_addr().unwrap(), None, false, ack_late).unwrap();
-            ep.add(&s, EpollEvent::new(F::EPOLLOUT, 1)).unwrap();
-            let mut ev = [EpollEvent::empty(); 1];
-            assert_eq!(ep.wait(&mut ev, 2000u16).unwrap(), 1);
-            assert!(connect_made(ev[0].events()));
-            let made = Instant::now();
-            // The kernel holds a late ACK up to 200 ms: look well before.
-            let early = accept_within(Duration::from_millis(20));
-            if made.elapsed() < Duration::from_millis(150) {
-                assert_eq!(early.is_some(), !ack_late, "ack_late {ack_late}");
-            }
-            assert_eq!(RawStream(&s).write(b"ping").unwrap(), 4);
-            let mut a = early
-                .or_else(|| accept_within(Duration::from_secs(2)))
-                .expect("the request makes the connection");
-            let mut got = [0u8; 4];
-            a.read_exact(&mut got).unwrap();
-            assert_eq!(&got, b"ping");
-        }
-    }
-
     #[test]
     fn a_connect_to_a_closed_port_polls_as_failed() {
         use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent};
@@ -192,7 +139,7 @@ mod tests {
             .local_addr()
             .unwrap();
         let ep = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC).unwrap();
-        let s = start_connect(port, None, false, false).unwrap();
+        let s = start_connect(port, None, false).unwrap();
         let watch = F::EPOLLIN | F::EPOLLOUT | F::EPOLLET;
         ep.add(&s, EpollEvent::new(watch, 1)).unwrap();
         let mut ev = [EpollEvent::empty(); 1];

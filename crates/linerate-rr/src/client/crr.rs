@@ -119,9 +119,7 @@ impl Slots {
         // One request a connection: TCP_NODELAY only where it is more
         // than one segment (the tail could wait for the head's ACK).
         let nodelay = LEN_PREFIX + w.cfg.request_size > ONE_SEGMENT;
-        // The request goes as soon as the connection is made: it carries
-        // the handshake's last ACK, the close the response's.
-        let made = start_connect(w.cfg.server, w.cfg.bind, nodelay, true).and_then(|s| {
+        let made = start_connect(w.cfg.server, w.cfg.bind, nodelay).and_then(|s| {
             if self.close_reset {
                 // Closing it sends a reset, not a FIN.
                 socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO))?;

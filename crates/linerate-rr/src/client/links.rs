@@ -130,7 +130,7 @@ impl Links {
         if self.list[f].was_up {
             w.counts.reconnects += 1;
         }
-        let made = start_connect(w.cfg.server, w.cfg.bind, true, false).and_then(|s| {
+        let made = start_connect(w.cfg.server, w.cfg.bind, true).and_then(|s| {
             self.ep
                 .add(&s, EpollEvent::new(EpollFlags::EPOLLOUT, f as u64))?;
             Ok(s)
