@@ -55,6 +55,14 @@ pub(super) struct Links {
     /// A connection that comes up waits in blocking reads (one flow in
     /// closed loop: one system call fewer per transaction).
     pub(super) blocking: bool,
+    /// The one flow is read directly while it is up (in a blocking read,
+    /// or spinning on its socket), never through the epoll set: its
+    /// connection leaves the set once made. A socket in a set has the
+    /// kernel put it on the set's ready list, under the set's lock, as
+    /// each segment arrives; over a veth that runs in the server's send,
+    /// on the server's CPU, while the client's read waits on the socket's
+    /// lock it holds: a cost on every round trip for an event no one reads.
+    pub(super) direct: bool,
     connect_timeout_ns: u64,
 }
 
@@ -81,6 +89,7 @@ impl Links {
             touched: Vec::with_capacity(flows),
             marked: vec![false; flows],
             blocking: false,
+            direct: false,
             connect_timeout_ns: connect_timeout.as_nanos() as u64,
         })
     }
@@ -166,6 +175,13 @@ impl Links {
                 return self.broken(w, f, now);
             }
         }
+        if self.direct {
+            let s = l.conn.s.as_ref().expect("connected");
+            if self.ep.delete(s).is_err() {
+                return self.broken(w, f, now);
+            }
+            l.interest = EpollFlags::empty();
+        }
         self.set_interest(w, f, now);
         self.mark(f);
     }
@@ -191,8 +207,11 @@ impl Links {
     }
 
     /// Watches flow `f` for reading, and for writing while it has bytes
-    /// waiting.
+    /// waiting (not a flow read directly: it is out of the set while up).
     pub(super) fn set_interest(&mut self, w: &mut Worker<'_>, f: usize, now: u64) {
+        if self.direct {
+            return;
+        }
         let l = &mut self.list[f];
         let want = match l.state {
             State::Up if l.conn.pending() > 0 => EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT,
@@ -271,5 +290,77 @@ pub(super) fn wait_ready(
         ep.wait(events, EpollTimeout::ZERO).unwrap_or(0)
     } else {
         0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::config::{ClientConfig, Load};
+    use std::net::{SocketAddr, TcpListener};
+    use std::os::fd::AsRawFd;
+    use std::time::Instant;
+
+    /// The sockets registered in `ep` (its `fdinfo`'s `tfd:` lines).
+    fn registered(ep: &Epoll) -> usize {
+        let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", ep.0.as_raw_fd()));
+        info.unwrap()
+            .lines()
+            .filter(|l| l.starts_with("tfd:"))
+            .count()
+    }
+
+    fn one_flow(server: SocketAddr) -> ClientConfig {
+        ClientConfig {
+            server,
+            bind: None,
+            cores: vec![],
+            threads: 1,
+            flows: 1,
+            load: Load::Closed { outstanding: 1 },
+            request_size: 64,
+            response_size: 64,
+            duration: Duration::from_secs(1),
+            timeout: Duration::from_secs(1),
+            interval: None,
+            busy_poll: true,
+        }
+    }
+
+    #[test]
+    fn a_flow_read_directly_leaves_the_epoll_set_once_made() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let cfg = one_flow(l.local_addr().unwrap());
+        for direct in [false, true] {
+            let (tx, _rx) = std::sync::mpsc::channel();
+            let mut w = Worker::new(&cfg, 0, 1, Instant::now(), tx);
+            let mut links = Links::new(1, 64, Duration::from_secs(2)).unwrap();
+            links.direct = direct;
+            links.connect(&mut w, 0, 0);
+            // connecting: in the set, to hear the connect made
+            assert_eq!(registered(&links.ep), 1);
+            assert_eq!(links.wait(0, 2_000_000_000, false), 1);
+            links.connected(&mut w, 0, 0);
+            assert!(links.up(0), "direct {direct}");
+            assert_eq!(
+                registered(&links.ep),
+                usize::from(!direct),
+                "direct {direct}"
+            );
+            // bytes waiting: watched for writing in the set, not when direct
+            links.list[0].conn.wr.push(0);
+            links.set_interest(&mut w, 0, 0);
+            assert!(links.up(0), "direct {direct}");
+            assert_eq!(
+                registered(&links.ep),
+                usize::from(!direct),
+                "direct {direct}"
+            );
+            // broken: made again later, in the set while it connects
+            links.broken(&mut w, 0, 0);
+            assert_eq!((registered(&links.ep), w.counts.resets), (0, 1));
+            links.connect(&mut w, 0, 0);
+            assert_eq!(registered(&links.ep), 1);
+        }
     }
 }

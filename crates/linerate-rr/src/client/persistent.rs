@@ -196,7 +196,7 @@ fn receive(w: &mut Worker<'_>, conn: &mut Conn, f: usize, once: bool) -> Option<
 /// until `wake` (monotonic ns) unless busy polling; makes the connections
 /// under way; writes what waits. Each flow that read is touched.
 fn await_answers(w: &mut Worker<'_>, links: &mut Links, wake: u64) {
-    if links.list.len() == 1 && links.up(0) && (links.blocking || w.cfg.busy_poll) {
+    if links.direct && links.up(0) {
         // One flow: wait in (or spin on) the read itself, one system call
         // fewer per transaction than epoll and then read.
         let took = receive(w, &mut links.list[0].conn, 0, links.blocking);
@@ -268,6 +268,7 @@ pub(super) fn run(
         return (Vec::new(), Duration::ZERO);
     };
     links.blocking = receive_blocking(w);
+    links.direct = w.cfg.flows == 1 && (links.blocking || w.cfg.busy_poll);
     connect_all(w, &mut links, tcp);
     let local = (links.list.iter())
         .filter_map(|l| l.conn.s.as_ref()?.local_addr().ok())

@@ -72,6 +72,14 @@ impl TcpServer {
             s.bind(&addr.into())
                 .map_err(sock_err(format!("bind {addr} (TCP)")))?;
             s.listen(4096).map_err(sock_err("listen".into()))?;
+            // Connections accepted here start in delayed-ACK mode (each
+            // is a copy of its listener): a request is acknowledged by its
+            // answer, not first by a segment of its own, as a new
+            // connection's first data is otherwise; one segment fewer per
+            // connection of one transaction. After a connection's first
+            // exchange the kernel is in that mode anyway.
+            s.set_tcp_quickack(false)
+                .map_err(sock_err("set TCP_QUICKACK off".into()))?;
             s.set_nonblocking(true)
                 .map_err(sock_err("set O_NONBLOCK".into()))?;
             if i == 0 {
@@ -150,5 +158,58 @@ impl TcpServer {
             intervals: intervals.kept.into(),
             warnings: warnings.into_inner().unwrap_or_default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpStream;
+
+    fn loopback() -> TcpServerConfig {
+        TcpServerConfig {
+            bind: "127.0.0.1:0".parse().unwrap(),
+            cores: vec![],
+            workers: 1,
+            pin: false,
+            duration: None,
+            interval: None,
+            max_response: 0,
+            allow: vec![],
+            max_message: 0,
+            max_conns: 16,
+            max_per_source: 16,
+            idle_timeout: Duration::from_secs(10),
+            spin: false,
+            busy_poll_us: 0,
+            intervals_kept: 1,
+        }
+    }
+
+    /// The accepted end of a connection to `l`.
+    fn accepted(l: &TcpListener) -> (TcpStream, TcpStream) {
+        let client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let t0 = Instant::now();
+        loop {
+            match l.accept() {
+                Ok((s, _)) => return (s, client),
+                Err(e) if t0.elapsed() >= Duration::from_secs(2) => panic!("accept: {e}"),
+                Err(_) => std::thread::sleep(Duration::from_millis(1)),
+            }
+        }
+    }
+
+    #[test]
+    fn accepted_connections_acknowledge_requests_with_their_answers() {
+        // TCP_QUICKACK reads 0 while a socket is in delayed-ACK mode.
+        let quickack = |s: &TcpStream| socket2::SockRef::from(s).tcp_quickack().unwrap();
+        let srv = TcpServer::bind(&loopback()).unwrap();
+        let (s, _client) = accepted(&srv.listeners[0]);
+        assert!(!quickack(&s));
+        // The kernel's default, for comparison: quick ACKs at first.
+        let plain = TcpListener::bind("127.0.0.1:0").unwrap();
+        plain.set_nonblocking(true).unwrap();
+        let (s, _client) = accepted(&plain);
+        assert!(quickack(&s));
     }
 }
