@@ -59,6 +59,31 @@ pub struct ClientConfig {
 }
 
 impl ClientConfig {
+    /// One worker with one flow to `server` in closed loop, 64 B requests
+    /// and `response_size` B answers, 1 s long: the unit tests' client.
+    #[cfg(test)]
+    pub(crate) fn one_flow_for_test(
+        server: std::net::SocketAddr,
+        outstanding: usize,
+        response_size: usize,
+        busy_poll: bool,
+    ) -> Self {
+        Self {
+            server,
+            bind: None,
+            cores: vec![],
+            threads: 1,
+            flows: 1,
+            load: Load::Closed { outstanding },
+            request_size: 64,
+            response_size,
+            duration: Duration::from_secs(1),
+            timeout: Duration::from_secs(1),
+            interval: None,
+            busy_poll,
+        }
+    }
+
     /// Checks what cannot work before any traffic.
     pub fn validate(&self) -> Result<(), RrError> {
         self.validate_sizes(DATAGRAM_MAX, "a UDP datagram")

@@ -296,7 +296,7 @@ pub(super) fn wait_ready(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::config::{ClientConfig, Load};
+    use crate::client::config::ClientConfig;
     use std::net::{SocketAddr, TcpListener};
     use std::os::fd::AsRawFd;
     use std::time::Instant;
@@ -311,20 +311,7 @@ mod tests {
     }
 
     fn one_flow(server: SocketAddr) -> ClientConfig {
-        ClientConfig {
-            server,
-            bind: None,
-            cores: vec![],
-            threads: 1,
-            flows: 1,
-            load: Load::Closed { outstanding: 1 },
-            request_size: 64,
-            response_size: 64,
-            duration: Duration::from_secs(1),
-            timeout: Duration::from_secs(1),
-            interval: None,
-            busy_poll: true,
-        }
+        ClientConfig::one_flow_for_test(server, 1, 64, true)
     }
 
     #[test]

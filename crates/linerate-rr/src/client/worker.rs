@@ -683,20 +683,16 @@ mod coalesced_tests {
     use super::*;
 
     fn cfg(server: std::net::SocketAddr, outstanding: usize) -> ClientConfig {
-        ClientConfig {
-            server,
-            bind: None,
-            cores: vec![],
-            threads: 1,
-            flows: 1,
-            load: Load::Closed { outstanding },
-            request_size: 64,
-            response_size: 100,
-            duration: Duration::from_secs(1),
-            timeout: Duration::from_secs(1),
-            interval: None,
-            busy_poll: false,
-        }
+        ClientConfig::one_flow_for_test(server, outstanding, 100, false)
+    }
+
+    /// The test's server: a loopback socket whose reads wait 2 s at most.
+    fn server_socket() -> UdpSocket {
+        let server = UdpSocket::bind("127.0.0.1:0").unwrap();
+        server
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .unwrap();
+        server
     }
 
     fn client_of(cfg: &ClientConfig) -> [UdpSocket; 1] {
@@ -708,10 +704,7 @@ mod coalesced_tests {
 
     #[test]
     fn answers_in_one_gso_message_are_each_counted_and_timed() {
-        let server = UdpSocket::bind("127.0.0.1:0").unwrap();
-        server
-            .set_read_timeout(Some(Duration::from_secs(2)))
-            .unwrap();
+        let server = server_socket();
         let cfg = cfg(server.local_addr().unwrap(), 16);
         let socks = client_of(&cfg);
         let (tx, _rx) = mpsc::channel();
@@ -766,10 +759,7 @@ mod coalesced_tests {
 
     #[test]
     fn a_gso_sent_batch_arrives_as_each_request_counted_and_stamped() {
-        let server = UdpSocket::bind("127.0.0.1:0").unwrap();
-        server
-            .set_read_timeout(Some(Duration::from_secs(2)))
-            .unwrap();
+        let server = server_socket();
         let cfg = cfg(server.local_addr().unwrap(), 16);
         let socks = client_of(&cfg);
         let (tx, _rx) = mpsc::channel();
