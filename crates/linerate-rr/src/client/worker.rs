@@ -8,7 +8,6 @@ use crate::spin::Spin;
 use crate::track::{Answer, Outstanding};
 use hdrhistogram::Histogram;
 use linerate_backend::epoll::EpollSet;
-use linerate_backend::sockopt::set_udp_segment;
 use linerate_backend::udp_batch::{self, BATCH_MAX, Batch, GRO_BUF_BYTES, GroBatch};
 use linerate_wire::{RrHeader, RrKind};
 use nix::poll::{PollFd, PollFlags, ppoll};
@@ -219,7 +218,7 @@ impl<'a> Worker<'a> {
     /// MTU: EINVAL), one message each from then on.
     fn send_segmented(&mut self, sock: &UdpSocket, n: usize) -> io::Result<usize> {
         let size = self.cfg.request_size;
-        match udp_batch::send_one(sock, &self.req[..n * size]) {
+        match udp_batch::send_segmented(sock, &self.req[..n * size], size as u16) {
             Ok(_) => Ok(n),
             Err(e)
                 if matches!(
@@ -315,31 +314,23 @@ impl<'a> Worker<'a> {
     }
 
     /// Sends each flow's batches of requests as UDP GSO messages from now
-    /// on where every flow's socket takes UDP_SEGMENT of `request_size`;
-    /// all or none. A batch then goes down the stack (and through a
-    /// veth, into the server's namespace up to its socket, where it is
-    /// cut into the datagrams) as one packet: a third of the client's
-    /// CPU a transaction at 8 flows of 16 requests in flight. What leaves
-    /// is the same datagrams: a NIC (or the kernel before a driver without
-    /// UDP segmentation) cuts it; a veth's counters count it as one.
-    /// Not for a ping-pong (one request in flight a flow never makes a
-    /// batch): a socket with UDP_SEGMENT builds even a lone datagram in
-    /// page fragments, which costs its round trip (0.84x sockperf on the
-    /// default path against 1.04x without, 2026-11-30).
-    pub(super) fn segment(&mut self, socks: &[UdpSocket]) {
+    /// on (a UDP_SEGMENT control message of `request_size` on each batch's
+    /// send, not the socket option: a socket with the option builds even a
+    /// lone datagram in page fragments, which costs a request sent alone,
+    /// 0.84x sockperf in a ping-pong on 2026-11-30). A batch then goes down
+    /// the stack (and through a veth, into the server's namespace up to its
+    /// socket, where it is cut into the datagrams) as one packet: a third
+    /// of the client's CPU a transaction at 8 flows of 16 requests in
+    /// flight. What leaves is the same datagrams: a NIC (or the kernel
+    /// before a driver without UDP segmentation) cuts it; a veth's
+    /// counters count it as one. Not for a ping-pong (one request in
+    /// flight a flow never makes a batch). A path that refuses a GSO
+    /// message turns it off at its first batch (`send_segmented`).
+    pub(super) fn segment(&mut self, _socks: &[UdpSocket]) {
         if matches!(self.cfg.load, Load::Closed { outstanding: 1 }) {
             return;
         }
-        let Ok(size) = u16::try_from(self.cfg.request_size) else {
-            return;
-        };
-        if socks.iter().all(|s| set_udp_segment(s, size).is_ok()) {
-            self.segmented = true;
-        } else {
-            for s in socks {
-                set_udp_segment(s, 0).ok();
-            }
-        }
+        self.segmented = u16::try_from(self.cfg.request_size).is_ok();
     }
 
     /// Turns UDP_GRO on for every flow's socket where answers can come
@@ -681,6 +672,7 @@ mod recv_slots_tests {
 #[cfg(test)]
 mod coalesced_tests {
     use super::*;
+    use linerate_backend::sockopt::set_udp_segment;
 
     fn cfg(server: std::net::SocketAddr, outstanding: usize) -> ClientConfig {
         ClientConfig::one_flow_for_test(server, outstanding, 100, false)
