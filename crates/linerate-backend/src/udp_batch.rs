@@ -108,35 +108,6 @@ pub fn send_one(sock: &impl AsRawFd, buf: &[u8]) -> io::Result<usize> {
     send_to_raw(sock.as_raw_fd(), buf, std::ptr::null(), 0)
 }
 
-/// One `sendmsg(2)` of `buf` on a connected socket as one UDP GSO message
-/// of `seg`-byte datagrams (the last may be shorter): the UDP_SEGMENT
-/// control message rides on this call only, so the socket's other sends
-/// stay plain datagrams (a socket with the UDP_SEGMENT option builds even a
-/// lone datagram in page fragments). Returns the bytes sent.
-pub fn send_segmented(sock: &impl AsRawFd, buf: &[u8], seg: u16) -> io::Result<usize> {
-    let mut iov = libc::iovec {
-        iov_base: buf.as_ptr().cast_mut().cast(),
-        iov_len: buf.len(),
-    };
-    let mut ctl = [0u64; crate::udp_tx::CMSG_WORDS];
-    // SAFETY: an all-zero msghdr is a valid empty message header.
-    let mut h: libc::msghdr = unsafe { std::mem::zeroed() };
-    h.msg_iov = &mut iov;
-    h.msg_iovlen = 1;
-    crate::udp_tx::set_segment(&mut h, &mut ctl, seg);
-    // SAFETY: `h` points at `iov` (which describes `buf`, read only by the
-    // kernel) and at `ctl`, all live for the call.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_sendmsg,
-            sock.as_raw_fd(),
-            &h as *const libc::msghdr,
-            0 as libc::c_int,
-        )
-    };
-    done(rc)
-}
-
 /// One `sendto(2)` of `buf` to `name` (`len` bytes of it; null and 0 on a
 /// connected socket). `name` must point at a live socket address.
 pub(crate) fn send_to_raw(
@@ -284,24 +255,6 @@ mod tests {
             e.kind(),
             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
         ));
-    }
-
-    #[test]
-    fn a_segmented_send_arrives_as_its_datagrams_and_leaves_the_socket_plain() {
-        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
-        a.connect(b.local_addr().unwrap()).unwrap();
-        b.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-        let bytes: Vec<u8> = (0..250u32).map(|i| (i / 100) as u8).collect();
-        assert_eq!(send_segmented(&a, &bytes, 100).unwrap(), 250);
-        let mut buf = [0u8; 512];
-        for (len, fill) in [(100, 0u8), (100, 1), (50, 2)] {
-            assert_eq!(b.recv(&mut buf).unwrap(), len);
-            assert!(buf[..len].iter().all(|&x| x == fill));
-        }
-        // the segment size was this call's: the next send is one datagram
-        send_one(&a, &[7u8; 250]).unwrap();
-        assert_eq!(b.recv(&mut buf).unwrap(), 250);
     }
 
     #[test]

@@ -218,7 +218,7 @@ impl<'a> Worker<'a> {
     /// MTU: EINVAL), one message each from then on.
     fn send_segmented(&mut self, sock: &UdpSocket, n: usize) -> io::Result<usize> {
         let size = self.cfg.request_size;
-        match udp_batch::send_segmented(sock, &self.req[..n * size], size as u16) {
+        match linerate_backend::udp_tx::send_segmented(sock, &self.req[..n * size], size as u16) {
             Ok(_) => Ok(n),
             Err(e)
                 if matches!(
