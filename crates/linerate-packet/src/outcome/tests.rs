@@ -373,4 +373,25 @@ fn a_sink_is_judged_by_its_first_failure() {
             "this sink counted nothing, and an XDP program: stop the other receiver, or receive with --backend af_xdp on a queue of its own"
         )
     );
+    // The sender's end markers came but none of its frames: blind; with an
+    // XDP program seen holding the interface, that program is named.
+    let marked = || {
+        let mut r = sink_report(true);
+        r.counts = SinkCounts::new(true);
+        r.counts.flows.entry(7).sent_marker = Some(1000);
+        r
+    };
+    assert_eq!(
+        judged(marked(), None, None).as_deref(),
+        Some(
+            "the sender's end markers say 1000 frames were sent and this sink counted none of them: something else takes them before it (another receiver's XDP program, a filter)"
+        )
+    );
+    assert_eq!(
+        judged(marked(), None, Some("an XDP program")).as_deref(),
+        Some(
+            "this sink counted nothing, and an XDP program: stop the other receiver, or receive with --backend af_xdp on a queue of its own"
+        ),
+        "the holder named before the markers' general cause"
+    );
 }

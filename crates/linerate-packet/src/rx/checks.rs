@@ -90,8 +90,13 @@ pub fn sink_measured(
         .map(|e| format!("{e} (the counts are what arrived before it)"))
         .or(capture_error)
         .or(hist_error)
-        .or_else(|| blind(&r))
-        .or_else(|| held_elsewhere(&r, holder));
+        // An XDP program seen holding the interface at the start names the
+        // cause (and the way out) where the end markers only say that
+        // something took the frames: a holder that lets the markers
+        // through (its receiver stopped at its count and detached before
+        // they came) gives both.
+        .or_else(|| held_elsewhere(&r, holder))
+        .or_else(|| blind(&r));
     Measured {
         duration_s: r.duration_s,
         rows,
