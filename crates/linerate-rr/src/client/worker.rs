@@ -326,7 +326,7 @@ impl<'a> Worker<'a> {
     /// counters count it as one. Not for a ping-pong (one request in
     /// flight a flow never makes a batch). A path that refuses a GSO
     /// message turns it off at its first batch (`send_segmented`).
-    pub(super) fn segment(&mut self, _socks: &[UdpSocket]) {
+    pub(super) fn segment(&mut self) {
         if matches!(self.cfg.load, Load::Closed { outstanding: 1 }) {
             return;
         }
@@ -499,7 +499,7 @@ impl<'a> Worker<'a> {
         let mut last_expire = start;
         let blocking = self.receive_blocking(socks);
         self.coalesce(socks);
-        self.segment(socks);
+        self.segment();
         // Busy polling: where to yield (see `spin`), by the interface the
         // answers come in on.
         let mut spin = Spin::for_local(
@@ -756,7 +756,7 @@ mod coalesced_tests {
         let socks = client_of(&cfg);
         let (tx, _rx) = mpsc::channel();
         let mut w = Worker::new(&cfg, 0, 1, Instant::now(), tx);
-        w.segment(&socks);
+        w.segment();
         assert!(w.segmented, "UDP_SEGMENT on the flow's socket");
         w.send_owed(&socks, 777);
         assert_eq!(
@@ -790,7 +790,7 @@ mod coalesced_tests {
         assert!(!w.coalesced);
         assert_eq!(w.resp[0].len(), recv_slot(&cfg));
         // and sends its lone request without UDP_SEGMENT on the socket
-        w.segment(&socks);
+        w.segment();
         assert!(!w.segmented);
     }
 }
