@@ -299,7 +299,7 @@ impl<'a> Session<'a> {
                     &spec,
                     1.0,
                     om,
-                    &|t| rfc2544::skipped_beyond_margin(t, om),
+                    &rfc2544::set_load_rule(om, spec.pace.spoiled_max),
                     &mut |t| log.log(t, run),
                     &mut Vec::new(),
                 )?;

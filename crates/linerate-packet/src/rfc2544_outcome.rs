@@ -228,9 +228,16 @@ impl Outcome for Rfc2544Outcome {
                 "size", "load", "rate fps", "loss %"
             );
             for s in out {
+                // A step kept though its sender was held back says what
+                // it offered (the loss is of that load).
+                let held = if s.trial.offered_fps < s.rate_fps * 0.99 {
+                    format!("  held back: offered {:.0} fps", s.trial.offered_fps)
+                } else {
+                    String::new()
+                };
                 let _ = writeln!(
                     text,
-                    "{:>7} {:>5.0}% {:>14.0} {:>12.6}",
+                    "{:>7} {:>5.0}% {:>14.0} {:>12.6}{held}",
                     size_label(&s.frame_size),
                     s.load * 100.0,
                     s.rate_fps,

@@ -556,7 +556,7 @@ fn broke_shape(s: &Shape, tolerance: u32, whole: bool) -> Option<String> {
 
 /// Whether a trial at a set load skipped more departures than the
 /// offered-rate margin allows (the load it tested is not the one asked):
-/// the rule of the latency and frame-loss trials.
+/// a part of the latency and frame-loss trials' rule ([`set_load_rule`]).
 pub fn skipped_beyond_margin(t: &Trial, offered_min: f64) -> Option<String> {
     let s = t.shape?;
     let expected = t.sent + s.skipped;
@@ -569,6 +569,43 @@ pub fn skipped_beyond_margin(t: &Trial, offered_min: f64) -> Option<String> {
             s.skipped
         )
     })
+}
+
+/// Whether a trial at a set load offered less of the rate asked than the
+/// margin allows, counting its departures (sent or skipped) over its
+/// sending time: the sender was held back (its ring or socket buffer
+/// full, refusing frames) and the load it tested is not the one asked.
+pub fn held_back_beyond_margin(t: &Trial, offered_min: f64) -> Option<String> {
+    if t.sent == 0 || t.asked_fps <= 0.0 {
+        return None;
+    }
+    let pace = t.offered_fps * (t.sent + t.skipped()) as f64 / t.sent as f64;
+    (pace < t.asked_fps * offered_min).then(|| {
+        format!(
+            "the sender was held back (its ring or socket buffer refused frames): it offered {pace:.0} of the {:.0} frames/s asked, below the {:.1}% margin",
+            t.asked_fps,
+            offered_min * 100.0
+        )
+    })
+}
+
+/// The rule of a trial at a set load (latency, a frame-loss step): run
+/// again when its sender skipped more departures than the margin allows
+/// or was held back. A sender still held back after `spoiled_max - 1`
+/// runs keeps its trial at the rate it offered (`offered_fps`,
+/// `held_back`): what pushes back for that long (flow control, a link
+/// slower than the rate asked) is the path's, not a moment of this
+/// host's load, and is reported, not refused.
+pub fn set_load_rule(offered_min: f64, spoiled_max: u32) -> impl Fn(&Trial) -> Option<String> {
+    let held = std::cell::Cell::new(0u32);
+    move |t: &Trial| {
+        if let Some(why) = skipped_beyond_margin(t, offered_min) {
+            return Some(why);
+        }
+        let why = held_back_beyond_margin(t, offered_min)?;
+        held.set(held.get() + 1);
+        (held.get() < spoiled_max.max(1)).then_some(why)
+    }
 }
 
 impl Trial {
@@ -652,6 +689,9 @@ mod tests {
         skip_share: f64,
         /// A stop arrives during this trial (1-based; 0: never).
         stop_in: usize,
+        /// After this many trials the generator reaches any rate (its
+        /// `gen_max` a moment's back-pressure; 0: never).
+        recovers_after: usize,
     }
 
     impl Sim {
@@ -667,6 +707,7 @@ mod tests {
                 shapes: Vec::new(),
                 skip_share: 0.0,
                 stop_in: 0,
+                recovers_after: 0,
             }
         }
     }
@@ -693,7 +734,12 @@ mod tests {
             let skipped = shape.map_or(0, |s| s.skipped);
             let burst_lost = shape.map_or(0.0, |s| if s.max_burst > 4 { 5.0 } else { 0.0 });
             let want = due - skipped;
-            let offered = s.rate_fps.min(self.gen_max);
+            let recovered = self.recovers_after > 0 && self.trials > self.recovers_after;
+            let offered = if recovered {
+                s.rate_fps
+            } else {
+                s.rate_fps.min(self.gen_max)
+            };
             let took = due as f64 / offered;
             let passed_through =
                 ((self.capacity * took + self.queue).min(want as f64) - burst_lost).max(0.0);
@@ -1183,6 +1229,44 @@ mod tests {
         assert!((steps[0].loss_ratio - 0.45).abs() < 1e-3);
     }
 
+    /// A frame-loss step whose sender was held back a moment (its ring
+    /// full: it offered 80% of the rate) is run again, the held-back trial
+    /// seen and not kept; a sender held back in every run keeps its step
+    /// after `spoiled_max - 1` runs again, at the rate it offered.
+    #[test]
+    fn a_held_back_frame_loss_step_runs_again_then_keeps_what_it_offered() {
+        let mut sim = Sim::new(55_000.0, 0.0, 80_000.0);
+        sim.recovers_after = 1;
+        let mut seen = Vec::new();
+        let steps = frame_loss(&mut sim, &64.into(), &settings(100_000.0), &mut |t| {
+            seen.push(t.spoiled.clone())
+        })
+        .unwrap();
+        assert_eq!(sim.trials, steps.len() + 1);
+        let why = seen[0].as_deref().unwrap();
+        assert!(
+            why.starts_with("the sender was held back") && why.contains("80000 of the 100000"),
+            "{why}"
+        );
+        assert!(seen[1..].iter().all(Option::is_none), "{seen:?}");
+        assert!((steps[0].loss_ratio - 0.45).abs() < 1e-3);
+        assert!(steps[0].trial.offered_fps > 99_000.0);
+        // Held back in every run: five runs of each step above 80k fps (the
+        // default spoiled_max), the fifth kept at its 80k fps (the first
+        // step's loss 31%).
+        let mut sim = Sim::new(55_000.0, 0.0, 80_000.0);
+        let steps = frame_loss(&mut sim, &64.into(), &settings(100_000.0), &mut |_| {}).unwrap();
+        assert_eq!(steps.len(), 7);
+        assert_eq!(sim.trials, steps.len() + 2 * 4);
+        assert!((steps[0].trial.offered_fps - 80_000.0).abs() < 1.0);
+        assert!(steps[0].trial.held_back && steps[0].trial.spoiled.is_none());
+        assert!(
+            (steps[0].loss_ratio - 0.3125).abs() < 1e-3,
+            "{}",
+            steps[0].loss_ratio
+        );
+    }
+
     #[test]
     fn back_to_back_finds_the_queue_depth() {
         // At 100k fps into 10k fps capacity, a burst of n frames takes
@@ -1215,6 +1299,7 @@ mod tests {
             shapes: Vec::new(),
             skip_share: 0.0,
             stop_in: 0,
+            recovers_after: 0,
         };
         let r = throughput(&mut sim, &64.into(), 0.0, &settings(100_000.0), &mut |_| {}).unwrap();
         assert!(r.bidirectional);

@@ -375,7 +375,7 @@ pub fn frame_loss(
             },
             1.0,
             s.offered_min,
-            &|t| skipped_beyond_margin(t, s.offered_min),
+            &set_load_rule(s.offered_min, s.pace.spoiled_max),
             on_trial,
             &mut Vec::new(),
         )?;

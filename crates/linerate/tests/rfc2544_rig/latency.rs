@@ -80,9 +80,26 @@ fn latency_loss_curve_and_back_to_back_on_the_tbf_device() {
         .iter()
         .map(|s| s["loss_ratio"].as_f64().unwrap())
         .collect();
+    // What each step asked, offered and counted, for a failure's message.
+    let seen: Vec<String> = steps
+        .iter()
+        .map(|s| {
+            let t = &s["trial"];
+            format!(
+                "load {} asked {} offered {} sent {} received {} held back {} shape {}",
+                s["load"],
+                t["asked_fps"],
+                t["offered_fps"],
+                t["sent"],
+                t["received"],
+                t["held_back"],
+                t["shape"]
+            )
+        })
+        .collect();
     assert!(
         losses[0] > 0.2,
-        "100% of 2x the TBF rate loses about a third: {losses:?}"
+        "100% of 2x the TBF rate loses about a third: {losses:?} {seen:#?}"
     );
     assert!(
         losses.windows(2).all(|w| w[0] >= w[1]),
