@@ -25,6 +25,35 @@ fn wait_udp(rig: &Rig, host: usize, port: u16) {
     panic!("no rr server on UDP port {port}");
 }
 
+/// Packets the IP layer of the rig host's namespace received, a GSO
+/// packet counted as its segments (the ECN counters of `/proc/net/netstat`
+/// `IpExt`, or `/proc/net/snmp6` `Ip6In*Pkts`).
+fn ip_received(rig: &Rig, host: usize, v6: bool) -> u64 {
+    let file = if v6 {
+        "/proc/net/snmp6"
+    } else {
+        "/proc/net/netstat"
+    };
+    let out = rig.command(host, "cat").arg(file).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let keys = ["InNoECTPkts", "InECT1Pkts", "InECT0Pkts", "InCEPkts"];
+    if v6 {
+        let value = |k: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(&format!("Ip6{k}")))
+                .map(|v| v.trim().parse::<u64>().unwrap())
+        };
+        return keys.iter().map(|k| value(k).unwrap()).sum();
+    }
+    let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("IpExt:")).collect();
+    let (names, values) = (rows[0].split_whitespace(), rows[1].split_whitespace());
+    names
+        .zip(values)
+        .filter(|(n, _)| keys.contains(n))
+        .map(|(_, v)| v.parse::<u64>().unwrap())
+        .sum()
+}
+
 fn across_rig(v6: bool) {
     let rig = Rig::pair().unwrap();
     let port = "5300";
@@ -47,6 +76,7 @@ fn across_rig(v6: bool) {
     );
     wait_udp(&rig, 1, 5300);
     let before = rig.stats(1).unwrap();
+    let ip_before = ip_received(&rig, 1, v6);
     let out = rig
         .command(0, env!("CARGO_BIN_EXE_linerate"))
         .args(["rr", "client", &server_ip, "-p", port, "--json"])
@@ -77,17 +107,24 @@ fn across_rig(v6: bool) {
     );
     let s: Value = json(&s_out.stdout);
     let after = rig.stats(1).unwrap();
+    let ip_in = ip_received(&rig, 1, v6) - ip_before;
 
     let sent = u(&c, "counts.sent");
     assert!(u(&c, "counts.completed") > 1000, "{c}");
     assert_eq!(sent, u(&c, "counts.completed") + u(&c, "counts.lost"));
     // The server answered exactly what the client sent, and it crossed
     // the veth: a frame for each request, or for each batch of them the
-    // client sent as one GSO packet (at most 64 requests in one).
+    // client sent as one GSO packet (at most 64 requests in one); the
+    // server's IP layer counts a batch as its requests: exactly what was
+    // sent, beside the few packets of the rig's own (neighbour discovery).
     assert_eq!(u(&s, "counts.requests"), sent, "{s}");
     assert_eq!(u(&s, "counts.answered"), sent);
     assert_eq!(u(&s, "counts.bytes_out"), sent * 300);
     assert!(after.rx_packets - before.rx_packets >= sent.div_ceil(64));
+    assert!(
+        (sent..sent + 20).contains(&ip_in),
+        "{ip_in} IP packets for {sent} requests"
+    );
     assert_eq!(c["workers"].as_array().unwrap().len(), 2);
     assert_eq!(c["flows"], 8);
     assert!(s["steering"].as_str().unwrap().starts_with("cpu"), "{s}");
