@@ -113,9 +113,7 @@ pub struct Rfc2544Args {
     #[arg(long, value_name = "FRAMES")]
     burst_tolerance: Option<u32>,
     /// Trials in a row this host may spoil before the search ends with an
-    /// error naming its load (no rate is reported from spoiled trials); a
-    /// latency or frame-loss trial held back this many times in a row is
-    /// kept at the rate it offered.
+    /// error (a set load's held-back trial is then kept at what it offered).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     spoiled_max: u32,
     /// Latency test: seconds (RFC 2544 asks 120) and the loads as shares of
