@@ -608,6 +608,27 @@ pub fn set_load_rule(offered_min: f64, spoiled_max: u32) -> impl Fn(&Trial) -> O
     }
 }
 
+/// Back-to-back's rule: a burst its sender could not send whole (its
+/// ring or socket buffer refused frames: fewer sent or skipped than the
+/// burst's `frames`) says nothing of the device: run again, up to
+/// `spoiled_max - 1` times; then kept, failed ("offered load not
+/// reached"), as a path that pushes back that long fails a burst.
+pub fn whole_burst_rule(frames: u64, spoiled_max: u32) -> impl Fn(&Trial) -> Option<String> {
+    let held = std::cell::Cell::new(0u32);
+    move |t: &Trial| {
+        let departed = t.sent + t.skipped();
+        if departed >= frames {
+            return None;
+        }
+        held.set(held.get() + 1);
+        (held.get() < spoiled_max.max(1)).then(|| {
+            format!(
+                "the sender was held back (its ring or socket buffer refused frames): it sent {departed} of the burst's {frames} frames"
+            )
+        })
+    }
+}
+
 impl Trial {
     /// Departures the sender skipped (late), not offered.
     pub fn skipped(&self) -> u64 {
@@ -733,13 +754,17 @@ mod tests {
             // burst beyond 4 frames overflows the device (5 lost).
             let skipped = shape.map_or(0, |s| s.skipped);
             let burst_lost = shape.map_or(0.0, |s| if s.max_burst > 4 { 5.0 } else { 0.0 });
-            let want = due - skipped;
+            let mut want = due - skipped;
             let recovered = self.recovers_after > 0 && self.trials > self.recovers_after;
             let offered = if recovered {
                 s.rate_fps
             } else {
                 s.rate_fps.min(self.gen_max)
             };
+            if s.frames.is_some() && self.recovers_after > 0 && !recovered {
+                // A burst refused part way: what the ring took by then.
+                want = (want as f64 * offered / s.rate_fps) as u64;
+            }
             let took = due as f64 / offered;
             let passed_through =
                 ((self.capacity * took + self.queue).min(want as f64) - burst_lost).max(0.0);
@@ -1265,6 +1290,53 @@ mod tests {
             "{}",
             steps[0].loss_ratio
         );
+    }
+
+    /// A burst its sender could not send whole (refused part way) is run
+    /// again, not failed: the same queue depth found as with a sender
+    /// that keeps up; refused in every run, it fails.
+    #[test]
+    fn a_burst_not_sent_whole_runs_again() {
+        let mut sim = Sim::new(10_000.0, 500.0, 50_000.0);
+        sim.recovers_after = 1;
+        let b = back_to_back(
+            &mut sim,
+            &64.into(),
+            10_000,
+            1,
+            &settings(100_000.0),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(b.bursts, vec![555]);
+        let spoiled: Vec<&Trial> = b.trials.iter().filter(|t| t.spoiled.is_some()).collect();
+        assert_eq!(spoiled.len(), 1, "{:?}", b.trials);
+        assert!(
+            spoiled[0]
+                .spoiled
+                .as_deref()
+                .unwrap()
+                .ends_with("it sent 5000 of the burst's 10000 frames"),
+            "{:?}",
+            spoiled[0].spoiled
+        );
+        // Never whole: each length runs five times (the default
+        // spoiled_max), the fifth kept and failed.
+        let mut sim = Sim::new(10_000.0, 500.0, 50_000.0);
+        sim.recovers_after = usize::MAX;
+        let b = back_to_back(
+            &mut sim,
+            &64.into(),
+            1_000,
+            1,
+            &settings(100_000.0),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(b.bursts, vec![0]);
+        let kept = b.trials.iter().filter(|t| t.spoiled.is_none()).count();
+        assert_eq!(b.trials.len(), 5 * kept);
+        assert!(b.trials.iter().all(|t| !t.passed));
     }
 
     #[test]

@@ -437,7 +437,7 @@ pub fn back_to_back(
                 },
                 0.0,
                 0.0,
-                &|_| None,
+                &whole_burst_rule(n, s.pace.spoiled_max),
                 on_trial,
                 &mut spoiled,
             )?;
