@@ -1297,42 +1297,25 @@ mod tests {
     /// that keeps up; refused in every run, it fails.
     #[test]
     fn a_burst_not_sent_whole_runs_again() {
-        let mut sim = Sim::new(10_000.0, 500.0, 50_000.0);
-        sim.recovers_after = 1;
-        let b = back_to_back(
-            &mut sim,
-            &64.into(),
-            10_000,
-            1,
-            &settings(100_000.0),
-            &mut |_| {},
-        )
-        .unwrap();
+        // A sender at half the rate, recovered after `recovers_after` trials.
+        let b2b = |recovers_after: usize, max_burst: u64| {
+            let mut sim = Sim::new(10_000.0, 500.0, 50_000.0);
+            sim.recovers_after = recovers_after;
+            let s = settings(100_000.0);
+            back_to_back(&mut sim, &64.into(), max_burst, 1, &s, &mut |_| {}).unwrap()
+        };
+        let b = b2b(1, 10_000);
         assert_eq!(b.bursts, vec![555]);
         let spoiled: Vec<&Trial> = b.trials.iter().filter(|t| t.spoiled.is_some()).collect();
         assert_eq!(spoiled.len(), 1, "{:?}", b.trials);
+        let why = spoiled[0].spoiled.as_deref().unwrap();
         assert!(
-            spoiled[0]
-                .spoiled
-                .as_deref()
-                .unwrap()
-                .ends_with("it sent 5000 of the burst's 10000 frames"),
-            "{:?}",
-            spoiled[0].spoiled
+            why.ends_with("it sent 5000 of the burst's 10000 frames"),
+            "{why}"
         );
         // Never whole: each length runs five times (the default
         // spoiled_max), the fifth kept and failed.
-        let mut sim = Sim::new(10_000.0, 500.0, 50_000.0);
-        sim.recovers_after = usize::MAX;
-        let b = back_to_back(
-            &mut sim,
-            &64.into(),
-            1_000,
-            1,
-            &settings(100_000.0),
-            &mut |_| {},
-        )
-        .unwrap();
+        let b = b2b(usize::MAX, 1_000);
         assert_eq!(b.bursts, vec![0]);
         let kept = b.trials.iter().filter(|t| t.spoiled.is_none()).count();
         assert_eq!(b.trials.len(), 5 * kept);
