@@ -419,9 +419,9 @@ mod tests {
         ));
     }
 
-    #[test]
-    fn the_trial_log_line_puts_each_figure_in_its_place() {
-        let mut t = Trial {
+    /// A failed trial of 64 B at 1000 fps asked: 999 offered, 1% lost.
+    fn lossy_trial() -> Trial {
+        Trial {
             frame_size: FrameSize::Fixed(64),
             asked_fps: 1000.0,
             offered_fps: 999.0,
@@ -440,7 +440,49 @@ mod tests {
             shape: None,
             spoiled: None,
             interrupted: false,
+        }
+    }
+
+    /// A frame-loss step kept though its sender was held back says what
+    /// it offered; one offered in full says nothing more.
+    #[test]
+    fn a_held_back_frame_loss_step_says_what_it_offered() {
+        let step = |load: f64, offered_fps: f64| rfc2544::FrameLossStep {
+            frame_size: FrameSize::Fixed(64),
+            load,
+            rate_fps: 1000.0 * load,
+            loss_ratio: 0.01,
+            trial: Trial {
+                offered_fps,
+                asked_fps: 1000.0 * load,
+                ..lossy_trial()
+            },
         };
+        let o = Rfc2544Outcome {
+            config: json!({"sizes": [64]}),
+            trial_time_s: 1.0,
+            bidir: false,
+            policy: None,
+            throughput: Vec::new(),
+            repeats: Vec::new(),
+            latency: None,
+            frame_loss: Some(vec![step(1.0, 850.0), step(0.9, 899.0)]),
+            back_to_back: None,
+            error: None,
+        };
+        let text = o.text();
+        let rows: Vec<&str> = text.lines().filter(|l| l.contains("1.000000")).collect();
+        assert_eq!(rows.len(), 2, "{text}");
+        assert!(
+            rows[0].ends_with("1.000000  held back: offered 850 fps"),
+            "{text}"
+        );
+        assert!(rows[1].ends_with("1.000000"), "{text}");
+    }
+
+    #[test]
+    fn the_trial_log_line_puts_each_figure_in_its_place() {
+        let mut t = lossy_trial();
         assert_eq!(
             trial_line(&t),
             "   64 B  asked         1000 fps  offered          999 fps  sent       1000  received        990  loss 1.000000%  fail (loss)"
