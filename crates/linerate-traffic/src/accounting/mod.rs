@@ -19,11 +19,11 @@ pub use flows::*;
 pub use latency::*;
 
 /// A flow's state while a run of its frames is counted
-/// ([`SinkCounts::on_frames`]): its highest sequence number at the start
-/// and now, jitter and the last transit time shifted up by 16 bits (see
+/// ([`SinkCounts::on_frames`]): its highest sequence number now (the
+/// flow's own, left as it was until the run ends, is the run's start),
+/// jitter and the last transit time shifted up by 16 bits (see
 /// [`jitter_step16`]).
 struct Run {
-    first: u64,
     highest: u64,
     jitter16: u64,
     last16: u64,
@@ -178,7 +178,6 @@ impl SinkCounts {
             return true;
         };
         let mut run = Run {
-            first: f.seq.highest,
             highest: f.seq.highest,
             jitter16: f.jitter16,
             last16: (f.last_transit as u64) << 16,
@@ -218,8 +217,9 @@ impl SinkCounts {
     #[inline(always)]
     fn end_run(&mut self, run: &Run, header: &SameHeader) {
         let f = self.flows.at(self.recent_flow).expect("the run's flow");
+        // (The flow's highest is still the run's start.)
+        f.bytes += header.frame_len() as u64 * (run.highest - f.seq.highest);
         f.seq.in_order_to(run.highest);
-        f.bytes += header.frame_len() as u64 * (run.highest - run.first);
         (f.jitter16, f.last_transit) = (run.jitter16, (run.last16 as i64) >> 16);
     }
 
