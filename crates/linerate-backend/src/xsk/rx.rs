@@ -212,9 +212,30 @@ impl RxSocket {
 /// `n` slots from `fill` fill slots it holds.
 #[inline(always)]
 unsafe fn give_back(desc: *const libc::xdp_desc, fill: *mut u64, n: usize) {
-    for i in 0..n {
+    let mut i = 0;
+    // (x86-64: eight a turn, two addresses into one SSE2 register for
+    // each 16-byte store: 15 instructions for eight, where the compiler's
+    // own loop took 12 for four.)
+    #[cfg(target_arch = "x86_64")]
+    while i + 8 <= n {
+        use std::arch::x86_64::{_mm_loadh_pd, _mm_loadl_pd, _mm_setzero_pd, _mm_storeu_pd};
+        for k in (0..8).step_by(2) {
+            // SAFETY: descriptors i + k and i + k + 1 and their fill slots
+            // are below n, the caller's; `addr` is a descriptor's first
+            // 8 bytes (an unaligned 8-byte load and 16-byte store).
+            unsafe {
+                let a = desc.add(i + k).cast::<f64>();
+                let b = desc.add(i + k + 1).cast::<f64>();
+                let two = _mm_loadh_pd(_mm_loadl_pd(_mm_setzero_pd(), a), b);
+                _mm_storeu_pd(fill.add(i + k).cast::<f64>(), two);
+            }
+        }
+        i += 8;
+    }
+    while i < n {
         // SAFETY: the caller's (see above).
         unsafe { *fill.add(i) = (*desc.add(i)).addr };
+        i += 1;
     }
 }
 
@@ -580,6 +601,28 @@ mod tests {
         let addr = FRAME_SIZE + at;
         // SAFETY: `addr` lies inside the two chunks, which the test owns.
         unsafe { stamp(words.as_mut_ptr().cast::<u8>().add(addr), addr) }
+    }
+
+    /// Every descriptor's address lands in its own fill slot, whatever
+    /// the run's length (the eight-a-turn loop, the rest one by one), and
+    /// no slot past the run is written.
+    #[test]
+    fn a_runs_chunks_go_back_in_order() {
+        for n in 0..40 {
+            let descs: Vec<libc::xdp_desc> = (0..n as u64)
+                .map(|i| libc::xdp_desc {
+                    addr: 0x1000 * i + 256 + i,
+                    len: 64 + i as u32,
+                    options: i as u32,
+                })
+                .collect();
+            let mut fill = vec![u64::MAX; n + 3];
+            // SAFETY: n descriptors and at least n fill slots, the test's.
+            unsafe { give_back(descs.as_ptr(), fill.as_mut_ptr(), n) };
+            let want: Vec<u64> = descs.iter().map(|d| d.addr).collect();
+            assert_eq!(fill[..n], want[..], "{n}");
+            assert!(fill[n..].iter().all(|&f| f == u64::MAX), "{n}");
+        }
     }
 
     #[test]
