@@ -217,23 +217,31 @@ impl LatencyStore {
 
     /// [`record`](Self::record) in a slot taken with
     /// [`slot_mut`](Self::slot_mut), of the transit time shifted up by 16
-    /// bits (`t16`: a run's, see `jitter_step16`), its bucket found by
-    /// [`index16`].
+    /// bits (`t16`: a run's, see `jitter_step16`): a transit time from
+    /// 1,024 ns up by [`index16_from_1us`] (no test of whether it is
+    /// below 1,024 ns: the index is then past the slot), the rest (below
+    /// 1,024 ns, and below 0: clock skew) out of line by [`index16`].
     #[inline(always)]
     pub(crate) fn record_in16(slot: &mut [u64; Self::SLOT], t16: u64) {
         // (A fixed length, compared with a constant, not a length kept
-        // live through a run.)
-        match slot.get_mut(index16(t16)) {
-            Some(c) => *c += 1,
-            // (below 0: clock skew)
-            None => Self::record_skew(slot),
+        // live through a run; the 1,024 added folded into the address.)
+        let i = index16_from_1us(t16);
+        if i < Self::SLOT - 1024 {
+            slot[i + 1024] += 1;
+        } else {
+            Self::record_below_1us(slot, t16);
         }
     }
 
+    /// A transit time below 1,024 ns (below 0: clock skew), `t16` as
+    /// [`record_in16`](Self::record_in16)'s.
     #[cold]
     #[inline(never)]
-    fn record_skew(slot: &mut [u64; Self::SLOT]) {
-        slot[Self::SKEW] += 1;
+    fn record_below_1us(slot: &mut [u64; Self::SLOT], t16: u64) {
+        match slot.get_mut(index16(t16)) {
+            Some(c) => *c += 1,
+            None => slot[Self::SKEW] += 1,
+        }
     }
 
     /// Transit times below 0 counted, in every slot.
@@ -286,6 +294,18 @@ pub(crate) fn index16(t16: u64) -> usize {
     // index(t) = ((k - 9) << 10) + the top 10 mantissa bits.)
     let bits = (t16 as i64 as f64).to_bits();
     ((bits >> 42) as usize).wrapping_sub((1023 + 16 + 9) << 10)
+}
+
+/// [`index16`] less 1,024 for a transit time `t` from 1,024 ns (2^10) to
+/// 2^47 - 1 (`t16 = t << 16`), by the same `f64` without its test for
+/// small values: below 1,024 ns (the exponent below 10 + 16) and below 0
+/// (the sign bit) the subtraction wraps to an index past every slot
+/// (below 1,024 ns at least 2^64 - 1049 * 2^10, below 0 at least
+/// 2^21 - 1049 * 2^10).
+#[inline(always)]
+pub(crate) fn index16_from_1us(t16: u64) -> usize {
+    let bits = (t16 as i64 as f64).to_bits();
+    ((bits >> 42) as usize).wrapping_sub((1023 + 16 + 10) << 10)
 }
 
 /// Each flow's latency over the last interval (shared clocks): its

@@ -19,11 +19,11 @@ pub use flows::*;
 pub use latency::*;
 
 /// A flow's state while a run of its frames is counted
-/// ([`SinkCounts::on_frames`]): its highest sequence number at the start
-/// and now, jitter and the last transit time shifted up by 16 bits (see
+/// ([`SinkCounts::on_frames`]): its highest sequence number now (the
+/// flow's own, left as it was until the run ends, is the run's start),
+/// jitter and the last transit time shifted up by 16 bits (see
 /// [`jitter_step16`]).
 struct Run {
-    first: u64,
     highest: u64,
     jitter16: u64,
     last16: u64,
@@ -178,7 +178,6 @@ impl SinkCounts {
             return true;
         };
         let mut run = Run {
-            first: f.seq.highest,
             highest: f.seq.highest,
             jitter16: f.jitter16,
             last16: (f.last_transit as u64) << 16,
@@ -218,8 +217,9 @@ impl SinkCounts {
     #[inline(always)]
     fn end_run(&mut self, run: &Run, header: &SameHeader) {
         let f = self.flows.at(self.recent_flow).expect("the run's flow");
+        // (The flow's highest is still the run's start.)
+        f.bytes += header.frame_len() as u64 * (run.highest - f.seq.highest);
         f.seq.in_order_to(run.highest);
-        f.bytes += header.frame_len() as u64 * (run.highest - run.first);
         (f.jitter16, f.last_transit) = (run.jitter16, (run.last16 as i64) >> 16);
     }
 
@@ -665,6 +665,14 @@ mod tests {
     fn the_float_bucket_is_the_bit_scan_bucket() {
         let check = |t: u64| {
             assert_eq!(index16(t << 16), LatencyHist3::index(t), "{t}");
+            // The run's bucket without the small-value test: past the
+            // slot (then `index16` out of line) below 1,024 ns.
+            let i = index16_from_1us(t << 16);
+            if t >= 1024 {
+                assert_eq!(i + 1024, LatencyHist3::index(t), "{t}");
+            } else {
+                assert!(i >= LatencyStore::SLOT - 1024, "{t}: {i}");
+            }
         };
         for t in 0..5_000 {
             check(t);
@@ -701,6 +709,8 @@ mod tests {
         for t in [-1i64, -2, -1_000, -(1 << 20), -(1 << 46) - 3, -(1 << 47)] {
             let i = index16((t as u64) << 16);
             assert!(i >= LatencyStore::SLOT, "{t}: {i}");
+            let i = index16_from_1us((t as u64) << 16);
+            assert!(i >= LatencyStore::SLOT - 1024, "{t}: {i}");
         }
         // Counted in a slot: the same buckets as `record`, skew apart.
         let mut s = LatencyStore::new();
@@ -708,6 +718,11 @@ mod tests {
         for t in [
             0i64,
             1,
+            511,
+            512,
+            1_023,
+            1_024,
+            1_025,
             2_047,
             2_048,
             1_000_000,
