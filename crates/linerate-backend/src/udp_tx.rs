@@ -616,17 +616,12 @@ mod tests {
         r
     }
 
-    /// Payloads written in place in their slots reach each slot's
-    /// destination: in slot order through the messages made once, and
-    /// through the general path, where a run of equal payloads to one
-    /// destination goes as one GSO message. A destination of the other
-    /// family is refused.
+    /// One call's segment size: its bytes arrive as datagrams of it, and
+    /// the socket's next send is one datagram again.
     #[test]
     fn a_segmented_send_arrives_as_its_datagrams_and_leaves_the_socket_plain() {
-        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let (a, b) = (UdpSocket::bind("127.0.0.1:0").unwrap(), receiver());
         a.connect(b.local_addr().unwrap()).unwrap();
-        b.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
         let bytes: Vec<u8> = (0..250u32).map(|i| (i / 100) as u8).collect();
         assert_eq!(send_segmented(&a, &bytes, 100).unwrap(), 250);
         let mut buf = [0u8; 512];
@@ -639,6 +634,11 @@ mod tests {
         assert_eq!(b.recv(&mut buf).unwrap(), 250);
     }
 
+    /// Payloads written in place in their slots reach each slot's
+    /// destination: in slot order through the messages made once, and
+    /// through the general path, where a run of equal payloads to one
+    /// destination goes as one GSO message. A destination of the other
+    /// family is refused.
     #[test]
     fn slots_send_in_place_to_their_own_destinations() {
         let Some(tx) = bound_or_skip() else {
