@@ -83,15 +83,6 @@ fn client_cfg(server: SocketAddr) -> ClientConfig {
     }
 }
 
-/// Sets its flag when dropped, on a panic too.
-struct StopOnDrop<'a>(&'a AtomicBool);
-
-impl Drop for StopOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-}
-
 /// Runs a server for the length of `f`, then stops it and returns both.
 fn with_server<T>(cfg: &ServerConfig, f: impl FnOnce(SocketAddr) -> T) -> (T, ServerReport) {
     let server = Server::bind(cfg).unwrap();
@@ -99,9 +90,7 @@ fn with_server<T>(cfg: &ServerConfig, f: impl FnOnce(SocketAddr) -> T) -> (T, Se
     let stop = AtomicBool::new(false);
     std::thread::scope(|s| {
         let h = s.spawn(|| server.run(&stop, |_| {}));
-        // A panicking client still stops the server (or the scope would
-        // wait for it forever).
-        let stopper = StopOnDrop(&stop);
+        let stopper = linerate_testkit::StopOnDrop(&stop);
         let out = f(addr);
         drop(stopper);
         (out, h.join().unwrap())

@@ -72,15 +72,6 @@ const CRR: TcpClient = TcpClient {
     ..RR
 };
 
-/// Sets its flag when dropped, on a panic too.
-struct StopOnDrop<'a>(&'a AtomicBool);
-
-impl Drop for StopOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-}
-
 /// Runs `body` against a server started with `cfg`; the server is stopped
 /// (a bounded wait) once `body` returns and its report handed back too.
 fn with_server<T>(
@@ -92,9 +83,7 @@ fn with_server<T>(
     let stop = AtomicBool::new(false);
     std::thread::scope(|s| {
         let h = s.spawn(|| server.run(&stop, |_| {}));
-        // A panicking client still stops the server (or the scope would
-        // wait for it forever).
-        let stopper = StopOnDrop(&stop);
+        let stopper = linerate_testkit::StopOnDrop(&stop);
         let out = body(addr);
         // let the server see the client's last closes
         std::thread::sleep(Duration::from_millis(200));

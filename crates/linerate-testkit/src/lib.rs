@@ -218,3 +218,16 @@ pub fn measuring() -> Measuring {
         _one: one,
     }
 }
+
+/// Sets its flag when dropped, on a panic too: a test that runs a server
+/// until a flag says stop holds one while its client runs, so that a
+/// panicking client still stops the server (a scope would otherwise wait
+/// for it forever).
+#[derive(Debug)]
+pub struct StopOnDrop<'a>(pub &'a std::sync::atomic::AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
