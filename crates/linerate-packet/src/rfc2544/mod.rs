@@ -589,44 +589,48 @@ pub fn held_back_beyond_margin(t: &Trial, offered_min: f64) -> Option<String> {
     })
 }
 
+/// A rule that runs a trial again while `held` says its sender was held
+/// back, up to `spoiled_max - 1` times; then the trial is kept: what
+/// pushes back that long (flow control, a link slower than the rate
+/// asked) is the path's, not a moment of this host's load, and is
+/// reported, not refused.
+fn retry_held_back(
+    spoiled_max: u32,
+    held: impl Fn(&Trial) -> Option<String>,
+) -> impl Fn(&Trial) -> Option<String> {
+    let runs = std::cell::Cell::new(0u32);
+    move |t: &Trial| {
+        let why = held(t)?;
+        runs.set(runs.get() + 1);
+        (runs.get() < spoiled_max.max(1)).then_some(why)
+    }
+}
+
 /// The rule of a trial at a set load (latency, a frame-loss step): run
 /// again when its sender skipped more departures than the margin allows
-/// or was held back. A sender still held back after `spoiled_max - 1`
-/// runs keeps its trial at the rate it offered (`offered_fps`,
-/// `held_back`): what pushes back for that long (flow control, a link
-/// slower than the rate asked) is the path's, not a moment of this
-/// host's load, and is reported, not refused.
+/// or was held back ([`retry_held_back`]: one held back every time is
+/// kept at the rate it offered, `offered_fps`, `held_back`).
 pub fn set_load_rule(offered_min: f64, spoiled_max: u32) -> impl Fn(&Trial) -> Option<String> {
-    let held = std::cell::Cell::new(0u32);
-    move |t: &Trial| {
-        if let Some(why) = skipped_beyond_margin(t, offered_min) {
-            return Some(why);
-        }
-        let why = held_back_beyond_margin(t, offered_min)?;
-        held.set(held.get() + 1);
-        (held.get() < spoiled_max.max(1)).then_some(why)
-    }
+    let held = retry_held_back(spoiled_max, move |t| {
+        held_back_beyond_margin(t, offered_min)
+    });
+    move |t: &Trial| skipped_beyond_margin(t, offered_min).or_else(|| held(t))
 }
 
 /// Back-to-back's rule: a burst its sender could not send whole (its
 /// ring or socket buffer refused frames: fewer sent or skipped than the
-/// burst's `frames`) says nothing of the device: run again, up to
-/// `spoiled_max - 1` times; then kept, failed ("offered load not
-/// reached"), as a path that pushes back that long fails a burst.
+/// burst's `frames`) says nothing of the device: run again
+/// ([`retry_held_back`]); one never sent whole is kept, failed ("offered
+/// load not reached").
 pub fn whole_burst_rule(frames: u64, spoiled_max: u32) -> impl Fn(&Trial) -> Option<String> {
-    let held = std::cell::Cell::new(0u32);
-    move |t: &Trial| {
+    retry_held_back(spoiled_max, move |t| {
         let departed = t.sent + t.skipped();
-        if departed >= frames {
-            return None;
-        }
-        held.set(held.get() + 1);
-        (held.get() < spoiled_max.max(1)).then(|| {
+        (departed < frames).then(|| {
             format!(
                 "the sender was held back (its ring or socket buffer refused frames): it sent {departed} of the burst's {frames} frames"
             )
         })
-    }
+    })
 }
 
 impl Trial {
@@ -710,8 +714,10 @@ mod tests {
         skip_share: f64,
         /// A stop arrives during this trial (1-based; 0: never).
         stop_in: usize,
-        /// After this many trials the generator reaches any rate (its
-        /// `gen_max` a moment's back-pressure; 0: never).
+        /// 0: the generator reaches `gen_max` at most and sends every
+        /// departure, late. Otherwise `gen_max` is back-pressure (a timed
+        /// trial offered at it, a burst refused part way), gone after
+        /// this many trials (`usize::MAX`: never gone).
         recovers_after: usize,
     }
 
