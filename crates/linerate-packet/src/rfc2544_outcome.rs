@@ -230,7 +230,7 @@ impl Outcome for Rfc2544Outcome {
             for s in out {
                 // A step kept though its sender was held back says what
                 // it offered (the loss is of that load).
-                let held = if s.trial.offered_fps < s.rate_fps * 0.99 {
+                let held = if s.offered_short {
                     format!("  held back: offered {:.0} fps", s.trial.offered_fps)
                 } else {
                     String::new()
@@ -452,6 +452,7 @@ mod tests {
             load,
             rate_fps: 1000.0 * load,
             loss_ratio: 0.01,
+            offered_short: offered_fps < 990.0 * load,
             trial: Trial {
                 offered_fps,
                 asked_fps: 1000.0 * load,

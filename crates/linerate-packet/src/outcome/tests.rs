@@ -309,6 +309,7 @@ fn rfc2544_documents_are_as_captured() {
             load: 1.0,
             rate_fps: 2000.0,
             loss_ratio: 0.01,
+            offered_short: false,
             trial: trial(2000.0),
         }]),
         back_to_back: Some(vec![BackToBack {

@@ -1282,6 +1282,7 @@ mod tests {
         assert!(seen[1..].iter().all(Option::is_none), "{seen:?}");
         assert!((steps[0].loss_ratio - 0.45).abs() < 1e-3);
         assert!(steps[0].trial.offered_fps > 99_000.0);
+        assert!(steps.iter().all(|s| !s.offered_short));
         // Held back in every run: five runs of each step above 80k fps (the
         // default spoiled_max), the fifth kept at its 80k fps (the first
         // step's loss 31%).
@@ -1291,6 +1292,8 @@ mod tests {
         assert_eq!(sim.trials, steps.len() + 2 * 4);
         assert!((steps[0].trial.offered_fps - 80_000.0).abs() < 1.0);
         assert!(steps[0].trial.held_back && steps[0].trial.spoiled.is_none());
+        let short: Vec<bool> = steps.iter().map(|s| s.offered_short).collect();
+        assert_eq!(short, [true, true, false, false, false, false, false]);
         assert!(
             (steps[0].loss_ratio - 0.3125).abs() < 1e-3,
             "{}",

@@ -345,6 +345,11 @@ pub struct FrameLossStep {
     pub load: f64,
     pub rate_fps: f64,
     pub loss_ratio: f64,
+    /// Its sender was held back below the offered-rate margin in every
+    /// run ([`set_load_rule`]): the loss is of `trial.offered_fps`, not
+    /// of `rate_fps` (in the document only when true).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub offered_short: bool,
     pub trial: Trial,
 }
 
@@ -387,6 +392,7 @@ pub fn frame_loss(
             load,
             rate_fps: rate,
             loss_ratio: t.loss_ratio,
+            offered_short: held_back_beyond_margin(&t, s.offered_min).is_some(),
             trial: t,
         });
         let n = out.len();
