@@ -65,6 +65,45 @@ pub struct FrameLossStep {
     pub load: f64,
     pub rate_fps: f64,
     pub loss_ratio: f64,
+    /// Its sender was held back below `--offered-min` in every run: the
+    /// loss is of `trial.offered_fps`, not of `rate_fps`.
+    pub offered_short: bool,
+    pub trial: Trial,
+}
+
+impl FrameLossStep {
+    /// The load the step offered (a share of the maximum rate): its own,
+    /// or for a step held back, what its sender offered of it.
+    fn offered_load(&self) -> f64 {
+        if self.offered_short && self.rate_fps > 0.0 && self.trial.offered_fps > 0.0 {
+            self.load * self.trial.offered_fps / self.rate_fps
+        } else {
+            self.load
+        }
+    }
+
+    /// What the table says beside the step: that it was held back (and
+    /// at which rate its loss was counted), and the trial's own note.
+    fn note(&self) -> String {
+        let mut n = Vec::new();
+        if self.offered_short {
+            n.push(format!(
+                "held back: offered {:.0} fps ({}), the loss is of that",
+                self.trial.offered_fps,
+                crate::html::plain(self.offered_load() * 100.0, 1) + "% of the maximum"
+            ));
+        }
+        let t = Trial {
+            // (said above, with the rate)
+            held_back: self.trial.held_back && !self.offered_short,
+            ..self.trial.clone()
+        };
+        let own = trial_note(&t);
+        if !own.is_empty() {
+            n.push(own);
+        }
+        n.join("; ")
+    }
 }
 
 /// A back-to-back search.
@@ -146,7 +185,8 @@ fn loss_chart(d: &Rfc2544Doc) -> linerate_plot::Chart {
     let mut series: Vec<linerate_plot::Series> = Vec::new();
     for s in &d.frame_loss {
         let name = format!("{} bytes", size_text(&s.frame_size));
-        let p = (s.load * 100.0, s.loss_ratio * 100.0);
+        // (A step held back at the load it offered, not the one asked.)
+        let p = (s.offered_load() * 100.0, s.loss_ratio * 100.0);
         match series.iter_mut().find(|x| x.name == name) {
             Some(x) => x.points.push(p),
             None => series.push(linerate_plot::Series {
@@ -307,14 +347,29 @@ fn curves(d: &Rfc2544Doc) -> String {
                     Cell::pct(f.load),
                     Cell::si(f.rate_fps, "frames/s"),
                     Cell::pct(f.loss_ratio),
+                    // (A document from before the steps kept their trial.)
+                    if f.trial.offered_fps > 0.0 {
+                        Cell::si(f.trial.offered_fps, "frames/s")
+                    } else {
+                        Cell::text("–")
+                    },
+                    Cell::text(f.note()),
                 ]
             })
             .collect();
         s += "<h3>Frame loss rate (26.3)</h3>";
         s += &table(
             "rfc2544-frame-loss",
-            "Frame loss rate at each offered load, from the maximum down",
-            &["frame size (B)", "load", "rate", "frame loss rate"],
+            "Frame loss rate at each load, from the maximum down: asked (rate) and \
+             offered (sender)",
+            &[
+                "frame size (B)",
+                "load",
+                "rate",
+                "frame loss rate",
+                "offered",
+                "note",
+            ],
             &rows,
         );
         s += &figure(Ok(loss_chart(d))).unwrap_or_default();
@@ -389,4 +444,66 @@ fn trials(d: &Rfc2544Doc) -> String {
         );
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two steps of a curve, the first (100%) held back to 63,000 of
+    /// 74,404 fps in every run.
+    fn held_back_curve() -> Rfc2544Doc {
+        serde_json::from_value(serde_json::json!({"frame_loss": [
+            {"frame_size": 64, "load": 1.0, "rate_fps": 74404.0, "loss_ratio": 0.25,
+             "offered_short": true,
+             "trial": {"asked_fps": 74404.0, "offered_fps": 63000.0, "sent": 63000,
+                       "received": 47250, "loss_ratio": 0.25, "held_back": true}},
+            {"frame_size": 64, "load": 0.9, "rate_fps": 66963.6, "loss_ratio": 0.0,
+             "trial": {"asked_fps": 66963.6, "offered_fps": 66956.9, "sent": 66963,
+                       "received": 66963, "passed": true}}
+        ]}))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_held_back_frame_loss_step_says_so_with_the_rate_it_offered() {
+        let html = curves(&held_back_curve());
+        let rows: Vec<&str> = html.split("<tr>").skip(2).collect();
+        assert_eq!(rows.len(), 2, "{html}");
+        assert!(
+            rows[0].contains(
+                "<td>held back: offered 63000 fps (84.7% of the maximum), the loss is of that</td>"
+            ),
+            "{}",
+            rows[0]
+        );
+        assert!(rows[0].contains("data-value=\"63000\""), "{}", rows[0]);
+        // The step not held back has no note.
+        assert!(rows[1].contains("<td></td></tr>"), "{}", rows[1]);
+        assert!(!rows[1].contains("held back"), "{}", rows[1]);
+    }
+
+    #[test]
+    fn the_loss_chart_puts_a_held_back_step_at_the_load_it_offered() {
+        let c = loss_chart(&held_back_curve());
+        let pts = &c.series[0].points;
+        assert_eq!(pts.len(), 2);
+        // Sorted by load: 84.67% (held back from 100%), then 90%.
+        assert!(
+            (pts[0].0 - 100.0 * 63000.0 / 74404.0).abs() < 1e-9,
+            "{pts:?}"
+        );
+        assert_eq!(pts[0].1, 25.0);
+        assert!((pts[1].0 - 90.0).abs() < 1e-9, "{pts:?}");
+    }
+
+    #[test]
+    fn a_step_without_its_trial_shows_no_offered_rate() {
+        let d: Rfc2544Doc = serde_json::from_value(serde_json::json!({"frame_loss": [
+            {"frame_size": 64, "load": 1.0, "rate_fps": 74404.0, "loss_ratio": 0.0}
+        ]}))
+        .unwrap();
+        let html = curves(&d);
+        assert!(html.contains("<td>–</td><td></td></tr>"), "{html}");
+    }
 }
