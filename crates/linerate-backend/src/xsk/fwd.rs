@@ -169,12 +169,11 @@ impl FwdSocket {
             let idx = (cons.wrapping_add(k) & rx_mask) as usize;
             // SAFETY: idx is inside the RX ring.
             let d = unsafe { rx_desc.add(idx).read() };
-            let (addr, len) = (d.addr as usize, d.len as usize);
-            let keep = addr + len <= umem_len
-                // SAFETY: bounds checked just above; the buffer is ours until
-                // it goes back on the fill ring or the TX ring.
-                && f(unsafe { std::slice::from_raw_parts_mut(umem.add(addr), len) })
-                && posted < room;
+            let keep = super::rx::in_umem(d.addr, d.len, umem_len).is_some_and(|(addr, len)| {
+                // SAFETY: inside the UMEM (`in_umem`); the buffer is ours
+                // until it goes back on the fill ring or the TX ring.
+                f(unsafe { std::slice::from_raw_parts_mut(umem.add(addr), len) })
+            }) && posted < room;
             if keep {
                 let t = (tprod.wrapping_add(posted) & tx_mask) as usize;
                 // SAFETY: t is inside the TX ring.

@@ -304,10 +304,7 @@ impl<'a, const SG: bool> Descs<'a, SG> {
         // SAFETY: `desc` is before `end`: an RX descriptor of the run (see
         // `drain`).
         let d = unsafe { *self.desc };
-        let (addr, len) = (d.addr as usize, d.len as usize);
-        if addr + len > self.umem_len {
-            return None;
-        }
+        let (addr, len) = in_umem(d.addr, d.len, self.umem_len)?;
         // SAFETY: as above.
         self.desc = unsafe { self.desc.add(1) };
         // SAFETY: as `next_piece`'s: inside the UMEM, checked above.
@@ -354,11 +351,10 @@ impl<'a, const SG: bool> Descs<'a, SG> {
                 self.desc = self.desc.add(1);
                 d
             };
-            let (addr, len) = (d.addr as usize, d.len as usize);
-            if addr + len > self.umem_len {
+            let Some((addr, len)) = in_umem(d.addr, d.len, self.umem_len) else {
                 self.skipped += 1;
                 continue;
-            }
+            };
             // SAFETY: inside the UMEM (checked just above; the kernel only
             // hands back our chunks), which the socket holds as long as
             // the run's borrow of it; the chunk is ours until the fill
@@ -427,6 +423,18 @@ unsafe fn stamp(data: *mut u8, addr: usize) -> Option<u64> {
         }
         magic.write_unaligned(0);
         Some(data.sub(RX_STAMP_LEN).cast::<u64>().read_unaligned())
+    }
+}
+
+/// A descriptor's bytes as (offset, length) in a UMEM of `umem_len`
+/// bytes, if they lie inside it (an address whose end would wrap past
+/// 2^64 does not: the sum is checked, not wrapped).
+#[inline(always)]
+pub(super) fn in_umem(addr: u64, len: u32, umem_len: usize) -> Option<(usize, usize)> {
+    let (addr, len) = (usize::try_from(addr).ok()?, len as usize);
+    match addr.checked_add(len) {
+        Some(end) if end <= umem_len => Some((addr, len)),
+        _ => None,
     }
 }
 
@@ -623,6 +631,25 @@ mod tests {
             assert_eq!(fill[..n], want[..], "{n}");
             assert!(fill[n..].iter().all(|&f| f == u64::MAX), "{n}");
         }
+    }
+
+    /// A descriptor is inside the UMEM only if its whole span is, its
+    /// end computed without wrapping (a kernel's address near 2^64 with
+    /// a length that wraps the sum past zero is outside, not a pointer
+    /// before the UMEM).
+    #[test]
+    fn a_descriptor_is_inside_the_umem_only_without_wrapping() {
+        let umem = 2 * FRAME_SIZE;
+        assert_eq!(in_umem(0, 64, umem), Some((0, 64)));
+        assert_eq!(in_umem((umem - 64) as u64, 64, umem), Some((umem - 64, 64)));
+        assert_eq!(in_umem((umem - 63) as u64, 64, umem), None);
+        assert_eq!(in_umem(umem as u64, 0, umem), Some((umem, 0)));
+        assert_eq!(in_umem(u64::MAX - 10, 64, umem), None);
+        assert_eq!(in_umem(u64::MAX, 1, umem), None);
+        assert_eq!(
+            in_umem(u64::MAX - u64::from(u32::MAX) + 1, u32::MAX, umem),
+            None
+        );
     }
 
     #[test]
