@@ -198,7 +198,17 @@ fn xsk_socket(
     // SAFETY: a new descriptor we own.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     let raw = fd.as_raw_fd();
-    let len = frames * FRAME_SIZE;
+    // Below 4 GiB: a descriptor's offset is its address's low half
+    // (`rx::in_umem`).
+    let len = frames
+        .checked_mul(FRAME_SIZE)
+        .filter(|&l| l <= u32::MAX as usize)
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("a UMEM of {frames} frames of {FRAME_SIZE} bytes is 4 GiB or more"),
+            )
+        })?;
     // SAFETY: anonymous private mapping for packet buffers.
     let ptr = unsafe {
         libc::mmap(

@@ -427,15 +427,18 @@ unsafe fn stamp(data: *mut u8, addr: usize) -> Option<u64> {
 }
 
 /// A descriptor's bytes as (offset, length) in a UMEM of `umem_len`
-/// bytes, if they lie inside it (an address whose end would wrap past
-/// 2^64 does not: the sum is checked, not wrapped).
+/// bytes (below 4 GiB: `xsk_socket` refuses a larger one), if they lie
+/// inside it. The address's low 32 bits are its offset: in aligned mode
+/// (ours) the kernel hands back the chunk addresses we gave it plus the
+/// frame's offset in its chunk, all below the UMEM's size, so the high
+/// half is zero; were it not, the offset would still be inside the UMEM.
+/// Offset and length are both below 2^32, so their sum cannot wrap (a
+/// full 64-bit address plus a length could, and pass a bound it broke),
+/// and the bound is one compare a frame.
 #[inline(always)]
 pub(super) fn in_umem(addr: u64, len: u32, umem_len: usize) -> Option<(usize, usize)> {
-    let (addr, len) = (usize::try_from(addr).ok()?, len as usize);
-    match addr.checked_add(len) {
-        Some(end) if end <= umem_len => Some((addr, len)),
-        _ => None,
-    }
+    let (addr, len) = (addr as u32 as usize, len as usize);
+    (addr + len <= umem_len).then_some((addr, len))
 }
 
 /// A piece of a multi-buffer frame (each piece is a descriptor; the frame
@@ -634,9 +637,9 @@ mod tests {
     }
 
     /// A descriptor is inside the UMEM only if its whole span is, its
-    /// end computed without wrapping (a kernel's address near 2^64 with
-    /// a length that wraps the sum past zero is outside, not a pointer
-    /// before the UMEM).
+    /// end computed without wrapping: an address near 2^64 plus a length
+    /// whose 64-bit sum wraps past zero is never a pointer before the
+    /// UMEM (its offset is its low half, and that span is checked).
     #[test]
     fn a_descriptor_is_inside_the_umem_only_without_wrapping() {
         let umem = 2 * FRAME_SIZE;
@@ -644,11 +647,16 @@ mod tests {
         assert_eq!(in_umem((umem - 64) as u64, 64, umem), Some((umem - 64, 64)));
         assert_eq!(in_umem((umem - 63) as u64, 64, umem), None);
         assert_eq!(in_umem(umem as u64, 0, umem), Some((umem, 0)));
+        // 64-bit sums that wrap: outside.
         assert_eq!(in_umem(u64::MAX - 10, 64, umem), None);
         assert_eq!(in_umem(u64::MAX, 1, umem), None);
+        assert_eq!(in_umem(u64::MAX - 0xffff_fffe, u32::MAX, umem), None);
+        // A high half set (never in aligned mode): the low half's span,
+        // inside the UMEM.
+        assert_eq!(in_umem((1 << 48) | 256, 64, umem), Some((256, 64)));
         assert_eq!(
-            in_umem(u64::MAX - u64::from(u32::MAX) + 1, u32::MAX, umem),
-            None
+            in_umem(1 << 32, u32::MAX, u32::MAX as usize),
+            Some((0, u32::MAX as usize))
         );
     }
 
