@@ -218,6 +218,11 @@ fn prometheus_scrapes_a_running_sink() {
             &n.to_string(),
             "--pps",
             "2000",
+            // (-t bounds a count, 3 s by default: 6,000 at 2,000 frames/s
+            // end at 2.9995 s, and a sender a little late at its end was
+            // cut at 5,999.)
+            "-t",
+            "10",
         ])
         .output()
         .unwrap();
