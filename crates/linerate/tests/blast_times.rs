@@ -6,7 +6,7 @@
 
 mod support;
 
-use support::{json, linerate};
+use support::{json, linerate, output_ok};
 
 /// One `--pps 10000 --count 3000` blast on loopback (-t 5 only bounds
 /// it: a busy host that falls behind still sends all 3000): its JSON
@@ -70,16 +70,11 @@ fn a_short_paced_blast_reports_its_rate_over_the_sending_span() {
 #[test]
 fn a_count_the_duration_cuts_short_is_said() {
     let blast = |count: &str, pps: &str, t: &str| {
-        let out = linerate()
-            .args(["blast", "--iface", "lo", "--backend", "socket"])
-            .args(["--dst-ip", "127.0.0.1", "--src-ip", "127.0.0.1"])
-            .args(["--pps", pps, "--count", count, "-t", t])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = output_ok(
+            linerate()
+                .args(["blast", "--iface", "lo", "--backend", "socket"])
+                .args(["--dst-ip", "127.0.0.1", "--src-ip", "127.0.0.1"])
+                .args(["--pps", pps, "--count", count, "-t", t]),
         );
         String::from_utf8_lossy(&out.stderr).into_owned()
     };

@@ -226,6 +226,12 @@ pub fn json(out: &[u8]) -> serde_json::Value {
 /// Runs `cmd`, requires success (its stderr in the failure), and parses
 /// its standard output as JSON.
 pub fn json_ok(cmd: &mut Command) -> serde_json::Value {
+    json(&output_ok(cmd).stdout)
+}
+
+/// Runs `cmd` and requires success (its stderr and the end of its
+/// stdout in the failure); its output.
+pub fn output_ok(cmd: &mut Command) -> Output {
     let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
@@ -233,7 +239,7 @@ pub fn json_ok(cmd: &mut Command) -> serde_json::Value {
         String::from_utf8_lossy(&out.stderr),
         String::from_utf8_lossy(&out.stdout[out.stdout.len().saturating_sub(4000)..])
     );
-    json(&out.stdout)
+    out
 }
 
 pub fn u(v: &serde_json::Value, path: &str) -> u64 {
