@@ -65,36 +65,39 @@ fn a_short_paced_blast_reports_its_rate_over_the_sending_span() {
 }
 
 /// `-t` bounds a `--count`: a count the duration cuts short is said (the
-/// frames sent and asked), a count reached is not. 2,000 frames at 1,000
+/// frames sent, as the document counts them, and asked) on stderr and in
+/// `-J`'s `count_note`; a count reached is not. 2,000 frames at 1,000
 /// frames/s need 2 s; `-t 0.5` ends the run after about 500.
 #[test]
 fn a_count_the_duration_cuts_short_is_said() {
-    let blast = |count: &str, pps: &str, t: &str| {
-        let out = output_ok(
+    let blast = |count: &str, pps: &str, extra: &[&str]| {
+        output_ok(
             linerate()
                 .args(["blast", "--iface", "lo", "--backend", "socket"])
                 .args(["--dst-ip", "127.0.0.1", "--src-ip", "127.0.0.1"])
-                .args(["--pps", pps, "--count", count, "-t", t]),
-        );
-        String::from_utf8_lossy(&out.stderr).into_owned()
+                .args(["--pps", pps, "--count", count])
+                .args(extra),
+        )
     };
-    let err = blast("2000", "1000", "0.5");
-    let note = err
-        .lines()
-        .find(|l| l.contains("ended the run at"))
-        .unwrap_or_else(|| panic!("no note of the count cut short: {err}"));
-    assert!(
-        note.contains("the duration (0.5 s) ended the run at ")
-            && note.contains(" of the 2000 frames --count asked; -t bounds a count"),
-        "{note}"
+    let v = json(&blast("2000", "1000", &["-t", "0.5", "-J"]).stdout);
+    let note = v["count_note"].as_str().unwrap_or_else(|| panic!("{v}"));
+    let packets = v["packets"].as_u64().unwrap();
+    assert!((1..2000).contains(&packets), "{v}");
+    assert_eq!(
+        note,
+        format!(
+            "the duration (0.5 s) ended the run at {packets} of the 2000 frames --count asked; \
+             -t bounds a count: give a longer one"
+        )
     );
-    let sent: u64 = note
-        .split("ended the run at ")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("{note}"));
-    assert!((1..2000).contains(&sent), "{note}");
-    let err = blast("100", "10000", "5");
-    assert!(!err.contains("ended the run at"), "{err}");
+    let err = blast("2000", "1000", &["-t", "0.5"]).stderr;
+    let err = String::from_utf8_lossy(&err);
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("linerate: the duration (0.5 s) ended the run at ")),
+        "{err}"
+    );
+    let v = json(&blast("100", "10000", &["-t", "5", "-J"]).stdout);
+    assert_eq!(v["packets"], 100, "{v}");
+    assert!(v.get("count_note").is_none(), "{v}");
 }

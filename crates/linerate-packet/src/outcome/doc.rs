@@ -29,6 +29,10 @@ pub struct BlastDoc<'a> {
     flows: u64,
     workers: usize,
     end_markers: MarkersSent<'a>,
+    /// Why fewer frames went than `--count` asked (the duration ended
+    /// the run first); absent when the count was reached or not asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    count_note: &'a Option<String>,
     tx_time: String,
     backend_stats: &'a [TxStats],
     backend_capabilities: &'a Capabilities,
@@ -175,6 +179,7 @@ impl<'a> BlastDoc<'a> {
                 frames: r.end_marker_frames,
                 note: &r.end_marker_note,
             },
+            count_note: &r.count_note,
             tx_time: format!(
                 "per batch: the frames of one send call (up to {}) carry the same send time in their probe",
                 r.capabilities.batch

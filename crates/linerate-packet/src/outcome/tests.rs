@@ -86,6 +86,7 @@ fn blast_report() -> BlastReport {
         workers: 1,
         end_marker_frames: 6,
         end_marker_note: None,
+        count_note: None,
         streams: vec![StreamSent {
             name: "voice".into(),
             id: 1,

@@ -98,17 +98,13 @@ pub fn blast(
         catch_up: cfg.catch_up,
         end_marker_frames: 0,
         end_marker_note: None,
+        count_note: None,
         streams: Vec::new(),
     };
     for (i, o) in outs.into_iter().enumerate() {
         report.absorb(i, o, interval_ns);
     }
-    if let Some(n) = count_cut_short(cfg, &report, stop.load(Ordering::Relaxed)) {
-        report.note = Some(match report.note.take() {
-            Some(o) => format!("{o}; {n}"),
-            None => n,
-        });
-    }
+    report.count_note = count_cut_short(cfg, &report, stop.load(Ordering::Relaxed));
     end_markers(cfg, &templates, kernel_addressed, &mut report)?;
     for iv in sampler.finish(end, report.worker_rows.clone()) {
         on_interval(&iv);

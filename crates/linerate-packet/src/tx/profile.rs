@@ -212,6 +212,7 @@ fn report(
         workers: 1,
         end_marker_frames: 0,
         end_marker_note: None,
+        count_note: None,
         streams: out.tally.sent.clone(),
     }
 }

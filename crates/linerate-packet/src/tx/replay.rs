@@ -258,6 +258,7 @@ pub(crate) fn replay(
         // A replayed trace's frames are not linerate's flows.
         end_marker_frames: 0,
         end_marker_note: None,
+        count_note: None,
         streams: Vec::new(),
     })
 }

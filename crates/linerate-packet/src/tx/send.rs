@@ -187,11 +187,22 @@ pub struct BlastReport {
     /// in `packets`; why none were, when asked.
     pub end_marker_frames: u64,
     pub end_marker_note: Option<String>,
+    /// Why the run sent fewer frames than its `--count` asked, when the
+    /// duration cut it short (`-t` bounds a count).
+    pub count_note: Option<String>,
     /// A profile's streams (`blast --profile`): what each sent.
     pub streams: Vec<StreamSent>,
 }
 
 impl BlastReport {
+    /// What the run has to say beside its figures, in order: the
+    /// backend's note, a count the duration cut short, the end markers'.
+    pub fn notes(&self) -> impl Iterator<Item = &String> {
+        [&self.note, &self.count_note, &self.end_marker_note]
+            .into_iter()
+            .flatten()
+    }
+
     pub fn pps(&self) -> f64 {
         self.packets as f64 / self.duration_s.max(1e-9)
     }

@@ -335,7 +335,7 @@ fn blast_run(a: &BlastArgs, sending: &Sending, hold: bool, c: &Console) -> Resul
                     (r, Some((rx.clone(), s)))
                 }
             };
-            for n in [&r.note, &r.end_marker_note].into_iter().flatten() {
+            for n in r.notes() {
                 if a.out.human() {
                     eprintln!("linerate: {n}");
                 }
