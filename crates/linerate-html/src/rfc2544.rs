@@ -93,12 +93,8 @@ impl FrameLossStep {
                 crate::html::plain(self.offered_load() * 100.0, 1) + "% of the maximum"
             ));
         }
-        let t = Trial {
-            // (said above, with the rate)
-            held_back: self.trial.held_back && !self.offered_short,
-            ..self.trial.clone()
-        };
-        let own = trial_note(&t);
+        // (Held back is said above, with the rate.)
+        let own = trial_note_but(&self.trial, self.offered_short);
         if !own.is_empty() {
             n.push(own);
         }
@@ -147,6 +143,12 @@ fn size_cell(v: &Value) -> Cell {
 
 /// What is odd about a trial, in words.
 fn trial_note(t: &Trial) -> String {
+    trial_note_but(t, false)
+}
+
+/// [`trial_note`], without its "held back" when `held_said` (a caller
+/// that says it with the rate offered).
+fn trial_note_but(t: &Trial, held_said: bool) -> String {
     let mut n = Vec::new();
     if let Some(s) = &t.spoiled {
         n.push(format!("spoiled (not scored): {s}"));
@@ -154,7 +156,7 @@ fn trial_note(t: &Trial) -> String {
     if t.interrupted {
         n.push("interrupted (not scored)".into());
     }
-    if t.held_back {
+    if t.held_back && !held_said {
         n.push("held back".into());
     }
     if let Some(r) = &t.reason {
