@@ -203,7 +203,10 @@ pub(crate) fn jitter_step(jitter16: &mut u64, last: &mut i64, transit: i64) {
 /// shifts that read each difference as signed.
 #[inline(always)]
 pub(crate) fn jitter_step16(jitter16: &mut u64, last16: &mut u64, t16: u64) {
-    let d = (t16.wrapping_sub(*last16) as i64).unsigned_abs() >> 16;
+    // (The last minus the new, whose size is the same: the last is not
+    // needed after, so the difference is taken in its register, and no
+    // copy of `t16` is made for it.)
+    let d = (last16.wrapping_sub(t16) as i64).unsigned_abs() >> 16;
     *last16 = t16;
     *jitter16 = *jitter16 - ((*jitter16 + 8) >> 4) + d;
 }
