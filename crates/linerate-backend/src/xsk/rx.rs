@@ -434,12 +434,17 @@ unsafe fn stamp(data: *mut u8, addr: usize) -> Option<u64> {
 /// half is zero; were it not, the offset would still be inside the UMEM.
 /// Offset and length are both below 2^32, so their sum cannot wrap (a
 /// full 64-bit address plus a length could, and pass a bound it broke),
-/// and the bound is one compare a frame.
+/// and the bound is one compare a frame. (In a `usize` of 64 bits: the
+/// sum of two values below 2^32 would wrap a 32-bit one, which the
+/// assertion below keeps out of every build.)
 #[inline(always)]
 pub(super) fn in_umem(addr: u64, len: u32, umem_len: usize) -> Option<(usize, usize)> {
     let (addr, len) = (addr as u32 as usize, len as usize);
     (addr + len <= umem_len).then_some((addr, len))
 }
+
+// `in_umem` adds two values below 2^32: the sum needs more than 32 bits.
+const _: () = assert!(usize::BITS >= 64, "in_umem needs a 64-bit usize");
 
 /// A piece of a multi-buffer frame (each piece is a descriptor; the frame
 /// counts once) added to the frame so far in `partial` (emptied first for
