@@ -183,17 +183,19 @@ impl SameHeader {
         SameAs::OtherFlow(p, FlowWord(w38 & self.m38))
     }
 
-    /// [`probe`](Self::probe)'s [`SameAs::Flow`] alone: the sequence
-    /// number and stamp of `b` if its header is this one, flow id
-    /// included.
+    /// [`probe`](Self::probe)'s [`SameAs::Flow`] of a frame that must
+    /// carry the sequence number whose bytes on the wire are `next_wire`
+    /// (the number byte-swapped): its stamp if its header is this one,
+    /// flow id included, and its sequence number is that one (the
+    /// frame's word compared where it lies, not swapped, and nothing of
+    /// it kept but the stamp).
     #[inline(always)]
-    pub fn flow_probe(&self, b: &[u8]) -> Option<(u64, u64)> {
+    pub fn flow_next(&self, b: &[u8], next_wire: u64) -> Option<u64> {
         let b = self.same_but_flow(b)?;
-        if (le64(b, 38) ^ self.w38) & self.m38 != 0 {
+        if (le64(b, 38) ^ self.w38) & self.m38 != 0 || le64(b, 46) != next_wire {
             return None;
         }
-        let seq = le64(b, 46).swap_bytes();
-        Some((seq, le64(b, 52).swap_bytes() & ((1 << 48) - 1)))
+        Some(le64(b, 52).swap_bytes() & ((1 << 48) - 1))
     }
 
     /// `b`'s bytes up to its probe's end, if its header up to the UDP

@@ -19,12 +19,16 @@ pub use flows::*;
 pub use latency::*;
 
 /// A flow's state while a run of its frames is counted
-/// ([`SinkCounts::on_frames`]): its highest sequence number now (the
-/// flow's own, left as it was until the run ends, is the run's start),
+/// ([`SinkCounts::on_frames`]): the sequence number its next frame must
+/// carry (the flow's own highest, left as it was until the run ends, is
+/// the run's start),
 /// jitter and the last transit time shifted up by 16 bits (see
 /// [`jitter_step16`]).
 struct Run {
-    highest: u64,
+    /// The sequence number the run's next frame must carry (its highest
+    /// so far plus one), byte-swapped: as the frame carries it, compared
+    /// with the frame's word as it lies and moved on in that order.
+    next_wire: u64,
     jitter16: u64,
     last16: u64,
 }
@@ -150,7 +154,7 @@ impl SinkCounts {
     /// last transit time, histogram) in locals, its bytes and sequence
     /// written back once at the run's end, which leaves the flow as
     /// `on_frame` for each frame would (the test
-    /// `a_batch_counts_as_frame_by_frame` compares them).
+    /// `the_kept_header_counts_as_the_full_checks` compares them).
     #[inline(always)]
     pub fn on_frames<R: FrameRun + ?Sized>(&mut self, frames: &mut R) {
         while let Some((b, at)) = frames.next_frame() {
@@ -178,7 +182,7 @@ impl SinkCounts {
             return true;
         };
         let mut run = Run {
-            highest: f.seq.highest,
+            next_wire: f.seq.highest.wrapping_add(1).swap_bytes(),
             jitter16: f.jitter16,
             last16: (f.last_transit as u64) << 16,
         };
@@ -188,9 +192,9 @@ impl SinkCounts {
             let Some((b, at)) = frames.next_frame() else {
                 break None;
             };
-            match header.flow_probe(b) {
-                Some((seq, tx_ns)) if seq == run.highest.wrapping_add(1) => {
-                    run.highest = seq;
+            match header.flow_next(b, run.next_wire) {
+                Some(tx_ns) => {
+                    run.next_wire = run.next_wire.swap_bytes().wrapping_add(1).swap_bytes();
                     // The transit time modulo 2^48, in the top 48 bits.
                     let t16 = at.wrapping_sub(tx_ns) << 16;
                     jitter_step16(&mut run.jitter16, &mut run.last16, t16);
@@ -218,8 +222,9 @@ impl SinkCounts {
     fn end_run(&mut self, run: &Run, header: &SameHeader) {
         let f = self.flows.at(self.recent_flow).expect("the run's flow");
         // (The flow's highest is still the run's start.)
-        f.bytes += header.frame_len() as u64 * (run.highest - f.seq.highest);
-        f.seq.in_order_to(run.highest);
+        let highest = run.next_wire.swap_bytes().wrapping_sub(1);
+        f.bytes += header.frame_len() as u64 * (highest - f.seq.highest);
+        f.seq.in_order_to(highest);
         (f.jitter16, f.last_transit) = (run.jitter16, (run.last16 as i64) >> 16);
     }
 
