@@ -403,7 +403,12 @@ impl<'a, const SG: bool> Descs<'a, SG> {
 /// or less headroom than that in its chunk). The magic is cleared as it is
 /// read: the chunk goes back to the fill ring, and what it holds there
 /// must never pass for the next frame's stamp (a program or driver that
-/// writes no metadata leaves those bytes as they were).
+/// writes no metadata leaves those bytes as they were). The magic's last
+/// four bytes are the ones compared and cleared: one compare with a
+/// 32-bit immediate, where the whole word would take its 64-bit constant
+/// into a register every frame. Nothing but the program's metadata is
+/// written in front of a frame (the kernel puts every frame at the same
+/// offset in its chunk), so four bytes tell a stamp as surely as eight.
 ///
 /// # Safety
 /// `data` is a frame's start in a UMEM chunk of [`FRAME_SIZE`] bytes at
@@ -417,14 +422,18 @@ unsafe fn stamp(data: *mut u8, addr: usize) -> Option<u64> {
     // SAFETY: RX_STAMP_LEN bytes before `data` lie in its chunk (its
     // offset in the chunk is at least that), the caller's.
     unsafe {
-        let magic = data.sub(8).cast::<u64>();
-        if magic.read_unaligned() != RX_STAMP_MAGIC {
+        let magic = data.sub(4).cast::<u32>();
+        if magic.read_unaligned() != MAGIC_TAIL {
             return None;
         }
         magic.write_unaligned(0);
         Some(data.sub(RX_STAMP_LEN).cast::<u64>().read_unaligned())
     }
 }
+
+/// The last four bytes of [`RX_STAMP_MAGIC`] as they lie in memory (the
+/// word is little-endian: its high half).
+const MAGIC_TAIL: u32 = (RX_STAMP_MAGIC >> 32) as u32;
 
 /// A descriptor's bytes as (offset, length) in a UMEM of `umem_len`
 /// bytes (below 4 GiB: `xsk_socket` refuses a larger one), if they lie
@@ -674,14 +683,13 @@ mod tests {
         // ring, a frame without metadata in it later is not taken for
         // stamped (the time left behind is no stamp).
         assert_eq!(read(&mut u, 256), None);
-        // Another word there: no stamp.
-        let mut u = umem_with_frame(256, Some((123_456_789, RX_STAMP_MAGIC ^ 1)));
-        assert_eq!(read(&mut u, 256), None);
-        assert_eq!(
-            u[(FRAME_SIZE + 256 - 8) / 8],
-            RX_STAMP_MAGIC ^ 1,
-            "left as it was"
-        );
+        // Another word there (its last four bytes, the ones compared,
+        // not the magic's): no stamp, and the word left as it was.
+        for other in [RX_STAMP_MAGIC ^ (1 << 32), RX_STAMP_MAGIC ^ (1 << 63), 0] {
+            let mut u = umem_with_frame(256, Some((123_456_789, other)));
+            assert_eq!(read(&mut u, 256), None, "{other:#x}");
+            assert_eq!(u[(FRAME_SIZE + 256 - 8) / 8], other, "left as it was");
+        }
         // Less headroom than a stamp in the chunk: nothing read before
         // the chunk (the previous chunk's last bytes hold a magic here).
         let mut u = umem_with_frame(0, None);
