@@ -555,8 +555,7 @@ impl RxRing {
                 events: libc::POLLIN | libc::POLLERR,
                 revents: 0,
             };
-            // SAFETY: one valid pollfd.
-            unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+            crate::raw::poll(std::slice::from_mut(&mut pfd), timeout_ms);
             if self.block_status(b).load(Ordering::Acquire) & TP_STATUS_USER == 0 {
                 return Ok(0);
             }

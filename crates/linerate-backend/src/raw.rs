@@ -557,6 +557,41 @@ impl RawSocket {
     }
 }
 
+/// poll(2) on `pfds` for up to `ms`, its result left unread (the caller
+/// looks at its rings: AF_XDP's, AF_PACKET's). The system call itself,
+/// not libc's `poll`: that one is a cancellation point (two calls around
+/// the wait, some 30 instructions of a light load's wake-up), and nothing
+/// here cancels threads; on x86-64 not through libc's `syscall` either
+/// (its shuffle of seven registers, a wake-up's 11 instructions).
+#[inline(always)]
+pub(crate) fn poll(pfds: &mut [libc::pollfd], ms: i32) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: poll reads and writes `pfds.len()` pollfds at `pfds`, valid
+    // and writable for the call; the kernel clobbers rcx and r11 only.
+    unsafe {
+        std::arch::asm!(
+            "syscall",
+            inlateout("rax") libc::SYS_poll => _,
+            in("rdi") pfds.as_mut_ptr(),
+            in("rsi") pfds.len(),
+            in("rdx") ms as isize,
+            lateout("rcx") _,
+            lateout("r11") _,
+            options(nostack),
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: as above, through libc's system call wrapper.
+    unsafe {
+        libc::syscall(
+            libc::SYS_poll,
+            pfds.as_mut_ptr(),
+            pfds.len() as libc::nfds_t,
+            ms as libc::c_int,
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -354,41 +354,6 @@ macro_rules! queue_socket {
     };
 }
 
-/// poll(2) on `pfds` for up to `ms`, its result left unread (the caller
-/// looks at its rings). The system call itself, not libc's `poll`: that
-/// one is a cancellation point (two calls around the wait, some 30
-/// instructions of a light load's wake-up), and nothing here cancels
-/// threads; on x86-64 not through libc's `syscall` either (its shuffle of
-/// seven registers, a wake-up's 11 instructions).
-#[inline(always)]
-fn poll(pfds: &mut [libc::pollfd], ms: i32) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: poll reads and writes `pfds.len()` pollfds at `pfds`, valid
-    // and writable for the call; the kernel clobbers rcx and r11 only.
-    unsafe {
-        std::arch::asm!(
-            "syscall",
-            inlateout("rax") libc::SYS_poll => _,
-            in("rdi") pfds.as_mut_ptr(),
-            in("rsi") pfds.len(),
-            in("rdx") ms as isize,
-            lateout("rcx") _,
-            lateout("r11") _,
-            options(nostack),
-        );
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    // SAFETY: as above, through libc's system call wrapper.
-    unsafe {
-        libc::syscall(
-            libc::SYS_poll,
-            pfds.as_mut_ptr(),
-            pfds.len() as libc::nfds_t,
-            ms as libc::c_int,
-        );
-    }
-}
-
 /// One socket per RX queue of an interface (the ethtool channel count; 1
 /// where the driver does not say), one XSKMAP, and the redirect program
 /// attached to the interface (in this thread's namespace) while any part
@@ -483,7 +448,7 @@ impl<S: QueueSocket> Queues<S> {
         }
         // (No u128 arithmetic: this runs once per wake-up.)
         let ms = (timeout.as_secs().min(1) * 1000 + u64::from(timeout.subsec_millis())).min(1000);
-        poll(&mut self.pfds, ms as i32);
+        crate::raw::poll(&mut self.pfds, ms as i32);
     }
 
     /// One pollfd per socket, for [`wait`](Self::wait).
