@@ -12,7 +12,7 @@ use std::io;
 use std::time::Duration;
 
 /// Frames a receiver takes per queue and call at most.
-const RX_BATCH: usize = 256;
+const RX_BATCH: usize = 1024;
 
 #[derive(Debug, Clone, Copy)]
 pub struct AfXdp;
