@@ -10,6 +10,16 @@ fn skip(test: &str) -> bool {
     should_skip(test, &[require_root(), require_program("ip")])
 }
 
+/// The tests of this file one at a time: a rig claims its namespace
+/// names by creating them, so a name freed by one test's rig may be taken
+/// at once by another's in this process, and a test that looks for its
+/// rig's names after the drop would find the other's (as CI once did:
+/// "left behind after panic").
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn netns_list() -> String {
     String::from_utf8(
         Command::new("ip")
@@ -65,6 +75,7 @@ fn a_packet_crosses_the_rig_and_is_counted() {
     if skip("a_packet_crosses_the_rig_and_is_counted") {
         return;
     }
+    let _one = one_at_a_time();
     let rig = Rig::pair().unwrap();
     let before = rig.stats(1).unwrap();
     assert_eq!(send_one(&rig, 0, 1, false), b"across the rig");
@@ -84,6 +95,7 @@ fn three_hosts_through_a_switch_with_queues() {
     if skip("three_hosts_through_a_switch_with_queues") {
         return;
     }
+    let _one = one_at_a_time();
     let rig = Rig::new(&RigConfig {
         hosts: 3,
         queues: 4,
@@ -107,6 +119,7 @@ fn namespaces_are_deleted_on_drop_and_on_panic() {
     if skip("namespaces_are_deleted_on_drop_and_on_panic") {
         return;
     }
+    let _one = one_at_a_time();
     let names = {
         let rig = Rig::pair().unwrap();
         let names = rig.namespaces().to_vec();
@@ -148,6 +161,7 @@ fn receive_path_moves_to_its_own_cpu() {
     ) {
         return;
     }
+    let _one = one_at_a_time();
     let rig = Rig::pair().unwrap();
     let before = napi_threads();
     rig.pin_receive_path(1, 1).unwrap();
@@ -219,6 +233,7 @@ fn receive_queues_spread_over_cpus() {
     ) {
         return;
     }
+    let _one = one_at_a_time();
     let rig = Rig::new(&RigConfig {
         queues: 2,
         ..Default::default()
@@ -263,6 +278,7 @@ fn rigs_made_at_once_never_share_a_namespace() {
     if skip("rigs_made_at_once_never_share_a_namespace") {
         return;
     }
+    let _one = one_at_a_time();
     let made: Vec<Vec<String>> = std::thread::scope(|s| {
         let threads: Vec<_> = (0..4)
             .map(|_| {
