@@ -406,9 +406,9 @@ impl<'a, const SG: bool> Descs<'a, SG> {
 /// writes no metadata leaves those bytes as they were). The magic's last
 /// four bytes are the ones compared and cleared: one compare with a
 /// 32-bit immediate, where the whole word would take its 64-bit constant
-/// into a register every frame. Nothing but the program's metadata is
-/// written in front of a frame (the kernel puts every frame at the same
-/// offset in its chunk), so four bytes tell a stamp as surely as eight.
+/// into a register every frame. What guards against a stale stamp is the
+/// clearing, not the width; bytes that no program wrote there pass for a
+/// stamp by chance once in 2^32 instead of once in 2^64.
 ///
 /// # Safety
 /// `data` is a frame's start in a UMEM chunk of [`FRAME_SIZE`] bytes at
