@@ -412,7 +412,9 @@ impl<const OUTGOING: bool> crate::Frames for BlockFrames<OUTGOING> {
                 }
                 let snaplen = (p.add(SNAPLEN_OFF) as *const u32).read() as usize;
                 let mac = (p.add(MAC_OFF) as *const u16).read() as usize;
-                if p as usize + mac + snaplen > self.end {
+                // (The frame's start, kept: its end is checked from it.)
+                let data = p.add(mac);
+                if data as usize + snaplen > self.end {
                     return None;
                 }
                 // Every frame's header gives the next one's offset (the
@@ -430,7 +432,7 @@ impl<const OUTGOING: bool> crate::Frames for BlockFrames<OUTGOING> {
                 // it would wrap to a time far ahead, counted as skew.)
                 let at = (i64::from(sec) * 1_000_000_000 + i64::from(nsec))
                     .wrapping_sub(self.offset) as u64;
-                return Some((std::slice::from_raw_parts(p.add(mac), snaplen), at));
+                return Some((std::slice::from_raw_parts(data, snaplen), at));
             }
             None
         }
@@ -488,8 +490,15 @@ impl RxRing {
         self.block_size / RX_FRAME_SIZE
     }
 
-    /// Opens a ring of `block_nr` blocks of `block_size` bytes on `iface`.
-    pub fn open(iface: &str, block_size: usize, block_nr: usize) -> io::Result<Self> {
+    /// Opens a ring of `block_nr` blocks of `block_size` bytes on `iface`,
+    /// each retired by the kernel when full or `timeout_ms` after its
+    /// first frame.
+    pub fn open(
+        iface: &str,
+        block_size: usize,
+        block_nr: usize,
+        timeout_ms: u32,
+    ) -> io::Result<Self> {
         let ifindex = crate::iface::index(iface)?;
         // No protocol until the bind names the interface: a socket opened
         // for every protocol takes every interface's frames until then
@@ -510,7 +519,7 @@ impl RxRing {
             block_nr: block_nr as u32,
             frame_size,
             frame_nr: (block_size / frame_size as usize * block_nr) as u32,
-            retire_blk_tov: 1,
+            retire_blk_tov: timeout_ms,
             sizeof_priv: 0,
             feature_req_word: 0,
         };
@@ -720,6 +729,57 @@ mod tests {
         );
     }
 
+    /// The block timeout a ring is opened with is the kernel's: a frame
+    /// waits in its block until then (the sink's rings gather for 4 ms, a
+    /// forwarder's for 1), and is handed over after.
+    #[test]
+    fn a_ring_holds_its_frames_until_its_block_timeout() {
+        if !root() {
+            assert!(
+                std::env::var("LINERATE_STRICT").as_deref() != Ok("1"),
+                "LINERATE_STRICT=1: AF_PACKET rings need root"
+            );
+            eprintln!("SKIP: AF_PACKET rings need root");
+            return;
+        }
+        let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = rx.local_addr().unwrap().port();
+        let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        for timeout_ms in [1000u32, 1] {
+            let opened = std::time::Instant::now();
+            // (One block of 16 MiB: the other tests' traffic on lo would
+            // fill a small one, and a full block is retired at once.)
+            let mut ring = RxRing::open("lo", 1 << 24, 1, timeout_ms).unwrap();
+            tx.send_to(&7u64.to_be_bytes(), ("127.0.0.1", port))
+                .unwrap();
+            let got = std::cell::Cell::new(0);
+            let mut ours = |f: &[u8], _| {
+                if f.len() >= 50 && f[12..14] == [8, 0] && f[36..38] == port.to_be_bytes() {
+                    got.set(got.get() + 1);
+                }
+            };
+            if timeout_ms == 1000 {
+                // The kernel's timer runs from the ring's set-up: the
+                // first block is retired a second after (not before),
+                // unless it fills first.
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                ring.recv(0, &mut ours).unwrap();
+                if opened.elapsed().as_millis() < 900 {
+                    assert_eq!(
+                        got.get(),
+                        0,
+                        "a frame handed over before its block's timeout"
+                    );
+                }
+            }
+            // (Bounded: 3 s.)
+            while got.get() == 0 && opened.elapsed().as_secs() < 3 {
+                ring.recv(100, &mut ours).unwrap();
+            }
+            assert_eq!(got.get(), 1, "the frame after {timeout_ms} ms");
+        }
+    }
+
     #[test]
     fn a_ring_that_joins_a_fanout_group_late_counts_no_frame_twice() {
         if !root() {
@@ -733,7 +793,7 @@ mod tests {
         let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let port = rx.local_addr().unwrap().port();
         let group = 0x7e00 | (std::process::id() & 0xff) as u16;
-        let mut a = RxRing::open("lo", 1 << 20, 16).unwrap();
+        let mut a = RxRing::open("lo", 1 << 20, 16, 1).unwrap();
         a.join_fanout(group).unwrap();
         let stop = AtomicBool::new(false);
         let (mut seen_a, mut seen_b) = (BTreeMap::new(), BTreeMap::new());
@@ -757,7 +817,7 @@ mod tests {
                 take(&mut a, port, &mut seen_a);
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
-            let mut b = RxRing::open("lo", 1 << 20, 16).unwrap();
+            let mut b = RxRing::open("lo", 1 << 20, 16, 1).unwrap();
             // Frames keep arriving between the bind and the join: a plain
             // join would count every one of them twice.
             std::thread::sleep(std::time::Duration::from_millis(50));

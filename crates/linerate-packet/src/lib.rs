@@ -35,8 +35,8 @@ pub use fwd::{
     FwdConfig, FwdCounts, FwdError, FwdMode, FwdOutcome, FwdReport, FwdStart, Noisy, apply, fwd,
 };
 pub use linerate_backend::port::{
-    BackendError, BackendKind, Capabilities, Gso, Rx, RxCapabilities, RxFilter, Traffic, Tx,
-    UDP_SOCKETS_MAX, open_rx, open_rx_workers, open_tx,
+    BackendError, BackendKind, Capabilities, Gso, Rx, RxCapabilities, RxFilter, RxHold, Traffic,
+    Tx, UDP_SOCKETS_MAX, open_rx, open_rx_workers, open_tx,
 };
 pub use outcome::{BlastOutcome, HistWritten, SinkOutcome};
 pub use rx::checks::{

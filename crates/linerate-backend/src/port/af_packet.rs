@@ -2,7 +2,7 @@
 //! ring per sender and an RX ring per receiver, receivers sharing an
 //! interface through a PACKET_FANOUT group.
 
-use super::contract::{Backend, Capabilities, Never, RxCapabilities, RxPort, TxPort};
+use super::contract::{Backend, Capabilities, Never, RxCapabilities, RxHold, RxPort, TxPort};
 use super::error::{BackendError, open_err};
 use super::udp::{PayloadSource, TX_BATCH_MAX, Traffic};
 use crate::packet_ring::{RxRing, TxRing};
@@ -12,10 +12,12 @@ use std::io;
 use std::time::Duration;
 
 /// TPACKET_V3 receive ring: blocks of 256 KiB (128 frame slots), 256 of
-/// them (64 MiB). The kernel closes a block after 1 ms at the latest, so at
-/// low rates each block holds about a millisecond: many small blocks let a
-/// receive worker that stalls (a busy host) fall ~256 ms behind before the
-/// kernel drops, where 64 blocks of 1 MiB gave it 64 ms.
+/// them (64 MiB). The kernel closes a block after 1 ms at the latest (a
+/// forwarder's ring, [`RxHold::Prompt`]) or 4 ms (a counter's,
+/// [`RxHold::Gather`]), so at low rates each block holds that long: many
+/// small blocks let a receive worker that stalls (a busy host) fall at
+/// least ~256 ms behind before the kernel drops, where 64 blocks of 1 MiB
+/// gave it 64 ms.
 const RX_BLOCK: usize = 1 << 18;
 const RX_BLOCKS: usize = 256;
 /// One receive ring's memory.
@@ -29,13 +31,18 @@ pub struct AfPacket;
 pub struct RingRx {
     ring: RxRing,
     drops: u64,
+    /// As it was opened (the rings that share its frames open so too).
+    hold: RxHold,
 }
 
 impl AfPacket {
-    pub(super) fn open_ring(iface: &str) -> io::Result<RingRx> {
+    /// A ring whose blocks the kernel retires after `hold`'s timeout at
+    /// the latest.
+    pub(super) fn open_ring(iface: &str, hold: RxHold) -> io::Result<RingRx> {
         Ok(RingRx {
-            ring: RxRing::open(iface, RX_BLOCK, RX_BLOCKS)?,
+            ring: RxRing::open(iface, RX_BLOCK, RX_BLOCKS, hold.block_timeout_ms())?,
             drops: 0,
+            hold,
         })
     }
 
@@ -66,8 +73,13 @@ impl Backend for AfPacket {
         ))
     }
 
-    fn open_rx(&self, iface: &str, _: RxFilter) -> Result<(RingRx, Option<String>), BackendError> {
-        Ok((Self::open_ring(iface).map_err(open_err(iface))?, None))
+    fn open_rx(
+        &self,
+        iface: &str,
+        _: RxFilter,
+        hold: RxHold,
+    ) -> Result<(RingRx, Option<String>), BackendError> {
+        Ok((Self::open_ring(iface, hold).map_err(open_err(iface))?, None))
     }
 
     /// One fanout group per process and interface, keeping each flow on
@@ -80,9 +92,10 @@ impl Backend for AfPacket {
     ) -> Result<Vec<RingRx>, BackendError> {
         let group = super::contract::fanout_group();
         first.ring.join_fanout(group).map_err(open_err(iface))?;
+        let hold = first.hold;
         let mut out = vec![first];
         for _ in 1..workers {
-            let mut r = Self::open_ring(iface).map_err(open_err(iface))?;
+            let mut r = Self::open_ring(iface, hold).map_err(open_err(iface))?;
             r.ring.join_fanout_late(group).map_err(open_err(iface))?;
             out.push(r);
         }

@@ -2,7 +2,9 @@
 //! a sender, one per RX queue with the redirect program for a receiver;
 //! forwarding in place on one interface over one UMEM.
 
-use super::contract::{Backend, Capabilities, FwdPort, Opened, RxCapabilities, TxPort, TxStats};
+use super::contract::{
+    Backend, Capabilities, FwdPort, Opened, RxCapabilities, RxHold, TxPort, TxStats,
+};
 use super::error::{BackendError, open_err};
 use super::udp::{PayloadSource, TX_BATCH_MAX, Traffic};
 use crate::xdp::RxFilter;
@@ -54,6 +56,7 @@ impl Backend for AfXdp {
         &self,
         iface: &str,
         filter: RxFilter,
+        _: RxHold,
     ) -> Result<(XskRx, Option<String>), BackendError> {
         Ok((
             XskRx::open(iface, 4096, filter).map_err(open_err(iface))?,

@@ -13,6 +13,31 @@ use crate::{FrameSink, FrameSource};
 use std::io;
 use std::time::Duration;
 
+/// How long a receiver lets the kernel gather frames before handing them
+/// over, where its backend gathers (af_packet's TPACKET_V3 blocks, which
+/// the kernel retires when full or at this timeout). Frames carry the
+/// kernel's receive time there, so gathering stretches no latency a
+/// counter measures; it only delays when the counter sees them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RxHold {
+    /// Every frame on within about a millisecond: a forwarder, whose
+    /// frames' next hop measures the time they spent with it.
+    Prompt,
+    /// Up to a few milliseconds (4), for fewer, fuller hand-overs: a
+    /// receiver that counts (its reports are a second apart).
+    Gather,
+}
+
+impl RxHold {
+    /// TPACKET_V3's block timeout, ms.
+    pub fn block_timeout_ms(self) -> u32 {
+        match self {
+            RxHold::Prompt => 1,
+            RxHold::Gather => 4,
+        }
+    }
+}
+
 /// Ports opened (one per worker) and the notes saying what they are.
 pub type Opened<T> = Result<(Vec<T>, Vec<String>), BackendError>;
 
@@ -41,11 +66,13 @@ pub trait Backend: Sized {
         traffic: &Traffic,
     ) -> Result<(Self::Tx, Option<String>), BackendError>;
 
-    /// A receiver of the frames `filter` takes.
+    /// A receiver of the frames `filter` takes, handing them over as
+    /// `hold` says.
     fn open_rx(
         &self,
         iface: &str,
         filter: RxFilter,
+        hold: RxHold,
     ) -> Result<(Self::Rx, Option<String>), BackendError>;
 
     /// `workers` receivers sharing the interface's frames, `first` among

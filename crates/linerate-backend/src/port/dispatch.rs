@@ -89,9 +89,10 @@ macro_rules! backends {
                 self,
                 iface: &str,
                 filter: RxFilter,
+                hold: RxHold,
             ) -> Result<(Rx, Option<String>), BackendError> {
                 match self {
-                    $(Named::$V(b) => b.open_rx(iface, filter).map(|(r, n)| (Rx::$V(r), n)),)*
+                    $(Named::$V(b) => b.open_rx(iface, filter, hold).map(|(r, n)| (Rx::$V(r), n)),)*
                 }
             }
 

@@ -3,7 +3,7 @@
 //! two ports' queues; without the feature every opening says so.
 
 #[cfg(not(feature = "dpdk"))]
-use super::contract::{Backend, Never};
+use super::contract::{Backend, Never, RxHold};
 use super::error::BackendError;
 use super::udp::Traffic;
 use crate::xdp::RxFilter;
@@ -42,7 +42,12 @@ impl Backend for Dpdk {
         Err(open_err(iface)(not_built()))
     }
 
-    fn open_rx(&self, iface: &str, _: RxFilter) -> Result<(Never, Option<String>), BackendError> {
+    fn open_rx(
+        &self,
+        iface: &str,
+        _: RxFilter,
+        _: RxHold,
+    ) -> Result<(Never, Option<String>), BackendError> {
         Err(open_err(iface)(not_built()))
     }
 
@@ -119,6 +124,7 @@ mod built {
             &self,
             iface: &str,
             _: RxFilter,
+            _: RxHold,
         ) -> Result<(DpdkRx, Option<String>), BackendError> {
             let (rx, note) = DpdkRx::open(iface, 0).map_err(open_err(iface))?;
             Ok((rx, Some(note)))

@@ -2,7 +2,9 @@
 //! (`crate::loopback`), with fault injection; every receiver of a port
 //! takes from its one wire.
 
-use super::contract::{Backend, Capabilities, Never, RxCapabilities, RxPort, TxPort, TxStats};
+use super::contract::{
+    Backend, Capabilities, Never, RxCapabilities, RxHold, RxPort, TxPort, TxStats,
+};
 use super::error::{BackendError, open_err};
 use super::udp::{PayloadSource, TX_BATCH_MAX, Traffic};
 use crate::loopback::{LoopRx, LoopTx, Wires};
@@ -42,7 +44,12 @@ impl Backend for Loopback {
         ))
     }
 
-    fn open_rx(&self, iface: &str, _: RxFilter) -> Result<(LoopRx, Option<String>), BackendError> {
+    fn open_rx(
+        &self,
+        iface: &str,
+        _: RxFilter,
+        _: RxHold,
+    ) -> Result<(LoopRx, Option<String>), BackendError> {
         Ok((LoopRx::open(&self.0, iface).map_err(open_err(iface))?, None))
     }
 

@@ -27,7 +27,7 @@ pub use crate::xdp::RxFilter;
 pub use af_packet::{AfPacket, RX_RING_BYTES, RingRx};
 pub use af_xdp::AfXdp;
 pub use contract::{
-    Backend, Capabilities, FwdPort, Never, Opened, RxCapabilities, RxPort, TxPort, TxStats,
+    Backend, Capabilities, FwdPort, Never, Opened, RxCapabilities, RxHold, RxPort, TxPort, TxStats,
 };
 pub use dpdk::Dpdk;
 #[cfg(feature = "dpdk")]
@@ -200,15 +200,17 @@ pub fn open_tx(
 }
 
 /// Opens the receiving backend; the note says what `auto` chose and why.
-/// With AF_XDP only the frames `filter` takes leave the kernel.
+/// With AF_XDP only the frames `filter` takes leave the kernel; `hold`
+/// says how long af_packet's kernel may gather them.
 pub fn open_rx(
     kind: BackendKind,
     wires: &Wires,
     iface: &str,
     filter: RxFilter,
+    hold: RxHold,
 ) -> Result<(Rx, Option<String>), BackendError> {
     if let Some(named) = kind.named(wires) {
-        return named.open_rx(iface, filter);
+        return named.open_rx(iface, filter, hold);
     }
     match crate::xsk::XskRx::open(iface, 4096, filter) {
         Ok(x) => {
@@ -229,7 +231,7 @@ pub fn open_rx(
                 "{iface}: another receiver holds its AF_XDP queue (EBUSY), and its XDP program takes the frames: this one would count nothing. Stop the other, or give --backend af_packet to receive beside it (only what the other's program passes on reaches af_packet)"
             )))
         }
-        Err(xe) => match AfPacket::open_ring(iface) {
+        Err(xe) => match AfPacket::open_ring(iface, hold) {
             Ok(r) => Ok((
                 Rx::AfPacket(r),
                 Some(format!(
@@ -258,9 +260,10 @@ pub fn open_rx_workers(
     iface: &str,
     workers: usize,
     filter: RxFilter,
+    hold: RxHold,
 ) -> Result<(Vec<Rx>, Option<String>), BackendError> {
     rings_fit(workers, available_memory())?;
-    let (first, mut note) = open_rx(kind, wires, iface, filter)?;
+    let (first, mut note) = open_rx(kind, wires, iface, filter, hold)?;
     if workers <= 1 {
         return Ok((vec![first], note));
     }
@@ -271,7 +274,7 @@ pub fn open_rx_workers(
             note = Some(format!(
                 "af_xdp: {queues} RX queue(s) for {workers} workers, receiving with af_packet (TPACKET_V3 RX rings, PACKET_FANOUT by flow) on {iface}"
             ));
-            Rx::AfPacket(AfPacket::open_ring(iface).map_err(open_err(iface))?)
+            Rx::AfPacket(AfPacket::open_ring(iface, hold).map_err(open_err(iface))?)
         }
         other => other,
     };

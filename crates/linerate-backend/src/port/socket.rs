@@ -2,7 +2,9 @@
 //! (`udp.rs`), raw AF_PACKET frames otherwise (`crate::raw`), sendmmsg and
 //! recvmmsg; receivers sharing an interface through a PACKET_FANOUT group.
 
-use super::contract::{Backend, Capabilities, Never, RxCapabilities, RxPort, TxPort, TxStats};
+use super::contract::{
+    Backend, Capabilities, Never, RxCapabilities, RxHold, RxPort, TxPort, TxStats,
+};
 use super::error::{BackendError, open_err};
 use super::udp::{PayloadSource, TX_BATCH_MAX, Traffic, UdpTx};
 use crate::raw::{RAW_BATCH_MAX, RawSocket, RawTx};
@@ -132,6 +134,7 @@ impl Backend for Socket {
         &self,
         iface: &str,
         _: RxFilter,
+        _: RxHold,
     ) -> Result<(SocketRx, Option<String>), BackendError> {
         match self {
             Socket::Udp => Err(BackendError::SendOnly("socket:udp")),

@@ -21,7 +21,7 @@ pub use modes::apply;
 use crate::pool::{Watch, run_pinned};
 use linerate_backend::port::Traffic;
 use linerate_backend::port::{
-    BackendError, BackendKind, Rx, Tx, open_fwd, open_rx_workers, open_tx,
+    BackendError, BackendKind, Rx, RxHold, Tx, open_fwd, open_rx_workers, open_tx,
 };
 use linerate_run::{CountedBy, Counts, Interval, Row, Sampler, Scope};
 pub use outcome::{FwdOutcome, FwdStart};
@@ -323,7 +323,15 @@ pub fn fwd(
         }
     }
     let (rxs, mut notes) =
-        open_rx_workers(cfg.backend, &cfg.wires, &cfg.rx_iface, workers, cfg.take)
+        // (Each frame on at once: the next hop measures its time here.)
+        open_rx_workers(
+            cfg.backend,
+            &cfg.wires,
+            &cfg.rx_iface,
+            workers,
+            cfg.take,
+            RxHold::Prompt,
+        )
             .map(|(r, n)| (r, fallback_note.into_iter().chain(n).collect::<Vec<_>>()))?;
     let txs = open_senders(cfg, rxs[0].holds_queue(), &tx_iface, frame_max, &mut notes)?;
     let rx_name = rxs[0].name();

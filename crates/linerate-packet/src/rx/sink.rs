@@ -3,7 +3,7 @@
 
 use crate::pool::{RunClock, Watch, run_pinned};
 use linerate_backend::port::{
-    BackendError, BackendKind, Rx, RxCapabilities, open_rx_workers, recv_idle,
+    BackendError, BackendKind, Rx, RxCapabilities, RxHold, open_rx_workers, recv_idle,
 };
 use linerate_backend::{FrameSink, Frames, clock};
 use linerate_run::{CountedBy, Counts, Interval, Row, Sampler, Scope};
@@ -306,7 +306,16 @@ pub fn sink(
         .as_ref()
         .map(|c| CaptureWriter::create(&c.path, c.snaplen, c.max_frames, c.overwrite))
         .transpose()?;
-    let (mut rxs, note) = open_rx_workers(cfg.backend, &cfg.wires, &cfg.iface, workers, cfg.take)?;
+    // (A counter: its frames carry the kernel's receive time where the
+    // backend gathers them.)
+    let (mut rxs, note) = open_rx_workers(
+        cfg.backend,
+        &cfg.wires,
+        &cfg.iface,
+        workers,
+        cfg.take,
+        RxHold::Gather,
+    )?;
     let backend = rxs[0].name();
     let mut capabilities = rxs[0].capabilities();
     if let Some(q) = capabilities.queues.as_mut() {
