@@ -79,7 +79,7 @@ pub use built::DpdkFwd;
 #[cfg(feature = "dpdk")]
 mod built {
     use super::super::contract::{
-        Backend, Capabilities, FwdPort, Opened, RxCapabilities, RxPort, TxPort,
+        Backend, Capabilities, FwdPort, Opened, RxCapabilities, RxHold, RxPort, TxPort,
     };
     use super::super::udp::PayloadSource;
     use super::*;

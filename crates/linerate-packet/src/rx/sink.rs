@@ -306,16 +306,10 @@ pub fn sink(
         .as_ref()
         .map(|c| CaptureWriter::create(&c.path, c.snaplen, c.max_frames, c.overwrite))
         .transpose()?;
-    // (A counter: its frames carry the kernel's receive time where the
-    // backend gathers them.)
-    let (mut rxs, note) = open_rx_workers(
-        cfg.backend,
-        &cfg.wires,
-        &cfg.iface,
-        workers,
-        cfg.take,
-        RxHold::Gather,
-    )?;
+    // (A counter: its frames carry the kernel's receive time.)
+    let hold = RxHold::Gather;
+    let (mut rxs, note) =
+        open_rx_workers(cfg.backend, &cfg.wires, &cfg.iface, workers, cfg.take, hold)?;
     let backend = rxs[0].name();
     let mut capabilities = rxs[0].capabilities();
     if let Some(q) = capabilities.queues.as_mut() {
