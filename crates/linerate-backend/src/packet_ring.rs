@@ -610,6 +610,20 @@ mod tests {
         unsafe { libc::geteuid() == 0 }
     }
 
+    /// Whether this process may open AF_PACKET rings (root); if not, the
+    /// test says it skips (a failure under LINERATE_STRICT=1).
+    fn rings_allowed() -> bool {
+        if root() {
+            return true;
+        }
+        assert!(
+            std::env::var("LINERATE_STRICT").as_deref() != Ok("1"),
+            "LINERATE_STRICT=1: AF_PACKET rings need root"
+        );
+        eprintln!("SKIP: AF_PACKET rings need root");
+        false
+    }
+
     /// The datagram counters a ring saw: the 8-byte sequence at the start
     /// of UDP payloads to `port` on loopback, and how many times each.
     fn take(ring: &mut RxRing, port: u16, seen: &mut BTreeMap<u64, u32>) {
@@ -734,12 +748,7 @@ mod tests {
     /// forwarder's for 1), and is handed over after.
     #[test]
     fn a_ring_holds_its_frames_until_its_block_timeout() {
-        if !root() {
-            assert!(
-                std::env::var("LINERATE_STRICT").as_deref() != Ok("1"),
-                "LINERATE_STRICT=1: AF_PACKET rings need root"
-            );
-            eprintln!("SKIP: AF_PACKET rings need root");
+        if !rings_allowed() {
             return;
         }
         let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -782,12 +791,7 @@ mod tests {
 
     #[test]
     fn a_ring_that_joins_a_fanout_group_late_counts_no_frame_twice() {
-        if !root() {
-            assert!(
-                std::env::var("LINERATE_STRICT").as_deref() != Ok("1"),
-                "LINERATE_STRICT=1: AF_PACKET rings need root"
-            );
-            eprintln!("SKIP: AF_PACKET rings need root");
+        if !rings_allowed() {
             return;
         }
         let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
