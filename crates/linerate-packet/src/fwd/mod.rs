@@ -322,17 +322,17 @@ pub fn fwd(
             Err(e) => fallback_note = Some(format!("af_xdp in place: {}", in_place_why(e))),
         }
     }
-    let (rxs, mut notes) =
-        // (Each frame on at once: the next hop measures its time here.)
-        open_rx_workers(
-            cfg.backend,
-            &cfg.wires,
-            &cfg.rx_iface,
-            workers,
-            cfg.take,
-            RxHold::Prompt,
-        )
-            .map(|(r, n)| (r, fallback_note.into_iter().chain(n).collect::<Vec<_>>()))?;
+    // (Each frame on at once: the next hop measures its time here.)
+    let hold = RxHold::Prompt;
+    let (rxs, mut notes) = open_rx_workers(
+        cfg.backend,
+        &cfg.wires,
+        &cfg.rx_iface,
+        workers,
+        cfg.take,
+        hold,
+    )
+    .map(|(r, n)| (r, fallback_note.into_iter().chain(n).collect::<Vec<_>>()))?;
     let txs = open_senders(cfg, rxs[0].holds_queue(), &tx_iface, frame_max, &mut notes)?;
     let rx_name = rxs[0].name();
     let tx_name = txs[0].name();
