@@ -25,6 +25,23 @@ pub mod xdp;
 pub mod xsk;
 pub mod zerocopy;
 
+/// Whether a test that `what` (needs root) must skip: not root, and not
+/// under LINERATE_STRICT=1 (where that fails it). The tests of every
+/// module here share it.
+#[cfg(test)]
+pub(crate) fn skip_unless_root(what: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return false;
+    }
+    assert!(
+        std::env::var("LINERATE_STRICT").as_deref() != Ok("1"),
+        "LINERATE_STRICT=1: {what} needs root"
+    );
+    eprintln!("SKIP: {what} needs root");
+    true
+}
+
 /// What builds frames in a sending backend's own buffers (see
 /// `XskTx::send_with`, `TxRing::send_with`): a trait rather than a closure
 /// so the builder's method can be inlined into the backend's loop.

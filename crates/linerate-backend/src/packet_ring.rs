@@ -605,25 +605,6 @@ mod tests {
     use std::collections::BTreeMap;
     use std::sync::atomic::AtomicBool;
 
-    fn root() -> bool {
-        // SAFETY: geteuid has no preconditions.
-        unsafe { libc::geteuid() == 0 }
-    }
-
-    /// Whether this process may open AF_PACKET rings (root); if not, the
-    /// test says it skips (a failure under LINERATE_STRICT=1).
-    fn rings_allowed() -> bool {
-        if root() {
-            return true;
-        }
-        assert!(
-            std::env::var("LINERATE_STRICT").as_deref() != Ok("1"),
-            "LINERATE_STRICT=1: AF_PACKET rings need root"
-        );
-        eprintln!("SKIP: AF_PACKET rings need root");
-        false
-    }
-
     /// The datagram counters a ring saw: the 8-byte sequence at the start
     /// of UDP payloads to `port` on loopback, and how many times each.
     fn take(ring: &mut RxRing, port: u16, seen: &mut BTreeMap<u64, u32>) {
@@ -713,12 +694,7 @@ mod tests {
     /// every interface from then to the bind).
     #[test]
     fn a_ring_socket_takes_nothing_before_its_bind() {
-        if !root() {
-            assert!(
-                std::env::var("LINERATE_STRICT").as_deref() != Ok("1"),
-                "LINERATE_STRICT=1: AF_PACKET sockets need root"
-            );
-            eprintln!("SKIP: AF_PACKET sockets need root");
+        if crate::skip_unless_root("opening AF_PACKET sockets") {
             return;
         }
         let fd = v3_socket(false).unwrap();
@@ -748,7 +724,7 @@ mod tests {
     /// forwarder's for 1), and is handed over after.
     #[test]
     fn a_ring_holds_its_frames_until_its_block_timeout() {
-        if !rings_allowed() {
+        if crate::skip_unless_root("opening AF_PACKET rings") {
             return;
         }
         let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -791,7 +767,7 @@ mod tests {
 
     #[test]
     fn a_ring_that_joins_a_fanout_group_late_counts_no_frame_twice() {
-        if !rings_allowed() {
+        if crate::skip_unless_root("opening AF_PACKET rings") {
             return;
         }
         let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();

@@ -644,6 +644,7 @@ fn test_run_call(attr: &mut TestRunAttr) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::skip_unless_root;
 
     #[test]
     fn drop_program_attaches_to_loopback_and_detaches() {
@@ -844,24 +845,5 @@ mod tests {
                 assert_eq!(meta.len(), want, "{f:?} stamp={stamp}");
             }
         }
-    }
-
-    /// Whether a test that `what` (needs root) must skip: not root, and
-    /// not under LINERATE_STRICT=1 (where that fails it).
-    fn skip_unless_root(what: &str) -> bool {
-        if nix_root() {
-            return false;
-        }
-        assert!(
-            std::env::var("LINERATE_STRICT").as_deref() != Ok("1"),
-            "LINERATE_STRICT=1: {what} needs root"
-        );
-        eprintln!("SKIP: {what} needs root");
-        true
-    }
-
-    fn nix_root() -> bool {
-        // SAFETY: geteuid has no preconditions.
-        unsafe { libc::geteuid() == 0 }
     }
 }
