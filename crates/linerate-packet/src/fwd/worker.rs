@@ -9,8 +9,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// A worker's ends in time: the end of the run's duration and the next
-/// look at the receiving interface (CLOCK_MONOTONIC ns, as `Instant`: a
-/// compare per batch, no `Instant` arithmetic).
+/// look at the receiving interface (CLOCK_MONOTONIC_COARSE ns: a compare
+/// per burst, no `Instant` arithmetic, and no time counter read; a run
+/// ends at most a tick late).
 pub(super) struct Ends {
     end_ns: u64,
     next_link_check: u64,
@@ -18,7 +19,7 @@ pub(super) struct Ends {
 
 impl Ends {
     pub(super) fn new(job: &Job<'_>) -> Self {
-        let now = clock::monotonic_ns();
+        let now = clock::coarse_ns();
         let left = job.cfg.duration.saturating_sub(job.start.elapsed());
         Ends {
             end_ns: now.saturating_add(u64::try_from(left.as_nanos()).unwrap_or(u64::MAX)),
@@ -35,8 +36,9 @@ const LINK_CHECK_NS: u64 = 100_000_000;
 /// error, checked every 100 ms).
 pub(super) fn should_stop(job: &Job<'_>, ends: &mut Ends) -> Option<Option<String>> {
     let cfg = job.cfg;
-    // One clock read.
-    let now = clock::monotonic_ns();
+    // One read of the coarse clock a burst (the fine one, read here each
+    // burst, was 2.1% of the forwarder's CPU over DPDK's net_af_packet).
+    let now = clock::coarse_ns();
     if job.stop.load(Ordering::Relaxed)
         || now >= ends.end_ns
         || cfg
