@@ -8,7 +8,8 @@
 //! - `dpdk-fwd-macswap`: linerate fwd --backend dpdk --mode macswap vs
 //!   testpmd macswap on host 1 (CPU1), loaded by linerate blast af_xdp
 //!   from host 0, what comes back counted at host 0's veth (as
-//!   fwd-macswap).
+//!   fwd-macswap); in the threaded placement host 0's veth receives what
+//!   comes back in a NAPI thread on CPU0, off the forwarder's CPU.
 //!
 //! A DPDK process takes a second or more to set up its EAL (it loads every
 //! driver of the plugin directory): each contender is handed to the
@@ -243,9 +244,12 @@ pub fn txonly_scenario() -> Scenario {
 pub fn macswap_scenario() -> Scenario {
     Scenario {
         name: "dpdk-fwd-macswap",
-        about: "linerate fwd --backend dpdk --mode macswap vs dpdk-testpmd macswap on the same DPDK port (net_af_packet, net_af_xdp on host 1's veth; --no-huge), CPU1, loaded by linerate blast af_xdp from host 0 (CPU0), frames back at host 0's veth per second",
+        about: "linerate fwd --backend dpdk --mode macswap vs dpdk-testpmd macswap on the same DPDK port (net_af_packet, net_af_xdp on host 1's veth; --no-huge), CPU1, loaded by linerate blast af_xdp from host 0 (CPU0), frames back at host 0's veth per second; threaded placement: host 0's veth receives the frames back in a NAPI thread on CPU0, not in the forwarder's transmit on CPU1",
         receiver: GEN,
-        receive_cpu: None,
+        // The forwarder sends the frames counted, from CPU1: in the
+        // threaded placement their receive leaves its CPU for the
+        // generator's (CPU0), as txonly's leaves the sender's.
+        receive_cpu: Some(0),
         napi_setup: false,
         queues: 1,
         metric: Metric::Packets,
