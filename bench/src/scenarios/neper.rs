@@ -36,6 +36,11 @@
 //!   (`net.ipv4.tcp_tw_reuse=1`; its default, 2, is for loopback only): at
 //!   thousands of connections a second the 28,232 ephemeral ports would
 //!   otherwise all be waiting after a few seconds.
+//!   linerate runs each close sleeping (as neper) and spinning (client
+//!   `--busy-poll`, server `--spin`): neper has no spinning mode (its
+//!   `--nonblocking` makes the sockets non-blocking and still waits in
+//!   `epoll_wait`), so the spinning rows are linerate at its best against
+//!   neper at its, and the sleeping rows like for like.
 //!
 //! Each client's own claim (linerate's `transactions_per_s` from `-J`,
 //! neper's `throughput=`) is printed beside the count, over its whole run.
@@ -251,22 +256,39 @@ fn rr100_neper(rig: &Rig, d: Duration) -> Result<Running> {
     neper(rig, d, "tcp_rr", "100", &[])
 }
 
-fn crr1_lr(rig: &Rig, d: Duration) -> Result<Running> {
+/// linerate's TCP_CRR with `flows` at a time, closing with a reset or a
+/// FIN, spinning (client `--busy-poll`, server `--spin`) or sleeping.
+fn crr_lr(rig: &Rig, d: Duration, flows: &str, reset: bool, spin: bool) -> Result<Running> {
+    let mut client = vec!["--connect-per-transaction"];
+    if reset {
+        client.push("--close-reset");
+    }
+    if spin {
+        client.push("--busy-poll");
+    }
+    let server: &[&str] = if spin { &["--spin"] } else { &[] };
     let lr = Lr {
-        flows: "1",
-        client: &["--connect-per-transaction"],
-        server: &[],
+        flows,
+        client: &client,
+        server,
     };
     linerate(rig, d, &lr)
 }
 
+fn crr1_lr(rig: &Rig, d: Duration) -> Result<Running> {
+    crr_lr(rig, d, "1", false, false)
+}
+
 fn crr1_lr_reset(rig: &Rig, d: Duration) -> Result<Running> {
-    let lr = Lr {
-        flows: "1",
-        client: &["--connect-per-transaction", "--close-reset"],
-        server: &[],
-    };
-    linerate(rig, d, &lr)
+    crr_lr(rig, d, "1", true, false)
+}
+
+fn crr1_lr_spin(rig: &Rig, d: Duration) -> Result<Running> {
+    crr_lr(rig, d, "1", false, true)
+}
+
+fn crr1_lr_reset_spin(rig: &Rig, d: Duration) -> Result<Running> {
+    crr_lr(rig, d, "1", true, true)
 }
 
 fn crr1_neper_fin(rig: &Rig, d: Duration) -> Result<Running> {
@@ -278,21 +300,19 @@ fn crr1_neper_rst(rig: &Rig, d: Duration) -> Result<Running> {
 }
 
 fn crr16_lr(rig: &Rig, d: Duration) -> Result<Running> {
-    let lr = Lr {
-        flows: "16",
-        client: &["--connect-per-transaction"],
-        server: &[],
-    };
-    linerate(rig, d, &lr)
+    crr_lr(rig, d, "16", false, false)
 }
 
 fn crr16_lr_reset(rig: &Rig, d: Duration) -> Result<Running> {
-    let lr = Lr {
-        flows: "16",
-        client: &["--connect-per-transaction", "--close-reset"],
-        server: &[],
-    };
-    linerate(rig, d, &lr)
+    crr_lr(rig, d, "16", true, false)
+}
+
+fn crr16_lr_spin(rig: &Rig, d: Duration) -> Result<Running> {
+    crr_lr(rig, d, "16", false, true)
+}
+
+fn crr16_lr_reset_spin(rig: &Rig, d: Duration) -> Result<Running> {
+    crr_lr(rig, d, "16", true, true)
 }
 
 fn crr16_neper_fin(rig: &Rig, d: Duration) -> Result<Running> {
@@ -382,7 +402,7 @@ fn reuse_time_wait(rig: &Rig) -> Result<Box<dyn std::any::Any>> {
 fn crr_scenario(
     name: &'static str,
     about: &'static str,
-    [lr, lr_reset, fin, rst]: [fn(&Rig, Duration) -> Result<Running>; 4],
+    [lr, lr_reset, lr_spin, lr_reset_spin, fin, rst]: [fn(&Rig, Duration) -> Result<Running>; 6],
 ) -> Scenario {
     Scenario {
         name,
@@ -407,6 +427,14 @@ fn crr_scenario(
                 start: lr_reset,
             },
             Contender {
+                name: "linerate rr --tcp --connect-per-transaction spinning",
+                start: lr_spin,
+            },
+            Contender {
+                name: "linerate rr --tcp --connect-per-transaction --close-reset spinning",
+                start: lr_reset_spin,
+            },
+            Contender {
                 name: "neper tcp_crr --time-wait",
                 start: fin,
             },
@@ -422,16 +450,30 @@ fn crr_scenario(
 pub fn crr() -> Scenario {
     crr_scenario(
         "rr-tcp-crr",
-        "TCP_CRR, 64 B, a connection per transaction, 1 at a time, 1 worker/thread each side: linerate rr --tcp --connect-per-transaction (closing with a FIN, and with --close-reset a reset) vs neper tcp_crr --time-wait (FIN) and tcp_crr (its default: a reset) (connections/s the server's kernel accepted)",
-        [crr1_lr, crr1_lr_reset, crr1_neper_fin, crr1_neper_rst],
+        "TCP_CRR, 64 B, a connection per transaction, 1 at a time, 1 worker/thread each side: linerate rr --tcp --connect-per-transaction (closing with a FIN, and with --close-reset a reset; sleeping, and spinning: client --busy-poll, server --spin) vs neper tcp_crr --time-wait (FIN) and tcp_crr (its default: a reset), both sleeping in epoll (neper has no spinning mode: its --nonblocking still waits in epoll_wait) (connections/s the server's kernel accepted)",
+        [
+            crr1_lr,
+            crr1_lr_reset,
+            crr1_lr_spin,
+            crr1_lr_reset_spin,
+            crr1_neper_fin,
+            crr1_neper_rst,
+        ],
     )
 }
 
 pub fn crr16() -> Scenario {
     crr_scenario(
         "rr-tcp-crr-16",
-        "TCP_CRR as rr-tcp-crr with 16 transactions at a time: linerate --flows 16 vs neper tcp_crr -F 16 -T 1 (connections/s the server's kernel accepted)",
-        [crr16_lr, crr16_lr_reset, crr16_neper_fin, crr16_neper_rst],
+        "TCP_CRR as rr-tcp-crr with 16 transactions at a time: linerate --flows 16 (sleeping and spinning) vs neper tcp_crr -F 16 -T 1 (connections/s the server's kernel accepted)",
+        [
+            crr16_lr,
+            crr16_lr_reset,
+            crr16_lr_spin,
+            crr16_lr_reset_spin,
+            crr16_neper_fin,
+            crr16_neper_rst,
+        ],
     )
 }
 
