@@ -183,6 +183,18 @@ fn pingpong_lr_spin(rig: &Rig, d: Duration) -> Result<Running> {
     linerate_with(rig, d, &["--outstanding", "1", "--busy-poll"], &["--spin"])
 }
 
+/// As `pingpong_lr_spin`, the server answering on its group socket only
+/// (no connected socket per client: the route lookups of an unconnected
+/// socket on each request and answer, as sockperf's server has them).
+fn pingpong_lr_spin_one_socket(rig: &Rig, d: Duration) -> Result<Running> {
+    linerate_with(
+        rig,
+        d,
+        &["--outstanding", "1", "--busy-poll"],
+        &["--spin", "--client-sockets", "0"],
+    )
+}
+
 fn pingpong_sockperf(rig: &Rig, d: Duration) -> Result<Running> {
     sockperf(rig, d, &["ping-pong"])
 }
@@ -257,6 +269,13 @@ pub fn pingpong() -> Scenario {
         Contender {
             name: "linerate rr --busy-poll",
             start: pingpong_lr_busy,
+        },
+    );
+    sc.contenders.insert(
+        0,
+        Contender {
+            name: "linerate rr spinning, group socket only (server --spin --client-sockets 0)",
+            start: pingpong_lr_spin_one_socket,
         },
     );
     sc.contenders.insert(

@@ -492,6 +492,14 @@ impl Reflector {
         }
     }
 
+    /// Whether datagram `i` came from `peer` (its address and port).
+    fn from(&self, i: usize, peer: Option<SocketAddr>) -> bool {
+        peer.is_some_and(|p| {
+            self.source(i)
+                .is_some_and(|s| s.ip() == p.ip() && s.port() == p.port())
+        })
+    }
+
     /// Sends answers with one `sendmmsg(2)`: for each `(i, len)`, the first
     /// `len` bytes of slot `i` back to datagram `i`'s sender. With GSO on,
     /// `answers` is first reordered so that answers of one length to one
@@ -500,11 +508,14 @@ impl Reflector {
     /// kernel took: a prefix of the (reordered) `answers`. If the kernel
     /// refuses a GSO message (a path whose MTU is smaller than an answer,
     /// no checksum offload), GSO is turned off and the answers are sent
-    /// one per message.
+    /// one per message. On a socket connected to `peer`, an answer to
+    /// `peer` goes without an address (by the route the socket caches;
+    /// an address makes the kernel look the route up again).
     pub fn reply(
         &mut self,
         sock: &impl AsRawFd,
         answers: &mut [(usize, usize)],
+        peer: Option<SocketAddr>,
     ) -> io::Result<usize> {
         let n = answers.len().min(self.tx.len());
         if n == 0 {
@@ -515,15 +526,17 @@ impl Reflector {
         if self.groups.len() == 1 && self.groups[0] == 1 {
             // One answer: `sendto(2)`, no message header to copy in.
             let (i, len) = answers[0];
-            let name = &self.names[i] as *const libc::sockaddr_storage;
+            let (name, namelen) = if self.from(i, peer) {
+                (std::ptr::null(), 0)
+            } else {
+                (
+                    &self.names[i] as *const libc::sockaddr_storage,
+                    self.rx[i].msg_hdr.msg_namelen,
+                )
+            };
             let at = i * self.slot;
             let buf = &self.data[at..at + len];
-            crate::udp_batch::send_to_raw(
-                sock.as_raw_fd(),
-                buf,
-                name,
-                self.rx[i].msg_hdr.msg_namelen,
-            )?;
+            crate::udp_batch::send_to_raw(sock.as_raw_fd(), buf, name, namelen)?;
             self.messages += 1;
             return Ok(1);
         }
@@ -542,14 +555,18 @@ impl Reflector {
         let mut first = 0;
         for (m, &g) in self.groups.iter().enumerate() {
             let (i, len) = answers[first];
+            let named = !self.from(i, peer);
             // SAFETY: a zeroed header is valid; it is pointed at this
-            // group's iovecs and at the address its requests came from.
+            // group's iovecs and at the address its requests came from
+            // (none for the connected peer).
             self.tx[m] = unsafe { std::mem::zeroed() };
             let h = &mut self.tx[m].msg_hdr;
             h.msg_iov = &mut self.tx_iov[first];
             h.msg_iovlen = g;
-            h.msg_name = (&mut self.names[i] as *mut libc::sockaddr_storage).cast();
-            h.msg_namelen = self.rx[i].msg_hdr.msg_namelen;
+            if named {
+                h.msg_name = (&mut self.names[i] as *mut libc::sockaddr_storage).cast();
+                h.msg_namelen = self.rx[i].msg_hdr.msg_namelen;
+            }
             if g > 1 {
                 // every answer in a group has this length (<= GSO_SEG_MAX)
                 crate::udp_tx::set_segment(h, &mut self.ctl[m], len as u16);
@@ -572,7 +589,7 @@ impl Reflector {
                     ) =>
             {
                 self.gso = false;
-                self.reply(sock, answers)
+                self.reply(sock, answers, peer)
             }
             Err(e) => Err(e),
         }
@@ -639,7 +656,7 @@ mod tests {
                 r.slot_mut(i)[..12].fill(first + 100);
                 answers.push((i, 12));
             }
-            assert_eq!(r.reply(&server, &mut answers).unwrap(), answers.len());
+            assert_eq!(r.reply(&server, &mut answers, None).unwrap(), answers.len());
             got += answers.len();
             answers.clear();
         }
@@ -647,6 +664,52 @@ mod tests {
             let mut b = [0u8; 64];
             let n = c.recv(&mut b).unwrap();
             assert_eq!(&b[..n], &[k as u8 + 100; 12]);
+        }
+    }
+
+    #[test]
+    fn an_answer_to_the_connected_peer_goes_without_an_address() {
+        let (server, to, clients) = server_and_clients("127.0.0.1:0", 2);
+        let mut r = Reflector::new(4, 16);
+        // unconnected: without an address the kernel has nowhere to send,
+        // which shows that none was given for the peer's answer
+        clients[0].send_to(&[1u8; 10], to).unwrap();
+        assert_eq!(r.recv_upto(&server, 1).unwrap(), 1);
+        let peer = clients[0].local_addr().ok();
+        let e = r.reply(&server, &mut [(0, 10)], peer).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EDESTADDRREQ), "{e}");
+        // a datagram from another sender (queued before the connect) is
+        // answered at its own address, the peer's by the connection
+        clients[1].send_to(&[2u8; 10], to).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        server.connect(peer.unwrap()).unwrap();
+        clients[0].send_to(&[3u8; 10], to).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        for _ in 0..2 {
+            assert_eq!(r.recv_upto(&server, 1).unwrap(), 1);
+            let first = r.datagram(0)[0];
+            r.slot_mut(0)[..10].fill(first + 100);
+            assert_eq!(r.reply(&server, &mut [(0, 10)], peer).unwrap(), 1);
+        }
+        // and in a batch of two messages
+        clients[0].send_to(&[4u8; 10], to).unwrap();
+        clients[0].send_to(&[5u8; 12], to).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(r.recv_upto(&server, 4).unwrap(), 2);
+        r.slot_mut(0)[..10].fill(104);
+        r.slot_mut(1)[..12].fill(105);
+        assert_eq!(r.reply(&server, &mut [(0, 10), (1, 12)], peer).unwrap(), 2);
+        let mut b = [0u8; 64];
+        for (c, want) in [(0, 103u8), (0, 104), (0, 105), (1, 102)] {
+            clients[c]
+                .set_read_timeout(Some(Duration::from_secs(2)))
+                .unwrap();
+            let n = clients[c].recv(&mut b).unwrap();
+            assert!(
+                b[..n].iter().all(|&x| x == want),
+                "client {c}: {:?}",
+                &b[..n]
+            );
         }
     }
 
@@ -661,7 +724,7 @@ mod tests {
         assert_eq!(r.datagram(0), &[7u8; 10]);
         assert!(!r.truncated(0));
         r.slot_mut(0)[..10].fill(17);
-        assert_eq!(r.reply(&server, &mut [(0, 10)]).unwrap(), 1);
+        assert_eq!(r.reply(&server, &mut [(0, 10)], None).unwrap(), 1);
         assert_eq!(r.messages(), 1);
         let mut b = [0u8; 64];
         assert_eq!(clients[0].recv(&mut b).unwrap(), 10);
@@ -722,7 +785,7 @@ mod tests {
             let d: Vec<u8> = r.datagram(i).iter().map(|b| b + 100).collect();
             r.slot_mut(i)[..len].copy_from_slice(&d);
         }
-        assert_eq!(r.reply(&server, &mut answers).unwrap(), 12);
+        assert_eq!(r.reply(&server, &mut answers, None).unwrap(), 12);
         let mut sorted = answers.clone();
         sorted.sort_unstable();
         assert_eq!(
@@ -789,7 +852,7 @@ mod tests {
         r.set_gso(true);
         assert_eq!(r.recv(&server).unwrap(), 3 * n, "one batch");
         let mut answers: Vec<(usize, usize)> = (0..3 * n).map(|i| (i, 4)).collect();
-        assert_eq!(r.reply(&server, &mut answers).unwrap(), 3 * n);
+        assert_eq!(r.reply(&server, &mut answers, None).unwrap(), 3 * n);
         assert!(r.gso());
         assert_eq!(r.messages(), messages, "{n} clients");
         for (k, c) in clients.iter().enumerate() {

@@ -124,6 +124,7 @@ struct UdpRecipe {
     gso: bool,
     spin: bool,
     coalesce_us: u64,
+    client_sockets: usize,
 }
 
 impl<'a> ServerDoc<'a> {
@@ -146,6 +147,7 @@ impl<'a> ServerDoc<'a> {
                 gso: c.gso,
                 spin: c.spin,
                 coalesce_us: u64::try_from(c.coalesce.as_micros()).unwrap_or(u64::MAX),
+                client_sockets: c.client_sockets,
             },
             steering_note: &r.steering_note,
             warnings: &r.warnings,

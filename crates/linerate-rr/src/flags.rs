@@ -27,6 +27,10 @@ pub struct ServerFlags {
     /// `--coalesce` (UDP): microseconds a worker sleeps after a receive
     /// that drained its socket (0: none).
     pub coalesce_us: u32,
+    /// `--client-sockets` (UDP, spinning): connected sockets per worker,
+    /// one per client (None: [`crate::clients::CLIENT_SOCKETS`] with
+    /// `--spin`, else none).
+    pub client_sockets: Option<usize>,
     pub no_gso: bool,
     pub max_conns: usize,
     pub max_per_source: usize,
@@ -176,6 +180,7 @@ impl ServerFlags {
             spin: self.spin,
             coalesce: std::time::Duration::from_micros(u64::from(self.coalesce_us)),
             intervals_kept: self.intervals_kept,
+            client_sockets: self.client_sockets()?,
         };
         check_busy_poll(self.busy_poll_us)?;
         check_coalesce(self.coalesce_us, self.batch, self.spin)?;
@@ -186,6 +191,27 @@ impl ServerFlags {
             ));
         }
         Ok(cfg)
+    }
+
+    /// How many connected sockets each UDP worker may open for clients.
+    fn client_sockets(&self) -> Result<usize, RrError> {
+        match (self.client_sockets, self.spin, self.no_reuseport) {
+            (Some(n), ..) if n > crate::clients::CLIENT_SOCKETS_MAX => Err(config(format!(
+                "--client-sockets is at most {}, not {n}",
+                crate::clients::CLIENT_SOCKETS_MAX
+            ))),
+            (Some(0), ..) => Ok(0),
+            (None, true, false) => Ok(crate::clients::CLIENT_SOCKETS),
+            (None, ..) => Ok(0),
+            (Some(n), true, false) => Ok(n),
+            (Some(_), false, _) => Err(config(
+                "--client-sockets is for spinning workers (--spin): a sleeping worker waits on one socket"
+                    .into(),
+            )),
+            (Some(_), true, true) => Err(config(
+                "--client-sockets shares the port by SO_REUSEPORT: not with --no-reuseport".into(),
+            )),
+        }
     }
 
     /// The TCP server's configuration, checked.
@@ -228,6 +254,7 @@ impl ServerFlags {
             gso: !self.no_gso,
             spin: self.spin,
             coalesce_us: self.coalesce_us,
+            client_sockets: self.client_sockets().unwrap_or(0),
         };
         serde_json::to_value(doc).unwrap_or_default()
     }
@@ -351,6 +378,7 @@ struct UdpServerStart<'a> {
     gso: bool,
     spin: bool,
     coalesce_us: u32,
+    client_sockets: usize,
 }
 
 /// The TCP server's `start.config`.
@@ -408,6 +436,7 @@ mod tests {
             busy_poll_us: 0,
             spin: false,
             coalesce_us: 0,
+            client_sockets: None,
             no_gso: false,
             max_conns: 10_000,
             max_per_source: 1_000,
@@ -503,6 +532,28 @@ mod tests {
             "--coalesce is at most 1000 microseconds"
         );
         assert!(bad(nap(100, 64, true)).contains("--spin never sleeps"));
+        let sockets = |n, spin, no_reuseport| ServerFlags {
+            client_sockets: n,
+            spin,
+            no_reuseport,
+            ..server()
+        };
+        let got = |f: ServerFlags| f.udp_config().map(|c| c.client_sockets);
+        assert_eq!(
+            got(sockets(None, true, false)).unwrap(),
+            crate::clients::CLIENT_SOCKETS
+        );
+        assert_eq!(got(sockets(None, false, false)).unwrap(), 0);
+        assert_eq!(got(sockets(None, true, true)).unwrap(), 0);
+        assert_eq!(got(sockets(Some(3), true, false)).unwrap(), 3);
+        assert_eq!(got(sockets(Some(0), false, true)).unwrap(), 0);
+        assert!(bad(sockets(Some(3), false, false)).contains("for spinning workers (--spin)"));
+        assert!(bad(sockets(Some(3), true, true)).contains("not with --no-reuseport"));
+        assert_eq!(got(sockets(Some(1024), true, false)).unwrap(), 1024);
+        assert_eq!(
+            bad(sockets(Some(1025), true, false)),
+            "--client-sockets is at most 1024, not 1025"
+        );
         assert!(bad(nap(100, 1, false)).contains("needs --batch above 1"));
         assert!(
             bad(ServerFlags {
@@ -553,7 +604,8 @@ mod tests {
                 "busy_poll_us",
                 "gso",
                 "spin",
-                "coalesce_us"
+                "coalesce_us",
+                "client_sockets"
             ]
         );
         assert_eq!(

@@ -10,6 +10,7 @@
 //! unknown, with latency percentiles overall and per interval.
 
 pub mod client;
+pub mod clients;
 mod doc;
 pub mod flags;
 pub mod mode;

@@ -54,6 +54,8 @@ fn server_report(steering_note: Option<String>) -> ServerReport {
         bytes_out: 63_360,
         batches: 100,
         reply_messages: 99,
+        client_sockets: 0,
+        requests_on_client_sockets: 0,
     };
     ServerReport {
         config: ServerConfig {
@@ -72,6 +74,7 @@ fn server_report(steering_note: Option<String>) -> ServerReport {
             gso: true,
             spin: false,
             coalesce: Duration::ZERO,
+            client_sockets: 0,
             intervals_kept: 1,
         },
         local: addr("198.18.0.1:9000"),

@@ -7,6 +7,7 @@
 //! the server never stops for a client's bytes.
 
 use crate::client::DATAGRAM_MAX;
+use crate::clients::{Clients, Opener};
 use crate::spin::{Fill, Spin};
 use crate::{Prefix, RrError, pin};
 use linerate_backend::udp_rr::{Reflector, attach_cpu_select};
@@ -67,6 +68,10 @@ pub struct ServerConfig {
     /// dropped and counted, so a server that runs for days holds a
     /// bounded memory.
     pub intervals_kept: usize,
+    /// Connected sockets a spinning worker opens, one per client, besides
+    /// the group's socket (0: none; only with `spin` and `reuseport`):
+    /// [`crate::clients`].
+    pub client_sockets: usize,
 }
 
 /// How many intervals a server keeps for its end document when one is
@@ -108,6 +113,10 @@ pub struct ServerCounts {
     /// Messages the responses left in (fewer than `answered` when answers
     /// to one client shared a UDP GSO message).
     pub reply_messages: u64,
+    /// Connected sockets opened for clients ([`crate::clients`]).
+    pub client_sockets: u64,
+    /// Requests (of `requests`) that came by a client's connected socket.
+    pub requests_on_client_sockets: u64,
 }
 
 impl ServerCounts {
@@ -125,6 +134,8 @@ impl ServerCounts {
         self.bytes_out += o.bytes_out;
         self.batches += o.batches;
         self.reply_messages += o.reply_messages;
+        self.client_sockets += o.client_sockets;
+        self.requests_on_client_sockets += o.requests_on_client_sockets;
     }
 }
 
@@ -193,32 +204,7 @@ impl Server {
         // Without SO_REUSEPORT: one socket, every worker receiving from it.
         let opened = if cfg.reuseport { n } else { 1 };
         for i in 0..opened {
-            let domain = socket2::Domain::for_address(addr);
-            let s = socket2::Socket::new(domain, socket2::Type::DGRAM, None)
-                .map_err(sock_err("open a UDP socket".into()))?;
-            if cfg.reuseport {
-                s.set_reuse_port(true)
-                    .map_err(sock_err("set SO_REUSEPORT".into()))?;
-            }
-            if addr.is_ipv6() {
-                s.set_only_v6(false).ok();
-            }
-            s.bind(&addr.into())
-                .map_err(sock_err(format!("bind {addr}")))?;
-            s.set_recv_buffer_size(4 << 20).ok();
-            s.set_send_buffer_size(4 << 20).ok();
-            if cfg.spin {
-                s.set_nonblocking(true)
-                    .map_err(sock_err("set O_NONBLOCK".into()))?;
-            } else {
-                s.set_read_timeout(Some(Duration::from_millis(50)))
-                    .map_err(sock_err("set a receive timeout".into()))?;
-            }
-            if cfg.busy_poll_us > 0 {
-                linerate_backend::sockopt::set_busy_poll(&s, cfg.busy_poll_us).map_err(
-                    sock_err(format!("set SO_BUSY_POLL {} us", cfg.busy_poll_us)),
-                )?;
-            }
+            let s = open_socket(addr, cfg)?;
             if i == 0 {
                 // Port 0: the kernel's choice, then every other socket joins it.
                 addr = s
@@ -285,6 +271,13 @@ impl Server {
         // A spinning worker yields after each empty poll only where a NAPI
         // thread may need its CPU (see `spin`); a blocking one's receive
         // fails only on its timeout or a signal, and it yields after each.
+        // Only a spinning worker polls more than one socket; the sockets
+        // share the port by SO_REUSEPORT.
+        let client_sockets = if cfg.spin && cfg.reuseport {
+            cfg.client_sockets
+        } else {
+            0
+        };
         let spin = if cfg.spin {
             Spin::for_local(Some(self.local_addr().ip()))
         } else {
@@ -304,12 +297,15 @@ impl Server {
                     if let Some(c) = cpu.filter(|_| cfg.pin) {
                         pin(c, warnings);
                     }
+                    let local = self.local;
+                    let open = |peer| client_socket(local, cfg, peer);
                     serve(
                         sock,
                         (&sh, spin, Fill::new(cfg.spin, cfg.batch)),
                         batch,
                         (max_response, &allow),
                         (end_flag, warnings),
+                        (Clients::new(client_sockets), &open),
                     );
                 }));
             }
@@ -469,6 +465,8 @@ fn diff(a: &ServerCounts, b: &ServerCounts) -> ServerCounts {
         bytes_out: a.bytes_out - b.bytes_out,
         batches: a.batches - b.batches,
         reply_messages: a.reply_messages - b.reply_messages,
+        client_sockets: a.client_sockets - b.client_sockets,
+        requests_on_client_sockets: a.requests_on_client_sockets - b.requests_on_client_sockets,
     }
 }
 
@@ -536,15 +534,18 @@ fn serve(
     (batch, mut gso, coalesce): (usize, bool, Duration),
     (max_response, allow): (usize, &[Prefix]),
     (end, warnings): (&AtomicBool, &std::sync::Mutex<Vec<String>>),
+    (mut clients, open): (Clients, &Opener<'_>),
 ) {
     let mut r = Reflector::new(batch, DATAGRAM_MAX + 1);
     r.set_gso(gso);
     let mut answers = Vec::with_capacity(r.capacity());
     let mut c = ServerCounts::default();
+    let warn = |w: String| warnings.lock().unwrap_or_else(|e| e.into_inner()).push(w);
     while !end.load(Ordering::Relaxed) {
         let want = fill.want();
-        let n = match r.recv_upto(sock, want) {
+        let n = match r.recv_upto(clients.next(sock), want) {
             Ok(n) => {
+                clients.got();
                 spin.got();
                 fill.got(n);
                 n
@@ -554,6 +555,7 @@ fn serve(
             // request may need it: `spin`), the timeout (to look at
             // `end`), EINTR, ICMP errors.
             Err(_) => {
+                clients.empty();
                 spin.idle();
                 fill.empty();
                 continue;
@@ -561,52 +563,40 @@ fn serve(
         };
         c.batches += 1;
         answers.clear();
-        for i in 0..n {
-            let len = r.datagram(i).len();
-            if r.truncated(i) {
-                c.malformed += 1;
-                continue;
-            }
-            // only an --allow list needs the source (to grant a larger answer)
-            let source = if allow.is_empty() { None } else { r.source(i) };
-            let out = match decide(r.slot_mut(i), len, source, allow, max_response) {
-                Decision::Answer(out) => out,
-                Decision::Malformed => {
-                    c.malformed += 1;
-                    continue;
-                }
-                Decision::TooLarge => {
-                    c.too_large += 1;
-                    continue;
-                }
-            };
-            c.requests += 1;
-            c.bytes_in += len as u64;
-            answers.push((i, out));
+        // only an --allow list needs the source (to grant a larger answer)
+        let sources = !allow.is_empty();
+        let before = c.requests;
+        answer_all(
+            &mut r,
+            n,
+            (sources, allow, max_response),
+            &mut answers,
+            &mut c,
+        );
+        let peer = clients.peer();
+        if peer.is_some() {
+            c.requests_on_client_sockets += c.requests - before;
         }
-        let mut done = 0;
-        while done < answers.len() {
-            match r.reply(sock, &mut answers[done..]) {
-                Ok(0) => break,
-                Ok(m) => {
-                    c.answered += m as u64;
-                    c.bytes_out += answers[done..done + m]
-                        .iter()
-                        .map(|a| a.1 as u64)
-                        .sum::<u64>();
-                    done += m;
-                    c.reply_messages = r.messages();
-                }
-                Err(_) => {
-                    // the first message of the rest was refused: skip it
-                    c.reply_errors += 1;
-                    done += 1;
+        send_all(&mut r, clients.current(sock), peer, &mut answers, &mut c);
+        if clients.has_room() {
+            let refused = clients.refused;
+            for &(i, _) in &answers {
+                if let Some(peer) = r.source(i) {
+                    clients.offer(peer, open);
                 }
             }
+            if clients.refused > 0 && refused == 0 {
+                warn(
+                    "the kernel refused a socket for a client (descriptors or memory): \
+                      its requests are answered on the group's socket"
+                        .into(),
+                );
+            }
+            c.client_sockets = clients.opened;
         }
         if gso && !r.gso() {
             gso = false;
-            warnings.lock().unwrap_or_else(|e| e.into_inner()).push(
+            warn(
                 "the kernel refused a UDP GSO answer (path MTU below the answer, or no \
                  checksum offload): this worker answers one datagram per message"
                     .into(),
@@ -618,6 +608,118 @@ fn serve(
         }
     }
     publish(sh, &c);
+}
+
+/// Turns the `n` datagrams of the last receive into answers in place,
+/// counting each; `answers` gets `(datagram, answer length)` of those
+/// to send.
+fn answer_all(
+    r: &mut Reflector,
+    n: usize,
+    (sources, allow, max_response): (bool, &[Prefix], usize),
+    answers: &mut Vec<(usize, usize)>,
+    c: &mut ServerCounts,
+) {
+    for i in 0..n {
+        let len = r.datagram(i).len();
+        if r.truncated(i) {
+            c.malformed += 1;
+            continue;
+        }
+        let source = if sources { r.source(i) } else { None };
+        let out = match decide(r.slot_mut(i), len, source, allow, max_response) {
+            Decision::Answer(out) => out,
+            Decision::Malformed => {
+                c.malformed += 1;
+                continue;
+            }
+            Decision::TooLarge => {
+                c.too_large += 1;
+                continue;
+            }
+        };
+        c.requests += 1;
+        c.bytes_in += len as u64;
+        answers.push((i, out));
+    }
+}
+
+/// Sends `answers` on `sock` (connected to `peer`, if it is a client's),
+/// skipping an answer the kernel refuses, and counts them.
+fn send_all(
+    r: &mut Reflector,
+    sock: &UdpSocket,
+    peer: Option<SocketAddr>,
+    answers: &mut [(usize, usize)],
+    c: &mut ServerCounts,
+) {
+    let mut done = 0;
+    while done < answers.len() {
+        match r.reply(sock, &mut answers[done..], peer) {
+            Ok(0) => break,
+            Ok(m) => {
+                c.answered += m as u64;
+                c.bytes_out += answers[done..done + m]
+                    .iter()
+                    .map(|a| a.1 as u64)
+                    .sum::<u64>();
+                done += m;
+                c.reply_messages = r.messages();
+            }
+            Err(_) => {
+                // the first message of the rest was refused: skip it
+                c.reply_errors += 1;
+                done += 1;
+            }
+        }
+    }
+}
+
+/// One of the server's sockets, bound to `addr` and set up as `cfg`
+/// says (SO_REUSEPORT, buffers, non-blocking or a receive timeout,
+/// SO_BUSY_POLL).
+fn open_socket(addr: SocketAddr, cfg: &ServerConfig) -> Result<socket2::Socket, RrError> {
+    let sock_err = |what: String| move |e| RrError::Socket { what, source: e };
+    let domain = socket2::Domain::for_address(addr);
+    let s = socket2::Socket::new(domain, socket2::Type::DGRAM, None)
+        .map_err(sock_err("open a UDP socket".into()))?;
+    if cfg.reuseport {
+        s.set_reuse_port(true)
+            .map_err(sock_err("set SO_REUSEPORT".into()))?;
+    }
+    if addr.is_ipv6() {
+        s.set_only_v6(false).ok();
+    }
+    s.bind(&addr.into())
+        .map_err(sock_err(format!("bind {addr}")))?;
+    s.set_recv_buffer_size(4 << 20).ok();
+    s.set_send_buffer_size(4 << 20).ok();
+    if cfg.spin {
+        s.set_nonblocking(true)
+            .map_err(sock_err("set O_NONBLOCK".into()))?;
+    } else {
+        s.set_read_timeout(Some(Duration::from_millis(50)))
+            .map_err(sock_err("set a receive timeout".into()))?;
+    }
+    if cfg.busy_poll_us > 0 {
+        linerate_backend::sockopt::set_busy_poll(&s, cfg.busy_poll_us).map_err(sock_err(
+            format!("set SO_BUSY_POLL {} us", cfg.busy_poll_us),
+        ))?;
+    }
+    Ok(s)
+}
+
+/// A socket for the client at `peer`: bound where the group's sockets
+/// are (`local`, with SO_REUSEPORT) and connected to the client
+/// ([`crate::clients`]).
+fn client_socket(
+    local: SocketAddr,
+    cfg: &ServerConfig,
+    peer: SocketAddr,
+) -> std::io::Result<UdpSocket> {
+    let s = open_socket(local, cfg).map_err(std::io::Error::other)?;
+    s.connect(&peer.into())?;
+    Ok(UdpSocket::from(s))
 }
 
 /// How long a worker sleeps after a receive that took `got` datagrams

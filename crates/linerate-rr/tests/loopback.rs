@@ -29,6 +29,7 @@ fn server_cfg(cores: Vec<usize>, steering: Steering) -> ServerConfig {
         gso: true,
         spin: false,
         coalesce: std::time::Duration::ZERO,
+        client_sockets: 0,
         intervals_kept: linerate_rr::INTERVALS_KEPT,
     }
 }
@@ -197,6 +198,84 @@ fn a_spinning_server_answers_every_request_and_stops_when_told() {
     assert_eq!(s.total.answered, t.sent);
     assert_eq!(s.total.bytes_out, t.sent * 200);
     assert_eq!(s.json()["recipe"]["spin"], true);
+}
+
+/// A spinning server opens a connected socket for each client up to its
+/// bound and answers there: with 4 flows (4 source ports) and room for 2,
+/// two flows get sockets and the other two stay on the group's socket;
+/// every request is answered exactly once either way, bound to the
+/// loopback address or to every address (where connecting moves the
+/// socket out of the wildcard's hash chain).
+#[test]
+fn a_spinning_server_answers_its_clients_on_connected_sockets_up_to_its_bound() {
+    for bind in ["127.0.0.1:0", "0.0.0.0:0", "[::]:0"] {
+        let cfg = ServerConfig {
+            bind: bind.parse().unwrap(),
+            spin: true,
+            client_sockets: 2,
+            ..server_cfg(vec![], Steering::Hash)
+        };
+        let (c, s) = with_server(&cfg, |addr| {
+            let to = SocketAddr::new("127.0.0.1".parse().unwrap(), addr.port());
+            run(&ClientConfig {
+                busy_poll: true,
+                ..client_cfg(to)
+            })
+        });
+        let t = &c.total;
+        assert!(t.completed > 100, "{bind}: {t:?}");
+        assert_eq!(
+            t.lost + t.late + t.duplicate + t.unknown,
+            0,
+            "{bind}: {t:?}"
+        );
+        assert_eq!(s.total.requests, t.sent, "{bind}");
+        assert_eq!(s.total.answered, t.sent, "{bind}");
+        assert_eq!(s.total.client_sockets, 2, "{bind}: {:?}", s.total);
+        let on = s.total.requests_on_client_sockets;
+        // two of four flows, each as busy as the others: about half
+        assert!(
+            on > t.sent / 4 && on < t.sent * 3 / 4,
+            "{bind}: {on} of {} on the clients' sockets",
+            t.sent
+        );
+        assert_eq!(s.json()["recipe"]["client_sockets"], 2);
+    }
+}
+
+/// One client, ping-pong: after its first request, every request comes
+/// by its connected socket; with `client_sockets: 0` none does.
+#[test]
+fn a_ping_pong_client_moves_to_its_connected_socket() {
+    for (room, sockets) in [(16, 1), (0, 0)] {
+        let cfg = ServerConfig {
+            spin: true,
+            client_sockets: room,
+            ..server_cfg(vec![], Steering::Hash)
+        };
+        let (c, s) = with_server(&cfg, |addr| {
+            run(&ClientConfig {
+                busy_poll: true,
+                flows: 1,
+                load: Load::Closed { outstanding: 1 },
+                ..client_cfg(addr)
+            })
+        });
+        let t = &c.total;
+        assert!(t.completed > 100, "{t:?}");
+        assert_eq!(t.lost + t.late + t.duplicate + t.unknown, 0, "{t:?}");
+        assert_eq!((s.total.requests, s.total.answered), (t.sent, t.sent));
+        assert_eq!(s.total.client_sockets, sockets);
+        let on = s.total.requests_on_client_sockets;
+        if sockets == 1 {
+            // the first request opens the socket (after its answer, so
+            // the second may still come to the group's socket: one in
+            // flight); the rest come by it
+            assert!((t.sent - 2..t.sent).contains(&on), "{:?}", s.total);
+        } else {
+            assert_eq!(on, 0);
+        }
+    }
 }
 
 #[test]

@@ -78,6 +78,10 @@ pub struct ServerArgs {
     /// batches, fewer wake-ups, less CPU a request, up to US more latency (not with --spin).
     #[arg(long, value_name = "US", default_value_t = 0, conflicts_with = "tcp")]
     coalesce: u32,
+    /// With --spin: a socket connected to each of up to N clients a worker (default 16, 0: none,
+    /// at most 1024), found by the kernel without the route lookups of the group's socket.
+    #[arg(long, value_name = "N", conflicts_with = "tcp")]
+    client_sockets: Option<usize>,
     /// Send every answer as its own datagram message. By default answers
     /// of one length to one client in a batch leave as one UDP GSO message
     /// (one trip down the stack; the kernel or a NIC with USO cuts it).
@@ -207,19 +211,15 @@ impl ServerArgs {
             busy_poll_us: self.busy_poll,
             spin: self.spin,
             coalesce_us: self.coalesce,
+            client_sockets: self.client_sockets,
             no_gso: self.no_gso,
             max_conns: self.max_conns,
             max_per_source: self.max_per_source,
             idle_timeout_s: self.idle_timeout,
             max_message: self.max_message,
             interval: self.out.interval()?,
-            // A server may run for days: its intervals are kept only for
-            // an output that carries the end document.
-            intervals_kept: if self.out.document_wanted() {
-                linerate_rr::INTERVALS_KEPT
-            } else {
-                0
-            },
+            // intervals kept only for an output with the end document: a server may run for days
+            intervals_kept: usize::from(self.out.document_wanted()) * linerate_rr::INTERVALS_KEPT,
         })
     }
 }

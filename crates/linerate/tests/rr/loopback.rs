@@ -45,6 +45,26 @@ fn rr_refuses_impossible_settings_with_a_clear_message() {
         "--spin never sleeps",
     );
     fails_with(
+        &[&srv[..], &["--client-sockets", "4"]].concat(),
+        "--client-sockets is for spinning workers (--spin)",
+    );
+    fails_with(
+        &[
+            &srv[..],
+            &["--client-sockets", "4", "--spin", "--no-reuseport"],
+        ]
+        .concat(),
+        "not with --no-reuseport",
+    );
+    fails_with(
+        &[&srv[..], &["--client-sockets", "1025", "--spin"]].concat(),
+        "--client-sockets is at most 1024, not 1025",
+    );
+    fails_with(
+        &[&srv[..], &["--tcp", "--client-sockets", "4"]].concat(),
+        "cannot be used with",
+    );
+    fails_with(
         &[&srv[..], &["--coalesce", "100", "--batch", "1"]].concat(),
         "needs --batch above 1",
     );

@@ -395,3 +395,95 @@ fn rr_client_busy_poll_spins_and_completes() {
     );
     drop(server);
 }
+
+/// UDP sockets in the rig host's namespace connected to a peer (not the
+/// listening ones): `ss` rows in state ESTAB on `port`.
+fn connected_udp(rig: &Rig, host: usize, port: u16) -> usize {
+    let out = rig
+        .command(host, "ss")
+        .args(["-Huan", "state", "established", &format!("sport = :{port}")])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+/// A spinning server answers a ping-pong client across the rig on a socket
+/// connected to it (found by the kernel's early demultiplexing, with its
+/// route cached): the socket is there while the client runs, every request
+/// after the first one or two comes by it, and each is answered once;
+/// with `--client-sockets 0` there is none. IPv4 and IPv6.
+#[test]
+fn a_spinning_server_answers_its_client_on_a_connected_socket() {
+    if should_skip(
+        "a_spinning_server_answers_its_client_on_a_connected_socket",
+        &[require_root(), require_program("ip"), require_program("ss")],
+    ) {
+        return;
+    }
+    let rig = Rig::pair().unwrap();
+    for (v6, room) in [(false, None), (true, None), (false, Some("0"))] {
+        let server_ip = if v6 {
+            rig.host(1).ipv6.to_string()
+        } else {
+            rig.host(1).ipv4.to_string()
+        };
+        let port = support::free_port();
+        let mut cmd = rig.command(1, env!("CARGO_BIN_EXE_linerate"));
+        cmd.args(["rr", "server", "-B", &server_ip, "-p", &port.to_string()])
+            .args(["--cores", "1", "--spin", "-t", "2.5", "-i", "0", "--json"]);
+        if let Some(n) = room {
+            cmd.args(["--client-sockets", n]);
+        }
+        let server = Proc::spawn(&mut cmd);
+        wait_udp(&rig, 1, port);
+        let client = Proc::spawn(
+            rig.command(0, env!("CARGO_BIN_EXE_linerate"))
+                .args(["rr", "client", &server_ip, "-p", &port.to_string()])
+                .args([
+                    "--busy-poll",
+                    "--cores",
+                    "0",
+                    "-t",
+                    "1",
+                    "-i",
+                    "0",
+                    "--json",
+                ]),
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        let connected = connected_udp(&rig, 1, port);
+        let out = client.wait(Duration::from_secs(10));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let c: Value = json(&out.stdout);
+        let s_out = server.wait(Duration::from_secs(10));
+        assert!(
+            s_out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&s_out.stderr)
+        );
+        let s: Value = json(&s_out.stdout);
+        let sent = u(&c, "counts.sent");
+        assert!(sent > 1000, "{c}");
+        assert_eq!(u(&c, "counts.completed"), sent, "{c}");
+        assert_eq!(u(&s, "counts.requests"), sent, "{s}");
+        assert_eq!(u(&s, "counts.answered"), sent, "{s}");
+        let on = u(&s, "counts.requests_on_client_sockets");
+        if room.is_none() {
+            assert_eq!(connected, 1, "v6 {v6}: one socket connected to the client");
+            assert_eq!(u(&s, "counts.client_sockets"), 1, "{s}");
+            assert!(
+                (sent - 2..sent).contains(&on),
+                "v6 {v6}: {on} of {sent}: {s}"
+            );
+            assert_eq!(s["recipe"]["client_sockets"], 16, "{s}");
+        } else {
+            assert_eq!(connected, 0);
+            assert_eq!((u(&s, "counts.client_sockets"), on), (0, 0), "{s}");
+            assert_eq!(s["recipe"]["client_sockets"], 0, "{s}");
+        }
+    }
+}
