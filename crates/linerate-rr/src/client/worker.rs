@@ -508,7 +508,15 @@ impl<'a> Worker<'a> {
                 .and_then(|s| s.local_addr().ok())
                 .map(|a| a.ip()),
         );
-        let mut set = EpollSet::new(socks).ok();
+        // Only a worker that waits in epoll registers its flows there: a
+        // registration hangs an entry on each socket's wait queue, and the
+        // kernel then takes the queue's lock and runs epoll's callback for
+        // every answer received and every request sent (2.7% of a spinning
+        // ping-pong pair's CPU, on the round trip's path: bench/HISTORY.md,
+        // session 37).
+        let mut set = (!self.cfg.busy_poll && !blocking)
+            .then(|| EpollSet::new(socks).ok())
+            .flatten();
         let mut fds: Vec<PollFd> = socks
             .iter()
             .map(|s| PollFd::new(s.as_fd(), PollFlags::POLLIN))

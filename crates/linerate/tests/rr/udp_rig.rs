@@ -487,3 +487,49 @@ fn a_spinning_server_answers_its_client_on_a_connected_socket() {
         }
     }
 }
+
+/// epoll instances a process holds (`/proc/PID/fd` links to
+/// `anon_inode:[eventpoll]`).
+fn epoll_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| {
+            d.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+                .filter(|l| l.to_string_lossy() == "anon_inode:[eventpoll]")
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// The rr client registers its flows in an epoll set only where it waits
+/// there (several flows, sleeping): spinning (`--busy-poll`) or waiting in
+/// the receive itself (one flow, closed loop) it holds none, so the kernel
+/// runs no epoll callback for each of its datagrams.
+#[test]
+fn rr_client_registers_in_epoll_only_where_it_waits_there() {
+    let port = support::free_port().to_string();
+    let server = Proc::spawn(
+        linerate()
+            .args(["rr", "server", "-B", "127.0.0.1", "-p", &port])
+            .args(["-t", "6", "--steering", "hash", "--cores", "0"]),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    for (extra, want) in [
+        (&["--busy-poll", "--flows", "4"][..], 0),
+        (&[][..], 0),
+        (&["--flows", "4"][..], 1),
+    ] {
+        let mut cmd = linerate();
+        cmd.args(["rr", "client", "127.0.0.1", "-p", &port, "-t", "1", "-J"])
+            .args(["--cores", "0"])
+            .args(extra);
+        let child = cmd.stdout(std::process::Stdio::piped()).spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        let held = epoll_fds(child.id());
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        let v = json(&out.stdout);
+        assert!(u(&v, "counts.completed") > 100, "{v}");
+        assert_eq!(held, want, "{extra:?}: epoll instances held");
+    }
+    drop(server);
+}
