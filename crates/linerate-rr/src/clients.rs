@@ -34,7 +34,8 @@ pub const LISTENER_EVERY: u32 = 16;
 pub const STAY_MAX: u32 = 8;
 /// A client's socket with no datagram for this long is closed.
 pub const IDLE_NS: u64 = 1_000_000_000;
-/// Polls between two looks for idle sockets (one coarse clock read).
+/// Polls (empty or not) between two looks for idle sockets (one coarse
+/// clock read).
 const SWEEP_EVERY: u32 = 1 << 14;
 
 /// One client's connected socket.
@@ -107,9 +108,14 @@ impl Clients {
         self.conns.is_empty()
     }
 
-    /// Chooses the socket the next receive reads and returns it.
+    /// Chooses the socket the next receive reads and returns it; every
+    /// [`SWEEP_EVERY`] polls, first closes the sockets of clients silent
+    /// for [`IDLE_NS`].
     pub fn next<'a>(&'a mut self, listener: &'a UdpSocket) -> &'a UdpSocket {
         self.polls = self.polls.wrapping_add(1);
+        if self.polls.is_multiple_of(SWEEP_EVERY) && !self.conns.is_empty() {
+            self.sweep(coarse_ns());
+        }
         let every = if self.listener_busy {
             2
         } else {
@@ -149,15 +155,11 @@ impl Clients {
         }
     }
 
-    /// The last receive found nothing; every [`SWEEP_EVERY`] polls, closes
-    /// the sockets of clients silent for [`IDLE_NS`].
+    /// The last receive found nothing.
     pub fn empty(&mut self) {
         match self.cur {
             Cur::Listener => self.listener_busy = false,
             Cur::Conn(_) => self.stay = 0,
-        }
-        if self.polls.is_multiple_of(SWEEP_EVERY) && !self.conns.is_empty() {
-            self.sweep(coarse_ns());
         }
     }
 
@@ -214,7 +216,12 @@ impl Clients {
                 });
                 self.opened += 1;
             }
-            Err(_) => self.refused += 1,
+            Err(_) => {
+                // Descriptors or memory are short: no more tries this run
+                // (each would cost a request its system calls for nothing).
+                self.refused += 1;
+                self.max = self.conns.len();
+            }
         }
     }
 }
@@ -287,10 +294,19 @@ mod tests {
             c.offer(client(2000 + p), &opener());
         }
         assert_eq!((c.len(), c.opened, c.refused), (2, 2, 0));
+        // after a refusal, no more tries
         let mut d = Clients::new(2);
-        d.next(l);
-        d.offer(client(1), &|_| Err(std::io::Error::other("EMFILE")));
-        assert_eq!((d.len(), d.refused), (0, 1));
+        let tries = std::cell::Cell::new(0);
+        let refuse = |_| {
+            tries.set(tries.get() + 1);
+            Err(std::io::Error::other("EMFILE"))
+        };
+        for p in 0..3 {
+            while d.next(l).local_addr().unwrap() != l.local_addr().unwrap() {}
+            d.offer(client(p), &refuse);
+        }
+        assert_eq!((d.len(), d.refused, tries.get()), (0, 1, 1));
+        assert!(!d.has_room());
     }
 
     /// Which socket each of `n` polls reads, by its port; `got(port)`
@@ -382,6 +398,23 @@ mod tests {
         c.next(l);
         c.offer(client(2), &opener());
         assert_eq!((c.len(), c.opened), (1, 2));
+    }
+
+    #[test]
+    fn the_polls_themselves_close_a_silent_clients_socket() {
+        let l = &socks(1)[0];
+        let mut c = with_clients(1, l);
+        // as if its last datagram came long ago; the client's socket keeps
+        // giving nothing, the group's socket is busy: no empty poll there
+        c.conns[0].last_ns = 0;
+        let lp = port(l);
+        let t = turns(&mut c, l, SWEEP_EVERY as usize, |p| p == lp);
+        assert_eq!(
+            (c.len(), c.closed),
+            (0, 1),
+            "closed within {} polls",
+            t.len()
+        );
     }
 
     #[test]
