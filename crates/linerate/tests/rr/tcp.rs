@@ -2,7 +2,7 @@
 //! connection churn.
 
 use crate::support;
-use crate::support::json;
+use crate::support::{json, json_of};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
@@ -52,13 +52,7 @@ fn rr_over_tcp_json_keys_and_counts() {
     // let the server see the clients' last closes
     std::thread::sleep(Duration::from_millis(200));
     server.interrupt();
-    let s_out = server.wait(Duration::from_secs(10));
-    assert!(
-        s_out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&s_out.stderr)
-    );
-    let s: Value = json(&s_out.stdout);
+    let s = json_of(server, Duration::from_secs(10));
     let s = if s["end"]["outcome"].is_null() {
         &s
     } else {

@@ -2,7 +2,7 @@
 //! counts, no amplification, the server's recipe switches, busy polling.
 
 use crate::support;
-use crate::support::{Proc, json, linerate, u};
+use crate::support::{Proc, json, json_of, linerate, u};
 use linerate_lab::Rig;
 use linerate_testkit::{require_program, require_root, should_skip};
 use serde_json::Value;
@@ -99,13 +99,7 @@ fn across_rig(v6: bool) {
         String::from_utf8_lossy(&out.stderr)
     );
     let c: Value = json(&out.stdout);
-    let s_out = server.wait(Duration::from_secs(10));
-    assert!(
-        s_out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&s_out.stderr)
-    );
-    let s: Value = json(&s_out.stdout);
+    let s = json_of(server, Duration::from_secs(10));
     let after = rig.stats(1).unwrap();
     let ip_in = ip_received(&rig, 1, v6) - ip_before;
 
@@ -452,20 +446,8 @@ fn a_spinning_server_answers_its_client_on_a_connected_socket() {
         );
         std::thread::sleep(Duration::from_millis(500));
         let connected = connected_udp(&rig, 1, port);
-        let out = client.wait(Duration::from_secs(10));
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let c: Value = json(&out.stdout);
-        let s_out = server.wait(Duration::from_secs(10));
-        assert!(
-            s_out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&s_out.stderr)
-        );
-        let s: Value = json(&s_out.stdout);
+        let c = json_of(client, Duration::from_secs(10));
+        let s = json_of(server, Duration::from_secs(10));
         let sent = u(&c, "counts.sent");
         assert!(sent > 1000, "{c}");
         assert_eq!(u(&c, "counts.completed"), sent, "{c}");

@@ -223,6 +223,18 @@ pub fn json(out: &[u8]) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("bad JSON ({e}): {}", String::from_utf8_lossy(out)))
 }
 
+/// Waits for `p` (at most `limit`), asserts that it succeeded, and parses
+/// its standard output as JSON.
+pub fn json_of(p: Proc, limit: std::time::Duration) -> serde_json::Value {
+    let out = p.wait(limit);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json(&out.stdout)
+}
+
 /// Runs `cmd`, requires success (its stderr in the failure), and parses
 /// its standard output as JSON.
 pub fn json_ok(cmd: &mut Command) -> serde_json::Value {
