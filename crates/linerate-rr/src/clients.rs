@@ -9,8 +9,8 @@
 //! input route, with the route cached on the socket for the way in and
 //! for the way out; the kernel prefers it to the group's for that
 //! client's datagrams (an exact match scores higher). On the two-namespace
-//! rig's default path that is about a tenth more ping-pong transactions
-//! a second (bench/HISTORY.md, session 37).
+//! rig that is 11-16% more ping-pong transactions a second, in both
+//! placements (bench/HISTORY.md, session 37).
 //!
 //! The worker polls its sockets in turn ([`Clients::next`]): again the one
 //! that just gave datagrams (a ping-pong client's next request comes to
