@@ -47,6 +47,11 @@ fn context(what: String) -> impl FnOnce(std::io::Error) -> SetupError {
     }
 }
 
+/// What blast says of `-l` (iperf3's payload length), which it refuses.
+pub const NOT_A_FRAME_SIZE: &str = "blast sizes frames on the wire: give --size (64 to 9216 bytes, \
+    FCS included); -l is iperf3's payload length (a UDP payload of L bytes over IPv4 is a frame \
+    of L + 46)";
+
 /// `--duration` checked: 0.01 to 86400 seconds.
 pub fn duration(s: f64) -> Result<Duration, SetupError> {
     if !(0.01..=86400.0).contains(&s) {

@@ -125,6 +125,8 @@ struct UdpRecipe {
     spin: bool,
     coalesce_us: u64,
     client_sockets: usize,
+    /// The interface answered on over AF_XDP (null: the sockets).
+    af_xdp: Option<String>,
 }
 
 impl<'a> ServerDoc<'a> {
@@ -133,6 +135,9 @@ impl<'a> ServerDoc<'a> {
         ServerDoc {
             listen: r.local.to_string(),
             steering: match (c.reuseport, c.steering, &r.steering_note) {
+                _ if c.af_xdp.is_some() => {
+                    "queues: an XDP program takes UDP to the port from each receive queue to the AF_XDP socket of that queue's worker"
+                }
                 (false, ..) => "none: one socket shared by every worker (no SO_REUSEPORT)",
                 (true, Steering::Cpu, None) => {
                     "cpu: a classic BPF program on the SO_REUSEPORT group hands each request to the socket of the CPU it was processed on"
@@ -148,10 +153,16 @@ impl<'a> ServerDoc<'a> {
                 spin: c.spin,
                 coalesce_us: u64::try_from(c.coalesce.as_micros()).unwrap_or(u64::MAX),
                 client_sockets: c.client_sockets,
+                af_xdp: c.af_xdp.clone(),
             },
             steering_note: &r.steering_note,
             warnings: &r.warnings,
-            counted_by: "server: datagrams received and answered on its sockets",
+            counted_by: match c.af_xdp {
+                Some(_) => {
+                    "server: request frames taken from its AF_XDP sockets' receive rings and answers posted on their send rings"
+                }
+                None => "server: datagrams received and answered on its sockets",
+            },
             shared: ServerCountsDoc::of(
                 &r.workers,
                 &r.total,

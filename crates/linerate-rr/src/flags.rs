@@ -32,6 +32,9 @@ pub struct ServerFlags {
     /// `--spin`, else none).
     pub client_sockets: Option<usize>,
     pub no_gso: bool,
+    /// `--af-xdp IFACE` (UDP): answer over AF_XDP on that interface
+    /// ([`crate::xdp`]).
+    pub af_xdp: Option<String>,
     pub max_conns: usize,
     pub max_per_source: usize,
     pub idle_timeout_s: f64,
@@ -177,11 +180,16 @@ impl ServerFlags {
             pin: !self.no_pin,
             busy_poll_us: self.busy_poll_us,
             gso: !self.no_gso,
-            spin: self.spin,
+            spin: self.spin || self.af_xdp.is_some(),
             coalesce: std::time::Duration::from_micros(u64::from(self.coalesce_us)),
             intervals_kept: self.intervals_kept,
-            client_sockets: self.client_sockets()?,
+            client_sockets: match self.af_xdp {
+                Some(_) => 0,
+                None => self.client_sockets()?,
+            },
+            af_xdp: self.af_xdp.clone(),
         };
+        self.check_af_xdp()?;
         check_busy_poll(self.busy_poll_us)?;
         check_coalesce(self.coalesce_us, self.batch, self.spin)?;
         if self.no_reuseport && self.steering != "cpu" {
@@ -191,6 +199,33 @@ impl ServerFlags {
             ));
         }
         Ok(cfg)
+    }
+
+    /// `--af-xdp`: its workers spin on the socket's rings and the
+    /// interface's queues decide which worker a request reaches, so the
+    /// socket recipe's switches do not apply.
+    fn check_af_xdp(&self) -> Result<(), RrError> {
+        let Some(iface) = &self.af_xdp else {
+            return Ok(());
+        };
+        if iface.is_empty() {
+            return Err(config("--af-xdp needs an interface's name".into()));
+        }
+        let given = [
+            (self.busy_poll_us > 0, "--busy-poll"),
+            (self.coalesce_us > 0, "--coalesce"),
+            (self.client_sockets.is_some(), "--client-sockets"),
+            (self.no_reuseport, "--no-reuseport"),
+            (self.no_gso, "--no-gso"),
+            (self.steering != "cpu", "--steering"),
+        ];
+        match given.iter().find(|g| g.0) {
+            Some((_, flag)) => Err(config(format!(
+                "{flag} is for the socket server: --af-xdp answers from the interface's queues \
+                 (its workers spin on their rings; the NIC's queues steer the requests)"
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// How many connected sockets each UDP worker may open for clients.
@@ -216,6 +251,11 @@ impl ServerFlags {
 
     /// The TCP server's configuration, checked.
     pub fn tcp_config(&self) -> Result<TcpServerConfig, RrError> {
+        if self.af_xdp.is_some() {
+            return Err(config(
+                "--af-xdp answers UDP requests: the TCP server keeps to its sockets".into(),
+            ));
+        }
         let cores = self.cores();
         let cfg = TcpServerConfig {
             bind: SocketAddr::new(self.bind, self.port),
@@ -252,9 +292,13 @@ impl ServerFlags {
             pin: !self.no_pin,
             busy_poll_us: self.busy_poll_us,
             gso: !self.no_gso,
-            spin: self.spin,
+            spin: self.spin || self.af_xdp.is_some(),
             coalesce_us: self.coalesce_us,
-            client_sockets: self.client_sockets().unwrap_or(0),
+            client_sockets: match self.af_xdp {
+                Some(_) => 0,
+                None => self.client_sockets().unwrap_or(0),
+            },
+            af_xdp: self.af_xdp.as_deref(),
         };
         serde_json::to_value(doc).unwrap_or_default()
     }
@@ -379,6 +423,7 @@ struct UdpServerStart<'a> {
     spin: bool,
     coalesce_us: u32,
     client_sockets: usize,
+    af_xdp: Option<&'a str>,
 }
 
 /// The TCP server's `start.config`.
@@ -438,6 +483,7 @@ mod tests {
             coalesce_us: 0,
             client_sockets: None,
             no_gso: false,
+            af_xdp: None,
             max_conns: 10_000,
             max_per_source: 1_000,
             idle_timeout_s: 60.0,
@@ -586,6 +632,93 @@ mod tests {
     }
 
     #[test]
+    fn af_xdp_spins_and_refuses_the_socket_recipes_switches() {
+        let xdp = |f: ServerFlags| ServerFlags {
+            af_xdp: Some("lr-vb".into()),
+            ..f
+        };
+        let c = xdp(server()).udp_config().unwrap();
+        assert_eq!(c.af_xdp.as_deref(), Some("lr-vb"));
+        assert!(c.spin, "AF_XDP workers spin");
+        assert_eq!(c.client_sockets, 0);
+        let c = xdp(ServerFlags {
+            spin: true,
+            ..server()
+        })
+        .udp_config()
+        .unwrap();
+        assert_eq!(
+            c.client_sockets, 0,
+            "no sockets for clients: the rings answer"
+        );
+        let bad = |f: ServerFlags| message(xdp(f).udp_config().unwrap_err());
+        for (f, flag) in [
+            (
+                ServerFlags {
+                    busy_poll_us: 50,
+                    ..server()
+                },
+                "--busy-poll",
+            ),
+            (
+                ServerFlags {
+                    coalesce_us: 100,
+                    ..server()
+                },
+                "--coalesce",
+            ),
+            (
+                ServerFlags {
+                    client_sockets: Some(4),
+                    ..server()
+                },
+                "--client-sockets",
+            ),
+            (
+                ServerFlags {
+                    no_reuseport: true,
+                    ..server()
+                },
+                "--no-reuseport",
+            ),
+            (
+                ServerFlags {
+                    no_gso: true,
+                    ..server()
+                },
+                "--no-gso",
+            ),
+            (
+                ServerFlags {
+                    steering: "hash".into(),
+                    ..server()
+                },
+                "--steering",
+            ),
+        ] {
+            let m = bad(f);
+            assert!(
+                m.starts_with(&format!("{flag} is for the socket server")),
+                "{m}"
+            );
+        }
+        let empty = ServerFlags {
+            af_xdp: Some(String::new()),
+            ..server()
+        };
+        assert_eq!(
+            message(empty.udp_config().unwrap_err()),
+            "--af-xdp needs an interface's name"
+        );
+        assert!(
+            message(xdp(server()).tcp_config().unwrap_err()).starts_with("--af-xdp answers UDP")
+        );
+        let start = xdp(server()).udp_start("127.0.0.1:5300".parse().unwrap());
+        assert_eq!(start["af_xdp"], "lr-vb");
+        assert_eq!(start["spin"], true);
+    }
+
+    #[test]
     fn start_configs_keep_their_keys_in_order() {
         let at: SocketAddr = "127.0.0.1:5300".parse().unwrap();
         let keys =
@@ -605,7 +738,8 @@ mod tests {
                 "gso",
                 "spin",
                 "coalesce_us",
-                "client_sockets"
+                "client_sockets",
+                "af_xdp"
             ]
         );
         assert_eq!(

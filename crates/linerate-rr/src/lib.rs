@@ -21,6 +21,7 @@ pub mod server;
 pub mod spin;
 pub mod tcp;
 pub mod track;
+pub mod xdp;
 
 pub use client::{
     ClientConfig, ClientReport, Interval, Load, TcpClient, run_client, run_tcp_client,

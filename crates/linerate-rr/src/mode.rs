@@ -49,6 +49,18 @@ impl Bound {
     pub fn listening_line(&self, human: bool, cores: &[usize]) -> String {
         let (at, tcp) = (self.local_addr(), matches!(self, Bound::Tcp(_)));
         let transport = if tcp { "TCP" } else { "UDP" };
+        if let Bound::Udp(s) = self
+            && let Some((iface, n)) = s.af_xdp()
+        {
+            let line = format!("rr server listening on {at} (UDP over AF_XDP on {iface})");
+            return match human {
+                true => format!(
+                    "{line}, {n} workers on CPUs {:?}",
+                    &cores[..n.min(cores.len())]
+                ),
+                false => format!("linerate: {line}"),
+            };
+        }
         match (human, tcp) {
             (true, _) => format!(
                 "rr server listening on {at} ({transport}), {} workers on CPUs {cores:?}",

@@ -75,6 +75,7 @@ fn server_report(steering_note: Option<String>) -> ServerReport {
             spin: false,
             coalesce: Duration::ZERO,
             client_sockets: 0,
+            af_xdp: None,
             intervals_kept: 1,
         },
         local: addr("198.18.0.1:9000"),

@@ -11,6 +11,7 @@ use crate::clients::{Clients, Opener};
 use crate::spin::{Fill, Spin};
 use crate::{Prefix, RrError, pin};
 use linerate_backend::udp_rr::{Reflector, attach_cpu_select};
+use linerate_backend::xsk::XskFwd;
 use linerate_wire::{RR_HEADER_LEN, RrHeader};
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
@@ -72,6 +73,9 @@ pub struct ServerConfig {
     /// the group's socket (0: none; only with `spin` and `reuseport`):
     /// [`crate::clients`].
     pub client_sockets: usize,
+    /// Answer over AF_XDP on this interface ([`crate::xdp`]): spinning
+    /// workers, one per queue at most; the sockets only hold the port.
+    pub af_xdp: Option<String>,
 }
 
 /// How many intervals a server keeps for its end document when one is
@@ -174,6 +178,42 @@ pub struct Server {
     socks: Vec<UdpSocket>,
     local: SocketAddr,
     steering_note: Option<String>,
+    xdp: Option<XdpPort>,
+}
+
+/// The interface an AF_XDP server answers on, and its workers' sockets.
+#[derive(Debug)]
+struct XdpPort {
+    iface: String,
+    mac: [u8; 6],
+    mtu: usize,
+    /// One forwarder a worker (each holding one or more queues' sockets).
+    workers: Vec<XskFwd>,
+}
+
+/// Opens AF_XDP on `iface` for UDP to `port`, split between at most
+/// `workers` workers (no more than the interface has queues); says so
+/// when there are fewer queues than workers asked.
+fn open_xdp(iface: &str, port: u16, workers: usize) -> Result<(XdpPort, Option<String>), RrError> {
+    let err = |what: String| move |e| RrError::Socket { what, source: e };
+    let mac = linerate_backend::iface::mac(iface).map_err(err(format!("read {iface}'s MAC")))?;
+    let mtu = linerate_backend::iface::mtu(iface).map_err(err(format!("read {iface}'s MTU")))?;
+    let filter = linerate_backend::xdp::RxFilter::Udp(Some((port, port)));
+    let x = XskFwd::open(iface, 4096, filter)
+        .map_err(err(format!("open AF_XDP sockets on {iface}")))?;
+    let queues = x.queues();
+    let n = workers.clamp(1, queues.max(1));
+    let note = (n < workers).then(|| {
+        format!("{iface} has {queues} receive queue(s): {n} AF_XDP worker(s), not {workers}")
+    });
+    let workers = x.split(n).map_err(err(format!("share {iface}'s queues")))?;
+    let port = XdpPort {
+        iface: iface.to_string(),
+        mac,
+        mtu,
+        workers,
+    };
+    Ok((port, note))
 }
 
 impl Server {
@@ -201,8 +241,13 @@ impl Server {
         let sock_err = |what: String| move |e| RrError::Socket { what, source: e };
         let mut socks = Vec::with_capacity(n);
         let mut addr = cfg.bind;
-        // Without SO_REUSEPORT: one socket, every worker receiving from it.
-        let opened = if cfg.reuseport { n } else { 1 };
+        // Without SO_REUSEPORT: one socket, every worker receiving from it;
+        // over AF_XDP one socket holds the port.
+        let opened = if cfg.reuseport && cfg.af_xdp.is_none() {
+            n
+        } else {
+            1
+        };
         for i in 0..opened {
             let s = open_socket(addr, cfg)?;
             if i == 0 {
@@ -214,6 +259,16 @@ impl Server {
                     .unwrap_or(addr);
             }
             socks.push(UdpSocket::from(s));
+        }
+        if let Some(iface) = &cfg.af_xdp {
+            let (xdp, note) = open_xdp(iface, addr.port(), n)?;
+            return Ok(Self {
+                cfg: cfg.clone(),
+                socks,
+                local: addr,
+                steering_note: note,
+                xdp: Some(xdp),
+            });
         }
         while socks.len() < n {
             let dup = socks[0]
@@ -248,6 +303,7 @@ impl Server {
             socks,
             local: addr,
             steering_note,
+            xdp: None,
         })
     }
 
@@ -255,60 +311,34 @@ impl Server {
         self.local
     }
 
+    /// Over AF_XDP: the interface and how many workers answer on it.
+    pub fn af_xdp(&self) -> Option<(&str, usize)> {
+        self.xdp
+            .as_ref()
+            .map(|x| (x.iface.as_str(), x.workers.len()))
+    }
+
     /// Serves until `stop` is set or the duration ends; calls
     /// `on_interval` at each interval.
     pub fn run(
-        self,
+        mut self,
         stop: &AtomicBool,
         mut on_interval: impl FnMut(&ServerInterval),
     ) -> ServerReport {
-        let cfg = &self.cfg;
-        let shared: Vec<Arc<Shared>> = self.socks.iter().map(|_| Arc::default()).collect();
+        let xdp = self.xdp.take();
+        let n = xdp.as_ref().map_or(self.socks.len(), |x| x.workers.len());
+        let shared: Vec<Arc<Shared>> = (0..n).map(|_| Arc::default()).collect();
         let start = Instant::now();
         let end_flag = AtomicBool::new(false);
         let warnings = std::sync::Mutex::new(Vec::new());
+        let cfg = &self.cfg;
         let mut intervals = IntervalLog::new(cfg.intervals_kept);
-        // A spinning worker yields after each empty poll only where a NAPI
-        // thread may need its CPU (see `spin`); a blocking one's receive
-        // fails only on its timeout or a signal, and it yields after each.
-        // Only a spinning worker polls more than one socket; the sockets
-        // share the port by SO_REUSEPORT.
-        let client_sockets = if cfg.spin && cfg.reuseport {
-            cfg.client_sockets
-        } else {
-            0
-        };
-        let spin = if cfg.spin {
-            Spin::for_local(Some(self.local_addr().ip()))
-        } else {
-            Spin::new(Some(true))
-        };
         std::thread::scope(|s| {
-            let mut handles = Vec::with_capacity(self.socks.len());
-            for (i, sock) in self.socks.iter().enumerate() {
-                let sh = shared[i].clone();
-                let cpu = cfg.cores.get(i).copied();
-                let end_flag = &end_flag;
-                let warnings = &warnings;
-                let batch = (cfg.batch, cfg.gso, cfg.coalesce);
-                let max_response = cfg.max_response;
-                let allow = cfg.allow.clone();
-                handles.push(s.spawn(move || {
-                    if let Some(c) = cpu.filter(|_| cfg.pin) {
-                        pin(c, warnings);
-                    }
-                    let local = self.local;
-                    let open = |peer| client_socket(local, cfg, peer);
-                    serve(
-                        sock,
-                        (&sh, spin, Fill::new(cfg.spin, cfg.batch)),
-                        batch,
-                        (max_response, &allow),
-                        (end_flag, warnings),
-                        (Clients::new(client_sockets), &open),
-                    );
-                }));
-            }
+            let ends = (&end_flag, &warnings);
+            let handles = match xdp {
+                Some(x) => spawn_xdp(s, cfg, x, &shared, ends),
+                None => self.spawn_socket_workers(s, &shared, ends),
+            };
             let clock = Clock {
                 start,
                 duration: cfg.duration,
@@ -336,6 +366,92 @@ impl Server {
             warnings: warnings.into_inner().unwrap_or_default(),
         }
     }
+
+    /// Starts one socket worker per socket.
+    fn spawn_socket_workers<'s>(
+        &'s self,
+        s: &'s std::thread::Scope<'s, '_>,
+        shared: &[Arc<Shared>],
+        (end_flag, warnings): Ends<'s>,
+    ) -> Vec<std::thread::ScopedJoinHandle<'s, ()>> {
+        let cfg = &self.cfg;
+        // A spinning worker yields after each empty poll only where a NAPI
+        // thread may need its CPU (see `spin`); a blocking one's receive
+        // fails only on its timeout or a signal, and it yields after each.
+        // Only a spinning worker polls more than one socket; the sockets
+        // share the port by SO_REUSEPORT.
+        let client_sockets = if cfg.spin && cfg.reuseport {
+            cfg.client_sockets
+        } else {
+            0
+        };
+        let spin = if cfg.spin {
+            Spin::for_local(Some(self.local_addr().ip()))
+        } else {
+            Spin::new(Some(true))
+        };
+        let local = self.local;
+        let mut handles = Vec::with_capacity(self.socks.len());
+        for (i, sock) in self.socks.iter().enumerate() {
+            let sh = shared[i].clone();
+            let cpu = cfg.cores.get(i).copied();
+            let batch = (cfg.batch, cfg.gso, cfg.coalesce);
+            let max_response = cfg.max_response;
+            let allow = cfg.allow.clone();
+            handles.push(s.spawn(move || {
+                if let Some(c) = cpu.filter(|_| cfg.pin) {
+                    pin(c, warnings);
+                }
+                let open = |peer| client_socket(local, cfg, peer);
+                serve(
+                    sock,
+                    (&sh, spin, Fill::new(cfg.spin, cfg.batch)),
+                    batch,
+                    (max_response, &allow),
+                    (end_flag, warnings),
+                    (Clients::new(client_sockets), &open),
+                );
+            }));
+        }
+        handles
+    }
+}
+
+/// The flag that ends the workers, and their warnings.
+type Ends<'a> = (&'a AtomicBool, &'a std::sync::Mutex<Vec<String>>);
+
+/// Starts one AF_XDP worker per forwarder of `x`, pinned to the
+/// configuration's CPUs in order.
+fn spawn_xdp<'s>(
+    s: &'s std::thread::Scope<'s, '_>,
+    cfg: &'s ServerConfig,
+    x: XdpPort,
+    shared: &[Arc<Shared>],
+    (end_flag, warnings): Ends<'s>,
+) -> Vec<std::thread::ScopedJoinHandle<'s, ()>> {
+    let spin = Spin::new(linerate_backend::iface::threaded_napi(&x.iface));
+    let (mac, mtu) = (x.mac, x.mtu);
+    let mut handles = Vec::with_capacity(x.workers.len());
+    for (i, fwd) in x.workers.into_iter().enumerate() {
+        let sh = shared[i].clone();
+        let cpu = cfg.cores.get(i).copied();
+        handles.push(s.spawn(move || {
+            if let Some(c) = cpu.filter(|_| cfg.pin) {
+                pin(c, warnings);
+            }
+            let rules = crate::xdp::Rules {
+                port: cfg.bind.port(),
+                own_mac: mac,
+                mtu,
+                max_response: cfg.max_response,
+                allow: &cfg.allow,
+            };
+            if let Some(w) = crate::xdp::serve(fwd, (&sh, spin), &rules, end_flag) {
+                warnings.lock().unwrap_or_else(|e| e.into_inner()).push(w);
+            }
+        }));
+    }
+    handles
 }
 
 /// A server's counters, as the supervising thread adds them up.

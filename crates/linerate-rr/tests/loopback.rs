@@ -30,6 +30,7 @@ fn server_cfg(cores: Vec<usize>, steering: Steering) -> ServerConfig {
         spin: false,
         coalesce: std::time::Duration::ZERO,
         client_sockets: 0,
+        af_xdp: None,
         intervals_kept: linerate_rr::INTERVALS_KEPT,
     }
 }

@@ -101,7 +101,7 @@ fn every_file_the_code_map_names_exists() {
 
 /// The binary's lines, tests included. It may only shrink: lower it when
 /// code leaves the binary (issue 39 asks for 3,500).
-const BINARY_LINES_MAX: usize = 3_479;
+const BINARY_LINES_MAX: usize = 3_476;
 
 #[test]
 fn the_binary_does_not_grow() {

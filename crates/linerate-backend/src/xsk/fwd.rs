@@ -149,6 +149,21 @@ impl FwdSocket {
         max: usize,
         f: &mut F,
     ) -> (u64, u64, u64) {
+        self.forward_sized(max, &mut |chunk: &mut [u8], len: usize| {
+            if f(&mut chunk[..len]) { len } else { 0 }
+        })
+    }
+
+    /// [`forward`](Self::forward) where `f` may change a frame's length:
+    /// it gets the frame's buffer to the end of its UMEM chunk and the
+    /// frame's length, and returns the length to send (at most the
+    /// buffer's; 0: drop the frame).
+    #[inline(always)]
+    fn forward_sized<F: FnMut(&mut [u8], usize) -> usize + ?Sized>(
+        &mut self,
+        max: usize,
+        f: &mut F,
+    ) -> (u64, u64, u64) {
         self.reclaim();
         let prod = self.rx.producer().load(Ordering::Acquire);
         let cons = self.rx.consumer().load(Ordering::Relaxed);
@@ -169,18 +184,24 @@ impl FwdSocket {
             let idx = (cons.wrapping_add(k) & rx_mask) as usize;
             // SAFETY: idx is inside the RX ring.
             let d = unsafe { rx_desc.add(idx).read() };
-            let keep = super::rx::in_umem(d.addr, d.len, umem_len).is_some_and(|(addr, len)| {
-                // SAFETY: inside the UMEM (`in_umem`); the buffer is ours
+            let out = super::rx::in_umem(d.addr, d.len, umem_len).map_or(0, |(addr, len)| {
+                let space = ((addr | (FRAME_SIZE - 1)) + 1).min(umem_len) - addr;
+                // SAFETY: inside the UMEM (`in_umem`, and the rest of its
+                // chunk, within the UMEM's length); the buffer is ours
                 // until it goes back on the fill ring or the TX ring.
-                f(unsafe { std::slice::from_raw_parts_mut(umem.add(addr), len) })
-            }) && posted < room;
-            if keep {
+                let out = f(
+                    unsafe { std::slice::from_raw_parts_mut(umem.add(addr), space) },
+                    len,
+                );
+                out.min(space)
+            });
+            if out > 0 && posted < room {
                 let t = (tprod.wrapping_add(posted) & tx_mask) as usize;
                 // SAFETY: t is inside the TX ring.
                 unsafe {
                     tx_desc.add(t).write(libc::xdp_desc {
                         addr: d.addr,
-                        len: d.len,
+                        len: out as u32,
                         options: 0,
                     })
                 };
@@ -241,6 +262,11 @@ impl XskFwd {
         })
     }
 
+    /// How many queues (one socket each) this forwarder has.
+    pub fn queues(&self) -> usize {
+        self.q.socks.len()
+    }
+
     /// Splits the queues' sockets between `parts` forwarders. Fails when
     /// there are fewer queues than parts.
     pub fn split(self, parts: usize) -> io::Result<Vec<XskFwd>> {
@@ -278,6 +304,28 @@ impl XskFwd {
             sum = (sum.0 + r, sum.1 + s, sum.2 + d);
         }
         Ok(sum)
+    }
+
+    /// Without waiting, hands each frame received on every queue to `f`,
+    /// which gets the frame's buffer to the end of its UMEM chunk and the
+    /// frame's length and returns the length to send back (0: drop it).
+    /// Returns (received, sent, dropped). With nothing received it only
+    /// returns completed sends' buffers to the fill ring: no system call,
+    /// for a caller that spins.
+    #[inline]
+    pub fn answer<F: FnMut(&mut [u8], usize) -> usize>(&mut self, f: &mut F) -> (u64, u64, u64) {
+        if !self.q.any_pending() {
+            for s in &mut self.q.socks {
+                s.reclaim();
+            }
+            return (0, 0, 0);
+        }
+        let mut sum = (0, 0, 0);
+        for i in self.q.round() {
+            let (r, s, d) = self.q.socks[i].forward_sized(256, f);
+            sum = (sum.0 + r, sum.1 + s, sum.2 + d);
+        }
+        sum
     }
 
     /// Waits (up to 2 s) until every posted frame was sent.

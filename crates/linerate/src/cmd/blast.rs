@@ -122,7 +122,7 @@ pub struct BlastArgs {
     #[arg(long)]
     vlan: Option<u16>,
     /// Send TCP segments with these flags instead of UDP (S, SA, R, F, P, A, U).
-    #[arg(long, value_parser = parse_tcp_flags)]
+    #[arg(long, value_parser = linerate_traffic::template::tcp_flags)]
     tcp_flags: Option<u8>,
     /// DSCP: 0..63 or a name (ef, af41, cs5).
     #[arg(long, default_value = "0", value_parser = super::dscp)]
@@ -219,10 +219,6 @@ pub struct SinkArgs {
     out: OutputArgs,
 }
 
-fn parse_tcp_flags(s: &str) -> Result<u8, String> {
-    linerate_traffic::template::tcp_flags(s)
-}
-
 /// The flags as `linerate_packet::setup` reads them.
 fn flags(a: &BlastArgs) -> Result<BlastFlags<'_>> {
     Ok(BlastFlags {
@@ -265,11 +261,7 @@ fn warn(w: &str) {
 
 /// blast's `-l`: refused with the spelling blast takes.
 fn not_a_frame_size(_: &str) -> Result<u16, String> {
-    Err(
-        "blast sizes frames on the wire: give --size (64 to 9216 bytes, FCS included); \
-         -l is iperf3's payload length (a UDP payload of L bytes over IPv4 is a frame of L + 46)"
-            .into(),
-    )
+    Err(linerate_packet::setup::NOT_A_FRAME_SIZE.into())
 }
 
 pub fn run_blast(a: &BlastArgs, c: &Console) -> Result<u8> {

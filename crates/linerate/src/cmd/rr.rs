@@ -82,6 +82,10 @@ pub struct ServerArgs {
     /// at most 1024), found by the kernel without the route lookups of the group's socket.
     #[arg(long, value_name = "N", conflicts_with = "tcp")]
     client_sockets: Option<usize>,
+    /// Answer over AF_XDP on IFACE: UDP to --port taken from its queues (all else left to the
+    /// kernel), answered in place by a spinning worker per queue, bypassing the kernel's UDP path.
+    #[arg(long, value_name = "IFACE", conflicts_with = "tcp")]
+    af_xdp: Option<String>,
     /// Send every answer as its own datagram message. By default answers
     /// of one length to one client in a batch leave as one UDP GSO message
     /// (one trip down the stack; the kernel or a NIC with USO cuts it).
@@ -213,6 +217,7 @@ impl ServerArgs {
             coalesce_us: self.coalesce,
             client_sockets: self.client_sockets,
             no_gso: self.no_gso,
+            af_xdp: self.af_xdp.clone(),
             max_conns: self.max_conns,
             max_per_source: self.max_per_source,
             idle_timeout_s: self.idle_timeout,
