@@ -515,3 +515,122 @@ fn rr_client_registers_in_epoll_only_where_it_waits_there() {
     }
     drop(server);
 }
+
+/// UDP datagrams the kernel's UDP layer delivered in the rig host's
+/// namespace (`/proc/net/snmp` `Udp: InDatagrams`, or `Udp6InDatagrams`).
+fn udp_delivered(rig: &Rig, host: usize, v6: bool) -> u64 {
+    let file = if v6 {
+        "/proc/net/snmp6"
+    } else {
+        "/proc/net/snmp"
+    };
+    let out = rig.command(host, "cat").arg(file).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    if v6 {
+        let line = text.lines().find(|l| l.starts_with("Udp6InDatagrams"));
+        return line
+            .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+            .unwrap();
+    }
+    let mut udp = text.lines().filter(|l| l.starts_with("Udp: "));
+    let (names, values) = (udp.next().unwrap(), udp.next().unwrap());
+    let at = names
+        .split_whitespace()
+        .position(|n| n == "InDatagrams")
+        .unwrap();
+    values.split_whitespace().nth(at).unwrap().parse().unwrap()
+}
+
+/// `rr server --af-xdp`: every request is answered from the interface's
+/// AF_XDP rings, none reaches the kernel's UDP layer, the counts of both
+/// sides agree exactly (the client's kernel took every answer: its
+/// checksums are right), an answer shorter than its request has the size
+/// asked, and the rest of the interface's traffic (ping) still reaches
+/// the kernel. IPv4 and IPv6.
+#[test]
+fn an_af_xdp_server_answers_from_the_interfaces_rings() {
+    if should_skip(
+        "an_af_xdp_server_answers_from_the_interfaces_rings",
+        &[
+            require_root(),
+            require_program("ip"),
+            require_program("ping"),
+        ],
+    ) {
+        return;
+    }
+    let rig = Rig::pair().unwrap();
+    for (v6, request, response) in [(false, "100", Some("40")), (true, "64", None)] {
+        let host = rig.host(1);
+        let server_ip = if v6 {
+            host.ipv6.to_string()
+        } else {
+            host.ipv4.to_string()
+        };
+        let port = support::free_port();
+        let server = Proc::spawn(
+            rig.command(1, env!("CARGO_BIN_EXE_linerate"))
+                .args([
+                    "rr",
+                    "server",
+                    "-p",
+                    &port.to_string(),
+                    "--af-xdp",
+                    &host.iface,
+                ])
+                .args(["--cores", "1", "-t", "3", "-i", "0", "--json"]),
+        );
+        wait_udp(&rig, 1, port);
+        // The program is attached after the port is held: give it a moment.
+        std::thread::sleep(Duration::from_millis(300));
+        let udp_before = udp_delivered(&rig, 1, v6);
+        let mut cmd = rig.command(0, env!("CARGO_BIN_EXE_linerate"));
+        cmd.args([
+            "rr",
+            "client",
+            &server_ip,
+            "-p",
+            &port.to_string(),
+            "-l",
+            request,
+        ])
+        .args(["--outstanding", "4", "--flows", "2", "--cores", "0"])
+        .args(["-t", "1", "-i", "0", "--json"]);
+        if let Some(r) = response {
+            cmd.args(["--response-size", r]);
+        }
+        let client = Proc::spawn(&mut cmd);
+        let ping = rig
+            .command(0, "ping")
+            .args(["-c", "2", "-i", "0.2", "-W", "1", &server_ip])
+            .output()
+            .unwrap();
+        assert!(
+            ping.status.success(),
+            "v6 {v6}: ping got no answer: {ping:?}"
+        );
+        let c = json_of(client, Duration::from_secs(10));
+        let udp_after = udp_delivered(&rig, 1, v6);
+        let s = json_of(server, Duration::from_secs(10));
+        let sent = u(&c, "counts.sent");
+        assert!(sent > 1000, "{c}");
+        assert_eq!(u(&c, "counts.completed"), sent, "{c}");
+        assert_eq!(u(&c, "counts.lost"), 0, "{c}");
+        assert_eq!(u(&s, "counts.requests"), sent, "{s}");
+        assert_eq!(u(&s, "counts.answered"), sent, "{s}");
+        assert_eq!(u(&s, "counts.malformed"), 0, "{s}");
+        let (asked, answer) = (
+            request.parse::<u64>().unwrap(),
+            response.map_or(0, |r| r.parse().unwrap()),
+        );
+        assert_eq!(u(&s, "counts.bytes_in"), sent * asked, "{s}");
+        let out = if answer == 0 { asked } else { answer };
+        assert_eq!(u(&s, "counts.bytes_out"), sent * out, "{s}");
+        assert_eq!(s["recipe"]["af_xdp"], host.iface.as_str(), "{s}");
+        assert!(
+            udp_after - udp_before < 10,
+            "v6 {v6}: the kernel's UDP delivered {} datagrams while the server answered {sent}",
+            udp_after - udp_before
+        );
+    }
+}
