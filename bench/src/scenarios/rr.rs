@@ -195,6 +195,19 @@ fn pingpong_lr_spin_one_socket(rig: &Rig, d: Duration) -> Result<Running> {
     )
 }
 
+/// The client spinning as in `pingpong_lr_spin`; the server answering
+/// over AF_XDP on its veth (`--af-xdp`: no kernel UDP receive on its side;
+/// copy mode on a veth).
+fn pingpong_lr_af_xdp(rig: &Rig, d: Duration) -> Result<Running> {
+    let iface = rig.host(SERVER).iface.clone();
+    linerate_with(
+        rig,
+        d,
+        &["--outstanding", "1", "--busy-poll"],
+        &["--af-xdp", &iface],
+    )
+}
+
 fn pingpong_sockperf(rig: &Rig, d: Duration) -> Result<Running> {
     sockperf(rig, d, &["ping-pong"])
 }
@@ -260,7 +273,7 @@ fn scenario(
 pub fn pingpong() -> Scenario {
     let mut sc = scenario(
         "rr-pingpong",
-        "UDP 64 B request/response, 1 flow, 1 in flight: linerate rr (spinning on both sides, busy polling, and sleeping) vs sockperf ping-pong (--nonblocked on both sides: spinning, its best; and sleeping) (requests/s at the server's veth = 1/RTT)",
+        "UDP 64 B request/response, 1 flow, 1 in flight: linerate rr (spinning on both sides, the server over AF_XDP or its sockets; busy polling; sleeping) vs sockperf ping-pong (--nonblocked on both sides: spinning, its best; and sleeping) (requests/s at the server's veth = 1/RTT)",
         pingpong_lr,
         pingpong_sockperf,
     );
@@ -283,6 +296,13 @@ pub fn pingpong() -> Scenario {
         Contender {
             name: "linerate rr spinning (client --busy-poll, server --spin)",
             start: pingpong_lr_spin,
+        },
+    );
+    sc.contenders.insert(
+        0,
+        Contender {
+            name: "linerate rr spinning, server over AF_XDP (client --busy-poll, server --af-xdp)",
+            start: pingpong_lr_af_xdp,
         },
     );
     sc.contenders.push(Contender {

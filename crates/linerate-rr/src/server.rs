@@ -241,6 +241,12 @@ impl Server {
         let sock_err = |what: String| move |e| RrError::Socket { what, source: e };
         let mut socks = Vec::with_capacity(n);
         let mut addr = cfg.bind;
+        // The XDP program goes on before the port is bound (when the port is
+        // given): once the port is seen held, requests reach the rings.
+        let early_xdp = match &cfg.af_xdp {
+            Some(iface) if cfg.bind.port() != 0 => Some(open_xdp(iface, cfg.bind.port(), n)?),
+            _ => None,
+        };
         // Without SO_REUSEPORT: one socket, every worker receiving from it;
         // over AF_XDP one socket holds the port.
         let opened = if cfg.reuseport && cfg.af_xdp.is_none() {
@@ -261,7 +267,10 @@ impl Server {
             socks.push(UdpSocket::from(s));
         }
         if let Some(iface) = &cfg.af_xdp {
-            let (xdp, note) = open_xdp(iface, addr.port(), n)?;
+            let (xdp, note) = match early_xdp {
+                Some(x) => x,
+                None => open_xdp(iface, addr.port(), n)?,
+            };
             return Ok(Self {
                 cfg: cfg.clone(),
                 socks,

@@ -580,9 +580,8 @@ fn an_af_xdp_server_answers_from_the_interfaces_rings() {
                 ])
                 .args(["--cores", "1", "-t", "3", "-i", "0", "--json"]),
         );
+        // The program is attached before the port is held.
         wait_udp(&rig, 1, port);
-        // The program is attached after the port is held: give it a moment.
-        std::thread::sleep(Duration::from_millis(300));
         let udp_before = udp_delivered(&rig, 1, v6);
         let mut cmd = rig.command(0, env!("CARGO_BIN_EXE_linerate"));
         cmd.args([
