@@ -9,6 +9,7 @@
 //! accounts for every request: answered once, lost, late, duplicated or
 //! unknown, with latency percentiles overall and per interval.
 
+mod answer;
 pub mod client;
 pub mod clients;
 mod doc;

@@ -14,7 +14,7 @@
 //! sent frame with its checksum only begun); the answer's is computed
 //! whole.
 
-use crate::server::{Decision, ServerCounts, decide};
+use crate::answer::{Decision, ServerCounts, decide};
 use crate::{Prefix, spin::Spin};
 use linerate_backend::xsk::XskFwd;
 use linerate_wire::checksum::{fold, pseudo_v4, pseudo_v6, sum};
