@@ -149,19 +149,22 @@ impl FwdSocket {
         max: usize,
         f: &mut F,
     ) -> (u64, u64, u64) {
-        self.forward_sized(max, &mut |chunk: &mut [u8], len: usize| {
-            if f(&mut chunk[..len]) { len } else { 0 }
+        self.forward_sized(max, false, &mut |frame: &mut [u8], len: usize| {
+            f(frame).then_some(len as u32)
         })
     }
 
     /// [`forward`](Self::forward) where `f` may change a frame's length:
-    /// it gets the frame's buffer to the end of its UMEM chunk and the
-    /// frame's length, and returns the length to send (at most the
-    /// buffer's; 0: drop the frame).
+    /// it gets the frame's buffer (to the end of its UMEM chunk with
+    /// `whole_chunk`, else the frame alone) and the frame's length, and
+    /// returns the length to send (at most the buffer's; None: drop the
+    /// frame). `whole_chunk` is a constant at each call: the frame-only
+    /// path costs no chunk arithmetic.
     #[inline(always)]
-    fn forward_sized<F: FnMut(&mut [u8], usize) -> usize + ?Sized>(
+    fn forward_sized<F: FnMut(&mut [u8], usize) -> Option<u32> + ?Sized>(
         &mut self,
         max: usize,
+        whole_chunk: bool,
         f: &mut F,
     ) -> (u64, u64, u64) {
         self.reclaim();
@@ -184,24 +187,34 @@ impl FwdSocket {
             let idx = (cons.wrapping_add(k) & rx_mask) as usize;
             // SAFETY: idx is inside the RX ring.
             let d = unsafe { rx_desc.add(idx).read() };
-            let out = super::rx::in_umem(d.addr, d.len, umem_len).map_or(0, |(addr, len)| {
-                let space = ((addr | (FRAME_SIZE - 1)) + 1).min(umem_len) - addr;
+            let out = super::rx::in_umem(d.addr, d.len, umem_len).and_then(|(addr, len)| {
+                let space = if whole_chunk {
+                    ((addr | (FRAME_SIZE - 1)) + 1).min(umem_len) - addr
+                } else {
+                    len
+                };
                 // SAFETY: inside the UMEM (`in_umem`, and the rest of its
                 // chunk, within the UMEM's length); the buffer is ours
                 // until it goes back on the fill ring or the TX ring.
                 let out = f(
                     unsafe { std::slice::from_raw_parts_mut(umem.add(addr), space) },
                     len,
-                );
-                out.min(space)
+                )?;
+                Some(if whole_chunk {
+                    out.min(space as u32)
+                } else {
+                    out
+                })
             });
-            if out > 0 && posted < room {
+            if let Some(out) = out
+                && posted < room
+            {
                 let t = (tprod.wrapping_add(posted) & tx_mask) as usize;
                 // SAFETY: t is inside the TX ring.
                 unsafe {
                     tx_desc.add(t).write(libc::xdp_desc {
                         addr: d.addr,
-                        len: out as u32,
+                        len: out,
                         options: 0,
                     })
                 };
@@ -322,7 +335,10 @@ impl XskFwd {
         }
         let mut sum = (0, 0, 0);
         for i in self.q.round() {
-            let (r, s, d) = self.q.socks[i].forward_sized(256, f);
+            let (r, s, d) = self.q.socks[i].forward_sized(256, true, &mut |b: &mut [u8], l| {
+                let n = f(b, l);
+                (n > 0).then_some(n as u32)
+            });
             sum = (sum.0 + r, sum.1 + s, sum.2 + d);
         }
         sum
