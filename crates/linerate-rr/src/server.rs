@@ -170,6 +170,7 @@ struct XdpPort {
 /// when there are fewer queues than workers asked.
 fn open_xdp(iface: &str, port: u16, workers: usize) -> Result<(XdpPort, Option<String>), RrError> {
     let err = |what: String| move |e| RrError::Socket { what, source: e };
+    linerate_backend::iface::exists(iface).map_err(|e| RrError::Config(e.to_string()))?;
     let mac = linerate_backend::iface::mac(iface).map_err(err(format!("read {iface}'s MAC")))?;
     let mtu = linerate_backend::iface::mtu(iface).map_err(err(format!("read {iface}'s MTU")))?;
     let filter = linerate_backend::xdp::RxFilter::Udp(Some((port, port)));

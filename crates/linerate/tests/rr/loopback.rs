@@ -69,6 +69,18 @@ fn rr_refuses_impossible_settings_with_a_clear_message() {
         "needs --batch above 1",
     );
     fails_with(
+        &[&srv[..], &["--af-xdp", "lr-nosuch0"]].concat(),
+        "no interface named lr-nosuch0",
+    );
+    fails_with(
+        &[&srv[..], &["--af-xdp", "lo", "--coalesce", "100"]].concat(),
+        "--coalesce is for the socket server: --af-xdp answers from the interface's queues",
+    );
+    fails_with(
+        &[&srv[..], &["--af-xdp", "lo", "--tcp"]].concat(),
+        "cannot be used with",
+    );
+    fails_with(
         &[&srv[..], &["--tcp", "--coalesce", "100"]].concat(),
         "cannot be used with",
     );
