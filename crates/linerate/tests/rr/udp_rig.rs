@@ -25,6 +25,12 @@ fn wait_udp(rig: &Rig, host: usize, port: u16) {
     panic!("no rr server on UDP port {port}");
 }
 
+/// A `/proc` file as the rig host's namespace has it.
+fn proc_text(rig: &Rig, host: usize, file: &str) -> String {
+    let out = rig.command(host, "cat").arg(file).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
 /// Packets the IP layer of the rig host's namespace received, a GSO
 /// packet counted as its segments (the ECN counters of `/proc/net/netstat`
 /// `IpExt`, or `/proc/net/snmp6` `Ip6In*Pkts`).
@@ -34,8 +40,7 @@ fn ip_received(rig: &Rig, host: usize, v6: bool) -> u64 {
     } else {
         "/proc/net/netstat"
     };
-    let out = rig.command(host, "cat").arg(file).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let text = proc_text(rig, host, file);
     let keys = ["InNoECTPkts", "InECT1Pkts", "InECT0Pkts", "InCEPkts"];
     if v6 {
         let value = |k: &str| {
@@ -524,8 +529,7 @@ fn udp_delivered(rig: &Rig, host: usize, v6: bool) -> u64 {
     } else {
         "/proc/net/snmp"
     };
-    let out = rig.command(host, "cat").arg(file).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let text = proc_text(rig, host, file);
     if v6 {
         let line = text.lines().find(|l| l.starts_with("Udp6InDatagrams"));
         return line
