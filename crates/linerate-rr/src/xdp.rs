@@ -17,6 +17,7 @@
 use crate::answer::{Decision, ServerCounts, decide};
 use crate::{Prefix, spin::Spin};
 use linerate_backend::xsk::XskFwd;
+use linerate_traffic::rewrite::{swap_located, swap_macs_unicast};
 use linerate_wire::checksum::{fold, pseudo_v4, pseudo_v6, sum};
 use linerate_wire::{RR_HEADER_LEN, RrHeader, locate};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -96,8 +97,10 @@ pub fn answer_frame(buf: &mut [u8], len: usize, rules: &Rules<'_>) -> Result<Ans
     if asked > cap {
         return Err(Refused::TooLarge);
     }
-    let source = source_ip(buf, ip.src, ip.v6);
-    let source = Some(SocketAddr::new(source, be16(buf, udp) as u16));
+    // The source matters only to a request asking for more than it
+    // carried, and only where some sources may have it.
+    let source = (!rules.allow.is_empty())
+        .then(|| SocketAddr::new(source_ip(buf, ip.src, ip.v6), be16(buf, udp) as u16));
     let answer = match decide(
         &mut buf[payload..payload + cap],
         request,
@@ -109,7 +112,8 @@ pub fn answer_frame(buf: &mut [u8], len: usize, rules: &Rules<'_>) -> Result<Ans
         Decision::Malformed => return Err(Refused::Malformed),
         Decision::TooLarge => return Err(Refused::TooLarge),
     };
-    turn_around(buf, &ip, rules.own_mac);
+    swap_macs_unicast(buf, rules.own_mac);
+    swap_located(buf, &ip);
     let l4_len = 8 + answer;
     buf[udp + 4..udp + 6].copy_from_slice(&(l4_len as u16).to_be_bytes());
     let ip_len = udp + l4_len - ip.l3;
@@ -155,24 +159,6 @@ fn source_ip(b: &[u8], at: usize, v6: bool) -> IpAddr {
         IpAddr::V6(v6_at(b, at))
     } else {
         IpAddr::V4(v4_at(b, at))
-    }
-}
-
-/// Swaps the frame's MACs (a group destination answers from `own`), IP
-/// addresses and UDP ports.
-fn turn_around(buf: &mut [u8], ip: &linerate_wire::IpOffsets, own: [u8; 6]) {
-    let group = buf[0] & 1 != 0;
-    let (d, s) = buf.split_at_mut(6);
-    d.swap_with_slice(&mut s[..6]);
-    if group {
-        buf[6..12].copy_from_slice(&own);
-    }
-    let n = ip.addr_len;
-    let (a, b) = buf[ip.src..ip.src + 2 * n].split_at_mut(n);
-    a.swap_with_slice(b);
-    if let Some((_, udp)) = ip.l4 {
-        let (a, b) = buf[udp..udp + 4].split_at_mut(2);
-        a.swap_with_slice(b);
     }
 }
 

@@ -135,13 +135,31 @@ pub fn swap_addresses_and_ports(frame: &mut [u8]) -> bool {
     let Some(ip) = locate(frame) else {
         return false;
     };
+    swap_located(frame, &ip);
+    true
+}
+
+/// [`swap_addresses_and_ports`] for a frame whose layers `ip` already
+/// found.
+#[inline]
+pub fn swap_located(frame: &mut [u8], ip: &IpOffsets) {
     swap(frame, ip.src, ip.src + ip.addr_len, ip.addr_len);
     if let Some((6 | 17, at)) = ip.l4
         && frame.len() >= at + 4
     {
         swap(frame, at, at + 2, 2);
     }
-    true
+}
+
+/// Swaps the frame's MACs; a frame sent to a group address (broadcast,
+/// multicast) goes back from `own` (the port's MAC): a group address is
+/// never a source.
+#[inline(always)]
+pub fn swap_macs_unicast(f: &mut [u8], own: [u8; 6]) {
+    swap_macs(f);
+    if f.len() >= 12 && f[6] & 1 != 0 {
+        f[6..12].copy_from_slice(&own);
+    }
 }
 
 /// Swaps the source and destination MACs.

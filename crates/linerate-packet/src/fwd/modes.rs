@@ -3,16 +3,7 @@
 
 use super::FwdMode;
 
-/// Swaps the frame's MACs; a frame sent to a group address (broadcast,
-/// multicast) goes back from `own` (the port's MAC): a group address is
-/// never a source.
-#[inline(always)]
-pub fn swap_macs_unicast(f: &mut [u8], own: [u8; 6]) {
-    linerate_traffic::rewrite::swap_macs(f);
-    if f.len() >= 12 && f[6] & 1 != 0 {
-        f[6..12].copy_from_slice(&own);
-    }
-}
+pub use linerate_traffic::rewrite::swap_macs_unicast;
 
 /// Rewrites one frame in place (through linerate-traffic's frame rewriter).
 /// Returns false when `5tswap` found no IP header (its MACs are swapped all
