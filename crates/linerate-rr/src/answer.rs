@@ -89,6 +89,12 @@ pub fn decide(
     Decision::Answer(out)
 }
 
+/// A worker's counts, published for the supervising thread (a poisoned
+/// lock still takes them: the counts are plain numbers).
+pub(crate) fn publish(sh: &std::sync::Mutex<ServerCounts>, c: &ServerCounts) {
+    *sh.lock().unwrap_or_else(|e| e.into_inner()) = *c;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

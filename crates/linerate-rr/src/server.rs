@@ -6,6 +6,7 @@
 //! `sendmmsg(2)`. Anything that is not a request is counted and dropped;
 //! the server never stops for a client's bytes.
 
+use crate::answer::publish;
 pub use crate::answer::{Decision, ServerCounts, decide};
 use crate::client::DATAGRAM_MAX;
 use crate::clients::{Clients, Opener};
@@ -775,10 +776,6 @@ fn client_socket(
 /// may be waiting) or without `--coalesce`.
 fn nap_after(got: usize, asked: usize, coalesce: Duration) -> Option<Duration> {
     (got < asked && !coalesce.is_zero()).then_some(coalesce)
-}
-
-fn publish(sh: &Shared, c: &ServerCounts) {
-    *sh.lock().unwrap_or_else(|e| e.into_inner()) = *c;
 }
 
 #[cfg(test)]

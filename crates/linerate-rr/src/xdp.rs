@@ -14,7 +14,7 @@
 //! sent frame with its checksum only begun); the answer's is computed
 //! whole.
 
-use crate::answer::{Decision, ServerCounts, decide};
+use crate::answer::{Decision, ServerCounts, decide, publish};
 use crate::{Prefix, spin::Spin};
 use linerate_backend::xsk::XskFwd;
 use linerate_traffic::rewrite::{swap_located, swap_macs_unicast};
@@ -203,13 +203,9 @@ pub(crate) fn serve(
         c.reply_messages += sent;
         // Answers the TX ring had no room for.
         c.reply_errors += dropped.saturating_sub(refused);
-        if let Ok(mut g) = sh.lock() {
-            *g = c;
-        }
+        publish(sh, &c);
     }
-    if let Ok(mut g) = sh.lock() {
-        *g = c;
-    }
+    publish(sh, &c);
     let _ = x.flush();
     match x.stats() {
         Ok((0, 0, _)) => None,
